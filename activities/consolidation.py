@@ -1,0 +1,55 @@
+"""Consolidation activities: draft a blob (LLM + validation), apply it (compare-and-set), and ask the
+one consolidator of a scope key to run."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from temporalio import activity
+from temporalio.client import Client
+
+from activities.errors import classified
+from activities.heartbeat import heartbeating
+from memory.deps import Deps
+from memory.logging import get_logger
+from memory.models import ScopeKey
+from memory.pipeline import consolidation
+from memory.pipeline.types import ConsolidationDraft, ConsolidationRequest, ConsolidationResult
+from workflows.naming import CONSOLIDATE_WORKFLOW, consolidation_workflow_id, scope_key_attributes
+
+
+class ConsolidationActivities:
+    def __init__(self, deps: Deps, client: Client) -> None:
+        self.deps = deps
+        self.client = client
+
+    @activity.defn(name="draft_consolidation")
+    async def draft_consolidation(self, req: ConsolidationRequest) -> ConsolidationDraft:
+        with classified():
+            return await heartbeating(consolidation.draft(self.deps, req))
+
+    @activity.defn(name="apply_consolidation")
+    async def apply_consolidation(self, draft: ConsolidationDraft) -> ConsolidationResult:
+        with classified():
+            out = await consolidation.apply(self.deps, draft, datetime.now(UTC))
+        get_logger(scope_key=draft.key.key, workflow_id=activity.info().workflow_id).info(
+            "consolidated", version=out.version, absorbed=out.absorbed
+        )
+        return out
+
+    @activity.defn(name="request_consolidation")
+    async def request_consolidation(self, keys: list[ScopeKey], force: bool) -> None:
+        """Signal-with-start the consolidator of each key: one workflow id per key serialises them,
+        and a request arriving while it runs makes it go round once more instead of being dropped."""
+        for key in keys:
+            await self.client.start_workflow(
+                CONSOLIDATE_WORKFLOW,
+                ConsolidationRequest(key=key, force=force, retries=self.deps.settings.retries),
+                id=consolidation_workflow_id(key),
+                task_queue=self.deps.settings.temporal.task_queue,
+                start_signal="request",
+                start_signal_args=[force],
+                search_attributes=scope_key_attributes(key)
+                if self.deps.settings.temporal.search_attributes
+                else None,
+            )

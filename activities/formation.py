@@ -1,0 +1,98 @@
+"""Formation activities: thin wrappers over memory.pipeline, one per step the Temporal UI shows."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from structlog.stdlib import BoundLogger
+from temporalio import activity
+
+from activities.errors import classified
+from activities.heartbeat import heartbeating
+from memory.deps import Deps
+from memory.logging import get_logger
+from memory.pipeline import commit, dedup, facts, reflections, window
+from memory.pipeline.types import (
+    CandidatesResult,
+    CommitResult,
+    Decision,
+    DecisionsResult,
+    ExtractedFactsResult,
+    FormationRequest,
+    NewFact,
+    NewReflection,
+    ReflectionsResult,
+    Window,
+)
+
+
+def _log(w: Window | FormationRequest) -> BoundLogger:
+    info = activity.info()
+    return get_logger(
+        agent_id=w.agent_id,
+        session_id=w.session_id,
+        workflow_id=info.workflow_id,
+        activity=info.activity_type,
+        attempt=info.attempt,
+    )
+
+
+class FormationActivities:
+    def __init__(self, deps: Deps) -> None:
+        self.deps = deps
+
+    @activity.defn(name="load_formation_window")
+    async def load_window(self, req: FormationRequest) -> Window | None:
+        with classified():
+            w = await window.load_window(self.deps.store, self.deps.settings, req)
+        _log(req).info("window loaded", found=w is not None, messages=w.message_count if w else 0)
+        return w
+
+    @activity.defn(name="extract_facts")
+    async def extract_facts(self, w: Window) -> ExtractedFactsResult:
+        with classified():
+            out = await heartbeating(facts.extract_facts(self.deps, w))
+        _log(w).info("facts extracted", facts=len(out.facts), dropped=out.dropped)
+        return out
+
+    @activity.defn(name="find_similar_facts")
+    async def find_similar_facts(self, w: Window, new_facts: list[NewFact]) -> CandidatesResult:
+        with classified():
+            return await facts.find_candidates(self.deps, w, new_facts)
+
+    @activity.defn(name="decide_fact_changes")
+    async def decide_fact_changes(
+        self, w: Window, new_facts: list[NewFact], candidates: CandidatesResult
+    ) -> DecisionsResult:
+        with classified():
+            out = await heartbeating(dedup.decide(self.deps, w, new_facts, candidates))
+        _log(w).info("fact changes decided", decisions=[d.event for d in out.decisions])
+        return out
+
+    @activity.defn(name="extract_reflections")
+    async def extract_reflections(self, w: Window, new_facts: list[str]) -> ReflectionsResult:
+        with classified():
+            return await heartbeating(reflections.extract_reflections(self.deps, w, new_facts))
+
+    @activity.defn(name="commit_formation")
+    async def commit_formation(
+        self,
+        w: Window,
+        new_facts: list[NewFact],
+        decisions: list[Decision],
+        new_reflections: list[NewReflection],
+    ) -> CommitResult:
+        with classified():
+            out = await commit.commit(
+                self.deps, w, new_facts, decisions, new_reflections, datetime.now(UTC)
+            )
+        _log(w).info(
+            "formation committed",
+            formation_id=w.formation_id,
+            already_committed=out.already_committed,
+            facts_added=out.facts_added,
+            facts_updated=out.facts_updated,
+            facts_invalidated=out.facts_invalidated,
+            reflections_added=out.reflections_added,
+        )
+        return out

@@ -1,0 +1,209 @@
+"""What an agent backend imports: record messages, trigger formation, read memory.
+
+memory = await MemoryClient.connect()
+await memory.register_agent(AgentConfig(agent_id="eve", name="Eve"))
+await memory.record_messages("eve", "s1", [MessageIn(...), ...])
+await memory.maybe_form_memories("eve", "s1")          # never blocks on formation
+xml = await memory.memory_context("eve", "s1", user_id="alice")
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import BaseModel, TypeAdapter
+from temporalio.client import Client, WorkflowHandle
+
+from client.temporal import connect
+from memory.context_cache import ContextCache
+from memory.embedding import make_embedder
+from memory.embedding.base import Embedder
+from memory.errors import InvalidInputError, NotFoundError
+from memory.models import AgentConfig, Id, MessageIn, RecordOutcome, SessionInfo
+from memory.pipeline.types import FormationRequest
+from memory.rag import SearchResult, search_facts
+from memory.settings import Settings, get_settings
+from memory.store import MemoryStore, open_store
+from memory.triggers import formation_due
+from workflows.naming import FORM_WORKFLOW, attributes, formation_workflow_id
+from workflows.summary import FormationSummary
+
+_ID = TypeAdapter(Id)
+_MESSAGES = TypeAdapter(list[MessageIn])
+
+
+class FormationTrigger(BaseModel):
+    started: bool
+    workflow_id: str | None = None
+    reason: str
+
+
+def _check_id(name: str, value: str) -> str:
+    try:
+        return _ID.validate_python(value)
+    except ValueError as e:
+        raise InvalidInputError(
+            f"{name} {value!r} is not a valid id (letters, digits, _ . -; ≤ 128)"
+        ) from e
+
+
+class MemoryClient:
+    def __init__(
+        self,
+        temporal: Client,
+        store: MemoryStore,
+        settings: Settings,
+        embedder: Embedder | None = None,
+    ) -> None:
+        self.temporal = temporal
+        self.store = store
+        self.settings = settings
+        self._embedder = embedder
+        self.context_cache = ContextCache()
+
+    @classmethod
+    async def connect(cls, settings: Settings | None = None) -> MemoryClient:
+        settings = settings or get_settings()
+        return cls(await connect(settings.temporal), await open_store(settings), settings)
+
+    async def close(self) -> None:
+        if self._embedder is not None:
+            await self._embedder.close()
+        await self.store.close()
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:  # loaded on first search: context-only callers never pay for it
+            self._embedder = make_embedder(self.settings)
+        return self._embedder
+
+    # ------------------------------------------------------------ agents and messages
+
+    async def register_agent(self, config: AgentConfig) -> None:
+        await self.store.upsert_agent(config)
+
+    async def _agent(self, agent_id: str) -> AgentConfig:
+        agent = await self.store.get_agent(_check_id("agent_id", agent_id))
+        if agent is None:
+            raise NotFoundError(f"agent {agent_id!r} is not registered: call register_agent first")
+        return agent
+
+    async def _session(self, session_id: str) -> SessionInfo:
+        session = await self.store.get_session(_check_id("session_id", session_id))
+        if session is None:
+            raise NotFoundError(f"session {session_id!r} has no recorded messages")
+        return session
+
+    async def record_messages(
+        self, agent_id: str, session_id: str, messages: Sequence[MessageIn | dict[str, Any]]
+    ) -> RecordOutcome:
+        """Store new messages (idempotent by message_id). Invalid input raises before anything is written."""
+        await self._agent(agent_id)
+        _check_id("session_id", session_id)
+        try:
+            parsed = _MESSAGES.validate_python(list(messages))
+        except ValueError as e:
+            raise InvalidInputError(f"invalid message: {e}") from e
+        cfg = self.settings.formation
+        return await self.store.record_messages(
+            session_id,
+            agent_id,
+            parsed,
+            weights={r: cfg.weight(r) for r in ("user", "agent", "tool", "system", "other")},
+            chars_per_token=cfg.chars_per_token,
+            now=datetime.now(UTC),
+        )
+
+    # ------------------------------------------------------------ formation
+
+    async def maybe_form_memories(self, agent_id: str, session_id: str) -> FormationTrigger:
+        """Start a formation when the thresholds are met. Returns at once; formation runs in Temporal."""
+        state = await self.store.get_session_agent_state(
+            _check_id("session_id", session_id), _check_id("agent_id", agent_id)
+        )
+        if state is None:
+            raise NotFoundError(f"session {session_id!r} has no messages for agent {agent_id!r}")
+        if not formation_due(state, self.settings.formation):
+            return FormationTrigger(
+                started=False,
+                reason=f"{state.pending_messages} messages / {state.pending_weighted_tokens:.0f} weighted tokens pending",
+            )
+        handle = await self._start_formation(agent_id, session_id, force=False)
+        return FormationTrigger(started=True, workflow_id=handle.id, reason="threshold reached")
+
+    async def form_memories(
+        self, agent_id: str, session_id: str, *, force: bool = True, wait: bool = True
+    ) -> FormationSummary | None:
+        """Form now, below the thresholds too (force). With wait, returns the run's summary."""
+        await self._agent(agent_id)
+        await self._session(session_id)
+        handle = await self._start_formation(agent_id, session_id, force=force)
+        return await handle.result() if wait else None
+
+    async def _start_formation(
+        self, agent_id: str, session_id: str, *, force: bool
+    ) -> WorkflowHandle[Any, FormationSummary]:
+        session = await self._session(session_id)
+        user_id = session.user_ids[0] if len(session.user_ids) == 1 else None
+        return await self.temporal.start_workflow(
+            FORM_WORKFLOW,
+            FormationRequest(
+                session_id=session_id, agent_id=agent_id, force=force, retries=self.settings.retries
+            ),
+            id=formation_workflow_id(agent_id, session_id),
+            task_queue=self.settings.temporal.task_queue,
+            start_signal="request",
+            start_signal_args=[force],
+            search_attributes=attributes(agent_id, user_id=user_id, session_id=session_id)
+            if self.settings.temporal.search_attributes
+            else None,
+            result_type=FormationSummary,
+        )
+
+    # ------------------------------------------------------------ reading memory
+
+    async def memory_context(
+        self, agent_id: str, session_id: str, user_id: str | None = None
+    ) -> str:
+        """The <MemoryContext> XML for this turn ("" when there is no memory yet)."""
+        agent = await self._agent(agent_id)
+        session = await self._session(session_id)
+        if user_id is not None:
+            _check_id("user_id", user_id)
+        return await self.context_cache.get(
+            self.store,
+            self.settings,
+            agent=agent,
+            session=session,
+            user_id=user_id,
+            now=datetime.now(UTC),
+        )
+
+    async def search_facts(
+        self,
+        agent_id: str,
+        queries: str | Sequence[str],
+        *,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        top_k: int | None = None,
+        debug: bool = False,
+    ) -> SearchResult:
+        agent = await self._agent(agent_id)
+        session = await self._session(session_id) if session_id else None
+        if user_id is not None:
+            _check_id("user_id", user_id)
+        return await search_facts(
+            self.store,
+            self.embedder,
+            self.settings,
+            agent=agent,
+            session=session,
+            user_id=user_id,
+            queries=[queries] if isinstance(queries, str) else list(queries),
+            top_k=top_k,
+            debug=debug,
+            now=datetime.now(UTC),
+        )

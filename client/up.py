@@ -1,0 +1,124 @@
+"""`make run`: the local stack (Temporal dev server + UI, embedded store, a worker) and the main job:
+a bundled conversation goes through formation, then we print what was formed, the memory context a
+next turn would get, fact searches and the link of the run in the Temporal UI.
+
+Runs with no API key (offline heuristic LLM + local MiniLM embeddings); uses OpenAI/Gemini when their
+keys are set. Ctrl-C stops everything; a second run reuses the data (messages are recorded once).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import signal
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from client.memory_client import MemoryClient
+from client.stack import dev_server
+from client.temporal import connect, ensure_search_attributes
+from memory.deps import open_deps
+from memory.logging import configure_logging
+from memory.models import AgentConfig, FactFilter, MessageIn
+from memory.settings import Settings, get_settings
+from worker import build_worker
+from workflows.naming import formation_workflow_id
+
+SAMPLE = Path(__file__).resolve().parent.parent / "samples" / "conversation.json"
+
+
+def _print(title: str, body: str) -> None:
+    print(f"\n=== {title} ===\n{body}", flush=True)
+
+
+async def demo(memory: MemoryClient, settings: Settings, sample: dict[str, Any]) -> None:
+    agent = AgentConfig.model_validate(sample["agent"])
+    session_id: str = sample["session_id"]
+    await memory.register_agent(agent)
+    messages = [MessageIn.model_validate(m) for m in sample["messages"]]
+    recorded = await memory.record_messages(agent.agent_id, session_id, messages)
+    _print(
+        "Conversation",
+        f"{len(messages)} messages in session {session_id}: {recorded.inserted} new, {recorded.duplicates} already recorded",
+    )
+    summary = await memory.form_memories(agent.agent_id, session_id, force=True, wait=True)
+    assert summary is not None
+    if summary.formations == 0:
+        _print("Formation", "nothing new to form (this conversation was formed by an earlier run)")
+    else:
+        _print("Formation", json.dumps(summary.memo(), indent=2))
+    user_id = next((m.user_id for m in messages if m.user_id), None)
+    facts = await memory.store.recent_facts(
+        FactFilter(agent_id=agent.agent_id, user_id=user_id),
+        since=datetime.now(UTC) - timedelta(days=3650),
+        limit=50,
+    )
+    _print("Facts formed", "\n".join(f"- [{f.scope}] {f.content}" for f in facts) or "(none)")
+    context = await memory.memory_context(agent.agent_id, session_id, user_id=user_id)
+    _print("Memory context for the next turn", context or "(empty)")
+    for query in sample.get("search", []):
+        result = await memory.search_facts(
+            agent.agent_id, query, session_id=session_id, user_id=user_id, top_k=5
+        )
+        lines = (
+            "\n".join(f"- {h.content} ({h.age}, score {h.score:.3f})" for h in result.hits)
+            or "(no match)"
+        )
+        _print(f"search_facts({query!r})", lines)
+    link = f"{settings.temporal.ui_url}/namespaces/{settings.temporal.namespace}/workflows/{formation_workflow_id(agent.agent_id, session_id)}"
+    _print("Temporal UI", link)
+
+
+async def up(settings: Settings, *, exit_after_demo: bool) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    host, port = settings.temporal.address.rsplit(":", 1)
+    ui_port = int(settings.temporal.ui_url.rsplit(":", 1)[1])
+    data_dir = settings.store.sqlite_path.parent
+    async with dev_server(data_dir, host=host, port=int(port), ui_port=ui_port) as started:
+        print(
+            f"Temporal dev server {'started' if started else 'already running'} at {settings.temporal.address}; UI {settings.temporal.ui_url}",
+            flush=True,
+        )
+        client = await connect(settings.temporal)
+        await ensure_search_attributes(client, settings.temporal.namespace)
+        deps = await open_deps(settings)
+        print(
+            f"Store: {settings.store.backend}; LLM: {deps.llm.name}; embeddings: {deps.embedder.model}",
+            flush=True,
+        )
+        memory = MemoryClient(client, deps.store, settings, embedder=deps.embedder)
+        try:
+            async with build_worker(client, deps, settings):
+                job = asyncio.create_task(demo(memory, settings, json.loads(SAMPLE.read_text())))
+                stopper = asyncio.create_task(stop.wait())
+                done, _ = await asyncio.wait({job, stopper}, return_when=asyncio.FIRST_COMPLETED)
+                if job in done:
+                    job.result()
+                    if not exit_after_demo:
+                        print("\nStack running (worker + Temporal UI). Ctrl-C to stop.", flush=True)
+                        await stopper
+                job.cancel()
+                stopper.cancel()
+        finally:
+            await deps.close()
+    print("Stopped.", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument(
+        "--exit", action="store_true", help="stop after the demo instead of serving"
+    )
+    args = parser.parse_args()
+    settings = get_settings()
+    configure_logging("warning" if settings.log_level == "info" else settings.log_level)
+    asyncio.run(up(settings, exit_after_demo=args.exit))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,62 @@
+"""Gemini embeddings: ``embed_content`` with every text of a batch in one call."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from google import genai
+from google.genai import types
+
+from memory.embedding.base import Embedder, EmbeddingBatch, normalize
+from memory.errors import ProviderError
+from memory.llm.errors import provider_errors
+from memory.llm.gemini_provider import gemini_http_options
+
+_PROVIDER = "gemini"
+
+
+class GeminiEmbedder(Embedder):
+    """Reduced dimensions of gemini-embedding-001 are not unit-norm, hence ``normalize``.
+
+    The Gemini API takes at most 100 texts per call: keep batches at or under that."""
+
+    def __init__(
+        self,
+        *,
+        api_key: str,
+        model: str = "gemini-embedding-001",
+        dimension: int = 768,
+        base_url: str | None = None,
+        timeout: float = 30.0,
+    ) -> None:
+        self.model = model
+        self.dimension = dimension
+        self._api_key = api_key
+        self._client = genai.Client(
+            api_key=api_key, vertexai=False, http_options=gemini_http_options(timeout, base_url)
+        )
+
+    async def embed(self, texts: Sequence[str]) -> EmbeddingBatch:
+        if not texts:
+            return EmbeddingBatch(
+                np.zeros((0, self.dimension), np.float32), self.model, self.dimension
+            )
+        config = types.EmbedContentConfig(output_dimensionality=self.dimension)
+        with provider_errors(_PROVIDER, [self._api_key]):
+            response = await self._client.aio.models.embed_content(
+                model=self.model, contents=list(texts), config=config
+            )
+        rows = [embedding.values or [] for embedding in response.embeddings or []]
+        if len(rows) != len(texts) or any(len(row) != self.dimension for row in rows):
+            raise ProviderError(
+                f"gemini returned {len(rows)} vectors for {len(texts)} texts, "
+                f"not all of dimension {self.dimension}",
+                retryable=True,
+                provider=_PROVIDER,
+            )
+        vectors = normalize(np.array(rows, dtype=np.float32))
+        return EmbeddingBatch(vectors=vectors, model=self.model, dimension=self.dimension)
+
+    async def close(self) -> None:
+        await self._client.aio.aclose()

@@ -1,0 +1,42 @@
+"""Deterministic ids and content hashes: the basis of idempotent writes under retry and replay."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+
+_SPACE = re.compile(r"\s+")
+
+
+def normalize_text(text: str) -> str:
+    """Case, Unicode form and whitespace folded, trailing punctuation dropped: 'exact duplicate' means this."""
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    return _SPACE.sub(" ", folded).strip().rstrip(".!;")
+
+
+def content_hash(text: str) -> str:
+    """Hash of the normalised text (the fact dedup key)."""
+    return hashlib.sha256(normalize_text(text).encode()).hexdigest()
+
+
+def text_hash(text: str) -> str:
+    """Hash of the exact text (the embedding cache key: the model sees the exact text)."""
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _digest(*parts: object) -> str:
+    return hashlib.sha256("\x1f".join(str(p) for p in parts).encode()).hexdigest()[:24]
+
+
+def formation_id(session_id: str, agent_id: str, after_seq: int, upto_seq: int) -> str:
+    """One formation = one agent's pass over one message range of one session."""
+    return f"{agent_id}:{session_id}:{after_seq + 1}-{upto_seq}"
+
+
+def fact_id(formation: str, index: int) -> str:
+    return "f_" + _digest("fact", formation, index)
+
+
+def reflection_id(formation: str, scope: str, index: int) -> str:
+    return "r_" + _digest("reflection", formation, scope, index)

@@ -1,0 +1,92 @@
+"""Choosing the LLM provider and the model for each purpose (seed 002 "LLM Model Selection").
+
+The provider modules import the OpenAI and Gemini SDKs, so they are imported only when chosen:
+importing this package stays cheap for workflow code and for the offline heuristic path.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Literal
+
+from memory.errors import ProviderError
+from memory.llm.base import LLMProvider
+from memory.llm.heuristic import MODEL as HEURISTIC_MODEL
+from memory.llm.heuristic import HeuristicProvider
+from memory.settings import Settings
+
+Purpose = Literal["fast", "reflection", "consolidation"]
+
+
+def gemini_api_key() -> str | None:
+    return os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY") or None
+
+
+def openai_api_key() -> str | None:
+    return os.environ.get("OPENAI_API_KEY") or None
+
+
+def resolve_provider(settings: Settings) -> str:
+    """The provider ``make_llm`` builds: "auto" resolved from the keys in the environment."""
+    models = settings.models
+    if models.provider != "auto":
+        return models.provider
+    if gemini_api_key():
+        return "gemini"
+    if openai_api_key():
+        return "openai_compatible" if models.base_url else "openai"
+    return "openai_compatible" if models.base_url else "heuristic"
+
+
+def make_llm(settings: Settings) -> LLMProvider:
+    models = settings.models
+    configured_key = models.api_key.get_secret_value() if models.api_key else None
+    match resolve_provider(settings):
+        case "gemini":
+            from memory.llm.gemini_provider import GeminiProvider
+
+            key = configured_key or gemini_api_key()
+            if not key:
+                raise ProviderError(
+                    "GEMINI_API_KEY (or GOOGLE_API_KEY) is not set",
+                    retryable=False,
+                    provider="gemini",
+                )
+            return GeminiProvider(api_key=key, timeout=models.request_timeout_seconds)
+        case "openai" | "openai_compatible" as name:
+            from memory.llm.openai_provider import OpenAIProvider
+
+            key = configured_key or openai_api_key()
+            if name == "openai" and not key:
+                raise ProviderError("OPENAI_API_KEY is not set", retryable=False, provider=name)
+            if name == "openai_compatible" and not models.base_url:
+                raise ProviderError(
+                    "models.base_url is required for openai_compatible",
+                    retryable=False,
+                    provider=name,
+                )
+            return OpenAIProvider(
+                api_key=key,
+                base_url=models.base_url if name == "openai_compatible" else None,
+                timeout=models.request_timeout_seconds,
+                name=name,
+            )
+        case _:
+            return HeuristicProvider()
+
+
+def choose_model(settings: Settings, provider_name: str, purpose: Purpose, tier: int) -> str:
+    """002: the fast model extracts facts and decides duplicates; reflections and consolidation use
+    the standard model, or the premium one for agents of tier ≥ 1."""
+    if provider_name == "heuristic":
+        return HEURISTIC_MODEL
+    models = settings.models
+    use_openai = provider_name in ("openai", "openai_compatible")
+    if purpose == "fast":
+        return models.openai_fast if use_openai else models.fast
+    if tier >= 1:
+        return models.openai_premium if use_openai else models.premium
+    return models.openai_standard if use_openai else models.standard
+
+
+__all__ = ["LLMProvider", "choose_model", "make_llm", "resolve_provider"]

@@ -1,0 +1,147 @@
+"""One place that turns SDK exceptions and HTTP statuses into ProviderError / MalformedOutputError.
+
+Temporal owns retries, so the only job here is to say *whether* a retry can help and how long the
+provider asked us to wait. Messages are redacted: an API key must never reach a log line or a
+workflow history, even when a server echoes it back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import email.utils
+import json
+import math
+import re
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+import httpx2
+import openai
+import pydantic
+from google.genai import errors as genai_errors
+
+from memory.errors import MalformedOutputError, ProviderError
+
+# 408 request timeout, 409 lock/conflict, 429 rate limit: the same request may succeed later.
+_RETRYABLE_STATUSES = frozenset({408, 409, 429})
+# Key shapes of OpenAI (sk-…) and Google (AIza…), redacted even when we were not told the key.
+_KEY_PATTERN = re.compile(r"\bsk-[A-Za-z0-9_\-]{8,}|\bAIza[0-9A-Za-z_\-]{20,}")
+_MAX_MESSAGE = 500
+
+
+def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, "[redacted]")
+    text = _KEY_PATTERN.sub("[redacted]", text)
+    return text if len(text) <= _MAX_MESSAGE else text[:_MAX_MESSAGE] + "…"
+
+
+def is_retryable_status(status: int) -> bool:
+    return status in _RETRYABLE_STATUSES or status >= 500
+
+
+def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
+    """Seconds to wait from ``Retry-After`` (seconds or an HTTP date) or ``retry-after-ms``."""
+    if not headers:
+        return None
+    headers = {name.lower(): value for name, value in headers.items()}
+    if (millis := headers.get("retry-after-ms")) is not None:
+        with contextlib.suppress(ValueError):
+            return _non_negative(float(millis) / 1000)
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    with contextlib.suppress(ValueError):
+        return _non_negative(float(value))
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return _non_negative(when.timestamp() - time.time())
+
+
+def _non_negative(seconds: float) -> float | None:
+    return max(0.0, seconds) if math.isfinite(seconds) else None
+
+
+def _google_retry_delay(details: Any) -> float | None:
+    """Gemini puts the wait in the body: ``error.details[]`` holds a google.rpc.RetryInfo with
+    ``"retryDelay": "37s"``."""
+    error = details.get("error", details) if isinstance(details, dict) else None
+    if not isinstance(error, dict):
+        return None
+    for item in error.get("details") or []:
+        delay = item.get("retryDelay") if isinstance(item, dict) else None
+        if isinstance(delay, str) and delay.endswith("s"):
+            with contextlib.suppress(ValueError):
+                return _non_negative(float(delay[:-1]))
+    return None
+
+
+def _status_error(
+    status: int, message: str, retry_after: float | None, *, provider: str
+) -> ProviderError:
+    return ProviderError(
+        f"{provider} HTTP {status}: {message}",
+        retryable=is_retryable_status(status),
+        status=status,
+        retry_after=retry_after if is_retryable_status(status) else None,
+        provider=provider,
+    )
+
+
+def to_provider_error(
+    exc: BaseException, *, provider: str, secrets: Iterable[str | None] = ()
+) -> ProviderError | None:
+    """The ProviderError for ``exc``; None when it is no provider failure (a bug: let it raise)."""
+    secrets = tuple(secrets)
+    detail = redact(str(exc), secrets)
+
+    def failed(what: str, *, retryable: bool) -> ProviderError:
+        return ProviderError(f"{provider} {what}", retryable=retryable, provider=provider)
+
+    match exc:
+        case ProviderError():
+            return exc
+        case pydantic.ValidationError() | openai.LengthFinishReasonError():
+            return MalformedOutputError(
+                f"{provider} output does not fit the schema: {detail}", provider=provider
+            )
+        case openai.ContentFilterFinishReasonError():
+            return failed(f"refused: {detail}", retryable=False)
+        case openai.APIStatusError():
+            retry_after = parse_retry_after(dict(exc.response.headers))
+            return _status_error(
+                exc.status_code, redact(exc.message, secrets), retry_after, provider=provider
+            )
+        case openai.APIResponseValidationError():
+            return failed(f"sent an unexpected response: {detail}", retryable=True)
+        case openai.APITimeoutError() | httpx2.TimeoutException() | TimeoutError():
+            return failed(f"timed out ({type(exc).__name__})", retryable=True)
+        case openai.APIConnectionError() | httpx2.TransportError() | ConnectionError():
+            return failed(f"connection failed: {detail}", retryable=True)
+        case genai_errors.APIError():
+            message = redact(f"{exc.status or ''} {exc.message or ''}".strip(), secrets)
+            headers = dict(exc.response.headers) if exc.response is not None else {}
+            retry_after = parse_retry_after(headers)
+            if retry_after is None:
+                retry_after = _google_retry_delay(exc.details)
+            return _status_error(exc.code, message, retry_after, provider=provider)
+        case genai_errors.UnknownApiResponseError() | json.JSONDecodeError():  # the HTTP body
+            return failed(f"sent a non-JSON response: {detail}", retryable=True)
+    return None
+
+
+@contextlib.contextmanager
+def provider_errors(provider: str, secrets: Iterable[str | None] = ()) -> Iterator[None]:
+    """Translate SDK failures raised inside the block. ``from None``: the SDK exception's text may
+    hold the key or a whole request, and a chained cause would carry it into logs and histories."""
+    try:
+        yield
+    except Exception as exc:
+        mapped = to_provider_error(exc, provider=provider, secrets=secrets)
+        if mapped is None or mapped is exc:
+            raise
+        raise mapped from None

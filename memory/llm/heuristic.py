@@ -1,0 +1,242 @@
+"""An offline, deterministic, rule-based stand-in for an LLM, used when no key is set. It reads
+``request.payload`` (shapes in memory/schemas.py), never the prompt, and says what it is in its
+usage (model "heuristic-rules-v1", tokens estimated as chars/4). A fallback, not a model."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from typing import Any, Literal
+
+from pydantic import BaseModel, TypeAdapter
+
+from memory import schemas as out
+from memory.errors import MalformedOutputError
+from memory.ids import normalize_text
+from memory.llm.base import LLMProvider, LLMRequest, LLMResult, Usage
+
+MODEL = "heuristic-rules-v1"
+Payload = dict[str, Any]
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+_SPECIFIC = re.compile(
+    r"(?i)\d|\S+@\S+\.\w+|https?://|www\.|\bmy \w+(?: \w+)? (?:is|are)\b|\bI work (?:at|for|as)\b"
+    r"|\bI live in\b|\bdeadline\b|\bborn\b"
+)
+_PREFERENCE = re.compile(
+    r"(?i)\b(?:prefer\w*|please|always|never|don't|do not|call me)\b"
+    r"|\bI (?:really )?(?:like|love)\b"
+)
+_ABOUT_AGENT = re.compile(r"(?i)\b(?:your|yours|you are|you're|(?:the|our|this) project)\b")
+_NAME = re.compile(r"^[A-Z][a-z]+")
+_ADVERBS = r"(?: (?:\w+ly|also|never|always|often|usually|still|just|only))*"
+_UNCHANGED = {"can", "could", "will", "would", "should", "may", "might", "must", "was", "had"}
+_IRREGULAR = {"am": "is", "have": "has", "do": "does", "go": "goes"}
+_NEGATIONS = {"not", "no", "never", "cannot", "longer"}
+_STOPWORDS = {"a", "an", "the", "do", "does", "did"}
+_MONTHS = {"january", "february", "march", "april", "may", "june", "july", "august"}
+_MONTHS |= {"september", "october", "november", "december"}
+_TOKEN = re.compile(r"[\w@$.:/,'-]*\w")
+
+
+def _sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE_END.split(text) if s.strip()]
+
+
+def _truncate(text: str, max_words: int) -> str:
+    return " ".join(text.split()[:max_words])
+
+
+def _conjugate(verb: str) -> str:
+    if verb in _IRREGULAR:
+        return _IRREGULAR[verb]
+    if verb in _UNCHANGED or not verb.isalpha() or not verb.islower() or verb.endswith("ed"):
+        return verb
+    if verb.endswith(("s", "sh", "ch", "x", "z", "o")):
+        return verb + "es"
+    if verb.endswith("y") and verb[-2:-1] not in "aeiou":
+        return verb[:-1] + "ies"
+    return verb + "s"
+
+
+def third_person(sentence: str, name: str) -> str:
+    """'I live in Paris' → 'Alice lives in Paris'; only the simple, common forms."""
+    text = re.sub(r"(?i)\bcall me\b", f"{name} wants to be called", sentence)
+    text = re.sub(r"\bI(?:'m| am)\b", f"{name} is", text)
+    text = re.sub(r"\bI've\b", f"{name} has", text)
+    text = re.sub(r"\bI(?: don't| do not)\b", f"{name} does not", text)
+    text = re.sub(r"\bI'(d|ll)\b", lambda m: f"{name} {'would' if m[1] == 'd' else 'will'}", text)
+    text = re.sub(rf"\bI({_ADVERBS}) (\w+)", lambda m: f"{name}{m[1]} {_conjugate(m[2])}", text)
+    text = re.sub(r"\b[Mm]y\b", f"{name}'s", text)
+    text = re.sub(r"\b(?:me|myself)\b", name, text)
+    return text[:1].upper() + text[1:]
+
+
+def _is_specific(sentence: str) -> bool:
+    names = [w for w in sentence.split()[1:] if _NAME.match(w) and w not in {"I", "I'm"}]
+    return not sentence.endswith("?") and bool(_SPECIFIC.search(sentence) or names)
+
+
+def _user_messages(p: Payload) -> list[tuple[str, str]]:  # (speaker, content), in order
+    users = [m for m in p["messages"] if m["role"] == "user"]
+    return [(str(m.get("name") or "the user"), str(m["content"])) for m in users]
+
+
+def extract_facts(p: Payload) -> out.ExtractedFacts:
+    facts: dict[str, out.ExtractedFact] = {}
+    agent = str(p.get("agent_name") or "").casefold()
+    for speaker, content in _user_messages(p):
+        for sentence in filter(_is_specific, _sentences(content)):
+            about_agent = _ABOUT_AGENT.search(sentence) or (agent and agent in sentence.casefold())
+            scope: Literal["user", "agent"] = "user" if "user" in p["scopes"] else "agent"
+            if scope == "agent" and not ("agent" in p["scopes"] and about_agent):
+                continue
+            text = _truncate(third_person(sentence, speaker), int(p["max_words"]))
+            facts.setdefault(normalize_text(text), out.ExtractedFact(content=text, scope=scope))
+    return out.ExtractedFacts(facts=list(facts.values()))
+
+
+def _parse_fact(text: str) -> tuple[frozenset[str], frozenset[str], bool]:
+    """(words, numbers and dates, negated): the parts the decision rules compare."""
+    words: set[str] = set()
+    numbers: set[str] = set()
+    negated = False
+    for token in _TOKEN.findall(text.casefold()):
+        token = token.removesuffix("'s")
+        if token in _NEGATIONS or token.endswith("n't"):
+            negated = True
+        elif token.startswith("dislike"):  # "dislikes" is "likes" negated
+            negated = True
+            words.add("like")
+        elif any(c.isdigit() for c in token) or token in _MONTHS:
+            numbers.add(token)
+        elif token not in _STOPWORDS:  # a crude stem, so that "likes" meets "like"
+            words.add(token[:-1] if len(token) > 3 and token[-1] == "s" != token[-2] else token)
+    return frozenset(words), frozenset(numbers), negated
+
+
+def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    return len(a & b) / len(a | b) if a | b else 1.0
+
+
+def _decide(index: int, content: str, existing: list[tuple[int, str]]) -> out.FactDecision:
+    nw, nn, nneg = _parse_fact(content)
+    # (rule priority, -score, existing index, event): NONE first, a duplicate needs nothing else.
+    matches: list[tuple[int, float, int | None, Literal["ADD", "UPDATE", "DELETE", "NONE"]]] = []
+    for old_index, old in existing:
+        ow, on, oneg = _parse_fact(old)
+        core, full = _jaccard(nw, ow), _jaccard(nw | nn, ow | on)
+        if nneg == oneg and nn == on and full >= 0.8:
+            matches.append((0, -full, old_index, "NONE"))
+        elif nneg != oneg and core >= 0.6:
+            matches.append((1, -core, old_index, "DELETE"))
+        elif nneg == oneg and nn and on and nn != on and full >= 0.5:
+            matches.append((2, -full, old_index, "UPDATE"))
+    _, _, best, event = min(matches, key=lambda m: m[:3], default=(3, 0.0, None, "ADD"))
+    return out.FactDecision(
+        new_fact_index=index,
+        event=event,
+        existing_index=best,
+        final_text=None if event == "NONE" else content,
+        reasoning=f"heuristic: {event}, by token overlap with existing fact {best}"
+        if best is not None
+        else "heuristic: ADD, no similar existing fact",
+    )
+
+
+def decide_facts(p: Payload) -> out.FactDecisions:
+    existing = {int(fact["index"]): str(fact["content"]) for fact in p["existing"]}
+    decisions = []
+    for new in sorted(p["new_facts"], key=lambda fact: int(fact["index"])):
+        olds = {int(c["existing_index"]) for c in p["candidates"] if c["new_index"] == new["index"]}
+        pairs = [(i, existing[i]) for i in sorted(olds) if i in existing]
+        decisions.append(_decide(int(new["index"]), str(new["content"]), pairs))
+    return out.FactDecisions(decisions=decisions)
+
+
+def extract_reflections(p: Payload) -> out.ExtractedReflections:
+    scopes, max_words = list(p["scopes"]), int(p["max_words"])
+    known = {normalize_text(str(fact)) for fact in p.get("new_facts", [])}
+    for memory in dict(p.get("current") or {}).values():
+        lines = str(memory.get("consolidated", "")).splitlines() + list(memory.get("recent", []))
+        known |= {normalize_text(str(line).strip().removeprefix("- ")) for line in lines}
+    found: dict[str, list[out.ExtractedReflection]] = {"agent": [], "user": [], "session": []}
+
+    def add(scope: str, text: str) -> None:
+        text = _truncate(text, max_words)
+        if scope in scopes and normalize_text(text) not in known:
+            known.add(normalize_text(text))
+            found[scope].append(out.ExtractedReflection(content=text))
+
+    messages = _user_messages(p)
+    for speaker, content in messages:
+        for sentence in _sentences(content):
+            rewritten = third_person(sentence, speaker)
+            text = rewritten if rewritten != sentence else f"{speaker} said: {sentence}"
+            if _PREFERENCE.search(sentence):
+                add("user" if "user" in scopes else "agent", text)
+            elif _ABOUT_AGENT.search(sentence):
+                add("agent", text)
+    if messages:
+        add("session", f"{messages[0][0]} asked: {' '.join(messages[0][1].split())}")
+    return out.ExtractedReflections.model_validate(
+        {f"{k}_reflections": v for k, v in found.items()}
+    )
+
+
+def consolidate(p: Payload) -> str:
+    header = f"VERSION: {int(p['current_version']) + 1}"
+    lines = [line.strip() for line in str(p["current_content"]).splitlines()]
+    lines = [line for line in lines if line.startswith("- ")]
+    lines += [f"- {' '.join(str(r).split())}" for r in p["reflections"] if str(r).strip()]
+    unique: dict[str, str] = {}  # keeps each line at its newest position: repeats are dropped last
+    for line in lines:
+        unique.pop(normalize_text(line[2:]), None)
+        unique[normalize_text(line[2:])] = line
+    kept = list(unique.values())
+    budget = int(p["word_limit"]) - len(header.split())
+    while kept and sum(len(line.split()) for line in kept) > budget:
+        if len(kept) == 1:
+            kept = [_truncate(kept[0], max(budget, 2))]
+            break
+        kept.pop(0)  # oldest first
+    return "\n".join([header, *kept])
+
+
+_TEXT = TypeAdapter(str)  # refuses a model, as a schema refuses text
+_RULES: dict[str, Callable[[Payload], BaseModel | str]] = {
+    "extract_facts": extract_facts,
+    "decide_facts": decide_facts,
+    "extract_reflections": extract_reflections,
+    "consolidate": consolidate,
+}
+
+
+class HeuristicProvider(LLMProvider):
+    name = "heuristic"
+
+    def _run[T](self, request: LLMRequest, expect: Callable[[BaseModel | str], T]) -> LLMResult[T]:
+        try:
+            value = expect(_RULES[request.task](request.payload))
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            # Another payload shape, or another output than the task gives: guessing stores garbage.
+            why = f"heuristic: cannot answer {request.task} that way: {exc!r}"
+            raise MalformedOutputError(why, provider=self.name) from exc
+        output = value.model_dump_json() if isinstance(value, BaseModel) else str(value)
+        chars = (len(request.system) + len(request.prompt), len(output))
+        tokens_in, tokens_out = (math.ceil(n / 4) for n in chars)
+        usage = Usage(
+            provider=self.name, model=MODEL, input_tokens=tokens_in, output_tokens=tokens_out
+        )
+        return LLMResult[T](value=value, usage=usage)
+
+    async def generate_structured[M: BaseModel](
+        self, request: LLMRequest, schema: type[M]
+    ) -> LLMResult[M]:
+        # from_attributes: another model with the same fields passes; text does not.
+        return self._run(
+            request, lambda result: schema.model_validate(result, from_attributes=True)
+        )
+
+    async def generate_text(self, request: LLMRequest) -> LLMResult[str]:
+        return self._run(request, _TEXT.validate_python)

@@ -1,0 +1,271 @@
+"""The domain's data: what comes in, what is stored, what goes out. Validated at the edges."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
+
+from memory.settings import Scope
+
+# Ids are opaque strings chosen by the agent backend; we only insist they are safe to put in a
+# Temporal workflow id, a log line and a database key.
+Id = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")]
+Role = Literal["user", "agent", "tool", "system", "other"]
+FactScope = Literal["user", "agent"]
+
+
+def _utc(value: datetime) -> datetime:
+    if value.tzinfo is None:
+        raise ValueError("timestamps must be timezone-aware (UTC)")
+    return value
+
+
+UtcDatetime = Annotated[datetime, AfterValidator(_utc)]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# ---------------------------------------------------------------- agents, sessions, messages
+
+
+class AgentConfig(_Model):
+    """An agent as registered by its backend; the prompts use its name, persona and instructions."""
+
+    agent_id: Id
+    name: str = Field(min_length=1, max_length=200)
+    persona: str = Field("", max_length=4000)
+    memory_instructions: str = Field(
+        "", max_length=4000, description="Extra guidance for what to remember"
+    )
+    user_memory_enabled: bool = True
+    agent_memory_enabled: bool = True
+    tier: int = Field(0, ge=0, le=10, description="0 = standard models, ≥1 = premium models")
+
+
+class MessageIn(_Model):
+    """One conversation message as the backend records it. ``message_id`` makes recording idempotent."""
+
+    message_id: Id
+    role: Role
+    content: str = Field(min_length=1, max_length=100_000)
+    created_at: UtcDatetime
+    user_id: Id | None = Field(None, description="The user who wrote it (role user)")
+    name: str | None = Field(None, max_length=200, description="Display name of the speaker")
+
+
+class StoredMessage(_Model):
+    session_id: Id
+    seq: int = Field(ge=1, description="Position in the session, assigned by the store")
+    message_id: Id
+    role: Role
+    content: str
+    created_at: UtcDatetime
+    user_id: Id | None = None
+    name: str | None = None
+    agent_id: Id | None = Field(None, description="The agent that recorded it")
+
+
+class SessionInfo(_Model):
+    session_id: Id
+    agent_ids: tuple[Id, ...] = ()
+    user_ids: tuple[Id, ...] = ()
+    created_at: UtcDatetime
+    last_message_at: UtcDatetime | None = None
+    ended_at: UtcDatetime | None = None
+
+    @property
+    def is_group(self) -> bool:
+        """More than one user: user-scoped memory is off (002 rule 3)."""
+        return len(self.user_ids) > 1
+
+
+class SessionAgentState(_Model):
+    """Formation state of one agent in one session: the cursor and what is pending after it."""
+
+    session_id: Id
+    agent_id: Id
+    cursor_seq: int = Field(0, ge=0, description="Last message seq formed into memory")
+    last_seq: int = Field(0, ge=0, description="Last message seq recorded")
+    pending_messages: int = Field(0, ge=0)
+    pending_weighted_tokens: float = Field(0, ge=0)
+    last_message_at: UtcDatetime | None = None
+    formations: int = Field(0, ge=0, description="Formations committed")
+
+
+class RecordOutcome(_Model):
+    inserted: int
+    duplicates: int
+    state: SessionAgentState
+
+
+# ---------------------------------------------------------------- scope keys
+
+
+class ScopeKey(_Model):
+    """Where a reflection or a consolidated blob belongs. Session memory is per agent too."""
+
+    scope: Scope
+    agent_id: Id
+    user_id: Id | None = None
+    session_id: Id | None = None
+
+    @property
+    def key(self) -> str:
+        """A stable string: the unit of serialized consolidation and of cache versions."""
+        match self.scope:
+            case "agent":
+                return f"agent:{self.agent_id}"
+            case "user":
+                return f"user:{self.agent_id}:{self.user_id}"
+            case "session":
+                return f"session:{self.agent_id}:{self.session_id}"
+
+    def model_post_init(self, _context: object) -> None:
+        if self.scope == "user" and (self.user_id is None or self.session_id is not None):
+            raise ValueError("a user scope key needs user_id and no session_id")
+        if self.scope == "session" and (self.session_id is None or self.user_id is not None):
+            raise ValueError("a session scope key needs session_id and no user_id")
+        if self.scope == "agent" and (self.user_id is not None or self.session_id is not None):
+            raise ValueError("an agent scope key takes neither user_id nor session_id")
+
+
+# ---------------------------------------------------------------- facts
+
+
+class FactRevision(_Model):
+    version: int
+    content: str
+    changed_at: UtcDatetime
+    reason: str = ""
+
+
+class Fact(_Model):
+    fact_id: str
+    agent_id: Id
+    user_id: Id | None = None
+    scope: FactScope
+    content: str
+    hash: str = Field(
+        description="sha256 of the normalised content; unique per agent, user and scope"
+    )
+    embedding_model: str
+    source_session_id: Id | None = None
+    formed_at: UtcDatetime
+    updated_at: UtcDatetime
+    version: int = 1
+    previous_content: str | None = None
+    history: tuple[FactRevision, ...] = ()
+    invalidated_at: UtcDatetime | None = None
+    invalidated_by: str | None = Field(None, description="The fact that replaced it (DELETE)")
+    access_count: int = 0
+    last_accessed_at: UtcDatetime | None = None
+
+
+class ScoredFact(_Model):
+    fact: Fact
+    score: float = Field(
+        description="Backend-normalised: cosine in [-1, 1] for vectors, BM25-like ≥ 0 for text"
+    )
+
+
+class FactFilter(_Model):
+    """Which facts a search may see: pre-applied inside every search, never after."""
+
+    agent_id: Id
+    include_agent_scope: bool = True
+    user_id: Id | None = Field(None, description="Include this user's user-scoped facts")
+
+
+# ---------------------------------------------------------------- reflections and blobs
+
+
+class Reflection(_Model):
+    reflection_id: str
+    scope_key: ScopeKey
+    content: str
+    source_session_id: Id
+    formed_at: UtcDatetime
+    absorbed_into_version: int | None = Field(
+        None, description="Blob version that absorbed it; None = buffered"
+    )
+
+
+class ConsolidatedMemory(_Model):
+    scope_key: ScopeKey
+    content: str
+    version: int = Field(ge=0)
+    word_limit: int
+    updated_at: UtcDatetime
+    edited_by: Literal["consolidation", "manual"] = "consolidation"
+
+
+# ---------------------------------------------------------------- formation commit (one atomic write)
+
+
+class FactAdd(_Model):
+    op: Literal["add"] = "add"
+    fact_id: str = Field(
+        description="Deterministic: derived from the formation id and the fact's index"
+    )
+    scope: FactScope
+    user_id: Id | None = None
+    content: str
+    embedding: list[float]
+
+
+class FactUpdate(_Model):
+    op: Literal["update"] = "update"
+    fact_id: str = Field(description="The existing fact")
+    expected_version: int = Field(
+        description="The version the decision saw; a newer one makes the decision stale"
+    )
+    content: str
+    embedding: list[float]
+    reason: str = ""
+
+
+class FactInvalidate(_Model):
+    """DELETE of the decision: the old fact is kept, marked invalid, and replaced by ``replaced_by``."""
+
+    op: Literal["invalidate"] = "invalidate"
+    fact_id: str
+    expected_version: int
+    replaced_by: str = Field(description="fact_id of the FactAdd in the same commit")
+    reason: str = ""
+
+
+FactOp = Annotated[FactAdd | FactUpdate | FactInvalidate, Field(discriminator="op")]
+
+
+class FormationCommit(_Model):
+    """Everything one formation writes, applied at once with the cursor move, or not at all."""
+
+    formation_id: str = Field(description="session + agent + message range: the idempotency key")
+    session_id: Id
+    agent_id: Id
+    expected_cursor: int = Field(
+        ge=0, description="The cursor must still be here (the range start)"
+    )
+    new_cursor: int = Field(ge=0, description="The range end (last seq formed)")
+    embedding_model: str
+    fact_ops: list[FactOp] = []
+    reflections: list[Reflection] = []
+    committed_at: UtcDatetime
+
+
+class FormationCommitResult(_Model):
+    formation_id: str
+    already_committed: bool = False
+    facts_added: int = 0
+    facts_updated: int = 0
+    facts_invalidated: int = 0
+    facts_duplicate: int = 0
+    reflections_added: int = 0
+    buffered: dict[str, int] = Field(
+        default_factory=dict, description="Unabsorbed count per touched scope key"
+    )
+    state: SessionAgentState | None = None

@@ -1,0 +1,133 @@
+"""Steps 6, 8 and 10 in one atomic write: fact changes, buffered reflections and the cursor move."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from memory import ids
+from memory.deps import Deps
+from memory.models import (
+    FactAdd,
+    FactInvalidate,
+    FactOp,
+    FactUpdate,
+    FormationCommit,
+    Reflection,
+    ScopeKey,
+)
+from memory.pipeline.embed_cache import embed_cached
+from memory.pipeline.types import CommitResult, Decision, NewFact, NewReflection, Window
+
+
+def fact_ops(
+    window: Window, facts: list[NewFact], decisions: list[Decision], vectors: dict[str, list[float]]
+) -> list[FactOp]:
+    by_index = {f.index: f for f in facts}
+    ops: list[FactOp] = []
+    for d in decisions:
+        fact = by_index[d.new_index]
+        new_id = ids.fact_id(window.formation_id, d.new_index)
+        user_id = window.user_id if fact.scope == "user" else None
+        text = d.final_text or fact.content
+        match d.event:
+            case "ADD":
+                ops.append(
+                    FactAdd(
+                        fact_id=new_id,
+                        scope=fact.scope,
+                        user_id=user_id,
+                        content=text,
+                        embedding=vectors[text],
+                    )
+                )
+            case "UPDATE":
+                assert (
+                    d.existing_id is not None and d.expected_version is not None
+                )  # resolve() checked
+                ops.append(
+                    FactUpdate(
+                        fact_id=d.existing_id,
+                        expected_version=d.expected_version,
+                        content=text,
+                        embedding=vectors[text],
+                        reason=d.reasoning,
+                    )
+                )
+            case "DELETE":
+                assert d.existing_id is not None and d.expected_version is not None
+                ops.append(
+                    FactAdd(
+                        fact_id=new_id,
+                        scope=fact.scope,
+                        user_id=user_id,
+                        content=text,
+                        embedding=vectors[text],
+                    )
+                )
+                ops.append(
+                    FactInvalidate(
+                        fact_id=d.existing_id,
+                        expected_version=d.expected_version,
+                        replaced_by=new_id,
+                        reason=d.reasoning,
+                    )
+                )
+    return ops
+
+
+async def commit(
+    deps: Deps,
+    window: Window,
+    facts: list[NewFact],
+    decisions: list[Decision],
+    reflections: list[NewReflection],
+    now: datetime,
+) -> CommitResult:
+    by_index = {f.index: f for f in facts}
+    texts = [d.final_text or by_index[d.new_index].content for d in decisions if d.event != "NONE"]
+    vectors, calls = await embed_cached(deps.store, deps.embedder, texts)
+    as_lists = {t: [float(x) for x in v] for t, v in vectors.items()}
+    per_scope: dict[str, int] = {}
+    stored: list[Reflection] = []
+    for r in reflections:
+        n = per_scope[r.scope] = per_scope.get(r.scope, -1) + 1
+        stored.append(
+            Reflection(
+                reflection_id=ids.reflection_id(window.formation_id, r.scope, n),
+                scope_key=window.scope_key(r.scope),
+                content=r.content,
+                source_session_id=window.session_id,
+                formed_at=now,
+            )
+        )
+    result = await deps.store.commit_formation(
+        FormationCommit(
+            formation_id=window.formation_id,
+            session_id=window.session_id,
+            agent_id=window.agent_id,
+            expected_cursor=window.after_seq,
+            new_cursor=window.upto_seq,
+            embedding_model=deps.embedder.model,
+            fact_ops=fact_ops(window, facts, decisions, as_lists),
+            reflections=stored,
+            committed_at=now,
+        )
+    )
+    due = await due_for_consolidation(deps, [window.scope_key(s) for s in window.reflection_scopes])
+    return CommitResult(
+        already_committed=result.already_committed,
+        facts_added=result.facts_added,
+        facts_updated=result.facts_updated,
+        facts_invalidated=result.facts_invalidated,
+        facts_duplicate=result.facts_duplicate,
+        reflections_added=result.reflections_added,
+        due_for_consolidation=due,
+        embedding_calls=calls,
+        pending_messages=result.state.pending_messages if result.state else 0,
+    )
+
+
+async def due_for_consolidation(deps: Deps, keys: list[ScopeKey]) -> list[ScopeKey]:
+    """Scope keys whose buffer reached its threshold (002: agent 10, user 4, session 4)."""
+    cfg = deps.settings.reflections
+    return [k for k in keys if await deps.store.count_unabsorbed(k) >= cfg.threshold(k.scope)]

@@ -1,0 +1,110 @@
+"""Step 9: merge a scope's buffered reflections into its word-limited, versioned blob.
+
+A draft is validated before anything is stored: non-empty, first line ``VERSION: n+1``, within the
+word limit (plus a small tolerance). The store then replaces the blob and marks exactly the drafted
+reflections absorbed in one compare-and-set, so a reflection is absorbed once or stays buffered.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+
+from memory import prompts
+from memory.deps import Deps
+from memory.errors import InvalidModelOutputError, NotFoundError
+from memory.llm import choose_model
+from memory.llm.base import LLMRequest
+from memory.pipeline.types import ConsolidationDraft, ConsolidationRequest, ConsolidationResult
+from memory.pipeline.usage import llm_call, words
+
+_VERSION = re.compile(r"^\s*VERSION:\s*(\d+)\s*$")
+
+
+def validate_blob(text: str, *, next_version: int, word_limit: int, tolerance: float) -> str:
+    """The checked blob (surrounding whitespace and a wrapping code fence removed) or an error."""
+    body = text.strip()
+    if body.startswith("```"):
+        body = body.strip("`").removeprefix("text").strip()
+    if not body:
+        raise InvalidModelOutputError("consolidation returned an empty blob")
+    first = body.splitlines()[0]
+    match = _VERSION.match(first)
+    if match is None or int(match.group(1)) != next_version:
+        raise InvalidModelOutputError(
+            f"consolidation must start with 'VERSION: {next_version}', got {first[:60]!r}"
+        )
+    limit = int(word_limit * (1 + tolerance))
+    if words(body) > limit:
+        raise InvalidModelOutputError(
+            f"consolidated blob has {words(body)} words, over the limit of {limit}"
+        )
+    if len(body.splitlines()) < 2:
+        raise InvalidModelOutputError("consolidated blob has a VERSION line and no content")
+    return body
+
+
+async def draft(deps: Deps, req: ConsolidationRequest) -> ConsolidationDraft:
+    key = req.key
+    cfg = deps.settings.reflections
+    word_limit = cfg.word_limit(key.scope)
+    blob = await deps.store.get_consolidated(key)
+    base_version = blob.version if blob else 0
+    buffered = await deps.store.unabsorbed_reflections(key)
+    if not buffered or (len(buffered) < cfg.threshold(key.scope) and not req.force):
+        return ConsolidationDraft(key=key, base_version=base_version, word_limit=word_limit)
+    agent = await deps.store.get_agent(key.agent_id)
+    if agent is None:
+        raise NotFoundError(f"agent {key.agent_id!r} is not registered")
+    current = blob.content if blob else ""
+    texts = [r.content for r in buffered]
+    request = LLMRequest(
+        task="consolidate",
+        model=choose_model(deps.settings, deps.llm.name, "consolidation", agent.tier),
+        system=prompts.CONSOLIDATE_SYSTEM,
+        prompt=prompts.consolidate_prompt(
+            agent, key.scope, current, texts, base_version + 1, word_limit
+        ),
+        payload={
+            "scope": key.scope,
+            "current_content": current,
+            "current_version": base_version,
+            "reflections": texts,
+            "word_limit": word_limit,
+        },
+        temperature=deps.settings.models.temperature,
+    )
+    result = await deps.llm.generate_text(request)
+    content = validate_blob(
+        result.value,
+        next_version=base_version + 1,
+        word_limit=word_limit,
+        tolerance=cfg.word_limit_tolerance,
+    )
+    return ConsolidationDraft(
+        key=key,
+        base_version=base_version,
+        content=content,
+        word_limit=word_limit,
+        absorbed_ids=[r.reflection_id for r in buffered],
+        llm=[llm_call(request, result.usage)],
+    )
+
+
+async def apply(deps: Deps, d: ConsolidationDraft, now: datetime) -> ConsolidationResult:
+    """Store a validated draft. ConflictError when the blob moved on since the draft was made."""
+    assert d.content is not None
+    blob = await deps.store.get_consolidated(d.key)
+    if blob is not None and blob.version == d.base_version + 1 and blob.content == d.content:
+        return ConsolidationResult(
+            key=d.key, version=blob.version, absorbed=len(d.absorbed_ids)
+        )  # a retry after success
+    stored = await deps.store.commit_consolidation(
+        d.key,
+        expected_version=d.base_version,
+        content=d.content,
+        word_limit=d.word_limit,
+        absorbed_ids=d.absorbed_ids,
+        at=now,
+    )
+    return ConsolidationResult(key=d.key, version=stored.version, absorbed=len(d.absorbed_ids))

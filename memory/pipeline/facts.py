@@ -1,0 +1,104 @@
+"""Steps 2–4: extract facts (fast model), embed them in one call, find similar existing facts."""
+
+from __future__ import annotations
+
+import asyncio
+
+from memory import prompts, transcript
+from memory.deps import Deps
+from memory.ids import content_hash
+from memory.llm import choose_model
+from memory.llm.base import LLMRequest
+from memory.models import FactFilter
+from memory.pipeline.embed_cache import embed_cached
+from memory.pipeline.types import Candidate, CandidatesResult, ExtractedFactsResult, NewFact, Window
+from memory.pipeline.usage import llm_call, words
+from memory.schemas import ExtractedFacts
+
+# A model that overshoots the word limit a little still wrote a usable fact; far beyond, it wrote prose.
+_WORD_SLACK = 1.25
+
+
+async def extract_facts(deps: Deps, window: Window) -> ExtractedFactsResult:
+    if not window.fact_scopes:
+        return ExtractedFactsResult(facts=[])
+    agent = await deps.store.get_agent(window.agent_id)
+    assert agent is not None  # load_window checked it
+    messages = await deps.store.load_messages(window.session_id, window.after_seq, window.upto_seq)
+    cfg = deps.settings.facts
+    request = LLMRequest(
+        task="extract_facts",
+        model=choose_model(deps.settings, deps.llm.name, "fast", agent.tier),
+        system=prompts.FACTS_SYSTEM,
+        prompt=prompts.facts_prompt(
+            agent, transcript.render(messages), window.fact_scopes, cfg.max_words
+        ),
+        payload={
+            "messages": transcript.payload(messages),
+            "agent_name": agent.name,
+            "scopes": list(window.fact_scopes),
+            "max_words": cfg.max_words,
+        },
+        temperature=deps.settings.models.temperature,
+    )
+    result = await deps.llm.generate_structured(request, ExtractedFacts)
+    kept: list[NewFact] = []
+    seen: set[str] = set()
+    for fact in result.value.facts:
+        text = " ".join(fact.content.split())
+        key = content_hash(text)
+        if (
+            not text
+            or fact.scope not in window.fact_scopes
+            or words(text) > cfg.max_words * _WORD_SLACK
+            or key in seen
+            or len(kept) >= cfg.max_per_formation
+        ):
+            continue
+        seen.add(key)
+        kept.append(NewFact(index=len(kept), content=text, scope=fact.scope))
+    return ExtractedFactsResult(
+        facts=kept,
+        llm=[llm_call(request, result.usage)],
+        dropped=len(result.value.facts) - len(kept),
+    )
+
+
+def search_filter(window: Window, scope: str) -> FactFilter:
+    """Dedup candidates come from the same scope: the agent's facts, plus this user's for user facts."""
+    return FactFilter(
+        agent_id=window.agent_id,
+        include_agent_scope=True,
+        user_id=window.user_id if scope == "user" else None,
+    )
+
+
+async def find_candidates(deps: Deps, window: Window, facts: list[NewFact]) -> CandidatesResult:
+    cfg = deps.settings.facts
+    if not facts or not cfg.dedup_enabled:
+        return CandidatesResult(by_new_index={})
+    vectors, calls = await embed_cached(deps.store, deps.embedder, [f.content for f in facts])
+    searches = [
+        deps.store.vector_search(
+            vectors[f.content],
+            search_filter(window, f.scope),
+            limit=cfg.dedup_candidates,
+            min_score=cfg.dedup_similarity_threshold,
+        )
+        for f in facts
+    ]
+    found = await asyncio.gather(*searches)
+    by_index = {
+        f.index: [
+            Candidate(
+                fact_id=s.fact.fact_id,
+                content=s.fact.content,
+                version=s.fact.version,
+                similarity=s.score,
+            )
+            for s in hits
+        ]
+        for f, hits in zip(facts, found, strict=True)
+        if hits
+    }
+    return CandidatesResult(by_new_index=by_index, embedding_calls=calls)

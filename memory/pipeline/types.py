@@ -1,0 +1,141 @@
+"""Inputs and outputs of the formation steps. They travel through Temporal's history, so they hold
+ids, short texts and counts, never transcripts or vectors."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from memory.models import FactScope, Id, ScopeKey
+from memory.settings import RetrySettings, Scope
+
+
+class _T(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class FormationRequest(_T):
+    session_id: Id
+    agent_id: Id
+    force: bool = Field(False, description="Form whatever is pending, below the thresholds too")
+    retries: RetrySettings = RetrySettings()
+
+
+class Window(_T):
+    """One agent's unformed message range of one session, and the scopes it may write."""
+
+    formation_id: str
+    session_id: Id
+    agent_id: Id
+    user_id: Id | None = Field(None, description="The session's single user; None in group chats")
+    after_seq: int
+    upto_seq: int
+    message_count: int
+    fact_scopes: tuple[FactScope, ...]
+    reflection_scopes: tuple[Scope, ...]
+    more_pending: bool = Field(
+        False, description="Messages beyond this window (max_messages_per_run)"
+    )
+
+    def scope_key(self, scope: Scope) -> ScopeKey:
+        match scope:
+            case "agent":
+                return ScopeKey(scope="agent", agent_id=self.agent_id)
+            case "user":
+                return ScopeKey(scope="user", agent_id=self.agent_id, user_id=self.user_id)
+            case "session":
+                return ScopeKey(scope="session", agent_id=self.agent_id, session_id=self.session_id)
+
+
+class LlmCall(_T):
+    task: str
+    provider: str
+    model: str
+    input_tokens: int
+    output_tokens: int
+
+
+class NewFact(_T):
+    index: int
+    content: str
+    scope: FactScope
+
+
+class ExtractedFactsResult(_T):
+    facts: list[NewFact]
+    llm: list[LlmCall] = []
+    dropped: int = Field(
+        0, description="Outputs dropped: too long, empty, duplicate or disabled scope"
+    )
+
+
+class Candidate(_T):
+    fact_id: str
+    content: str
+    version: int
+    similarity: float
+
+
+class CandidatesResult(_T):
+    """Similar existing facts per new fact index (only indices that have any)."""
+
+    by_new_index: dict[int, list[Candidate]]
+    embedding_calls: int = 0
+
+
+class Decision(_T):
+    new_index: int
+    event: str = Field(pattern="^(ADD|UPDATE|DELETE|NONE)$")
+    existing_id: str | None = None
+    expected_version: int | None = None
+    final_text: str | None = None
+    reasoning: str = ""
+
+
+class DecisionsResult(_T):
+    decisions: list[Decision]
+    llm: list[LlmCall] = []
+
+
+class NewReflection(_T):
+    scope: Scope
+    content: str
+
+
+class ReflectionsResult(_T):
+    reflections: list[NewReflection]
+    llm: list[LlmCall] = []
+
+
+class CommitResult(_T):
+    already_committed: bool
+    facts_added: int
+    facts_updated: int
+    facts_invalidated: int
+    facts_duplicate: int
+    reflections_added: int
+    due_for_consolidation: list[ScopeKey]
+    embedding_calls: int = 0
+    pending_messages: int = 0
+
+
+class ConsolidationRequest(_T):
+    key: ScopeKey
+    force: bool = False
+    retries: RetrySettings = RetrySettings()
+
+
+class ConsolidationDraft(_T):
+    """A validated new blob, not yet stored."""
+
+    key: ScopeKey
+    base_version: int
+    content: str | None = Field(None, description="None: nothing to consolidate")
+    word_limit: int
+    absorbed_ids: list[str] = []
+    llm: list[LlmCall] = []
+
+
+class ConsolidationResult(_T):
+    key: ScopeKey
+    version: int
+    absorbed: int

@@ -1,0 +1,429 @@
+"""search_facts: hybrid retrieval over the facts one agent turn may see (002 "search_facts").
+
+Pipeline, for 1..max_queries queries:
+1. one embedding call for all queries (vector and hybrid modes);
+2. per query, vector search and text search at once, both pre-filtered inside the store by the
+   scopes the turn may see (``visible_scopes``: toggles and the group-chat rule). Each fetches
+   top_k × candidate_multiplier candidates. The text search gets the query's content words;
+3. each list keeps only the candidates that pass its own threshold; the lists of every query and
+   both methods are fused (``fuse``) and deduplicated by fact id; best first, top_k;
+4. the returned facts are marked accessed (store.touch_facts).
+
+The thresholds (002 "RAG Thresholds") and the scales they sit on:
+- semantic 0.65 — cosine similarity in [-1, 1], as every backend's vector_search reports it
+  (the MongoDB backend recomputes cosines; Atlas itself reports (1 + cos) / 2). Unrelated
+  sentences sit around 0–0.3 and paraphrases above 0.7, so 0.65 keeps "clearly the same topic";
+  a question and the statement that answers it often score lower (with MiniLM on LoCoMo only
+  12% of the evidence turns reach 0.65), which leaves recall to the text list.
+- text 1.5 — the stores' shared BM25 scale (≥ 0; FTS5's bm25 negated, recomputed on MongoDB).
+  One query word contributes about idf = ln((N − n + 0.5) / (n + 0.5)) to a fact of average
+  length that holds it once (n of the N facts hold the word; N is every fact on SQLite, the
+  filtered ones on MongoDB): alone, a word passes when fewer than about 1 in 5 facts hold it. A
+  match on a common word alone never counts; a rare word, or several words, do. (So in a store
+  of under ~10 facts, one shared word is not enough.)
+- rrf 0.015 — classic reciprocal rank fusion, Σ 1 / (k + rank) with k = 60 and ranks from 1, summed
+  over every list (each method × each query). A first place is 1/61 ≈ 0.0164: a fact found by one
+  list only passes when ranked 1–6 there, a fact found by two lists passes up to rank ~70 in each.
+  So with the defaults a search returns the facts both methods agree on plus at most the top 6
+  of each list per query, often fewer than top_k: few, confident hits, as 002 intends. This
+  classic score is the gate whatever orders the survivors; single-method modes have no second
+  list to agree with and skip it.
+
+Ordering the survivors (measured on LoCoMo with bench/locomo.py, see ``fuse``): per query, each
+list's scores are min-max normalised and combined with weights favouring the text list (which is
+the stronger one with a small sentence embedder), then a fact takes its best query's score.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections.abc import Awaitable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from memory.context import age_suffix, visible_scopes
+from memory.embedding.base import Embedder
+from memory.errors import EmbeddingMismatchError, InvalidInputError
+from memory.models import AgentConfig, FactFilter, FactScope, ScoredFact, SessionInfo
+from memory.settings import RagSettings, Settings
+from memory.store.base import MemoryStore, Vector
+
+SearchMode = Literal["hybrid", "vector", "text"]
+Source = Literal["vector", "text"]
+MAX_QUERY_CHARS = 2000
+
+# How much each list counts in the fused score (hybrid mode). On LoCoMo (MiniLM + BM25) any vector
+# weight in 0.3–0.5 beats both single methods at every cut; 0.4 is the middle of that plateau.
+HYBRID_WEIGHTS: Mapping[Source, float] = {"vector": 0.4, "text": 0.6}
+
+# ------------------------------------------------------------------ result models
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class SearchHit(_Out):
+    fact_id: str
+    content: str
+    scope: FactScope
+    age: str
+    score: float  # fused score in [0, 1]
+    updated_at: datetime
+
+
+class Candidate(_Out):
+    fact_id: str
+    score: float  # the store's score: cosine or BM25
+    rank: int | None  # 1-based among the candidates that passed; None when below the threshold
+
+
+class CandidateList(_Out):
+    query: str
+    source: Source
+    store_query: str  # what the store was asked (text: the query's content words)
+    took_ms: float
+    candidates: list[Candidate]
+
+
+class FusedCandidate(_Out):
+    fact_id: str
+    rrf: float  # classic RRF: the gate
+    score: float  # the ranking score
+    passed: bool  # rrf reached the threshold
+    returned: bool  # among the top_k returned
+
+
+class SearchDebug(_Out):
+    mode: SearchMode
+    queries: list[str]
+    top_k: int
+    candidates_per_list: int
+    thresholds: dict[str, float]
+    timings_ms: dict[str, float]
+    lists: list[CandidateList]
+    fused: list[FusedCandidate]
+
+
+class SearchResult(_Out):
+    hits: list[SearchHit]
+    debug: SearchDebug | None = None
+
+
+# ------------------------------------------------------------------ validation
+
+
+def clean_queries(queries: Sequence[str], settings: RagSettings) -> list[str]:
+    """Stripped, deduplicated (case-insensitively, first spelling kept), 1..max_queries of them."""
+    if isinstance(queries, str):
+        raise InvalidInputError("queries must be a list of strings, not one string")
+    kept: dict[str, str] = {}
+    for position, query in enumerate(queries, start=1):
+        text = query.strip()
+        if not text:
+            raise InvalidInputError(f"query {position} is empty")
+        if len(text) > MAX_QUERY_CHARS:
+            raise InvalidInputError(f"query {position} is longer than {MAX_QUERY_CHARS} characters")
+        kept.setdefault(text.casefold(), text)
+    if not 1 <= len(kept) <= settings.max_queries:
+        raise InvalidInputError(
+            f"search_facts takes 1 to {settings.max_queries} distinct queries, got {len(kept)}"
+        )
+    return list(kept.values())
+
+
+def check_top_k(top_k: int | None, settings: RagSettings) -> int:
+    if top_k is None:
+        return settings.top_k_default
+    if not settings.top_k_min <= top_k <= settings.top_k_max:
+        raise InvalidInputError(
+            f"top_k must be between {settings.top_k_min} and {settings.top_k_max}, got {top_k}"
+        )
+    return top_k
+
+
+# ------------------------------------------------------------------ text analysis
+
+_WORD = re.compile(r"\w+")
+# Function words, question words and the fragments of English contractions ("Caroline's" is
+# tokenised as "caroline" + "s"). Queries are questions and facts are statements, so on the text
+# side these words only match noise (and they have the longest posting lists).
+_STOP_WORDS = """
+    a about above after again against all am an and any are as at be because been before being
+    below between both but by can could d did do does doing down during each few for from further
+    had has have having he her here hers herself him himself his how i if in into is it its itself
+    just ll m me might more most my myself no nor not now of off on once only or other our ours
+    ourselves out over own re s same she should so some such t than that the their theirs them
+    themselves then there these they this those through to too under until up ve very was we were
+    what when where which while who whom whose why will with would you your yours yourself
+    yourselves
+"""
+STOP_WORDS = frozenset(_STOP_WORDS.split())
+
+
+def content_words(query: str) -> str:
+    """The query's words without stop words, for the text search (all words if none is left)."""
+    words = _WORD.findall(query)
+    kept = [w for w in words if w.casefold() not in STOP_WORDS]
+    return " ".join(kept or words)
+
+
+# ------------------------------------------------------------------ fusion
+
+
+@dataclass(frozen=True)
+class RankedList:
+    """One store search's candidates that passed its threshold, best first."""
+
+    query_index: int
+    source: Source
+    facts: Sequence[ScoredFact]
+
+
+@dataclass(frozen=True)
+class Fused:
+    hit: ScoredFact
+    rrf: float
+    score: float
+
+
+def rrf_scores(lists: Sequence[RankedList], k: int) -> dict[str, float]:
+    """Classic reciprocal rank fusion: Σ over lists of 1 / (k + rank), ranks from 1."""
+    scores: dict[str, float] = {}
+    for ranked in lists:
+        for rank, scored in enumerate(ranked.facts, start=1):
+            fid = scored.fact.fact_id
+            scores[fid] = scores.get(fid, 0.0) + 1.0 / (k + rank)
+    return scores
+
+
+def normalized(facts: Sequence[ScoredFact]) -> dict[str, float]:
+    """Min-max over the list: best 1, worst 0 (all 1 when the scores are equal)."""
+    if not facts:
+        return {}
+    scores = [f.score for f in facts]
+    low, span = min(scores), max(scores) - min(scores)
+    return {f.fact.fact_id: (f.score - low) / span if span > 0 else 1.0 for f in facts}
+
+
+def fuse(
+    lists: Sequence[RankedList],
+    *,
+    k: int,
+    weights: Mapping[Source, float],
+    min_rrf: float,
+) -> list[Fused]:
+    """Deduplicated candidates whose classic RRF reaches ``min_rrf``, best first.
+
+    Ranking score, in [0, 1]: per query, Σ over its lists of weight × min-max-normalised score
+    (weights scaled to sum to 1; a fact absent from a list gets 0 there), and per fact the best
+    over queries — each query is its own question, so a fact that answers one query well is not
+    outranked by one that half-matches several. On LoCoMo this beats classic RRF by 5–7 points of
+    recall@5: ranks throw away how far apart the candidates are, and BM25's gaps are informative.
+    """
+    gate = rrf_scores(lists, k)
+    total = sum(weights[source] for source in {r.source for r in lists}) or 1.0
+    per_query: dict[tuple[int, str], float] = {}
+    first: dict[str, ScoredFact] = {}
+    for ranked in lists:
+        share = weights[ranked.source] / total
+        for fid, value in normalized(ranked.facts).items():
+            key = (ranked.query_index, fid)
+            per_query[key] = per_query.get(key, 0.0) + share * value
+        for scored in ranked.facts:
+            first.setdefault(scored.fact.fact_id, scored)
+    best: dict[str, float] = {}
+    for (_, fid), value in per_query.items():
+        best[fid] = max(best.get(fid, 0.0), value)
+    fused = [Fused(first[f], gate[f], best[f]) for f in first if gate[f] >= min_rrf]
+    fused.sort(key=lambda x: (-x.score, -x.rrf, x.hit.fact.fact_id))
+    return fused
+
+
+# ------------------------------------------------------------------ search
+
+
+@dataclass(frozen=True)
+class _Search:
+    query_index: int
+    query: str
+    source: Source
+    store_query: str
+    found: list[ScoredFact]  # as the store returned them
+    passed: list[ScoredFact]  # those at or above the threshold
+    took_ms: float
+
+
+def _ms(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 3)
+
+
+async def _vector(
+    store: MemoryStore,
+    index: int,
+    query: str,
+    vector: Vector,
+    flt: FactFilter,
+    *,
+    limit: int,
+    threshold: float,
+    debug: bool,
+) -> _Search:
+    started = time.perf_counter()
+    # The store applies the threshold itself (less to load) unless debug wants the rejects too:
+    # the top ``limit`` above it are the same facts either way.
+    floor = -1.0 if debug else threshold
+    found = await store.vector_search(vector, flt, limit=limit, min_score=floor)
+    passed = [s for s in found if s.score >= threshold]
+    return _Search(index, query, "vector", query, found, passed, _ms(started))
+
+
+async def _text(
+    store: MemoryStore,
+    index: int,
+    query: str,
+    flt: FactFilter,
+    *,
+    limit: int,
+    threshold: float,
+) -> _Search:
+    words = content_words(query)
+    started = time.perf_counter()
+    found = await store.text_search(words, flt, limit=limit)
+    passed = [s for s in found if s.score >= threshold]
+    return _Search(index, query, "text", words, found, passed, _ms(started))
+
+
+async def _embed(store: MemoryStore, embedder: Embedder, queries: list[str]) -> list[Vector]:
+    """One embedding call for every query, in the model the stored facts were embedded with."""
+    meta, batch = await asyncio.gather(store.embedding_meta(), embedder.embed(queries))
+    if meta is not None and meta != (batch.model, batch.dimension):
+        raise EmbeddingMismatchError(
+            f"facts are stored as {meta[0]}/{meta[1]}, queries embedded as "
+            f"{batch.model}/{batch.dimension}: search with the embedder the facts were made with"
+        )
+    return [batch.vectors[i] for i in range(len(queries))]
+
+
+async def search_facts(
+    store: MemoryStore,
+    embedder: Embedder,
+    settings: Settings,
+    *,
+    agent: AgentConfig,
+    session: SessionInfo | None,
+    user_id: str | None,
+    queries: list[str],
+    top_k: int | None = None,
+    debug: bool = False,
+    now: datetime,
+    mode: SearchMode = "hybrid",
+) -> SearchResult:
+    """The best facts for the queries among those this turn may see (see the module docstring).
+
+    Raises InvalidInputError for bad queries or top_k, EmbeddingMismatchError when the embedder is
+    not the one the stored facts were embedded with.
+    """
+    started = time.perf_counter()
+    rag = settings.rag
+    cleaned = clean_queries(queries, rag)
+    wanted = check_top_k(top_k, rag)
+    limit = wanted * rag.candidate_multiplier
+    flt = visible_scopes(agent, session, user_id).fact_filter
+    timings: dict[str, float] = {}
+
+    searches: list[_Search] = []
+    if flt is not None:  # no scope on: nothing to search, and no store call
+        calls: list[Awaitable[_Search]] = []
+        if mode != "text":
+            stage = time.perf_counter()
+            vectors = await _embed(store, embedder, cleaned)
+            timings["embed"] = _ms(stage)
+            calls += [
+                _vector(store, i, q, v, flt, limit=limit, threshold=rag.semantic_score_threshold,
+                        debug=debug)
+                for i, (q, v) in enumerate(zip(cleaned, vectors, strict=True))
+            ]  # fmt: skip
+        if mode != "vector":
+            calls += [
+                _text(store, i, q, flt, limit=limit, threshold=rag.text_score_threshold)
+                for i, q in enumerate(cleaned)
+            ]
+        stage = time.perf_counter()
+        searches = list(await asyncio.gather(*calls))
+        timings["search"] = _ms(stage)
+
+    stage = time.perf_counter()
+    lists = [RankedList(s.query_index, s.source, s.passed) for s in searches]
+    min_rrf = rag.rrf_score_threshold if mode == "hybrid" else 0.0
+    fused = fuse(lists, k=rag.rrf_k, weights=HYBRID_WEIGHTS, min_rrf=min_rrf)
+    best = fused[:wanted]
+    timings["fuse"] = _ms(stage)
+
+    if best:
+        stage = time.perf_counter()
+        await store.touch_facts([f.hit.fact.fact_id for f in best], now)
+        timings["touch"] = _ms(stage)
+    hits = [
+        SearchHit(
+            fact_id=f.hit.fact.fact_id,
+            content=f.hit.fact.content,
+            scope=f.hit.fact.scope,
+            age=age_suffix(f.hit.fact.updated_at, now),
+            score=round(f.score, 6),
+            updated_at=f.hit.fact.updated_at,
+        )
+        for f in best
+    ]
+    timings["total"] = _ms(started)
+    if not debug:
+        return SearchResult(hits=hits)
+    return SearchResult(
+        hits=hits,
+        debug=SearchDebug(
+            mode=mode,
+            queries=cleaned,
+            top_k=wanted,
+            candidates_per_list=limit,
+            thresholds={
+                "semantic": rag.semantic_score_threshold,
+                "text": rag.text_score_threshold,
+                "rrf": min_rrf,
+            },
+            timings_ms=timings,
+            lists=[_candidate_list(s) for s in searches],
+            fused=_fused_debug(lists, rag.rrf_k, min_rrf, {h.fact_id for h in hits}),
+        ),
+    )
+
+
+def _candidate_list(search: _Search) -> CandidateList:
+    ranks = {s.fact.fact_id: rank for rank, s in enumerate(search.passed, start=1)}
+    return CandidateList(
+        query=search.query,
+        source=search.source,
+        store_query=search.store_query,
+        took_ms=search.took_ms,
+        candidates=[
+            Candidate(fact_id=s.fact.fact_id, score=s.score, rank=ranks.get(s.fact.fact_id))
+            for s in search.found
+        ],
+    )
+
+
+def _fused_debug(
+    lists: Sequence[RankedList], k: int, min_rrf: float, returned: set[str]
+) -> list[FusedCandidate]:
+    """Every candidate of the lists with its fused scores, best first, gated ones included."""
+    return [
+        FusedCandidate(
+            fact_id=f.hit.fact.fact_id, rrf=f.rrf, score=f.score, passed=f.rrf >= min_rrf,
+            returned=f.hit.fact.fact_id in returned,
+        )
+        for f in fuse(lists, k=k, weights=HYBRID_WEIGHTS, min_rrf=0.0)
+    ]  # fmt: skip

@@ -1,0 +1,285 @@
+"""Every number of the design in one typed object.
+
+Defaults come from the current design (seed 002), which wins where the older documents disagree.
+Each field can be set from the environment with the prefix ``MNEMOS_`` and ``__`` between a group and
+its field, e.g. ``MNEMOS_FORMATION__MESSAGE_INTERVAL=30`` or ``MNEMOS_STORE__BACKEND=mongo``.
+An invalid value fails at start-up with a pydantic error naming the field.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal, Self
+
+from pydantic import BaseModel, Field, SecretStr, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+Scope = Literal["agent", "user", "session"]
+
+
+class _Group(BaseModel):
+    model_config = {"extra": "forbid", "frozen": True}
+
+
+class FormationSettings(_Group):
+    """When the hot path starts a formation (seed 002 "Formation Triggers", 004 "Message Weighting")."""
+
+    message_interval: int = Field(
+        45, ge=1, description="Messages since the last formation that trigger one"
+    )
+    token_interval: int = Field(
+        1500, ge=1, description="Weighted tokens since the last formation that trigger one"
+    )
+    min_messages: int = Field(
+        4, ge=1, description="Never form memories from fewer messages than this"
+    )
+    weight_user: float = Field(1.0, ge=0, description="Token weight of user messages")
+    weight_tool: float = Field(0.5, ge=0, description="Token weight of tool results")
+    weight_agent: float = Field(0.2, ge=0, description="Token weight of agent messages")
+    weight_other: float = Field(0.5, ge=0, description="Token weight of any other role")
+    chars_per_token: float = Field(
+        4.0, gt=0, description="Characters per token for the token estimate"
+    )
+    max_messages_per_run: int = Field(
+        200, ge=4, description="Most messages one formation reads; the rest go to a follow-up run"
+    )
+
+    def weight(self, role: str) -> float:
+        return {
+            "user": self.weight_user,
+            "tool": self.weight_tool,
+            "agent": self.weight_agent,
+        }.get(role, self.weight_other)
+
+
+class FactSettings(_Group):
+    """Fact extraction, deduplication and the always-in-context FIFO (002 "Facts System")."""
+
+    max_words: int = Field(30, ge=5, description="Most words in one fact")
+    max_per_formation: int = Field(40, ge=1, description="Most facts kept from one extraction")
+    dedup_enabled: bool = Field(True, description="Run the ADD/UPDATE/DELETE/NONE decision")
+    dedup_similarity_threshold: float = Field(
+        0.7, ge=0, le=1, description="Min cosine similarity of a dedup candidate"
+    )
+    dedup_candidates: int = Field(
+        5, ge=1, le=20, description="Most similar existing facts per new fact"
+    )
+    fifo_enabled: bool = Field(True, description="Show recent facts in the memory context")
+    fifo_limit: int = Field(40, ge=0, description="Most recent facts in the memory context")
+    fifo_max_age_hours: float = Field(
+        24 * 7, gt=0, description="Only facts formed or updated within this age"
+    )
+
+
+class ReflectionSettings(_Group):
+    """Reflection extraction and consolidation (002 "Consolidation" table)."""
+
+    max_words: int = Field(35, ge=5, description="Most words in one reflection")
+    threshold_agent: int = Field(
+        10, ge=1, description="Buffered agent reflections that trigger consolidation"
+    )
+    threshold_user: int = Field(
+        4, ge=1, description="Buffered user reflections that trigger consolidation"
+    )
+    threshold_session: int = Field(
+        4, ge=1, description="Buffered session reflections that trigger consolidation"
+    )
+    word_limit_agent: int = Field(1200, ge=20, description="Word limit of the agent blob")
+    word_limit_user: int = Field(300, ge=20, description="Word limit of a user blob")
+    word_limit_session: int = Field(200, ge=20, description="Word limit of a session blob")
+    word_limit_tolerance: float = Field(
+        0.1, ge=0, le=1, description="Accepted overshoot of a word limit (0.1 = 10%)"
+    )
+    recent_in_context: int = Field(
+        10, ge=0, description="Newest unabsorbed reflections shown per scope"
+    )
+
+    def threshold(self, scope: Scope) -> int:
+        return {
+            "agent": self.threshold_agent,
+            "user": self.threshold_user,
+            "session": self.threshold_session,
+        }[scope]
+
+    def word_limit(self, scope: Scope) -> int:
+        return {
+            "agent": self.word_limit_agent,
+            "user": self.word_limit_user,
+            "session": self.word_limit_session,
+        }[scope]
+
+
+class RagSettings(_Group):
+    """search_facts (002 "RAG Thresholds"); every score is on the store's normalised scale."""
+
+    semantic_score_threshold: float = Field(
+        0.65, ge=0, le=1, description="Min vector similarity (cosine)"
+    )
+    text_score_threshold: float = Field(1.5, ge=0, description="Min text score (BM25-like scale)")
+    rrf_score_threshold: float = Field(0.015, ge=0, description="Min fused RRF score")
+    rrf_k: int = Field(60, ge=1, description="RRF constant k")
+    top_k_default: int = Field(10, ge=5, le=25, description="Default results per search")
+    top_k_min: int = Field(5, ge=1, description="Smallest top_k a caller may ask")
+    top_k_max: int = Field(25, ge=1, description="Largest top_k a caller may ask")
+    max_queries: int = Field(3, ge=1, description="Most queries in one search_facts call")
+    candidate_multiplier: int = Field(
+        2, ge=1, description="Each search fetches top_k × this before fusion"
+    )
+
+
+class ContextSettings(_Group):
+    cache_ttl_seconds: float = Field(
+        300, ge=0, description="Memory context cache TTL (002: 5 minutes)"
+    )
+
+
+class SessionSettings(_Group):
+    """Cold sessions and retention (001 "Key Production Patterns")."""
+
+    cold_after_minutes: float = Field(
+        10, gt=0, description="Idle minutes after which a session is cold"
+    )
+    cold_scan_every_minutes: float = Field(
+        5, gt=0, description="Interval of the cold-sessions schedule"
+    )
+    cold_page_size: int = Field(
+        100, ge=1, description="Sessions read per page by the cold-sessions job"
+    )
+    cold_concurrency: int = Field(4, ge=1, description="Cold sessions formed at once")
+    ended_retention_days: float = Field(
+        30, gt=0, description="Days session memory of ended sessions is kept"
+    )
+
+
+class ModelSettings(_Group):
+    """Model choice by purpose and tier (002 "LLM Model Selection")."""
+
+    provider: Literal["auto", "openai", "gemini", "openai_compatible", "heuristic"] = Field(
+        "auto",
+        description="LLM provider; auto = gemini if GEMINI_API_KEY, openai if OPENAI_API_KEY, else heuristic",
+    )
+    fast: str = Field("gemini-3-flash-preview", description="Fact extraction and dedup decisions")
+    standard: str = Field("gemini-3-flash-preview", description="Reflections/consolidation, tier 0")
+    premium: str = Field("gemini-3-pro-preview", description="Reflections/consolidation, tier ≥ 1")
+    openai_fast: str = Field("gpt-4.1-mini", description="Fast model when the provider is OpenAI")
+    openai_standard: str = Field(
+        "gpt-4.1-mini", description="Standard model when the provider is OpenAI"
+    )
+    openai_premium: str = Field("gpt-4.1", description="Premium model when the provider is OpenAI")
+    base_url: str | None = Field(None, description="Base URL of an OpenAI-compatible server")
+    api_key: SecretStr | None = Field(
+        None, description="Key for the OpenAI-compatible server (else the provider's env key)"
+    )
+    request_timeout_seconds: float = Field(60, gt=0, description="HTTP timeout of one LLM call")
+    temperature: float = Field(0.0, ge=0, le=2, description="Sampling temperature")
+
+
+class EmbeddingSettings(_Group):
+    provider: Literal["auto", "local", "openai", "gemini"] = Field(
+        "local", description="Embedding provider; local = MiniLM int8 shipped in a PyPI wheel"
+    )
+    openai_model: str = Field("text-embedding-3-small", description="OpenAI embedding model")
+    gemini_model: str = Field("gemini-embedding-001", description="Gemini embedding model")
+    gemini_dimension: int = Field(768, ge=64, description="Output dimension requested from Gemini")
+    local_threads: int = Field(
+        2, ge=1, description="onnxruntime intra-op threads for the local model"
+    )
+    batch_size: int = Field(64, ge=1, description="Texts per model batch")
+    request_timeout_seconds: float = Field(
+        30, gt=0, description="HTTP timeout of one embedding call"
+    )
+
+
+class RetrySettings(_Group):
+    """Activity timeouts and retries. Carried in each workflow's input, so a run keeps the policy it
+    started with (replay-safe) and operators tune it without a deploy."""
+
+    llm_timeout_seconds: float = Field(
+        180, gt=0, description="Start-to-close timeout of an LLM step"
+    )
+    llm_heartbeat_seconds: float = Field(
+        20, gt=0, description="A worker silent this long is presumed dead"
+    )
+    llm_max_attempts: int = Field(
+        5, ge=1, description="Attempts of an LLM step before the run fails"
+    )
+    llm_initial_interval_seconds: float = Field(
+        2, gt=0, description="First retry delay of an LLM step"
+    )
+    llm_max_interval_seconds: float = Field(
+        60, gt=0, description="Largest retry delay of an LLM step"
+    )
+    store_timeout_seconds: float = Field(
+        60, gt=0, description="Start-to-close timeout of a store step"
+    )
+    store_max_attempts: int = Field(10, ge=1, description="Attempts of a store step")
+    store_initial_interval_seconds: float = Field(
+        1, gt=0, description="First retry delay of a store step"
+    )
+    store_max_interval_seconds: float = Field(
+        30, gt=0, description="Largest retry delay of a store step"
+    )
+
+
+class StoreSettings(_Group):
+    backend: Literal["sqlite", "mongo"] = Field("sqlite", description="Memory store backend")
+    sqlite_path: Path = Field(Path(".data/mnemos.db"), description="SQLite database file")
+    mongodb_uri: SecretStr | None = Field(None, description="MongoDB URI (backend=mongo)")
+    mongodb_database: str = Field("mnemos", description="MongoDB database name")
+    atlas_search: Literal["auto", "on", "off"] = Field(
+        "auto",
+        description="Use Atlas $vectorSearch/$search (auto: when the server has the indexes)",
+    )
+
+
+class TemporalSettings(_Group):
+    address: str = Field("127.0.0.1:7233", description="Temporal frontend address")
+    namespace: str = Field("default", description="Temporal namespace")
+    task_queue: str = Field("mnemos", description="Task queue of workflows and store activities")
+    llm_task_queue: str | None = Field(
+        None, description="Separate queue for LLM-bound activities (None: same queue)"
+    )
+    ui_url: str = Field("http://127.0.0.1:8233", description="Temporal Web UI, for links")
+    search_attributes: bool = Field(
+        True,
+        description="Tag workflows with the Mnemos* search attributes (registered by the worker)",
+    )
+
+
+class Settings(BaseSettings):
+    """All of mnemos' configuration. ``Settings()`` reads the environment."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="MNEMOS_", env_nested_delimiter="__", extra="forbid", frozen=True
+    )
+
+    formation: FormationSettings = FormationSettings()
+    facts: FactSettings = FactSettings()
+    reflections: ReflectionSettings = ReflectionSettings()
+    rag: RagSettings = RagSettings()
+    context: ContextSettings = ContextSettings()
+    sessions: SessionSettings = SessionSettings()
+    models: ModelSettings = ModelSettings()
+    embedding: EmbeddingSettings = EmbeddingSettings()
+    store: StoreSettings = StoreSettings()
+    temporal: TemporalSettings = TemporalSettings()
+    retries: RetrySettings = RetrySettings()
+    log_level: Literal["debug", "info", "warning", "error"] = Field("info", description="Log level")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Self:
+        rag = self.rag
+        if not rag.top_k_min <= rag.top_k_default <= rag.top_k_max:
+            raise ValueError("rag: top_k_min <= top_k_default <= top_k_max must hold")
+        if self.store.backend == "mongo" and self.store.mongodb_uri is None:
+            raise ValueError(
+                "store.mongodb_uri (MNEMOS_STORE__MONGODB_URI) is required when store.backend is mongo"
+            )
+        return self
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The process-wide settings, read once from the environment."""
+    return Settings()

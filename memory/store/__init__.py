@@ -1,0 +1,30 @@
+"""The store contract and a factory that opens the configured backend."""
+
+from __future__ import annotations
+
+from memory.settings import Settings
+from memory.store.base import MemoryStore
+
+__all__ = ["MemoryStore", "open_store"]
+
+
+async def open_store(settings: Settings) -> MemoryStore:
+    """Open (and set up, idempotently) the backend named by settings.store.backend."""
+    cfg = settings.store
+    store: MemoryStore
+    if cfg.backend == "sqlite":
+        from memory.store.sqlite import SQLiteStore
+
+        cfg.sqlite_path.parent.mkdir(parents=True, exist_ok=True)
+        store = SQLiteStore(cfg.sqlite_path)
+    else:
+        from memory.store.mongo import MongoStore
+
+        assert cfg.mongodb_uri is not None  # enforced by Settings validation
+        store = MongoStore.from_uri(
+            cfg.mongodb_uri.get_secret_value(),
+            database=cfg.mongodb_database,
+            atlas_search=cfg.atlas_search,
+        )
+    await store.setup()
+    return store

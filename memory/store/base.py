@@ -1,0 +1,212 @@
+"""The store contract: one async interface, implemented by the SQLite and MongoDB backends.
+
+Every write that matters for the guarantees is a single atomic call here:
+- ``record_messages`` is idempotent by message id and keeps the per-(session, agent) counters;
+- ``commit_formation`` applies fact changes, buffers reflections and moves the cursor together,
+  exactly once per formation id;
+- ``commit_consolidation`` replaces a blob and marks its reflections absorbed together, only if the
+  blob is still at the version the consolidation read (compare-and-set).
+The shared contract tests in ``tests/store`` hold both backends to this text.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Sequence
+from datetime import datetime
+
+import numpy as np
+import numpy.typing as npt
+
+from memory.models import (
+    AgentConfig,
+    ConsolidatedMemory,
+    Fact,
+    FactFilter,
+    FormationCommit,
+    FormationCommitResult,
+    MessageIn,
+    RecordOutcome,
+    Reflection,
+    ScopeKey,
+    ScoredFact,
+    SessionAgentState,
+    SessionInfo,
+    StoredMessage,
+)
+
+Vector = npt.NDArray[np.float32]
+
+
+class MemoryStore(abc.ABC):
+    """Async persistence for mnemos. Implementations must not block the event loop."""
+
+    # ------------------------------------------------------------ lifecycle
+
+    @abc.abstractmethod
+    async def setup(self) -> None:
+        """Create tables/collections and regular indexes. Idempotent."""
+
+    @abc.abstractmethod
+    async def close(self) -> None: ...
+
+    # ------------------------------------------------------------ agents
+
+    @abc.abstractmethod
+    async def upsert_agent(self, config: AgentConfig) -> None: ...
+
+    @abc.abstractmethod
+    async def get_agent(self, agent_id: str) -> AgentConfig | None: ...
+
+    # ------------------------------------------------------------ sessions and messages
+
+    @abc.abstractmethod
+    async def record_messages(
+        self,
+        session_id: str,
+        agent_id: str,
+        messages: Sequence[MessageIn],
+        *,
+        weights: dict[str, float],
+        chars_per_token: float,
+        now: datetime,
+    ) -> RecordOutcome:
+        """Insert the messages not yet stored (by message id), in order, with the next seqs.
+
+        Atomically: the session exists with ``agent_id`` among its agents and every user_id of a
+        user message among its users; each of the session's agents gets pending_messages += 1 and
+        pending_weighted_tokens += weight(role) * ceil(len(content) / chars_per_token) per new
+        message; last_message_at = max(created_at). An agent new to the session starts with
+        cursor 0 and the pending counts of every message already stored.
+        Returns the calling agent's state after the write.
+        """
+
+    @abc.abstractmethod
+    async def get_session(self, session_id: str) -> SessionInfo | None: ...
+
+    @abc.abstractmethod
+    async def get_session_agent_state(
+        self, session_id: str, agent_id: str
+    ) -> SessionAgentState | None: ...
+
+    @abc.abstractmethod
+    async def load_messages(
+        self, session_id: str, after_seq: int, upto_seq: int
+    ) -> list[StoredMessage]:
+        """Messages with after_seq < seq <= upto_seq, in seq order."""
+
+    @abc.abstractmethod
+    async def list_cold_sessions(
+        self,
+        *,
+        idle_before: datetime,
+        min_messages: int,
+        min_weighted_tokens: float,
+        after: tuple[datetime, str, str] | None,
+        limit: int,
+    ) -> list[SessionAgentState]:
+        """(session, agent) states with last_message_at <= idle_before and pending_messages >= 1 and
+        (pending_messages >= min_messages or pending_weighted_tokens >= min_weighted_tokens),
+        ordered by (last_message_at, session_id, agent_id) strictly after ``after``, at most ``limit``.
+        Ended sessions are included (their remainder must still form). Served by an index."""
+
+    @abc.abstractmethod
+    async def end_session(self, session_id: str, at: datetime) -> None: ...
+
+    @abc.abstractmethod
+    async def purge_ended_sessions(self, ended_before: datetime, limit: int) -> list[str]:
+        """Delete session-scoped reflections and blobs of sessions ended before the date; return their ids."""
+
+    # ------------------------------------------------------------ embeddings cache
+
+    @abc.abstractmethod
+    async def put_embeddings(self, model: str, vectors: dict[str, Vector]) -> None:
+        """Content-addressed cache: text hash -> vector, per model. Upsert."""
+
+    @abc.abstractmethod
+    async def get_embeddings(self, model: str, text_hashes: Sequence[str]) -> dict[str, Vector]: ...
+
+    # ------------------------------------------------------------ facts
+
+    @abc.abstractmethod
+    async def get_facts(self, fact_ids: Sequence[str]) -> list[Fact]: ...
+
+    @abc.abstractmethod
+    async def vector_search(
+        self, query: Vector, flt: FactFilter, *, limit: int, min_score: float = -1.0
+    ) -> list[ScoredFact]:
+        """Valid facts within ``flt`` by cosine similarity (score = cosine, in [-1, 1]), best first.
+
+        The filter is applied inside the search. Raises EmbeddingMismatchError when the query's
+        dimension differs from the stored facts'."""
+
+    @abc.abstractmethod
+    async def text_search(self, query: str, flt: FactFilter, *, limit: int) -> list[ScoredFact]:
+        """Valid facts within ``flt`` matching the query's words, best first, score on a BM25-like
+        scale (≥ 0, larger is better) that both backends share."""
+
+    @abc.abstractmethod
+    async def recent_facts(self, flt: FactFilter, *, since: datetime, limit: int) -> list[Fact]:
+        """Valid facts with updated_at >= since, newest first (the context FIFO)."""
+
+    @abc.abstractmethod
+    async def touch_facts(self, fact_ids: Sequence[str], at: datetime) -> None:
+        """access_count += 1 and last_accessed_at = at for each id."""
+
+    @abc.abstractmethod
+    async def embedding_meta(self) -> tuple[str, int] | None:
+        """(model, dimension) of the stored fact vectors, or None before the first fact."""
+
+    # ------------------------------------------------------------ formation
+
+    @abc.abstractmethod
+    async def commit_formation(self, commit: FormationCommit) -> FormationCommitResult:
+        """Apply one formation atomically and exactly once.
+
+        - A formation id already committed returns its stored result with already_committed=True.
+        - The cursor of (session, agent) must equal expected_cursor, else ConflictError.
+        - Fact ops: add (skip as duplicate when a valid fact of the same agent/user/scope has the
+          same hash; revive an invalidated one with that hash), update (StaleDecisionError when the
+          fact's version != expected_version or it is invalidated; keeps previous_content and history,
+          version + 1), invalidate (StaleDecisionError on version mismatch; sets invalidated_at and
+          invalidated_by). The embedding model/dimension must match embedding_meta, else
+          EmbeddingMismatchError.
+        - Reflections are inserted by id (existing ids are left alone).
+        - cursor = new_cursor; pending counters recomputed from the messages after it; formations + 1;
+          the versions of every touched scope key are bumped.
+        Nothing is written when any check fails.
+        """
+
+    # ------------------------------------------------------------ reflections and blobs
+
+    @abc.abstractmethod
+    async def unabsorbed_reflections(
+        self, key: ScopeKey, *, limit: int | None = None, newest_first: bool = False
+    ) -> list[Reflection]: ...
+
+    @abc.abstractmethod
+    async def count_unabsorbed(self, key: ScopeKey) -> int: ...
+
+    @abc.abstractmethod
+    async def get_consolidated(self, key: ScopeKey) -> ConsolidatedMemory | None: ...
+
+    @abc.abstractmethod
+    async def commit_consolidation(
+        self,
+        key: ScopeKey,
+        *,
+        expected_version: int,
+        content: str,
+        word_limit: int,
+        absorbed_ids: Sequence[str],
+        at: datetime,
+        edited_by: str = "consolidation",
+    ) -> ConsolidatedMemory:
+        """Replace the blob (version expected_version + 1) and mark the reflections absorbed into it.
+
+        ConflictError when the blob is not at expected_version (0 = no blob yet) or one of the
+        reflections is already absorbed or unknown. Atomic. Bumps the scope key's version."""
+
+    @abc.abstractmethod
+    async def scope_versions(self, keys: Sequence[str]) -> dict[str, int]:
+        """Change counters of scope keys (0 when never written): a cheap check for context caches."""

@@ -1,0 +1,393 @@
+"""The MongoDB backend: pymongo's AsyncMongoClient, one database, multi-document transactions.
+
+Works against MongoDB ≥ 7 (a replica set or Atlas: transactions need one). With Atlas Search
+indexes (``setup_search_indexes``) searches run as $vectorSearch / $search with the filter inside
+the search; without them as $text and exact cosine in numpy (see mongo_search).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+from bson.codec_options import CodecOptions
+from pymongo import AsyncMongoClient, ReplaceOne
+from pymongo.asynchronous.client_session import AsyncClientSession
+from pymongo.errors import CollectionInvalid
+
+from memory.errors import ConflictError, EmbeddingMismatchError, NotFoundError
+from memory.models import (
+    AgentConfig,
+    ConsolidatedMemory,
+    Fact,
+    FactFilter,
+    FormationCommit,
+    FormationCommitResult,
+    MessageIn,
+    RecordOutcome,
+    Reflection,
+    ScopeKey,
+    ScoredFact,
+    SessionAgentState,
+    SessionInfo,
+    StoredMessage,
+)
+from memory.store.base import MemoryStore, Vector
+from memory.store.mongo_docs import (
+    consolidated_from_doc,
+    fact_from_doc,
+    message_from_doc,
+    reflection_from_doc,
+    session_from_doc,
+    ts,
+)
+from memory.store.mongo_formation import EMBEDDING_META_ID, bump_versions, commit_formation_tx
+from memory.store.mongo_indexes import PLAIN_COLLECTIONS, REGULAR_INDEXES
+from memory.store.mongo_search import AtlasMode, FactSearch, fact_match
+from memory.store.mongo_sessions import cold_sessions, read_state, record_messages_tx
+from memory.store.mongo_txn import run_transaction
+
+# Fact documents carry their vector; models and most reads do not need it.
+_NO_VECTOR = {"embedding": 0}
+
+
+def _embedding_key(model: str, text_hash: str) -> str:
+    return f"{model}\x1f{text_hash}"
+
+
+class MongoStore(MemoryStore):
+    def __init__(
+        self,
+        client: AsyncMongoClient[dict[str, Any]],
+        database: str,
+        *,
+        atlas_search: AtlasMode = "auto",
+        owns_client: bool = False,
+    ) -> None:
+        self._client = client
+        # Plain dicts whatever document class the caller's client was built with.
+        self._db = client.get_database(database, codec_options=CodecOptions(document_class=dict))
+        self._owns_client = owns_client
+        self._search = FactSearch(self._db.facts, atlas_search)
+        self._meta: tuple[str, int] | None = None  # never changes once set
+
+    @classmethod
+    def from_uri(cls, uri: str, *, database: str, atlas_search: AtlasMode = "auto") -> MongoStore:
+        """A store owning its client (closed by close()). Connects lazily, on first use."""
+        client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(uri)
+        return cls(client, database, atlas_search=atlas_search, owns_client=True)
+
+    # ------------------------------------------------------------ lifecycle
+
+    async def setup(self) -> None:
+        existing = set(await self._db.list_collection_names())
+        for name in (*REGULAR_INDEXES, *PLAIN_COLLECTIONS):
+            if name not in existing:
+                # CollectionInvalid: created meanwhile by another process, which is fine.
+                with contextlib.suppress(CollectionInvalid):
+                    await self._db.create_collection(name)
+        for name, indexes in REGULAR_INDEXES.items():
+            await self._db[name].create_indexes(indexes)
+
+    async def close(self) -> None:
+        if self._owns_client:
+            await self._client.close()
+
+    # ------------------------------------------------------------ agents
+
+    async def upsert_agent(self, config: AgentConfig) -> None:
+        await self._db.agents.replace_one(
+            {"_id": config.agent_id}, config.model_dump(mode="json"), upsert=True
+        )
+
+    async def get_agent(self, agent_id: str) -> AgentConfig | None:
+        doc = await self._db.agents.find_one({"_id": agent_id}, {"_id": 0})
+        return None if doc is None else AgentConfig.model_validate(doc)
+
+    # ------------------------------------------------------------ sessions and messages
+
+    async def record_messages(
+        self,
+        session_id: str,
+        agent_id: str,
+        messages: Sequence[MessageIn],
+        *,
+        weights: dict[str, float],
+        chars_per_token: float,
+        now: datetime,
+    ) -> RecordOutcome:
+        async def body(session: AsyncClientSession) -> RecordOutcome:
+            return await record_messages_tx(
+                self._db,
+                session,
+                session_id=session_id,
+                agent_id=agent_id,
+                messages=messages,
+                weights=weights,
+                chars_per_token=chars_per_token,
+                now=now,
+            )
+
+        return await run_transaction(self._db, body)
+
+    async def get_session(self, session_id: str) -> SessionInfo | None:
+        doc = await self._db.sessions.find_one({"_id": session_id})
+        return None if doc is None else session_from_doc(doc)
+
+    async def get_session_agent_state(
+        self, session_id: str, agent_id: str
+    ) -> SessionAgentState | None:
+        return await read_state(self._db, session_id, agent_id)
+
+    async def load_messages(
+        self, session_id: str, after_seq: int, upto_seq: int
+    ) -> list[StoredMessage]:
+        cursor = self._db.messages.find(
+            {"session_id": session_id, "seq": {"$gt": after_seq, "$lte": upto_seq}}
+        ).sort("seq", 1)
+        return [message_from_doc(doc) async for doc in cursor]
+
+    async def list_cold_sessions(
+        self,
+        *,
+        idle_before: datetime,
+        min_messages: int,
+        min_weighted_tokens: float,
+        after: tuple[datetime, str, str] | None,
+        limit: int,
+    ) -> list[SessionAgentState]:
+        return await cold_sessions(
+            self._db,
+            idle_before=idle_before,
+            min_messages=min_messages,
+            min_weighted_tokens=min_weighted_tokens,
+            after=after,
+            limit=limit,
+        )
+
+    async def end_session(self, session_id: str, at: datetime) -> None:
+        # Ending again (a resumed session) restarts the retention period of its memory.
+        result = await self._db.sessions.update_one(
+            {"_id": session_id}, {"$set": {"ended_at": ts(at), "purged": False}}
+        )
+        if result.matched_count == 0:
+            raise NotFoundError(f"no session {session_id}")
+
+    async def purge_ended_sessions(self, ended_before: datetime, limit: int) -> list[str]:
+        if limit <= 0:
+            return []
+
+        async def body(session: AsyncClientSession) -> list[str]:
+            cursor = (
+                self._db.sessions.find(
+                    {"ended_at": {"$ne": None, "$lt": ts(ended_before)}, "purged": False},
+                    {"_id": 1},
+                    session=session,
+                )
+                .sort([("ended_at", 1), ("_id", 1)])
+                .limit(limit)
+            )
+            ids = [doc["_id"] async for doc in cursor]
+            if ids:
+                scoped = {"session_id": {"$in": ids}, "scope": "session"}
+                await self._db.reflections.delete_many(scoped, session=session)
+                await self._db.consolidated.delete_many(scoped, session=session)
+                await self._db.sessions.update_many(
+                    {"_id": {"$in": ids}}, {"$set": {"purged": True}}, session=session
+                )
+            return ids
+
+        return await run_transaction(self._db, body)
+
+    # ------------------------------------------------------------ embeddings cache
+
+    async def put_embeddings(self, model: str, vectors: dict[str, Vector]) -> None:
+        # float32 little-endian bytes: exact, and a quarter of an array of BSON doubles.
+        ops = [
+            ReplaceOne(
+                {"_id": _embedding_key(model, text_hash)},
+                {
+                    "model": model,
+                    "hash": text_hash,
+                    "vector": np.asarray(vector, dtype="<f4").reshape(-1).tobytes(),
+                },
+                upsert=True,
+            )
+            for text_hash, vector in vectors.items()
+        ]
+        if ops:
+            await self._db.embeddings.bulk_write(ops, ordered=False)
+
+    async def get_embeddings(self, model: str, text_hashes: Sequence[str]) -> dict[str, Vector]:
+        keys = [_embedding_key(model, h) for h in dict.fromkeys(text_hashes)]
+        if not keys:
+            return {}
+        cursor = self._db.embeddings.find({"_id": {"$in": keys}})
+        return {
+            doc["hash"]: np.frombuffer(doc["vector"], dtype="<f4").astype(np.float32)
+            async for doc in cursor
+        }
+
+    # ------------------------------------------------------------ facts
+
+    async def get_facts(self, fact_ids: Sequence[str]) -> list[Fact]:
+        ids = list(dict.fromkeys(fact_ids))
+        if not ids:
+            return []
+        found = {
+            doc["_id"]: fact_from_doc(doc)
+            async for doc in self._db.facts.find({"_id": {"$in": ids}}, _NO_VECTOR)
+        }
+        return [found[fid] for fid in ids if fid in found]
+
+    async def vector_search(
+        self, query: Vector, flt: FactFilter, *, limit: int, min_score: float = -1.0
+    ) -> list[ScoredFact]:
+        vector = np.asarray(query, dtype=np.float32).reshape(-1)
+        meta = await self.embedding_meta()
+        if meta is None:
+            return []
+        if meta[1] != vector.size:
+            raise EmbeddingMismatchError(
+                f"query has dimension {vector.size}, stored facts have {meta[1]} ({meta[0]})"
+            )
+        hits = await self._search.vector(vector, flt, limit, min_score)
+        return [ScoredFact(fact=fact_from_doc(doc), score=score) for doc, score in hits]
+
+    async def text_search(self, query: str, flt: FactFilter, *, limit: int) -> list[ScoredFact]:
+        hits = await self._search.text(query, flt, limit)
+        return [ScoredFact(fact=fact_from_doc(doc), score=score) for doc, score in hits]
+
+    async def recent_facts(self, flt: FactFilter, *, since: datetime, limit: int) -> list[Fact]:
+        match = fact_match(flt)
+        if match is None or limit <= 0:
+            return []
+        cursor = (
+            self._db.facts.find({**match, "updated_at": {"$gte": ts(since)}}, _NO_VECTOR)
+            .sort([("updated_at", -1), ("ins", -1)])
+            .limit(limit)
+        )
+        return [fact_from_doc(doc) async for doc in cursor]
+
+    async def touch_facts(self, fact_ids: Sequence[str], at: datetime) -> None:
+        ids = list(dict.fromkeys(fact_ids))
+        if ids:
+            await self._db.facts.update_many(
+                {"_id": {"$in": ids}},
+                {"$inc": {"access_count": 1}, "$set": {"last_accessed_at": ts(at)}},
+            )
+
+    async def embedding_meta(self) -> tuple[str, int] | None:
+        if self._meta is None:
+            doc = await self._db.meta.find_one({"_id": EMBEDDING_META_ID})
+            if doc is not None:
+                self._meta = (doc["model"], int(doc["dimension"]))
+        return self._meta
+
+    # ------------------------------------------------------------ formation
+
+    async def commit_formation(self, commit: FormationCommit) -> FormationCommitResult:
+        async def body(session: AsyncClientSession) -> FormationCommitResult:
+            return await commit_formation_tx(self._db, session, commit)
+
+        return await run_transaction(self._db, body)
+
+    # ------------------------------------------------------------ reflections and blobs
+
+    async def unabsorbed_reflections(
+        self, key: ScopeKey, *, limit: int | None = None, newest_first: bool = False
+    ) -> list[Reflection]:
+        direction = -1 if newest_first else 1
+        cursor = self._db.reflections.find(
+            {"scope_key": key.key, "absorbed_into_version": None}
+        ).sort([("formed_at", direction), ("ins", direction)])
+        if limit is not None:
+            if limit <= 0:
+                return []
+            cursor = cursor.limit(limit)
+        return [reflection_from_doc(doc) async for doc in cursor]
+
+    async def count_unabsorbed(self, key: ScopeKey) -> int:
+        return await self._db.reflections.count_documents(
+            {"scope_key": key.key, "absorbed_into_version": None}
+        )
+
+    async def get_consolidated(self, key: ScopeKey) -> ConsolidatedMemory | None:
+        doc = await self._db.consolidated.find_one({"_id": key.key})
+        return None if doc is None else consolidated_from_doc(doc)
+
+    async def commit_consolidation(
+        self,
+        key: ScopeKey,
+        *,
+        expected_version: int,
+        content: str,
+        word_limit: int,
+        absorbed_ids: Sequence[str],
+        at: datetime,
+        edited_by: str = "consolidation",
+    ) -> ConsolidatedMemory:
+        # Validated before the transaction: edited_by must be one the model knows.
+        blob = ConsolidatedMemory.model_validate(
+            {
+                "scope_key": key,
+                "content": content,
+                "version": expected_version + 1,
+                "word_limit": word_limit,
+                "updated_at": at,
+                "edited_by": edited_by,
+            }
+        )
+        ids = list(dict.fromkeys(absorbed_ids))
+        db = self._db
+
+        async def body(session: AsyncClientSession) -> ConsolidatedMemory:
+            doc = await db.consolidated.find_one({"_id": key.key}, {"version": 1}, session=session)
+            current = 0 if doc is None else int(doc["version"])
+            if current != expected_version:
+                raise ConflictError(f"{key.key} is at version {current}, not {expected_version}")
+            buffered = await db.reflections.count_documents(
+                {"_id": {"$in": ids}, "scope_key": key.key, "absorbed_into_version": None},
+                session=session,
+            )
+            if buffered != len(ids):
+                raise ConflictError(
+                    f"{len(ids) - buffered} reflection(s) of {key.key} already absorbed or unknown"
+                )
+            await db.consolidated.replace_one(
+                {"_id": key.key},
+                {
+                    "scope": key.scope,
+                    "agent_id": key.agent_id,
+                    "user_id": key.user_id,
+                    "session_id": key.session_id,
+                    "content": blob.content,
+                    "version": blob.version,
+                    "word_limit": blob.word_limit,
+                    "updated_at": ts(blob.updated_at),
+                    "edited_by": blob.edited_by,
+                },
+                upsert=True,
+                session=session,
+            )
+            if ids:
+                await db.reflections.update_many(
+                    {"_id": {"$in": ids}},
+                    {"$set": {"absorbed_into_version": blob.version}},
+                    session=session,
+                )
+            await bump_versions(db, [key.key], session)
+            return blob
+
+        return await run_transaction(self._db, body)
+
+    async def scope_versions(self, keys: Sequence[str]) -> dict[str, int]:
+        wanted = list(dict.fromkeys(keys))
+        versions = dict.fromkeys(wanted, 0)
+        if wanted:
+            async for doc in self._db.scope_versions.find({"_id": {"$in": wanted}}):
+                versions[doc["_id"]] = int(doc["version"])
+        return versions

@@ -1,0 +1,187 @@
+"""Index definitions of the MongoDB store: the regular indexes and the Atlas Search indexes.
+
+Regular indexes are created by ``MongoStore.setup()``. Atlas Search indexes cannot be created by
+a plain ``createIndexes`` and build asynchronously on Atlas, so they have their own entry point,
+``setup_search_indexes`` (run by ``mnemos setup-indexes``); without them the store falls back to
+``$text`` and exact cosine in numpy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pymongo import ASCENDING, DESCENDING, TEXT, IndexModel
+from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.operations import SearchIndexModel
+
+VECTOR_INDEX = "facts_vector"
+TEXT_INDEX = "facts_text"
+
+# The fields every fact search filters on; both search indexes must know them so that the filter
+# runs inside the search (Atlas rejects a $vectorSearch filter on a field not indexed as "filter").
+FILTER_FIELDS = ("agent_id", "user_id", "scope", "invalidated")
+
+REGULAR_INDEXES: dict[str, list[IndexModel]] = {
+    "messages": [
+        IndexModel([("session_id", ASCENDING), ("message_id", ASCENDING)], unique=True),
+        IndexModel([("session_id", ASCENDING), ("seq", ASCENDING)], unique=True),
+    ],
+    "session_agents": [
+        IndexModel([("session_id", ASCENDING), ("agent_id", ASCENDING)], unique=True),
+        # The cold-session scan walks this index in keyset order. Partial: formed-up states
+        # (nothing pending), most of them over time, never cost the scan anything.
+        IndexModel(
+            [("last_message_at", ASCENDING), ("session_id", ASCENDING), ("agent_id", ASCENDING)],
+            partialFilterExpression={"pending_messages": {"$gt": 0}},
+            name="session_agents_cold",
+        ),
+    ],
+    # purge_ended_sessions walks the ended sessions oldest first.
+    "sessions": [IndexModel([("ended_at", ASCENDING), ("_id", ASCENDING)])],
+    "facts": [
+        # Exact duplicates: one valid fact per (agent, user, scope, normalised content).
+        # Invalidated facts are outside the index so that an update may take over the content
+        # of an invalidated fact; revival looks them up by the same fields.
+        IndexModel(
+            [
+                ("agent_id", ASCENDING),
+                ("user_key", ASCENDING),
+                ("scope", ASCENDING),
+                ("hash", ASCENDING),
+            ],
+            unique=True,
+            partialFilterExpression={"invalidated": False},
+            name="facts_valid_hash",
+        ),
+        IndexModel(
+            [
+                ("agent_id", ASCENDING),
+                ("user_key", ASCENDING),
+                ("scope", ASCENDING),
+                ("hash", ASCENDING),
+                ("invalidated_at", DESCENDING),
+            ],
+            name="facts_hash",
+        ),
+        IndexModel([("agent_id", ASCENDING), ("updated_at", DESCENDING)]),
+        # "none": no stemming and no stop words, so $text matches the words that Atlas'
+        # lucene.standard analyzer and our BM25 tokenizer see.
+        IndexModel([("content", TEXT)], default_language="none", name="facts_content_text"),
+    ],
+    "reflections": [
+        IndexModel(
+            [
+                ("scope_key", ASCENDING),
+                ("absorbed_into_version", ASCENDING),
+                ("formed_at", ASCENDING),
+            ]
+        ),
+        IndexModel([("session_id", ASCENDING)]),
+    ],
+    "consolidated": [IndexModel([("session_id", ASCENDING)])],
+}
+
+# consolidated is keyed by _id = ScopeKey.key: _id is its unique scope-key index.
+# Collections without secondary indexes; created up front because some servers refuse to create
+# a collection implicitly inside a multi-document transaction.
+PLAIN_COLLECTIONS = (
+    "agents",
+    "formation_commits",
+    "embeddings",
+    "scope_versions",
+    "meta",
+)
+
+
+@dataclass(frozen=True)
+class SearchIndexSpec:
+    name: str
+    type: Literal["vectorSearch", "search"]
+    definition: dict[str, Any]
+
+
+def search_index_specs(dimension: int) -> list[SearchIndexSpec]:
+    """The Atlas definitions on ``facts``: vector (cosine) with filter fields, text on content."""
+    vector_fields: list[dict[str, Any]] = [
+        {"type": "vector", "path": "embedding", "numDimensions": dimension, "similarity": "cosine"}
+    ]
+    vector_fields += [{"type": "filter", "path": field} for field in FILTER_FIELDS]
+    text_fields: dict[str, Any] = {
+        "content": {"type": "string", "analyzer": "lucene.standard"},
+        # $search's equals/in filters need the filtered strings indexed as tokens.
+        "agent_id": {"type": "token"},
+        "user_id": {"type": "token"},
+        "scope": {"type": "token"},
+        "invalidated": {"type": "boolean"},
+    }
+    return [
+        SearchIndexSpec(VECTOR_INDEX, "vectorSearch", {"fields": vector_fields}),
+        SearchIndexSpec(
+            TEXT_INDEX, "search", {"mappings": {"dynamic": False, "fields": text_fields}}
+        ),
+    ]
+
+
+def search_index_specs_without_filters(dimension: int) -> list[SearchIndexSpec]:
+    """The same definitions minus the vector "filter" fields, which mongoeco rejects (its
+    $vectorSearch filters on any field anyway)."""
+    stripped: list[SearchIndexSpec] = []
+    for spec in search_index_specs(dimension):
+        definition = spec.definition
+        if spec.type == "vectorSearch":
+            fields = [f for f in definition["fields"] if f["type"] != "filter"]
+            definition = {**definition, "fields": fields}
+        stripped.append(SearchIndexSpec(spec.name, spec.type, definition))
+    return stripped
+
+
+def _contains(existing: object, wanted: object) -> bool:
+    """``wanted`` is part of ``existing``: servers may add defaults to a stored definition."""
+    if isinstance(wanted, Mapping):
+        return isinstance(existing, Mapping) and all(
+            key in existing and _contains(existing[key], value) for key, value in wanted.items()
+        )
+    if isinstance(wanted, list):
+        return (
+            isinstance(existing, list)
+            and len(existing) == len(wanted)
+            and all(_contains(e, w) for e, w in zip(existing, wanted, strict=True))
+        )
+    return existing == wanted
+
+
+def plan_search_indexes(
+    existing: Sequence[Mapping[str, Any]], wanted: Sequence[SearchIndexSpec]
+) -> tuple[list[SearchIndexSpec], list[SearchIndexSpec]]:
+    """(to create, to update) given the server's ``$listSearchIndexes`` documents."""
+    by_name = {doc.get("name"): doc for doc in existing}
+    create: list[SearchIndexSpec] = []
+    update: list[SearchIndexSpec] = []
+    for spec in wanted:
+        doc = by_name.get(spec.name)
+        if doc is None:
+            create.append(spec)
+        elif not _contains(doc.get("latestDefinition", doc.get("definition")), spec.definition):
+            update.append(spec)
+    return create, update
+
+
+async def setup_search_indexes(db: AsyncDatabase[dict[str, Any]], dimension: int) -> list[str]:
+    """Create or update the Atlas Search indexes on ``facts``; return the names changed.
+
+    Idempotent: a second run with the same dimension changes nothing. Atlas builds the indexes in
+    the background; queries see them once they are READY.
+    """
+    facts = db["facts"]
+    cursor = await facts.list_search_indexes()
+    existing = [dict(doc) async for doc in cursor]
+    create, update = plan_search_indexes(existing, search_index_specs(dimension))
+    for spec in create:
+        await facts.create_search_index(
+            SearchIndexModel(spec.definition, name=spec.name, type=spec.type)
+        )
+    for spec in update:
+        await facts.update_search_index(spec.name, spec.definition)
+    return [spec.name for spec in create + update]

@@ -1,0 +1,75 @@
+"""Multi-document transactions of the MongoDB store, retried when the server reports a conflict."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from pymongo.asynchronous.client_session import AsyncClientSession
+from pymongo.asynchronous.collection import AsyncCollection
+from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.errors import DuplicateKeyError, OperationFailure, PyMongoError
+
+_ATTEMPTS = 40
+_FIRST_DELAY = 0.002
+_MAX_DELAY = 0.2
+_WRITE_CONFLICT = 112
+
+
+def _is_transient(exc: PyMongoError) -> bool:
+    """Another writer got in first; running the whole transaction again sees its writes.
+
+    MongoDB labels write conflicts TransientTransactionError (code 112); mongoeco reports them
+    at commit as a bare OperationFailure ("Write conflict during transaction commit"). A duplicate
+    key inside a transaction means a concurrent transaction inserted the same key after our
+    reads checked for it: the retry finds it and takes the "already there" branch.
+    """
+    if exc.has_error_label("TransientTransactionError") or isinstance(exc, DuplicateKeyError):
+        return True
+    return isinstance(exc, OperationFailure) and (
+        exc.code == _WRITE_CONFLICT or "write conflict" in str(exc).lower()
+    )
+
+
+async def _reset_server_transaction(
+    session: AsyncClientSession, probe: AsyncCollection[dict[str, Any]]
+) -> None:
+    """Make the server forget the failed transaction before the session goes back to the pool.
+
+    mongoeco keeps a transaction whose commit failed open on its server session, and the next
+    transaction (or plain read) on that pooled session then runs on the stale snapshot and
+    conflicts forever. A read in a new transaction followed by an explicit abort clears it;
+    on MongoDB it is a harmless aborted read-only transaction, paid only after a conflict.
+    """
+    try:
+        await session.start_transaction()
+        await probe.find_one({}, {"_id": 1}, session=session)
+        await session.abort_transaction()
+    except PyMongoError:
+        pass  # best effort: the retry reports any real problem
+
+
+async def run_transaction[T](
+    db: AsyncDatabase[dict[str, Any]],
+    body: Callable[[AsyncClientSession], Awaitable[T]],
+) -> T:
+    """Run ``body`` in one transaction and commit; any exception aborts everything it wrote.
+
+    ``with_transaction`` already retries labelled transient errors and unknown commit results;
+    the outer loop adds the unlabelled conflicts, with jittered exponential backoff so that
+    concurrent writers do not retry in lockstep.
+    """
+    delay = _FIRST_DELAY
+    for attempt in range(1, _ATTEMPTS + 1):
+        async with db.client.start_session() as session:
+            try:
+                return await session.with_transaction(body)
+            except PyMongoError as exc:
+                if attempt == _ATTEMPTS or not _is_transient(exc):
+                    raise
+                await _reset_server_transaction(session, db["meta"])
+        await asyncio.sleep(random.uniform(0, delay))
+        delay = min(delay * 2, _MAX_DELAY)
+    raise AssertionError("unreachable: the last attempt returns or raises")

@@ -1,0 +1,451 @@
+"""The embedded backend: one SQLite file in WAL mode, stdlib sqlite3 only.
+
+Every database call runs on one dedicated worker thread that owns the connection, so the event
+loop never waits on disk or on a lock. Several stores (threads or processes) may share the file:
+writes are BEGIN IMMEDIATE transactions, which take the write lock up front and wait for it
+(busy_timeout) instead of failing when a read transaction would have to be upgraded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sqlite3
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
+from functools import partial
+from pathlib import Path
+
+import numpy as np
+
+from memory.errors import EmbeddingMismatchError, NotFoundError
+from memory.models import (
+    AgentConfig,
+    ConsolidatedMemory,
+    Fact,
+    FactFilter,
+    FormationCommit,
+    FormationCommitResult,
+    MessageIn,
+    RecordOutcome,
+    Reflection,
+    ScopeKey,
+    ScoredFact,
+    SessionAgentState,
+    SessionInfo,
+    StoredMessage,
+)
+from memory.store.base import MemoryStore, Vector
+from memory.store.sqlite_codec import (
+    FACT_COLUMNS,
+    consolidated_from_row,
+    fact_columns,
+    fact_from_row,
+    from_blob,
+    from_us,
+    message_from_row,
+    opt_from_us,
+    reflection_from_row,
+    to_blob,
+    to_us,
+)
+from memory.store.sqlite_formation import commit_formation_tx
+from memory.store.sqlite_meta import chunks, marks, read_embedding_meta
+from memory.store.sqlite_reflections import commit_consolidation_tx
+from memory.store.sqlite_schema import DDL, SCHEMA_VERSION
+from memory.store.sqlite_search import VectorCache, fact_filter_sql, fts_match_expression
+from memory.store.sqlite_sessions import (
+    list_cold_sessions_q,
+    purge_ended_sessions_tx,
+    read_state,
+    record_messages_tx,
+)
+
+BUSY_TIMEOUT_SECONDS = 30.0
+
+
+def _transaction[T](
+    conn: sqlite3.Connection, begin: str, body: Callable[[sqlite3.Connection], T]
+) -> T:
+    """Run body between ``begin`` and COMMIT; any exception rolls everything back."""
+    conn.execute(begin)
+    try:
+        result = body(conn)
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    return result
+
+
+class SQLiteStore(MemoryStore):
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self._path = Path(path)
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mnemos-sqlite")
+        self._conn: sqlite3.Connection | None = None  # opened and used on the worker thread only
+        self._vectors = VectorCache()
+        self._meta: tuple[str, int] | None = None  # never changes once set
+        self._closed = False
+
+    # ------------------------------------------------------------ worker thread plumbing
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is None:
+            self._path.parent.mkdir(parents=True, exist_ok=True)
+            # check_same_thread off: the single worker thread serialises every use anyway.
+            conn = sqlite3.connect(
+                self._path, autocommit=True, timeout=BUSY_TIMEOUT_SECONDS, check_same_thread=False
+            )
+            conn.row_factory = sqlite3.Row
+            conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_SECONDS * 1000)}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA foreign_keys = ON")
+            self._conn = conn
+        return self._conn
+
+    async def _call[T](self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, lambda: fn(self._connection()))
+
+    async def _read[T](self, body: Callable[[sqlite3.Connection], T]) -> T:
+        """One consistent snapshot for every statement of ``body``."""
+        return await self._call(lambda conn: _transaction(conn, "BEGIN", body))
+
+    async def _write[T](self, body: Callable[[sqlite3.Connection], T]) -> T:
+        return await self._call(lambda conn: _transaction(conn, "BEGIN IMMEDIATE", body))
+
+    # ------------------------------------------------------------ lifecycle
+
+    async def setup(self) -> None:
+        def create(conn: sqlite3.Connection) -> None:
+            conn.executescript(DDL)
+            conn.execute(
+                "INSERT INTO meta (key, value) VALUES ('schema_version', ?) "
+                "ON CONFLICT (key) DO NOTHING",
+                (str(SCHEMA_VERSION),),
+            )
+
+        await self._write(create)
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+
+        def close_connection(_: sqlite3.Connection) -> None:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+        if self._conn is not None:
+            await self._call(close_connection)
+        self._executor.shutdown(wait=False)
+
+    # ------------------------------------------------------------ agents
+
+    async def upsert_agent(self, config: AgentConfig) -> None:
+        await self._write(
+            lambda conn: conn.execute(
+                "INSERT INTO agents (agent_id, config) VALUES (?, ?) "
+                "ON CONFLICT (agent_id) DO UPDATE SET config = excluded.config",
+                (config.agent_id, config.model_dump_json()),
+            )
+        )
+
+    async def get_agent(self, agent_id: str) -> AgentConfig | None:
+        row = await self._read(
+            lambda conn: conn.execute(
+                "SELECT config FROM agents WHERE agent_id = ?", (agent_id,)
+            ).fetchone()
+        )
+        return None if row is None else AgentConfig.model_validate_json(row["config"])
+
+    # ------------------------------------------------------------ sessions and messages
+
+    async def record_messages(
+        self,
+        session_id: str,
+        agent_id: str,
+        messages: Sequence[MessageIn],
+        *,
+        weights: dict[str, float],
+        chars_per_token: float,
+        now: datetime,
+    ) -> RecordOutcome:
+        body = partial(
+            record_messages_tx,
+            session_id=session_id,
+            agent_id=agent_id,
+            messages=list(messages),
+            weights=dict(weights),
+            chars_per_token=chars_per_token,
+            now=now,
+        )
+        return await self._write(body)
+
+    async def get_session(self, session_id: str) -> SessionInfo | None:
+        def load(conn: sqlite3.Connection) -> SessionInfo | None:
+            row = conn.execute(
+                "SELECT * FROM sessions WHERE session_id = ?", (session_id,)
+            ).fetchone()
+            if row is None:
+                return None
+            agents = conn.execute(
+                "SELECT agent_id FROM session_agents WHERE session_id = ? ORDER BY rowid",
+                (session_id,),
+            ).fetchall()
+            users = conn.execute(
+                "SELECT user_id FROM session_users WHERE session_id = ? ORDER BY rowid",
+                (session_id,),
+            ).fetchall()
+            return SessionInfo(
+                session_id=session_id,
+                agent_ids=tuple(r[0] for r in agents),
+                user_ids=tuple(r[0] for r in users),
+                created_at=from_us(row["created_at"]),
+                last_message_at=opt_from_us(row["last_message_at"]),
+                ended_at=opt_from_us(row["ended_at"]),
+            )
+
+        return await self._read(load)
+
+    async def get_session_agent_state(
+        self, session_id: str, agent_id: str
+    ) -> SessionAgentState | None:
+        return await self._read(lambda conn: read_state(conn, session_id, agent_id))
+
+    async def load_messages(
+        self, session_id: str, after_seq: int, upto_seq: int
+    ) -> list[StoredMessage]:
+        rows = await self._read(
+            lambda conn: conn.execute(
+                "SELECT * FROM messages WHERE session_id = ? AND seq > ? AND seq <= ? ORDER BY seq",
+                (session_id, after_seq, upto_seq),
+            ).fetchall()
+        )
+        return [message_from_row(row) for row in rows]
+
+    async def list_cold_sessions(
+        self,
+        *,
+        idle_before: datetime,
+        min_messages: int,
+        min_weighted_tokens: float,
+        after: tuple[datetime, str, str] | None,
+        limit: int,
+    ) -> list[SessionAgentState]:
+        body = partial(
+            list_cold_sessions_q,
+            idle_before=idle_before,
+            min_messages=min_messages,
+            min_weighted_tokens=min_weighted_tokens,
+            after=after,
+            limit=max(limit, 0),  # a negative LIMIT would mean none in SQLite
+        )
+        return await self._read(body)
+
+    async def end_session(self, session_id: str, at: datetime) -> None:
+        def end(conn: sqlite3.Connection) -> None:
+            # Ending again (a resumed session) restarts the retention period of its memory.
+            cursor = conn.execute(
+                "UPDATE sessions SET ended_at = ?, purged = 0 WHERE session_id = ?",
+                (to_us(at), session_id),
+            )
+            if cursor.rowcount == 0:
+                raise NotFoundError(f"no session {session_id}")
+
+        await self._write(end)
+
+    async def purge_ended_sessions(self, ended_before: datetime, limit: int) -> list[str]:
+        return await self._write(
+            partial(purge_ended_sessions_tx, ended_before=ended_before, limit=max(limit, 0))
+        )
+
+    # ------------------------------------------------------------ embeddings cache
+
+    async def put_embeddings(self, model: str, vectors: dict[str, Vector]) -> None:
+        rows = [(model, text_hash, to_blob(vector)) for text_hash, vector in vectors.items()]
+        await self._write(
+            lambda conn: conn.executemany(
+                "INSERT INTO embedding_cache (model, text_hash, vector) VALUES (?, ?, ?) "
+                "ON CONFLICT (model, text_hash) DO UPDATE SET vector = excluded.vector",
+                rows,
+            )
+        )
+
+    async def get_embeddings(self, model: str, text_hashes: Sequence[str]) -> dict[str, Vector]:
+        hashes = list(dict.fromkeys(text_hashes))
+
+        def load(conn: sqlite3.Connection) -> dict[str, Vector]:
+            found: dict[str, Vector] = {}
+            for chunk in chunks(hashes):
+                for row in conn.execute(
+                    "SELECT text_hash, vector FROM embedding_cache "
+                    f"WHERE model = ? AND text_hash IN ({marks(chunk)})",
+                    (model, *chunk),
+                ):
+                    found[row["text_hash"]] = from_blob(row["vector"])
+            return found
+
+        return await self._read(load)
+
+    # ------------------------------------------------------------ facts
+
+    async def get_facts(self, fact_ids: Sequence[str]) -> list[Fact]:
+        ids = list(dict.fromkeys(fact_ids))
+        return await self._read(lambda conn: _facts_by_id(conn, ids))
+
+    async def vector_search(
+        self, query: Vector, flt: FactFilter, *, limit: int, min_score: float = -1.0
+    ) -> list[ScoredFact]:
+        vector = np.asarray(query, dtype=np.float32).reshape(-1)
+
+        def search(conn: sqlite3.Connection) -> list[ScoredFact]:
+            meta = read_embedding_meta(conn)
+            if meta is None:
+                return []
+            if meta[1] != vector.size:
+                raise EmbeddingMismatchError(
+                    f"query has dimension {vector.size}, stored facts have {meta[1]} ({meta[0]})"
+                )
+            hits = self._vectors.search(conn, vector, flt, limit=limit, min_score=min_score)
+            facts = {fact.fact_id: fact for fact in _facts_by_id(conn, [h[0] for h in hits])}
+            return [ScoredFact(fact=facts[fid], score=score) for fid, score in hits]
+
+        return await self._read(search)
+
+    async def text_search(self, query: str, flt: FactFilter, *, limit: int) -> list[ScoredFact]:
+        match = fts_match_expression(query)
+        if match is None or limit <= 0:
+            return []
+        where, params = fact_filter_sql(flt)
+        sql = (
+            f"SELECT {fact_columns('f')}, -bm25(facts_fts) AS score "
+            "FROM facts_fts JOIN facts AS f ON f.rowid = facts_fts.rowid "
+            f"WHERE facts_fts MATCH ? AND {where} ORDER BY score DESC, f.rowid LIMIT ?"
+        )
+        rows = await self._read(lambda conn: conn.execute(sql, (match, *params, limit)).fetchall())
+        return [ScoredFact(fact=fact_from_row(row), score=max(0.0, row["score"])) for row in rows]
+
+    async def recent_facts(self, flt: FactFilter, *, since: datetime, limit: int) -> list[Fact]:
+        where, params = fact_filter_sql(flt)
+        sql = (
+            f"SELECT {fact_columns('f')} FROM facts AS f WHERE {where} AND f.updated_at >= ? "
+            "ORDER BY f.updated_at DESC, f.rowid DESC LIMIT ?"
+        )
+        rows = await self._read(
+            lambda conn: conn.execute(sql, (*params, to_us(since), max(limit, 0))).fetchall()
+        )
+        return [fact_from_row(row) for row in rows]
+
+    async def touch_facts(self, fact_ids: Sequence[str], at: datetime) -> None:
+        ids = list(dict.fromkeys(fact_ids))
+        stamp = to_us(at)
+
+        def touch(conn: sqlite3.Connection) -> None:
+            for chunk in chunks(ids):
+                conn.execute(
+                    "UPDATE facts SET access_count = access_count + 1, last_accessed_at = ? "
+                    f"WHERE fact_id IN ({marks(chunk)})",
+                    (stamp, *chunk),
+                )
+
+        if ids:
+            await self._write(touch)
+
+    async def embedding_meta(self) -> tuple[str, int] | None:
+        if self._meta is None:
+            self._meta = await self._read(read_embedding_meta)
+        return self._meta
+
+    # ------------------------------------------------------------ formation
+
+    async def commit_formation(self, commit: FormationCommit) -> FormationCommitResult:
+        return await self._write(partial(commit_formation_tx, commit=commit))
+
+    # ------------------------------------------------------------ reflections and blobs
+
+    async def unabsorbed_reflections(
+        self, key: ScopeKey, *, limit: int | None = None, newest_first: bool = False
+    ) -> list[Reflection]:
+        order = "DESC" if newest_first else "ASC"
+        rows = await self._read(
+            lambda conn: conn.execute(
+                "SELECT * FROM reflections WHERE scope_key = ? AND absorbed_into_version IS NULL "
+                f"ORDER BY formed_at {order}, rowid {order} LIMIT ?",
+                (key.key, -1 if limit is None else max(limit, 0)),  # -1: no limit
+            ).fetchall()
+        )
+        return [reflection_from_row(row) for row in rows]
+
+    async def count_unabsorbed(self, key: ScopeKey) -> int:
+        row = await self._read(
+            lambda conn: conn.execute(
+                "SELECT count(*) FROM reflections "
+                "WHERE scope_key = ? AND absorbed_into_version IS NULL",
+                (key.key,),
+            ).fetchone()
+        )
+        return int(row[0])
+
+    async def get_consolidated(self, key: ScopeKey) -> ConsolidatedMemory | None:
+        row = await self._read(
+            lambda conn: conn.execute(
+                "SELECT * FROM consolidated WHERE scope_key = ?", (key.key,)
+            ).fetchone()
+        )
+        return None if row is None else consolidated_from_row(row)
+
+    async def commit_consolidation(
+        self,
+        key: ScopeKey,
+        *,
+        expected_version: int,
+        content: str,
+        word_limit: int,
+        absorbed_ids: Sequence[str],
+        at: datetime,
+        edited_by: str = "consolidation",
+    ) -> ConsolidatedMemory:
+        # Validated before the transaction: edited_by must be one the model knows.
+        blob = ConsolidatedMemory.model_validate(
+            {
+                "scope_key": key,
+                "content": content,
+                "version": expected_version + 1,
+                "word_limit": word_limit,
+                "updated_at": at,
+                "edited_by": edited_by,
+            }
+        )
+        ids = list(dict.fromkeys(absorbed_ids))
+        return await self._write(partial(commit_consolidation_tx, blob=blob, absorbed_ids=ids))
+
+    async def scope_versions(self, keys: Sequence[str]) -> dict[str, int]:
+        wanted = list(dict.fromkeys(keys))
+
+        def load(conn: sqlite3.Connection) -> dict[str, int]:
+            versions = dict.fromkeys(wanted, 0)
+            for chunk in chunks(wanted):
+                for row in conn.execute(
+                    f"SELECT key, version FROM scope_versions WHERE key IN ({marks(chunk)})",
+                    chunk,
+                ):
+                    versions[row["key"]] = int(row["version"])
+            return versions
+
+        return await self._read(load)
+
+
+def _facts_by_id(conn: sqlite3.Connection, ids: Sequence[str]) -> list[Fact]:
+    """The facts that exist among ``ids``, in the order asked."""
+    found: dict[str, Fact] = {}
+    for chunk in chunks(ids):
+        for row in conn.execute(
+            f"SELECT {FACT_COLUMNS} FROM facts WHERE fact_id IN ({marks(chunk)})", chunk
+        ):
+            found[row["fact_id"]] = fact_from_row(row)
+    return [found[fid] for fid in ids if fid in found]

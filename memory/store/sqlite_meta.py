@@ -1,0 +1,55 @@
+"""Small shared pieces of the SQLite backend: change counters, the embedding meta, IN lists."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
+
+# Well under SQLite's limit on bound parameters per statement.
+_CHUNK = 500
+
+
+def chunks[T](items: Sequence[T]) -> Iterator[Sequence[T]]:
+    """Slices of at most _CHUNK items: one IN (...) list each."""
+    for start in range(0, len(items), _CHUNK):
+        yield items[start : start + _CHUNK]
+
+
+def marks(items: Sequence[object]) -> str:
+    """The placeholders of an IN list: '?, ?, ?'."""
+    return ", ".join("?" * len(items))
+
+
+_BUMP = (
+    "INSERT INTO scope_versions (key, version) VALUES (?, 1) "
+    "ON CONFLICT (key) DO UPDATE SET version = version + 1 RETURNING version"
+)
+
+
+def bump_version(conn: sqlite3.Connection, key: str) -> int:
+    """Increment one change counter (created at 1) and return its new value."""
+    row = conn.execute(_BUMP, (key,)).fetchone()
+    return int(row[0])
+
+
+def bump_versions(conn: sqlite3.Connection, keys: Iterable[str]) -> None:
+    for key in sorted(set(keys)):
+        bump_version(conn, key)
+
+
+def read_embedding_meta(conn: sqlite3.Connection) -> tuple[str, int] | None:
+    rows = dict(
+        conn.execute(
+            "SELECT key, value FROM meta WHERE key IN ('embedding_model', 'embedding_dimension')"
+        ).fetchall()
+    )
+    if len(rows) < 2:
+        return None
+    return str(rows["embedding_model"]), int(rows["embedding_dimension"])
+
+
+def write_embedding_meta(conn: sqlite3.Connection, model: str, dimension: int) -> None:
+    conn.executemany(
+        "INSERT INTO meta (key, value) VALUES (?, ?)",
+        [("embedding_model", model), ("embedding_dimension", str(dimension))],
+    )

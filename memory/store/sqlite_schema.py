@@ -1,0 +1,177 @@
+"""DDL of the SQLite backend. Timestamps are integer microseconds since the Unix epoch (UTC), so
+that they sort and compare exactly; vectors are float32 BLOBs; fact history is JSON."""
+
+from __future__ import annotations
+
+SCHEMA_VERSION = 1
+
+DDL = """
+CREATE TABLE IF NOT EXISTS meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+) WITHOUT ROWID;
+
+CREATE TABLE IF NOT EXISTS agents (
+    agent_id TEXT PRIMARY KEY,
+    config   TEXT NOT NULL                      -- AgentConfig as JSON
+) WITHOUT ROWID;
+
+CREATE TABLE IF NOT EXISTS sessions (
+    session_id      TEXT PRIMARY KEY,
+    created_at      INTEGER NOT NULL,
+    last_seq        INTEGER NOT NULL DEFAULT 0,
+    last_message_at INTEGER,
+    ended_at        INTEGER,
+    purged          INTEGER NOT NULL DEFAULT 0  -- 1: session memory deleted by purge_ended_sessions
+);
+-- purge_ended_sessions walks the ended, not yet purged sessions oldest first.
+CREATE INDEX IF NOT EXISTS sessions_to_purge ON sessions (ended_at, session_id)
+    WHERE ended_at IS NOT NULL AND NOT purged;
+
+-- Rowid order = join order, which is the order SessionInfo lists users in.
+CREATE TABLE IF NOT EXISTS session_users (
+    session_id TEXT NOT NULL REFERENCES sessions (session_id) ON DELETE CASCADE,
+    user_id    TEXT NOT NULL,
+    UNIQUE (session_id, user_id)
+);
+
+-- One row per agent of a session: membership, formation cursor and what is pending after it.
+-- last_message_at is the session's, copied here so that the cold-sessions index can hold it.
+CREATE TABLE IF NOT EXISTS session_agents (
+    session_id              TEXT NOT NULL REFERENCES sessions (session_id) ON DELETE CASCADE,
+    agent_id                TEXT NOT NULL,
+    cursor_seq              INTEGER NOT NULL DEFAULT 0,
+    pending_messages        INTEGER NOT NULL DEFAULT 0,
+    pending_weighted_tokens REAL NOT NULL DEFAULT 0,
+    last_message_at         INTEGER,
+    formations              INTEGER NOT NULL DEFAULT 0,
+    UNIQUE (session_id, agent_id)
+);
+-- list_cold_sessions is a range scan of this index. Partial: formed-up states (pending 0), which
+-- are most of them over time, never cost the scan anything. The query repeats the WHERE term.
+CREATE INDEX IF NOT EXISTS session_agents_cold
+    ON session_agents (last_message_at, session_id, agent_id) WHERE pending_messages > 0;
+
+CREATE TABLE IF NOT EXISTS messages (
+    session_id      TEXT NOT NULL REFERENCES sessions (session_id) ON DELETE CASCADE,
+    seq             INTEGER NOT NULL,
+    message_id      TEXT NOT NULL,
+    role            TEXT NOT NULL,
+    content         TEXT NOT NULL,
+    created_at      INTEGER NOT NULL,
+    user_id         TEXT,
+    name            TEXT,
+    agent_id        TEXT,
+    -- weight(role) * ceil(len / chars_per_token) with the settings of the recording call, so that
+    -- pending counters can be recomputed after a cursor move without the settings.
+    weighted_tokens REAL NOT NULL,
+    UNIQUE (session_id, seq),
+    UNIQUE (session_id, message_id)
+);
+
+CREATE TABLE IF NOT EXISTS facts (
+    rowid             INTEGER PRIMARY KEY,      -- the FTS5 content rowid
+    fact_id           TEXT NOT NULL UNIQUE,
+    agent_id          TEXT NOT NULL,
+    user_id           TEXT,
+    scope             TEXT NOT NULL CHECK (scope IN ('user', 'agent')),
+    content           TEXT NOT NULL,
+    hash              TEXT NOT NULL,
+    embedding         BLOB NOT NULL,            -- float32, embedding_dimension values
+    embedding_model   TEXT NOT NULL,
+    source_session_id TEXT,
+    formed_at         INTEGER NOT NULL,
+    updated_at        INTEGER NOT NULL,
+    version           INTEGER NOT NULL DEFAULT 1,
+    previous_content  TEXT,
+    history           TEXT NOT NULL DEFAULT '[]',
+    invalidated_at    INTEGER,
+    invalidated_by    TEXT,
+    access_count      INTEGER NOT NULL DEFAULT 0,
+    last_accessed_at  INTEGER,
+    -- Value of the agent's fact-change counter at this row's last write: the vector cache of
+    -- another connection reads only the rows changed since it last looked.
+    change_seq        INTEGER NOT NULL
+);
+-- Exact duplicates: one valid fact per (agent, user, scope, normalised content). Invalidated facts
+-- are outside the index so that an update may take over the content of an invalidated fact.
+CREATE UNIQUE INDEX IF NOT EXISTS facts_hash
+    ON facts (agent_id, coalesce(user_id, ''), scope, hash) WHERE invalidated_at IS NULL;
+CREATE INDEX IF NOT EXISTS facts_invalid_hash
+    ON facts (agent_id, coalesce(user_id, ''), scope, hash) WHERE invalidated_at IS NOT NULL;
+CREATE INDEX IF NOT EXISTS facts_changes ON facts (agent_id, change_seq);
+CREATE INDEX IF NOT EXISTS facts_recent
+    ON facts (agent_id, updated_at) WHERE invalidated_at IS NULL;
+
+CREATE VIRTUAL TABLE IF NOT EXISTS facts_fts USING fts5 (
+    content, content = 'facts', content_rowid = 'rowid', tokenize = 'porter unicode61'
+);
+-- External content: the triggers keep the index equal to facts.content.
+CREATE TRIGGER IF NOT EXISTS facts_fts_insert AFTER INSERT ON facts BEGIN
+    INSERT INTO facts_fts (rowid, content) VALUES (new.rowid, new.content);
+END;
+CREATE TRIGGER IF NOT EXISTS facts_fts_delete AFTER DELETE ON facts BEGIN
+    INSERT INTO facts_fts (facts_fts, rowid, content) VALUES ('delete', old.rowid, old.content);
+END;
+CREATE TRIGGER IF NOT EXISTS facts_fts_update AFTER UPDATE OF content ON facts BEGIN
+    INSERT INTO facts_fts (facts_fts, rowid, content) VALUES ('delete', old.rowid, old.content);
+    INSERT INTO facts_fts (rowid, content) VALUES (new.rowid, new.content);
+END;
+
+CREATE TABLE IF NOT EXISTS reflections (
+    reflection_id         TEXT PRIMARY KEY,
+    scope_key             TEXT NOT NULL,        -- ScopeKey.key
+    scope                 TEXT NOT NULL,
+    agent_id              TEXT NOT NULL,
+    user_id               TEXT,
+    session_id            TEXT,                 -- set for session-scoped reflections only
+    content               TEXT NOT NULL,
+    source_session_id     TEXT NOT NULL,
+    formed_at             INTEGER NOT NULL,
+    absorbed_into_version INTEGER
+);
+CREATE INDEX IF NOT EXISTS reflections_buffer
+    ON reflections (scope_key, formed_at) WHERE absorbed_into_version IS NULL;
+CREATE INDEX IF NOT EXISTS reflections_session
+    ON reflections (session_id) WHERE session_id IS NOT NULL;
+
+CREATE TABLE IF NOT EXISTS consolidated (
+    scope_key  TEXT PRIMARY KEY,
+    scope      TEXT NOT NULL,
+    agent_id   TEXT NOT NULL,
+    user_id    TEXT,
+    session_id TEXT,
+    content    TEXT NOT NULL,
+    version    INTEGER NOT NULL,
+    word_limit INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    edited_by  TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS consolidated_session
+    ON consolidated (session_id) WHERE session_id IS NOT NULL;
+
+CREATE TABLE IF NOT EXISTS formation_commits (
+    formation_id TEXT PRIMARY KEY,
+    committed_at INTEGER NOT NULL,
+    result       TEXT NOT NULL                  -- FormationCommitResult as JSON
+) WITHOUT ROWID;
+
+CREATE TABLE IF NOT EXISTS embedding_cache (
+    model     TEXT NOT NULL,
+    text_hash TEXT NOT NULL,
+    vector    BLOB NOT NULL,
+    PRIMARY KEY (model, text_hash)
+) WITHOUT ROWID;
+
+-- Change counters: ScopeKey.key rows for context caches, and 'facts:{agent_id}' rows that every
+-- fact write bumps (the vector cache's freshness check).
+CREATE TABLE IF NOT EXISTS scope_versions (
+    key     TEXT PRIMARY KEY,
+    version INTEGER NOT NULL
+) WITHOUT ROWID;
+"""
+
+
+def fact_counter_key(agent_id: str) -> str:
+    """The scope_versions row bumped by every write to the agent's facts."""
+    return f"facts:{agent_id}"

@@ -1,0 +1,65 @@
+"""A real worker process for the crash test: heuristic LLM, word-hash embeddings, SQLite file store.
+
+The LLM is gated: when it reaches the task named by CRASH_GATE_TASK it writes ``reached`` in
+CRASH_GATE_DIR and holds the call until a ``release`` file exists there — a slow model call during
+which the test kills this process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from client.temporal import connect
+from memory.deps import Deps
+from memory.llm.base import LLMProvider, LLMRequest, LLMResult
+from memory.llm.heuristic import HeuristicProvider
+from memory.settings import Settings
+from memory.store import open_store
+from tests.fakes import WordHashEmbedder
+from worker import build_worker
+
+
+class GatedLLM(LLMProvider):
+    name = "heuristic"
+
+    def __init__(self, inner: LLMProvider, gate_dir: Path, task: str) -> None:
+        self.inner, self.gate_dir, self.task = inner, gate_dir, task
+
+    async def _gate(self, request: LLMRequest) -> None:
+        if request.task != self.task:
+            return
+        (self.gate_dir / "reached").touch()
+        # A slow provider call, as seen from Temporal; the test (another process) releases it.
+        while not (self.gate_dir / "release").exists():  # noqa: ASYNC110
+            await asyncio.sleep(0.05)
+
+    async def generate_structured[M: BaseModel](
+        self, request: LLMRequest, schema: type[M]
+    ) -> LLMResult[M]:
+        await self._gate(request)
+        return await self.inner.generate_structured(request, schema)
+
+    async def generate_text(self, request: LLMRequest) -> LLMResult[str]:
+        await self._gate(request)
+        return await self.inner.generate_text(request)
+
+
+async def main() -> None:
+    settings = Settings()
+    client = await connect(settings.temporal)
+    store = await open_store(settings)
+    llm = GatedLLM(
+        HeuristicProvider(), Path(os.environ["CRASH_GATE_DIR"]), os.environ["CRASH_GATE_TASK"]
+    )
+    deps = Deps(settings=settings, store=store, llm=llm, embedder=WordHashEmbedder())
+    async with build_worker(client, deps, settings):
+        print("ready", flush=True)
+        await asyncio.Event().wait()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

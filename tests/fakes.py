@@ -1,0 +1,157 @@
+"""Test doubles for the providers: scripted, deterministic, zero latency. The store is always real."""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import re
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel
+
+from memory.embedding.base import Embedder, EmbeddingBatch, normalize
+from memory.errors import ProviderError
+from memory.llm.base import LLMProvider, LLMRequest, LLMResult, Task, Usage
+
+Reply = BaseModel | str | Exception | Callable[[LLMRequest], Any]
+
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+class WordHashEmbedder(Embedder):
+    """Bag-of-words hashed into 256 dimensions: texts sharing words are similar, as with a real model."""
+
+    model = "test-wordhash-256"
+    dimension = 256
+
+    def __init__(self) -> None:
+        self.calls: list[list[str]] = []
+
+    async def embed(self, texts: Sequence[str]) -> EmbeddingBatch:
+        self.calls.append(list(texts))
+        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in _WORD.findall(text.lower()):
+                out[row, int(hashlib.md5(word.encode()).hexdigest(), 16) % self.dimension] += 1.0
+        return EmbeddingBatch(vectors=normalize(out), model=self.model, dimension=self.dimension)
+
+
+class ScriptedLLM(LLMProvider):
+    """Replies per task from a queue; a default per task when the queue is empty.
+
+    A reply may be a model instance, a string (generate_text), an exception to raise, or a callable of
+    the request. Every request is recorded.
+    """
+
+    name = "scripted"
+
+    def __init__(self, defaults: dict[Task, Reply] | None = None) -> None:
+        self.queues: dict[Task, list[Reply]] = defaultdict(list)
+        self.defaults: dict[Task, Reply] = dict(defaults or {})
+        self.requests: list[LLMRequest] = []
+
+    def script(self, task: Task, *replies: Reply) -> None:
+        self.queues[task].extend(replies)
+
+    def calls(self, task: Task) -> list[LLMRequest]:
+        return [r for r in self.requests if r.task == task]
+
+    async def _next(self, request: LLMRequest) -> BaseModel | str:
+        self.requests.append(request)
+        queue = self.queues[request.task]
+        reply: Any = queue.pop(0) if queue else self.defaults.get(request.task)
+        if reply is None:
+            raise AssertionError(f"no scripted reply for task {request.task}")
+        if callable(reply) and not isinstance(reply, BaseModel | Exception):
+            reply = reply(request)
+            if inspect.isawaitable(reply):
+                reply = await reply
+        if isinstance(reply, Exception):
+            raise reply
+        return reply  # type: ignore[no-any-return]
+
+    async def generate_structured[M: BaseModel](
+        self, request: LLMRequest, schema: type[M]
+    ) -> LLMResult[M]:
+        value = await self._next(request)
+        return LLMResult(
+            value=schema.model_validate(
+                value.model_dump() if isinstance(value, BaseModel) else value
+            ),
+            usage=Usage(
+                provider=self.name,
+                model=request.model,
+                input_tokens=len(request.prompt) // 4,
+                output_tokens=10,
+            ),
+        )
+
+    async def generate_text(self, request: LLMRequest) -> LLMResult[str]:
+        value = await self._next(request)
+        assert isinstance(value, str)
+        return LLMResult(
+            value=value,
+            usage=Usage(
+                provider=self.name,
+                model=request.model,
+                input_tokens=len(request.prompt) // 4,
+                output_tokens=len(value) // 4,
+            ),
+        )
+
+
+def transient(message: str = "rate limited") -> ProviderError:
+    return ProviderError(message, retryable=True, status=429, retry_after=0.01)
+
+
+def permanent(message: str = "bad request") -> ProviderError:
+    return ProviderError(message, retryable=False, status=400)
+
+
+def echo_consolidation(request: LLMRequest) -> str:
+    """A well-behaved consolidation: next VERSION line, old bullets, then the new reflections."""
+    p = request.payload
+    old = [ln for ln in str(p["current_content"]).splitlines()[1:] if ln.startswith("- ")]
+    new = [f"- {r}" for r in p["reflections"]]
+    return "\n".join([f"VERSION: {p['current_version'] + 1}", "[NOTES]", *old, *new])
+
+
+class Faults:
+    """Failures to inject into a method: ``before`` calls fail without running it, then ``after``
+    calls run it and fail anyway (the write happened, the reply was lost, as in a crash)."""
+
+    def __init__(self, before: int = 0, after: int = 0, error: Exception | None = None) -> None:
+        self.before = before
+        self.after = after
+        self.error = error or ConnectionError("injected failure")
+        self.calls = 0
+
+
+class FaultyProxy:
+    """Wraps a store or an embedder; methods named in ``faults`` fail as configured."""
+
+    def __init__(self, target: Any, faults: dict[str, Faults]) -> None:
+        self._target = target
+        self._faults = faults
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._target, name)
+        fault = self._faults.get(name)
+        if fault is None or not callable(attr):
+            return attr
+
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            fault.calls += 1
+            if fault.before > 0:
+                fault.before -= 1
+                raise fault.error
+            result = await attr(*args, **kwargs)
+            if fault.after > 0:
+                fault.after -= 1
+                raise fault.error
+            return result
+
+        return call

@@ -1,0 +1,178 @@
+"""A formation test bench: real store (SQLite file), real workflows and activities on a Temporal test
+server, scripted LLM and word-hash embeddings so every branch can be driven."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from temporalio.client import Client, WorkflowHandle
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Worker
+
+from client.memory_client import MemoryClient
+from memory.deps import Deps
+from memory.models import AgentConfig, Fact, FactFilter, MessageIn, Reflection, ScopeKey
+from memory.schemas import ExtractedFact, ExtractedFacts, ExtractedReflection, ExtractedReflections
+from memory.settings import RetrySettings, Settings, TemporalSettings
+from memory.store.base import MemoryStore
+from memory.store.sqlite import SQLiteStore
+from tests.fakes import ScriptedLLM, WordHashEmbedder, echo_consolidation
+from worker import build_worker
+from workflows.consolidate_scope import ConsolidationSummary
+from workflows.naming import consolidation_workflow_id
+from workflows.summary import FormationSummary
+
+T0 = datetime(2026, 11, 1, 9, 0, tzinfo=UTC)
+
+
+def facts(*items: tuple[str, str]) -> ExtractedFacts:
+    return ExtractedFacts(facts=[ExtractedFact(content=c, scope=s) for c, s in items])
+
+
+def reflections(
+    agent: Sequence[str] = (), user: Sequence[str] = (), session: Sequence[str] = ()
+) -> ExtractedReflections:
+    return ExtractedReflections(
+        agent_reflections=[ExtractedReflection(content=c) for c in agent],
+        user_reflections=[ExtractedReflection(content=c) for c in user],
+        session_reflections=[ExtractedReflection(content=c) for c in session],
+    )
+
+
+def conversation(
+    n: int, *, user: str = "alice", start: int = 0, prefix: str = "m"
+) -> list[MessageIn]:
+    out = []
+    for i in range(start, start + n):
+        role = "user" if i % 2 == 0 else "agent"
+        out.append(
+            MessageIn(
+                message_id=f"{prefix}{i:04d}",
+                role=role,
+                content=f"message {i} from {'the user' if role == 'user' else 'the agent'}",
+                created_at=T0 + timedelta(minutes=i),
+                user_id=user if role == "user" else None,
+            )
+        )
+    return out
+
+
+@dataclass
+class Harness:
+    env: WorkflowEnvironment
+    client: Client
+    store: SQLiteStore
+    llm: ScriptedLLM
+    embedder: WordHashEmbedder
+    settings: Settings
+    agent: AgentConfig = field(default_factory=lambda: AgentConfig(agent_id="eve", name="Eve"))
+    # What the worker's activities use instead of ``store`` (e.g. a failing proxy).
+    worker_store: MemoryStore | None = None
+
+    @classmethod
+    async def create(
+        cls,
+        env: WorkflowEnvironment,
+        tmp_path: Path,
+        settings: Settings | None = None,
+        **overrides: Any,
+    ) -> Harness:
+        base = settings or Settings()
+        settings = base.model_copy(
+            update={
+                # the time-skipping server has no operator service to register search attributes
+                "temporal": TemporalSettings(
+                    task_queue=f"tq-{uuid.uuid4().hex[:8]}", search_attributes=False
+                ),
+                # the test server does not skip retry backoff: keep it short
+                "retries": RetrySettings(
+                    llm_initial_interval_seconds=0.01,
+                    store_initial_interval_seconds=0.01,
+                    llm_max_interval_seconds=0.05,
+                    store_max_interval_seconds=0.05,
+                ),
+                **overrides,
+            }
+        )
+        store = SQLiteStore(tmp_path / "mnemos.db")
+        await store.setup()
+        llm = ScriptedLLM(
+            defaults={
+                "extract_facts": facts(),
+                "extract_reflections": reflections(),
+                "consolidate": echo_consolidation,
+            }
+        )
+        h = cls(
+            env=env,
+            client=env.client,
+            store=store,
+            llm=llm,
+            embedder=WordHashEmbedder(),
+            settings=settings,
+        )
+        await store.upsert_agent(h.agent)
+        return h
+
+    @property
+    def deps(self) -> Deps:
+        return Deps(
+            settings=self.settings,
+            store=self.worker_store or self.store,
+            llm=self.llm,
+            embedder=self.embedder,
+        )
+
+    @property
+    def memory(self) -> MemoryClient:
+        return MemoryClient(self.client, self.store, self.settings, embedder=self.embedder)
+
+    def worker(self) -> Worker:
+        return build_worker(self.client, self.deps, self.settings)
+
+    async def record(
+        self, session: str, messages: Sequence[MessageIn], agent_id: str | None = None
+    ) -> None:
+        await self.memory.record_messages(agent_id or self.agent.agent_id, session, messages)
+
+    async def start(
+        self, session: str, *, force: bool = True, agent_id: str | None = None
+    ) -> WorkflowHandle[Any, FormationSummary]:
+        return await self.memory._start_formation(
+            agent_id or self.agent.agent_id, session, force=force
+        )
+
+    async def form(self, session: str, *, force: bool = True) -> FormationSummary:
+        handle = await self.start(session, force=force)
+        return await handle.result()
+
+    async def consolidation_result(self, key: ScopeKey) -> ConsolidationSummary:
+        handle = self.client.get_workflow_handle(
+            consolidation_workflow_id(key), result_type=ConsolidationSummary
+        )
+        result: ConsolidationSummary = await handle.result()
+        return result
+
+    # ------------------------------------------------------------ what a user would check
+
+    async def all_facts(
+        self, user_id: str | None = "alice", include_invalid: bool = False
+    ) -> list[Fact]:
+        """Every valid fact the agent can see (agent scope + this user's)."""
+        flt = FactFilter(agent_id=self.agent.agent_id, user_id=user_id)
+        return await self.store.recent_facts(flt, since=T0 - timedelta(days=3650), limit=10_000)
+
+    async def buffered(self, key: ScopeKey) -> list[Reflection]:
+        return await self.store.unabsorbed_reflections(key)
+
+    def key(self, scope: str, session: str = "s1", user: str = "alice") -> ScopeKey:
+        if scope == "agent":
+            return ScopeKey(scope="agent", agent_id=self.agent.agent_id)
+        if scope == "user":
+            return ScopeKey(scope="user", agent_id=self.agent.agent_id, user_id=user)
+        return ScopeKey(scope="session", agent_id=self.agent.agent_id, session_id=session)

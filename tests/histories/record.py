@@ -1,0 +1,72 @@
+"""Record the workflow histories that tests/workflows/test_replay.py replays.
+
+Run after a deliberate, versioned change of workflow code (``python -m tests.histories.record``) and
+commit the JSON files: CI then fails on any change that would break runs already in flight.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+from pathlib import Path
+
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
+
+from client.binaries import temporal_test_server
+from memory.schemas import FactDecision, FactDecisions
+from tests.harness import Harness, conversation, facts, reflections
+from workflows.naming import consolidation_workflow_id, formation_workflow_id
+
+HERE = Path(__file__).parent
+
+
+async def record() -> None:
+    env = await WorkflowEnvironment.start_time_skipping(
+        test_server_existing_path=str(temporal_test_server()),
+        data_converter=pydantic_data_converter,
+    )
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            h = await Harness.create(env, Path(tmp))
+            await h.record("s0", conversation(4, prefix="a"))
+            await h.record("s1", conversation(4))
+            h.llm.script("extract_facts", facts(("Alice works at Acme Robotics", "user")))
+            h.llm.script(
+                "extract_facts",
+                facts(
+                    ("Alice works at Acme Robotics as CTO", "user"),
+                    ("Bob Martins leads logistics", "agent"),
+                ),
+            )
+            h.llm.script(
+                "decide_facts",
+                FactDecisions(
+                    decisions=[
+                        FactDecision(
+                            new_fact_index=0, event="UPDATE", existing_index=0,
+                            final_text="Alice works at Acme Robotics as CTO", reasoning="detail",
+                        )
+                    ]
+                ),
+            )  # fmt: skip
+            h.llm.script("extract_reflections", reflections(user=["likes bullets"]))
+            h.llm.script("extract_reflections", reflections(session=["w", "x", "y", "z"]))
+            async with h.worker():
+                await h.form("s0")
+                await h.form("s1")
+                await h.consolidation_result(h.key("session"))
+            for name, wf_id in [
+                ("form_memories_first", formation_workflow_id("eve", "s0")),
+                ("form_memories_update_and_consolidate", formation_workflow_id("eve", "s1")),
+                ("consolidate_scope", consolidation_workflow_id(h.key("session"))),
+            ]:
+                history = await env.client.get_workflow_handle(wf_id).fetch_history()
+                (HERE / f"{name}.json").write_text(history.to_json())
+                print(f"recorded {name}.json ({len(history.events)} events)")
+    finally:
+        await env.shutdown()
+
+
+if __name__ == "__main__":
+    asyncio.run(record())

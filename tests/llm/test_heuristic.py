@@ -1,0 +1,305 @@
+"""The offline heuristic provider: deterministic rules over the payload, honest usage."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+
+from memory.errors import MalformedOutputError
+from memory.llm.base import LLMRequest, Task
+from memory.llm.heuristic import HeuristicProvider
+from memory.schemas import ExtractedFacts, ExtractedReflections, FactDecision, FactDecisions
+
+llm = HeuristicProvider()
+
+
+def msg(seq: int, content: str, role: str = "user", name: str | None = "Alice") -> dict[str, Any]:
+    return {
+        "seq": seq,
+        "role": role,
+        "name": name,
+        "content": content,
+        "created_at": "2026-01-01T00:00:00Z",
+    }
+
+
+CONVERSATION = [
+    msg(1, "Hi there! My email is alice@example.com. I live in Paris."),
+    msg(2, "Nice to meet you, Alice. I live in the cloud, 24/7.", role="agent", name="Eve"),
+    msg(3, "I work at Acme Corp as a data engineer. Thanks, that was helpful."),
+    msg(4, "Can you book a table at Chez Marcel for 8 people? The weather is nice."),
+    msg(5, "Our launch deadline is March 3 and your project budget is 50000 dollars."),
+]
+
+
+def request(task: Task, payload: dict[str, Any], prompt: str = "rendered prompt") -> LLMRequest:
+    return LLMRequest(
+        task=task, model="heuristic-rules-v1", system="system text", prompt=prompt, payload=payload
+    )
+
+
+async def facts(
+    messages: list[dict[str, Any]], scopes: list[str], max_words: int = 30
+) -> list[tuple[str, str]]:
+    payload = {"messages": messages, "agent_name": "Eve", "scopes": scopes, "max_words": max_words}
+    result = await llm.generate_structured(request("extract_facts", payload), ExtractedFacts)
+    return [(fact.content, fact.scope) for fact in result.value.facts]
+
+
+async def test_extracts_specific_user_statements_in_the_third_person() -> None:
+    assert await facts(CONVERSATION, ["user", "agent"]) == [
+        ("Alice's email is alice@example.com.", "user"),
+        ("Alice lives in Paris.", "user"),
+        ("Alice works at Acme Corp as a data engineer.", "user"),
+        ("Our launch deadline is March 3 and your project budget is 50000 dollars.", "user"),
+    ]
+    # Greetings, thanks, small talk, questions and the agent's own words are not facts.
+
+
+async def test_only_enabled_scopes_with_agent_scope_alone_keeping_agent_and_project_facts() -> None:
+    assert await facts(CONVERSATION, ["agent"]) == [
+        ("Our launch deadline is March 3 and your project budget is 50000 dollars.", "agent")
+    ]
+    assert await facts(CONVERSATION, []) == []
+
+
+async def test_facts_respect_max_words_and_a_missing_name() -> None:
+    long = msg(1, "I moved to Lisbon in 2021 " + "and then " * 30 + "stayed.", name=None)
+    [(content, _)] = await facts([long], ["user"], max_words=8)
+    assert content == "The user moved to Lisbon in 2021 and"
+    assert len(content.split()) == 8
+
+
+def decision_payload(pairs: list[tuple[str, str]]) -> dict[str, Any]:
+    return {
+        "new_facts": [
+            {"index": i, "content": new, "scope": "user"} for i, (_, new) in enumerate(pairs)
+        ],
+        "existing": [{"index": 10 + i, "content": old} for i, (old, _) in enumerate(pairs)],
+        "candidates": [
+            {"new_index": i, "existing_index": 10 + i, "similarity": 0.9} for i in range(len(pairs))
+        ],
+    }
+
+
+async def decide(payload: dict[str, Any]) -> list[FactDecision]:
+    result = await llm.generate_structured(request("decide_facts", payload), FactDecisions)
+    return result.value.decisions
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "event"),
+    [
+        ("Alice likes pizza.", "alice likes pizza", "NONE"),
+        ("Alice's email is alice@example.com", "Alice's email is alice@example.com.", "NONE"),
+        ("Alice is 30 years old", "Alice is 31 years old", "UPDATE"),
+        ("The launch deadline is March 3", "The launch deadline is April 3", "UPDATE"),
+        ("Alice likes pizza", "Alice dislikes pizza", "DELETE"),
+        ("Alice likes pizza", "Alice does not like pizza", "DELETE"),
+        ("Alice lives in Paris", "Alice no longer lives in Paris", "DELETE"),
+        ("Alice likes pizza", "Alice likes sushi", "ADD"),
+        ("Bob is 30 years old", "Alice is 31 years old", "ADD"),
+    ],
+)
+async def test_decision_rules(old: str, new: str, event: str) -> None:
+    [decision] = await decide(decision_payload([(old, new)]))
+
+    assert decision.new_fact_index == 0
+    assert decision.event == event
+    assert decision.existing_index == (None if event == "ADD" else 10)
+    assert decision.final_text == (None if event == "NONE" else new)
+
+
+async def test_a_duplicate_wins_over_an_update_and_facts_without_candidates_are_added() -> None:
+    payload = {
+        "new_facts": [
+            {"index": 1, "content": "Alice is 31", "scope": "user"},
+            {"index": 0, "content": "Bob owns a cat", "scope": "user"},
+        ],
+        "existing": [
+            {"index": 0, "content": "Alice is 30"},
+            {"index": 1, "content": "Alice is 31"},
+        ],
+        "candidates": [
+            {"new_index": 1, "existing_index": 0, "similarity": 0.95},
+            {"new_index": 1, "existing_index": 1, "similarity": 0.9},
+        ],
+    }
+    decisions = await decide(payload)
+
+    assert [(d.new_fact_index, d.event, d.existing_index) for d in decisions] == [
+        (0, "ADD", None),
+        (1, "NONE", 1),
+    ]
+
+
+def reflection_payload(
+    scopes: list[str], messages: list[dict[str, Any]] | None = None, **extra: Any
+) -> dict[str, Any]:
+    return {
+        "messages": messages or PREFERENCES,
+        "new_facts": [],
+        "scopes": scopes,
+        "current": {},
+        "max_words": 35,
+        **extra,
+    }
+
+
+PREFERENCES = [
+    msg(1, "Please keep answers short. I prefer bullet points over prose."),
+    msg(2, "Sure.", role="agent", name="Eve"),
+    msg(3, "Call me Al. The weather is nice today. Your project plan is in the shared drive."),
+]
+
+
+async def reflect(payload: dict[str, Any]) -> ExtractedReflections:
+    return (
+        await llm.generate_structured(request("extract_reflections", payload), ExtractedReflections)
+    ).value
+
+
+async def test_reflections_from_preferences_the_project_and_the_first_request() -> None:
+    out = await reflect(reflection_payload(["agent", "user", "session"]))
+
+    assert [r.content for r in out.user_reflections] == [
+        "Alice said: Please keep answers short.",
+        "Alice prefers bullet points over prose.",
+        "Alice wants to be called Al.",
+    ]
+    assert [r.content for r in out.agent_reflections] == [
+        "Alice said: Your project plan is in the shared drive."
+    ]
+    assert [r.content for r in out.session_reflections] == [
+        "Alice asked: Please keep answers short. I prefer bullet points over prose."
+    ]
+
+
+async def test_reflections_go_only_to_enabled_scopes() -> None:
+    # No user scope (a group session): preferences become agent reflections.
+    no_user = await reflect(reflection_payload(["agent", "session"]))
+    assert no_user.user_reflections == []
+    assert "Alice prefers bullet points over prose." in [
+        r.content for r in no_user.agent_reflections
+    ]
+
+    no_agent = await reflect(reflection_payload(["user", "session"]))
+    assert no_agent.agent_reflections == []
+    assert len(no_agent.user_reflections) == 3
+
+    session_only = await reflect(reflection_payload(["session"]))
+    assert (session_only.agent_reflections, session_only.user_reflections) == ([], [])
+    assert len(session_only.session_reflections) == 1
+
+
+async def test_reflections_already_in_memory_are_not_repeated_and_respect_max_words() -> None:
+    current = {
+        "user": {
+            "consolidated": "VERSION: 2\n- Alice prefers bullet points over prose.",
+            "recent": ["Alice wants to be called Al."],
+        }
+    }
+    long_request = msg(1, "Please help me plan the whole festival " + "step by step " * 20)
+    out = await reflect(reflection_payload(["user", "session"], PREFERENCES, current=current))
+    assert [r.content for r in out.user_reflections] == ["Alice said: Please keep answers short."]
+
+    out = await reflect({**reflection_payload(["session"], [long_request]), "max_words": 10})
+    [session] = out.session_reflections
+    assert len(session.content.split()) == 10
+
+
+async def consolidate(payload: dict[str, Any]) -> str:
+    return (await llm.generate_text(request("consolidate", payload))).value
+
+
+async def test_consolidation_bumps_the_version_merges_and_deduplicates() -> None:
+    text = await consolidate(
+        {
+            "scope": "user",
+            "current_content": "VERSION: 2\n[PREFS]\n- Prefers concise answers\n- Lives in Paris",
+            "current_version": 2,
+            "reflections": ["Likes bullet points", "prefers concise answers."],
+            "word_limit": 300,
+        }
+    )
+    assert text == "VERSION: 3\n- Lives in Paris\n- Likes bullet points\n- prefers concise answers."
+
+
+async def test_consolidation_drops_the_oldest_lines_to_stay_within_the_word_limit() -> None:
+    old = "\n".join(f"- old item number {i}" for i in range(10))  # 5 words each
+    text = await consolidate(
+        {
+            "scope": "session",
+            "current_content": old,
+            "current_version": 0,
+            "reflections": ["newest item"],
+            "word_limit": 20,
+        }
+    )
+    lines = text.splitlines()
+    assert lines[0] == "VERSION: 1"
+    assert lines[-1] == "- newest item"
+    assert lines[1:-1] == [f"- old item number {i}" for i in (7, 8, 9)]
+    assert len(text.split()) <= 20
+
+
+async def test_same_payload_same_output_whatever_the_prompt() -> None:
+    payload = {
+        "messages": CONVERSATION,
+        "agent_name": "Eve",
+        "scopes": ["user", "agent"],
+        "max_words": 30,
+    }
+    first = await HeuristicProvider().generate_structured(
+        request("extract_facts", payload, "prompt A"), ExtractedFacts
+    )
+    second = await HeuristicProvider().generate_structured(
+        request("extract_facts", payload, "another prompt"), ExtractedFacts
+    )
+    assert first.value == second.value
+    assert first.value.facts  # not trivially equal
+
+
+async def test_usage_is_honest_about_being_rules() -> None:
+    payload = reflection_payload(["user"])
+    req = request("extract_reflections", payload, prompt="x" * 401)
+    result = await llm.generate_structured(req, ExtractedReflections)
+
+    assert result.usage.provider == "heuristic"
+    assert result.usage.model == "heuristic-rules-v1"
+    assert result.usage.input_tokens == math.ceil((len("system text") + 401) / 4)
+    assert result.usage.output_tokens == math.ceil(len(result.value.model_dump_json()) / 4)
+
+
+@pytest.mark.parametrize(
+    ("task", "payload"),
+    [
+        ("extract_facts", {"text": "I live in Paris"}),
+        ("decide_facts", {"new_facts": "Alice is 31", "existing": [], "candidates": []}),
+        (
+            "extract_reflections",
+            {"messages": [{"content": "hi"}], "scopes": ["user"], "max_words": 30},
+        ),
+    ],
+)
+async def test_an_unknown_payload_shape_is_malformed(task: Task, payload: dict[str, Any]) -> None:
+    with pytest.raises(MalformedOutputError):
+        await llm.generate_structured(request(task, payload), ExtractedFacts)
+
+
+async def test_asking_for_the_wrong_kind_of_output_is_malformed() -> None:
+    facts_payload = {"messages": CONVERSATION, "scopes": ["user"], "max_words": 30}
+    with pytest.raises(MalformedOutputError):
+        await llm.generate_text(request("extract_facts", facts_payload))
+    with pytest.raises(MalformedOutputError):
+        await llm.generate_structured(request("extract_facts", facts_payload), FactDecisions)
+    consolidate_payload = {
+        "current_content": "",
+        "current_version": 0,
+        "reflections": [],
+        "word_limit": 50,
+    }
+    with pytest.raises(MalformedOutputError):
+        await llm.generate_structured(request("consolidate", consolidate_payload), ExtractedFacts)

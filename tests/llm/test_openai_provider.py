@@ -1,0 +1,270 @@
+"""OpenAIProvider against a local server that speaks the OpenAI API: the real SDK, no patching."""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import time
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+
+from memory.errors import MalformedOutputError, ProviderError
+from memory.llm.base import LLMRequest, Usage
+from memory.llm.openai_provider import OpenAIProvider
+from memory.schemas import ExtractedFact, ExtractedFacts
+from tests.fake_provider_server import FakeProviderServer, Reply, openai_chat, openai_error
+
+API_KEY = "sk-test-0123456789abcdefghij"
+REQUEST = LLMRequest(
+    task="extract_facts",
+    model="gpt-4.1-mini",
+    system="You extract facts.",
+    prompt="Alice: I live in Paris.",
+    temperature=0.0,
+    max_output_tokens=256,
+)
+FACTS = {"facts": [{"content": "Alice lives in Paris", "scope": "user"}]}
+
+
+@pytest.fixture
+def server() -> Iterator[FakeProviderServer]:
+    with FakeProviderServer() as fake:
+        yield fake
+
+
+@pytest.fixture
+async def provider(server: FakeProviderServer) -> AsyncIterator[OpenAIProvider]:
+    llm = OpenAIProvider(api_key=API_KEY, base_url=server.openai_base_url, timeout=10)
+    yield llm
+    await llm.close()
+
+
+async def failure(provider: OpenAIProvider) -> ProviderError:
+    with pytest.raises(ProviderError) as caught:
+        await provider.generate_structured(REQUEST, ExtractedFacts)
+    return caught.value
+
+
+async def test_structured_output_is_validated_and_usage_comes_from_the_response(
+    server: FakeProviderServer, provider: OpenAIProvider
+) -> None:
+    server.script(
+        openai_chat(
+            json.dumps(FACTS),
+            model="gpt-4.1-mini-2025-04-14",
+            prompt_tokens=42,
+            completion_tokens=9,
+        )
+    )
+
+    result = await provider.generate_structured(REQUEST, ExtractedFacts)
+
+    assert result.value == ExtractedFacts(
+        facts=[ExtractedFact(content="Alice lives in Paris", scope="user")]
+    )
+    assert result.usage == Usage(
+        provider="openai_compatible",
+        model="gpt-4.1-mini-2025-04-14",
+        input_tokens=42,
+        output_tokens=9,
+    )
+    [sent] = server.requests
+    assert sent.path == "/v1/chat/completions"
+    assert sent.headers["authorization"] == f"Bearer {API_KEY}"
+    assert sent.body["model"] == "gpt-4.1-mini"
+    assert sent.body["messages"] == [
+        {"role": "system", "content": "You extract facts."},
+        {"role": "user", "content": "Alice: I live in Paris."},
+    ]
+    assert sent.body["temperature"] == 0.0
+    assert sent.body["max_completion_tokens"] == 256
+    response_format = sent.body["response_format"]
+    assert response_format["type"] == "json_schema"
+    assert response_format["json_schema"]["name"] == "ExtractedFacts"
+    assert response_format["json_schema"]["strict"] is True
+    assert response_format["json_schema"]["schema"]["additionalProperties"] is False
+
+
+async def test_plain_text_uses_chat_completions_without_a_schema(
+    server: FakeProviderServer, provider: OpenAIProvider
+) -> None:
+    server.script(openai_chat("VERSION: 2\n- Prefers tea", prompt_tokens=20, completion_tokens=6))
+
+    result = await provider.generate_text(REQUEST.model_copy(update={"task": "consolidate"}))
+
+    assert result.value == "VERSION: 2\n- Prefers tea"
+    assert (result.usage.input_tokens, result.usage.output_tokens) == (20, 6)
+    [sent] = server.requests
+    assert sent.path == "/v1/chat/completions"
+    assert "response_format" not in sent.body
+
+
+def test_name_says_whether_it_is_openai_or_a_compatible_server() -> None:
+    assert OpenAIProvider(api_key=API_KEY).name == "openai"
+    assert (
+        OpenAIProvider(api_key=None, base_url="http://127.0.0.1:1/v1").name == "openai_compatible"
+    )
+
+
+@pytest.mark.parametrize(
+    ("headers", "expected"),
+    [({"Retry-After": "7"}, 7.0), ({"Retry-After": "0.5"}, 0.5), ({"retry-after-ms": "1500"}, 1.5)],
+)
+async def test_rate_limit_is_retryable_with_the_servers_retry_after_in_seconds(
+    server: FakeProviderServer,
+    provider: OpenAIProvider,
+    headers: dict[str, str],
+    expected: float,
+) -> None:
+    server.script(openai_error(429, "Rate limit reached", headers))
+
+    error = await failure(provider)
+
+    assert (error.retryable, error.status, error.retry_after) == (True, 429, expected)
+    assert len(server.requests) == 1  # no SDK retry: Temporal owns retries
+
+
+async def test_retry_after_as_an_http_date(
+    server: FakeProviderServer, provider: OpenAIProvider
+) -> None:
+    when = email.utils.formatdate(time.time() + 120, usegmt=True)
+    server.script(openai_error(429, "slow down", {"Retry-After": when}))
+
+    error = await failure(provider)
+
+    assert error.retryable
+    assert error.retry_after is not None and 110 <= error.retry_after <= 121
+    assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize("status", [408, 409, 500, 502, 503])
+async def test_server_side_failures_are_retryable_and_sent_once(
+    server: FakeProviderServer, provider: OpenAIProvider, status: int
+) -> None:
+    server.script(openai_error(status, "try later"))
+
+    error = await failure(provider)
+
+    assert (error.retryable, error.status) == (True, status)
+    assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize("status", [400, 401, 403, 404, 422])
+async def test_client_errors_are_not_retryable(
+    server: FakeProviderServer, provider: OpenAIProvider, status: int
+) -> None:
+    server.script(openai_error(status, "bad request", {"Retry-After": "3"}))
+
+    error = await failure(provider)
+
+    assert (error.retryable, error.status, error.retry_after) == (False, status, None)
+    assert len(server.requests) == 1
+
+
+async def test_a_reply_slower_than_the_timeout_is_a_retryable_timeout(
+    server: FakeProviderServer,
+) -> None:
+    server.script(Reply(body={}, delay=30))
+    provider = OpenAIProvider(api_key=API_KEY, base_url=server.openai_base_url, timeout=0.3)
+    started = time.monotonic()
+    try:
+        error = await failure(provider)
+    finally:
+        await provider.close()
+
+    assert error.retryable and error.status is None
+    assert "timed out" in str(error)
+    assert time.monotonic() - started < 5
+    assert len(server.wait_for_requests(1)) == 1
+
+
+async def test_an_unreachable_server_is_a_retryable_connection_error() -> None:
+    with FakeProviderServer() as gone:
+        url = gone.openai_base_url
+    provider = OpenAIProvider(api_key=API_KEY, base_url=url, timeout=5)
+    try:
+        error = await failure(provider)
+    finally:
+        await provider.close()
+    assert error.retryable and error.status is None
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        '{"facts": [{"content": "Alice lives in Paris", "scope": "user"}',  # cut-off JSON
+        "Sure! Here are the facts: Alice lives in Paris.",  # not JSON at all
+        '{"facts": [{"content": "Alice lives in Paris", "scope": "planet"}]}',  # fails the schema
+        '{"items": []}',  # another shape
+    ],
+)
+async def test_output_that_does_not_fit_the_schema_is_malformed(
+    server: FakeProviderServer, provider: OpenAIProvider, content: str
+) -> None:
+    server.script(openai_chat(content))
+
+    with pytest.raises(MalformedOutputError) as caught:
+        await provider.generate_structured(REQUEST, ExtractedFacts)
+
+    assert caught.value.retryable
+    assert len(server.requests) == 1
+
+
+async def test_a_body_that_is_not_json_is_a_retryable_provider_error(
+    server: FakeProviderServer, provider: OpenAIProvider
+) -> None:
+    server.script(Reply(body=b"<html>502 Bad Gateway</html>"))
+
+    error = await failure(provider)
+
+    assert error.retryable and not isinstance(error, MalformedOutputError)
+    assert "non-JSON" in str(error)
+
+
+async def test_output_cut_by_the_token_limit_is_malformed(
+    server: FakeProviderServer, provider: OpenAIProvider
+) -> None:
+    server.script(
+        openai_chat('{"facts": [', finish_reason="length"),
+        openai_chat("VERSION: 2\n- Pre", finish_reason="length"),
+    )
+
+    with pytest.raises(MalformedOutputError):
+        await provider.generate_structured(REQUEST, ExtractedFacts)
+    with pytest.raises(MalformedOutputError):
+        await provider.generate_text(REQUEST)
+
+
+async def test_a_refusal_is_not_retryable(
+    server: FakeProviderServer, provider: OpenAIProvider
+) -> None:
+    server.script(openai_chat(None, refusal="I can't help with that."))
+
+    error = await failure(provider)
+
+    assert not error.retryable
+    assert "refused" in str(error)
+
+
+async def test_empty_text_is_malformed(
+    server: FakeProviderServer, provider: OpenAIProvider
+) -> None:
+    server.script(openai_chat(""))
+
+    with pytest.raises(MalformedOutputError):
+        await provider.generate_text(REQUEST)
+
+
+async def test_the_api_key_never_appears_in_the_error(
+    server: FakeProviderServer, provider: OpenAIProvider
+) -> None:
+    server.script(openai_error(401, f"Incorrect API key provided: {API_KEY}. Find your key at …"))
+
+    error = await failure(provider)
+
+    assert not error.retryable
+    assert API_KEY not in str(error)
+    assert "[redacted]" in str(error)
+    # No chained SDK exception either: its text would carry the key into logs and histories.
+    assert error.__cause__ is None and error.__suppress_context__

@@ -1,0 +1,202 @@
+"""Tiny builders for the store tests: a fixed clock, hand-made 4-d unit vectors, short commits.
+
+Timestamps are whole seconds so that every backend stores them exactly (MongoDB keeps ms).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+
+from memory.ids import formation_id, reflection_id
+from memory.models import (
+    FactAdd,
+    FactFilter,
+    FactInvalidate,
+    FactUpdate,
+    FormationCommit,
+    FormationCommitResult,
+    MessageIn,
+    Reflection,
+    ScopeKey,
+)
+from memory.store.base import MemoryStore, Vector
+
+T0 = datetime(2025, 1, 1, 12, 0, 0, tzinfo=UTC)
+MODEL = "test-model"
+WEIGHTS = {"user": 1.0, "agent": 0.5, "tool": 0.25, "system": 0.5, "other": 0.5}
+CHARS_PER_TOKEN = 4.0
+
+FactOp = FactAdd | FactUpdate | FactInvalidate
+
+
+def at(seconds: float) -> datetime:
+    """T0 + seconds."""
+    return T0 + timedelta(seconds=seconds)
+
+
+def unit(*values: float) -> list[float]:
+    """A 4-d unit vector from up to four components (the rest are zero)."""
+    padded = [*values, *([0.0] * (4 - len(values)))]
+    norm = math.sqrt(sum(v * v for v in padded))
+    return [v / norm for v in padded]
+
+
+def vec(*values: float) -> Vector:
+    return np.asarray(unit(*values), dtype=np.float32)
+
+
+def msg(
+    message_id: str,
+    content: str = "hello there",
+    *,
+    role: str = "user",
+    user_id: str | None = "u1",
+    seconds: float = 0,
+) -> MessageIn:
+    return MessageIn.model_validate(
+        {
+            "message_id": message_id,
+            "role": role,
+            "content": content,
+            "created_at": at(seconds),
+            "user_id": user_id if role == "user" else None,
+        }
+    )
+
+
+async def record(
+    store: MemoryStore,
+    session_id: str,
+    agent_id: str,
+    messages: Sequence[MessageIn],
+    *,
+    now_seconds: float = 0,
+) -> None:
+    await store.record_messages(
+        session_id,
+        agent_id,
+        messages,
+        weights=WEIGHTS,
+        chars_per_token=CHARS_PER_TOKEN,
+        now=at(now_seconds),
+    )
+
+
+async def session_with_messages(
+    store: MemoryStore, session_id: str = "s1", agent_id: str = "a1", count: int = 2
+) -> None:
+    """A session whose agent has ``count`` user messages pending (seqs 1..count)."""
+    await record(
+        store,
+        session_id,
+        agent_id,
+        [msg(f"{session_id}-m{i}", seconds=i) for i in range(1, count + 1)],
+    )
+
+
+def add(
+    fact_id: str,
+    content: str,
+    embedding: list[float],
+    *,
+    scope: str = "user",
+    user_id: str | None = "u1",
+) -> FactAdd:
+    return FactAdd.model_validate(
+        {
+            "fact_id": fact_id,
+            "scope": scope,
+            "user_id": user_id if scope == "user" else None,
+            "content": content,
+            "embedding": embedding,
+        }
+    )
+
+
+def commit(
+    *,
+    session_id: str = "s1",
+    agent_id: str = "a1",
+    expected_cursor: int = 0,
+    new_cursor: int = 1,
+    ops: Sequence[FactOp] = (),
+    reflections: Sequence[Reflection] = (),
+    model: str = MODEL,
+    seconds: float = 100,
+    formation: str | None = None,
+) -> FormationCommit:
+    return FormationCommit(
+        formation_id=formation or formation_id(session_id, agent_id, expected_cursor, new_cursor),
+        session_id=session_id,
+        agent_id=agent_id,
+        expected_cursor=expected_cursor,
+        new_cursor=new_cursor,
+        embedding_model=model,
+        fact_ops=list(ops),
+        reflections=list(reflections),
+        committed_at=at(seconds),
+    )
+
+
+def reflection(
+    key: ScopeKey, index: int, content: str = "", *, seconds: float = 0, session_id: str = "s1"
+) -> Reflection:
+    return Reflection(
+        reflection_id=reflection_id(f"{key.key}-test", key.scope, index),
+        scope_key=key,
+        content=content or f"reflection {index}",
+        source_session_id=session_id,
+        formed_at=at(seconds),
+    )
+
+
+def user_filter(
+    agent_id: str = "a1", user_id: str | None = "u1", agent_scope: bool = True
+) -> FactFilter:
+    return FactFilter(agent_id=agent_id, user_id=user_id, include_agent_scope=agent_scope)
+
+
+AGENT_KEY = ScopeKey(scope="agent", agent_id="a1")
+USER_KEY = ScopeKey(scope="user", agent_id="a1", user_id="u1")
+
+
+class Former:
+    """Commits successive formations of one message each for (session, agent), tracking the
+    cursor; the session is created with ``messages`` pending by ``start``."""
+
+    def __init__(self, store: MemoryStore, session_id: str = "s1", agent_id: str = "a1") -> None:
+        self.store = store
+        self.session_id = session_id
+        self.agent_id = agent_id
+        self.cursor = 0
+
+    async def start(self, messages: int = 6) -> Former:
+        await session_with_messages(self.store, self.session_id, self.agent_id, messages)
+        return self
+
+    def next_commit(
+        self, *ops: FactOp, reflections: Sequence[Reflection] = (), model: str = MODEL
+    ) -> FormationCommit:
+        return commit(
+            session_id=self.session_id,
+            agent_id=self.agent_id,
+            expected_cursor=self.cursor,
+            new_cursor=self.cursor + 1,
+            ops=ops,
+            reflections=reflections,
+            model=model,
+            seconds=100 + 10 * self.cursor,  # each formation later than the previous one
+        )
+
+    async def form(
+        self, *ops: FactOp, reflections: Sequence[Reflection] = (), model: str = MODEL
+    ) -> FormationCommitResult:
+        result = await self.store.commit_formation(
+            self.next_commit(*ops, reflections=reflections, model=model)
+        )
+        self.cursor += 1
+        return result

@@ -1,0 +1,279 @@
+"""Contract: agents, sessions, messages, cold sessions and the embeddings cache (both backends)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from memory.models import AgentConfig
+from memory.store.base import MemoryStore
+from tests.store.builders import (
+    CHARS_PER_TOKEN,
+    WEIGHTS,
+    at,
+    commit,
+    msg,
+    record,
+    session_with_messages,
+    vec,
+)
+
+# ---------------------------------------------------------------- agents
+
+
+async def test_agent_upsert_and_get(store: MemoryStore) -> None:
+    assert await store.get_agent("a1") is None
+    await store.upsert_agent(AgentConfig(agent_id="a1", name="Ada", persona="helpful"))
+    await store.upsert_agent(AgentConfig(agent_id="a1", name="Ada 2", tier=1))
+
+    agent = await store.get_agent("a1")
+    assert agent == AgentConfig(agent_id="a1", name="Ada 2", tier=1)
+
+
+# ---------------------------------------------------------------- recording
+
+
+async def test_record_messages_assigns_seqs_in_order(store: MemoryStore) -> None:
+    outcome = await store.record_messages(
+        "s1",
+        "a1",
+        [msg("m1", "first"), msg("m2", "second", role="agent"), msg("m3", "third")],
+        weights=WEIGHTS,
+        chars_per_token=CHARS_PER_TOKEN,
+        now=at(0),
+    )
+
+    assert (outcome.inserted, outcome.duplicates) == (3, 0)
+    assert outcome.state.last_seq == 3
+    assert outcome.state.cursor_seq == 0
+    stored = await store.load_messages("s1", 0, 10)
+    assert [(m.seq, m.message_id, m.content) for m in stored] == [
+        (1, "m1", "first"),
+        (2, "m2", "second"),
+        (3, "m3", "third"),
+    ]
+
+
+async def test_record_messages_is_idempotent_by_message_id(store: MemoryStore) -> None:
+    await record(store, "s1", "a1", [msg("m1", "one"), msg("m2", "two")])
+    outcome = await store.record_messages(
+        "s1",
+        "a1",
+        [msg("m1", "one"), msg("m2", "two"), msg("m3", "three")],
+        weights=WEIGHTS,
+        chars_per_token=CHARS_PER_TOKEN,
+        now=at(1),
+    )
+
+    assert (outcome.inserted, outcome.duplicates) == (1, 2)
+    assert outcome.state.last_seq == 3
+    assert outcome.state.pending_messages == 3
+    stored = await store.load_messages("s1", 0, 10)
+    assert [(m.seq, m.message_id) for m in stored] == [(1, "m1"), (2, "m2"), (3, "m3")]
+
+
+async def test_pending_counters_weigh_tokens_by_role(store: MemoryStore) -> None:
+    outcome = await store.record_messages(
+        "s1",
+        "a1",
+        [
+            msg("m1", "x" * 10, role="user"),  # ceil(10 / 4) = 3 tokens x 1.0
+            msg("m2", "x" * 8, role="agent"),  # 2 tokens x 0.5
+            msg("m3", "x", role="tool"),  # 1 token x 0.25
+        ],
+        weights=WEIGHTS,
+        chars_per_token=CHARS_PER_TOKEN,
+        now=at(0),
+    )
+
+    assert outcome.state.pending_messages == 3
+    assert outcome.state.pending_weighted_tokens == pytest.approx(4.25)
+    state = await store.get_session_agent_state("s1", "a1")
+    assert state == outcome.state
+
+
+async def test_last_message_at_is_the_latest_created_at(store: MemoryStore) -> None:
+    await record(store, "s1", "a1", [msg("m1", seconds=50), msg("m2", seconds=30)])
+    await record(store, "s1", "a1", [msg("m3", seconds=40)])
+
+    state = await store.get_session_agent_state("s1", "a1")
+    session = await store.get_session("s1")
+    assert state is not None and session is not None
+    assert state.last_message_at == at(50)
+    assert session.last_message_at == at(50)
+
+
+async def test_every_agent_of_the_session_gets_the_new_messages(store: MemoryStore) -> None:
+    await record(store, "s1", "a1", [msg("m1", "x" * 4)])
+    joined = await store.record_messages(
+        "s1",
+        "a2",
+        [msg("m2", "x" * 8)],
+        weights=WEIGHTS,
+        chars_per_token=CHARS_PER_TOKEN,
+        now=at(1),
+    )
+
+    # The newcomer owes formation of what was said before it joined, too.
+    assert joined.state.cursor_seq == 0
+    assert joined.state.pending_messages == 2
+    assert joined.state.pending_weighted_tokens == pytest.approx(3.0)
+    first = await store.get_session_agent_state("s1", "a1")
+    assert first is not None
+    assert first.pending_messages == 2
+    assert first.pending_weighted_tokens == pytest.approx(3.0)
+
+
+async def test_agent_joining_with_only_known_messages_gets_them_pending(
+    store: MemoryStore,
+) -> None:
+    await record(store, "s1", "a1", [msg("m1"), msg("m2")])
+    outcome = await store.record_messages(
+        "s1", "a2", [msg("m2")], weights=WEIGHTS, chars_per_token=CHARS_PER_TOKEN, now=at(1)
+    )
+
+    assert (outcome.inserted, outcome.duplicates) == (0, 1)
+    assert outcome.state.agent_id == "a2"
+    assert outcome.state.pending_messages == 2
+    assert outcome.state.last_seq == 2
+    session = await store.get_session("s1")
+    assert session is not None
+    assert set(session.agent_ids) == {"a1", "a2"}
+
+
+async def test_session_info_lists_users_and_group_sessions(store: MemoryStore) -> None:
+    assert await store.get_session("s1") is None
+    first = [msg("m1", user_id="u1"), msg("m2", role="agent")]
+    await record(store, "s1", "a1", first, now_seconds=5)
+    solo = await store.get_session("s1")
+    assert solo is not None
+    assert solo.user_ids == ("u1",)
+    assert solo.agent_ids == ("a1",)
+    assert solo.created_at == at(5)
+    assert solo.ended_at is None
+    assert not solo.is_group
+
+    await record(store, "s1", "a1", [msg("m3", user_id="u2"), msg("m4", user_id="u1")])
+    group = await store.get_session("s1")
+    assert group is not None
+    assert set(group.user_ids) == {"u1", "u2"}
+    assert group.is_group
+
+
+async def test_load_messages_returns_the_half_open_range(store: MemoryStore) -> None:
+    await record(
+        store,
+        "s1",
+        "a1",
+        [
+            msg("m1", "hi", user_id="u1", seconds=1),
+            msg("m2", "hello", role="agent", seconds=2),
+            msg("m3", "bye", user_id="u1", seconds=3),
+        ],
+    )
+    await record(store, "s2", "a1", [msg("other")])
+
+    middle = await store.load_messages("s1", 1, 2)
+    assert len(middle) == 1
+    only = middle[0]
+    assert (only.session_id, only.seq, only.message_id, only.role) == ("s1", 2, "m2", "agent")
+    assert (only.content, only.created_at, only.agent_id) == ("hello", at(2), "a1")
+    assert [m.seq for m in await store.load_messages("s1", 1, 3)] == [2, 3]
+    assert (await store.load_messages("s1", 0, 1))[0].user_id == "u1"
+    assert await store.load_messages("s1", 3, 10) == []
+    assert await store.get_session_agent_state("s1", "nobody") is None
+
+
+# ---------------------------------------------------------------- cold sessions
+
+
+async def test_cold_sessions_are_ordered_and_cut_at_idle_before(store: MemoryStore) -> None:
+    await record(store, "s-late", "a1", [msg("m1", seconds=30)])
+    await record(store, "s-early", "a1", [msg("m1", seconds=10)])
+    await record(store, "s-mid", "a2", [msg("m1", seconds=20)])
+    await record(store, "s-mid", "a1", [])
+
+    cold = await store.list_cold_sessions(
+        idle_before=at(20), min_messages=1, min_weighted_tokens=0, after=None, limit=10
+    )
+
+    assert [(s.session_id, s.agent_id) for s in cold] == [
+        ("s-early", "a1"),
+        ("s-mid", "a1"),
+        ("s-mid", "a2"),
+    ]
+    assert cold[0].last_message_at == at(10)
+    assert cold[0].pending_messages == 1
+
+
+async def test_cold_sessions_page_strictly_after_the_last_key(store: MemoryStore) -> None:
+    for i, session_id in enumerate(["s1", "s2", "s3"]):
+        await record(store, session_id, "a1", [msg("m1", seconds=10 + i)])
+
+    first = await store.list_cold_sessions(
+        idle_before=at(100), min_messages=1, min_weighted_tokens=0, after=None, limit=2
+    )
+    last = first[-1]
+    assert last.last_message_at is not None
+    rest = await store.list_cold_sessions(
+        idle_before=at(100),
+        min_messages=1,
+        min_weighted_tokens=0,
+        after=(last.last_message_at, last.session_id, last.agent_id),
+        limit=2,
+    )
+
+    assert [s.session_id for s in first] == ["s1", "s2"]
+    assert [s.session_id for s in rest] == ["s3"]
+
+
+async def test_cold_sessions_need_enough_messages_or_tokens(store: MemoryStore) -> None:
+    await record(store, "s-short", "a1", [msg("m1", "x" * 4, seconds=1)])  # 1 message, 1 token
+    await record(store, "s-many", "a1", [msg("m1", "x", seconds=2), msg("m2", "x", seconds=2)])
+    await record(store, "s-long", "a1", [msg("m1", "x" * 40, seconds=3)])  # 10 tokens
+    await session_with_messages(store, "s-formed", "a1", count=2)
+    await store.commit_formation(commit(session_id="s-formed", expected_cursor=0, new_cursor=2))
+
+    cold = await store.list_cold_sessions(
+        idle_before=at(100), min_messages=2, min_weighted_tokens=10, after=None, limit=10
+    )
+
+    assert [s.session_id for s in cold] == ["s-many", "s-long"]
+    # pending_messages >= 1 always applies, even with no threshold at all.
+    everything = await store.list_cold_sessions(
+        idle_before=at(100), min_messages=0, min_weighted_tokens=0, after=None, limit=10
+    )
+    assert "s-formed" not in {s.session_id for s in everything}
+
+
+async def test_ended_sessions_are_still_cold(store: MemoryStore) -> None:
+    await record(store, "s1", "a1", [msg("m1", seconds=1)])
+    await store.end_session("s1", at(2))
+
+    cold = await store.list_cold_sessions(
+        idle_before=at(100), min_messages=1, min_weighted_tokens=0, after=None, limit=10
+    )
+
+    assert [s.session_id for s in cold] == ["s1"]
+    session = await store.get_session("s1")
+    assert session is not None and session.ended_at == at(2)
+
+
+# ---------------------------------------------------------------- embeddings cache
+
+
+async def test_embeddings_cache_round_trip_per_model(store: MemoryStore) -> None:
+    await store.put_embeddings("model-a", {"h1": vec(1, 0), "h2": vec(0, 1)})
+    await store.put_embeddings("model-a", {"h1": vec(0, 0, 1)})  # upsert
+    await store.put_embeddings("model-b", {"h1": vec(0, 0, 0, 1)})
+
+    found = await store.get_embeddings("model-a", ["h1", "h2", "h3"])
+
+    assert set(found) == {"h1", "h2"}
+    assert found["h1"].dtype == np.float32
+    np.testing.assert_array_equal(found["h1"], vec(0, 0, 1))
+    np.testing.assert_array_equal(found["h2"], vec(0, 1))
+    other = await store.get_embeddings("model-b", ["h1", "h2"])
+    np.testing.assert_array_equal(other["h1"], vec(0, 0, 0, 1))
+    assert set(other) == {"h1"}
+    assert await store.get_embeddings("model-c", ["h1"]) == {}

@@ -1,0 +1,61 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from memory.settings import Settings
+from memory.settings_doc import settings_table
+
+
+def test_defaults_are_the_design_numbers() -> None:
+    s = Settings()
+    assert (s.formation.message_interval, s.formation.token_interval, s.formation.min_messages) == (
+        45,
+        1500,
+        4,
+    )
+    assert (s.formation.weight_user, s.formation.weight_tool, s.formation.weight_agent) == (
+        1.0,
+        0.5,
+        0.2,
+    )
+    assert [s.reflections.threshold(x) for x in ("agent", "user", "session")] == [10, 4, 4]
+    assert [s.reflections.word_limit(x) for x in ("agent", "user", "session")] == [1200, 300, 200]
+    assert (s.facts.fifo_limit, s.facts.fifo_max_age_hours, s.facts.dedup_similarity_threshold) == (
+        40,
+        168,
+        0.7,
+    )
+    assert (
+        s.rag.semantic_score_threshold,
+        s.rag.text_score_threshold,
+        s.rag.rrf_score_threshold,
+    ) == (0.65, 1.5, 0.015)
+    assert (s.context.cache_ttl_seconds, s.sessions.cold_after_minutes) == (300, 10)
+
+
+def test_environment_overrides_a_nested_field(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MNEMOS_FORMATION__MESSAGE_INTERVAL", "30")
+    monkeypatch.setenv("MNEMOS_STORE__BACKEND", "sqlite")
+    assert Settings().formation.message_interval == 30
+
+
+def test_an_invalid_value_names_the_field(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MNEMOS_REFLECTIONS__THRESHOLD_USER", "zero")
+    with pytest.raises(ValidationError, match="threshold_user"):
+        Settings()
+
+
+def test_mongo_backend_needs_a_uri(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MNEMOS_STORE__BACKEND", "mongo")
+    with pytest.raises(ValidationError, match="mongodb_uri"):
+        Settings()
+
+
+def test_readme_lists_every_setting() -> None:
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    assert settings_table() in readme, (
+        "README settings table is stale: run `python -m memory.settings_doc README.md`"
+    )

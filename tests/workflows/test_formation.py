@@ -1,0 +1,272 @@
+"""FormMemories on the time-skipping server: every branch of the pipeline, with what a user would check
+afterwards in the store (facts, history, buffers, cursor) rather than how the code got there."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from temporalio.client import WorkflowFailureError
+from temporalio.testing import WorkflowEnvironment
+
+from memory.models import AgentConfig, MessageIn
+from memory.schemas import FactDecision, FactDecisions
+from memory.settings import FactSettings, ReflectionSettings
+from tests.harness import T0, Harness, conversation, facts, reflections
+
+
+def decision(
+    new: int, event: str, existing: int | None = None, text: str | None = None
+) -> FactDecision:
+    return FactDecision(
+        new_fact_index=new, event=event, existing_index=existing, final_text=text, reasoning="test"
+    )
+
+
+async def seeded(env: WorkflowEnvironment, tmp_path: Path, existing: str) -> Harness:
+    """A harness whose store already holds one user fact, formed from session s0."""
+    h = await Harness.create(env, tmp_path)
+    await h.record("s0", conversation(4, prefix="a"))
+    h.llm.script("extract_facts", facts((existing, "user")))
+    async with h.worker():
+        await h.form("s0")
+    return h
+
+
+async def test_no_candidate_facts_are_added_without_a_decision_call(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    h = await Harness.create(time_env, tmp_path)
+    await h.record("s1", conversation(4))
+    h.llm.script("extract_facts", facts(("Alice's email is alice@example.com", "user")))
+    async with h.worker():
+        summary = await h.form("s1")
+    assert summary.facts_added == 1
+    assert h.llm.calls("decide_facts") == []
+    assert summary.embedding_calls == 1  # every new fact embedded in one call
+    assert [len(c) for c in h.embedder.calls] == [1]
+
+
+async def test_update_keeps_history_and_bumps_version(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    h = await seeded(time_env, tmp_path, "Alice works at Acme Robotics")
+    await h.record("s1", conversation(4))
+    h.llm.script("extract_facts", facts(("Alice works at Acme Robotics as CTO", "user")))
+    h.llm.script(
+        "decide_facts",
+        FactDecisions(decisions=[decision(0, "UPDATE", 0, "Alice works at Acme Robotics as CTO")]),
+    )
+    async with h.worker():
+        summary = await h.form("s1")
+    assert summary.facts_updated == 1 and summary.facts_added == 0
+    [fact] = await h.all_facts()
+    assert fact.content == "Alice works at Acme Robotics as CTO"
+    assert fact.version == 2
+    assert fact.previous_content == "Alice works at Acme Robotics"
+    assert [r.content for r in fact.history] == ["Alice works at Acme Robotics"]
+
+
+async def test_delete_invalidates_the_old_fact_and_adds_the_new(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    h = await seeded(time_env, tmp_path, "Alice likes pizza very much")
+    old = (await h.all_facts())[0]
+    await h.record("s1", conversation(4))
+    h.llm.script("extract_facts", facts(("Alice no longer likes pizza very much", "user")))
+    h.llm.script(
+        "decide_facts", FactDecisions(decisions=[decision(0, "DELETE", 0, "Alice dislikes pizza")])
+    )
+    async with h.worker():
+        summary = await h.form("s1")
+    assert summary.facts_invalidated == 1 and summary.facts_added == 1
+    assert [f.content for f in await h.all_facts()] == ["Alice dislikes pizza"]
+    [kept] = await h.store.get_facts([old.fact_id])
+    assert kept.invalidated_at is not None and kept.invalidated_by is not None
+
+
+async def test_none_writes_nothing_for_that_fact(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    h = await seeded(time_env, tmp_path, "Alice lives in Lisbon Portugal")
+    await h.record("s1", conversation(4))
+    h.llm.script("extract_facts", facts(("Alice lives in Lisbon", "user")))
+    h.llm.script("decide_facts", FactDecisions(decisions=[decision(0, "NONE", 0)]))
+    async with h.worker():
+        summary = await h.form("s1")
+    assert summary.decisions == {"NONE": 1}
+    assert [(f.content, f.version) for f in await h.all_facts()] == [
+        ("Alice lives in Lisbon Portugal", 1)
+    ]
+
+
+async def test_a_decision_naming_an_unknown_fact_is_rejected_and_retried(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    h = await seeded(time_env, tmp_path, "Alice works at Acme Robotics")
+    await h.record("s1", conversation(4))
+    h.llm.script("extract_facts", facts(("Alice works at Acme Robotics as CTO", "user")))
+    h.llm.script(
+        "decide_facts",
+        FactDecisions(
+            decisions=[decision(0, "UPDATE", 7, "invented target")]
+        ),  # index 7 was never shown
+        FactDecisions(decisions=[decision(0, "UPDATE", 0, "Alice works at Acme Robotics as CTO")]),
+    )
+    async with h.worker():
+        await h.form("s1")
+    assert len(h.llm.calls("decide_facts")) == 2
+    assert [f.content for f in await h.all_facts()] == ["Alice works at Acme Robotics as CTO"]
+
+
+async def test_malformed_output_forever_fails_the_run_without_partial_writes(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    h = await seeded(time_env, tmp_path, "Alice works at Acme Robotics")
+    await h.record("s1", conversation(4))
+    h.llm.script(
+        "extract_facts",
+        facts(
+            ("Alice works at Acme Robotics as CTO", "user"),
+            ("Bob Martins leads logistics", "agent"),
+        ),
+    )
+    h.llm.defaults["decide_facts"] = FactDecisions(decisions=[decision(0, "UPDATE", 3, "x")])
+    h.llm.script("extract_reflections", reflections(user=["prefers bullets"]))
+    async with h.worker():
+        with pytest.raises(WorkflowFailureError):
+            await h.form("s1")
+    assert [f.content for f in await h.all_facts()] == ["Alice works at Acme Robotics"]
+    state = await h.store.get_session_agent_state("s1", "eve")
+    assert state is not None and state.cursor_seq == 0 and state.pending_messages == 4
+    assert await h.buffered(h.key("user")) == []
+
+
+async def test_user_memory_toggle_off_writes_no_user_scope(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    h = await Harness.create(time_env, tmp_path)
+    await h.store.upsert_agent(AgentConfig(agent_id="eve", name="Eve", user_memory_enabled=False))
+    await h.record("s1", conversation(4))
+    h.llm.script(
+        "extract_facts",
+        facts(("Alice's email is a@example.com", "user"), ("Festival budget is $50,000", "agent")),
+    )
+    h.llm.script(
+        "extract_reflections",
+        reflections(agent=["Festival planning"], user=["Alice likes bullets"], session=["venue"]),
+    )
+    async with h.worker():
+        await h.form("s1")
+    assert h.llm.calls("extract_facts")[0].payload["scopes"] == ["agent"]
+    assert [f.scope for f in await h.all_facts()] == ["agent"]
+    assert await h.buffered(h.key("user")) == []
+    assert len(await h.buffered(h.key("session"))) == 1
+
+
+async def test_group_chat_turns_user_memory_off(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    h = await Harness.create(time_env, tmp_path)
+    msgs = [
+        *conversation(4),
+        MessageIn(
+            message_id="b1", role="user", content="hi from bob", created_at=T0, user_id="bob"
+        ),
+    ]
+    await h.record("s1", msgs)
+    h.llm.script("extract_facts", facts(("Alice's email is a@example.com", "user")))
+    h.llm.script(
+        "extract_reflections", reflections(user=["Alice likes bullets"], session=["group planning"])
+    )
+    async with h.worker():
+        await h.form("s1")
+    assert await h.all_facts() == []
+    assert "user" not in h.llm.calls("extract_reflections")[0].payload["scopes"]
+    assert (
+        await h.buffered(h.key("user")) == [] and await h.buffered(h.key("user", user="bob")) == []
+    )
+    assert len(await h.buffered(h.key("session"))) == 1
+
+
+async def test_session_buffer_at_threshold_is_consolidated(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    h = await Harness.create(time_env, tmp_path)
+    await h.record("s1", conversation(4))
+    h.llm.script(
+        "extract_reflections",
+        reflections(session=["one thing", "two things", "three things", "four things"]),
+    )
+    async with h.worker():
+        summary = await h.form("s1")
+        assert summary.consolidations_requested == [h.key("session").key]
+        result = await h.consolidation_result(h.key("session"))
+    assert result.consolidations == 1 and result.absorbed == 4
+    blob = await h.store.get_consolidated(h.key("session"))
+    assert blob is not None and blob.version == 1 and blob.content.startswith("VERSION: 1")
+    assert await h.buffered(h.key("session")) == []
+
+
+@pytest.mark.parametrize(
+    "bad",
+    ["", "VERSION: 7\n- wrong version", "no version line at all", "VERSION: 1\n" + "word " * 400],
+    ids=["empty", "wrong-version", "no-version", "over-limit"],
+)
+async def test_invalid_consolidation_output_never_replaces_the_blob(
+    time_env: WorkflowEnvironment, tmp_path: Path, bad: str
+) -> None:
+    h = await Harness.create(time_env, tmp_path)
+    await h.record("s1", conversation(4))
+    h.llm.script(
+        "extract_reflections", reflections(session=["a one", "b two", "c three", "d four"])
+    )
+    h.llm.defaults["consolidate"] = bad
+    async with h.worker():
+        await h.form("s1")
+        with pytest.raises(WorkflowFailureError):
+            await h.consolidation_result(h.key("session"))
+    assert await h.store.get_consolidated(h.key("session")) is None
+    assert len(await h.buffered(h.key("session"))) == 4  # the buffer is intact
+    assert len(h.llm.calls("consolidate")) == 5  # retried, then given up
+
+
+async def test_invalid_consolidation_is_retried_until_valid(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    h = await Harness.create(time_env, tmp_path)
+    await h.record("s1", conversation(4))
+    h.llm.script(
+        "extract_reflections", reflections(session=["a one", "b two", "c three", "d four"])
+    )
+    h.llm.script("consolidate", "", "VERSION: 3\n- nope")
+    async with h.worker():
+        await h.form("s1")
+        await h.consolidation_result(h.key("session"))
+    blob = await h.store.get_consolidated(h.key("session"))
+    assert blob is not None and blob.version == 1
+    assert len(h.llm.calls("consolidate")) == 3
+
+
+async def test_facts_over_the_word_limit_and_duplicates_are_dropped(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    h = await Harness.create(
+        time_env,
+        tmp_path,
+        facts=FactSettings(max_words=10),
+        reflections=ReflectionSettings(),
+    )
+    await h.record("s1", conversation(4))
+    h.llm.script(
+        "extract_facts",
+        facts(
+            ("Alice lives in Lisbon", "user"),
+            ("alice lives in lisbon.", "user"),
+            ("word " * 30, "user"),
+        ),
+    )
+    async with h.worker():
+        summary = await h.form("s1")
+    assert summary.facts_extracted == 1
+    assert [f.content for f in await h.all_facts()] == ["Alice lives in Lisbon"]

@@ -1,0 +1,116 @@
+"""Kill a real worker process in the middle of a formation (SIGKILL: no clean-up runs), start another,
+and check the run completes with every promise intact. Real dev server, real processes."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from temporalio.testing import WorkflowEnvironment
+
+from client.memory_client import MemoryClient
+from memory.ids import content_hash
+from memory.models import AgentConfig, FactFilter, MessageIn
+from memory.settings import Settings, StoreSettings, TemporalSettings
+from memory.store.sqlite import SQLiteStore
+from tests.harness import T0
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLE = json.loads((ROOT / "samples" / "conversation.json").read_text())
+
+
+async def _wait_for(path: Path, proc: subprocess.Popen[bytes], timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        if proc.poll() is not None:
+            raise AssertionError(f"worker exited early with {proc.returncode}")
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{path.name} not reached in {timeout}s")
+        await asyncio.sleep(0.05)
+
+
+@pytest.mark.parametrize("gate_task", ["extract_reflections", "decide_facts"])
+async def test_worker_killed_mid_formation(
+    dev_env: WorkflowEnvironment, tmp_path: Path, gate_task: str
+) -> None:
+    settings = Settings(
+        store=StoreSettings(sqlite_path=tmp_path / "mnemos.db"),
+        temporal=TemporalSettings(
+            address=dev_env.client.service_client.config.target_host,
+            task_queue=f"crash-{uuid.uuid4().hex[:8]}",
+        ),
+    )
+    store = SQLiteStore(settings.store.sqlite_path)
+    await store.setup()
+    memory = MemoryClient(dev_env.client, store, settings)
+    agent = AgentConfig.model_validate(SAMPLE["agent"])
+    await memory.register_agent(agent)
+    msgs = [MessageIn.model_validate(m) for m in SAMPLE["messages"]]
+    if gate_task == "decide_facts":  # a fact already stored, so the dedup decision runs
+        await memory.record_messages(agent.agent_id, "seed", msgs[:4])
+    await memory.record_messages(agent.agent_id, "s1", msgs)
+
+    env = {
+        **os.environ,
+        "MNEMOS_STORE__SQLITE_PATH": str(settings.store.sqlite_path),
+        "MNEMOS_TEMPORAL__ADDRESS": settings.temporal.address,
+        "MNEMOS_TEMPORAL__TASK_QUEUE": settings.temporal.task_queue,
+        "CRASH_GATE_DIR": str(tmp_path),
+        "CRASH_GATE_TASK": gate_task,
+    }
+
+    def spawn() -> subprocess.Popen[bytes]:
+        return subprocess.Popen([sys.executable, "-m", "tests.crash_worker"], cwd=ROOT, env=env)
+
+    if gate_task == "decide_facts":
+        (tmp_path / "release").touch()
+        first = spawn()
+        await memory.form_memories(agent.agent_id, "seed")
+        first.kill()
+        first.wait()
+        (tmp_path / "release").unlink()
+        (tmp_path / "reached").unlink(missing_ok=True)
+
+    victim = spawn()
+    try:
+        handle = await memory._start_formation(agent.agent_id, "s1", force=True)
+        await _wait_for(tmp_path / "reached", victim)
+        victim.kill()  # SIGKILL in the middle of the gated LLM call
+        victim.wait()
+        (tmp_path / "release").touch()
+        survivor = spawn()
+        try:
+            summary = await asyncio.wait_for(handle.result(), timeout=120)
+        finally:
+            survivor.terminate()
+            survivor.wait(10)
+    finally:
+        if victim.poll() is None:
+            victim.kill()
+
+    assert summary.formations == 1
+    state = await store.get_session_agent_state("s1", agent.agent_id)
+    assert state is not None and state.cursor_seq == len(msgs) and state.pending_messages == 0
+    assert state.formations == 1
+    facts = await store.recent_facts(
+        FactFilter(agent_id=agent.agent_id, user_id="alice"),
+        since=T0.replace(year=2000),
+        limit=1000,
+    )
+    hashes = [content_hash(f.content) for f in facts]
+    assert facts and len(hashes) == len(set(hashes))  # nothing written twice
+    history = await handle.fetch_history()
+    attempts = [
+        e.activity_task_started_event_attributes.attempt
+        for e in history.events
+        if e.HasField("activity_task_started_event_attributes")
+    ]
+    assert max(attempts) >= 2  # the killed attempt really was retried elsewhere
+    await store.close()

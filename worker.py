@@ -1,0 +1,89 @@
+"""The mnemos worker: formation and consolidation workflows plus their activities.
+
+Run it with ``python worker.py`` (settings from MNEMOS_* environment variables).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+from temporalio.client import Client
+from temporalio.worker import Worker
+
+from activities.consolidation import ConsolidationActivities
+from activities.formation import FormationActivities
+from client.temporal import connect, ensure_search_attributes
+from memory.deps import Deps, open_deps
+from memory.logging import configure_logging, get_logger
+from memory.settings import Settings, get_settings
+from workflows.consolidate_scope import ConsolidateScopeWorkflow
+from workflows.form_memories import FormMemoriesWorkflow
+
+WORKFLOWS: Sequence[type] = (FormMemoriesWorkflow, ConsolidateScopeWorkflow)
+
+
+def build_worker(client: Client, deps: Deps, settings: Settings) -> Worker:
+    formation = FormationActivities(deps)
+    consolidation = ConsolidationActivities(deps, client)
+    return Worker(
+        client,
+        task_queue=settings.temporal.task_queue,
+        workflows=list(WORKFLOWS),
+        activities=[
+            formation.load_window,
+            formation.extract_facts,
+            formation.find_similar_facts,
+            formation.decide_fact_changes,
+            formation.extract_reflections,
+            formation.commit_formation,
+            consolidation.draft_consolidation,
+            consolidation.apply_consolidation,
+            consolidation.request_consolidation,
+        ],
+        # Every activity is async; the executor is only for Temporal's own sync needs.
+        activity_executor=ThreadPoolExecutor(max_workers=4),
+    )
+
+
+async def run_worker(settings: Settings, stop: asyncio.Event) -> None:
+    log = get_logger(task_queue=settings.temporal.task_queue)
+    client = await connect(settings.temporal)
+    added = (
+        await ensure_search_attributes(client, settings.temporal.namespace)
+        if settings.temporal.search_attributes
+        else []
+    )
+    deps = await open_deps(settings)
+    log.info(
+        "worker starting",
+        llm=deps.llm.name,
+        embedder=deps.embedder.model,
+        search_attributes_added=added,
+    )
+    try:
+        async with build_worker(client, deps, settings):
+            await stop.wait()
+    finally:
+        await deps.close()
+        log.info("worker stopped")
+
+
+def main() -> None:
+    settings = get_settings()
+    configure_logging(settings.log_level)
+    stop = asyncio.Event()
+
+    async def _main() -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        await run_worker(settings, stop)
+
+    asyncio.run(_main())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,146 @@
+"""FormMemories: one agent's memory formation for one session, durable step by step.
+
+Started with signal-with-start under the id ``form:{agent}:{session}``, so at most one runs per
+(session, agent). A request that arrives while it runs is a signal that makes it go round again, so
+messages recorded during a run are formed by the next pass, never lost and never formed twice: each
+pass reads the range after the stored cursor, and the cursor moves only in the same atomic write that
+stores that range's memories.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError, ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from activities.consolidation import ConsolidationActivities
+    from activities.errors import CONFLICT, STALE_DECISION
+    from activities.formation import FormationActivities
+    from memory.pipeline.types import (
+        CandidatesResult,
+        CommitResult,
+        DecisionsResult,
+        FormationRequest,
+        ReflectionsResult,
+        Window,
+    )
+    from workflows import options
+    from workflows.naming import AGENT_ID, FORM_WORKFLOW, OUTCOME
+    from workflows.summary import FormationSummary
+
+# A stale dedup decision (another session changed a candidate fact meanwhile) is decided again.
+_DECISION_ATTEMPTS = 3
+
+
+def _error_type(err: ActivityError) -> str | None:
+    cause = err.cause
+    return cause.type if isinstance(cause, ApplicationError) else None
+
+
+@workflow.defn(name=FORM_WORKFLOW)
+class FormMemoriesWorkflow:
+    def __init__(self) -> None:
+        self._requested = False
+        self._force = False
+        self._llm: dict[str, Any] = {}
+        self._store: dict[str, Any] = {}
+
+    @workflow.signal
+    def request(self, force: bool = False) -> None:
+        """Another trigger for this (session, agent): go round once more after the current pass."""
+        self._requested = True
+        self._force = self._force or force
+
+    @workflow.run
+    async def run(self, req: FormationRequest) -> FormationSummary:
+        started = workflow.now()
+        self._llm, self._store = options.llm(req.retries), options.store(req.retries)
+        summary = FormationSummary()
+        force = req.force
+        while True:
+            self._requested, self._force = False, False
+            window = await workflow.execute_activity_method(
+                FormationActivities.load_window,
+                req.model_copy(update={"force": force}),
+                **self._store,
+            )
+            if window is not None:
+                await self._form(window, summary)
+            if window is not None and window.more_pending:
+                force = True  # drain a backlog longer than one window before anything else
+            elif self._requested:
+                force = self._force
+            else:
+                break
+            if workflow.info().is_continue_as_new_suggested():
+                workflow.continue_as_new(req.model_copy(update={"force": force}))
+        summary.duration_ms = int((workflow.now() - started).total_seconds() * 1000)
+        if (
+            workflow.info().typed_search_attributes.get(AGENT_ID) is not None
+        ):  # the namespace has our attributes
+            workflow.upsert_search_attributes(
+                [OUTCOME.value_set("formed" if summary.formations else "nothing_due")]
+            )
+        workflow.upsert_memo(summary.memo())
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        return summary
+
+    async def _form(self, window: Window, summary: FormationSummary) -> None:
+        extracted = await workflow.execute_activity_method(
+            FormationActivities.extract_facts, window, **self._llm
+        )
+        summary.llm_calls += extracted.llm
+        summary.facts_extracted += len(extracted.facts)
+        new_facts = extracted.facts
+        reflections: ReflectionsResult | None = None
+        for attempt in range(1, _DECISION_ATTEMPTS + 1):
+            candidates: CandidatesResult = await workflow.execute_activity_method(
+                FormationActivities.find_similar_facts, args=[window, new_facts], **self._store
+            )
+            summary.embedding_calls += candidates.embedding_calls
+            decided: DecisionsResult = await workflow.execute_activity_method(
+                FormationActivities.decide_fact_changes,
+                args=[window, new_facts, candidates],
+                **self._llm,
+            )
+            summary.llm_calls += decided.llm
+            if reflections is None:
+                formed = [
+                    d.final_text for d in decided.decisions if d.final_text and d.event != "NONE"
+                ]
+                extracted_reflections: ReflectionsResult = await workflow.execute_activity_method(
+                    FormationActivities.extract_reflections, args=[window, formed], **self._llm
+                )
+                summary.llm_calls += extracted_reflections.llm
+                reflections = extracted_reflections
+            try:
+                committed: CommitResult = await workflow.execute_activity_method(
+                    FormationActivities.commit_formation,
+                    args=[window, new_facts, decided.decisions, reflections.reflections],
+                    **self._store,
+                )
+            except ActivityError as err:
+                kind = _error_type(err)
+                if kind == STALE_DECISION and attempt < _DECISION_ATTEMPTS:
+                    workflow.logger.info(
+                        "dedup decision went stale, deciding again", extra={"attempt": attempt}
+                    )
+                    continue
+                if kind == CONFLICT:
+                    # The cursor moved under us: the range was formed already. Reload, don't redo.
+                    workflow.logger.warning(
+                        "cursor moved during formation", extra={"formation": window.formation_id}
+                    )
+                    return
+                raise
+            summary.add_decisions(decided.decisions)
+            summary.add_commit(window.message_count, committed)
+            if committed.due_for_consolidation:
+                await workflow.execute_activity_method(
+                    ConsolidationActivities.request_consolidation,
+                    args=[committed.due_for_consolidation, False],
+                    **self._store,
+                )
+            return

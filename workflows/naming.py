@@ -1,0 +1,43 @@
+"""Readable workflow ids and the search attributes operators filter on in the Temporal UI.
+
+One workflow id per unit of serialisation: Temporal runs at most one workflow per id, which is what
+makes "one formation per (session, agent)" and "one consolidator per scope key" hold across workers.
+"""
+
+from __future__ import annotations
+
+from temporalio.common import SearchAttributeKey, SearchAttributePair, TypedSearchAttributes
+
+from memory.models import ScopeKey
+
+AGENT_ID = SearchAttributeKey.for_keyword("MnemosAgentId")
+USER_ID = SearchAttributeKey.for_keyword("MnemosUserId")
+SESSION_ID = SearchAttributeKey.for_keyword("MnemosSessionId")
+OUTCOME = SearchAttributeKey.for_keyword("MnemosOutcome")
+ALL_KEYS = (AGENT_ID, USER_ID, SESSION_ID, OUTCOME)
+
+FORM_WORKFLOW = "FormMemories"
+CONSOLIDATE_WORKFLOW = "ConsolidateScope"
+
+
+def formation_workflow_id(agent_id: str, session_id: str) -> str:
+    return f"form:{agent_id}:{session_id}"
+
+
+def consolidation_workflow_id(key: ScopeKey) -> str:
+    return f"consolidate:{key.key}"
+
+
+def attributes(
+    agent_id: str, *, user_id: str | None = None, session_id: str | None = None
+) -> TypedSearchAttributes:
+    pairs: list[SearchAttributePair[str]] = [SearchAttributePair(AGENT_ID, agent_id)]
+    if user_id:
+        pairs.append(SearchAttributePair(USER_ID, user_id))
+    if session_id:
+        pairs.append(SearchAttributePair(SESSION_ID, session_id))
+    return TypedSearchAttributes(pairs)
+
+
+def scope_key_attributes(key: ScopeKey) -> TypedSearchAttributes:
+    return attributes(key.agent_id, user_id=key.user_id, session_id=key.session_id)

@@ -1,0 +1,53 @@
+"""Activity timeouts and retry policies, built from the RetrySettings a run was started with.
+
+LLM steps retry with backoff (a 429's Retry-After overrides the interval) and give up after a few
+attempts: a run that fails leaves the cursor where it was, so the range is formed by a later run.
+LLM steps heartbeat, so a dead worker is noticed in seconds, not after the whole call timeout.
+Store steps retry longer: they are cheap and their failures are usually transient.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from temporalio.common import RetryPolicy
+
+from activities.errors import CONFLICT, STALE_DECISION
+from memory.settings import RetrySettings
+
+# Failures that no retry of the same activity can fix: the workflow reacts, or the run fails.
+PERMANENT = [
+    CONFLICT,
+    STALE_DECISION,
+    "NotFoundError",
+    "InvalidInputError",
+    "EmbeddingMismatchError",
+]
+
+
+def llm(r: RetrySettings) -> dict[str, Any]:
+    return {
+        "start_to_close_timeout": timedelta(seconds=r.llm_timeout_seconds),
+        "heartbeat_timeout": timedelta(seconds=r.llm_heartbeat_seconds),
+        "retry_policy": RetryPolicy(
+            initial_interval=timedelta(seconds=r.llm_initial_interval_seconds),
+            backoff_coefficient=2.0,
+            maximum_interval=timedelta(seconds=r.llm_max_interval_seconds),
+            maximum_attempts=r.llm_max_attempts,
+            non_retryable_error_types=PERMANENT,
+        ),
+    }
+
+
+def store(r: RetrySettings) -> dict[str, Any]:
+    return {
+        "start_to_close_timeout": timedelta(seconds=r.store_timeout_seconds),
+        "retry_policy": RetryPolicy(
+            initial_interval=timedelta(seconds=r.store_initial_interval_seconds),
+            backoff_coefficient=2.0,
+            maximum_interval=timedelta(seconds=r.store_max_interval_seconds),
+            maximum_attempts=r.store_max_attempts,
+            non_retryable_error_types=PERMANENT,
+        ),
+    }
