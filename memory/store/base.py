@@ -210,3 +210,54 @@ class MemoryStore(abc.ABC):
     @abc.abstractmethod
     async def scope_versions(self, keys: Sequence[str]) -> dict[str, int]:
         """Change counters of scope keys (0 when never written): a cheap check for context caches."""
+
+    # ------------------------------------------------------------ management (operators, backend UIs)
+
+    @abc.abstractmethod
+    async def list_facts(
+        self, flt: FactFilter, *, include_invalid: bool = False, offset: int = 0, limit: int = 50
+    ) -> list[Fact]:
+        """Facts within ``flt``, newest (updated_at) first, paged. Invalidated ones only on request."""
+
+    @abc.abstractmethod
+    async def count_facts(self, flt: FactFilter) -> int:
+        """Valid facts within ``flt``."""
+
+    @abc.abstractmethod
+    async def edit_fact(
+        self,
+        fact_id: str,
+        *,
+        content: str,
+        embedding: Vector,
+        embedding_model: str,
+        at: datetime,
+        reason: str = "manual edit",
+    ) -> Fact:
+        """A person's correction: version + 1, previous content kept in history, new vector, scope
+        version bumped. NotFoundError for an unknown id, ConflictError for an invalidated fact or a
+        content that duplicates another valid fact of the same agent/user/scope."""
+
+    @abc.abstractmethod
+    async def invalidate_fact(
+        self, fact_id: str, *, at: datetime, reason: str = "manual delete"
+    ) -> Fact:
+        """A person's delete: the fact is kept, marked invalid (history entry), never shown again.
+        Idempotent for an already invalid fact; NotFoundError for an unknown id."""
+
+    @abc.abstractmethod
+    async def get_reflection(self, reflection_id: str) -> Reflection | None: ...
+
+    @abc.abstractmethod
+    async def list_reflections(
+        self, key: ScopeKey, *, include_absorbed: bool = False, limit: int = 100
+    ) -> list[Reflection]:
+        """Reflections of a scope key, newest first."""
+
+    @abc.abstractmethod
+    async def edit_reflection(self, reflection_id: str, *, content: str) -> Reflection:
+        """Correct a buffered reflection. ConflictError once absorbed (edit the blob instead)."""
+
+    @abc.abstractmethod
+    async def delete_reflection(self, reflection_id: str) -> None:
+        """Remove a buffered reflection. ConflictError once absorbed; NotFoundError when unknown."""
