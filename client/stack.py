@@ -27,7 +27,7 @@ def dev_server_command(data_dir: Path, *, host: str, port: int, ui_port: int) ->
         "--sqlite-pragma", "journal_mode=wal", "--sqlite-pragma", "synchronous=1",
         "--ui-disable-news-fetch", "--log-level", "warn",
         # Fixed ports: otherwise start-dev opens random ones for metrics and the HTTP API.
-        "--metrics-port", str(port + 1000), "--http-port", str(port + 1010),
+        "--http-port", str(port + 10), "--metrics-port", str(port + 11),
     ]  # fmt: skip
     for key in ALL_KEYS:
         cmd += ["--search-attribute", f"{key.name}=Keyword"]

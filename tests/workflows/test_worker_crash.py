@@ -18,7 +18,7 @@ from temporalio.testing import WorkflowEnvironment
 from client.memory_client import MemoryClient
 from memory.ids import content_hash
 from memory.models import AgentConfig, FactFilter, MessageIn
-from memory.settings import Settings, StoreSettings, TemporalSettings
+from memory.settings import RetrySettings, Settings, StoreSettings, TemporalSettings
 from memory.store.sqlite import SQLiteStore
 from tests.harness import T0
 
@@ -42,6 +42,8 @@ async def test_worker_killed_mid_formation(
 ) -> None:
     settings = Settings(
         store=StoreSettings(sqlite_path=tmp_path / "mnemos.db"),
+        # A dead worker's LLM call is noticed after this heartbeat timeout (production: 20 s).
+        retries=RetrySettings(llm_heartbeat_seconds=2, llm_initial_interval_seconds=0.1),
         temporal=TemporalSettings(
             address=dev_env.client.service_client.config.target_host,
             task_queue=f"crash-{uuid.uuid4().hex[:8]}",

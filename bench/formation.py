@@ -1,0 +1,166 @@
+"""Formation throughput and latency against a no-op chain of as many activities, on one dev server.
+
+Providers are zero-latency (the offline heuristic LLM, word-hash embeddings), so the figures measure
+the orchestration and the store, not a model. Prints a table, then one JSON line:
+{"throughput_ratio", "p50_ms", "p95_ms", "llm_calls_per_formation", "embedding_calls_per_formation", ...}
+
+    .venv/bin/python bench/formation.py [--sessions 40]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from temporalio.client import Client  # noqa: E402
+from temporalio.contrib.pydantic import pydantic_data_converter  # noqa: E402
+from temporalio.testing import WorkflowEnvironment  # noqa: E402
+from temporalio.worker import Worker  # noqa: E402
+
+from bench.noop_chain import NoopChainWorkflow, noop  # noqa: E402
+from client.binaries import temporal_cli  # noqa: E402
+from client.memory_client import MemoryClient  # noqa: E402
+from memory.deps import Deps  # noqa: E402
+from memory.llm.heuristic import HeuristicProvider  # noqa: E402
+from memory.models import AgentConfig, MessageIn  # noqa: E402
+from memory.settings import Settings, StoreSettings, TemporalSettings  # noqa: E402
+from memory.store.sqlite import SQLiteStore  # noqa: E402
+from tests.fakes import WordHashEmbedder  # noqa: E402
+from worker import build_worker  # noqa: E402
+from workflows.summary import FormationSummary  # noqa: E402
+
+SAMPLE = json.loads((ROOT / "samples" / "conversation.json").read_text())
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+async def run_formations(
+    client: Client, tmp: Path, sessions: int
+) -> tuple[list[float], float, list[FormationSummary], int]:
+    settings = Settings(
+        store=StoreSettings(sqlite_path=tmp / "mnemos.db"),
+        temporal=TemporalSettings(
+            task_queue=f"bench-{uuid.uuid4().hex[:6]}", search_attributes=False
+        ),
+    )
+    store = SQLiteStore(settings.store.sqlite_path)
+    await store.setup()
+    deps = Deps(
+        settings=settings, store=store, llm=HeuristicProvider(), embedder=WordHashEmbedder()
+    )
+    memory = MemoryClient(client, store, settings, embedder=deps.embedder)
+    agent = AgentConfig.model_validate(SAMPLE["agent"])
+    await memory.register_agent(agent)
+    for i in range(sessions):
+        msgs = [
+            MessageIn.model_validate({**m, "message_id": f"{m['message_id']}-{i}"})
+            for m in SAMPLE["messages"]
+        ]
+        await memory.record_messages(agent.agent_id, f"bench-{i}", msgs)
+    latencies: list[float] = []
+    summaries: list[FormationSummary] = []
+
+    async def one(i: int) -> None:
+        t0 = time.perf_counter()
+        summary = await memory.form_memories(agent.agent_id, f"bench-{i}", force=True, wait=True)
+        latencies.append((time.perf_counter() - t0) * 1000)
+        assert summary is not None
+        summaries.append(summary)
+
+    async with build_worker(client, deps, settings):
+        t0 = time.perf_counter()
+        await asyncio.gather(*(one(i) for i in range(sessions)))
+        wall = time.perf_counter() - t0
+        history = await client.get_workflow_handle("form:eve:bench-0").fetch_history()
+    activities = sum(
+        1 for e in history.events if e.HasField("activity_task_scheduled_event_attributes")
+    )
+    await store.close()
+    return latencies, wall, summaries, activities
+
+
+async def run_noop_chains(client: Client, chains: int, steps: int) -> tuple[list[float], float]:
+    queue = f"noop-{uuid.uuid4().hex[:6]}"
+    latencies: list[float] = []
+
+    async def one(i: int) -> None:
+        t0 = time.perf_counter()
+        await client.execute_workflow(
+            NoopChainWorkflow.run, steps, id=f"noop-{queue}-{i}", task_queue=queue
+        )
+        latencies.append((time.perf_counter() - t0) * 1000)
+
+    async with Worker(client, task_queue=queue, workflows=[NoopChainWorkflow], activities=[noop]):
+        t0 = time.perf_counter()
+        await asyncio.gather(*(one(i) for i in range(chains)))
+        return latencies, time.perf_counter() - t0
+
+
+async def main(sessions: int) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as tmp:
+        env = await WorkflowEnvironment.start_local(
+            dev_server_existing_path=str(temporal_cli()),
+            data_converter=pydantic_data_converter,
+            dev_server_database_filename=str(Path(tmp) / "temporal.db"),
+            dev_server_extra_args=[
+                "--sqlite-pragma",
+                "journal_mode=wal",
+                "--sqlite-pragma",
+                "synchronous=1",
+            ],
+        )
+        try:
+            f_lat, f_wall, summaries, activities = await run_formations(
+                env.client, Path(tmp), sessions
+            )
+            n_lat, n_wall = await run_noop_chains(env.client, sessions, activities)
+        finally:
+            await env.shutdown()
+    f_tput, n_tput = sessions / f_wall, sessions / n_wall
+    llm = statistics.mean(len(s.llm_calls) for s in summaries)
+    emb = statistics.mean(s.embedding_calls for s in summaries)
+    print(f"{'':22}{'per s':>8}{'p50 ms':>9}{'p95 ms':>9}")
+    print(
+        f"{'formations':22}{f_tput:8.2f}{percentile(f_lat, 0.5):9.0f}{percentile(f_lat, 0.95):9.0f}"
+    )
+    print(
+        f"{f'no-op chains ({activities} act.)':22}{n_tput:8.2f}{percentile(n_lat, 0.5):9.0f}{percentile(n_lat, 0.95):9.0f}"
+    )
+    print(f"sample conversation: {summaries[0].facts_added} facts, {summaries[0].reflections_added} reflections, "
+          f"{llm:.1f} LLM calls and {emb:.1f} embedding calls per formation")  # fmt: skip
+    return {
+        "sessions": sessions,
+        "activities_per_formation": activities,
+        "formations_per_s": round(f_tput, 3),
+        "noop_chains_per_s": round(n_tput, 3),
+        "throughput_ratio": round(f_tput / n_tput, 3),
+        "p50_ms": round(percentile(f_lat, 0.5), 1),
+        "p95_ms": round(percentile(f_lat, 0.95), 1),
+        "noop_p50_ms": round(percentile(n_lat, 0.5), 1),
+        "noop_p95_ms": round(percentile(n_lat, 0.95), 1),
+        "llm_calls_per_formation": llm,
+        "embedding_calls_per_formation": emb,
+    }
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--sessions", type=int, default=40)
+    result = asyncio.run(main(parser.parse_args().sessions))
+    print(json.dumps(result))

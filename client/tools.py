@@ -1,0 +1,140 @@
+"""The ``search_facts`` tool (002 "RAG Tool"): its definition for OpenAI and Gemini function calling,
+and the handler that executes a model's call and returns the text the model reads back."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from memory.errors import InvalidInputError
+from memory.rag import SearchResult
+from memory.settings import RagSettings
+
+if TYPE_CHECKING:
+    from client.memory_client import MemoryClient
+
+NAME = "search_facts"
+DESCRIPTION = (
+    "Search long-term memory for facts about users, projects and past conversations. Use it when "
+    "the answer to a specific question (names, emails, URLs, dates, numbers, specifications) is not "
+    "in the current memory context. Up to 3 queries run in parallel."
+)
+
+
+def parameters_schema(rag: RagSettings | None = None) -> dict[str, Any]:
+    """JSON schema of the arguments (the subset that OpenAI and Gemini both accept)."""
+    rag = rag or RagSettings()
+    return {
+        "type": "object",
+        "properties": {
+            "query": {
+                "type": "array",
+                "items": {"type": "string"},
+                "minItems": 1,
+                "maxItems": rag.max_queries,
+                "description": "Search queries, each a few keywords or a short question",
+            },
+            "top_k": {
+                "type": "integer",
+                "minimum": rag.top_k_min,
+                "maximum": rag.top_k_max,
+                "description": f"Facts to return (default {rag.top_k_default})",
+            },
+        },
+        "required": ["query"],
+    }
+
+
+def openai_tool(rag: RagSettings | None = None) -> dict[str, Any]:
+    """For ``chat.completions.create(tools=[...])``."""
+    return {
+        "type": "function",
+        "function": {
+            "name": NAME,
+            "description": DESCRIPTION,
+            "parameters": parameters_schema(rag),
+        },
+    }
+
+
+def openai_responses_tool(rag: RagSettings | None = None) -> dict[str, Any]:
+    """For ``responses.create(tools=[...])``."""
+    return {
+        "type": "function",
+        "name": NAME,
+        "description": DESCRIPTION,
+        "parameters": parameters_schema(rag),
+    }
+
+
+def gemini_tool(rag: RagSettings | None = None) -> dict[str, Any]:
+    """For ``GenerateContentConfig(tools=[...])`` of google-genai (a Tool as a dict)."""
+    return {
+        "function_declarations": [
+            {
+                "name": NAME,
+                "description": DESCRIPTION,
+                "parameters_json_schema": parameters_schema(rag),
+            }
+        ]
+    }
+
+
+class SearchFactsCall(BaseModel):
+    """The arguments a model sent. A lone string query is accepted: models do send that."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    query: list[str] = Field(min_length=1)
+    top_k: int | None = None
+    debug: bool = False
+
+    @field_validator("query", mode="before")
+    @classmethod
+    def _listify(cls, value: object) -> object:
+        return [value] if isinstance(value, str) else value
+
+
+def parse_call(arguments: str | dict[str, Any]) -> SearchFactsCall:
+    try:
+        raw = json.loads(arguments) if isinstance(arguments, str) else arguments
+        return SearchFactsCall.model_validate(raw)
+    except (ValueError, ValidationError) as e:
+        raise InvalidInputError(f"search_facts arguments are invalid: {e}") from e
+
+
+def render(result: SearchResult) -> str:
+    """What the model reads: one fact per line with its age, best first."""
+    if not result.hits:
+        return "No matching facts in long-term memory."
+    return "\n".join(f"- [{h.scope}] {h.content} ({h.age})" for h in result.hits)
+
+
+async def handle_tool_call(
+    memory: MemoryClient,
+    arguments: str | dict[str, Any],
+    *,
+    agent_id: str,
+    session_id: str | None,
+    user_id: str | None,
+) -> str:
+    """Execute a ``search_facts`` call for this turn. Invalid arguments come back as text the model
+    can act on, not as an exception that would end the agent's turn."""
+    try:
+        call = parse_call(arguments)
+        result = await memory.search_facts(
+            agent_id,
+            call.query,
+            session_id=session_id,
+            user_id=user_id,
+            top_k=call.top_k,
+            debug=call.debug,
+        )
+    except InvalidInputError as e:
+        return f"search_facts error: {e}"
+    text = render(result)
+    if call.debug and result.debug is not None:
+        text += "\n\n" + result.debug.model_dump_json(indent=1)
+    return text
