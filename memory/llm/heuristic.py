@@ -82,14 +82,36 @@ def _user_messages(p: Payload) -> list[tuple[str, str]]:  # (speaker, content), 
     return [(str(m.get("name") or "the user"), str(m["content"])) for m in users]
 
 
+_FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|my|me|mine|myself)\b", re.IGNORECASE)
+_MIN_FACT_WORDS = 4  # "Hi Eve!" names someone and says nothing
+
+
+def _without_self_introduction(sentence: str, speaker: str) -> str:
+    """'I'm Alice, I work at Acme' → 'I work at Acme': the speaker's own name is no fact."""
+    return re.sub(
+        rf"^(?:Hi|Hello|Hey)?[^.!?]*?\bI(?:'m| am) {re.escape(speaker)}\b[,;]?\s*", "", sentence
+    ).strip()
+
+
 def extract_facts(p: Payload) -> out.ExtractedFacts:
+    """Specific sentences of user messages. A first-person sentence is about the user (user scope);
+    one about the world or the work is for every conversation (agent scope), when enabled."""
     facts: dict[str, out.ExtractedFact] = {}
     agent = str(p.get("agent_name") or "").casefold()
+    scopes = p["scopes"]
     for speaker, content in _user_messages(p):
-        for sentence in filter(_is_specific, _sentences(content)):
+        for raw in _sentences(content):
+            sentence = _without_self_introduction(raw, speaker)
+            if len(sentence.split()) < _MIN_FACT_WORDS or not _is_specific(sentence):
+                continue
+            personal = bool(_FIRST_PERSON.search(sentence))
             about_agent = _ABOUT_AGENT.search(sentence) or (agent and agent in sentence.casefold())
-            scope: Literal["user", "agent"] = "user" if "user" in p["scopes"] else "agent"
-            if scope == "agent" and not ("agent" in p["scopes"] and about_agent):
+            scope: Literal["user", "agent"]
+            if "user" in scopes and (personal or "agent" not in scopes):
+                scope = "user"
+            elif "agent" in scopes and (not personal or about_agent):
+                scope = "agent"
+            else:
                 continue
             text = _truncate(third_person(sentence, speaker), int(p["max_words"]))
             facts.setdefault(normalize_text(text), out.ExtractedFact(content=text, scope=scope))

@@ -35,8 +35,9 @@ from memory.models import (
     SessionInfo,
     StoredMessage,
 )
-from memory.store.base import MemoryStore, Vector
+from memory.store.base import Vector
 from memory.store.mongo_docs import (
+    NO_VECTOR,
     consolidated_from_doc,
     fact_from_doc,
     message_from_doc,
@@ -46,19 +47,19 @@ from memory.store.mongo_docs import (
 )
 from memory.store.mongo_formation import EMBEDDING_META_ID, bump_versions, commit_formation_tx
 from memory.store.mongo_indexes import PLAIN_COLLECTIONS, REGULAR_INDEXES
+from memory.store.mongo_manage import MongoManagement
 from memory.store.mongo_search import AtlasMode, FactSearch, fact_match
 from memory.store.mongo_sessions import cold_sessions, read_state, record_messages_tx
 from memory.store.mongo_txn import run_transaction
-
-# Fact documents carry their vector; models and most reads do not need it.
-_NO_VECTOR = {"embedding": 0}
 
 
 def _embedding_key(model: str, text_hash: str) -> str:
     return f"{model}\x1f{text_hash}"
 
 
-class MongoStore(MemoryStore):
+class MongoStore(MongoManagement):
+    """The store on one MongoDB database; the management methods are in mongo_manage."""
+
     def __init__(
         self,
         client: AsyncMongoClient[dict[str, Any]],
@@ -239,7 +240,7 @@ class MongoStore(MemoryStore):
             return []
         found = {
             doc["_id"]: fact_from_doc(doc)
-            async for doc in self._db.facts.find({"_id": {"$in": ids}}, _NO_VECTOR)
+            async for doc in self._db.facts.find({"_id": {"$in": ids}}, NO_VECTOR)
         }
         return [found[fid] for fid in ids if fid in found]
 
@@ -266,7 +267,7 @@ class MongoStore(MemoryStore):
         if match is None or limit <= 0:
             return []
         cursor = (
-            self._db.facts.find({**match, "updated_at": {"$gte": ts(since)}}, _NO_VECTOR)
+            self._db.facts.find({**match, "updated_at": {"$gte": ts(since)}}, NO_VECTOR)
             .sort([("updated_at", -1), ("ins", -1)])
             .limit(limit)
         )

@@ -28,6 +28,9 @@ from memory.models import (
 
 Doc = dict[str, Any]
 
+# Fact documents carry their vector; models and most reads do not need it.
+NO_VECTOR = {"embedding": 0}
+
 
 def insertion_order() -> ObjectId:
     """Tie-breaker for equal timestamps: ObjectIds made by one process increase, like rowids."""

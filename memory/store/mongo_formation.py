@@ -144,6 +144,46 @@ async def _check_embeddings(
         )
 
 
+def revision(doc: Doc, *, at: str, reason: str) -> Doc:
+    """The history entry that closes the fact's current version."""
+    return {
+        "version": doc["version"],
+        "content": doc["content"],
+        "changed_at": at,
+        "reason": reason,
+    }
+
+
+def rewrite_update(
+    doc: Doc,
+    *,
+    content: str,
+    hash_: str,
+    embedding: list[float],
+    embedding_model: str,
+    at: str,
+    reason: str,
+) -> Doc:
+    """The update making a new version of the fact with this content, valid, its old content
+    kept in history."""
+    return {
+        "$set": {
+            "content": content,
+            "hash": hash_,
+            "n_tokens": token_count(content),
+            "embedding": embedding,
+            "embedding_model": embedding_model,
+            "updated_at": at,
+            "previous_content": doc["content"],
+            "invalidated": False,
+            "invalidated_at": None,
+            "invalidated_by": None,
+        },
+        "$inc": {"version": 1},
+        "$push": {"history": revision(doc, at=at, reason=reason)},
+    }
+
+
 class _FactWriter:
     """Applies the fact ops: adds and updates in order, then invalidations, whose replacement
     (an add of this commit) may have resolved to an existing fact (duplicate or revived)."""
@@ -203,33 +243,11 @@ class _FactWriter:
     async def _rewrite(
         self, doc: Doc, content: str, embedding: list[float], reason: str, hash_: str
     ) -> None:
-        """A new version of the fact with this content, valid, its old content kept in history."""
-        revision = {
-            "version": doc["version"],
-            "content": doc["content"],
-            "changed_at": self.at,
-            "reason": reason,
-        }
-        await self.facts.update_one(
-            {"_id": doc["_id"]},
-            {
-                "$set": {
-                    "content": content,
-                    "hash": hash_,
-                    "n_tokens": token_count(content),
-                    "embedding": embedding,
-                    "embedding_model": self.commit.embedding_model,
-                    "updated_at": self.at,
-                    "previous_content": doc["content"],
-                    "invalidated": False,
-                    "invalidated_at": None,
-                    "invalidated_by": None,
-                },
-                "$inc": {"version": 1},
-                "$push": {"history": revision},
-            },
-            session=self.session,
-        )
+        update = rewrite_update(
+            doc, content=content, hash_=hash_, embedding=embedding,
+            embedding_model=self.commit.embedding_model, at=self.at, reason=reason,
+        )  # fmt: skip
+        await self.facts.update_one({"_id": doc["_id"]}, update, session=self.session)
         self._touch(doc)
 
     async def _add(self, op: FactAdd) -> None:

@@ -66,9 +66,9 @@ def token_count(text: str) -> int:
     return len(tokenize(text))
 
 
-def fact_match(flt: FactFilter) -> Doc | None:
-    """The valid facts a filter lets through, in the operator subset $vectorSearch's filter
-    accepts ($and/$or/$eq); None when it lets nothing through."""
+def fact_match(flt: FactFilter, *, valid_only: bool = True) -> Doc | None:
+    """The valid facts (all, unless valid_only) a filter lets through, in the operator subset
+    $vectorSearch's filter accepts ($and/$or/$eq); None when it lets nothing through."""
     branches: list[Doc] = []
     if flt.include_agent_scope:
         branches.append({"scope": {"$eq": "agent"}})
@@ -76,13 +76,8 @@ def fact_match(flt: FactFilter) -> Doc | None:
         branches.append({"$and": [{"scope": {"$eq": "user"}}, {"user_id": {"$eq": flt.user_id}}]})
     if not branches:
         return None
-    return {
-        "$and": [
-            {"agent_id": {"$eq": flt.agent_id}},
-            {"invalidated": {"$eq": False}},
-            {"$or": branches},
-        ]
-    }
+    validity: list[Doc] = [{"invalidated": {"$eq": False}}] if valid_only else []
+    return {"$and": [{"agent_id": {"$eq": flt.agent_id}}, *validity, {"$or": branches}]}
 
 
 def search_filter(flt: FactFilter) -> list[Doc]:

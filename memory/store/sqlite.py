@@ -36,7 +36,7 @@ from memory.models import (
     SessionInfo,
     StoredMessage,
 )
-from memory.store.base import MemoryStore, Vector
+from memory.store.base import Vector
 from memory.store.sqlite_codec import (
     FACT_COLUMNS,
     consolidated_from_row,
@@ -51,6 +51,7 @@ from memory.store.sqlite_codec import (
     to_us,
 )
 from memory.store.sqlite_formation import commit_formation_tx
+from memory.store.sqlite_manage import SQLiteManagement
 from memory.store.sqlite_meta import chunks, marks, read_embedding_meta
 from memory.store.sqlite_reflections import commit_consolidation_tx
 from memory.store.sqlite_schema import DDL, SCHEMA_VERSION
@@ -80,7 +81,9 @@ def _transaction[T](
     return result
 
 
-class SQLiteStore(MemoryStore):
+class SQLiteStore(SQLiteManagement):
+    """The store on one SQLite file; the management methods are in sqlite_manage."""
+
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self._path = Path(path)
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mnemos-sqlite")

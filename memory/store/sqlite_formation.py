@@ -7,6 +7,7 @@ leaves nothing written (facts, reflections, cursor, counters, meta).
 from __future__ import annotations
 
 import sqlite3
+from datetime import datetime
 
 from memory.errors import (
     ConflictError,
@@ -43,7 +44,8 @@ from memory.store.sqlite_meta import (
 )
 from memory.store.sqlite_schema import fact_counter_key
 
-_SAME_KEY = "agent_id = ? AND coalesce(user_id, '') = ? AND scope = ? AND hash = ?"
+# The dedup key of a fact (the facts_hash index), for its four parameters.
+SAME_FACT_KEY = "agent_id = ? AND coalesce(user_id, '') = ? AND scope = ? AND hash = ?"
 
 
 def commit_formation_tx(conn: sqlite3.Connection, commit: FormationCommit) -> FormationCommitResult:
@@ -141,10 +143,41 @@ def _check_embeddings(conn: sqlite3.Connection, commit: FormationCommit) -> None
         )
 
 
-def _fact_key(agent_id: str, scope: str, user_id: str | None) -> str:
+def fact_scope_key(agent_id: str, scope: str, user_id: str | None) -> str:
+    """The scope key whose version a write to this fact bumps (context caches watch it)."""
     if scope == "user":
         return ScopeKey(scope="user", agent_id=agent_id, user_id=user_id).key
     return ScopeKey(scope="agent", agent_id=agent_id).key
+
+
+def rewrite_fact(
+    conn: sqlite3.Connection,
+    fact: Fact,
+    *,
+    content: str,
+    hash_: str,
+    embedding: bytes,
+    embedding_model: str,
+    at: datetime,
+    reason: str,
+    change_seq: int,
+) -> None:
+    """A new version of the fact with this content, valid, its old content kept in history."""
+    revision = FactRevision(
+        version=fact.version, content=fact.content, changed_at=at, reason=reason
+    )
+    conn.execute(
+        """
+        UPDATE facts SET content = ?, hash = ?, embedding = ?, embedding_model = ?,
+            updated_at = ?, version = version + 1, previous_content = ?, history = ?,
+            invalidated_at = NULL, invalidated_by = NULL, change_seq = ?
+        WHERE fact_id = ?
+        """,
+        (
+            content, hash_, embedding, embedding_model, to_us(at), fact.content,
+            history_to_json((*fact.history, revision)), change_seq, fact.fact_id,
+        ),
+    )  # fmt: skip
 
 
 class _FactWriter:
@@ -191,7 +224,7 @@ class _FactWriter:
     def _find(self, scope: str, user_id: str | None, hash_: str, *, valid: bool) -> Fact | None:
         validity = "IS NULL" if valid else "IS NOT NULL"
         row = self.conn.execute(
-            f"SELECT {FACT_COLUMNS} FROM facts WHERE {_SAME_KEY} AND invalidated_at {validity} "
+            f"SELECT {FACT_COLUMNS} FROM facts WHERE {SAME_FACT_KEY} AND invalidated_at {validity} "
             "ORDER BY invalidated_at DESC LIMIT 1",
             (self.commit.agent_id, user_id or "", scope, hash_),
         ).fetchone()
@@ -200,25 +233,12 @@ class _FactWriter:
     def _rewrite(
         self, fact: Fact, content: str, embedding: list[float], reason: str, hash_: str
     ) -> None:
-        """A new version of the fact with this content, valid, its old content kept in history."""
-        revision = FactRevision(
-            version=fact.version, content=fact.content, changed_at=self.commit.committed_at,
-            reason=reason,
+        rewrite_fact(
+            self.conn, fact, content=content, hash_=hash_, embedding=to_blob(embedding),
+            embedding_model=self.commit.embedding_model, at=self.commit.committed_at,
+            reason=reason, change_seq=self.change_seq,
         )  # fmt: skip
-        self.conn.execute(
-            """
-            UPDATE facts SET content = ?, hash = ?, embedding = ?, embedding_model = ?,
-                updated_at = ?, version = version + 1, previous_content = ?, history = ?,
-                invalidated_at = NULL, invalidated_by = NULL, change_seq = ?
-            WHERE fact_id = ?
-            """,
-            (
-                content, hash_, to_blob(embedding), self.commit.embedding_model, self.at,
-                fact.content, history_to_json((*fact.history, revision)), self.change_seq,
-                fact.fact_id,
-            ),
-        )  # fmt: skip
-        self.touched.add(_fact_key(fact.agent_id, fact.scope, fact.user_id))
+        self.touched.add(fact_scope_key(fact.agent_id, fact.scope, fact.user_id))
 
     def _add(self, op: FactAdd) -> None:
         if (op.scope == "user") != (op.user_id is not None):
@@ -252,7 +272,7 @@ class _FactWriter:
             raise InvalidInputError(f"fact id {op.fact_id} is already used") from exc
         self.resolved[op.fact_id] = op.fact_id
         self.counts["added"] += 1
-        self.touched.add(_fact_key(self.commit.agent_id, op.scope, op.user_id))
+        self.touched.add(fact_scope_key(self.commit.agent_id, op.scope, op.user_id))
 
     def _update(self, op: FactUpdate) -> None:
         fact = self._current(op.fact_id, op.expected_version)
@@ -285,7 +305,7 @@ class _FactWriter:
             "WHERE fact_id = ?",
             (self.at, replaced_by, self.change_seq, fact.fact_id),
         )
-        self.touched.add(_fact_key(fact.agent_id, fact.scope, fact.user_id))
+        self.touched.add(fact_scope_key(fact.agent_id, fact.scope, fact.user_id))
 
 
 def _insert_reflections(conn: sqlite3.Connection, commit: FormationCommit) -> tuple[int, set[str]]:

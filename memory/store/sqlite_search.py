@@ -36,8 +36,10 @@ def fts_match_expression(query: str) -> str | None:
     return " OR ".join(f'"{word}"' for word in list(words)[:_MAX_TERMS]) or None
 
 
-def fact_filter_sql(flt: FactFilter, alias: str = "f") -> tuple[str, list[object]]:
-    """The WHERE terms (and parameters) of a FactFilter, valid facts only."""
+def fact_filter_sql(
+    flt: FactFilter, alias: str = "f", *, valid_only: bool = True
+) -> tuple[str, list[object]]:
+    """The WHERE terms (and parameters) of a FactFilter; valid facts only unless told."""
     scopes: list[str] = []
     params: list[object] = [flt.agent_id]
     if flt.include_agent_scope:
@@ -46,7 +48,8 @@ def fact_filter_sql(flt: FactFilter, alias: str = "f") -> tuple[str, list[object
         scopes.append(f"({alias}.scope = 'user' AND {alias}.user_id = ?)")
         params.append(flt.user_id)
     scope_sql = " OR ".join(scopes) or "0"
-    sql = f"{alias}.agent_id = ? AND {alias}.invalidated_at IS NULL AND ({scope_sql})"
+    validity = f" AND {alias}.invalidated_at IS NULL" if valid_only else ""
+    sql = f"{alias}.agent_id = ?{validity} AND ({scope_sql})"
     return sql, params
 
 

@@ -48,12 +48,28 @@ async def facts(
     return [(fact.content, fact.scope) for fact in result.value.facts]
 
 
+async def test_self_introductions_and_greetings_are_not_facts() -> None:
+    msgs = [
+        {
+            "seq": 1,
+            "role": "user",
+            "name": "Alice",
+            "content": "Hi Eve! I'm Alice, I work at Acme Robotics as the CTO.",
+            "created_at": "2026-01-01T00:00:00+00:00",
+        }
+    ]
+    assert await facts(msgs, ["user", "agent"]) == [
+        ("Alice works at Acme Robotics as the CTO.", "user")
+    ]
+
+
 async def test_extracts_specific_user_statements_in_the_third_person() -> None:
     assert await facts(CONVERSATION, ["user", "agent"]) == [
         ("Alice's email is alice@example.com.", "user"),
         ("Alice lives in Paris.", "user"),
         ("Alice works at Acme Corp as a data engineer.", "user"),
-        ("Our launch deadline is March 3 and your project budget is 50000 dollars.", "user"),
+        # Not in the first person: about the work, so for every conversation of the agent.
+        ("Our launch deadline is March 3 and your project budget is 50000 dollars.", "agent"),
     ]
     # Greetings, thanks, small talk, questions and the agent's own words are not facts.
 

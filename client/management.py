@@ -1,0 +1,321 @@
+"""What a backend UI or an operator CLI calls to look at and correct an agent's memory (004
+"Managing User Memory", "Managing Collective Memory").
+
+manager = MemoryManager(store, embedder, settings)
+page = await manager.list_facts(FactFilter(agent_id="eve", user_id="alice"))
+await manager.edit_fact(fact_id, "Prefers green tea", within=FactFilter(...))
+await manager.edit_consolidated(key, text, expected_version=shown.version)
+
+Every write goes through one atomic store call; ``within`` (facts) and the scope key
+(reflections, blobs) keep a UI serving one user to that user's memory: ids outside it are
+reported as unknown.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from memory.embedding.base import Embedder
+from memory.errors import ConflictError, InvalidInputError, NotFoundError
+from memory.models import ConsolidatedMemory, Fact, FactFilter, Reflection, ScopeKey
+from memory.settings import Scope, Settings
+from memory.store.base import MemoryStore
+
+MAX_PAGE = 500
+_VERSION_LINE = re.compile(r"^\s*VERSION:\s*\d+\s*$")
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class FactPage(_Out):
+    facts: list[Fact]
+    offset: int
+    limit: int
+    has_more: bool
+    valid_total: int  # valid facts within the filter, whatever the page
+
+
+class ScopeStats(_Out):
+    scope_key: ScopeKey
+    blob_version: int  # 0 = no consolidated memory yet
+    blob_words: int
+    blob_updated_at: datetime | None
+    blob_edited_by: Literal["consolidation", "manual"] | None
+    buffered_reflections: int
+    valid_facts: int | None  # None for the session scope: facts are agent or user scoped
+
+
+class MemoryStats(_Out):
+    agent_id: str
+    user_id: str | None
+    session_id: str | None
+    scopes: list[ScopeStats]
+
+
+class ScopeConsolidationStatus(_Out):
+    scope_key: ScopeKey
+    blob_version: int
+    buffered: int
+    threshold: int
+    due: bool  # the buffer reached the threshold: the next formation consolidates it
+
+
+def _words(text: str) -> int:
+    return len(text.split())
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _within(fact: Fact, flt: FactFilter) -> bool:
+    if fact.agent_id != flt.agent_id:
+        return False
+    if fact.scope == "agent":
+        return flt.include_agent_scope
+    return flt.user_id is not None and fact.user_id == flt.user_id
+
+
+class MemoryManager:
+    def __init__(
+        self,
+        store: MemoryStore,
+        embedder: Embedder,
+        settings: Settings,
+        *,
+        clock: Callable[[], datetime] = _now,
+    ) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.settings = settings
+        self._clock = clock
+
+    # ------------------------------------------------------------ facts
+
+    async def list_facts(
+        self, flt: FactFilter, *, include_invalid: bool = False, offset: int = 0, limit: int = 50
+    ) -> FactPage:
+        """Newest (last changed) first; deleted facts only on request."""
+        if not 1 <= limit <= MAX_PAGE or offset < 0:
+            raise InvalidInputError(f"page: 1 ≤ limit ≤ {MAX_PAGE} and offset ≥ 0")
+        await self._require_agent(flt.agent_id)
+        # One more than asked tells whether there is a next page.
+        facts = await self.store.list_facts(
+            flt, include_invalid=include_invalid, offset=offset, limit=limit + 1
+        )
+        return FactPage(
+            facts=facts[:limit],
+            offset=offset,
+            limit=limit,
+            has_more=len(facts) > limit,
+            valid_total=await self.store.count_facts(flt),
+        )
+
+    async def show_fact(self, fact_id: str, *, within: FactFilter | None = None) -> Fact:
+        found = await self.store.get_facts([fact_id])
+        if not found or (within is not None and not _within(found[0], within)):
+            raise NotFoundError(f"no fact {fact_id!r}")
+        return found[0]
+
+    async def edit_fact(
+        self,
+        fact_id: str,
+        content: str,
+        *,
+        within: FactFilter | None = None,
+        reason: str = "manual edit",
+    ) -> Fact:
+        """A correction: a new version with the new text and its vector. Saving the same text again
+        changes nothing. ConflictError for a deleted fact or a text another fact already holds."""
+        text = content.strip()
+        limit = self.settings.facts.max_words * 2
+        if not text:
+            raise InvalidInputError("a fact cannot be empty")
+        if _words(text) > limit:
+            raise InvalidInputError(
+                f"a fact has at most {limit} words; this one has {_words(text)}"
+            )
+        fact = await self.show_fact(fact_id, within=within)
+        if fact.invalidated_at is not None:
+            raise ConflictError(f"fact {fact_id!r} was deleted: it can no longer be edited")
+        if text == fact.content:
+            return fact
+        batch = await self.embedder.embed([text])
+        return await self.store.edit_fact(
+            fact_id,
+            content=text,
+            embedding=batch.vectors[0],
+            embedding_model=batch.model,
+            at=self._clock(),
+            reason=reason,
+        )
+
+    async def delete_fact(
+        self, fact_id: str, *, within: FactFilter | None = None, reason: str = "manual delete"
+    ) -> Fact:
+        """The fact is kept, marked deleted, and never shown to the agent again."""
+        await self.show_fact(fact_id, within=within)
+        return await self.store.invalidate_fact(fact_id, at=self._clock(), reason=reason)
+
+    # ------------------------------------------------------------ reflections
+
+    async def list_reflections(
+        self, key: ScopeKey, *, include_absorbed: bool = False, limit: int = 100
+    ) -> list[Reflection]:
+        """Newest first: the buffered ones are what "Recent Memory Context" shows."""
+        if not 1 <= limit <= MAX_PAGE:
+            raise InvalidInputError(f"1 ≤ limit ≤ {MAX_PAGE}")
+        await self._require_agent(key.agent_id)
+        return await self.store.list_reflections(
+            key, include_absorbed=include_absorbed, limit=limit
+        )
+
+    async def edit_reflection(self, key: ScopeKey, reflection_id: str, content: str) -> Reflection:
+        """Refine a buffered reflection before it is consolidated. ConflictError once absorbed."""
+        text = content.strip()
+        limit = self.settings.reflections.max_words * 2
+        if not text:
+            raise InvalidInputError("a reflection cannot be empty")
+        if _words(text) > limit:
+            raise InvalidInputError(
+                f"a reflection has at most {limit} words; this one has {_words(text)}"
+            )
+        await self._reflection_of(key, reflection_id)
+        return await self.store.edit_reflection(reflection_id, content=text)
+
+    async def delete_reflection(self, key: ScopeKey, reflection_id: str) -> None:
+        """Drop a buffered reflection. ConflictError once absorbed."""
+        await self._reflection_of(key, reflection_id)
+        await self.store.delete_reflection(reflection_id)
+
+    async def _reflection_of(self, key: ScopeKey, reflection_id: str) -> Reflection:
+        found = await self.store.get_reflection(reflection_id)
+        if found is None or found.scope_key != key:
+            raise NotFoundError(f"no reflection {reflection_id!r} in {key.key}")
+        return found
+
+    # ------------------------------------------------------------ consolidated memory
+
+    async def show_consolidated(self, key: ScopeKey) -> ConsolidatedMemory | None:
+        """None until the first consolidation (or manual edit) of the scope."""
+        return await self.store.get_consolidated(key)
+
+    async def edit_consolidated(
+        self, key: ScopeKey, content: str, *, expected_version: int | None = None
+    ) -> ConsolidatedMemory:
+        """Replace the blob by a person's text (004: a manual edit replaces it completely).
+
+        ``expected_version`` is the version the person edited (None: the current one); when a
+        consolidation stored a newer one meanwhile, ConflictError and nothing is written, so that
+        neither overwrites the other unseen. The text's ``VERSION: n`` line, if any, is replaced
+        by the new version's, as consolidation writes it.
+        """
+        lines = content.strip().splitlines()
+        if lines and _VERSION_LINE.match(lines[0]):
+            lines = lines[1:]
+        body = "\n".join(lines).strip()
+        if not body:
+            raise InvalidInputError("the consolidated memory cannot be empty")
+        reflections = self.settings.reflections
+        word_limit = reflections.word_limit(key.scope)
+        allowed = int(word_limit * (1 + reflections.word_limit_tolerance))
+        if _words(body) > allowed:
+            raise InvalidInputError(
+                f"the {key.scope} memory has at most {allowed} words; this text has {_words(body)}"
+            )
+        await self._require_agent(key.agent_id)
+        current = await self.store.get_consolidated(key)
+        version = 0 if current is None else current.version
+        if expected_version is not None and expected_version != version:
+            raise ConflictError(
+                f"{key.key} is at version {version}, not {expected_version}: reload and edit again"
+            )
+        return await self.store.commit_consolidation(
+            key,
+            expected_version=version,
+            content=f"VERSION: {version + 1}\n{body}",
+            word_limit=word_limit,
+            absorbed_ids=[],
+            at=self._clock(),
+            edited_by="manual",
+        )
+
+    # ------------------------------------------------------------ overview
+
+    async def stats(
+        self, agent_id: str, user_id: str | None = None, session_id: str | None = None
+    ) -> MemoryStats:
+        """Per scope (agent, then user and session when given): blob, buffer, valid facts."""
+        keys = await self._keys(agent_id, user_id, session_id)
+        scopes: list[ScopeStats] = []
+        for key in keys:
+            blob = await self.store.get_consolidated(key)
+            facts: int | None = None
+            if key.scope == "agent":
+                facts = await self.store.count_facts(FactFilter(agent_id=agent_id))
+            elif key.scope == "user":
+                facts = await self.store.count_facts(
+                    FactFilter(agent_id=agent_id, user_id=user_id, include_agent_scope=False)
+                )
+            scopes.append(
+                ScopeStats(
+                    scope_key=key,
+                    blob_version=0 if blob is None else blob.version,
+                    blob_words=0 if blob is None else _words(blob.content),
+                    blob_updated_at=None if blob is None else blob.updated_at,
+                    blob_edited_by=None if blob is None else blob.edited_by,
+                    buffered_reflections=await self.store.count_unabsorbed(key),
+                    valid_facts=facts,
+                )
+            )
+        return MemoryStats(agent_id=agent_id, user_id=user_id, session_id=session_id, scopes=scopes)
+
+    async def consolidation_status(
+        self, agent_id: str, user_id: str | None = None, session_id: str | None = None
+    ) -> list[ScopeConsolidationStatus]:
+        """Per scope: buffered reflections against the threshold that triggers consolidation."""
+        cfg = self.settings.reflections
+        statuses: list[ScopeConsolidationStatus] = []
+        for key in await self._keys(agent_id, user_id, session_id):
+            blob = await self.store.get_consolidated(key)
+            buffered = await self.store.count_unabsorbed(key)
+            statuses.append(
+                ScopeConsolidationStatus(
+                    scope_key=key,
+                    blob_version=0 if blob is None else blob.version,
+                    buffered=buffered,
+                    threshold=cfg.threshold(key.scope),
+                    due=buffered >= cfg.threshold(key.scope),
+                )
+            )
+        return statuses
+
+    async def _keys(
+        self, agent_id: str, user_id: str | None, session_id: str | None
+    ) -> list[ScopeKey]:
+        wanted: list[tuple[Scope, str | None, str | None]] = [("agent", None, None)]
+        if user_id is not None:
+            wanted.append(("user", user_id, None))
+        if session_id is not None:
+            wanted.append(("session", None, session_id))
+        try:
+            keys = [
+                ScopeKey(scope=scope, agent_id=agent_id, user_id=user, session_id=session)
+                for scope, user, session in wanted
+            ]
+        except ValueError as exc:  # pydantic's ValidationError: a malformed id
+            raise InvalidInputError(f"invalid id: {exc}") from exc
+        await self._require_agent(agent_id)
+        return keys
+
+    async def _require_agent(self, agent_id: str) -> None:
+        """A typo in an agent id must not look like an agent with an empty memory."""
+        if await self.store.get_agent(agent_id) is None:
+            raise NotFoundError(f"agent {agent_id!r} is not registered")
