@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 PYTHON313 ?= $(shell for p in python3.13 $$(pyenv root 2>/dev/null)/versions/3.13*/bin/python3.13 /usr/local/bin/python3.13 /usr/bin/python3.13; do \
 	if "$$p" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 13))' >/dev/null 2>&1; then command -v "$$p"; break; fi; done)
 
-.PHONY: run test lint typecheck install bench clean
+.PHONY: run test lint typecheck install bench schedule clean
 
 $(STAMP): pyproject.toml
 	@if [ -z "$(PYTHON313)" ]; then echo "Python 3.13 not found: install it (e.g. 'pyenv install 3.13') or pass PYTHON313=/path/to/python3.13" >&2; exit 1; fi
@@ -35,6 +35,11 @@ test: $(STAMP) lint typecheck
 
 bench: $(STAMP)
 	$(BIN)/python bench/formation.py
+
+# Create or update the cold-sessions Temporal Schedule (workers also do it at start-up).
+# Other actions: $(BIN)/python -m client.schedule show|pause|unpause|trigger
+schedule: $(STAMP)
+	$(BIN)/python -m client.schedule ensure
 
 clean:
 	rm -rf $(VENV) .data .mypy_cache .ruff_cache .pytest_cache

@@ -1,4 +1,5 @@
-"""The mnemos worker: formation and consolidation workflows plus their activities.
+"""The mnemos worker: formation, consolidation and cold-sessions workflows plus their activities.
+At start-up it registers the search attributes and creates or updates the cold-sessions schedule.
 
 Run it with ``python worker.py`` (settings from MNEMOS_* environment variables).
 """
@@ -6,8 +7,9 @@ Run it with ``python worker.py`` (settings from MNEMOS_* environment variables).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from temporalio.client import Client
@@ -15,19 +17,23 @@ from temporalio.worker import Worker
 
 from activities.consolidation import ConsolidationActivities
 from activities.formation import FormationActivities
+from activities.sessions import SessionActivities
+from client.schedule import ensure_schedule
 from client.temporal import connect, ensure_search_attributes
 from memory.deps import Deps, open_deps
 from memory.logging import configure_logging, get_logger
 from memory.settings import Settings, get_settings
+from workflows.cold_sessions import ColdSessionsWorkflow
 from workflows.consolidate_scope import ConsolidateScopeWorkflow
 from workflows.form_memories import FormMemoriesWorkflow
 
-WORKFLOWS: Sequence[type] = (FormMemoriesWorkflow, ConsolidateScopeWorkflow)
+WORKFLOWS: Sequence[type] = (FormMemoriesWorkflow, ConsolidateScopeWorkflow, ColdSessionsWorkflow)
 
 
 def build_worker(client: Client, deps: Deps, settings: Settings) -> Worker:
     formation = FormationActivities(deps)
     consolidation = ConsolidationActivities(deps, client)
+    sessions = SessionActivities(deps, client)
     return Worker(
         client,
         task_queue=settings.temporal.task_queue,
@@ -42,13 +48,22 @@ def build_worker(client: Client, deps: Deps, settings: Settings) -> Worker:
             consolidation.draft_consolidation,
             consolidation.apply_consolidation,
             consolidation.request_consolidation,
+            sessions.find_cold_sessions,
+            sessions.form_cold_sessions,
+            sessions.purge_ended_sessions,
         ],
         # Every activity is async; the executor is only for Temporal's own sync needs.
         activity_executor=ThreadPoolExecutor(max_workers=4),
     )
 
 
-async def run_worker(settings: Settings, stop: asyncio.Event) -> None:
+@contextlib.asynccontextmanager
+async def running_worker(
+    settings: Settings, deps: Deps | None = None
+) -> AsyncIterator[tuple[Client, Deps]]:
+    """Connect, register the search attributes, ensure the cold-sessions schedule and run a worker
+    for the duration of the block. ``deps`` replaces the providers and store the settings name
+    (tests and benches pass fakes); they are closed on exit either way."""
     log = get_logger(task_queue=settings.temporal.task_queue)
     client = await connect(settings.temporal)
     added = (
@@ -56,19 +71,29 @@ async def run_worker(settings: Settings, stop: asyncio.Event) -> None:
         if settings.temporal.search_attributes
         else []
     )
-    deps = await open_deps(settings)
+    schedule = (
+        await ensure_schedule(client, settings) if settings.temporal.schedule_on_start else "off"
+    )
+    deps = deps or await open_deps(settings)
     log.info(
         "worker starting",
         llm=deps.llm.name,
         embedder=deps.embedder.model,
         search_attributes_added=added,
+        cold_sessions_schedule=schedule,
     )
     try:
         async with build_worker(client, deps, settings):
-            await stop.wait()
+            yield client, deps
     finally:
         await deps.close()
         log.info("worker stopped")
+
+
+async def run_worker(settings: Settings, stop: asyncio.Event, deps: Deps | None = None) -> None:
+    """Run until ``stop`` is set."""
+    async with running_worker(settings, deps):
+        await stop.wait()
 
 
 def main() -> None:

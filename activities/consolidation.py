@@ -10,12 +10,12 @@ from temporalio.client import Client
 
 from activities.errors import classified
 from activities.heartbeat import heartbeating
+from client.starts import request_consolidation
 from memory.deps import Deps
 from memory.logging import get_logger
 from memory.models import ScopeKey
 from memory.pipeline import consolidation
 from memory.pipeline.types import ConsolidationDraft, ConsolidationRequest, ConsolidationResult
-from workflows.naming import CONSOLIDATE_WORKFLOW, consolidation_workflow_id, scope_key_attributes
 
 
 class ConsolidationActivities:
@@ -42,14 +42,4 @@ class ConsolidationActivities:
         """Signal-with-start the consolidator of each key: one workflow id per key serialises them,
         and a request arriving while it runs makes it go round once more instead of being dropped."""
         for key in keys:
-            await self.client.start_workflow(
-                CONSOLIDATE_WORKFLOW,
-                ConsolidationRequest(key=key, force=force, retries=self.deps.settings.retries),
-                id=consolidation_workflow_id(key),
-                task_queue=self.deps.settings.temporal.task_queue,
-                start_signal="request",
-                start_signal_args=[force],
-                search_attributes=scope_key_attributes(key)
-                if self.deps.settings.temporal.search_attributes
-                else None,
-            )
+            await request_consolidation(self.client, self.deps.settings, key, force=force)

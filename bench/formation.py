@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import statistics
 import sys
 import tempfile
 import time
@@ -32,8 +31,8 @@ from bench.noop_chain import NoopChainWorkflow, noop  # noqa: E402
 from client.binaries import temporal_cli  # noqa: E402
 from client.memory_client import MemoryClient  # noqa: E402
 from memory.deps import Deps  # noqa: E402
-from memory.logging import configure_logging  # noqa: E402
 from memory.llm.heuristic import HeuristicProvider  # noqa: E402
+from memory.logging import configure_logging  # noqa: E402
 from memory.models import AgentConfig, MessageIn  # noqa: E402
 from memory.settings import Settings, StoreSettings, TemporalSettings  # noqa: E402
 from memory.store.sqlite import SQLiteStore  # noqa: E402

@@ -16,18 +16,19 @@ from typing import Any
 from pydantic import BaseModel, TypeAdapter
 from temporalio.client import Client, WorkflowHandle
 
+from client.metrics import ClientMetrics, client_meter
+from client.starts import request_consolidation, start_formation
 from client.temporal import connect
 from memory.context_cache import ContextCache
 from memory.embedding import make_embedder
 from memory.embedding.base import Embedder
 from memory.errors import InvalidInputError, NotFoundError
-from memory.models import AgentConfig, Id, MessageIn, RecordOutcome, SessionInfo
-from memory.pipeline.types import FormationRequest
+from memory.models import AgentConfig, Id, MessageIn, RecordOutcome, ScopeKey, SessionInfo
 from memory.rag import SearchResult, search_facts
 from memory.settings import Settings, get_settings
 from memory.store import MemoryStore, open_store
 from memory.triggers import formation_due
-from workflows.naming import FORM_WORKFLOW, attributes, formation_workflow_id
+from workflows.consolidate_scope import ConsolidationSummary
 from workflows.summary import FormationSummary
 
 _ID = TypeAdapter(Id)
@@ -38,6 +39,13 @@ class FormationTrigger(BaseModel):
     started: bool
     workflow_id: str | None = None
     reason: str
+
+
+class SessionEnd(BaseModel):
+    """What ending a session formed and consolidated."""
+
+    formation: FormationSummary
+    consolidation: ConsolidationSummary
 
 
 def _check_id(name: str, value: str) -> str:
@@ -62,6 +70,7 @@ class MemoryClient:
         self.settings = settings
         self._embedder = embedder
         self.context_cache = ContextCache()
+        self.metrics = ClientMetrics(client_meter(temporal))
 
     @classmethod
     async def connect(cls, settings: Settings | None = None) -> MemoryClient:
@@ -145,22 +154,45 @@ class MemoryClient:
     async def _start_formation(
         self, agent_id: str, session_id: str, *, force: bool
     ) -> WorkflowHandle[Any, FormationSummary]:
-        session = await self._session(session_id)
-        user_id = session.user_ids[0] if len(session.user_ids) == 1 else None
-        return await self.temporal.start_workflow(
-            FORM_WORKFLOW,
-            FormationRequest(
-                session_id=session_id, agent_id=agent_id, force=force, retries=self.settings.retries
-            ),
-            id=formation_workflow_id(agent_id, session_id),
-            task_queue=self.settings.temporal.task_queue,
-            start_signal="request",
-            start_signal_args=[force],
-            search_attributes=attributes(agent_id, user_id=user_id, session_id=session_id)
-            if self.settings.temporal.search_attributes
-            else None,
-            result_type=FormationSummary,
+        return await start_formation(
+            self.temporal, self.settings, await self._session(session_id), agent_id, force=force
         )
+
+    # ------------------------------------------------------------ session lifecycle
+
+    async def on_session_start(
+        self, agent_id: str, session_id: str, user_id: str | None = None
+    ) -> str:
+        """The memory context for the first turn of a session, which need not have messages yet."""
+        agent = await self._agent(agent_id)
+        _check_id("session_id", session_id)
+        if user_id is not None:
+            _check_id("user_id", user_id)
+        now = datetime.now(UTC)
+        session = await self.store.get_session(session_id) or SessionInfo(
+            session_id=session_id,
+            agent_ids=(agent_id,),
+            user_ids=(user_id,) if user_id else (),
+            created_at=now,
+        )
+        return await self.context_cache.get(
+            self.store, self.settings, agent=agent, session=session, user_id=user_id, now=now
+        )
+
+    async def on_session_end(self, agent_id: str, session_id: str) -> SessionEnd:
+        """The session is over: form what is left of it, below the thresholds too, then consolidate
+        its session memory whatever the buffer size; waits for both. The session memory is kept
+        for ``sessions.ended_retention_days``, then purged by the cold-sessions job."""
+        await self._agent(agent_id)
+        await self._session(session_id)
+        await self.store.end_session(session_id, datetime.now(UTC))
+        formed = await self._start_formation(agent_id, session_id, force=True)
+        formation = await formed.result()
+        # After the formation, so the reflections it buffered are in the blob too.
+        key = ScopeKey(scope="session", agent_id=agent_id, session_id=session_id)
+        consolidating = await request_consolidation(self.temporal, self.settings, key, force=True)
+        consolidation = ConsolidationSummary.model_validate(await consolidating.result())
+        return SessionEnd(formation=formation, consolidation=consolidation)
 
     # ------------------------------------------------------------ reading memory
 
@@ -172,7 +204,7 @@ class MemoryClient:
         session = await self._session(session_id)
         if user_id is not None:
             _check_id("user_id", user_id)
-        return await self.context_cache.get(
+        xml = await self.context_cache.get(
             self.store,
             self.settings,
             agent=agent,
@@ -180,6 +212,8 @@ class MemoryClient:
             user_id=user_id,
             now=datetime.now(UTC),
         )
+        self.metrics.observe_cache(self.context_cache)
+        return xml
 
     async def search_facts(
         self,
@@ -195,15 +229,16 @@ class MemoryClient:
         session = await self._session(session_id) if session_id else None
         if user_id is not None:
             _check_id("user_id", user_id)
-        return await search_facts(
-            self.store,
-            self.embedder,
-            self.settings,
-            agent=agent,
-            session=session,
-            user_id=user_id,
-            queries=[queries] if isinstance(queries, str) else list(queries),
-            top_k=top_k,
-            debug=debug,
-            now=datetime.now(UTC),
-        )
+        with self.metrics.timed_search():
+            return await search_facts(
+                self.store,
+                self.embedder,
+                self.settings,
+                agent=agent,
+                session=session,
+                user_id=user_id,
+                queries=[queries] if isinstance(queries, str) else list(queries),
+                top_k=top_k,
+                debug=debug,
+                now=datetime.now(UTC),
+            )

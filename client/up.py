@@ -18,12 +18,10 @@ from typing import Any
 
 from client.memory_client import MemoryClient
 from client.stack import dev_server
-from client.temporal import connect, ensure_search_attributes
-from memory.deps import open_deps
 from memory.logging import configure_logging
 from memory.models import AgentConfig, FactFilter, MessageIn
 from memory.settings import Settings, get_settings
-from worker import build_worker
+from worker import running_worker
 from workflows.naming import formation_workflow_id
 
 SAMPLE = Path(__file__).resolve().parent.parent / "samples" / "conversation.json"
@@ -84,28 +82,25 @@ async def up(settings: Settings, *, exit_after_demo: bool) -> None:
             f"Temporal dev server {'started' if started else 'already running'} at {settings.temporal.address}; UI {settings.temporal.ui_url}",
             flush=True,
         )
-        client = await connect(settings.temporal)
-        await ensure_search_attributes(client, settings.temporal.namespace)
-        deps = await open_deps(settings)
-        print(
-            f"Store: {settings.store.backend}; LLM: {deps.llm.name}; embeddings: {deps.embedder.model}",
-            flush=True,
-        )
-        memory = MemoryClient(client, deps.store, settings, embedder=deps.embedder)
-        try:
-            async with build_worker(client, deps, settings):
-                job = asyncio.create_task(demo(memory, settings, json.loads(SAMPLE.read_text())))
-                stopper = asyncio.create_task(stop.wait())
-                done, _ = await asyncio.wait({job, stopper}, return_when=asyncio.FIRST_COMPLETED)
-                if job in done:
-                    job.result()
-                    if not exit_after_demo:
-                        print("\nStack running (worker + Temporal UI). Ctrl-C to stop.", flush=True)
-                        await stopper
-                job.cancel()
-                stopper.cancel()
-        finally:
-            await deps.close()
+        async with running_worker(settings) as (client, deps):
+            print(
+                f"Store: {settings.store.backend}; LLM: {deps.llm.name}; embeddings: {deps.embedder.model}",
+                flush=True,
+            )
+            memory = MemoryClient(client, deps.store, settings, embedder=deps.embedder)
+            job = asyncio.create_task(demo(memory, settings, json.loads(SAMPLE.read_text())))
+            stopper = asyncio.create_task(stop.wait())
+            done, _ = await asyncio.wait({job, stopper}, return_when=asyncio.FIRST_COMPLETED)
+            if job in done:
+                job.result()
+                if not exit_after_demo:
+                    print(
+                        "\nStack running (worker, cold-sessions schedule, Temporal UI). Ctrl-C to stop.",
+                        flush=True,
+                    )
+                    await stopper
+            job.cancel()
+            stopper.cancel()
     print("Stopped.", flush=True)
 
 

@@ -245,6 +245,15 @@ class TemporalSettings(_Group):
         True,
         description="Tag workflows with the Mnemos* search attributes (registered by the worker)",
     )
+    schedule_on_start: bool = Field(
+        True,
+        description="Create or update the cold-sessions schedule when a worker starts",
+    )
+    metrics_bind: str = Field(
+        "127.0.0.1:9464",
+        pattern=r"^(|\S+:\d{1,5})$",
+        description="host:port of the worker's Prometheus /metrics endpoint ('' = none)",
+    )
 
 
 class Settings(BaseSettings):

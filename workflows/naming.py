@@ -18,6 +18,7 @@ ALL_KEYS = (AGENT_ID, USER_ID, SESSION_ID, OUTCOME)
 
 FORM_WORKFLOW = "FormMemories"
 CONSOLIDATE_WORKFLOW = "ConsolidateScope"
+COLD_SESSIONS_WORKFLOW = "ColdSessions"
 
 
 def formation_workflow_id(agent_id: str, session_id: str) -> str:
@@ -26,6 +27,16 @@ def formation_workflow_id(agent_id: str, session_id: str) -> str:
 
 def consolidation_workflow_id(key: ScopeKey) -> str:
     return f"consolidate:{key.key}"
+
+
+# One cold-sessions schedule per task queue: deployments (and tests) sharing a namespace each scan
+# their own store. Temporal appends the fire time to the workflow id of each scheduled run.
+def cold_sessions_schedule_id(task_queue: str) -> str:
+    return f"mnemos-cold-sessions:{task_queue}"
+
+
+def cold_sessions_workflow_id(task_queue: str) -> str:
+    return f"cold-sessions:{task_queue}"
 
 
 def attributes(

@@ -24,7 +24,7 @@ OFFERED = {0: {0}, 1: {1}}
 def d(new: int, event: str, existing: int | None = None, text: str | None = None) -> FactDecision:
     return FactDecision(
         new_fact_index=new, event=event, existing_index=existing, final_text=text, reasoning=""
-    )  # type: ignore[arg-type]
+    )
 
 
 def test_resolve_maps_indices_back_to_ids_and_versions() -> None:

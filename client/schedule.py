@@ -1,0 +1,200 @@
+"""The cold-sessions Temporal Schedule: created or updated idempotently, paused, triggered.
+
+Every worker calls ``ensure_schedule`` at start-up (unless ``temporal.schedule_on_start`` is off),
+and ``make schedule`` does the same by hand. The schedule runs ``ColdSessions`` every
+``sessions.cold_scan_every_minutes`` with overlap policy skip: a run still draining a backlog is
+never doubled, the next firing after it ends picks up what remains. An operator's pause survives
+updates and worker restarts.
+
+    python -m client.schedule [ensure|show|pause|unpause|trigger]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+from datetime import timedelta
+from typing import Any, Literal
+
+from temporalio.client import (
+    Client,
+    Schedule,
+    ScheduleActionExecutionStartWorkflow,
+    ScheduleActionStartWorkflow,
+    ScheduleAlreadyRunningError,
+    ScheduleDescription,
+    ScheduleIntervalSpec,
+    ScheduleOverlapPolicy,
+    SchedulePolicy,
+    ScheduleSpec,
+    ScheduleUpdate,
+    ScheduleUpdateInput,
+    WorkflowHandle,
+)
+
+from client.temporal import connect
+from memory.settings import Settings, get_settings
+from workflows.cold_sessions import ColdSessionsInput, ColdSessionsResult
+from workflows.naming import (
+    COLD_SESSIONS_WORKFLOW,
+    cold_sessions_schedule_id,
+    cold_sessions_workflow_id,
+)
+
+EnsureOutcome = Literal["created", "updated", "unchanged"]
+
+# Temporal's smallest catch-up window. A firing missed while the server was down is not worth
+# replaying: the next one covers the same sessions.
+_MIN_CATCHUP = timedelta(seconds=10)
+
+
+def schedule_id(settings: Settings) -> str:
+    return cold_sessions_schedule_id(settings.temporal.task_queue)
+
+
+def cold_sessions_schedule(settings: Settings) -> Schedule:
+    every = timedelta(minutes=settings.sessions.cold_scan_every_minutes)
+    queue = settings.temporal.task_queue
+    return Schedule(
+        action=ScheduleActionStartWorkflow(
+            COLD_SESSIONS_WORKFLOW,
+            ColdSessionsInput.from_settings(settings),
+            id=cold_sessions_workflow_id(queue),
+            task_queue=queue,
+        ),
+        spec=ScheduleSpec(intervals=[ScheduleIntervalSpec(every=every)]),
+        policy=SchedulePolicy(
+            overlap=ScheduleOverlapPolicy.SKIP, catchup_window=max(every, _MIN_CATCHUP)
+        ),
+    )
+
+
+async def _same(client: Client, current: Schedule, desired: Schedule) -> bool:
+    now, want = current.action, desired.action
+    if not isinstance(now, ScheduleActionStartWorkflow) or not isinstance(
+        want, ScheduleActionStartWorkflow
+    ):
+        return False
+    return (
+        now.workflow == want.workflow
+        and now.id == want.id
+        and now.task_queue == want.task_queue
+        and list(now.args) == await client.data_converter.encode(want.args)
+        and [i.every for i in current.spec.intervals] == [i.every for i in desired.spec.intervals]
+        and current.policy.overlap == desired.policy.overlap
+        and current.policy.catchup_window == desired.policy.catchup_window
+    )
+
+
+async def ensure_schedule(client: Client, settings: Settings) -> EnsureOutcome:
+    """Create the schedule, or bring its action, interval and policy to these settings. Idempotent
+    and safe when several workers start at once; a paused schedule stays paused."""
+    desired = cold_sessions_schedule(settings)
+    try:
+        await client.create_schedule(schedule_id(settings), desired)
+        return "created"
+    except ScheduleAlreadyRunningError:
+        pass
+    changed = False
+
+    async def update(current: ScheduleUpdateInput) -> ScheduleUpdate | None:
+        nonlocal changed
+        existing = current.description.schedule
+        if await _same(client, existing, desired):
+            return None
+        changed = True
+        desired.state = existing.state  # keep an operator's pause and its note
+        return ScheduleUpdate(schedule=desired)
+
+    await client.get_schedule_handle(schedule_id(settings)).update(update)
+    return "updated" if changed else "unchanged"
+
+
+async def describe_schedule(client: Client, settings: Settings) -> ScheduleDescription:
+    return await client.get_schedule_handle(schedule_id(settings)).describe()
+
+
+async def pause_schedule(
+    client: Client, settings: Settings, note: str = "paused by an operator"
+) -> None:
+    await client.get_schedule_handle(schedule_id(settings)).pause(note=note)
+
+
+async def unpause_schedule(
+    client: Client, settings: Settings, note: str = "unpaused by an operator"
+) -> None:
+    await client.get_schedule_handle(schedule_id(settings)).unpause(note=note)
+
+
+async def trigger_schedule(
+    client: Client, settings: Settings, *, within_seconds: float = 30
+) -> WorkflowHandle[Any, ColdSessionsResult]:
+    """Run the job now, under the schedule's overlap policy, and return a handle on the run that
+    serves the request: the new one, or the one already running when the trigger was skipped.
+    Its ``result()`` follows continue-as-new to the totals of the whole execution."""
+    handle = client.get_schedule_handle(schedule_id(settings))
+    before = (await handle.describe()).info
+    await handle.trigger()
+    deadline = time.monotonic() + within_seconds
+    while True:
+        info = (await handle.describe()).info
+        started = info.num_actions > before.num_actions
+        skipped = info.num_actions_skipped_overlap > before.num_actions_skipped_overlap
+        if started or skipped:
+            runs = [
+                a
+                for a in [*info.running_actions] or [r.action for r in info.recent_actions]
+                if isinstance(a, ScheduleActionExecutionStartWorkflow)
+            ]
+            if runs:  # the newest start; when skipped, the run that blocked it
+                return client.get_workflow_handle(
+                    runs[-1].workflow_id,
+                    run_id=runs[-1].first_execution_run_id,
+                    result_type=ColdSessionsResult,
+                )
+        if time.monotonic() > deadline:
+            raise TimeoutError(
+                f"schedule {handle.id} did not act on the trigger in {within_seconds}s"
+            )
+        await asyncio.sleep(0.1)
+
+
+async def _main(command: str) -> None:
+    settings = get_settings()
+    client = await connect(settings.temporal)
+    match command:
+        case "ensure":
+            outcome = await ensure_schedule(client, settings)
+            print(f"schedule {schedule_id(settings)}: {outcome}")
+        case "pause":
+            await pause_schedule(client, settings)
+            print(f"schedule {schedule_id(settings)}: paused")
+        case "unpause":
+            await unpause_schedule(client, settings)
+            print(f"schedule {schedule_id(settings)}: unpaused")
+        case "trigger":
+            run = await trigger_schedule(client, settings)
+            print(f"run {run.id}: {(await run.result()).summary()}")
+        case "show":
+            desc = await describe_schedule(client, settings)
+            print(
+                f"schedule {desc.id}: paused={desc.schedule.state.paused} "
+                f"actions={desc.info.num_actions} skipped={desc.info.num_actions_skipped_overlap} "
+                f"next={[t.isoformat() for t in desc.info.next_action_times[:3]]}"
+            )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "command",
+        nargs="?",
+        default="ensure",
+        choices=["ensure", "show", "pause", "unpause", "trigger"],
+    )
+    asyncio.run(_main(parser.parse_args().command))
+
+
+if __name__ == "__main__":
+    main()

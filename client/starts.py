@@ -1,0 +1,68 @@
+"""Starting the serialised workflows the way every caller must: signal-with-start under their one id.
+
+``form:{agent}:{session}`` and ``consolidate:{scope key}`` are what serialise formations and
+consolidations across processes. Signal-with-start either starts the workflow or, when it runs
+already, signals it to go round once more after its current pass, so a request is never dropped
+and a range is never formed twice, whoever asks (hot trigger, cold job, end of a session).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from temporalio.client import Client, WorkflowHandle
+
+from memory.models import ScopeKey, SessionInfo
+from memory.pipeline.types import ConsolidationRequest, FormationRequest
+from memory.settings import Settings
+from workflows.naming import (
+    CONSOLIDATE_WORKFLOW,
+    FORM_WORKFLOW,
+    attributes,
+    consolidation_workflow_id,
+    formation_workflow_id,
+    scope_key_attributes,
+)
+from workflows.summary import FormationSummary
+
+
+async def start_formation(
+    client: Client, settings: Settings, session: SessionInfo, agent_id: str, *, force: bool
+) -> WorkflowHandle[Any, FormationSummary]:
+    """Ask the one FormMemories of (session, agent) to run; its handle follows continue-as-new."""
+    user_id = session.user_ids[0] if len(session.user_ids) == 1 else None
+    return await client.start_workflow(
+        FORM_WORKFLOW,
+        FormationRequest(
+            session_id=session.session_id,
+            agent_id=agent_id,
+            force=force,
+            retries=settings.retries,
+        ),
+        id=formation_workflow_id(agent_id, session.session_id),
+        task_queue=settings.temporal.task_queue,
+        start_signal="request",
+        start_signal_args=[force],
+        search_attributes=attributes(agent_id, user_id=user_id, session_id=session.session_id)
+        if settings.temporal.search_attributes
+        else None,
+        result_type=FormationSummary,
+    )
+
+
+async def request_consolidation(
+    client: Client, settings: Settings, key: ScopeKey, *, force: bool
+) -> WorkflowHandle[Any, Any]:
+    """Ask the one ConsolidateScope of ``key`` to run. The result is a ``ConsolidationSummary``
+    (not typed here: its module imports the activities, which import this one)."""
+    return await client.start_workflow(
+        CONSOLIDATE_WORKFLOW,
+        ConsolidationRequest(key=key, force=force, retries=settings.retries),
+        id=consolidation_workflow_id(key),
+        task_queue=settings.temporal.task_queue,
+        start_signal="request",
+        start_signal_args=[force],
+        search_attributes=scope_key_attributes(key)
+        if settings.temporal.search_attributes
+        else None,
+    )

@@ -1,0 +1,282 @@
+"""Cold sessions and the session lifecycle on the real dev server (the time-skipping server has no
+Schedules): the schedule a worker creates fires and forms a quiet session once, a manual trigger
+forms only what is cold, a hot trigger racing a cold run forms each message once, a backlog longer
+than a page drains over continued runs with a failing session counted and retried, and the end of a
+session consolidates its memory, which the scheduled job purges after the retention period."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from temporalio.client import Client, ScheduleOverlapPolicy
+from temporalio.service import RPCError
+from temporalio.testing import WorkflowEnvironment
+
+from client.schedule import (
+    describe_schedule,
+    ensure_schedule,
+    pause_schedule,
+    schedule_id,
+    trigger_schedule,
+)
+from memory.llm.base import LLMRequest
+from memory.models import MessageIn
+from memory.schemas import ExtractedFacts
+from memory.settings import FormationSettings, SessionSettings, Settings, TemporalSettings
+from tests.fakes import permanent
+from tests.harness import Harness, facts, reflections
+from worker import run_worker
+from workflows.cold_sessions import ColdSessionsInput, ColdSessionsResult
+from workflows.naming import COLD_SESSIONS_WORKFLOW, OUTCOME, formation_workflow_id
+
+
+def chat(session: str, n: int, *, minutes_ago: float, user: str = "alice") -> list[MessageIn]:
+    """``n`` messages of a session, the last one ``minutes_ago`` minutes before now."""
+    last = datetime.now(UTC) - timedelta(minutes=minutes_ago)
+    return [
+        MessageIn(
+            message_id=f"{session}-{i}",
+            role="user" if i % 2 == 0 else "agent",
+            content=f"{session} message {i}",
+            created_at=last - timedelta(seconds=n - 1 - i),
+            user_id=user if i % 2 == 0 else None,
+        )
+        for i in range(n)
+    ]
+
+
+async def until[T](probe: Callable[[], Awaitable[T]], what: str, within: float = 30) -> T:
+    """Poll the server (or the store) until ``probe`` returns something truthy."""
+    deadline = time.monotonic() + within
+    while not (value := await probe()):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{what}: not reached in {within}s")
+        await asyncio.sleep(0.05)
+    return value
+
+
+async def harness(env: WorkflowEnvironment, tmp_path: Path, **overrides: Any) -> Harness:
+    temporal = TemporalSettings(
+        address=env.client.service_client.config.target_host,
+        task_queue=f"cold-{uuid.uuid4().hex[:8]}",
+        search_attributes=True,
+    )
+    return await Harness.create(env, tmp_path, temporal=temporal, **overrides)
+
+
+@pytest.fixture
+async def cleanup() -> AsyncIterator[list[tuple[Client, Settings]]]:
+    """Schedules to delete after the test, so none keeps firing at a queue nobody polls."""
+    schedules: list[tuple[Client, Settings]] = []
+    yield schedules
+    for client, settings in schedules:
+        await client.get_schedule_handle(schedule_id(settings)).delete()
+
+
+async def formations(h: Harness, session: str) -> int:
+    state = await h.store.get_session_agent_state(session, "eve")
+    assert state is not None
+    return state.formations
+
+
+async def test_worker_start_creates_the_schedule_which_fires_and_forms_a_cold_session_once(
+    dev_env: WorkflowEnvironment, tmp_path: Path, cleanup: list[tuple[Client, Settings]]
+) -> None:
+    h = await harness(dev_env, tmp_path, sessions=SessionSettings(cold_scan_every_minutes=1 / 60))
+    cleanup.append((h.client, h.settings))
+    await h.record("quiet", chat("quiet", 4, minutes_ago=60))
+    stop = asyncio.Event()
+    worker = asyncio.create_task(run_worker(h.settings, stop, deps=h.deps))
+    try:
+        desc = await until(
+            lambda: _describe_if_exists(h.client, h.settings), "schedule created by the worker"
+        )
+        assert desc.schedule.policy.overlap == ScheduleOverlapPolicy.SKIP
+        assert [i.every for i in desc.schedule.spec.intervals] == [timedelta(seconds=1)]
+        await until(lambda: formations(h, "quiet"), "cold session formed by a scheduled run")
+        fired = (await describe_schedule(h.client, h.settings)).info.num_actions
+
+        async def fired_twice_more() -> bool:
+            info = (await describe_schedule(h.client, h.settings)).info
+            return info.num_actions >= fired + 2 and not info.running_actions
+
+        await until(fired_twice_more, "two more scheduled runs")
+        formed = await formations(h, "quiet")
+    finally:
+        stop.set()
+        await worker  # closes the store: the worker owns its deps
+    assert formed == 1
+    assert len(h.llm.calls("extract_facts")) == 1  # later runs found nothing cold
+
+
+async def _describe_if_exists(client: Client, settings: Settings) -> Any:
+    try:
+        return await describe_schedule(client, settings)
+    except RPCError:  # not created yet
+        return None
+
+
+async def test_manual_trigger_forms_cold_sessions_and_leaves_the_others_alone(
+    dev_env: WorkflowEnvironment, tmp_path: Path, cleanup: list[tuple[Client, Settings]]
+) -> None:
+    h = await harness(dev_env, tmp_path)
+    cleanup.append((h.client, h.settings))
+    await h.record("idle", chat("idle", 4, minutes_ago=11))
+    await h.record("talking", chat("talking", 4, minutes_ago=1))  # not idle long enough
+    await h.record("short", chat("short", 2, minutes_ago=60))  # too little to form
+    long = chat("long", 1, minutes_ago=60)[0].model_copy(update={"content": "tea " * 1600})
+    await h.record("long", [long])  # one message, but ≥ 1500 weighted tokens
+
+    assert await ensure_schedule(h.client, h.settings) == "created"
+    assert await ensure_schedule(h.client, h.settings) == "unchanged"
+    slower = h.settings.model_copy(update={"sessions": SessionSettings(cold_scan_every_minutes=7)})
+    await pause_schedule(h.client, h.settings)
+    assert await ensure_schedule(h.client, slower) == "updated"
+    desc = await describe_schedule(h.client, h.settings)
+    assert desc.schedule.state.paused  # an operator's pause survives an update
+    assert [i.every for i in desc.schedule.spec.intervals] == [timedelta(minutes=7)]
+    assert await ensure_schedule(h.client, h.settings) == "updated"
+
+    async with h.worker():
+        run = await trigger_schedule(h.client, h.settings)
+        result = await asyncio.wait_for(run.result(), 60)
+    assert (result.sessions, result.formed, result.failed) == (2, 2, 0)
+    assert {s: await formations(h, s) for s in ("idle", "long", "talking", "short")} == {
+        "idle": 1,
+        "long": 1,
+        "talking": 0,
+        "short": 0,
+    }
+    talking = await h.store.get_session_agent_state("talking", "eve")
+    assert talking is not None and talking.pending_messages == 4
+
+
+async def test_a_hot_trigger_racing_a_cold_run_forms_each_message_once(
+    dev_env: WorkflowEnvironment, tmp_path: Path, cleanup: list[tuple[Client, Settings]]
+) -> None:
+    h = await harness(dev_env, tmp_path, formation=FormationSettings(message_interval=4))
+    cleanup.append((h.client, h.settings))
+    entered, release = asyncio.Event(), asyncio.Event()
+
+    async def gated(request: LLMRequest) -> ExtractedFacts:
+        if not entered.is_set():
+            entered.set()
+            await release.wait()
+        return facts()
+
+    h.llm.defaults["extract_facts"] = gated
+    messages = chat("s1", 8, minutes_ago=30)
+    await h.record("s1", messages[:4])
+    await ensure_schedule(h.client, h.settings)
+    async with h.worker():
+        hot = await h.memory.maybe_form_memories("eve", "s1")
+        await entered.wait()  # the hot run is inside extract_facts of messages 1-4
+        await h.record("s1", messages[4:])  # still idle for the cold job: sent 30 minutes ago
+        cold = await trigger_schedule(h.client, h.settings)
+        formation = h.client.get_workflow_handle(formation_workflow_id("eve", "s1"))
+
+        async def cold_request_arrived() -> bool:
+            # Both starts are signal-with-start: the hot one's signal, then the cold one's.
+            history = await formation.fetch_history()
+            signals = [
+                e
+                for e in history.events
+                if e.HasField("workflow_execution_signaled_event_attributes")
+            ]
+            return len(signals) == 2
+
+        await until(cold_request_arrived, "the cold run's request reaching the hot run")
+        release.set()
+        result = await asyncio.wait_for(cold.result(), 60)
+        summary = await formation.result()
+    assert hot.started
+    seqs = [[m["seq"] for m in r.payload["messages"]] for r in h.llm.calls("extract_facts")]
+    assert seqs == [[1, 2, 3, 4], [5, 6, 7, 8]]  # each message formed once, in order
+    assert summary["formations"] == 2
+    assert (result.sessions, result.formed, result.failed) == (1, 1, 0)
+    state = await h.store.get_session_agent_state("s1", "eve")
+    assert state is not None and state.cursor_seq == 8 and state.formations == 2
+
+
+async def test_a_backlog_longer_than_a_page_drains_over_runs_and_a_failure_is_retried(
+    dev_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    h = await harness(dev_env, tmp_path, sessions=SessionSettings(cold_page_size=2))
+    sessions = ["b0", "bad", "b1"]
+    for i, s in enumerate(sessions):
+        await h.record(s, chat(s, 4, minutes_ago=60 - i))
+    broken = True
+
+    def extract(request: LLMRequest) -> ExtractedFacts:
+        if broken and "bad message" in request.payload["messages"][0]["content"]:
+            raise permanent()
+        return facts()
+
+    h.llm.defaults["extract_facts"] = extract
+    # One page per run: the second page is read by a continued-as-new run. (Temporal delays a
+    # run that follows a run shorter than a second by the rest of that second.)
+    inp = ColdSessionsInput.from_settings(h.settings).model_copy(update={"pages_per_run": 1})
+
+    async def run_job(n: int) -> tuple[ColdSessionsResult, Any]:
+        handle = await h.client.start_workflow(
+            COLD_SESSIONS_WORKFLOW,
+            inp,
+            id=f"cold-test-{uuid.uuid4().hex[:6]}-{n}",
+            task_queue=h.settings.temporal.task_queue,
+            result_type=ColdSessionsResult,
+        )
+        result = await asyncio.wait_for(handle.result(), 60)
+        return result, await h.client.get_workflow_handle(handle.id).describe()
+
+    async with h.worker():
+        first, described = await run_job(1)
+        broken = False
+        second, _ = await run_job(2)
+    # 3 sessions in pages of 2, each page in its own run.
+    assert (first.runs, first.pages, first.sessions) == (2, 2, 3)
+    assert (first.formed, first.failed) == (2, 1)
+    assert [(f.session_id, f.outcome) for f in first.failures] == [("bad", "failed")]
+    assert "bad request" in (first.failures[0].error or "")
+    assert described.typed_search_attributes.get(OUTCOME) == "failures"  # visible in the UI
+    assert (await described.memo())["failed"] == 1
+    assert (second.sessions, second.formed, second.failed) == (1, 1, 0)  # retried next run
+    assert {s: await formations(h, s) for s in sessions} == dict.fromkeys(sessions, 1)
+
+
+async def test_session_end_consolidates_the_session_scope_and_the_job_purges_it_later(
+    dev_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    # A retention of ~0.1 ms: the session is past it as soon as it ends.
+    h = await harness(dev_env, tmp_path, sessions=SessionSettings(ended_retention_days=1e-9))
+    memory = h.memory
+    assert await memory.on_session_start("eve", "s1", user_id="alice") == ""  # no messages yet
+    h.llm.defaults["extract_facts"] = facts(("Alice drinks green tea", "user"))
+    h.llm.defaults["extract_reflections"] = reflections(session=["the user is planning a trip"])
+    await h.record("s1", chat("s1", 2, minutes_ago=0))  # below every threshold
+    async with h.worker():
+        ended = await memory.on_session_end("eve", "s1")
+        context = await memory.on_session_start("eve", "s1", user_id="alice")
+        next_session = await memory.on_session_start("eve", "s2", user_id="alice")
+        purge = await h.client.execute_workflow(
+            COLD_SESSIONS_WORKFLOW,
+            ColdSessionsInput.from_settings(h.settings),
+            id=f"cold-test-{uuid.uuid4().hex[:6]}",
+            task_queue=h.settings.temporal.task_queue,
+            result_type=ColdSessionsResult,
+        )
+    assert ended.formation.formations == 1
+    assert (ended.consolidation.consolidations, ended.consolidation.absorbed) == (1, 1)
+    session = await h.store.get_session("s1")
+    assert session is not None and session.ended_at is not None
+    assert "<SessionMemory>" in context and "the user is planning a trip" in context
+    assert "Alice drinks green tea" in next_session and "<SessionMemory>" not in next_session
+    assert purge.purged == 1
+    assert await h.store.get_consolidated(h.key("session", "s1")) is None
+    assert await h.buffered(h.key("session", "s1")) == []

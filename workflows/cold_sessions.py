@@ -1,0 +1,235 @@
+"""ColdSessions: form the sessions that went quiet before a formation threshold, and purge the
+session memory of sessions ended long ago. Run by a Temporal Schedule (``client.schedule``), every
+few minutes, overlap policy skip: at most one run of the job at a time.
+
+A run fixes its idle cut (now - cold_after_minutes) once, then walks the store's cold-sessions index
+oldest first, page by page, until the end: a backlog of any size is drained, and nothing ages out
+(there is no date window). Every few pages it continues as new, carrying the cut, the index cursor
+and the totals, so its history stays small. Formed sessions leave the index; a session that failed
+stays in it behind the cursor, and the next scheduled run, which starts from the beginning again,
+tries it once more.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime, timedelta
+from typing import Any, NoReturn
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+
+with workflow.unsafe.imports_passed_through():
+    from pydantic import BaseModel, ConfigDict, Field
+
+    from activities.sessions import (
+        ColdCursor,
+        ColdFormRequest,
+        ColdPage,
+        ColdPageRequest,
+        SessionActivities,
+        SessionOutcome,
+    )
+    from memory.settings import RetrySettings, SessionSettings, Settings
+    from workflows import options
+    from workflows.naming import COLD_SESSIONS_WORKFLOW, OUTCOME
+
+# Pages (of either kind) per run before continuing as new: keeps each run's history short and
+# readable in the UI. Temporal's own suggestion to continue as new is honoured too.
+PAGES_PER_RUN = 10
+# How long the job waits for one formation, in LLM-call timeouts: a formation makes three LLM
+# calls and a few store calls. A formation still running after that goes on unwatched.
+_FORMATION_WAIT_LLM_TIMEOUTS = 4
+# Failed sessions kept by name in the result; the count is always exact.
+_FAILURES_SHOWN = 20
+
+
+class ColdSessionsResult(BaseModel):
+    """What the job did, over every run of one scheduled execution (continue-as-new included)."""
+
+    runs: int = 0
+    pages: int = 0
+    sessions: int = 0
+    formed: int = 0
+    nothing_due: int = 0
+    still_running: int = 0
+    failed: int = 0
+    messages_formed: int = 0
+    purged: int = 0
+    idle_before: datetime | None = None
+    failures: list[SessionOutcome] = Field(default_factory=list)
+
+    def add(self, outcomes: list[SessionOutcome]) -> None:
+        for o in outcomes:
+            self.sessions += 1
+            self.messages_formed += o.messages_formed
+            match o.outcome:
+                case "formed":
+                    self.formed += 1
+                case "nothing_due":
+                    self.nothing_due += 1
+                case "still_running":
+                    self.still_running += 1
+                case "failed":
+                    self.failed += 1
+                    if len(self.failures) < _FAILURES_SHOWN:
+                        self.failures.append(o)
+
+    def summary(self) -> str:
+        return (
+            f"{self.sessions} cold session(s): {self.formed} formed, {self.nothing_due} nothing due, "
+            f"{self.still_running} still running, {self.failed} failed; {self.messages_formed} "
+            f"messages formed; {self.purged} ended session(s) purged; {self.runs} run(s), "
+            f"{self.pages} page(s)"
+        )
+
+
+class ColdSessionsInput(BaseModel):
+    """The schedule's input (settings of the moment it was created or updated), then what each run
+    hands to the next one when it continues as new."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    sessions: SessionSettings
+    min_messages: int = Field(ge=1, description="A cold session has this many unformed messages")
+    min_weighted_tokens: float = Field(
+        ge=0, description="... or this many unformed weighted tokens"
+    )
+    retries: RetrySettings = RetrySettings()
+    search_attributes: bool = Field(False, description="Tag the run with MnemosOutcome")
+    pages_per_run: int = Field(PAGES_PER_RUN, ge=1)
+    # Carried across continue-as-new.
+    idle_before: datetime | None = None
+    after: ColdCursor | None = None
+    purge_done: bool = False
+    so_far: ColdSessionsResult | None = None
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> ColdSessionsInput:
+        return cls(
+            sessions=settings.sessions,
+            min_messages=settings.formation.min_messages,
+            min_weighted_tokens=settings.formation.token_interval,
+            retries=settings.retries,
+            search_attributes=settings.temporal.search_attributes,
+        )
+
+
+def _form_options(r: RetrySettings, req: ColdFormRequest) -> dict[str, Any]:
+    """The form activity waits on formations: its timeout is that of its slowest possible page."""
+    rounds = math.ceil(len(req.sessions) / req.concurrency)
+    return {
+        "start_to_close_timeout": timedelta(
+            seconds=req.wait_seconds * rounds + r.store_timeout_seconds
+        ),
+        "heartbeat_timeout": timedelta(seconds=r.llm_heartbeat_seconds),
+        "retry_policy": RetryPolicy(
+            initial_interval=timedelta(seconds=r.store_initial_interval_seconds),
+            backoff_coefficient=2.0,
+            maximum_interval=timedelta(seconds=r.store_max_interval_seconds),
+            maximum_attempts=r.store_max_attempts,
+            non_retryable_error_types=options.PERMANENT,
+        ),
+    }
+
+
+@workflow.defn(name=COLD_SESSIONS_WORKFLOW)
+class ColdSessionsWorkflow:
+    @workflow.run
+    async def run(self, inp: ColdSessionsInput) -> ColdSessionsResult:
+        now = workflow.now()
+        store = options.store(inp.retries)
+        cfg = inp.sessions
+        result = (inp.so_far or ColdSessionsResult()).model_copy(deep=True)
+        result.runs += 1
+        idle_before = inp.idle_before or now - timedelta(minutes=cfg.cold_after_minutes)
+        result.idle_before = idle_before
+        pages = 0
+
+        if not inp.purge_done:
+            ended_before = now - timedelta(days=cfg.ended_retention_days)
+            while True:
+                purged: list[str] = await workflow.execute_activity_method(
+                    SessionActivities.purge_ended_sessions,
+                    args=[ended_before, cfg.cold_page_size],
+                    **store,
+                )
+                result.purged += len(purged)
+                pages += 1
+                if len(purged) < cfg.cold_page_size:
+                    break
+                if self._should_continue(inp, pages):
+                    self._continue(inp, result, idle_before, after=None, purge_done=False)
+
+        after = inp.after
+        while True:
+            page: ColdPage = await workflow.execute_activity_method(
+                SessionActivities.find_cold_sessions,
+                ColdPageRequest(
+                    idle_before=idle_before,
+                    min_messages=inp.min_messages,
+                    min_weighted_tokens=inp.min_weighted_tokens,
+                    after=after,
+                    limit=cfg.cold_page_size,
+                ),
+                **store,
+            )
+            result.pages += 1
+            pages += 1
+            if page.sessions:
+                req = ColdFormRequest(
+                    sessions=page.sessions,
+                    concurrency=cfg.cold_concurrency,
+                    wait_seconds=_FORMATION_WAIT_LLM_TIMEOUTS * inp.retries.llm_timeout_seconds,
+                )
+                outcomes: list[SessionOutcome] = await workflow.execute_activity_method(
+                    SessionActivities.form_cold_sessions,
+                    req,
+                    **_form_options(inp.retries, req),
+                )
+                result.add(outcomes)
+                after = page.last
+            if len(page.sessions) < cfg.cold_page_size:
+                break
+            if self._should_continue(inp, pages):
+                self._continue(inp, result, idle_before, after=after, purge_done=True)
+
+        workflow.upsert_memo({"summary": result.summary(), "failed": result.failed})
+        if inp.search_attributes:
+            workflow.upsert_search_attributes(
+                [OUTCOME.value_set("failures" if result.failed else "ok")]
+            )
+        if result.failed:
+            # Each failure is logged by the activity with its session and error; this is the tally.
+            workflow.logger.warning(
+                "cold sessions run finished with failures",
+                extra={"failed": result.failed, "summary": result.summary()},
+            )
+        else:
+            workflow.logger.info("cold sessions run finished", extra={"summary": result.summary()})
+        return result
+
+    @staticmethod
+    def _should_continue(inp: ColdSessionsInput, pages: int) -> bool:
+        return pages >= inp.pages_per_run or workflow.info().is_continue_as_new_suggested()
+
+    @staticmethod
+    def _continue(
+        inp: ColdSessionsInput,
+        result: ColdSessionsResult,
+        idle_before: datetime,
+        *,
+        after: ColdCursor | None,
+        purge_done: bool,
+    ) -> NoReturn:
+        workflow.upsert_memo({"summary": f"in progress: {result.summary()}"})
+        workflow.continue_as_new(
+            inp.model_copy(
+                update={
+                    "idle_before": idle_before,
+                    "after": after,
+                    "purge_done": purge_done,
+                    "so_far": result,
+                }
+            )
+        )
