@@ -18,6 +18,7 @@ from temporalio.worker import Worker
 from activities.consolidation import ConsolidationActivities
 from activities.formation import FormationActivities
 from activities.sessions import SessionActivities
+from client.metrics import MetricsInterceptor, install_runtime
 from client.schedule import ensure_schedule
 from client.temporal import connect, ensure_search_attributes
 from memory.deps import Deps, open_deps
@@ -52,6 +53,7 @@ def build_worker(client: Client, deps: Deps, settings: Settings) -> Worker:
             sessions.form_cold_sessions,
             sessions.purge_ended_sessions,
         ],
+        interceptors=[MetricsInterceptor()],
         # Every activity is async; the executor is only for Temporal's own sync needs.
         activity_executor=ThreadPoolExecutor(max_workers=4),
     )
@@ -99,6 +101,7 @@ async def run_worker(settings: Settings, stop: asyncio.Event, deps: Deps | None 
 def main() -> None:
     settings = get_settings()
     configure_logging(settings.log_level)
+    install_runtime(settings)
     stop = asyncio.Event()
 
     async def _main() -> None:

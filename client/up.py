@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from client.memory_client import MemoryClient
+from client.metrics import install_runtime
 from client.stack import dev_server
 from memory.logging import configure_logging
 from memory.models import AgentConfig, FactFilter, MessageIn
@@ -112,6 +113,7 @@ def main() -> None:
     args = parser.parse_args()
     settings = get_settings()
     configure_logging("warning" if settings.log_level == "info" else settings.log_level)
+    install_runtime(settings)  # the worker's Prometheus endpoint, as `mnemos worker` has it
     asyncio.run(up(settings, exit_after_demo=args.exit))
 
 

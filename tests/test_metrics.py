@@ -1,0 +1,132 @@
+"""The Prometheus endpoint: after a real formation and consolidation on the dev server, one scrape
+returns Temporal's SDK metrics and ours, with the counts the runs reported."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import urllib.request
+from collections.abc import Iterable
+from pathlib import Path
+
+import pytest
+import temporalio.worker
+from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.samples import Sample
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.runtime import Runtime
+from temporalio.testing import WorkflowEnvironment
+
+from client import metrics
+from client.memory_client import MemoryClient
+from memory.settings import Settings, TemporalSettings
+from tests.harness import Harness, conversation, facts, reflections
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def _scrape(bind: str) -> dict[str, list[Sample]]:
+    with urllib.request.urlopen(f"http://{bind}/metrics", timeout=5) as response:
+        text = response.read().decode()
+    return {f.name: list(f.samples) for f in text_string_to_metric_families(text)}
+
+
+def _total(samples: Iterable[Sample], suffix: str = "", **labels: str) -> float:
+    """Sum of the samples (of ``suffix``: _count, _sum…) whose labels include ``labels``."""
+    return sum(
+        s.value
+        for s in samples
+        if (not suffix or s.name.endswith(suffix))
+        and all(s.labels.get(k) == v for k, v in labels.items())
+    )
+
+
+@pytest.fixture
+def bind() -> str:
+    return f"127.0.0.1:{_free_port()}"
+
+
+async def test_one_endpoint_serves_sdk_and_mnemos_metrics(
+    dev_env: WorkflowEnvironment, tmp_path: Path, bind: str
+) -> None:
+    runtime = metrics.worker_runtime(Settings(temporal=TemporalSettings(metrics_bind=bind)))
+    # The worker's client: its runtime serves /metrics, its interceptor records our metrics (a
+    # worker built on it picks the interceptor up; worker.py may give it to the Worker too).
+    client = await Client.connect(
+        dev_env.client.service_client.config.target_host,
+        data_converter=pydantic_data_converter,
+        runtime=runtime,
+        interceptors=[metrics.MetricsInterceptor()],
+    )
+    h = await Harness.create(dev_env, tmp_path)
+    h.client = client
+    await h.record("s1", conversation(4))
+    h.llm.script("extract_facts", facts(("Alice works at Acme Robotics", "user")))
+    h.llm.script("extract_reflections", reflections(user=["w", "x", "y", "z"]))
+    memory = MemoryClient(client, h.store, h.settings, embedder=h.embedder)
+    async with h.worker():
+        formed = await h.form("s1")
+        consolidated = await h.consolidation_result(h.key("user"))
+        await memory.memory_context("eve", "s1", user_id="alice")  # built: a miss
+        await memory.memory_context("eve", "s1", user_id="alice")  # unchanged: a hit
+        await memory.search_facts("eve", "Acme Robotics", user_id="alice")
+
+    scraped = await asyncio.to_thread(_scrape, bind)
+
+    assert _total(scraped["mnemos_formations"], outcome="committed") == 1
+    assert _total(scraped["mnemos_formations"]) == 1
+    calls = formed.llm_calls + consolidated.llm_calls
+    assert calls, "the scripted LLM reports usage"
+    model = calls[0].model
+    assert _total(scraped["mnemos_llm_calls"], model=model) == len(calls)
+    assert _total(scraped["mnemos_llm_tokens"], kind="input") == sum(c.input_tokens for c in calls)
+    assert _total(scraped["mnemos_llm_tokens"], kind="output") == sum(
+        c.output_tokens for c in calls
+    )
+    assert formed.embedding_calls > 0
+    assert _total(scraped["mnemos_embedding_calls"]) == formed.embedding_calls
+    assert _total(scraped["mnemos_consolidations"], scope="user", outcome="applied") == 1
+    assert _total(scraped["mnemos_context_cache_requests"], result="miss") == 1
+    assert _total(scraped["mnemos_context_cache_requests"], result="hit") == 1
+    assert _total(scraped["mnemos_search_latency"], "_count") == 1
+    # The SDK's own metrics, on the same endpoint.
+    queue = h.settings.temporal.task_queue
+    assert (
+        _total(
+            scraped["temporal_workflow_completed"], task_queue=queue, workflow_type="FormMemories"
+        )
+        == 1
+    )
+    assert _total(scraped["temporal_activity_execution_latency"], "_count", task_queue=queue) > 0
+
+
+def test_a_busy_metrics_address_is_one_clear_error(bind: str) -> None:
+    settings = Settings(temporal=TemporalSettings(metrics_bind=bind))
+    first = metrics.worker_runtime(settings)  # holds the port while referenced
+    with pytest.raises(metrics.MetricsEndpointError, match="already in use"):
+        metrics.worker_runtime(settings)
+    assert first.metric_meter is not Runtime.default().metric_meter
+
+
+def test_no_bind_address_means_no_endpoint() -> None:
+    settings = Settings(temporal=TemporalSettings(metrics_bind=""))
+    assert metrics.worker_runtime(settings) is Runtime.default()
+
+
+class _Activities(temporalio.worker.ActivityInboundInterceptor):
+    """The innermost link of a worker's activity chain (never called here)."""
+
+    def __init__(self) -> None:
+        pass
+
+
+def test_given_to_both_client_and_worker_the_interceptor_wraps_once() -> None:
+    # A worker wraps its activity chain with its own interceptors, then with the client's.
+    inner = metrics.MetricsInterceptor().intercept_activity(_Activities())
+    assert metrics.MetricsInterceptor().intercept_activity(inner) is inner
