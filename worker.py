@@ -59,6 +59,29 @@ def build_worker(client: Client, deps: Deps, settings: Settings) -> Worker:
     )
 
 
+def build_llm_worker(client: Client, deps: Deps, settings: Settings) -> Worker | None:
+    """Workers of the LLM queue, when one is configured: only the LLM-bound activities, at most
+    ``llm_activities_per_second`` across every worker of the queue (the provider's quota), so the
+    store steps and the workflows on the main queue never wait behind it."""
+    queue = settings.temporal.llm_task_queue
+    if not queue:
+        return None
+    formation = FormationActivities(deps)
+    consolidation = ConsolidationActivities(deps, client)
+    return Worker(
+        client,
+        task_queue=queue,
+        activities=[
+            formation.extract_facts,
+            formation.decide_fact_changes,
+            formation.extract_reflections,
+            consolidation.draft_consolidation,
+        ],
+        max_task_queue_activities_per_second=settings.temporal.llm_activities_per_second,
+        interceptors=[MetricsInterceptor()],
+    )
+
+
 @contextlib.asynccontextmanager
 async def running_worker(
     settings: Settings, deps: Deps | None = None
@@ -85,7 +108,11 @@ async def running_worker(
         cold_sessions_schedule=schedule,
     )
     try:
-        async with build_worker(client, deps, settings):
+        async with contextlib.AsyncExitStack() as workers:
+            await workers.enter_async_context(build_worker(client, deps, settings))
+            llm_worker = build_llm_worker(client, deps, settings)
+            if llm_worker is not None:
+                await workers.enter_async_context(llm_worker)
             yield client, deps
     finally:
         await deps.close()

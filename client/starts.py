@@ -38,6 +38,7 @@ async def start_formation(
             agent_id=agent_id,
             force=force,
             retries=settings.retries,
+            llm_task_queue=settings.temporal.llm_task_queue,
         ),
         id=formation_workflow_id(agent_id, session.session_id),
         task_queue=settings.temporal.task_queue,
@@ -57,7 +58,12 @@ async def request_consolidation(
     (not typed here: its module imports the activities, which import this one)."""
     return await client.start_workflow(
         CONSOLIDATE_WORKFLOW,
-        ConsolidationRequest(key=key, force=force, retries=settings.retries),
+        ConsolidationRequest(
+            key=key,
+            force=force,
+            retries=settings.retries,
+            llm_task_queue=settings.temporal.llm_task_queue,
+        ),
         id=consolidation_workflow_id(key),
         task_queue=settings.temporal.task_queue,
         start_signal="request",

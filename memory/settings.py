@@ -240,6 +240,11 @@ class TemporalSettings(_Group):
     llm_task_queue: str | None = Field(
         None, description="Separate queue for LLM-bound activities (None: same queue)"
     )
+    llm_activities_per_second: float | None = Field(
+        None,
+        gt=0,
+        description="Rate limit of the LLM queue across its workers (provider quota / s)",
+    )
     ui_url: str = Field("http://127.0.0.1:8233", description="Temporal Web UI, for links")
     search_attributes: bool = Field(
         True,

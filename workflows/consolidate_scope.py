@@ -47,7 +47,8 @@ class ConsolidateScopeWorkflow:
 
     @workflow.run
     async def run(self, req: ConsolidationRequest) -> ConsolidationSummary:
-        self._llm, self._store = options.llm(req.retries), options.store(req.retries)
+        self._llm = options.llm(req.retries, req.llm_task_queue)
+        self._store = options.store(req.retries)
         summary = ConsolidationSummary()
         force = req.force
         while True:

@@ -56,7 +56,8 @@ class FormMemoriesWorkflow:
     @workflow.run
     async def run(self, req: FormationRequest) -> FormationSummary:
         started = workflow.now()
-        self._llm, self._store = options.llm(req.retries), options.store(req.retries)
+        self._llm = options.llm(req.retries, req.llm_task_queue)
+        self._store = options.store(req.retries)
         summary = FormationSummary()
         force = req.force
         while True:

@@ -26,8 +26,11 @@ PERMANENT = [
 ]
 
 
-def llm(r: RetrySettings) -> dict[str, Any]:
+def llm(r: RetrySettings, task_queue: str | None = None) -> dict[str, Any]:
+    """Options of an LLM step; ``task_queue`` routes it to the rate-limited LLM workers."""
+    routed = {"task_queue": task_queue} if task_queue else {}
     return {
+        **routed,
         "start_to_close_timeout": timedelta(seconds=r.llm_timeout_seconds),
         "heartbeat_timeout": timedelta(seconds=r.llm_heartbeat_seconds),
         "retry_policy": RetryPolicy(

@@ -18,6 +18,9 @@ class FormationRequest(_T):
     agent_id: Id
     force: bool = Field(False, description="Form whatever is pending, below the thresholds too")
     retries: RetrySettings = RetrySettings()
+    llm_task_queue: str | None = Field(
+        None, description="Where LLM steps run (None: the workflow's queue)"
+    )
 
 
 class Window(_T):
@@ -122,6 +125,7 @@ class ConsolidationRequest(_T):
     key: ScopeKey
     force: bool = False
     retries: RetrySettings = RetrySettings()
+    llm_task_queue: str | None = None
 
 
 class ConsolidationDraft(_T):
