@@ -11,11 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, TypeAdapter
 from temporalio.client import Client, WorkflowHandle
 
+from client import tools
+from client.management import MemoryManager, MemoryStats, ScopeConsolidationStatus
 from client.metrics import ClientMetrics, client_meter
 from client.starts import request_consolidation, start_formation
 from client.temporal import connect
@@ -242,3 +244,48 @@ class MemoryClient:
                 debug=debug,
                 now=datetime.now(UTC),
             )
+
+    # ------------------------------------------------------------ the search_facts tool
+
+    def search_facts_tool(
+        self, api: Literal["openai", "openai_responses", "gemini"] = "openai"
+    ) -> dict[str, Any]:
+        """The tool definition to hand to the agent's model (002: agents with memory get it)."""
+        build = {
+            "openai": tools.openai_tool,
+            "openai_responses": tools.openai_responses_tool,
+            "gemini": tools.gemini_tool,
+        }
+        return build[api](self.settings.rag)
+
+    async def handle_search_facts(
+        self,
+        arguments: str | dict[str, Any],
+        *,
+        agent_id: str,
+        session_id: str | None,
+        user_id: str | None,
+    ) -> str:
+        """Execute the model's ``search_facts`` call; the text to return as the tool result."""
+        return await tools.handle_tool_call(
+            self, arguments, agent_id=agent_id, session_id=session_id, user_id=user_id
+        )
+
+    # ------------------------------------------------------------ monitoring and management (002 "Monitoring")
+
+    @property
+    def manager(self) -> MemoryManager:
+        """Facts, reflections and blobs for a backend's own memory UI (the CLI uses the same)."""
+        return MemoryManager(self.store, self.embedder, self.settings)
+
+    async def memory_stats(
+        self, agent_id: str, user_id: str | None = None, session_id: str | None = None
+    ) -> MemoryStats:
+        """Per scope: word count and version of the blob, buffered reflections, facts."""
+        return await self.manager.stats(agent_id, user_id, session_id)
+
+    async def consolidation_status(
+        self, agent_id: str, user_id: str | None = None, session_id: str | None = None
+    ) -> list[ScopeConsolidationStatus]:
+        """Per scope: buffer size against the consolidation threshold."""
+        return await self.manager.consolidation_status(agent_id, user_id, session_id)

@@ -9,7 +9,7 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from memory.errors import InvalidInputError, NotFoundError
-from tests.harness import T0, Harness, conversation
+from tests.harness import T0, Harness, conversation, reflections
 
 
 def message(**overrides: Any) -> dict[str, Any]:
@@ -61,3 +61,35 @@ async def test_recording_twice_is_idempotent(time_env: WorkflowEnvironment, tmp_
     again = await h.memory.record_messages("eve", "s1", conversation(4))
     assert (first.inserted, again.inserted, again.duplicates) == (4, 0, 4)
     assert again.state.last_seq == 4 and again.state.pending_messages == 4
+
+
+async def test_the_client_hands_out_the_tool_and_the_monitoring_views(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    h = await Harness.create(time_env, tmp_path)
+    await h.record("s1", conversation(4))
+    h.llm.script(
+        "extract_reflections", reflections(user=["Alice likes bullets"], session=["planning"])
+    )
+    async with h.worker():
+        await h.form("s1")
+    memory = h.memory
+    assert memory.search_facts_tool("gemini")["function_declarations"][0]["name"] == "search_facts"
+    assert (
+        memory.search_facts_tool()["function"]["parameters"]["properties"]["top_k"]["maximum"] == 25
+    )
+    answer = await memory.handle_search_facts(
+        '{"query": "anything"}', agent_id="eve", session_id="s1", user_id="alice"
+    )
+    assert answer == "No matching facts in long-term memory."
+    status = {
+        s.scope_key.key: (s.buffered, s.threshold, s.due)
+        for s in await memory.consolidation_status("eve", "alice", "s1")
+    }
+    assert status == {
+        "agent:eve": (0, 10, False),
+        "user:eve:alice": (1, 4, False),
+        "session:eve:s1": (1, 4, False),
+    }
+    stats = await memory.memory_stats("eve", "alice", "s1")
+    assert [s.buffered_reflections for s in stats.scopes] == [0, 1, 1]
