@@ -32,10 +32,8 @@ sys.path.insert(0, str(ROOT))
 
 from pydantic import BaseModel  # noqa: E402
 from temporalio.client import Client, WorkflowHandle  # noqa: E402
-from temporalio.contrib.pydantic import pydantic_data_converter  # noqa: E402
-from temporalio.testing import WorkflowEnvironment  # noqa: E402
 
-from client.binaries import temporal_cli  # noqa: E402
+from bench.common import dev_server  # noqa: E402
 from client.memory_client import MemoryClient  # noqa: E402
 from client.schedule import ensure_schedule, schedule_id, trigger_schedule  # noqa: E402
 from memory.deps import Deps  # noqa: E402
@@ -141,21 +139,8 @@ async def drain(
 
 async def main(args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
-        env = await WorkflowEnvironment.start_local(
-            dev_server_existing_path=str(temporal_cli()),
-            data_converter=pydantic_data_converter,
-            dev_server_database_filename=str(Path(tmp) / "temporal.db"),
-            dev_server_extra_args=[
-                "--sqlite-pragma",
-                "journal_mode=wal",
-                "--sqlite-pragma",
-                "synchronous=1",
-            ],
-        )
-        try:
+        async with dev_server(Path(tmp)) as env:
             results, runs, wall = await drain(env.client, Path(tmp), args)
-        finally:
-            await env.shutdown()
     working = [r for r in results if r.sessions]  # the last firing only confirms the end
     all_runs = [s for firing in runs[: len(working)] for s in firing]
     formed = sum(r.formed for r in results)

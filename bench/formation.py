@@ -23,12 +23,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from temporalio.client import Client  # noqa: E402
-from temporalio.contrib.pydantic import pydantic_data_converter  # noqa: E402
-from temporalio.testing import WorkflowEnvironment  # noqa: E402
 from temporalio.worker import Worker  # noqa: E402
 
+from bench.common import dev_server  # noqa: E402
 from bench.noop_chain import NoopChainWorkflow, noop  # noqa: E402
-from client.binaries import temporal_cli  # noqa: E402
 from client.memory_client import MemoryClient  # noqa: E402
 from memory.deps import Deps  # noqa: E402
 from memory.llm.heuristic import HeuristicProvider  # noqa: E402
@@ -117,24 +115,11 @@ async def run_noop_chains(client: Client, chains: int, steps: int) -> tuple[list
 
 async def main(sessions: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
-        env = await WorkflowEnvironment.start_local(
-            dev_server_existing_path=str(temporal_cli()),
-            data_converter=pydantic_data_converter,
-            dev_server_database_filename=str(Path(tmp) / "temporal.db"),
-            dev_server_extra_args=[
-                "--sqlite-pragma",
-                "journal_mode=wal",
-                "--sqlite-pragma",
-                "synchronous=1",
-            ],
-        )
-        try:
+        async with dev_server(Path(tmp)) as env:
             f_lat, f_wall, summaries, activities = await run_formations(
                 env.client, Path(tmp), sessions
             )
             n_lat, n_wall = await run_noop_chains(env.client, sessions, activities)
-        finally:
-            await env.shutdown()
     f_tput, n_tput = sessions / f_wall, sessions / n_wall
     sample = summaries[0]
     llm, emb = len(sample.llm_calls), sample.embedding_calls

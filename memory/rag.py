@@ -49,12 +49,12 @@ from pydantic import BaseModel, ConfigDict
 from memory.context import age_suffix, visible_scopes
 from memory.embedding.base import Embedder
 from memory.errors import EmbeddingMismatchError, InvalidInputError
+from memory.fusion import RankedList, Source, fuse
 from memory.models import AgentConfig, FactFilter, FactScope, ScoredFact, SessionInfo
 from memory.settings import RagSettings, Settings
 from memory.store.base import MemoryStore, Vector
 
 SearchMode = Literal["hybrid", "vector", "text"]
-Source = Literal["vector", "text"]
 MAX_QUERY_CHARS = 2000
 
 # How much each list counts in the fused score (hybrid mode). On LoCoMo (MiniLM + BM25) any vector
@@ -171,78 +171,6 @@ def content_words(query: str) -> str:
     words = _WORD.findall(query)
     kept = [w for w in words if w.casefold() not in STOP_WORDS]
     return " ".join(kept or words)
-
-
-# ------------------------------------------------------------------ fusion
-
-
-@dataclass(frozen=True)
-class RankedList:
-    """One store search's candidates that passed its threshold, best first."""
-
-    query_index: int
-    source: Source
-    facts: Sequence[ScoredFact]
-
-
-@dataclass(frozen=True)
-class Fused:
-    hit: ScoredFact
-    rrf: float
-    score: float
-
-
-def rrf_scores(lists: Sequence[RankedList], k: int) -> dict[str, float]:
-    """Classic reciprocal rank fusion: Σ over lists of 1 / (k + rank), ranks from 1."""
-    scores: dict[str, float] = {}
-    for ranked in lists:
-        for rank, scored in enumerate(ranked.facts, start=1):
-            fid = scored.fact.fact_id
-            scores[fid] = scores.get(fid, 0.0) + 1.0 / (k + rank)
-    return scores
-
-
-def normalized(facts: Sequence[ScoredFact]) -> dict[str, float]:
-    """Min-max over the list: best 1, worst 0 (all 1 when the scores are equal)."""
-    if not facts:
-        return {}
-    scores = [f.score for f in facts]
-    low, span = min(scores), max(scores) - min(scores)
-    return {f.fact.fact_id: (f.score - low) / span if span > 0 else 1.0 for f in facts}
-
-
-def fuse(
-    lists: Sequence[RankedList],
-    *,
-    k: int,
-    weights: Mapping[Source, float],
-    min_rrf: float,
-) -> list[Fused]:
-    """Deduplicated candidates whose classic RRF reaches ``min_rrf``, best first.
-
-    Ranking score, in [0, 1]: per query, Σ over its lists of weight × min-max-normalised score
-    (weights scaled to sum to 1; a fact absent from a list gets 0 there), and per fact the best
-    over queries — each query is its own question, so a fact that answers one query well is not
-    outranked by one that half-matches several. On LoCoMo this beats classic RRF by 5–7 points of
-    recall@5: ranks throw away how far apart the candidates are, and BM25's gaps are informative.
-    """
-    gate = rrf_scores(lists, k)
-    total = sum(weights[source] for source in {r.source for r in lists}) or 1.0
-    per_query: dict[tuple[int, str], float] = {}
-    first: dict[str, ScoredFact] = {}
-    for ranked in lists:
-        share = weights[ranked.source] / total
-        for fid, value in normalized(ranked.facts).items():
-            key = (ranked.query_index, fid)
-            per_query[key] = per_query.get(key, 0.0) + share * value
-        for scored in ranked.facts:
-            first.setdefault(scored.fact.fact_id, scored)
-    best: dict[str, float] = {}
-    for (_, fid), value in per_query.items():
-        best[fid] = max(best.get(fid, 0.0), value)
-    fused = [Fused(first[f], gate[f], best[f]) for f in first if gate[f] >= min_rrf]
-    fused.sort(key=lambda x: (-x.score, -x.rrf, x.hit.fact.fact_id))
-    return fused
 
 
 # ------------------------------------------------------------------ search

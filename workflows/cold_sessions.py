@@ -17,7 +17,6 @@ from datetime import datetime, timedelta
 from typing import Any, NoReturn
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
     from pydantic import BaseModel, ConfigDict, Field
@@ -116,20 +115,15 @@ class ColdSessionsInput(BaseModel):
 
 
 def _form_options(r: RetrySettings, req: ColdFormRequest) -> dict[str, Any]:
-    """The form activity waits on formations: its timeout is that of its slowest possible page."""
+    """The form activity waits on formations: its timeout is that of its slowest possible page,
+    and it heartbeats so a dead worker is noticed as fast as in an LLM step."""
     rounds = math.ceil(len(req.sessions) / req.concurrency)
     return {
+        **options.store(r),
         "start_to_close_timeout": timedelta(
             seconds=req.wait_seconds * rounds + r.store_timeout_seconds
         ),
         "heartbeat_timeout": timedelta(seconds=r.llm_heartbeat_seconds),
-        "retry_policy": RetryPolicy(
-            initial_interval=timedelta(seconds=r.store_initial_interval_seconds),
-            backoff_coefficient=2.0,
-            maximum_interval=timedelta(seconds=r.store_max_interval_seconds),
-            maximum_attempts=r.store_max_attempts,
-            non_retryable_error_types=options.PERMANENT,
-        ),
     }
 
 

@@ -1,21 +1,14 @@
-"""The embedded backend: one SQLite file in WAL mode, stdlib sqlite3 only.
-
-Every database call runs on one dedicated worker thread that owns the connection, so the event
-loop never waits on disk or on a lock. Several stores (threads or processes) may share the file:
-writes are BEGIN IMMEDIATE transactions, which take the write lock up front and wait for it
-(busy_timeout) instead of failing when a read transaction would have to be upgraded.
-"""
+"""The embedded backend: one SQLite file in WAL mode, stdlib sqlite3 only, FTS5 for text and an
+in-process numpy matrix per agent for exact cosine search. Every call runs on the store's own
+thread (sqlite_thread), never on the event loop."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import sqlite3
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Sequence
 from datetime import datetime
 from functools import partial
-from pathlib import Path
 
 import numpy as np
 
@@ -62,63 +55,17 @@ from memory.store.sqlite_sessions import (
     read_state,
     record_messages_tx,
 )
-
-BUSY_TIMEOUT_SECONDS = 30.0
-
-
-def _transaction[T](
-    conn: sqlite3.Connection, begin: str, body: Callable[[sqlite3.Connection], T]
-) -> T:
-    """Run body between ``begin`` and COMMIT; any exception rolls everything back."""
-    conn.execute(begin)
-    try:
-        result = body(conn)
-        conn.execute("COMMIT")
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
-    return result
+from memory.store.sqlite_thread import SQLiteThread
 
 
-class SQLiteStore(SQLiteManagement):
+class SQLiteStore(SQLiteThread, SQLiteManagement):
     """The store on one SQLite file; the management methods are in sqlite_manage."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
-        self._path = Path(path)
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mnemos-sqlite")
-        self._conn: sqlite3.Connection | None = None  # opened and used on the worker thread only
+        super().__init__(path)
         self._vectors = VectorCache()
         self._meta: tuple[str, int] | None = None  # never changes once set
         self._closed = False
-
-    # ------------------------------------------------------------ worker thread plumbing
-
-    def _connection(self) -> sqlite3.Connection:
-        if self._conn is None:
-            self._path.parent.mkdir(parents=True, exist_ok=True)
-            # check_same_thread off: the single worker thread serialises every use anyway.
-            conn = sqlite3.connect(
-                self._path, autocommit=True, timeout=BUSY_TIMEOUT_SECONDS, check_same_thread=False
-            )
-            conn.row_factory = sqlite3.Row
-            conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_SECONDS * 1000)}")
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA synchronous = NORMAL")
-            conn.execute("PRAGMA foreign_keys = ON")
-            self._conn = conn
-        return self._conn
-
-    async def _call[T](self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, lambda: fn(self._connection()))
-
-    async def _read[T](self, body: Callable[[sqlite3.Connection], T]) -> T:
-        """One consistent snapshot for every statement of ``body``."""
-        return await self._call(lambda conn: _transaction(conn, "BEGIN", body))
-
-    async def _write[T](self, body: Callable[[sqlite3.Connection], T]) -> T:
-        return await self._call(lambda conn: _transaction(conn, "BEGIN IMMEDIATE", body))
 
     # ------------------------------------------------------------ lifecycle
 

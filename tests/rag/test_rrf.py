@@ -5,18 +5,9 @@ from __future__ import annotations
 import pytest
 
 from memory.errors import InvalidInputError
+from memory.fusion import RankedList, Source, fuse, normalized, rrf_scores
 from memory.models import Fact, ScoredFact
-from memory.rag import (
-    HYBRID_WEIGHTS,
-    RankedList,
-    Source,
-    check_top_k,
-    clean_queries,
-    content_words,
-    fuse,
-    normalized,
-    rrf_scores,
-)
+from memory.rag import HYBRID_WEIGHTS, check_top_k, clean_queries, content_words
 from memory.settings import RagSettings
 from tests.rag.builders import T0
 
