@@ -31,7 +31,6 @@ from memory.models import (
 )
 from memory.store.base import Vector
 from memory.store.sqlite_codec import (
-    FACT_COLUMNS,
     consolidated_from_row,
     fact_columns,
     fact_from_row,
@@ -48,7 +47,12 @@ from memory.store.sqlite_manage import SQLiteManagement
 from memory.store.sqlite_meta import chunks, marks, read_embedding_meta
 from memory.store.sqlite_reflections import commit_consolidation_tx
 from memory.store.sqlite_schema import DDL, SCHEMA_VERSION
-from memory.store.sqlite_search import VectorCache, fact_filter_sql, fts_match_expression
+from memory.store.sqlite_search import (
+    VectorCache,
+    fact_filter_sql,
+    facts_by_id,
+    fts_match_expression,
+)
 from memory.store.sqlite_sessions import (
     list_cold_sessions_q,
     purge_ended_sessions_tx,
@@ -246,7 +250,7 @@ class SQLiteStore(SQLiteThread, SQLiteManagement):
 
     async def get_facts(self, fact_ids: Sequence[str]) -> list[Fact]:
         ids = list(dict.fromkeys(fact_ids))
-        return await self._read(lambda conn: _facts_by_id(conn, ids))
+        return await self._read(lambda conn: facts_by_id(conn, ids))
 
     async def vector_search(
         self, query: Vector, flt: FactFilter, *, limit: int, min_score: float = -1.0
@@ -262,7 +266,7 @@ class SQLiteStore(SQLiteThread, SQLiteManagement):
                     f"query has dimension {vector.size}, stored facts have {meta[1]} ({meta[0]})"
                 )
             hits = self._vectors.search(conn, vector, flt, limit=limit, min_score=min_score)
-            facts = {fact.fact_id: fact for fact in _facts_by_id(conn, [h[0] for h in hits])}
+            facts = {fact.fact_id: fact for fact in facts_by_id(conn, [h[0] for h in hits])}
             return [ScoredFact(fact=facts[fid], score=score) for fid, score in hits]
 
         return await self._read(search)
@@ -388,14 +392,3 @@ class SQLiteStore(SQLiteThread, SQLiteManagement):
             return versions
 
         return await self._read(load)
-
-
-def _facts_by_id(conn: sqlite3.Connection, ids: Sequence[str]) -> list[Fact]:
-    """The facts that exist among ``ids``, in the order asked."""
-    found: dict[str, Fact] = {}
-    for chunk in chunks(ids):
-        for row in conn.execute(
-            f"SELECT {FACT_COLUMNS} FROM facts WHERE fact_id IN ({marks(chunk)})", chunk
-        ):
-            found[row["fact_id"]] = fact_from_row(row)
-    return [found[fid] for fid in ids if fid in found]

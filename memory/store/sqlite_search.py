@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import re
 import sqlite3
+from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
 
-from memory.models import FactFilter
+from memory.models import Fact, FactFilter
 from memory.store.base import Vector
+from memory.store.sqlite_codec import FACT_COLUMNS, fact_from_row
+from memory.store.sqlite_meta import chunks, marks
 from memory.store.sqlite_schema import fact_counter_key
 
 _WORD = re.compile(r"\w+")
@@ -201,3 +204,14 @@ class VectorCache:
             agent.apply(batch)
         agent.seen = counter
         return agent
+
+
+def facts_by_id(conn: sqlite3.Connection, ids: Sequence[str]) -> list[Fact]:
+    """The facts that exist among ``ids``, in the order asked."""
+    found: dict[str, Fact] = {}
+    for chunk in chunks(ids):
+        for row in conn.execute(
+            f"SELECT {FACT_COLUMNS} FROM facts WHERE fact_id IN ({marks(chunk)})", chunk
+        ):
+            found[row["fact_id"]] = fact_from_row(row)
+    return [found[fid] for fid in ids if fid in found]
