@@ -10,7 +10,6 @@ import asyncio
 import contextlib
 import signal
 from collections.abc import AsyncIterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 
 from temporalio.client import Client
 from temporalio.worker import Worker
@@ -54,8 +53,6 @@ def build_worker(client: Client, deps: Deps, settings: Settings) -> Worker:
             sessions.purge_ended_sessions,
         ],
         interceptors=[MetricsInterceptor()],
-        # Every activity is async; the executor is only for Temporal's own sync needs.
-        activity_executor=ThreadPoolExecutor(max_workers=4),
     )
 
 
