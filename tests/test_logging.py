@@ -19,7 +19,12 @@ def test_json_lines_with_ids_and_no_secrets(capsys: pytest.CaptureFixture[str]) 
         input_tokens=42,
     )
     line = json.loads(capsys.readouterr().err.strip().splitlines()[-1])
-    assert (line["event"], line["agent_id"], line["session_id"], line["level"]) == ("connected", "eve", "s1", "info")
+    assert (line["event"], line["agent_id"], line["session_id"], line["level"]) == (
+        "connected",
+        "eve",
+        "s1",
+        "info",
+    )
     assert line["api_key"] == "[redacted]" and line["mongodb_uri"] == "[redacted]"
     assert "pw@" not in line["note"] and "[redacted]@db.local" in line["note"]
     assert line["input_tokens"] == 42  # a count is not a secret
