@@ -3,14 +3,32 @@
 from __future__ import annotations
 
 import json
+import logging
+from collections.abc import Iterator
 
 import pytest
+import structlog
 
 from memory.logging import configure_logging, get_logger
 
 
+@pytest.fixture
+def restored_logging() -> Iterator[None]:
+    """Put logging back after the test: a logger left writing to the test's closed capture stream
+    would break every later test."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    try:
+        yield
+    finally:
+        structlog.reset_defaults()
+        root.handlers[:] = handlers
+        root.setLevel(level)
+
+
+@pytest.mark.usefixtures("restored_logging")
 def test_json_lines_with_ids_and_no_secrets(capsys: pytest.CaptureFixture[str]) -> None:
-    configure_logging("info")
+    configure_logging("info")  # here, so that it writes to this test's captured stderr
     get_logger(agent_id="eve", session_id="s1").info(
         "connected",
         api_key="sk-live-123",
