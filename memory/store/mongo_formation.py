@@ -14,11 +14,8 @@ from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.asynchronous.database import AsyncDatabase
 
 from memory.errors import (
-    ConflictError,
-    EmbeddingMismatchError,
     InvalidInputError,
     NotFoundError,
-    StaleDecisionError,
 )
 from memory.ids import content_hash
 from memory.models import (
@@ -27,6 +24,12 @@ from memory.models import (
     FactUpdate,
     FormationCommit,
     FormationCommitResult,
+)
+from memory.store.commit_rules import (
+    check_current,
+    check_cursor,
+    check_embedding_meta,
+    commit_dimension,
 )
 from memory.store.mongo_docs import (
     Doc,
@@ -59,18 +62,7 @@ async def commit_formation_tx(
         stored = FormationCommitResult.model_validate(done["result"])
         return stored.model_copy(update={"already_committed": True})
 
-    state = await read_state(db, commit.session_id, commit.agent_id, session)
-    if state is None:
-        raise NotFoundError(f"agent {commit.agent_id} is not in session {commit.session_id}")
-    if state.cursor_seq != commit.expected_cursor:
-        raise ConflictError(
-            f"cursor of {commit.agent_id} in {commit.session_id} is {state.cursor_seq}, "
-            f"not {commit.expected_cursor}"
-        )
-    if not commit.expected_cursor <= commit.new_cursor <= state.last_seq:
-        raise InvalidInputError(
-            f"new cursor {commit.new_cursor} outside [{commit.expected_cursor}, {state.last_seq}]"
-        )
+    check_cursor(await read_state(db, commit.session_id, commit.agent_id, session), commit)
     await _check_embeddings(db, session, commit)
 
     facts = _FactWriter(db, session, commit)
@@ -123,25 +115,17 @@ async def _check_embeddings(
 ) -> None:
     """All vectors of the commit share the stored model and dimension (the first commit sets
     them)."""
-    dims = {len(op.embedding) for op in commit.fact_ops if isinstance(op, FactAdd | FactUpdate)}
-    if not dims:
+    dimension = commit_dimension(commit)
+    if dimension is None:
         return
-    if len(dims) > 1:
-        raise EmbeddingMismatchError(f"vectors of several dimensions in one commit: {sorted(dims)}")
-    dimension = dims.pop()
-    if dimension == 0:
-        raise InvalidInputError("empty embedding")
     meta = await db.meta.find_one({"_id": EMBEDDING_META_ID}, session=session)
     if meta is None:
         await db.meta.insert_one(
             {"_id": EMBEDDING_META_ID, "model": commit.embedding_model, "dimension": dimension},
             session=session,
         )
-    elif (meta["model"], meta["dimension"]) != (commit.embedding_model, dimension):
-        raise EmbeddingMismatchError(
-            f"commit has {commit.embedding_model}/{dimension}, "
-            f"stored facts have {meta['model']}/{meta['dimension']}"
-        )
+    else:
+        check_embedding_meta(commit, dimension, (meta["model"], meta["dimension"]))
 
 
 def revision(doc: Doc, *, at: str, reason: str) -> Doc:
@@ -216,12 +200,12 @@ class _FactWriter:
         doc = await self.facts.find_one({"_id": fact_id}, session=self.session)
         if doc is None or doc["agent_id"] != self.commit.agent_id:
             raise NotFoundError(f"no fact {fact_id} of agent {self.commit.agent_id}")
-        if doc["version"] != expected_version or doc["invalidated"]:
-            raise StaleDecisionError(
-                f"fact {fact_id} is at version {doc['version']}"
-                f"{' (invalidated)' if doc['invalidated'] else ''}, "
-                f"decision saw {expected_version}"
-            )
+        check_current(
+            fact_id,
+            version=doc["version"],
+            invalidated=bool(doc["invalidated"]),
+            expected_version=expected_version,
+        )
         return doc
 
     async def _find(

@@ -10,11 +10,8 @@ import sqlite3
 from datetime import datetime
 
 from memory.errors import (
-    ConflictError,
-    EmbeddingMismatchError,
     InvalidInputError,
     NotFoundError,
-    StaleDecisionError,
 )
 from memory.ids import content_hash
 from memory.models import (
@@ -26,6 +23,12 @@ from memory.models import (
     FormationCommit,
     FormationCommitResult,
     ScopeKey,
+)
+from memory.store.commit_rules import (
+    check_current,
+    check_cursor,
+    check_embedding_meta,
+    commit_dimension,
 )
 from memory.store.sqlite_codec import (
     FACT_COLUMNS,
@@ -60,18 +63,7 @@ def commit_formation_tx(conn: sqlite3.Connection, commit: FormationCommit) -> Fo
         STATE_SQL + " WHERE sa.session_id = ? AND sa.agent_id = ?",
         (commit.session_id, commit.agent_id),
     ).fetchone()
-    if row is None:
-        raise NotFoundError(f"agent {commit.agent_id} is not in session {commit.session_id}")
-    state = state_from_row(row)
-    if state.cursor_seq != commit.expected_cursor:
-        raise ConflictError(
-            f"cursor of {commit.agent_id} in {commit.session_id} is {state.cursor_seq}, "
-            f"not {commit.expected_cursor}"
-        )
-    if not commit.expected_cursor <= commit.new_cursor <= state.last_seq:
-        raise InvalidInputError(
-            f"new cursor {commit.new_cursor} outside [{commit.expected_cursor}, {state.last_seq}]"
-        )
+    check_cursor(None if row is None else state_from_row(row), commit)
     _check_embeddings(conn, commit)
 
     facts = _FactWriter(conn, commit)
@@ -125,22 +117,14 @@ def commit_formation_tx(conn: sqlite3.Connection, commit: FormationCommit) -> Fo
 
 def _check_embeddings(conn: sqlite3.Connection, commit: FormationCommit) -> None:
     """All vectors of the commit share the stored model and dimension (the first sets them)."""
-    dims = {len(op.embedding) for op in commit.fact_ops if isinstance(op, FactAdd | FactUpdate)}
-    if not dims:
+    dimension = commit_dimension(commit)
+    if dimension is None:
         return
-    if len(dims) > 1:
-        raise EmbeddingMismatchError(f"vectors of several dimensions in one commit: {sorted(dims)}")
-    dimension = dims.pop()
-    if dimension == 0:
-        raise InvalidInputError("empty embedding")
     meta = read_embedding_meta(conn)
     if meta is None:
         write_embedding_meta(conn, commit.embedding_model, dimension)
-    elif meta != (commit.embedding_model, dimension):
-        raise EmbeddingMismatchError(
-            f"commit has {commit.embedding_model}/{dimension}, "
-            f"stored facts have {meta[0]}/{meta[1]}"
-        )
+    else:
+        check_embedding_meta(commit, dimension, meta)
 
 
 def fact_scope_key(agent_id: str, scope: str, user_id: str | None) -> str:
@@ -213,12 +197,12 @@ class _FactWriter:
         if row is None or row["agent_id"] != self.commit.agent_id:
             raise NotFoundError(f"no fact {fact_id} of agent {self.commit.agent_id}")
         fact = fact_from_row(row)
-        if fact.version != expected_version or fact.invalidated_at is not None:
-            raise StaleDecisionError(
-                f"fact {fact_id} is at version {fact.version}"
-                f"{' (invalidated)' if fact.invalidated_at else ''}, "
-                f"decision saw {expected_version}"
-            )
+        check_current(
+            fact_id,
+            version=fact.version,
+            invalidated=fact.invalidated_at is not None,
+            expected_version=expected_version,
+        )
         return fact
 
     def _find(self, scope: str, user_id: str | None, hash_: str, *, valid: bool) -> Fact | None:
