@@ -13,7 +13,6 @@ reported as unknown.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Literal
@@ -23,11 +22,12 @@ from pydantic import BaseModel, ConfigDict
 from memory.embedding.base import Embedder
 from memory.errors import ConflictError, InvalidInputError, NotFoundError
 from memory.models import ConsolidatedMemory, Fact, FactFilter, Reflection, ScopeKey
+from memory.pipeline.consolidation import VERSION_LINE
+from memory.pipeline.usage import words
 from memory.settings import Scope, Settings
 from memory.store.base import MemoryStore
 
 MAX_PAGE = 500
-_VERSION_LINE = re.compile(r"^\s*VERSION:\s*\d+\s*$")
 
 
 class _Out(BaseModel):
@@ -67,8 +67,14 @@ class ScopeConsolidationStatus(_Out):
     due: bool  # the buffer reached the threshold: the next formation consolidates it
 
 
-def _words(text: str) -> int:
-    return len(text.split())
+def _checked(content: str, what: str, limit: int) -> str:
+    """A person's text, trimmed: non-empty and within ``limit`` words, else a clear error."""
+    text = content.strip()
+    if not text:
+        raise InvalidInputError(f"{what} cannot be empty")
+    if words(text) > limit:
+        raise InvalidInputError(f"{what} has at most {limit} words; this one has {words(text)}")
+    return text
 
 
 def _now() -> datetime:
@@ -134,14 +140,7 @@ class MemoryManager:
     ) -> Fact:
         """A correction: a new version with the new text and its vector. Saving the same text again
         changes nothing. ConflictError for a deleted fact or a text another fact already holds."""
-        text = content.strip()
-        limit = self.settings.facts.max_words * 2
-        if not text:
-            raise InvalidInputError("a fact cannot be empty")
-        if _words(text) > limit:
-            raise InvalidInputError(
-                f"a fact has at most {limit} words; this one has {_words(text)}"
-            )
+        text = _checked(content, "a fact", self.settings.facts.max_words * 2)
         fact = await self.show_fact(fact_id, within=within)
         if fact.invalidated_at is not None:
             raise ConflictError(f"fact {fact_id!r} was deleted: it can no longer be edited")
@@ -179,14 +178,7 @@ class MemoryManager:
 
     async def edit_reflection(self, key: ScopeKey, reflection_id: str, content: str) -> Reflection:
         """Refine a buffered reflection before it is consolidated. ConflictError once absorbed."""
-        text = content.strip()
-        limit = self.settings.reflections.max_words * 2
-        if not text:
-            raise InvalidInputError("a reflection cannot be empty")
-        if _words(text) > limit:
-            raise InvalidInputError(
-                f"a reflection has at most {limit} words; this one has {_words(text)}"
-            )
+        text = _checked(content, "a reflection", self.settings.reflections.max_words * 2)
         await self._reflection_of(key, reflection_id)
         return await self.store.edit_reflection(reflection_id, content=text)
 
@@ -218,18 +210,12 @@ class MemoryManager:
         by the new version's, as consolidation writes it.
         """
         lines = content.strip().splitlines()
-        if lines and _VERSION_LINE.match(lines[0]):
+        if lines and VERSION_LINE.match(lines[0]):
             lines = lines[1:]
-        body = "\n".join(lines).strip()
-        if not body:
-            raise InvalidInputError("the consolidated memory cannot be empty")
         reflections = self.settings.reflections
         word_limit = reflections.word_limit(key.scope)
         allowed = int(word_limit * (1 + reflections.word_limit_tolerance))
-        if _words(body) > allowed:
-            raise InvalidInputError(
-                f"the {key.scope} memory has at most {allowed} words; this text has {_words(body)}"
-            )
+        body = _checked("\n".join(lines), f"the {key.scope} memory", allowed)
         await self._require_agent(key.agent_id)
         current = await self.store.get_consolidated(key)
         version = 0 if current is None else current.version
@@ -268,7 +254,7 @@ class MemoryManager:
                 ScopeStats(
                     scope_key=key,
                     blob_version=0 if blob is None else blob.version,
-                    blob_words=0 if blob is None else _words(blob.content),
+                    blob_words=0 if blob is None else words(blob.content),
                     blob_updated_at=None if blob is None else blob.updated_at,
                     blob_edited_by=None if blob is None else blob.edited_by,
                     buffered_reflections=await self.store.count_unabsorbed(key),

@@ -12,7 +12,6 @@ import argparse
 import asyncio
 import json
 import signal
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -49,10 +48,8 @@ async def demo(memory: MemoryClient, settings: Settings, sample: dict[str, Any])
     else:
         _print("Formation", json.dumps(summary.memo(), indent=2))
     user_id = next((m.user_id for m in messages if m.user_id), None)
-    facts = await memory.store.recent_facts(
-        FactFilter(agent_id=agent.agent_id, user_id=user_id),
-        since=datetime.now(UTC) - timedelta(days=3650),
-        limit=50,
+    facts = await memory.store.list_facts(
+        FactFilter(agent_id=agent.agent_id, user_id=user_id), limit=50
     )
     _print("Facts formed", "\n".join(f"- [{f.scope}] {f.content}" for f in facts) or "(none)")
     context = await memory.memory_context(agent.agent_id, session_id, user_id=user_id)

@@ -13,7 +13,6 @@ from memory.models import (
     FactUpdate,
     FormationCommit,
     Reflection,
-    ScopeKey,
 )
 from memory.pipeline.embed_cache import embed_cached
 from memory.pipeline.types import CommitResult, Decision, NewFact, NewReflection, Window
@@ -113,7 +112,14 @@ async def commit(
             committed_at=now,
         )
     )
-    due = await due_for_consolidation(deps, [window.scope_key(s) for s in window.reflection_scopes])
+    # The commit counted the buffers it added to: no second read, and on a retried commit the
+    # counts it stored then.
+    thresholds = deps.settings.reflections
+    due = [
+        key
+        for key in (window.scope_key(s) for s in window.reflection_scopes)
+        if result.buffered.get(key.key, 0) >= thresholds.threshold(key.scope)
+    ]
     return CommitResult(
         already_committed=result.already_committed,
         facts_added=result.facts_added,
@@ -125,9 +131,3 @@ async def commit(
         embedding_calls=calls,
         pending_messages=result.state.pending_messages if result.state else 0,
     )
-
-
-async def due_for_consolidation(deps: Deps, keys: list[ScopeKey]) -> list[ScopeKey]:
-    """Scope keys whose buffer reached its threshold (002: agent 10, user 4, session 4)."""
-    cfg = deps.settings.reflections
-    return [k for k in keys if await deps.store.count_unabsorbed(k) >= cfg.threshold(k.scope)]

@@ -18,7 +18,7 @@ from memory.llm.base import LLMRequest
 from memory.pipeline.types import ConsolidationDraft, ConsolidationRequest, ConsolidationResult
 from memory.pipeline.usage import llm_call, words
 
-_VERSION = re.compile(r"^\s*VERSION:\s*(\d+)\s*$")
+VERSION_LINE = re.compile(r"^\s*VERSION:\s*(\d+)\s*$")
 
 
 def validate_blob(text: str, *, next_version: int, word_limit: int, tolerance: float) -> str:
@@ -29,7 +29,7 @@ def validate_blob(text: str, *, next_version: int, word_limit: int, tolerance: f
     if not body:
         raise InvalidModelOutputError("consolidation returned an empty blob")
     first = body.splitlines()[0]
-    match = _VERSION.match(first)
+    match = VERSION_LINE.match(first)
     if match is None or int(match.group(1)) != next_version:
         raise InvalidModelOutputError(
             f"consolidation must start with 'VERSION: {next_version}', got {first[:60]!r}"
