@@ -21,14 +21,14 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/python -m client.up
+	$(BIN)/mnemos up
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
 typecheck: $(STAMP)
-	$(BIN)/mypy memory workflows activities client worker.py tests bench
+	$(BIN)/mypy memory workflows activities runtime client cli worker.py tests bench
 
 test: $(STAMP) lint typecheck
 	$(BIN)/pytest -q -p no:cacheprovider
@@ -37,9 +37,9 @@ bench: $(STAMP)
 	$(BIN)/python bench/formation.py
 
 # Create or update the cold-sessions Temporal Schedule (workers also do it at start-up).
-# Other actions: $(BIN)/python -m client.schedule show|pause|unpause|trigger
+# Other actions: $(BIN)/mnemos schedule show|pause|unpause|trigger
 schedule: $(STAMP)
-	$(BIN)/python -m client.schedule ensure
+	$(BIN)/mnemos schedule ensure
 
 clean:
 	rm -rf $(VENV) .data .mypy_cache .ruff_cache .pytest_cache

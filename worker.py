@@ -1,14 +1,15 @@
-"""The mnemos worker: formation, consolidation and cold-sessions workflows plus their activities.
-At start-up it registers the search attributes and creates or updates the cold-sessions schedule.
+"""The mnemos worker's building blocks: formation, consolidation and cold-sessions workflows plus
+their activities. At start-up it registers the search attributes and creates or updates the
+cold-sessions schedule.
 
-Run it with ``python worker.py`` (settings from MNEMOS_* environment variables).
+Run a worker with ``mnemos worker`` (settings from MNEMOS_* environment variables); tests, benches
+and ``mnemos up`` build theirs from the same blocks.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import signal
 from collections.abc import AsyncIterator, Sequence
 
 from temporalio.client import Client
@@ -17,12 +18,12 @@ from temporalio.worker import Worker
 from activities.consolidation import ConsolidationActivities
 from activities.formation import FormationActivities
 from activities.sessions import SessionActivities
-from client.metrics import MetricsInterceptor, install_runtime
-from client.schedule import ensure_schedule
-from client.temporal import connect, ensure_search_attributes
 from memory.deps import Deps, open_deps
-from memory.logging import configure_logging, get_logger
-from memory.settings import Settings, get_settings
+from memory.logging import get_logger
+from memory.settings import Settings
+from runtime.connection import connect, ensure_search_attributes
+from runtime.metrics import MetricsInterceptor
+from runtime.schedule import ensure_schedule
 from workflows.cold_sessions import ColdSessionsWorkflow
 from workflows.consolidate_scope import ConsolidateScopeWorkflow
 from workflows.form_memories import FormMemoriesWorkflow
@@ -81,18 +82,15 @@ def build_llm_worker(client: Client, deps: Deps, settings: Settings) -> Worker |
 
 @contextlib.asynccontextmanager
 async def running_worker(
-    settings: Settings, deps: Deps | None = None
+    settings: Settings, deps: Deps | None = None, *, local: bool = False
 ) -> AsyncIterator[tuple[Client, Deps]]:
     """Connect, register the search attributes, ensure the cold-sessions schedule and run a worker
     for the duration of the block. ``deps`` replaces the providers and store the settings name
-    (tests and benches pass fakes); they are closed on exit either way."""
+    (tests and benches pass fakes); they are closed on exit either way. ``local``: connect to the
+    address of the settings only (the dev server of ``mnemos up``, ``runtime.connection``)."""
     log = get_logger(task_queue=settings.temporal.task_queue)
-    client = await connect(settings.temporal)
-    added = (
-        await ensure_search_attributes(client, settings.temporal.namespace)
-        if settings.temporal.search_attributes
-        else []
-    )
+    client = await connect(settings.temporal, local=local)
+    added = await ensure_search_attributes(client) if settings.temporal.search_attributes else []
     schedule = (
         await ensure_schedule(client, settings) if settings.temporal.schedule_on_start else "off"
     )
@@ -120,22 +118,3 @@ async def run_worker(settings: Settings, stop: asyncio.Event, deps: Deps | None 
     """Run until ``stop`` is set."""
     async with running_worker(settings, deps):
         await stop.wait()
-
-
-def main() -> None:
-    settings = get_settings()
-    configure_logging(settings.log_level)
-    install_runtime(settings)
-    stop = asyncio.Event()
-
-    async def _main() -> None:
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
-        await run_worker(settings, stop)
-
-    asyncio.run(_main())
-
-
-if __name__ == "__main__":
-    main()

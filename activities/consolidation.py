@@ -10,12 +10,12 @@ from temporalio.client import Client
 
 from activities.errors import classified
 from activities.heartbeat import heartbeating
-from client.starts import request_consolidation
 from memory.deps import Deps
 from memory.logging import get_logger
 from memory.models import ScopeKey
 from memory.pipeline import consolidation
 from memory.pipeline.types import ConsolidationDraft, ConsolidationRequest, ConsolidationResult
+from runtime.starts import request_consolidation
 
 
 class ConsolidationActivities:

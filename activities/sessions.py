@@ -22,11 +22,11 @@ from temporalio import activity
 from temporalio.client import Client
 
 from activities.errors import classified
-from client.starts import start_formation
 from memory.deps import Deps
 from memory.errors import NotFoundError
 from memory.logging import get_logger
 from memory.models import Id, SessionAgentState, UtcDatetime
+from runtime.starts import start_formation
 
 Outcome = Literal["formed", "nothing_due", "still_running", "failed"]
 

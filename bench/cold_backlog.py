@@ -35,7 +35,6 @@ from temporalio.client import Client, WorkflowHandle  # noqa: E402
 
 from bench.common import dev_server  # noqa: E402
 from client.memory_client import MemoryClient  # noqa: E402
-from client.schedule import ensure_schedule, schedule_id, trigger_schedule  # noqa: E402
 from memory.deps import Deps  # noqa: E402
 from memory.llm.base import LLMProvider, LLMRequest, LLMResult  # noqa: E402
 from memory.llm.heuristic import HeuristicProvider  # noqa: E402
@@ -43,6 +42,7 @@ from memory.logging import configure_logging  # noqa: E402
 from memory.models import AgentConfig, MessageIn  # noqa: E402
 from memory.settings import SessionSettings, Settings, StoreSettings, TemporalSettings  # noqa: E402
 from memory.store.sqlite import SQLiteStore  # noqa: E402
+from runtime.schedule import ensure_schedule, schedule_id, trigger_schedule  # noqa: E402
 from tests.fakes import WordHashEmbedder  # noqa: E402
 from worker import build_worker  # noqa: E402
 from workflows.cold_sessions import ColdSessionsResult  # noqa: E402

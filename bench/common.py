@@ -9,7 +9,7 @@ from pathlib import Path
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from client.binaries import temporal_cli
+from cli.binaries import temporal_cli
 
 
 @contextlib.asynccontextmanager

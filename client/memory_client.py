@@ -19,8 +19,6 @@ from temporalio.client import Client, WorkflowHandle
 from client import tools
 from client.management import MemoryManager, MemoryStats, ScopeConsolidationStatus
 from client.metrics import ClientMetrics, client_meter
-from client.starts import request_consolidation, start_formation
-from client.temporal import connect
 from memory.context_cache import ContextCache
 from memory.embedding import make_embedder
 from memory.embedding.base import Embedder
@@ -30,8 +28,9 @@ from memory.rag import SearchResult, search_facts
 from memory.settings import Settings, get_settings
 from memory.store import MemoryStore, open_store
 from memory.triggers import formation_due
-from workflows.consolidate_scope import ConsolidationSummary
-from workflows.summary import FormationSummary
+from runtime.connection import connect
+from runtime.starts import request_consolidation, start_formation
+from workflows.summary import ConsolidationSummary, FormationSummary
 
 _ID = TypeAdapter(Id)
 _MESSAGES = TypeAdapter(list[MessageIn])
@@ -193,8 +192,7 @@ class MemoryClient:
         # After the formation, so the reflections it buffered are in the blob too.
         key = ScopeKey(scope="session", agent_id=agent_id, session_id=session_id)
         consolidating = await request_consolidation(self.temporal, self.settings, key, force=True)
-        consolidation = ConsolidationSummary.model_validate(await consolidating.result())
-        return SessionEnd(formation=formation, consolidation=consolidation)
+        return SessionEnd(formation=formation, consolidation=await consolidating.result())
 
     # ------------------------------------------------------------ reading memory
 

@@ -1,201 +1,20 @@
-"""Prometheus metrics: Temporal's SDK metrics and mnemos' own, served by one endpoint per process.
-
-The endpoint belongs to a Temporal ``Runtime`` (``worker_runtime``): the SDK exports its worker,
-workflow and activity metrics there, and every metric below is created on that runtime's meter, so
-one scrape of ``http://<settings.temporal.metrics_bind>/metrics`` returns both.
-
-Worker side, ``MetricsInterceptor`` reads what the activities return (the LLM calls and token counts
-they report, embedding calls, commit and consolidation outcomes): no activity code knows about
-metrics, and a retried activity counts each attempt that finished. Client side, ``ClientMetrics``
-counts context-cache hits and misses and times ``search_facts``. On a runtime without Prometheus the
-meter is a no-op, so recording costs nothing where nobody scrapes.
-
-Names (counters have no ``_total`` suffix, durations are milliseconds, as Temporal's own):
-``mnemos_formations{outcome}``, ``mnemos_llm_calls{model,provider,task}``,
-``mnemos_llm_tokens{model,kind}``, ``mnemos_embedding_calls``, ``mnemos_consolidations{scope,outcome}``,
-``mnemos_context_cache_requests{result}``, ``mnemos_search_latency`` (histogram).
-"""
+"""What a MemoryClient records: context-cache hits and misses, ``search_facts`` latency, on the meter
+of the runtime its Temporal client runs on (``runtime.metrics``: one /metrics endpoint with the
+worker's, when the process installed one; a no-op meter otherwise)."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import timedelta
-from typing import Any
 
 import temporalio.client
-import temporalio.worker
-from temporalio import activity
 from temporalio.common import MetricMeter
-from temporalio.exceptions import ApplicationError
-from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
+from temporalio.runtime import Runtime
 
-from activities.errors import CONFLICT, STALE_DECISION
 from memory.context_cache import ContextCache
-from memory.errors import MnemosError
-from memory.pipeline.types import (
-    CandidatesResult,
-    CommitResult,
-    ConsolidationDraft,
-    ConsolidationResult,
-    LlmCall,
-)
-from memory.settings import Settings
-
-FORMATIONS = "mnemos_formations"
-LLM_CALLS = "mnemos_llm_calls"
-LLM_TOKENS = "mnemos_llm_tokens"
-EMBEDDING_CALLS = "mnemos_embedding_calls"
-CONSOLIDATIONS = "mnemos_consolidations"
-CONTEXT_CACHE = "mnemos_context_cache_requests"
-SEARCH_LATENCY = "mnemos_search_latency"
-ALL_METRICS = (
-    FORMATIONS,
-    LLM_CALLS,
-    LLM_TOKENS,
-    EMBEDDING_CALLS,
-    CONSOLIDATIONS,
-    CONTEXT_CACHE,
-    SEARCH_LATENCY,
-)
-
-# Searches take milliseconds (SQLite, numpy) to a few hundred (Atlas + a remote embedder): the
-# SDK's default buckets start at 50 ms and would put every local search in the first one.
-_SEARCH_BUCKETS_MS = [1.0, 2.5, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1000.0, 2500.0]
-
-
-class MetricsEndpointError(MnemosError):
-    """The /metrics endpoint cannot be started (address malformed or already in use)."""
-
-
-def worker_runtime(settings: Settings) -> Runtime:
-    """A Runtime that serves /metrics at ``settings.temporal.metrics_bind``; the default runtime
-    when that is empty (no endpoint). Each Runtime binds its port for the life of the process."""
-    bind = settings.temporal.metrics_bind
-    if not bind:
-        return Runtime.default()
-    try:
-        return Runtime(
-            telemetry=TelemetryConfig(
-                metrics=PrometheusConfig(
-                    bind_address=bind,
-                    histogram_bucket_overrides={SEARCH_LATENCY: _SEARCH_BUCKETS_MS},
-                )
-            )
-        )
-    except ValueError as e:  # the SDK reports a bad or busy address as ValueError
-        raise MetricsEndpointError(f"metrics endpoint {bind}: {e}") from e
-
-
-def install_runtime(settings: Settings) -> Runtime:
-    """Make ``worker_runtime`` the process default, so every Temporal client created afterwards
-    (and the worker built on it) exports to the endpoint. Call before the first client connects."""
-    runtime = worker_runtime(settings)
-    if runtime is not Runtime.default():
-        Runtime.set_default(runtime, error_if_already_set=False)
-    return runtime
-
-
-# ---------------------------------------------------------------- worker side
-
-
-def _error_type(err: BaseException) -> str:
-    if isinstance(err, ApplicationError) and err.type:
-        return err.type
-    return type(err).__name__
-
-
-def _record_llm(meter: MetricMeter, calls: Sequence[LlmCall]) -> None:
-    if not calls:
-        return
-    counter = meter.create_counter(LLM_CALLS, "LLM calls by model", "calls")
-    tokens = meter.create_counter(LLM_TOKENS, "LLM tokens by model, input or output", "tokens")
-    for call in calls:
-        attrs = {"model": call.model, "provider": call.provider, "task": call.task}
-        counter.add(1, attrs)
-        tokens.add(call.input_tokens, {"model": call.model, "kind": "input"})
-        tokens.add(call.output_tokens, {"model": call.model, "kind": "output"})
-
-
-def _formation(meter: MetricMeter, outcome: str) -> None:
-    meter.create_counter(FORMATIONS, "Formation passes by outcome", "formations").add(
-        1, {"outcome": outcome}
-    )
-
-
-def _embeddings(meter: MetricMeter, calls: int) -> None:
-    if calls:
-        meter.create_counter(EMBEDDING_CALLS, "Embedding provider calls", "calls").add(calls)
-
-
-def _consolidation(meter: MetricMeter, scope: str, outcome: str) -> None:
-    meter.create_counter(CONSOLIDATIONS, "Consolidations by scope and outcome", "runs").add(
-        1, {"scope": scope, "outcome": outcome}
-    )
-
-
-def record_result(meter: MetricMeter, activity_type: str, result: Any) -> None:
-    """What a finished activity tells us. Activity names are those of activities/*.py."""
-    llm: list[LlmCall] | None = getattr(result, "llm", None)
-    if llm:
-        _record_llm(meter, llm)
-    if activity_type == "load_formation_window" and result is None:
-        _formation(meter, "nothing_due")
-    elif isinstance(result, CommitResult):
-        _formation(meter, "already_committed" if result.already_committed else "committed")
-        _embeddings(meter, result.embedding_calls)
-    elif isinstance(result, CandidatesResult):
-        _embeddings(meter, result.embedding_calls)
-    elif isinstance(result, ConsolidationResult):
-        _consolidation(meter, result.key.scope, "applied")
-    elif isinstance(result, ConsolidationDraft) and result.content is None:
-        _consolidation(meter, result.key.scope, "nothing_to_do")
-
-
-def record_failure(
-    meter: MetricMeter, activity_type: str, args: Sequence[Any], err: BaseException
-) -> None:
-    """Failed commits and consolidations by cause; other failures are in temporal_activity_*."""
-    kind = _error_type(err)
-    if activity_type == "commit_formation":
-        outcome = {CONFLICT: "conflict", STALE_DECISION: "stale_decision"}.get(kind, "failed")
-        _formation(meter, outcome)
-    elif (
-        activity_type == "apply_consolidation" and args and isinstance(args[0], ConsolidationDraft)
-    ):
-        _consolidation(meter, args[0].key.scope, "conflict" if kind == CONFLICT else "failed")
-
-
-class _ActivityMetrics(temporalio.worker.ActivityInboundInterceptor):
-    async def execute_activity(self, input: temporalio.worker.ExecuteActivityInput) -> Any:
-        activity_type = activity.info().activity_type
-        try:
-            result = await self.next.execute_activity(input)
-        except Exception as err:  # a cancellation is no outcome: the activity runs again
-            record_failure(activity.metric_meter(), activity_type, input.args, err)
-            raise
-        record_result(activity.metric_meter(), activity_type, result)
-        return result
-
-
-class MetricsInterceptor(temporalio.client.Interceptor, temporalio.worker.Interceptor):
-    """Records mnemos' worker metrics from activity results.
-
-    Give it to the Worker (``interceptors=[...]``) or to the Client the worker is built on (a
-    worker picks up client interceptors that are worker interceptors too); given both ways, it
-    still records once.
-    """
-
-    def intercept_activity(
-        self, next: temporalio.worker.ActivityInboundInterceptor
-    ) -> temporalio.worker.ActivityInboundInterceptor:
-        if isinstance(next, _ActivityMetrics):
-            return next
-        return _ActivityMetrics(next)
-
-
-# ---------------------------------------------------------------- client side
+from runtime.metrics import CONTEXT_CACHE, SEARCH_LATENCY
 
 
 def client_meter(temporal: temporalio.client.Client) -> MetricMeter:

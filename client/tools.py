@@ -4,16 +4,14 @@ and the handler that executes a model's call and returns the text the model read
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from memory.errors import InvalidInputError
 from memory.rag import SearchResult
 from memory.settings import RagSettings
-
-if TYPE_CHECKING:
-    from client.memory_client import MemoryClient
 
 NAME = "search_facts"
 DESCRIPTION = (
@@ -105,6 +103,21 @@ def parse_call(arguments: str | dict[str, Any]) -> SearchFactsCall:
         raise InvalidInputError(f"search_facts arguments are invalid: {e}") from e
 
 
+class FactSearch(Protocol):
+    """What the handler needs: ``MemoryClient.search_facts`` (or a backend's own wrapper of it)."""
+
+    async def search_facts(
+        self,
+        agent_id: str,
+        queries: str | Sequence[str],
+        *,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        top_k: int | None = None,
+        debug: bool = False,
+    ) -> SearchResult: ...
+
+
 def render(result: SearchResult) -> str:
     """What the model reads: one fact per line with its age, best first."""
     if not result.hits:
@@ -113,7 +126,7 @@ def render(result: SearchResult) -> str:
 
 
 async def handle_tool_call(
-    memory: MemoryClient,
+    memory: FactSearch,
     arguments: str | dict[str, Any],
     *,
     agent_id: str,

@@ -8,7 +8,7 @@ import pytest
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from client.binaries import temporal_cli, temporal_test_server
+from cli.binaries import temporal_cli, temporal_test_server
 from workflows.naming import ALL_KEYS
 
 

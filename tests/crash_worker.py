@@ -13,12 +13,12 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from client.temporal import connect
 from memory.deps import Deps
 from memory.llm.base import LLMProvider, LLMRequest, LLMResult
 from memory.llm.heuristic import HeuristicProvider
 from memory.settings import Settings
 from memory.store import open_store
+from runtime.connection import connect
 from tests.fakes import WordHashEmbedder
 from worker import build_worker
 

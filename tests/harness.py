@@ -23,9 +23,8 @@ from memory.store.base import MemoryStore
 from memory.store.sqlite import SQLiteStore
 from tests.fakes import ScriptedLLM, WordHashEmbedder, echo_consolidation
 from worker import build_worker
-from workflows.consolidate_scope import ConsolidationSummary
 from workflows.naming import consolidation_workflow_id
-from workflows.summary import FormationSummary
+from workflows.summary import ConsolidationSummary, FormationSummary
 
 T0 = datetime(2026, 11, 1, 9, 0, tzinfo=UTC)
 

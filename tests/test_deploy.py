@@ -16,7 +16,7 @@ import typer.main
 import yaml
 from typer.core import TyperGroup
 
-from client.cli import app
+from cli.app import app
 from memory.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -106,7 +106,7 @@ def test_the_image_runs_the_mnemos_cli_and_its_worker_by_default() -> None:
     assert entrypoint[-1] == ["mnemos"]
     assert cmd[-1] == ["worker"] and _is_cli_command(cmd[-1])
     scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
-    assert scripts["mnemos"] == "client.cli:app"  # what `pip install .` puts on PATH
+    assert scripts["mnemos"] == "cli.app:app"  # what `pip install .` puts on PATH
 
 
 def test_the_image_copies_what_exists_and_serves_metrics_on_all_interfaces() -> None:

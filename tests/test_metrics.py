@@ -18,9 +18,9 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.runtime import Runtime
 from temporalio.testing import WorkflowEnvironment
 
-from client import metrics
 from client.memory_client import MemoryClient
 from memory.settings import Settings, TemporalSettings
+from runtime import metrics
 from tests.harness import Harness, conversation, facts, reflections
 
 

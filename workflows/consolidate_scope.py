@@ -14,22 +14,14 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from pydantic import BaseModel
-
     from activities.consolidation import ConsolidationActivities
     from activities.errors import CONFLICT
-    from memory.pipeline.types import ConsolidationDraft, ConsolidationRequest, LlmCall
+    from memory.pipeline.types import ConsolidationDraft, ConsolidationRequest
     from workflows import options
     from workflows.naming import CONSOLIDATE_WORKFLOW
+    from workflows.summary import ConsolidationSummary
 
 _CAS_ATTEMPTS = 5
-
-
-class ConsolidationSummary(BaseModel):
-    consolidations: int = 0
-    absorbed: int = 0
-    version: int = 0
-    llm_calls: list[LlmCall] = []
 
 
 @workflow.defn(name=CONSOLIDATE_WORKFLOW)

@@ -1,4 +1,6 @@
-"""What a formation run did, returned as its result and kept short in its memo for the UI."""
+"""What a formation or consolidation run did, returned as its result (a formation's also kept short
+in its memo for the UI). Here, apart from the workflows, so that whoever starts them can type the
+handle without importing the workflow modules (which import the activities)."""
 
 from __future__ import annotations
 
@@ -57,3 +59,10 @@ class FormationSummary(BaseModel):
             "tokens_in": tokens_in,
             "tokens_out": tokens_out,
         }
+
+
+class ConsolidationSummary(BaseModel):
+    consolidations: int = 0
+    absorbed: int = 0
+    version: int = 0
+    llm_calls: list[LlmCall] = []

@@ -19,17 +19,17 @@ from temporalio.client import Client, ScheduleOverlapPolicy
 from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 
-from client.schedule import (
+from memory.llm.base import LLMRequest
+from memory.models import MessageIn
+from memory.schemas import ExtractedFacts
+from memory.settings import FormationSettings, SessionSettings, Settings, TemporalSettings
+from runtime.schedule import (
     describe_schedule,
     ensure_schedule,
     pause_schedule,
     schedule_id,
     trigger_schedule,
 )
-from memory.llm.base import LLMRequest
-from memory.models import MessageIn
-from memory.schemas import ExtractedFacts
-from memory.settings import FormationSettings, SessionSettings, Settings, TemporalSettings
 from tests.fakes import permanent
 from tests.harness import Harness, facts, reflections
 from worker import run_worker

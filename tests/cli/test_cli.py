@@ -30,8 +30,8 @@ from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.testing import WorkflowEnvironment
 from typer.testing import CliRunner, Result
 
-from client import cli_common
-from client.cli import app
+from cli import common as cli_common
+from cli.app import app
 from memory.logging import configure_logging
 from memory.settings import Settings
 from workflows.naming import cold_sessions_schedule_id, formation_workflow_id
@@ -218,7 +218,7 @@ async def stack(
     log = home / "worker.log"
     with log.open("wb") as out:
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "client.cli", "worker",
+            sys.executable, "-m", "cli", "worker",
             env={**os.environ, **env}, cwd=ROOT, stdout=out, stderr=out,
         )  # fmt: skip
     try:
@@ -395,7 +395,7 @@ def test_up_runs_the_demo_stack_and_exits(tmp_path: Path) -> None:
         "MNEMOS_MODELS__PROVIDER": "heuristic",
     }
     done = subprocess.run(
-        [sys.executable, "-m", "client.cli", "up", "--exit"],
+        [sys.executable, "-m", "cli", "up", "--exit"],
         env=env, cwd=ROOT, capture_output=True, text=True, timeout=180,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr

@@ -1,4 +1,4 @@
-"""`make run`: the local stack (Temporal dev server + UI, embedded store, a worker) and the main job:
+"""`mnemos up` (`make run`): the local stack (Temporal dev server + UI, embedded store, a worker) and the main job:
 a bundled conversation goes through formation, then we print what was formed, the memory context a
 next turn would get, fact searches and the link of the run in the Temporal UI.
 
@@ -8,19 +8,16 @@ keys are set. Ctrl-C stops everything; a second run reuses the data (messages ar
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import signal
 from pathlib import Path
 from typing import Any
 
+from cli.stack import dev_server
 from client.memory_client import MemoryClient
-from client.metrics import install_runtime
-from client.stack import dev_server
-from memory.logging import configure_logging
 from memory.models import AgentConfig, FactFilter, MessageIn
-from memory.settings import Settings, get_settings
+from memory.settings import Settings
 from worker import running_worker
 from workflows.naming import formation_workflow_id
 
@@ -80,7 +77,7 @@ async def up(settings: Settings, *, exit_after_demo: bool) -> None:
             f"Temporal dev server {'started' if started else 'already running'} at {settings.temporal.address}; UI {settings.temporal.ui_url}",
             flush=True,
         )
-        async with running_worker(settings) as (client, deps):
+        async with running_worker(settings, local=True) as (client, deps):
             print(
                 f"Store: {settings.store.backend}; LLM: {deps.llm.name}; embeddings: {deps.embedder.model}",
                 flush=True,
@@ -100,19 +97,3 @@ async def up(settings: Settings, *, exit_after_demo: bool) -> None:
             job.cancel()
             stopper.cancel()
     print("Stopped.", flush=True)
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument(
-        "--exit", action="store_true", help="stop after the demo instead of serving"
-    )
-    args = parser.parse_args()
-    settings = get_settings()
-    configure_logging("warning" if settings.log_level == "info" else settings.log_level)
-    install_runtime(settings)  # the worker's Prometheus endpoint, as `mnemos worker` has it
-    asyncio.run(up(settings, exit_after_demo=args.exit))
-
-
-if __name__ == "__main__":
-    main()

@@ -17,12 +17,12 @@ from rich.console import Console
 from temporalio.client import Client, WorkflowFailureError
 from temporalio.service import RPCError
 
-from client.temporal import connect
 from memory.errors import MnemosError, NotFoundError
 from memory.logging import configure_logging
 from memory.models import AgentConfig, Id, SessionInfo
 from memory.settings import Settings
 from memory.store import MemoryStore, open_store
+from runtime.connection import connect, connect_config
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout.")]
 
@@ -78,10 +78,19 @@ def _message(err: BaseException, settings: Settings) -> str | None:
             return str(err)
         case RuntimeError() if str(err).startswith("Failed client connect"):
             return (
-                f"cannot connect to Temporal at {settings.temporal.address}: is it running? "
-                "(`mnemos up` starts a local one; MNEMOS_TEMPORAL__ADDRESS points elsewhere)"
+                f"cannot connect to Temporal at {_target(settings)}: is it running? "
+                "(`mnemos up` starts a local one; MNEMOS_TEMPORAL__ADDRESS or TEMPORAL_ADDRESS "
+                "points elsewhere)"
             )
     return None
+
+
+def _target(settings: Settings) -> str:
+    """The address a command connected to: the settings' under Temporal's environment config."""
+    try:
+        return connect_config(settings.temporal).get("target_host", settings.temporal.address)
+    except MnemosError:
+        return settings.temporal.address
 
 
 def run[T](coro: Coroutine[Any, Any, T], settings: Settings) -> T:

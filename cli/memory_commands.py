@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 from pydantic import BaseModel, ConfigDict, Field
 
-from client.cli_common import (
+from cli.common import (
     JsonOption,
     agent_of,
     emit,

@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from client.cli_common import JsonOption, check_id, emit, fail, load_settings, run, store_of
+from cli.common import JsonOption, check_id, emit, fail, load_settings, run, store_of
 from client.management import MemoryManager
 from memory.embedding import make_embedder
 from memory.errors import InvalidInputError, NotFoundError

@@ -23,7 +23,7 @@ from workflows.naming import (
     formation_workflow_id,
     scope_key_attributes,
 )
-from workflows.summary import FormationSummary
+from workflows.summary import ConsolidationSummary, FormationSummary
 
 
 async def start_formation(
@@ -53,9 +53,8 @@ async def start_formation(
 
 async def request_consolidation(
     client: Client, settings: Settings, key: ScopeKey, *, force: bool
-) -> WorkflowHandle[Any, Any]:
-    """Ask the one ConsolidateScope of ``key`` to run. The result is a ``ConsolidationSummary``
-    (not typed here: its module imports the activities, which import this one)."""
+) -> WorkflowHandle[Any, ConsolidationSummary]:
+    """Ask the one ConsolidateScope of ``key`` to run; its handle follows continue-as-new."""
     return await client.start_workflow(
         CONSOLIDATE_WORKFLOW,
         ConsolidationRequest(
@@ -71,4 +70,5 @@ async def request_consolidation(
         search_attributes=scope_key_attributes(key)
         if settings.temporal.search_attributes
         else None,
+        result_type=ConsolidationSummary,
     )

@@ -15,15 +15,15 @@ from temporalio.client import WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
-from client.cli_common import JsonOption, emit, fail, load_settings, progress, run, temporal_of
-from client.metrics import MetricsEndpointError, install_runtime
-from client.temporal import ensure_search_attributes
+from cli.common import JsonOption, emit, fail, load_settings, progress, run, temporal_of
 from memory.embedding import make_embedder
 from memory.errors import EmbeddingMismatchError, InvalidInputError
 from memory.logging import configure_logging
 from memory.settings import Settings
 from memory.store import open_store
 from memory.store.mongo_indexes import search_index_specs, setup_search_indexes
+from runtime.connection import ensure_search_attributes
+from runtime.metrics import MetricsEndpointError, install_runtime
 
 
 def up(
@@ -36,7 +36,7 @@ def up(
     Starts a Temporal dev server + UI (unless one runs), the store and a worker, forms the bundled
     conversation's memories and prints them. Ctrl-C stops everything.
     """
-    from client.up import up as run_up  # imports the worker module: only for this command
+    from cli.demo import up as run_up  # imports the worker module: only for this command
 
     settings = load_settings()
     try:
@@ -84,7 +84,7 @@ async def _setup(settings: Settings) -> SetupResult:
     store = await open_store(settings)  # creates tables/collections and regular indexes
     await store.close()
     client = await temporal_of(settings)
-    added = await ensure_search_attributes(client, settings.temporal.namespace)
+    added = await ensure_search_attributes(client)
     where = (
         str(settings.store.sqlite_path)
         if settings.store.backend == "sqlite"

@@ -10,9 +10,9 @@ from pydantic import BaseModel
 from temporalio.client import Client, ScheduleActionExecutionStartWorkflow
 from temporalio.service import RPCError, RPCStatusCode
 
-from client import schedule as sched
-from client.cli_common import JsonOption, emit, fail, load_settings, progress, run, temporal_of
+from cli.common import JsonOption, emit, fail, load_settings, progress, run, temporal_of
 from memory.settings import Settings
+from runtime import schedule as sched
 
 app = typer.Typer(
     help="The cold-sessions schedule: forms idle sessions' pending messages every "

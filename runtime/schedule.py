@@ -1,17 +1,15 @@
 """The cold-sessions Temporal Schedule: created or updated idempotently, paused, triggered.
 
 Every worker calls ``ensure_schedule`` at start-up (unless ``temporal.schedule_on_start`` is off),
-and ``make schedule`` does the same by hand. The schedule runs ``ColdSessions`` every
+and ``mnemos schedule ensure`` (``make schedule``) does the same by hand; ``mnemos schedule
+show|pause|unpause|trigger`` do the rest. The schedule runs ``ColdSessions`` every
 ``sessions.cold_scan_every_minutes`` with overlap policy skip: a run still draining a backlog is
 never doubled, the next firing after it ends picks up what remains. An operator's pause survives
 updates and worker restarts.
-
-    python -m client.schedule [ensure|show|pause|unpause|trigger]
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import time
 from datetime import timedelta
@@ -33,8 +31,7 @@ from temporalio.client import (
     WorkflowHandle,
 )
 
-from client.temporal import connect
-from memory.settings import Settings, get_settings
+from memory.settings import Settings
 from workflows.cold_sessions import ColdSessionsInput, ColdSessionsResult
 from workflows.naming import (
     COLD_SESSIONS_WORKFLOW,
@@ -158,43 +155,3 @@ async def trigger_schedule(
                 f"schedule {handle.id} did not act on the trigger in {within_seconds}s"
             )
         await asyncio.sleep(0.1)
-
-
-async def _main(command: str) -> None:
-    settings = get_settings()
-    client = await connect(settings.temporal)
-    match command:
-        case "ensure":
-            outcome = await ensure_schedule(client, settings)
-            print(f"schedule {schedule_id(settings)}: {outcome}")
-        case "pause":
-            await pause_schedule(client, settings)
-            print(f"schedule {schedule_id(settings)}: paused")
-        case "unpause":
-            await unpause_schedule(client, settings)
-            print(f"schedule {schedule_id(settings)}: unpaused")
-        case "trigger":
-            run = await trigger_schedule(client, settings)
-            print(f"run {run.id}: {(await run.result()).summary()}")
-        case "show":
-            desc = await describe_schedule(client, settings)
-            print(
-                f"schedule {desc.id}: paused={desc.schedule.state.paused} "
-                f"actions={desc.info.num_actions} skipped={desc.info.num_actions_skipped_overlap} "
-                f"next={[t.isoformat() for t in desc.info.next_action_times[:3]]}"
-            )
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "command",
-        nargs="?",
-        default="ensure",
-        choices=["ensure", "show", "pause", "unpause", "trigger"],
-    )
-    asyncio.run(_main(parser.parse_args().command))
-
-
-if __name__ == "__main__":
-    main()

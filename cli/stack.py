@@ -9,7 +9,7 @@ import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-from client.binaries import temporal_cli
+from cli.binaries import temporal_cli
 from workflows.naming import ALL_KEYS
 
 

@@ -1,0 +1,5 @@
+"""`python -m cli …` is `mnemos …` (for a venv whose scripts are not on PATH)."""
+
+from cli.app import app
+
+app()

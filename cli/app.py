@@ -1,0 +1,45 @@
+"""`mnemos`: the operator's command line. Settings come from MNEMOS_* environment variables (see
+the README's table); every command takes --help, most take --json.
+
+Commands live by group in cli/*.py; this module only assembles them. Another package adds its
+commands here the same way: ``app.add_typer(its_app, name=...)`` or ``app.command()(its_function)``.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from cli import manage, memory_commands, ops, schedule
+
+app = typer.Typer(
+    name="mnemos",
+    help="Long-term memory for AI agents, formed by Temporal workflows. "
+    "Settings: MNEMOS_* environment variables (README, 'Settings').",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,  # errors are one line on stderr (cli.common.run)
+    add_completion=False,
+)
+
+# Running a deployment
+app.command(rich_help_panel="Run")(ops.up)
+app.command(rich_help_panel="Run")(ops.worker)
+app.command(rich_help_panel="Run")(ops.setup)
+app.command("setup-indexes", rich_help_panel="Run")(ops.setup_indexes)
+app.add_typer(schedule.app, name="schedule", rich_help_panel="Run")
+app.command(rich_help_panel="Run")(ops.replay)
+
+# Memory, as an agent backend uses it
+app.command(rich_help_panel="Memory")(memory_commands.form)
+app.command(rich_help_panel="Memory")(memory_commands.context)
+app.command(rich_help_panel="Memory")(memory_commands.search)
+
+# Managing memory (seed 004 "Managing User Memory")
+app.add_typer(manage.facts, name="facts", rich_help_panel="Manage")
+app.add_typer(manage.reflections, name="reflections", rich_help_panel="Manage")
+app.add_typer(manage.consolidated, name="consolidated", rich_help_panel="Manage")
+app.command(rich_help_panel="Manage")(manage.stats)
+app.command(rich_help_panel="Manage")(manage.status)
+
+
+if __name__ == "__main__":
+    app()
