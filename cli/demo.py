@@ -1,6 +1,6 @@
-"""`mnemos up` (`make run`): the local stack (Temporal dev server + UI, embedded store, a worker) and the main job:
-a bundled conversation goes through formation, then we print what was formed, the memory context a
-next turn would get, fact searches and the link of the run in the Temporal UI.
+"""`mnemos up` (`make run`): the local stack (Temporal dev server + UI, embedded store, a worker)
+and the main job: a bundled conversation goes through formation, then we print what was formed, the
+memory context a next turn would get, fact searches and the link of the run in the Temporal UI.
 
 Runs with no API key (offline heuristic LLM + local MiniLM embeddings); uses OpenAI/Gemini when their
 keys are set. Ctrl-C stops everything; a second run reuses the data (messages are recorded once).

@@ -1,6 +1,6 @@
-"""What a MemoryClient records: context-cache hits and misses, ``search_facts`` latency, on the meter
-of the runtime its Temporal client runs on (``runtime.metrics``: one /metrics endpoint with the
-worker's, when the process installed one; a no-op meter otherwise)."""
+"""What a MemoryClient records: context-cache hits and misses, ``search_facts`` latency, on the
+meter of the runtime its Temporal client runs on (``runtime.metrics``: one /metrics endpoint with
+the worker's, when the process installed one; a no-op meter otherwise)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Connecting to Temporal the way every mnemos process must: pydantic payloads, our search attributes.
+"""Connecting to Temporal the way every mnemos process must: pydantic payloads, our search
+attributes.
 
 Where and how to connect (precedence, highest first):
 

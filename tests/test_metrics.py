@@ -15,10 +15,15 @@ from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.exceptions import ApplicationError
 from temporalio.runtime import Runtime
 from temporalio.testing import WorkflowEnvironment
 
+from activities.errors import classified
 from client.memory_client import MemoryClient
+from memory.errors import ConflictError, NotFoundError, StaleDecisionError
+from memory.models import ScopeKey
+from memory.pipeline.types import ConsolidationDraft
 from memory.settings import Settings, TemporalSettings
 from runtime import metrics
 from tests.harness import Harness, conversation, facts, reflections
@@ -130,3 +135,55 @@ def test_given_to_both_client_and_worker_the_interceptor_wraps_once() -> None:
     # A worker wraps its activity chain with its own interceptors, then with the client's.
     inner = metrics.MetricsInterceptor().intercept_activity(_Activities())
     assert metrics.MetricsInterceptor().intercept_activity(inner) is inner
+
+
+class _Counter:
+    def __init__(self, name: str, adds: list[tuple[str, dict[str, str]]]) -> None:
+        self.name, self.adds = name, adds
+
+    def add(self, value: int, attrs: dict[str, str] | None = None) -> None:
+        self.adds.append((self.name, attrs or {}))
+
+
+class _Meter:
+    """Records what the worker side adds to counters (the only instrument failures use)."""
+
+    def __init__(self) -> None:
+        self.adds: list[tuple[str, dict[str, str]]] = []
+
+    def create_counter(self, name: str, description: str, unit: str) -> _Counter:
+        return _Counter(name, self.adds)
+
+
+def _raised_by_activity(domain: Exception) -> ApplicationError:
+    """What an activity raises: an ApplicationError from the domain error (activities.errors)."""
+    try:
+        with classified():
+            raise domain
+    except ApplicationError as err:
+        return err
+    raise AssertionError("classified() let the domain error through")
+
+
+@pytest.mark.parametrize(
+    ("domain", "formation", "consolidation"),
+    [
+        (ConflictError("cursor moved"), "conflict", "conflict"),
+        (StaleDecisionError("fact changed"), "stale_decision", "failed"),
+        (NotFoundError("no agent"), "failed", "failed"),
+    ],
+)
+def test_failed_commits_and_consolidations_are_counted_by_cause(
+    domain: Exception, formation: str, consolidation: str
+) -> None:
+    err = _raised_by_activity(domain)
+    meter = _Meter()
+    metrics.record_failure(meter, "commit_formation", [], err)  # type: ignore[arg-type]
+    draft = ConsolidationDraft(
+        key=ScopeKey(scope="user", agent_id="eve", user_id="alice"), base_version=1, word_limit=9
+    )
+    metrics.record_failure(meter, "apply_consolidation", [draft], err)  # type: ignore[arg-type]
+    assert meter.adds == [
+        ("mnemos_formations", {"outcome": formation}),
+        ("mnemos_consolidations", {"scope": "user", "outcome": consolidation}),
+    ]
