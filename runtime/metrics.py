@@ -95,7 +95,9 @@ def install_runtime(settings: Settings) -> Runtime:
 
 
 def _domain_error(err: BaseException) -> BaseException:
-    """The domain error an activity failed with: activities raise an ApplicationError from it."""
+    """The domain error an activity failed with: activities raise an ApplicationError from it.
+    Outcomes go by its class, not by the ApplicationError type names of activities/errors.py,
+    which this module, below the activities, does not import."""
     cause: BaseException | None = err
     while cause is not None:
         if isinstance(cause, MnemosError):
