@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 # Well under SQLite's limit on bound parameters per statement.
 _CHUNK = 500
@@ -32,11 +32,6 @@ def bump_version(conn: sqlite3.Connection, key: str) -> int:
     return int(row[0])
 
 
-def bump_versions(conn: sqlite3.Connection, keys: Iterable[str]) -> None:
-    for key in sorted(set(keys)):
-        bump_version(conn, key)
-
-
 def read_embedding_meta(conn: sqlite3.Connection) -> tuple[str, int] | None:
     rows = dict(
         conn.execute(
@@ -46,10 +41,3 @@ def read_embedding_meta(conn: sqlite3.Connection) -> tuple[str, int] | None:
     if len(rows) < 2:
         return None
     return str(rows["embedding_model"]), int(rows["embedding_dimension"])
-
-
-def write_embedding_meta(conn: sqlite3.Connection, model: str, dimension: int) -> None:
-    conn.executemany(
-        "INSERT INTO meta (key, value) VALUES (?, ?)",
-        [("embedding_model", model), ("embedding_dimension", str(dimension))],
-    )

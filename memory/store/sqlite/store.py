@@ -12,7 +12,7 @@ from functools import partial
 
 import numpy as np
 
-from memory.errors import EmbeddingMismatchError, NotFoundError
+from memory.errors import NotFoundError
 from memory.models import (
     AgentConfig,
     ConsolidatedMemory,
@@ -30,7 +30,15 @@ from memory.models import (
     StoredMessage,
 )
 from memory.store.base import Vector
-from memory.store.sqlite_codec import (
+from memory.store.rules import (
+    check_query_dimension,
+    consolidation_blob,
+    formation_request,
+    plan_consolidation,
+    plan_formation,
+    plan_record_messages,
+)
+from memory.store.sqlite.codec import (
     consolidated_from_row,
     fact_columns,
     fact_from_row,
@@ -42,24 +50,24 @@ from memory.store.sqlite_codec import (
     to_blob,
     to_us,
 )
-from memory.store.sqlite_formation import commit_formation_tx
-from memory.store.sqlite_manage import SQLiteManagement
-from memory.store.sqlite_meta import chunks, marks, read_embedding_meta
-from memory.store.sqlite_reflections import commit_consolidation_tx
-from memory.store.sqlite_schema import DDL, SCHEMA_VERSION
-from memory.store.sqlite_search import (
+from memory.store.sqlite.manage import SQLiteManagement
+from memory.store.sqlite.meta import chunks, marks, read_embedding_meta
+from memory.store.sqlite.reads import (
+    consolidation_snapshot,
+    formation_snapshot,
+    read_state,
+    record_snapshot,
+)
+from memory.store.sqlite.schema import DDL, SCHEMA_VERSION
+from memory.store.sqlite.search import (
     VectorCache,
     fact_filter_sql,
     facts_by_id,
     fts_match_expression,
 )
-from memory.store.sqlite_sessions import (
-    list_cold_sessions_q,
-    purge_ended_sessions_tx,
-    read_state,
-    record_messages_tx,
-)
-from memory.store.sqlite_thread import SQLiteThread
+from memory.store.sqlite.sessions import list_cold_sessions_q, purge_ended_sessions_tx
+from memory.store.sqlite.thread import SQLiteThread
+from memory.store.sqlite.writes import apply_writes
 
 
 class SQLiteStore(SQLiteThread, SQLiteManagement):
@@ -129,16 +137,16 @@ class SQLiteStore(SQLiteThread, SQLiteManagement):
         chars_per_token: float,
         now: datetime,
     ) -> RecordOutcome:
-        body = partial(
-            record_messages_tx,
-            session_id=session_id,
-            agent_id=agent_id,
-            messages=list(messages),
-            weights=dict(weights),
-            chars_per_token=chars_per_token,
-            now=now,
-        )
-        return await self._write(body)
+        def record(conn: sqlite3.Connection) -> RecordOutcome:
+            snapshot = record_snapshot(conn, session_id, agent_id, [m.message_id for m in messages])
+            plan = plan_record_messages(
+                session_id, agent_id, messages, weights=weights, chars_per_token=chars_per_token,
+                now=now, snapshot=snapshot,
+            )  # fmt: skip
+            apply_writes(conn, plan.writes)
+            return plan.result
+
+        return await self._write(record)
 
     async def get_session(self, session_id: str) -> SessionInfo | None:
         def load(conn: sqlite3.Connection) -> SessionInfo | None:
@@ -261,10 +269,7 @@ class SQLiteStore(SQLiteThread, SQLiteManagement):
             meta = read_embedding_meta(conn)
             if meta is None:
                 return []
-            if meta[1] != vector.size:
-                raise EmbeddingMismatchError(
-                    f"query has dimension {vector.size}, stored facts have {meta[1]} ({meta[0]})"
-                )
+            check_query_dimension(meta, vector.size)
             hits = self._vectors.search(conn, vector, flt, limit=limit, min_score=min_score)
             facts = {fact.fact_id: fact for fact in facts_by_id(conn, [h[0] for h in hits])}
             return [ScoredFact(fact=facts[fid], score=score) for fid, score in hits]
@@ -318,7 +323,12 @@ class SQLiteStore(SQLiteThread, SQLiteManagement):
     # ------------------------------------------------------------ formation
 
     async def commit_formation(self, commit: FormationCommit) -> FormationCommitResult:
-        return await self._write(partial(commit_formation_tx, commit=commit))
+        def form(conn: sqlite3.Connection) -> FormationCommitResult:
+            plan = plan_formation(commit, formation_snapshot(conn, formation_request(commit)))
+            apply_writes(conn, plan.writes)
+            return plan.result
+
+        return await self._write(form)
 
     # ------------------------------------------------------------ reflections and blobs
 
@@ -364,19 +374,19 @@ class SQLiteStore(SQLiteThread, SQLiteManagement):
         at: datetime,
         edited_by: str = "consolidation",
     ) -> ConsolidatedMemory:
-        # Validated before the transaction: edited_by must be one the model knows.
-        blob = ConsolidatedMemory.model_validate(
-            {
-                "scope_key": key,
-                "content": content,
-                "version": expected_version + 1,
-                "word_limit": word_limit,
-                "updated_at": at,
-                "edited_by": edited_by,
-            }
-        )
+        blob = consolidation_blob(
+            key, expected_version=expected_version, content=content, word_limit=word_limit,
+            at=at, edited_by=edited_by,
+        )  # fmt: skip
         ids = list(dict.fromkeys(absorbed_ids))
-        return await self._write(partial(commit_consolidation_tx, blob=blob, absorbed_ids=ids))
+
+        def consolidate(conn: sqlite3.Connection) -> ConsolidatedMemory:
+            version, buffered = consolidation_snapshot(conn, key.key, ids)
+            plan = plan_consolidation(blob, ids, current_version=version, buffered=buffered)
+            apply_writes(conn, plan.writes)
+            return plan.result
+
+        return await self._write(consolidate)
 
     async def scope_versions(self, keys: Sequence[str]) -> dict[str, int]:
         wanted = list(dict.fromkeys(keys))

@@ -18,9 +18,9 @@ import numpy.typing as npt
 
 from memory.models import Fact, FactFilter
 from memory.store.base import Vector
-from memory.store.sqlite_codec import FACT_COLUMNS, fact_from_row
-from memory.store.sqlite_meta import chunks, marks
-from memory.store.sqlite_schema import fact_counter_key
+from memory.store.sqlite.codec import FACT_COLUMNS, fact_from_row
+from memory.store.sqlite.meta import chunks, marks
+from memory.store.sqlite.schema import fact_counter_key
 
 _WORD = re.compile(r"\w+")
 _MAX_TERMS = 64

@@ -156,3 +156,20 @@ def consolidated_from_row(row: sqlite3.Row) -> ConsolidatedMemory:
         updated_at=from_us(row["updated_at"]),
         edited_by=row["edited_by"],
     )
+
+
+def reflection_params(r: Reflection) -> tuple[object, ...]:
+    """The values of a reflections row, in the DDL's column order (absorbed: NULL)."""
+    key = r.scope_key
+    return (
+        r.reflection_id, key.key, key.scope, key.agent_id, key.user_id, key.session_id,
+        r.content, r.source_session_id, to_us(r.formed_at),
+    )  # fmt: skip
+
+
+def message_params(m: StoredMessage, weighted_tokens: float) -> tuple[object, ...]:
+    """The values of a messages row, in the DDL's column order."""
+    return (
+        m.session_id, m.seq, m.message_id, m.role, m.content, to_us(m.created_at), m.user_id,
+        m.name, m.agent_id, weighted_tokens,
+    )  # fmt: skip

@@ -1,0 +1,122 @@
+"""The snapshots the planners ask for, read inside the caller's transaction."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+
+from memory.models import Fact, FormationCommitResult, SessionAgentState
+from memory.store.rules import FormationRequest, FormationSnapshot, RecordSnapshot
+from memory.store.sqlite.codec import (
+    FACT_COLUMNS,
+    STATE_SQL,
+    fact_from_row,
+    opt_from_us,
+    state_from_row,
+)
+from memory.store.sqlite.meta import chunks, marks, read_embedding_meta
+from memory.store.sqlite.search import facts_by_id
+
+
+def read_state(
+    conn: sqlite3.Connection, session_id: str, agent_id: str
+) -> SessionAgentState | None:
+    row = conn.execute(
+        STATE_SQL + " WHERE sa.session_id = ? AND sa.agent_id = ?", (session_id, agent_id)
+    ).fetchone()
+    return None if row is None else state_from_row(row)
+
+
+def facts_with_hashes(conn: sqlite3.Connection, agent_id: str, hashes: Sequence[str]) -> list[Fact]:
+    """The agent's facts, valid or not, whose content hash is one of ``hashes``."""
+    found: list[Fact] = []
+    for chunk in chunks(hashes):
+        rows = conn.execute(
+            f"SELECT {FACT_COLUMNS} FROM facts WHERE agent_id = ? AND hash IN ({marks(chunk)})",
+            (agent_id, *chunk),
+        )
+        found += [fact_from_row(row) for row in rows]
+    return found
+
+
+def pending_after(conn: sqlite3.Connection, session_id: str, seq: int) -> tuple[int, float]:
+    row = conn.execute(
+        "SELECT count(*), coalesce(sum(weighted_tokens), 0.0) FROM messages "
+        "WHERE session_id = ? AND seq > ?",
+        (session_id, seq),
+    ).fetchone()
+    return int(row[0]), float(row[1])
+
+
+def _existing(conn: sqlite3.Connection, sql: str, ids: Sequence[str], *first: object) -> set[str]:
+    """The values of ``ids`` that ``sql`` (ending in an IN list, first column the value) finds."""
+    found: set[str] = set()
+    for chunk in chunks(ids):
+        found |= {str(row[0]) for row in conn.execute(f"{sql} ({marks(chunk)})", (*first, *chunk))}
+    return found
+
+
+def formation_snapshot(conn: sqlite3.Connection, req: FormationRequest) -> FormationSnapshot:
+    done = conn.execute(
+        "SELECT result FROM formation_commits WHERE formation_id = ?", (req.formation_id,)
+    ).fetchone()
+    facts = {f.fact_id: f for f in facts_by_id(conn, req.fact_ids)}
+    facts |= {f.fact_id: f for f in facts_with_hashes(conn, req.agent_id, req.hashes)}
+    existing = _existing(
+        conn, "SELECT reflection_id FROM reflections WHERE reflection_id IN", req.reflection_ids
+    )
+    buffered: dict[str, int] = {}
+    for chunk in chunks(req.scope_keys):
+        for row in conn.execute(
+            "SELECT scope_key, count(*) FROM reflections WHERE absorbed_into_version IS NULL "
+            f"AND scope_key IN ({marks(chunk)}) GROUP BY scope_key",
+            chunk,
+        ):
+            buffered[row[0]] = int(row[1])
+    return FormationSnapshot(
+        done=None if done is None else FormationCommitResult.model_validate_json(done[0]),
+        state=read_state(conn, req.session_id, req.agent_id),
+        embedding_meta=read_embedding_meta(conn),
+        facts=list(facts.values()),
+        existing_reflections=frozenset(existing),
+        buffered=buffered,
+        pending_after=pending_after(conn, req.session_id, req.new_cursor),
+    )
+
+
+def record_snapshot(
+    conn: sqlite3.Connection, session_id: str, agent_id: str, message_ids: Sequence[str]
+) -> RecordSnapshot:
+    session = conn.execute(
+        "SELECT last_seq, last_message_at FROM sessions WHERE session_id = ?", (session_id,)
+    ).fetchone()
+    state = read_state(conn, session_id, agent_id)
+    stored = _existing(
+        conn,
+        "SELECT message_id FROM messages WHERE session_id = ? AND message_id IN",
+        list(dict.fromkeys(message_ids)),
+        session_id,
+    )
+    return RecordSnapshot(
+        session_exists=session is not None,
+        last_seq=0 if session is None else int(session["last_seq"]),
+        last_message_at=None if session is None else opt_from_us(session["last_message_at"]),
+        state=state,
+        stored_ids=frozenset(stored),
+        totals=pending_after(conn, session_id, 0) if state is None else (0, 0.0),
+    )
+
+
+def consolidation_snapshot(
+    conn: sqlite3.Connection, key: str, reflection_ids: Sequence[str]
+) -> tuple[int, int]:
+    """(the blob's version, 0 for none; how many of the ids are buffered reflections of key)."""
+    row = conn.execute("SELECT version FROM consolidated WHERE scope_key = ?", (key,)).fetchone()
+    buffered = _existing(
+        conn,
+        "SELECT reflection_id FROM reflections WHERE scope_key = ? "
+        "AND absorbed_into_version IS NULL AND reflection_id IN",
+        reflection_ids,
+        key,
+    )
+    return (0 if row is None else int(row[0])), len(buffered)
