@@ -25,6 +25,7 @@ from memory.models import (
     SessionInfo,
     StoredMessage,
 )
+from memory.store.rules import token_count
 
 Doc = dict[str, Any]
 
@@ -57,13 +58,48 @@ def user_key(scope: str, user_id: str | None) -> str:
     return (user_id or "") if scope == "user" else ""
 
 
-def fact_scope_key(scope: str, agent_id: str, user_id: str | None) -> str:
-    try:
-        if scope == "user":
-            return ScopeKey(scope="user", agent_id=agent_id, user_id=user_id).key
-        return ScopeKey(scope="agent", agent_id=agent_id).key
-    except ValueError as exc:
-        raise InvalidInputError(f"invalid fact scope: {exc}") from exc
+def fact_fields(fact: Fact) -> Doc:
+    """A fact's stored fields but its vector, access counters and insertion order."""
+    return {
+        "agent_id": fact.agent_id,
+        "user_id": fact.user_id,
+        "user_key": user_key(fact.scope, fact.user_id),
+        "scope": fact.scope,
+        "content": fact.content,
+        "hash": fact.hash,
+        "n_tokens": token_count(fact.content),
+        "embedding_model": fact.embedding_model,
+        "source_session_id": fact.source_session_id,
+        "formed_at": ts(fact.formed_at),
+        "updated_at": ts(fact.updated_at),
+        "version": fact.version,
+        "previous_content": fact.previous_content,
+        "history": [
+            {
+                **rev.model_dump(include={"version", "content", "reason"}),
+                "changed_at": ts(rev.changed_at),
+            }
+            for rev in fact.history
+        ],
+        "invalidated": fact.invalidated_at is not None,
+        "invalidated_at": None if fact.invalidated_at is None else ts(fact.invalidated_at),
+        "invalidated_by": fact.invalidated_by,
+    }
+
+
+def state_doc(state: SessionAgentState) -> Doc:
+    return {
+        **state.model_dump(exclude={"last_message_at"}),
+        "last_message_at": None if state.last_message_at is None else ts(state.last_message_at),
+    }
+
+
+def message_doc(message: StoredMessage, weighted_tokens: float) -> Doc:
+    return {
+        **message.model_dump(exclude={"created_at"}),
+        "created_at": ts(message.created_at),
+        "weighted_tokens": weighted_tokens,
+    }
 
 
 def fact_from_doc(doc: Mapping[str, Any]) -> Fact:

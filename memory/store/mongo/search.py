@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import math
-import re
-import unicodedata
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Literal
@@ -35,8 +33,9 @@ from pymongo.errors import OperationFailure
 
 from memory.models import FactFilter
 from memory.store.base import Vector
-from memory.store.mongo_docs import Doc
-from memory.store.mongo_indexes import TEXT_INDEX, VECTOR_INDEX
+from memory.store.mongo.docs import Doc
+from memory.store.mongo.indexes import TEXT_INDEX, VECTOR_INDEX
+from memory.store.rules import tokenize
 
 log = structlog.get_logger(__name__)
 
@@ -48,22 +47,8 @@ MAX_TERMS = 64
 # Above this many matrix cells the cosine product runs in a worker thread.
 _THREAD_CELLS = 1_000_000
 
-_WORD = re.compile(r"\w+")
-
 Scored = list[tuple[Doc, float]]
 AtlasMode = Literal["auto", "on", "off"]
-
-
-def tokenize(text: str) -> list[str]:
-    """Words, case- and diacritic-folded: what $text (language "none") and FTS5's unicode61
-    tokenizer match on."""
-    decomposed = unicodedata.normalize("NFKD", text)
-    folded = "".join(c for c in decomposed if not unicodedata.combining(c)).casefold()
-    return _WORD.findall(folded)
-
-
-def token_count(text: str) -> int:
-    return len(tokenize(text))
 
 
 def fact_match(flt: FactFilter, *, valid_only: bool = True) -> Doc | None:

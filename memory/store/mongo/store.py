@@ -18,7 +18,7 @@ from pymongo import AsyncMongoClient, ReplaceOne
 from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.errors import CollectionInvalid
 
-from memory.errors import ConflictError, EmbeddingMismatchError, NotFoundError
+from memory.errors import NotFoundError
 from memory.models import (
     AgentConfig,
     ConsolidatedMemory,
@@ -36,7 +36,7 @@ from memory.models import (
     StoredMessage,
 )
 from memory.store.base import Vector
-from memory.store.mongo_docs import (
+from memory.store.mongo.docs import (
     NO_VECTOR,
     consolidated_from_doc,
     fact_from_doc,
@@ -45,12 +45,27 @@ from memory.store.mongo_docs import (
     session_from_doc,
     ts,
 )
-from memory.store.mongo_formation import EMBEDDING_META_ID, bump_versions, commit_formation_tx
-from memory.store.mongo_indexes import PLAIN_COLLECTIONS, REGULAR_INDEXES
-from memory.store.mongo_manage import MongoManagement
-from memory.store.mongo_search import AtlasMode, FactSearch, fact_match
-from memory.store.mongo_sessions import cold_sessions, read_state, record_messages_tx
-from memory.store.mongo_txn import run_transaction
+from memory.store.mongo.indexes import PLAIN_COLLECTIONS, REGULAR_INDEXES
+from memory.store.mongo.manage import MongoManagement
+from memory.store.mongo.reads import (
+    consolidation_snapshot,
+    formation_snapshot,
+    read_embedding_meta,
+    read_state,
+    record_snapshot,
+)
+from memory.store.mongo.search import AtlasMode, FactSearch, fact_match
+from memory.store.mongo.sessions import cold_sessions
+from memory.store.mongo.txn import run_transaction
+from memory.store.mongo.writes import apply_writes
+from memory.store.rules import (
+    check_query_dimension,
+    consolidation_blob,
+    formation_request,
+    plan_consolidation,
+    plan_formation,
+    plan_record_messages,
+)
 
 
 def _embedding_key(model: str, text_hash: str) -> str:
@@ -120,17 +135,16 @@ class MongoStore(MongoManagement):
         chars_per_token: float,
         now: datetime,
     ) -> RecordOutcome:
+        ids = [m.message_id for m in messages]
+
         async def body(session: AsyncClientSession) -> RecordOutcome:
-            return await record_messages_tx(
-                self._db,
-                session,
-                session_id=session_id,
-                agent_id=agent_id,
-                messages=messages,
-                weights=weights,
-                chars_per_token=chars_per_token,
-                now=now,
-            )
+            snapshot = await record_snapshot(self._db, session, session_id, agent_id, ids)
+            plan = plan_record_messages(
+                session_id, agent_id, messages, weights=weights, chars_per_token=chars_per_token,
+                now=now, snapshot=snapshot,
+            )  # fmt: skip
+            await apply_writes(self._db, session, plan.writes)
+            return plan.result
 
         return await run_transaction(self._db, body)
 
@@ -251,10 +265,7 @@ class MongoStore(MongoManagement):
         meta = await self.embedding_meta()
         if meta is None:
             return []
-        if meta[1] != vector.size:
-            raise EmbeddingMismatchError(
-                f"query has dimension {vector.size}, stored facts have {meta[1]} ({meta[0]})"
-            )
+        check_query_dimension(meta, vector.size)
         hits = await self._search.vector(vector, flt, limit, min_score)
         return [ScoredFact(fact=fact_from_doc(doc), score=score) for doc, score in hits]
 
@@ -283,16 +294,17 @@ class MongoStore(MongoManagement):
 
     async def embedding_meta(self) -> tuple[str, int] | None:
         if self._meta is None:
-            doc = await self._db.meta.find_one({"_id": EMBEDDING_META_ID})
-            if doc is not None:
-                self._meta = (doc["model"], int(doc["dimension"]))
+            self._meta = await read_embedding_meta(self._db, None)
         return self._meta
 
     # ------------------------------------------------------------ formation
 
     async def commit_formation(self, commit: FormationCommit) -> FormationCommitResult:
         async def body(session: AsyncClientSession) -> FormationCommitResult:
-            return await commit_formation_tx(self._db, session, commit)
+            snapshot = await formation_snapshot(self._db, session, formation_request(commit))
+            plan = plan_formation(commit, snapshot)
+            await apply_writes(self._db, session, plan.writes)
+            return plan.result
 
         return await run_transaction(self._db, body)
 
@@ -331,57 +343,17 @@ class MongoStore(MongoManagement):
         at: datetime,
         edited_by: str = "consolidation",
     ) -> ConsolidatedMemory:
-        # Validated before the transaction: edited_by must be one the model knows.
-        blob = ConsolidatedMemory.model_validate(
-            {
-                "scope_key": key,
-                "content": content,
-                "version": expected_version + 1,
-                "word_limit": word_limit,
-                "updated_at": at,
-                "edited_by": edited_by,
-            }
-        )
+        blob = consolidation_blob(
+            key, expected_version=expected_version, content=content, word_limit=word_limit,
+            at=at, edited_by=edited_by,
+        )  # fmt: skip
         ids = list(dict.fromkeys(absorbed_ids))
-        db = self._db
 
         async def body(session: AsyncClientSession) -> ConsolidatedMemory:
-            doc = await db.consolidated.find_one({"_id": key.key}, {"version": 1}, session=session)
-            current = 0 if doc is None else int(doc["version"])
-            if current != expected_version:
-                raise ConflictError(f"{key.key} is at version {current}, not {expected_version}")
-            buffered = await db.reflections.count_documents(
-                {"_id": {"$in": ids}, "scope_key": key.key, "absorbed_into_version": None},
-                session=session,
-            )
-            if buffered != len(ids):
-                raise ConflictError(
-                    f"{len(ids) - buffered} reflection(s) of {key.key} already absorbed or unknown"
-                )
-            await db.consolidated.replace_one(
-                {"_id": key.key},
-                {
-                    "scope": key.scope,
-                    "agent_id": key.agent_id,
-                    "user_id": key.user_id,
-                    "session_id": key.session_id,
-                    "content": blob.content,
-                    "version": blob.version,
-                    "word_limit": blob.word_limit,
-                    "updated_at": ts(blob.updated_at),
-                    "edited_by": blob.edited_by,
-                },
-                upsert=True,
-                session=session,
-            )
-            if ids:
-                await db.reflections.update_many(
-                    {"_id": {"$in": ids}},
-                    {"$set": {"absorbed_into_version": blob.version}},
-                    session=session,
-                )
-            await bump_versions(db, [key.key], session)
-            return blob
+            version, buffered = await consolidation_snapshot(self._db, session, key.key, ids)
+            plan = plan_consolidation(blob, ids, current_version=version, buffered=buffered)
+            await apply_writes(self._db, session, plan.writes)
+            return plan.result
 
         return await run_transaction(self._db, body)
 
