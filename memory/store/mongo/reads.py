@@ -2,15 +2,33 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from typing import cast
 
 from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.asynchronous.database import AsyncDatabase
 
-from memory.models import Fact, FormationCommitResult, SessionAgentState
-from memory.store.mongo.docs import NO_VECTOR, Doc, fact_from_doc, opt_dt, state_from_doc
+from memory.models import Fact, FormationCommitResult, Reflection, SessionAgentState
+from memory.store.mongo.docs import (
+    NO_VECTOR,
+    Doc,
+    fact_from_doc,
+    opt_dt,
+    reflection_from_doc,
+    state_from_doc,
+)
 from memory.store.mongo.writes import EMBEDDING_META_ID
-from memory.store.rules import FormationRequest, FormationSnapshot, RecordSnapshot
+from memory.store.rules import (
+    ConsolidationRequest,
+    ConsolidationSnapshot,
+    FactRequest,
+    FactSnapshot,
+    FormationRequest,
+    FormationSnapshot,
+    RecordRequest,
+    RecordSnapshot,
+    ReflectionRequest,
+    Request,
+)
 
 Session = AsyncClientSession | None
 
@@ -73,16 +91,13 @@ async def formation_snapshot(
 
 
 async def record_snapshot(
-    db: AsyncDatabase[Doc],
-    s: AsyncClientSession,
-    session_id: str,
-    agent_id: str,
-    message_ids: Sequence[str],
+    db: AsyncDatabase[Doc], s: AsyncClientSession, req: RecordRequest
 ) -> RecordSnapshot:
+    session_id = req.session_id
     doc = await db.sessions.find_one({"_id": session_id}, session=s)
-    state = await read_state(db, session_id, agent_id, s)
+    state = await read_state(db, session_id, req.agent_id, s)
     stored = db.messages.find(
-        {"session_id": session_id, "message_id": {"$in": list(dict.fromkeys(message_ids))}},
+        {"session_id": session_id, "message_id": {"$in": list(req.message_ids)}},
         {"message_id": 1},
         session=s,
     )
@@ -96,13 +111,36 @@ async def record_snapshot(
     )
 
 
-async def consolidation_snapshot(
-    db: AsyncDatabase[Doc], s: AsyncClientSession, key: str, reflection_ids: Sequence[str]
-) -> tuple[int, int]:
-    """(the blob's version, 0 for none; how many of the ids are buffered reflections of key)."""
-    doc = await db.consolidated.find_one({"_id": key}, {"version": 1}, session=s)
-    buffered = await db.reflections.count_documents(
-        {"_id": {"$in": list(reflection_ids)}, "scope_key": key, "absorbed_into_version": None},
-        session=s,
-    )
-    return (0 if doc is None else int(doc["version"])), buffered
+async def reflection(
+    db: AsyncDatabase[Doc], reflection_id: str, session: Session = None
+) -> Reflection | None:
+    doc = await db.reflections.find_one({"_id": reflection_id}, session=session)
+    return None if doc is None else reflection_from_doc(doc)
+
+
+async def read_snapshot[S](db: AsyncDatabase[Doc], s: AsyncClientSession, request: Request[S]) -> S:
+    """The snapshot a planner asks for (see memory.store.rules)."""
+    snapshot: object
+    match request:
+        case FormationRequest():
+            snapshot = await formation_snapshot(db, s, request)
+        case RecordRequest():
+            snapshot = await record_snapshot(db, s, request)
+        case ReflectionRequest(reflection_id=reflection_id):
+            snapshot = await reflection(db, reflection_id, s)
+        case FactRequest(fact_id=fact_id, content_hash=hash_):
+            fact = next(iter(await find_facts(db, {"_id": fact_id}, s)), None)
+            same = []
+            if fact is not None and hash_ is not None:
+                same = await find_facts(db, {"agent_id": fact.agent_id, "hash": hash_}, s)
+            snapshot = FactSnapshot(fact, same, await read_embedding_meta(db, s))
+        case ConsolidationRequest(key=key, reflection_ids=ids):
+            doc = await db.consolidated.find_one({"_id": key}, {"version": 1}, session=s)
+            buffered = await db.reflections.count_documents(
+                {"_id": {"$in": list(ids)}, "scope_key": key, "absorbed_into_version": None},
+                session=s,
+            )
+            snapshot = ConsolidationSnapshot(0 if doc is None else int(doc["version"]), buffered)
+        case _:
+            raise TypeError(f"no snapshot for {request!r}")
+    return cast(S, snapshot)

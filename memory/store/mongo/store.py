@@ -8,7 +8,7 @@ the search; without them as $text and exact cosine in numpy (see mongo_search).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -24,10 +24,6 @@ from memory.models import (
     ConsolidatedMemory,
     Fact,
     FactFilter,
-    FormationCommit,
-    FormationCommitResult,
-    MessageIn,
-    RecordOutcome,
     Reflection,
     ScopeKey,
     ScoredFact,
@@ -47,25 +43,12 @@ from memory.store.mongo.docs import (
 )
 from memory.store.mongo.indexes import PLAIN_COLLECTIONS, REGULAR_INDEXES
 from memory.store.mongo.manage import MongoManagement
-from memory.store.mongo.reads import (
-    consolidation_snapshot,
-    formation_snapshot,
-    read_embedding_meta,
-    read_state,
-    record_snapshot,
-)
+from memory.store.mongo.reads import read_embedding_meta, read_snapshot, read_state
 from memory.store.mongo.search import AtlasMode, FactSearch, fact_match
 from memory.store.mongo.sessions import cold_sessions
 from memory.store.mongo.txn import run_transaction
 from memory.store.mongo.writes import apply_writes
-from memory.store.rules import (
-    check_query_dimension,
-    consolidation_blob,
-    formation_request,
-    plan_consolidation,
-    plan_formation,
-    plan_record_messages,
-)
+from memory.store.rules import Plan, Request, check_query_dimension
 
 
 def _embedding_key(model: str, text_hash: str) -> str:
@@ -96,6 +79,14 @@ class MongoStore(MongoManagement):
         client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(uri)
         return cls(client, database, atlas_search=atlas_search, owns_client=True)
 
+    async def _transact[S, R](self, request: Request[S], plan: Callable[[S], Plan[R]]) -> R:
+        async def body(session: AsyncClientSession) -> R:
+            planned = plan(await read_snapshot(self._db, session, request))
+            await apply_writes(self._db, session, planned.writes)
+            return planned.result
+
+        return await run_transaction(self._db, body)
+
     # ------------------------------------------------------------ lifecycle
 
     async def setup(self) -> None:
@@ -124,29 +115,6 @@ class MongoStore(MongoManagement):
         return None if doc is None else AgentConfig.model_validate(doc)
 
     # ------------------------------------------------------------ sessions and messages
-
-    async def record_messages(
-        self,
-        session_id: str,
-        agent_id: str,
-        messages: Sequence[MessageIn],
-        *,
-        weights: dict[str, float],
-        chars_per_token: float,
-        now: datetime,
-    ) -> RecordOutcome:
-        ids = [m.message_id for m in messages]
-
-        async def body(session: AsyncClientSession) -> RecordOutcome:
-            snapshot = await record_snapshot(self._db, session, session_id, agent_id, ids)
-            plan = plan_record_messages(
-                session_id, agent_id, messages, weights=weights, chars_per_token=chars_per_token,
-                now=now, snapshot=snapshot,
-            )  # fmt: skip
-            await apply_writes(self._db, session, plan.writes)
-            return plan.result
-
-        return await run_transaction(self._db, body)
 
     async def get_session(self, session_id: str) -> SessionInfo | None:
         doc = await self._db.sessions.find_one({"_id": session_id})
@@ -297,17 +265,6 @@ class MongoStore(MongoManagement):
             self._meta = await read_embedding_meta(self._db, None)
         return self._meta
 
-    # ------------------------------------------------------------ formation
-
-    async def commit_formation(self, commit: FormationCommit) -> FormationCommitResult:
-        async def body(session: AsyncClientSession) -> FormationCommitResult:
-            snapshot = await formation_snapshot(self._db, session, formation_request(commit))
-            plan = plan_formation(commit, snapshot)
-            await apply_writes(self._db, session, plan.writes)
-            return plan.result
-
-        return await run_transaction(self._db, body)
-
     # ------------------------------------------------------------ reflections and blobs
 
     async def unabsorbed_reflections(
@@ -331,31 +288,6 @@ class MongoStore(MongoManagement):
     async def get_consolidated(self, key: ScopeKey) -> ConsolidatedMemory | None:
         doc = await self._db.consolidated.find_one({"_id": key.key})
         return None if doc is None else consolidated_from_doc(doc)
-
-    async def commit_consolidation(
-        self,
-        key: ScopeKey,
-        *,
-        expected_version: int,
-        content: str,
-        word_limit: int,
-        absorbed_ids: Sequence[str],
-        at: datetime,
-        edited_by: str = "consolidation",
-    ) -> ConsolidatedMemory:
-        blob = consolidation_blob(
-            key, expected_version=expected_version, content=content, word_limit=word_limit,
-            at=at, edited_by=edited_by,
-        )  # fmt: skip
-        ids = list(dict.fromkeys(absorbed_ids))
-
-        async def body(session: AsyncClientSession) -> ConsolidatedMemory:
-            version, buffered = await consolidation_snapshot(self._db, session, key.key, ids)
-            plan = plan_consolidation(blob, ids, current_version=version, buffered=buffered)
-            await apply_writes(self._db, session, plan.writes)
-            return plan.result
-
-        return await run_transaction(self._db, body)
 
     async def scope_versions(self, keys: Sequence[str]) -> dict[str, int]:
         wanted = list(dict.fromkeys(keys))

@@ -1,12 +1,15 @@
 """The store's rules, written once as pure planners: no I/O, no async, no backend imports.
 
-Each store call that writes is: read the snapshot the planner asks for, call the planner, apply
-the returned writes (``rules.writes``) in the same transaction. The planner raises the contract's
-errors before anything is written and simulates the effects of a call's own writes, so both
-backends behave alike by construction.
+Each store call that writes is: read the snapshot a ``Request`` asks for, call the planner,
+apply the returned writes (``rules.writes``), all in one transaction of the backend (see
+memory.store.planned). The planner raises the contract's errors before anything is written and
+simulates the effects of a call's own writes, so both backends behave alike by construction.
 """
 
 from memory.store.rules.blobs import (
+    ConsolidationRequest,
+    ConsolidationSnapshot,
+    ReflectionRequest,
     consolidation_blob,
     plan_consolidation,
     plan_delete_reflection,
@@ -20,15 +23,27 @@ from memory.store.rules.formation import (
     formation_request,
     plan_formation,
 )
-from memory.store.rules.manage import plan_edit_fact, plan_invalidate_fact
-from memory.store.rules.messages import RecordSnapshot, plan_record_messages
-from memory.store.rules.writes import Plan, Write
+from memory.store.rules.manage import (
+    FactRequest,
+    FactSnapshot,
+    plan_edit_fact,
+    plan_invalidate_fact,
+)
+from memory.store.rules.messages import RecordRequest, RecordSnapshot, plan_record_messages
+from memory.store.rules.writes import Plan, Request, Write
 
 __all__ = [
+    "ConsolidationRequest",
+    "ConsolidationSnapshot",
+    "FactRequest",
+    "FactSnapshot",
     "FormationRequest",
     "FormationSnapshot",
     "Plan",
+    "RecordRequest",
     "RecordSnapshot",
+    "ReflectionRequest",
+    "Request",
     "Write",
     "check_query_dimension",
     "consolidation_blob",

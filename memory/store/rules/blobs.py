@@ -4,6 +4,7 @@ person's edit or delete of a buffered reflection."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
 from memory.errors import ConflictError, InvalidInputError, NotFoundError
@@ -14,8 +15,26 @@ from memory.store.rules.writes import (
     DeleteReflection,
     Plan,
     PutConsolidated,
+    Request,
     SetReflectionContent,
 )
+
+
+@dataclass(frozen=True)
+class ConsolidationSnapshot:
+    version: int  # the stored blob's, 0 for none
+    buffered: int  # how many of the request's ids are buffered reflections of its key
+
+
+@dataclass(frozen=True)
+class ConsolidationRequest(Request[ConsolidationSnapshot]):
+    key: str
+    reflection_ids: tuple[str, ...]  # distinct
+
+
+@dataclass(frozen=True)
+class ReflectionRequest(Request[Reflection | None]):
+    reflection_id: str
 
 
 def consolidation_blob(
@@ -44,19 +63,16 @@ def consolidation_blob(
 def plan_consolidation(
     blob: ConsolidatedMemory,
     absorbed_ids: Sequence[str],
-    *,
-    current_version: int,
-    buffered: int,
+    snapshot: ConsolidationSnapshot,
 ) -> Plan[ConsolidatedMemory]:
     """Write ``blob`` (version n) only if the stored blob is at n - 1 (0: none yet) and each of
-    ``absorbed_ids`` (distinct) is a buffered reflection of its key (``buffered`` of them are),
-    marking them absorbed into it; ConflictError otherwise. Bumps the scope key's version."""
+    ``absorbed_ids`` (distinct) is a buffered reflection of its key, marking them absorbed into it; ConflictError otherwise. Bumps the scope key's version."""
     key = blob.scope_key
-    if current_version != blob.version - 1:
-        raise ConflictError(f"{key.key} is at version {current_version}, not {blob.version - 1}")
-    if buffered != len(absorbed_ids):
+    if snapshot.version != blob.version - 1:
+        raise ConflictError(f"{key.key} is at version {snapshot.version}, not {blob.version - 1}")
+    if snapshot.buffered != len(absorbed_ids):
         raise ConflictError(
-            f"{len(absorbed_ids) - buffered} reflection(s) of {key.key} already absorbed or unknown"
+            f"{len(absorbed_ids) - snapshot.buffered} reflection(s) of {key.key} already absorbed or unknown"
         )
     writes = (
         PutConsolidated(blob),

@@ -53,13 +53,25 @@ from memory.store.rules.writes import (
     Plan,
     PutFact,
     RecordFormation,
+    Request,
     SetEmbeddingMeta,
     Write,
 )
 
 
 @dataclass(frozen=True)
-class FormationRequest:
+class FormationSnapshot:
+    done: FormationCommitResult | None
+    state: SessionAgentState | None
+    embedding_meta: tuple[str, int] | None
+    facts: Sequence[Fact]
+    existing_reflections: frozenset[str]
+    buffered: Mapping[str, int]  # scope key -> unabsorbed count (missing: 0)
+    pending_after: tuple[int, float]  # messages after new_cursor
+
+
+@dataclass(frozen=True)
+class FormationRequest(Request[FormationSnapshot]):
     """What to read for a commit."""
 
     formation_id: str
@@ -84,17 +96,6 @@ def formation_request(commit: FormationCommit) -> FormationRequest:
         scope_keys=tuple(sorted({r.scope_key.key for r in commit.reflections})),
         new_cursor=commit.new_cursor,
     )
-
-
-@dataclass(frozen=True)
-class FormationSnapshot:
-    done: FormationCommitResult | None
-    state: SessionAgentState | None
-    embedding_meta: tuple[str, int] | None
-    facts: Sequence[Fact]
-    existing_reflections: frozenset[str]
-    buffered: Mapping[str, int]  # scope key -> unabsorbed count (missing: 0)
-    pending_after: tuple[int, float]  # messages after new_cursor
 
 
 def same_fact(fact: Fact, agent_id: str, scope: str, user_id: str | None, hash_: str) -> bool:

@@ -25,6 +25,7 @@ from memory.store.rules.writes import (
     InsertMessages,
     NewMessage,
     Plan,
+    Request,
     Write,
 )
 
@@ -40,6 +41,13 @@ class RecordSnapshot:
     totals: tuple[int, float] = (0, 0.0)
 
 
+@dataclass(frozen=True)
+class RecordRequest(Request[RecordSnapshot]):
+    session_id: str
+    agent_id: str
+    message_ids: tuple[str, ...]  # distinct
+
+
 def plan_record_messages(
     session_id: str,
     agent_id: str,
@@ -50,6 +58,7 @@ def plan_record_messages(
     now: datetime,
     snapshot: RecordSnapshot,
 ) -> Plan[RecordOutcome]:
+    """Read ``RecordRequest(session_id, agent_id, distinct message ids)``'s snapshot."""
     if chars_per_token <= 0:
         raise InvalidInputError("chars_per_token must be > 0")
     writes: list[Write] = []

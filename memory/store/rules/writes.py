@@ -162,3 +162,8 @@ class Plan[R]:
 
     writes: tuple[Write, ...]
     result: R
+
+
+class Request[S]:
+    """What a planner needs read, inside the transaction that applies its plan; S is the
+    snapshot type the backend answers with."""

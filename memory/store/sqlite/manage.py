@@ -1,35 +1,20 @@
-"""The management methods of the SQLite backend (operators, backend UIs): list, edit, delete.
-
-A person's edit or delete is planned by memory.store.rules and applied in one BEGIN IMMEDIATE
-transaction, like a formation.
-"""
+"""The management reads of the SQLite backend (operators, backend UIs): list and count facts,
+list reflections. Edits and deletes are planned (memory.store.planned)."""
 
 from __future__ import annotations
 
 import abc
 import sqlite3
 from collections.abc import Callable
-from datetime import datetime
 
-import numpy as np
-
-from memory.ids import content_hash
 from memory.models import Fact, FactFilter, Reflection, ScopeKey
-from memory.store.base import MemoryStore, Vector
-from memory.store.rules import (
-    plan_delete_reflection,
-    plan_edit_fact,
-    plan_edit_reflection,
-    plan_invalidate_fact,
-)
+from memory.store.planned import PlannedStore
 from memory.store.sqlite.codec import fact_columns, fact_from_row, reflection_from_row
-from memory.store.sqlite.meta import read_embedding_meta
-from memory.store.sqlite.reads import facts_with_hashes
-from memory.store.sqlite.search import fact_filter_sql, facts_by_id
-from memory.store.sqlite.writes import apply_writes
+from memory.store.sqlite.reads import reflection
+from memory.store.sqlite.search import fact_filter_sql
 
 
-class SQLiteManagement(MemoryStore):
+class SQLiteManagement(PlannedStore):
     """The management half of SQLiteStore, which provides the transactions."""
 
     @abc.abstractmethod
@@ -57,46 +42,6 @@ class SQLiteManagement(MemoryStore):
         row = await self._read(lambda conn: conn.execute(sql, params).fetchone())
         return int(row[0])
 
-    async def edit_fact(
-        self,
-        fact_id: str,
-        *,
-        content: str,
-        embedding: Vector,
-        embedding_model: str,
-        at: datetime,
-        reason: str = "manual edit",
-    ) -> Fact:
-        vector = [float(x) for x in np.asarray(embedding, dtype=np.float32).reshape(-1)]
-
-        def edit(conn: sqlite3.Connection) -> Fact:
-            fact = next(iter(facts_by_id(conn, [fact_id])), None)
-            same = (
-                []
-                if fact is None
-                else facts_with_hashes(conn, fact.agent_id, [content_hash(content)])
-            )
-            plan = plan_edit_fact(
-                fact_id, content=content, embedding=vector, embedding_model=embedding_model,
-                at=at, reason=reason, fact=fact, same_content=same,
-                embedding_meta=read_embedding_meta(conn),
-            )  # fmt: skip
-            apply_writes(conn, plan.writes)
-            return plan.result
-
-        return await self._write(edit)
-
-    async def invalidate_fact(
-        self, fact_id: str, *, at: datetime, reason: str = "manual delete"
-    ) -> Fact:
-        def delete(conn: sqlite3.Connection) -> Fact:
-            fact = next(iter(facts_by_id(conn, [fact_id])), None)
-            plan = plan_invalidate_fact(fact_id, at=at, reason=reason, fact=fact)
-            apply_writes(conn, plan.writes)
-            return plan.result
-
-        return await self._write(delete)
-
     async def list_reflections(
         self, key: ScopeKey, *, include_absorbed: bool = False, limit: int = 100
     ) -> list[Reflection]:
@@ -108,27 +53,5 @@ class SQLiteManagement(MemoryStore):
         rows = await self._read(lambda conn: conn.execute(sql, (key.key, max(limit, 0))).fetchall())
         return [reflection_from_row(row) for row in rows]
 
-    async def edit_reflection(self, reflection_id: str, *, content: str) -> Reflection:
-        def edit(conn: sqlite3.Connection) -> Reflection:
-            plan = plan_edit_reflection(reflection_id, content, _reflection(conn, reflection_id))
-            apply_writes(conn, plan.writes)
-            return plan.result
-
-        return await self._write(edit)
-
-    async def delete_reflection(self, reflection_id: str) -> None:
-        def delete(conn: sqlite3.Connection) -> None:
-            plan = plan_delete_reflection(reflection_id, _reflection(conn, reflection_id))
-            apply_writes(conn, plan.writes)
-
-        await self._write(delete)
-
     async def get_reflection(self, reflection_id: str) -> Reflection | None:
-        return await self._read(lambda conn: _reflection(conn, reflection_id))
-
-
-def _reflection(conn: sqlite3.Connection, reflection_id: str) -> Reflection | None:
-    row = conn.execute(
-        "SELECT * FROM reflections WHERE reflection_id = ?", (reflection_id,)
-    ).fetchone()
-    return None if row is None else reflection_from_row(row)
+        return await self._read(lambda conn: reflection(conn, reflection_id))

@@ -4,14 +4,27 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
+from typing import cast
 
-from memory.models import Fact, FormationCommitResult, SessionAgentState
-from memory.store.rules import FormationRequest, FormationSnapshot, RecordSnapshot
+from memory.models import Fact, FormationCommitResult, Reflection, SessionAgentState
+from memory.store.rules import (
+    ConsolidationRequest,
+    ConsolidationSnapshot,
+    FactRequest,
+    FactSnapshot,
+    FormationRequest,
+    FormationSnapshot,
+    RecordRequest,
+    RecordSnapshot,
+    ReflectionRequest,
+    Request,
+)
 from memory.store.sqlite.codec import (
     FACT_COLUMNS,
     STATE_SQL,
     fact_from_row,
     opt_from_us,
+    reflection_from_row,
     state_from_row,
 )
 from memory.store.sqlite.meta import chunks, marks, read_embedding_meta
@@ -84,17 +97,16 @@ def formation_snapshot(conn: sqlite3.Connection, req: FormationRequest) -> Forma
     )
 
 
-def record_snapshot(
-    conn: sqlite3.Connection, session_id: str, agent_id: str, message_ids: Sequence[str]
-) -> RecordSnapshot:
+def record_snapshot(conn: sqlite3.Connection, req: RecordRequest) -> RecordSnapshot:
+    session_id = req.session_id
     session = conn.execute(
         "SELECT last_seq, last_message_at FROM sessions WHERE session_id = ?", (session_id,)
     ).fetchone()
-    state = read_state(conn, session_id, agent_id)
+    state = read_state(conn, session_id, req.agent_id)
     stored = _existing(
         conn,
         "SELECT message_id FROM messages WHERE session_id = ? AND message_id IN",
-        list(dict.fromkeys(message_ids)),
+        req.message_ids,
         session_id,
     )
     return RecordSnapshot(
@@ -107,16 +119,43 @@ def record_snapshot(
     )
 
 
-def consolidation_snapshot(
-    conn: sqlite3.Connection, key: str, reflection_ids: Sequence[str]
-) -> tuple[int, int]:
-    """(the blob's version, 0 for none; how many of the ids are buffered reflections of key)."""
-    row = conn.execute("SELECT version FROM consolidated WHERE scope_key = ?", (key,)).fetchone()
-    buffered = _existing(
-        conn,
-        "SELECT reflection_id FROM reflections WHERE scope_key = ? "
-        "AND absorbed_into_version IS NULL AND reflection_id IN",
-        reflection_ids,
-        key,
-    )
-    return (0 if row is None else int(row[0])), len(buffered)
+def reflection(conn: sqlite3.Connection, reflection_id: str) -> Reflection | None:
+    row = conn.execute(
+        "SELECT * FROM reflections WHERE reflection_id = ?", (reflection_id,)
+    ).fetchone()
+    return None if row is None else reflection_from_row(row)
+
+
+def read_snapshot[S](conn: sqlite3.Connection, request: Request[S]) -> S:
+    """The snapshot a planner asks for (see memory.store.rules)."""
+    snapshot: object
+    match request:
+        case FormationRequest():
+            snapshot = formation_snapshot(conn, request)
+        case RecordRequest():
+            snapshot = record_snapshot(conn, request)
+        case ReflectionRequest(reflection_id=reflection_id):
+            snapshot = reflection(conn, reflection_id)
+        case FactRequest(fact_id=fact_id, content_hash=hash_):
+            fact = next(iter(facts_by_id(conn, [fact_id])), None)
+            same = (
+                []
+                if fact is None or hash_ is None
+                else facts_with_hashes(conn, fact.agent_id, [hash_])
+            )
+            snapshot = FactSnapshot(fact, same, read_embedding_meta(conn))
+        case ConsolidationRequest(key=key, reflection_ids=ids):
+            row = conn.execute(
+                "SELECT version FROM consolidated WHERE scope_key = ?", (key,)
+            ).fetchone()
+            buffered = _existing(
+                conn,
+                "SELECT reflection_id FROM reflections WHERE scope_key = ? "
+                "AND absorbed_into_version IS NULL AND reflection_id IN",
+                ids,
+                key,
+            )
+            snapshot = ConsolidationSnapshot(0 if row is None else int(row[0]), len(buffered))
+        case _:
+            raise TypeError(f"no snapshot for {request!r}")
+    return cast(S, snapshot)

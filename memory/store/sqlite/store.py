@@ -1,12 +1,12 @@
 """The embedded backend: one SQLite file in WAL mode, stdlib sqlite3 only, FTS5 for text and an
 in-process numpy matrix per agent for exact cosine search. Every call runs on the store's own
-thread (sqlite_thread), never on the event loop."""
+thread (thread), never on the event loop."""
 
 from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from functools import partial
 
@@ -18,10 +18,6 @@ from memory.models import (
     ConsolidatedMemory,
     Fact,
     FactFilter,
-    FormationCommit,
-    FormationCommitResult,
-    MessageIn,
-    RecordOutcome,
     Reflection,
     ScopeKey,
     ScoredFact,
@@ -30,14 +26,7 @@ from memory.models import (
     StoredMessage,
 )
 from memory.store.base import Vector
-from memory.store.rules import (
-    check_query_dimension,
-    consolidation_blob,
-    formation_request,
-    plan_consolidation,
-    plan_formation,
-    plan_record_messages,
-)
+from memory.store.rules import Plan, Request, check_query_dimension
 from memory.store.sqlite.codec import (
     consolidated_from_row,
     fact_columns,
@@ -52,12 +41,7 @@ from memory.store.sqlite.codec import (
 )
 from memory.store.sqlite.manage import SQLiteManagement
 from memory.store.sqlite.meta import chunks, marks, read_embedding_meta
-from memory.store.sqlite.reads import (
-    consolidation_snapshot,
-    formation_snapshot,
-    read_state,
-    record_snapshot,
-)
+from memory.store.sqlite.reads import read_snapshot, read_state
 from memory.store.sqlite.schema import DDL, SCHEMA_VERSION
 from memory.store.sqlite.search import (
     VectorCache,
@@ -78,6 +62,14 @@ class SQLiteStore(SQLiteThread, SQLiteManagement):
         self._vectors = VectorCache()
         self._meta: tuple[str, int] | None = None  # never changes once set
         self._closed = False
+
+    async def _transact[S, R](self, request: Request[S], plan: Callable[[S], Plan[R]]) -> R:
+        def body(conn: sqlite3.Connection) -> R:
+            planned = plan(read_snapshot(conn, request))
+            apply_writes(conn, planned.writes)
+            return planned.result
+
+        return await self._write(body)
 
     # ------------------------------------------------------------ lifecycle
 
@@ -126,27 +118,6 @@ class SQLiteStore(SQLiteThread, SQLiteManagement):
         return None if row is None else AgentConfig.model_validate_json(row["config"])
 
     # ------------------------------------------------------------ sessions and messages
-
-    async def record_messages(
-        self,
-        session_id: str,
-        agent_id: str,
-        messages: Sequence[MessageIn],
-        *,
-        weights: dict[str, float],
-        chars_per_token: float,
-        now: datetime,
-    ) -> RecordOutcome:
-        def record(conn: sqlite3.Connection) -> RecordOutcome:
-            snapshot = record_snapshot(conn, session_id, agent_id, [m.message_id for m in messages])
-            plan = plan_record_messages(
-                session_id, agent_id, messages, weights=weights, chars_per_token=chars_per_token,
-                now=now, snapshot=snapshot,
-            )  # fmt: skip
-            apply_writes(conn, plan.writes)
-            return plan.result
-
-        return await self._write(record)
 
     async def get_session(self, session_id: str) -> SessionInfo | None:
         def load(conn: sqlite3.Connection) -> SessionInfo | None:
@@ -320,16 +291,6 @@ class SQLiteStore(SQLiteThread, SQLiteManagement):
             self._meta = await self._read(read_embedding_meta)
         return self._meta
 
-    # ------------------------------------------------------------ formation
-
-    async def commit_formation(self, commit: FormationCommit) -> FormationCommitResult:
-        def form(conn: sqlite3.Connection) -> FormationCommitResult:
-            plan = plan_formation(commit, formation_snapshot(conn, formation_request(commit)))
-            apply_writes(conn, plan.writes)
-            return plan.result
-
-        return await self._write(form)
-
     # ------------------------------------------------------------ reflections and blobs
 
     async def unabsorbed_reflections(
@@ -362,31 +323,6 @@ class SQLiteStore(SQLiteThread, SQLiteManagement):
             ).fetchone()
         )
         return None if row is None else consolidated_from_row(row)
-
-    async def commit_consolidation(
-        self,
-        key: ScopeKey,
-        *,
-        expected_version: int,
-        content: str,
-        word_limit: int,
-        absorbed_ids: Sequence[str],
-        at: datetime,
-        edited_by: str = "consolidation",
-    ) -> ConsolidatedMemory:
-        blob = consolidation_blob(
-            key, expected_version=expected_version, content=content, word_limit=word_limit,
-            at=at, edited_by=edited_by,
-        )  # fmt: skip
-        ids = list(dict.fromkeys(absorbed_ids))
-
-        def consolidate(conn: sqlite3.Connection) -> ConsolidatedMemory:
-            version, buffered = consolidation_snapshot(conn, key.key, ids)
-            plan = plan_consolidation(blob, ids, current_version=version, buffered=buffered)
-            apply_writes(conn, plan.writes)
-            return plan.result
-
-        return await self._write(consolidate)
 
     async def scope_versions(self, keys: Sequence[str]) -> dict[str, int]:
         wanted = list(dict.fromkeys(keys))
