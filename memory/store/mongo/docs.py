@@ -18,13 +18,12 @@ from memory.errors import InvalidInputError
 from memory.models import (
     ConsolidatedMemory,
     Fact,
-    FactRevision,
     Reflection,
-    ScopeKey,
     SessionAgentState,
     SessionInfo,
     StoredMessage,
 )
+from memory.store.records import from_record, scope_key_of
 from memory.store.rules import token_count
 
 Doc = dict[str, Any]
@@ -103,72 +102,21 @@ def message_doc(message: StoredMessage, weighted_tokens: float) -> Doc:
 
 
 def fact_from_doc(doc: Mapping[str, Any]) -> Fact:
-    return Fact(
-        fact_id=doc["_id"],
-        agent_id=doc["agent_id"],
-        user_id=doc.get("user_id"),
-        scope=doc["scope"],
-        content=doc["content"],
-        hash=doc["hash"],
-        embedding_model=doc["embedding_model"],
-        source_session_id=doc.get("source_session_id"),
-        formed_at=dt(doc["formed_at"]),
-        updated_at=dt(doc["updated_at"]),
-        version=doc["version"],
-        previous_content=doc.get("previous_content"),
-        history=tuple(
-            FactRevision(
-                version=rev["version"],
-                content=rev["content"],
-                changed_at=dt(rev["changed_at"]),
-                reason=rev.get("reason", ""),
-            )
-            for rev in doc.get("history", ())
-        ),
-        invalidated_at=opt_dt(doc.get("invalidated_at")),
-        invalidated_by=doc.get("invalidated_by"),
-        access_count=doc.get("access_count", 0),
-        last_accessed_at=opt_dt(doc.get("last_accessed_at")),
-    )
+    return from_record(Fact, doc, dt, fact_id=doc["_id"])
 
 
 def message_from_doc(doc: Mapping[str, Any]) -> StoredMessage:
-    return StoredMessage(
-        session_id=doc["session_id"],
-        seq=doc["seq"],
-        message_id=doc["message_id"],
-        role=doc["role"],
-        content=doc["content"],
-        created_at=dt(doc["created_at"]),
-        user_id=doc.get("user_id"),
-        name=doc.get("name"),
-        agent_id=doc.get("agent_id"),
-    )
+    return from_record(StoredMessage, doc, dt)
 
 
 def session_from_doc(doc: Mapping[str, Any]) -> SessionInfo:
-    return SessionInfo(
-        session_id=doc["_id"],
-        agent_ids=tuple(doc.get("agent_ids", ())),
-        user_ids=tuple(doc.get("user_ids", ())),
-        created_at=dt(doc["created_at"]),
-        last_message_at=opt_dt(doc.get("last_message_at")),
-        ended_at=opt_dt(doc.get("ended_at")),
-    )
+    return from_record(SessionInfo, doc, dt, session_id=doc["_id"])
 
 
 def state_from_doc(doc: Mapping[str, Any]) -> SessionAgentState:
-    return SessionAgentState(
-        session_id=doc["session_id"],
-        agent_id=doc["agent_id"],
-        cursor_seq=doc["cursor_seq"],
-        last_seq=doc["last_seq"],
-        pending_messages=doc["pending_messages"],
-        # Sums of float $inc can drift a hair below zero; the model rejects negatives.
-        pending_weighted_tokens=max(0.0, float(doc["pending_weighted_tokens"])),
-        last_message_at=opt_dt(doc.get("last_message_at")),
-        formations=doc["formations"],
-    )
+    # Sums of float $inc can drift a hair below zero; the model rejects negatives.
+    tokens = max(0.0, float(doc["pending_weighted_tokens"]))
+    return from_record(SessionAgentState, doc, dt, pending_weighted_tokens=tokens)
 
 
 def reflection_doc(reflection: Reflection) -> Doc:
@@ -189,32 +137,10 @@ def reflection_doc(reflection: Reflection) -> Doc:
     }
 
 
-def _scope_key_from_doc(doc: Mapping[str, Any]) -> ScopeKey:
-    return ScopeKey(
-        scope=doc["scope"],
-        agent_id=doc["agent_id"],
-        user_id=doc.get("user_id"),
-        session_id=doc.get("session_id"),
-    )
-
-
 def reflection_from_doc(doc: Mapping[str, Any]) -> Reflection:
-    return Reflection(
-        reflection_id=doc["_id"],
-        scope_key=_scope_key_from_doc(doc),
-        content=doc["content"],
-        source_session_id=doc["source_session_id"],
-        formed_at=dt(doc["formed_at"]),
-        absorbed_into_version=doc.get("absorbed_into_version"),
-    )
+    key = scope_key_of(doc)
+    return from_record(Reflection, doc, dt, reflection_id=doc["_id"], scope_key=key)
 
 
 def consolidated_from_doc(doc: Mapping[str, Any]) -> ConsolidatedMemory:
-    return ConsolidatedMemory(
-        scope_key=_scope_key_from_doc(doc),
-        content=doc["content"],
-        version=doc["version"],
-        word_limit=doc["word_limit"],
-        updated_at=dt(doc["updated_at"]),
-        edited_by=doc.get("edited_by", "consolidation"),
-    )
+    return from_record(ConsolidatedMemory, doc, dt, scope_key=scope_key_of(doc))

@@ -14,11 +14,11 @@ from memory.models import (
     Fact,
     FactRevision,
     Reflection,
-    ScopeKey,
     SessionAgentState,
     StoredMessage,
 )
 from memory.store.base import Vector
+from memory.store.records import from_record, scope_key_of
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
@@ -52,17 +52,10 @@ def history_to_json(history: tuple[FactRevision, ...]) -> str:
     return json.dumps([rev.model_dump(mode="json") for rev in history])
 
 
-_FACT_FIELDS = (
-    "fact_id", "agent_id", "user_id", "scope", "content", "hash", "embedding_model",
-    "source_session_id", "formed_at", "updated_at", "version", "previous_content", "history",
-    "invalidated_at", "invalidated_by", "access_count", "last_accessed_at",
-)  # fmt: skip
-
-
 def fact_columns(alias: str = "") -> str:
     """The select list that fact_from_row reads, optionally qualified by a table alias."""
     prefix = f"{alias}." if alias else ""
-    return ", ".join(prefix + name for name in _FACT_FIELDS)
+    return ", ".join(prefix + name for name in Fact.model_fields)
 
 
 FACT_COLUMNS = fact_columns()
@@ -70,25 +63,7 @@ FACT_COLUMNS = fact_columns()
 
 def fact_from_row(row: sqlite3.Row) -> Fact:
     """A row selected with fact_columns() (any extra columns are ignored)."""
-    return Fact(
-        fact_id=row["fact_id"],
-        agent_id=row["agent_id"],
-        user_id=row["user_id"],
-        scope=row["scope"],
-        content=row["content"],
-        hash=row["hash"],
-        embedding_model=row["embedding_model"],
-        source_session_id=row["source_session_id"],
-        formed_at=from_us(row["formed_at"]),
-        updated_at=from_us(row["updated_at"]),
-        version=row["version"],
-        previous_content=row["previous_content"],
-        history=tuple(FactRevision.model_validate(rev) for rev in json.loads(row["history"])),
-        invalidated_at=opt_from_us(row["invalidated_at"]),
-        invalidated_by=row["invalidated_by"],
-        access_count=row["access_count"],
-        last_accessed_at=opt_from_us(row["last_accessed_at"]),
-    )
+    return from_record(Fact, dict(row), from_us, history=json.loads(row["history"]))
 
 
 STATE_SQL = """
@@ -100,62 +75,21 @@ FROM session_agents AS sa JOIN sessions AS s ON s.session_id = sa.session_id
 
 def state_from_row(row: sqlite3.Row) -> SessionAgentState:
     """A row selected by STATE_SQL (or the same columns)."""
-    return SessionAgentState(
-        session_id=row["session_id"],
-        agent_id=row["agent_id"],
-        cursor_seq=row["cursor_seq"],
-        last_seq=row["last_seq"],
-        pending_messages=row["pending_messages"],
-        # Sums of floats may drift a hair below zero after a recomputation; the model forbids < 0.
-        pending_weighted_tokens=max(0.0, row["pending_weighted_tokens"]),
-        last_message_at=opt_from_us(row["last_message_at"]),
-        formations=row["formations"],
-    )
+    # Sums of floats may drift a hair below zero after a recomputation; the model forbids < 0.
+    tokens = max(0.0, row["pending_weighted_tokens"])
+    return from_record(SessionAgentState, dict(row), from_us, pending_weighted_tokens=tokens)
 
 
 def message_from_row(row: sqlite3.Row) -> StoredMessage:
-    return StoredMessage(
-        session_id=row["session_id"],
-        seq=row["seq"],
-        message_id=row["message_id"],
-        role=row["role"],
-        content=row["content"],
-        created_at=from_us(row["created_at"]),
-        user_id=row["user_id"],
-        name=row["name"],
-        agent_id=row["agent_id"],
-    )
-
-
-def _scope_key(row: sqlite3.Row) -> ScopeKey:
-    return ScopeKey(
-        scope=row["scope"],
-        agent_id=row["agent_id"],
-        user_id=row["user_id"],
-        session_id=row["session_id"],
-    )
+    return from_record(StoredMessage, dict(row), from_us)
 
 
 def reflection_from_row(row: sqlite3.Row) -> Reflection:
-    return Reflection(
-        reflection_id=row["reflection_id"],
-        scope_key=_scope_key(row),
-        content=row["content"],
-        source_session_id=row["source_session_id"],
-        formed_at=from_us(row["formed_at"]),
-        absorbed_into_version=row["absorbed_into_version"],
-    )
+    return from_record(Reflection, dict(row), from_us, scope_key=scope_key_of(dict(row)))
 
 
 def consolidated_from_row(row: sqlite3.Row) -> ConsolidatedMemory:
-    return ConsolidatedMemory(
-        scope_key=_scope_key(row),
-        content=row["content"],
-        version=row["version"],
-        word_limit=row["word_limit"],
-        updated_at=from_us(row["updated_at"]),
-        edited_by=row["edited_by"],
-    )
+    return from_record(ConsolidatedMemory, dict(row), from_us, scope_key=scope_key_of(dict(row)))
 
 
 def reflection_params(r: Reflection) -> tuple[object, ...]:
