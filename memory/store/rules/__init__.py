@@ -16,7 +16,7 @@ from memory.store.rules.blobs import (
     plan_edit_reflection,
 )
 from memory.store.rules.checks import check_query_dimension
-from memory.store.rules.derived import fact_scope_key, token_count, tokenize, weighted_tokens
+from memory.store.rules.derived import fact_scope_key, weighted_tokens
 from memory.store.rules.formation import (
     FormationRequest,
     FormationSnapshot,
@@ -30,6 +30,7 @@ from memory.store.rules.manage import (
     plan_invalidate_fact,
 )
 from memory.store.rules.messages import RecordRequest, RecordSnapshot, plan_record_messages
+from memory.store.rules.text import token_count, tokenize
 from memory.store.rules.writes import Plan, Request, Write
 
 __all__ = [

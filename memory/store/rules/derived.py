@@ -1,16 +1,12 @@
 """Fields derived from a fact or a message the same way by every backend: the scope key a write
-bumps, the words text scoring counts, a message's weighted tokens."""
+bumps, a message's weighted tokens (and, in text, the words text scoring counts)."""
 
 from __future__ import annotations
 
 import math
-import re
-import unicodedata
 
 from memory.errors import InvalidInputError
 from memory.models import Fact, MessageIn, ScopeKey
-
-_WORD = re.compile(r"\w+")
 
 
 def fact_scope_key(fact: Fact) -> str:
@@ -21,19 +17,6 @@ def fact_scope_key(fact: Fact) -> str:
         return ScopeKey(scope="agent", agent_id=fact.agent_id).key
     except ValueError as exc:
         raise InvalidInputError(f"invalid fact scope: {exc}") from exc
-
-
-def tokenize(text: str) -> list[str]:
-    """Words, case- and diacritic-folded: what $text (language "none") and FTS5's unicode61
-    tokenizer match on."""
-    decomposed = unicodedata.normalize("NFKD", text)
-    folded = "".join(c for c in decomposed if not unicodedata.combining(c)).casefold()
-    return _WORD.findall(folded)
-
-
-def token_count(text: str) -> int:
-    """A fact's length for BM25 (stored beside the fact where the backend scores text itself)."""
-    return len(tokenize(text))
 
 
 def weighted_tokens(message: MessageIn, weights: dict[str, float], chars_per_token: float) -> float:

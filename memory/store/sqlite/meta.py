@@ -20,6 +20,17 @@ def marks(items: Sequence[object]) -> str:
     return ", ".join("?" * len(items))
 
 
+def rows_in(
+    conn: sqlite3.Connection, sql: str, values: Sequence[object], *first: object
+) -> list[sqlite3.Row]:
+    """The rows of ``sql`` (ending in ``IN``) for every value, in IN lists of at most _CHUNK;
+    ``first`` are the parameters before the list."""
+    rows: list[sqlite3.Row] = []
+    for chunk in chunks(values):
+        rows += conn.execute(f"{sql} ({marks(chunk)})", (*first, *chunk)).fetchall()
+    return rows
+
+
 _BUMP = (
     "INSERT INTO scope_versions (key, version) VALUES (?, 1) "
     "ON CONFLICT (key) DO UPDATE SET version = version + 1 RETURNING version"

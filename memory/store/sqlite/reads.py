@@ -27,7 +27,7 @@ from memory.store.sqlite.codec import (
     reflection_from_row,
     state_from_row,
 )
-from memory.store.sqlite.meta import chunks, marks, read_embedding_meta
+from memory.store.sqlite.meta import read_embedding_meta, rows_in
 from memory.store.sqlite.search import facts_by_id
 
 
@@ -42,14 +42,8 @@ def read_state(
 
 def facts_with_hashes(conn: sqlite3.Connection, agent_id: str, hashes: Sequence[str]) -> list[Fact]:
     """The agent's facts, valid or not, whose content hash is one of ``hashes``."""
-    found: list[Fact] = []
-    for chunk in chunks(hashes):
-        rows = conn.execute(
-            f"SELECT {FACT_COLUMNS} FROM facts WHERE agent_id = ? AND hash IN ({marks(chunk)})",
-            (agent_id, *chunk),
-        )
-        found += [fact_from_row(row) for row in rows]
-    return found
+    sql = f"SELECT {FACT_COLUMNS} FROM facts WHERE agent_id = ? AND hash IN"
+    return [fact_from_row(row) for row in rows_in(conn, sql, hashes, agent_id)]
 
 
 def pending_after(conn: sqlite3.Connection, session_id: str, seq: int) -> tuple[int, float]:
@@ -63,10 +57,7 @@ def pending_after(conn: sqlite3.Connection, session_id: str, seq: int) -> tuple[
 
 def _existing(conn: sqlite3.Connection, sql: str, ids: Sequence[str], *first: object) -> set[str]:
     """The values of ``ids`` that ``sql`` (ending in an IN list, first column the value) finds."""
-    found: set[str] = set()
-    for chunk in chunks(ids):
-        found |= {str(row[0]) for row in conn.execute(f"{sql} ({marks(chunk)})", (*first, *chunk))}
-    return found
+    return {str(row[0]) for row in rows_in(conn, sql, ids, *first)}
 
 
 def formation_snapshot(conn: sqlite3.Connection, req: FormationRequest) -> FormationSnapshot:
@@ -78,14 +69,8 @@ def formation_snapshot(conn: sqlite3.Connection, req: FormationRequest) -> Forma
     existing = _existing(
         conn, "SELECT reflection_id FROM reflections WHERE reflection_id IN", req.reflection_ids
     )
-    buffered: dict[str, int] = {}
-    for chunk in chunks(req.scope_keys):
-        for row in conn.execute(
-            "SELECT scope_key, count(*) FROM reflections WHERE absorbed_into_version IS NULL "
-            f"AND scope_key IN ({marks(chunk)}) GROUP BY scope_key",
-            chunk,
-        ):
-            buffered[row[0]] = int(row[1])
+    count = "SELECT count(*) FROM reflections WHERE scope_key = ? AND absorbed_into_version IS NULL"
+    buffered = {key: int(conn.execute(count, (key,)).fetchone()[0]) for key in req.scope_keys}
     return FormationSnapshot(
         done=None if done is None else FormationCommitResult.model_validate_json(done[0]),
         state=read_state(conn, req.session_id, req.agent_id),

@@ -5,8 +5,7 @@ from __future__ import annotations
 import sqlite3
 from datetime import datetime
 
-from memory.models import SessionAgentState
-from memory.store.sqlite.codec import STATE_SQL, state_from_row, to_us
+from memory.store.sqlite.codec import STATE_SQL, to_us
 
 # The WHERE term `pending_messages > 0` repeats the partial index's, which lets SQLite use it;
 # the row value comparison makes the page boundary part of the index range.
@@ -21,35 +20,6 @@ ORDER BY sa.last_message_at, sa.session_id, sa.agent_id
 LIMIT :limit
 """
 )
-
-# Below every stored timestamp: the first page starts at the beginning of the index.
-_BEFORE_ALL = -(2**63)
-
-
-def list_cold_sessions_q(
-    conn: sqlite3.Connection,
-    idle_before: datetime,
-    min_messages: int,
-    min_weighted_tokens: float,
-    after: tuple[datetime, str, str] | None,
-    limit: int,
-) -> list[SessionAgentState]:
-    after_at, after_session, after_agent = (
-        (_BEFORE_ALL, "", "") if after is None else (to_us(after[0]), after[1], after[2])
-    )
-    rows = conn.execute(
-        COLD_SESSIONS_SQL,
-        {
-            "idle_before": to_us(idle_before),
-            "min_messages": min_messages,
-            "min_tokens": min_weighted_tokens,
-            "after_at": after_at,
-            "after_session": after_session,
-            "after_agent": after_agent,
-            "limit": limit,
-        },
-    ).fetchall()
-    return [state_from_row(row) for row in rows]
 
 
 def purge_ended_sessions_tx(

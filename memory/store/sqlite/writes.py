@@ -14,7 +14,7 @@ from memory.store.sqlite.codec import (
     to_blob,
     to_us,
 )
-from memory.store.sqlite.meta import bump_version, chunks, marks
+from memory.store.sqlite.meta import bump_version, rows_in
 from memory.store.sqlite.schema import fact_counter_key
 
 _INSERT_FACT = """
@@ -158,12 +158,8 @@ def _apply(conn: sqlite3.Connection, write: w.Write, stamps: dict[str, int]) -> 
                 ),
             )  # fmt: skip
         case w.AbsorbReflections(reflection_ids=ids, version=version):
-            for chunk in chunks(ids):
-                conn.execute(
-                    "UPDATE reflections SET absorbed_into_version = ? "
-                    f"WHERE reflection_id IN ({marks(chunk)})",
-                    (version, *chunk),
-                )
+            sql = "UPDATE reflections SET absorbed_into_version = ? WHERE reflection_id IN"
+            rows_in(conn, sql, ids, version)
         case w.SetReflectionContent(reflection_id=reflection_id, content=content):
             conn.execute(
                 "UPDATE reflections SET content = ? WHERE reflection_id = ?",
