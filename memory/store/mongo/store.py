@@ -2,7 +2,14 @@
 
 Works against MongoDB ≥ 7 (a replica set or Atlas: transactions need one). With Atlas Search
 indexes (``setup_search_indexes``) searches run as $vectorSearch / $search with the filter inside
-the search; without them as $text and exact cosine in numpy (see mongo_search).
+the search; without them as $text and exact cosine in numpy (see search).
+
+A session document holds the message counter (``last_seq``, written by every recording
+transaction, so that concurrent recorders conflict and retry instead of sharing a seq), the
+agents and users in join order, and the timestamps. One ``session_agents`` document per
+(session, agent) holds the formation cursor and the pending counters; ``last_seq`` and
+``last_message_at`` are copied into it so that the cold-session index and the returned state
+need no join.
 """
 
 from __future__ import annotations
@@ -14,7 +21,7 @@ from typing import Any
 
 import numpy as np
 from bson.codec_options import CodecOptions
-from pymongo import AsyncMongoClient, ReplaceOne
+from pymongo import DESCENDING, AsyncMongoClient, ReplaceOne
 from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.errors import CollectionInvalid
 
@@ -34,20 +41,21 @@ from memory.models import (
 from memory.store.base import Vector
 from memory.store.mongo.docs import (
     NO_VECTOR,
+    Doc,
     consolidated_from_doc,
     fact_from_doc,
     message_from_doc,
     reflection_from_doc,
     session_from_doc,
+    state_from_doc,
     ts,
 )
 from memory.store.mongo.indexes import PLAIN_COLLECTIONS, REGULAR_INDEXES
-from memory.store.mongo.manage import MongoManagement
-from memory.store.mongo.reads import read_embedding_meta, read_snapshot, read_state
+from memory.store.mongo.reads import read_embedding_meta, read_snapshot, read_state, reflection
 from memory.store.mongo.search import AtlasMode, FactSearch, fact_match
-from memory.store.mongo.sessions import cold_sessions
 from memory.store.mongo.txn import run_transaction
 from memory.store.mongo.writes import apply_writes
+from memory.store.planned import PlannedStore
 from memory.store.rules import Plan, Request, check_query_dimension
 
 
@@ -55,8 +63,8 @@ def _embedding_key(model: str, text_hash: str) -> str:
     return f"{model}\x1f{text_hash}"
 
 
-class MongoStore(MongoManagement):
-    """The store on one MongoDB database; the management methods are in mongo_manage."""
+class MongoStore(PlannedStore):
+    """The store on one MongoDB database; the writing calls are planned (memory.store.planned)."""
 
     def __init__(
         self,
@@ -142,14 +150,33 @@ class MongoStore(MongoManagement):
         after: tuple[datetime, str, str] | None,
         limit: int,
     ) -> list[SessionAgentState]:
-        return await cold_sessions(
-            self._db,
-            idle_before=idle_before,
-            min_messages=min_messages,
-            min_weighted_tokens=min_weighted_tokens,
-            after=after,
-            limit=limit,
-        )
+        # A keyset page over the (last_message_at, session_id, agent_id) index.
+        if limit <= 0:
+            return []
+        terms: list[Doc] = [
+            {"last_message_at": {"$lte": ts(idle_before)}},
+            {"pending_messages": {"$gte": 1}},
+            {
+                "$or": [
+                    {"pending_messages": {"$gte": min_messages}},
+                    {"pending_weighted_tokens": {"$gte": min_weighted_tokens}},
+                ]
+            },
+        ]
+        if after is not None:
+            at, sid, aid = ts(after[0]), after[1], after[2]
+            terms.append(
+                {
+                    "$or": [
+                        {"last_message_at": {"$gt": at}},
+                        {"last_message_at": at, "session_id": {"$gt": sid}},
+                        {"last_message_at": at, "session_id": sid, "agent_id": {"$gt": aid}},
+                    ]
+                }
+            )
+        sort: list[tuple[str, Any]] = [("last_message_at", 1), ("session_id", 1), ("agent_id", 1)]
+        cursor = self._db.session_agents.find({"$and": terms}).sort(sort).limit(limit)
+        return [state_from_doc(doc) async for doc in cursor]
 
     async def end_session(self, session_id: str, at: datetime) -> None:
         # Ending again (a resumed session) restarts the retention period of its memory.
@@ -296,3 +323,41 @@ class MongoStore(MongoManagement):
             async for doc in self._db.scope_versions.find({"_id": {"$in": wanted}}):
                 versions[doc["_id"]] = int(doc["version"])
         return versions
+
+    # ------------------------------------------------------------ management reads
+
+    async def list_facts(
+        self, flt: FactFilter, *, include_invalid: bool = False, offset: int = 0, limit: int = 50
+    ) -> list[Fact]:
+        match = fact_match(flt, valid_only=not include_invalid)
+        if match is None or limit <= 0:
+            return []
+        cursor = (
+            self._db.facts.find(match, NO_VECTOR)
+            .sort([("updated_at", DESCENDING), ("ins", DESCENDING)])
+            .skip(max(offset, 0))
+            .limit(limit)
+        )
+        return [fact_from_doc(doc) async for doc in cursor]
+
+    async def count_facts(self, flt: FactFilter) -> int:
+        match = fact_match(flt)
+        return 0 if match is None else await self._db.facts.count_documents(match)
+
+    async def get_reflection(self, reflection_id: str) -> Reflection | None:
+        return await reflection(self._db, reflection_id)
+
+    async def list_reflections(
+        self, key: ScopeKey, *, include_absorbed: bool = False, limit: int = 100
+    ) -> list[Reflection]:
+        if limit <= 0:
+            return []
+        query: Doc = {"scope_key": key.key}
+        if not include_absorbed:
+            query["absorbed_into_version"] = None
+        cursor = (
+            self._db.reflections.find(query)
+            .sort([("formed_at", DESCENDING), ("ins", DESCENDING)])
+            .limit(limit)
+        )
+        return [reflection_from_doc(doc) async for doc in cursor]

@@ -26,6 +26,7 @@ from memory.models import (
     StoredMessage,
 )
 from memory.store.base import Vector
+from memory.store.planned import PlannedStore
 from memory.store.records import from_record
 from memory.store.rules import Plan, Request, check_query_dimension
 from memory.store.sqlite.codec import (
@@ -40,9 +41,8 @@ from memory.store.sqlite.codec import (
     to_blob,
     to_us,
 )
-from memory.store.sqlite.manage import SQLiteManagement
 from memory.store.sqlite.meta import read_embedding_meta, rows_in
-from memory.store.sqlite.reads import read_snapshot, read_state
+from memory.store.sqlite.reads import read_snapshot, read_state, reflection
 from memory.store.sqlite.schema import DDL, SCHEMA_VERSION
 from memory.store.sqlite.search import (
     VectorCache,
@@ -55,8 +55,8 @@ from memory.store.sqlite.thread import SQLiteThread
 from memory.store.sqlite.writes import apply_writes
 
 
-class SQLiteStore(SQLiteThread, SQLiteManagement):
-    """The store on one SQLite file; the management reads are in manage."""
+class SQLiteStore(SQLiteThread, PlannedStore):
+    """The store on one SQLite file; the writing calls are planned (memory.store.planned)."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         super().__init__(path)
@@ -291,3 +291,38 @@ class SQLiteStore(SQLiteThread, SQLiteManagement):
         wanted = list(dict.fromkeys(keys))
         rows = await self._read(lambda conn: rows_in(conn, sql, wanted))
         return dict.fromkeys(wanted, 0) | {row["key"]: int(row["version"]) for row in rows}
+
+    # ------------------------------------------------------------ management reads
+
+    async def list_facts(
+        self, flt: FactFilter, *, include_invalid: bool = False, offset: int = 0, limit: int = 50
+    ) -> list[Fact]:
+        where, params = fact_filter_sql(flt, valid_only=not include_invalid)
+        sql = (
+            f"SELECT {fact_columns('f')} FROM facts AS f WHERE {where} "
+            "ORDER BY f.updated_at DESC, f.rowid DESC LIMIT ? OFFSET ?"
+        )
+        # A negative LIMIT would mean "no limit" to SQLite.
+        args = (*params, max(limit, 0), max(offset, 0))
+        rows = await self._read(lambda conn: conn.execute(sql, args).fetchall())
+        return [fact_from_row(row) for row in rows]
+
+    async def count_facts(self, flt: FactFilter) -> int:
+        where, params = fact_filter_sql(flt)
+        sql = f"SELECT count(*) FROM facts AS f WHERE {where}"
+        row = await self._read(lambda conn: conn.execute(sql, params).fetchone())
+        return int(row[0])
+
+    async def list_reflections(
+        self, key: ScopeKey, *, include_absorbed: bool = False, limit: int = 100
+    ) -> list[Reflection]:
+        buffered_only = "" if include_absorbed else " AND absorbed_into_version IS NULL"
+        sql = (
+            f"SELECT * FROM reflections WHERE scope_key = ?{buffered_only} "
+            "ORDER BY formed_at DESC, rowid DESC LIMIT ?"
+        )
+        rows = await self._read(lambda conn: conn.execute(sql, (key.key, max(limit, 0))).fetchall())
+        return [reflection_from_row(row) for row in rows]
+
+    async def get_reflection(self, reflection_id: str) -> Reflection | None:
+        return await self._read(lambda conn: reflection(conn, reflection_id))
