@@ -261,3 +261,15 @@ def test_commit_for_another_agents_reflection_is_refused() -> None:
     other = reflection(ScopeKey(scope="agent", agent_id="a2"), 1)
     with pytest.raises(InvalidInputError):
         plan_formation(commit(reflections=[other]), snapshot())
+
+
+def test_delete_with_a_replacement_that_revived_a_fact_points_at_the_revived_one() -> None:
+    plan = plan_formation(
+        commit(ops=[add("f3", "Lives in Rome", unit(0, 1)), invalidate("f1", "f3")]),
+        snapshot(stored("f1", "Lives in Paris"), stored("f0", "Lives in Rome", invalidated=5)),
+    )
+    assert puts(plan.writes) == [
+        ("f0", "Lives in Rome", None, False),
+        ("f1", "Lives in Paris", "f0", False),
+    ]
+    assert (plan.result.facts_added, plan.result.facts_invalidated) == (1, 1)
