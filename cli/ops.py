@@ -21,7 +21,7 @@ from memory.errors import EmbeddingMismatchError, InvalidInputError
 from memory.logging import configure_logging
 from memory.settings import Settings
 from memory.store import open_store
-from memory.store.mongo_indexes import search_index_specs, setup_search_indexes
+from memory.store.mongo.indexes import search_index_specs, setup_search_indexes
 from runtime.connection import ensure_search_attributes
 from runtime.metrics import MetricsEndpointError, install_runtime
 

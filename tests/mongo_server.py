@@ -17,7 +17,7 @@ from mongoeco import SearchIndexModel as EcoSearchIndexModel
 from mongoeco.engines import MemoryEngine
 from mongoeco.wire.proxy import AsyncMongoEcoProxyServer
 
-from memory.store.mongo_indexes import plan_search_indexes, search_index_specs_without_filters
+from memory.store.mongo.indexes import plan_search_indexes, search_index_specs_without_filters
 
 
 @dataclass(frozen=True)

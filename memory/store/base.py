@@ -6,7 +6,9 @@ Every write that matters for the guarantees is a single atomic call here:
   exactly once per formation id;
 - ``commit_consolidation`` replaces a blob and marks its reflections absorbed together, only if the
   blob is still at the version the consolidation read (compare-and-set).
-The shared contract tests in ``tests/store`` hold both backends to this text.
+The shared contract tests in ``tests/store`` hold both backends to this text. The writing calls
+are implemented once: pure planners in ``memory.store.rules`` decide, ``memory.store.planned``
+runs them inside each backend's transaction.
 """
 
 from __future__ import annotations

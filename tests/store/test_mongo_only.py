@@ -20,7 +20,7 @@ from pymongo.errors import OperationFailure
 from memory.errors import ConflictError
 from memory.models import FactFilter
 from memory.store.mongo import MongoStore
-from memory.store.mongo_indexes import (
+from memory.store.mongo.indexes import (
     FILTER_FIELDS,
     TEXT_INDEX,
     VECTOR_INDEX,
@@ -28,7 +28,7 @@ from memory.store.mongo_indexes import (
     search_index_specs,
     search_index_specs_without_filters,
 )
-from memory.store.mongo_search import AtlasMode
+from memory.store.mongo.search import AtlasMode
 from tests.mongo_server import EcoServer, running_mongoeco
 from tests.store.builders import (
     USER_KEY,

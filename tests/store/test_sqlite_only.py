@@ -17,7 +17,7 @@ import pytest
 
 from memory.models import FactInvalidate
 from memory.store.sqlite import SQLiteStore
-from memory.store.sqlite_sessions import COLD_SESSIONS_SQL
+from memory.store.sqlite.sessions import COLD_SESSIONS_SQL
 from tests.store.builders import (
     CHARS_PER_TOKEN,
     WEIGHTS,

@@ -43,7 +43,7 @@ REGULAR_INDEXES: dict[str, list[IndexModel]] = {
     "facts": [
         # Exact duplicates: one valid fact per (agent, user, scope, normalised content).
         # Invalidated facts are outside the index so that an update may take over the content
-        # of an invalidated fact; revival looks them up by the same fields.
+        # of an invalidated fact.
         IndexModel(
             [
                 ("agent_id", ASCENDING),
@@ -55,16 +55,8 @@ REGULAR_INDEXES: dict[str, list[IndexModel]] = {
             partialFilterExpression={"invalidated": False},
             name="facts_valid_hash",
         ),
-        IndexModel(
-            [
-                ("agent_id", ASCENDING),
-                ("user_key", ASCENDING),
-                ("scope", ASCENDING),
-                ("hash", ASCENDING),
-                ("invalidated_at", DESCENDING),
-            ],
-            name="facts_hash",
-        ),
+        # A commit's snapshot: the agent's facts with the contents it writes, valid or not.
+        IndexModel([("agent_id", ASCENDING), ("hash", ASCENDING)], name="facts_agent_hash"),
         IndexModel([("agent_id", ASCENDING), ("updated_at", DESCENDING)]),
         # "none": no stemming and no stop words, so $text matches the words that Atlas'
         # lucene.standard analyzer and our BM25 tokenizer see.

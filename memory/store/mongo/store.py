@@ -2,32 +2,35 @@
 
 Works against MongoDB ≥ 7 (a replica set or Atlas: transactions need one). With Atlas Search
 indexes (``setup_search_indexes``) searches run as $vectorSearch / $search with the filter inside
-the search; without them as $text and exact cosine in numpy (see mongo_search).
+the search; without them as $text and exact cosine in numpy (see search).
+
+A session document holds the message counter (``last_seq``, written by every recording
+transaction, so that concurrent recorders conflict and retry instead of sharing a seq), the
+agents and users in join order, and the timestamps. One ``session_agents`` document per
+(session, agent) holds the formation cursor and the pending counters; ``last_seq`` and
+``last_message_at`` are copied into it so that the cold-session index and the returned state
+need no join.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
 import numpy as np
 from bson.codec_options import CodecOptions
-from pymongo import AsyncMongoClient, ReplaceOne
+from pymongo import DESCENDING, AsyncMongoClient, ReplaceOne
 from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.errors import CollectionInvalid
 
-from memory.errors import ConflictError, EmbeddingMismatchError, NotFoundError
+from memory.errors import NotFoundError
 from memory.models import (
     AgentConfig,
     ConsolidatedMemory,
     Fact,
     FactFilter,
-    FormationCommit,
-    FormationCommitResult,
-    MessageIn,
-    RecordOutcome,
     Reflection,
     ScopeKey,
     ScoredFact,
@@ -36,29 +39,32 @@ from memory.models import (
     StoredMessage,
 )
 from memory.store.base import Vector
-from memory.store.mongo_docs import (
+from memory.store.mongo.docs import (
     NO_VECTOR,
+    Doc,
     consolidated_from_doc,
     fact_from_doc,
     message_from_doc,
     reflection_from_doc,
     session_from_doc,
+    state_from_doc,
     ts,
 )
-from memory.store.mongo_formation import EMBEDDING_META_ID, bump_versions, commit_formation_tx
-from memory.store.mongo_indexes import PLAIN_COLLECTIONS, REGULAR_INDEXES
-from memory.store.mongo_manage import MongoManagement
-from memory.store.mongo_search import AtlasMode, FactSearch, fact_match
-from memory.store.mongo_sessions import cold_sessions, read_state, record_messages_tx
-from memory.store.mongo_txn import run_transaction
+from memory.store.mongo.indexes import PLAIN_COLLECTIONS, REGULAR_INDEXES
+from memory.store.mongo.reads import read_embedding_meta, read_snapshot, read_state, reflection
+from memory.store.mongo.search import AtlasMode, FactSearch, fact_match
+from memory.store.mongo.txn import run_transaction
+from memory.store.mongo.writes import apply_writes
+from memory.store.planned import PlannedStore
+from memory.store.rules import Plan, Request, check_query_dimension
 
 
 def _embedding_key(model: str, text_hash: str) -> str:
     return f"{model}\x1f{text_hash}"
 
 
-class MongoStore(MongoManagement):
-    """The store on one MongoDB database; the management methods are in mongo_manage."""
+class MongoStore(PlannedStore):
+    """The store on one MongoDB database; the writing calls are planned (memory.store.planned)."""
 
     def __init__(
         self,
@@ -80,6 +86,14 @@ class MongoStore(MongoManagement):
         """A store owning its client (closed by close()). Connects lazily, on first use."""
         client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(uri)
         return cls(client, database, atlas_search=atlas_search, owns_client=True)
+
+    async def _transact[S, R](self, request: Request[S], plan: Callable[[S], Plan[R]]) -> R:
+        async def body(session: AsyncClientSession) -> R:
+            planned = plan(await read_snapshot(self._db, session, request))
+            await apply_writes(self._db, session, planned.writes)
+            return planned.result
+
+        return await run_transaction(self._db, body)
 
     # ------------------------------------------------------------ lifecycle
 
@@ -110,30 +124,6 @@ class MongoStore(MongoManagement):
 
     # ------------------------------------------------------------ sessions and messages
 
-    async def record_messages(
-        self,
-        session_id: str,
-        agent_id: str,
-        messages: Sequence[MessageIn],
-        *,
-        weights: dict[str, float],
-        chars_per_token: float,
-        now: datetime,
-    ) -> RecordOutcome:
-        async def body(session: AsyncClientSession) -> RecordOutcome:
-            return await record_messages_tx(
-                self._db,
-                session,
-                session_id=session_id,
-                agent_id=agent_id,
-                messages=messages,
-                weights=weights,
-                chars_per_token=chars_per_token,
-                now=now,
-            )
-
-        return await run_transaction(self._db, body)
-
     async def get_session(self, session_id: str) -> SessionInfo | None:
         doc = await self._db.sessions.find_one({"_id": session_id})
         return None if doc is None else session_from_doc(doc)
@@ -160,14 +150,33 @@ class MongoStore(MongoManagement):
         after: tuple[datetime, str, str] | None,
         limit: int,
     ) -> list[SessionAgentState]:
-        return await cold_sessions(
-            self._db,
-            idle_before=idle_before,
-            min_messages=min_messages,
-            min_weighted_tokens=min_weighted_tokens,
-            after=after,
-            limit=limit,
-        )
+        # A keyset page over the (last_message_at, session_id, agent_id) index.
+        if limit <= 0:
+            return []
+        terms: list[Doc] = [
+            {"last_message_at": {"$lte": ts(idle_before)}},
+            {"pending_messages": {"$gte": 1}},
+            {
+                "$or": [
+                    {"pending_messages": {"$gte": min_messages}},
+                    {"pending_weighted_tokens": {"$gte": min_weighted_tokens}},
+                ]
+            },
+        ]
+        if after is not None:
+            at, sid, aid = ts(after[0]), after[1], after[2]
+            terms.append(
+                {
+                    "$or": [
+                        {"last_message_at": {"$gt": at}},
+                        {"last_message_at": at, "session_id": {"$gt": sid}},
+                        {"last_message_at": at, "session_id": sid, "agent_id": {"$gt": aid}},
+                    ]
+                }
+            )
+        sort: list[tuple[str, Any]] = [("last_message_at", 1), ("session_id", 1), ("agent_id", 1)]
+        cursor = self._db.session_agents.find({"$and": terms}).sort(sort).limit(limit)
+        return [state_from_doc(doc) async for doc in cursor]
 
     async def end_session(self, session_id: str, at: datetime) -> None:
         # Ending again (a resumed session) restarts the retention period of its memory.
@@ -251,10 +260,7 @@ class MongoStore(MongoManagement):
         meta = await self.embedding_meta()
         if meta is None:
             return []
-        if meta[1] != vector.size:
-            raise EmbeddingMismatchError(
-                f"query has dimension {vector.size}, stored facts have {meta[1]} ({meta[0]})"
-            )
+        check_query_dimension(meta, vector.size)
         hits = await self._search.vector(vector, flt, limit, min_score)
         return [ScoredFact(fact=fact_from_doc(doc), score=score) for doc, score in hits]
 
@@ -283,18 +289,8 @@ class MongoStore(MongoManagement):
 
     async def embedding_meta(self) -> tuple[str, int] | None:
         if self._meta is None:
-            doc = await self._db.meta.find_one({"_id": EMBEDDING_META_ID})
-            if doc is not None:
-                self._meta = (doc["model"], int(doc["dimension"]))
+            self._meta = await read_embedding_meta(self._db, None)
         return self._meta
-
-    # ------------------------------------------------------------ formation
-
-    async def commit_formation(self, commit: FormationCommit) -> FormationCommitResult:
-        async def body(session: AsyncClientSession) -> FormationCommitResult:
-            return await commit_formation_tx(self._db, session, commit)
-
-        return await run_transaction(self._db, body)
 
     # ------------------------------------------------------------ reflections and blobs
 
@@ -320,71 +316,6 @@ class MongoStore(MongoManagement):
         doc = await self._db.consolidated.find_one({"_id": key.key})
         return None if doc is None else consolidated_from_doc(doc)
 
-    async def commit_consolidation(
-        self,
-        key: ScopeKey,
-        *,
-        expected_version: int,
-        content: str,
-        word_limit: int,
-        absorbed_ids: Sequence[str],
-        at: datetime,
-        edited_by: str = "consolidation",
-    ) -> ConsolidatedMemory:
-        # Validated before the transaction: edited_by must be one the model knows.
-        blob = ConsolidatedMemory.model_validate(
-            {
-                "scope_key": key,
-                "content": content,
-                "version": expected_version + 1,
-                "word_limit": word_limit,
-                "updated_at": at,
-                "edited_by": edited_by,
-            }
-        )
-        ids = list(dict.fromkeys(absorbed_ids))
-        db = self._db
-
-        async def body(session: AsyncClientSession) -> ConsolidatedMemory:
-            doc = await db.consolidated.find_one({"_id": key.key}, {"version": 1}, session=session)
-            current = 0 if doc is None else int(doc["version"])
-            if current != expected_version:
-                raise ConflictError(f"{key.key} is at version {current}, not {expected_version}")
-            buffered = await db.reflections.count_documents(
-                {"_id": {"$in": ids}, "scope_key": key.key, "absorbed_into_version": None},
-                session=session,
-            )
-            if buffered != len(ids):
-                raise ConflictError(
-                    f"{len(ids) - buffered} reflection(s) of {key.key} already absorbed or unknown"
-                )
-            await db.consolidated.replace_one(
-                {"_id": key.key},
-                {
-                    "scope": key.scope,
-                    "agent_id": key.agent_id,
-                    "user_id": key.user_id,
-                    "session_id": key.session_id,
-                    "content": blob.content,
-                    "version": blob.version,
-                    "word_limit": blob.word_limit,
-                    "updated_at": ts(blob.updated_at),
-                    "edited_by": blob.edited_by,
-                },
-                upsert=True,
-                session=session,
-            )
-            if ids:
-                await db.reflections.update_many(
-                    {"_id": {"$in": ids}},
-                    {"$set": {"absorbed_into_version": blob.version}},
-                    session=session,
-                )
-            await bump_versions(db, [key.key], session)
-            return blob
-
-        return await run_transaction(self._db, body)
-
     async def scope_versions(self, keys: Sequence[str]) -> dict[str, int]:
         wanted = list(dict.fromkeys(keys))
         versions = dict.fromkeys(wanted, 0)
@@ -392,3 +323,41 @@ class MongoStore(MongoManagement):
             async for doc in self._db.scope_versions.find({"_id": {"$in": wanted}}):
                 versions[doc["_id"]] = int(doc["version"])
         return versions
+
+    # ------------------------------------------------------------ management reads
+
+    async def list_facts(
+        self, flt: FactFilter, *, include_invalid: bool = False, offset: int = 0, limit: int = 50
+    ) -> list[Fact]:
+        match = fact_match(flt, valid_only=not include_invalid)
+        if match is None or limit <= 0:
+            return []
+        cursor = (
+            self._db.facts.find(match, NO_VECTOR)
+            .sort([("updated_at", DESCENDING), ("ins", DESCENDING)])
+            .skip(max(offset, 0))
+            .limit(limit)
+        )
+        return [fact_from_doc(doc) async for doc in cursor]
+
+    async def count_facts(self, flt: FactFilter) -> int:
+        match = fact_match(flt)
+        return 0 if match is None else await self._db.facts.count_documents(match)
+
+    async def get_reflection(self, reflection_id: str) -> Reflection | None:
+        return await reflection(self._db, reflection_id)
+
+    async def list_reflections(
+        self, key: ScopeKey, *, include_absorbed: bool = False, limit: int = 100
+    ) -> list[Reflection]:
+        if limit <= 0:
+            return []
+        query: Doc = {"scope_key": key.key}
+        if not include_absorbed:
+            query["absorbed_into_version"] = None
+        cursor = (
+            self._db.reflections.find(query)
+            .sort([("formed_at", DESCENDING), ("ins", DESCENDING)])
+            .limit(limit)
+        )
+        return [reflection_from_doc(doc) async for doc in cursor]

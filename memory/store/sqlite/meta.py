@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 # Well under SQLite's limit on bound parameters per statement.
 _CHUNK = 500
@@ -20,6 +20,17 @@ def marks(items: Sequence[object]) -> str:
     return ", ".join("?" * len(items))
 
 
+def rows_in(
+    conn: sqlite3.Connection, sql: str, values: Sequence[object], *first: object
+) -> list[sqlite3.Row]:
+    """The rows of ``sql`` (ending in ``IN``) for every value, in IN lists of at most _CHUNK;
+    ``first`` are the parameters before the list."""
+    rows: list[sqlite3.Row] = []
+    for chunk in chunks(values):
+        rows += conn.execute(f"{sql} ({marks(chunk)})", (*first, *chunk)).fetchall()
+    return rows
+
+
 _BUMP = (
     "INSERT INTO scope_versions (key, version) VALUES (?, 1) "
     "ON CONFLICT (key) DO UPDATE SET version = version + 1 RETURNING version"
@@ -32,11 +43,6 @@ def bump_version(conn: sqlite3.Connection, key: str) -> int:
     return int(row[0])
 
 
-def bump_versions(conn: sqlite3.Connection, keys: Iterable[str]) -> None:
-    for key in sorted(set(keys)):
-        bump_version(conn, key)
-
-
 def read_embedding_meta(conn: sqlite3.Connection) -> tuple[str, int] | None:
     rows = dict(
         conn.execute(
@@ -46,10 +52,3 @@ def read_embedding_meta(conn: sqlite3.Connection) -> tuple[str, int] | None:
     if len(rows) < 2:
         return None
     return str(rows["embedding_model"]), int(rows["embedding_dimension"])
-
-
-def write_embedding_meta(conn: sqlite3.Connection, model: str, dimension: int) -> None:
-    conn.executemany(
-        "INSERT INTO meta (key, value) VALUES (?, ?)",
-        [("embedding_model", model), ("embedding_dimension", str(dimension))],
-    )

@@ -1,5 +1,4 @@
-"""The checks of commit_formation that do not depend on the backend: both stores call these, so the
-contract's rules are written once (the storage of what passes them is each backend's own)."""
+"""The checks of commit_formation (and of a search query's dimension), written once."""
 
 from __future__ import annotations
 
@@ -56,4 +55,12 @@ def check_current(fact_id: str, *, version: int, invalidated: bool, expected_ver
         raise StaleDecisionError(
             f"fact {fact_id} is at version {version}{' (invalidated)' if invalidated else ''}, "
             f"decision saw {expected_version}"
+        )
+
+
+def check_query_dimension(meta: tuple[str, int], dimension: int) -> None:
+    """A query vector of another dimension than the stored facts' cannot be compared."""
+    if meta[1] != dimension:
+        raise EmbeddingMismatchError(
+            f"query has dimension {dimension}, stored facts have {meta[1]} ({meta[0]})"
         )

@@ -5,9 +5,7 @@ share one scale:
 
 - vector: exact cosine in numpy between the query and the stored embeddings of the candidates
   (Atlas reports (1 + cos) / 2, mongoeco raw cosine; the ANN candidates are re-ranked exactly).
-- text: Okapi BM25 with SQLite FTS5's constants and IDF (k1 = 1.2, b = 0.75,
-  idf = ln((N - n + 0.5) / (n + 0.5)), floored at 1e-6), the scale of FTS5's -bm25().
-  ``$text`` scores are not BM25 (mongoeco scores every match 1.0) and ``$search`` returns no
+- text: Okapi BM25 on FTS5's scale (memory.store.rules.text). ``$text`` scores are not BM25 (mongoeco scores every match 1.0) and ``$search`` returns no
   searchScore on mongoeco, so the server only selects candidates. N and the average length are
   those of the facts the filter lets through (FTS5 uses the whole table), and the document
   frequency n of each term is counted among the candidates: every filtered fact that holds a
@@ -21,10 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-import re
-import unicodedata
-from collections import Counter
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Literal
 
 import numpy as np
@@ -35,35 +30,19 @@ from pymongo.errors import OperationFailure
 
 from memory.models import FactFilter
 from memory.store.base import Vector
-from memory.store.mongo_docs import Doc
-from memory.store.mongo_indexes import TEXT_INDEX, VECTOR_INDEX
+from memory.store.mongo.docs import Doc
+from memory.store.mongo.indexes import TEXT_INDEX, VECTOR_INDEX
+from memory.store.rules.text import bm25, tokenize
 
 log = structlog.get_logger(__name__)
 
-K1 = 1.2
-B = 0.75
-MIN_IDF = 1e-6
 CANDIDATE_CAP = 1000
 MAX_TERMS = 64
 # Above this many matrix cells the cosine product runs in a worker thread.
 _THREAD_CELLS = 1_000_000
 
-_WORD = re.compile(r"\w+")
-
 Scored = list[tuple[Doc, float]]
 AtlasMode = Literal["auto", "on", "off"]
-
-
-def tokenize(text: str) -> list[str]:
-    """Words, case- and diacritic-folded: what $text (language "none") and FTS5's unicode61
-    tokenizer match on."""
-    decomposed = unicodedata.normalize("NFKD", text)
-    folded = "".join(c for c in decomposed if not unicodedata.combining(c)).casefold()
-    return _WORD.findall(folded)
-
-
-def token_count(text: str) -> int:
-    return len(tokenize(text))
 
 
 def fact_match(flt: FactFilter, *, valid_only: bool = True) -> Doc | None:
@@ -120,26 +99,6 @@ async def cosine_scores(query: Vector, embeddings: Sequence[Sequence[float]]) ->
     else:
         scores = _cosine(query, matrix)
     return [float(s) for s in scores]
-
-
-def bm25(
-    terms: Sequence[str], contents: Mapping[str, str], n_docs: int, avg_len: float
-) -> dict[str, float]:
-    """BM25 of each candidate (id -> content) for the query terms; 0 for no term."""
-    tokens = {fid: Counter(tokenize(text)) for fid, text in contents.items()}
-    n_docs = max(n_docs, len(contents))
-    avg_len = avg_len or 1.0
-    idf = {}
-    for term in terms:
-        df = sum(1 for counts in tokens.values() if term in counts)
-        idf[term] = max(MIN_IDF, math.log((n_docs - df + 0.5) / (df + 0.5)))
-    scores: dict[str, float] = {}
-    for fid, counts in tokens.items():
-        length_norm = K1 * (1 - B + B * sum(counts.values()) / avg_len)
-        scores[fid] = sum(
-            idf[t] * counts[t] * (K1 + 1) / (counts[t] + length_norm) for t in terms if t in counts
-        )
-    return scores
 
 
 def _best(scored: Scored, limit: int, min_score: float = -math.inf) -> Scored:

@@ -18,9 +18,9 @@ import numpy.typing as npt
 
 from memory.models import Fact, FactFilter
 from memory.store.base import Vector
-from memory.store.sqlite_codec import FACT_COLUMNS, fact_from_row
-from memory.store.sqlite_meta import chunks, marks
-from memory.store.sqlite_schema import fact_counter_key
+from memory.store.sqlite.codec import FACT_COLUMNS, fact_from_row
+from memory.store.sqlite.meta import rows_in
+from memory.store.sqlite.schema import fact_counter_key
 
 _WORD = re.compile(r"\w+")
 _MAX_TERMS = 64
@@ -208,10 +208,6 @@ class VectorCache:
 
 def facts_by_id(conn: sqlite3.Connection, ids: Sequence[str]) -> list[Fact]:
     """The facts that exist among ``ids``, in the order asked."""
-    found: dict[str, Fact] = {}
-    for chunk in chunks(ids):
-        for row in conn.execute(
-            f"SELECT {FACT_COLUMNS} FROM facts WHERE fact_id IN ({marks(chunk)})", chunk
-        ):
-            found[row["fact_id"]] = fact_from_row(row)
+    rows = rows_in(conn, f"SELECT {FACT_COLUMNS} FROM facts WHERE fact_id IN", ids)
+    found = {row["fact_id"]: fact_from_row(row) for row in rows}
     return [found[fid] for fid in ids if fid in found]

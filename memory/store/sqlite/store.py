@@ -1,27 +1,23 @@
 """The embedded backend: one SQLite file in WAL mode, stdlib sqlite3 only, FTS5 for text and an
 in-process numpy matrix per agent for exact cosine search. Every call runs on the store's own
-thread (sqlite_thread), never on the event loop."""
+thread (thread), never on the event loop."""
 
 from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from functools import partial
 
 import numpy as np
 
-from memory.errors import EmbeddingMismatchError, NotFoundError
+from memory.errors import NotFoundError
 from memory.models import (
     AgentConfig,
     ConsolidatedMemory,
     Fact,
     FactFilter,
-    FormationCommit,
-    FormationCommitResult,
-    MessageIn,
-    RecordOutcome,
     Reflection,
     ScopeKey,
     ScoredFact,
@@ -30,46 +26,51 @@ from memory.models import (
     StoredMessage,
 )
 from memory.store.base import Vector
-from memory.store.sqlite_codec import (
+from memory.store.planned import PlannedStore
+from memory.store.records import from_record
+from memory.store.rules import Plan, Request, check_query_dimension
+from memory.store.sqlite.codec import (
     consolidated_from_row,
     fact_columns,
     fact_from_row,
     from_blob,
     from_us,
     message_from_row,
-    opt_from_us,
     reflection_from_row,
+    state_from_row,
     to_blob,
     to_us,
 )
-from memory.store.sqlite_formation import commit_formation_tx
-from memory.store.sqlite_manage import SQLiteManagement
-from memory.store.sqlite_meta import chunks, marks, read_embedding_meta
-from memory.store.sqlite_reflections import commit_consolidation_tx
-from memory.store.sqlite_schema import DDL, SCHEMA_VERSION
-from memory.store.sqlite_search import (
+from memory.store.sqlite.meta import read_embedding_meta, rows_in
+from memory.store.sqlite.reads import read_snapshot, read_state, reflection
+from memory.store.sqlite.schema import DDL, SCHEMA_VERSION
+from memory.store.sqlite.search import (
     VectorCache,
     fact_filter_sql,
     facts_by_id,
     fts_match_expression,
 )
-from memory.store.sqlite_sessions import (
-    list_cold_sessions_q,
-    purge_ended_sessions_tx,
-    read_state,
-    record_messages_tx,
-)
-from memory.store.sqlite_thread import SQLiteThread
+from memory.store.sqlite.sessions import COLD_SESSIONS_SQL, purge_ended_sessions_tx
+from memory.store.sqlite.thread import SQLiteThread
+from memory.store.sqlite.writes import apply_writes
 
 
-class SQLiteStore(SQLiteThread, SQLiteManagement):
-    """The store on one SQLite file; the management methods are in sqlite_manage."""
+class SQLiteStore(SQLiteThread, PlannedStore):
+    """The store on one SQLite file; the writing calls are planned (memory.store.planned)."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         super().__init__(path)
         self._vectors = VectorCache()
         self._meta: tuple[str, int] | None = None  # never changes once set
         self._closed = False
+
+    async def _transact[S, R](self, request: Request[S], plan: Callable[[S], Plan[R]]) -> R:
+        def body(conn: sqlite3.Connection) -> R:
+            planned = plan(read_snapshot(conn, request))
+            apply_writes(conn, planned.writes)
+            return planned.result
+
+        return await self._write(body)
 
     # ------------------------------------------------------------ lifecycle
 
@@ -110,35 +111,10 @@ class SQLiteStore(SQLiteThread, SQLiteManagement):
         )
 
     async def get_agent(self, agent_id: str) -> AgentConfig | None:
-        row = await self._read(
-            lambda conn: conn.execute(
-                "SELECT config FROM agents WHERE agent_id = ?", (agent_id,)
-            ).fetchone()
-        )
-        return None if row is None else AgentConfig.model_validate_json(row["config"])
+        rows = await self._rows("SELECT config FROM agents WHERE agent_id = ?", (agent_id,))
+        return AgentConfig.model_validate_json(rows[0]["config"]) if rows else None
 
     # ------------------------------------------------------------ sessions and messages
-
-    async def record_messages(
-        self,
-        session_id: str,
-        agent_id: str,
-        messages: Sequence[MessageIn],
-        *,
-        weights: dict[str, float],
-        chars_per_token: float,
-        now: datetime,
-    ) -> RecordOutcome:
-        body = partial(
-            record_messages_tx,
-            session_id=session_id,
-            agent_id=agent_id,
-            messages=list(messages),
-            weights=dict(weights),
-            chars_per_token=chars_per_token,
-            now=now,
-        )
-        return await self._write(body)
 
     async def get_session(self, session_id: str) -> SessionInfo | None:
         def load(conn: sqlite3.Connection) -> SessionInfo | None:
@@ -147,22 +123,20 @@ class SQLiteStore(SQLiteThread, SQLiteManagement):
             ).fetchone()
             if row is None:
                 return None
-            agents = conn.execute(
-                "SELECT agent_id FROM session_agents WHERE session_id = ? ORDER BY rowid",
-                (session_id,),
-            ).fetchall()
-            users = conn.execute(
-                "SELECT user_id FROM session_users WHERE session_id = ? ORDER BY rowid",
-                (session_id,),
-            ).fetchall()
-            return SessionInfo(
-                session_id=session_id,
-                agent_ids=tuple(r[0] for r in agents),
-                user_ids=tuple(r[0] for r in users),
-                created_at=from_us(row["created_at"]),
-                last_message_at=opt_from_us(row["last_message_at"]),
-                ended_at=opt_from_us(row["ended_at"]),
-            )
+            members = {
+                table: tuple(
+                    r[0]
+                    for r in conn.execute(
+                        f"SELECT {column} FROM {table} WHERE session_id = ? ORDER BY rowid",
+                        (session_id,),
+                    )
+                )
+                for table, column in (("session_agents", "agent_id"), ("session_users", "user_id"))
+            }
+            return from_record(
+                SessionInfo, dict(row), from_us, agent_ids=members["session_agents"],
+                user_ids=members["session_users"],
+            )  # fmt: skip
 
         return await self._read(load)
 
@@ -174,11 +148,9 @@ class SQLiteStore(SQLiteThread, SQLiteManagement):
     async def load_messages(
         self, session_id: str, after_seq: int, upto_seq: int
     ) -> list[StoredMessage]:
-        rows = await self._read(
-            lambda conn: conn.execute(
-                "SELECT * FROM messages WHERE session_id = ? AND seq > ? AND seq <= ? ORDER BY seq",
-                (session_id, after_seq, upto_seq),
-            ).fetchall()
+        rows = await self._rows(
+            "SELECT * FROM messages WHERE session_id = ? AND seq > ? AND seq <= ? ORDER BY seq",
+            (session_id, after_seq, upto_seq),
         )
         return [message_from_row(row) for row in rows]
 
@@ -191,15 +163,15 @@ class SQLiteStore(SQLiteThread, SQLiteManagement):
         after: tuple[datetime, str, str] | None,
         limit: int,
     ) -> list[SessionAgentState]:
-        body = partial(
-            list_cold_sessions_q,
-            idle_before=idle_before,
-            min_messages=min_messages,
-            min_weighted_tokens=min_weighted_tokens,
-            after=after,
-            limit=max(limit, 0),  # a negative LIMIT would mean none in SQLite
-        )
-        return await self._read(body)
+        # Below every stored timestamp: the first page starts at the beginning of the index.
+        start = (-(2**63), "", "") if after is None else (to_us(after[0]), after[1], after[2])
+        params = {
+            "idle_before": to_us(idle_before), "min_messages": min_messages,
+            "min_tokens": min_weighted_tokens, "after_at": start[0], "after_session": start[1],
+            "after_agent": start[2], "limit": max(limit, 0),  # a negative LIMIT means none
+        }  # fmt: skip
+        rows = await self._read(lambda conn: conn.execute(COLD_SESSIONS_SQL, params).fetchall())
+        return [state_from_row(row) for row in rows]
 
     async def end_session(self, session_id: str, at: datetime) -> None:
         def end(conn: sqlite3.Connection) -> None:
@@ -231,20 +203,10 @@ class SQLiteStore(SQLiteThread, SQLiteManagement):
         )
 
     async def get_embeddings(self, model: str, text_hashes: Sequence[str]) -> dict[str, Vector]:
+        sql = "SELECT text_hash, vector FROM embedding_cache WHERE model = ? AND text_hash IN"
         hashes = list(dict.fromkeys(text_hashes))
-
-        def load(conn: sqlite3.Connection) -> dict[str, Vector]:
-            found: dict[str, Vector] = {}
-            for chunk in chunks(hashes):
-                for row in conn.execute(
-                    "SELECT text_hash, vector FROM embedding_cache "
-                    f"WHERE model = ? AND text_hash IN ({marks(chunk)})",
-                    (model, *chunk),
-                ):
-                    found[row["text_hash"]] = from_blob(row["vector"])
-            return found
-
-        return await self._read(load)
+        rows = await self._read(lambda conn: rows_in(conn, sql, hashes, model))
+        return {row["text_hash"]: from_blob(row["vector"]) for row in rows}
 
     # ------------------------------------------------------------ facts
 
@@ -261,10 +223,7 @@ class SQLiteStore(SQLiteThread, SQLiteManagement):
             meta = read_embedding_meta(conn)
             if meta is None:
                 return []
-            if meta[1] != vector.size:
-                raise EmbeddingMismatchError(
-                    f"query has dimension {vector.size}, stored facts have {meta[1]} ({meta[0]})"
-                )
+            check_query_dimension(meta, vector.size)
             hits = self._vectors.search(conn, vector, flt, limit=limit, min_score=min_score)
             facts = {fact.fact_id: fact for fact in facts_by_id(conn, [h[0] for h in hits])}
             return [ScoredFact(fact=facts[fid], score=score) for fid, score in hits]
@@ -276,49 +235,32 @@ class SQLiteStore(SQLiteThread, SQLiteManagement):
         if match is None or limit <= 0:
             return []
         where, params = fact_filter_sql(flt)
-        sql = (
+        rows = await self._rows(
             f"SELECT {fact_columns('f')}, -bm25(facts_fts) AS score "
             "FROM facts_fts JOIN facts AS f ON f.rowid = facts_fts.rowid "
-            f"WHERE facts_fts MATCH ? AND {where} ORDER BY score DESC, f.rowid LIMIT ?"
+            f"WHERE facts_fts MATCH ? AND {where} ORDER BY score DESC, f.rowid LIMIT ?",
+            (match, *params, limit),
         )
-        rows = await self._read(lambda conn: conn.execute(sql, (match, *params, limit)).fetchall())
         return [ScoredFact(fact=fact_from_row(row), score=max(0.0, row["score"])) for row in rows]
 
     async def recent_facts(self, flt: FactFilter, *, since: datetime, limit: int) -> list[Fact]:
         where, params = fact_filter_sql(flt)
-        sql = (
+        rows = await self._rows(
             f"SELECT {fact_columns('f')} FROM facts AS f WHERE {where} AND f.updated_at >= ? "
-            "ORDER BY f.updated_at DESC, f.rowid DESC LIMIT ?"
-        )
-        rows = await self._read(
-            lambda conn: conn.execute(sql, (*params, to_us(since), max(limit, 0))).fetchall()
+            "ORDER BY f.updated_at DESC, f.rowid DESC LIMIT ?",
+            (*params, to_us(since), max(limit, 0)),
         )
         return [fact_from_row(row) for row in rows]
 
     async def touch_facts(self, fact_ids: Sequence[str], at: datetime) -> None:
-        ids = list(dict.fromkeys(fact_ids))
-        stamp = to_us(at)
-
-        def touch(conn: sqlite3.Connection) -> None:
-            for chunk in chunks(ids):
-                conn.execute(
-                    "UPDATE facts SET access_count = access_count + 1, last_accessed_at = ? "
-                    f"WHERE fact_id IN ({marks(chunk)})",
-                    (stamp, *chunk),
-                )
-
-        if ids:
-            await self._write(touch)
+        sql = "UPDATE facts SET access_count = access_count + 1, last_accessed_at = ? WHERE fact_id IN"
+        if ids := list(dict.fromkeys(fact_ids)):
+            await self._write(lambda conn: rows_in(conn, sql, ids, to_us(at)))
 
     async def embedding_meta(self) -> tuple[str, int] | None:
         if self._meta is None:
             self._meta = await self._read(read_embedding_meta)
         return self._meta
-
-    # ------------------------------------------------------------ formation
-
-    async def commit_formation(self, commit: FormationCommit) -> FormationCommitResult:
-        return await self._write(partial(commit_formation_tx, commit=commit))
 
     # ------------------------------------------------------------ reflections and blobs
 
@@ -326,69 +268,61 @@ class SQLiteStore(SQLiteThread, SQLiteManagement):
         self, key: ScopeKey, *, limit: int | None = None, newest_first: bool = False
     ) -> list[Reflection]:
         order = "DESC" if newest_first else "ASC"
-        rows = await self._read(
-            lambda conn: conn.execute(
-                "SELECT * FROM reflections WHERE scope_key = ? AND absorbed_into_version IS NULL "
-                f"ORDER BY formed_at {order}, rowid {order} LIMIT ?",
-                (key.key, -1 if limit is None else max(limit, 0)),  # -1: no limit
-            ).fetchall()
+        rows = await self._rows(
+            "SELECT * FROM reflections WHERE scope_key = ? AND absorbed_into_version IS NULL "
+            f"ORDER BY formed_at {order}, rowid {order} LIMIT ?",
+            (key.key, -1 if limit is None else max(limit, 0)),  # -1: no limit
         )
         return [reflection_from_row(row) for row in rows]
 
     async def count_unabsorbed(self, key: ScopeKey) -> int:
-        row = await self._read(
-            lambda conn: conn.execute(
-                "SELECT count(*) FROM reflections "
-                "WHERE scope_key = ? AND absorbed_into_version IS NULL",
-                (key.key,),
-            ).fetchone()
+        rows = await self._rows(
+            "SELECT count(*) FROM reflections WHERE scope_key = ? AND absorbed_into_version IS NULL",
+            (key.key,),
         )
-        return int(row[0])
+        return int(rows[0][0])
 
     async def get_consolidated(self, key: ScopeKey) -> ConsolidatedMemory | None:
-        row = await self._read(
-            lambda conn: conn.execute(
-                "SELECT * FROM consolidated WHERE scope_key = ?", (key.key,)
-            ).fetchone()
-        )
-        return None if row is None else consolidated_from_row(row)
-
-    async def commit_consolidation(
-        self,
-        key: ScopeKey,
-        *,
-        expected_version: int,
-        content: str,
-        word_limit: int,
-        absorbed_ids: Sequence[str],
-        at: datetime,
-        edited_by: str = "consolidation",
-    ) -> ConsolidatedMemory:
-        # Validated before the transaction: edited_by must be one the model knows.
-        blob = ConsolidatedMemory.model_validate(
-            {
-                "scope_key": key,
-                "content": content,
-                "version": expected_version + 1,
-                "word_limit": word_limit,
-                "updated_at": at,
-                "edited_by": edited_by,
-            }
-        )
-        ids = list(dict.fromkeys(absorbed_ids))
-        return await self._write(partial(commit_consolidation_tx, blob=blob, absorbed_ids=ids))
+        rows = await self._rows("SELECT * FROM consolidated WHERE scope_key = ?", (key.key,))
+        return consolidated_from_row(rows[0]) if rows else None
 
     async def scope_versions(self, keys: Sequence[str]) -> dict[str, int]:
+        sql = "SELECT key, version FROM scope_versions WHERE key IN"
         wanted = list(dict.fromkeys(keys))
+        rows = await self._read(lambda conn: rows_in(conn, sql, wanted))
+        return dict.fromkeys(wanted, 0) | {row["key"]: int(row["version"]) for row in rows}
 
-        def load(conn: sqlite3.Connection) -> dict[str, int]:
-            versions = dict.fromkeys(wanted, 0)
-            for chunk in chunks(wanted):
-                for row in conn.execute(
-                    f"SELECT key, version FROM scope_versions WHERE key IN ({marks(chunk)})",
-                    chunk,
-                ):
-                    versions[row["key"]] = int(row["version"])
-            return versions
+    # ------------------------------------------------------------ management reads
 
-        return await self._read(load)
+    async def list_facts(
+        self, flt: FactFilter, *, include_invalid: bool = False, offset: int = 0, limit: int = 50
+    ) -> list[Fact]:
+        where, params = fact_filter_sql(flt, valid_only=not include_invalid)
+        sql = (
+            f"SELECT {fact_columns('f')} FROM facts AS f WHERE {where} "
+            "ORDER BY f.updated_at DESC, f.rowid DESC LIMIT ? OFFSET ?"
+        )
+        # A negative LIMIT would mean "no limit" to SQLite.
+        args = (*params, max(limit, 0), max(offset, 0))
+        rows = await self._read(lambda conn: conn.execute(sql, args).fetchall())
+        return [fact_from_row(row) for row in rows]
+
+    async def count_facts(self, flt: FactFilter) -> int:
+        where, params = fact_filter_sql(flt)
+        sql = f"SELECT count(*) FROM facts AS f WHERE {where}"
+        row = await self._read(lambda conn: conn.execute(sql, params).fetchone())
+        return int(row[0])
+
+    async def list_reflections(
+        self, key: ScopeKey, *, include_absorbed: bool = False, limit: int = 100
+    ) -> list[Reflection]:
+        buffered_only = "" if include_absorbed else " AND absorbed_into_version IS NULL"
+        sql = (
+            f"SELECT * FROM reflections WHERE scope_key = ?{buffered_only} "
+            "ORDER BY formed_at DESC, rowid DESC LIMIT ?"
+        )
+        rows = await self._read(lambda conn: conn.execute(sql, (key.key, max(limit, 0))).fetchall())
+        return [reflection_from_row(row) for row in rows]
+
+    async def get_reflection(self, reflection_id: str) -> Reflection | None:
+        return await self._read(lambda conn: reflection(conn, reflection_id))

@@ -99,6 +99,8 @@ CREATE UNIQUE INDEX IF NOT EXISTS facts_hash
     ON facts (agent_id, coalesce(user_id, ''), scope, hash) WHERE invalidated_at IS NULL;
 CREATE INDEX IF NOT EXISTS facts_invalid_hash
     ON facts (agent_id, coalesce(user_id, ''), scope, hash) WHERE invalidated_at IS NOT NULL;
+-- A commit's snapshot: the agent's facts with the contents it writes, whatever their scope.
+CREATE INDEX IF NOT EXISTS facts_agent_hash ON facts (agent_id, hash);
 CREATE INDEX IF NOT EXISTS facts_changes ON facts (agent_id, change_seq);
 CREATE INDEX IF NOT EXISTS facts_recent
     ON facts (agent_id, updated_at) WHERE invalidated_at IS NULL;

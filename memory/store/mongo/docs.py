@@ -1,0 +1,146 @@
+"""How the domain models are laid out as MongoDB documents, both ways.
+
+Timestamps are stored as fixed-width ISO-8601 UTC strings ("2025-01-02T03:04:05.123456+00:00"),
+not BSON dates: BSON dates keep milliseconds only, and the contract returns exactly the timestamps
+it was given. The fixed width keeps string order equal to time order, so range queries, $max and
+the cold-session index work on them as on dates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from bson import ObjectId
+
+from memory.errors import InvalidInputError
+from memory.models import (
+    ConsolidatedMemory,
+    Fact,
+    Reflection,
+    SessionAgentState,
+    SessionInfo,
+    StoredMessage,
+)
+from memory.store.records import from_record, scope_key_of
+from memory.store.rules import token_count
+
+Doc = dict[str, Any]
+
+# Fact documents carry their vector; models and most reads do not need it.
+NO_VECTOR = {"embedding": 0}
+
+
+def insertion_order() -> ObjectId:
+    """Tie-breaker for equal timestamps: ObjectIds made by one process increase, like rowids."""
+    return ObjectId()
+
+
+def ts(value: datetime) -> str:
+    if value.tzinfo is None:
+        raise InvalidInputError("timestamps must be timezone-aware (UTC)")
+    return value.astimezone(UTC).isoformat(timespec="microseconds")
+
+
+def dt(value: str) -> datetime:
+    return datetime.fromisoformat(value)
+
+
+def opt_dt(value: str | None) -> datetime | None:
+    return None if value is None else datetime.fromisoformat(value)
+
+
+def user_key(scope: str, user_id: str | None) -> str:
+    """The user part of a fact's dedup key: agent-scoped facts are shared by every user, so a
+    user_id on one of them must not split its duplicates."""
+    return (user_id or "") if scope == "user" else ""
+
+
+def fact_fields(fact: Fact) -> Doc:
+    """A fact's stored fields but its vector, access counters and insertion order."""
+    return {
+        "agent_id": fact.agent_id,
+        "user_id": fact.user_id,
+        "user_key": user_key(fact.scope, fact.user_id),
+        "scope": fact.scope,
+        "content": fact.content,
+        "hash": fact.hash,
+        "n_tokens": token_count(fact.content),
+        "embedding_model": fact.embedding_model,
+        "source_session_id": fact.source_session_id,
+        "formed_at": ts(fact.formed_at),
+        "updated_at": ts(fact.updated_at),
+        "version": fact.version,
+        "previous_content": fact.previous_content,
+        "history": [
+            {
+                **rev.model_dump(include={"version", "content", "reason"}),
+                "changed_at": ts(rev.changed_at),
+            }
+            for rev in fact.history
+        ],
+        "invalidated": fact.invalidated_at is not None,
+        "invalidated_at": None if fact.invalidated_at is None else ts(fact.invalidated_at),
+        "invalidated_by": fact.invalidated_by,
+    }
+
+
+def state_doc(state: SessionAgentState) -> Doc:
+    return {
+        **state.model_dump(exclude={"last_message_at"}),
+        "last_message_at": None if state.last_message_at is None else ts(state.last_message_at),
+    }
+
+
+def message_doc(message: StoredMessage, weighted_tokens: float) -> Doc:
+    return {
+        **message.model_dump(exclude={"created_at"}),
+        "created_at": ts(message.created_at),
+        "weighted_tokens": weighted_tokens,
+    }
+
+
+def fact_from_doc(doc: Mapping[str, Any]) -> Fact:
+    return from_record(Fact, doc, dt, fact_id=doc["_id"])
+
+
+def message_from_doc(doc: Mapping[str, Any]) -> StoredMessage:
+    return from_record(StoredMessage, doc, dt)
+
+
+def session_from_doc(doc: Mapping[str, Any]) -> SessionInfo:
+    return from_record(SessionInfo, doc, dt, session_id=doc["_id"])
+
+
+def state_from_doc(doc: Mapping[str, Any]) -> SessionAgentState:
+    # Sums of float $inc can drift a hair below zero; the model rejects negatives.
+    tokens = max(0.0, float(doc["pending_weighted_tokens"]))
+    return from_record(SessionAgentState, doc, dt, pending_weighted_tokens=tokens)
+
+
+def reflection_doc(reflection: Reflection) -> Doc:
+    """A new reflection, buffered (not yet absorbed into any blob)."""
+    key = reflection.scope_key
+    return {
+        "_id": reflection.reflection_id,
+        "scope_key": key.key,
+        "scope": key.scope,
+        "agent_id": key.agent_id,
+        "user_id": key.user_id,
+        "session_id": key.session_id,
+        "content": reflection.content,
+        "source_session_id": reflection.source_session_id,
+        "formed_at": ts(reflection.formed_at),
+        "absorbed_into_version": None,
+        "ins": insertion_order(),
+    }
+
+
+def reflection_from_doc(doc: Mapping[str, Any]) -> Reflection:
+    key = scope_key_of(doc)
+    return from_record(Reflection, doc, dt, reflection_id=doc["_id"], scope_key=key)
+
+
+def consolidated_from_doc(doc: Mapping[str, Any]) -> ConsolidatedMemory:
+    return from_record(ConsolidatedMemory, doc, dt, scope_key=scope_key_of(doc))

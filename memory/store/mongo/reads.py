@@ -1,0 +1,146 @@
+"""The snapshots the planners ask for, read inside the caller's transaction."""
+
+from __future__ import annotations
+
+from typing import cast
+
+from pymongo.asynchronous.client_session import AsyncClientSession
+from pymongo.asynchronous.database import AsyncDatabase
+
+from memory.models import Fact, FormationCommitResult, Reflection, SessionAgentState
+from memory.store.mongo.docs import (
+    NO_VECTOR,
+    Doc,
+    fact_from_doc,
+    opt_dt,
+    reflection_from_doc,
+    state_from_doc,
+)
+from memory.store.mongo.writes import EMBEDDING_META_ID
+from memory.store.rules import (
+    ConsolidationRequest,
+    ConsolidationSnapshot,
+    FactRequest,
+    FactSnapshot,
+    FormationRequest,
+    FormationSnapshot,
+    RecordRequest,
+    RecordSnapshot,
+    ReflectionRequest,
+    Request,
+)
+
+Session = AsyncClientSession | None
+
+
+async def read_state(
+    db: AsyncDatabase[Doc], session_id: str, agent_id: str, session: Session = None
+) -> SessionAgentState | None:
+    doc = await db.session_agents.find_one(
+        {"session_id": session_id, "agent_id": agent_id}, session=session
+    )
+    return None if doc is None else state_from_doc(doc)
+
+
+async def read_embedding_meta(db: AsyncDatabase[Doc], session: Session) -> tuple[str, int] | None:
+    doc = await db.meta.find_one({"_id": EMBEDDING_META_ID}, session=session)
+    return None if doc is None else (doc["model"], int(doc["dimension"]))
+
+
+async def find_facts(db: AsyncDatabase[Doc], query: Doc, session: Session) -> list[Fact]:
+    return [fact_from_doc(doc) async for doc in db.facts.find(query, NO_VECTOR, session=session)]
+
+
+async def pending_after(
+    db: AsyncDatabase[Doc], session_id: str, after_seq: int, session: AsyncClientSession
+) -> tuple[int, float]:
+    """(count, weighted tokens) of the session's messages with seq > after_seq."""
+    pipeline: list[Doc] = [
+        {"$match": {"session_id": session_id, "seq": {"$gt": after_seq}}},
+        {"$group": {"_id": None, "n": {"$sum": 1}, "tokens": {"$sum": "$weighted_tokens"}}},
+    ]
+    rows = await (await db.messages.aggregate(pipeline, session=session)).to_list()
+    if not rows:
+        return 0, 0.0
+    return int(rows[0]["n"]), float(rows[0]["tokens"])
+
+
+async def formation_snapshot(
+    db: AsyncDatabase[Doc], s: AsyncClientSession, req: FormationRequest
+) -> FormationSnapshot:
+    done = await db.formation_commits.find_one({"_id": req.formation_id}, session=s)
+    by_hash = {"agent_id": req.agent_id, "hash": {"$in": list(req.hashes)}}
+    facts = await find_facts(db, {"$or": [{"_id": {"$in": list(req.fact_ids)}}, by_hash]}, s)
+    existing = db.reflections.find(
+        {"_id": {"$in": list(req.reflection_ids)}}, {"_id": 1}, session=s
+    )
+    pipeline: list[Doc] = [
+        {"$match": {"scope_key": {"$in": list(req.scope_keys)}, "absorbed_into_version": None}},
+        {"$group": {"_id": "$scope_key", "n": {"$sum": 1}}},
+    ]
+    counts = await (await db.reflections.aggregate(pipeline, session=s)).to_list()
+    return FormationSnapshot(
+        done=None if done is None else FormationCommitResult.model_validate(done["result"]),
+        state=await read_state(db, req.session_id, req.agent_id, s),
+        embedding_meta=await read_embedding_meta(db, s),
+        facts=facts,
+        existing_reflections=frozenset([doc["_id"] async for doc in existing]),
+        buffered={row["_id"]: int(row["n"]) for row in counts},
+        pending_after=await pending_after(db, req.session_id, req.new_cursor, s),
+    )
+
+
+async def record_snapshot(
+    db: AsyncDatabase[Doc], s: AsyncClientSession, req: RecordRequest
+) -> RecordSnapshot:
+    session_id = req.session_id
+    doc = await db.sessions.find_one({"_id": session_id}, session=s)
+    state = await read_state(db, session_id, req.agent_id, s)
+    stored = db.messages.find(
+        {"session_id": session_id, "message_id": {"$in": list(req.message_ids)}},
+        {"message_id": 1},
+        session=s,
+    )
+    return RecordSnapshot(
+        session_exists=doc is not None,
+        last_seq=0 if doc is None else int(doc["last_seq"]),
+        last_message_at=None if doc is None else opt_dt(doc.get("last_message_at")),
+        state=state,
+        stored_ids=frozenset([m["message_id"] async for m in stored]),
+        totals=await pending_after(db, session_id, 0, s) if state is None else (0, 0.0),
+    )
+
+
+async def reflection(
+    db: AsyncDatabase[Doc], reflection_id: str, session: Session = None
+) -> Reflection | None:
+    doc = await db.reflections.find_one({"_id": reflection_id}, session=session)
+    return None if doc is None else reflection_from_doc(doc)
+
+
+async def read_snapshot[S](db: AsyncDatabase[Doc], s: AsyncClientSession, request: Request[S]) -> S:
+    """The snapshot a planner asks for (see memory.store.rules)."""
+    snapshot: object
+    match request:
+        case FormationRequest():
+            snapshot = await formation_snapshot(db, s, request)
+        case RecordRequest():
+            snapshot = await record_snapshot(db, s, request)
+        case ReflectionRequest(reflection_id=reflection_id):
+            snapshot = await reflection(db, reflection_id, s)
+        case FactRequest(fact_id=fact_id, content_hash=hash_):
+            fact = next(iter(await find_facts(db, {"_id": fact_id}, s)), None)
+            same = []
+            if fact is not None and hash_ is not None:
+                same = await find_facts(db, {"agent_id": fact.agent_id, "hash": hash_}, s)
+            snapshot = FactSnapshot(fact, same, await read_embedding_meta(db, s))
+        case ConsolidationRequest(key=key, reflection_ids=ids):
+            doc = await db.consolidated.find_one({"_id": key}, {"version": 1}, session=s)
+            buffered = await db.reflections.count_documents(
+                {"_id": {"$in": list(ids)}, "scope_key": key, "absorbed_into_version": None},
+                session=s,
+            )
+            snapshot = ConsolidationSnapshot(0 if doc is None else int(doc["version"]), buffered)
+        case _:
+            raise TypeError(f"no snapshot for {request!r}")
+    return cast(S, snapshot)

@@ -1,0 +1,121 @@
+"""The planners' writes (memory.store.rules.writes) as MongoDB updates, inside the caller's
+transaction."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import assert_never
+
+from pymongo.asynchronous.client_session import AsyncClientSession
+from pymongo.asynchronous.database import AsyncDatabase
+
+from memory.store.mongo.docs import (
+    Doc,
+    fact_fields,
+    insertion_order,
+    message_doc,
+    reflection_doc,
+    state_doc,
+    ts,
+)
+from memory.store.rules import writes as w
+
+EMBEDDING_META_ID = "embedding"
+
+
+async def apply_writes(
+    db: AsyncDatabase[Doc], session: AsyncClientSession, writes: Iterable[w.Write]
+) -> None:
+    for write in writes:
+        await _apply(db, session, write)
+
+
+async def _apply(db: AsyncDatabase[Doc], s: AsyncClientSession, write: w.Write) -> None:
+    match write:
+        case w.PutFact(fact=fact, embedding=embedding, new=new):
+            fields = fact_fields(fact)
+            if embedding is not None:
+                fields["embedding"] = list(embedding)
+            if new:
+                extra = {"access_count": 0, "last_accessed_at": None, "ins": insertion_order()}
+                await db.facts.insert_one({"_id": fact.fact_id, **fields, **extra}, session=s)
+            else:
+                await db.facts.update_one({"_id": fact.fact_id}, {"$set": fields}, session=s)
+        case w.SetEmbeddingMeta(model=model, dimension=dimension):
+            meta = {"_id": EMBEDDING_META_ID, "model": model, "dimension": dimension}
+            await db.meta.insert_one(meta, session=s)
+        case w.InsertReflections(reflections=reflections):
+            await db.reflections.insert_many([reflection_doc(r) for r in reflections], session=s)
+        case w.MoveCursor(state=state):
+            await db.session_agents.update_one(
+                {"session_id": state.session_id, "agent_id": state.agent_id},
+                {"$set": state_doc(state)},
+                session=s,
+            )
+        case w.BumpScopeVersions(keys=keys):
+            for key in keys:
+                await db.scope_versions.update_one(
+                    {"_id": key}, {"$inc": {"version": 1}}, upsert=True, session=s
+                )
+        case w.RecordFormation(result=result, committed_at=at):
+            doc = {"_id": result.formation_id, "committed_at": ts(at)}
+            await db.formation_commits.insert_one(
+                {**doc, "result": result.model_dump(mode="json")}, session=s
+            )
+        case w.CreateSession(session_id=session_id, created_at=created_at):
+            await db.sessions.insert_one(
+                {
+                    "_id": session_id, "created_at": ts(created_at), "ended_at": None,
+                    "purged": False, "agent_ids": [], "user_ids": [], "last_seq": 0,
+                    "last_message_at": None,
+                },
+                session=s,
+            )  # fmt: skip
+        case w.AddSessionAgent(state=state):
+            await db.session_agents.insert_one(state_doc(state), session=s)
+            await db.sessions.update_one(
+                {"_id": state.session_id}, {"$push": {"agent_ids": state.agent_id}}, session=s
+            )
+        case w.AddSessionUsers(session_id=session_id, user_ids=user_ids):
+            await db.sessions.update_one(
+                {"_id": session_id},
+                {"$addToSet": {"user_ids": {"$each": list(user_ids)}}},
+                session=s,
+            )
+        case w.InsertMessages(messages=messages):
+            docs = [message_doc(new.message, new.weighted_tokens) for new in messages]
+            await db.messages.insert_many(docs, session=s)
+        case w.AdvanceSession() as a:
+            head = {"last_seq": a.last_seq, "last_message_at": ts(a.last_message_at)}
+            await db.sessions.update_one({"_id": a.session_id}, {"$set": head}, session=s)
+            added = {"pending_messages": a.messages, "pending_weighted_tokens": a.weighted_tokens}
+            await db.session_agents.update_many(
+                {"session_id": a.session_id}, {"$inc": added, "$set": head}, session=s
+            )
+        case w.PutConsolidated(blob=blob):
+            sk = blob.scope_key
+            await db.consolidated.replace_one(
+                {"_id": sk.key},
+                {
+                    **sk.model_dump(include={"scope", "agent_id", "user_id", "session_id"}),
+                    **blob.model_dump(include={"content", "version", "word_limit", "edited_by"}),
+                    "updated_at": ts(blob.updated_at),
+                },
+                upsert=True,
+                session=s,
+            )
+        case w.AbsorbReflections(reflection_ids=ids, version=version):
+            if ids:
+                await db.reflections.update_many(
+                    {"_id": {"$in": list(ids)}},
+                    {"$set": {"absorbed_into_version": version}},
+                    session=s,
+                )
+        case w.SetReflectionContent(reflection_id=reflection_id, content=content):
+            await db.reflections.update_one(
+                {"_id": reflection_id}, {"$set": {"content": content}}, session=s
+            )
+        case w.DeleteReflection(reflection_id=reflection_id):
+            await db.reflections.delete_one({"_id": reflection_id}, session=s)
+        case _:
+            assert_never(write)

@@ -1,0 +1,132 @@
+"""The writing half of the store contract, once for both backends: each call is a request for a
+snapshot, a planner (memory.store.rules) and the backend's ``_transact``, which reads the
+snapshot, plans and applies the writes in one transaction of its own."""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable, Sequence
+from datetime import datetime
+
+import numpy as np
+
+from memory.ids import content_hash
+from memory.models import (
+    ConsolidatedMemory,
+    Fact,
+    FormationCommit,
+    FormationCommitResult,
+    MessageIn,
+    RecordOutcome,
+    Reflection,
+    ScopeKey,
+)
+from memory.store.base import MemoryStore, Vector
+from memory.store.rules import (
+    ConsolidationRequest,
+    FactRequest,
+    Plan,
+    RecordRequest,
+    ReflectionRequest,
+    Request,
+    consolidation_blob,
+    formation_request,
+    plan_consolidation,
+    plan_delete_reflection,
+    plan_edit_fact,
+    plan_edit_reflection,
+    plan_formation,
+    plan_invalidate_fact,
+    plan_record_messages,
+)
+
+
+class PlannedStore(MemoryStore):
+    @abc.abstractmethod
+    async def _transact[S, R](self, request: Request[S], plan: Callable[[S], Plan[R]]) -> R:
+        """In one transaction: read the request's snapshot, plan on it, apply the plan's
+        writes in order; return its result. Any exception leaves nothing written."""
+
+    async def record_messages(
+        self,
+        session_id: str,
+        agent_id: str,
+        messages: Sequence[MessageIn],
+        *,
+        weights: dict[str, float],
+        chars_per_token: float,
+        now: datetime,
+    ) -> RecordOutcome:
+        ids = tuple(dict.fromkeys(m.message_id for m in messages))
+        return await self._transact(
+            RecordRequest(session_id, agent_id, ids),
+            lambda snapshot: plan_record_messages(
+                session_id, agent_id, messages, weights=dict(weights),
+                chars_per_token=chars_per_token, now=now, snapshot=snapshot,
+            ),
+        )  # fmt: skip
+
+    async def commit_formation(self, commit: FormationCommit) -> FormationCommitResult:
+        return await self._transact(
+            formation_request(commit), lambda snapshot: plan_formation(commit, snapshot)
+        )
+
+    async def commit_consolidation(
+        self,
+        key: ScopeKey,
+        *,
+        expected_version: int,
+        content: str,
+        word_limit: int,
+        absorbed_ids: Sequence[str],
+        at: datetime,
+        edited_by: str = "consolidation",
+    ) -> ConsolidatedMemory:
+        blob = consolidation_blob(
+            key, expected_version=expected_version, content=content, word_limit=word_limit,
+            at=at, edited_by=edited_by,
+        )  # fmt: skip
+        ids = tuple(dict.fromkeys(absorbed_ids))
+        return await self._transact(
+            ConsolidationRequest(key.key, ids),
+            lambda snapshot: plan_consolidation(blob, ids, snapshot),
+        )
+
+    async def edit_fact(
+        self,
+        fact_id: str,
+        *,
+        content: str,
+        embedding: Vector,
+        embedding_model: str,
+        at: datetime,
+        reason: str = "manual edit",
+    ) -> Fact:
+        vector = [float(x) for x in np.asarray(embedding, dtype=np.float32).reshape(-1)]
+        return await self._transact(
+            FactRequest(fact_id, content_hash(content)),
+            lambda snapshot: plan_edit_fact(
+                fact_id, content=content, embedding=vector, embedding_model=embedding_model,
+                at=at, reason=reason, snapshot=snapshot,
+            ),
+        )  # fmt: skip
+
+    async def invalidate_fact(
+        self, fact_id: str, *, at: datetime, reason: str = "manual delete"
+    ) -> Fact:
+        return await self._transact(
+            FactRequest(fact_id),
+            lambda snapshot: plan_invalidate_fact(fact_id, at=at, reason=reason, snapshot=snapshot),
+        )
+
+    async def edit_reflection(self, reflection_id: str, *, content: str) -> Reflection:
+        return await self._transact(
+            ReflectionRequest(reflection_id),
+            lambda current: plan_edit_reflection(reflection_id, content, current),
+        )
+
+    async def delete_reflection(self, reflection_id: str) -> None:
+        await self._transact(
+            ReflectionRequest(reflection_id),
+            lambda current: plan_delete_reflection(reflection_id, current),
+        )

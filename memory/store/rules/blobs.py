@@ -1,0 +1,114 @@
+"""Reflections and consolidated blobs, planned: the consolidation compare-and-set and a
+person's edit or delete of a buffered reflection."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from memory.errors import ConflictError, InvalidInputError, NotFoundError
+from memory.models import ConsolidatedMemory, Reflection, ScopeKey
+from memory.store.rules.writes import (
+    AbsorbReflections,
+    BumpScopeVersions,
+    DeleteReflection,
+    Plan,
+    PutConsolidated,
+    Request,
+    SetReflectionContent,
+)
+
+
+@dataclass(frozen=True)
+class ConsolidationSnapshot:
+    version: int  # the stored blob's, 0 for none
+    buffered: int  # how many of the request's ids are buffered reflections of its key
+
+
+@dataclass(frozen=True)
+class ConsolidationRequest(Request[ConsolidationSnapshot]):
+    key: str
+    reflection_ids: tuple[str, ...]  # distinct
+
+
+@dataclass(frozen=True)
+class ReflectionRequest(Request[Reflection | None]):
+    reflection_id: str
+
+
+def consolidation_blob(
+    key: ScopeKey,
+    *,
+    expected_version: int,
+    content: str,
+    word_limit: int,
+    at: datetime,
+    edited_by: str,
+) -> ConsolidatedMemory:
+    """The blob a consolidation writes, validated before any transaction (edited_by must be one
+    the model knows)."""
+    return ConsolidatedMemory.model_validate(
+        {
+            "scope_key": key,
+            "content": content,
+            "version": expected_version + 1,
+            "word_limit": word_limit,
+            "updated_at": at,
+            "edited_by": edited_by,
+        }
+    )
+
+
+def plan_consolidation(
+    blob: ConsolidatedMemory,
+    absorbed_ids: Sequence[str],
+    snapshot: ConsolidationSnapshot,
+) -> Plan[ConsolidatedMemory]:
+    """Write ``blob`` (version n) only if the stored blob is at n - 1 (0: none yet) and each of
+    ``absorbed_ids`` (distinct) is a buffered reflection of its key, marking them absorbed into it; ConflictError otherwise. Bumps the scope key's version."""
+    key = blob.scope_key
+    if snapshot.version != blob.version - 1:
+        raise ConflictError(f"{key.key} is at version {snapshot.version}, not {blob.version - 1}")
+    if snapshot.buffered != len(absorbed_ids):
+        raise ConflictError(
+            f"{len(absorbed_ids) - snapshot.buffered} reflection(s) of {key.key} already absorbed or unknown"
+        )
+    writes = (
+        PutConsolidated(blob),
+        AbsorbReflections(key, tuple(absorbed_ids), blob.version),
+        BumpScopeVersions((key.key,)),
+    )
+    return Plan(writes, blob)
+
+
+def _buffered(reflection_id: str, current: Reflection | None, action: str) -> Reflection:
+    if current is None:
+        raise NotFoundError(f"no reflection {reflection_id}")
+    if current.absorbed_into_version is not None:
+        raise ConflictError(
+            f"cannot {action} reflection {reflection_id}: it is already absorbed into version "
+            f"{current.absorbed_into_version} of {current.scope_key.key} (edit that instead)"
+        )
+    return current
+
+
+def plan_edit_reflection(
+    reflection_id: str, content: str, current: Reflection | None
+) -> Plan[Reflection]:
+    """Correct a buffered reflection. ConflictError once absorbed (edit the blob instead)."""
+    if not content.strip():
+        raise InvalidInputError("a reflection cannot be empty")
+    reflection = _buffered(reflection_id, current, "edit")
+    writes = (
+        SetReflectionContent(reflection_id, content),
+        BumpScopeVersions((reflection.scope_key.key,)),
+    )
+    return Plan(writes, reflection.model_copy(update={"content": content}))
+
+
+def plan_delete_reflection(reflection_id: str, current: Reflection | None) -> Plan[None]:
+    """Remove a buffered reflection. ConflictError once absorbed; NotFoundError when unknown."""
+    reflection = _buffered(reflection_id, current, "delete")
+    writes = (DeleteReflection(reflection_id), BumpScopeVersions((reflection.scope_key.key,)))
+    return Plan(writes, None)

@@ -1,0 +1,25 @@
+"""Fields derived from a fact or a message the same way by every backend: the scope key a write
+bumps, a message's weighted tokens (and, in text, the words text scoring counts)."""
+
+from __future__ import annotations
+
+import math
+
+from memory.errors import InvalidInputError
+from memory.models import Fact, MessageIn, ScopeKey
+
+
+def fact_scope_key(fact: Fact) -> str:
+    """The scope key whose version a write to this fact bumps (context caches watch it)."""
+    try:
+        if fact.scope == "user":
+            return ScopeKey(scope="user", agent_id=fact.agent_id, user_id=fact.user_id).key
+        return ScopeKey(scope="agent", agent_id=fact.agent_id).key
+    except ValueError as exc:
+        raise InvalidInputError(f"invalid fact scope: {exc}") from exc
+
+
+def weighted_tokens(message: MessageIn, weights: dict[str, float], chars_per_token: float) -> float:
+    """weight(role) * ceil(len / chars_per_token); roles without a weight take the 'other' one."""
+    weight = weights.get(message.role, weights.get("other", 1.0))
+    return weight * math.ceil(len(message.content) / chars_per_token)

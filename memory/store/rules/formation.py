@@ -1,0 +1,309 @@
+"""commit_formation, planned: the whole algorithm on a snapshot, without I/O.
+
+A backend reads ``formation_request(commit)``'s snapshot inside its transaction, calls
+``plan_formation`` and applies the writes in that same transaction. Any error raised here leaves
+nothing written. The rules:
+
+- A formation id already committed returns its stored result with already_committed=True.
+- The cursor of (session, agent) must equal expected_cursor, else ConflictError.
+- The commit's vectors share one dimension, and the stored model/dimension (the first commit
+  sets them), else EmbeddingMismatchError.
+- Fact ops: adds and updates in order, then invalidations. An add is skipped as a duplicate when
+  a valid fact of the same agent/user/scope has the same hash, and revives the latest
+  invalidated one with that hash. An update is StaleDecisionError when the fact's version !=
+  expected_version or it is invalidated; it keeps previous_content and history, version + 1;
+  when its new content is another valid fact's, the updated fact is invalidated in favour of
+  that one (a duplicate). An invalidation names the add of this commit that replaces the fact;
+  that add may have resolved to an existing fact (duplicate or revived), maybe this very one.
+- Reflections are inserted by id (existing ids are left alone).
+- cursor = new_cursor; pending counters = the messages after it; formations + 1; the versions of
+  every touched scope key are bumped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from memory.errors import InvalidInputError, NotFoundError
+from memory.ids import content_hash
+from memory.models import (
+    Fact,
+    FactAdd,
+    FactInvalidate,
+    FactRevision,
+    FactUpdate,
+    FormationCommit,
+    FormationCommitResult,
+    Reflection,
+    SessionAgentState,
+)
+from memory.store.rules.checks import (
+    check_current,
+    check_cursor,
+    check_embedding_meta,
+    commit_dimension,
+)
+from memory.store.rules.derived import fact_scope_key
+from memory.store.rules.writes import (
+    BumpScopeVersions,
+    InsertReflections,
+    MoveCursor,
+    Plan,
+    PutFact,
+    RecordFormation,
+    Request,
+    SetEmbeddingMeta,
+    Write,
+)
+
+
+@dataclass(frozen=True)
+class FormationSnapshot:
+    done: FormationCommitResult | None
+    state: SessionAgentState | None
+    embedding_meta: tuple[str, int] | None
+    facts: Sequence[Fact]
+    existing_reflections: frozenset[str]
+    buffered: Mapping[str, int]  # scope key -> unabsorbed count (missing: 0)
+    pending_after: tuple[int, float]  # messages after new_cursor
+
+
+@dataclass(frozen=True)
+class FormationRequest(Request[FormationSnapshot]):
+    """What to read for a commit."""
+
+    formation_id: str
+    session_id: str
+    agent_id: str
+    fact_ids: tuple[str, ...]  # every fact id an op names: facts by id, any agent
+    hashes: tuple[str, ...]  # the agent's facts with one of these hashes, valid or not
+    reflection_ids: tuple[str, ...]  # which of these exist
+    scope_keys: tuple[str, ...]  # unabsorbed reflections per key, before the commit
+    new_cursor: int  # pending messages (count, weighted tokens) after this seq
+
+
+def formation_request(commit: FormationCommit) -> FormationRequest:
+    contents = [op.content for op in commit.fact_ops if isinstance(op, FactAdd | FactUpdate)]
+    return FormationRequest(
+        formation_id=commit.formation_id,
+        session_id=commit.session_id,
+        agent_id=commit.agent_id,
+        fact_ids=tuple(dict.fromkeys(op.fact_id for op in commit.fact_ops)),
+        hashes=tuple(dict.fromkeys(content_hash(text) for text in contents)),
+        reflection_ids=tuple(dict.fromkeys(r.reflection_id for r in commit.reflections)),
+        scope_keys=tuple(sorted({r.scope_key.key for r in commit.reflections})),
+        new_cursor=commit.new_cursor,
+    )
+
+
+def same_fact(fact: Fact, agent_id: str, scope: str, user_id: str | None, hash_: str) -> bool:
+    """The dedup key: one valid fact per (agent, user, scope, normalised content)."""
+    return (fact.agent_id, fact.scope, fact.user_id or "", fact.hash) == (
+        agent_id,
+        scope,
+        user_id or "",
+        hash_,
+    )
+
+
+def rewritten(fact: Fact, *, content: str, model: str, at: datetime, reason: str) -> Fact:
+    """A new version of the fact with this content, valid, its old content kept in history."""
+    revision = FactRevision(
+        version=fact.version, content=fact.content, changed_at=at, reason=reason
+    )
+    return fact.model_copy(
+        update={
+            "content": content,
+            "hash": content_hash(content),
+            "embedding_model": model,
+            "updated_at": at,
+            "version": fact.version + 1,
+            "previous_content": fact.content,
+            "history": (*fact.history, revision),
+            "invalidated_at": None,
+            "invalidated_by": None,
+        }
+    )
+
+
+@dataclass
+class _FactPlanner:
+    """Applies the fact ops to an in-memory view of the snapshot's facts, so that each op sees
+    the effects of the ones before it (two adds of one content, an invalidation whose
+    replacement resolved to a duplicate or a revived fact)."""
+
+    commit: FormationCommit
+    facts: dict[str, Fact]
+    writes: list[Write] = field(default_factory=list)
+    resolved: dict[str, str] = field(default_factory=dict)  # FactAdd.fact_id -> holder
+    counts: dict[str, int] = field(
+        default_factory=lambda: {"added": 0, "updated": 0, "invalidated": 0, "duplicate": 0}
+    )
+    touched: set[str] = field(default_factory=set)
+
+    def apply(self) -> None:
+        for op in self.commit.fact_ops:
+            if isinstance(op, FactAdd):
+                self._add(op)
+            elif isinstance(op, FactUpdate):
+                self._update(op)
+        for op in self.commit.fact_ops:
+            if isinstance(op, FactInvalidate):
+                self._invalidate(op)
+
+    def _put(self, fact: Fact, embedding: Sequence[float] | None, *, new: bool = False) -> None:
+        self.facts[fact.fact_id] = fact
+        self.writes.append(PutFact(fact, embedding, new))
+        self.touched.add(fact_scope_key(fact))
+
+    def _current(self, fact_id: str, expected_version: int) -> Fact:
+        fact = self.facts.get(fact_id)
+        if fact is None or fact.agent_id != self.commit.agent_id:
+            raise NotFoundError(f"no fact {fact_id} of agent {self.commit.agent_id}")
+        check_current(
+            fact_id,
+            version=fact.version,
+            invalidated=fact.invalidated_at is not None,
+            expected_version=expected_version,
+        )
+        return fact
+
+    def _find(self, scope: str, user_id: str | None, hash_: str, *, valid: bool) -> Fact | None:
+        found = [
+            f
+            for f in self.facts.values()
+            if same_fact(f, self.commit.agent_id, scope, user_id, hash_)
+            and (f.invalidated_at is None) == valid
+        ]
+        # Of several invalidated ones, the latest (valid ones are unique).
+        found.sort(key=lambda f: (f.invalidated_at or f.updated_at, f.fact_id), reverse=True)
+        return found[0] if found else None
+
+    def _rewrite(self, fact: Fact, content: str, embedding: list[float], reason: str) -> None:
+        at, model = self.commit.committed_at, self.commit.embedding_model
+        self._put(rewritten(fact, content=content, model=model, at=at, reason=reason), embedding)
+
+    def _add(self, op: FactAdd) -> None:
+        if (op.scope == "user") != (op.user_id is not None):
+            raise InvalidInputError(f"fact {op.fact_id}: user scope needs a user_id, agent none")
+        hash_ = content_hash(op.content)
+        duplicate = self._find(op.scope, op.user_id, hash_, valid=True)
+        if duplicate is not None:
+            self.resolved[op.fact_id] = duplicate.fact_id
+            self.counts["duplicate"] += 1
+            return
+        invalidated = self._find(op.scope, op.user_id, hash_, valid=False)
+        if invalidated is not None:
+            self._rewrite(invalidated, op.content, op.embedding, "revived")
+            self.resolved[op.fact_id] = invalidated.fact_id
+            self.counts["added"] += 1
+            return
+        if op.fact_id in self.facts:
+            raise InvalidInputError(f"fact id {op.fact_id} is already used")
+        at = self.commit.committed_at
+        fact = Fact(
+            fact_id=op.fact_id, agent_id=self.commit.agent_id, user_id=op.user_id,
+            scope=op.scope, content=op.content, hash=hash_,
+            embedding_model=self.commit.embedding_model,
+            source_session_id=self.commit.session_id, formed_at=at, updated_at=at,
+        )  # fmt: skip
+        self._put(fact, op.embedding, new=True)
+        self.resolved[op.fact_id] = op.fact_id
+        self.counts["added"] += 1
+
+    def _update(self, op: FactUpdate) -> None:
+        fact = self._current(op.fact_id, op.expected_version)
+        hash_ = content_hash(op.content)
+        duplicate = None
+        if hash_ != fact.hash:
+            duplicate = self._find(fact.scope, fact.user_id, hash_, valid=True)
+        if duplicate is None:
+            self._rewrite(fact, op.content, op.embedding, op.reason)
+            self.counts["updated"] += 1
+            return
+        # The new content is another valid fact's: the two are one fact now; keep that one.
+        self._mark_invalid(fact, duplicate.fact_id)
+        self.counts["duplicate"] += 1
+
+    def _invalidate(self, op: FactInvalidate) -> None:
+        fact = self._current(op.fact_id, op.expected_version)
+        replacement = self.resolved.get(op.replaced_by)
+        if replacement is None:
+            raise InvalidInputError(f"{op.replaced_by} is not a fact added by this commit")
+        if replacement == fact.fact_id:
+            # The replacement turned out to be this very fact (same content): nothing to replace.
+            return
+        self._mark_invalid(fact, replacement)
+        self.counts["invalidated"] += 1
+
+    def _mark_invalid(self, fact: Fact, replaced_by: str) -> None:
+        update = {"invalidated_at": self.commit.committed_at, "invalidated_by": replaced_by}
+        self._put(fact.model_copy(update=update), None)
+
+
+def _new_reflections(
+    commit: FormationCommit, existing: frozenset[str]
+) -> tuple[tuple[Reflection, ...], set[str]]:
+    """(the reflections to insert: first of each id, not stored yet; scope keys of them all)."""
+    keys: set[str] = set()
+    new: dict[str, Reflection] = {}
+    for reflection in commit.reflections:
+        if reflection.scope_key.agent_id != commit.agent_id:
+            raise InvalidInputError(f"reflection {reflection.reflection_id} of another agent")
+        keys.add(reflection.scope_key.key)
+        if reflection.reflection_id not in existing:
+            new.setdefault(reflection.reflection_id, reflection)
+    return tuple(new.values()), keys
+
+
+def plan_formation(
+    commit: FormationCommit, snapshot: FormationSnapshot
+) -> Plan[FormationCommitResult]:
+    if snapshot.done is not None:
+        return Plan((), snapshot.done.model_copy(update={"already_committed": True}))
+    state = check_cursor(snapshot.state, commit)
+    writes: list[Write] = []
+    dimension = commit_dimension(commit)
+    if dimension is not None:
+        if snapshot.embedding_meta is None:
+            writes.append(SetEmbeddingMeta(commit.embedding_model, dimension))
+        else:
+            check_embedding_meta(commit, dimension, snapshot.embedding_meta)
+
+    facts = _FactPlanner(commit, {fact.fact_id: fact for fact in snapshot.facts})
+    facts.apply()
+    writes += facts.writes
+    reflections, keys = _new_reflections(commit, snapshot.existing_reflections)
+    if reflections:
+        writes.append(InsertReflections(reflections))
+    if touched := facts.touched | keys:
+        writes.append(BumpScopeVersions(tuple(sorted(touched))))
+
+    pending, tokens = snapshot.pending_after
+    after = state.model_copy(
+        update={
+            "cursor_seq": commit.new_cursor,
+            "formations": state.formations + 1,
+            "pending_messages": pending,
+            # Sums of floats may drift a hair below zero; the model forbids < 0.
+            "pending_weighted_tokens": max(0.0, tokens),
+        }
+    )
+    writes.append(MoveCursor(after))
+    added = {key: 0 for key in keys}
+    for reflection in reflections:
+        added[reflection.scope_key.key] += 1
+    result = FormationCommitResult(
+        formation_id=commit.formation_id,
+        facts_added=facts.counts["added"],
+        facts_updated=facts.counts["updated"],
+        facts_invalidated=facts.counts["invalidated"],
+        facts_duplicate=facts.counts["duplicate"],
+        reflections_added=len(reflections),
+        buffered={key: snapshot.buffered.get(key, 0) + added[key] for key in sorted(keys)},
+        state=after,
+    )
+    writes.append(RecordFormation(result, commit.committed_at))
+    return Plan(tuple(writes), result)

@@ -1,0 +1,119 @@
+"""record_messages, planned: idempotence by message id, seqs, membership and pending counters.
+
+The rules: the messages not yet stored (by message id; a repeated id within the call is a
+duplicate of its first occurrence) get the next seqs, in order. The session exists with the
+calling agent among its agents and every user_id of a new user message among its users. Each of
+the session's agents gets pending_messages += 1 and pending_weighted_tokens += weight(role) *
+ceil(len(content) / chars_per_token) per new message; last_message_at = max(created_at). An agent
+new to the session starts with cursor 0 and the pending counts of every message already stored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from memory.errors import InvalidInputError
+from memory.models import MessageIn, RecordOutcome, SessionAgentState, StoredMessage
+from memory.store.rules.derived import weighted_tokens
+from memory.store.rules.writes import (
+    AddSessionAgent,
+    AddSessionUsers,
+    AdvanceSession,
+    CreateSession,
+    InsertMessages,
+    NewMessage,
+    Plan,
+    Request,
+    Write,
+)
+
+
+@dataclass(frozen=True)
+class RecordSnapshot:
+    session_exists: bool
+    last_seq: int  # 0 for a new session
+    last_message_at: datetime | None
+    state: SessionAgentState | None  # the calling agent's
+    stored_ids: frozenset[str]  # which of the call's message ids the session already holds
+    # (count, weighted tokens) of every stored message: read only when ``state`` is None.
+    totals: tuple[int, float] = (0, 0.0)
+
+
+@dataclass(frozen=True)
+class RecordRequest(Request[RecordSnapshot]):
+    session_id: str
+    agent_id: str
+    message_ids: tuple[str, ...]  # distinct
+
+
+def plan_record_messages(
+    session_id: str,
+    agent_id: str,
+    messages: Sequence[MessageIn],
+    *,
+    weights: dict[str, float],
+    chars_per_token: float,
+    now: datetime,
+    snapshot: RecordSnapshot,
+) -> Plan[RecordOutcome]:
+    """Read ``RecordRequest(session_id, agent_id, distinct message ids)``'s snapshot."""
+    if chars_per_token <= 0:
+        raise InvalidInputError("chars_per_token must be > 0")
+    writes: list[Write] = []
+    if not snapshot.session_exists:
+        writes.append(CreateSession(session_id, now))
+    state = snapshot.state
+    if state is None:
+        # A newcomer owes formation of everything already said: cursor 0, all of it pending.
+        state = SessionAgentState(
+            session_id=session_id, agent_id=agent_id, cursor_seq=0,
+            last_seq=snapshot.last_seq, pending_messages=snapshot.totals[0],
+            pending_weighted_tokens=max(0.0, snapshot.totals[1]),
+            last_message_at=snapshot.last_message_at,
+        )  # fmt: skip
+        writes.append(AddSessionAgent(state))
+
+    first: dict[str, MessageIn] = {}
+    for message in messages:
+        first.setdefault(message.message_id, message)
+    fresh = [m for m in first.values() if m.message_id not in snapshot.stored_ids]
+    if not fresh:
+        return Plan(tuple(writes), RecordOutcome(inserted=0, duplicates=len(messages), state=state))
+
+    new = tuple(
+        NewMessage(
+            _stored(session_id, agent_id, seq, m), weighted_tokens(m, weights, chars_per_token)
+        )
+        for seq, m in enumerate(fresh, start=snapshot.last_seq + 1)
+    )
+    writes.append(InsertMessages(new))
+    users = tuple(dict.fromkeys(m.user_id for m in fresh if m.role == "user" and m.user_id))
+    if users:
+        writes.append(AddSessionUsers(session_id, users))
+    last_at = max(m.created_at for m in fresh)
+    if snapshot.last_message_at is not None:
+        last_at = max(last_at, snapshot.last_message_at)
+    tokens = 0.0
+    for stored in new:
+        tokens += stored.weighted_tokens
+    advance = AdvanceSession(session_id, snapshot.last_seq + len(new), last_at, len(new), tokens)
+    writes.append(advance)
+    after = state.model_copy(
+        update={
+            "last_seq": advance.last_seq,
+            "last_message_at": last_at,
+            "pending_messages": state.pending_messages + len(new),
+            "pending_weighted_tokens": max(0.0, state.pending_weighted_tokens + tokens),
+        }
+    )
+    outcome = RecordOutcome(inserted=len(new), duplicates=len(messages) - len(new), state=after)
+    return Plan(tuple(writes), outcome)
+
+
+def _stored(session_id: str, agent_id: str, seq: int, m: MessageIn) -> StoredMessage:
+    return StoredMessage(
+        session_id=session_id, seq=seq, message_id=m.message_id, role=m.role, content=m.content,
+        created_at=m.created_at, user_id=m.user_id, name=m.name, agent_id=agent_id,
+    )  # fmt: skip

@@ -1,0 +1,169 @@
+"""What a planner asks a backend to write, in order, inside the backend's own transaction.
+
+Each write names its effect in domain terms; a backend turns it into SQL or MongoDB updates and
+nothing else (no check, no derived value: those are the planner's).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from memory.models import (
+    ConsolidatedMemory,
+    Fact,
+    FormationCommitResult,
+    Reflection,
+    ScopeKey,
+    SessionAgentState,
+    StoredMessage,
+)
+
+
+@dataclass(frozen=True)
+class PutFact:
+    """Insert (new) or overwrite the fact's fields (all but access_count/last_accessed_at);
+    embedding None keeps the stored vector. Every fact write is stamped so caches re-read it."""
+
+    fact: Fact
+    embedding: Sequence[float] | None
+    new: bool = False
+
+
+@dataclass(frozen=True)
+class SetEmbeddingMeta:
+    """The first vectors fix the model and dimension of the store."""
+
+    model: str
+    dimension: int
+
+
+@dataclass(frozen=True)
+class InsertReflections:
+    """New buffered reflections (ids known not to exist)."""
+
+    reflections: tuple[Reflection, ...]
+
+
+@dataclass(frozen=True)
+class MoveCursor:
+    """The (session, agent) row takes this state's cursor, pending counters and formations."""
+
+    state: SessionAgentState
+
+
+@dataclass(frozen=True)
+class BumpScopeVersions:
+    """+1 (created at 1) on each key, in this (sorted) order."""
+
+    keys: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class RecordFormation:
+    """Remember the result under its formation id: a replay returns it."""
+
+    result: FormationCommitResult
+    committed_at: datetime
+
+
+@dataclass(frozen=True)
+class CreateSession:
+    session_id: str
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class AddSessionAgent:
+    """The agent joins the session with this state (cursor 0, what is already said pending)."""
+
+    state: SessionAgentState
+
+
+@dataclass(frozen=True)
+class AddSessionUsers:
+    """Users joining the session, in join order (already present ones are left alone)."""
+
+    session_id: str
+    user_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class NewMessage:
+    message: StoredMessage
+    # Kept per message so that pending counters can be recomputed after a cursor move without
+    # the recording call's settings.
+    weighted_tokens: float
+
+
+@dataclass(frozen=True)
+class InsertMessages:
+    messages: tuple[NewMessage, ...]
+
+
+@dataclass(frozen=True)
+class AdvanceSession:
+    """The session's head moves to last_seq/last_message_at; every agent of the session gets
+    the new messages added to its pending counters (and the head copied, where stored)."""
+
+    session_id: str
+    last_seq: int
+    last_message_at: datetime
+    messages: int
+    weighted_tokens: float
+
+
+@dataclass(frozen=True)
+class PutConsolidated:
+    blob: ConsolidatedMemory
+
+
+@dataclass(frozen=True)
+class AbsorbReflections:
+    key: ScopeKey
+    reflection_ids: tuple[str, ...]
+    version: int
+
+
+@dataclass(frozen=True)
+class SetReflectionContent:
+    reflection_id: str
+    content: str
+
+
+@dataclass(frozen=True)
+class DeleteReflection:
+    reflection_id: str
+
+
+Write = (
+    PutFact
+    | SetEmbeddingMeta
+    | InsertReflections
+    | MoveCursor
+    | BumpScopeVersions
+    | RecordFormation
+    | CreateSession
+    | AddSessionAgent
+    | AddSessionUsers
+    | InsertMessages
+    | AdvanceSession
+    | PutConsolidated
+    | AbsorbReflections
+    | SetReflectionContent
+    | DeleteReflection
+)
+
+
+@dataclass(frozen=True)
+class Plan[R]:
+    """The writes to apply, in order, and what the store call returns once they are."""
+
+    writes: tuple[Write, ...]
+    result: R
+
+
+class Request[S]:
+    """What a planner needs read, inside the transaction that applies its plan; S is the
+    snapshot type the backend answers with."""

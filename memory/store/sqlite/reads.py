@@ -1,0 +1,146 @@
+"""The snapshots the planners ask for, read inside the caller's transaction."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from typing import cast
+
+from memory.models import Fact, FormationCommitResult, Reflection, SessionAgentState
+from memory.store.rules import (
+    ConsolidationRequest,
+    ConsolidationSnapshot,
+    FactRequest,
+    FactSnapshot,
+    FormationRequest,
+    FormationSnapshot,
+    RecordRequest,
+    RecordSnapshot,
+    ReflectionRequest,
+    Request,
+)
+from memory.store.sqlite.codec import (
+    FACT_COLUMNS,
+    STATE_SQL,
+    fact_from_row,
+    opt_from_us,
+    reflection_from_row,
+    state_from_row,
+)
+from memory.store.sqlite.meta import read_embedding_meta, rows_in
+from memory.store.sqlite.search import facts_by_id
+
+
+def read_state(
+    conn: sqlite3.Connection, session_id: str, agent_id: str
+) -> SessionAgentState | None:
+    row = conn.execute(
+        STATE_SQL + " WHERE sa.session_id = ? AND sa.agent_id = ?", (session_id, agent_id)
+    ).fetchone()
+    return None if row is None else state_from_row(row)
+
+
+def facts_with_hashes(conn: sqlite3.Connection, agent_id: str, hashes: Sequence[str]) -> list[Fact]:
+    """The agent's facts, valid or not, whose content hash is one of ``hashes``."""
+    sql = f"SELECT {FACT_COLUMNS} FROM facts WHERE agent_id = ? AND hash IN"
+    return [fact_from_row(row) for row in rows_in(conn, sql, hashes, agent_id)]
+
+
+def pending_after(conn: sqlite3.Connection, session_id: str, seq: int) -> tuple[int, float]:
+    row = conn.execute(
+        "SELECT count(*), coalesce(sum(weighted_tokens), 0.0) FROM messages "
+        "WHERE session_id = ? AND seq > ?",
+        (session_id, seq),
+    ).fetchone()
+    return int(row[0]), float(row[1])
+
+
+def _existing(conn: sqlite3.Connection, sql: str, ids: Sequence[str], *first: object) -> set[str]:
+    """The values of ``ids`` that ``sql`` (ending in an IN list, first column the value) finds."""
+    return {str(row[0]) for row in rows_in(conn, sql, ids, *first)}
+
+
+def formation_snapshot(conn: sqlite3.Connection, req: FormationRequest) -> FormationSnapshot:
+    done = conn.execute(
+        "SELECT result FROM formation_commits WHERE formation_id = ?", (req.formation_id,)
+    ).fetchone()
+    facts = {f.fact_id: f for f in facts_by_id(conn, req.fact_ids)}
+    facts |= {f.fact_id: f for f in facts_with_hashes(conn, req.agent_id, req.hashes)}
+    existing = _existing(
+        conn, "SELECT reflection_id FROM reflections WHERE reflection_id IN", req.reflection_ids
+    )
+    count = "SELECT count(*) FROM reflections WHERE scope_key = ? AND absorbed_into_version IS NULL"
+    buffered = {key: int(conn.execute(count, (key,)).fetchone()[0]) for key in req.scope_keys}
+    return FormationSnapshot(
+        done=None if done is None else FormationCommitResult.model_validate_json(done[0]),
+        state=read_state(conn, req.session_id, req.agent_id),
+        embedding_meta=read_embedding_meta(conn),
+        facts=list(facts.values()),
+        existing_reflections=frozenset(existing),
+        buffered=buffered,
+        pending_after=pending_after(conn, req.session_id, req.new_cursor),
+    )
+
+
+def record_snapshot(conn: sqlite3.Connection, req: RecordRequest) -> RecordSnapshot:
+    session_id = req.session_id
+    session = conn.execute(
+        "SELECT last_seq, last_message_at FROM sessions WHERE session_id = ?", (session_id,)
+    ).fetchone()
+    state = read_state(conn, session_id, req.agent_id)
+    stored = _existing(
+        conn,
+        "SELECT message_id FROM messages WHERE session_id = ? AND message_id IN",
+        req.message_ids,
+        session_id,
+    )
+    return RecordSnapshot(
+        session_exists=session is not None,
+        last_seq=0 if session is None else int(session["last_seq"]),
+        last_message_at=None if session is None else opt_from_us(session["last_message_at"]),
+        state=state,
+        stored_ids=frozenset(stored),
+        totals=pending_after(conn, session_id, 0) if state is None else (0, 0.0),
+    )
+
+
+def reflection(conn: sqlite3.Connection, reflection_id: str) -> Reflection | None:
+    row = conn.execute(
+        "SELECT * FROM reflections WHERE reflection_id = ?", (reflection_id,)
+    ).fetchone()
+    return None if row is None else reflection_from_row(row)
+
+
+def read_snapshot[S](conn: sqlite3.Connection, request: Request[S]) -> S:
+    """The snapshot a planner asks for (see memory.store.rules)."""
+    snapshot: object
+    match request:
+        case FormationRequest():
+            snapshot = formation_snapshot(conn, request)
+        case RecordRequest():
+            snapshot = record_snapshot(conn, request)
+        case ReflectionRequest(reflection_id=reflection_id):
+            snapshot = reflection(conn, reflection_id)
+        case FactRequest(fact_id=fact_id, content_hash=hash_):
+            fact = next(iter(facts_by_id(conn, [fact_id])), None)
+            same = (
+                []
+                if fact is None or hash_ is None
+                else facts_with_hashes(conn, fact.agent_id, [hash_])
+            )
+            snapshot = FactSnapshot(fact, same, read_embedding_meta(conn))
+        case ConsolidationRequest(key=key, reflection_ids=ids):
+            row = conn.execute(
+                "SELECT version FROM consolidated WHERE scope_key = ?", (key,)
+            ).fetchone()
+            buffered = _existing(
+                conn,
+                "SELECT reflection_id FROM reflections WHERE scope_key = ? "
+                "AND absorbed_into_version IS NULL AND reflection_id IN",
+                ids,
+                key,
+            )
+            snapshot = ConsolidationSnapshot(0 if row is None else int(row[0]), len(buffered))
+        case _:
+            raise TypeError(f"no snapshot for {request!r}")
+    return cast(S, snapshot)

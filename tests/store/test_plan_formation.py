@@ -1,0 +1,275 @@
+"""The formation planner on its own: a snapshot in, writes and a result out (no database)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+
+from memory.errors import (
+    ConflictError,
+    EmbeddingMismatchError,
+    InvalidInputError,
+    StaleDecisionError,
+)
+from memory.ids import content_hash
+from memory.models import (
+    Fact,
+    FactInvalidate,
+    FactUpdate,
+    FormationCommitResult,
+    SessionAgentState,
+)
+from memory.store.rules import FormationSnapshot, formation_request, plan_formation
+from memory.store.rules.writes import (
+    BumpScopeVersions,
+    InsertReflections,
+    MoveCursor,
+    PutFact,
+    RecordFormation,
+    SetEmbeddingMeta,
+)
+from tests.store.builders import AGENT_KEY, MODEL, USER_KEY, add, at, commit, reflection, unit
+
+STATE = SessionAgentState(session_id="s1", agent_id="a1", cursor_seq=0, last_seq=3)
+
+
+def stored(fact_id: str, content: str, *, invalidated: float | None = None, **kw: object) -> Fact:
+    fields: dict[str, object] = {
+        "fact_id": fact_id, "agent_id": "a1", "user_id": "u1", "scope": "user",
+        "content": content, "hash": content_hash(content), "embedding_model": MODEL,
+        "formed_at": at(0), "updated_at": at(0),
+        "invalidated_at": None if invalidated is None else at(invalidated), **kw,
+    }  # fmt: skip
+    return Fact.model_validate(fields)
+
+
+def snapshot(
+    *facts: Fact,
+    meta: tuple[str, int] | None = (MODEL, 4),
+    state: SessionAgentState | None = STATE,
+    done: FormationCommitResult | None = None,
+    existing: frozenset[str] = frozenset(),
+    buffered: dict[str, int] | None = None,
+) -> FormationSnapshot:
+    return FormationSnapshot(
+        done=done, state=state, embedding_meta=meta, facts=list(facts),
+        existing_reflections=existing, buffered=buffered or {}, pending_after=(2, 5.0),
+    )  # fmt: skip
+
+
+def puts(writes: Sequence[object]) -> list[tuple[str, str, str | None, bool]]:
+    """(fact id, content, invalidated_by, new) of each PutFact, in order."""
+    return [
+        (w.fact.fact_id, w.fact.content, w.fact.invalidated_by, w.new)
+        for w in writes
+        if isinstance(w, PutFact)
+    ]
+
+
+def update(fact_id: str, content: str, expected: int = 1) -> FactUpdate:
+    return FactUpdate(
+        fact_id=fact_id, expected_version=expected, content=content, embedding=unit(0, 1),
+        reason="changed",
+    )  # fmt: skip
+
+
+def invalidate(fact_id: str, replaced_by: str, expected: int = 1) -> FactInvalidate:
+    return FactInvalidate(fact_id=fact_id, expected_version=expected, replaced_by=replaced_by)
+
+
+def test_request_names_every_fact_hash_and_reflection_the_commit_touches() -> None:
+    c = commit(
+        ops=[add("f1", "Likes tea", unit(1)), update("f0", "Likes coffee"), invalidate("f9", "f1")],
+        reflections=[reflection(USER_KEY, 1), reflection(AGENT_KEY, 2)],
+    )
+    req = formation_request(c)
+    assert req.fact_ids == ("f1", "f0", "f9")
+    assert req.hashes == (content_hash("Likes tea"), content_hash("Likes coffee"))
+    assert req.scope_keys == tuple(sorted([USER_KEY.key, AGENT_KEY.key]))
+    assert (req.new_cursor, req.agent_id) == (1, "a1")
+
+
+def test_add_writes_a_new_fact_moves_the_cursor_and_records_the_result() -> None:
+    c = commit(ops=[add("f1", "Likes tea", unit(1))], reflections=[reflection(USER_KEY, 1)])
+    plan = plan_formation(c, snapshot(meta=None, buffered={USER_KEY.key: 2}))
+
+    kinds = [type(w) for w in plan.writes]
+    assert kinds == [
+        SetEmbeddingMeta, PutFact, InsertReflections, BumpScopeVersions, MoveCursor,
+        RecordFormation,
+    ]  # fmt: skip
+    assert plan.writes[0] == SetEmbeddingMeta(MODEL, 4)
+    [put] = [w for w in plan.writes if isinstance(w, PutFact)]
+    assert put.new and put.embedding == unit(1)
+    assert (put.fact.fact_id, put.fact.hash, put.fact.formed_at) == (
+        "f1",
+        content_hash("Likes tea"),
+        at(100),
+    )
+    assert (put.fact.source_session_id, put.fact.version) == ("s1", 1)
+    assert plan.writes[3] == BumpScopeVersions((USER_KEY.key,))
+    result = plan.result
+    assert (result.facts_added, result.reflections_added, result.buffered) == (
+        1,
+        1,
+        {USER_KEY.key: 3},
+    )
+    assert result.state is not None
+    assert (result.state.cursor_seq, result.state.formations) == (1, 1)
+    assert (result.state.pending_messages, result.state.pending_weighted_tokens) == (2, 5.0)
+    assert plan.writes[-1] == RecordFormation(result, at(100))
+
+
+def test_two_adds_of_one_content_in_a_commit_store_one_fact() -> None:
+    c = commit(ops=[add("f1", "Likes tea", unit(1)), add("f2", "likes TEA.", unit(1))])
+    plan = plan_formation(c, snapshot())
+    assert puts(plan.writes) == [("f1", "Likes tea", None, True)]
+    assert (plan.result.facts_added, plan.result.facts_duplicate) == (1, 1)
+
+
+def test_add_of_a_stored_valid_content_is_a_duplicate_and_writes_no_fact() -> None:
+    plan = plan_formation(
+        commit(ops=[add("f2", "likes tea", unit(1))]), snapshot(stored("f1", "Likes tea"))
+    )
+    assert puts(plan.writes) == []
+    assert (plan.result.facts_added, plan.result.facts_duplicate) == (0, 1)
+    # Only the cursor moves: no scope key was touched.
+    assert not any(isinstance(w, BumpScopeVersions) for w in plan.writes)
+
+
+def test_add_revives_the_latest_invalidated_fact_with_that_content() -> None:
+    old = stored("f0", "Lives in Paris", invalidated=10, invalidated_by="fx")
+    latest = stored("f1", "Lives in Paris", invalidated=20, invalidated_by="fy")
+    plan = plan_formation(commit(ops=[add("f3", "Lives in Paris", unit(1))]), snapshot(old, latest))
+
+    [put] = [w for w in plan.writes if isinstance(w, PutFact)]
+    assert (put.fact.fact_id, put.new, put.fact.version) == ("f1", False, 2)
+    assert (put.fact.invalidated_at, put.fact.invalidated_by) == (None, None)
+    assert put.fact.history[-1].reason == "revived"
+    assert plan.result.facts_added == 1
+
+
+def test_update_keeps_history_and_bumps_the_version() -> None:
+    plan = plan_formation(
+        commit(ops=[update("f1", "Works at Globex")]), snapshot(stored("f1", "Works at Acme"))
+    )
+    [put] = [w for w in plan.writes if isinstance(w, PutFact)]
+    fact = put.fact
+    assert (fact.content, fact.version, fact.previous_content, fact.updated_at) == (
+        "Works at Globex",
+        2,
+        "Works at Acme",
+        at(100),
+    )
+    assert [(r.version, r.content, r.reason) for r in fact.history] == [
+        (1, "Works at Acme", "changed")
+    ]
+    assert put.embedding == unit(0, 1)
+    assert plan.result.facts_updated == 1
+
+
+def test_update_to_another_facts_content_invalidates_the_updated_one() -> None:
+    plan = plan_formation(
+        commit(ops=[update("f1", "Likes coffee")]),
+        snapshot(stored("f1", "Likes tea"), stored("f2", "Likes coffee")),
+    )
+    assert puts(plan.writes) == [("f1", "Likes tea", "f2", False)]
+    assert (plan.result.facts_updated, plan.result.facts_duplicate) == (0, 1)
+
+
+def test_delete_with_a_replacement_that_resolved_to_a_duplicate_points_at_the_holder() -> None:
+    plan = plan_formation(
+        commit(ops=[add("f3", "Has a dog", unit(0, 1)), invalidate("f1", "f3")]),
+        snapshot(stored("f1", "Has a cat"), stored("f2", "Has a dog")),
+    )
+    assert puts(plan.writes) == [("f1", "Has a cat", "f2", False)]
+    assert (plan.result.facts_invalidated, plan.result.facts_duplicate) == (1, 1)
+
+
+def test_delete_whose_replacement_resolved_to_the_fact_itself_changes_nothing() -> None:
+    # f1 is valid with the replacement's content: the add is a duplicate of f1 itself.
+    plan = plan_formation(
+        commit(ops=[add("f3", "Has a cat", unit(1)), invalidate("f1", "f3")]),
+        snapshot(stored("f1", "Has a cat")),
+    )
+    assert puts(plan.writes) == []
+    assert plan.result.facts_invalidated == 0
+
+
+def test_delete_needs_a_replacement_added_by_the_commit() -> None:
+    with pytest.raises(InvalidInputError):
+        plan_formation(commit(ops=[invalidate("f1", "nope")]), snapshot(stored("f1", "Has a cat")))
+
+
+@pytest.mark.parametrize(
+    ("facts", "op"),
+    [
+        ([stored("f1", "Plays chess", version=2)], update("f1", "Plays go", expected=1)),
+        ([stored("f1", "Plays chess", invalidated=5)], update("f1", "Plays go")),
+        ([stored("f1", "Plays chess", version=2)], invalidate("f1", "f5")),
+    ],
+)
+def test_stale_decisions_are_refused(facts: list[Fact], op: FactUpdate | FactInvalidate) -> None:
+    c = commit(ops=[add("f5", "Plays poker", unit(1, 1)), op])
+    with pytest.raises(StaleDecisionError):
+        plan_formation(c, snapshot(*facts))
+
+
+def test_cursor_conflict_and_unknown_agent() -> None:
+    moved = STATE.model_copy(update={"cursor_seq": 1})
+    with pytest.raises(ConflictError):
+        plan_formation(commit(), snapshot(state=moved))
+    with pytest.raises(InvalidInputError):
+        plan_formation(commit(new_cursor=9), snapshot())
+
+
+def test_embedding_model_must_match_the_stored_one() -> None:
+    with pytest.raises(EmbeddingMismatchError):
+        plan_formation(commit(ops=[add("f1", "x", unit(1))], model="other"), snapshot())
+
+
+def test_a_used_fact_id_of_another_content_is_refused() -> None:
+    other_agent = stored("f1", "Something else", agent_id="a2")
+    with pytest.raises(InvalidInputError, match="already used"):
+        plan_formation(commit(ops=[add("f1", "Likes tea", unit(1))]), snapshot(other_agent))
+
+
+def test_replay_returns_the_stored_result_and_writes_nothing() -> None:
+    done = FormationCommitResult(formation_id="x", facts_added=2)
+    plan = plan_formation(commit(ops=[add("f1", "Likes tea", unit(1))]), snapshot(done=done))
+    assert plan.writes == ()
+    assert plan.result == done.model_copy(update={"already_committed": True})
+
+
+def test_existing_reflections_are_left_alone() -> None:
+    r = reflection(USER_KEY, 1)
+    c = commit(reflections=[r, r])
+    plan = plan_formation(
+        c, snapshot(existing=frozenset({r.reflection_id}), buffered={USER_KEY.key: 1})
+    )
+    assert not any(isinstance(w, InsertReflections) for w in plan.writes)
+    assert (plan.result.reflections_added, plan.result.buffered) == (0, {USER_KEY.key: 1})
+    fresh = plan_formation(commit(reflections=[r, r]), snapshot())
+    [insert] = [w for w in fresh.writes if isinstance(w, InsertReflections)]
+    assert insert.reflections == (r,)
+
+
+def test_commit_for_another_agents_reflection_is_refused() -> None:
+    from memory.models import ScopeKey
+
+    other = reflection(ScopeKey(scope="agent", agent_id="a2"), 1)
+    with pytest.raises(InvalidInputError):
+        plan_formation(commit(reflections=[other]), snapshot())
+
+
+def test_delete_with_a_replacement_that_revived_a_fact_points_at_the_revived_one() -> None:
+    plan = plan_formation(
+        commit(ops=[add("f3", "Lives in Rome", unit(0, 1)), invalidate("f1", "f3")]),
+        snapshot(stored("f1", "Lives in Paris"), stored("f0", "Lives in Rome", invalidated=5)),
+    )
+    assert puts(plan.writes) == [
+        ("f0", "Lives in Rome", None, False),
+        ("f1", "Lives in Paris", "f0", False),
+    ]
+    assert (plan.result.facts_added, plan.result.facts_invalidated) == (1, 1)

@@ -1,0 +1,129 @@
+"""The record_messages planner on its own: seqs, duplicates, counters, newcomers (no database)."""
+
+from __future__ import annotations
+
+import pytest
+
+from memory.errors import InvalidInputError
+from memory.models import MessageIn, RecordOutcome, SessionAgentState
+from memory.store.rules import RecordSnapshot, plan_record_messages, weighted_tokens
+from memory.store.rules.writes import (
+    AddSessionAgent,
+    AddSessionUsers,
+    AdvanceSession,
+    CreateSession,
+    InsertMessages,
+    Plan,
+)
+from tests.store.builders import CHARS_PER_TOKEN, WEIGHTS, at, msg
+
+NEW_SESSION = RecordSnapshot(
+    session_exists=False, last_seq=0, last_message_at=None, state=None, stored_ids=frozenset()
+)
+
+
+def plan(
+    messages: list[MessageIn], snapshot: RecordSnapshot, agent: str = "a1"
+) -> Plan[RecordOutcome]:
+    return plan_record_messages(
+        "s1", agent, messages, weights=WEIGHTS, chars_per_token=CHARS_PER_TOKEN, now=at(50),
+        snapshot=snapshot,
+    )  # fmt: skip
+
+
+def test_weighted_tokens_weigh_the_role_and_round_up() -> None:
+    assert weighted_tokens(msg("m", "x" * 5), WEIGHTS, 4.0) == 2.0  # user: 1.0 * ceil(5/4)
+    assert weighted_tokens(msg("m", "x" * 8, role="agent"), WEIGHTS, 4.0) == 1.0
+    assert weighted_tokens(msg("m", "x" * 4, role="tool"), {"other": 3.0}, 4.0) == 3.0
+
+
+def test_first_messages_create_the_session_with_the_next_seqs() -> None:
+    out = plan([msg("m1", "x" * 4, seconds=1), msg("m2", "x" * 8, seconds=2)], NEW_SESSION)
+
+    kinds = [type(w) for w in out.writes]
+    assert kinds == [
+        CreateSession,
+        AddSessionAgent,
+        InsertMessages,
+        AddSessionUsers,
+        AdvanceSession,
+    ]
+    [insert] = [w for w in out.writes if isinstance(w, InsertMessages)]
+    assert [(m.message.seq, m.message.message_id, m.weighted_tokens) for m in insert.messages] == [
+        (1, "m1", 1.0),
+        (2, "m2", 2.0),
+    ]
+    assert out.writes[-1] == AdvanceSession("s1", 2, at(2), 2, 3.0)
+    assert (out.result.inserted, out.result.duplicates) == (0 + 2, 0)
+    state = out.result.state
+    assert (state.cursor_seq, state.last_seq, state.pending_messages) == (0, 2, 2)
+    assert (state.pending_weighted_tokens, state.last_message_at) == (3.0, at(2))
+
+
+def test_stored_and_repeated_ids_are_duplicates_and_take_no_seq() -> None:
+    state = SessionAgentState(
+        session_id="s1", agent_id="a1", last_seq=3, pending_messages=1,
+        pending_weighted_tokens=1.0, last_message_at=at(9),
+    )  # fmt: skip
+    snap = RecordSnapshot(
+        session_exists=True, last_seq=3, last_message_at=at(9), state=state,
+        stored_ids=frozenset({"m1"}),
+    )  # fmt: skip
+    out = plan([msg("m1"), msg("m4", "x" * 4, seconds=5), msg("m4", "other")], snap)
+
+    [insert] = [w for w in out.writes if isinstance(w, InsertMessages)]
+    assert [(m.message.seq, m.message.content) for m in insert.messages] == [(4, "x" * 4)]
+    assert (out.result.inserted, out.result.duplicates) == (1, 2)
+    # An older message does not move last_message_at back.
+    assert out.result.state.last_message_at == at(9)
+    assert (out.result.state.pending_messages, out.result.state.pending_weighted_tokens) == (2, 2.0)
+    assert not any(isinstance(w, CreateSession | AddSessionAgent) for w in out.writes)
+
+
+def test_only_duplicates_write_nothing() -> None:
+    state = SessionAgentState(session_id="s1", agent_id="a1", last_seq=1)
+    snap = RecordSnapshot(
+        session_exists=True, last_seq=1, last_message_at=at(1), state=state,
+        stored_ids=frozenset({"m1"}),
+    )  # fmt: skip
+    out = plan([msg("m1")], snap)
+    assert out.writes == ()
+    assert (out.result.inserted, out.result.duplicates, out.result.state) == (0, 1, state)
+
+
+def test_a_newcomer_owes_everything_already_said() -> None:
+    snap = RecordSnapshot(
+        session_exists=True, last_seq=4, last_message_at=at(4), state=None,
+        stored_ids=frozenset(), totals=(4, 7.5),
+    )  # fmt: skip
+    out = plan([], snap, agent="a2")
+    assert out.writes == (
+        AddSessionAgent(
+            SessionAgentState(
+                session_id="s1",
+                agent_id="a2",
+                last_seq=4,
+                pending_messages=4,
+                pending_weighted_tokens=7.5,
+                last_message_at=at(4),
+            )
+        ),
+    )
+    assert out.result.state.cursor_seq == 0
+
+
+def test_only_user_messages_add_users_in_order() -> None:
+    messages = [
+        msg("m1", user_id="u2"), msg("m2", role="agent"), msg("m3", user_id="u1"),
+        msg("m4", user_id="u2"),
+    ]  # fmt: skip
+    [users] = [w for w in plan(messages, NEW_SESSION).writes if isinstance(w, AddSessionUsers)]
+    assert users.user_ids == ("u2", "u1")
+
+
+def test_chars_per_token_must_be_positive() -> None:
+    with pytest.raises(InvalidInputError):
+        plan_record_messages(
+            "s1", "a1", [msg("m1")], weights=WEIGHTS, chars_per_token=0, now=at(0),
+            snapshot=NEW_SESSION,
+        )  # fmt: skip
