@@ -13,8 +13,15 @@ from fastapi.staticfiles import StaticFiles
 
 from client.memory_client import MemoryClient
 from memory.settings import Settings
-from serve import errors, page, routes_agents, routes_facts, routes_health, routes_memory
-from serve import routes_sessions
+from serve import (
+    errors,
+    page,
+    routes_agents,
+    routes_facts,
+    routes_health,
+    routes_memory,
+    routes_sessions,
+)
 from serve.keys import ApiKeyStore
 from serve.services import Services
 

@@ -44,9 +44,7 @@ async def list_reflections(
 ) -> list[Reflection]:
     """Newest first; the buffered ones wait for the scope's next consolidation."""
     key = _key(agent_id, scope)
-    return await svc.manager.list_reflections(
-        key, include_absorbed=include_absorbed, limit=limit
-    )
+    return await svc.manager.list_reflections(key, include_absorbed=include_absorbed, limit=limit)
 
 
 async def _reflection_key(svc: Svc, agent_id: str, reflection_id: str) -> ScopeKey:
