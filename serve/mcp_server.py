@@ -11,10 +11,9 @@ stdout carries the protocol: logs go to stderr.
 from __future__ import annotations
 
 import hashlib
-from datetime import UTC, datetime
-
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import UTC, datetime
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError

@@ -1,8 +1,8 @@
 """What the memory page shows for one agent, gathered through the client and its manager.
 
 The store lists no users or sessions of an agent, so the page offers the ones it can see: the
-users of the agent's facts, and the users and sessions of its recent formation runs (the
-Temporal search attributes); any other id can be typed in.
+sessions its facts and reflections come from and those of its recent formation runs (the
+Temporal search attributes), and the users of those sessions; any other id can be typed in.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from serve.services import Services
 
 RECENT_REFLECTIONS = 10
 FACTS_SHOWN = 50
+MAX_SESSIONS_LOOKED_UP = 50
 
 
 class ScopeView(BaseModel):
@@ -91,10 +92,14 @@ async def agent_view(
     runs = await recent_formations(
         svc.memory.temporal, agent_id, ui_url=svc.temporal_ui_url, namespace=svc.namespace
     )
-    users = {f.user_id for f in facts.facts if f.user_id}
-    users |= {r.user_id for r in runs.runs if r.user_id}
     sessions = {r.session_id for r in runs.runs if r.session_id}
     sessions |= {f.source_session_id for f in facts.facts if f.source_session_id}
+    sessions |= {r.source_session_id for s in scopes for r in s.reflections}
+    users = {f.user_id for f in facts.facts if f.user_id}
+    users |= {r.user_id for r in runs.runs if r.user_id}
+    for session_id_seen in sorted(sessions)[:MAX_SESSIONS_LOOKED_UP]:
+        info = await svc.memory.store.get_session(session_id_seen)
+        users |= set(info.user_ids) if info is not None else set()
     ranked: list[Ranked] = []
     if query.strip():
         result = await svc.memory.search_facts(
