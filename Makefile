@@ -28,7 +28,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 
 typecheck: $(STAMP)
-	$(BIN)/mypy memory workflows activities client worker.py tests bench
+	$(BIN)/mypy memory workflows activities client serve worker.py tests bench
 
 test: $(STAMP) lint typecheck
 	$(BIN)/pytest -q -p no:cacheprovider

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable
 
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
@@ -20,9 +21,9 @@ async def health() -> Health:
     return Health(status="ok")
 
 
-async def _probe(name: str, call: asyncio.Future[object] | object) -> tuple[str, str]:
+async def _probe(name: str, call: Awaitable[object]) -> tuple[str, str]:
     try:
-        await asyncio.wait_for(call, PROBE_SECONDS)  # type: ignore[arg-type]
+        await asyncio.wait_for(call, PROBE_SECONDS)
     except Exception as e:
         return name, f"unavailable: {type(e).__name__}"
     return name, "ok"

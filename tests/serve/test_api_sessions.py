@@ -4,14 +4,16 @@ id), form now, start and end a session, the memory context as XML and JSON, and 
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
+from memory.models import MessageIn
 from tests.harness import conversation, facts
 from tests.serve.conftest import Served, form_alice
 from workflows.summary import FormationSummary
 
 
-def as_json(messages: list[object]) -> list[object]:
-    return [m.model_dump(mode="json") for m in messages]  # type: ignore[attr-defined]
+def as_json(messages: list[MessageIn]) -> list[dict[str, Any]]:
+    return [m.model_dump(mode="json") for m in messages]
 
 
 async def test_register_get_and_update_an_agent(served: Served) -> None:

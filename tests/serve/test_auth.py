@@ -20,7 +20,7 @@ SAMPLE = {
 def agent_routes(served: Served) -> list[tuple[str, str]]:
     """Every API route with an agent in its path (from the OpenAPI document, which lists them
     all), as (method, path for agent eve)."""
-    out = []
+    out: list[tuple[str, str]] = []
     for template, operations in served.app.openapi()["paths"].items():
         if "{agent_id}" in template:
             path = template.replace("{agent_id}", "eve")
