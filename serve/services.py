@@ -23,6 +23,7 @@ class Services:
         return self.memory.manager
 
 
-def services(request: Request) -> Services:
+async def services(request: Request) -> Services:
+    """Async: a sync dependency would cost a worker-thread hop on every request."""
     found: Services = request.app.state.services
     return found
