@@ -129,3 +129,17 @@ async def test_formation_runs_link_to_the_temporal_ui(
         assert "facts +2" in page.text  # the run's memo summary
     finally:
         await h.store.close()
+
+
+async def test_memory_text_is_escaped_on_the_page(served: Served) -> None:
+    await form_alice(served.h)
+    fact = next(f for f in await served.h.all_facts() if f.scope == "user")
+    async with served.client(served.eve) as api:
+        r = await api.patch(
+            f"/v1/agents/eve/facts/{fact.fact_id}", json={"content": "<script>alert(1)</script>"}
+        )
+        assert r.status_code == 200
+    async with browser(served, served.eve) as c:
+        page = await c.get(f"/ui/agents/eve/facts/{fact.fact_id}")
+        assert "<script>alert(1)</script>" not in page.text
+        assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page.text
