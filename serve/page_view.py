@@ -35,6 +35,7 @@ class Ranked(BaseModel):
     rrf: float | None
     vector: float | None  # best cosine over the queries (None: not in the vector list)
     text: float | None  # best BM25-like score (None: not in the text list)
+    below: list[str] = []  # the lists where it stayed under that list's threshold
 
 
 class AgentView(BaseModel):
@@ -53,12 +54,15 @@ class AgentView(BaseModel):
 def ranking(result: SearchResult) -> list[Ranked]:
     vector: dict[str, float] = {}
     text: dict[str, float] = {}
+    passed: set[tuple[str, str]] = set()
     rrf: dict[str, float] = {}
     if result.debug is not None:
         for lst in result.debug.lists:
             into = vector if lst.source == "vector" else text
             for c in lst.candidates:
                 into[c.fact_id] = max(c.score, into.get(c.fact_id, c.score))
+                if c.rank is not None:
+                    passed.add((lst.source, c.fact_id))
         rrf = {f.fact_id: f.rrf for f in result.debug.fused}
     return [
         Ranked(
@@ -66,6 +70,11 @@ def ranking(result: SearchResult) -> list[Ranked]:
             rrf=rrf.get(h.fact_id),
             vector=vector.get(h.fact_id),
             text=text.get(h.fact_id),
+            below=[
+                source
+                for source, scores in (("vector", vector), ("text", text))
+                if h.fact_id in scores and (source, h.fact_id) not in passed
+            ],
         )
         for h in result.hits
     ]

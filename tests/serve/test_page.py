@@ -143,3 +143,18 @@ async def test_memory_text_is_escaped_on_the_page(served: Served) -> None:
         page = await c.get(f"/ui/agents/eve/facts/{fact.fact_id}")
         assert "<script>alert(1)</script>" not in page.text
         assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page.text
+
+
+async def test_the_search_box_shows_the_fused_rank_and_both_scores(served: Served) -> None:
+    await form_alice(served.h)
+    async with browser(served, served.eve) as c:
+        page = await c.get(
+            "/ui/agents/eve",
+            params={"user_id": "alice", "q": "Alice drinks green tea every morning"},
+        )
+    row = re.search(r'<table class="ranking">.*?<tbody>(.*?)</tbody>', page.text, re.S)
+    assert row is not None
+    cells = re.findall(r"<td>(.*?)</td>", row.group(1).split("</tr>")[0], re.S)
+    assert "Alice drinks green tea every morning" in cells[1]
+    assert float(cells[5]) > 0.65  # vector cosine, above the semantic threshold
+    assert cells[6].split()[0] != "–"  # the text list's score is shown too
