@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 PYTHON313 ?= $(shell for p in python3.13 $$(pyenv root 2>/dev/null)/versions/3.13*/bin/python3.13 /usr/local/bin/python3.13 /usr/bin/python3.13; do \
 	if "$$p" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 13))' >/dev/null 2>&1; then command -v "$$p"; break; fi; done)
 
-.PHONY: run test lint typecheck install bench schedule clean
+.PHONY: run test lint typecheck install bench schedule clean browser
 
 $(STAMP): pyproject.toml
 	@if [ -z "$(PYTHON313)" ]; then echo "Python 3.13 not found: install it (e.g. 'pyenv install 3.13') or pass PYTHON313=/path/to/python3.13" >&2; exit 1; fi
@@ -28,9 +28,16 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 
 typecheck: $(STAMP)
-	$(BIN)/mypy memory workflows activities runtime client cli worker.py tests bench
+	$(BIN)/mypy memory workflows activities runtime client cli serve worker.py tests bench
 
-test: $(STAMP) lint typecheck
+# Debian's chromium for tests/serve/test_browser.py; without it that test is reported as skipped.
+browser:
+	@if [ -x /usr/bin/chromium ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
+	else echo "chromium not installed (needs root + apt): the browser test will be skipped"; fi
+
+test: $(STAMP) browser lint typecheck
 	$(BIN)/pytest -q -p no:cacheprovider
 
 bench: $(STAMP)

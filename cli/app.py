@@ -10,6 +10,7 @@ from __future__ import annotations
 import typer
 
 from cli import manage, memory_commands, ops, schedule
+from serve.commands import keys_app, mcp_app, serve_app
 
 app = typer.Typer(
     name="mnemos",
@@ -39,6 +40,11 @@ app.add_typer(manage.reflections, name="reflections", rich_help_panel="Manage")
 app.add_typer(manage.consolidated, name="consolidated", rich_help_panel="Manage")
 app.command(rich_help_panel="Manage")(manage.stats)
 app.command(rich_help_panel="Manage")(manage.status)
+
+# Serving other backends: HTTP API + memory page, API keys, MCP tools
+app.add_typer(serve_app, name="serve", rich_help_panel="Serve")
+app.add_typer(keys_app, name="keys", rich_help_panel="Serve")
+app.add_typer(mcp_app, name="mcp", rich_help_panel="Serve")
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ imports it back, however long the loop.
     runtime      Temporal plumbing the worker, activities and client share
     worker       the worker's building blocks
     client       what an agent backend imports
+    serve        the HTTP API, memory page and MCP tools over the client (for non-Python backends)
     cli          the operator's command line and local stack (may import anything)
 """
 
@@ -20,18 +21,19 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("memory", "workflows", "activities", "runtime", "client", "cli")
+PACKAGES = ("memory", "workflows", "activities", "runtime", "client", "serve", "cli")
 TOP_MODULES = ("worker",)
 LAYERS = (*PACKAGES, *TOP_MODULES)
 
 # What each layer must not import (directly; the cycle check covers the indirect loops).
 FORBIDDEN: dict[str, set[str]] = {
-    "memory": {"activities", "workflows", "runtime", "worker", "client", "cli"},
-    "workflows": {"runtime", "worker", "client", "cli"},
-    "activities": {"worker", "client", "cli"},
-    "runtime": {"activities", "worker", "client", "cli"},
-    "worker": {"client", "cli"},
-    "client": {"activities", "worker", "cli"},
+    "memory": {"activities", "workflows", "runtime", "worker", "client", "serve", "cli"},
+    "workflows": {"runtime", "worker", "client", "serve", "cli"},
+    "activities": {"worker", "client", "serve", "cli"},
+    "runtime": {"activities", "worker", "client", "serve", "cli"},
+    "worker": {"client", "serve", "cli"},
+    "client": {"activities", "worker", "serve", "cli"},
+    "serve": {"activities", "worker", "cli"},
     "cli": set(),
 }
 

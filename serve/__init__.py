@@ -1,0 +1,1 @@
+"""mnemos serve: the HTTP API, the memory page and the MCP tools, over the Python client."""

@@ -1,0 +1,72 @@
+"""The app: ``create_app(memory, keys)`` serves the API under /v1, the memory page under /ui,
+OpenAPI at /openapi.json and its docs at /docs."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from fastapi import FastAPI
+from fastapi.responses import RedirectResponse
+from fastapi.staticfiles import StaticFiles
+
+from client.memory_client import MemoryClient
+from memory.settings import Settings
+from serve import (
+    errors,
+    page,
+    routes_agents,
+    routes_facts,
+    routes_health,
+    routes_memory,
+    routes_sessions,
+)
+from serve.keys import ApiKeyStore
+from serve.services import Services
+
+STATIC = Path(__file__).resolve().parent / "static"
+
+
+def create_app(
+    memory: MemoryClient,
+    keys: ApiKeyStore,
+    *,
+    temporal_ui_url: str | None = None,
+    close_on_shutdown: bool = False,
+) -> FastAPI:
+    """An app over an open client. With ``close_on_shutdown`` the app closes it when it stops."""
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            if close_on_shutdown:
+                await memory.close()
+
+    settings: Settings = memory.settings
+    app = FastAPI(
+        title="mnemos",
+        summary="Long-term memory for AI agents, formed by durable Temporal workflows",
+        version="0.1.0",
+        lifespan=lifespan,
+    )
+    app.state.services = Services(
+        memory=memory,
+        keys=keys,
+        temporal_ui_url=(temporal_ui_url or settings.temporal.ui_url).rstrip("/"),
+        namespace=settings.temporal.namespace,
+    )
+    errors.install(app)
+    for module in (routes_health, routes_agents, routes_sessions, routes_facts, routes_memory):
+        app.include_router(module.router)
+    app.include_router(page.router)
+    page.install(app)
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+
+    @app.get("/", include_in_schema=False)
+    async def root() -> RedirectResponse:
+        return RedirectResponse("/ui", status_code=303)
+
+    return app

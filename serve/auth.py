@@ -1,0 +1,62 @@
+"""Who may call what: the key in the request against the agent in the path.
+
+A key comes as ``Authorization: Bearer mk_…``, as ``X-API-Key``, or (the memory page) as the
+``mnemos_key`` cookie. No or an unknown key: 401. A key not bound to the path's agent, or a
+read-only key on a write: 403. Routes declare ``ReadAgent`` or ``WriteAgent`` for their
+``agent_id`` path parameter, so the check cannot be forgotten on one route and not the others.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, HTTPException, Path, Request, status
+
+from serve.keys import ApiKey
+from serve.services import Services, services
+
+COOKIE = "mnemos_key"
+ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$"
+AgentPath = Annotated[str, Path(pattern=ID_PATTERN, description="The agent's id")]
+
+
+def token_of(request: Request) -> str | None:
+    header = request.headers.get("authorization", "")
+    if header.lower().startswith("bearer "):
+        return header[7:].strip() or None
+    return request.headers.get("x-api-key") or request.cookies.get(COOKIE) or None
+
+
+async def current_key(request: Request, svc: Annotated[Services, Depends(services)]) -> ApiKey:
+    token = token_of(request)
+    key = await svc.keys.verify(token) if token else None
+    if key is None:
+        raise HTTPException(
+            status.HTTP_401_UNAUTHORIZED,
+            "a valid API key is required (Authorization: Bearer mk_…)",
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+    return key
+
+
+def check(key: ApiKey, agent_id: str, *, write: bool) -> None:
+    if agent_id not in key.agent_ids:
+        raise HTTPException(status.HTTP_403_FORBIDDEN, f"this key is not for agent {agent_id!r}")
+    if write and key.read_only:
+        raise HTTPException(status.HTTP_403_FORBIDDEN, "this key is read-only")
+
+
+async def _read(agent_id: AgentPath, key: Annotated[ApiKey, Depends(current_key)]) -> str:
+    check(key, agent_id, write=False)
+    return agent_id
+
+
+async def _write(agent_id: AgentPath, key: Annotated[ApiKey, Depends(current_key)]) -> str:
+    check(key, agent_id, write=True)
+    return agent_id
+
+
+ReadAgent = Annotated[str, Depends(_read)]
+WriteAgent = Annotated[str, Depends(_write)]
+CurrentKey = Annotated[ApiKey, Depends(current_key)]
+Svc = Annotated[Services, Depends(services)]

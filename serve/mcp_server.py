@@ -1,0 +1,100 @@
+"""`mnemos mcp`: one agent's memory as MCP tools over stdio (the official ``mcp`` package).
+
+Tools: ``search_facts`` (the same search and text the agent's own tool call gets),
+``memory_context`` (the ``<MemoryContext>`` XML for a turn) and ``remember``: an explicit note is
+recorded as a message of the session, like any other, and a formation of that session is
+started at once (below the thresholds, as "form now" does); the note then becomes facts and
+reflections by the usual rules, or nothing when the model finds nothing worth keeping.
+stdout carries the protocol: logs go to stderr.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+from client.memory_client import MemoryClient
+from memory.errors import MnemosError
+from memory.models import MessageIn
+from workflows.naming import formation_workflow_id
+
+INSTRUCTIONS = (
+    "Long-term memory of agent {agent}. Call memory_context at the start of a conversation, "
+    "search_facts before answering about the user or past sessions, remember for what the user "
+    "explicitly asks to keep."
+)
+
+
+@asynccontextmanager
+async def _told() -> AsyncIterator[None]:
+    """Our errors (unknown session, invalid id) reach the model as the tool's error text."""
+    try:
+        yield
+    except MnemosError as e:
+        raise ToolError(str(e)) from e
+
+
+def build_server(memory: MemoryClient, agent_id: str) -> MCPServer:
+    server: MCPServer = MCPServer(
+        name="mnemos", instructions=INSTRUCTIONS.format(agent=agent_id), version="0.1.0"
+    )
+
+    @server.tool()
+    async def search_facts(
+        query: list[str],
+        user_id: str | None = None,
+        session_id: str | None = None,
+        top_k: int | None = None,
+    ) -> str:
+        """Search long-term memory for facts about the user or the agent's work: 1 to 3 short
+        queries; the best facts come back one a line with their age."""
+        async with _told():
+            return await memory.handle_search_facts(
+                {"query": query, "top_k": top_k},
+                agent_id=agent_id,
+                session_id=session_id,
+                user_id=user_id,
+            )
+
+    @server.tool()
+    async def memory_context(session_id: str, user_id: str | None = None) -> str:
+        """The memory context (XML) for a turn of this session: consolidated memories, recent
+        reflections and facts. Empty when there is no memory yet."""
+        async with _told():
+            return await memory.on_session_start(agent_id, session_id, user_id)
+
+    @server.tool()
+    async def remember(note: str, session_id: str, user_id: str | None = None) -> str:
+        """Keep an explicit note (e.g. "remember that I am vegetarian"): recorded in the session
+        and formed into memory in the background. Returns the formation's workflow id."""
+        digest = hashlib.sha256(f"{session_id}\0{user_id}\0{note}".encode()).hexdigest()
+        message = MessageIn(
+            message_id=f"note-{digest[:24]}",
+            role="user" if user_id else "system",
+            content=note,
+            created_at=datetime.now(UTC),
+            user_id=user_id,
+        )
+        async with _told():
+            recorded = await memory.record_messages(agent_id, session_id, [message])
+            if recorded.inserted == 0:
+                return "already noted"
+            await memory.form_memories(agent_id, session_id, force=True, wait=False)
+        return f"noted; forming in {formation_workflow_id(agent_id, session_id)}"
+
+    return server
+
+
+async def serve_stdio(agent_id: str) -> None:
+    memory = await MemoryClient.connect()
+    try:
+        if await memory.store.get_agent(agent_id) is None:  # fail at start, not at a tool call
+            raise SystemExit(f"agent {agent_id!r} is not registered")
+        await build_server(memory, agent_id).run_stdio_async()
+    finally:
+        await memory.close()

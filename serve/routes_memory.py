@@ -1,0 +1,105 @@
+"""Reflections, consolidated blobs, stats and consolidation status of one agent's scopes."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Path, Query, status
+
+from client.management import MemoryStats, ScopeConsolidationStatus
+from memory.errors import InvalidInputError, NotFoundError
+from memory.models import ConsolidatedMemory, Reflection, ScopeKey
+from serve.auth import ID_PATTERN, ReadAgent, Svc, WriteAgent
+from serve.schemas import ConsolidatedEdit, ScopeQuery, TextEdit
+
+router = APIRouter(prefix="/v1/agents/{agent_id}", tags=["memory"])
+ReflectionPath = Annotated[str, Path(min_length=1, max_length=200)]
+OptionalId = Annotated[str | None, Query(pattern=ID_PATTERN)]
+
+
+def _key(agent_id: str, scope: ScopeQuery) -> ScopeKey:
+    try:
+        return ScopeKey(
+            scope=scope.scope,
+            agent_id=agent_id,
+            user_id=scope.user_id,
+            session_id=scope.session_id,
+        )
+    except ValueError as e:
+        raise InvalidInputError(
+            "scope: agent takes no ids, user needs user_id, session needs session_id"
+        ) from e
+
+
+Scoped = Annotated[ScopeQuery, Depends()]
+
+
+@router.get("/reflections")
+async def list_reflections(
+    agent_id: ReadAgent,
+    scope: Scoped,
+    svc: Svc,
+    include_absorbed: bool = False,
+    limit: Annotated[int, Query(ge=1, le=500)] = 100,
+) -> list[Reflection]:
+    """Newest first; the buffered ones wait for the scope's next consolidation."""
+    key = _key(agent_id, scope)
+    return await svc.manager.list_reflections(key, include_absorbed=include_absorbed, limit=limit)
+
+
+async def _reflection_key(svc: Svc, agent_id: str, reflection_id: str) -> ScopeKey:
+    found = await svc.memory.store.get_reflection(reflection_id)
+    if found is None or found.scope_key.agent_id != agent_id:
+        raise NotFoundError(f"no reflection {reflection_id!r}")
+    return found.scope_key
+
+
+@router.patch("/reflections/{reflection_id}")
+async def edit_reflection(
+    agent_id: WriteAgent, reflection_id: ReflectionPath, body: TextEdit, svc: Svc
+) -> Reflection:
+    """Refine a buffered reflection; 409 once consolidated (edit the blob instead)."""
+    key = await _reflection_key(svc, agent_id, reflection_id)
+    return await svc.manager.edit_reflection(key, reflection_id, body.content)
+
+
+@router.delete("/reflections/{reflection_id}", status_code=status.HTTP_204_NO_CONTENT)
+async def delete_reflection(agent_id: WriteAgent, reflection_id: ReflectionPath, svc: Svc) -> None:
+    key = await _reflection_key(svc, agent_id, reflection_id)
+    await svc.manager.delete_reflection(key, reflection_id)
+
+
+@router.get("/consolidated")
+async def get_consolidated(agent_id: ReadAgent, scope: Scoped, svc: Svc) -> ConsolidatedMemory:
+    """The scope's consolidated memory; 404 before its first consolidation or edit."""
+    key = _key(agent_id, scope)
+    await svc.manager.stats(agent_id)  # 404 for an unknown agent, not "no blob yet"
+    blob = await svc.manager.show_consolidated(key)
+    if blob is None:
+        raise NotFoundError(f"{key.key} has no consolidated memory yet")
+    return blob
+
+
+@router.put("/consolidated")
+async def edit_consolidated(
+    agent_id: WriteAgent, scope: Scoped, body: ConsolidatedEdit, svc: Svc
+) -> ConsolidatedMemory:
+    """Replace the blob by this text; 409 when it moved past ``expected_version``."""
+    key = _key(agent_id, scope)
+    return await svc.manager.edit_consolidated(
+        key, body.content, expected_version=body.expected_version
+    )
+
+
+@router.get("/stats")
+async def stats(
+    agent_id: ReadAgent, svc: Svc, user_id: OptionalId = None, session_id: OptionalId = None
+) -> MemoryStats:
+    return await svc.memory.memory_stats(agent_id, user_id, session_id)
+
+
+@router.get("/consolidation-status")
+async def consolidation_status(
+    agent_id: ReadAgent, svc: Svc, user_id: OptionalId = None, session_id: OptionalId = None
+) -> list[ScopeConsolidationStatus]:
+    return await svc.memory.consolidation_status(agent_id, user_id, session_id)

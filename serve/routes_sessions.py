@@ -1,0 +1,94 @@
+"""Per agent and session: record messages, form, start and end, read the memory context."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Path, Query, Request, Response, status
+
+from client.memory_client import SessionEnd
+from serve.auth import ID_PATTERN, ReadAgent, Svc, WriteAgent
+from serve.schemas import (
+    ContextResponse,
+    FormStarted,
+    RecordRequest,
+    RecordResponse,
+    SessionStartRequest,
+)
+from workflows.naming import formation_workflow_id
+from workflows.summary import FormationSummary
+
+router = APIRouter(prefix="/v1/agents/{agent_id}/sessions/{session_id}", tags=["sessions"])
+SessionPath = Annotated[str, Path(pattern=ID_PATTERN, description="The session's id")]
+UserQuery = Annotated[str | None, Query(pattern=ID_PATTERN)]
+
+
+@router.post("/messages", status_code=status.HTTP_202_ACCEPTED)
+async def record_messages(
+    agent_id: WriteAgent, session_id: SessionPath, body: RecordRequest, svc: Svc
+) -> RecordResponse:
+    """Store the messages (idempotent by message_id). When the thresholds are met a formation
+    starts in Temporal and its workflow id comes back; it runs after this answer."""
+    recorded = await svc.memory.record_messages(agent_id, session_id, body.messages)
+    trigger = None
+    if body.trigger_formation:
+        trigger = await svc.memory.maybe_form_memories(agent_id, session_id)
+    return RecordResponse(recorded=recorded, formation=trigger)
+
+
+@router.post("/form", status_code=status.HTTP_202_ACCEPTED, response_model=None)
+async def form_now(
+    agent_id: WriteAgent,
+    session_id: SessionPath,
+    svc: Svc,
+    response: Response,
+    wait: bool = False,
+) -> FormStarted | FormationSummary:
+    """Form now, below the thresholds too. ``wait=true`` answers 200 with the run's summary."""
+    summary = await svc.memory.form_memories(agent_id, session_id, force=True, wait=wait)
+    if summary is not None:
+        response.status_code = status.HTTP_200_OK
+        return summary
+    return FormStarted(workflow_id=formation_workflow_id(agent_id, session_id))
+
+
+@router.post("/start")
+async def session_start(
+    agent_id: ReadAgent, session_id: SessionPath, body: SessionStartRequest, svc: Svc
+) -> ContextResponse:
+    """The memory context for the first turn; the session need not have messages yet."""
+    xml = await svc.memory.on_session_start(agent_id, session_id, body.user_id)
+    return ContextResponse(
+        agent_id=agent_id, session_id=session_id, user_id=body.user_id, context=xml
+    )
+
+
+@router.post("/end")
+async def session_end(agent_id: WriteAgent, session_id: SessionPath, svc: Svc) -> SessionEnd:
+    """Form the rest and consolidate the session memory; answers when both are done."""
+    return await svc.memory.on_session_end(agent_id, session_id)
+
+
+@router.get(
+    "/context",
+    response_model=ContextResponse,
+    responses={200: {"content": {"application/xml": {}}}},
+)
+async def memory_context(
+    agent_id: ReadAgent,
+    session_id: SessionPath,
+    request: Request,
+    svc: Svc,
+    user_id: UserQuery = None,
+    format: Literal["xml", "json"] | None = None,
+) -> Response | ContextResponse:
+    """The ``<MemoryContext>`` XML; JSON with ``format=json`` or ``Accept: application/json``."""
+    xml = await svc.memory.memory_context(agent_id, session_id, user_id=user_id)
+    wants_json = format == "json" or (
+        format is None and "application/json" in request.headers.get("accept", "")
+    )
+    if wants_json:
+        return ContextResponse(
+            agent_id=agent_id, session_id=session_id, user_id=user_id, context=xml
+        )
+    return Response(xml, media_type="application/xml")

@@ -1,0 +1,29 @@
+"""What every request handler reaches through the app: the client, the key store, the UI links."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fastapi import Request
+
+from client.management import MemoryManager
+from client.memory_client import MemoryClient
+from serve.keys import ApiKeyStore
+
+
+@dataclass
+class Services:
+    memory: MemoryClient
+    keys: ApiKeyStore
+    temporal_ui_url: str
+    namespace: str
+
+    @property
+    def manager(self) -> MemoryManager:
+        return self.memory.manager
+
+
+async def services(request: Request) -> Services:
+    """Async: a sync dependency would cost a worker-thread hop on every request."""
+    found: Services = request.app.state.services
+    return found

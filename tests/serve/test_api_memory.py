@@ -1,0 +1,133 @@
+"""Facts, search, reflections, consolidated memory, stats and health through HTTP."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from tests.serve.conftest import Served, form_alice
+
+
+async def _alice_fact(c: httpx.AsyncClient) -> dict[str, Any]:
+    page = (await c.get("/v1/agents/eve/facts", params={"user_id": "alice"})).json()
+    fact: dict[str, Any] = next(f for f in page["facts"] if f["scope"] == "user")
+    return fact
+
+
+async def test_facts_list_get_edit_history_delete(served: Served) -> None:
+    await form_alice(served.h)
+    async with served.client(served.eve) as c:
+        page = (await c.get("/v1/agents/eve/facts", params={"user_id": "alice"})).json()
+        assert page["valid_total"] == 2 and not page["has_more"]
+        agent_only = (await c.get("/v1/agents/eve/facts")).json()
+        assert [f["content"] for f in agent_only["facts"]] == ["Eve answers in French"]
+        fact = await _alice_fact(c)
+        url = f"/v1/agents/eve/facts/{fact['fact_id']}"
+        assert (await c.get(url)).json()["version"] == 1
+        r = await c.patch(url, json={"content": "Alice drinks oolong every morning"})
+        assert r.status_code == 200 and r.json()["version"] == 2
+        history = (await c.get(f"{url}/history")).json()
+        assert [h["content"] for h in history][-1] == "Alice drinks green tea every morning"
+        assert (await c.patch(url, json={"content": "  "})).status_code == 422
+        r = await c.delete(url)
+        assert r.status_code == 200 and r.json()["invalidated_at"] is not None
+        r = await c.patch(url, json={"content": "Alice drinks coffee"})
+        assert r.status_code == 409
+        gone = (await c.get("/v1/agents/eve/facts", params={"user_id": "alice"})).json()
+        assert fact["fact_id"] not in [f["fact_id"] for f in gone["facts"]]
+        deleted = await c.get(
+            "/v1/agents/eve/facts", params={"user_id": "alice", "include_invalid": "true"}
+        )
+        assert fact["fact_id"] in [f["fact_id"] for f in deleted.json()["facts"]]
+        assert (await c.get("/v1/agents/eve/facts/nope")).status_code == 404
+        assert (await c.get("/v1/agents/eve/facts", params={"limit": 0})).status_code == 422
+
+
+async def test_search_returns_hits_and_on_request_both_lists(served: Served) -> None:
+    await form_alice(served.h)
+    async with served.client(served.eve) as c:
+        body = {"queries": ["Alice drinks green tea every morning"], "user_id": "alice"}
+        r = await c.post("/v1/agents/eve/search", json={**body, "debug": True})
+        assert r.status_code == 200
+        result = r.json()
+        assert result["hits"][0]["content"] == "Alice drinks green tea every morning"
+        sources = {lst["source"] for lst in result["debug"]["lists"]}
+        assert sources == {"vector", "text"}
+        plain = (await c.post("/v1/agents/eve/search", json=body)).json()
+        assert plain["debug"] is None
+        r = await c.post("/v1/agents/eve/search", json={"queries": []})
+        assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "queries"]
+        r = await c.post("/v1/agents/eve/search", json={"queries": ["x"], "top_k": 1000})
+        assert r.status_code == 422 and "top_k" in r.text
+
+
+async def test_reflections_list_edit_delete(served: Served) -> None:
+    await form_alice(served.h)
+    async with served.client(served.eve) as c:
+        params = {"scope": "user", "user_id": "alice"}
+        listed = (await c.get("/v1/agents/eve/reflections", params=params)).json()
+        assert [r["content"] for r in listed] == ["Alice is a morning person"]
+        rid = listed[0]["reflection_id"]
+        r = await c.patch(
+            f"/v1/agents/eve/reflections/{rid}", json={"content": "Alice wakes at six"}
+        )
+        assert r.status_code == 200 and r.json()["content"] == "Alice wakes at six"
+        assert (await c.delete(f"/v1/agents/eve/reflections/{rid}")).status_code == 204
+        assert (await c.get("/v1/agents/eve/reflections", params=params)).json() == []
+        assert (await c.delete(f"/v1/agents/eve/reflections/{rid}")).status_code == 404
+        r = await c.get("/v1/agents/eve/reflections", params={"scope": "user"})
+        assert r.status_code == 422 and "user_id" in r.text
+        r = await c.get("/v1/agents/eve/reflections", params={"scope": "planet"})
+        assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["query", "scope"]
+
+
+async def test_consolidated_get_and_edit_with_versions(served: Served) -> None:
+    async with served.client(served.eve) as c:
+        url = "/v1/agents/eve/consolidated"
+        assert (await c.get(url, params={"scope": "agent"})).status_code == 404
+        r = await c.put(url, params={"scope": "agent"}, json={"content": "Eve is terse."})
+        assert r.status_code == 200 and r.json()["version"] == 1
+        got = (await c.get(url, params={"scope": "agent"})).json()
+        assert got["content"] == "VERSION: 1\nEve is terse." and got["edited_by"] == "manual"
+        stale = await c.put(
+            url, params={"scope": "agent"}, json={"content": "Other", "expected_version": 0}
+        )
+        assert stale.status_code == 409
+        assert (
+            await c.get("/v1/agents/nobody/consolidated", params={"scope": "agent"})
+        ).status_code == 403
+
+
+async def test_stats_and_consolidation_status(served: Served) -> None:
+    await form_alice(served.h)
+    async with served.client(served.eve) as c:
+        stats = (await c.get("/v1/agents/eve/stats", params={"user_id": "alice"})).json()
+        scopes = {s["scope_key"]["scope"]: s for s in stats["scopes"]}
+        assert scopes["user"]["valid_facts"] == 1 and scopes["agent"]["valid_facts"] == 1
+        assert scopes["user"]["buffered_reflections"] == 1
+        status = (
+            await c.get("/v1/agents/eve/consolidation-status", params={"session_id": "s1"})
+        ).json()
+        assert [s["scope_key"]["scope"] for s in status] == ["agent", "session"]
+        assert all(s["buffered"] == 1 and not s["due"] for s in status)
+
+
+async def test_health_readiness_and_docs(served: Served) -> None:
+    async with served.client(None) as c:
+        assert (await c.get("/healthz")).json() == {"status": "ok", "checks": {}}
+        ready = await c.get("/readyz")
+        assert ready.status_code == 200
+        assert ready.json()["checks"] == {"temporal": "ok", "store": "ok"}
+        spec = (await c.get("/openapi.json")).json()
+        assert "/v1/agents/{agent_id}/sessions/{session_id}/messages" in spec["paths"]
+        assert (await c.get("/docs")).status_code == 200
+
+
+async def test_readiness_names_what_is_down(served: Served) -> None:
+    await served.h.store.close()
+    async with served.client(None) as c:
+        ready = await c.get("/readyz")
+        assert ready.status_code == 503
+        assert ready.json()["checks"]["temporal"] == "ok"
+        assert ready.json()["checks"]["store"].startswith("unavailable")

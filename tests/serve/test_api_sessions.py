@@ -1,0 +1,143 @@
+"""Agents and sessions through HTTP: register, configure, record (202 + the formation's workflow
+id), form now, start and end a session, the memory context as XML and JSON, and validation."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from memory.models import MessageIn
+from tests.harness import conversation, facts
+from tests.serve.conftest import Served, form_alice
+from workflows.summary import FormationSummary
+
+
+def as_json(messages: list[MessageIn]) -> list[dict[str, Any]]:
+    return [m.model_dump(mode="json") for m in messages]
+
+
+async def test_register_get_and_update_an_agent(served: Served) -> None:
+    _, token = await served.keys.create(["carol"])
+    async with served.client(token) as c:
+        assert (await c.get("/v1/agents/carol")).status_code == 404
+        r = await c.post("/v1/agents", json={"agent_id": "carol", "name": "Carol"})
+        assert r.status_code == 201 and r.json()["name"] == "Carol"
+        r = await c.patch("/v1/agents/carol", json={"persona": "A librarian", "tier": 1})
+        assert r.status_code == 200
+        got = (await c.get("/v1/agents/carol")).json()
+        assert got["persona"] == "A librarian" and got["tier"] == 1 and got["name"] == "Carol"
+        r = await c.patch("/v1/agents/carol", json={"tier": 99})
+        assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "tier"]
+        r = await c.patch("/v1/agents/carol", json={"name": None})
+        assert r.status_code == 422
+
+
+async def test_validation_names_the_field_and_never_shows_a_trace(served: Served) -> None:
+    async with served.client(served.eve) as c:
+        r = await c.post("/v1/agents/eve/sessions/s1/messages", json={"messages": [{"role": "x"}]})
+        assert r.status_code == 422
+        locs = {tuple(e["loc"]) for e in r.json()["detail"]}
+        assert ("body", "messages", 0, "role") in locs
+        assert ("body", "messages", 0, "message_id") in locs
+        assert "Traceback" not in r.text
+        naive = conversation(1)[0].model_dump(mode="json")
+        naive["created_at"] = "2026-11-01T09:00:00"
+        r = await c.post("/v1/agents/eve/sessions/s1/messages", json={"messages": [naive]})
+        assert r.status_code == 422
+        assert r.json()["detail"][0]["loc"][-1] == "created_at"
+        r = await c.get("/v1/agents/eve/sessions/bad%20id/context")
+        assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["path", "session_id"]
+        r = await c.get("/v1/agents/eve/sessions/nope/context")
+        assert r.status_code == 404 and "nope" in r.json()["detail"]
+
+
+async def test_recording_below_the_thresholds_starts_nothing(served: Served) -> None:
+    async with served.client(served.eve) as c:
+        r = await c.post(
+            "/v1/agents/eve/sessions/s1/messages", json={"messages": as_json(conversation(3))}
+        )
+        assert r.status_code == 202
+        body = r.json()
+        assert body["recorded"]["inserted"] == 3
+        assert body["formation"]["started"] is False and body["formation"]["workflow_id"] is None
+        again = await c.post(
+            "/v1/agents/eve/sessions/s1/messages", json={"messages": as_json(conversation(3))}
+        )
+        assert again.json()["recorded"]["duplicates"] == 3
+
+
+async def test_recording_past_the_threshold_returns_the_formation_workflow(served: Served) -> None:
+    h = served.h
+    messages = as_json(conversation(h.settings.formation.message_interval + 1))
+    async with h.worker(), served.client(served.eve) as c:
+        r = await c.post("/v1/agents/eve/sessions/s2/messages", json={"messages": messages})
+        assert r.status_code == 202
+        formation = r.json()["formation"]
+        assert formation["started"] is True and formation["workflow_id"] == "form:eve:s2"
+        handle = h.client.get_workflow_handle(
+            formation["workflow_id"], result_type=FormationSummary
+        )
+        summary = await asyncio.wait_for(handle.result(), 60)
+    assert summary.messages_formed == len(messages)
+
+
+async def test_form_now_and_wait_or_not(served: Served) -> None:
+    h = served.h
+    await h.record("s1", conversation(2))
+    h.llm.script("extract_facts", facts(("Alice swims", "user")))
+    async with h.worker(), served.client(served.eve) as c:
+        r = await c.post("/v1/agents/eve/sessions/s1/form", params={"wait": "true"})
+        assert r.status_code == 200 and r.json()["facts_added"] == 1
+        await h.record("s1", conversation(2, start=2))
+        r = await c.post("/v1/agents/eve/sessions/s1/form")
+        assert r.status_code == 202 and r.json() == {"workflow_id": "form:eve:s1"}
+        handle = h.client.get_workflow_handle("form:eve:s1", result_type=FormationSummary)
+        assert (await asyncio.wait_for(handle.result(), 60)).messages_formed == 2
+        r = await c.post("/v1/agents/eve/sessions/never/form")
+        assert r.status_code == 404
+
+
+async def test_context_as_xml_and_as_json(served: Served) -> None:
+    await form_alice(served.h)
+    async with served.client(served.eve) as c:
+        r = await c.get("/v1/agents/eve/sessions/s1/context", params={"user_id": "alice"})
+        assert r.status_code == 200 and r.headers["content-type"].startswith("application/xml")
+        assert r.text.startswith("<MemoryContext") and "green tea" in r.text
+        j = await c.get(
+            "/v1/agents/eve/sessions/s1/context",
+            params={"user_id": "alice"},
+            headers={"accept": "application/json"},
+        )
+        assert j.json() == {
+            "agent_id": "eve",
+            "session_id": "s1",
+            "user_id": "alice",
+            "context": r.text,
+        }
+        f = await c.get("/v1/agents/eve/sessions/s1/context", params={"format": "json"})
+        assert "Eve answers in French" in f.json()["context"]
+        assert "green tea" not in f.json()["context"]  # no user given: no user facts
+
+
+async def test_session_start_returns_context_and_end_forms_and_consolidates(
+    served: Served,
+) -> None:
+    h = served.h
+    await form_alice(h)
+    async with served.client(served.eve) as c:
+        r = await c.post("/v1/agents/eve/sessions/new-s/start", json={"user_id": "alice"})
+        assert r.status_code == 200 and "green tea" in r.json()["context"]
+        assert (
+            await c.post("/v1/agents/eve/sessions/new-s/start", json={"x": 1})
+        ).status_code == 422
+        await h.record("s1", conversation(2, start=4))
+        async with h.worker():
+            r = await c.post("/v1/agents/eve/sessions/s1/end")
+        assert r.status_code == 200
+        end = r.json()
+        assert end["formation"]["messages_formed"] == 2
+        assert end["consolidation"]
+        blob = await c.get(
+            "/v1/agents/eve/consolidated", params={"scope": "session", "session_id": "s1"}
+        )
+        assert blob.status_code == 200 and "about tea" in blob.json()["content"]

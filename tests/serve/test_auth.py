@@ -1,0 +1,115 @@
+"""Keys over HTTP: 401 without a valid key, 403 for another agent or a write with a read-only key,
+and a key for one agent can touch nothing of another, on every route."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from memory.models import FactFilter, ScopeKey
+from tests.serve.conftest import Served, form_alice
+
+SAMPLE = {
+    "session_id": "s1",
+    "fact_id": "f-unknown",
+    "reflection_id": "r-unknown",
+}
+
+
+def agent_routes(served: Served) -> list[tuple[str, str]]:
+    """Every API route with an agent in its path (from the OpenAPI document, which lists them
+    all), as (method, path for agent eve)."""
+    out: list[tuple[str, str]] = []
+    for template, operations in served.app.openapi()["paths"].items():
+        if "{agent_id}" in template:
+            path = template.replace("{agent_id}", "eve")
+            path = re.sub(r"\{(\w+)\}", lambda m: SAMPLE[m.group(1)], path)
+            out.extend((method.upper(), path) for method in sorted(operations))
+    return out
+
+
+def test_every_agent_route_is_enumerated(served: Served) -> None:
+    routes = agent_routes(served)
+    assert len(routes) >= 20
+    assert ("POST", "/v1/agents/eve/search") in routes
+
+
+async def test_no_key_or_an_unknown_key_is_401(served: Served) -> None:
+    for token in (None, "mk_abc_def", "Bearer-less"):
+        async with served.client(token) as c:
+            for method, path in agent_routes(served):
+                r = await c.request(method, path, json={})
+                assert r.status_code == 401, (token, method, path, r.text)
+    async with served.client(None) as c:
+        r = await c.post("/v1/agents", json={"agent_id": "eve", "name": "Eve"})
+        assert r.status_code == 401
+
+
+async def test_a_key_for_bob_touches_nothing_of_eve(served: Served) -> None:
+    await form_alice(served.h)
+    store = served.h.store
+    before_facts = await store.list_facts(FactFilter(agent_id="eve", user_id="alice"), limit=100)
+    key = ScopeKey(scope="user", agent_id="eve", user_id="alice")
+    before_refl = await store.list_reflections(key)
+    fact_id = before_facts[0].fact_id
+    SAMPLE_REAL = {**SAMPLE, "fact_id": fact_id, "reflection_id": before_refl[0].reflection_id}
+    async with served.client(served.bob) as c:
+        for method, path in agent_routes(served):
+            path = path.replace("f-unknown", SAMPLE_REAL["fact_id"])
+            path = path.replace("r-unknown", SAMPLE_REAL["reflection_id"])
+            body = {"content": "hijacked", "queries": ["tea"], "messages": []}
+            r = await c.request(method, path, json=body, params={"scope": "agent"})
+            assert r.status_code == 403, (method, path, r.text)
+            assert "alice" not in r.text and "tea" not in r.text.lower()
+        r = await c.post("/v1/agents", json={"agent_id": "eve", "name": "Mallory"})
+        assert r.status_code == 403
+    assert await store.list_facts(FactFilter(agent_id="eve", user_id="alice"), limit=100) == (
+        before_facts
+    )
+    assert await store.list_reflections(key) == before_refl
+    agent = await store.get_agent("eve")
+    assert agent is not None and agent.name == "Eve"
+
+
+async def test_a_read_only_key_reads_but_cannot_write(served: Served) -> None:
+    await form_alice(served.h)
+    async with served.client(served.eve_ro) as c:
+        assert (await c.get("/v1/agents/eve")).status_code == 200
+        facts = (await c.get("/v1/agents/eve/facts", params={"user_id": "alice"})).json()
+        fact_id = facts["facts"][0]["fact_id"]
+        assert (await c.get(f"/v1/agents/eve/facts/{fact_id}")).status_code == 200
+        r = await c.post("/v1/agents/eve/search", json={"queries": ["tea"]})
+        assert r.status_code == 200
+        writes = [
+            ("PATCH", f"/v1/agents/eve/facts/{fact_id}", {"content": "Alice drinks coffee"}),
+            ("DELETE", f"/v1/agents/eve/facts/{fact_id}", None),
+            ("PATCH", "/v1/agents/eve", {"name": "Eva"}),
+            ("POST", "/v1/agents/eve/sessions/s1/form", None),
+            ("POST", "/v1/agents/eve/sessions/s1/end", None),
+        ]
+        for method, path, body in writes:
+            r = await c.request(method, path, json=body)
+            assert r.status_code == 403, (method, path)
+            assert "read-only" in r.json()["detail"]
+        r = await c.post("/v1/agents", json={"agent_id": "eve", "name": "Eva"})
+        assert r.status_code == 403
+    after = await served.h.store.get_facts([fact_id])
+    assert after[0].content == facts["facts"][0]["content"] and after[0].invalidated_at is None
+
+
+@pytest.mark.parametrize("header", ["authorization", "x-api-key"])
+async def test_the_key_may_come_in_either_header(served: Served, header: str) -> None:
+    value = f"Bearer {served.eve}" if header == "authorization" else served.eve
+    async with served.client(None) as c:
+        r = await c.get("/v1/agents/eve", headers={header: value})
+        assert r.status_code == 200 and r.json()["name"] == "Eve"
+
+
+async def test_a_revoked_key_is_refused_at_once(served: Served) -> None:
+    keys = await served.keys.list()
+    eve_key = next(k for k in keys if k.name == "eve")
+    async with served.client(served.eve) as c:
+        assert (await c.get("/v1/agents/eve")).status_code == 200
+        await served.keys.revoke(eve_key.key_id)
+        assert (await c.get("/v1/agents/eve")).status_code == 401
