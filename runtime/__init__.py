@@ -1,0 +1,1 @@
+"""What a running mnemos process wires together: Temporal connection, data conversion, servers."""
