@@ -290,7 +290,7 @@ class CodecSettings(_Group):
     )
     server_origins: tuple[str, ...] = Field(
         ("http://127.0.0.1:8233", "http://localhost:8233"),
-        description="Browser origins (the Temporal UI) allowed to call the codec server",
+        description="Browser origins (the Temporal UI, JSON list) allowed to call the codec server",
     )
     server_token: SecretStr | None = Field(
         None, description="If set, the codec server requires 'Authorization: Bearer <token>'"
