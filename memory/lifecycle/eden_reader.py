@@ -21,10 +21,10 @@ from memory.lifecycle.eden_docs import (
 from memory.lifecycle.records import ImportBatch
 from memory.settings import ReflectionSettings
 
-Doc = Mapping[str, Any]
+Doc = dict[str, Any]
 
 
-def _agent_of(doc: Doc) -> Any:
+def _agent_of(doc: Mapping[str, Any]) -> Any:
     nested = doc.get("scope_key")
     return doc.get("agent_id") or (nested.get("agent_id") if isinstance(nested, Mapping) else None)
 
