@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
@@ -12,7 +13,7 @@ from memory.lifecycle.mem0 import load_items, map_mem0
 NOW = datetime(2026, 11, 22, tzinfo=UTC)
 
 # As mem0's Memory.get_all returns them (OSS ≥ 1.0): promoted ids at the top, metadata apart.
-ITEMS = [
+ITEMS: list[dict[str, Any]] = [
     {
         "id": "8c2b1f0e-1a2b-4c3d-9e8f-000000000001",
         "memory": "Is a vegetarian",
