@@ -12,11 +12,13 @@ from temporalio.api.common.v1 import Payload
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Replayer
 
 from memory.models import ScopeKey
 from memory.settings import CodecSettings, Settings
 from runtime.codec import ENCODING, KEY_ID, AesGcmCodec, CodecError, data_converter
 from tests.harness import Harness, conversation, facts
+from worker import WORKFLOWS
 
 
 def new_key() -> str:
@@ -125,7 +127,8 @@ async def test_a_formation_history_holds_no_plaintext_with_the_codec_on(
     assert b"Acme Robotics" in plain_bytes
 
     config = time_env.client.config()
-    config["data_converter"] = data_converter(CodecSettings(key=new_key()))
+    converter = data_converter(CodecSettings(key=new_key()))
+    config["data_converter"] = converter
     h.client = Client(**config)
     h.llm.script("extract_facts", facts((SECRET, "user")))
     async with h.worker():
@@ -137,3 +140,10 @@ async def test_a_formation_history_holds_no_plaintext_with_the_codec_on(
     for text in (b"X1234567", b"passport"):
         assert text not in sealed_bytes
     assert ENCODING in sealed_bytes
+
+    # The encrypted history replays with the key (replay tests, `mnemos replay`), not without.
+    history = await time_env.client.get_workflow_handle(sealed.id).fetch_history()
+    await Replayer(workflows=list(WORKFLOWS), data_converter=converter).replay_workflow(history)
+    plain_replayer = Replayer(workflows=list(WORKFLOWS), data_converter=pydantic_data_converter)
+    with pytest.raises(RuntimeError, match="Failed decoding arguments"):
+        await plain_replayer.replay_workflow(history)
