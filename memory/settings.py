@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal, Self
@@ -263,6 +264,9 @@ class TemporalSettings(_Group):
     )
 
 
+_KEY_ID = r"^[A-Za-z0-9_.\-]{1,64}$"
+
+
 class CodecSettings(_Group):
     """Encryption of Temporal payloads (activity inputs/results, workflow arguments): AES-256-GCM,
     on when a key is set. Rotation: put the old key under ``previous_keys`` and set a new
@@ -273,7 +277,7 @@ class CodecSettings(_Group):
     )
     key_id: str = Field(
         "k1",
-        pattern=r"^[A-Za-z0-9_.\-]{1,64}$",
+        pattern=_KEY_ID,
         description="Id of the active key, stored in clear in each payload's metadata",
     )
     previous_keys: dict[str, SecretStr] = Field(
@@ -300,6 +304,9 @@ class CodecSettings(_Group):
     def _keys_are_aes256(self) -> Self:
         if self.key is not None and self.key_id in self.previous_keys:
             raise ValueError(f"codec.key_id {self.key_id!r} is also in codec.previous_keys")
+        for key_id in self.previous_keys:
+            if not re.match(_KEY_ID, key_id):
+                raise ValueError(f"codec.previous_keys: {key_id!r} is not a valid key id")
         self.keyring()
         return self
 

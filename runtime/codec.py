@@ -87,6 +87,8 @@ class AesGcmCodec(PayloadCodec):
             )
         data = payload.data
         try:
+            if len(data) <= _NONCE_BYTES:
+                raise InvalidTag
             plain = cipher.decrypt(data[:_NONCE_BYTES], data[_NONCE_BYTES:], None)
         except InvalidTag as e:
             raise CodecError(

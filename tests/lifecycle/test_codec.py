@@ -88,6 +88,14 @@ async def test_decrypt_only_mode_writes_plain_but_reads_encrypted() -> None:
     assert await decode(off, sealed) == SECRET
 
 
+async def test_a_truncated_ciphertext_fails_as_corrupt() -> None:
+    cfg = CodecSettings(key=new_key())
+    payload = await encode(cfg, SECRET)
+    cut = Payload(metadata=payload.metadata, data=payload.data[:5])
+    with pytest.raises(CodecError, match="corrupt"):
+        await decode(cfg, cut)
+
+
 def test_malformed_keys_are_rejected_at_start_up() -> None:
     with pytest.raises(ValidationError, match="not valid base64"):
         CodecSettings(key="not base64!")
@@ -95,6 +103,8 @@ def test_malformed_keys_are_rejected_at_start_up() -> None:
         CodecSettings(key=base64.b64encode(os.urandom(16)).decode())
     with pytest.raises(ValidationError, match=r"also in codec\.previous_keys"):
         CodecSettings(key=new_key(), key_id="k1", previous_keys={"k1": new_key()})
+    with pytest.raises(ValidationError, match="not a valid key id"):
+        CodecSettings(previous_keys={"bad id!": new_key()})
 
 
 def test_keys_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -111,6 +121,9 @@ async def raw_history(client: Client, workflow_id: str) -> bytes:
     return b"".join(event.SerializeToString() for event in history.events)
 
 
+# The failing plain replay below logs its decoding error with a rich traceback, whose modules load
+# lazily while the workflow sandbox is active; the sandbox's notice about that is expected here.
+@pytest.mark.filterwarnings("ignore:Module .* was imported after initial workflow load")
 async def test_a_formation_history_holds_no_plaintext_with_the_codec_on(
     time_env: WorkflowEnvironment, tmp_path: Path
 ) -> None:

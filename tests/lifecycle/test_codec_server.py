@@ -8,13 +8,15 @@ import os
 
 import httpx2
 import pytest
+import typer
 from google.protobuf import json_format
 from temporalio.api.common.v1 import Payloads
 from temporalio.contrib.pydantic import pydantic_data_converter
+from typer.testing import CliRunner
 
-from memory.settings import CodecSettings
+from memory.settings import CodecSettings, get_settings
 from runtime.codec import data_converter
-from runtime.codec_server import codec_app
+from runtime.codec_server import codec_app, codec_server
 
 UI = "http://127.0.0.1:8233"
 
@@ -105,3 +107,13 @@ async def test_bad_input_and_foreign_keys_are_client_errors() -> None:
 def test_no_key_no_server() -> None:
     with pytest.raises(ValueError, match="MNEMOS_CODEC__KEY"):
         codec_app(CodecSettings())
+
+
+def test_the_command_refuses_to_start_without_a_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MNEMOS_CODEC__KEY", raising=False)
+    get_settings.cache_clear()
+    app = typer.Typer()
+    app.command()(codec_server)
+    result = CliRunner().invoke(app, [])
+    get_settings.cache_clear()
+    assert result.exit_code == 2 and "MNEMOS_CODEC__KEY" in result.output
