@@ -305,7 +305,7 @@ class CodecSettings(_Group):
         if self.key is not None and self.key_id in self.previous_keys:
             raise ValueError(f"codec.key_id {self.key_id!r} is also in codec.previous_keys")
         for key_id in self.previous_keys:
-            if not re.match(_KEY_ID, key_id):
+            if not re.fullmatch(_KEY_ID, key_id):
                 raise ValueError(f"codec.previous_keys: {key_id!r} is not a valid key id")
         self.keyring()
         return self

@@ -76,6 +76,10 @@ def plan(batches: Iterable[ImportBatch]) -> ImportPlan:
     )
 
 
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}" + ("" if count == 1 else "s")
+
+
 def render(p: ImportPlan, *, store_model: str | None = None) -> str:
     """The dry-run report: one block per agent, a line per user, drops with their reasons."""
     out: list[str] = []
@@ -85,13 +89,15 @@ def render(p: ImportPlan, *, store_model: str | None = None) -> str:
             agent = ln.agent_id
             out.append(f"agent {agent or '(none)'}")
         who = ln.user_id or AGENT_WIDE
-        reflections = f"{ln.reflections_buffered} buffered + {ln.reflections_absorbed} absorbed"
-        blobs = f"{ln.blobs} blob" + (
-            f" ({ln.blobs_to_merge} to merge)" if ln.blobs_to_merge else ""
-        )
-        parts = [f"{ln.facts} facts", f"{reflections} reflections", blobs]
+        reflections = _n(ln.reflections_buffered + ln.reflections_absorbed, "reflection")
+        if ln.reflections_buffered:
+            reflections += f" ({ln.reflections_buffered} buffered)"
+        blobs = _n(ln.blobs, "blob")
+        if ln.blobs_to_merge:
+            blobs += f" ({ln.blobs_to_merge} to merge)"
+        parts = [_n(ln.facts, "fact"), reflections, blobs]
         if ln.messages:
-            parts.append(f"{ln.messages} messages")
+            parts.append(_n(ln.messages, "message"))
         if ln.words_cut:
             parts.append(f"{ln.words_cut} words over the blob limit (kept only if merged by LLM)")
         out.append(f"  {who}: " + ", ".join(parts))
@@ -100,6 +106,6 @@ def render(p: ImportPlan, *, store_model: str | None = None) -> str:
     for model, n in sorted(p.facts_with_source_vectors.items()):
         reuse = store_model is not None and model == store_model
         verb = "reused" if reuse else "re-embedded with the store's model"
-        out.append(f"{n} facts carry {model} vectors: {verb}")
+        out.append(f"{_n(n, 'fact')} with {model} vectors: {verb}")
     out.append(f"total: {p.total_imported} to import, {p.total_dropped} dropped")
     return "\n".join(out)

@@ -138,8 +138,9 @@ def test_plan_lists_imports_and_drops_per_agent_and_user() -> None:
     text = render(p, store_model=EDEN_EMBEDDING_MODEL)
     assert f"agent {fx.AGENT_A}" in text and f"  {fx.ALICE}: " in text
     assert "drop 1: episode" in text
-    assert "1 facts carry text-embedding-3-small vectors: reused" in text
-    assert "1 facts carry text-embedding-3-large vectors: re-embedded" in text
+    assert f"  {fx.ALICE}: 0 facts, 2 reflections (1 buffered), 1 blob\n" in text
+    assert "1 fact with text-embedding-3-small vectors: reused" in text
+    assert "1 fact with text-embedding-3-large vectors: re-embedded" in text
     n_docs = sum(len(docs) for docs in fx.ALL.values())
     # every source document is accounted for: imported (a blob may merge several) or dropped
     assert p.total_imported + p.total_dropped == n_docs - 1  # two shards → one blob
