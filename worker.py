@@ -89,7 +89,7 @@ async def running_worker(
     (tests and benches pass fakes); they are closed on exit either way. ``local``: connect to the
     address of the settings only (the dev server of ``mnemos up``, ``runtime.connection``)."""
     log = get_logger(task_queue=settings.temporal.task_queue)
-    client = await connect(settings.temporal, local=local)
+    client = await connect(settings.temporal, codec=settings.codec, local=local)
     added = await ensure_search_attributes(client) if settings.temporal.search_attributes else []
     schedule = (
         await ensure_schedule(client, settings) if settings.temporal.schedule_on_start else "off"

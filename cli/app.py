@@ -10,6 +10,7 @@ from __future__ import annotations
 import typer
 
 from cli import manage, memory_commands, ops, schedule
+from runtime.codec_server import codec_server
 from serve.commands import keys_app, mcp_app, serve_app
 
 app = typer.Typer(
@@ -45,6 +46,7 @@ app.command(rich_help_panel="Manage")(manage.status)
 app.add_typer(serve_app, name="serve", rich_help_panel="Serve")
 app.add_typer(keys_app, name="keys", rich_help_panel="Serve")
 app.add_typer(mcp_app, name="mcp", rich_help_panel="Serve")
+app.command("codec-server", rich_help_panel="Serve")(codec_server)
 
 
 if __name__ == "__main__":

@@ -160,7 +160,7 @@ async def store_of(settings: Settings) -> AsyncIterator[MemoryStore]:
 
 
 async def temporal_of(settings: Settings) -> Client:
-    return await connect(settings.temporal)
+    return await connect(settings.temporal, codec=settings.codec)
 
 
 async def agent_of(store: MemoryStore, agent_id: str) -> AgentConfig:

@@ -12,7 +12,6 @@ import typer
 from pydantic import BaseModel
 from pymongo import AsyncMongoClient
 from temporalio.client import WorkflowHistory
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
 from cli.common import JsonOption, emit, fail, load_settings, progress, run, temporal_of
@@ -22,6 +21,7 @@ from memory.logging import configure_logging
 from memory.settings import Settings
 from memory.store import open_store
 from memory.store.mongo.indexes import search_index_specs, setup_search_indexes
+from runtime.codec import data_converter
 from runtime.connection import ensure_search_attributes
 from runtime.metrics import MetricsEndpointError, install_runtime
 
@@ -244,7 +244,7 @@ async def _replay(
         if directory is not None
         else _server_histories(settings, query, limit, export)
     )
-    replayer = Replayer(workflows=list(WORKFLOWS), data_converter=pydantic_data_converter)
+    replayer = Replayer(workflows=list(WORKFLOWS), data_converter=data_converter(settings.codec))
     outcomes: list[ReplayOutcome] = []
     async with replayer.workflow_replay_iterator(histories) as results:
         async for result in results:

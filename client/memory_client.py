@@ -76,7 +76,11 @@ class MemoryClient:
     @classmethod
     async def connect(cls, settings: Settings | None = None) -> MemoryClient:
         settings = settings or get_settings()
-        return cls(await connect(settings.temporal), await open_store(settings), settings)
+        return cls(
+            await connect(settings.temporal, codec=settings.codec),
+            await open_store(settings),
+            settings,
+        )
 
     async def close(self) -> None:
         if self._embedder is not None:

@@ -28,7 +28,8 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.envconfig import ClientConfigProfile, ClientConnectConfig
 
 from memory.errors import InvalidInputError
-from memory.settings import TemporalSettings
+from memory.settings import CodecSettings, TemporalSettings
+from runtime.codec import data_converter
 from workflows.naming import ALL_KEYS
 
 
@@ -55,10 +56,13 @@ def connect_config(
     return config
 
 
-async def connect(cfg: TemporalSettings, *, local: bool = False) -> Client:
-    return await Client.connect(
-        **connect_config(cfg, local=local), data_converter=pydantic_data_converter
-    )
+async def connect(
+    cfg: TemporalSettings, *, codec: CodecSettings | None = None, local: bool = False
+) -> Client:
+    """A client whose payloads are encrypted when ``codec`` holds a key (runtime.codec); workers
+    built on it inherit its converter."""
+    converter = pydantic_data_converter if codec is None else data_converter(codec)
+    return await Client.connect(**connect_config(cfg, local=local), data_converter=converter)
 
 
 async def ensure_search_attributes(client: Client) -> list[str]:

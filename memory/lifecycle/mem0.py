@@ -1,0 +1,147 @@
+"""mem0 → mnemos: the JSON of mem0's ``get_all`` (OSS ``Memory`` and the platform ``MemoryClient``).
+
+Accepted shapes: ``{"results": [...]}`` (mem0 ≥ 1.0 and the platform's v2 pages), a bare list
+(older ``get_all``), ``{"memories": [...]}``, or JSON Lines of items. An item is
+``{"id", "memory", "hash", "metadata", "created_at", "updated_at", "user_id"?, "agent_id"?,
+"run_id"?, "actor_id"?, "role"?, ...}``; timestamps are ISO 8601 (mem0 writes US/Pacific
+offsets). mem0 scopes a memory by whichever of user_id / agent_id / run_id it carries:
+
+| mem0 item                     | mnemos                                              |
+| ----------------------------- | --------------------------------------------------- |
+| user_id (+ agent_id)          | user fact of that agent (or of ``default_agent``)   |
+| agent_id only                 | agent fact                                          |
+| run_id only                   | dropped: mnemos keeps no session-scoped facts       |
+
+get_all carries no vectors: every fact is embedded by the store's model on import.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from memory.lifecycle.records import (
+    AgentImport,
+    Dropped,
+    FactImport,
+    ImportBatch,
+    SourceRef,
+    as_utc,
+    dedup_facts,
+    is_id,
+)
+
+COLLECTION = "memories"
+NO_AGENT = "no agent_id (give a default agent for user memories)"
+RUN_ONLY = "run-scoped only: mnemos keeps no session-scoped facts"
+BAD_ID = "id is not a valid mnemos id"
+EMPTY = "empty memory"
+EXPIRED = "expired in mem0 (expiration_date passed)"
+
+
+class Mem0Item(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    id: str
+    memory: str = Field(min_length=0)
+    hash: str | None = None
+    metadata: dict[str, Any] | None = None
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    expiration_date: datetime | None = None
+    user_id: str | None = None
+    agent_id: str | None = None
+    run_id: str | None = None
+
+
+def load_items(text: str) -> list[dict[str, Any]]:
+    """The memory items of a get_all dump, whichever shape it has; ValueError if none fits."""
+    stripped = text.strip()
+    try:
+        data: Any = json.loads(stripped) if stripped else []
+    except json.JSONDecodeError:
+        data = [json.loads(line) for line in stripped.splitlines() if line.strip()]
+    if isinstance(data, Mapping):
+        for key in ("results", "memories"):
+            if isinstance(data.get(key), list):
+                data = data[key]
+                break
+        else:
+            raise ValueError("mem0 JSON object without a 'results' or 'memories' list")
+    if not isinstance(data, list) or not all(isinstance(i, Mapping) for i in data):
+        raise ValueError("mem0 dump must be a list of memory objects")
+    return [dict(i) for i in data]
+
+
+def _item(raw: Mapping[str, Any]) -> Mem0Item:
+    # The vector store's raw payload names the text ``data``; get_all renames it ``memory``.
+    if "memory" not in raw and "data" in raw:
+        raw = {**raw, "memory": raw["data"]}
+    return Mem0Item.model_validate(raw)
+
+
+def _why_dropped(
+    item: Mem0Item, agent: str | None, user: str | None, now: datetime
+) -> tuple[str, str] | None:
+    if user is None and item.agent_id is None:
+        return (RUN_ONLY if item.run_id else NO_AGENT), ""
+    if agent is None:
+        return NO_AGENT, ""
+    for value in (agent, user):
+        if value is not None and not is_id(value):
+            return BAD_ID, repr(value)
+    if not item.memory.strip():
+        return EMPTY, ""
+    if item.expiration_date is not None and as_utc(item.expiration_date) <= now:
+        return EXPIRED, ""
+    return None
+
+
+def map_mem0(
+    items: list[dict[str, Any]], *, default_agent: str | None = None, now: datetime
+) -> ImportBatch:
+    """mem0 items → import records; ``now`` dates undated items and decides expiry."""
+    facts: list[FactImport] = []
+    dropped: list[Dropped] = []
+    agents: dict[str, AgentImport] = {}
+    for raw in items:
+        source = SourceRef(system="mem0", collection=COLLECTION, source_id=str(raw.get("id")))
+        try:
+            item = _item(raw)
+        except ValueError as e:
+            dropped.append(Dropped(source=source, reason="unreadable item", detail=str(e)[:300]))
+            continue
+        agent = item.agent_id or default_agent
+        user = item.user_id
+        why = _why_dropped(item, agent, user, now)
+        if why is not None or agent is None:
+            reason, detail = why or (NO_AGENT, "")
+            dropped.append(
+                Dropped(source=source, agent_id=agent, user_id=user, reason=reason, detail=detail)
+            )
+            continue
+        created = as_utc(item.created_at) if item.created_at else now
+        agents.setdefault(agent, AgentImport(agent_id=agent))
+        facts.append(
+            FactImport(
+                fact_id=source.derived_id("f"),
+                agent_id=agent,
+                user_id=user,
+                scope="user" if user else "agent",
+                content=item.memory.strip(),
+                formed_at=created,
+                updated_at=as_utc(item.updated_at) if item.updated_at else created,
+                source_session_id=item.run_id if is_id(item.run_id) else None,
+                source=source,
+            )
+        )
+    # The oldest of equal texts is kept, whatever order the dump lists them in.
+    facts.sort(key=lambda f: (f.formed_at, f.source.source_id))
+    kept, duplicates = dedup_facts(facts)
+    return ImportBatch(
+        agents=tuple(agents.values()), facts=tuple(kept), dropped=tuple(dropped + duplicates)
+    )

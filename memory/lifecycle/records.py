@@ -1,0 +1,284 @@
+"""Import records: what an import writes, whatever the source. Ids are derived from source ids, so
+re-running an import finds its own records already there and writes nothing twice."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Literal, Self
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from memory.ids import content_hash, normalize_text
+from memory.models import (
+    AgentConfig,
+    ConsolidatedMemory,
+    Fact,
+    FactRevision,
+    FactScope,
+    Id,
+    Reflection,
+    ScopeKey,
+    StoredMessage,
+    UtcDatetime,
+)
+
+System = Literal["eden", "mem0", "mnemos"]
+
+_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SourceRef(_Record):
+    """Where a record came from: kept with the plan and in logs, so a drop can be traced back."""
+
+    system: System
+    collection: str
+    source_id: str
+
+    def derived_id(self, prefix: str) -> str:
+        """A stable id for what this source record becomes (same source → same id, every run)."""
+        digest = hashlib.sha256(
+            "\x1f".join(("import", self.system, self.collection, self.source_id)).encode()
+        ).hexdigest()[:24]
+        return f"{prefix}_{digest}"
+
+
+def is_id(value: str | None) -> bool:
+    """Whether a source id can be a mnemos id (agent, user, session) as it is."""
+    return value is not None and _ID.match(value) is not None
+
+
+def as_utc(value: datetime) -> datetime:
+    """Naive datetimes from BSON and old exports are UTC."""
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+class AgentImport(_Record):
+    """An agent the imported memories belong to. ``config`` None: register a placeholder named
+    after the id when the agent does not exist yet (Eden and mem0 carry no agent settings)."""
+
+    agent_id: Id
+    config: AgentConfig | None = None
+
+
+class FactImport(_Record):
+    fact_id: str
+    agent_id: Id
+    user_id: Id | None = None
+    scope: FactScope
+    content: str = Field(min_length=1)
+    formed_at: UtcDatetime
+    updated_at: UtcDatetime
+    version: int = Field(1, ge=1)
+    previous_content: str | None = None
+    history: tuple[FactRevision, ...] = ()
+    invalidated_at: UtcDatetime | None = None
+    invalidated_by: str | None = None
+    access_count: int = Field(0, ge=0)
+    last_accessed_at: UtcDatetime | None = None
+    source_session_id: Id | None = None
+    embedding: list[float] | None = Field(
+        None, description="The source's vector; reused only if embedding_model is the store's"
+    )
+    embedding_model: str | None = None
+    source: SourceRef
+
+    @property
+    def hash(self) -> str:
+        return content_hash(self.content)
+
+    @property
+    def dedup_key(self) -> tuple[str, str | None, str, str]:
+        """The store's uniqueness rule for facts: one text per agent, user and scope."""
+        return (self.agent_id, self.user_id, self.scope, self.hash)
+
+    @model_validator(mode="after")
+    def _scope_matches_user(self) -> Self:
+        if (self.scope == "user") != (self.user_id is not None):
+            raise ValueError("a user fact needs user_id; an agent fact takes none")
+        return self
+
+
+class ReflectionImport(_Record):
+    reflection_id: str
+    scope_key: ScopeKey
+    content: str = Field(min_length=1)
+    formed_at: UtcDatetime
+    source_session_id: Id | None = None
+    absorbed_into_version: int | None = Field(
+        None,
+        description="Version of the imported blob of the same scope that already holds it; "
+        "None: buffered, the next consolidation absorbs it",
+    )
+    source: SourceRef
+
+
+class BlobPart(_Record):
+    """One piece of a blob that must be merged into one (Eden's agent memory shards)."""
+
+    title: str
+    content: str
+
+
+class ConsolidatedImport(_Record):
+    scope_key: ScopeKey
+    content: str = Field(min_length=1, description="Ready to store as is (parts concatenated)")
+    version: int = Field(1, ge=1)
+    word_limit: int = Field(ge=1)
+    updated_at: UtcDatetime
+    edited_by: Literal["consolidation", "manual"] = "consolidation"
+    parts: tuple[BlobPart, ...] = Field(
+        (), description="Pieces to merge with the consolidation LLM when there are several"
+    )
+    words_cut: int = Field(0, ge=0, description="Words the concatenation dropped at the limit")
+    sources: tuple[SourceRef, ...]
+
+    @property
+    def needs_merge(self) -> bool:
+        return len(self.parts) > 1
+
+
+class MessageImport(_Record):
+    message: StoredMessage
+    source: SourceRef
+
+
+class Dropped(_Record):
+    """A source record deliberately not imported, and why (shown by --dry-run)."""
+
+    source: SourceRef
+    agent_id: str | None = None
+    user_id: str | None = None
+    reason: str = Field(description="Stable wording: the plan counts drops by reason")
+    detail: str = ""
+
+
+class ImportBatch(_Record):
+    """Everything one import writes (or, with --dry-run, would write)."""
+
+    agents: tuple[AgentImport, ...] = ()
+    facts: tuple[FactImport, ...] = ()
+    reflections: tuple[ReflectionImport, ...] = ()
+    consolidated: tuple[ConsolidatedImport, ...] = ()
+    messages: tuple[MessageImport, ...] = ()
+    dropped: tuple[Dropped, ...] = ()
+
+    def __add__(self, other: ImportBatch) -> ImportBatch:
+        agents = {a.agent_id: a for a in (*self.agents, *other.agents)}
+        return ImportBatch(
+            agents=tuple(agents.values()),
+            facts=self.facts + other.facts,
+            reflections=self.reflections + other.reflections,
+            consolidated=self.consolidated + other.consolidated,
+            messages=self.messages + other.messages,
+            dropped=self.dropped + other.dropped,
+        )
+
+
+def dedup_facts(facts: list[FactImport]) -> tuple[list[FactImport], list[Dropped]]:
+    """Keep the first fact of each (agent, user, scope, text): the store would refuse the rest."""
+    kept: dict[tuple[str, str | None, str, str], FactImport] = {}
+    dropped = []
+    for fact in facts:
+        first = kept.setdefault(fact.dedup_key, fact)
+        if first is not fact:
+            dropped.append(
+                Dropped(
+                    source=fact.source,
+                    agent_id=fact.agent_id,
+                    user_id=fact.user_id,
+                    reason="duplicate fact: same text for the same agent, user and scope",
+                    detail=f"kept {first.source.collection} {first.source.source_id}",
+                )
+            )
+    return list(kept.values()), dropped
+
+
+def dedup_reflections(
+    items: list[ReflectionImport],
+) -> tuple[list[ReflectionImport], list[Dropped]]:
+    seen: dict[tuple[str, str], ReflectionImport] = {}
+    dropped = []
+    for r in items:
+        first = seen.setdefault((r.scope_key.key, normalize_text(r.content)), r)
+        if first is not r:
+            dropped.append(
+                Dropped(
+                    source=r.source,
+                    agent_id=r.scope_key.agent_id,
+                    user_id=r.scope_key.user_id,
+                    reason="duplicate reflection: same text in the same scope",
+                    detail=f"kept {first.source.collection} {first.source.source_id}",
+                )
+            )
+    return list(seen.values()), dropped
+
+
+_WORD = re.compile(r"\S+")
+
+
+def concatenate(parts: Iterable[BlobPart], word_limit: int) -> tuple[str, int]:
+    """Shards under a heading each, in order, cut at the word limit: the heuristic provider's
+    merge (with an LLM the consolidation step merges ``parts`` instead). Returns (text, words cut)."""
+    text = "\n\n".join(f"## {p.title}\n{p.content}" if p.title else p.content for p in parts)
+    words = list(_WORD.finditer(text))
+    if len(words) <= word_limit:
+        return text, 0
+    return text[: words[word_limit - 1].end()].rstrip() + " …", len(words) - word_limit
+
+
+# ---------------------------------------------------------------- what the store writes
+
+
+NO_SESSION = "imported"  # Reflection.source_session_id for sources that name no session
+
+
+def fact_of(imp: FactImport, embedding_model: str) -> Fact:
+    """The stored fact an import record becomes, embedded with ``embedding_model``."""
+    return Fact(
+        fact_id=imp.fact_id,
+        agent_id=imp.agent_id,
+        user_id=imp.user_id,
+        scope=imp.scope,
+        content=imp.content,
+        hash=imp.hash,
+        embedding_model=embedding_model,
+        source_session_id=imp.source_session_id,
+        formed_at=imp.formed_at,
+        updated_at=imp.updated_at,
+        version=imp.version,
+        previous_content=imp.previous_content,
+        history=imp.history,
+        invalidated_at=imp.invalidated_at,
+        invalidated_by=imp.invalidated_by,
+        access_count=imp.access_count,
+        last_accessed_at=imp.last_accessed_at,
+    )
+
+
+def reflection_of(imp: ReflectionImport) -> Reflection:
+    return Reflection(
+        reflection_id=imp.reflection_id,
+        scope_key=imp.scope_key,
+        content=imp.content,
+        source_session_id=imp.source_session_id or NO_SESSION,
+        formed_at=imp.formed_at,
+        absorbed_into_version=imp.absorbed_into_version,
+    )
+
+
+def consolidated_of(imp: ConsolidatedImport) -> ConsolidatedMemory:
+    return ConsolidatedMemory(
+        scope_key=imp.scope_key,
+        content=imp.content,
+        version=imp.version,
+        word_limit=imp.word_limit,
+        updated_at=imp.updated_at,
+        edited_by=imp.edited_by,
+    )

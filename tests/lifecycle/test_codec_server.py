@@ -1,0 +1,119 @@
+"""The codec endpoint as the Temporal UI calls it: Payloads JSON in and out, CORS, optional token."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+
+import httpx2
+import pytest
+import typer
+from google.protobuf import json_format
+from temporalio.api.common.v1 import Payloads
+from temporalio.contrib.pydantic import pydantic_data_converter
+from typer.testing import CliRunner
+
+from memory.settings import CodecSettings, get_settings
+from runtime.codec import data_converter
+from runtime.codec_server import codec_app, codec_server
+
+UI = "http://127.0.0.1:8233"
+
+
+def settings(**kw: object) -> CodecSettings:
+    return CodecSettings(key=base64.b64encode(os.urandom(32)).decode(), **kw)
+
+
+def client(cfg: CodecSettings) -> httpx2.AsyncClient:
+    return httpx2.AsyncClient(
+        transport=httpx2.ASGITransport(app=codec_app(cfg)), base_url="http://t"
+    )
+
+
+async def sealed_body(cfg: CodecSettings, value: object) -> str:
+    payloads = await data_converter(cfg).encode([value])
+    return json_format.MessageToJson(Payloads(payloads=payloads))
+
+
+async def test_decode_returns_the_plain_payload_the_ui_shows() -> None:
+    cfg = settings()
+    async with client(cfg) as http:
+        r = await http.post(
+            "/decode",
+            content=await sealed_body(cfg, "Alice's passport is X1234567"),
+            headers={"content-type": "application/json", "x-namespace": "default", "origin": UI},
+        )
+    assert r.status_code == 200
+    assert r.headers["access-control-allow-origin"] == UI
+    [payload] = json_format.Parse(r.content, Payloads()).payloads
+    assert payload.metadata["encoding"] == b"json/plain"
+    assert await pydantic_data_converter.decode([payload], [str]) == [
+        "Alice's passport is X1234567"
+    ]
+    # the JSON shape is the protocol's: {"payloads": [{"metadata": {...}, "data": "<base64>"}]}
+    assert set(json.loads(r.content)) == {"payloads"}
+
+
+async def test_encode_then_decode_round_trips() -> None:
+    cfg = settings()
+    plain = json_format.MessageToJson(
+        Payloads(payloads=await pydantic_data_converter.encode(["hello"]))
+    )
+    async with client(cfg) as http:
+        sealed = await http.post("/encode", content=plain)
+        assert b"hello" not in base64.b64decode(json.loads(sealed.content)["payloads"][0]["data"])
+        back = await http.post("/decode", content=sealed.content)
+    assert json.loads(back.content) == json.loads(plain)
+
+
+async def test_cors_preflight_allows_only_the_ui_origin() -> None:
+    async with client(settings()) as http:
+        ok = await http.options(
+            "/decode",
+            headers={
+                "origin": UI,
+                "access-control-request-method": "POST",
+                "access-control-request-headers": "content-type,x-namespace",
+            },
+        )
+        other = await http.options(
+            "/decode",
+            headers={"origin": "http://evil.example", "access-control-request-method": "POST"},
+        )
+    assert ok.status_code == 200 and ok.headers["access-control-allow-origin"] == UI
+    assert "access-control-allow-origin" not in other.headers
+
+
+async def test_a_configured_token_is_required() -> None:
+    cfg = settings(server_token="s3cret")
+    body = await sealed_body(cfg, "x")
+    async with client(cfg) as http:
+        assert (await http.post("/decode", content=body)).status_code == 401
+        wrong = await http.post("/decode", content=body, headers={"authorization": "Bearer no"})
+        assert wrong.status_code == 401
+        right = await http.post("/decode", content=body, headers={"authorization": "Bearer s3cret"})
+        assert right.status_code == 200
+
+
+async def test_bad_input_and_foreign_keys_are_client_errors() -> None:
+    async with client(settings()) as http:
+        assert (await http.post("/decode", content=b"not json")).status_code == 400
+        foreign = await sealed_body(settings(key_id="other"), "x")
+        r = await http.post("/decode", content=foreign)
+    assert r.status_code == 422 and "'other'" in r.json()["detail"]
+
+
+def test_no_key_no_server() -> None:
+    with pytest.raises(ValueError, match="MNEMOS_CODEC__KEY"):
+        codec_app(CodecSettings())
+
+
+def test_the_command_refuses_to_start_without_a_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MNEMOS_CODEC__KEY", raising=False)
+    get_settings.cache_clear()
+    app = typer.Typer()
+    app.command()(codec_server)
+    result = CliRunner().invoke(app, [])
+    get_settings.cache_clear()
+    assert result.exit_code == 2 and "MNEMOS_CODEC__KEY" in result.output
