@@ -17,7 +17,8 @@ from temporalio.worker import Worker
 from client.memory_client import MemoryClient
 from memory.deps import Deps
 from memory.models import AgentConfig, Fact, FactFilter, MessageIn, Reflection, ScopeKey
-from memory.schemas import ExtractedFact, ExtractedFacts, ExtractedReflection, ExtractedReflections
+from memory.prompts.extract_facts import ExtractedFact, ExtractedFacts
+from memory.prompts.extract_reflections import ExtractedReflection, ExtractedReflections
 from memory.settings import RetrySettings, Settings, TemporalSettings
 from memory.store.base import MemoryStore
 from memory.store.sqlite import SQLiteStore

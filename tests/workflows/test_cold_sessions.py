@@ -28,9 +28,9 @@ from client.schedule import (
 )
 from memory.llm.base import LLMRequest
 from memory.models import MessageIn
-from memory.schemas import ExtractedFacts
+from memory.prompts.extract_facts import ExtractedFacts
 from memory.settings import FormationSettings, SessionSettings, Settings, TemporalSettings
-from tests.fakes import permanent
+from tests.fakes import facts_input, permanent
 from tests.harness import Harness, facts, reflections
 from worker import run_worker
 from workflows.cold_sessions import ColdSessionsInput, ColdSessionsResult
@@ -197,7 +197,7 @@ async def test_a_hot_trigger_racing_a_cold_run_forms_each_message_once(
         result = await asyncio.wait_for(cold.result(), 60)
         summary = await formation.result()
     assert hot.started
-    seqs = [[m["seq"] for m in r.payload["messages"]] for r in h.llm.calls("extract_facts")]
+    seqs = [[m.seq for m in facts_input(r).messages] for r in h.llm.calls("extract_facts")]
     assert seqs == [[1, 2, 3, 4], [5, 6, 7, 8]]  # each message formed once, in order
     assert summary["formations"] == 2
     assert (result.sessions, result.formed, result.failed) == (1, 1, 0)
@@ -215,7 +215,7 @@ async def test_a_backlog_longer_than_a_page_drains_over_runs_and_a_failure_is_re
     broken = True
 
     def extract(request: LLMRequest) -> ExtractedFacts:
-        if broken and "bad message" in request.payload["messages"][0]["content"]:
+        if broken and "bad message" in facts_input(request).messages[0].content:
             raise permanent()
         return facts()
 
