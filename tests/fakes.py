@@ -16,7 +16,13 @@ from memory.embedding.base import Embedder, EmbeddingBatch, normalize
 from memory.errors import ProviderError
 from memory.llm.base import LLMProvider, LLMRequest, LLMResult, Task, Usage
 from memory.models import AgentConfig
-from memory.prompts import ConsolidateInput, DecideFactsInput, ExtractFactsInput
+from memory.prompts import (
+    ConsolidateInput,
+    DecideFactsInput,
+    ExtractFactsInput,
+    ExtractReflectionsInput,
+    PromptMessage,
+)
 from memory.prompts.decide_facts import ExistingFactShown, NewFactShown
 
 Reply = BaseModel | str | Exception | Callable[[LLMRequest], Any]
@@ -136,6 +142,18 @@ def facts_input(request: LLMRequest) -> ExtractFactsInput:
     """The typed input of an extract_facts request (what the test's fake model reads)."""
     assert isinstance(request.task_input, ExtractFactsInput)
     return request.task_input
+
+
+def reflections_input(request: LLMRequest) -> ExtractReflectionsInput:
+    """The typed input of an extract_reflections request."""
+    assert isinstance(request.task_input, ExtractReflectionsInput)
+    return request.task_input
+
+
+def transcript_of(request: LLMRequest) -> list[PromptMessage]:
+    """The conversation an extract_facts or extract_reflections request shows the model."""
+    assert isinstance(request.task_input, ExtractFactsInput | ExtractReflectionsInput)
+    return request.task_input.messages
 
 
 def echo_consolidation(request: LLMRequest) -> str:

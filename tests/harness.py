@@ -173,7 +173,7 @@ class Harness:
 
     def key(self, scope: str, session: str = "s1", user: str = "alice") -> ScopeKey:
         if scope == "agent":
-            return ScopeKey(scope="agent", agent_id=self.agent.agent_id)
+            return ScopeKey.agent(self.agent.agent_id)
         if scope == "user":
-            return ScopeKey(scope="user", agent_id=self.agent.agent_id, user_id=user)
-        return ScopeKey(scope="session", agent_id=self.agent.agent_id, session_id=session)
+            return ScopeKey.user(self.agent.agent_id, user)
+        return ScopeKey.session(self.agent.agent_id, session)

@@ -12,7 +12,7 @@ from temporalio.testing import WorkflowEnvironment
 from memory.llm.base import LLMRequest
 from memory.prompts.extract_facts import ExtractedFacts
 from memory.settings import FormationSettings, ReflectionSettings
-from tests.fakes import facts_input
+from tests.fakes import facts_input, transcript_of
 from tests.harness import Harness, conversation, facts, reflections
 
 
@@ -68,7 +68,7 @@ async def test_many_sessions_of_one_agent_absorb_every_reflection_exactly_once(
     sessions = [f"s{i}" for i in range(8)]
 
     def per_session(request: LLMRequest) -> object:
-        first = facts_input(request).messages[0].content
+        first = transcript_of(request)[0].content
         session = re.sub(r"\D", "", first)
         return reflections(agent=[f"insight {session} a", f"insight {session} b"])
 
