@@ -5,7 +5,6 @@ the embedder). Run step by step, as the workflow does, on a real SQLite store.""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
@@ -44,7 +43,7 @@ class CountingStore:
             self.calls[name] += 1
             return attr(*args, **kwargs)
 
-        return cast(Callable[..., Any], counted)
+        return counted
 
 
 @pytest.fixture
