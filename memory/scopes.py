@@ -6,7 +6,8 @@
 - Session memory (reflections only) is always on.
 
 ``formable_scopes`` is what a formation window may write; ``visible_scopes`` is what one agent turn
-may read (the context and search_facts alike), bound to the asking user.
+may read (the context and search_facts alike), bound to the asking user; ``dedup_filter`` is which
+stored facts a new fact is compared with.
 """
 
 from __future__ import annotations
@@ -78,3 +79,11 @@ def visible_scopes(
         for scope in scopes
     )
     return VisibleScopes(fact_filter=fact_filter, keys=keys)
+
+
+def dedup_filter(agent_id: str, scope: FactScope, user_id: str | None) -> FactFilter:
+    """Dedup candidates of a new fact: the agent's facts, plus this user's for a user fact (a user
+    fact may restate an agent fact; it never meets another user's facts)."""
+    return FactFilter(
+        agent_id=agent_id, include_agent_scope=True, user_id=user_id if scope == "user" else None
+    )

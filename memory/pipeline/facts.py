@@ -9,7 +9,6 @@ from memory.deps import Deps
 from memory.ids import content_hash
 from memory.llm import choose_model
 from memory.llm.base import LLMRequest
-from memory.models import FactFilter
 from memory.pipeline.embed_cache import embed_cached
 from memory.pipeline.types import (
     CandidatesResult,
@@ -21,6 +20,7 @@ from memory.pipeline.types import (
 from memory.pipeline.usage import llm_call, words
 from memory.pipeline.window import window_agent, window_messages
 from memory.prompts.extract_facts import ExtractedFacts, ExtractFactsInput
+from memory.scopes import dedup_filter
 
 # A model that overshoots the word limit a little still wrote a usable fact; far beyond, it wrote prose.
 _WORD_SLACK = 1.25
@@ -65,15 +65,6 @@ async def extract_facts(deps: Deps, window: Window) -> ExtractedFactsResult:
     )
 
 
-def search_filter(window: Window, scope: str) -> FactFilter:
-    """Dedup candidates come from the same scope: the agent's facts, plus this user's for user facts."""
-    return FactFilter(
-        agent_id=window.agent_id,
-        include_agent_scope=True,
-        user_id=window.user_id if scope == "user" else None,
-    )
-
-
 async def find_candidates(deps: Deps, window: Window, facts: list[NewFact]) -> CandidatesResult:
     cfg = deps.settings.facts
     if not facts or not cfg.dedup_enabled:
@@ -82,7 +73,7 @@ async def find_candidates(deps: Deps, window: Window, facts: list[NewFact]) -> C
     searches = [
         deps.store.vector_search(
             vectors[f.content],
-            search_filter(window, f.scope),
+            dedup_filter(window.agent_id, f.scope, window.user_id),
             limit=cfg.dedup_candidates,
             min_score=cfg.dedup_similarity_threshold,
         )
