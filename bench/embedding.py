@@ -24,6 +24,7 @@ import asyncio
 import importlib
 import json
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -34,11 +35,21 @@ from typing import Any, get_args
 import numpy as np
 import numpy.typing as npt
 
-from bench.locomo import Conversation, MemoEmbedder, index, load, recall, settings_for
-from memory.embedding.base import Embedder, EmbeddingBatch
-from memory.embedding.local import LocalMiniLMEmbedder
-from memory.rag import SearchMode
-from memory.store.sqlite import SQLiteStore
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.locomo import (  # noqa: E402
+    Conversation,
+    MemoEmbedder,
+    index,
+    load,
+    recall,
+    settings_for,
+)
+from memory.embedding.base import Embedder, EmbeddingBatch  # noqa: E402
+from memory.embedding.local import LocalMiniLMEmbedder  # noqa: E402
+from memory.rag import SearchMode  # noqa: E402
+from memory.store.sqlite import SQLiteStore  # noqa: E402
 
 BATCH_TEXTS = 256
 _WORDS = [
