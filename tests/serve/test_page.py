@@ -12,7 +12,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from memory.models import ScopeKey
 from serve.app import create_app
-from serve.keys import JsonFileKeyStore
+from serve.keys import StoreKeyStore
 from tests.harness import Harness
 from tests.serve.conftest import Served, form_alice
 
@@ -106,7 +106,7 @@ async def test_formation_runs_link_to_the_temporal_ui(
     h.settings = h.settings.model_copy(
         update={"temporal": h.settings.temporal.model_copy(update={"search_attributes": True})}
     )
-    keys = JsonFileKeyStore(tmp_path / "keys.json")
+    keys = StoreKeyStore(h.store)
     _, token = await keys.create(["eve"])
     served = Served(
         h, h.memory, keys, create_app(h.memory, keys, temporal_ui_url="http://ui"), token, "", ""
