@@ -75,14 +75,21 @@ def serve(
     port: Annotated[int, typer.Option(help="Port to listen on")] = 8000,
     keys_file: KeysFile = None,
 ) -> None:
-    """The API under /v1, the memory page under /ui, OpenAPI at /openapi.json."""
+    """The API under /v1, the memory page under /ui, OpenAPI at /openapi.json.
+
+    API keys are read from the memory store (create them with `mnemos keys create`), or from
+    --keys-file when given."""
     configure_logging(get_settings().log_level)
     asyncio.run(_serve(host, port, keys_file))
 
 
 # ---------------------------------------------------------------- mnemos keys
 
-keys_app = typer.Typer(help="Create, list and revoke API keys.", no_args_is_help=True)
+keys_app = typer.Typer(
+    help="Create, list and revoke API keys (kept hashed in the memory store; --keys-file for a "
+    "JSON file instead).",
+    no_args_is_help=True,
+)
 
 
 def _line(key: ApiKey) -> str:
