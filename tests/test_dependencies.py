@@ -12,7 +12,7 @@ from importlib.metadata import packages_distributions
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SHIPPED = ("memory", "workflows", "activities", "runtime", "client", "cli", "serve", "worker.py")
+SHIPPED = ("memory", "workflows", "activities", "runtime", "client", "serve", "cli", "worker.py")
 DEVELOPMENT = ("tests", "bench")
 OURS = {
     "memory",
@@ -20,8 +20,8 @@ OURS = {
     "activities",
     "runtime",
     "client",
-    "cli",
     "serve",
+    "cli",
     "worker",
     "tests",
     "bench",
