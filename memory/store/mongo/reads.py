@@ -16,8 +16,10 @@ from memory.store.mongo.docs import (
     reflection_from_doc,
     state_from_doc,
 )
+from memory.store.mongo.listings import api_key
 from memory.store.mongo.writes import EMBEDDING_META_ID
 from memory.store.rules import (
+    ApiKeyRequest,
     ConsolidationRequest,
     ConsolidationSnapshot,
     FactRequest,
@@ -141,6 +143,8 @@ async def read_snapshot[S](db: AsyncDatabase[Doc], s: AsyncClientSession, reques
                 session=s,
             )
             snapshot = ConsolidationSnapshot(0 if doc is None else int(doc["version"]), buffered)
+        case ApiKeyRequest(key_id=key_id):
+            snapshot = await api_key(db, key_id, s)
         case _:
             raise TypeError(f"no snapshot for {request!r}")
     return cast(S, snapshot)

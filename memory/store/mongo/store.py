@@ -51,6 +51,7 @@ from memory.store.mongo.docs import (
     ts,
 )
 from memory.store.mongo.indexes import PLAIN_COLLECTIONS, REGULAR_INDEXES
+from memory.store.mongo.listings import MongoListings
 from memory.store.mongo.reads import read_embedding_meta, read_snapshot, read_state, reflection
 from memory.store.mongo.search import AtlasMode, FactSearch, fact_match
 from memory.store.mongo.txn import run_transaction
@@ -63,7 +64,7 @@ def _embedding_key(model: str, text_hash: str) -> str:
     return f"{model}\x1f{text_hash}"
 
 
-class MongoStore(PlannedStore):
+class MongoStore(MongoListings, PlannedStore):
     """The store on one MongoDB database; the writing calls are planned (memory.store.planned)."""
 
     def __init__(

@@ -18,6 +18,7 @@ from memory.store.mongo.docs import (
     state_doc,
     ts,
 )
+from memory.store.mongo.listings import api_key_doc
 from memory.store.rules import writes as w
 
 EMBEDDING_META_ID = "embedding"
@@ -117,5 +118,10 @@ async def _apply(db: AsyncDatabase[Doc], s: AsyncClientSession, write: w.Write) 
             )
         case w.DeleteReflection(reflection_id=reflection_id):
             await db.reflections.delete_one({"_id": reflection_id}, session=s)
+        case w.PutApiKey(key=key, new=new):
+            if new:
+                await db.api_keys.insert_one(api_key_doc(key), session=s)
+            else:
+                await db.api_keys.replace_one({"_id": key.key_id}, api_key_doc(key), session=s)
         case _:
             assert_never(write)

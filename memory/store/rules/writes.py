@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from memory.api_keys import ApiKey
 from memory.models import (
     ConsolidatedMemory,
     Fact,
@@ -137,6 +138,14 @@ class DeleteReflection:
     reflection_id: str
 
 
+@dataclass(frozen=True)
+class PutApiKey:
+    """Insert (new) or overwrite the key's record (the hash of its secret, never the secret)."""
+
+    key: ApiKey
+    new: bool = False
+
+
 Write = (
     PutFact
     | SetEmbeddingMeta
@@ -153,6 +162,7 @@ Write = (
     | AbsorbReflections
     | SetReflectionContent
     | DeleteReflection
+    | PutApiKey
 )
 
 
