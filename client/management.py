@@ -69,8 +69,9 @@ class ScopeConsolidationStatus(_Out):
 
 
 def _checked(content: str, what: str, limit: int) -> str:
-    """A person's text, trimmed: non-empty and within ``limit`` words, else a clear error."""
-    text = content.strip()
+    """A person's text, its whitespace (newlines too) normalised to single spaces, so that it is one
+    line wherever it is shown: non-empty and within ``limit`` words, else a clear error."""
+    text = " ".join(content.split())
     if not text:
         raise InvalidInputError(f"{what} cannot be empty")
     if words(text) > limit:

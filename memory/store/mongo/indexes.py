@@ -37,9 +37,12 @@ REGULAR_INDEXES: dict[str, list[IndexModel]] = {
             partialFilterExpression={"pending_messages": {"$gt": 0}},
             name="session_agents_cold",
         ),
+        # purge_ended_sessions walks the ended (session, agent) pairs oldest first.
+        IndexModel(
+            [("ended_at", ASCENDING), ("session_id", ASCENDING), ("agent_id", ASCENDING)],
+            name="session_agents_ended",
+        ),
     ],
-    # purge_ended_sessions walks the ended sessions oldest first.
-    "sessions": [IndexModel([("ended_at", ASCENDING), ("_id", ASCENDING)])],
     "facts": [
         # Exact duplicates: one valid fact per (agent, user, scope, normalised content).
         # Invalidated facts are outside the index so that an update may take over the content
@@ -80,6 +83,7 @@ REGULAR_INDEXES: dict[str, list[IndexModel]] = {
 # a collection implicitly inside a multi-document transaction.
 PLAIN_COLLECTIONS = (
     "agents",
+    "sessions",
     "formation_commits",
     "embeddings",
     "scope_versions",
