@@ -78,7 +78,9 @@ def conversation(messages: Sequence[PromptMessage]) -> str:
         stamp = m.created_at.strftime("%Y-%m-%d %H:%M UTC")
         speaker_id = f" speaker_id={quoteattr(one_line(m.user_id))}" if m.user_id else ""
         attrs = f"speaker={quoteattr(one_line(m.name))}{speaker_id} role={quoteattr(m.role)}"
-        lines.append(f"<message {attrs} time={quoteattr(stamp)}>{tag(m.content)}</message>")
+        # Line breaks as character references: one message, one line, whatever it says.
+        text = tag(m.content).replace("\r", "&#13;").replace("\n", "&#10;")
+        lines.append(f"<message {attrs} time={quoteattr(stamp)}>{text}</message>")
     return "\n".join(lines)
 
 

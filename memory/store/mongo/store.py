@@ -39,7 +39,6 @@ from memory.models import (
     StoredMessage,
 )
 from memory.store.base import Vector
-from memory.store.mongo import sessions
 from memory.store.mongo.docs import (
     NO_VECTOR,
     Doc,
@@ -53,6 +52,12 @@ from memory.store.mongo.docs import (
 from memory.store.mongo.indexes import PLAIN_COLLECTIONS, REGULAR_INDEXES
 from memory.store.mongo.reads import read_embedding_meta, read_snapshot, read_state, reflection
 from memory.store.mongo.search import AtlasMode, FactSearch, fact_match
+from memory.store.mongo.sessions import (
+    end_session,
+    migrate_session_agents,
+    purge_ended_sessions,
+    session_view,
+)
 from memory.store.mongo.txn import run_transaction
 from memory.store.mongo.writes import apply_writes
 from memory.store.planned import PlannedStore
@@ -106,7 +111,7 @@ class MongoStore(PlannedStore):
                     await self._db.create_collection(name)
         for name, indexes in REGULAR_INDEXES.items():
             await self._db[name].create_indexes(indexes)
-        await sessions.migrate_session_agents(self._db)
+        await migrate_session_agents(self._db)
 
     async def close(self) -> None:
         if self._owns_client:
@@ -126,7 +131,7 @@ class MongoStore(PlannedStore):
     # ------------------------------------------------------------ sessions and messages
 
     async def get_session(self, session_id: str, agent_id: str | None = None) -> SessionInfo | None:
-        return await sessions.session_view(self._db, session_id, agent_id)
+        return await session_view(self._db, session_id, agent_id)
 
     async def get_session_agent_state(
         self, session_id: str, agent_id: str
@@ -179,10 +184,10 @@ class MongoStore(PlannedStore):
         return [state_from_doc(doc) async for doc in cursor]
 
     async def end_session(self, session_id: str, agent_id: str, at: datetime) -> None:
-        await sessions.end_session(self._db, session_id, agent_id, at)
+        await end_session(self._db, session_id, agent_id, at)
 
     async def purge_ended_sessions(self, ended_before: datetime, limit: int) -> list[str]:
-        return await sessions.purge_ended_sessions(self._db, ended_before, limit)
+        return await purge_ended_sessions(self._db, ended_before, limit)
 
     # ------------------------------------------------------------ embeddings cache
 
