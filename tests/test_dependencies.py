@@ -14,7 +14,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = ("memory", "workflows", "activities", "runtime", "client", "cli", "worker.py")
 DEVELOPMENT = ("tests", "bench")
-OURS = {"memory", "workflows", "activities", "runtime", "client", "cli", "worker", "tests", "bench"}
+OURS = {"memory", "workflows", "activities", "runtime", "client", "cli", "serve", "worker"}
+OURS |= {"tests", "bench"}
 
 
 def _normal(name: str) -> str:
