@@ -1,11 +1,12 @@
-"""What the isolation tests share: a MemoryClient with the heuristic provider on a real store, and
+"""What the isolation tests share: a MemoryClient on a real store, the heuristic provider (or a real
+provider SDK against tests/fake_provider_server.py), and
 formation run step by step as the FormMemories workflow runs it (no Temporal: reading memory never
 touches it, and the property test forms hundreds of windows)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
 from typing import cast
@@ -14,6 +15,7 @@ from temporalio.client import Client
 
 from client.memory_client import MemoryClient
 from memory.deps import Deps
+from memory.llm.base import LLMProvider
 from memory.llm.heuristic import HeuristicProvider
 from memory.models import AgentConfig, MessageIn
 from memory.pipeline import commit, dedup, facts, reflections, window
@@ -37,6 +39,7 @@ class Bench:
     settings: Settings
     embedder: WordHashEmbedder
     memory: MemoryClient
+    llm: LLMProvider = field(default_factory=HeuristicProvider)
     clock: int = 0
 
     @classmethod
@@ -50,7 +53,7 @@ class Bench:
 
     @property
     def deps(self) -> Deps:
-        return Deps(self.settings, self.store, HeuristicProvider(), self.embedder)
+        return Deps(self.settings, self.store, self.llm, self.embedder)
 
     async def say(
         self,
