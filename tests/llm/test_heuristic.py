@@ -28,7 +28,11 @@ from memory.prompts.decide_facts import (
     NewFactShown,
 )
 from memory.prompts.extract_facts import ExtractedFacts
-from memory.prompts.extract_reflections import CurrentMemory, ExtractedReflections
+from memory.prompts.extract_reflections import (
+    CurrentMemory,
+    ExtractedReflection,
+    ExtractedReflections,
+)
 from memory.scopes import place_fact, place_reflection
 from memory.settings import Scope
 
@@ -213,14 +217,14 @@ async def test_reflections_from_preferences_the_project_and_the_first_request() 
 def placed(out: ExtractedReflections, scopes: list[Scope]) -> dict[str, list[str]]:
     """Where the pipeline's rule (memory.scopes) puts each reflection in a window of alice's."""
     found: dict[str, list[str]] = {"agent": [], "user": [], "session": []}
-    classified = [
+    classified: list[tuple[Scope, list[ExtractedReflection]]] = [
         ("agent", out.agent_reflections),
         ("user", out.user_reflections),
         ("session", out.session_reflections),
     ]
     for scope, items in classified:
         for r in items:
-            if where := place_reflection(scope, r.speaker, "alice", tuple(scopes)):  # type: ignore[arg-type]
+            if where := place_reflection(scope, r.speaker, "alice", tuple(scopes)):
                 found[where].append(r.content)
     return found
 
