@@ -60,7 +60,7 @@ What the agent should always have in context across ALL conversations:
 """,
     "user": """
 ### USER REFLECTIONS (exclude what the agent reflections hold)
-What is specific to THIS USER:
+What is specific to ONE USER, the one who said it:
 - preferences and directives ("always respond in Spanish"), expertise and communication style
 - user-specific context that should always be present; how to interact with this user
 """,
