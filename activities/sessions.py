@@ -151,7 +151,7 @@ class SessionActivities:
         ids = {"session_id": state.session_id, "agent_id": state.agent_id}
         log = get_logger(**ids, workflow_id=activity.info().workflow_id)
         try:
-            session = await require_session(self.deps.store, state.session_id)
+            session = await require_session(self.deps.store, state.session_id, state.agent_id)
             await start_formation(
                 self.client, self.deps.settings, session, state.agent_id, force=True
             )

@@ -68,9 +68,11 @@ class ScopeConsolidationStatus(_Out):
     due: bool  # the buffer reached the threshold: the next formation consolidates it
 
 
-def _checked(content: str, what: str, limit: int) -> str:
-    """A person's text, trimmed: non-empty and within ``limit`` words, else a clear error."""
-    text = content.strip()
+def _checked(content: str, what: str, limit: int, *, one_line: bool = True) -> str:
+    """A person's text, trimmed: non-empty and within ``limit`` words, else a clear error. A fact or
+    a reflection is one item: its whitespace (newlines too) is normalised to single spaces, so it
+    cannot pose as several items wherever it is shown (a blob keeps its lines)."""
+    text = " ".join(content.split()) if one_line else content.strip()
     if not text:
         raise InvalidInputError(f"{what} cannot be empty")
     if words(text) > limit:
@@ -216,7 +218,7 @@ class MemoryManager:
         reflections = self.settings.reflections
         word_limit = reflections.word_limit(key.scope)
         allowed = int(word_limit * (1 + reflections.word_limit_tolerance))
-        body = _checked("\n".join(lines), f"the {key.scope} memory", allowed)
+        body = _checked("\n".join(lines), f"the {key.scope} memory", allowed, one_line=False)
         await self._require_agent(key.agent_id)
         current = await self.store.get_consolidated(key)
         version = 0 if current is None else current.version

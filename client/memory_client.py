@@ -102,8 +102,9 @@ class MemoryClient:
     async def _agent(self, agent_id: str) -> AgentConfig:
         return await require_agent(self.store, _check_id("agent_id", agent_id))
 
-    async def _session(self, session_id: str) -> SessionInfo:
-        return await require_session(self.store, _check_id("session_id", session_id))
+    async def _session(self, session_id: str, agent_id: str) -> SessionInfo:
+        """The agent's own view of the session (its participants, its end)."""
+        return await require_session(self.store, _check_id("session_id", session_id), agent_id)
 
     async def record_messages(
         self, agent_id: str, session_id: str, messages: Sequence[MessageIn | dict[str, Any]]
@@ -147,7 +148,7 @@ class MemoryClient:
     ) -> FormationSummary | None:
         """Form now, below the thresholds too (force). With wait, returns the run's summary."""
         await self._agent(agent_id)
-        await self._session(session_id)
+        await self._session(session_id, agent_id)
         handle = await self._start_formation(agent_id, session_id, force=force)
         return await handle.result() if wait else None
 
@@ -155,7 +156,11 @@ class MemoryClient:
         self, agent_id: str, session_id: str, *, force: bool
     ) -> WorkflowHandle[Any, FormationSummary]:
         return await start_formation(
-            self.temporal, self.settings, await self._session(session_id), agent_id, force=force
+            self.temporal,
+            self.settings,
+            await self._session(session_id, agent_id),
+            agent_id,
+            force=force,
         )
 
     # ------------------------------------------------------------ session lifecycle
@@ -169,7 +174,7 @@ class MemoryClient:
         if user_id is not None:
             _check_id("user_id", user_id)
         now = datetime.now(UTC)
-        session = await self.store.get_session(session_id) or SessionInfo(
+        session = await self.store.get_session(session_id, agent_id) or SessionInfo(
             session_id=session_id,
             agent_ids=(agent_id,),
             user_ids=(user_id,) if user_id else (),
@@ -184,8 +189,8 @@ class MemoryClient:
         its session memory whatever the buffer size; waits for both. The session memory is kept
         for ``sessions.ended_retention_days``, then purged by the cold-sessions job."""
         await self._agent(agent_id)
-        await self._session(session_id)
-        await self.store.end_session(session_id, datetime.now(UTC))
+        await self._session(session_id, agent_id)
+        await self.store.end_session(session_id, agent_id, datetime.now(UTC))
         formed = await self._start_formation(agent_id, session_id, force=True)
         formation = await formed.result()
         # After the formation, so the reflections it buffered are in the blob too.
@@ -200,7 +205,7 @@ class MemoryClient:
     ) -> str:
         """The <MemoryContext> XML for this turn ("" when there is no memory yet)."""
         agent = await self._agent(agent_id)
-        session = await self._session(session_id)
+        session = await self._session(session_id, agent_id)
         if user_id is not None:
             _check_id("user_id", user_id)
         xml = await self.context_cache.get(
@@ -225,7 +230,7 @@ class MemoryClient:
         debug: bool = False,
     ) -> SearchResult:
         agent = await self._agent(agent_id)
-        session = await self._session(session_id) if session_id else None
+        session = await self._session(session_id, agent_id) if session_id else None
         if user_id is not None:
             _check_id("user_id", user_id)
         with self.metrics.timed_search():

@@ -16,14 +16,17 @@ Layout (empty parts omitted, everything empty → ""):
       </Facts>
     </MemoryContext>
 
-Every text is XML-escaped: memory holds what users said, and a user's ``</UserMemory>`` must stay
-text. Which scopes a turn may see is decided once, by ``memory.scopes.visible_scopes``, for the
+Every text is XML-escaped and stripped of the characters XML 1.0 cannot hold (control characters
+such as ESC): memory holds what users said, a user's ``</UserMemory>`` must stay text and the
+whole must parse as XML. A listed item is one line: its whitespace is collapsed, so a newline in a
+fact cannot start a forged ``- [agent] …`` item. Which scopes a turn may see is decided once, by ``memory.scopes.visible_scopes``, for the
 context and for search_facts alike.
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
 from datetime import datetime, timedelta
 from xml.sax.saxutils import escape
 
@@ -36,6 +39,13 @@ from memory.store.base import MemoryStore
 __all__ = ["VisibleScopes", "age_suffix", "assemble_context", "visible_scopes"]
 
 _SECTION = {"agent": "AgentMemory", "user": "UserMemory", "session": "SessionMemory"}
+# What XML 1.0 cannot hold: C0 controls but tab/newline/return, surrogates, U+FFFE/U+FFFF.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def xml_text(text: str) -> str:
+    """Text as XML character data: escaped, without the characters XML cannot hold."""
+    return escape(_NOT_XML.sub("", text))
 
 
 def age_suffix(then: datetime, now: datetime) -> str:
@@ -63,7 +73,7 @@ async def _scope_part(
 
 
 def _lines(texts: list[str]) -> str:
-    return "\n".join(f"- {escape(t)}" for t in texts)
+    return "\n".join(f"- {xml_text(' '.join(t.split()))}" for t in texts)
 
 
 def _scope_xml(
@@ -71,7 +81,7 @@ def _scope_xml(
 ) -> str | None:
     parts = []
     if blob is not None and blob.content.strip():
-        parts.append(f"    <Consolidated>{escape(blob.content.strip())}</Consolidated>")
+        parts.append(f"    <Consolidated>{xml_text(blob.content.strip())}</Consolidated>")
     if reflections:
         # Read newest first (to bound them), shown in the order they were formed.
         texts = [r.content for r in reversed(reflections)]

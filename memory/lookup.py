@@ -16,9 +16,17 @@ async def require_agent(store: MemoryStore, agent_id: str) -> AgentConfig:
     return agent
 
 
-async def require_session(store: MemoryStore, session_id: str) -> SessionInfo:
-    """The session (it exists once a message was recorded in it), or NotFoundError."""
+async def require_session(
+    store: MemoryStore, session_id: str, agent_id: str | None = None
+) -> SessionInfo:
+    """The session (it exists once a message was recorded in it), or NotFoundError; with
+    ``agent_id`` that agent's view of it (empty, no participants, for an agent that never
+    recorded into it: it has heard nothing there yet)."""
+    if agent_id is not None and (mine := await store.get_session(session_id, agent_id)):
+        return mine
     session = await store.get_session(session_id)
     if session is None:
         raise NotFoundError(f"session {session_id!r} has no recorded messages")
+    if agent_id is not None:
+        return session.model_copy(update={"user_ids": (), "ended_at": None})
     return session

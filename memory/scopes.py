@@ -4,8 +4,14 @@
 - Group chats: with more than one user in a session, user memory is off (it would leak one user's
   memory to the others), for forming and for reading alike.
 - Session memory (reflections only) is always on.
+- User memory belongs to the user who said it: an item about a speaker without a user id, or about
+  another user than the window's single one, is never anyone's user memory. Personal content that
+  cannot be user memory is never promoted to agent memory: a fact is dropped, a reflection stays
+  in this session's memory.
 
-``formable_scopes`` is what a formation window may write; ``visible_scopes`` is what one agent turn
+``formable_scopes`` is what a formation window may write, and ``place_fact``/``place_reflection``
+where one extracted item goes (the models and the heuristic classify into every scope; this
+decides what is kept); ``visible_scopes`` is what one agent turn
 may read (the context and search_facts alike), bound to the asking user; ``dedup_filter`` is which
 stored facts a new fact is compared with.
 """
@@ -39,6 +45,29 @@ def formable_scopes(
     facts = _toggled(agent, user_ok=single_user(session) is not None)
     reflections: tuple[Scope, ...] = (*facts, "session")
     return facts, reflections
+
+
+def place_fact(
+    scope: FactScope, speaker: str | None, window_user: str | None, allowed: tuple[FactScope, ...]
+) -> FactScope | None:
+    """The scope an extracted fact is stored in, or None (dropped): never another than its own."""
+    if scope not in allowed:
+        return None
+    if scope == "user" and (speaker is None or speaker != window_user):
+        return None
+    return scope
+
+
+def place_reflection(
+    scope: Scope, speaker: str | None, window_user: str | None, allowed: tuple[Scope, ...]
+) -> Scope | None:
+    """The scope an extracted reflection is stored in, or None (dropped). A user reflection that
+    cannot be this user's stays in the session, where only this conversation sees it."""
+    if scope == "user":
+        if "user" in allowed and speaker is not None and speaker == window_user:
+            return "user"
+        return "session"
+    return scope if scope in allowed else None
 
 
 @dataclass(frozen=True)

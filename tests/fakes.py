@@ -122,7 +122,7 @@ def permanent(message: str = "bad request") -> ProviderError:
 
 # Small typed inputs for provider tests, which script their own system and prompt text.
 _EVE = AgentConfig(agent_id="eve", name="Eve")
-FACTS_INPUT = ExtractFactsInput(agent=_EVE, messages=[], scopes=("user",), max_words=30)
+FACTS_INPUT = ExtractFactsInput(agent=_EVE, messages=[], max_words=30)
 DECIDE_INPUT = DecideFactsInput(
     new_facts=[NewFactShown(index=0, content="Alice is 31", scope="user")],
     existing=[ExistingFactShown(index=0, content="Alice is 30", candidate_for=(0,))],

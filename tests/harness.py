@@ -30,16 +30,26 @@ from workflows.summary import ConsolidationSummary, FormationSummary
 T0 = datetime(2026, 11, 1, 9, 0, tzinfo=UTC)
 
 
-def facts(*items: tuple[str, str]) -> ExtractedFacts:
-    return ExtractedFacts(facts=[ExtractedFact(content=c, scope=s) for c, s in items])
+def facts(*items: tuple[str, str], speaker: str | None = "alice") -> ExtractedFacts:
+    """Scripted facts; a user fact is attributed to ``speaker`` (the conversation's user)."""
+    return ExtractedFacts(
+        facts=[
+            ExtractedFact(content=c, scope=s, speaker=speaker if s == "user" else None)
+            for c, s in items
+        ]
+    )
 
 
 def reflections(
-    agent: Sequence[str] = (), user: Sequence[str] = (), session: Sequence[str] = ()
+    agent: Sequence[str] = (),
+    user: Sequence[str] = (),
+    session: Sequence[str] = (),
+    *,
+    speaker: str | None = "alice",
 ) -> ExtractedReflections:
     return ExtractedReflections(
         agent_reflections=[ExtractedReflection(content=c) for c in agent],
-        user_reflections=[ExtractedReflection(content=c) for c in user],
+        user_reflections=[ExtractedReflection(content=c, speaker=speaker) for c in user],
         session_reflections=[ExtractedReflection(content=c) for c in session],
     )
 

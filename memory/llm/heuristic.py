@@ -85,9 +85,9 @@ def _is_specific(sentence: str) -> bool:
     return not sentence.endswith("?") and bool(_SPECIFIC.search(sentence) or names)
 
 
-def _user_messages(messages: list[PromptMessage]) -> list[tuple[str, str]]:
-    """(speaker, content) of the user messages, in order."""
-    return [(m.name or "the user", m.content) for m in messages if m.role == "user"]
+def _user_messages(messages: list[PromptMessage]) -> list[tuple[str, str | None, str]]:
+    """(speaker, speaker id, content) of the user messages, in order."""
+    return [(m.name or "the user", m.user_id, m.content) for m in messages if m.role == "user"]
 
 
 _FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|my|me|mine|myself)\b", re.IGNORECASE)
@@ -102,27 +102,23 @@ def _without_self_introduction(sentence: str, speaker: str) -> str:
 
 
 def extract_facts(p: ExtractFactsInput) -> ExtractedFacts:
-    """Specific sentences of user messages. A first-person sentence is about the user (user scope);
-    one about the world or the work is for every conversation (agent scope), when enabled."""
+    """Specific sentences of user messages. A first-person sentence is about its speaker (user
+    scope, attributed to the speaker's id); one about the world or the work is for every
+    conversation (agent scope). Which of them are kept is the pipeline's (memory.scopes)."""
     facts: dict[str, ExtractedFact] = {}
-    agent = p.agent.name.casefold()
-    scopes = p.scopes
-    for speaker, content in _user_messages(p.messages):
+    for speaker, speaker_id, content in _user_messages(p.messages):
         for raw in _sentences(content):
             sentence = _without_self_introduction(raw, speaker)
             if len(sentence.split()) < _MIN_FACT_WORDS or not _is_specific(sentence):
                 continue
             personal = bool(_FIRST_PERSON.search(sentence))
-            about_agent = _ABOUT_AGENT.search(sentence) or (agent and agent in sentence.casefold())
-            scope: Literal["user", "agent"]
-            if "user" in scopes and (personal or "agent" not in scopes):
-                scope = "user"
-            elif "agent" in scopes and (not personal or about_agent):
-                scope = "agent"
-            else:
-                continue
             text = _truncate(third_person(sentence, speaker), p.max_words)
-            facts.setdefault(normalize_text(text), ExtractedFact(content=text, scope=scope))
+            fact = (
+                ExtractedFact(content=text, scope="user", speaker=speaker_id)
+                if personal
+                else ExtractedFact(content=text, scope="agent", speaker=None)
+            )
+            facts.setdefault(normalize_text(text), fact)
     return ExtractedFacts(facts=list(facts.values()))
 
 
@@ -183,30 +179,34 @@ def decide_facts(p: DecideFactsInput) -> FactDecisions:
 
 
 def extract_reflections(p: ExtractReflectionsInput) -> ExtractedReflections:
-    scopes, max_words = p.scopes, p.max_words
+    max_words = p.max_words
     known = {normalize_text(fact) for fact in p.new_facts}
     for memory in p.current.values():
         lines = memory.consolidated.splitlines() + memory.recent
         known |= {normalize_text(line.strip().removeprefix("- ")) for line in lines}
     found: dict[str, list[ExtractedReflection]] = {"agent": [], "user": [], "session": []}
 
-    def add(scope: str, text: str) -> None:
+    def add(scope: str, text: str, speaker: str | None = None) -> None:
+        # Every scope is classified; which are kept is the pipeline's (memory.scopes).
         text = _truncate(text, max_words)
-        if scope in scopes and normalize_text(text) not in known:
+        if normalize_text(text) not in known:
             known.add(normalize_text(text))
-            found[scope].append(ExtractedReflection(content=text))
+            found[scope].append(ExtractedReflection(content=text, speaker=speaker))
 
     messages = _user_messages(p.messages)
-    for speaker, content in messages:
+    for speaker, speaker_id, content in messages:
         for sentence in _sentences(content):
             rewritten = third_person(sentence, speaker)
             text = rewritten if rewritten != sentence else f"{speaker} said: {sentence}"
-            if _PREFERENCE.search(sentence):
-                add("user" if "user" in scopes else "agent", text)
+            # A preference, or a first-person sentence, is its speaker's, never the agent's.
+            if _PREFERENCE.search(sentence) or (
+                _ABOUT_AGENT.search(sentence) and _FIRST_PERSON.search(sentence)
+            ):
+                add("user", text, speaker_id)
             elif _ABOUT_AGENT.search(sentence):
                 add("agent", text)
     if messages:
-        add("session", f"{messages[0][0]} asked: {' '.join(messages[0][1].split())}")
+        add("session", f"{messages[0][0]} asked: {' '.join(messages[0][2].split())}")
     return ExtractedReflections.model_validate({f"{k}_reflections": v for k, v in found.items()})
 
 

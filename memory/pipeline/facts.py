@@ -20,7 +20,7 @@ from memory.pipeline.types import (
 from memory.pipeline.usage import llm_call, words
 from memory.pipeline.window import window_agent, window_messages
 from memory.prompts.extract_facts import ExtractedFacts, ExtractFactsInput
-from memory.scopes import dedup_filter
+from memory.scopes import dedup_filter, place_fact
 
 # A model that overshoots the word limit a little still wrote a usable fact; far beyond, it wrote prose.
 _WORD_SLACK = 1.25
@@ -36,7 +36,6 @@ async def extract_facts(deps: Deps, window: Window) -> ExtractedFactsResult:
         ExtractFactsInput(
             agent=agent,
             messages=transcript.prompt_messages(messages),
-            scopes=window.fact_scopes,
             max_words=cfg.max_words,
         ),
         model=choose_model(deps.settings, deps.llm.name, "fast", agent.tier),
@@ -48,16 +47,17 @@ async def extract_facts(deps: Deps, window: Window) -> ExtractedFactsResult:
     for fact in result.value.facts:
         text = " ".join(fact.content.split())
         key = content_hash(text)
+        scope = place_fact(fact.scope, fact.speaker, window.user_id, window.fact_scopes)
         if (
             not text
-            or fact.scope not in window.fact_scopes
+            or scope is None
             or words(text) > cfg.max_words * _WORD_SLACK
             or key in seen
             or len(kept) >= cfg.max_per_formation
         ):
             continue
         seen.add(key)
-        kept.append(NewFact(index=len(kept), content=text, scope=fact.scope))
+        kept.append(NewFact(index=len(kept), content=text, scope=scope))
     return ExtractedFactsResult(
         facts=kept,
         llm=[llm_call(request, result.usage)],

@@ -12,9 +12,11 @@ from memory.pipeline.usage import llm_call, words
 from memory.pipeline.window import window_agent, window_messages
 from memory.prompts.extract_reflections import (
     CurrentMemory,
+    ExtractedReflection,
     ExtractedReflections,
     ExtractReflectionsInput,
 )
+from memory.scopes import place_reflection
 from memory.settings import Scope
 
 _WORD_SLACK = 1.25
@@ -55,20 +57,22 @@ async def extract_reflections(
     )
     result = await deps.llm.generate_structured(request, ExtractedReflections)
     out = result.value
-    by_scope: list[tuple[Scope, list[str]]] = [
-        ("agent", [r.content for r in out.agent_reflections]),
-        ("user", [r.content for r in out.user_reflections]),
-        ("session", [r.content for r in out.session_reflections]),
+    by_scope: list[tuple[Scope, list[ExtractedReflection]]] = [
+        ("agent", out.agent_reflections),
+        ("user", out.user_reflections),
+        ("session", out.session_reflections),
     ]
     kept: list[NewReflection] = []
     seen: set[str] = set()
-    for scope, texts in by_scope:
-        if scope not in window.reflection_scopes:
-            continue  # a disabled scope is never written, whatever the model returned
-        for raw in texts:
-            text = " ".join(raw.split())
+    for classified, items in by_scope:
+        for item in items:
+            # A disabled scope is never written, whatever the model returned (memory.scopes).
+            scope = place_reflection(
+                classified, item.speaker, window.user_id, window.reflection_scopes
+            )
+            text = " ".join(item.content.split())
             key = content_hash(text)
-            if text and words(text) <= max_words * _WORD_SLACK and key not in seen:
+            if scope and text and words(text) <= max_words * _WORD_SLACK and key not in seen:
                 seen.add(key)
                 kept.append(NewReflection(scope=scope, content=text))
     return ReflectionsResult(reflections=kept, llm=[llm_call(request, result.usage)])

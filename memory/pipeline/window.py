@@ -23,7 +23,7 @@ async def load_window(
     if not req.force and not formation_due(state, settings.formation):
         return None
     agent = await require_agent(store, req.agent_id)
-    session = await require_session(store, req.session_id)
+    session = await require_session(store, req.session_id, req.agent_id)
     fact_scopes, reflection_scopes = formable_scopes(agent, session)
     upto = min(state.last_seq, state.cursor_seq + settings.formation.max_messages_per_run)
     return Window(

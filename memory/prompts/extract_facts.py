@@ -6,8 +6,10 @@ from typing import Literal
 
 from pydantic import Field
 
-from memory.models import AgentConfig, FactScope
+from memory.models import AgentConfig
 from memory.prompts.common import (
+    AGENT_SCOPE_RULE,
+    CONVERSATION_NOTE,
     ModelOutput,
     PromptInput,
     PromptMessage,
@@ -26,6 +28,7 @@ TEMPLATE = """You are extracting factual information from a conversation of the 
 <conversation>
 {conversation}
 </conversation>
+{conversation_note}
 
 Extract atomic facts: objective statements that stand alone without the conversation.
 Facts are for RETRIEVAL ONLY: they are not shown by default, the agent searches them when needed.
@@ -42,7 +45,12 @@ Do NOT extract as facts (these belong to reflections, extracted separately):
 - current context ("we are debugging X"), ephemeral state ("the build is failing right now")
 - opinions ("Bob thinks we should use React")
 
-For each fact choose its scope{scope_choice}
+For each fact choose its scope, and name its speaker:
+- "user": about the person who said it, relevant across all conversations with them; "speaker" is
+  the speaker_id of their message (null when the message has none).
+- "agent": relevant to all conversations of this agent, across all users; "speaker" is null.
+{agent_rule}
+Classify every fact by what it is; which scopes are kept is decided after you answer.
 Note: do NOT extract session-only facts. Session context is handled by reflections.
 
 Guidelines:
@@ -55,14 +63,16 @@ class ExtractFactsInput(PromptInput):
     task: Literal["extract_facts"] = "extract_facts"
     agent: AgentConfig
     messages: list[PromptMessage]
-    scopes: tuple[FactScope, ...] = Field(description="The enabled fact scopes")
     max_words: int
 
 
 class ExtractedFact(ModelOutput):
     content: str = Field(description="One atomic, self-contained fact, at most 30 words")
     scope: Literal["user", "agent"] = Field(
-        description="user: about this user; agent: for all users"
+        description="user: about the person who said it; agent: for all users, never private"
+    )
+    speaker: str | None = Field(
+        None, description="user scope: the speaker_id of the message it comes from, else null"
     )
 
 
@@ -72,15 +82,8 @@ class ExtractedFacts(ModelOutput):
     facts: list[ExtractedFact]
 
 
-_CHOICES = {
-    "user": '\n- "user": about this specific user, relevant across all conversations with them',
-    "agent": '\n- "agent": relevant to all conversations of this agent, across all users',
-}
-
-
 def render(inp: ExtractFactsInput) -> Rendered:
     persona, instructions = agent_blocks(inp.agent)
-    scope_choice = ":" + "".join(_CHOICES[s] for s in ("user", "agent") if s in inp.scopes)
     return Rendered(
         system=SYSTEM,
         user=TEMPLATE.format(
@@ -88,7 +91,8 @@ def render(inp: ExtractFactsInput) -> Rendered:
             persona_block=persona,
             instructions_block=instructions,
             conversation=conversation(inp.messages),
-            scope_choice=scope_choice,
+            conversation_note=CONVERSATION_NOTE,
+            agent_rule=AGENT_SCOPE_RULE,
             max_words=inp.max_words,
         ),
     )

@@ -9,6 +9,8 @@ from pydantic import Field
 
 from memory.models import AgentConfig
 from memory.prompts.common import (
+    AGENT_SCOPE_RULE,
+    CONVERSATION_NOTE,
     ModelOutput,
     PromptInput,
     PromptMessage,
@@ -33,26 +35,32 @@ TEMPLATE = """You are updating the memory of the agent {agent_name} based on a c
 <conversation>
 {conversation}
 </conversation>
+{conversation_note}
 
 Extract reflections in HIERARCHICAL ORDER. Each level only contains information NOT already captured at
-a higher level, in the current memory or in the newly formed facts.
+a higher level, in the current memory or in the newly formed facts. Classify every reflection by
+what it is; which scopes are kept is decided after you answer (a user reflection that cannot be
+kept as user memory stays in this session's memory, never in the agent's).
+{agent_rule}
+Each reflection names its speaker: for a user reflection the speaker_id of the messages it comes
+from (null when they have none), else null.
 {scope_sections}
 Guidelines:
 - Reflections are interpreted insights (not raw facts); do NOT repeat the newly formed facts.
 - At most {max_words} words per reflection.
-- Return empty lists where nothing meaningful applies{disabled_note}."""
+- Return empty lists where nothing meaningful applies."""
 
 _SCOPE_SECTIONS = {
     "agent": """
 ### AGENT REFLECTIONS (broadest scope, extract first)
 What the agent should always have in context across ALL conversations:
 - updates to its persona, character or communication style
-- ongoing projects, plans, ideas, roadmaps; learnings about its users or community
+- ongoing projects, plans, ideas, roadmaps; learnings about its community as a whole
 - domain knowledge and insights that apply universally
 """,
     "user": """
 ### USER REFLECTIONS (exclude what the agent reflections hold)
-What is specific to THIS USER:
+What is specific to ONE USER, the one who said it:
 - preferences and directives ("always respond in Spanish"), expertise and communication style
 - user-specific context that should always be present; how to interact with this user
 """,
@@ -84,6 +92,9 @@ class ExtractReflectionsInput(PromptInput):
 
 class ExtractedReflection(ModelOutput):
     content: str = Field(description="One interpreted insight, at most 35 words")
+    speaker: str | None = Field(
+        None, description="user reflections: the speaker_id it is about, else null"
+    )
 
 
 class ExtractedReflections(ModelOutput):
@@ -103,12 +114,6 @@ def render(inp: ExtractReflectionsInput) -> Rendered:
         blocks.append(
             f"<current_{scope}_memory>\n{tag(memory.consolidated) or '(none yet)'}\nRecent:\n{recent_lines}\n</current_{scope}_memory>\n"
         )
-    disabled = [s for s in ("agent", "user") if s not in inp.scopes]
-    disabled_note = (
-        f"; {' and '.join(disabled)} reflections are disabled here: return empty lists for them"
-        if disabled
-        else ""
-    )
     return Rendered(
         system=SYSTEM,
         user=TEMPLATE.format(
@@ -118,10 +123,9 @@ def render(inp: ExtractReflectionsInput) -> Rendered:
             memory_blocks="\n".join(blocks),
             new_facts="\n".join(f"- {tag(f)}" for f in inp.new_facts) or "(none)",
             conversation=conversation(inp.messages),
-            scope_sections="".join(
-                _SCOPE_SECTIONS[s] for s in ("agent", "user", "session") if s in inp.scopes
-            ),
+            conversation_note=CONVERSATION_NOTE,
+            agent_rule=AGENT_SCOPE_RULE,
+            scope_sections="".join(_SCOPE_SECTIONS.values()),
             max_words=inp.max_words,
-            disabled_note=disabled_note,
         ),
     )

@@ -2,6 +2,7 @@
 
 Every write that matters for the guarantees is a single atomic call here:
 - ``record_messages`` is idempotent by message id and keeps the per-(session, agent) counters;
+  an agent's view of a session (cursor, counters, participants, ended_at, purge) is its own;
 - ``commit_formation`` applies fact changes, buffers reflections and moves the cursor together,
   exactly once per formation id;
 - ``commit_consolidation`` replaces a blob and marks its reflections absorbed together, only if the
@@ -77,16 +78,20 @@ class MemoryStore(abc.ABC):
     ) -> RecordOutcome:
         """Insert the messages not yet stored (by message id), in order, with the next seqs.
 
-        Atomically: the session exists with ``agent_id`` among its agents and every user_id of a
-        user message among its users; each of the session's agents gets pending_messages += 1 and
-        pending_weighted_tokens += weight(role) * ceil(len(content) / chars_per_token) per new
-        message; last_message_at = max(created_at). An agent new to the session starts with
-        cursor 0 and the pending counts of every message already stored.
+        Atomically: the session exists with ``agent_id`` among its agents; each of the session's
+        agents gets pending_messages += 1 and pending_weighted_tokens += weight(role) *
+        ceil(len(content) / chars_per_token) per new message, and the user_id of every new user
+        message among its participants (in join order); last_message_at = max(created_at).
+        An agent new to the session joins at its head: cursor = last_seq, nothing pending, no
+        participants (what was said before it joined is not its to remember).
         Returns the calling agent's state after the write.
         """
 
     @abc.abstractmethod
-    async def get_session(self, session_id: str) -> SessionInfo | None: ...
+    async def get_session(self, session_id: str, agent_id: str | None = None) -> SessionInfo | None:
+        """With ``agent_id``: that agent's view (None when it never recorded into the session):
+        user_ids = its participants, ended_at = when it ended the session. Without: every user
+        of the session, ended_at None (ending is per agent)."""
 
     @abc.abstractmethod
     async def get_session_agent_state(
@@ -115,11 +120,15 @@ class MemoryStore(abc.ABC):
         Ended sessions are included (their remainder must still form). Served by an index."""
 
     @abc.abstractmethod
-    async def end_session(self, session_id: str, at: datetime) -> None: ...
+    async def end_session(self, session_id: str, agent_id: str, at: datetime) -> None:
+        """The agent ended the session (other agents of it go on): its ended_at = at, not purged.
+        NotFoundError when the agent never recorded into the session."""
 
     @abc.abstractmethod
     async def purge_ended_sessions(self, ended_before: datetime, limit: int) -> list[str]:
-        """Delete session-scoped reflections and blobs of sessions ended before the date; return their ids."""
+        """Delete the session-scoped reflections and blobs of each (agent, session) the agent
+        ended before the date (another agent's session memory is left alone), oldest first, at
+        most ``limit``; return their session ids, one per purged (agent, session)."""
 
     # ------------------------------------------------------------ embeddings cache
 
@@ -147,7 +156,9 @@ class MemoryStore(abc.ABC):
     @abc.abstractmethod
     async def text_search(self, query: str, flt: FactFilter, *, limit: int) -> list[ScoredFact]:
         """Valid facts within ``flt`` matching the query's words, best first, score on a BM25-like
-        scale (≥ 0, larger is better) that both backends share."""
+        scale (≥ 0, larger is better) that both backends share. The statistics (document count,
+        average length, document frequencies) are those of the facts within ``flt``: a score
+        never depends on what the caller may not see."""
 
     @abc.abstractmethod
     async def recent_facts(self, flt: FactFilter, *, since: datetime, limit: int) -> list[Fact]:
@@ -169,6 +180,8 @@ class MemoryStore(abc.ABC):
 
         - A formation id already committed returns its stored result with already_committed=True.
         - The cursor of (session, agent) must equal expected_cursor, else ConflictError.
+        - Every user-scope fact add and user reflection belongs to one of the agent's participants
+          of the session, else InvalidInputError.
         - Fact ops: add (skip as duplicate when a valid fact of the same agent/user/scope has the
           same hash; revive an invalidated one with that hash), update (StaleDecisionError when the
           fact's version != expected_version or it is invalidated; keeps previous_content and history,

@@ -28,7 +28,12 @@ from memory.prompts.decide_facts import (
     NewFactShown,
 )
 from memory.prompts.extract_facts import ExtractedFacts
-from memory.prompts.extract_reflections import CurrentMemory, ExtractedReflections
+from memory.prompts.extract_reflections import (
+    CurrentMemory,
+    ExtractedReflection,
+    ExtractedReflections,
+)
+from memory.scopes import place_fact, place_reflection
 from memory.settings import Scope
 
 llm = HeuristicProvider()
@@ -43,6 +48,7 @@ def msg(seq: int, content: str, role: Role = "user", name: str | None = "Alice")
         name=name or "",
         content=content,
         created_at=datetime(2026, 1, 1, tzinfo=UTC),
+        user_id="alice" if role == "user" else None,
     )
 
 
@@ -61,20 +67,22 @@ def request(task_input: TaskInput, prompt: str = "rendered prompt") -> LLMReques
     )
 
 
-def facts_input(
-    messages: list[PromptMessage], scopes: list[FactScope], max_words: int = 30
-) -> ExtractFactsInput:
-    return ExtractFactsInput(
-        agent=EVE, messages=messages, scopes=tuple(scopes), max_words=max_words
-    )
+def facts_input(messages: list[PromptMessage], max_words: int = 30) -> ExtractFactsInput:
+    return ExtractFactsInput(agent=EVE, messages=messages, max_words=max_words)
 
 
 async def facts(
     messages: list[PromptMessage], scopes: list[FactScope], max_words: int = 30
 ) -> list[tuple[str, str]]:
-    inp = facts_input(messages, scopes, max_words)
+    """The facts kept for a window of alice's with these scopes: the heuristic classifies into
+    every scope, the pipeline's rule (memory.scopes) keeps what the window allows."""
+    inp = facts_input(messages, max_words)
     result = await llm.generate_structured(request(inp), ExtractedFacts)
-    return [(fact.content, fact.scope) for fact in result.value.facts]
+    kept = [
+        (fact.content, place_fact(fact.scope, fact.speaker, "alice", tuple(scopes)))
+        for fact in result.value.facts
+    ]
+    return [(content, scope) for content, scope in kept if scope is not None]
 
 
 async def test_self_introductions_and_greetings_are_not_facts() -> None:
@@ -206,21 +214,43 @@ async def test_reflections_from_preferences_the_project_and_the_first_request() 
     ]
 
 
-async def test_reflections_go_only_to_enabled_scopes() -> None:
-    # No user scope (a group session): preferences become agent reflections.
-    no_user = await reflect(reflection_input(["agent", "session"]))
-    assert no_user.user_reflections == []
-    assert "Alice prefers bullet points over prose." in [
-        r.content for r in no_user.agent_reflections
+def placed(out: ExtractedReflections, scopes: list[Scope]) -> dict[str, list[str]]:
+    """Where the pipeline's rule (memory.scopes) puts each reflection in a window of alice's."""
+    found: dict[str, list[str]] = {"agent": [], "user": [], "session": []}
+    classified: list[tuple[Scope, list[ExtractedReflection]]] = [
+        ("agent", out.agent_reflections),
+        ("user", out.user_reflections),
+        ("session", out.session_reflections),
     ]
+    for scope, items in classified:
+        for r in items:
+            if where := place_reflection(scope, r.speaker, "alice", tuple(scopes)):
+                found[where].append(r.content)
+    return found
 
-    no_agent = await reflect(reflection_input(["user", "session"]))
-    assert no_agent.agent_reflections == []
-    assert len(no_agent.user_reflections) == 3
 
-    session_only = await reflect(reflection_input(["session"]))
-    assert (session_only.agent_reflections, session_only.user_reflections) == ([], [])
-    assert len(session_only.session_reflections) == 1
+async def test_reflections_go_only_to_enabled_scopes_and_personal_ones_never_to_agent() -> None:
+    # No user scope (a group session): preferences stay in the session, never in agent memory.
+    no_user = placed(await reflect(reflection_input(["agent", "session"])), ["agent", "session"])
+    assert no_user["user"] == []
+    assert "Alice prefers bullet points over prose." in no_user["session"]
+    assert "Alice prefers bullet points over prose." not in no_user["agent"]
+
+    no_agent = placed(await reflect(reflection_input(["user", "session"])), ["user", "session"])
+    assert no_agent["agent"] == []
+    assert len(no_agent["user"]) == 3
+
+    session_only = placed(await reflect(reflection_input(["session"])), ["session"])
+    assert (session_only["agent"], session_only["user"]) == ([], [])
+    assert len(session_only["session"]) == 1 + 3  # the first request, and the preferences
+
+
+async def test_an_anonymous_speakers_personal_content_is_nobodys_user_memory() -> None:
+    guest = msg(1, "My bank is Evilbank and my email is guest@evil.example.", name="Guest")
+    guest = guest.model_copy(update={"user_id": None})
+    assert await facts([guest], ["user", "agent"]) == []
+    out = await reflect(reflection_input(["user", "session"], [guest]))
+    assert placed(out, ["user", "session"])["user"] == []
 
 
 async def test_reflections_already_in_memory_are_not_repeated_and_respect_max_words() -> None:
@@ -272,7 +302,7 @@ async def test_consolidation_drops_the_oldest_lines_to_stay_within_the_word_limi
 
 
 async def test_same_input_same_output_whatever_the_prompt() -> None:
-    inp = facts_input(CONVERSATION, ["user", "agent"])
+    inp = facts_input(CONVERSATION)
     first = await HeuristicProvider().generate_structured(request(inp, "prompt A"), ExtractedFacts)
     second = await HeuristicProvider().generate_structured(
         request(inp, "another prompt"), ExtractedFacts
@@ -311,7 +341,7 @@ async def test_an_unknown_input_shape_is_refused_before_any_provider_sees_it(
 
 
 async def test_asking_for_the_wrong_kind_of_output_is_malformed() -> None:
-    inp = facts_input(CONVERSATION, ["user"])
+    inp = facts_input(CONVERSATION)
     with pytest.raises(MalformedOutputError):
         await llm.generate_text(request(inp))
     with pytest.raises(MalformedOutputError):

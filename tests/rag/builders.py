@@ -74,6 +74,7 @@ class MemoryWriter:
         self.embedder = WordHashEmbedder()
         self._session = f"setup-{agent_id}"
         self._started = False
+        self._users: set[str] = set()
 
     async def _commit(
         self,
@@ -87,6 +88,20 @@ class MemoryWriter:
                 self._session, self.agent_id, [message], weights={}, chars_per_token=4.0, now=T0
             )
             self._started = True
+        # User memory belongs to a participant of the session (#11): each owner says something.
+        owners = {op.user_id for op in ops if isinstance(op, FactAdd) and op.user_id}
+        owners |= {r.scope_key.user_id for r in reflections if r.scope_key.user_id}
+        if new := sorted(owners - self._users):
+            spoken = [
+                MessageIn(
+                    message_id=f"u-{u}", role="user", content="setup", created_at=T0, user_id=u
+                )
+                for u in new
+            ]
+            await self.store.record_messages(
+                self._session, self.agent_id, spoken, weights={}, chars_per_token=4.0, now=T0
+            )
+            self._users |= set(new)
         # The cursor stays at 0 (allowed: new_cursor == expected_cursor), so every commit needs
         # its own formation id.
         await self.store.commit_formation(

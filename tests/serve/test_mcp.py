@@ -16,7 +16,7 @@ from memory.embedding import make_embedder
 from memory.models import AgentConfig, ScopeKey
 from memory.settings import EmbeddingSettings, Settings, StoreSettings
 from memory.store.sqlite import SQLiteStore
-from tests.store.builders import Former, add
+from tests.store.builders import Former, add, msg, record
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -41,6 +41,8 @@ async def test_search_context_and_remember_over_stdio(
         await store.upsert_agent(AgentConfig(agent_id="eve", name="Eve"))
         batch = await embedder.embed(["Alice is vegetarian"])
         former = await Former(store, session_id="s1", agent_id="eve").start()
+        # alice's user memory is alice's: she spoke in the session (#11).
+        await record(store, "s1", "eve", [msg("alice-1", user_id="alice")])
         vector = [float(x) for x in batch.vectors[0]]
         await former.form(
             add("f1", "Alice is vegetarian", vector, user_id="alice"), model=batch.model

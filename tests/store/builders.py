@@ -89,12 +89,16 @@ async def record(
 async def session_with_messages(
     store: MemoryStore, session_id: str = "s1", agent_id: str = "a1", count: int = 2
 ) -> None:
-    """A session whose agent has ``count`` user messages pending (seqs 1..count)."""
+    """A session whose agent has ``count`` user messages pending (seqs 1..count), said by u1 and
+    u2 in turn (so that both may own user memory of it)."""
     await record(
         store,
         session_id,
         agent_id,
-        [msg(f"{session_id}-m{i}", seconds=i) for i in range(1, count + 1)],
+        [
+            msg(f"{session_id}-m{i}", seconds=i, user_id="u1" if i % 2 else "u2")
+            for i in range(1, count + 1)
+        ],
     )
 
 

@@ -163,7 +163,7 @@ async def test_purge_deletes_session_memory_of_sessions_ended_before(store: Memo
             absorbed_ids=[reflection(key, 1).reflection_id], at=at(50),
         )  # fmt: skip
         if ended is not None:
-            await store.end_session(session_id, at(ended))
+            await store.end_session(session_id, "a1", at(ended))
     s1_key = ScopeKey(scope="session", agent_id="a1", session_id="s1")
     s2_key = ScopeKey(scope="session", agent_id="a1", session_id="s2")
 

@@ -21,7 +21,7 @@ _CORNERS = {
 
 async def _corners(store: MemoryStore) -> None:
     for agent_id in ("a1", "a2"):
-        former = await Former(store, f"s-{agent_id}", agent_id).start(messages=1)
+        former = await Former(store, f"s-{agent_id}", agent_id).start(messages=2)
         await former.form(
             *(
                 add(name, f"{name} enjoys sailing", unit(1, 0), scope=scope, user_id=user)

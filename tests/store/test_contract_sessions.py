@@ -114,17 +114,17 @@ async def test_every_agent_of_the_session_gets_the_new_messages(store: MemorySto
         now=at(1),
     )
 
-    # The newcomer owes formation of what was said before it joined, too.
-    assert joined.state.cursor_seq == 0
-    assert joined.state.pending_messages == 2
-    assert joined.state.pending_weighted_tokens == pytest.approx(3.0)
+    # The newcomer joins at the head: it forms memory of what is said from then on only (#11).
+    assert joined.state.cursor_seq == 1
+    assert joined.state.pending_messages == 1
+    assert joined.state.pending_weighted_tokens == pytest.approx(2.0)
     first = await store.get_session_agent_state("s1", "a1")
     assert first is not None
     assert first.pending_messages == 2
     assert first.pending_weighted_tokens == pytest.approx(3.0)
 
 
-async def test_agent_joining_with_only_known_messages_gets_them_pending(
+async def test_agent_joining_with_only_known_messages_has_nothing_pending(
     store: MemoryStore,
 ) -> None:
     await record(store, "s1", "a1", [msg("m1"), msg("m2")])
@@ -134,8 +134,8 @@ async def test_agent_joining_with_only_known_messages_gets_them_pending(
 
     assert (outcome.inserted, outcome.duplicates) == (0, 1)
     assert outcome.state.agent_id == "a2"
-    assert outcome.state.pending_messages == 2
-    assert outcome.state.last_seq == 2
+    assert outcome.state.pending_messages == 0
+    assert (outcome.state.cursor_seq, outcome.state.last_seq) == (2, 2)
     session = await store.get_session("s1")
     assert session is not None
     assert set(session.agent_ids) == {"a1", "a2"}
@@ -190,8 +190,8 @@ async def test_load_messages_returns_the_half_open_range(store: MemoryStore) -> 
 async def test_cold_sessions_are_ordered_and_cut_at_idle_before(store: MemoryStore) -> None:
     await record(store, "s-late", "a1", [msg("m1", seconds=30)])
     await record(store, "s-early", "a1", [msg("m1", seconds=10)])
+    await record(store, "s-mid", "a1", [])  # joins before m1: it is pending for both agents
     await record(store, "s-mid", "a2", [msg("m1", seconds=20)])
-    await record(store, "s-mid", "a1", [])
 
     cold = await store.list_cold_sessions(
         idle_before=at(20), min_messages=1, min_weighted_tokens=0, after=None, limit=10
@@ -248,14 +248,14 @@ async def test_cold_sessions_need_enough_messages_or_tokens(store: MemoryStore) 
 
 async def test_ended_sessions_are_still_cold(store: MemoryStore) -> None:
     await record(store, "s1", "a1", [msg("m1", seconds=1)])
-    await store.end_session("s1", at(2))
+    await store.end_session("s1", "a1", at(2))
 
     cold = await store.list_cold_sessions(
         idle_before=at(100), min_messages=1, min_weighted_tokens=0, after=None, limit=10
     )
 
     assert [s.session_id for s in cold] == ["s1"]
-    session = await store.get_session("s1")
+    session = await store.get_session("s1", "a1")
     assert session is not None and session.ended_at == at(2)
 
 

@@ -34,6 +34,7 @@ from tests.store.builders import (
     USER_KEY,
     Former,
     add,
+    at,
     msg,
     record,
     reflection,
@@ -250,7 +251,9 @@ async def test_concurrent_recorders_get_distinct_contiguous_seqs(
     for agent in ("a0", "a1"):
         state = await store.get_session_agent_state("s1", agent)
         assert state is not None
-        assert (state.last_seq, state.pending_messages) == (9, 9)
+        # Every message after the agent joined is pending (an agent joins at the head).
+        assert state.last_seq == 9
+        assert state.cursor_seq + state.pending_messages == 9
 
 
 async def test_concurrent_consolidations_let_exactly_one_win(
@@ -300,3 +303,28 @@ async def test_timestamps_round_trip_to_the_microsecond(
     assert stored.created_at == moment
     session = await store.get_session("s1")
     assert session is not None and (session.created_at, session.last_message_at) == (moment, moment)
+
+
+async def test_documents_of_session_wide_ending_are_migrated_at_setup(
+    client: AsyncMongoClient[dict[str, Any]], database: str
+) -> None:
+    db = client.get_database(database)
+    ended = at(50).isoformat(timespec="microseconds")
+    await db.sessions.insert_one(
+        {"_id": "old", "created_at": ended, "ended_at": ended, "purged": False,
+         "agent_ids": ["a1", "a2"], "user_ids": ["u1", "u2"], "last_seq": 0,
+         "last_message_at": None}
+    )  # fmt: skip
+    for agent_id in ("a1", "a2"):
+        await db.session_agents.insert_one(
+            {"session_id": "old", "agent_id": agent_id, "cursor_seq": 0, "last_seq": 0,
+             "pending_messages": 0, "pending_weighted_tokens": 0.0, "last_message_at": None,
+             "formations": 0}
+        )  # fmt: skip
+    await _store(client, database, "off")
+    store = await _store(client, database, "off")  # idempotent
+
+    for agent_id in ("a1", "a2"):
+        view = await store.get_session("old", agent_id)
+        assert view is not None and (view.ended_at, view.user_ids) == (at(50), ("u1", "u2"))
+    assert await store.purge_ended_sessions(at(100), limit=10) == ["old", "old"]

@@ -55,6 +55,7 @@ def snapshot(
     return FormationSnapshot(
         done=done, state=state, embedding_meta=meta, facts=list(facts),
         existing_reflections=existing, buffered=buffered or {}, pending_after=(2, 5.0),
+        participants=frozenset({"u1", "u2"}),
     )  # fmt: skip
 
 

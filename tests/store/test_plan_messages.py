@@ -91,10 +91,10 @@ def test_only_duplicates_write_nothing() -> None:
     assert (out.result.inserted, out.result.duplicates, out.result.state) == (0, 1, state)
 
 
-def test_a_newcomer_owes_everything_already_said() -> None:
+def test_a_newcomer_joins_at_the_head_with_nothing_pending() -> None:
     snap = RecordSnapshot(
         session_exists=True, last_seq=4, last_message_at=at(4), state=None,
-        stored_ids=frozenset(), totals=(4, 7.5),
+        stored_ids=frozenset(),
     )  # fmt: skip
     out = plan([], snap, agent="a2")
     assert out.writes == (
@@ -102,14 +102,13 @@ def test_a_newcomer_owes_everything_already_said() -> None:
             SessionAgentState(
                 session_id="s1",
                 agent_id="a2",
+                cursor_seq=4,
                 last_seq=4,
-                pending_messages=4,
-                pending_weighted_tokens=7.5,
                 last_message_at=at(4),
             )
         ),
     )
-    assert out.result.state.cursor_seq == 0
+    assert out.result.state.cursor_seq == 4
 
 
 def test_only_user_messages_add_users_in_order() -> None:

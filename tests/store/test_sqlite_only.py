@@ -143,7 +143,9 @@ async def test_a_store_in_another_process_writes_safely(
     assert [m.seq for m in stored] == list(range(1, 41))
     for agent_id in ("a1", "a2"):
         state = await store.get_session_agent_state("s1", agent_id)
-        assert state is not None and state.pending_messages == 40
+        # Every message after the agent joined is pending (a2 joined at the head of its time).
+        assert state is not None and state.last_seq == 40
+        assert state.cursor_seq + state.pending_messages == 40
 
 
 async def test_a_store_waiting_for_the_write_lock_leaves_the_loop_free(

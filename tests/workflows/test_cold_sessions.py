@@ -297,7 +297,7 @@ async def test_session_end_consolidates_the_session_scope_and_the_job_purges_it_
         )
     assert ended.formation.formations == 1
     assert (ended.consolidation.consolidations, ended.consolidation.absorbed) == (1, 1)
-    session = await h.store.get_session("s1")
+    session = await h.store.get_session("s1", "eve")  # ending is the agent's (#11)
     assert session is not None and session.ended_at is not None
     assert "<SessionMemory>" in context and "the user is planning a trip" in context
     assert "Alice drinks green tea" in next_session and "<SessionMemory>" not in next_session

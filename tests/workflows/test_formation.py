@@ -159,10 +159,14 @@ async def test_user_memory_toggle_off_writes_no_user_scope(
     )
     async with h.worker():
         await h.form("s1")
-    assert facts_input(h.llm.calls("extract_facts")[0]).scopes == ("agent",)
+    # The prompt offers every scope (#11): which are kept is decided after the answer.
+    assert facts_input(h.llm.calls("extract_facts")[0]).task == "extract_facts"
     assert [f.scope for f in await h.all_facts()] == ["agent"]
     assert await h.buffered(h.key("user")) == []
-    assert len(await h.buffered(h.key("session"))) == 1
+    # The personal reflection stays in this session, never in agent memory.
+    session = [r.content for r in await h.buffered(h.key("session"))]
+    assert sorted(session) == ["Alice likes bullets", "venue"]
+    assert "Alice likes bullets" not in [r.content for r in await h.buffered(h.key("agent"))]
 
 
 async def test_group_chat_turns_user_memory_off(
@@ -187,7 +191,10 @@ async def test_group_chat_turns_user_memory_off(
     assert (
         await h.buffered(h.key("user")) == [] and await h.buffered(h.key("user", user="bob")) == []
     )
-    assert len(await h.buffered(h.key("session"))) == 1
+    # alice's personal reflection stays in the group session, never in agent memory (#11).
+    session = [r.content for r in await h.buffered(h.key("session"))]
+    assert sorted(session) == ["Alice likes bullets", "group planning"]
+    assert await h.buffered(h.key("agent")) == []
 
 
 async def test_session_buffer_at_threshold_is_consolidated(

@@ -37,10 +37,13 @@ REGULAR_INDEXES: dict[str, list[IndexModel]] = {
             partialFilterExpression={"pending_messages": {"$gt": 0}},
             name="session_agents_cold",
         ),
+        # purge_ended_sessions walks the ended (session, agent) pairs oldest first.
+        IndexModel(
+            [("ended_at", ASCENDING), ("session_id", ASCENDING), ("agent_id", ASCENDING)],
+            name="session_agents_ended",
+        ),
     ],
-    # purge_ended_sessions walks the ended sessions oldest first.
     "sessions": [
-        IndexModel([("ended_at", ASCENDING), ("_id", ASCENDING)]),
         # mnemos serve: an agent's sessions (and through them its users) for the memory page.
         IndexModel([("agent_ids", ASCENDING)], name="sessions_agent"),
     ],
@@ -84,6 +87,7 @@ REGULAR_INDEXES: dict[str, list[IndexModel]] = {
 # a collection implicitly inside a multi-document transaction.
 PLAIN_COLLECTIONS = (
     "agents",
+    "sessions",
     "formation_commits",
     "embeddings",
     "scope_versions",

@@ -81,7 +81,11 @@ async def formation_snapshot(
         {"$group": {"_id": "$scope_key", "n": {"$sum": 1}}},
     ]
     counts = await (await db.reflections.aggregate(pipeline, session=s)).to_list()
+    mine = await db.session_agents.find_one(
+        {"session_id": req.session_id, "agent_id": req.agent_id}, {"user_ids": 1}, session=s
+    )
     return FormationSnapshot(
+        participants=frozenset(mine.get("user_ids", []) if mine else ()),
         done=None if done is None else FormationCommitResult.model_validate(done["result"]),
         state=await read_state(db, req.session_id, req.agent_id, s),
         embedding_meta=await read_embedding_meta(db, s),
@@ -109,7 +113,6 @@ async def record_snapshot(
         last_message_at=None if doc is None else opt_dt(doc.get("last_message_at")),
         state=state,
         stored_ids=frozenset([m["message_id"] async for m in stored]),
-        totals=await pending_after(db, session_id, 0, s) if state is None else (0, 0.0),
     )
 
 

@@ -7,7 +7,8 @@ the search; without them as $text and exact cosine in numpy (see search).
 A session document holds the message counter (``last_seq``, written by every recording
 transaction, so that concurrent recorders conflict and retry instead of sharing a seq), the
 agents and users in join order, and the timestamps. One ``session_agents`` document per
-(session, agent) holds the formation cursor and the pending counters; ``last_seq`` and
+(session, agent) holds the agent's view: the formation cursor, the pending counters, its
+participants (``user_ids``) and when it ended the session (``ended_at``, ``purged``); ``last_seq`` and
 ``last_message_at`` are copied into it so that the cold-session index and the returned state
 need no join.
 """
@@ -25,7 +26,6 @@ from pymongo import DESCENDING, AsyncMongoClient, ReplaceOne
 from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.errors import CollectionInvalid
 
-from memory.errors import NotFoundError
 from memory.models import (
     AgentConfig,
     ConsolidatedMemory,
@@ -46,7 +46,6 @@ from memory.store.mongo.docs import (
     fact_from_doc,
     message_from_doc,
     reflection_from_doc,
-    session_from_doc,
     state_from_doc,
     ts,
 )
@@ -54,6 +53,12 @@ from memory.store.mongo.indexes import PLAIN_COLLECTIONS, REGULAR_INDEXES
 from memory.store.mongo.listings import MongoListings
 from memory.store.mongo.reads import read_embedding_meta, read_snapshot, read_state, reflection
 from memory.store.mongo.search import AtlasMode, FactSearch, fact_match
+from memory.store.mongo.sessions import (
+    end_session,
+    migrate_session_agents,
+    purge_ended_sessions,
+    session_view,
+)
 from memory.store.mongo.txn import run_transaction
 from memory.store.mongo.writes import apply_writes
 from memory.store.planned import PlannedStore
@@ -107,6 +112,7 @@ class MongoStore(MongoListings, PlannedStore):
                     await self._db.create_collection(name)
         for name, indexes in REGULAR_INDEXES.items():
             await self._db[name].create_indexes(indexes)
+        await migrate_session_agents(self._db)
 
     async def close(self) -> None:
         if self._owns_client:
@@ -125,9 +131,8 @@ class MongoStore(MongoListings, PlannedStore):
 
     # ------------------------------------------------------------ sessions and messages
 
-    async def get_session(self, session_id: str) -> SessionInfo | None:
-        doc = await self._db.sessions.find_one({"_id": session_id})
-        return None if doc is None else session_from_doc(doc)
+    async def get_session(self, session_id: str, agent_id: str | None = None) -> SessionInfo | None:
+        return await session_view(self._db, session_id, agent_id)
 
     async def get_session_agent_state(
         self, session_id: str, agent_id: str
@@ -179,39 +184,11 @@ class MongoStore(MongoListings, PlannedStore):
         cursor = self._db.session_agents.find({"$and": terms}).sort(sort).limit(limit)
         return [state_from_doc(doc) async for doc in cursor]
 
-    async def end_session(self, session_id: str, at: datetime) -> None:
-        # Ending again (a resumed session) restarts the retention period of its memory.
-        result = await self._db.sessions.update_one(
-            {"_id": session_id}, {"$set": {"ended_at": ts(at), "purged": False}}
-        )
-        if result.matched_count == 0:
-            raise NotFoundError(f"no session {session_id}")
+    async def end_session(self, session_id: str, agent_id: str, at: datetime) -> None:
+        await end_session(self._db, session_id, agent_id, at)
 
     async def purge_ended_sessions(self, ended_before: datetime, limit: int) -> list[str]:
-        if limit <= 0:
-            return []
-
-        async def body(session: AsyncClientSession) -> list[str]:
-            cursor = (
-                self._db.sessions.find(
-                    {"ended_at": {"$ne": None, "$lt": ts(ended_before)}, "purged": False},
-                    {"_id": 1},
-                    session=session,
-                )
-                .sort([("ended_at", 1), ("_id", 1)])
-                .limit(limit)
-            )
-            ids = [doc["_id"] async for doc in cursor]
-            if ids:
-                scoped = {"session_id": {"$in": ids}, "scope": "session"}
-                await self._db.reflections.delete_many(scoped, session=session)
-                await self._db.consolidated.delete_many(scoped, session=session)
-                await self._db.sessions.update_many(
-                    {"_id": {"$in": ids}}, {"$set": {"purged": True}}, session=session
-                )
-            return ids
-
-        return await run_transaction(self._db, body)
+        return await purge_ended_sessions(self._db, ended_before, limit)
 
     # ------------------------------------------------------------ embeddings cache
 

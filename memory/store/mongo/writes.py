@@ -66,20 +66,25 @@ async def _apply(db: AsyncDatabase[Doc], s: AsyncClientSession, write: w.Write) 
         case w.CreateSession(session_id=session_id, created_at=created_at):
             await db.sessions.insert_one(
                 {
-                    "_id": session_id, "created_at": ts(created_at), "ended_at": None,
-                    "purged": False, "agent_ids": [], "user_ids": [], "last_seq": 0,
-                    "last_message_at": None,
+                    "_id": session_id, "created_at": ts(created_at), "agent_ids": [],
+                    "user_ids": [], "last_seq": 0, "last_message_at": None,
                 },
                 session=s,
             )  # fmt: skip
         case w.AddSessionAgent(state=state):
-            await db.session_agents.insert_one(state_doc(state), session=s)
+            mine: Doc = {"ended_at": None, "purged": False, "user_ids": []}
+            await db.session_agents.insert_one({**state_doc(state), **mine}, session=s)
             await db.sessions.update_one(
                 {"_id": state.session_id}, {"$push": {"agent_ids": state.agent_id}}, session=s
             )
         case w.AddSessionUsers(session_id=session_id, user_ids=user_ids):
             await db.sessions.update_one(
                 {"_id": session_id},
+                {"$addToSet": {"user_ids": {"$each": list(user_ids)}}},
+                session=s,
+            )
+            await db.session_agents.update_many(
+                {"session_id": session_id},
                 {"$addToSet": {"user_ids": {"$each": list(user_ids)}}},
                 session=s,
             )

@@ -6,6 +6,9 @@ nothing written. The rules:
 
 - A formation id already committed returns its stored result with already_committed=True.
 - The cursor of (session, agent) must equal expected_cursor, else ConflictError.
+- A user-scope fact add or user reflection names one of the agent's participants of the session
+  (a user who spoke there since the agent joined), else InvalidInputError: user memory belongs
+  to the user who said it.
 - The commit's vectors share one dimension, and the stored model/dimension (the first commit
   sets them), else EmbeddingMismatchError.
 - Fact ops: adds and updates in order, then invalidations. An add is skipped as a duplicate when
@@ -68,6 +71,7 @@ class FormationSnapshot:
     existing_reflections: frozenset[str]
     buffered: Mapping[str, int]  # scope key -> unabsorbed count (missing: 0)
     pending_after: tuple[int, float]  # messages after new_cursor
+    participants: frozenset[str] = frozenset()  # the agent's users of the session
 
 
 @dataclass(frozen=True)
@@ -243,6 +247,17 @@ class _FactPlanner:
         self._put(fact.model_copy(update=update), None)
 
 
+def _check_owners(commit: FormationCommit, participants: frozenset[str]) -> None:
+    """User memory only for a user who spoke in this agent's view of the session."""
+    owners = [(op.fact_id, op.user_id) for op in commit.fact_ops if isinstance(op, FactAdd)]
+    owners += [(r.reflection_id, r.scope_key.user_id) for r in commit.reflections]
+    for item, user_id in owners:
+        if user_id is not None and user_id not in participants:
+            raise InvalidInputError(
+                f"{item}: user {user_id!r} is not a participant of session {commit.session_id}"
+            )
+
+
 def _new_reflections(
     commit: FormationCommit, existing: frozenset[str]
 ) -> tuple[tuple[Reflection, ...], set[str]]:
@@ -264,6 +279,7 @@ def plan_formation(
     if snapshot.done is not None:
         return Plan((), snapshot.done.model_copy(update={"already_committed": True}))
     state = check_cursor(snapshot.state, commit)
+    _check_owners(commit, snapshot.participants)
     writes: list[Write] = []
     dimension = commit_dimension(commit)
     if dimension is not None:

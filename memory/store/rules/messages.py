@@ -2,10 +2,11 @@
 
 The rules: the messages not yet stored (by message id; a repeated id within the call is a
 duplicate of its first occurrence) get the next seqs, in order. The session exists with the
-calling agent among its agents and every user_id of a new user message among its users. Each of
-the session's agents gets pending_messages += 1 and pending_weighted_tokens += weight(role) *
-ceil(len(content) / chars_per_token) per new message; last_message_at = max(created_at). An agent
-new to the session starts with cursor 0 and the pending counts of every message already stored.
+calling agent among its agents. Each of the session's agents gets pending_messages += 1 and
+pending_weighted_tokens += weight(role) * ceil(len(content) / chars_per_token) per new message,
+and every user_id of a new user message among its participants; last_message_at =
+max(created_at). An agent new to the session joins at its head (cursor = last_seq, nothing
+pending): it forms memory only of what is said from then on.
 """
 
 from __future__ import annotations
@@ -37,8 +38,6 @@ class RecordSnapshot:
     last_message_at: datetime | None
     state: SessionAgentState | None  # the calling agent's
     stored_ids: frozenset[str]  # which of the call's message ids the session already holds
-    # (count, weighted tokens) of every stored message: read only when ``state`` is None.
-    totals: tuple[int, float] = (0, 0.0)
 
 
 @dataclass(frozen=True)
@@ -66,12 +65,10 @@ def plan_record_messages(
         writes.append(CreateSession(session_id, now))
     state = snapshot.state
     if state is None:
-        # A newcomer owes formation of everything already said: cursor 0, all of it pending.
+        # A newcomer joins at the head: what others heard before it came is not its to remember.
         state = SessionAgentState(
-            session_id=session_id, agent_id=agent_id, cursor_seq=0,
-            last_seq=snapshot.last_seq, pending_messages=snapshot.totals[0],
-            pending_weighted_tokens=max(0.0, snapshot.totals[1]),
-            last_message_at=snapshot.last_message_at,
+            session_id=session_id, agent_id=agent_id, cursor_seq=snapshot.last_seq,
+            last_seq=snapshot.last_seq, last_message_at=snapshot.last_message_at,
         )  # fmt: skip
         writes.append(AddSessionAgent(state))
 

@@ -30,12 +30,26 @@ def token_count(text: str) -> int:
     return len(tokenize(text))
 
 
+def _stem(word: str) -> str:
+    """A light English stem, so that "opens" meets "open" and "parties" meets "party" (FTS5's
+    porter tokenizer finds such matches; the score must count them)."""
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 3 and word.endswith(("ches", "shes", "sses", "xes", "zes")):
+        return word[:-2]
+    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return word
+
+
 def bm25(
     terms: Sequence[str], contents: Mapping[str, str], n_docs: int, avg_len: float
 ) -> dict[str, float]:
     """BM25 of each candidate (id -> content) for the query terms; 0 for no term. ``n_docs``
-    and ``avg_len`` describe the searched collection (at least the candidates)."""
-    tokens = {fid: Counter(tokenize(text)) for fid, text in contents.items()}
+    and ``avg_len`` describe the searched collection (at least the candidates): the caller's
+    facts, never the whole store. Terms and words meet by their light stems."""
+    terms = list(dict.fromkeys(_stem(t) for t in terms))
+    tokens = {fid: Counter(_stem(t) for t in tokenize(text)) for fid, text in contents.items()}
     n_docs = max(n_docs, len(contents))
     avg_len = avg_len or 1.0
     idf = {}

@@ -77,14 +77,15 @@ class CreateSession:
 
 @dataclass(frozen=True)
 class AddSessionAgent:
-    """The agent joins the session with this state (cursor 0, what is already said pending)."""
+    """The agent joins the session with this state (at its head, nothing pending, not ended)."""
 
     state: SessionAgentState
 
 
 @dataclass(frozen=True)
 class AddSessionUsers:
-    """Users joining the session, in join order (already present ones are left alone)."""
+    """Users speaking in the session, in join order: added to the session's users and to the
+    participants of each of its agents (already present ones are left alone)."""
 
     session_id: str
     user_ids: tuple[str, ...]

@@ -81,6 +81,13 @@ def formation_snapshot(conn: sqlite3.Connection, req: FormationRequest) -> Forma
         existing_reflections=frozenset(existing),
         buffered=buffered,
         pending_after=pending_after(conn, req.session_id, req.new_cursor),
+        participants=frozenset(
+            str(row[0])
+            for row in conn.execute(
+                "SELECT user_id FROM session_agent_users WHERE session_id = ? AND agent_id = ?",
+                (req.session_id, req.agent_id),
+            )
+        ),
     )
 
 
@@ -102,7 +109,6 @@ def record_snapshot(conn: sqlite3.Connection, req: RecordRequest) -> RecordSnaps
         last_message_at=None if session is None else opt_from_us(session["last_message_at"]),
         state=state,
         stored_ids=frozenset(stored),
-        totals=pending_after(conn, session_id, 0) if state is None else (0, 0.0),
     )
 
 

@@ -3,7 +3,7 @@ that they sort and compare exactly; vectors are float32 BLOBs; fact history is J
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 DDL = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -16,17 +16,13 @@ CREATE TABLE IF NOT EXISTS agents (
     config   TEXT NOT NULL                      -- AgentConfig as JSON
 ) WITHOUT ROWID;
 
+-- Ending is per agent (session_agents); files of schema 1 keep unused ended_at/purged columns.
 CREATE TABLE IF NOT EXISTS sessions (
     session_id      TEXT PRIMARY KEY,
     created_at      INTEGER NOT NULL,
     last_seq        INTEGER NOT NULL DEFAULT 0,
-    last_message_at INTEGER,
-    ended_at        INTEGER,
-    purged          INTEGER NOT NULL DEFAULT 0  -- 1: session memory deleted by purge_ended_sessions
+    last_message_at INTEGER
 );
--- purge_ended_sessions walks the ended, not yet purged sessions oldest first.
-CREATE INDEX IF NOT EXISTS sessions_to_purge ON sessions (ended_at, session_id)
-    WHERE ended_at IS NOT NULL AND NOT purged;
 
 -- Rowid order = join order, which is the order SessionInfo lists users in.
 CREATE TABLE IF NOT EXISTS session_users (
@@ -45,7 +41,20 @@ CREATE TABLE IF NOT EXISTS session_agents (
     pending_weighted_tokens REAL NOT NULL DEFAULT 0,
     last_message_at         INTEGER,
     formations              INTEGER NOT NULL DEFAULT 0,
+    ended_at                INTEGER,            -- when this agent ended the session
+    purged                  INTEGER NOT NULL DEFAULT 0,  -- 1: its session memory was purged
     UNIQUE (session_id, agent_id)
+);
+-- purge_ended_sessions walks the ended, not yet purged (session, agent) rows oldest first.
+CREATE INDEX IF NOT EXISTS session_agents_to_purge ON session_agents (ended_at, session_id, agent_id)
+    WHERE ended_at IS NOT NULL AND NOT purged;
+
+-- An agent's participants: the users who spoke in the session since it joined (rowid = order).
+CREATE TABLE IF NOT EXISTS session_agent_users (
+    session_id TEXT NOT NULL REFERENCES sessions (session_id) ON DELETE CASCADE,
+    agent_id   TEXT NOT NULL,
+    user_id    TEXT NOT NULL,
+    UNIQUE (session_id, agent_id, user_id)
 );
 -- list_cold_sessions is a range scan of this index. Partial: formed-up states (pending 0), which
 -- are most of them over time, never cost the scan anything. The query repeats the WHERE term.
@@ -182,6 +191,33 @@ CREATE TABLE IF NOT EXISTS api_keys (
     created_at INTEGER NOT NULL
 ) WITHOUT ROWID;
 """
+
+
+# Schema 1 → 2, before the DDL (whose indexes name the new columns): ending and participants move
+# from the session to each of its agents. Each agent of an ended session ended it then.
+MIGRATE_1_TO_2 = """
+ALTER TABLE session_agents ADD COLUMN ended_at INTEGER;
+ALTER TABLE session_agents ADD COLUMN purged INTEGER NOT NULL DEFAULT 0;
+UPDATE session_agents SET
+    ended_at = (SELECT s.ended_at FROM sessions AS s WHERE s.session_id = session_agents.session_id),
+    purged = (SELECT s.purged FROM sessions AS s WHERE s.session_id = session_agents.session_id);
+DROP INDEX IF EXISTS sessions_to_purge;
+CREATE TABLE IF NOT EXISTS session_agent_users (
+    session_id TEXT NOT NULL REFERENCES sessions (session_id) ON DELETE CASCADE,
+    agent_id   TEXT NOT NULL,
+    user_id    TEXT NOT NULL,
+    UNIQUE (session_id, agent_id, user_id)
+);
+INSERT OR IGNORE INTO session_agent_users (session_id, agent_id, user_id)
+    SELECT sa.session_id, sa.agent_id, su.user_id
+    FROM session_users AS su JOIN session_agents AS sa ON sa.session_id = su.session_id
+    ORDER BY su.rowid, sa.rowid;
+"""
+
+
+def needs_migration(columns: set[str]) -> bool:
+    """An existing session_agents table (its column names) of schema 1."""
+    return bool(columns) and "ended_at" not in columns
 
 
 def fact_counter_key(agent_id: str) -> str:

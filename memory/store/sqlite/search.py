@@ -1,4 +1,5 @@
-"""Search helpers of the SQLite backend: a safe FTS5 MATCH expression and the vector cache.
+"""Search helpers of the SQLite backend: text search (FTS5 finds, the shared BM25 scores over the
+caller's facts) and the vector cache.
 
 The vector cache keeps, per agent, the unit vectors of its valid facts in one float32 matrix so a
 query is one matrix-vector product instead of reading every BLOB from SQLite. It is refreshed
@@ -16,14 +17,17 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from memory.models import Fact, FactFilter
+from memory.models import Fact, FactFilter, ScoredFact
 from memory.store.base import Vector
-from memory.store.sqlite.codec import FACT_COLUMNS, fact_from_row
+from memory.store.rules.text import bm25, tokenize
+from memory.store.sqlite.codec import FACT_COLUMNS, fact_columns, fact_from_row
 from memory.store.sqlite.meta import rows_in
 from memory.store.sqlite.schema import fact_counter_key
+from memory.store.sqlite.thread import TOKEN_COUNT_SQL
 
 _WORD = re.compile(r"\w+")
 _MAX_TERMS = 64
+_CANDIDATE_CAP = 1000  # matches scored per query, newest first beyond it
 
 # User codes of matrix rows besides the users' own (>= 0): agent-scoped facts, and dead rows.
 _AGENT_SCOPE = -1
@@ -37,6 +41,35 @@ def fts_match_expression(query: str) -> str | None:
     words = dict.fromkeys(word.casefold() for word in _WORD.findall(query))
     # Quoting is safe because a \\w+ word never holds a double quote.
     return " OR ".join(f'"{word}"' for word in list(words)[:_MAX_TERMS]) or None
+
+
+def text_search_tx(
+    conn: sqlite3.Connection, query: str, flt: FactFilter, limit: int
+) -> list[ScoredFact]:
+    """FTS5 finds the matches within the filter; the scores are the shared BM25
+    (memory.store.rules.text) with the statistics of the facts within the filter, never FTS5's
+    bm25(), whose statistics are the whole table's: other agents' facts must not move a score."""
+    match = fts_match_expression(query)
+    if match is None or limit <= 0:
+        return []
+    where, params = fact_filter_sql(flt)
+    rows = conn.execute(
+        f"SELECT {fact_columns('f')}, f.rowid AS rid FROM facts_fts "
+        f"JOIN facts AS f ON f.rowid = facts_fts.rowid WHERE facts_fts MATCH ? AND {where} "
+        "ORDER BY f.rowid DESC LIMIT ?",
+        (match, *params, _CANDIDATE_CAP),
+    ).fetchall()
+    if not rows:
+        return []
+    n_docs, avg_len = conn.execute(
+        f"SELECT count(*), avg({TOKEN_COUNT_SQL}(f.content)) FROM facts AS f WHERE {where}", params
+    ).fetchone()
+    terms = list(dict.fromkeys(tokenize(query)))[:_MAX_TERMS]
+    facts = {int(row["rid"]): fact_from_row(row) for row in rows}
+    scores = bm25(terms, {str(rid): f.content for rid, f in facts.items()}, n_docs, avg_len or 0.0)
+    # A match of the stemmer only (FTS5 stems, the shared tokenizer does not) scores 0, last.
+    ranked = sorted(facts, key=lambda rid: (-scores[str(rid)], rid))[:limit]
+    return [ScoredFact(fact=facts[rid], score=max(0.0, scores[str(rid)])) for rid in ranked]
 
 
 def fact_filter_sql(

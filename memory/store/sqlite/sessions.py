@@ -1,11 +1,14 @@
-"""Session queries of the SQLite backend: the cold-sessions scan and the purge of ended ones."""
+"""Session queries of the SQLite backend: an agent's view of a session, the cold-sessions scan and
+the purge of ended (session, agent) memory."""
 
 from __future__ import annotations
 
 import sqlite3
 from datetime import datetime
 
-from memory.store.sqlite.codec import STATE_SQL, to_us
+from memory.models import SessionInfo
+from memory.store.records import from_record
+from memory.store.sqlite.codec import STATE_SQL, from_us, to_us
 
 # The WHERE term `pending_messages > 0` repeats the partial index's, which lets SQLite use it;
 # the row value comparison makes the page boundary part of the index range.
@@ -22,24 +25,65 @@ LIMIT :limit
 )
 
 
+def _column(conn: sqlite3.Connection, sql: str, *params: object) -> tuple[str, ...]:
+    return tuple(str(row[0]) for row in conn.execute(sql, params))
+
+
+def session_view(
+    conn: sqlite3.Connection, session_id: str, agent_id: str | None
+) -> SessionInfo | None:
+    row = conn.execute(
+        "SELECT session_id, created_at, last_message_at FROM sessions WHERE session_id = ?",
+        (session_id,),
+    ).fetchone()
+    if row is None:
+        return None
+    agents = _column(
+        conn, "SELECT agent_id FROM session_agents WHERE session_id = ? ORDER BY rowid", session_id
+    )
+    if agent_id is None:
+        users = _column(
+            conn,
+            "SELECT user_id FROM session_users WHERE session_id = ? ORDER BY rowid",
+            session_id,
+        )
+        return from_record(SessionInfo, dict(row), from_us, agent_ids=agents, user_ids=users)
+    mine = conn.execute(
+        "SELECT ended_at FROM session_agents WHERE session_id = ? AND agent_id = ?",
+        (session_id, agent_id),
+    ).fetchone()
+    if mine is None:
+        return None
+    users = _column(
+        conn,
+        "SELECT user_id FROM session_agent_users WHERE session_id = ? AND agent_id = ? "
+        "ORDER BY rowid",
+        session_id,
+        agent_id,
+    )
+    ended = None if mine[0] is None else from_us(mine[0])
+    return from_record(
+        SessionInfo, dict(row), from_us, agent_ids=agents, user_ids=users, ended_at=ended
+    )
+
+
 def purge_ended_sessions_tx(
     conn: sqlite3.Connection, ended_before: datetime, limit: int
 ) -> list[str]:
-    ids = [
-        str(row[0])
-        for row in conn.execute(
-            "SELECT session_id FROM sessions "
-            "WHERE ended_at IS NOT NULL AND NOT purged AND ended_at < ? "
-            "ORDER BY ended_at, session_id LIMIT ?",
-            (to_us(ended_before), limit),
-        )
-    ]
-    for session_id in ids:
+    rows = conn.execute(
+        "SELECT session_id, agent_id FROM session_agents "
+        "WHERE ended_at IS NOT NULL AND NOT purged AND ended_at < ? "
+        "ORDER BY ended_at, session_id, agent_id LIMIT ?",
+        (to_us(ended_before), limit),
+    ).fetchall()
+    for session_id, agent_id in rows:
+        for table in ("reflections", "consolidated"):
+            conn.execute(
+                f"DELETE FROM {table} WHERE session_id = ? AND agent_id = ? AND scope = 'session'",
+                (session_id, agent_id),
+            )
         conn.execute(
-            "DELETE FROM reflections WHERE session_id = ? AND scope = 'session'", (session_id,)
+            "UPDATE session_agents SET purged = 1 WHERE session_id = ? AND agent_id = ?",
+            (session_id, agent_id),
         )
-        conn.execute(
-            "DELETE FROM consolidated WHERE session_id = ? AND scope = 'session'", (session_id,)
-        )
-        conn.execute("UPDATE sessions SET purged = 1 WHERE session_id = ?", (session_id,))
-    return ids
+    return [str(row[0]) for row in rows]

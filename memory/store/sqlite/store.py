@@ -39,17 +39,21 @@ from memory.store.sqlite.codec import (
     to_blob,
     to_us,
 )
-from memory.store.sqlite.listings import SQLiteListings, session_info
+from memory.store.sqlite.listings import SQLiteListings
 from memory.store.sqlite.meta import read_embedding_meta, rows_in
 from memory.store.sqlite.reads import read_snapshot, read_state, reflection
-from memory.store.sqlite.schema import DDL, SCHEMA_VERSION
+from memory.store.sqlite.schema import DDL, MIGRATE_1_TO_2, SCHEMA_VERSION, needs_migration
 from memory.store.sqlite.search import (
     VectorCache,
     fact_filter_sql,
     facts_by_id,
-    fts_match_expression,
+    text_search_tx,
 )
-from memory.store.sqlite.sessions import COLD_SESSIONS_SQL, purge_ended_sessions_tx
+from memory.store.sqlite.sessions import (
+    COLD_SESSIONS_SQL,
+    purge_ended_sessions_tx,
+    session_view,
+)
 from memory.store.sqlite.thread import SQLiteThread
 from memory.store.sqlite.writes import apply_writes
 
@@ -75,10 +79,13 @@ class SQLiteStore(SQLiteListings, SQLiteThread, PlannedStore):
 
     async def setup(self) -> None:
         def create(conn: sqlite3.Connection) -> None:
+            columns = {row[1] for row in conn.execute("PRAGMA table_info(session_agents)")}
+            if needs_migration(columns):
+                conn.executescript(MIGRATE_1_TO_2)
             conn.executescript(DDL)
             conn.execute(
                 "INSERT INTO meta (key, value) VALUES ('schema_version', ?) "
-                "ON CONFLICT (key) DO NOTHING",
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                 (str(SCHEMA_VERSION),),
             )
 
@@ -115,14 +122,8 @@ class SQLiteStore(SQLiteListings, SQLiteThread, PlannedStore):
 
     # ------------------------------------------------------------ sessions and messages
 
-    async def get_session(self, session_id: str) -> SessionInfo | None:
-        def load(conn: sqlite3.Connection) -> SessionInfo | None:
-            row = conn.execute(
-                "SELECT * FROM sessions WHERE session_id = ?", (session_id,)
-            ).fetchone()
-            return None if row is None else session_info(conn, row)
-
-        return await self._read(load)
+    async def get_session(self, session_id: str, agent_id: str | None = None) -> SessionInfo | None:
+        return await self._read(partial(session_view, session_id=session_id, agent_id=agent_id))
 
     async def get_session_agent_state(
         self, session_id: str, agent_id: str
@@ -157,15 +158,16 @@ class SQLiteStore(SQLiteListings, SQLiteThread, PlannedStore):
         rows = await self._read(lambda conn: conn.execute(COLD_SESSIONS_SQL, params).fetchall())
         return [state_from_row(row) for row in rows]
 
-    async def end_session(self, session_id: str, at: datetime) -> None:
+    async def end_session(self, session_id: str, agent_id: str, at: datetime) -> None:
         def end(conn: sqlite3.Connection) -> None:
             # Ending again (a resumed session) restarts the retention period of its memory.
             cursor = conn.execute(
-                "UPDATE sessions SET ended_at = ?, purged = 0 WHERE session_id = ?",
-                (to_us(at), session_id),
+                "UPDATE session_agents SET ended_at = ?, purged = 0 "
+                "WHERE session_id = ? AND agent_id = ?",
+                (to_us(at), session_id, agent_id),
             )
             if cursor.rowcount == 0:
-                raise NotFoundError(f"no session {session_id}")
+                raise NotFoundError(f"no session {session_id} of agent {agent_id}")
 
         await self._write(end)
 
@@ -215,17 +217,7 @@ class SQLiteStore(SQLiteListings, SQLiteThread, PlannedStore):
         return await self._read(search)
 
     async def text_search(self, query: str, flt: FactFilter, *, limit: int) -> list[ScoredFact]:
-        match = fts_match_expression(query)
-        if match is None or limit <= 0:
-            return []
-        where, params = fact_filter_sql(flt)
-        rows = await self._rows(
-            f"SELECT {fact_columns('f')}, -bm25(facts_fts) AS score "
-            "FROM facts_fts JOIN facts AS f ON f.rowid = facts_fts.rowid "
-            f"WHERE facts_fts MATCH ? AND {where} ORDER BY score DESC, f.rowid LIMIT ?",
-            (match, *params, limit),
-        )
-        return [ScoredFact(fact=fact_from_row(row), score=max(0.0, row["score"])) for row in rows]
+        return await self._read(lambda conn: text_search_tx(conn, query, flt, limit))
 
     async def recent_facts(self, flt: FactFilter, *, since: datetime, limit: int) -> list[Fact]:
         where, params = fact_filter_sql(flt)

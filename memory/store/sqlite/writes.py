@@ -108,10 +108,11 @@ def _apply(conn: sqlite3.Connection, write: w.Write, stamps: dict[str, int]) -> 
             )
         case w.AddSessionAgent(state=s):
             conn.execute(
-                "INSERT INTO session_agents (session_id, agent_id, pending_messages, "
-                "pending_weighted_tokens, last_message_at) VALUES (?, ?, ?, ?, ?)",
+                "INSERT INTO session_agents (session_id, agent_id, cursor_seq, pending_messages, "
+                "pending_weighted_tokens, last_message_at) VALUES (?, ?, ?, ?, ?, ?)",
                 (
-                    s.session_id, s.agent_id, s.pending_messages, s.pending_weighted_tokens,
+                    s.session_id, s.agent_id, s.cursor_seq, s.pending_messages,
+                    s.pending_weighted_tokens,
                     None if s.last_message_at is None else to_us(s.last_message_at),
                 ),
             )  # fmt: skip
@@ -120,6 +121,12 @@ def _apply(conn: sqlite3.Connection, write: w.Write, stamps: dict[str, int]) -> 
                 "INSERT INTO session_users (session_id, user_id) VALUES (?, ?) "
                 "ON CONFLICT (session_id, user_id) DO NOTHING",
                 [(session_id, user_id) for user_id in user_ids],
+            )
+            conn.executemany(
+                "INSERT OR IGNORE INTO session_agent_users (session_id, agent_id, user_id) "
+                "SELECT session_id, agent_id, ? FROM session_agents WHERE session_id = ? "
+                "ORDER BY rowid",
+                [(user_id, session_id) for user_id in user_ids],
             )
         case w.InsertMessages(messages=messages):
             conn.executemany(

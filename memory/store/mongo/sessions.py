@@ -1,0 +1,85 @@
+"""Session reads and writes of the MongoDB backend that are per agent: an agent's view of a
+session, ending it, purging the session memory of ended (session, agent) pairs, and the
+migration of documents written when ending was session-wide."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pymongo.asynchronous.client_session import AsyncClientSession
+from pymongo.asynchronous.database import AsyncDatabase
+
+from memory.errors import NotFoundError
+from memory.models import SessionInfo
+from memory.store.mongo.docs import Doc, session_from_doc, ts
+from memory.store.mongo.txn import run_transaction
+
+
+async def session_view(
+    db: AsyncDatabase[Doc], session_id: str, agent_id: str | None
+) -> SessionInfo | None:
+    doc = await db.sessions.find_one({"_id": session_id})
+    if doc is None:
+        return None
+    if agent_id is None:
+        return session_from_doc({**doc, "ended_at": None})
+    mine = await db.session_agents.find_one({"session_id": session_id, "agent_id": agent_id})
+    if mine is None:
+        return None
+    view = {**doc, "user_ids": mine.get("user_ids", []), "ended_at": mine.get("ended_at")}
+    return session_from_doc(view)
+
+
+async def end_session(db: AsyncDatabase[Doc], session_id: str, agent_id: str, at: datetime) -> None:
+    # Ending again (a resumed session) restarts the retention period of its memory.
+    result = await db.session_agents.update_one(
+        {"session_id": session_id, "agent_id": agent_id},
+        {"$set": {"ended_at": ts(at), "purged": False}},
+    )
+    if result.matched_count == 0:
+        raise NotFoundError(f"no session {session_id} of agent {agent_id}")
+
+
+async def purge_ended_sessions(
+    db: AsyncDatabase[Doc], ended_before: datetime, limit: int
+) -> list[str]:
+    if limit <= 0:
+        return []
+
+    async def body(session: AsyncClientSession) -> list[str]:
+        cursor = (
+            db.session_agents.find(
+                {"ended_at": {"$ne": None, "$lt": ts(ended_before)}, "purged": False},
+                {"session_id": 1, "agent_id": 1},
+                session=session,
+            )
+            .sort([("ended_at", 1), ("session_id", 1), ("agent_id", 1)])
+            .limit(limit)
+        )
+        pairs = [(doc["session_id"], doc["agent_id"]) async for doc in cursor]
+        for session_id, agent_id in pairs:
+            mine = {"session_id": session_id, "agent_id": agent_id}
+            await db.reflections.delete_many({**mine, "scope": "session"}, session=session)
+            await db.consolidated.delete_many({**mine, "scope": "session"}, session=session)
+            await db.session_agents.update_one(mine, {"$set": {"purged": True}}, session=session)
+        return [session_id for session_id, _ in pairs]
+
+    return await run_transaction(db, body)
+
+
+async def migrate_session_agents(db: AsyncDatabase[Doc]) -> None:
+    """Documents of a store where ending and users were session-wide: each agent of an ended
+    session ended it then, and every user of the session is among its participants. Idempotent:
+    only agent documents without the per-agent fields are touched."""
+    async for doc in db.sessions.find({"ended_at": {"$exists": True}}):
+        fields = {
+            "ended_at": doc.get("ended_at"),
+            "purged": bool(doc.get("purged", False)),
+            "user_ids": list(doc.get("user_ids", [])),
+        }
+        await db.session_agents.update_many(
+            {"session_id": doc["_id"], "ended_at": {"$exists": False}}, {"$set": fields}
+        )
+        await db.sessions.update_one(
+            {"_id": doc["_id"]}, {"$unset": {"ended_at": "", "purged": ""}}
+        )

@@ -1,0 +1,86 @@
+"""The scope rule holds whatever the model answers: through the real OpenAI and Gemini SDKs against
+the local fake server, a model that puts items in a forbidden scope gets them filtered, never
+stored (a personal reflection is kept in the session, never promoted)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from memory.llm.base import LLMProvider
+from memory.llm.gemini_provider import GeminiProvider
+from memory.llm.openai_provider import OpenAIProvider
+from memory.models import AgentConfig, FactFilter, ScopeKey
+from memory.store.sqlite import SQLiteStore
+from tests.fake_provider_server import FakeProviderServer, Reply, gemini_content, openai_chat
+from tests.isolation.bench import Bench
+
+# Agent memory off, and alice's own session: agent scope is forbidden, and user memory may only
+# be alice's. The model answers with items in both forbidden places.
+EVE = AgentConfig(agent_id="eve", name="Eve", agent_memory_enabled=False)
+FACTS = {
+    "facts": [
+        {"content": "Bob's email is bob@example.com", "scope": "user", "speaker": "bob"},
+        {"content": "Alice is getting divorced", "scope": "agent", "speaker": None},
+    ]
+}
+REFLECTIONS = {
+    "agent_reflections": [{"content": "Users here discuss divorces", "speaker": None}],
+    "user_reflections": [{"content": "Bob wants answers in French", "speaker": "bob"}],
+    "session_reflections": [{"content": "Planning the festival", "speaker": None}],
+}
+
+
+@pytest.fixture
+def server() -> Iterator[FakeProviderServer]:
+    with FakeProviderServer() as fake:
+        yield fake
+
+
+def openai(server: FakeProviderServer) -> tuple[LLMProvider, list[Reply]]:
+    llm = OpenAIProvider(api_key="sk-test", base_url=server.openai_base_url, timeout=10)
+    return llm, [openai_chat(json.dumps(FACTS)), openai_chat(json.dumps(REFLECTIONS))]
+
+
+def gemini(server: FakeProviderServer) -> tuple[LLMProvider, list[Reply]]:
+    llm = GeminiProvider(api_key="g-test", timeout=10, base_url=server.url)
+    return llm, [gemini_content(json.dumps(FACTS)), gemini_content(json.dumps(REFLECTIONS))]
+
+
+@pytest.fixture(params=[openai, gemini], ids=["openai", "gemini"])
+async def bench(
+    request: pytest.FixtureRequest, server: FakeProviderServer, tmp_path: Path
+) -> AsyncIterator[Bench]:
+    store = SQLiteStore(tmp_path / "mnemos.db")
+    await store.setup()
+    llm, replies = request.param(server)
+    server.script(*replies)
+    b = await Bench.create(store, [EVE])
+    b.llm = llm
+    yield b
+    await llm.close()
+    await store.close()
+
+
+async def test_items_in_a_forbidden_scope_are_filtered_not_stored(
+    bench: Bench, server: FakeProviderServer
+) -> None:
+    await bench.say("eve", "s1", "I'm divorcing. Bob's email is bob@example.com.", user_id="alice")
+    await bench.say("eve", "s1", "Bob wants French. Let's plan the festival.", user_id="alice")
+    await bench.form("s1", "eve")
+
+    prompts = [json.dumps(r.body) for r in server.requests]
+    assert len(prompts) == 2  # extract facts, extract reflections: nothing kept to decide on
+    assert all("NEVER a person's private details" in p for p in prompts)
+    for user in ("alice", "bob", None):  # nothing stored, in any scope
+        assert await bench.store.list_facts(FactFilter(agent_id="eve", user_id=user)) == []
+    for key in (ScopeKey.agent("eve"), ScopeKey.user("eve", "alice"), ScopeKey.user("eve", "bob")):
+        assert await bench.store.unabsorbed_reflections(key) == []
+    session = await bench.store.unabsorbed_reflections(ScopeKey.session("eve", "s1"))
+    assert sorted(r.content for r in session) == [
+        "Bob wants answers in French",  # personal, not alice's: kept where it was said
+        "Planning the festival",
+    ]

@@ -1,0 +1,77 @@
+"""A SQLite file of schema 1 (ending and users session-wide) is migrated at setup, idempotently:
+each agent of an ended session ended it then, every user of the session is among its
+participants, and the store works on (#11)."""
+
+from __future__ import annotations
+
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+
+from memory.models import ScopeKey
+from memory.store.sqlite import SQLiteStore
+from memory.store.sqlite.codec import to_us
+from tests.store.builders import at, msg, record
+
+# The session tables as schema 1 wrote them (the rest of the DDL is unchanged since).
+SCHEMA_1 = """
+CREATE TABLE sessions (
+    session_id TEXT PRIMARY KEY, created_at INTEGER NOT NULL, last_seq INTEGER NOT NULL DEFAULT 0,
+    last_message_at INTEGER, ended_at INTEGER, purged INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX sessions_to_purge ON sessions (ended_at, session_id)
+    WHERE ended_at IS NOT NULL AND NOT purged;
+CREATE TABLE session_users (
+    session_id TEXT NOT NULL REFERENCES sessions (session_id) ON DELETE CASCADE,
+    user_id TEXT NOT NULL, UNIQUE (session_id, user_id)
+);
+CREATE TABLE session_agents (
+    session_id TEXT NOT NULL REFERENCES sessions (session_id) ON DELETE CASCADE,
+    agent_id TEXT NOT NULL, cursor_seq INTEGER NOT NULL DEFAULT 0,
+    pending_messages INTEGER NOT NULL DEFAULT 0, pending_weighted_tokens REAL NOT NULL DEFAULT 0,
+    last_message_at INTEGER, formations INTEGER NOT NULL DEFAULT 0, UNIQUE (session_id, agent_id)
+);
+"""
+
+
+def _schema_1_file(path: Path) -> None:
+    with closing(sqlite3.connect(path)) as conn, conn:
+        conn.executescript(SCHEMA_1)
+        conn.execute(
+            "INSERT INTO sessions (session_id, created_at, last_seq, ended_at) VALUES (?, ?, 2, ?)",
+            ("old", to_us(at(0)), to_us(at(50))),
+        )
+        conn.executemany(
+            "INSERT INTO session_users (session_id, user_id) VALUES ('old', ?)", [("u1",), ("u2",)]
+        )
+        conn.executemany(
+            "INSERT INTO session_agents (session_id, agent_id) VALUES ('old', ?)",
+            [("a1",), ("a2",)],
+        )
+
+
+async def test_a_schema_1_file_is_migrated_once_and_keeps_working(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    _schema_1_file(path)
+    for _ in range(2):  # setup is idempotent
+        store = SQLiteStore(path)
+        await store.setup()
+        await store.close()
+
+    store = SQLiteStore(path)
+    try:
+        for agent_id in ("a1", "a2"):
+            view = await store.get_session("old", agent_id)
+            assert view is not None
+            assert (view.ended_at, view.user_ids) == (at(50), ("u1", "u2"))
+        await store.end_session("old", "a2", at(500))  # a resumed, re-ended session of a2
+        assert await store.purge_ended_sessions(at(100), limit=10) == ["old"]  # a1's only
+        await record(store, "new", "a1", [msg("m1", user_id="u3")])
+        assert (await store.get_session("new", "a1")) is not None
+        key = ScopeKey(scope="session", agent_id="a1", session_id="old")
+        assert await store.count_unabsorbed(key) == 0
+    finally:
+        await store.close()
+    with closing(sqlite3.connect(path)) as conn:
+        version = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    assert version == ("2",)
