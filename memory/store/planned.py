@@ -21,7 +21,8 @@ from memory.models import (
     Reflection,
     ScopeKey,
 )
-from memory.store.base import MemoryStore, Vector
+from memory.store.base import Vector
+from memory.store.planned_lifecycle import PlannedLifecycle
 from memory.store.rules import (
     ConsolidationRequest,
     FactRequest,
@@ -41,7 +42,7 @@ from memory.store.rules import (
 )
 
 
-class PlannedStore(MemoryStore):
+class PlannedStore(PlannedLifecycle):
     @abc.abstractmethod
     async def _transact[S, R](self, request: Request[S], plan: Callable[[S], Plan[R]]) -> R:
         """In one transaction: read the request's snapshot, plan on it, apply the plan's

@@ -84,6 +84,7 @@ PLAIN_COLLECTIONS = (
     "embeddings",
     "scope_versions",
     "meta",
+    "erasures",  # forget_user's tombstones (rules.erasure), keyed by agent and user
 )
 
 

@@ -16,6 +16,7 @@ from memory.store.mongo.docs import (
     reflection_from_doc,
     state_from_doc,
 )
+from memory.store.mongo.lifecycle_reads import lifecycle_snapshot, read_epochs
 from memory.store.mongo.writes import EMBEDDING_META_ID
 from memory.store.rules import (
     ConsolidationRequest,
@@ -87,6 +88,7 @@ async def formation_snapshot(
         existing_reflections=frozenset([doc["_id"] async for doc in existing]),
         buffered={row["_id"]: int(row["n"]) for row in counts},
         pending_after=await pending_after(db, req.session_id, req.new_cursor, s),
+        epochs=await read_epochs(db, req.agent_id, req.users, s),
     )
 
 
@@ -142,5 +144,5 @@ async def read_snapshot[S](db: AsyncDatabase[Doc], s: AsyncClientSession, reques
             )
             snapshot = ConsolidationSnapshot(0 if doc is None else int(doc["version"]), buffered)
         case _:
-            raise TypeError(f"no snapshot for {request!r}")
+            snapshot = await lifecycle_snapshot(db, s, request)
     return cast(S, snapshot)

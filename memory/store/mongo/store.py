@@ -39,6 +39,8 @@ from memory.models import (
     StoredMessage,
 )
 from memory.store.base import Vector
+from memory.store.counts import ExportData
+from memory.store.mongo import lifecycle_reads
 from memory.store.mongo.docs import (
     NO_VECTOR,
     Doc,
@@ -361,3 +363,21 @@ class MongoStore(PlannedStore):
             .limit(limit)
         )
         return [reflection_from_doc(doc) async for doc in cursor]
+
+    # ------------------------------------------------------------ data lifecycle reads
+
+    async def _user_agents(self, user_id: str) -> list[str]:
+        return await lifecycle_reads.user_agents(self._db, user_id)
+
+    async def erasure_epochs(self, agent_id: str, user_ids: Sequence[str]) -> dict[str, int]:
+        return await lifecycle_reads.read_epochs(self._db, agent_id, list(dict.fromkeys(user_ids)))
+
+    async def export_data(
+        self, *, agent_id: str | None, user_id: str | None, messages: bool
+    ) -> ExportData:
+        async def body(session: AsyncClientSession) -> ExportData:
+            return await lifecycle_reads.export_data(
+                self._db, session, agent_id=agent_id, user_id=user_id, messages=messages
+            )
+
+        return await run_transaction(self._db, body)

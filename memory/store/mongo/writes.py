@@ -18,6 +18,8 @@ from memory.store.mongo.docs import (
     state_doc,
     ts,
 )
+from memory.store.mongo.lifecycle_writes import apply_lifecycle
+from memory.store.rules import lifecycle_writes as lw
 from memory.store.rules import writes as w
 
 EMBEDDING_META_ID = "embedding"
@@ -117,5 +119,7 @@ async def _apply(db: AsyncDatabase[Doc], s: AsyncClientSession, write: w.Write) 
             )
         case w.DeleteReflection(reflection_id=reflection_id):
             await db.reflections.delete_one({"_id": reflection_id}, session=s)
+        case lw.LifecycleOp():
+            await apply_lifecycle(db, s, write)
         case _:
             assert_never(write)

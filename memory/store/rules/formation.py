@@ -46,6 +46,7 @@ from memory.store.rules.checks import (
     commit_dimension,
 )
 from memory.store.rules.derived import fact_scope_key
+from memory.store.rules.erasure import commit_users, discarded, erased_since, without_memories
 from memory.store.rules.writes import (
     BumpScopeVersions,
     InsertReflections,
@@ -68,6 +69,7 @@ class FormationSnapshot:
     existing_reflections: frozenset[str]
     buffered: Mapping[str, int]  # scope key -> unabsorbed count (missing: 0)
     pending_after: tuple[int, float]  # messages after new_cursor
+    epochs: Mapping[str, int] = field(default_factory=dict)  # users' erasure epochs (erasure)
 
 
 @dataclass(frozen=True)
@@ -82,6 +84,7 @@ class FormationRequest(Request[FormationSnapshot]):
     reflection_ids: tuple[str, ...]  # which of these exist
     scope_keys: tuple[str, ...]  # unabsorbed reflections per key, before the commit
     new_cursor: int  # pending messages (count, weighted tokens) after this seq
+    users: tuple[str, ...] = ()  # their erasure epochs (rules.erasure)
 
 
 def formation_request(commit: FormationCommit) -> FormationRequest:
@@ -95,6 +98,7 @@ def formation_request(commit: FormationCommit) -> FormationRequest:
         reflection_ids=tuple(dict.fromkeys(r.reflection_id for r in commit.reflections)),
         scope_keys=tuple(sorted({r.scope_key.key for r in commit.reflections})),
         new_cursor=commit.new_cursor,
+        users=commit_users(commit),
     )
 
 
@@ -263,6 +267,11 @@ def plan_formation(
 ) -> Plan[FormationCommitResult]:
     if snapshot.done is not None:
         return Plan((), snapshot.done.model_copy(update={"already_committed": True}))
+    erased = erased_since(commit, snapshot.epochs)
+    if erased:
+        if snapshot.state is None:
+            return discarded(commit)
+        commit = without_memories(commit)
     state = check_cursor(snapshot.state, commit)
     writes: list[Write] = []
     dimension = commit_dimension(commit)
@@ -302,6 +311,7 @@ def plan_formation(
         facts_invalidated=facts.counts["invalidated"],
         facts_duplicate=facts.counts["duplicate"],
         reflections_added=len(reflections),
+        discarded_for_erasure=erased,
         buffered={key: snapshot.buffered.get(key, 0) + added[key] for key in sorted(keys)},
         state=after,
     )

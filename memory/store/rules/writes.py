@@ -19,6 +19,7 @@ from memory.models import (
     SessionAgentState,
     StoredMessage,
 )
+from memory.store.rules.lifecycle_writes import LifecycleWrite
 
 
 @dataclass(frozen=True)
@@ -153,6 +154,7 @@ Write = (
     | AbsorbReflections
     | SetReflectionContent
     | DeleteReflection
+    | LifecycleWrite
 )
 
 

@@ -27,6 +27,7 @@ from memory.store.sqlite.codec import (
     reflection_from_row,
     state_from_row,
 )
+from memory.store.sqlite.lifecycle_reads import lifecycle_snapshot, read_epochs
 from memory.store.sqlite.meta import read_embedding_meta, rows_in
 from memory.store.sqlite.search import facts_by_id
 
@@ -79,6 +80,7 @@ def formation_snapshot(conn: sqlite3.Connection, req: FormationRequest) -> Forma
         existing_reflections=frozenset(existing),
         buffered=buffered,
         pending_after=pending_after(conn, req.session_id, req.new_cursor),
+        epochs=read_epochs(conn, req.agent_id, req.users),
     )
 
 
@@ -142,5 +144,5 @@ def read_snapshot[S](conn: sqlite3.Connection, request: Request[S]) -> S:
             )
             snapshot = ConsolidationSnapshot(0 if row is None else int(row[0]), len(buffered))
         case _:
-            raise TypeError(f"no snapshot for {request!r}")
+            snapshot = lifecycle_snapshot(conn, request)
     return cast(S, snapshot)
