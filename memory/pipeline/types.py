@@ -38,6 +38,10 @@ class Window(_T):
     more_pending: bool = Field(
         False, description="Messages beyond this window (max_messages_per_run)"
     )
+    user_epochs: dict[str, int] = Field(
+        default_factory=dict,
+        description="Erasure epoch of each user of the session when loaded (forget_user)",
+    )
 
     def scope_key(self, scope: Scope) -> ScopeKey:
         match scope:
