@@ -62,7 +62,7 @@ def _check_id(name: str, value: str) -> str:
 
 class ForgetResult(BaseModel):
     agents: list[ForgetCounts]
-    workflow_executions_deleted: int
+    workflow_executions_deleted: int | None  # None: no search attributes to find them by
 
 
 class MemoryClient:
@@ -306,5 +306,8 @@ class MemoryClient:
         closed workflow executions from Temporal (their id and payloads are in those)."""
         _check_id("user", user_id)
         counts = await self.manager.forget_user(user_id, agent_id=agent_id)
-        executions = await delete_user_executions(self.temporal, user_id, agent_id)
+        executions = None
+        # Executions are found by their MnemosUserId search attribute: none without them.
+        if self.settings.temporal.search_attributes:
+            executions = await delete_user_executions(self.temporal, user_id, agent_id)
         return ForgetResult(agents=counts, workflow_executions_deleted=executions)
