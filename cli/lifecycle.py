@@ -8,7 +8,7 @@ import sys
 from collections.abc import AsyncIterator, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TextIO
 
 import typer
 from rich.console import Console
@@ -17,13 +17,14 @@ from rich.progress import Progress
 from cli.common import JsonOption, check_id, emit, fail, load_settings, run, temporal_of
 from memory.deps import Deps, open_deps
 from memory.lifecycle import export as export_format
+from memory.lifecycle.exporting import export_store
 from memory.lifecycle.mem0 import load_items, map_mem0
 from memory.lifecycle.plan import plan, render
 from memory.lifecycle.records import ImportBatch
 from memory.lifecycle.writer import ImportReport, write_batch
 from memory.settings import Settings
 from memory.store import open_store
-from memory.store.counts import ExportData, ForgetCounts
+from memory.store.counts import ForgetCounts
 
 import_app = typer.Typer(
     help="Import memories: from Eden's MongoDB, a mem0 dump, or a `mnemos export` file.",
@@ -186,19 +187,6 @@ def import_file(
     _finish(settings, [batch], dry_run, as_json)
 
 
-def _records(data: ExportData) -> Iterable[export_format.Record]:
-    for agent in data.agents:
-        yield export_format.AgentLine(**agent.model_dump())
-    for fact, vector in data.facts:
-        yield export_format.FactLine(**fact.model_dump(), embedding=vector)
-    for r in data.reflections:
-        yield export_format.ReflectionLine(**r.model_dump())
-    for b in data.consolidated:
-        yield export_format.ConsolidatedLine(**b.model_dump())
-    for m in data.messages:
-        yield export_format.MessageLine(**m.model_dump())
-
-
 def export(
     agent: Annotated[str | None, typer.Option(help="Only this agent.")] = None,
     user: Annotated[str | None, typer.Option(help="Only this user's memories.")] = None,
@@ -213,24 +201,20 @@ def export(
         if value is not None:
             check_id(name, value)
 
-    async def go() -> tuple[ExportData, str | None]:
+    async def go(out: TextIO) -> dict[str, int]:
         store = await open_store(settings)
         try:
-            data = await store.export_data(agent_id=agent, user_id=user, messages=messages)
-            meta = await store.embedding_meta()
+            return await export_store(
+                store, out, agent_id=agent, user_id=user, messages=messages, now=_now()
+            )
         finally:
             await store.close()
-        return data, None if meta is None else meta[0]
 
-    data, model = run(go(), settings)
-    header = export_format.HeaderLine(
-        exported_at=_now(), embedding_model=model, agent_id=agent, user_id=user, messages=messages
-    )
     if output is None:
-        counts = export_format.write_export(sys.stdout, header, _records(data))
+        counts = run(go(sys.stdout), settings)
     else:
         with output.open("w", encoding="utf-8") as f:
-            counts = export_format.write_export(f, header, _records(data))
+            counts = run(go(f), settings)
     typer.echo(", ".join(f"{n} {k}" for k, n in counts.items()) or "nothing to export", err=True)
 
 
