@@ -70,7 +70,7 @@ async def _vectors(deps: Deps, facts: Sequence[FactImport]) -> tuple[list[Vector
     return vectors, len(texts)
 
 
-def _shard_reflections(blob: ConsolidatedImport) -> list[Reflection]:
+def shard_reflections(blob: ConsolidatedImport) -> list[Reflection]:
     """An agent's shards as buffered reflections of its scope, for the consolidation step."""
     source = (
         blob.sources[0]
@@ -91,7 +91,7 @@ def _shard_reflections(blob: ConsolidatedImport) -> list[Reflection]:
 
 async def _merge(deps: Deps, blob: ConsolidatedImport, now: datetime, report: ImportReport) -> None:
     """Shards → buffered reflections → one consolidation run (the LLM merges them)."""
-    report.add("reflections", await deps.store.import_reflections(_shard_reflections(blob)))
+    report.add("reflections", await deps.store.import_reflections(shard_reflections(blob)))
     req = ConsolidationRequest(key=blob.scope_key, force=True)
     d = await consolidation.draft(deps, req)
     if d.content is not None:
@@ -118,11 +118,14 @@ async def write_batch(
     outcome = await store.import_consolidated([consolidated_of(b) for b in direct])
     report.blobs.update(outcome)
     for blob in to_merge:
+        key = blob.scope_key.key
         if await store.get_consolidated(blob.scope_key) is None:
             await _merge(deps, blob, now, report)
-            report.blobs[blob.scope_key.key] = "inserted"
+            report.blobs[key] = "inserted"
+        elif await store.get_reflection(shard_reflections(blob)[0].reflection_id) is not None:
+            report.blobs[key] = "existing"  # merged by an earlier run
         else:
-            report.blobs[blob.scope_key.key] = "conflict"
+            report.blobs[key] = "conflict"  # the live blob wins
     progress("blobs", len(batch.consolidated))
 
     for chunk in _chunks(batch.facts):
