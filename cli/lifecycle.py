@@ -40,6 +40,10 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
+def _n(count: int, noun: str, plural: str | None = None) -> str:
+    return f"{count} {noun if count == 1 else plural or noun + 's'}"
+
+
 def _report_text(report: ImportReport) -> str:
     lines = []
     for what, c in report.counts.items():
@@ -215,7 +219,8 @@ def export(
     else:
         with output.open("w", encoding="utf-8") as f:
             counts = run(go(f), settings)
-    typer.echo(", ".join(f"{n} {k}" for k, n in counts.items()) or "nothing to export", err=True)
+    summary = ", ".join(_n(n, kind) for kind, n in counts.items())
+    typer.echo(f"exported {summary}" if summary else "nothing to export", err=True)
 
 
 def forget(
@@ -267,9 +272,17 @@ def forget(
 
     def text() -> str:
         lines = [
-            f"agent {c.agent_id}: {c.facts} facts, {c.reflections} reflections, {c.blobs} "
-            f"blobs, {c.messages} messages, {c.sessions} sessions, {c.embedding_cache} "
-            "cache entries deleted"
+            f"agent {c.agent_id}: deleted "
+            + ", ".join(
+                (
+                    _n(c.facts, "fact"),
+                    _n(c.reflections, "reflection"),
+                    _n(c.blobs, "blob"),
+                    _n(c.messages, "message"),
+                    _n(c.sessions, "session"),
+                    _n(c.embedding_cache, "cache entry", "cache entries"),
+                )
+            )
             for c in counts
         ] or [f"nothing of user {user} was stored"]
         if executions is not None:

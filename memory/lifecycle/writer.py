@@ -128,12 +128,17 @@ async def write_batch(
             report.blobs[key] = "conflict"  # the live blob wins
     progress("blobs", len(batch.consolidated))
 
-    for chunk in _chunks(batch.facts):
+    for all_facts in _chunks(batch.facts):
+        # A re-run (or a resumed run) does not embed again what an earlier run wrote.
+        present = {f.fact_id for f in await store.get_facts([f.fact_id for f in all_facts])}
+        report.add("facts", ImportCounts(existing=len(present)))
+        chunk = [f for f in all_facts if f.fact_id not in present]
         vectors, embedded = await _vectors(deps, chunk)
         report.embedded += embedded
         facts = [fact_of(f, deps.embedder.model) for f in chunk]
-        report.add("facts", await store.import_facts(facts, vectors))
-        progress("facts", len(chunk))
+        if facts:
+            report.add("facts", await store.import_facts(facts, vectors))
+        progress("facts", len(all_facts))
 
     written = {k for k, v in report.blobs.items() if v in ("inserted", "existing")}
     for r_chunk in _chunks(batch.reflections):
