@@ -249,26 +249,37 @@ def forget(
     if agent is not None:
         check_id("agent", agent)
 
-    async def go() -> tuple[list[ForgetCounts], int | None]:
+    async def erase() -> list[ForgetCounts]:
         from client.management import MemoryManager
         from memory.embedding import make_embedder
 
         store = await open_store(settings)
         embedder = make_embedder(settings)
         try:
-            counts = await MemoryManager(store, embedder, settings).forget_user(
-                user, agent_id=agent
-            )
+            return await MemoryManager(store, embedder, settings).forget_user(user, agent_id=agent)
         finally:
             await embedder.close()
             await store.close()
-        if keep_executions:
-            return counts, None
+
+    async def delete_executions() -> int:
         from runtime.erasure import delete_user_executions
 
-        return counts, await delete_user_executions(await temporal_of(settings), user, agent)
+        return await delete_user_executions(await temporal_of(settings), user, agent)
 
-    counts, executions = run(go(), settings)
+    counts = run(erase(), settings)
+    executions: int | None = None
+    if not keep_executions:
+        try:
+            executions = run(delete_executions(), settings)
+        except typer.Exit:
+            # The store part is done (and repeating it is harmless): say what is left to do.
+            typer.echo(
+                "error: the user's memories are erased from the store, but their closed "
+                "workflow executions are not deleted: run this command again once Temporal "
+                "is reachable (or pass --keep-executions)",
+                err=True,
+            )
+            raise
 
     def text() -> str:
         lines = [

@@ -171,3 +171,19 @@ async def test_mem0_import_export_import_and_forget(tmp_path: Path) -> None:
 
     neither = await mnemos(env, "forget", "--user", "alice")
     assert neither.exit_code == 1 and "--all-agents" in neither.stderr
+
+
+async def test_forget_erases_the_store_even_when_temporal_is_down(tmp_path: Path) -> None:
+    dump = tmp_path / "mem0.json"
+    dump.write_text(json.dumps({"results": ITEMS}))
+    env = env_of(tmp_path)
+    ok(await mnemos(env, "import", "mem0", str(dump), "--agent", "chef"))
+    db = tmp_path / "mnemos.db"
+    assert rows(db, "SELECT * FROM facts WHERE user_id = 'alice'")
+
+    result = await mnemos(env, "forget", "--all-agents", "--user", "alice")
+
+    # Nothing listens at the Temporal address: the executions part fails, and says so.
+    assert result.exit_code == 1
+    assert "erased from the store" in result.stderr and "again" in result.stderr
+    assert rows(db, "SELECT * FROM facts WHERE user_id = 'alice'") == []
