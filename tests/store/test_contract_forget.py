@@ -3,6 +3,9 @@ was running for that user meanwhile cannot write them again (the erasure epoch a
 
 from __future__ import annotations
 
+import pytest
+
+from memory.errors import ConflictError
 from memory.ids import text_hash
 from memory.models import FactUpdate, ScopeKey
 from memory.store.base import MemoryStore
@@ -160,3 +163,20 @@ async def test_a_formation_committed_after_the_forget_writes_nothing_of_the_user
     back = back.model_copy(update={"user_epochs": await store.erasure_epochs("a1", ["u1"])})
     result = await store.commit_formation(back)
     assert not result.discarded_for_erasure and result.facts_added == 1
+
+
+async def test_a_consolidation_drafted_before_the_forget_cannot_commit(store: MemoryStore) -> None:
+    former = await Former(store).start(1)
+    buffered = [reflection(USER_KEY, i, f"u1 fact {i}") for i in range(2)]
+    await former.form(reflections=buffered)
+    drafted_from = [r.reflection_id for r in await store.unabsorbed_reflections(USER_KEY)]
+    assert len(drafted_from) == 2
+
+    await store.forget_user("u1", agent_id="a1", at=at(300))
+
+    with pytest.raises(ConflictError):
+        await store.commit_consolidation(
+            USER_KEY, expected_version=0, content="u1: …", word_limit=100,
+            absorbed_ids=drafted_from, at=at(301),
+        )  # fmt: skip
+    assert await store.get_consolidated(USER_KEY) is None
