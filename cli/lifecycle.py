@@ -138,21 +138,27 @@ def import_eden(
 
     settings = load_settings()
 
-    async def batches() -> list[ImportBatch]:
+    async def stream() -> AsyncIterator[ImportBatch]:
         client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(mongodb_uri)
         try:
-            source = client[db]
-            return [
-                b
-                async for b in read_eden(
-                    source, settings.reflections, now=_now(), embeddings=not dry_run,
-                    only_agent=agent,
-                )
-            ]  # fmt: skip
+            async for batch in read_eden(
+                client[db], settings.reflections, now=_now(), embeddings=not dry_run,
+                only_agent=agent,
+            ):  # fmt: skip
+                yield batch
         finally:
             await client.close()
 
-    _finish(settings, run(batches(), settings), dry_run, as_json)
+    async def collect() -> list[ImportBatch]:
+        return [b async for b in stream()]
+
+    if dry_run:
+        _finish(settings, run(collect(), settings), dry_run, as_json)
+        return
+    # One agent read, written, then the next: memory stays at one agent's records, and an
+    # interrupted import has written whole agents before the one it stopped in.
+    report = run(_write_all(settings, stream()), settings)
+    emit(report.__dict__, as_json=as_json, text=lambda: _report_text(report))
 
 
 @import_app.command("mem0")
