@@ -37,18 +37,20 @@ async def test_forget_deletes_the_users_closed_executions(
     h = await Harness.create(
         dev_env, tmp_path, temporal=TemporalSettings(task_queue=queue, search_attributes=True)
     )
+    # Users of their own: the dev server is shared by the session's tests.
+    alice, bob = f"alice-{queue}", f"bob-{queue}"
     h.llm.script("extract_facts", facts(("Alice drinks green tea every morning", "user")))
-    await h.record("s1", conversation(4))
-    await h.record("s2", conversation(4, user="bob", prefix="b"))
+    await h.record("s1", conversation(4, user=alice))
+    await h.record("s2", conversation(4, user=bob, prefix="b"))
     async with h.worker():
         await h.form("s1")
         await h.form("s2")
-    alice = user_executions_query("alice", "eve")
-    assert await _until(dev_env, alice, 1) == ["form:eve:s1"]
+    alice_runs = user_executions_query(alice, "eve")
+    assert await _until(dev_env, alice_runs, 1) == ["form:eve:s1"]
 
-    result = await h.memory.forget_user("eve", "alice")
+    result = await h.memory.forget_user("eve", alice)
 
     assert result.workflow_executions_deleted == 1
-    assert await _until(dev_env, alice, 0) == []
+    assert await _until(dev_env, alice_runs, 0) == []
     # Bob's run is still there.
-    assert await _ids(dev_env, user_executions_query("bob", "eve")) == ["form:eve:s2"]
+    assert await _ids(dev_env, user_executions_query(bob, "eve")) == ["form:eve:s2"]

@@ -40,7 +40,6 @@ from memory.models import (
 )
 from memory.store.base import Vector
 from memory.store.counts import ExportData
-from memory.store.mongo import lifecycle_reads
 from memory.store.mongo.docs import (
     NO_VECTOR,
     Doc,
@@ -53,6 +52,7 @@ from memory.store.mongo.docs import (
     ts,
 )
 from memory.store.mongo.indexes import PLAIN_COLLECTIONS, REGULAR_INDEXES
+from memory.store.mongo.lifecycle_reads import export_data, read_epochs, user_agents
 from memory.store.mongo.reads import read_embedding_meta, read_snapshot, read_state, reflection
 from memory.store.mongo.search import AtlasMode, FactSearch, fact_match
 from memory.store.mongo.txn import run_transaction
@@ -367,16 +367,16 @@ class MongoStore(PlannedStore):
     # ------------------------------------------------------------ data lifecycle reads
 
     async def _user_agents(self, user_id: str) -> list[str]:
-        return await lifecycle_reads.user_agents(self._db, user_id)
+        return await user_agents(self._db, user_id)
 
     async def erasure_epochs(self, agent_id: str, user_ids: Sequence[str]) -> dict[str, int]:
-        return await lifecycle_reads.read_epochs(self._db, agent_id, list(dict.fromkeys(user_ids)))
+        return await read_epochs(self._db, agent_id, list(dict.fromkeys(user_ids)))
 
     async def export_data(
         self, *, agent_id: str | None, user_id: str | None, messages: bool
     ) -> ExportData:
         async def body(session: AsyncClientSession) -> ExportData:
-            return await lifecycle_reads.export_data(
+            return await export_data(
                 self._db, session, agent_id=agent_id, user_id=user_id, messages=messages
             )
 
