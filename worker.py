@@ -50,6 +50,7 @@ def build_worker(client: Client, deps: Deps, settings: Settings) -> Worker:
             consolidation.apply_consolidation,
             consolidation.request_consolidation,
             sessions.find_cold_sessions,
+            sessions.start_cold_formations,
             sessions.form_cold_sessions,
             sessions.purge_ended_sessions,
         ],

@@ -1,4 +1,5 @@
-"""Domain errors → Temporal errors: retryable or not, with the provider's Retry-After honoured."""
+"""Domain errors → Temporal errors. Whether an error is retryable, and its type name, is stated by
+its class in memory/errors.py; this module only translates (and honours a provider's Retry-After)."""
 
 from __future__ import annotations
 
@@ -8,28 +9,38 @@ from datetime import timedelta
 
 from temporalio.exceptions import ApplicationError
 
+from memory import errors
 from memory.errors import ConflictError, MnemosError, ProviderError, StaleDecisionError
 
 # Error types a workflow reacts to by itself instead of letting the activity retry.
-STALE_DECISION = "StaleDecision"
-CONFLICT = "Conflict"
+STALE_DECISION = StaleDecisionError.type_name()
+CONFLICT = ConflictError.type_name()
+
+
+def non_retryable_types() -> list[str]:
+    """Type names of the domain's error classes that are never retryable (a provider error decides
+    per instance, so it is left to the flag each ApplicationError carries)."""
+    domain = [
+        c
+        for c in vars(errors).values()
+        if isinstance(c, type) and issubclass(c, MnemosError) and c is not MnemosError
+    ]
+    return sorted(
+        {c.type_name() for c in domain if not c.retryable and not issubclass(c, ProviderError)}
+    )
 
 
 @contextmanager
 def classified() -> Iterator[None]:
-    """Raise every MnemosError as an ApplicationError whose type is the error's class name."""
+    """Raise every MnemosError as an ApplicationError of its class's type name and retryability."""
     try:
         yield
     except ApplicationError:
         raise
-    except StaleDecisionError as e:
-        raise ApplicationError(str(e), type=STALE_DECISION, non_retryable=True) from e
-    except ConflictError as e:
-        raise ApplicationError(str(e), type=CONFLICT, non_retryable=True) from e
-    except ProviderError as e:
-        delay = timedelta(seconds=e.retry_after) if e.retryable and e.retry_after else None
-        raise ApplicationError(
-            str(e), type=type(e).__name__, non_retryable=not e.retryable, next_retry_delay=delay
-        ) from e
     except MnemosError as e:
-        raise ApplicationError(str(e), type=type(e).__name__, non_retryable=not e.retryable) from e
+        delay = None
+        if isinstance(e, ProviderError) and e.retryable and e.retry_after:
+            delay = timedelta(seconds=e.retry_after)
+        raise ApplicationError(
+            str(e), type=e.type_name(), non_retryable=not e.retryable, next_retry_delay=delay
+        ) from e

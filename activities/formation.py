@@ -66,7 +66,11 @@ class FormationActivities:
     ) -> DecisionsResult:
         with classified():
             out = await heartbeating(dedup.decide(self.deps, w, new_facts, candidates))
-        _log(w).info("fact changes decided", decisions=[d.event for d in out.decisions])
+        _log(w).info(
+            "fact changes decided",
+            decisions=[d.event for d in out.decisions],
+            embedding_calls=out.embedding_calls,
+        )
         return out
 
     @activity.defn(name="extract_reflections")

@@ -1,21 +1,24 @@
-"""Session lifecycle activities of the cold-sessions job: find idle sessions, form them, purge old
-session memory.
+"""Session lifecycle activities of the cold-sessions job: find idle sessions, start their
+formations, purge old session memory.
 
 Cold sessions are formed by the same FormMemories as the hot path, started by signal-with-start
-under its ``form:{agent}:{session}`` id (``client.starts``): a child workflow cannot be used, since a
+under its ``form:{agent}:{session}`` id (``runtime.starts``): a child workflow cannot be used, since a
 hot trigger may hold that id already, and the shared id is exactly what makes a cold run and a hot
-trigger on one session give one formation per message range. The activity starts each formation
-and waits for its result, a bounded number at a time, so the job's concurrency is real and each
-session's outcome is known; it heartbeats the outcomes so a retry after a worker crash resumes
-where it stopped instead of asking every session again.
+trigger on one session give one formation per message range.
+
+The activity only starts the formations (a bounded number of starts at a time) and returns: no
+activity waits on another workflow's result, so a slow LLM never holds an activity slot of the job,
+and a worker crash loses nothing (a retried start is the same signal-with-start, idempotent by the
+workflow id and the cursor). The job therefore counts what it started and what failed to start; a
+formation's own failure is visible on that formation's run (its id names the session), and the
+session, still cold, is started again by the next scheduled run.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
-from datetime import datetime, timedelta
-from typing import Any, Literal
+from datetime import datetime
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from temporalio import activity
@@ -23,12 +26,14 @@ from temporalio.client import Client
 
 from activities.errors import classified
 from memory.deps import Deps
-from memory.errors import NotFoundError
 from memory.logging import get_logger
+from memory.lookup import require_session
 from memory.models import Id, SessionAgentState, UtcDatetime
 from runtime.starts import start_formation
 
-Outcome = Literal["formed", "nothing_due", "still_running", "failed"]
+# "started" and "failed" (to start) are what the job reports now; the others are kept so results of
+# runs recorded before formations were started without waiting still decode.
+Outcome = Literal["started", "formed", "nothing_due", "still_running", "failed"]
 
 _ERROR_CHARS = 300
 
@@ -70,9 +75,9 @@ class ColdPage(_T):
 
 class ColdFormRequest(_T):
     sessions: list[SessionAgentState]
-    concurrency: int = Field(ge=1)
+    concurrency: int = Field(ge=1, description="Starts in flight at once")
     wait_seconds: float = Field(
-        gt=0, description="Longest wait for one formation; past it, it runs on unwatched"
+        1.0, gt=0, description="Unused: formations are started, never waited on (older runs)"
     )
 
 
@@ -94,14 +99,6 @@ def describe_error(err: BaseException) -> str:
         cause = getattr(seen, "cause", None)
         seen = cause if isinstance(cause, BaseException) else seen.__cause__
     return " <- ".join(parts)[:_ERROR_CHARS]
-
-
-def _resumed(details: Sequence[Any]) -> dict[tuple[str, str], SessionOutcome]:
-    """Outcomes heartbeated by an earlier attempt of this activity."""
-    if not details:
-        return {}
-    outcomes = [SessionOutcome.model_validate(d) for d in details[0]]
-    return {(o.session_id, o.agent_id): o for o in outcomes}
 
 
 class SessionActivities:
@@ -132,61 +129,35 @@ class SessionActivities:
             )
         return purged
 
-    @activity.defn(name="form_cold_sessions")
-    async def form_cold_sessions(self, req: ColdFormRequest) -> list[SessionOutcome]:
-        """Form each session of the page; failures are outcomes, never raised, so one bad session
-        does not stop the others (it stays cold and is tried again by the next run)."""
-        done = _resumed(activity.info().heartbeat_details)
+    @activity.defn(name="start_cold_formations")
+    async def start_cold_formations(self, req: ColdFormRequest) -> list[SessionOutcome]:
+        """Start the formation of each session of the page and return at once. A failure to start
+        is an outcome, never raised, so one bad session does not stop the others."""
         limit = asyncio.Semaphore(req.concurrency)
 
-        async def one(state: SessionAgentState) -> None:
+        async def one(state: SessionAgentState) -> SessionOutcome:
             async with limit:
-                done[(state.session_id, state.agent_id)] = await self._form(state, req.wait_seconds)
+                return await self._start(state)
 
-        beating = asyncio.create_task(self._heartbeat(done))
-        try:
-            await asyncio.gather(
-                *(
-                    one(state)
-                    for state in req.sessions
-                    if (state.session_id, state.agent_id) not in done
-                )
-            )
-        finally:
-            beating.cancel()
-        return [done[(s.session_id, s.agent_id)] for s in req.sessions]
+        return list(await asyncio.gather(*(one(state) for state in req.sessions)))
 
-    async def _form(self, state: SessionAgentState, wait_seconds: float) -> SessionOutcome:
+    @activity.defn(name="form_cold_sessions")
+    async def form_cold_sessions(self, req: ColdFormRequest) -> list[SessionOutcome]:
+        """The activity of runs scheduled before ``start_cold_formations``: the same starts, so
+        those runs finish too, without waiting on the formations."""
+        return await self.start_cold_formations(req)
+
+    async def _start(self, state: SessionAgentState) -> SessionOutcome:
         ids = {"session_id": state.session_id, "agent_id": state.agent_id}
         log = get_logger(**ids, workflow_id=activity.info().workflow_id)
         try:
-            session = await self.deps.store.get_session(state.session_id)
-            if session is None:
-                raise NotFoundError(f"session {state.session_id!r} does not exist")
-            handle = await start_formation(
+            session = await require_session(self.deps.store, state.session_id)
+            await start_formation(
                 self.client, self.deps.settings, session, state.agent_id, force=True
             )
-            summary = await asyncio.wait_for(handle.result(), wait_seconds)
-        except TimeoutError:
-            # The formation goes on in its own workflow; the session stays cold until it commits.
-            log.warning("cold formation still running", waited_seconds=wait_seconds)
-            return SessionOutcome(**ids, outcome="still_running")
         except Exception as err:  # any failure of one session is reported, not raised
             error = describe_error(err)
-            log.error("cold formation failed", error=error)
+            log.error("cold formation could not be started", error=error)
             return SessionOutcome(**ids, outcome="failed", error=error)
-        outcome: Outcome = "formed" if summary.formations else "nothing_due"
-        log.info("cold session formed", outcome=outcome, messages=summary.messages_formed)
-        return SessionOutcome(
-            **ids,
-            outcome=outcome,
-            formations=summary.formations,
-            messages_formed=summary.messages_formed,
-        )
-
-    async def _heartbeat(self, done: dict[tuple[str, str], SessionOutcome]) -> None:
-        timeout = activity.info().heartbeat_timeout or timedelta(seconds=30)
-        every = max(timeout / 3, timedelta(milliseconds=100)).total_seconds()
-        while True:
-            activity.heartbeat([o.model_dump(mode="json") for o in done.values()])
-            await asyncio.sleep(every)
+        log.info("cold formation started", pending=state.pending_messages)
+        return SessionOutcome(**ids, outcome="started")

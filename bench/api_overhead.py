@@ -36,7 +36,7 @@ from memory.models import AgentConfig, FactAdd, FormationCommit, MessageIn, Scop
 from memory.settings import Settings, StoreSettings  # noqa: E402
 from memory.store.sqlite import SQLiteStore  # noqa: E402
 from serve.app import create_app  # noqa: E402
-from serve.keys import JsonFileKeyStore  # noqa: E402
+from serve.keys import StoreKeyStore  # noqa: E402
 from tests.fakes import WordHashEmbedder  # noqa: E402
 
 FACTS = 1000
@@ -115,7 +115,7 @@ async def main(runs: int) -> dict[str, Any]:
         await seed(store, embedder)
         temporal = await Client.connect("127.0.0.1:1", lazy=True)  # never called here
         memory = MemoryClient(temporal, store, settings, embedder=embedder)
-        keys = JsonFileKeyStore(Path(tmp) / "keys.json")
+        keys = StoreKeyStore(store)  # the default of mnemos serve: a store read per request
         _, token = await keys.create([AGENT])
         app = create_app(memory, keys)
         headers = {"Authorization": f"Bearer {token}"}

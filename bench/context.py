@@ -47,9 +47,9 @@ AGENT = AgentConfig(agent_id="bench-agent", name="Bench")
 USER = "bench-user"
 SESSION = SessionInfo(session_id="bench-session", user_ids=(USER,), created_at=NOW)
 KEYS = (
-    (ScopeKey(scope="agent", agent_id=AGENT.agent_id), 1200),
-    (ScopeKey(scope="user", agent_id=AGENT.agent_id, user_id=USER), 300),
-    (ScopeKey(scope="session", agent_id=AGENT.agent_id, session_id=SESSION.session_id), 200),
+    (ScopeKey.agent(AGENT.agent_id), 1200),
+    (ScopeKey.user(AGENT.agent_id, USER), 300),
+    (ScopeKey.session(AGENT.agent_id, SESSION.session_id), 200),
 )
 _WORDS = (
     "project budget deadline alice prefers concise answers mars festival phase venue tickets "

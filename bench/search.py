@@ -4,9 +4,9 @@ Facts are synthetic sentences (Zipf-distributed pseudo-words plus English functi
 text index has realistic posting lists) with random unit 384-d vectors. Queries are question-like
 word lists. The query vectors are precomputed random unit vectors (``PrecomputedEmbedder``), so
 the figures are the store and fusion alone; one MiniLM query embedding adds ~5–6 ms on top
-(bench/embedding.py). The thresholds are off so that every stage handles full candidate lists
-(random vectors never reach a cosine of 0.65: with the thresholds on, the vector lists would be
-empty and the search cheaper than in real use).
+(bench/embedding.py). The gates are off so that every stage handles full candidate lists
+(random 384-d vectors sit within ±0.2 of cosine 0 and never reach a gate, MiniLM's 0.30 or 002's
+0.65: with the gates on, the vector lists would be empty and the search cheaper than in real use).
 
 Run: ``.venv/bin/python bench/search.py [--sizes 10000 100000] [--queries 300]``.
 The last line is one JSON object with every figure.

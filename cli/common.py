@@ -17,8 +17,9 @@ from rich.console import Console
 from temporalio.client import Client, WorkflowFailureError
 from temporalio.service import RPCError
 
-from memory.errors import MnemosError, NotFoundError
+from memory.errors import MnemosError
 from memory.logging import configure_logging
+from memory.lookup import require_agent, require_session
 from memory.models import AgentConfig, Id, SessionInfo
 from memory.settings import Settings
 from memory.store import MemoryStore, open_store
@@ -164,14 +165,8 @@ async def temporal_of(settings: Settings) -> Client:
 
 
 async def agent_of(store: MemoryStore, agent_id: str) -> AgentConfig:
-    agent = await store.get_agent(check_id("agent", agent_id))
-    if agent is None:
-        raise NotFoundError(f"agent {agent_id!r} is not registered")
-    return agent
+    return await require_agent(store, check_id("agent", agent_id))
 
 
 async def session_of(store: MemoryStore, session_id: str) -> SessionInfo:
-    session = await store.get_session(check_id("session", session_id))
-    if session is None:
-        raise NotFoundError(f"session {session_id!r} has no recorded messages")
-    return session
+    return await require_session(store, check_id("session", session_id))

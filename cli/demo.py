@@ -14,6 +14,7 @@ import signal
 from pathlib import Path
 from typing import Any
 
+from cli.demo_api import Served, serving_api
 from cli.stack import dev_server
 from client.memory_client import MemoryClient
 from memory.models import AgentConfig, FactFilter, MessageIn
@@ -64,7 +65,12 @@ async def demo(memory: MemoryClient, settings: Settings, sample: dict[str, Any])
     _print("Temporal UI", link)
 
 
-async def up(settings: Settings, *, exit_after_demo: bool) -> None:
+def _announcement(api: Served, sample: dict[str, Any]) -> str:
+    user_id = next((m.get("user_id") for m in sample["messages"] if m.get("user_id")), None)
+    return api.announcement(sample["agent"]["agent_id"], sample["session_id"], user_id)
+
+
+async def up(settings: Settings, *, exit_after_demo: bool, api_port: int = 8000) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -83,17 +89,21 @@ async def up(settings: Settings, *, exit_after_demo: bool) -> None:
                 flush=True,
             )
             memory = MemoryClient(client, deps.store, settings, embedder=deps.embedder)
-            job = asyncio.create_task(demo(memory, settings, json.loads(SAMPLE.read_text())))
-            stopper = asyncio.create_task(stop.wait())
-            done, _ = await asyncio.wait({job, stopper}, return_when=asyncio.FIRST_COMPLETED)
-            if job in done:
-                job.result()
-                if not exit_after_demo:
-                    print(
-                        "\nStack running (worker, cold-sessions schedule, Temporal UI). Ctrl-C to stop.",
-                        flush=True,
-                    )
-                    await stopper
-            job.cancel()
-            stopper.cancel()
+            sample = json.loads(SAMPLE.read_text())
+            agent_id = sample["agent"]["agent_id"]
+            async with serving_api(memory, data_dir, agent_id=agent_id, port=api_port) as api:
+                job = asyncio.create_task(demo(memory, settings, sample))
+                stopper = asyncio.create_task(stop.wait())
+                done, _ = await asyncio.wait({job, stopper}, return_when=asyncio.FIRST_COMPLETED)
+                if job in done:
+                    job.result()
+                    _print("HTTP API and memory page", _announcement(api, sample))
+                    if not exit_after_demo:
+                        print(
+                            "\nStack running (worker, cold-sessions schedule, Temporal UI). Ctrl-C to stop.",
+                            flush=True,
+                        )
+                        await stopper
+                job.cancel()
+                stopper.cancel()
     print("Stopped.", flush=True)

@@ -63,10 +63,10 @@ def scope_key(agent: str, user: str | None, session: str | None) -> ScopeKey:
         fail("give --user or --session, not both: a scope is one of agent, user or session")
     check_id("agent", agent)
     if session is not None:
-        return ScopeKey(scope="session", agent_id=agent, session_id=check_id("session", session))
+        return ScopeKey.session(agent, check_id("session", session))
     if user is not None:
-        return ScopeKey(scope="user", agent_id=agent, user_id=check_id("user", user))
-    return ScopeKey(scope="agent", agent_id=agent)
+        return ScopeKey.user(agent, check_id("user", user))
+    return ScopeKey.agent(agent)
 
 
 def _owner(f: Fact) -> str:

@@ -30,11 +30,20 @@ def up(
     exit_after_demo: Annotated[
         bool, typer.Option("--exit", help="Stop after the demo instead of serving.")
     ] = False,
+    api_port: Annotated[
+        int,
+        typer.Option(
+            "--api-port",
+            envvar="MNEMOS_API_PORT",
+            help="Port of the HTTP API and memory page on 127.0.0.1 (0: not served).",
+        ),
+    ] = 8000,
 ) -> None:
     """The local stack of `make run`, with a demo conversation.
 
     Starts a Temporal dev server + UI (unless one runs), the store and a worker, forms the bundled
-    conversation's memories and prints them. Ctrl-C stops everything.
+    conversation's memories and prints them, then serves the HTTP API and the memory page on
+    http://127.0.0.1:8000 and prints a development API key. Ctrl-C stops everything.
     """
     from cli.demo import up as run_up  # imports the worker module: only for this command
 
@@ -43,7 +52,7 @@ def up(
         install_runtime(settings)
     except MetricsEndpointError as e:  # the demo does not need metrics: say so and go on
         typer.echo(f"warning: {e}; running without /metrics", err=True)
-    run(run_up(settings, exit_after_demo=exit_after_demo), settings)
+    run(run_up(settings, exit_after_demo=exit_after_demo, api_port=api_port), settings)
 
 
 async def _serve(settings: Settings) -> None:

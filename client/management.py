@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict
 
 from memory.embedding.base import Embedder
 from memory.errors import ConflictError, InvalidInputError, NotFoundError
+from memory.lookup import require_agent
 from memory.models import ConsolidatedMemory, Fact, FactFilter, Reflection, ScopeKey
 from memory.pipeline.consolidation import VERSION_LINE
 from memory.pipeline.usage import words
@@ -304,8 +305,7 @@ class MemoryManager:
 
     async def _require_agent(self, agent_id: str) -> None:
         """A typo in an agent id must not look like an agent with an empty memory."""
-        if await self.store.get_agent(agent_id) is None:
-            raise NotFoundError(f"agent {agent_id!r} is not registered")
+        await require_agent(self.store, agent_id)
 
     # ------------------------------------------------------------ erasure (issue 15)
 

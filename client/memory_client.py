@@ -23,6 +23,7 @@ from memory.context_cache import ContextCache
 from memory.embedding import make_embedder
 from memory.embedding.base import Embedder
 from memory.errors import InvalidInputError, NotFoundError
+from memory.lookup import require_agent, require_session
 from memory.models import AgentConfig, Id, MessageIn, RecordOutcome, ScopeKey, SessionInfo
 from memory.rag import SearchResult, search_facts
 from memory.settings import Settings, get_settings
@@ -106,16 +107,10 @@ class MemoryClient:
         await self.store.upsert_agent(config)
 
     async def _agent(self, agent_id: str) -> AgentConfig:
-        agent = await self.store.get_agent(_check_id("agent_id", agent_id))
-        if agent is None:
-            raise NotFoundError(f"agent {agent_id!r} is not registered: call register_agent first")
-        return agent
+        return await require_agent(self.store, _check_id("agent_id", agent_id))
 
     async def _session(self, session_id: str) -> SessionInfo:
-        session = await self.store.get_session(_check_id("session_id", session_id))
-        if session is None:
-            raise NotFoundError(f"session {session_id!r} has no recorded messages")
-        return session
+        return await require_session(self.store, _check_id("session_id", session_id))
 
     async def record_messages(
         self, agent_id: str, session_id: str, messages: Sequence[MessageIn | dict[str, Any]]

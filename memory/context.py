@@ -17,88 +17,25 @@ Layout (empty parts omitted, everything empty → ""):
     </MemoryContext>
 
 Every text is XML-escaped: memory holds what users said, and a user's ``</UserMemory>`` must stay
-text. Which scopes a turn may see is decided once, by ``visible_scopes``, for the context and for
-search_facts alike.
+text. Which scopes a turn may see is decided once, by ``memory.scopes.visible_scopes``, for the
+context and for search_facts alike.
 """
 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from xml.sax.saxutils import escape
 
-from memory.models import (
-    AgentConfig,
-    ConsolidatedMemory,
-    Fact,
-    FactFilter,
-    FactScope,
-    Reflection,
-    ScopeKey,
-    SessionInfo,
-)
-from memory.pipeline.window import scopes_for
-from memory.settings import Scope, Settings
+from memory.models import AgentConfig, ConsolidatedMemory, Fact, Reflection, ScopeKey, SessionInfo
+from memory.scopes import VisibleScopes, visible_scopes
+from memory.settings import Settings
 from memory.store.base import MemoryStore
 
+# Re-exported: the retrieval code reads the visibility rule from here.
+__all__ = ["VisibleScopes", "age_suffix", "assemble_context", "visible_scopes"]
+
 _SECTION = {"agent": "AgentMemory", "user": "UserMemory", "session": "SessionMemory"}
-
-
-@dataclass(frozen=True)
-class VisibleScopes:
-    """What one agent turn may read: fact scopes and the reflection/blob keys, in context order."""
-
-    fact_filter: FactFilter | None  # None: no fact scope is on
-    keys: tuple[ScopeKey, ...]
-
-
-def visible_scopes(
-    agent: AgentConfig, session: SessionInfo | None, user_id: str | None
-) -> VisibleScopes:
-    """The toggles and the group-chat rule of ``scopes_for``, bound to this user.
-
-    User memory needs a user: ``user_id`` must be given and, in a session, be the session's only
-    user (a second user makes it a group chat, and a user not in the session reads nothing of
-    theirs there). Without a session (a search outside any conversation) only the toggles count.
-    """
-    if session is None:
-        toggles: list[FactScope] = []
-        if agent.agent_memory_enabled:
-            toggles.append("agent")
-        if agent.user_memory_enabled:
-            toggles.append("user")
-        fact_scopes: tuple[FactScope, ...] = tuple(toggles)
-        scopes: tuple[Scope, ...] = fact_scopes
-        user_ok = user_id is not None
-    else:
-        fact_scopes, scopes = scopes_for(agent, session)
-        user_ok = user_id is not None and session.user_ids == (user_id,)
-    if not user_ok:
-        fact_scopes = tuple(s for s in fact_scopes if s != "user")
-        scopes = tuple(s for s in scopes if s != "user")
-
-    fact_filter = None
-    if fact_scopes:
-        fact_filter = FactFilter(
-            agent_id=agent.agent_id,
-            include_agent_scope="agent" in fact_scopes,
-            user_id=user_id if "user" in fact_scopes else None,
-        )
-    keys = []
-    for scope in scopes:
-        match scope:
-            case "agent":
-                keys.append(ScopeKey(scope="agent", agent_id=agent.agent_id))
-            case "user":
-                keys.append(ScopeKey(scope="user", agent_id=agent.agent_id, user_id=user_id))
-            case "session" if session is not None:
-                keys.append(
-                    ScopeKey(
-                        scope="session", agent_id=agent.agent_id, session_id=session.session_id
-                    )
-                )
-    return VisibleScopes(fact_filter=fact_filter, keys=tuple(keys))
 
 
 def age_suffix(then: datetime, now: datetime) -> str:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from memory.embedding import make_embedder
 from memory.embedding.base import Embedder
 from memory.llm import make_llm
 from memory.llm.base import LLMProvider
+from memory.pipeline.transcripts import TranscriptCache
 from memory.settings import Settings
 from memory.store import MemoryStore, open_store
 
@@ -18,6 +19,8 @@ class Deps:
     store: MemoryStore
     llm: LLMProvider
     embedder: Embedder
+    # The per-worker cache that lets the steps of one formation pass load its transcript once.
+    transcripts: TranscriptCache = field(default_factory=TranscriptCache)
 
     async def close(self) -> None:
         await self.llm.close()

@@ -1,12 +1,21 @@
-"""Errors of the domain core. Activities translate them into Temporal errors (retryable or not)."""
+"""Errors of the domain core. Each class states once whether a retry of the same step can fix it
+and under which type name Temporal shows it; activities/errors.py only translates."""
 
 from __future__ import annotations
+
+from typing import ClassVar
 
 
 class MnemosError(Exception):
     """Base of every error mnemos raises on purpose."""
 
     retryable: bool = False
+    # The ApplicationError type name; None: the class name.
+    error_type: ClassVar[str | None] = None
+
+    @classmethod
+    def type_name(cls) -> str:
+        return cls.error_type or cls.__name__
 
 
 class NotFoundError(MnemosError):
@@ -18,13 +27,17 @@ class InvalidInputError(MnemosError):
 
 
 class ConflictError(MnemosError):
-    """Someone else changed the thing first (a cursor moved, a blob version advanced)."""
+    """Someone else changed the thing first (a cursor moved, a blob version advanced).
 
-    retryable = True
+    Not retried as is: the same write would conflict again; the workflow reloads or redrafts."""
+
+    error_type = "Conflict"
 
 
 class StaleDecisionError(ConflictError):
     """A dedup decision was made against a fact version that has since changed: decide again."""
+
+    error_type = "StaleDecision"
 
 
 class EmbeddingMismatchError(MnemosError):
@@ -32,7 +45,8 @@ class EmbeddingMismatchError(MnemosError):
 
 
 class ProviderError(MnemosError):
-    """An LLM or embedding provider failed. ``retryable`` and ``retry_after`` say what to do about it."""
+    """An LLM or embedding provider failed. ``retryable`` (per instance: it depends on the status)
+    and ``retry_after`` say what to do about it."""
 
     def __init__(
         self,

@@ -113,6 +113,30 @@ class ScopeKey(_Model):
     user_id: Id | None = None
     session_id: Id | None = None
 
+    @classmethod
+    def agent(cls, agent_id: str) -> ScopeKey:
+        return cls(scope="agent", agent_id=agent_id)
+
+    @classmethod
+    def user(cls, agent_id: str, user_id: str) -> ScopeKey:
+        return cls(scope="user", agent_id=agent_id, user_id=user_id)
+
+    @classmethod
+    def session(cls, agent_id: str, session_id: str) -> ScopeKey:
+        return cls(scope="session", agent_id=agent_id, session_id=session_id)
+
+    @classmethod
+    def of(
+        cls, scope: Scope, agent_id: str, *, user_id: str | None, session_id: str | None
+    ) -> ScopeKey:
+        """The key of ``scope``, taking the user or the session it needs from the ids given."""
+        return cls(
+            scope=scope,
+            agent_id=agent_id,
+            user_id=user_id if scope == "user" else None,
+            session_id=session_id if scope == "session" else None,
+        )
+
     @property
     def key(self) -> str:
         """A stable string: the unit of serialized consolidation and of cache versions."""

@@ -9,12 +9,13 @@ Pipeline, for 1..max_queries queries:
    both methods are fused (``fuse``) and deduplicated by fact id; best first, top_k;
 4. the returned facts are marked accessed (store.touch_facts).
 
-The thresholds (002 "RAG Thresholds") and the scales they sit on:
+The gates (``search_gates``): the cosine and fused gates are the embedder's measured calibration
+(``Embedder.calibration``, e.g. MiniLM: cosine 0.30, no fused gate) unless it has none or the
+settings turn calibration off; then 002's "RAG Thresholds", set on OpenAI's scale, apply:
 - semantic 0.65 — cosine similarity in [-1, 1], as every backend's vector_search reports it
-  (the MongoDB backend recomputes cosines; Atlas itself reports (1 + cos) / 2). Unrelated
-  sentences sit around 0–0.3 and paraphrases above 0.7, so 0.65 keeps "clearly the same topic";
-  a question and the statement that answers it often score lower (with MiniLM on LoCoMo only
-  12% of the evidence turns reach 0.65), which leaves recall to the text list.
+  (the MongoDB backend recomputes cosines; Atlas itself reports (1 + cos) / 2). On OpenAI's
+  scale 0.65 keeps "clearly the same topic"; with MiniLM a question and the turn that answers it
+  score ~0.5 (on LoCoMo only 12% of the evidence turns reach 0.65), hence per-model gates.
 - text 1.5 — the stores' shared BM25 scale (≥ 0; FTS5's bm25 negated, recomputed on MongoDB).
   One query word contributes about idf = ln((N − n + 0.5) / (n + 0.5)) to a fact of average
   length that holds it once (n of the N facts hold the word; N is every fact on SQLite, the
@@ -24,14 +25,15 @@ The thresholds (002 "RAG Thresholds") and the scales they sit on:
 - rrf 0.015 — classic reciprocal rank fusion, Σ 1 / (k + rank) with k = 60 and ranks from 1, summed
   over every list (each method × each query). A first place is 1/61 ≈ 0.0164: a fact found by one
   list only passes when ranked 1–6 there, a fact found by two lists passes up to rank ~70 in each.
-  So with the defaults a search returns the facts both methods agree on plus at most the top 6
-  of each list per query, often fewer than top_k: few, confident hits, as 002 intends. This
-  classic score is the gate whatever orders the survivors; single-method modes have no second
-  list to agree with and skip it.
+  So with this gate a search returns the facts both methods agree on plus at most the top 6
+  of each list per query, often fewer than top_k, and can rank below its own text-only mode;
+  a calibration may turn it off (0), leaving each list's own gate to decide. Single-method
+  modes have no second list to agree with and skip it.
 
 Ordering the survivors (measured on LoCoMo with bench/locomo.py, see ``fuse``): per query, each
 list's scores are min-max normalised and combined with weights favouring the text list (which is
 the stronger one with a small sentence embedder), then a fact takes its best query's score.
+A hit also reports its raw evidence: the best cosine and BM25 score it had in any list.
 """
 
 from __future__ import annotations
@@ -73,7 +75,9 @@ class SearchHit(_Out):
     content: str
     scope: FactScope
     age: str
-    score: float  # fused score in [0, 1]
+    score: float  # ranking score in (0, 1]: 1 = best of every list searched
+    cosine: float | None  # best cosine to a query (None: not among the vector hits)
+    bm25: float | None  # best text score (None: no query word matched)
     updated_at: datetime
 
 
@@ -101,10 +105,11 @@ class FusedCandidate(_Out):
 
 class SearchDebug(_Out):
     mode: SearchMode
+    embedding_model: str | None  # whose calibration set the gates (None: text mode)
     queries: list[str]
     top_k: int
     candidates_per_list: int
-    thresholds: dict[str, float]
+    thresholds: dict[str, float]  # the gates applied: semantic (cosine), text (BM25), rrf
     timings_ms: dict[str, float]
     lists: list[CandidateList]
     fused: list[FusedCandidate]
@@ -174,6 +179,19 @@ def content_words(query: str) -> str:
 
 
 # ------------------------------------------------------------------ search
+
+
+def search_gates(rag: RagSettings, embedder: Embedder, mode: SearchMode) -> dict[str, float]:
+    """The gates this search applies: the embedder's calibration when it has one and the
+    settings allow it, else the configured numbers; the fused gate only in hybrid mode."""
+    calibration = embedder.calibration if rag.calibrated_gates else None
+    semantic = rag.semantic_score_threshold if calibration is None else calibration.cosine_gate
+    rrf = rag.rrf_score_threshold if calibration is None else calibration.rrf_gate
+    return {
+        "semantic": semantic,
+        "text": rag.text_score_threshold,
+        "rrf": rrf if mode == "hybrid" else 0.0,
+    }
 
 
 @dataclass(frozen=True)
@@ -263,6 +281,7 @@ async def search_facts(
     wanted = check_top_k(top_k, rag)
     limit = wanted * rag.candidate_multiplier
     flt = visible_scopes(agent, session, user_id).fact_filter
+    gates = search_gates(rag, embedder, mode)
     timings: dict[str, float] = {}
 
     searches: list[_Search] = []
@@ -273,13 +292,13 @@ async def search_facts(
             vectors = await _embed(store, embedder, cleaned)
             timings["embed"] = _ms(stage)
             calls += [
-                _vector(store, i, q, v, flt, limit=limit, threshold=rag.semantic_score_threshold,
+                _vector(store, i, q, v, flt, limit=limit, threshold=gates["semantic"],
                         debug=debug)
                 for i, (q, v) in enumerate(zip(cleaned, vectors, strict=True))
             ]  # fmt: skip
         if mode != "vector":
             calls += [
-                _text(store, i, q, flt, limit=limit, threshold=rag.text_score_threshold)
+                _text(store, i, q, flt, limit=limit, threshold=gates["text"])
                 for i, q in enumerate(cleaned)
             ]
         stage = time.perf_counter()
@@ -288,7 +307,7 @@ async def search_facts(
 
     stage = time.perf_counter()
     lists = [RankedList(s.query_index, s.source, s.passed) for s in searches]
-    min_rrf = rag.rrf_score_threshold if mode == "hybrid" else 0.0
+    min_rrf = gates["rrf"]
     fused = fuse(lists, k=rag.rrf_k, weights=HYBRID_WEIGHTS, min_rrf=min_rrf)
     best = fused[:wanted]
     timings["fuse"] = _ms(stage)
@@ -297,6 +316,7 @@ async def search_facts(
         stage = time.perf_counter()
         await store.touch_facts([f.hit.fact.fact_id for f in best], now)
         timings["touch"] = _ms(stage)
+    evidence = _best_scores(searches)
     hits = [
         SearchHit(
             fact_id=f.hit.fact.fact_id,
@@ -304,6 +324,8 @@ async def search_facts(
             scope=f.hit.fact.scope,
             age=age_suffix(f.hit.fact.updated_at, now),
             score=round(f.score, 6),
+            cosine=evidence["vector"].get(f.hit.fact.fact_id),
+            bm25=evidence["text"].get(f.hit.fact.fact_id),
             updated_at=f.hit.fact.updated_at,
         )
         for f in best
@@ -315,19 +337,27 @@ async def search_facts(
         hits=hits,
         debug=SearchDebug(
             mode=mode,
+            embedding_model=embedder.model if mode != "text" else None,
             queries=cleaned,
             top_k=wanted,
             candidates_per_list=limit,
-            thresholds={
-                "semantic": rag.semantic_score_threshold,
-                "text": rag.text_score_threshold,
-                "rrf": min_rrf,
-            },
+            thresholds=gates,
             timings_ms=timings,
             lists=[_candidate_list(s) for s in searches],
             fused=_fused_debug(lists, rag.rrf_k, min_rrf, {h.fact_id for h in hits}),
         ),
     )
+
+
+def _best_scores(searches: Sequence[_Search]) -> dict[Source, dict[str, float]]:
+    """Per method, each fact's best raw score among the candidates that passed its gate."""
+    best: dict[Source, dict[str, float]] = {"vector": {}, "text": {}}
+    for search in searches:
+        scores = best[search.source]
+        for s in search.passed:
+            fid = s.fact.fact_id
+            scores[fid] = round(max(scores.get(fid, s.score), s.score), 4)
+    return best
 
 
 def _candidate_list(search: _Search) -> CandidateList:

@@ -114,13 +114,25 @@ class ReflectionSettings(_Group):
 
 
 class RagSettings(_Group):
-    """search_facts (002 "RAG Thresholds"); every score is on the store's normalised scale."""
+    """search_facts (002 "RAG Thresholds"); every score is on the store's normalised scale.
 
+    The cosine and fused gates depend on the embedding model's scale: with ``calibrated_gates``
+    (the default) an embedder that carries a measured calibration brings its own (MiniLM: cosine
+    0.30, no fused gate), and 002's numbers below apply to the others (OpenAI's, which they were
+    set for). Setting either number explicitly turns the calibration off, so it is never ignored.
+    """
+
+    calibrated_gates: bool = Field(
+        True,
+        description="Use the embedder's measured cosine and RRF gates, not the two thresholds",
+    )
     semantic_score_threshold: float = Field(
-        0.65, ge=0, le=1, description="Min vector similarity (cosine)"
+        0.65, ge=0, le=1, description="Min vector similarity (cosine) when not calibrated"
     )
     text_score_threshold: float = Field(1.5, ge=0, description="Min text score (BM25-like scale)")
-    rrf_score_threshold: float = Field(0.015, ge=0, description="Min fused RRF score")
+    rrf_score_threshold: float = Field(
+        0.015, ge=0, description="Min fused RRF score when not calibrated"
+    )
     rrf_k: int = Field(60, ge=1, description="RRF constant k")
     top_k_default: int = Field(10, ge=5, le=25, description="Default results per search")
     top_k_min: int = Field(5, ge=1, description="Smallest top_k a caller may ask")
@@ -129,6 +141,14 @@ class RagSettings(_Group):
     candidate_multiplier: int = Field(
         2, ge=1, description="Each search fetches top_k × this before fusion"
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _explicit_gates_win(cls, data: object) -> object:
+        explicit = {"semantic_score_threshold", "rrf_score_threshold"}
+        if isinstance(data, dict) and "calibrated_gates" not in data and explicit & data.keys():
+            return {**data, "calibrated_gates": False}
+        return data
 
 
 class ContextSettings(_Group):

@@ -33,6 +33,7 @@ from memory.pipeline.types import (
     CommitResult,
     ConsolidationDraft,
     ConsolidationResult,
+    DecisionsResult,
     LlmCall,
 )
 from memory.settings import Settings
@@ -145,7 +146,7 @@ def record_result(meter: MetricMeter, activity_type: str, result: Any) -> None:
     elif isinstance(result, CommitResult):
         _formation(meter, "already_committed" if result.already_committed else "committed")
         _embeddings(meter, result.embedding_calls)
-    elif isinstance(result, CandidatesResult):
+    elif isinstance(result, CandidatesResult | DecisionsResult):
         _embeddings(meter, result.embedding_calls)
     elif isinstance(result, ConsolidationResult):
         _consolidation(meter, result.key.scope, "applied")

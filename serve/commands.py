@@ -6,7 +6,9 @@ Mount them with ``app.add_typer(serve_app, name="serve")`` (and ``keys``, ``mcp`
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -15,20 +17,36 @@ import typer
 from memory.errors import MnemosError
 from memory.logging import configure_logging
 from memory.settings import get_settings
-from serve.keys import ApiKey, JsonFileKeyStore, default_keys_path
+from memory.store import open_store
+from serve.keys import ApiKey, ApiKeyStore, JsonFileKeyStore, StoreKeyStore
 
 KeysFile = Annotated[
     Path | None,
     typer.Option(
         "--keys-file",
         envvar="MNEMOS_API_KEYS_FILE",
-        help="API keys file (default: api_keys.json next to the SQLite database)",
+        help="Keep API keys in this JSON file instead of the memory store (the default, shared "
+        "by every replica)",
     ),
 ]
 
 
-def keys_store(path: Path | None) -> JsonFileKeyStore:
-    return JsonFileKeyStore(path or default_keys_path(get_settings().store.sqlite_path.parent))
+@contextlib.asynccontextmanager
+async def keys_store(path: Path | None) -> AsyncIterator[ApiKeyStore]:
+    """The keys of ``mnemos keys``: in the configured memory store, or in ``path`` when given."""
+    if path is not None:
+        yield JsonFileKeyStore(path)
+        return
+    store = await open_store(get_settings())
+    try:
+        yield StoreKeyStore(store)
+    finally:
+        await store.close()
+
+
+async def _with_keys[T](path: Path | None, use: Callable[[ApiKeyStore], Awaitable[T]]) -> T:
+    async with keys_store(path) as keys:
+        return await use(keys)
 
 
 # ---------------------------------------------------------------- mnemos serve
@@ -44,7 +62,8 @@ async def _serve(host: str, port: int, keys_file: Path | None) -> None:
 
     settings = get_settings()
     memory = await MemoryClient.connect(settings)
-    app = create_app(memory, keys_store(keys_file), close_on_shutdown=True)
+    keys = StoreKeyStore(memory.store) if keys_file is None else JsonFileKeyStore(keys_file)
+    app = create_app(memory, keys, close_on_shutdown=True)
     config = uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False)
     typer.echo(f"mnemos: API and memory page on http://{host}:{port} (docs: /docs)", err=True)
     await uvicorn.Server(config).serve()
@@ -56,14 +75,21 @@ def serve(
     port: Annotated[int, typer.Option(help="Port to listen on")] = 8000,
     keys_file: KeysFile = None,
 ) -> None:
-    """The API under /v1, the memory page under /ui, OpenAPI at /openapi.json."""
+    """The API under /v1, the memory page under /ui, OpenAPI at /openapi.json.
+
+    API keys are read from the memory store (create them with `mnemos keys create`), or from
+    --keys-file when given."""
     configure_logging(get_settings().log_level)
     asyncio.run(_serve(host, port, keys_file))
 
 
 # ---------------------------------------------------------------- mnemos keys
 
-keys_app = typer.Typer(help="Create, list and revoke API keys.", no_args_is_help=True)
+keys_app = typer.Typer(
+    help="Create, list and revoke API keys (kept hashed in the memory store; --keys-file for a "
+    "JSON file instead).",
+    no_args_is_help=True,
+)
 
 
 def _line(key: ApiKey) -> str:
@@ -83,7 +109,7 @@ def create(
     """Create a key; the key itself is printed once and never stored."""
     try:
         key, token = asyncio.run(
-            keys_store(keys_file).create(agent, read_only=read_only, name=name)
+            _with_keys(keys_file, lambda k: k.create(agent, read_only=read_only, name=name))
         )
     except MnemosError as e:
         raise typer.BadParameter(str(e)) from e
@@ -97,7 +123,7 @@ def list_keys(
     keys_file: KeysFile = None,
 ) -> None:
     """Every key (never the secrets)."""
-    keys = asyncio.run(keys_store(keys_file).list())
+    keys = asyncio.run(_with_keys(keys_file, lambda k: k.list()))
     if as_json:
         data = [k.model_dump(mode="json", exclude={"secret_sha256"}) for k in keys]
         typer.echo(json.dumps(data, indent=2))
@@ -112,7 +138,7 @@ def list_keys(
 def revoke(key_id: str, keys_file: KeysFile = None) -> None:
     """Revoke a key by its id (the part after mk_): it stops working at once."""
     try:
-        key = asyncio.run(keys_store(keys_file).revoke(key_id))
+        key = asyncio.run(_with_keys(keys_file, lambda k: k.revoke(key_id)))
     except MnemosError as e:
         typer.echo(str(e), err=True)
         raise typer.Exit(1) from e

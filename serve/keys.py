@@ -1,47 +1,34 @@
-"""API keys: each bound to a set of agent ids, optionally read-only, stored hashed.
+"""Where API keys live, behind one protocol: in the memory store (the default: every replica of
+``mnemos serve`` sees the same keys, and a revocation stops a key everywhere at its next
+request) or, as an explicit option, in one JSON file (``--keys-file``).
 
-A key reads ``mk_<key_id>_<secret>``. Only sha256(secret) is stored, so a leaked key file lets
-nobody in; ``key_id`` finds the record without scanning, and the comparison is constant-time.
+A key reads ``mk_<key_id>_<secret>`` (memory.api_keys); only sha256(secret) is kept.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import hmac
 import json
 import os
-import secrets
 import tempfile
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import TypeAdapter
 
-from memory.errors import InvalidInputError, NotFoundError
-from memory.models import Id
+from memory.api_keys import ApiKey, matches, new_key, split_token
+from memory.errors import NotFoundError
+from memory.store.base import MemoryStore
 
-PREFIX = "mk"
-_IDS = TypeAdapter(list[Id])
-
-
-class ApiKey(BaseModel):
-    """A key as stored: never the secret itself."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    key_id: str
-    name: str = ""
-    agent_ids: tuple[str, ...] = Field(min_length=1)
-    read_only: bool = False
-    secret_sha256: str
-    created_at: datetime
-    revoked_at: datetime | None = None
-
-    def allows(self, agent_id: str, *, write: bool) -> bool:
-        return agent_id in self.agent_ids and not (write and self.read_only)
+__all__ = [
+    "ApiKey",
+    "ApiKeyStore",
+    "JsonFileKeyStore",
+    "StoreKeyStore",
+    "split_token",
+]
 
 
 class ApiKeyStore(Protocol):
@@ -64,49 +51,40 @@ class ApiKeyStore(Protocol):
         ...
 
 
-def _digest(secret: str) -> str:
-    return hashlib.sha256(secret.encode()).hexdigest()
+class StoreKeyStore:
+    """Keys in the memory store (SQLite table or MongoDB collection ``api_keys``). Each request
+    reads its key by id, uncached, so a key revoked by ``mnemos keys revoke`` or another replica
+    stops working at once."""
 
+    def __init__(self, store: MemoryStore) -> None:
+        self.store = store
 
-def new_key(
-    agent_ids: Sequence[str], *, read_only: bool, name: str, now: datetime
-) -> tuple[ApiKey, str]:
-    try:
-        ids = tuple(dict.fromkeys(_IDS.validate_python(list(agent_ids))))
-    except ValueError as e:
-        raise InvalidInputError(f"agent_ids: not valid ids: {e}") from e
-    if not ids:
-        raise InvalidInputError("agent_ids: a key needs at least one agent id")
-    key_id = secrets.token_hex(6)
-    secret = secrets.token_urlsafe(32)
-    key = ApiKey(
-        key_id=key_id,
-        name=name,
-        agent_ids=ids,
-        read_only=read_only,
-        secret_sha256=_digest(secret),
-        created_at=now,
-    )
-    return key, f"{PREFIX}_{key_id}_{secret}"
+    async def create(
+        self, agent_ids: Sequence[str], *, read_only: bool = False, name: str = ""
+    ) -> tuple[ApiKey, str]:
+        key, token = new_key(agent_ids, read_only=read_only, name=name, now=datetime.now(UTC))
+        return await self.store.create_api_key(key), token
 
+    async def list(self) -> list[ApiKey]:
+        return await self.store.list_api_keys()
 
-def split_token(token: str) -> tuple[str, str] | None:
-    """(key_id, secret) of a well-formed token. The secret may itself hold underscores."""
-    parts = token.strip().split("_", 2)
-    if len(parts) != 3 or parts[0] != PREFIX or not parts[1] or not parts[2]:
-        return None
-    return parts[1], parts[2]
+    async def revoke(self, key_id: str) -> ApiKey:
+        return await self.store.revoke_api_key(key_id, at=datetime.now(UTC))
 
-
-def matches(key: ApiKey, secret: str) -> bool:
-    return key.revoked_at is None and hmac.compare_digest(key.secret_sha256, _digest(secret))
+    async def verify(self, token: str) -> ApiKey | None:
+        parts = split_token(token)
+        if parts is None:
+            return None
+        key = await self.store.get_api_key(parts[0])
+        return key if key is not None and matches(key, parts[1]) else None
 
 
 _FILE = TypeAdapter(list[ApiKey])
 
 
 class JsonFileKeyStore:
-    """Keys in one JSON file (e.g. ``.data/api_keys.json``), rewritten atomically: a temp file in
+    """The explicit alternative (``--keys-file``): keys in one JSON file, for a single server that
+    should not keep keys in the memory store. Rewritten atomically: a temp file in
     the same directory, then a rename, so a crash never leaves half a file. One process writes it
     at a time (the CLI or one server); readers re-read it when it changed on disk, so a key
     revoked by the CLI stops working on a running server at its next request."""
@@ -177,7 +155,3 @@ class JsonFileKeyStore:
             return None
         key = (await asyncio.to_thread(self._read)).get(parts[0])
         return key if key is not None and matches(key, parts[1]) else None
-
-
-def default_keys_path(data_dir: Path) -> Path:
-    return data_dir / "api_keys.json"

@@ -1,8 +1,7 @@
 """What the memory page shows for one agent, gathered through the client and its manager.
 
-The store lists no users or sessions of an agent, so the page offers the ones it can see: the
-sessions its facts and reflections come from and those of its recent formation runs (the
-Temporal search attributes), and the users of those sessions; any other id can be typed in.
+The users and sessions come from the store's listings (most recently active first; the
+sessions of the chosen user when there is one); any other id can be typed in.
 """
 
 from __future__ import annotations
@@ -10,14 +9,16 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from client.management import FactPage, ScopeConsolidationStatus, ScopeStats
-from memory.models import ConsolidatedMemory, FactFilter, Reflection, ScopeKey
+from memory.directory import AgentUser
+from memory.models import ConsolidatedMemory, FactFilter, Reflection, ScopeKey, SessionInfo
 from memory.rag import SearchHit, SearchResult
 from serve.runs import Runs, recent_formations
 from serve.services import Services
 
 RECENT_REFLECTIONS = 10
 FACTS_SHOWN = 50
-MAX_SESSIONS_LOOKED_UP = 50
+USERS_SHOWN = 50
+SESSIONS_SHOWN = 50
 
 
 class ScopeView(BaseModel):
@@ -42,8 +43,8 @@ class AgentView(BaseModel):
     agent_id: str
     user_id: str | None
     session_id: str | None
-    users: list[str]
-    sessions: list[str]
+    users: list[AgentUser]
+    sessions: list[SessionInfo]
     scopes: list[ScopeView]
     facts: FactPage
     runs: Runs
@@ -101,14 +102,9 @@ async def agent_view(
     runs = await recent_formations(
         svc.memory.temporal, agent_id, ui_url=svc.temporal_ui_url, namespace=svc.namespace
     )
-    sessions = {r.session_id for r in runs.runs if r.session_id}
-    sessions |= {f.source_session_id for f in facts.facts if f.source_session_id}
-    sessions |= {r.source_session_id for s in scopes for r in s.reflections}
-    users = {f.user_id for f in facts.facts if f.user_id}
-    users |= {r.user_id for r in runs.runs if r.user_id}
-    for session_id_seen in sorted(sessions)[:MAX_SESSIONS_LOOKED_UP]:
-        info = await svc.memory.store.get_session(session_id_seen)
-        users |= set(info.user_ids) if info is not None else set()
+    store = svc.memory.store
+    users = await store.list_agent_users(agent_id, limit=USERS_SHOWN)
+    sessions = await store.list_agent_sessions(agent_id, user_id=user_id, limit=SESSIONS_SHOWN)
     ranked: list[Ranked] = []
     if query.strip():
         result = await svc.memory.search_facts(
@@ -119,8 +115,8 @@ async def agent_view(
         agent_id=agent_id,
         user_id=user_id,
         session_id=session_id,
-        users=sorted(users),
-        sessions=sorted(sessions),
+        users=users,
+        sessions=sessions,
         scopes=scopes,
         facts=facts,
         runs=runs,

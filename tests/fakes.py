@@ -15,6 +15,15 @@ from pydantic import BaseModel
 from memory.embedding.base import Embedder, EmbeddingBatch, normalize
 from memory.errors import ProviderError
 from memory.llm.base import LLMProvider, LLMRequest, LLMResult, Task, Usage
+from memory.models import AgentConfig
+from memory.prompts import (
+    ConsolidateInput,
+    DecideFactsInput,
+    ExtractFactsInput,
+    ExtractReflectionsInput,
+    PromptMessage,
+)
+from memory.prompts.decide_facts import ExistingFactShown, NewFactShown
 
 Reply = BaseModel | str | Exception | Callable[[LLMRequest], Any]
 
@@ -111,12 +120,49 @@ def permanent(message: str = "bad request") -> ProviderError:
     return ProviderError(message, retryable=False, status=400)
 
 
+# Small typed inputs for provider tests, which script their own system and prompt text.
+_EVE = AgentConfig(agent_id="eve", name="Eve")
+FACTS_INPUT = ExtractFactsInput(agent=_EVE, messages=[], scopes=("user",), max_words=30)
+DECIDE_INPUT = DecideFactsInput(
+    new_facts=[NewFactShown(index=0, content="Alice is 31", scope="user")],
+    existing=[ExistingFactShown(index=0, content="Alice is 30", candidate_for=(0,))],
+    max_words=30,
+)
+CONSOLIDATE_INPUT = ConsolidateInput(
+    agent=_EVE,
+    scope="user",
+    current_content="",
+    current_version=0,
+    reflections=["Likes tea"],
+    word_limit=300,
+)
+
+
+def facts_input(request: LLMRequest) -> ExtractFactsInput:
+    """The typed input of an extract_facts request (what the test's fake model reads)."""
+    assert isinstance(request.task_input, ExtractFactsInput)
+    return request.task_input
+
+
+def reflections_input(request: LLMRequest) -> ExtractReflectionsInput:
+    """The typed input of an extract_reflections request."""
+    assert isinstance(request.task_input, ExtractReflectionsInput)
+    return request.task_input
+
+
+def transcript_of(request: LLMRequest) -> list[PromptMessage]:
+    """The conversation an extract_facts or extract_reflections request shows the model."""
+    assert isinstance(request.task_input, ExtractFactsInput | ExtractReflectionsInput)
+    return request.task_input.messages
+
+
 def echo_consolidation(request: LLMRequest) -> str:
     """A well-behaved consolidation: next VERSION line, old bullets, then the new reflections."""
-    p = request.payload
-    old = [ln for ln in str(p["current_content"]).splitlines()[1:] if ln.startswith("- ")]
-    new = [f"- {r}" for r in p["reflections"]]
-    return "\n".join([f"VERSION: {p['current_version'] + 1}", "[NOTES]", *old, *new])
+    p = request.task_input
+    assert isinstance(p, ConsolidateInput)
+    old = [ln for ln in p.current_content.splitlines()[1:] if ln.startswith("- ")]
+    new = [f"- {r}" for r in p.reflections]
+    return "\n".join([f"VERSION: {p.next_version}", "[NOTES]", *old, *new])
 
 
 class Faults:

@@ -17,7 +17,8 @@ from temporalio.worker import Worker
 from client.memory_client import MemoryClient
 from memory.deps import Deps
 from memory.models import AgentConfig, Fact, FactFilter, MessageIn, Reflection, ScopeKey
-from memory.schemas import ExtractedFact, ExtractedFacts, ExtractedReflection, ExtractedReflections
+from memory.prompts.extract_facts import ExtractedFact, ExtractedFacts
+from memory.prompts.extract_reflections import ExtractedReflection, ExtractedReflections
 from memory.settings import RetrySettings, Settings, TemporalSettings
 from memory.store.base import MemoryStore
 from memory.store.sqlite import SQLiteStore
@@ -171,7 +172,7 @@ class Harness:
 
     def key(self, scope: str, session: str = "s1", user: str = "alice") -> ScopeKey:
         if scope == "agent":
-            return ScopeKey(scope="agent", agent_id=self.agent.agent_id)
+            return ScopeKey.agent(self.agent.agent_id)
         if scope == "user":
-            return ScopeKey(scope="user", agent_id=self.agent.agent_id, user_id=user)
-        return ScopeKey(scope="session", agent_id=self.agent.agent_id, session_id=session)
+            return ScopeKey.user(self.agent.agent_id, user)
+        return ScopeKey.session(self.agent.agent_id, session)

@@ -12,9 +12,20 @@ from importlib.metadata import packages_distributions
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SHIPPED = ("memory", "workflows", "activities", "runtime", "client", "cli", "worker.py")
+SHIPPED = ("memory", "workflows", "activities", "runtime", "client", "serve", "cli", "worker.py")
 DEVELOPMENT = ("tests", "bench")
-OURS = {"memory", "workflows", "activities", "runtime", "client", "cli", "worker", "tests", "bench"}
+OURS = {
+    "memory",
+    "workflows",
+    "activities",
+    "runtime",
+    "client",
+    "serve",
+    "cli",
+    "worker",
+    "tests",
+    "bench",
+}
 
 
 def _normal(name: str) -> str:

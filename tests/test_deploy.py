@@ -47,7 +47,8 @@ def _is_cli_command(args: list[str]) -> bool:
         if sub is None:
             return False
         command = sub
-    return not isinstance(command, TyperGroup)
+    # A group runs by itself only when it says so (`mnemos serve`, a callback with options).
+    return not isinstance(command, TyperGroup) or command.invoke_without_command
 
 
 def test_the_command_check_knows_commands_from_groups_and_typos() -> None:
@@ -55,6 +56,7 @@ def test_the_command_check_knows_commands_from_groups_and_typos() -> None:
     assert _is_cli_command(["facts", "edit", "f_1", "text"])
     assert not _is_cli_command(["schedule"])  # a group, not a command
     assert not _is_cli_command(["wroker"])
+    assert _is_cli_command(["serve", "--host", "0.0.0.0"])  # a sub-app that runs by itself
 
 
 def _check_names(names: list[str]) -> None:
@@ -255,3 +257,74 @@ def test_the_bootstrap_job_sets_up_then_ensures_the_schedule() -> None:
     assert [c["args"] for c in pod["initContainers"]] == [["setup"], ["setup-indexes"]]
     assert [c["args"] for c in pod["containers"]] == [["schedule", "ensure"]]
     assert not [d for d in _all_k8s() if d["kind"] == "CronJob"]  # Temporal schedules the work
+
+
+# ---------------------------------------------------------------- the HTTP API (mnemos serve)
+
+
+def _option(args: list[str], name: str) -> str:
+    return args[args.index(name) + 1]
+
+
+def test_the_image_carries_the_serve_package_and_exposes_its_port() -> None:
+    steps = _dockerfile()
+    assert ("COPY", "serve serve") in steps
+    assert ("EXPOSE", "8000") in steps
+
+
+def test_compose_serves_the_api_from_the_same_image_on_all_interfaces() -> None:
+    services = _compose()["services"]
+    api, worker = services["api"], services["worker"]
+    assert (api["image"], api["build"]) == (worker["image"], worker["build"])
+    command = api["command"]
+    assert command[0] == "serve" and _is_cli_command(command)
+    assert _option(command, "--host") == "0.0.0.0"
+    port = _option(command, "--port")
+    assert f"{port}:{port}" in api["ports"]
+    assert f"http://127.0.0.1:{port}/healthz" in " ".join(api["healthcheck"]["test"])
+    assert api["depends_on"]["setup"]["condition"] == "service_completed_successfully"
+
+
+def _api_manifests() -> tuple[dict[str, Any], dict[str, Any]]:
+    docs = _all_k8s()
+    deployment = next(
+        d for d in docs if d["kind"] == "Deployment" and d["metadata"]["name"] == "mnemos-api"
+    )
+    service = next(d for d in docs if d["kind"] == "Service")
+    return deployment, service
+
+
+def test_the_api_deployment_runs_serve_probed_on_its_port() -> None:
+    deployment, _ = _api_manifests()
+    worker = next(d for d in _all_k8s() if d["kind"] == "Deployment")
+    pod = deployment["spec"]["template"]["spec"]
+    [api] = pod["containers"]
+    assert api["image"] == worker["spec"]["template"]["spec"]["containers"][0]["image"]
+    args = api["args"]
+    assert args[0] == "serve" and _is_cli_command(args)
+    assert _option(args, "--host") == "0.0.0.0"
+    port = next(p for p in api["ports"] if p["name"] == "http")["containerPort"]
+    assert str(port) == _option(args, "--port")
+    assert (api["readinessProbe"]["httpGet"]["path"], api["readinessProbe"]["httpGet"]["port"]) == (
+        "/readyz",
+        "http",
+    )
+    assert api["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert {"cpu", "memory"} <= set(api["resources"]["requests"])
+    assert deployment["spec"]["replicas"] >= 2  # keys in the store: replicas share them
+    assert [s["configMapRef"]["name"] for s in api["envFrom"]] == ["mnemos-config"]
+    env = {v["name"]: v for v in api["env"]}
+    uri = env["MNEMOS_STORE__MONGODB_URI"]["valueFrom"]["secretKeyRef"]
+    assert (uri["name"], uri["key"]) == ("mnemos-secrets", "MNEMOS_STORE__MONGODB_URI")
+
+
+def test_the_api_service_selects_the_api_pods_only() -> None:
+    deployment, service = _api_manifests()
+    labels = deployment["spec"]["template"]["metadata"]["labels"]
+    selector = service["spec"]["selector"]
+    assert selector == deployment["spec"]["selector"]["matchLabels"]
+    assert selector.items() <= labels.items() and selector["app.kubernetes.io/component"] == "api"
+    [port] = service["spec"]["ports"]
+    assert port["targetPort"] == "http"
+    kustomization = _docs(K8S / "kustomization.yaml")[0]
+    assert "serve.yaml" in kustomization["resources"]

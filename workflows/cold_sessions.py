@@ -1,5 +1,5 @@
 """ColdSessions: form the sessions that went quiet before a formation threshold, and purge the
-session memory of sessions ended long ago. Run by a Temporal Schedule (``client.schedule``), every
+session memory of sessions ended long ago. Run by a Temporal Schedule (``runtime.schedule``), every
 few minutes, overlap policy skip: at most one run of the job at a time.
 
 A run fixes its idle cut (now - cold_after_minutes) once, then walks the store's cold-sessions index
@@ -36,9 +36,10 @@ with workflow.unsafe.imports_passed_through():
 # Pages (of either kind) per run before continuing as new: keeps each run's history short and
 # readable in the UI. Temporal's own suggestion to continue as new is honoured too.
 PAGES_PER_RUN = 10
-# How long the job waits for one formation, in LLM-call timeouts: a formation makes three LLM
-# calls and a few store calls. A formation still running after that goes on unwatched.
+# The old path (before START_ONLY) sized its form activity by this many LLM-call timeouts.
 _FORMATION_WAIT_LLM_TIMEOUTS = 4
+# Formations are started, not awaited, from this version on.
+START_ONLY = "cold-sessions-start-only"
 # Failed sessions kept by name in the result; the count is always exact.
 _FAILURES_SHOWN = 20
 
@@ -49,6 +50,7 @@ class ColdSessionsResult(BaseModel):
     runs: int = 0
     pages: int = 0
     sessions: int = 0
+    started: int = Field(0, description="Formations started (their outcome is on their own run)")
     formed: int = 0
     nothing_due: int = 0
     still_running: int = 0
@@ -63,6 +65,8 @@ class ColdSessionsResult(BaseModel):
             self.sessions += 1
             self.messages_formed += o.messages_formed
             match o.outcome:
+                case "started":
+                    self.started += 1
                 case "formed":
                     self.formed += 1
                 case "nothing_due":
@@ -76,9 +80,8 @@ class ColdSessionsResult(BaseModel):
 
     def summary(self) -> str:
         return (
-            f"{self.sessions} cold session(s): {self.formed} formed, {self.nothing_due} nothing due, "
-            f"{self.still_running} still running, {self.failed} failed; {self.messages_formed} "
-            f"messages formed; {self.purged} ended session(s) purged; {self.runs} run(s), "
+            f"{self.sessions} cold session(s): {self.started} formation(s) started, "
+            f"{self.failed} failed to start; {self.purged} ended session(s) purged; {self.runs} run(s), "
             f"{self.pages} page(s)"
         )
 
@@ -115,8 +118,7 @@ class ColdSessionsInput(BaseModel):
 
 
 def _form_options(r: RetrySettings, req: ColdFormRequest) -> dict[str, Any]:
-    """The form activity waits on formations: its timeout is that of its slowest possible page,
-    and it heartbeats so a dead worker is noticed as fast as in an LLM step."""
+    """The old path's options (its activity used to wait on the formations)."""
     rounds = math.ceil(len(req.sessions) / req.concurrency)
     return {
         **options.store(r),
@@ -171,17 +173,7 @@ class ColdSessionsWorkflow:
             result.pages += 1
             pages += 1
             if page.sessions:
-                req = ColdFormRequest(
-                    sessions=page.sessions,
-                    concurrency=cfg.cold_concurrency,
-                    wait_seconds=_FORMATION_WAIT_LLM_TIMEOUTS * inp.retries.llm_timeout_seconds,
-                )
-                outcomes: list[SessionOutcome] = await workflow.execute_activity_method(
-                    SessionActivities.form_cold_sessions,
-                    req,
-                    **_form_options(inp.retries, req),
-                )
-                result.add(outcomes)
+                result.add(await self._form(inp, page))
                 after = page.last
             if len(page.sessions) < cfg.cold_page_size:
                 break
@@ -194,14 +186,33 @@ class ColdSessionsWorkflow:
                 [OUTCOME.value_set("failures" if result.failed else "ok")]
             )
         if result.failed:
-            # Each failure is logged by the activity with its session and error; this is the tally.
+            # Each failure to start is logged by the activity with its session and error.
             workflow.logger.warning(
-                "cold sessions run finished with failures",
+                "cold sessions run finished with failures to start",
                 extra={"failed": result.failed, "summary": result.summary()},
             )
         else:
             workflow.logger.info("cold sessions run finished", extra={"summary": result.summary()})
         return result
+
+    @staticmethod
+    async def _form(inp: ColdSessionsInput, page: ColdPage) -> list[SessionOutcome]:
+        cfg = inp.sessions
+        if workflow.patched(START_ONLY):
+            start = ColdFormRequest(sessions=page.sessions, concurrency=cfg.cold_concurrency)
+            outcomes: list[SessionOutcome] = await workflow.execute_activity_method(
+                SessionActivities.start_cold_formations, start, **options.store(inp.retries)
+            )
+            return outcomes
+        req = ColdFormRequest(
+            sessions=page.sessions,
+            concurrency=cfg.cold_concurrency,
+            wait_seconds=_FORMATION_WAIT_LLM_TIMEOUTS * inp.retries.llm_timeout_seconds,
+        )
+        outcomes = await workflow.execute_activity_method(
+            SessionActivities.form_cold_sessions, req, **_form_options(inp.retries, req)
+        )
+        return outcomes
 
     @staticmethod
     def _should_continue(inp: ColdSessionsInput, pages: int) -> bool:

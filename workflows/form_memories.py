@@ -107,6 +107,7 @@ class FormMemoriesWorkflow:
                 **self._llm,
             )
             summary.llm_calls += decided.llm
+            summary.embedding_calls += decided.embedding_calls
             if reflections is None:
                 formed = [
                     d.final_text for d in decided.decisions if d.final_text and d.event != "NONE"

@@ -13,17 +13,12 @@ from typing import Any
 
 from temporalio.common import RetryPolicy
 
-from activities.errors import CONFLICT, STALE_DECISION
+from activities.errors import non_retryable_types
 from memory.settings import RetrySettings
 
 # Failures that no retry of the same activity can fix: the workflow reacts, or the run fails.
-PERMANENT = [
-    CONFLICT,
-    STALE_DECISION,
-    "NotFoundError",
-    "InvalidInputError",
-    "EmbeddingMismatchError",
-]
+# Derived from the error classes, which state their retryability once.
+PERMANENT = non_retryable_types()
 
 
 def llm(r: RetrySettings, task_queue: str | None = None) -> dict[str, Any]:

@@ -19,11 +19,26 @@ class EmbeddingBatch:
     dimension: int
 
 
+@dataclass(frozen=True)
+class Calibration:
+    """Where a model's search gates sit, measured on its own cosine scale (bench/locomo.py).
+
+    Cosine scales differ between models (a question and the turn that answers it score ~0.5 with
+    MiniLM, ~0.83 with multilingual-e5-small), so a gate set for one model is wrong for another.
+    The store records the ``model`` its facts were embedded with and search refuses another, so
+    the gates applied always belong to the model that made the vectors."""
+
+    cosine_gate: float  # min cosine of a vector-search hit
+    rrf_gate: float  # min classic RRF of a hybrid hit (0: a hit of either list is a hit)
+
+
 class Embedder(abc.ABC):
     """Providers raise memory.errors.ProviderError on failure and never retry by themselves."""
 
     model: str
     dimension: int
+    # None: not measured, search uses the configured thresholds (002's numbers by default).
+    calibration: Calibration | None = None
 
     @abc.abstractmethod
     async def embed(self, texts: Sequence[str]) -> EmbeddingBatch:

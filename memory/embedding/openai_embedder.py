@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import openai
 
-from memory.embedding.base import Embedder, EmbeddingBatch, normalize
+from memory.embedding.base import Calibration, Embedder, EmbeddingBatch, normalize
 from memory.errors import ProviderError
 from memory.llm.errors import provider_errors
 
@@ -21,6 +21,9 @@ _PROVIDER = "openai"
 
 
 class OpenAIEmbedder(Embedder):
+    # 002's gates were set on OpenAI's embedding scale; they stay for it.
+    calibration = Calibration(cosine_gate=0.65, rrf_gate=0.015)
+
     def __init__(
         self,
         *,

@@ -133,14 +133,14 @@ class _Mapper:
 
     def key(self, collection: str, doc: EdenDoc, scope: str, user: str | None) -> ScopeKey | None:
         if scope == "agent":
-            return ScopeKey(scope="agent", agent_id=self.agent)
+            return ScopeKey.agent(self.agent)
         if user is None:
             self.drop(collection, doc, USER_SCOPE_NO_USER)
             return None
         if not is_id(user):
             self.drop(collection, doc, BAD_ID, detail=f"user_id {user!r}")
             return None
-        return ScopeKey(scope="user", agent_id=self.agent, user_id=user)
+        return ScopeKey.user(self.agent, user)
 
     def user_blobs(self) -> None:
         for doc in self.docs.users:
@@ -165,7 +165,7 @@ class _Mapper:
                 )
 
     def agent_shards(self) -> None:
-        key = ScopeKey(scope="agent", agent_id=self.agent)
+        key = ScopeKey.agent(self.agent)
         merged: list[AgentMemoryDoc] = []
         for shard in sorted(self.docs.shards, key=lambda s: (s.shard_name or "", s.id)):
             if not shard.is_active:
@@ -329,7 +329,7 @@ class _Mapper:
                 self.reflection(
                     V1_SESSIONS,
                     doc,
-                    ScopeKey(scope="agent", agent_id=self.agent),
+                    ScopeKey.agent(self.agent),
                     doc.content.strip(),
                     pending=doc.id in shard_pending,
                     formed_at=formed,

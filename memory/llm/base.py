@@ -3,29 +3,45 @@
 from __future__ import annotations
 
 import abc
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
+
+from memory.prompts import TaskInput, render
 
 Task = Literal["extract_facts", "decide_facts", "extract_reflections", "consolidate"]
 
 
 class LLMRequest(BaseModel):
-    """A prompt plus what it was built from.
+    """A task's typed input and the text rendered from it.
 
-    ``payload`` is the structured input the prompt renders (messages, facts, blobs). Real models read
-    the prompt; the offline heuristic provider reads the payload, so it never parses prose.
+    Real models read ``system`` and ``prompt``; the offline heuristic provider reads ``task_input``,
+    so it never parses prose. Build one with ``LLMRequest.of`` so the text is the input's rendering.
     """
 
     model_config = ConfigDict(frozen=True)
 
-    task: Task
+    task_input: TaskInput
     model: str
     system: str
     prompt: str
-    payload: dict[str, Any] = Field(default_factory=dict)
     temperature: float = 0.0
     max_output_tokens: int = 4096
+
+    @property
+    def task(self) -> Task:
+        return self.task_input.task
+
+    @classmethod
+    def of(cls, task_input: TaskInput, *, model: str, temperature: float = 0.0) -> LLMRequest:
+        rendered = render(task_input)
+        return cls(
+            task_input=task_input,
+            model=model,
+            system=rendered.system,
+            prompt=rendered.user,
+            temperature=temperature,
+        )
 
 
 class Usage(BaseModel):

@@ -1,23 +1,31 @@
 """An offline, deterministic, rule-based stand-in for an LLM, used when no key is set. It reads
-``request.payload`` (shapes in memory/schemas.py), never the prompt, and says what it is in its
-usage (model "heuristic-rules-v1", tokens estimated as chars/4). A fallback, not a model."""
+``request.task_input`` (the typed inputs of memory/prompts/), never the prompt, and says what it is
+in its usage (model "heuristic-rules-v1", tokens estimated as chars/4). A fallback, not a model."""
 
 from __future__ import annotations
 
 import math
 import re
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, TypeAdapter
 
-from memory import schemas as out
 from memory.errors import MalformedOutputError
 from memory.ids import normalize_text
 from memory.llm.base import LLMProvider, LLMRequest, LLMResult, Usage
+from memory.prompts import (
+    ConsolidateInput,
+    DecideFactsInput,
+    ExtractFactsInput,
+    ExtractReflectionsInput,
+    PromptMessage,
+)
+from memory.prompts.decide_facts import FactDecision, FactDecisions
+from memory.prompts.extract_facts import ExtractedFact, ExtractedFacts
+from memory.prompts.extract_reflections import ExtractedReflection, ExtractedReflections
 
 MODEL = "heuristic-rules-v1"
-Payload = dict[str, Any]
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 _SPECIFIC = re.compile(
     r"(?i)\d|\S+@\S+\.\w+|https?://|www\.|\bmy \w+(?: \w+)? (?:is|are)\b|\bI work (?:at|for|as)\b"
@@ -77,9 +85,9 @@ def _is_specific(sentence: str) -> bool:
     return not sentence.endswith("?") and bool(_SPECIFIC.search(sentence) or names)
 
 
-def _user_messages(p: Payload) -> list[tuple[str, str]]:  # (speaker, content), in order
-    users = [m for m in p["messages"] if m["role"] == "user"]
-    return [(str(m.get("name") or "the user"), str(m["content"])) for m in users]
+def _user_messages(messages: list[PromptMessage]) -> list[tuple[str, str]]:
+    """(speaker, content) of the user messages, in order."""
+    return [(m.name or "the user", m.content) for m in messages if m.role == "user"]
 
 
 _FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|my|me|mine|myself)\b", re.IGNORECASE)
@@ -93,13 +101,13 @@ def _without_self_introduction(sentence: str, speaker: str) -> str:
     ).strip()
 
 
-def extract_facts(p: Payload) -> out.ExtractedFacts:
+def extract_facts(p: ExtractFactsInput) -> ExtractedFacts:
     """Specific sentences of user messages. A first-person sentence is about the user (user scope);
     one about the world or the work is for every conversation (agent scope), when enabled."""
-    facts: dict[str, out.ExtractedFact] = {}
-    agent = str(p.get("agent_name") or "").casefold()
-    scopes = p["scopes"]
-    for speaker, content in _user_messages(p):
+    facts: dict[str, ExtractedFact] = {}
+    agent = p.agent.name.casefold()
+    scopes = p.scopes
+    for speaker, content in _user_messages(p.messages):
         for raw in _sentences(content):
             sentence = _without_self_introduction(raw, speaker)
             if len(sentence.split()) < _MIN_FACT_WORDS or not _is_specific(sentence):
@@ -113,9 +121,9 @@ def extract_facts(p: Payload) -> out.ExtractedFacts:
                 scope = "agent"
             else:
                 continue
-            text = _truncate(third_person(sentence, speaker), int(p["max_words"]))
-            facts.setdefault(normalize_text(text), out.ExtractedFact(content=text, scope=scope))
-    return out.ExtractedFacts(facts=list(facts.values()))
+            text = _truncate(third_person(sentence, speaker), p.max_words)
+            facts.setdefault(normalize_text(text), ExtractedFact(content=text, scope=scope))
+    return ExtractedFacts(facts=list(facts.values()))
 
 
 def _parse_fact(text: str) -> tuple[frozenset[str], frozenset[str], bool]:
@@ -141,7 +149,7 @@ def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     return len(a & b) / len(a | b) if a | b else 1.0
 
 
-def _decide(index: int, content: str, existing: list[tuple[int, str]]) -> out.FactDecision:
+def _decide(index: int, content: str, existing: list[tuple[int, str]]) -> FactDecision:
     nw, nn, nneg = _parse_fact(content)
     # (rule priority, -score, existing index, event): NONE first, a duplicate needs nothing else.
     matches: list[tuple[int, float, int | None, Literal["ADD", "UPDATE", "DELETE", "NONE"]]] = []
@@ -155,7 +163,7 @@ def _decide(index: int, content: str, existing: list[tuple[int, str]]) -> out.Fa
         elif nneg == oneg and nn and on and nn != on and full >= 0.5:
             matches.append((2, -full, old_index, "UPDATE"))
     _, _, best, event = min(matches, key=lambda m: m[:3], default=(3, 0.0, None, "ADD"))
-    return out.FactDecision(
+    return FactDecision(
         new_fact_index=index,
         event=event,
         existing_index=best,
@@ -166,31 +174,29 @@ def _decide(index: int, content: str, existing: list[tuple[int, str]]) -> out.Fa
     )
 
 
-def decide_facts(p: Payload) -> out.FactDecisions:
-    existing = {int(fact["index"]): str(fact["content"]) for fact in p["existing"]}
+def decide_facts(p: DecideFactsInput) -> FactDecisions:
     decisions = []
-    for new in sorted(p["new_facts"], key=lambda fact: int(fact["index"])):
-        olds = {int(c["existing_index"]) for c in p["candidates"] if c["new_index"] == new["index"]}
-        pairs = [(i, existing[i]) for i in sorted(olds) if i in existing]
-        decisions.append(_decide(int(new["index"]), str(new["content"]), pairs))
-    return out.FactDecisions(decisions=decisions)
+    for new in sorted(p.new_facts, key=lambda fact: fact.index):
+        pairs = sorted((e.index, e.content) for e in p.existing if new.index in e.candidate_for)
+        decisions.append(_decide(new.index, new.content, pairs))
+    return FactDecisions(decisions=decisions)
 
 
-def extract_reflections(p: Payload) -> out.ExtractedReflections:
-    scopes, max_words = list(p["scopes"]), int(p["max_words"])
-    known = {normalize_text(str(fact)) for fact in p.get("new_facts", [])}
-    for memory in dict(p.get("current") or {}).values():
-        lines = str(memory.get("consolidated", "")).splitlines() + list(memory.get("recent", []))
-        known |= {normalize_text(str(line).strip().removeprefix("- ")) for line in lines}
-    found: dict[str, list[out.ExtractedReflection]] = {"agent": [], "user": [], "session": []}
+def extract_reflections(p: ExtractReflectionsInput) -> ExtractedReflections:
+    scopes, max_words = p.scopes, p.max_words
+    known = {normalize_text(fact) for fact in p.new_facts}
+    for memory in p.current.values():
+        lines = memory.consolidated.splitlines() + memory.recent
+        known |= {normalize_text(line.strip().removeprefix("- ")) for line in lines}
+    found: dict[str, list[ExtractedReflection]] = {"agent": [], "user": [], "session": []}
 
     def add(scope: str, text: str) -> None:
         text = _truncate(text, max_words)
         if scope in scopes and normalize_text(text) not in known:
             known.add(normalize_text(text))
-            found[scope].append(out.ExtractedReflection(content=text))
+            found[scope].append(ExtractedReflection(content=text))
 
-    messages = _user_messages(p)
+    messages = _user_messages(p.messages)
     for speaker, content in messages:
         for sentence in _sentences(content):
             rewritten = third_person(sentence, speaker)
@@ -201,22 +207,20 @@ def extract_reflections(p: Payload) -> out.ExtractedReflections:
                 add("agent", text)
     if messages:
         add("session", f"{messages[0][0]} asked: {' '.join(messages[0][1].split())}")
-    return out.ExtractedReflections.model_validate(
-        {f"{k}_reflections": v for k, v in found.items()}
-    )
+    return ExtractedReflections.model_validate({f"{k}_reflections": v for k, v in found.items()})
 
 
-def consolidate(p: Payload) -> str:
-    header = f"VERSION: {int(p['current_version']) + 1}"
-    lines = [line.strip() for line in str(p["current_content"]).splitlines()]
+def consolidate(p: ConsolidateInput) -> str:
+    header = f"VERSION: {p.next_version}"
+    lines = [line.strip() for line in p.current_content.splitlines()]
     lines = [line for line in lines if line.startswith("- ")]
-    lines += [f"- {' '.join(str(r).split())}" for r in p["reflections"] if str(r).strip()]
+    lines += [f"- {' '.join(r.split())}" for r in p.reflections if r.strip()]
     unique: dict[str, str] = {}  # keeps each line at its newest position: repeats are dropped last
     for line in lines:
         unique.pop(normalize_text(line[2:]), None)
         unique[normalize_text(line[2:])] = line
     kept = list(unique.values())
-    budget = int(p["word_limit"]) - len(header.split())
+    budget = p.word_limit - len(header.split())
     while kept and sum(len(line.split()) for line in kept) > budget:
         if len(kept) == 1:
             kept = [_truncate(kept[0], max(budget, 2))]
@@ -226,12 +230,18 @@ def consolidate(p: Payload) -> str:
 
 
 _TEXT = TypeAdapter(str)  # refuses a model, as a schema refuses text
-_RULES: dict[str, Callable[[Payload], BaseModel | str]] = {
-    "extract_facts": extract_facts,
-    "decide_facts": decide_facts,
-    "extract_reflections": extract_reflections,
-    "consolidate": consolidate,
-}
+
+
+def _answer(request: LLMRequest) -> BaseModel | str:
+    match request.task_input:
+        case ExtractFactsInput() as p:
+            return extract_facts(p)
+        case DecideFactsInput() as p:
+            return decide_facts(p)
+        case ExtractReflectionsInput() as p:
+            return extract_reflections(p)
+        case ConsolidateInput() as p:
+            return consolidate(p)
 
 
 class HeuristicProvider(LLMProvider):
@@ -239,9 +249,9 @@ class HeuristicProvider(LLMProvider):
 
     def _run[T](self, request: LLMRequest, expect: Callable[[BaseModel | str], T]) -> LLMResult[T]:
         try:
-            value = expect(_RULES[request.task](request.payload))
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            # Another payload shape, or another output than the task gives: guessing stores garbage.
+            value = expect(_answer(request))
+        except (TypeError, ValueError) as exc:
+            # Another output than the task gives: guessing stores garbage.
             why = f"heuristic: cannot answer {request.task} that way: {exc!r}"
             raise MalformedOutputError(why, provider=self.name) from exc
         output = value.model_dump_json() if isinstance(value, BaseModel) else str(value)

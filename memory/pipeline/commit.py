@@ -1,4 +1,9 @@
-"""Steps 6, 8 and 10 in one atomic write: fact changes, buffered reflections and the cursor move."""
+"""Steps 6, 8 and 10 in one atomic write: fact changes, buffered reflections and the cursor move.
+
+The vectors of the stored texts were made by the decide step and are read from the embedding
+cache here: the commit never calls the embedder. A vector missing from the cache (purged, or the
+embedding model changed in between) makes the decisions stale: the workflow decides again, which
+embeds again."""
 
 from __future__ import annotations
 
@@ -6,6 +11,8 @@ from datetime import datetime
 
 from memory import ids
 from memory.deps import Deps
+from memory.errors import StaleDecisionError
+from memory.ids import text_hash
 from memory.models import (
     FactAdd,
     FactInvalidate,
@@ -14,7 +21,7 @@ from memory.models import (
     FormationCommit,
     Reflection,
 )
-from memory.pipeline.embed_cache import embed_cached
+from memory.pipeline.dedup import stored_texts
 from memory.pipeline.types import CommitResult, Decision, NewFact, NewReflection, Window
 
 
@@ -74,6 +81,17 @@ def fact_ops(
     return ops
 
 
+async def _cached_vectors(deps: Deps, texts: list[str]) -> dict[str, list[float]]:
+    hashes = {t: text_hash(t) for t in dict.fromkeys(texts)}
+    cached = await deps.store.get_embeddings(deps.embedder.model, list(hashes.values()))
+    missing = [t for t, h in hashes.items() if h not in cached]
+    if missing:
+        raise StaleDecisionError(
+            f"{len(missing)} decided text(s) have no cached {deps.embedder.model} vector: decide again"
+        )
+    return {t: [float(x) for x in cached[h]] for t, h in hashes.items()}
+
+
 async def commit(
     deps: Deps,
     window: Window,
@@ -82,10 +100,7 @@ async def commit(
     reflections: list[NewReflection],
     now: datetime,
 ) -> CommitResult:
-    by_index = {f.index: f for f in facts}
-    texts = [d.final_text or by_index[d.new_index].content for d in decisions if d.event != "NONE"]
-    vectors, calls = await embed_cached(deps.store, deps.embedder, texts)
-    as_lists = {t: [float(x) for x in v] for t, v in vectors.items()}
+    as_lists = await _cached_vectors(deps, stored_texts(facts, decisions))
     per_scope: dict[str, int] = {}
     stored: list[Reflection] = []
     for r in reflections:
@@ -129,6 +144,5 @@ async def commit(
         facts_duplicate=result.facts_duplicate,
         reflections_added=result.reflections_added,
         due_for_consolidation=due,
-        embedding_calls=calls,
         pending_messages=result.state.pending_messages if result.state else 0,
     )

@@ -7,18 +7,18 @@ reflections absorbed in one compare-and-set, so a reflection is absorbed once or
 
 from __future__ import annotations
 
-import re
 from datetime import datetime
 
-from memory import prompts
 from memory.deps import Deps
-from memory.errors import InvalidModelOutputError, NotFoundError
+from memory.errors import InvalidModelOutputError
 from memory.llm import choose_model
 from memory.llm.base import LLMRequest
+from memory.lookup import require_agent
 from memory.pipeline.types import ConsolidationDraft, ConsolidationRequest, ConsolidationResult
 from memory.pipeline.usage import llm_call, words
+from memory.prompts.consolidate import VERSION_LINE, ConsolidateInput
 
-VERSION_LINE = re.compile(r"^\s*VERSION:\s*(\d+)\s*$")
+__all__ = ["VERSION_LINE", "apply", "draft", "validate_blob"]  # VERSION_LINE: read by management
 
 
 def validate_blob(text: str, *, next_version: int, word_limit: int, tolerance: float) -> str:
@@ -53,25 +53,17 @@ async def draft(deps: Deps, req: ConsolidationRequest) -> ConsolidationDraft:
     buffered = await deps.store.unabsorbed_reflections(key)
     if not buffered or (len(buffered) < cfg.threshold(key.scope) and not req.force):
         return ConsolidationDraft(key=key, base_version=base_version, word_limit=word_limit)
-    agent = await deps.store.get_agent(key.agent_id)
-    if agent is None:
-        raise NotFoundError(f"agent {key.agent_id!r} is not registered")
-    current = blob.content if blob else ""
-    texts = [r.content for r in buffered]
-    request = LLMRequest(
-        task="consolidate",
-        model=choose_model(deps.settings, deps.llm.name, "consolidation", agent.tier),
-        system=prompts.CONSOLIDATE_SYSTEM,
-        prompt=prompts.consolidate_prompt(
-            agent, key.scope, current, texts, base_version + 1, word_limit
+    agent = await require_agent(deps.store, key.agent_id)
+    request = LLMRequest.of(
+        ConsolidateInput(
+            agent=agent,
+            scope=key.scope,
+            current_content=blob.content if blob else "",
+            current_version=base_version,
+            reflections=[r.content for r in buffered],
+            word_limit=word_limit,
         ),
-        payload={
-            "scope": key.scope,
-            "current_content": current,
-            "current_version": base_version,
-            "reflections": texts,
-            "word_limit": word_limit,
-        },
+        model=choose_model(deps.settings, deps.llm.name, "consolidation", agent.tier),
         temperature=deps.settings.models.temperature,
     )
     result = await deps.llm.generate_text(request)

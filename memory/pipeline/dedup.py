@@ -3,30 +3,48 @@
 Existing facts are shown to the model by short indices, never by id, and every index it returns is
 checked: a decision naming a fact that was not offered as that fact's candidate is rejected (the step is
 retried), never guessed.
+
+The step also embeds the texts its decisions store (ADD texts, UPDATE merges) through the
+content-addressed cache: the commit only reads those vectors, so the store write never waits on the
+remote embedder.
 """
 
 from __future__ import annotations
 
-from memory import prompts
 from memory.deps import Deps
 from memory.errors import InvalidModelOutputError
 from memory.llm import choose_model
 from memory.llm.base import LLMRequest
+from memory.pipeline.embed_cache import embed_cached
 from memory.pipeline.types import (
-    Candidate,
     CandidatesResult,
     Decision,
     DecisionsResult,
+    LlmCall,
     NewFact,
+    SimilarFact,
     Window,
 )
 from memory.pipeline.usage import llm_call
-from memory.schemas import FactDecision, FactDecisions
+from memory.pipeline.window import window_agent
+from memory.prompts.decide_facts import (
+    DecideFactsInput,
+    ExistingFactShown,
+    FactDecision,
+    FactDecisions,
+    NewFactShown,
+)
 
 
-def _existing_index(candidates: CandidatesResult) -> list[Candidate]:
+def stored_texts(facts: list[NewFact], decisions: list[Decision]) -> list[str]:
+    """The texts the decisions store, each needing a vector: ADD/DELETE texts and UPDATE merges."""
+    by_index = {f.index: f for f in facts}
+    return [d.final_text or by_index[d.new_index].content for d in decisions if d.event != "NONE"]
+
+
+def _existing_index(candidates: CandidatesResult) -> list[SimilarFact]:
     """Each existing fact once, in first-seen order: the indices the prompt shows."""
-    seen: dict[str, Candidate] = {}
+    seen: dict[str, SimilarFact] = {}
     for new_index in sorted(candidates.by_new_index):
         for cand in candidates.by_new_index[new_index]:
             seen.setdefault(cand.fact_id, cand)
@@ -36,6 +54,15 @@ def _existing_index(candidates: CandidatesResult) -> list[Candidate]:
 async def decide(
     deps: Deps, window: Window, facts: list[NewFact], candidates: CandidatesResult
 ) -> DecisionsResult:
+    """Decide, then embed the texts to store (one embedding call at most, none when cached)."""
+    decisions, llm = await _decide(deps, window, facts, candidates)
+    _, calls = await embed_cached(deps.store, deps.embedder, stored_texts(facts, decisions))
+    return DecisionsResult(decisions=decisions, llm=llm, embedding_calls=calls)
+
+
+async def _decide(
+    deps: Deps, window: Window, facts: list[NewFact], candidates: CandidatesResult
+) -> tuple[list[Decision], list[LlmCall]]:
     """ADD with no LLM call for facts without candidates; one call for all the others."""
     decisions = [
         Decision(new_index=f.index, event="ADD", final_text=f.content, reasoning="no similar fact")
@@ -44,7 +71,7 @@ async def decide(
     ]
     contested = [f for f in facts if f.index in candidates.by_new_index]
     if not contested:
-        return DecisionsResult(decisions=decisions)
+        return decisions, []
 
     existing = _existing_index(candidates)
     position = {c.fact_id: i for i, c in enumerate(existing)}
@@ -52,42 +79,34 @@ async def decide(
         f.index: {position[c.fact_id] for c in candidates.by_new_index[f.index]} for f in contested
     }
     shown = [
-        (c.content, sorted(n for n, idx in offered.items() if position[c.fact_id] in idx))
-        for c in existing
+        ExistingFactShown(
+            index=i,
+            content=c.content,
+            candidate_for=tuple(sorted(n for n, idx in offered.items() if i in idx)),
+        )
+        for i, c in enumerate(existing)
     ]
-    agent = await deps.store.get_agent(window.agent_id)
-    tier = agent.tier if agent else 0
-    max_words = deps.settings.facts.max_words
-    request = LLMRequest(
-        task="decide_facts",
-        model=choose_model(deps.settings, deps.llm.name, "fast", tier),
-        system=prompts.DECIDE_SYSTEM,
-        prompt=prompts.decide_prompt([(f.index, f.content) for f in contested], shown, max_words),
-        payload={
-            "new_facts": [
-                {"index": f.index, "content": f.content, "scope": f.scope} for f in contested
+    agent = await window_agent(deps, window)
+    request = LLMRequest.of(
+        DecideFactsInput(
+            new_facts=[
+                NewFactShown(index=f.index, content=f.content, scope=f.scope) for f in contested
             ],
-            "existing": [{"index": i, "content": c.content} for i, c in enumerate(existing)],
-            "candidates": [
-                {"new_index": n, "existing_index": position[c.fact_id], "similarity": c.similarity}
-                for n in sorted(candidates.by_new_index)
-                for c in candidates.by_new_index[n]
-            ],
-        },
+            existing=shown,
+            max_words=deps.settings.facts.max_words,
+        ),
+        model=choose_model(deps.settings, deps.llm.name, "fast", agent.tier),
         temperature=deps.settings.models.temperature,
     )
     result = await deps.llm.generate_structured(request, FactDecisions)
     decisions += resolve(result.value.decisions, contested, existing, offered)
-    return DecisionsResult(
-        decisions=sorted(decisions, key=lambda d: d.new_index),
-        llm=[llm_call(request, result.usage)],
-    )
+    return sorted(decisions, key=lambda d: d.new_index), [llm_call(request, result.usage)]
 
 
 def resolve(
     raw: list[FactDecision],
     contested: list[NewFact],
-    existing: list[Candidate],
+    existing: list[SimilarFact],
     offered: dict[int, set[int]],
 ) -> list[Decision]:
     """Validate the model's decisions and map indices back to fact ids. Raises InvalidModelOutputError."""

@@ -4,16 +4,23 @@ from __future__ import annotations
 
 import asyncio
 
-from memory import prompts, transcript
+from memory import transcript
 from memory.deps import Deps
 from memory.ids import content_hash
 from memory.llm import choose_model
 from memory.llm.base import LLMRequest
-from memory.models import FactFilter
 from memory.pipeline.embed_cache import embed_cached
-from memory.pipeline.types import Candidate, CandidatesResult, ExtractedFactsResult, NewFact, Window
+from memory.pipeline.types import (
+    CandidatesResult,
+    ExtractedFactsResult,
+    NewFact,
+    SimilarFact,
+    Window,
+)
 from memory.pipeline.usage import llm_call, words
-from memory.schemas import ExtractedFacts
+from memory.pipeline.window import window_agent, window_messages
+from memory.prompts.extract_facts import ExtractedFacts, ExtractFactsInput
+from memory.scopes import dedup_filter
 
 # A model that overshoots the word limit a little still wrote a usable fact; far beyond, it wrote prose.
 _WORD_SLACK = 1.25
@@ -22,23 +29,17 @@ _WORD_SLACK = 1.25
 async def extract_facts(deps: Deps, window: Window) -> ExtractedFactsResult:
     if not window.fact_scopes:
         return ExtractedFactsResult(facts=[])
-    agent = await deps.store.get_agent(window.agent_id)
-    assert agent is not None  # load_window checked it
-    messages = await deps.store.load_messages(window.session_id, window.after_seq, window.upto_seq)
+    agent = await window_agent(deps, window)
+    messages = await window_messages(deps, window)
     cfg = deps.settings.facts
-    request = LLMRequest(
-        task="extract_facts",
-        model=choose_model(deps.settings, deps.llm.name, "fast", agent.tier),
-        system=prompts.FACTS_SYSTEM,
-        prompt=prompts.facts_prompt(
-            agent, transcript.render(messages), window.fact_scopes, cfg.max_words
+    request = LLMRequest.of(
+        ExtractFactsInput(
+            agent=agent,
+            messages=transcript.prompt_messages(messages),
+            scopes=window.fact_scopes,
+            max_words=cfg.max_words,
         ),
-        payload={
-            "messages": transcript.payload(messages),
-            "agent_name": agent.name,
-            "scopes": list(window.fact_scopes),
-            "max_words": cfg.max_words,
-        },
+        model=choose_model(deps.settings, deps.llm.name, "fast", agent.tier),
         temperature=deps.settings.models.temperature,
     )
     result = await deps.llm.generate_structured(request, ExtractedFacts)
@@ -64,15 +65,6 @@ async def extract_facts(deps: Deps, window: Window) -> ExtractedFactsResult:
     )
 
 
-def search_filter(window: Window, scope: str) -> FactFilter:
-    """Dedup candidates come from the same scope: the agent's facts, plus this user's for user facts."""
-    return FactFilter(
-        agent_id=window.agent_id,
-        include_agent_scope=True,
-        user_id=window.user_id if scope == "user" else None,
-    )
-
-
 async def find_candidates(deps: Deps, window: Window, facts: list[NewFact]) -> CandidatesResult:
     cfg = deps.settings.facts
     if not facts or not cfg.dedup_enabled:
@@ -81,7 +73,7 @@ async def find_candidates(deps: Deps, window: Window, facts: list[NewFact]) -> C
     searches = [
         deps.store.vector_search(
             vectors[f.content],
-            search_filter(window, f.scope),
+            dedup_filter(window.agent_id, f.scope, window.user_id),
             limit=cfg.dedup_candidates,
             min_score=cfg.dedup_similarity_threshold,
         )
@@ -90,7 +82,7 @@ async def find_candidates(deps: Deps, window: Window, facts: list[NewFact]) -> C
     found = await asyncio.gather(*searches)
     by_index = {
         f.index: [
-            Candidate(
+            SimilarFact(
                 fact_id=s.fact.fact_id,
                 content=s.fact.content,
                 version=s.fact.version,

@@ -2,58 +2,55 @@
 
 from __future__ import annotations
 
-from memory import prompts, transcript
+from memory import transcript
 from memory.deps import Deps
 from memory.ids import content_hash
 from memory.llm import choose_model
 from memory.llm.base import LLMRequest
 from memory.pipeline.types import NewReflection, ReflectionsResult, Window
 from memory.pipeline.usage import llm_call, words
-from memory.schemas import ExtractedReflections
+from memory.pipeline.window import window_agent, window_messages
+from memory.prompts.extract_reflections import (
+    CurrentMemory,
+    ExtractedReflections,
+    ExtractReflectionsInput,
+)
 from memory.settings import Scope
 
 _WORD_SLACK = 1.25
 
 
-async def current_memory(deps: Deps, window: Window) -> dict[str, tuple[str, list[str]]]:
+async def current_memory(deps: Deps, window: Window) -> dict[Scope, CurrentMemory]:
     """Consolidated blob and newest unabsorbed reflections of each enabled scope."""
     recent_n = deps.settings.reflections.recent_in_context
-    current: dict[str, tuple[str, list[str]]] = {}
+    current: dict[Scope, CurrentMemory] = {}
     for scope in window.reflection_scopes:
         key = window.scope_key(scope)
         blob = await deps.store.get_consolidated(key)
         recent = await deps.store.unabsorbed_reflections(key, limit=recent_n, newest_first=True)
-        current[scope] = (blob.content if blob else "", [r.content for r in reversed(recent)])
+        current[scope] = CurrentMemory(
+            consolidated=blob.content if blob else "",
+            recent=[r.content for r in reversed(recent)],
+        )
     return current
 
 
 async def extract_reflections(
     deps: Deps, window: Window, new_facts: list[str]
 ) -> ReflectionsResult:
-    agent = await deps.store.get_agent(window.agent_id)
-    assert agent is not None  # load_window checked it
-    messages = await deps.store.load_messages(window.session_id, window.after_seq, window.upto_seq)
-    current = await current_memory(deps, window)
+    agent = await window_agent(deps, window)
+    messages = await window_messages(deps, window)
     max_words = deps.settings.reflections.max_words
-    request = LLMRequest(
-        task="extract_reflections",
-        model=choose_model(deps.settings, deps.llm.name, "reflection", agent.tier),
-        system=prompts.REFLECTIONS_SYSTEM,
-        prompt=prompts.reflections_prompt(
-            agent,
-            transcript.render(messages),
-            window.reflection_scopes,
-            current,
-            new_facts,
-            max_words,
+    request = LLMRequest.of(
+        ExtractReflectionsInput(
+            agent=agent,
+            messages=transcript.prompt_messages(messages),
+            scopes=window.reflection_scopes,
+            current=await current_memory(deps, window),
+            new_facts=new_facts,
+            max_words=max_words,
         ),
-        payload={
-            "messages": transcript.payload(messages),
-            "new_facts": new_facts,
-            "scopes": list(window.reflection_scopes),
-            "current": {s: {"consolidated": b, "recent": r} for s, (b, r) in current.items()},
-            "max_words": max_words,
-        },
+        model=choose_model(deps.settings, deps.llm.name, "reflection", agent.tier),
         temperature=deps.settings.models.temperature,
     )
     result = await deps.llm.generate_structured(request, ExtractedReflections)

@@ -1,11 +1,14 @@
 """Inputs and outputs of the formation steps. They travel through Temporal's history, so they hold
-ids, short texts and counts, never transcripts or vectors."""
+ids, short texts, counts and the agent's small config, never transcripts or vectors.
+
+Recorded histories (tests/histories/) decode into these types on replay: a field added later has a
+default."""
 
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memory.models import FactScope, Id, ScopeKey
+from memory.models import AgentConfig, FactScope, Id, ScopeKey
 from memory.settings import RetrySettings, Scope
 
 
@@ -24,7 +27,9 @@ class FormationRequest(_T):
 
 
 class Window(_T):
-    """One agent's unformed message range of one session, and the scopes it may write."""
+    """One agent's unformed message range of one session, and the scopes it may write.
+
+    It carries what the later steps of the pass need, so that they do not read it again."""
 
     formation_id: str
     session_id: Id
@@ -42,15 +47,12 @@ class Window(_T):
         default_factory=dict,
         description="Erasure epoch of each user of the session when loaded (forget_user)",
     )
+    agent: AgentConfig | None = Field(
+        None, description="The agent's config as the pass read it (None in windows of older runs)"
+    )
 
     def scope_key(self, scope: Scope) -> ScopeKey:
-        match scope:
-            case "agent":
-                return ScopeKey(scope="agent", agent_id=self.agent_id)
-            case "user":
-                return ScopeKey(scope="user", agent_id=self.agent_id, user_id=self.user_id)
-            case "session":
-                return ScopeKey(scope="session", agent_id=self.agent_id, session_id=self.session_id)
+        return ScopeKey.of(scope, self.agent_id, user_id=self.user_id, session_id=self.session_id)
 
 
 class LlmCall(_T):
@@ -75,7 +77,9 @@ class ExtractedFactsResult(_T):
     )
 
 
-class Candidate(_T):
+class SimilarFact(_T):
+    """A stored fact similar to a new one: a dedup candidate."""
+
     fact_id: str
     content: str
     version: int
@@ -85,7 +89,7 @@ class Candidate(_T):
 class CandidatesResult(_T):
     """Similar existing facts per new fact index (only indices that have any)."""
 
-    by_new_index: dict[int, list[Candidate]]
+    by_new_index: dict[int, list[SimilarFact]]
     embedding_calls: int = 0
 
 
@@ -101,6 +105,9 @@ class Decision(_T):
 class DecisionsResult(_T):
     decisions: list[Decision]
     llm: list[LlmCall] = []
+    embedding_calls: int = Field(
+        0, description="Embedding of the texts to store (cached for the commit to read)"
+    )
 
 
 class NewReflection(_T):
@@ -121,7 +128,7 @@ class CommitResult(_T):
     facts_duplicate: int
     reflections_added: int
     due_for_consolidation: list[ScopeKey]
-    embedding_calls: int = 0
+    embedding_calls: int = Field(0, description="Always 0 now: the decide step embeds")
     pending_messages: int = 0
 
 

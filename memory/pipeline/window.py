@@ -1,31 +1,16 @@
-"""Step 1: which messages one formation reads, and which scopes it may write."""
+"""Step 1: which messages one formation reads, which scopes it may write, and the agent it forms for."""
 
 from __future__ import annotations
 
 from memory import ids
-from memory.errors import NotFoundError
-from memory.models import AgentConfig, FactScope, SessionInfo
+from memory.deps import Deps
+from memory.lookup import require_agent, require_session
+from memory.models import AgentConfig, StoredMessage
 from memory.pipeline.types import FormationRequest, Window
-from memory.settings import Scope, Settings
+from memory.scopes import formable_scopes, single_user
+from memory.settings import Settings
 from memory.store.base import MemoryStore
 from memory.triggers import formation_due
-
-
-def scopes_for(
-    agent: AgentConfig, session: SessionInfo
-) -> tuple[tuple[FactScope, ...], tuple[Scope, ...]]:
-    """Toggles and the group-chat rule (002): session memory always; user memory only with one user."""
-    user_ok = agent.user_memory_enabled and len(session.user_ids) == 1
-    facts: list[FactScope] = []
-    reflections: list[Scope] = []
-    if agent.agent_memory_enabled:
-        facts.append("agent")
-        reflections.append("agent")
-    if user_ok:
-        facts.append("user")
-        reflections.append("user")
-    reflections.append("session")
-    return tuple(facts), tuple(reflections)
 
 
 async def load_window(
@@ -37,19 +22,15 @@ async def load_window(
         return None
     if not req.force and not formation_due(state, settings.formation):
         return None
-    agent = await store.get_agent(req.agent_id)
-    if agent is None:
-        raise NotFoundError(f"agent {req.agent_id!r} is not registered")
-    session = await store.get_session(req.session_id)
-    if session is None:
-        raise NotFoundError(f"session {req.session_id!r} does not exist")
-    fact_scopes, reflection_scopes = scopes_for(agent, session)
+    agent = await require_agent(store, req.agent_id)
+    session = await require_session(store, req.session_id)
+    fact_scopes, reflection_scopes = formable_scopes(agent, session)
     upto = min(state.last_seq, state.cursor_seq + settings.formation.max_messages_per_run)
     return Window(
         formation_id=ids.formation_id(req.session_id, req.agent_id, state.cursor_seq, upto),
         session_id=req.session_id,
         agent_id=req.agent_id,
-        user_id=session.user_ids[0] if len(session.user_ids) == 1 else None,
+        user_id=single_user(session),
         after_seq=state.cursor_seq,
         upto_seq=upto,
         message_count=upto - state.cursor_seq,
@@ -59,4 +40,19 @@ async def load_window(
         # A user forgotten while this formation runs gets a new epoch: the commit then writes
         # nothing for them (rules.erasure).
         user_epochs=await store.erasure_epochs(req.agent_id, session.user_ids),
+        agent=agent,
+    )
+
+
+async def window_agent(deps: Deps, window: Window) -> AgentConfig:
+    """The agent the window was loaded for; read again only for a window of an older run."""
+    if window.agent is not None:
+        return window.agent
+    return await require_agent(deps.store, window.agent_id)
+
+
+async def window_messages(deps: Deps, window: Window) -> list[StoredMessage]:
+    """The window's messages, loaded once per pass on this worker (memory/pipeline/transcripts.py)."""
+    return await deps.transcripts.messages(
+        deps.store, window.formation_id, window.session_id, window.after_seq, window.upto_seq
     )

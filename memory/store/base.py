@@ -20,6 +20,8 @@ from datetime import datetime
 import numpy as np
 import numpy.typing as npt
 
+from memory.api_keys import ApiKey
+from memory.directory import AgentUser
 from memory.models import (
     AgentConfig,
     ConsolidatedMemory,
@@ -319,3 +321,37 @@ class MemoryStore(abc.ABC):
         """Everything ``mnemos export`` writes, filtered, in one read snapshot: agents; facts
         (invalidated ones too) with their vectors; reflections (absorbed too); blobs; messages
         on request. With user_id: only that user's facts, user-scope memory and messages."""
+
+    # ------------------------------------------------------------ who an agent talks with
+
+    @abc.abstractmethod
+    async def list_agent_users(self, agent_id: str, *, limit: int = 100) -> list[AgentUser]:
+        """The users of the agent's sessions, each with how many of them they share with it and
+        the latest activity (last message, else creation) of those; most recently active first,
+        then by user id; at most ``limit``."""
+
+    @abc.abstractmethod
+    async def list_agent_sessions(
+        self, agent_id: str, *, user_id: str | None = None, limit: int = 100
+    ) -> list[SessionInfo]:
+        """The sessions the agent takes part in (only those with ``user_id`` among their users,
+        when given), most recently active (last message, else creation) first, then by session
+        id; at most ``limit``."""
+
+    # ------------------------------------------------------------ API keys (mnemos serve)
+
+    @abc.abstractmethod
+    async def create_api_key(self, key: ApiKey) -> ApiKey:
+        """Store a new key (its secret's hash only). ConflictError when the id is taken."""
+
+    @abc.abstractmethod
+    async def get_api_key(self, key_id: str) -> ApiKey | None: ...
+
+    @abc.abstractmethod
+    async def list_api_keys(self) -> list[ApiKey]:
+        """Every key, revoked ones included, oldest first (then by id)."""
+
+    @abc.abstractmethod
+    async def revoke_api_key(self, key_id: str, *, at: datetime) -> ApiKey:
+        """The key stops verifying. NotFoundError for an unknown id; revoking again keeps the
+        first date."""

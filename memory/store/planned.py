@@ -10,6 +10,7 @@ from datetime import datetime
 
 import numpy as np
 
+from memory.api_keys import ApiKey
 from memory.ids import content_hash
 from memory.models import (
     ConsolidatedMemory,
@@ -24,6 +25,7 @@ from memory.models import (
 from memory.store.base import Vector
 from memory.store.planned_lifecycle import PlannedLifecycle
 from memory.store.rules import (
+    ApiKeyRequest,
     ConsolidationRequest,
     FactRequest,
     Plan,
@@ -33,12 +35,14 @@ from memory.store.rules import (
     consolidation_blob,
     formation_request,
     plan_consolidation,
+    plan_create_api_key,
     plan_delete_reflection,
     plan_edit_fact,
     plan_edit_reflection,
     plan_formation,
     plan_invalidate_fact,
     plan_record_messages,
+    plan_revoke_api_key,
 )
 
 
@@ -130,4 +134,17 @@ class PlannedStore(PlannedLifecycle):
         await self._transact(
             ReflectionRequest(reflection_id),
             lambda current: plan_delete_reflection(reflection_id, current),
+        )
+
+    # ------------------------------------------------------------ API keys
+
+    async def create_api_key(self, key: ApiKey) -> ApiKey:
+        return await self._transact(
+            ApiKeyRequest(key.key_id), lambda current: plan_create_api_key(key, current)
+        )
+
+    async def revoke_api_key(self, key_id: str, *, at: datetime) -> ApiKey:
+        return await self._transact(
+            ApiKeyRequest(key_id),
+            lambda current: plan_revoke_api_key(key_id, at=at, current=current),
         )

@@ -14,7 +14,6 @@ import os
 import signal
 import socket
 import sqlite3
-import subprocess
 import sys
 import urllib.request
 import uuid
@@ -383,20 +382,3 @@ def test_the_worker_command_serves_temporal_metrics(stack: Stack) -> None:
     queue = stack.env["MNEMOS_TEMPORAL__TASK_QUEUE"]
     assert f'task_queue="{queue}",workflow_type="FormMemories"' in text
     assert "temporal_workflow_completed" in text
-
-
-def test_up_runs_the_demo_stack_and_exits(tmp_path: Path) -> None:
-    env = {
-        **os.environ,
-        "MNEMOS_STORE__SQLITE_PATH": str(tmp_path / "data" / "mnemos.db"),
-        "MNEMOS_TEMPORAL__ADDRESS": f"127.0.0.1:{_free_port()}",
-        "MNEMOS_TEMPORAL__UI_URL": f"http://127.0.0.1:{_free_port()}",
-        "MNEMOS_TEMPORAL__METRICS_BIND": "",
-        "MNEMOS_MODELS__PROVIDER": "heuristic",
-    }
-    done = subprocess.run(
-        [sys.executable, "-m", "cli", "up", "--exit"],
-        env=env, cwd=ROOT, capture_output=True, text=True, timeout=180,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    assert "=== Facts formed ===" in done.stdout and "Stopped." in done.stdout

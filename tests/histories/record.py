@@ -14,7 +14,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from cli.binaries import temporal_test_server
-from memory.schemas import FactDecision, FactDecisions
+from memory.prompts.decide_facts import FactDecision, FactDecisions
 from tests.harness import Harness, conversation, facts, reflections
 from workflows.naming import consolidation_workflow_id, formation_workflow_id
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from temporalio.testing import WorkflowEnvironment
 
 from memory.llm.base import LLMRequest
-from memory.schemas import ExtractedFacts
+from memory.prompts.extract_facts import ExtractedFacts
 from tests.harness import Harness, conversation, facts, reflections
 
 ALICE_FACT = "Alice drinks green tea every morning"

@@ -9,6 +9,7 @@ from pathlib import Path
 from memory.deps import Deps
 from memory.lifecycle.writer import shard_reflections, write_batch
 from memory.models import ScopeKey
+from memory.prompts.consolidate import ConsolidateInput
 from memory.settings import Settings
 from memory.store.sqlite import SQLiteStore
 from tests.fakes import ScriptedLLM, WordHashEmbedder, echo_consolidation
@@ -33,7 +34,8 @@ async def test_agent_shards_are_merged_by_the_consolidation_step(tmp_path: Path)
 
     assert report.merged == [key.key] and report.blobs[key.key] == "inserted"
     [call] = llm.calls("consolidate")
-    assert [p.content in str(call.payload["reflections"]) for p in shards.parts] == [True, True]
+    assert isinstance(call.task_input, ConsolidateInput)
+    assert [p.content in str(call.task_input.reflections) for p in shards.parts] == [True, True]
     blob = await store.get_consolidated(key)
     assert blob is not None and blob.content.startswith("VERSION: 1")
     assert "Use plain language." in blob.content and "Users ask about pricing." in blob.content

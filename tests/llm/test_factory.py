@@ -18,6 +18,7 @@ from memory.llm.heuristic import HeuristicProvider
 from memory.llm.openai_provider import OpenAIProvider
 from memory.settings import EmbeddingSettings, ModelSettings, Settings
 from tests.fake_provider_server import FakeProviderServer, openai_chat
+from tests.fakes import CONSOLIDATE_INPUT
 
 KEYS = ("GEMINI_API_KEY", "GOOGLE_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL")
 
@@ -95,7 +96,7 @@ async def test_an_openai_compatible_server_gets_the_configured_key_and_model() -
         model = choose_model(config, llm.name, "consolidation", tier=0)
         try:
             result = await llm.generate_text(
-                LLMRequest(task="consolidate", model=model, system="s", prompt="p")
+                LLMRequest(task_input=CONSOLIDATE_INPUT, model=model, system="s", prompt="p")
             )
         finally:
             await llm.close()

@@ -11,12 +11,13 @@ import pytest
 from memory.errors import MalformedOutputError, ProviderError
 from memory.llm.base import LLMRequest, Usage
 from memory.llm.gemini_provider import GeminiProvider
-from memory.schemas import FactDecision, FactDecisions
+from memory.prompts.decide_facts import FactDecision, FactDecisions
 from tests.fake_provider_server import FakeProviderServer, Reply, gemini_content, google_error
+from tests.fakes import CONSOLIDATE_INPUT, DECIDE_INPUT
 
 API_KEY = "AIzaSyTest0123456789abcdefghijklmnop"
 REQUEST = LLMRequest(
-    task="decide_facts",
+    task_input=DECIDE_INPUT,
     model="gemini-3-flash-preview",
     system="You decide whether facts are new.",
     prompt="<new_facts>0: Alice is 31</new_facts>",
@@ -94,7 +95,9 @@ async def test_plain_text_has_no_json_mode(
 ) -> None:
     server.script(gemini_content("VERSION: 4\n- Prefers tea", prompt_tokens=50, output_tokens=8))
 
-    result = await provider.generate_text(REQUEST.model_copy(update={"task": "consolidate"}))
+    result = await provider.generate_text(
+        REQUEST.model_copy(update={"task_input": CONSOLIDATE_INPUT})
+    )
 
     assert result.value == "VERSION: 4\n- Prefers tea"
     assert (result.usage.input_tokens, result.usage.output_tokens) == (50, 8)

@@ -1,28 +1,49 @@
-"""The offline heuristic provider: deterministic rules over the payload, honest usage."""
+"""The offline heuristic provider: deterministic rules over the typed task input, honest usage."""
 
 from __future__ import annotations
 
 import math
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from pydantic import TypeAdapter, ValidationError
 
 from memory.errors import MalformedOutputError
 from memory.llm.base import LLMRequest, Task
 from memory.llm.heuristic import HeuristicProvider
-from memory.schemas import ExtractedFacts, ExtractedReflections, FactDecision, FactDecisions
+from memory.models import AgentConfig, FactScope, Role
+from memory.prompts import (
+    ConsolidateInput,
+    DecideFactsInput,
+    ExtractFactsInput,
+    ExtractReflectionsInput,
+    PromptMessage,
+    TaskInput,
+)
+from memory.prompts.decide_facts import (
+    ExistingFactShown,
+    FactDecision,
+    FactDecisions,
+    NewFactShown,
+)
+from memory.prompts.extract_facts import ExtractedFacts
+from memory.prompts.extract_reflections import CurrentMemory, ExtractedReflections
+from memory.settings import Scope
 
 llm = HeuristicProvider()
+EVE = AgentConfig(agent_id="eve", name="Eve")
 
 
-def msg(seq: int, content: str, role: str = "user", name: str | None = "Alice") -> dict[str, Any]:
-    return {
-        "seq": seq,
-        "role": role,
-        "name": name,
-        "content": content,
-        "created_at": "2026-01-01T00:00:00Z",
-    }
+def msg(seq: int, content: str, role: Role = "user", name: str | None = "Alice") -> PromptMessage:
+    # The transcript names a speaker by name, user id, agent id or role: "" when none is known.
+    return PromptMessage(
+        seq=seq,
+        role=role,
+        name=name or "",
+        content=content,
+        created_at=datetime(2026, 1, 1, tzinfo=UTC),
+    )
 
 
 CONVERSATION = [
@@ -34,30 +55,30 @@ CONVERSATION = [
 ]
 
 
-def request(task: Task, payload: dict[str, Any], prompt: str = "rendered prompt") -> LLMRequest:
+def request(task_input: TaskInput, prompt: str = "rendered prompt") -> LLMRequest:
     return LLMRequest(
-        task=task, model="heuristic-rules-v1", system="system text", prompt=prompt, payload=payload
+        task_input=task_input, model="heuristic-rules-v1", system="system text", prompt=prompt
+    )
+
+
+def facts_input(
+    messages: list[PromptMessage], scopes: list[FactScope], max_words: int = 30
+) -> ExtractFactsInput:
+    return ExtractFactsInput(
+        agent=EVE, messages=messages, scopes=tuple(scopes), max_words=max_words
     )
 
 
 async def facts(
-    messages: list[dict[str, Any]], scopes: list[str], max_words: int = 30
+    messages: list[PromptMessage], scopes: list[FactScope], max_words: int = 30
 ) -> list[tuple[str, str]]:
-    payload = {"messages": messages, "agent_name": "Eve", "scopes": scopes, "max_words": max_words}
-    result = await llm.generate_structured(request("extract_facts", payload), ExtractedFacts)
+    inp = facts_input(messages, scopes, max_words)
+    result = await llm.generate_structured(request(inp), ExtractedFacts)
     return [(fact.content, fact.scope) for fact in result.value.facts]
 
 
 async def test_self_introductions_and_greetings_are_not_facts() -> None:
-    msgs = [
-        {
-            "seq": 1,
-            "role": "user",
-            "name": "Alice",
-            "content": "Hi Eve! I'm Alice, I work at Acme Robotics as the CTO.",
-            "created_at": "2026-01-01T00:00:00+00:00",
-        }
-    ]
+    msgs = [msg(1, "Hi Eve! I'm Alice, I work at Acme Robotics as the CTO.")]
     assert await facts(msgs, ["user", "agent"]) == [
         ("Alice works at Acme Robotics as the CTO.", "user")
     ]
@@ -88,20 +109,21 @@ async def test_facts_respect_max_words_and_a_missing_name() -> None:
     assert len(content.split()) == 8
 
 
-def decision_payload(pairs: list[tuple[str, str]]) -> dict[str, Any]:
-    return {
-        "new_facts": [
-            {"index": i, "content": new, "scope": "user"} for i, (_, new) in enumerate(pairs)
+def decision_input(pairs: list[tuple[str, str]]) -> DecideFactsInput:
+    return DecideFactsInput(
+        new_facts=[
+            NewFactShown(index=i, content=new, scope="user") for i, (_, new) in enumerate(pairs)
         ],
-        "existing": [{"index": 10 + i, "content": old} for i, (old, _) in enumerate(pairs)],
-        "candidates": [
-            {"new_index": i, "existing_index": 10 + i, "similarity": 0.9} for i in range(len(pairs))
+        existing=[
+            ExistingFactShown(index=10 + i, content=old, candidate_for=(i,))
+            for i, (old, _) in enumerate(pairs)
         ],
-    }
+        max_words=30,
+    )
 
 
-async def decide(payload: dict[str, Any]) -> list[FactDecision]:
-    result = await llm.generate_structured(request("decide_facts", payload), FactDecisions)
+async def decide(inp: DecideFactsInput) -> list[FactDecision]:
+    result = await llm.generate_structured(request(inp), FactDecisions)
     return result.value.decisions
 
 
@@ -120,7 +142,7 @@ async def decide(payload: dict[str, Any]) -> list[FactDecision]:
     ],
 )
 async def test_decision_rules(old: str, new: str, event: str) -> None:
-    [decision] = await decide(decision_payload([(old, new)]))
+    [decision] = await decide(decision_input([(old, new)]))
 
     assert decision.new_fact_index == 0
     assert decision.event == event
@@ -129,21 +151,18 @@ async def test_decision_rules(old: str, new: str, event: str) -> None:
 
 
 async def test_a_duplicate_wins_over_an_update_and_facts_without_candidates_are_added() -> None:
-    payload = {
-        "new_facts": [
-            {"index": 1, "content": "Alice is 31", "scope": "user"},
-            {"index": 0, "content": "Bob owns a cat", "scope": "user"},
+    inp = DecideFactsInput(
+        new_facts=[
+            NewFactShown(index=1, content="Alice is 31", scope="user"),
+            NewFactShown(index=0, content="Bob owns a cat", scope="user"),
         ],
-        "existing": [
-            {"index": 0, "content": "Alice is 30"},
-            {"index": 1, "content": "Alice is 31"},
+        existing=[
+            ExistingFactShown(index=0, content="Alice is 30", candidate_for=(1,)),
+            ExistingFactShown(index=1, content="Alice is 31", candidate_for=(1,)),
         ],
-        "candidates": [
-            {"new_index": 1, "existing_index": 0, "similarity": 0.95},
-            {"new_index": 1, "existing_index": 1, "similarity": 0.9},
-        ],
-    }
-    decisions = await decide(payload)
+        max_words=30,
+    )
+    decisions = await decide(inp)
 
     assert [(d.new_fact_index, d.event, d.existing_index) for d in decisions] == [
         (0, "ADD", None),
@@ -151,17 +170,13 @@ async def test_a_duplicate_wins_over_an_update_and_facts_without_candidates_are_
     ]
 
 
-def reflection_payload(
-    scopes: list[str], messages: list[dict[str, Any]] | None = None, **extra: Any
-) -> dict[str, Any]:
-    return {
-        "messages": messages or PREFERENCES,
-        "new_facts": [],
-        "scopes": scopes,
-        "current": {},
-        "max_words": 35,
-        **extra,
-    }
+def reflection_input(
+    scopes: list[Scope], messages: list[PromptMessage] | None = None, **extra: Any
+) -> ExtractReflectionsInput:
+    fields: dict[str, Any] = {"new_facts": [], "current": {}, "max_words": 35, **extra}
+    return ExtractReflectionsInput(
+        agent=EVE, messages=messages or PREFERENCES, scopes=tuple(scopes), **fields
+    )
 
 
 PREFERENCES = [
@@ -171,14 +186,12 @@ PREFERENCES = [
 ]
 
 
-async def reflect(payload: dict[str, Any]) -> ExtractedReflections:
-    return (
-        await llm.generate_structured(request("extract_reflections", payload), ExtractedReflections)
-    ).value
+async def reflect(inp: ExtractReflectionsInput) -> ExtractedReflections:
+    return (await llm.generate_structured(request(inp), ExtractedReflections)).value
 
 
 async def test_reflections_from_preferences_the_project_and_the_first_request() -> None:
-    out = await reflect(reflection_payload(["agent", "user", "session"]))
+    out = await reflect(reflection_input(["agent", "user", "session"]))
 
     assert [r.content for r in out.user_reflections] == [
         "Alice said: Please keep answers short.",
@@ -195,50 +208,49 @@ async def test_reflections_from_preferences_the_project_and_the_first_request() 
 
 async def test_reflections_go_only_to_enabled_scopes() -> None:
     # No user scope (a group session): preferences become agent reflections.
-    no_user = await reflect(reflection_payload(["agent", "session"]))
+    no_user = await reflect(reflection_input(["agent", "session"]))
     assert no_user.user_reflections == []
     assert "Alice prefers bullet points over prose." in [
         r.content for r in no_user.agent_reflections
     ]
 
-    no_agent = await reflect(reflection_payload(["user", "session"]))
+    no_agent = await reflect(reflection_input(["user", "session"]))
     assert no_agent.agent_reflections == []
     assert len(no_agent.user_reflections) == 3
 
-    session_only = await reflect(reflection_payload(["session"]))
+    session_only = await reflect(reflection_input(["session"]))
     assert (session_only.agent_reflections, session_only.user_reflections) == ([], [])
     assert len(session_only.session_reflections) == 1
 
 
 async def test_reflections_already_in_memory_are_not_repeated_and_respect_max_words() -> None:
     current = {
-        "user": {
-            "consolidated": "VERSION: 2\n- Alice prefers bullet points over prose.",
-            "recent": ["Alice wants to be called Al."],
-        }
+        "user": CurrentMemory(
+            consolidated="VERSION: 2\n- Alice prefers bullet points over prose.",
+            recent=["Alice wants to be called Al."],
+        )
     }
     long_request = msg(1, "Please help me plan the whole festival " + "step by step " * 20)
-    out = await reflect(reflection_payload(["user", "session"], PREFERENCES, current=current))
+    out = await reflect(reflection_input(["user", "session"], PREFERENCES, current=current))
     assert [r.content for r in out.user_reflections] == ["Alice said: Please keep answers short."]
 
-    out = await reflect({**reflection_payload(["session"], [long_request]), "max_words": 10})
+    out = await reflect(reflection_input(["session"], [long_request], max_words=10))
     [session] = out.session_reflections
     assert len(session.content.split()) == 10
 
 
-async def consolidate(payload: dict[str, Any]) -> str:
-    return (await llm.generate_text(request("consolidate", payload))).value
+async def consolidate(scope: Scope, **fields: Any) -> str:
+    inp = ConsolidateInput(agent=EVE, scope=scope, **fields)
+    return (await llm.generate_text(request(inp))).value
 
 
 async def test_consolidation_bumps_the_version_merges_and_deduplicates() -> None:
     text = await consolidate(
-        {
-            "scope": "user",
-            "current_content": "VERSION: 2\n[PREFS]\n- Prefers concise answers\n- Lives in Paris",
-            "current_version": 2,
-            "reflections": ["Likes bullet points", "prefers concise answers."],
-            "word_limit": 300,
-        }
+        "user",
+        current_content="VERSION: 2\n[PREFS]\n- Prefers concise answers\n- Lives in Paris",
+        current_version=2,
+        reflections=["Likes bullet points", "prefers concise answers."],
+        word_limit=300,
     )
     assert text == "VERSION: 3\n- Lives in Paris\n- Likes bullet points\n- prefers concise answers."
 
@@ -246,13 +258,11 @@ async def test_consolidation_bumps_the_version_merges_and_deduplicates() -> None
 async def test_consolidation_drops_the_oldest_lines_to_stay_within_the_word_limit() -> None:
     old = "\n".join(f"- old item number {i}" for i in range(10))  # 5 words each
     text = await consolidate(
-        {
-            "scope": "session",
-            "current_content": old,
-            "current_version": 0,
-            "reflections": ["newest item"],
-            "word_limit": 20,
-        }
+        "session",
+        current_content=old,
+        current_version=0,
+        reflections=["newest item"],
+        word_limit=20,
     )
     lines = text.splitlines()
     assert lines[0] == "VERSION: 1"
@@ -261,26 +271,18 @@ async def test_consolidation_drops_the_oldest_lines_to_stay_within_the_word_limi
     assert len(text.split()) <= 20
 
 
-async def test_same_payload_same_output_whatever_the_prompt() -> None:
-    payload = {
-        "messages": CONVERSATION,
-        "agent_name": "Eve",
-        "scopes": ["user", "agent"],
-        "max_words": 30,
-    }
-    first = await HeuristicProvider().generate_structured(
-        request("extract_facts", payload, "prompt A"), ExtractedFacts
-    )
+async def test_same_input_same_output_whatever_the_prompt() -> None:
+    inp = facts_input(CONVERSATION, ["user", "agent"])
+    first = await HeuristicProvider().generate_structured(request(inp, "prompt A"), ExtractedFacts)
     second = await HeuristicProvider().generate_structured(
-        request("extract_facts", payload, "another prompt"), ExtractedFacts
+        request(inp, "another prompt"), ExtractedFacts
     )
     assert first.value == second.value
     assert first.value.facts  # not trivially equal
 
 
 async def test_usage_is_honest_about_being_rules() -> None:
-    payload = reflection_payload(["user"])
-    req = request("extract_reflections", payload, prompt="x" * 401)
+    req = request(reflection_input(["user"]), prompt="x" * 401)
     result = await llm.generate_structured(req, ExtractedReflections)
 
     assert result.usage.provider == "heuristic"
@@ -300,22 +302,27 @@ async def test_usage_is_honest_about_being_rules() -> None:
         ),
     ],
 )
-async def test_an_unknown_payload_shape_is_malformed(task: Task, payload: dict[str, Any]) -> None:
-    with pytest.raises(MalformedOutputError):
-        await llm.generate_structured(request(task, payload), ExtractedFacts)
+async def test_an_unknown_input_shape_is_refused_before_any_provider_sees_it(
+    task: Task, payload: dict[str, Any]
+) -> None:
+    # The typed input replaces the payload dict: a wrong shape cannot even become a request.
+    with pytest.raises(ValidationError):
+        TypeAdapter(TaskInput).validate_python({"task": task, **payload})
 
 
 async def test_asking_for_the_wrong_kind_of_output_is_malformed() -> None:
-    facts_payload = {"messages": CONVERSATION, "scopes": ["user"], "max_words": 30}
+    inp = facts_input(CONVERSATION, ["user"])
     with pytest.raises(MalformedOutputError):
-        await llm.generate_text(request("extract_facts", facts_payload))
+        await llm.generate_text(request(inp))
     with pytest.raises(MalformedOutputError):
-        await llm.generate_structured(request("extract_facts", facts_payload), FactDecisions)
-    consolidate_payload = {
-        "current_content": "",
-        "current_version": 0,
-        "reflections": [],
-        "word_limit": 50,
-    }
+        await llm.generate_structured(request(inp), FactDecisions)
+    consolidate_input = ConsolidateInput(
+        agent=EVE,
+        scope="agent",
+        current_content="",
+        current_version=0,
+        reflections=[],
+        word_limit=50,
+    )
     with pytest.raises(MalformedOutputError):
-        await llm.generate_structured(request("consolidate", consolidate_payload), ExtractedFacts)
+        await llm.generate_structured(request(consolidate_input), ExtractedFacts)

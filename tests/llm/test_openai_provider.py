@@ -12,12 +12,13 @@ import pytest
 from memory.errors import MalformedOutputError, ProviderError
 from memory.llm.base import LLMRequest, Usage
 from memory.llm.openai_provider import OpenAIProvider
-from memory.schemas import ExtractedFact, ExtractedFacts
+from memory.prompts.extract_facts import ExtractedFact, ExtractedFacts
 from tests.fake_provider_server import FakeProviderServer, Reply, openai_chat, openai_error
+from tests.fakes import CONSOLIDATE_INPUT, FACTS_INPUT
 
 API_KEY = "sk-test-0123456789abcdefghij"
 REQUEST = LLMRequest(
-    task="extract_facts",
+    task_input=FACTS_INPUT,
     model="gpt-4.1-mini",
     system="You extract facts.",
     prompt="Alice: I live in Paris.",
@@ -91,7 +92,9 @@ async def test_plain_text_uses_chat_completions_without_a_schema(
 ) -> None:
     server.script(openai_chat("VERSION: 2\n- Prefers tea", prompt_tokens=20, completion_tokens=6))
 
-    result = await provider.generate_text(REQUEST.model_copy(update={"task": "consolidate"}))
+    result = await provider.generate_text(
+        REQUEST.model_copy(update={"task_input": CONSOLIDATE_INPUT})
+    )
 
     assert result.value == "VERSION: 2\n- Prefers tea"
     assert (result.usage.input_tokens, result.usage.output_tokens) == (20, 6)

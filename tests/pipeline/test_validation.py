@@ -7,16 +7,16 @@ import pytest
 from memory.errors import InvalidModelOutputError
 from memory.pipeline.consolidation import validate_blob
 from memory.pipeline.dedup import resolve
-from memory.pipeline.types import Candidate, NewFact
-from memory.schemas import FactDecision
+from memory.pipeline.types import NewFact, SimilarFact
+from memory.prompts.decide_facts import FactDecision
 
 NEW = [
     NewFact(index=0, content="Alice works at Acme as CTO", scope="user"),
     NewFact(index=1, content="Bob is 40", scope="user"),
 ]
 EXISTING = [
-    Candidate(fact_id="f_a", content="Alice works at Acme", version=3, similarity=0.9),
-    Candidate(fact_id="f_b", content="Bob is 39", version=1, similarity=0.8),
+    SimilarFact(fact_id="f_a", content="Alice works at Acme", version=3, similarity=0.9),
+    SimilarFact(fact_id="f_b", content="Bob is 39", version=1, similarity=0.8),
 ]
 OFFERED = {0: {0}, 1: {1}}
 

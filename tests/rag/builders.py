@@ -52,15 +52,15 @@ def session(session_id: str = "s1", *users: str, agents: Sequence[str] = ("a1",)
 
 
 def agent_key(agent_id: str = "a1") -> ScopeKey:
-    return ScopeKey(scope="agent", agent_id=agent_id)
+    return ScopeKey.agent(agent_id)
 
 
 def user_key(user_id: str = "u1", agent_id: str = "a1") -> ScopeKey:
-    return ScopeKey(scope="user", agent_id=agent_id, user_id=user_id)
+    return ScopeKey.user(agent_id, user_id)
 
 
 def session_key(session_id: str = "s1", agent_id: str = "a1") -> ScopeKey:
-    return ScopeKey(scope="session", agent_id=agent_id, session_id=session_id)
+    return ScopeKey.session(agent_id, session_id)
 
 
 class MemoryWriter:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from memory.errors import InvalidInputError
-from memory.fusion import RankedList, Source, fuse, normalized, rrf_scores
+from memory.fusion import FLOOR, RankedList, Source, fuse, normalized, rrf_scores
 from memory.models import Fact, ScoredFact
 from memory.rag import HYBRID_WEIGHTS, check_top_k, clean_queries, content_words
 from memory.settings import RagSettings
@@ -61,10 +61,12 @@ def test_the_gate_drops_candidates_below_the_rrf_threshold() -> None:
 # ---------------------------------------------------------------- ranking of the survivors
 
 
-def test_min_max_normalisation_maps_best_to_one_and_worst_to_zero() -> None:
+def test_min_max_normalisation_maps_best_to_one_and_worst_to_the_floor() -> None:
     facts = [scored("a", 9.0), scored("b", 6.0), scored("c", 3.0)]
 
-    assert normalized(facts) == {"a": 1.0, "b": 0.5, "c": 0.0}
+    # The worst candidate passed its gate: it keeps a small share, never 0 ("score 0.000").
+    assert normalized(facts) == pytest.approx({"a": 1.0, "b": (1 + FLOOR) / 2, "c": FLOOR})
+    assert FLOOR > 0
     assert normalized([scored("a", 0.7), scored("b", 0.7)]) == {"a": 1.0, "b": 1.0}
     assert normalized([]) == {}
 
@@ -80,8 +82,10 @@ def test_facts_are_deduplicated_and_agreement_of_both_lists_ranks_first() -> Non
     ids = [f.hit.fact.fact_id for f in fused]
     assert ids[0] == "both"
     assert sorted(ids) == sorted(set(ids))
-    assert fused[0].score == pytest.approx(0.4 * (0.7 / 0.8) + 0.6 * (7 / 8))
-    assert all(0.0 <= f.score <= 1.0 for f in fused)
+    share = 1 - FLOOR  # min-max into [FLOOR, 1]
+    expected = 0.4 * (1 - share * 0.1 / 0.8) + 0.6 * (1 - share * 1 / 8)
+    assert fused[0].score == pytest.approx(expected)
+    assert all(0.0 < f.score <= 1.0 for f in fused)
 
 
 def test_the_text_list_weighs_more_than_the_vector_list() -> None:
@@ -95,7 +99,9 @@ def test_a_single_method_scores_its_best_candidate_one() -> None:
 
     fused = fuse(lists, k=60, weights=HYBRID_WEIGHTS, min_rrf=0.0)
 
-    assert {f.hit.fact.fact_id: f.score for f in fused} == {"a": 1.0, "c": 1.0, "b": 0.0}
+    assert {f.hit.fact.fact_id: f.score for f in fused} == pytest.approx(
+        {"a": 1.0, "c": 1.0, "b": FLOOR}
+    )
 
 
 def test_a_fact_takes_its_best_query_not_the_sum_over_queries() -> None:

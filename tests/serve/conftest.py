@@ -1,5 +1,6 @@
 """An app over the formation test bench (SQLite store, Temporal test server, scripted LLM), keys in
-a JSON file, and an HTTP client that talks to it in-process (httpx's ASGI transport)."""
+that store (the default of ``mnemos serve``), and an HTTP client that talks to it in-process
+(httpx's ASGI transport)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from temporalio.testing import WorkflowEnvironment
 from client.memory_client import MemoryClient
 from memory.models import AgentConfig
 from serve.app import create_app
-from serve.keys import JsonFileKeyStore
+from serve.keys import ApiKeyStore, StoreKeyStore
 from tests.harness import Harness, conversation, facts, reflections
 
 
@@ -23,7 +24,7 @@ from tests.harness import Harness, conversation, facts, reflections
 class Served:
     h: Harness
     memory: MemoryClient
-    keys: JsonFileKeyStore
+    keys: ApiKeyStore
     app: FastAPI
     eve: str  # read-write key for agent eve
     eve_ro: str  # read-only key for eve
@@ -40,7 +41,7 @@ class Served:
 async def served(time_env: WorkflowEnvironment, tmp_path: Path) -> AsyncIterator[Served]:
     h = await Harness.create(time_env, tmp_path)
     await h.store.upsert_agent(AgentConfig(agent_id="bob", name="Bob"))
-    keys = JsonFileKeyStore(tmp_path / "api_keys.json")
+    keys = StoreKeyStore(h.store)
     _, eve = await keys.create(["eve"], name="eve")
     _, eve_ro = await keys.create(["eve"], read_only=True, name="eve-ro")
     _, bob = await keys.create(["bob"], name="bob")

@@ -1,15 +1,42 @@
-"""`mnemos keys create|list|revoke` (the Typer sub-app) on a keys file."""
+"""`mnemos keys create|list|revoke` (the Typer sub-app): in the memory store by default, in a
+keys file with --keys-file."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
+from memory.settings import get_settings
+from memory.store.sqlite import SQLiteStore
 from serve.commands import keys_app
-from serve.keys import JsonFileKeyStore
+from serve.keys import ApiKey, JsonFileKeyStore, StoreKeyStore
+
+
+@pytest.fixture
+def db_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    path = tmp_path / "data" / "mnemos.db"
+    monkeypatch.setenv("MNEMOS_STORE__BACKEND", "sqlite")
+    monkeypatch.setenv("MNEMOS_STORE__SQLITE_PATH", str(path))
+    monkeypatch.delenv("MNEMOS_API_KEYS_FILE", raising=False)
+    get_settings.cache_clear()
+    yield path
+    get_settings.cache_clear()
+
+
+def _verify_in_store(path: Path, token: str) -> ApiKey | None:
+    async def verify() -> ApiKey | None:
+        store = SQLiteStore(path)
+        try:
+            return await StoreKeyStore(store).verify(token)
+        finally:
+            await store.close()
+
+    return asyncio.run(verify())
 
 
 def test_create_list_revoke(tmp_path: Path) -> None:
@@ -36,3 +63,21 @@ def test_create_list_revoke(tmp_path: Path) -> None:
 
     bad = runner.invoke(keys_app, ["create", "-a", "not an id", *opts])
     assert bad.exit_code != 0 and "agent_ids" in bad.output
+
+
+def test_keys_live_in_the_memory_store_by_default(db_path: Path) -> None:
+    runner = CliRunner()
+    created = runner.invoke(keys_app, ["create", "-a", "eve", "--name", "ops"])
+    assert created.exit_code == 0, created.output
+    token = created.stdout.strip().splitlines()[-1]
+    key = _verify_in_store(db_path, token)
+    assert key is not None and key.agent_ids == ("eve",) and key.name == "ops"
+    assert not (db_path.parent / "api_keys.json").exists()
+
+    listed = runner.invoke(keys_app, ["list", "--json"])
+    assert [r["key_id"] for r in json.loads(listed.stdout)] == [key.key_id]
+
+    revoked = runner.invoke(keys_app, ["revoke", key.key_id])
+    assert revoked.exit_code == 0 and "revoked" in revoked.stdout
+    assert _verify_in_store(db_path, token) is None
+    assert runner.invoke(keys_app, ["revoke", "nope"]).exit_code == 1

@@ -12,8 +12,8 @@ from temporalio.testing import WorkflowEnvironment
 
 from memory.models import ScopeKey
 from serve.app import create_app
-from serve.keys import JsonFileKeyStore
-from tests.harness import Harness
+from serve.keys import StoreKeyStore
+from tests.harness import Harness, conversation
 from tests.serve.conftest import Served, form_alice
 
 
@@ -106,7 +106,7 @@ async def test_formation_runs_link_to_the_temporal_ui(
     h.settings = h.settings.model_copy(
         update={"temporal": h.settings.temporal.model_copy(update={"search_attributes": True})}
     )
-    keys = JsonFileKeyStore(tmp_path / "keys.json")
+    keys = StoreKeyStore(h.store)
     _, token = await keys.create(["eve"])
     served = Served(
         h, h.memory, keys, create_app(h.memory, keys, temporal_ui_url="http://ui"), token, "", ""
@@ -158,3 +158,26 @@ async def test_the_search_box_shows_the_fused_rank_and_both_scores(served: Serve
     assert "Alice drinks green tea every morning" in cells[1]
     assert float(cells[5]) > 0.65  # vector cosine, above the semantic threshold
     assert cells[6].split()[0] != "–"  # the text list's score is shown too
+
+
+async def test_the_page_lists_the_agents_users_and_sessions_from_the_store(
+    served: Served,
+) -> None:
+    h = served.h
+    await form_alice(h)  # s1 with alice, formed
+    # Recorded, never formed: no fact, reflection or run points at these sessions.
+    await h.record("s2", conversation(2, user="carol", start=10, prefix="c"))
+    await h.record("s3", conversation(2, user="alice", start=20, prefix="a"))
+    await h.record("b1", conversation(2, user="dave", prefix="d"), agent_id="bob")
+
+    async with browser(served, served.eve) as c:
+        page = (await c.get("/ui/agents/eve")).text
+        of_alice = (await c.get("/ui/agents/eve", params={"user_id": "alice"})).text
+
+    users = re.findall(r'<a href="/ui/agents/eve\?user_id=([^"&]+)">', page)
+    assert users == ["alice", "carol"]  # alice was active last (s3), dave is bob's
+    sessions = re.findall(r'<a href="/ui/agents/eve\?session_id=([^"&]+)[^"]*">', page)
+    assert sessions == ["s3", "s2", "s1"]
+    assert 'user_id=alice">alice</a></td><td>2</td>' in page  # two sessions with eve
+    sessions_of_alice = re.findall(r'<a href="/ui/agents/eve\?session_id=([^"&]+)[^"]*">', of_alice)
+    assert sessions_of_alice == ["s3", "s1"]

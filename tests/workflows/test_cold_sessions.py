@@ -1,8 +1,9 @@
 """Cold sessions and the session lifecycle on the real dev server (the time-skipping server has no
 Schedules): the schedule a worker creates fires and forms a quiet session once, a manual trigger
 forms only what is cold, a hot trigger racing a cold run forms each message once, a backlog longer
-than a page drains over continued runs with a failing session counted and retried, and the end of a
-session consolidates its memory, which the scheduled job purges after the retention period."""
+than a page drains over continued runs with a failing session's formation failing on its own run and
+retried by the next job run, and the end of a session consolidates its memory, which the scheduled
+job purges after the retention period. The job starts formations and does not wait for them."""
 
 from __future__ import annotations
 
@@ -15,13 +16,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from temporalio.client import Client, ScheduleOverlapPolicy
+from temporalio.client import (
+    Client,
+    ScheduleOverlapPolicy,
+    WorkflowExecutionStatus,
+    WorkflowFailureError,
+)
+from temporalio.exceptions import ActivityError
 from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 
 from memory.llm.base import LLMRequest
 from memory.models import MessageIn
-from memory.schemas import ExtractedFacts
+from memory.prompts.extract_facts import ExtractedFacts
 from memory.settings import FormationSettings, SessionSettings, Settings, TemporalSettings
 from runtime.schedule import (
     describe_schedule,
@@ -30,7 +37,7 @@ from runtime.schedule import (
     schedule_id,
     trigger_schedule,
 )
-from tests.fakes import permanent
+from tests.fakes import facts_input, permanent
 from tests.harness import Harness, facts, reflections
 from worker import run_worker
 from workflows.cold_sessions import ColdSessionsInput, ColdSessionsResult
@@ -78,6 +85,12 @@ async def cleanup() -> AsyncIterator[list[tuple[Client, Settings]]]:
     yield schedules
     for client, settings in schedules:
         await client.get_schedule_handle(schedule_id(settings)).delete()
+
+
+async def formation_result(h: Harness, session: str) -> Any:
+    """The result of the session's formation run (which the job started and did not wait for)."""
+    handle = h.client.get_workflow_handle(formation_workflow_id("eve", session))
+    return await asyncio.wait_for(handle.result(), 60)
 
 
 async def formations(h: Harness, session: str) -> int:
@@ -147,7 +160,9 @@ async def test_manual_trigger_forms_cold_sessions_and_leaves_the_others_alone(
     async with h.worker():
         run = await trigger_schedule(h.client, h.settings)
         result = await asyncio.wait_for(run.result(), 60)
-    assert (result.sessions, result.formed, result.failed) == (2, 2, 0)
+        for session in ("idle", "long"):
+            await formation_result(h, session)
+    assert (result.sessions, result.started, result.failed) == (2, 2, 0)
     assert {s: await formations(h, s) for s in ("idle", "long", "talking", "short")} == {
         "idle": 1,
         "long": 1,
@@ -197,10 +212,10 @@ async def test_a_hot_trigger_racing_a_cold_run_forms_each_message_once(
         result = await asyncio.wait_for(cold.result(), 60)
         summary = await formation.result()
     assert hot.started
-    seqs = [[m["seq"] for m in r.payload["messages"]] for r in h.llm.calls("extract_facts")]
+    seqs = [[m.seq for m in facts_input(r).messages] for r in h.llm.calls("extract_facts")]
     assert seqs == [[1, 2, 3, 4], [5, 6, 7, 8]]  # each message formed once, in order
     assert summary["formations"] == 2
-    assert (result.sessions, result.formed, result.failed) == (1, 1, 0)
+    assert (result.sessions, result.started, result.failed) == (1, 1, 0)
     state = await h.store.get_session_agent_state("s1", "eve")
     assert state is not None and state.cursor_seq == 8 and state.formations == 2
 
@@ -215,7 +230,7 @@ async def test_a_backlog_longer_than_a_page_drains_over_runs_and_a_failure_is_re
     broken = True
 
     def extract(request: LLMRequest) -> ExtractedFacts:
-        if broken and "bad message" in request.payload["messages"][0]["content"]:
+        if broken and "bad message" in facts_input(request).messages[0].content:
             raise permanent()
         return facts()
 
@@ -237,16 +252,25 @@ async def test_a_backlog_longer_than_a_page_drains_over_runs_and_a_failure_is_re
 
     async with h.worker():
         first, described = await run_job(1)
+        for session in ("b0", "b1"):
+            await formation_result(h, session)
+        with pytest.raises(WorkflowFailureError) as failed:
+            await formation_result(h, "bad")
+        bad_run = await h.client.get_workflow_handle(formation_workflow_id("eve", "bad")).describe()
         broken = False
         second, _ = await run_job(2)
+        await formation_result(h, "bad")
     # 3 sessions in pages of 2, each page in its own run.
     assert (first.runs, first.pages, first.sessions) == (2, 2, 3)
-    assert (first.formed, first.failed) == (2, 1)
-    assert [(f.session_id, f.outcome) for f in first.failures] == [("bad", "failed")]
-    assert "bad request" in (first.failures[0].error or "")
-    assert described.typed_search_attributes.get(OUTCOME) == "failures"  # visible in the UI
-    assert (await described.memo())["failed"] == 1
-    assert (second.sessions, second.formed, second.failed) == (1, 1, 0)  # retried next run
+    assert (first.started, first.failed, first.failures) == (3, 0, [])  # every start succeeded
+    # The formation's own failure is on its own run, visible in the UI.
+    assert bad_run.status == WorkflowExecutionStatus.FAILED
+    activity_error = failed.value.cause  # workflow <- activity <- provider
+    assert isinstance(activity_error, ActivityError)
+    assert "bad request" in str(activity_error.cause)
+    assert described.typed_search_attributes.get(OUTCOME) == "ok"
+    assert (await described.memo())["failed"] == 0
+    assert (second.sessions, second.started, second.failed) == (1, 1, 0)  # retried next run
     assert {s: await formations(h, s) for s in sessions} == dict.fromkeys(sessions, 1)
 
 

@@ -12,7 +12,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from memory.llm.base import LLMRequest
 from memory.pipeline.types import ConsolidationRequest
-from memory.schemas import FactDecision, FactDecisions
+from memory.prompts.decide_facts import FactDecision, FactDecisions
 from tests.fakes import Faults, FaultyProxy, permanent, transient
 from tests.harness import Harness, conversation, facts, reflections
 from workflows.consolidate_scope import ConsolidateScopeWorkflow

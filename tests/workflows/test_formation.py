@@ -10,8 +10,9 @@ from temporalio.client import WorkflowFailureError
 from temporalio.testing import WorkflowEnvironment
 
 from memory.models import AgentConfig, MessageIn
-from memory.schemas import FactDecision, FactDecisions
+from memory.prompts.decide_facts import FactDecision, FactDecisions
 from memory.settings import FactSettings, ReflectionSettings
+from tests.fakes import facts_input, reflections_input
 from tests.harness import T0, Harness, conversation, facts, reflections
 
 
@@ -158,7 +159,7 @@ async def test_user_memory_toggle_off_writes_no_user_scope(
     )
     async with h.worker():
         await h.form("s1")
-    assert h.llm.calls("extract_facts")[0].payload["scopes"] == ["agent"]
+    assert facts_input(h.llm.calls("extract_facts")[0]).scopes == ("agent",)
     assert [f.scope for f in await h.all_facts()] == ["agent"]
     assert await h.buffered(h.key("user")) == []
     assert len(await h.buffered(h.key("session"))) == 1
@@ -182,7 +183,7 @@ async def test_group_chat_turns_user_memory_off(
     async with h.worker():
         await h.form("s1")
     assert await h.all_facts() == []
-    assert "user" not in h.llm.calls("extract_reflections")[0].payload["scopes"]
+    assert "user" not in reflections_input(h.llm.calls("extract_reflections")[0]).scopes
     assert (
         await h.buffered(h.key("user")) == [] and await h.buffered(h.key("user", user="bob")) == []
     )

@@ -10,8 +10,9 @@ from pathlib import Path
 from temporalio.testing import WorkflowEnvironment
 
 from memory.llm.base import LLMRequest
-from memory.schemas import ExtractedFacts
+from memory.prompts.extract_facts import ExtractedFacts
 from memory.settings import FormationSettings, ReflectionSettings
+from tests.fakes import facts_input, transcript_of
 from tests.harness import Harness, conversation, facts, reflections
 
 
@@ -53,7 +54,7 @@ async def test_messages_recorded_during_a_run_are_formed_by_a_follow_up(
         release.set()
         summary = await h.client.get_workflow_handle(first.workflow_id or "").result()
     assert second.workflow_id == first.workflow_id
-    seqs = [[m["seq"] for m in r.payload["messages"]] for r in h.llm.calls("extract_facts")]
+    seqs = [[m.seq for m in facts_input(r).messages] for r in h.llm.calls("extract_facts")]
     assert seqs == [[1, 2, 3, 4], [5, 6, 7, 8]]  # each message formed once, in order
     assert summary["formations"] == 2
     state = await h.store.get_session_agent_state("s1", "eve")
@@ -67,7 +68,7 @@ async def test_many_sessions_of_one_agent_absorb_every_reflection_exactly_once(
     sessions = [f"s{i}" for i in range(8)]
 
     def per_session(request: LLMRequest) -> object:
-        first = request.payload["messages"][0]["content"]
+        first = transcript_of(request)[0].content
         session = re.sub(r"\D", "", first)
         return reflections(agent=[f"insight {session} a", f"insight {session} b"])
 

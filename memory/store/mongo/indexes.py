@@ -39,7 +39,11 @@ REGULAR_INDEXES: dict[str, list[IndexModel]] = {
         ),
     ],
     # purge_ended_sessions walks the ended sessions oldest first.
-    "sessions": [IndexModel([("ended_at", ASCENDING), ("_id", ASCENDING)])],
+    "sessions": [
+        IndexModel([("ended_at", ASCENDING), ("_id", ASCENDING)]),
+        # mnemos serve: an agent's sessions (and through them its users) for the memory page.
+        IndexModel([("agent_ids", ASCENDING)], name="sessions_agent"),
+    ],
     "facts": [
         # Exact duplicates: one valid fact per (agent, user, scope, normalised content).
         # Invalidated facts are outside the index so that an update may take over the content
@@ -85,6 +89,7 @@ PLAIN_COLLECTIONS = (
     "scope_versions",
     "meta",
     "erasures",  # forget_user's tombstones (rules.erasure), keyed by agent and user
+    "api_keys",  # mnemos serve: keyed by key_id, a handful of documents
 )
 
 

@@ -17,8 +17,10 @@ from memory.store.mongo.docs import (
     state_from_doc,
 )
 from memory.store.mongo.lifecycle_reads import lifecycle_snapshot, read_epochs
+from memory.store.mongo.listings import api_key
 from memory.store.mongo.writes import EMBEDDING_META_ID
 from memory.store.rules import (
+    ApiKeyRequest,
     ConsolidationRequest,
     ConsolidationSnapshot,
     FactRequest,
@@ -143,6 +145,8 @@ async def read_snapshot[S](db: AsyncDatabase[Doc], s: AsyncClientSession, reques
                 session=s,
             )
             snapshot = ConsolidationSnapshot(0 if doc is None else int(doc["version"]), buffered)
+        case ApiKeyRequest(key_id=key_id):
+            snapshot = await api_key(db, key_id, s)
         case _:
             snapshot = await lifecycle_snapshot(db, s, request)
     return cast(S, snapshot)

@@ -53,6 +53,7 @@ from memory.store.mongo.docs import (
 )
 from memory.store.mongo.indexes import PLAIN_COLLECTIONS, REGULAR_INDEXES
 from memory.store.mongo.lifecycle_reads import export_data, read_epochs, user_agents
+from memory.store.mongo.listings import MongoListings
 from memory.store.mongo.reads import read_embedding_meta, read_snapshot, read_state, reflection
 from memory.store.mongo.search import AtlasMode, FactSearch, fact_match
 from memory.store.mongo.txn import run_transaction
@@ -65,7 +66,7 @@ def _embedding_key(model: str, text_hash: str) -> str:
     return f"{model}\x1f{text_hash}"
 
 
-class MongoStore(PlannedStore):
+class MongoStore(MongoListings, PlannedStore):
     """The store on one MongoDB database; the writing calls are planned (memory.store.planned)."""
 
     def __init__(

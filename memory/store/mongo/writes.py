@@ -19,6 +19,7 @@ from memory.store.mongo.docs import (
     ts,
 )
 from memory.store.mongo.lifecycle_writes import apply_lifecycle
+from memory.store.mongo.listings import api_key_doc
 from memory.store.rules import lifecycle_writes as lw
 from memory.store.rules import writes as w
 
@@ -121,5 +122,10 @@ async def _apply(db: AsyncDatabase[Doc], s: AsyncClientSession, write: w.Write) 
             await db.reflections.delete_one({"_id": reflection_id}, session=s)
         case lw.LifecycleOp():
             await apply_lifecycle(db, s, write)
+        case w.PutApiKey(key=key, new=new):
+            if new:
+                await db.api_keys.insert_one(api_key_doc(key), session=s)
+            else:
+                await db.api_keys.replace_one({"_id": key.key_id}, api_key_doc(key), session=s)
         case _:
             assert_never(write)

@@ -23,6 +23,7 @@ from memory.store.rules.formation import (
     formation_request,
     plan_formation,
 )
+from memory.store.rules.keys import ApiKeyRequest, plan_create_api_key, plan_revoke_api_key
 from memory.store.rules.manage import (
     FactRequest,
     FactSnapshot,
@@ -34,6 +35,7 @@ from memory.store.rules.text import token_count, tokenize
 from memory.store.rules.writes import Plan, Request, Write
 
 __all__ = [
+    "ApiKeyRequest",
     "ConsolidationRequest",
     "ConsolidationSnapshot",
     "FactRequest",
@@ -51,12 +53,14 @@ __all__ = [
     "fact_scope_key",
     "formation_request",
     "plan_consolidation",
+    "plan_create_api_key",
     "plan_delete_reflection",
     "plan_edit_fact",
     "plan_edit_reflection",
     "plan_formation",
     "plan_invalidate_fact",
     "plan_record_messages",
+    "plan_revoke_api_key",
     "token_count",
     "tokenize",
     "weighted_tokens",

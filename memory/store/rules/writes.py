@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from memory.api_keys import ApiKey
 from memory.models import (
     ConsolidatedMemory,
     Fact,
@@ -138,6 +139,14 @@ class DeleteReflection:
     reflection_id: str
 
 
+@dataclass(frozen=True)
+class PutApiKey:
+    """Insert (new) or overwrite the key's record (the hash of its secret, never the secret)."""
+
+    key: ApiKey
+    new: bool = False
+
+
 Write = (
     PutFact
     | SetEmbeddingMeta
@@ -155,6 +164,7 @@ Write = (
     | SetReflectionContent
     | DeleteReflection
     | LifecycleWrite
+    | PutApiKey
 )
 
 

@@ -8,6 +8,7 @@ from typing import cast
 
 from memory.models import Fact, FormationCommitResult, Reflection, SessionAgentState
 from memory.store.rules import (
+    ApiKeyRequest,
     ConsolidationRequest,
     ConsolidationSnapshot,
     FactRequest,
@@ -28,6 +29,7 @@ from memory.store.sqlite.codec import (
     state_from_row,
 )
 from memory.store.sqlite.lifecycle_reads import lifecycle_snapshot, read_epochs
+from memory.store.sqlite.listings import api_key
 from memory.store.sqlite.meta import read_embedding_meta, rows_in
 from memory.store.sqlite.search import facts_by_id
 
@@ -143,6 +145,8 @@ def read_snapshot[S](conn: sqlite3.Connection, request: Request[S]) -> S:
                 key,
             )
             snapshot = ConsolidationSnapshot(0 if row is None else int(row[0]), len(buffered))
+        case ApiKeyRequest(key_id=key_id):
+            snapshot = api_key(conn, key_id)
         case _:
             snapshot = lifecycle_snapshot(conn, request)
     return cast(S, snapshot)

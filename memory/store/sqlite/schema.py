@@ -171,6 +171,16 @@ CREATE TABLE IF NOT EXISTS scope_versions (
     key     TEXT PRIMARY KEY,
     version INTEGER NOT NULL
 ) WITHOUT ROWID;
+
+-- mnemos serve: an agent's sessions (and through them its users) for the memory page.
+CREATE INDEX IF NOT EXISTS session_agents_agent ON session_agents (agent_id);
+
+-- mnemos serve: API keys, shared by every replica; never the secret, only its sha256.
+CREATE TABLE IF NOT EXISTS api_keys (
+    key_id     TEXT PRIMARY KEY,
+    record     TEXT NOT NULL,                   -- ApiKey as JSON
+    created_at INTEGER NOT NULL
+) WITHOUT ROWID;
 """
 
 

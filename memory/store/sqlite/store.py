@@ -28,14 +28,12 @@ from memory.models import (
 from memory.store.base import Vector
 from memory.store.counts import ExportData
 from memory.store.planned import PlannedStore
-from memory.store.records import from_record
 from memory.store.rules import Plan, Request, check_query_dimension
 from memory.store.sqlite.codec import (
     consolidated_from_row,
     fact_columns,
     fact_from_row,
     from_blob,
-    from_us,
     message_from_row,
     reflection_from_row,
     state_from_row,
@@ -48,6 +46,7 @@ from memory.store.sqlite.lifecycle_reads import (
     read_epochs,
     user_agents,
 )
+from memory.store.sqlite.listings import SQLiteListings, session_info
 from memory.store.sqlite.meta import read_embedding_meta, rows_in
 from memory.store.sqlite.reads import read_snapshot, read_state, reflection
 from memory.store.sqlite.schema import DDL, SCHEMA_VERSION
@@ -62,7 +61,7 @@ from memory.store.sqlite.thread import SQLiteThread
 from memory.store.sqlite.writes import apply_writes
 
 
-class SQLiteStore(SQLiteThread, PlannedStore):
+class SQLiteStore(SQLiteListings, SQLiteThread, PlannedStore):
     """The store on one SQLite file; the writing calls are planned (memory.store.planned)."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
@@ -128,22 +127,7 @@ class SQLiteStore(SQLiteThread, PlannedStore):
             row = conn.execute(
                 "SELECT * FROM sessions WHERE session_id = ?", (session_id,)
             ).fetchone()
-            if row is None:
-                return None
-            members = {
-                table: tuple(
-                    r[0]
-                    for r in conn.execute(
-                        f"SELECT {column} FROM {table} WHERE session_id = ? ORDER BY rowid",
-                        (session_id,),
-                    )
-                )
-                for table, column in (("session_agents", "agent_id"), ("session_users", "user_id"))
-            }
-            return from_record(
-                SessionInfo, dict(row), from_us, agent_ids=members["session_agents"],
-                user_ids=members["session_users"],
-            )  # fmt: skip
+            return None if row is None else session_info(conn, row)
 
         return await self._read(load)
 

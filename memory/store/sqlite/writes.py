@@ -16,6 +16,7 @@ from memory.store.sqlite.codec import (
     to_us,
 )
 from memory.store.sqlite.lifecycle_writes import apply_lifecycle
+from memory.store.sqlite.listings import api_key_params
 from memory.store.sqlite.meta import bump_version, rows_in
 from memory.store.sqlite.schema import fact_counter_key
 
@@ -171,5 +172,11 @@ def _apply(conn: sqlite3.Connection, write: w.Write, stamps: dict[str, int]) -> 
             conn.execute("DELETE FROM reflections WHERE reflection_id = ?", (reflection_id,))
         case lw.LifecycleOp():
             apply_lifecycle(conn, write)
+        case w.PutApiKey(key=key, new=new):
+            verb = "INSERT" if new else "REPLACE"
+            conn.execute(
+                f"{verb} INTO api_keys (key_id, record, created_at) VALUES (?, ?, ?)",
+                api_key_params(key),
+            )
         case _:
             assert_never(write)

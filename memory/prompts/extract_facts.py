@@ -1,0 +1,94 @@
+"""Extract facts (seed 001 §4.4 with the criteria of 002): durable, searchable facts of a window."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from memory.models import AgentConfig, FactScope
+from memory.prompts.common import (
+    ModelOutput,
+    PromptInput,
+    PromptMessage,
+    Rendered,
+    agent_blocks,
+    conversation,
+    tag,
+)
+
+SYSTEM = (
+    "You extract durable, searchable facts from conversations for an AI agent's long-term memory."
+)
+
+TEMPLATE = """You are extracting factual information from a conversation of the agent {agent_name}.
+{persona_block}{instructions_block}
+<conversation>
+{conversation}
+</conversation>
+
+Extract atomic facts: objective statements that stand alone without the conversation.
+Facts are for RETRIEVAL ONLY: they are not shown by default, the agent searches them when needed.
+
+A fact must be:
+1. Searchable: it answers a specific question (who, what, where, when).
+2. Specific: it contains names, numbers, dates or specific entities.
+3. Enduring: likely to remain true for at least a month.
+4. Self-contained: name people and things explicitly; resolve "I", "you", "tomorrow" and other relative
+   references using the speakers and message timestamps (write absolute dates).
+
+Do NOT extract as facts (these belong to reflections, extracted separately):
+- preferences and behaviour ("Alice likes concise answers")
+- current context ("we are debugging X"), ephemeral state ("the build is failing right now")
+- opinions ("Bob thinks we should use React")
+
+For each fact choose its scope{scope_choice}
+Note: do NOT extract session-only facts. Session context is handled by reflections.
+
+Guidelines:
+- At most {max_words} words per fact.
+- Only extract genuinely new information stated in the conversation; never invent.
+- Return an empty list if there are no facts."""
+
+
+class ExtractFactsInput(PromptInput):
+    task: Literal["extract_facts"] = "extract_facts"
+    agent: AgentConfig
+    messages: list[PromptMessage]
+    scopes: tuple[FactScope, ...] = Field(description="The enabled fact scopes")
+    max_words: int
+
+
+class ExtractedFact(ModelOutput):
+    content: str = Field(description="One atomic, self-contained fact, at most 30 words")
+    scope: Literal["user", "agent"] = Field(
+        description="user: about this user; agent: for all users"
+    )
+
+
+class ExtractedFacts(ModelOutput):
+    """The output schema."""
+
+    facts: list[ExtractedFact]
+
+
+_CHOICES = {
+    "user": '\n- "user": about this specific user, relevant across all conversations with them',
+    "agent": '\n- "agent": relevant to all conversations of this agent, across all users',
+}
+
+
+def render(inp: ExtractFactsInput) -> Rendered:
+    persona, instructions = agent_blocks(inp.agent)
+    scope_choice = ":" + "".join(_CHOICES[s] for s in ("user", "agent") if s in inp.scopes)
+    return Rendered(
+        system=SYSTEM,
+        user=TEMPLATE.format(
+            agent_name=tag(inp.agent.name),
+            persona_block=persona,
+            instructions_block=instructions,
+            conversation=conversation(inp.messages),
+            scope_choice=scope_choice,
+            max_words=inp.max_words,
+        ),
+    )

@@ -1,0 +1,127 @@
+"""Extract reflections (seed 001 §7.2 with 002): interpreted insights, hierarchical agent → user →
+session, aware of the current memory and of the facts this window formed."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from memory.models import AgentConfig
+from memory.prompts.common import (
+    ModelOutput,
+    PromptInput,
+    PromptMessage,
+    Rendered,
+    agent_blocks,
+    conversation,
+    tag,
+)
+from memory.settings import Scope
+
+SYSTEM = (
+    "You maintain an AI agent's evolving memory: interpreted insights that shape its behaviour."
+)
+
+TEMPLATE = """You are updating the memory of the agent {agent_name} based on a conversation.
+{persona_block}{instructions_block}
+{memory_blocks}
+<newly_formed_facts>
+{new_facts}
+</newly_formed_facts>
+
+<conversation>
+{conversation}
+</conversation>
+
+Extract reflections in HIERARCHICAL ORDER. Each level only contains information NOT already captured at
+a higher level, in the current memory or in the newly formed facts.
+{scope_sections}
+Guidelines:
+- Reflections are interpreted insights (not raw facts); do NOT repeat the newly formed facts.
+- At most {max_words} words per reflection.
+- Return empty lists where nothing meaningful applies{disabled_note}."""
+
+_SCOPE_SECTIONS = {
+    "agent": """
+### AGENT REFLECTIONS (broadest scope, extract first)
+What the agent should always have in context across ALL conversations:
+- updates to its persona, character or communication style
+- ongoing projects, plans, ideas, roadmaps; learnings about its users or community
+- domain knowledge and insights that apply universally
+""",
+    "user": """
+### USER REFLECTIONS (exclude what the agent reflections hold)
+What is specific to THIS USER:
+- preferences and directives ("always respond in Spanish"), expertise and communication style
+- user-specific context that should always be present; how to interact with this user
+""",
+    "session": """
+### SESSION REFLECTIONS (exclude what agent and user reflections hold)
+What is specific to THIS SESSION:
+- current status of ongoing tasks and tool calls; instructions given for this session
+- what has happened so far (a rolling summary); assets to keep at hand (URLs, images)
+""",
+}
+
+
+class CurrentMemory(PromptInput):
+    """A scope's memory as the prompt shows it: its blob and its newest unabsorbed reflections."""
+
+    consolidated: str = ""
+    recent: list[str] = Field(default_factory=list, description="Oldest → newest")
+
+
+class ExtractReflectionsInput(PromptInput):
+    task: Literal["extract_reflections"] = "extract_reflections"
+    agent: AgentConfig
+    messages: list[PromptMessage]
+    scopes: tuple[Scope, ...] = Field(description="The enabled reflection scopes")
+    current: dict[Scope, CurrentMemory]
+    new_facts: list[str]
+    max_words: int
+
+
+class ExtractedReflection(ModelOutput):
+    content: str = Field(description="One interpreted insight, at most 35 words")
+
+
+class ExtractedReflections(ModelOutput):
+    """The output schema."""
+
+    agent_reflections: list[ExtractedReflection]
+    user_reflections: list[ExtractedReflection]
+    session_reflections: list[ExtractedReflection]
+
+
+def render(inp: ExtractReflectionsInput) -> Rendered:
+    persona, instructions = agent_blocks(inp.agent)
+    blocks = []
+    for scope in inp.scopes:
+        memory = inp.current.get(scope, CurrentMemory())
+        recent_lines = "\n".join(f"- {tag(r)}" for r in memory.recent) or "(none)"
+        blocks.append(
+            f"<current_{scope}_memory>\n{tag(memory.consolidated) or '(none yet)'}\nRecent:\n{recent_lines}\n</current_{scope}_memory>\n"
+        )
+    disabled = [s for s in ("agent", "user") if s not in inp.scopes]
+    disabled_note = (
+        f"; {' and '.join(disabled)} reflections are disabled here: return empty lists for them"
+        if disabled
+        else ""
+    )
+    return Rendered(
+        system=SYSTEM,
+        user=TEMPLATE.format(
+            agent_name=tag(inp.agent.name),
+            persona_block=persona,
+            instructions_block=instructions,
+            memory_blocks="\n".join(blocks),
+            new_facts="\n".join(f"- {tag(f)}" for f in inp.new_facts) or "(none)",
+            conversation=conversation(inp.messages),
+            scope_sections="".join(
+                _SCOPE_SECTIONS[s] for s in ("agent", "user", "session") if s in inp.scopes
+            ),
+            max_words=inp.max_words,
+            disabled_note=disabled_note,
+        ),
+    )

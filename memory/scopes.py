@@ -1,0 +1,89 @@
+"""Which memory scopes exist for an agent, a session and a user: the one place of seed 002's rules.
+
+- Toggles: an agent may switch its agent memory and its user memory off.
+- Group chats: with more than one user in a session, user memory is off (it would leak one user's
+  memory to the others), for forming and for reading alike.
+- Session memory (reflections only) is always on.
+
+``formable_scopes`` is what a formation window may write; ``visible_scopes`` is what one agent turn
+may read (the context and search_facts alike), bound to the asking user; ``dedup_filter`` is which
+stored facts a new fact is compared with.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from memory.models import AgentConfig, FactFilter, FactScope, ScopeKey, SessionInfo
+from memory.settings import Scope
+
+
+def single_user(session: SessionInfo) -> str | None:
+    """The session's only user; None in a group chat or a session without users."""
+    return session.user_ids[0] if len(session.user_ids) == 1 else None
+
+
+def _toggled(agent: AgentConfig, *, user_ok: bool) -> tuple[FactScope, ...]:
+    scopes: list[FactScope] = []
+    if agent.agent_memory_enabled:
+        scopes.append("agent")
+    if agent.user_memory_enabled and user_ok:
+        scopes.append("user")
+    return tuple(scopes)
+
+
+def formable_scopes(
+    agent: AgentConfig, session: SessionInfo
+) -> tuple[tuple[FactScope, ...], tuple[Scope, ...]]:
+    """(fact scopes, reflection scopes) a window of this session may write."""
+    facts = _toggled(agent, user_ok=single_user(session) is not None)
+    reflections: tuple[Scope, ...] = (*facts, "session")
+    return facts, reflections
+
+
+@dataclass(frozen=True)
+class VisibleScopes:
+    """What one agent turn may read: fact scopes and the reflection/blob keys, in context order."""
+
+    fact_filter: FactFilter | None  # None: no fact scope is on
+    keys: tuple[ScopeKey, ...]
+
+
+def visible_scopes(
+    agent: AgentConfig, session: SessionInfo | None, user_id: str | None
+) -> VisibleScopes:
+    """The toggles and the group-chat rule, bound to this user.
+
+    User memory needs a user: ``user_id`` must be given and, in a session, be the session's only
+    user (a second user makes it a group chat, and a user not in the session reads nothing of
+    theirs there). Without a session (a search outside any conversation) only the toggles count.
+    """
+    if session is None:
+        fact_scopes = _toggled(agent, user_ok=user_id is not None)
+        scopes: tuple[Scope, ...] = fact_scopes
+    else:
+        user_ok = user_id is not None and session.user_ids == (user_id,)
+        fact_scopes = _toggled(agent, user_ok=user_ok)
+        scopes = (*fact_scopes, "session")
+
+    fact_filter = None
+    if fact_scopes:
+        fact_filter = FactFilter(
+            agent_id=agent.agent_id,
+            include_agent_scope="agent" in fact_scopes,
+            user_id=user_id if "user" in fact_scopes else None,
+        )
+    session_id = session.session_id if session is not None else None
+    keys = tuple(
+        ScopeKey.of(scope, agent.agent_id, user_id=user_id, session_id=session_id)
+        for scope in scopes
+    )
+    return VisibleScopes(fact_filter=fact_filter, keys=keys)
+
+
+def dedup_filter(agent_id: str, scope: FactScope, user_id: str | None) -> FactFilter:
+    """Dedup candidates of a new fact: the agent's facts, plus this user's for a user fact (a user
+    fact may restate an agent fact; it never meets another user's facts)."""
+    return FactFilter(
+        agent_id=agent_id, include_agent_scope=True, user_id=user_id if scope == "user" else None
+    )

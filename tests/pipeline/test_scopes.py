@@ -1,0 +1,58 @@
+"""The scope rules of seed 002 in one place: toggles, the group-chat rule, session memory always."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from memory.models import AgentConfig, ScopeKey, SessionInfo
+from memory.scopes import formable_scopes, visible_scopes
+
+T = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def session(*users: str) -> SessionInfo:
+    return SessionInfo(session_id="s1", agent_ids=("eve",), user_ids=users, created_at=T)
+
+
+def agent(**toggles: bool) -> AgentConfig:
+    return AgentConfig(agent_id="eve", name="Eve", **toggles)
+
+
+def test_a_window_forms_user_memory_only_with_one_user_and_session_memory_always() -> None:
+    assert formable_scopes(agent(), session("alice")) == (
+        ("agent", "user"),
+        ("agent", "user", "session"),
+    )
+    assert formable_scopes(agent(), session("alice", "bob")) == (("agent",), ("agent", "session"))
+    off = agent(agent_memory_enabled=False, user_memory_enabled=False)
+    assert formable_scopes(off, session("alice")) == ((), ("session",))
+
+
+def test_a_turn_sees_its_own_user_memory_only_as_the_sessions_only_user() -> None:
+    mine = visible_scopes(agent(), session("alice"), "alice")
+    assert mine.keys == (
+        ScopeKey.agent("eve"),
+        ScopeKey.user("eve", "alice"),
+        ScopeKey.session("eve", "s1"),
+    )
+    assert mine.fact_filter is not None and mine.fact_filter.user_id == "alice"
+    stranger = visible_scopes(agent(), session("alice"), "mallory")
+    assert stranger.keys == (ScopeKey.agent("eve"), ScopeKey.session("eve", "s1"))
+    group = visible_scopes(agent(), session("alice", "bob"), "alice")
+    assert ScopeKey.user("eve", "alice") not in group.keys
+
+
+def test_outside_a_session_only_the_toggles_count() -> None:
+    visible = visible_scopes(agent(agent_memory_enabled=False), None, "alice")
+    assert visible.keys == (ScopeKey.user("eve", "alice"),)
+    assert visible_scopes(agent(user_memory_enabled=False), None, None).fact_filter is not None
+    assert visible_scopes(agent(agent_memory_enabled=False), None, None).fact_filter is None
+
+
+def test_scope_key_constructors_build_the_keys_of_each_scope() -> None:
+    assert ScopeKey.agent("eve").key == "agent:eve"
+    assert ScopeKey.user("eve", "alice").key == "user:eve:alice"
+    assert ScopeKey.session("eve", "s1").key == "session:eve:s1"
+    assert ScopeKey.of("user", "eve", user_id="alice", session_id="s1") == ScopeKey.user(
+        "eve", "alice"
+    )

@@ -1,0 +1,60 @@
+"""Retryability is stated by each error class once; the activity layer only translates it."""
+
+from __future__ import annotations
+
+import pytest
+from temporalio.exceptions import ApplicationError
+
+from activities.errors import CONFLICT, STALE_DECISION, classified, non_retryable_types
+from memory.errors import (
+    ConflictError,
+    InvalidModelOutputError,
+    MalformedOutputError,
+    MnemosError,
+    NotFoundError,
+    ProviderError,
+    StaleDecisionError,
+)
+from workflows.options import PERMANENT
+
+
+def translated(err: MnemosError) -> ApplicationError:
+    with pytest.raises(ApplicationError) as caught, classified():
+        raise err
+    return caught.value
+
+
+@pytest.mark.parametrize(
+    ("err", "type_name", "retryable"),
+    [
+        (ConflictError("cursor moved"), CONFLICT, False),
+        (StaleDecisionError("fact changed"), STALE_DECISION, False),
+        (NotFoundError("no agent"), "NotFoundError", False),
+        (InvalidModelOutputError("bad index"), "InvalidModelOutputError", True),
+        (MalformedOutputError("not json"), "MalformedOutputError", True),
+        (ProviderError("quota", retryable=True, status=429), "ProviderError", True),
+        (ProviderError("bad key", retryable=False, status=401), "ProviderError", False),
+    ],
+)
+def test_an_error_becomes_an_application_error_of_its_class(
+    err: MnemosError, type_name: str, retryable: bool
+) -> None:
+    app = translated(err)
+    assert (app.type, app.non_retryable) == (type_name, not retryable)
+    assert type_name == err.type_name()
+
+
+def test_a_provider_retry_after_becomes_the_next_retry_delay() -> None:
+    app = translated(ProviderError("slow down", retryable=True, status=429, retry_after=7))
+    assert app.next_retry_delay is not None and app.next_retry_delay.total_seconds() == 7
+
+
+def test_the_workflows_non_retryable_list_is_derived_from_the_classes() -> None:
+    assert non_retryable_types() == PERMANENT
+    assert set(PERMANENT) == {
+        CONFLICT,
+        STALE_DECISION,
+        "NotFoundError",
+        "InvalidInputError",
+        "EmbeddingMismatchError",
+    }
