@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import typer
 
-from cli import manage, memory_commands, ops, schedule
+from cli import lifecycle, manage, memory_commands, ops, schedule
 from runtime.codec_server import codec_server
 from serve.commands import keys_app, mcp_app, serve_app
 
@@ -47,6 +47,11 @@ app.add_typer(serve_app, name="serve", rich_help_panel="Serve")
 app.add_typer(keys_app, name="keys", rich_help_panel="Serve")
 app.add_typer(mcp_app, name="mcp", rich_help_panel="Serve")
 app.command("codec-server", rich_help_panel="Serve")(codec_server)
+
+# Your data: import, export, erase a user (issue 15)
+app.add_typer(lifecycle.import_app, name="import", rich_help_panel="Your data")
+app.command(rich_help_panel="Your data")(lifecycle.export)
+app.command(rich_help_panel="Your data")(lifecycle.forget)
 
 
 if __name__ == "__main__":

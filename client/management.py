@@ -27,6 +27,7 @@ from memory.pipeline.consolidation import VERSION_LINE
 from memory.pipeline.usage import words
 from memory.settings import Scope, Settings
 from memory.store.base import MemoryStore
+from memory.store.counts import ForgetCounts
 
 MAX_PAGE = 500
 
@@ -307,3 +308,14 @@ class MemoryManager:
     async def _require_agent(self, agent_id: str) -> None:
         """A typo in an agent id must not look like an agent with an empty memory."""
         await require_agent(self.store, agent_id)
+
+    # ------------------------------------------------------------ erasure (issue 15)
+
+    async def forget_user(self, user_id: str, *, agent_id: str | None) -> list[ForgetCounts]:
+        """Hard-delete everything of the user (of one agent, or of every agent with None):
+        facts with their history, user memory, messages, cache entries; counts per agent. A
+        formation running for the user meanwhile writes nothing of them. Agent-scope memory is
+        not keyed by a user and stays."""
+        if agent_id is not None:
+            await self._require_agent(agent_id)
+        return await self.store.forget_user(user_id, agent_id=agent_id, at=_now())

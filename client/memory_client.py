@@ -28,8 +28,10 @@ from memory.models import AgentConfig, Id, MessageIn, RecordOutcome, ScopeKey, S
 from memory.rag import SearchResult, search_facts
 from memory.settings import Settings, get_settings
 from memory.store import MemoryStore, open_store
+from memory.store.counts import ForgetCounts
 from memory.triggers import formation_due
 from runtime.connection import connect
+from runtime.erasure import delete_user_executions
 from runtime.starts import request_consolidation, start_formation
 from workflows.summary import ConsolidationSummary, FormationSummary
 
@@ -57,6 +59,11 @@ def _check_id(name: str, value: str) -> str:
         raise InvalidInputError(
             f"{name} {value!r} is not a valid id (letters, digits, _ . -; ≤ 128)"
         ) from e
+
+
+class ForgetResult(BaseModel):
+    agents: list[ForgetCounts]
+    workflow_executions_deleted: int | None  # None: no search attributes to find them by
 
 
 class MemoryClient:
@@ -291,3 +298,16 @@ class MemoryClient:
     ) -> list[ScopeConsolidationStatus]:
         """Per scope: buffer size against the consolidation threshold."""
         return await self.manager.consolidation_status(agent_id, user_id, session_id)
+
+    # ------------------------------------------------------------ erasure (issue 15)
+
+    async def forget_user(self, agent_id: str | None, user_id: str) -> ForgetResult:
+        """Erase a user (of one agent, or of every agent with None) from the store, then their
+        closed workflow executions from Temporal (their id and payloads are in those)."""
+        _check_id("user", user_id)
+        counts = await self.manager.forget_user(user_id, agent_id=agent_id)
+        executions = None
+        # Executions are found by their MnemosUserId search attribute: none without them.
+        if self.settings.temporal.search_attributes:
+            executions = await delete_user_executions(self.temporal, user_id, agent_id)
+        return ForgetResult(agents=counts, workflow_executions_deleted=executions)

@@ -279,6 +279,11 @@ class FormationCommit(_Model):
     fact_ops: list[FactOp] = []
     reflections: list[Reflection] = []
     committed_at: UtcDatetime
+    user_epochs: dict[str, int] = Field(
+        default_factory=dict,
+        description="Erasure epoch of each user of the window when it was loaded (forget_user): "
+        "a commit for a user erased since writes no memory",
+    )
 
 
 class FormationCommitResult(_Model):
@@ -289,6 +294,7 @@ class FormationCommitResult(_Model):
     facts_invalidated: int = 0
     facts_duplicate: int = 0
     reflections_added: int = 0
+    discarded_for_erasure: bool = False
     buffered: dict[str, int] = Field(
         default_factory=dict, description="Unabsorbed count per touched scope key"
     )

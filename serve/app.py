@@ -21,6 +21,7 @@ from serve import (
     routes_health,
     routes_memory,
     routes_sessions,
+    routes_users,
 )
 from serve.keys import ApiKeyStore
 from serve.services import Services
@@ -61,6 +62,7 @@ def create_app(
     errors.install(app)
     for module in (routes_health, routes_agents, routes_sessions, routes_facts, routes_memory):
         app.include_router(module.router)
+    app.include_router(routes_users.router)  # erasure (issue 15)
     app.include_router(page.router)
     page.install(app)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")

@@ -50,7 +50,7 @@ class GatedLLM(LLMProvider):
 
 async def main() -> None:
     settings = Settings()
-    client = await connect(settings.temporal)
+    client = await connect(settings.temporal, codec=settings.codec)  # MNEMOS_CODEC__KEY
     store = await open_store(settings)
     llm = GatedLLM(
         HeuristicProvider(), Path(os.environ["CRASH_GATE_DIR"]), os.environ["CRASH_GATE_TASK"]

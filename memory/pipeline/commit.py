@@ -125,6 +125,7 @@ async def commit(
             fact_ops=fact_ops(window, facts, decisions, as_lists),
             reflections=stored,
             committed_at=now,
+            user_epochs=window.user_epochs,
         )
     )
     # The commit counted the buffers it added to: no second read, and on a retried commit the

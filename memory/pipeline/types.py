@@ -43,6 +43,10 @@ class Window(_T):
     more_pending: bool = Field(
         False, description="Messages beyond this window (max_messages_per_run)"
     )
+    user_epochs: dict[str, int] = Field(
+        default_factory=dict,
+        description="Erasure epoch of each user of the session when loaded (forget_user)",
+    )
     agent: AgentConfig | None = Field(
         None, description="The agent's config as the pass read it (None in windows of older runs)"
     )

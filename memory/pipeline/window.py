@@ -37,6 +37,9 @@ async def load_window(
         fact_scopes=fact_scopes,
         reflection_scopes=reflection_scopes,
         more_pending=upto < state.last_seq,
+        # A user forgotten while this formation runs gets a new epoch: the commit then writes
+        # nothing for them (rules.erasure).
+        user_epochs=await store.erasure_epochs(req.agent_id, session.user_ids),
         agent=agent,
     )
 

@@ -39,6 +39,7 @@ from memory.models import (
     SessionInfo,
     StoredMessage,
 )
+from memory.store.counts import BlobImport, ExportData, ForgetCounts, ImportCounts
 
 Vector = npt.NDArray[np.float32]
 
@@ -278,6 +279,61 @@ class MemoryStore(abc.ABC):
     @abc.abstractmethod
     async def delete_reflection(self, reflection_id: str) -> None:
         """Remove a buffered reflection. ConflictError once absorbed; NotFoundError when unknown."""
+
+    # ------------------------------------------------------------ data lifecycle (issue 15)
+    # Imports insert by deterministic id what is not there yet (a re-run inserts nothing, an
+    # interrupted import resumes), one transaction per call, and never write a user who has an
+    # erasure tombstone. See memory/lifecycle/README.md.
+
+    @abc.abstractmethod
+    async def import_agents(self, configs: Sequence[AgentConfig]) -> ImportCounts:
+        """Insert each agent that does not exist; an existing one is left as it is."""
+
+    @abc.abstractmethod
+    async def import_facts(self, facts: Sequence[Fact], vectors: Sequence[Vector]) -> ImportCounts:
+        """Insert each fact whose id is absent, with its history, previous content, invalidation
+        and access counts, and its vector; skip a valid fact whose (agent, user, scope, hash) a
+        valid fact holds (duplicate). Same model/dimension rule as commit_formation."""
+
+    @abc.abstractmethod
+    async def import_consolidated(
+        self, blobs: Sequence[ConsolidatedMemory]
+    ) -> dict[str, BlobImport]:
+        """By scope key: "inserted" when the scope had no blob (its version bumped), "existing"
+        for the same content and version (a re-run), "conflict" otherwise (the live blob wins)."""
+
+    @abc.abstractmethod
+    async def import_reflections(self, reflections: Sequence[Reflection]) -> ImportCounts:
+        """Insert each reflection whose id is absent, absorbed_into_version as given; the counts
+        carry the buffered count of each touched scope key."""
+
+    @abc.abstractmethod
+    async def import_messages(self, messages: Sequence[StoredMessage]) -> ImportCounts:
+        """Insert by (session, message id), keeping seqs (a seq held by another message:
+        conflict); create sessions, agents and users as needed; move each touched agent's
+        cursor to at least the highest imported seq (imported messages count as formed)."""
+
+    @abc.abstractmethod
+    async def forget_user(
+        self, user_id: str, *, agent_id: str | None, at: datetime
+    ) -> list[ForgetCounts]:
+        """Hard-delete the user's memories of one agent (None: of every agent, after a tombstone
+        for all agents): facts with their history, user-scope reflections and blob, messages
+        (sessions the user was alone in go whole), embedding-cache entries of their texts no
+        other fact holds. One transaction per agent, each writing the erasure tombstone whose
+        epoch a formation commit checks (FormationCommit.user_epochs)."""
+
+    @abc.abstractmethod
+    async def erasure_epochs(self, agent_id: str, user_ids: Sequence[str]) -> dict[str, int]:
+        """Each user's erasure epoch for the agent (0: never forgotten)."""
+
+    @abc.abstractmethod
+    async def export_data(
+        self, *, agent_id: str | None, user_id: str | None, messages: bool
+    ) -> ExportData:
+        """Everything ``mnemos export`` writes, filtered, in one read snapshot: agents; facts
+        (invalidated ones too) with their vectors; reflections (absorbed too); blobs; messages
+        on request. With user_id: only that user's facts, user-scope memory and messages."""
 
     # ------------------------------------------------------------ who an agent talks with
 

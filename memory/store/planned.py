@@ -22,7 +22,8 @@ from memory.models import (
     Reflection,
     ScopeKey,
 )
-from memory.store.base import MemoryStore, Vector
+from memory.store.base import Vector
+from memory.store.planned_lifecycle import PlannedLifecycle
 from memory.store.rules import (
     ApiKeyRequest,
     ConsolidationRequest,
@@ -45,7 +46,7 @@ from memory.store.rules import (
 )
 
 
-class PlannedStore(MemoryStore):
+class PlannedStore(PlannedLifecycle):
     @abc.abstractmethod
     async def _transact[S, R](self, request: Request[S], plan: Callable[[S], Plan[R]]) -> R:
         """In one transaction: read the request's snapshot, plan on it, apply the plan's

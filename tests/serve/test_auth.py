@@ -14,6 +14,7 @@ SAMPLE = {
     "session_id": "s1",
     "fact_id": "f-unknown",
     "reflection_id": "r-unknown",
+    "user_id": "alice",  # DELETE …/users/{user_id}: another agent's key must not erase her
 }
 
 

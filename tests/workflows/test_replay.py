@@ -3,6 +3,7 @@ before it can break runs already in flight in production."""
 
 from __future__ import annotations
 
+import base64
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,8 @@ from temporalio.client import WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
+from memory.settings import CodecSettings
+from runtime.codec import data_converter
 from worker import WORKFLOWS
 
 # cold_sessions/: ColdSessions before and after its START_ONLY patch (a subfolder, so that the
@@ -21,8 +24,17 @@ def test_histories_are_committed() -> None:
     assert len(HISTORIES) >= 3
 
 
+# With a codec key set, histories written before it (plain payloads) must still replay: the
+# codec passes unencrypted payloads through. Encrypted histories: tests/lifecycle/test_codec.py.
+CONVERTERS = {
+    "plain": pydantic_data_converter,
+    "codec": data_converter(CodecSettings(key=base64.b64encode(bytes(range(32))).decode())),
+}
+
+
+@pytest.mark.parametrize("converter", CONVERTERS)
 @pytest.mark.parametrize("path", HISTORIES, ids=[f"{p.parent.name}/{p.stem}" for p in HISTORIES])
-async def test_history_replays_deterministically(path: Path) -> None:
+async def test_history_replays_deterministically(path: Path, converter: str) -> None:
     history = WorkflowHistory.from_json(path.stem, path.read_text())
-    replayer = Replayer(workflows=list(WORKFLOWS), data_converter=pydantic_data_converter)
+    replayer = Replayer(workflows=list(WORKFLOWS), data_converter=CONVERTERS[converter])
     await replayer.replay_workflow(history)

@@ -4,6 +4,7 @@ and check the run completes with every promise intact. Real dev server, real pro
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import os
 import subprocess
@@ -13,14 +14,24 @@ import uuid
 from pathlib import Path
 
 import pytest
+from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Replayer
 
 from client.memory_client import MemoryClient
 from memory.ids import content_hash
 from memory.models import AgentConfig, FactFilter, MessageIn
-from memory.settings import RetrySettings, Settings, StoreSettings, TemporalSettings
+from memory.settings import (
+    CodecSettings,
+    RetrySettings,
+    Settings,
+    StoreSettings,
+    TemporalSettings,
+)
 from memory.store.sqlite import SQLiteStore
+from runtime.codec import ENCODING, data_converter
 from tests.harness import T0
+from worker import WORKFLOWS
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = json.loads((ROOT / "samples" / "conversation.json").read_text())
@@ -36,11 +47,22 @@ async def _wait_for(path: Path, proc: subprocess.Popen[bytes], timeout: float = 
         await asyncio.sleep(0.05)
 
 
-@pytest.mark.parametrize("gate_task", ["extract_reflections", "decide_facts"])
+CASES = [("extract_reflections", False), ("decide_facts", False), ("extract_reflections", True)]
+
+
+@pytest.mark.parametrize(
+    ("gate_task", "encrypted"), CASES, ids=["reflections", "decide", "reflections-codec"]
+)
 async def test_worker_killed_mid_formation(
-    dev_env: WorkflowEnvironment, tmp_path: Path, gate_task: str
+    dev_env: WorkflowEnvironment, tmp_path: Path, gate_task: str, encrypted: bool
 ) -> None:
+    # With a codec key the worker processes and this client encrypt every payload.
+    codec = CodecSettings(key=base64.b64encode(os.urandom(32)).decode() if encrypted else None)
+    config = dev_env.client.config()
+    config["data_converter"] = data_converter(codec)
+    client = Client(**config)
     settings = Settings(
+        codec=codec,
         store=StoreSettings(sqlite_path=tmp_path / "mnemos.db"),
         # A dead worker's LLM call is noticed after this heartbeat timeout (production: 20 s).
         retries=RetrySettings(llm_heartbeat_seconds=2, llm_initial_interval_seconds=0.1),
@@ -51,7 +73,7 @@ async def test_worker_killed_mid_formation(
     )
     store = SQLiteStore(settings.store.sqlite_path)
     await store.setup()
-    memory = MemoryClient(dev_env.client, store, settings)
+    memory = MemoryClient(client, store, settings)
     agent = AgentConfig.model_validate(SAMPLE["agent"])
     await memory.register_agent(agent)
     msgs = [MessageIn.model_validate(m) for m in SAMPLE["messages"]]
@@ -66,6 +88,7 @@ async def test_worker_killed_mid_formation(
         "MNEMOS_TEMPORAL__TASK_QUEUE": settings.temporal.task_queue,
         "CRASH_GATE_DIR": str(tmp_path),
         "CRASH_GATE_TASK": gate_task,
+        **({"MNEMOS_CODEC__KEY": codec.key.get_secret_value()} if codec.key else {}),
     }
 
     def spawn() -> subprocess.Popen[bytes]:
@@ -115,4 +138,11 @@ async def test_worker_killed_mid_formation(
         if e.HasField("activity_task_started_event_attributes")
     ]
     assert max(attempts) >= 2  # the killed attempt really was retried elsewhere
+    if encrypted:
+        # The history holds ciphertext only, and replays with the key.
+        raw = b"".join(e.SerializeToString() for e in history.events)
+        assert ENCODING in raw
+        assert all(f.content.encode() not in raw for f in facts)
+        replayer = Replayer(workflows=list(WORKFLOWS), data_converter=data_converter(codec))
+        await replayer.replay_workflow(history)
     await store.close()

@@ -92,6 +92,7 @@ PLAIN_COLLECTIONS = (
     "embeddings",
     "scope_versions",
     "meta",
+    "erasures",  # forget_user's tombstones (rules.erasure), keyed by agent and user
     "api_keys",  # mnemos serve: keyed by key_id, a handful of documents
 )
 

@@ -16,6 +16,7 @@ from memory.store.mongo.docs import (
     reflection_from_doc,
     state_from_doc,
 )
+from memory.store.mongo.lifecycle_reads import lifecycle_snapshot, read_epochs
 from memory.store.mongo.listings import api_key
 from memory.store.mongo.writes import EMBEDDING_META_ID
 from memory.store.rules import (
@@ -93,6 +94,7 @@ async def formation_snapshot(
         existing_reflections=frozenset([doc["_id"] async for doc in existing]),
         buffered={row["_id"]: int(row["n"]) for row in counts},
         pending_after=await pending_after(db, req.session_id, req.new_cursor, s),
+        epochs=await read_epochs(db, req.agent_id, req.users, s),
     )
 
 
@@ -149,5 +151,5 @@ async def read_snapshot[S](db: AsyncDatabase[Doc], s: AsyncClientSession, reques
         case ApiKeyRequest(key_id=key_id):
             snapshot = await api_key(db, key_id, s)
         case _:
-            raise TypeError(f"no snapshot for {request!r}")
+            snapshot = await lifecycle_snapshot(db, s, request)
     return cast(S, snapshot)

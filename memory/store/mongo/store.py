@@ -39,6 +39,7 @@ from memory.models import (
     StoredMessage,
 )
 from memory.store.base import Vector
+from memory.store.counts import ExportData
 from memory.store.mongo.docs import (
     NO_VECTOR,
     Doc,
@@ -50,6 +51,7 @@ from memory.store.mongo.docs import (
     ts,
 )
 from memory.store.mongo.indexes import PLAIN_COLLECTIONS, REGULAR_INDEXES
+from memory.store.mongo.lifecycle_reads import export_data, read_epochs, user_agents
 from memory.store.mongo.listings import MongoListings
 from memory.store.mongo.reads import read_embedding_meta, read_snapshot, read_state, reflection
 from memory.store.mongo.search import AtlasMode, FactSearch, fact_match
@@ -339,3 +341,21 @@ class MongoStore(MongoListings, PlannedStore):
             .limit(limit)
         )
         return [reflection_from_doc(doc) async for doc in cursor]
+
+    # ------------------------------------------------------------ data lifecycle reads
+
+    async def _user_agents(self, user_id: str) -> list[str]:
+        return await user_agents(self._db, user_id)
+
+    async def erasure_epochs(self, agent_id: str, user_ids: Sequence[str]) -> dict[str, int]:
+        return await read_epochs(self._db, agent_id, list(dict.fromkeys(user_ids)))
+
+    async def export_data(
+        self, *, agent_id: str | None, user_id: str | None, messages: bool
+    ) -> ExportData:
+        async def body(session: AsyncClientSession) -> ExportData:
+            return await export_data(
+                self._db, session, agent_id=agent_id, user_id=user_id, messages=messages
+            )
+
+        return await run_transaction(self._db, body)

@@ -18,7 +18,9 @@ from memory.store.mongo.docs import (
     state_doc,
     ts,
 )
+from memory.store.mongo.lifecycle_writes import apply_lifecycle
 from memory.store.mongo.listings import api_key_doc
+from memory.store.rules import lifecycle_writes as lw
 from memory.store.rules import writes as w
 
 EMBEDDING_META_ID = "embedding"
@@ -123,6 +125,8 @@ async def _apply(db: AsyncDatabase[Doc], s: AsyncClientSession, write: w.Write) 
             )
         case w.DeleteReflection(reflection_id=reflection_id):
             await db.reflections.delete_one({"_id": reflection_id}, session=s)
+        case lw.LifecycleOp():
+            await apply_lifecycle(db, s, write)
         case w.PutApiKey(key=key, new=new):
             if new:
                 await db.api_keys.insert_one(api_key_doc(key), session=s)

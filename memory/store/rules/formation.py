@@ -49,6 +49,7 @@ from memory.store.rules.checks import (
     commit_dimension,
 )
 from memory.store.rules.derived import fact_scope_key
+from memory.store.rules.erasure import commit_users, discarded, erased_since, without_memories
 from memory.store.rules.writes import (
     BumpScopeVersions,
     InsertReflections,
@@ -72,6 +73,7 @@ class FormationSnapshot:
     buffered: Mapping[str, int]  # scope key -> unabsorbed count (missing: 0)
     pending_after: tuple[int, float]  # messages after new_cursor
     participants: frozenset[str] = frozenset()  # the agent's users of the session
+    epochs: Mapping[str, int] = field(default_factory=dict)  # users' erasure epochs (erasure)
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,7 @@ class FormationRequest(Request[FormationSnapshot]):
     reflection_ids: tuple[str, ...]  # which of these exist
     scope_keys: tuple[str, ...]  # unabsorbed reflections per key, before the commit
     new_cursor: int  # pending messages (count, weighted tokens) after this seq
+    users: tuple[str, ...] = ()  # their erasure epochs (rules.erasure)
 
 
 def formation_request(commit: FormationCommit) -> FormationRequest:
@@ -99,6 +102,7 @@ def formation_request(commit: FormationCommit) -> FormationRequest:
         reflection_ids=tuple(dict.fromkeys(r.reflection_id for r in commit.reflections)),
         scope_keys=tuple(sorted({r.scope_key.key for r in commit.reflections})),
         new_cursor=commit.new_cursor,
+        users=commit_users(commit),
     )
 
 
@@ -278,6 +282,11 @@ def plan_formation(
 ) -> Plan[FormationCommitResult]:
     if snapshot.done is not None:
         return Plan((), snapshot.done.model_copy(update={"already_committed": True}))
+    erased = erased_since(commit, snapshot.epochs)
+    if erased:
+        if snapshot.state is None:
+            return discarded(commit)
+        commit = without_memories(commit)
     state = check_cursor(snapshot.state, commit)
     _check_owners(commit, snapshot.participants)
     writes: list[Write] = []
@@ -318,6 +327,7 @@ def plan_formation(
         facts_invalidated=facts.counts["invalidated"],
         facts_duplicate=facts.counts["duplicate"],
         reflections_added=len(reflections),
+        discarded_for_erasure=erased,
         buffered={key: snapshot.buffered.get(key, 0) + added[key] for key in sorted(keys)},
         state=after,
     )

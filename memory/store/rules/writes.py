@@ -20,6 +20,7 @@ from memory.models import (
     SessionAgentState,
     StoredMessage,
 )
+from memory.store.rules.lifecycle_writes import LifecycleWrite
 
 
 @dataclass(frozen=True)
@@ -163,6 +164,7 @@ Write = (
     | AbsorbReflections
     | SetReflectionContent
     | DeleteReflection
+    | LifecycleWrite
     | PutApiKey
 )
 

@@ -28,6 +28,7 @@ from memory.store.sqlite.codec import (
     reflection_from_row,
     state_from_row,
 )
+from memory.store.sqlite.lifecycle_reads import lifecycle_snapshot, read_epochs
 from memory.store.sqlite.listings import api_key
 from memory.store.sqlite.meta import read_embedding_meta, rows_in
 from memory.store.sqlite.search import facts_by_id
@@ -88,6 +89,7 @@ def formation_snapshot(conn: sqlite3.Connection, req: FormationRequest) -> Forma
                 (req.session_id, req.agent_id),
             )
         ),
+        epochs=read_epochs(conn, req.agent_id, req.users),
     )
 
 
@@ -152,5 +154,5 @@ def read_snapshot[S](conn: sqlite3.Connection, request: Request[S]) -> S:
         case ApiKeyRequest(key_id=key_id):
             snapshot = api_key(conn, key_id)
         case _:
-            raise TypeError(f"no snapshot for {request!r}")
+            snapshot = lifecycle_snapshot(conn, request)
     return cast(S, snapshot)

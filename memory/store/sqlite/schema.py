@@ -223,3 +223,9 @@ def needs_migration(columns: set[str]) -> bool:
 def fact_counter_key(agent_id: str) -> str:
     """The scope_versions row bumped by every write to the agent's facts."""
     return f"facts:{agent_id}"
+
+
+def facts_purge_key(agent_id: str) -> str:
+    """Bumped by every hard delete of the agent's facts (forget_user): vector caches reload the
+    agent whole, since a deleted row leaves no change for them to read."""
+    return f"facts_purged:{agent_id}"

@@ -22,7 +22,7 @@ from memory.store.base import Vector
 from memory.store.rules.text import bm25, tokenize
 from memory.store.sqlite.codec import FACT_COLUMNS, fact_columns, fact_from_row
 from memory.store.sqlite.meta import rows_in
-from memory.store.sqlite.schema import fact_counter_key
+from memory.store.sqlite.schema import fact_counter_key, facts_purge_key
 from memory.store.sqlite.thread import TOKEN_COUNT_SQL
 
 _WORD = re.compile(r"\w+")
@@ -104,6 +104,7 @@ class _AgentMatrix:
     def __init__(self, expected_rows: int = 0) -> None:
         self.expected_rows = expected_rows  # allocated at once by a full load: no regrowth
         self.seen = 0  # the agent's fact counter this matrix reflects
+        self.purges = 0  # the agent's hard-delete counter (forget_user) it reflects
         self.size = 0
         self.dead = 0
         self.ids: list[str | None] = []  # row -> fact id (None: dead row)
@@ -212,14 +213,19 @@ class VectorCache:
             "SELECT version FROM scope_versions WHERE key = ?", (fact_counter_key(agent_id),)
         ).fetchone()
         counter = 0 if row is None else int(row["version"])
+        purged = conn.execute(
+            "SELECT version FROM scope_versions WHERE key = ?", (facts_purge_key(agent_id),)
+        ).fetchone()
         agent = self._agents.get(agent_id)
-        if agent is None or agent.seen > counter:
+        purges = 0 if purged is None else int(purged["version"])
+        if agent is None or agent.seen > counter or agent.purges != purges:
             # First use, or a database that went back in time (replaced file): load everything.
             count = conn.execute(
                 "SELECT count(*) FROM facts WHERE agent_id = ? AND invalidated_at IS NULL",
                 (agent_id,),
             ).fetchone()[0]
             agent = self._agents[agent_id] = _AgentMatrix(expected_rows=count)
+            agent.purges = purges
             changes = conn.execute(
                 "SELECT fact_id, user_id, scope, embedding, invalidated_at FROM facts "
                 "WHERE agent_id = ? AND invalidated_at IS NULL",

@@ -26,6 +26,7 @@ from memory.models import (
     StoredMessage,
 )
 from memory.store.base import Vector
+from memory.store.counts import ExportData
 from memory.store.planned import PlannedStore
 from memory.store.rules import Plan, Request, check_query_dimension
 from memory.store.sqlite.codec import (
@@ -38,6 +39,12 @@ from memory.store.sqlite.codec import (
     state_from_row,
     to_blob,
     to_us,
+)
+from memory.store.sqlite.lifecycle_reads import (
+    ERASURES_DDL,
+    export_data,
+    read_epochs,
+    user_agents,
 )
 from memory.store.sqlite.listings import SQLiteListings
 from memory.store.sqlite.meta import read_embedding_meta, rows_in
@@ -82,7 +89,7 @@ class SQLiteStore(SQLiteListings, SQLiteThread, PlannedStore):
             columns = {row[1] for row in conn.execute("PRAGMA table_info(session_agents)")}
             if needs_migration(columns):
                 conn.executescript(MIGRATE_1_TO_2)
-            conn.executescript(DDL)
+            conn.executescript(DDL + ERASURES_DDL)
             conn.execute(
                 "INSERT INTO meta (key, value) VALUES ('schema_version', ?) "
                 "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
@@ -212,7 +219,7 @@ class SQLiteStore(SQLiteListings, SQLiteThread, PlannedStore):
             check_query_dimension(meta, vector.size)
             hits = self._vectors.search(conn, vector, flt, limit=limit, min_score=min_score)
             facts = {fact.fact_id: fact for fact in facts_by_id(conn, [h[0] for h in hits])}
-            return [ScoredFact(fact=facts[fid], score=score) for fid, score in hits]
+            return [ScoredFact(fact=facts[fid], score=score) for fid, score in hits if fid in facts]
 
         return await self._read(search)
 
@@ -302,3 +309,19 @@ class SQLiteStore(SQLiteListings, SQLiteThread, PlannedStore):
 
     async def get_reflection(self, reflection_id: str) -> Reflection | None:
         return await self._read(lambda conn: reflection(conn, reflection_id))
+
+    # ------------------------------------------------------------ data lifecycle reads
+
+    async def _user_agents(self, user_id: str) -> list[str]:
+        return await self._read(lambda conn: user_agents(conn, user_id))
+
+    async def erasure_epochs(self, agent_id: str, user_ids: Sequence[str]) -> dict[str, int]:
+        users = list(dict.fromkeys(user_ids))
+        return await self._read(lambda conn: read_epochs(conn, agent_id, users))
+
+    async def export_data(
+        self, *, agent_id: str | None, user_id: str | None, messages: bool
+    ) -> ExportData:
+        return await self._read(
+            partial(export_data, agent_id=agent_id, user_id=user_id, messages=messages)
+        )

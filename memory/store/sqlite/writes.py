@@ -6,6 +6,7 @@ import sqlite3
 from collections.abc import Iterable
 from typing import assert_never
 
+from memory.store.rules import lifecycle_writes as lw
 from memory.store.rules import writes as w
 from memory.store.sqlite.codec import (
     history_to_json,
@@ -14,6 +15,7 @@ from memory.store.sqlite.codec import (
     to_blob,
     to_us,
 )
+from memory.store.sqlite.lifecycle_writes import apply_lifecycle
 from memory.store.sqlite.listings import api_key_params
 from memory.store.sqlite.meta import bump_version, rows_in
 from memory.store.sqlite.schema import fact_counter_key
@@ -175,6 +177,8 @@ def _apply(conn: sqlite3.Connection, write: w.Write, stamps: dict[str, int]) -> 
             )
         case w.DeleteReflection(reflection_id=reflection_id):
             conn.execute("DELETE FROM reflections WHERE reflection_id = ?", (reflection_id,))
+        case lw.LifecycleOp():
+            apply_lifecycle(conn, write)
         case w.PutApiKey(key=key, new=new):
             verb = "INSERT" if new else "REPLACE"
             conn.execute(

@@ -1,0 +1,309 @@
+"""`mnemos import eden|mem0|file`, `mnemos export`, `mnemos forget`: bring memories in, take
+them out, erase a person (issue 15; README "Your data"). Imports are idempotent and resumable
+(run again: what is there is skipped) and start with --dry-run; the source is only read."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncIterator, Iterable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Any, TextIO
+
+import typer
+from rich.console import Console
+from rich.progress import Progress
+
+from cli.common import JsonOption, check_id, emit, fail, load_settings, run, temporal_of
+from memory.deps import Deps, open_deps
+from memory.lifecycle import export as export_format
+from memory.lifecycle.exporting import export_store
+from memory.lifecycle.mem0 import load_items, map_mem0
+from memory.lifecycle.plan import plan, render
+from memory.lifecycle.records import ImportBatch
+from memory.lifecycle.writer import ImportReport, write_batch
+from memory.settings import Settings
+from memory.store import open_store
+from memory.store.counts import ForgetCounts
+
+import_app = typer.Typer(
+    help="Import memories: from Eden's MongoDB, a mem0 dump, or a `mnemos export` file.",
+    no_args_is_help=True,
+)
+
+DryRun = Annotated[
+    bool, typer.Option("--dry-run", help="Print what would be imported and dropped; write nothing.")
+]
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _n(count: int, noun: str, plural: str | None = None) -> str:
+    return f"{count} {noun if count == 1 else plural or noun + 's'}"
+
+
+def _report_text(report: ImportReport) -> str:
+    lines = []
+    for what, c in report.counts.items():
+        extra = "".join(
+            f", {n} {label}"
+            for n, label in (
+                (c.existing, "already there"), (c.duplicate, "duplicate"),
+                (c.conflict, "conflict"), (c.forgotten, "forgotten user"),
+            )
+            if n
+        )  # fmt: skip
+        lines.append(f"{what}: {c.inserted} imported{extra}")
+    outcomes: dict[str, int] = {}
+    for outcome in report.blobs.values():
+        outcomes[outcome] = outcomes.get(outcome, 0) + 1
+    if outcomes:
+        lines.append("consolidated: " + ", ".join(f"{n} {o}" for o, n in sorted(outcomes.items())))
+    if report.merged:
+        lines.append(f"agent shards merged by consolidation: {', '.join(report.merged)}")
+    lines.append(f"facts embedded with the store's model: {report.embedded}")
+    return "\n".join(lines)
+
+
+async def _write_all(
+    settings: Settings, batches: AsyncIterator[ImportBatch] | Iterable[ImportBatch]
+) -> ImportReport:
+    total = ImportReport()
+    deps: Deps = await open_deps(settings)
+    console = Console(stderr=True)
+    try:
+        with Progress(console=console, transient=not console.is_terminal) as bar:
+            task = bar.add_task("importing", total=None)
+
+            async def each(batch: ImportBatch) -> None:
+                size = (
+                    len(batch.facts) + len(batch.reflections) + len(batch.consolidated)
+                    + len(batch.messages) + len(batch.agents)
+                )  # fmt: skip
+                bar.update(task, total=(bar.tasks[0].total or 0) + size)
+                report = await write_batch(
+                    deps, batch, now=_now(), progress=lambda _, n: bar.advance(task, n)
+                )
+                for what, counts in report.counts.items():
+                    total.add(what, counts)
+                total.blobs.update(report.blobs)
+                total.merged += report.merged
+                total.embedded += report.embedded
+
+            if isinstance(batches, AsyncIterator):
+                async for batch in batches:
+                    await each(batch)
+            else:
+                for batch in batches:
+                    await each(batch)
+    finally:
+        await deps.close()
+    return total
+
+
+async def _store_model(settings: Settings) -> str:
+    from memory.embedding import make_embedder
+
+    embedder = make_embedder(settings)
+    try:
+        return embedder.model
+    finally:
+        await embedder.close()
+
+
+def _finish(settings: Settings, batches: list[ImportBatch], dry_run: bool, as_json: bool) -> None:
+    if dry_run:
+        p = plan(batches)
+        model = run(_store_model(settings), settings)
+        emit(p, as_json=as_json, text=lambda: render(p, store_model=model))
+        return
+    report = run(_write_all(settings, batches), settings)
+    emit(report.__dict__, as_json=as_json, text=lambda: _report_text(report))
+
+
+@import_app.command("eden")
+def import_eden(
+    mongodb_uri: Annotated[str, typer.Option(help="Eden's MongoDB (only read).")],
+    db: Annotated[str, typer.Option(help="Eden's database name.")],
+    agent: Annotated[str | None, typer.Option(help="Only this Eden agent id.")] = None,
+    dry_run: DryRun = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Eden's v1 and memory2 collections, whichever exist, one agent at a time."""
+    from pymongo import AsyncMongoClient
+
+    from memory.lifecycle.eden_reader import read_eden
+
+    settings = load_settings()
+
+    async def stream() -> AsyncIterator[ImportBatch]:
+        client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(mongodb_uri)
+        try:
+            async for batch in read_eden(
+                client[db], settings.reflections, now=_now(), embeddings=not dry_run,
+                only_agent=agent,
+            ):  # fmt: skip
+                yield batch
+        finally:
+            await client.close()
+
+    async def collect() -> list[ImportBatch]:
+        return [b async for b in stream()]
+
+    if dry_run:
+        _finish(settings, run(collect(), settings), dry_run, as_json)
+        return
+    # One agent read, written, then the next: memory stays at one agent's records, and an
+    # interrupted import has written whole agents before the one it stopped in.
+    report = run(_write_all(settings, stream()), settings)
+    emit(report.__dict__, as_json=as_json, text=lambda: _report_text(report))
+
+
+@import_app.command("mem0")
+def import_mem0(
+    file: Annotated[Path, typer.Argument(help="mem0 get_all/export JSON (or JSON Lines).")],
+    agent: Annotated[
+        str | None, typer.Option(help="Agent for memories that name none (else dropped).")
+    ] = None,
+    dry_run: DryRun = False,
+    as_json: JsonOption = False,
+) -> None:
+    """mem0 memories: user memories become user facts, the others agent facts."""
+    settings = load_settings()
+    if agent is not None:
+        check_id("agent", agent)
+    try:
+        items = load_items(file.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        fail(f"cannot read {file}: {err}")
+    _finish(settings, [map_mem0(items, default_agent=agent, now=_now())], dry_run, as_json)
+
+
+@import_app.command("file")
+def import_file(
+    file: Annotated[Path, typer.Argument(help="A `mnemos export` file (JSON Lines).")],
+    dry_run: DryRun = False,
+    as_json: JsonOption = False,
+) -> None:
+    """An export of this or another mnemos: same ids, so importing twice writes nothing new."""
+    settings = load_settings()
+    try:
+        with file.open(encoding="utf-8") as f:
+            batch = export_format.to_import(list(export_format.read_export(f)))
+    except (OSError, export_format.ExportFormatError) as err:
+        fail(str(err))
+    _finish(settings, [batch], dry_run, as_json)
+
+
+def export(
+    agent: Annotated[str | None, typer.Option(help="Only this agent.")] = None,
+    user: Annotated[str | None, typer.Option(help="Only this user's memories.")] = None,
+    messages: Annotated[bool, typer.Option("--messages", help="Messages too.")] = False,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="File to write (default: stdout).")
+    ] = None,
+) -> None:
+    """Everything as JSON Lines: agents, facts with history and vectors, reflections, blobs."""
+    settings = load_settings()
+    for name, value in (("agent", agent), ("user", user)):
+        if value is not None:
+            check_id(name, value)
+
+    async def go(out: TextIO) -> dict[str, int]:
+        store = await open_store(settings)
+        try:
+            return await export_store(
+                store, out, agent_id=agent, user_id=user, messages=messages, now=_now()
+            )
+        finally:
+            await store.close()
+
+    if output is None:
+        counts = run(go(sys.stdout), settings)
+    else:
+        with output.open("w", encoding="utf-8") as f:
+            counts = run(go(f), settings)
+    summary = ", ".join(_n(n, kind) for kind, n in counts.items())
+    typer.echo(f"exported {summary}" if summary else "nothing to export", err=True)
+
+
+def forget(
+    user: Annotated[str, typer.Option(help="The user to erase.", show_default=False)],
+    agent: Annotated[
+        str | None, typer.Option(help="Erase the user's memories of this agent.")
+    ] = None,
+    all_agents: Annotated[
+        bool, typer.Option("--all-agents", help="Erase the user's memories of every agent.")
+    ] = False,
+    keep_executions: Annotated[
+        bool,
+        typer.Option(
+            "--keep-executions",
+            help="Do not delete the user's closed workflow executions from Temporal.",
+        ),
+    ] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Hard-delete a user: facts with history, user memory, messages, cache entries; then their
+    closed workflow executions. Agent-scope memory is not keyed by a user and stays."""
+    if (agent is None) == (not all_agents):
+        fail("give --agent A or --all-agents")
+    settings = load_settings()
+    check_id("user", user)
+    if agent is not None:
+        check_id("agent", agent)
+
+    async def erase() -> list[ForgetCounts]:
+        from client.management import MemoryManager
+        from memory.embedding import make_embedder
+
+        store = await open_store(settings)
+        embedder = make_embedder(settings)
+        try:
+            return await MemoryManager(store, embedder, settings).forget_user(user, agent_id=agent)
+        finally:
+            await embedder.close()
+            await store.close()
+
+    async def delete_executions() -> int:
+        from runtime.erasure import delete_user_executions
+
+        return await delete_user_executions(await temporal_of(settings), user, agent)
+
+    counts = run(erase(), settings)
+    executions: int | None = None
+    if not keep_executions:
+        try:
+            executions = run(delete_executions(), settings)
+        except typer.Exit:
+            # The store part is done (and repeating it is harmless): say what is left to do.
+            typer.echo(
+                "error: the user's memories are erased from the store, but their closed "
+                "workflow executions are not deleted: run this command again once Temporal "
+                "is reachable (or pass --keep-executions)",
+                err=True,
+            )
+            raise
+
+    def text() -> str:
+        lines = [
+            f"agent {c.agent_id}: deleted "
+            + ", ".join(
+                (
+                    _n(c.facts, "fact"),
+                    _n(c.reflections, "reflection"),
+                    _n(c.blobs, "blob"),
+                    _n(c.messages, "message"),
+                    _n(c.sessions, "session"),
+                    _n(c.embedding_cache, "cache entry", "cache entries"),
+                )
+            )
+            for c in counts
+        ] or [f"nothing of user {user} was stored"]
+        if executions is not None:
+            lines.append(f"workflow executions deleted: {executions}")
+        return "\n".join(lines)
+
+    emit({"agents": counts, "workflow_executions_deleted": executions}, as_json=as_json, text=text)

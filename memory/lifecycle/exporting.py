@@ -1,0 +1,55 @@
+"""A store's memories as ``mnemos export`` records (memory.lifecycle.export's format)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime
+from typing import TextIO
+
+from memory.lifecycle.export import (
+    AgentLine,
+    ConsolidatedLine,
+    FactLine,
+    HeaderLine,
+    MessageLine,
+    Record,
+    ReflectionLine,
+    write_export,
+)
+from memory.store.base import MemoryStore
+from memory.store.counts import ExportData
+
+
+def records_of(data: ExportData) -> Iterator[Record]:
+    for agent in data.agents:
+        yield AgentLine(**agent.model_dump())
+    for fact, vector in data.facts:
+        yield FactLine(**fact.model_dump(), embedding=vector)
+    for r in data.reflections:
+        yield ReflectionLine(**r.model_dump())
+    for b in data.consolidated:
+        yield ConsolidatedLine(**b.model_dump())
+    for m in data.messages:
+        yield MessageLine(**m.model_dump())
+
+
+async def export_store(
+    store: MemoryStore,
+    out: TextIO,
+    *,
+    agent_id: str | None,
+    user_id: str | None,
+    messages: bool,
+    now: datetime,
+) -> dict[str, int]:
+    """Write the export (one read snapshot of the store); returns the counts per record type."""
+    data = await store.export_data(agent_id=agent_id, user_id=user_id, messages=messages)
+    meta = await store.embedding_meta()
+    header = HeaderLine(
+        exported_at=now,
+        embedding_model=None if meta is None else meta[0],
+        agent_id=agent_id,
+        user_id=user_id,
+        messages=messages,
+    )
+    return write_export(out, header, records_of(data))

@@ -1,0 +1,57 @@
+"""What the data-lifecycle calls of the store (imports, forget_user) return: counts only, never
+content, so that they can be logged and kept as an audit record."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from memory.models import AgentConfig, ConsolidatedMemory, Fact, Reflection, StoredMessage
+
+BlobImport = Literal["inserted", "existing", "conflict", "forgotten"]
+
+
+class ImportCounts(BaseModel):
+    inserted: int = 0
+    existing: int = Field(0, description="Same id already there (a re-run)")
+    duplicate: int = Field(0, description="Another valid fact with the same agent/user/scope/text")
+    conflict: int = Field(0, description="e.g. a message seq taken by another message")
+    forgotten: int = Field(0, description="The user has an erasure tombstone: never re-imported")
+    buffered: dict[str, int] = Field(
+        default_factory=dict, description="Unabsorbed reflections per touched scope key"
+    )
+
+    def __add__(self, other: ImportCounts) -> ImportCounts:
+        return ImportCounts(
+            inserted=self.inserted + other.inserted,
+            existing=self.existing + other.existing,
+            duplicate=self.duplicate + other.duplicate,
+            conflict=self.conflict + other.conflict,
+            forgotten=self.forgotten + other.forgotten,
+            buffered=self.buffered | other.buffered,
+        )
+
+
+class ForgetCounts(BaseModel):
+    """What one agent's forget_user transaction deleted."""
+
+    agent_id: str
+    user_id: str
+    epoch: int = Field(description="The user's erasure epoch for this agent after the call")
+    facts: int = Field(0, description="Valid and invalidated, with their history")
+    reflections: int = Field(0, description="User-scope reflections, buffered and absorbed")
+    blobs: int = 0
+    messages: int = 0
+    sessions: int = Field(0, description="Sessions deleted whole (the user was their only user)")
+    embedding_cache: int = 0
+
+
+class ExportData(BaseModel):
+    """What ``mnemos export`` writes, read in one consistent snapshot."""
+
+    agents: list[AgentConfig] = []
+    facts: list[tuple[Fact, list[float]]] = []  # with their vectors
+    reflections: list[Reflection] = []
+    consolidated: list[ConsolidatedMemory] = []
+    messages: list[StoredMessage] = []

@@ -1,0 +1,71 @@
+"""The data-lifecycle writes (memory.store.rules.lifecycle_writes) as MongoDB updates."""
+
+from __future__ import annotations
+
+from typing import assert_never
+
+from pymongo.asynchronous.client_session import AsyncClientSession
+from pymongo.asynchronous.database import AsyncDatabase
+
+from memory.store.mongo.docs import Doc, reflection_doc, ts
+from memory.store.rules import lifecycle_writes as lw
+
+
+def erasure_id(agent_key: str, user_id: str) -> str:
+    return f"{agent_key}\x1f{user_id}"
+
+
+async def apply_lifecycle(
+    db: AsyncDatabase[Doc], s: AsyncClientSession, write: lw.LifecycleWrite
+) -> None:
+    match write:
+        case lw.InsertAgents(configs=configs):
+            for c in configs:
+                await db.agents.insert_one(
+                    {"_id": c.agent_id, **c.model_dump(mode="json")}, session=s
+                )
+        case lw.SetFactAccess(fact_id=fact_id, access_count=n, last_accessed_at=at):
+            fields = {"access_count": n, "last_accessed_at": None if at is None else ts(at)}
+            await db.facts.update_one({"_id": fact_id}, {"$set": fields}, session=s)
+        case lw.ImportReflections(reflections=reflections):
+            docs = [
+                {**reflection_doc(r), "absorbed_into_version": r.absorbed_into_version}
+                for r in reflections
+            ]
+            await db.reflections.insert_many(docs, session=s)
+        case lw.SetSessionHead(session_id=sid, last_seq=seq, last_message_at=at):
+            head = {"last_seq": seq, "last_message_at": ts(at)}
+            await db.sessions.update_one({"_id": sid}, {"$set": head}, session=s)
+            await db.session_agents.update_many({"session_id": sid}, {"$set": head}, session=s)
+        case lw.PutErasure() as e:
+            await db.erasures.replace_one(
+                {"_id": erasure_id(e.agent_key, e.user_id)},
+                {
+                    "agent_key": e.agent_key, "user_id": e.user_id, "epoch": e.epoch,
+                    "forgotten_at": ts(e.forgotten_at), "counts": e.counts_json,
+                },
+                upsert=True,
+                session=s,
+            )  # fmt: skip
+        case lw.DeleteFacts(fact_ids=ids):
+            await db.facts.delete_many({"_id": {"$in": list(ids)}}, session=s)
+        case lw.DeleteScope(key=key):
+            await db.reflections.delete_many({"scope_key": key}, session=s)
+            await db.consolidated.delete_many({"_id": key}, session=s)
+        case lw.DeleteSessions(session_ids=ids):
+            in_ids = {"$in": list(ids)}
+            scoped = {"session_id": in_ids, "scope": "session"}
+            await db.reflections.delete_many(scoped, session=s)
+            await db.consolidated.delete_many(scoped, session=s)
+            await db.messages.delete_many({"session_id": in_ids}, session=s)
+            await db.session_agents.delete_many({"session_id": in_ids}, session=s)
+            await db.sessions.delete_many({"_id": in_ids}, session=s)
+        case lw.DeleteUserMessages(session_id=sid, user_id=user_id):
+            await db.messages.delete_many({"session_id": sid, "user_id": user_id}, session=s)
+            pull = {"$pull": {"user_ids": user_id}}  # session-wide and each agent's participants
+            await db.sessions.update_one({"_id": sid}, pull, session=s)
+            await db.session_agents.update_many({"session_id": sid}, pull, session=s)
+        case lw.DeleteEmbeddings(text_hashes=hashes):
+            await db.embeddings.delete_many({"hash": {"$in": list(hashes)}}, session=s)
+        case _:
+            assert_never(write)

@@ -1,0 +1,110 @@
+"""The data-lifecycle calls of the store contract (imports, forget_user), planned once for both
+backends like memory.store.planned: a request, a planner in memory.store.rules, the backend's
+``_transact``."""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from functools import partial
+from itertools import groupby
+
+import numpy as np
+
+from memory.models import AgentConfig, ConsolidatedMemory, Fact, Reflection, StoredMessage
+from memory.store.base import MemoryStore, Vector
+from memory.store.counts import BlobImport, ForgetCounts, ImportCounts
+from memory.store.rules.erasure import (
+    EraseAllRequest,
+    ForgetRequest,
+    plan_erase_all,
+    plan_forget,
+)
+from memory.store.rules.imports import (
+    AgentsRequest,
+    BlobImportRequest,
+    ReflectionImportRequest,
+    fact_import_request,
+    plan_import_agents,
+    plan_import_consolidated,
+    plan_import_facts,
+    plan_import_reflections,
+    plan_import_session,
+    session_import_request,
+)
+from memory.store.rules.writes import Plan, Request
+
+
+class PlannedLifecycle(MemoryStore):
+    @abc.abstractmethod
+    async def _transact[S, R](self, request: Request[S], plan: Callable[[S], Plan[R]]) -> R: ...
+
+    @abc.abstractmethod
+    async def _user_agents(self, user_id: str) -> list[str]:
+        """Agents holding anything of the user (facts, reflections, blobs, sessions), sorted."""
+
+    async def import_agents(self, configs: Sequence[AgentConfig]) -> ImportCounts:
+        ids = tuple(dict.fromkeys(c.agent_id for c in configs))
+        return await self._transact(
+            AgentsRequest(ids), lambda existing: plan_import_agents(configs, existing)
+        )
+
+    async def import_facts(self, facts: Sequence[Fact], vectors: Sequence[Vector]) -> ImportCounts:
+        lists = [[float(x) for x in np.asarray(v, dtype=np.float32).reshape(-1)] for v in vectors]
+        return await self._transact(
+            fact_import_request(facts), lambda snapshot: plan_import_facts(facts, lists, snapshot)
+        )
+
+    async def import_consolidated(
+        self, blobs: Sequence[ConsolidatedMemory]
+    ) -> dict[str, BlobImport]:
+        keys = tuple(dict.fromkeys(b.scope_key.key for b in blobs))
+        pairs = tuple(
+            dict.fromkeys(
+                (b.scope_key.agent_id, b.scope_key.user_id) for b in blobs if b.scope_key.user_id
+            )
+        )
+        return await self._transact(
+            BlobImportRequest(keys, pairs),
+            lambda snapshot: plan_import_consolidated(blobs, snapshot),
+        )
+
+    async def import_reflections(self, reflections: Sequence[Reflection]) -> ImportCounts:
+        keys = [r.scope_key for r in reflections]
+        request = ReflectionImportRequest(
+            reflection_ids=tuple(dict.fromkeys(r.reflection_id for r in reflections)),
+            keys=tuple(dict.fromkeys(k.key for k in keys)),
+            pairs=tuple(dict.fromkeys((k.agent_id, k.user_id) for k in keys if k.user_id)),
+        )
+        return await self._transact(
+            request, lambda snapshot: plan_import_reflections(reflections, snapshot)
+        )
+
+    async def import_messages(self, messages: Sequence[StoredMessage]) -> ImportCounts:
+        """One transaction per session (a session's messages are imported together)."""
+        total = ImportCounts()
+        ordered = sorted(messages, key=lambda m: (m.session_id, m.seq))
+        for _, group in groupby(ordered, key=lambda m: m.session_id):
+            batch = list(group)
+            req = session_import_request(batch[0].session_id, batch)
+            total += await self._transact(req, partial(plan_import_session, req, batch))
+        return total
+
+    async def forget_user(
+        self, user_id: str, *, agent_id: str | None, at: datetime
+    ) -> list[ForgetCounts]:
+        if agent_id is None:
+            # First the tombstone for every agent: from here on no formation of any agent
+            # commits for the user, whatever the order of the agents' transactions below.
+            await self._transact(
+                EraseAllRequest(user_id), lambda epoch: plan_erase_all(user_id, epoch, at)
+            )
+            agents = await self._user_agents(user_id)
+        else:
+            agents = [agent_id]
+        counts = []
+        for agent in agents:
+            req = ForgetRequest(agent, user_id, all_agents=agent_id is None)
+            counts.append(await self._transact(req, partial(plan_forget, req, at=at)))
+        return counts

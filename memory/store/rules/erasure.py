@@ -1,0 +1,174 @@
+"""forget_user, planned: a user's memories of one agent hard-deleted in one transaction, and the
+erasure epoch that keeps a formation running meanwhile from writing them again.
+
+Erasure epochs: ``erasures(agent or "*", user)`` counts the user's erasures; a user's effective
+epoch for an agent is the sum of both rows. A formation window records it per user of the
+session when it is loaded (FormationCommit.user_epochs); a commit whose users' epochs moved since
+writes no fact and no reflection (it still moves the cursor: those messages are gone).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from memory.ids import content_hash, text_hash
+from memory.models import Fact as _Fact
+from memory.models import (
+    FactAdd,
+    FormationCommit,
+    FormationCommitResult,
+    ScopeKey,
+    SessionAgentState,
+)
+from memory.store.counts import ForgetCounts
+from memory.store.rules.lifecycle_writes import (
+    DeleteEmbeddings,
+    DeleteFacts,
+    DeleteScope,
+    DeleteSessions,
+    DeleteUserMessages,
+    PutErasure,
+)
+from memory.store.rules.writes import BumpScopeVersions, MoveCursor, Plan, Request, Write
+
+ALL_AGENTS = "*"  # the agent key of an erasure for every agent
+
+
+# ---------------------------------------------------------------- the check at commit
+
+
+def commit_users(commit: FormationCommit) -> tuple[str, ...]:
+    """Every user a commit could write memory for: those of its window, of its ops and reflections."""
+    users = set(commit.user_epochs)
+    users |= {op.user_id for op in commit.fact_ops if isinstance(op, FactAdd) and op.user_id}
+    users |= {r.scope_key.user_id for r in commit.reflections if r.scope_key.user_id}
+    return tuple(sorted(users))
+
+
+def erased_since(commit: FormationCommit, epochs: Mapping[str, int]) -> bool:
+    """A user of the commit was forgotten after its window was loaded (a missing epoch is 0)."""
+    return any(epochs.get(u, 0) != commit.user_epochs.get(u, 0) for u in commit_users(commit))
+
+
+def without_memories(commit: FormationCommit) -> FormationCommit:
+    return commit.model_copy(update={"fact_ops": [], "reflections": []})
+
+
+def discarded(commit: FormationCommit) -> Plan[FormationCommitResult]:
+    """The session went with the user: nothing to write, not even the cursor."""
+    return Plan(
+        (), FormationCommitResult(formation_id=commit.formation_id, discarded_for_erasure=True)
+    )
+
+
+# ---------------------------------------------------------------- forget_user
+
+
+def fact_texts(fact: _Fact) -> tuple[str, ...]:
+    """Every text a fact held: its content, previous content and history."""
+    texts = [fact.content, *(r.content for r in fact.history)]
+    if fact.previous_content is not None:
+        texts.append(fact.previous_content)
+    return tuple(dict.fromkeys(texts))
+
+
+def cache_candidates(facts: Sequence[_Fact]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(embedding-cache text hashes, fact content hashes) of every text the facts held."""
+    texts = [t for fact in facts for t in fact_texts(fact)]
+    return (
+        tuple(dict.fromkeys(text_hash(t) for t in texts)),
+        tuple(dict.fromkeys(content_hash(t) for t in texts)),
+    )
+
+
+@dataclass(frozen=True)
+class UserSession:
+    """A session the user took part in, as forget_user needs it."""
+
+    session_id: str
+    user_ids: tuple[str, ...]
+    agent_ids: tuple[str, ...]
+    messages: int  # all of the session's messages
+    user_messages: int  # the user's own
+    # Each agent's state, and (count, weighted tokens) of the messages after its cursor that
+    # are not the user's: its pending counters once the user's messages are gone.
+    states: tuple[tuple[SessionAgentState, int, float], ...]
+
+
+@dataclass(frozen=True)
+class ForgetSnapshot:
+    epoch: int  # of (agent, user), before the call
+    facts: Sequence[_Fact]  # the agent's facts of the user, valid or not
+    reflections: int  # of the scope user:agent:user, buffered or absorbed
+    blob: bool
+    sessions: Sequence[UserSession]  # with the agent among their agents
+    cached: frozenset[str]  # cache_candidates' text hashes present in the cache (any model)
+    in_use: frozenset[str]  # of those, texts that a fact which stays still holds as content
+
+
+@dataclass(frozen=True)
+class ForgetRequest(Request[ForgetSnapshot]):
+    agent_id: str
+    user_id: str
+    all_agents: bool  # sessions of other agents too go whole when the user was their only user
+
+
+@dataclass(frozen=True)
+class EraseAllRequest(Request[int]):
+    """The stored epoch of ("*", user)."""
+
+    user_id: str
+
+
+def plan_erase_all(user_id: str, epoch: int, at: datetime) -> Plan[int]:
+    """The tombstone for every agent, written before the agents' own transactions."""
+    new = epoch + 1
+    return Plan((PutErasure(ALL_AGENTS, user_id, new, at, "{}"),), new)
+
+
+def plan_forget(
+    req: ForgetRequest, snapshot: ForgetSnapshot, *, at: datetime
+) -> Plan[ForgetCounts]:
+    agent_id, user_id = req.agent_id, req.user_id
+    user_key = ScopeKey(scope="user", agent_id=agent_id, user_id=user_id).key
+    writes: list[Write] = []
+    if snapshot.facts:
+        writes.append(DeleteFacts(agent_id, tuple(f.fact_id for f in snapshot.facts)))
+    writes.append(DeleteScope(user_key))
+    whole = [
+        s
+        for s in snapshot.sessions
+        if s.user_ids == (user_id,) and (req.all_agents or s.agent_ids == (agent_id,))
+    ]
+    keys = {user_key}
+    if whole:
+        writes.append(DeleteSessions(tuple(s.session_id for s in whole)))
+        keys |= {f"session:{a}:{s.session_id}" for s in whole for a in s.agent_ids}
+    messages = sum(s.messages for s in whole)
+    for s in snapshot.sessions:
+        if s in whole or (user_id not in s.user_ids and not s.user_messages):
+            continue
+        writes.append(DeleteUserMessages(s.session_id, user_id))
+        messages += s.user_messages
+        for state, pending, tokens in s.states:
+            update = {"pending_messages": pending, "pending_weighted_tokens": max(0.0, tokens)}
+            writes.append(MoveCursor(state.model_copy(update=update)))
+    dropped = tuple(sorted(snapshot.cached - snapshot.in_use))
+    if dropped:
+        writes.append(DeleteEmbeddings(dropped))
+    writes.append(BumpScopeVersions(tuple(sorted(keys))))
+    counts = ForgetCounts(
+        agent_id=agent_id,
+        user_id=user_id,
+        epoch=snapshot.epoch + 1,
+        facts=len(snapshot.facts),
+        reflections=snapshot.reflections,
+        blobs=int(snapshot.blob),
+        messages=messages,
+        sessions=len(whole),
+        embedding_cache=len(dropped),
+    )
+    tombstone = PutErasure(agent_id, user_id, counts.epoch, at, counts.model_dump_json())
+    return Plan((tombstone, *writes), counts)

@@ -1,0 +1,325 @@
+"""The import calls, planned: insert by deterministic id what is not there yet, so that running
+an import again writes nothing twice and an interrupted one resumes where it stopped. A user
+with an erasure tombstone is never imported again."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from memory.errors import EmbeddingMismatchError, InvalidInputError
+from memory.models import (
+    AgentConfig,
+    ConsolidatedMemory,
+    Fact,
+    Reflection,
+    SessionAgentState,
+    StoredMessage,
+)
+from memory.store.counts import BlobImport, ImportCounts
+from memory.store.rules.derived import fact_scope_key
+from memory.store.rules.lifecycle_writes import (
+    ImportReflections,
+    InsertAgents,
+    SetFactAccess,
+    SetSessionHead,
+)
+from memory.store.rules.writes import (
+    AddSessionAgent,
+    AddSessionUsers,
+    BumpScopeVersions,
+    CreateSession,
+    InsertMessages,
+    MoveCursor,
+    NewMessage,
+    Plan,
+    PutConsolidated,
+    PutFact,
+    Request,
+    SetEmbeddingMeta,
+    Write,
+)
+
+Pair = tuple[str, str]  # (agent, user)
+
+
+def _erased(epochs: Mapping[Pair, int], agent_id: str, user_id: str | None) -> bool:
+    return user_id is not None and epochs.get((agent_id, user_id), 0) > 0
+
+
+# ---------------------------------------------------------------- agents
+
+
+@dataclass(frozen=True)
+class AgentsRequest(Request[frozenset[str]]):
+    """Which of these agents exist."""
+
+    agent_ids: tuple[str, ...]
+
+
+def plan_import_agents(
+    configs: Sequence[AgentConfig], existing: frozenset[str]
+) -> Plan[ImportCounts]:
+    new = {c.agent_id: c for c in configs if c.agent_id not in existing}
+    writes: tuple[Write, ...] = (InsertAgents(tuple(new.values())),) if new else ()
+    return Plan(writes, ImportCounts(inserted=len(new), existing=len(configs) - len(new)))
+
+
+# ---------------------------------------------------------------- facts
+
+
+@dataclass(frozen=True)
+class FactImportSnapshot:
+    existing: frozenset[str]  # ids among the request's
+    valid: frozenset[tuple[str, str, str, str]]  # (agent, user or "", scope, hash) of valid facts
+    embedding_meta: tuple[str, int] | None
+    epochs: Mapping[Pair, int]
+
+
+@dataclass(frozen=True)
+class FactImportRequest(Request[FactImportSnapshot]):
+    fact_ids: tuple[str, ...]
+    hashes: tuple[Pair, ...]  # (agent, hash): the agent's facts with these contents
+    pairs: tuple[Pair, ...]  # (agent, user): their erasure epochs
+
+
+def fact_import_request(facts: Sequence[Fact]) -> FactImportRequest:
+    return FactImportRequest(
+        fact_ids=tuple(dict.fromkeys(f.fact_id for f in facts)),
+        hashes=tuple(dict.fromkeys((f.agent_id, f.hash) for f in facts)),
+        pairs=tuple(dict.fromkeys((f.agent_id, f.user_id) for f in facts if f.user_id)),
+    )
+
+
+def _dedup_key(fact: Fact) -> tuple[str, str, str, str]:
+    return (fact.agent_id, fact.user_id or "", fact.scope, fact.hash)
+
+
+def plan_import_facts(
+    facts: Sequence[Fact], vectors: Sequence[Sequence[float]], snapshot: FactImportSnapshot
+) -> Plan[ImportCounts]:
+    """Insert each fact (with its history, invalidation and access counts) whose id is absent.
+    Vectors follow commit_formation's rule: one model and dimension, the store's."""
+    if len(facts) != len(vectors):
+        raise InvalidInputError(f"{len(facts)} facts but {len(vectors)} vectors")
+    writes: list[Write] = []
+    if facts:
+        meta = ({f.embedding_model for f in facts}, {len(v) for v in vectors})
+        if len(meta[0]) != 1 or len(meta[1]) != 1 or 0 in meta[1]:
+            raise EmbeddingMismatchError(f"facts of several models or dimensions: {meta}")
+        wanted = (meta[0].pop(), meta[1].pop())
+        if snapshot.embedding_meta is None:
+            writes.append(SetEmbeddingMeta(*wanted))
+        elif snapshot.embedding_meta != wanted:
+            raise EmbeddingMismatchError(
+                f"import has {wanted[0]}/{wanted[1]}, stored facts have "
+                f"{snapshot.embedding_meta[0]}/{snapshot.embedding_meta[1]}"
+            )
+    counts = ImportCounts()
+    seen, valid, touched = set(snapshot.existing), set(snapshot.valid), set[str]()
+    for fact, vector in zip(facts, vectors, strict=True):
+        if fact.fact_id in seen:
+            counts.existing += 1
+        elif _erased(snapshot.epochs, fact.agent_id, fact.user_id):
+            counts.forgotten += 1
+        elif fact.invalidated_at is None and _dedup_key(fact) in valid:
+            counts.duplicate += 1
+        else:
+            seen.add(fact.fact_id)
+            if fact.invalidated_at is None:
+                valid.add(_dedup_key(fact))
+            writes.append(PutFact(fact, list(vector), new=True))
+            if fact.access_count or fact.last_accessed_at is not None:
+                writes.append(SetFactAccess(fact.fact_id, fact.access_count, fact.last_accessed_at))
+            touched.add(fact_scope_key(fact))
+            counts.inserted += 1
+    if touched:
+        writes.append(BumpScopeVersions(tuple(sorted(touched))))
+    return Plan(tuple(writes), counts)
+
+
+# ---------------------------------------------------------------- blobs and reflections
+
+
+@dataclass(frozen=True)
+class BlobImportSnapshot:
+    stored: Mapping[str, tuple[str, int]]  # scope key -> (content, version)
+    epochs: Mapping[Pair, int]
+
+
+@dataclass(frozen=True)
+class BlobImportRequest(Request[BlobImportSnapshot]):
+    keys: tuple[str, ...]
+    pairs: tuple[Pair, ...]
+
+
+def plan_import_consolidated(
+    blobs: Sequence[ConsolidatedMemory], snapshot: BlobImportSnapshot
+) -> Plan[dict[str, BlobImport]]:
+    """A scope without a blob takes the imported one; the live blob wins any conflict."""
+    outcome: dict[str, BlobImport] = {}
+    writes: list[Write] = []
+    for blob in blobs:
+        key = blob.scope_key
+        stored = snapshot.stored.get(key.key)
+        if key.key in outcome:
+            continue
+        if _erased(snapshot.epochs, key.agent_id, key.user_id):
+            outcome[key.key] = "forgotten"
+        elif stored is None:
+            outcome[key.key] = "inserted"
+            writes.append(PutConsolidated(blob))
+        else:
+            outcome[key.key] = "existing" if stored == (blob.content, blob.version) else "conflict"
+    inserted = sorted(k for k, v in outcome.items() if v == "inserted")
+    if inserted:
+        writes.append(BumpScopeVersions(tuple(inserted)))
+    return Plan(tuple(writes), outcome)
+
+
+@dataclass(frozen=True)
+class ReflectionImportSnapshot:
+    existing: frozenset[str]
+    buffered: Mapping[str, int]  # scope key -> unabsorbed count before the call
+    epochs: Mapping[Pair, int]
+
+
+@dataclass(frozen=True)
+class ReflectionImportRequest(Request[ReflectionImportSnapshot]):
+    reflection_ids: tuple[str, ...]
+    keys: tuple[str, ...]
+    pairs: tuple[Pair, ...]
+
+
+def plan_import_reflections(
+    reflections: Sequence[Reflection], snapshot: ReflectionImportSnapshot
+) -> Plan[ImportCounts]:
+    counts = ImportCounts()
+    new: dict[str, Reflection] = {}
+    for r in reflections:
+        key = r.scope_key
+        if r.reflection_id in snapshot.existing or r.reflection_id in new:
+            counts.existing += 1
+        elif _erased(snapshot.epochs, key.agent_id, key.user_id):
+            counts.forgotten += 1
+        else:
+            new[r.reflection_id] = r
+    counts.inserted = len(new)
+    buffered = dict(snapshot.buffered)
+    for r in new.values():
+        if r.absorbed_into_version is None:
+            buffered[r.scope_key.key] = buffered.get(r.scope_key.key, 0) + 1
+    counts.buffered = buffered
+    writes: list[Write] = []
+    if new:
+        writes.append(ImportReflections(tuple(new.values())))
+        writes.append(BumpScopeVersions(tuple(sorted({r.scope_key.key for r in new.values()}))))
+    return Plan(tuple(writes), counts)
+
+
+# ---------------------------------------------------------------- messages
+
+# Imported messages count as formed (the cursor moves past them); their weighted tokens are
+# only kept for pending recounts, at weight 1.
+_CHARS_PER_TOKEN = 4.0
+
+
+@dataclass(frozen=True)
+class SessionImportSnapshot:
+    exists: bool
+    last_seq: int
+    last_message_at: datetime | None
+    user_ids: tuple[str, ...]
+    states: Mapping[str, SessionAgentState]  # by agent
+    stored: Mapping[str, int]  # message id -> seq, of the request's ids
+    taken: frozenset[int]  # of the request's seqs, those held by a stored message
+    pending_after_max: tuple[int, float]  # stored messages after the request's highest seq
+    epochs: Mapping[Pair, int]
+
+
+@dataclass(frozen=True)
+class SessionImportRequest(Request[SessionImportSnapshot]):
+    session_id: str
+    agent_ids: tuple[str, ...]
+    message_ids: tuple[str, ...]
+    seqs: tuple[int, ...]
+    max_seq: int
+    pairs: tuple[Pair, ...]
+
+
+def session_import_request(
+    session_id: str, messages: Sequence[StoredMessage]
+) -> SessionImportRequest:
+    return SessionImportRequest(
+        session_id=session_id,
+        agent_ids=tuple(dict.fromkeys(m.agent_id for m in messages if m.agent_id)),
+        message_ids=tuple(m.message_id for m in messages),
+        seqs=tuple(m.seq for m in messages),
+        max_seq=max(m.seq for m in messages),
+        pairs=tuple(
+            dict.fromkeys((m.agent_id, m.user_id) for m in messages if m.agent_id and m.user_id)
+        ),
+    )
+
+
+def plan_import_session(
+    req: SessionImportRequest,
+    messages: Sequence[StoredMessage],
+    snapshot: SessionImportSnapshot,
+) -> Plan[ImportCounts]:
+    """One session's messages by (session, message id), seqs kept; the session, its agents and
+    users created as needed; every agent's cursor moved past the imported messages so that the
+    cold-sessions job does not form them a second time."""
+    counts = ImportCounts()
+    new: dict[str, StoredMessage] = {}
+    seqs = set(snapshot.taken)
+    erased_users = {user for (_, user), epoch in snapshot.epochs.items() if epoch > 0}
+    for m in sorted(messages, key=lambda m: m.seq):
+        if m.message_id in snapshot.stored or m.message_id in new:
+            counts.existing += 1
+        elif m.user_id in erased_users:
+            counts.forgotten += 1
+        elif m.seq in seqs:
+            counts.conflict += 1
+        else:
+            seqs.add(m.seq)
+            new[m.message_id] = m
+    counts.inserted = len(new)
+    if not new:
+        return Plan((), counts)
+    first = min(new.values(), key=lambda m: m.seq)
+    last_at = max(m.created_at for m in new.values())
+    head_at = (
+        last_at if snapshot.last_message_at is None else max(last_at, snapshot.last_message_at)
+    )
+    head_seq = max(snapshot.last_seq, req.max_seq)
+    writes: list[Write] = []
+    if not snapshot.exists:
+        writes.append(CreateSession(req.session_id, first.created_at))
+    users = tuple(dict.fromkeys(m.user_id for m in new.values() if m.user_id))
+    if missing := tuple(u for u in users if u not in snapshot.user_ids):
+        writes.append(AddSessionUsers(req.session_id, missing))
+    pending, tokens = snapshot.pending_after_max
+    for agent_id in dict.fromkeys((*snapshot.states, *req.agent_ids)):
+        state = snapshot.states.get(agent_id)
+        if state is None:
+            state = SessionAgentState(
+                session_id=req.session_id, agent_id=agent_id, cursor_seq=0, last_seq=head_seq,
+                pending_messages=0, pending_weighted_tokens=0.0, last_message_at=head_at,
+            )  # fmt: skip
+            writes.append(AddSessionAgent(state))
+        if state.cursor_seq < req.max_seq:
+            update = {
+                "cursor_seq": req.max_seq, "pending_messages": pending,
+                "pending_weighted_tokens": max(0.0, tokens),
+            }  # fmt: skip
+            writes.append(MoveCursor(state.model_copy(update=update)))
+    writes.append(
+        InsertMessages(
+            tuple(NewMessage(m, math.ceil(len(m.content) / _CHARS_PER_TOKEN)) for m in new.values())
+        )
+    )
+    writes.append(SetSessionHead(req.session_id, head_seq, head_at))
+    return Plan(tuple(writes), counts)

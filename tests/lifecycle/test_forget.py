@@ -1,0 +1,87 @@
+"""forget_user through the client, as a backend calls it: afterwards a search and a context hold
+nothing of the user, no other user lost anything, and a formation that was running for the user
+when they were forgotten writes nothing of them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from temporalio.testing import WorkflowEnvironment
+
+from memory.llm.base import LLMRequest
+from memory.prompts.extract_facts import ExtractedFacts
+from tests.harness import Harness, conversation, facts, reflections
+
+ALICE_FACT = "Alice drinks green tea every morning"
+BOB_FACT = "Bob drinks green tea at night"
+
+
+async def _two_users(h: Harness) -> None:
+    h.llm.script("extract_facts", facts((ALICE_FACT, "user"), ("Eve answers in French", "agent")))
+    h.llm.script("extract_reflections", reflections(user=["Alice is a morning person"]))
+    h.llm.script("extract_facts", facts((BOB_FACT, "user")))
+    h.llm.script("extract_reflections", reflections(user=["Bob is a night owl"]))
+    await h.record("s1", conversation(4))
+    await h.record("s2", conversation(4, user="bob", prefix="b"))
+    async with h.worker():
+        await h.form("s1")
+        await h.form("s2")
+
+
+async def test_after_forget_search_and_context_hold_nothing_of_the_user(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    h = await Harness.create(time_env, tmp_path)
+    await _two_users(h)
+    bob_context = await h.memory.memory_context("eve", "s2", "bob")
+    bob_search = await h.memory.search_facts("eve", "green tea", user_id="bob")
+    assert "Bob is a night owl" in bob_context or BOB_FACT in bob_context
+    before = await h.memory.search_facts("eve", "green tea morning", user_id="alice")
+    assert ALICE_FACT in [hit.content for hit in before.hits]
+
+    result = await h.memory.forget_user("eve", "alice")
+
+    [counts] = result.agents
+    assert (counts.agent_id, counts.facts, counts.sessions, counts.messages) == ("eve", 1, 1, 4)
+    assert counts.reflections == 1
+    # The time-skipping server has no search attributes to find executions by.
+    assert result.workflow_executions_deleted is None
+    # Alice comes back in a new session: her memory is empty, the agent's own is still there.
+    await h.record("s3", conversation(1, prefix="n"))
+    context = await h.memory.memory_context("eve", "s3", "alice")
+    assert "Alice" not in context and "morning" not in context
+    assert "Eve answers in French" in context
+    # The same queries found Alice's fact before; the agent's fact is still found.
+    queries = ["green tea morning", "Alice", "answers in French"]
+    after = await h.memory.search_facts("eve", queries, user_id="alice")
+    assert [hit.content for hit in after.hits] == ["Eve answers in French"]
+    assert await h.store.get_session("s1") is None
+    # Bob lost nothing.
+    assert await h.memory.memory_context("eve", "s2", "bob") == bob_context
+    again = await h.memory.search_facts("eve", "green tea", user_id="bob")
+    assert [(x.fact_id, x.content) for x in again.hits] == [
+        (x.fact_id, x.content) for x in bob_search.hits
+    ]
+
+
+async def test_a_formation_running_when_the_user_is_forgotten_writes_nothing_of_them(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    h = await Harness.create(time_env, tmp_path)
+    await h.record("s1", conversation(4))
+
+    async def forget_meanwhile(_: LLMRequest) -> ExtractedFacts:
+        # The window is loaded, the commit is still ahead: the erasure happens in between.
+        await h.memory.forget_user("eve", "alice")
+        return facts((ALICE_FACT, "user"), ("Eve answers in French", "agent"))
+
+    h.llm.script("extract_facts", forget_meanwhile)
+    h.llm.script("extract_reflections", reflections(user=["Alice is a morning person"]))
+    async with h.worker():
+        summary = await h.form("s1")
+
+    assert summary.facts_added == 0
+    assert await h.all_facts() == []
+    assert await h.store.list_reflections(h.key("user"), include_absorbed=True) == []
+    assert await h.store.list_reflections(h.key("agent"), include_absorbed=True) == []
+    assert await h.store.get_session("s1") is None

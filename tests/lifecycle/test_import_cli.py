@@ -1,0 +1,189 @@
+"""`mnemos import eden|mem0|file`, `mnemos export` and `mnemos forget` as an operator runs them:
+Eden's two generations read from a MongoDB server (mongoeco), dry run first, the source only
+read, a second run imports nothing twice."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pymongo import AsyncMongoClient
+from typer.testing import CliRunner, Result
+
+from cli import common as cli_common
+from cli.app import app
+from memory.logging import configure_logging
+from tests.lifecycle import eden_fixtures as fx
+from tests.lifecycle.test_eden_mapping import agent_batch
+from tests.lifecycle.test_mem0 import ITEMS
+from tests.mongo_server import running_mongo
+
+runner = CliRunner()
+Doc = dict[str, Any]
+
+
+@pytest.fixture(autouse=True)
+def _logging_outside_the_runner(monkeypatch: pytest.MonkeyPatch) -> None:
+    configure_logging("warning")
+    monkeypatch.setattr(cli_common, "configure_logging", lambda level: None)
+
+
+def env_of(tmp_path: Path, name: str = "mnemos.db") -> dict[str, str]:
+    return {
+        "MNEMOS_STORE__SQLITE_PATH": str(tmp_path / name),
+        "MNEMOS_TEMPORAL__ADDRESS": "127.0.0.1:1",
+        "MNEMOS_MODELS__PROVIDER": "heuristic",
+    }
+
+
+def ok(result: Result) -> Result:
+    assert result.exit_code == 0, f"exit {result.exit_code}\n{result.stdout}\n{result.stderr}"
+    return result
+
+
+async def mnemos(env: dict[str, str], *args: str) -> Result:
+    return await asyncio.to_thread(runner.invoke, app, list(args), env=env)
+
+
+def rows(db: Path, sql: str) -> list[tuple[Any, ...]]:
+    with sqlite3.connect(db) as conn:
+        return conn.execute(sql).fetchall()
+
+
+@pytest.fixture
+async def eden() -> AsyncIterator[tuple[str, str, AsyncMongoClient[Doc]]]:
+    async with running_mongo() as uri:
+        client: AsyncMongoClient[Doc] = AsyncMongoClient(uri, tz_aware=False)
+        name = f"eden_{uuid.uuid4().hex[:8]}"
+        try:
+            for collection, docs in fx.ALL.items():
+                await client[name][collection].insert_many([dict(d) for d in docs])
+            yield uri, name, client
+        finally:
+            await client.drop_database(name)
+            await client.close()
+
+
+async def _snapshot(client: AsyncMongoClient[Doc], name: str) -> dict[str, list[Doc]]:
+    return {c: await client[name][c].find({}, sort=[("_id", 1)]).to_list() for c in fx.ALL}
+
+
+@pytest.mark.mongo
+async def test_eden_dry_run_then_import_then_nothing_twice(
+    eden: tuple[str, str, AsyncMongoClient[Doc]], tmp_path: Path
+) -> None:
+    uri, name, client = eden
+    env = env_of(tmp_path)
+    before = await _snapshot(client, name)
+    args = ["import", "eden", "--mongodb-uri", uri, "--db", name]
+    expected = [agent_batch(fx.AGENT_A), agent_batch(fx.AGENT_B)]
+    n_facts = sum(len(b.facts) for b in expected)
+
+    dry = ok(await mnemos(env, *args, "--dry-run")).stdout
+    assert f"agent {fx.AGENT_A}" in dry and f"agent {fx.AGENT_B}" in dry
+    assert "episode" in dry  # what it drops, with the reason
+    assert not (tmp_path / "mnemos.db").exists()  # a dry run writes nothing
+
+    first = json.loads(ok(await mnemos(env, *args, "--json")).stdout)
+    again = json.loads(ok(await mnemos(env, *args, "--json")).stdout)
+
+    assert await _snapshot(client, name) == before  # the source is only read
+    assert first["counts"]["facts"]["inserted"] == n_facts
+    # No source vector is of the store's model: every fact was embedded again.
+    assert first["embedded"] == n_facts
+    assert {k: c["inserted"] for k, c in again["counts"].items()} == dict.fromkeys(
+        again["counts"], 0
+    )
+    assert again["counts"]["facts"]["existing"] == n_facts
+    db = tmp_path / "mnemos.db"
+    facts = dict(rows(db, "SELECT content, previous_content FROM facts"))
+    assert facts["Alice is allergic to peanuts"] == "Alice is allergic to nuts"  # memory2
+    assert len(facts) == n_facts
+    # v1 agent shards: one agent blob, concatenated under the word limit (heuristic provider).
+    [(blob,)] = rows(db, f"SELECT content FROM consolidated WHERE scope_key = 'agent:{fx.AGENT_A}'")
+    assert "Use plain language." in blob and "Users ask about pricing." in blob
+    assert "Obsolete notes." not in blob
+
+
+async def test_mem0_import_export_import_and_forget(tmp_path: Path) -> None:
+    dump = tmp_path / "mem0.json"
+    dump.write_text(json.dumps({"results": ITEMS}))
+    env = env_of(tmp_path)
+
+    first = json.loads(
+        ok(await mnemos(env, "import", "mem0", str(dump), "--agent", "chef", "--json")).stdout
+    )
+    again = json.loads(
+        ok(await mnemos(env, "import", "mem0", str(dump), "--agent", "chef", "--json")).stdout
+    )
+
+    imported = first["counts"]["facts"]["inserted"]
+    assert imported > 0 and again["counts"]["facts"] | {"buffered": {}} == {
+        "inserted": 0, "existing": imported, "duplicate": 0, "conflict": 0, "forgotten": 0,
+        "buffered": {},
+    }  # fmt: skip
+
+    out = tmp_path / "export.jsonl"
+    ok(await mnemos(env, "export", "--messages", "-o", str(out)))
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    assert lines[0]["type"] == "header" and lines[-1]["type"] == "end"
+    assert lines[-1]["counts"]["fact"] == imported
+
+    copy = env_of(tmp_path, "copy.db")
+    dry = ok(await mnemos(copy, "import", "file", str(out), "--dry-run")).stdout
+    assert "chef" in dry
+    copied = json.loads(ok(await mnemos(copy, "import", "file", str(out), "--json")).stdout)
+    assert copied["counts"]["facts"]["inserted"] == imported and copied["embedded"] == 0
+    original = rows(tmp_path / "mnemos.db", "SELECT fact_id, content FROM facts ORDER BY fact_id")
+    assert (
+        rows(tmp_path / "copy.db", "SELECT fact_id, content FROM facts ORDER BY fact_id")
+        == original
+    )
+
+    alice = [
+        c
+        for (c,) in rows(
+            tmp_path / "mnemos.db", "SELECT content FROM facts WHERE user_id = 'alice'"
+        )
+    ]
+    assert alice
+    forgot = ok(
+        await mnemos(
+            env, "forget", "--agent", "chef", "--user", "alice", "--keep-executions", "--json"
+        )
+    )
+    [counts] = json.loads(forgot.stdout)["agents"]
+    assert counts["facts"] == len(alice)
+    assert rows(tmp_path / "mnemos.db", "SELECT * FROM facts WHERE user_id = 'alice'") == []
+    assert len(rows(tmp_path / "mnemos.db", "SELECT * FROM facts")) == imported - len(alice)
+    # Importing the dump again does not bring alice back: she has an erasure tombstone.
+    back = json.loads(
+        ok(await mnemos(env, "import", "mem0", str(dump), "--agent", "chef", "--json")).stdout
+    )
+    assert back["counts"]["facts"]["forgotten"] == len(alice)
+    assert rows(tmp_path / "mnemos.db", "SELECT * FROM facts WHERE user_id = 'alice'") == []
+
+    neither = await mnemos(env, "forget", "--user", "alice")
+    assert neither.exit_code == 1 and "--all-agents" in neither.stderr
+
+
+async def test_forget_erases_the_store_even_when_temporal_is_down(tmp_path: Path) -> None:
+    dump = tmp_path / "mem0.json"
+    dump.write_text(json.dumps({"results": ITEMS}))
+    env = env_of(tmp_path)
+    ok(await mnemos(env, "import", "mem0", str(dump), "--agent", "chef"))
+    db = tmp_path / "mnemos.db"
+    assert rows(db, "SELECT * FROM facts WHERE user_id = 'alice'")
+
+    result = await mnemos(env, "forget", "--all-agents", "--user", "alice")
+
+    # Nothing listens at the Temporal address: the executions part fails, and says so.
+    assert result.exit_code == 1
+    assert "erased from the store" in result.stderr and "again" in result.stderr
+    assert rows(db, "SELECT * FROM facts WHERE user_id = 'alice'") == []

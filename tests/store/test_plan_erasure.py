@@ -1,0 +1,63 @@
+"""The erasure rules, pure: which users a commit writes for, when it is discarded, what a
+forget deletes."""
+
+from __future__ import annotations
+
+from memory.models import SessionAgentState
+from memory.store.rules.erasure import (
+    ForgetRequest,
+    ForgetSnapshot,
+    UserSession,
+    commit_users,
+    erased_since,
+    plan_forget,
+)
+from memory.store.rules.lifecycle_writes import DeleteSessions, DeleteUserMessages, PutErasure
+from memory.store.rules.writes import MoveCursor
+from tests.store.builders import USER_KEY, add, at, commit, reflection, unit
+
+
+def test_a_commit_is_discarded_when_a_users_epoch_moved_since_its_window() -> None:
+    group = commit(ops=[add("n1", "Sails", unit(1))]).model_copy(
+        update={"user_epochs": {"u1": 0, "u2": 3}}
+    )
+    assert commit_users(group) == ("u1", "u2")
+    assert not erased_since(group, {"u1": 0, "u2": 3})
+    assert erased_since(group, {"u1": 1, "u2": 3})
+    assert erased_since(group, {"u1": 0, "u2": 4})
+    # A commit from before epochs existed names its users through its ops and reflections.
+    old = commit(reflections=[reflection(USER_KEY, 1)])
+    assert commit_users(old) == ("u1",)
+    assert not erased_since(old, {})
+    assert erased_since(old, {"u1": 1})
+
+
+def _state(session: str, agent: str, cursor: int) -> SessionAgentState:
+    return SessionAgentState(session_id=session, agent_id=agent, cursor_seq=cursor, last_seq=5)
+
+
+def test_forget_deletes_lone_sessions_whole_and_the_users_part_of_shared_ones() -> None:
+    lone = UserSession("s1", ("u1",), ("a1",), 4, 2, ((_state("s1", "a1", 4), 0, 0.0),))
+    with_b = UserSession("s2", ("u1",), ("a1", "b1"), 3, 2, ((_state("s2", "a1", 1), 1, 2.0),))
+    shared = UserSession("s3", ("u1", "u2"), ("a1",), 5, 2, ((_state("s3", "a1", 2), 2, 3.0),))
+    snapshot = ForgetSnapshot(
+        epoch=2, facts=[], reflections=3, blob=True, sessions=[lone, with_b, shared],
+        cached=frozenset({"h1", "h2"}), in_use=frozenset({"h2"}),
+    )  # fmt: skip
+
+    plan = plan_forget(ForgetRequest("a1", "u1", all_agents=False), snapshot, at=at(0))
+
+    assert isinstance(plan.writes[0], PutErasure) and plan.writes[0].epoch == 3
+    assert DeleteSessions(("s1",)) in plan.writes  # another agent's session stays for it
+    assert DeleteUserMessages("s2", "u1") in plan.writes
+    assert DeleteUserMessages("s3", "u1") in plan.writes
+    moved = [w.state for w in plan.writes if isinstance(w, MoveCursor)]
+    assert [(s.session_id, s.pending_messages, s.pending_weighted_tokens) for s in moved] == [
+        ("s2", 1, 2.0), ("s3", 2, 3.0),
+    ]  # fmt: skip
+    counts = plan.result
+    assert (counts.sessions, counts.messages, counts.embedding_cache) == (1, 4 + 2 + 2, 1)
+    assert (counts.reflections, counts.blobs, counts.epoch) == (3, 1, 3)
+    # For every agent, a session the user was alone in goes whole whatever its agents.
+    every = plan_forget(ForgetRequest("a1", "u1", all_agents=True), snapshot, at=at(0))
+    assert DeleteSessions(("s1", "s2")) in every.writes
