@@ -81,9 +81,15 @@ def visible_scopes(
     return VisibleScopes(fact_filter=fact_filter, keys=keys)
 
 
-def dedup_filter(agent_id: str, scope: FactScope, user_id: str | None) -> FactFilter:
-    """Dedup candidates of a new fact: the agent's facts, plus this user's for a user fact (a user
-    fact may restate an agent fact; it never meets another user's facts)."""
+def dedup_filter(
+    agent_id: str, fact_scopes: tuple[FactScope, ...], user_id: str | None
+) -> FactFilter:
+    """Dedup candidates of a new fact: every fact the speaker can see, whichever scope the model
+    put the new fact in: the agent's facts and, where the window may write user facts, this
+    user's (a model that files one session's statement under "user" and the next one's under
+    "agent" must still meet the first). Never another user's facts."""
     return FactFilter(
-        agent_id=agent_id, include_agent_scope=True, user_id=user_id if scope == "user" else None
+        agent_id=agent_id,
+        include_agent_scope=True,
+        user_id=user_id if "user" in fact_scopes else None,
     )

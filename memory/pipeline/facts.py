@@ -8,7 +8,7 @@ from memory import transcript
 from memory.deps import Deps
 from memory.ids import content_hash
 from memory.llm import choose_model
-from memory.llm.base import LLMRequest
+from memory.llm.base import FIRST, LLMRequest, Retry
 from memory.pipeline.embed_cache import embed_cached
 from memory.pipeline.types import (
     CandidatesResult,
@@ -26,7 +26,7 @@ from memory.scopes import dedup_filter
 _WORD_SLACK = 1.25
 
 
-async def extract_facts(deps: Deps, window: Window) -> ExtractedFactsResult:
+async def extract_facts(deps: Deps, window: Window, retry: Retry = FIRST) -> ExtractedFactsResult:
     if not window.fact_scopes:
         return ExtractedFactsResult(facts=[])
     agent = await window_agent(deps, window)
@@ -41,6 +41,7 @@ async def extract_facts(deps: Deps, window: Window) -> ExtractedFactsResult:
         ),
         model=choose_model(deps.settings, deps.llm.name, "fast", agent.tier),
         temperature=deps.settings.models.temperature,
+        retry=retry,
     )
     result = await deps.llm.generate_structured(request, ExtractedFacts)
     kept: list[NewFact] = []
@@ -73,7 +74,7 @@ async def find_candidates(deps: Deps, window: Window, facts: list[NewFact]) -> C
     searches = [
         deps.store.vector_search(
             vectors[f.content],
-            dedup_filter(window.agent_id, f.scope, window.user_id),
+            dedup_filter(window.agent_id, window.fact_scopes, window.user_id),
             limit=cfg.dedup_candidates,
             min_score=cfg.dedup_similarity_threshold,
         )

@@ -6,7 +6,7 @@ from memory import transcript
 from memory.deps import Deps
 from memory.ids import content_hash
 from memory.llm import choose_model
-from memory.llm.base import LLMRequest
+from memory.llm.base import FIRST, LLMRequest, Retry
 from memory.pipeline.types import NewReflection, ReflectionsResult, Window
 from memory.pipeline.usage import llm_call, words
 from memory.pipeline.window import window_agent, window_messages
@@ -36,7 +36,7 @@ async def current_memory(deps: Deps, window: Window) -> dict[Scope, CurrentMemor
 
 
 async def extract_reflections(
-    deps: Deps, window: Window, new_facts: list[str]
+    deps: Deps, window: Window, new_facts: list[str], retry: Retry = FIRST
 ) -> ReflectionsResult:
     agent = await window_agent(deps, window)
     messages = await window_messages(deps, window)
@@ -52,6 +52,7 @@ async def extract_reflections(
         ),
         model=choose_model(deps.settings, deps.llm.name, "reflection", agent.tier),
         temperature=deps.settings.models.temperature,
+        retry=retry,
     )
     result = await deps.llm.generate_structured(request, ExtractedReflections)
     out = result.value

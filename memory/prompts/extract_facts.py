@@ -8,6 +8,10 @@ from pydantic import Field
 
 from memory.models import AgentConfig, FactScope
 from memory.prompts.common import (
+    ENVELOPE_TOKENS,
+    ITEM_TOKENS,
+    MAX_ITEMS,
+    MAX_TEXT_CHARS,
     ModelOutput,
     PromptInput,
     PromptMessage,
@@ -60,7 +64,9 @@ class ExtractFactsInput(PromptInput):
 
 
 class ExtractedFact(ModelOutput):
-    content: str = Field(description="One atomic, self-contained fact, at most 30 words")
+    content: str = Field(
+        max_length=MAX_TEXT_CHARS, description="One atomic, self-contained fact, at most 30 words"
+    )
     scope: Literal["user", "agent"] = Field(
         description="user: about this user; agent: for all users"
     )
@@ -69,7 +75,7 @@ class ExtractedFact(ModelOutput):
 class ExtractedFacts(ModelOutput):
     """The output schema."""
 
-    facts: list[ExtractedFact]
+    facts: list[ExtractedFact] = Field(max_length=MAX_ITEMS)
 
 
 _CHOICES = {
@@ -91,4 +97,5 @@ def render(inp: ExtractFactsInput) -> Rendered:
             scope_choice=scope_choice,
             max_words=inp.max_words,
         ),
+        max_output_tokens=ENVELOPE_TOKENS + ITEM_TOKENS * MAX_ITEMS,
     )

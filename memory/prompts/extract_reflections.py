@@ -9,6 +9,9 @@ from pydantic import Field
 
 from memory.models import AgentConfig
 from memory.prompts.common import (
+    ENVELOPE_TOKENS,
+    ITEM_TOKENS,
+    MAX_TEXT_CHARS,
     ModelOutput,
     PromptInput,
     PromptMessage,
@@ -65,6 +68,10 @@ What is specific to THIS SESSION:
 }
 
 
+# Reflections of one scope from one window: a handful is what a window holds.
+MAX_REFLECTIONS = 8
+
+
 class CurrentMemory(PromptInput):
     """A scope's memory as the prompt shows it: its blob and its newest unabsorbed reflections."""
 
@@ -83,15 +90,17 @@ class ExtractReflectionsInput(PromptInput):
 
 
 class ExtractedReflection(ModelOutput):
-    content: str = Field(description="One interpreted insight, at most 35 words")
+    content: str = Field(
+        max_length=MAX_TEXT_CHARS, description="One interpreted insight, at most 35 words"
+    )
 
 
 class ExtractedReflections(ModelOutput):
     """The output schema."""
 
-    agent_reflections: list[ExtractedReflection]
-    user_reflections: list[ExtractedReflection]
-    session_reflections: list[ExtractedReflection]
+    agent_reflections: list[ExtractedReflection] = Field(max_length=MAX_REFLECTIONS)
+    user_reflections: list[ExtractedReflection] = Field(max_length=MAX_REFLECTIONS)
+    session_reflections: list[ExtractedReflection] = Field(max_length=MAX_REFLECTIONS)
 
 
 def render(inp: ExtractReflectionsInput) -> Rendered:
@@ -124,4 +133,5 @@ def render(inp: ExtractReflectionsInput) -> Rendered:
             max_words=inp.max_words,
             disabled_note=disabled_note,
         ),
+        max_output_tokens=ENVELOPE_TOKENS + ITEM_TOKENS * MAX_REFLECTIONS * 3,
     )

@@ -45,7 +45,7 @@ async def record() -> None:
                     decisions=[
                         FactDecision(
                             new_fact_index=0, event="UPDATE", existing_index=0,
-                            final_text="Alice works at Acme Robotics as CTO", reasoning="detail",
+                            merged_text="Alice works at Acme Robotics as CTO",
                         )
                     ]
                 ),

@@ -20,7 +20,7 @@ def decision(
     new: int, event: str, existing: int | None = None, text: str | None = None
 ) -> FactDecision:
     return FactDecision(
-        new_fact_index=new, event=event, existing_index=existing, final_text=text, reasoning="test"
+        new_fact_index=new, event=event, existing_index=existing, merged_text=text
     )
 
 
@@ -75,13 +75,12 @@ async def test_delete_invalidates_the_old_fact_and_adds_the_new(
     old = (await h.all_facts())[0]
     await h.record("s1", conversation(4))
     h.llm.script("extract_facts", facts(("Alice no longer likes pizza very much", "user")))
-    h.llm.script(
-        "decide_facts", FactDecisions(decisions=[decision(0, "DELETE", 0, "Alice dislikes pizza")])
-    )
+    h.llm.script("decide_facts", FactDecisions(decisions=[decision(0, "DELETE", 0)]))
     async with h.worker():
         summary = await h.form("s1")
     assert summary.facts_invalidated == 1 and summary.facts_added == 1
-    assert [f.content for f in await h.all_facts()] == ["Alice dislikes pizza"]
+    # A DELETE stores the new fact as said: only an UPDATE may carry a merged text.
+    assert [f.content for f in await h.all_facts()] == ["Alice no longer likes pizza very much"]
     [kept] = await h.store.get_facts([old.fact_id])
     assert kept.invalidated_at is not None and kept.invalidated_by is not None
 
