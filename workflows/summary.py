@@ -87,6 +87,7 @@ class FormationSummary(BaseModel):
 
 
 class ConsolidationSummary(BaseModel):
+    degraded: str | None = None  # why the draft's output stayed unusable (buffer kept)
     consolidations: int = 0
     absorbed: int = 0
     version: int = 0

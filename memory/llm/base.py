@@ -36,7 +36,7 @@ class Retry(BaseModel):
         return prompt + _REPAIR.format(attempt=self.attempt, why=why)
 
     def temperature(self, temperature: float) -> float:
-        hotter = min(1.0, temperature + _TEMPERATURE_STEP * (self.attempt - 1))
+        hotter = round(min(1.0, temperature + _TEMPERATURE_STEP * (self.attempt - 1)), 2)
         return max(temperature, hotter)
 
 

@@ -22,9 +22,7 @@ OFFERED = {0: {0}, 1: {1}}
 
 
 def d(new: int, event: str, existing: int | None = None, text: str | None = None) -> FactDecision:
-    return FactDecision(
-        new_fact_index=new, event=event, existing_index=existing, merged_text=text
-    )
+    return FactDecision(new_fact_index=new, event=event, existing_index=existing, merged_text=text)
 
 
 def test_resolve_maps_indices_back_to_ids_and_versions() -> None:
@@ -66,7 +64,9 @@ def test_two_changes_of_one_existing_fact_apply_in_message_order() -> None:
     the commit chains them (the later wins), so neither is an error."""
     offered = {0: {0}, 1: {0}}
     out = resolve([d(1, "UPDATE", 0), d(0, "UPDATE", 0)], NEW, EXISTING, offered)
-    assert [(x.new_index, x.event, x.existing_id, x.expected_version, x.final_text) for x in out] == [
+    assert [
+        (x.new_index, x.event, x.existing_id, x.expected_version, x.final_text) for x in out
+    ] == [
         (0, "UPDATE", "f_a", 3, "Alice works at Acme as CTO"),
         (1, "UPDATE", "f_a", 3, "Bob is 40"),
     ]
