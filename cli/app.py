@@ -10,6 +10,7 @@ from __future__ import annotations
 import typer
 
 from cli import manage, memory_commands, ops, schedule
+from cli.check_model import check_model_command
 from runtime.codec_server import codec_server
 from serve.commands import keys_app, mcp_app, serve_app
 
@@ -29,6 +30,7 @@ app.command(rich_help_panel="Run")(ops.setup)
 app.command("setup-indexes", rich_help_panel="Run")(ops.setup_indexes)
 app.add_typer(schedule.app, name="schedule", rich_help_panel="Run")
 app.command(rich_help_panel="Run")(ops.replay)
+app.command("check-model", rich_help_panel="Run")(check_model_command)
 
 # Memory, as an agent backend uses it
 app.command(rich_help_panel="Memory")(memory_commands.form)
