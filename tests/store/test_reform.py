@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from pydantic import BaseModel
 
 from memory.deps import Deps
 from memory.errors import InvalidInputError, MalformedOutputError
@@ -25,10 +26,12 @@ T0 = datetime(2026, 11, 1, 9, 0, tzinfo=UTC)
 class UndecidedHeuristic(HeuristicProvider):
     """The offline model, except that every dedup decision is cut at the token cap."""
 
-    async def generate_structured[M](self, request: LLMRequest, schema: type[M]) -> LLMResult[M]:  # type: ignore[override]
+    async def generate_structured[M: BaseModel](
+        self, request: LLMRequest, schema: type[M]
+    ) -> LLMResult[M]:
         if request.task == "decide_facts":
             raise MalformedOutputError("output hit the token limit (finish_reason=length)")
-        return await super().generate_structured(request, schema)  # type: ignore[type-var]
+        return await super().generate_structured(request, schema)
 
 
 def said(i: int, text: str) -> MessageIn:
