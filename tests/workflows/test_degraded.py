@@ -157,3 +157,29 @@ async def test_a_correction_of_a_correction_in_one_window_forms_and_so_does_what
     assert ["102" in r.content for r in locker.history] == [False, True]
     assert any("kay@example.com" in f.content for f in facts_now)
     assert await _cursor(h) == 3
+
+
+async def test_a_fact_put_in_the_other_scope_is_still_deduplicated(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """Issue #12 case 5: one session's statement filed under "user", the next one's under "agent";
+    the candidates are every fact the speaker can see, so the two meet and one stays valid."""
+    h = await seeded(time_env, tmp_path, "Bob Martins is our head of logistics")
+    await h.record("s1", conversation(4))
+    h.llm.script("extract_facts", facts(("Carla Reyes is our head of logistics", "agent")))
+    h.llm.script(
+        "decide_facts",
+        FactDecisions(
+            decisions=[
+                FactDecision(new_fact_index=0, event="DELETE", existing_index=0, merged_text=None)
+            ]
+        ),
+    )
+    async with h.worker():
+        summary = await h.form("s1")
+    [asked] = h.llm.calls("decide_facts")
+    assert "Bob Martins is our head of logistics" in asked.prompt
+    assert summary.facts_invalidated == 1
+    assert [(f.content, f.scope) for f in await h.all_facts()] == [
+        ("Carla Reyes is our head of logistics", "agent")
+    ]
