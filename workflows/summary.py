@@ -10,6 +10,8 @@ from pydantic import BaseModel, Field
 
 from memory.pipeline.types import CommitResult, Decision, LlmCall
 
+_MEMO_DEGRADED = 40
+
 
 class DegradedStep(BaseModel):
     """A window whose LLM step took its fallback: which messages, which step, why."""
@@ -38,7 +40,7 @@ class FormationSummary(BaseModel):
 
     def add_degraded(self, after_seq: int, upto_seq: int, step: str, reason: str) -> None:
         self.degraded.append(
-            DegradedStep(after_seq=after_seq, upto_seq=upto_seq, step=step, reason=reason[:500])
+            DegradedStep(after_seq=after_seq, upto_seq=upto_seq, step=step, reason=reason[:300])
         )
 
     def add_commit(self, messages: int, c: CommitResult) -> None:
@@ -83,7 +85,9 @@ class FormationSummary(BaseModel):
         return f"; DEGRADED ({len(self.degraded)} step(s)), last {last.step}: {last.reason[:200]}"
 
     def _degraded_memo(self) -> dict[str, object]:
-        return {"degraded": [d.model_dump() for d in self.degraded]} if self.degraded else {}
+        # The newest windows only: a memo is small (a long backlog could degrade window by window).
+        recent = self.degraded[-_MEMO_DEGRADED:]
+        return {"degraded": [d.model_dump() for d in recent]} if recent else {}
 
 
 class ConsolidationSummary(BaseModel):

@@ -52,6 +52,7 @@ Note: do NOT extract session-only facts. Session context is handled by reflectio
 Guidelines:
 - At most {max_words} words per fact.
 - Only extract genuinely new information stated in the conversation; never invent.
+- List the facts in the order they were said (a later correction after what it corrects).
 - Return an empty list if there are no facts."""
 
 
