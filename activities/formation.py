@@ -89,7 +89,8 @@ class FormationActivities:
         """The decide step's fallback (no LLM): every new fact added unmerged, flagged."""
         with classified():
             out = await dedup.undecided(self.deps, new_facts, reason)
-        _log(w).warning("fact changes left undecided", facts=len(new_facts), reason=reason)
+        # info: the workflow logs the fallback as a warning, with the step and the reason
+        _log(w).info("fact changes left undecided", facts=len(new_facts), reason=reason)
         return out
 
     @activity.defn(name="commit_formation")

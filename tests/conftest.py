@@ -2,30 +2,14 @@
 
 from __future__ import annotations
 
-import logging
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import pytest
-import structlog
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from cli.binaries import temporal_cli, temporal_test_server
 from workflows.naming import ALL_KEYS
-
-
-@pytest.fixture(autouse=True)
-def logging_restored() -> Iterator[None]:
-    """Commands run in-process (CliRunner) configure logging onto the runner's stderr, which is
-    closed when the command returns: a later warning of a worker in another test would then fail
-    its activity ("I/O operation on closed file"). Every test leaves logging as it found it."""
-    saved = structlog.get_config()
-    root = logging.getLogger()
-    handlers, level = root.handlers[:], root.level
-    yield
-    structlog.configure(**saved)
-    root.handlers[:] = handlers
-    root.setLevel(level)
 
 
 @pytest.fixture(scope="session")
