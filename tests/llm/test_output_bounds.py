@@ -4,6 +4,7 @@ and the decision prompt gives a model nothing to copy."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -11,10 +12,13 @@ from openai.lib._pydantic import to_strict_json_schema
 from pydantic import BaseModel
 
 from memory.llm.base import LLMRequest, Retry
+from memory.llm.gemini_provider import GeminiProvider
+from memory.llm.openai_provider import OpenAIProvider
 from memory.prompts.common import MAX_TEXT_CHARS
 from memory.prompts.decide_facts import FactDecisions
 from memory.prompts.extract_facts import ExtractedFacts
 from memory.prompts.extract_reflections import ExtractedReflections
+from tests.fake_provider_server import FakeProviderServer, gemini_content, openai_chat
 from tests.fakes import CONSOLIDATE_INPUT, DECIDE_INPUT, FACTS_INPUT
 
 SCHEMAS: list[type[BaseModel]] = [ExtractedFacts, FactDecisions, ExtractedReflections]
@@ -77,3 +81,39 @@ def test_a_retry_differs_from_the_failed_request() -> None:
     assert second.prompt.startswith(first.prompt) and second.prompt != first.prompt
     assert "attempt 2" in second.prompt and "&lt;not offered&gt;" in second.prompt
     assert (first.temperature, second.temperature) == (0.0, 0.3)
+
+
+def _sent_schema_bounds(node: Any) -> set[str]:
+    found: set[str] = set()
+    if isinstance(node, dict):
+        found |= {k for k in node if k in ("maxLength", "maxItems", "max_length", "max_items")}
+        for value in node.values():
+            found |= _sent_schema_bounds(value)
+    elif isinstance(node, list):
+        for value in node:
+            found |= _sent_schema_bounds(value)
+    return found
+
+
+async def test_the_bounds_and_the_cap_reach_both_providers_on_the_wire() -> None:
+    request = LLMRequest.of(DECIDE_INPUT, model="m")
+    with FakeProviderServer() as server:
+        server.script(
+            gemini_content(json.dumps({"decisions": []})), openai_chat('{"decisions": []}')
+        )
+        gemini = GeminiProvider(api_key="AIzaSyTest0123456789abcdefghijklmnop", base_url=server.url)
+        openai = OpenAIProvider(api_key=None, base_url=server.openai_base_url)
+        await gemini.generate_structured(request, FactDecisions)
+        await openai.generate_structured(request, FactDecisions)
+        await gemini.close()
+        await openai.close()
+        to_gemini, to_openai = server.requests
+    config = to_gemini.body["generationConfig"]
+    assert config["maxOutputTokens"] == request.max_output_tokens
+    # The SDK sends Schema's proto field names (max_length, max_items, as its property_ordering),
+    # which the API's proto3 JSON parsing accepts as well as the camelCase ones.
+    assert {"max_length", "max_items"} <= _sent_schema_bounds(config["responseSchema"])
+    assert to_openai.body["max_completion_tokens"] == request.max_output_tokens
+    strict = to_openai.body["response_format"]["json_schema"]
+    assert strict["strict"] is True
+    assert {"maxLength", "maxItems"} <= _sent_schema_bounds(strict["schema"])
