@@ -45,6 +45,7 @@ def build_worker(client: Client, deps: Deps, settings: Settings) -> Worker:
             formation.find_similar_facts,
             formation.decide_fact_changes,
             formation.extract_reflections,
+            formation.add_facts_undecided,
             formation.commit_formation,
             consolidation.draft_consolidation,
             consolidation.apply_consolidation,

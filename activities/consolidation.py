@@ -9,7 +9,7 @@ from temporalio import activity
 from temporalio.client import Client
 
 from activities.errors import classified
-from activities.heartbeat import heartbeating
+from activities.heartbeat import heartbeating, noting_rejection, this_attempt
 from memory.deps import Deps
 from memory.logging import get_logger
 from memory.models import ScopeKey
@@ -25,8 +25,8 @@ class ConsolidationActivities:
 
     @activity.defn(name="draft_consolidation")
     async def draft_consolidation(self, req: ConsolidationRequest) -> ConsolidationDraft:
-        with classified():
-            return await heartbeating(consolidation.draft(self.deps, req))
+        with classified(), noting_rejection():
+            return await heartbeating(consolidation.draft(self.deps, req, this_attempt()))
 
     @activity.defn(name="apply_consolidation")
     async def apply_consolidation(self, draft: ConsolidationDraft) -> ConsolidationResult:

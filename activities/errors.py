@@ -10,7 +10,14 @@ from datetime import timedelta
 from temporalio.exceptions import ApplicationError
 
 from memory import errors
-from memory.errors import ConflictError, MnemosError, ProviderError, StaleDecisionError
+from memory.errors import (
+    ConflictError,
+    InvalidModelOutputError,
+    MalformedOutputError,
+    MnemosError,
+    ProviderError,
+    StaleDecisionError,
+)
 
 # Error types a workflow reacts to by itself instead of letting the activity retry.
 STALE_DECISION = StaleDecisionError.type_name()
@@ -44,3 +51,8 @@ def classified() -> Iterator[None]:
         raise ApplicationError(
             str(e), type=e.type_name(), non_retryable=not e.retryable, next_retry_delay=delay
         ) from e
+
+
+# A model's output that stayed unusable through the step's retries: the workflow takes the step's
+# documented fallback instead of failing the run (README "When the model misbehaves").
+UNUSABLE_OUTPUT = frozenset({InvalidModelOutputError.type_name(), MalformedOutputError.type_name()})

@@ -8,7 +8,7 @@ from structlog.stdlib import BoundLogger
 from temporalio import activity
 
 from activities.errors import classified
-from activities.heartbeat import heartbeating
+from activities.heartbeat import heartbeating, noting_rejection, this_attempt
 from memory.deps import Deps
 from memory.logging import get_logger
 from memory.pipeline import commit, dedup, facts, reflections, window
@@ -50,8 +50,8 @@ class FormationActivities:
 
     @activity.defn(name="extract_facts")
     async def extract_facts(self, w: Window) -> ExtractedFactsResult:
-        with classified():
-            out = await heartbeating(facts.extract_facts(self.deps, w))
+        with classified(), noting_rejection():
+            out = await heartbeating(facts.extract_facts(self.deps, w, this_attempt()))
         _log(w).info("facts extracted", facts=len(out.facts), dropped=out.dropped)
         return out
 
@@ -64,8 +64,10 @@ class FormationActivities:
     async def decide_fact_changes(
         self, w: Window, new_facts: list[NewFact], candidates: CandidatesResult
     ) -> DecisionsResult:
-        with classified():
-            out = await heartbeating(dedup.decide(self.deps, w, new_facts, candidates))
+        with classified(), noting_rejection():
+            out = await heartbeating(
+                dedup.decide(self.deps, w, new_facts, candidates, this_attempt())
+            )
         _log(w).info(
             "fact changes decided",
             decisions=[d.event for d in out.decisions],
@@ -75,8 +77,21 @@ class FormationActivities:
 
     @activity.defn(name="extract_reflections")
     async def extract_reflections(self, w: Window, new_facts: list[str]) -> ReflectionsResult:
+        with classified(), noting_rejection():
+            return await heartbeating(
+                reflections.extract_reflections(self.deps, w, new_facts, this_attempt())
+            )
+
+    @activity.defn(name="add_facts_undecided")
+    async def add_facts_undecided(
+        self, w: Window, new_facts: list[NewFact], reason: str
+    ) -> DecisionsResult:
+        """The decide step's fallback (no LLM): every new fact added unmerged, flagged."""
         with classified():
-            return await heartbeating(reflections.extract_reflections(self.deps, w, new_facts))
+            out = await dedup.undecided(self.deps, new_facts, reason)
+        # info: the workflow logs the fallback as a warning, with the step and the reason
+        _log(w).info("fact changes left undecided", facts=len(new_facts), reason=reason)
+        return out
 
     @activity.defn(name="commit_formation")
     async def commit_formation(

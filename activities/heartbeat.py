@@ -4,10 +4,14 @@ instead of after the whole start-to-close timeout of an LLM call."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 
 from temporalio import activity
+
+from memory.errors import InvalidModelOutputError, MalformedOutputError
+from memory.llm.base import Retry
 
 
 async def heartbeating[T](work: Awaitable[T]) -> T:
@@ -27,3 +31,23 @@ async def heartbeating[T](work: Awaitable[T]) -> T:
         return await work
     finally:
         beater.cancel()
+
+
+def this_attempt() -> Retry:
+    """Temporal's attempt number and, when the previous attempt recorded it, why its output was
+    rejected: the LLM request of a retry differs from the failed one (memory.llm.base.Retry)."""
+    info = activity.info()
+    details = info.heartbeat_details
+    rejected = details[0] if details and isinstance(details[0], str) else None
+    return Retry(attempt=info.attempt, rejected=rejected)
+
+
+@contextmanager
+def noting_rejection() -> Iterator[None]:
+    """Record why a model's output was rejected as the last heartbeat, where the next attempt
+    reads it (best effort: the attempt number alone already changes the request)."""
+    try:
+        yield
+    except (InvalidModelOutputError, MalformedOutputError) as e:
+        activity.heartbeat(str(e)[:300])
+        raise

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import typer
 
-from cli import lifecycle, manage, memory_commands, ops, schedule
+from cli import degraded, lifecycle, manage, memory_commands, ops, schedule
+from cli.check_model import check_model_command
 from runtime.codec_server import codec_server
 from serve.commands import keys_app, mcp_app, serve_app
 
@@ -29,6 +30,7 @@ app.command(rich_help_panel="Run")(ops.setup)
 app.command("setup-indexes", rich_help_panel="Run")(ops.setup_indexes)
 app.add_typer(schedule.app, name="schedule", rich_help_panel="Run")
 app.command(rich_help_panel="Run")(ops.replay)
+app.command("check-model", rich_help_panel="Run")(check_model_command)
 
 # Memory, as an agent backend uses it
 app.command(rich_help_panel="Memory")(memory_commands.form)
@@ -41,6 +43,7 @@ app.add_typer(manage.reflections, name="reflections", rich_help_panel="Manage")
 app.add_typer(manage.consolidated, name="consolidated", rich_help_panel="Manage")
 app.command(rich_help_panel="Manage")(manage.stats)
 app.command(rich_help_panel="Manage")(manage.status)
+app.add_typer(degraded.app, name="degraded", rich_help_panel="Manage")
 
 # Serving other backends: HTTP API + memory page, API keys, MCP tools
 app.add_typer(serve_app, name="serve", rich_help_panel="Serve")

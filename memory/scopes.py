@@ -18,9 +18,17 @@ stored facts a new fact is compared with.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memory.models import AgentConfig, FactFilter, FactScope, ScopeKey, SessionInfo
+from memory.models import (
+    AgentConfig,
+    FactFilter,
+    FactScope,
+    ScopeKey,
+    SessionInfo,
+    StoredMessage,
+)
 from memory.settings import Scope
 
 
@@ -45,6 +53,13 @@ def formable_scopes(
     facts = _toggled(agent, user_ok=single_user(session) is not None)
     reflections: tuple[Scope, ...] = (*facts, "session")
     return facts, reflections
+
+
+def sole_speaker(messages: Sequence[StoredMessage], window_user: str | None) -> str | None:
+    """The user every user message of the window came from, when that is the window's user and
+    no message is anonymous: then an item whose speaker the model left out can only be theirs."""
+    users = {m.user_id for m in messages if m.role == "user"}
+    return window_user if window_user is not None and users == {window_user} else None
 
 
 def place_fact(
@@ -110,9 +125,15 @@ def visible_scopes(
     return VisibleScopes(fact_filter=fact_filter, keys=keys)
 
 
-def dedup_filter(agent_id: str, scope: FactScope, user_id: str | None) -> FactFilter:
-    """Dedup candidates of a new fact: the agent's facts, plus this user's for a user fact (a user
-    fact may restate an agent fact; it never meets another user's facts)."""
+def dedup_filter(
+    agent_id: str, fact_scopes: tuple[FactScope, ...], user_id: str | None
+) -> FactFilter:
+    """Dedup candidates of a new fact: every fact the speaker can see, whichever scope the model
+    put the new fact in: the agent's facts and, where the window may write user facts, this
+    user's (a model that files one session's statement under "user" and the next one's under
+    "agent" must still meet the first). Never another user's facts."""
     return FactFilter(
-        agent_id=agent_id, include_agent_scope=True, user_id=user_id if scope == "user" else None
+        agent_id=agent_id,
+        include_agent_scope=True,
+        user_id=user_id if "user" in fact_scopes else None,
     )

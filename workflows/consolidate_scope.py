@@ -15,13 +15,15 @@ from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from activities.consolidation import ConsolidationActivities
-    from activities.errors import CONFLICT
+    from activities.errors import CONFLICT, UNUSABLE_OUTPUT
     from memory.pipeline.types import ConsolidationDraft, ConsolidationRequest
     from workflows import options
-    from workflows.naming import CONSOLIDATE_WORKFLOW
+    from workflows.naming import CONSOLIDATE_WORKFLOW, DEGRADED_METRIC
     from workflows.summary import ConsolidationSummary
 
 _CAS_ATTEMPTS = 5
+# Histories recorded before the fallback fail the run where it takes it (workflow.patched).
+DEGRADED_FALLBACK = "degraded-fallback"
 
 
 @workflow.defn(name=CONSOLIDATE_WORKFLOW)
@@ -51,9 +53,10 @@ class ConsolidateScopeWorkflow:
             force = self._force
             if workflow.info().is_continue_as_new_suggested():
                 workflow.continue_as_new(req.model_copy(update={"force": force}))
+        degraded = f"; DEGRADED: {summary.degraded}" if summary.degraded else ""
         workflow.upsert_memo(
             {
-                "summary": f"{summary.consolidations} consolidation(s), {summary.absorbed} reflections absorbed, version {summary.version}"
+                "summary": f"{summary.consolidations} consolidation(s), {summary.absorbed} reflections absorbed, version {summary.version}{degraded}"
             }
         )
         await workflow.wait_condition(workflow.all_handlers_finished)
@@ -61,9 +64,29 @@ class ConsolidateScopeWorkflow:
 
     async def _consolidate(self, req: ConsolidationRequest, summary: ConsolidationSummary) -> None:
         for attempt in range(1, _CAS_ATTEMPTS + 1):
-            draft: ConsolidationDraft = await workflow.execute_activity_method(
-                ConsolidationActivities.draft_consolidation, req, **self._llm
-            )
+            try:
+                draft: ConsolidationDraft = await workflow.execute_activity_method(
+                    ConsolidationActivities.draft_consolidation, req, **self._llm
+                )
+            except ActivityError as err:
+                cause = err.cause
+                if not (
+                    isinstance(cause, ApplicationError)
+                    and cause.type in UNUSABLE_OUTPUT
+                    and workflow.patched(DEGRADED_FALLBACK)
+                ):
+                    raise
+                # Fallback: the buffer stays as it is; the next formation that finds it due (or
+                # the cold job) asks again.
+                summary.degraded = str(cause)[:500]
+                workflow.logger.warning(
+                    "consolidation output unusable after retries: buffer kept",
+                    extra={"scope_key": req.key.key, "reason": summary.degraded},
+                )
+                workflow.metric_meter().create_counter(
+                    DEGRADED_METRIC, "Formation steps that took their fallback", "steps"
+                ).add(1, {"step": "consolidate"})
+                return
             summary.llm_calls += draft.llm
             if draft.content is None:
                 return

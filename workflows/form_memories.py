@@ -16,27 +16,38 @@ from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from activities.consolidation import ConsolidationActivities
-    from activities.errors import CONFLICT, STALE_DECISION
+    from activities.errors import CONFLICT, STALE_DECISION, UNUSABLE_OUTPUT
     from activities.formation import FormationActivities
     from memory.pipeline.types import (
+        DEGRADED,
         CandidatesResult,
         CommitResult,
         DecisionsResult,
+        ExtractedFactsResult,
         FormationRequest,
+        NewFact,
         ReflectionsResult,
         Window,
     )
     from workflows import options
-    from workflows.naming import AGENT_ID, FORM_WORKFLOW, OUTCOME
+    from workflows.naming import AGENT_ID, DEGRADED_METRIC, FORM_WORKFLOW, OUTCOME
     from workflows.summary import FormationSummary
 
 # A stale dedup decision (another session changed a candidate fact meanwhile) is decided again.
 _DECISION_ATTEMPTS = 3
+# Histories recorded before the fallbacks fail the run where these take them (workflow.patched).
+DEGRADED_FALLBACKS = "degraded-fallbacks"
 
 
 def _error_type(err: ActivityError) -> str | None:
     cause = err.cause
     return cause.type if isinstance(cause, ApplicationError) else None
+
+
+def _degrades(err: ActivityError) -> bool:
+    """The model's output stayed unusable through the step's retries: take the step's fallback
+    (recorded histories of older runs failed here, and replay so)."""
+    return _error_type(err) in UNUSABLE_OUTPUT and workflow.patched(DEGRADED_FALLBACKS)
 
 
 @workflow.defn(name=FORM_WORKFLOW)
@@ -81,17 +92,80 @@ class FormMemoriesWorkflow:
         if (
             workflow.info().typed_search_attributes.get(AGENT_ID) is not None
         ):  # the namespace has our attributes
+            outcome = "formed" if summary.formations else "nothing_due"
             workflow.upsert_search_attributes(
-                [OUTCOME.value_set("formed" if summary.formations else "nothing_due")]
+                [OUTCOME.value_set(DEGRADED if summary.degraded else outcome)]
             )
         workflow.upsert_memo(summary.memo())
         await workflow.wait_condition(workflow.all_handlers_finished)
         return summary
 
-    async def _form(self, window: Window, summary: FormationSummary) -> None:
-        extracted = await workflow.execute_activity_method(
-            FormationActivities.extract_facts, window, **self._llm
+    def _degraded(
+        self, summary: FormationSummary, window: Window, step: str, err: Exception
+    ) -> None:
+        reason = str(err.cause) if isinstance(err, ActivityError) and err.cause else str(err)
+        summary.add_degraded(window.after_seq, window.upto_seq, step, reason)
+        workflow.logger.warning(
+            "model output unusable after retries: fallback taken",
+            extra={"step": step, "reason": reason, "formation": window.formation_id},
         )
+        workflow.metric_meter().create_counter(
+            DEGRADED_METRIC, "Formation steps that took their fallback", "steps"
+        ).add(1, {"step": step})
+
+    async def _extract(self, window: Window, summary: FormationSummary) -> ExtractedFactsResult:
+        """Fallback: no facts from this window (its reflections are still formed)."""
+        try:
+            return await workflow.execute_activity_method(
+                FormationActivities.extract_facts, window, **self._llm
+            )
+        except ActivityError as err:
+            if not _degrades(err):
+                raise
+            self._degraded(summary, window, "extract_facts", err)
+            return ExtractedFactsResult(facts=[])
+
+    async def _decide(
+        self,
+        window: Window,
+        new_facts: list[NewFact],
+        candidates: CandidatesResult,
+        summary: FormationSummary,
+    ) -> DecisionsResult:
+        """Fallback: every new fact added unmerged, flagged (no LLM)."""
+        try:
+            return await workflow.execute_activity_method(
+                FormationActivities.decide_fact_changes,
+                args=[window, new_facts, candidates],
+                **self._llm,
+            )
+        except ActivityError as err:
+            if not _degrades(err):
+                raise
+            self._degraded(summary, window, "decide_fact_changes", err)
+            reason = summary.degraded[-1].reason
+            return await workflow.execute_activity_method(
+                FormationActivities.add_facts_undecided,
+                args=[window, new_facts, reason],
+                **self._store,
+            )
+
+    async def _reflect(
+        self, window: Window, formed: list[str], summary: FormationSummary
+    ) -> ReflectionsResult:
+        """Fallback: no reflections from this window (its facts are still formed)."""
+        try:
+            return await workflow.execute_activity_method(
+                FormationActivities.extract_reflections, args=[window, formed], **self._llm
+            )
+        except ActivityError as err:
+            if not _degrades(err):
+                raise
+            self._degraded(summary, window, "extract_reflections", err)
+            return ReflectionsResult(reflections=[])
+
+    async def _form(self, window: Window, summary: FormationSummary) -> None:
+        extracted = await self._extract(window, summary)
         summary.llm_calls += extracted.llm
         summary.facts_extracted += len(extracted.facts)
         new_facts = extracted.facts
@@ -101,20 +175,14 @@ class FormMemoriesWorkflow:
                 FormationActivities.find_similar_facts, args=[window, new_facts], **self._store
             )
             summary.embedding_calls += candidates.embedding_calls
-            decided: DecisionsResult = await workflow.execute_activity_method(
-                FormationActivities.decide_fact_changes,
-                args=[window, new_facts, candidates],
-                **self._llm,
-            )
+            decided = await self._decide(window, new_facts, candidates, summary)
             summary.llm_calls += decided.llm
             summary.embedding_calls += decided.embedding_calls
             if reflections is None:
                 formed = [
                     d.final_text for d in decided.decisions if d.final_text and d.event != "NONE"
                 ]
-                extracted_reflections: ReflectionsResult = await workflow.execute_activity_method(
-                    FormationActivities.extract_reflections, args=[window, formed], **self._llm
-                )
+                extracted_reflections = await self._reflect(window, formed, summary)
                 summary.llm_calls += extracted_reflections.llm
                 reflections = extracted_reflections
             try:

@@ -16,6 +16,9 @@ SESSION_ID = SearchAttributeKey.for_keyword("MnemosSessionId")
 OUTCOME = SearchAttributeKey.for_keyword("MnemosOutcome")
 ALL_KEYS = (AGENT_ID, USER_ID, SESSION_ID, OUTCOME)
 
+# Formation steps that took their fallback, by step (a workflow metric: replay-safe).
+DEGRADED_METRIC = "mnemos_formation_degraded"
+
 FORM_WORKFLOW = "FormMemories"
 CONSOLIDATE_WORKFLOW = "ConsolidateScope"
 COLD_SESSIONS_WORKFLOW = "ColdSessions"

@@ -10,6 +10,17 @@ from pydantic import BaseModel, Field
 
 from memory.pipeline.types import CommitResult, Decision, LlmCall
 
+_MEMO_DEGRADED = 40
+
+
+class DegradedStep(BaseModel):
+    """A window whose LLM step took its fallback: which messages, which step, why."""
+
+    after_seq: int
+    upto_seq: int
+    step: str
+    reason: str
+
 
 class FormationSummary(BaseModel):
     formations: int = 0
@@ -25,6 +36,12 @@ class FormationSummary(BaseModel):
     llm_calls: list[LlmCall] = Field(default_factory=list)
     embedding_calls: int = 0
     duration_ms: int = 0
+    degraded: list[DegradedStep] = Field(default_factory=list)
+
+    def add_degraded(self, after_seq: int, upto_seq: int, step: str, reason: str) -> None:
+        self.degraded.append(
+            DegradedStep(after_seq=after_seq, upto_seq=upto_seq, step=step, reason=reason[:300])
+        )
 
     def add_commit(self, messages: int, c: CommitResult) -> None:
         self.formations += 1
@@ -51,6 +68,7 @@ class FormationSummary(BaseModel):
                 f"facts +{self.facts_added} ~{self.facts_updated} -{self.facts_invalidated}, "
                 f"reflections +{self.reflections_added}, consolidations {len(self.consolidations_requested)}, "
                 f"LLM calls {len(self.llm_calls)} ({tokens_in} in / {tokens_out} out tokens)"
+                + self._degraded_note()
             ),
             "facts_added": self.facts_added,
             "facts_updated": self.facts_updated,
@@ -58,10 +76,22 @@ class FormationSummary(BaseModel):
             "reflections_added": self.reflections_added,
             "tokens_in": tokens_in,
             "tokens_out": tokens_out,
-        }
+        } | self._degraded_memo()
+
+    def _degraded_note(self) -> str:
+        if not self.degraded:
+            return ""
+        last = self.degraded[-1]
+        return f"; DEGRADED ({len(self.degraded)} step(s)), last {last.step}: {last.reason[:200]}"
+
+    def _degraded_memo(self) -> dict[str, object]:
+        # The newest windows only: a memo is small (a long backlog could degrade window by window).
+        recent = self.degraded[-_MEMO_DEGRADED:]
+        return {"degraded": [d.model_dump() for d in recent]} if recent else {}
 
 
 class ConsolidationSummary(BaseModel):
+    degraded: str | None = None  # why the draft's output stayed unusable (buffer kept)
     consolidations: int = 0
     absorbed: int = 0
     version: int = 0

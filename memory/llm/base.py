@@ -4,12 +4,43 @@ from __future__ import annotations
 
 import abc
 from typing import Literal
+from xml.sax.saxutils import escape
 
 from pydantic import BaseModel, ConfigDict
 
 from memory.prompts import TaskInput, render
 
 Task = Literal["extract_facts", "decide_facts", "extract_reflections", "consolidate"]
+
+_REPAIR = (
+    "\n\nThis is attempt {attempt}: an earlier answer was rejected{why}. Answer again, briefly, "
+    "following the rules above exactly."
+)
+# Each retry samples a little hotter: at temperature 0 the same request gets the same answer.
+_TEMPERATURE_STEP = 0.3
+
+
+class Retry(BaseModel):
+    """Which attempt of a step this is (Temporal's count) and why the previous one was rejected,
+    when known. A retry never sends the failed request again byte for byte."""
+
+    model_config = ConfigDict(frozen=True)
+
+    attempt: int = 1
+    rejected: str | None = None
+
+    def prompt(self, prompt: str) -> str:
+        if self.attempt <= 1:
+            return prompt
+        why = f": {escape(self.rejected[:300])}" if self.rejected else ""
+        return prompt + _REPAIR.format(attempt=self.attempt, why=why)
+
+    def temperature(self, temperature: float) -> float:
+        hotter = round(min(1.0, temperature + _TEMPERATURE_STEP * (self.attempt - 1)), 2)
+        return max(temperature, hotter)
+
+
+FIRST = Retry()
 
 
 class LLMRequest(BaseModel):
@@ -33,14 +64,24 @@ class LLMRequest(BaseModel):
         return self.task_input.task
 
     @classmethod
-    def of(cls, task_input: TaskInput, *, model: str, temperature: float = 0.0) -> LLMRequest:
+    def of(
+        cls,
+        task_input: TaskInput,
+        *,
+        model: str,
+        temperature: float = 0.0,
+        retry: Retry = FIRST,
+    ) -> LLMRequest:
+        """The output cap is the task's: it fits the schema's bounds, so a looping model is cut
+        after a few hundred tokens instead of 4096. A retry says why and samples hotter."""
         rendered = render(task_input)
         return cls(
             task_input=task_input,
             model=model,
             system=rendered.system,
-            prompt=rendered.user,
-            temperature=temperature,
+            prompt=retry.prompt(rendered.user),
+            temperature=retry.temperature(temperature),
+            max_output_tokens=rendered.max_output_tokens,
         )
 
 

@@ -159,18 +159,13 @@ def _decide(index: int, content: str, existing: list[tuple[int, str]]) -> FactDe
         elif nneg == oneg and nn and on and nn != on and full >= 0.5:
             matches.append((2, -full, old_index, "UPDATE"))
     _, _, best, event = min(matches, key=lambda m: m[:3], default=(3, 0.0, None, "ADD"))
-    return FactDecision(
-        new_fact_index=index,
-        event=event,
-        existing_index=best,
-        final_text=None if event == "NONE" else content,
-        reasoning=f"heuristic: {event}, by token overlap with existing fact {best}"
-        if best is not None
-        else "heuristic: ADD, no similar existing fact",
-    )
+    # The new fact's own text is stored: the heuristic never merges, so it sends no merged_text.
+    return FactDecision(new_fact_index=index, event=event, existing_index=best, merged_text=None)
 
 
 def decide_facts(p: DecideFactsInput) -> FactDecisions:
+    """Each new fact on its own, in the order said: two corrections of one stored fact are two
+    decisions on it, and the pipeline applies them in that order (the later one wins)."""
     decisions = []
     for new in sorted(p.new_facts, key=lambda fact: fact.index):
         pairs = sorted((e.index, e.content) for e in p.existing if new.index in e.candidate_for)

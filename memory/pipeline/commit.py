@@ -99,7 +99,11 @@ async def commit(
     decisions: list[Decision],
     reflections: list[NewReflection],
     now: datetime,
+    *,
+    keep_cursor: int | None = None,
 ) -> CommitResult:
+    """``keep_cursor``: a re-formed window (memory/reform.py) writes its memories and leaves the
+    cursor where it is, which must still be ``keep_cursor``."""
     as_lists = await _cached_vectors(deps, stored_texts(facts, decisions))
     per_scope: dict[str, int] = {}
     stored: list[Reflection] = []
@@ -119,8 +123,8 @@ async def commit(
             formation_id=window.formation_id,
             session_id=window.session_id,
             agent_id=window.agent_id,
-            expected_cursor=window.after_seq,
-            new_cursor=window.upto_seq,
+            expected_cursor=window.after_seq if keep_cursor is None else keep_cursor,
+            new_cursor=window.upto_seq if keep_cursor is None else keep_cursor,
             embedding_model=deps.embedder.model,
             fact_ops=fact_ops(window, facts, decisions, as_lists),
             reflections=stored,

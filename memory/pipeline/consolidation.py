@@ -12,7 +12,7 @@ from datetime import datetime
 from memory.deps import Deps
 from memory.errors import InvalidModelOutputError
 from memory.llm import choose_model
-from memory.llm.base import LLMRequest
+from memory.llm.base import FIRST, LLMRequest, Retry
 from memory.lookup import require_agent
 from memory.pipeline.types import ConsolidationDraft, ConsolidationRequest, ConsolidationResult
 from memory.pipeline.usage import llm_call, words
@@ -44,7 +44,7 @@ def validate_blob(text: str, *, next_version: int, word_limit: int, tolerance: f
     return body
 
 
-async def draft(deps: Deps, req: ConsolidationRequest) -> ConsolidationDraft:
+async def draft(deps: Deps, req: ConsolidationRequest, retry: Retry = FIRST) -> ConsolidationDraft:
     key = req.key
     cfg = deps.settings.reflections
     word_limit = cfg.word_limit(key.scope)
@@ -65,6 +65,7 @@ async def draft(deps: Deps, req: ConsolidationRequest) -> ConsolidationDraft:
         ),
         model=choose_model(deps.settings, deps.llm.name, "consolidation", agent.tier),
         temperature=deps.settings.models.temperature,
+        retry=retry,
     )
     result = await deps.llm.generate_text(request)
     content = validate_blob(

@@ -11,12 +11,15 @@ remote embedder.
 
 from __future__ import annotations
 
+import re
+
 from memory.deps import Deps
 from memory.errors import InvalidModelOutputError
 from memory.llm import choose_model
-from memory.llm.base import LLMRequest
+from memory.llm.base import FIRST, LLMRequest, Retry
 from memory.pipeline.embed_cache import embed_cached
 from memory.pipeline.types import (
+    DEGRADED,
     CandidatesResult,
     Decision,
     DecisionsResult,
@@ -25,7 +28,7 @@ from memory.pipeline.types import (
     SimilarFact,
     Window,
 )
-from memory.pipeline.usage import llm_call
+from memory.pipeline.usage import llm_call, words
 from memory.pipeline.window import window_agent
 from memory.prompts.decide_facts import (
     DecideFactsInput,
@@ -33,6 +36,14 @@ from memory.prompts.decide_facts import (
     FactDecision,
     FactDecisions,
     NewFactShown,
+)
+
+# A model that overshoots the word limit a little still wrote a usable text; far beyond, it looped.
+_WORD_SLACK = 1.25
+# What a merged text must not carry: the prompt's list numbering, tags and candidate notes.
+_ECHO = re.compile(
+    r"\(candidate|candidate for new|new facts?\s+\d|existing memor|existing\s+\d|</?[a-z_]+>",
+    re.IGNORECASE,
 )
 
 
@@ -52,16 +63,38 @@ def _existing_index(candidates: CandidatesResult) -> list[SimilarFact]:
 
 
 async def decide(
-    deps: Deps, window: Window, facts: list[NewFact], candidates: CandidatesResult
+    deps: Deps,
+    window: Window,
+    facts: list[NewFact],
+    candidates: CandidatesResult,
+    retry: Retry = FIRST,
 ) -> DecisionsResult:
     """Decide, then embed the texts to store (one embedding call at most, none when cached)."""
-    decisions, llm = await _decide(deps, window, facts, candidates)
+    decisions, llm = await _decide(deps, window, facts, candidates, retry)
     _, calls = await embed_cached(deps.store, deps.embedder, stored_texts(facts, decisions))
     return DecisionsResult(decisions=decisions, llm=llm, embedding_calls=calls)
 
 
+async def undecided(deps: Deps, facts: list[NewFact], reason: str) -> DecisionsResult:
+    """The fallback when the model's decisions stay invalid after every retry: each new fact is
+    added as said, unmerged, flagged with the reason (the store's exact-duplicate rule still
+    holds). Nothing waits on a decision the model cannot make."""
+    decisions = [
+        Decision(
+            new_index=f.index, event="ADD", final_text=f.content, reasoning=f"{DEGRADED}: {reason}"
+        )
+        for f in facts
+    ]
+    _, calls = await embed_cached(deps.store, deps.embedder, stored_texts(facts, decisions))
+    return DecisionsResult(decisions=decisions, embedding_calls=calls)
+
+
 async def _decide(
-    deps: Deps, window: Window, facts: list[NewFact], candidates: CandidatesResult
+    deps: Deps,
+    window: Window,
+    facts: list[NewFact],
+    candidates: CandidatesResult,
+    retry: Retry,
 ) -> tuple[list[Decision], list[LlmCall]]:
     """ADD with no LLM call for facts without candidates; one call for all the others."""
     decisions = [
@@ -97,9 +130,11 @@ async def _decide(
         ),
         model=choose_model(deps.settings, deps.llm.name, "fast", agent.tier),
         temperature=deps.settings.models.temperature,
+        retry=retry,
     )
     result = await deps.llm.generate_structured(request, FactDecisions)
-    decisions += resolve(result.value.decisions, contested, existing, offered)
+    max_words = deps.settings.facts.max_words
+    decisions += resolve(result.value.decisions, contested, existing, offered, max_words=max_words)
     return sorted(decisions, key=lambda d: d.new_index), [llm_call(request, result.usage)]
 
 
@@ -108,44 +143,78 @@ def resolve(
     contested: list[NewFact],
     existing: list[SimilarFact],
     offered: dict[int, set[int]],
+    *,
+    max_words: int = 30,
 ) -> list[Decision]:
-    """Validate the model's decisions and map indices back to fact ids. Raises InvalidModelOutputError."""
+    """Validate the model's decisions and map indices back to fact ids, in message order.
+    Raises InvalidModelOutputError.
+
+    Several new facts may change one existing fact (a correction of a correction): they apply in
+    the order the facts were said, each a version of that fact, so the later statement wins and
+    the history keeps the others. Only the last of them may retire it (DELETE); an earlier DELETE
+    becomes an UPDATE, the version it stated kept in the history."""
     by_index = {f.index: f for f in contested}
     out: dict[int, Decision] = {}
-    targeted: set[int] = set()
     for d in raw:
         fact = by_index.get(d.new_fact_index)
         if fact is None:
             raise InvalidModelOutputError(f"decision for unknown new fact index {d.new_fact_index}")
         if d.new_fact_index in out:
             raise InvalidModelOutputError(f"two decisions for new fact {d.new_fact_index}")
-        text = " ".join((d.final_text or fact.content).split())
         if d.event == "ADD":
-            out[fact.index] = Decision(
-                new_index=fact.index, event="ADD", final_text=text, reasoning=d.reasoning
-            )
+            out[fact.index] = Decision(new_index=fact.index, event="ADD", final_text=fact.content)
             continue
         if d.existing_index is None or d.existing_index not in offered[fact.index]:
             raise InvalidModelOutputError(
                 f"{d.event} for new fact {fact.index} names existing index {d.existing_index}, "
                 f"which was not offered as its candidate"
             )
-        if d.event in ("UPDATE", "DELETE"):
-            if d.existing_index in targeted:
-                raise InvalidModelOutputError(
-                    f"existing fact {d.existing_index} changed by two decisions"
-                )
-            targeted.add(d.existing_index)
         target = existing[d.existing_index]
+        text = None
+        if d.event == "UPDATE":
+            text = _merged(d.merged_text, fact, max_words) if d.merged_text else fact.content
+        elif d.event == "DELETE":
+            text = fact.content
         out[fact.index] = Decision(
             new_index=fact.index,
             event=d.event,
             existing_id=target.fact_id,
             expected_version=target.version,
-            final_text=None if d.event == "NONE" else text,
-            reasoning=d.reasoning,
+            final_text=text,
         )
     missing = sorted(set(by_index) - set(out))
     if missing:
         raise InvalidModelOutputError(f"no decision for new facts {missing}")
-    return list(out.values())
+    return _in_message_order([out[i] for i in sorted(out)])
+
+
+def _merged(text: str, fact: NewFact, max_words: int) -> str:
+    """A merged text, checked: one short sentence, nothing copied from the prompt's lists."""
+    merged = " ".join(text.split())
+    if not merged:
+        return fact.content
+    if words(merged) > max_words * _WORD_SLACK:
+        raise InvalidModelOutputError(
+            f"merged_text of new fact {fact.index} has {words(merged)} words, "
+            f"over the limit of {max_words}"
+        )
+    if _ECHO.search(merged):
+        raise InvalidModelOutputError(
+            f"merged_text of new fact {fact.index} copies the prompt's lists: "
+            f"write only the merged fact, or null"
+        )
+    return merged
+
+
+def _in_message_order(decisions: list[Decision]) -> list[Decision]:
+    """Of the changes to one existing fact, only the last may retire it."""
+    last: dict[str, int] = {}
+    for d in decisions:
+        if d.event in ("UPDATE", "DELETE") and d.existing_id is not None:
+            last[d.existing_id] = d.new_index
+    return [
+        d.model_copy(update={"event": "UPDATE"})
+        if d.event == "DELETE" and d.existing_id is not None and last[d.existing_id] != d.new_index
+        else d
+        for d in decisions
+    ]

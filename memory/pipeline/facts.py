@@ -8,7 +8,7 @@ from memory import transcript
 from memory.deps import Deps
 from memory.ids import content_hash
 from memory.llm import choose_model
-from memory.llm.base import LLMRequest
+from memory.llm.base import FIRST, LLMRequest, Retry
 from memory.pipeline.embed_cache import embed_cached
 from memory.pipeline.types import (
     CandidatesResult,
@@ -20,13 +20,13 @@ from memory.pipeline.types import (
 from memory.pipeline.usage import llm_call, words
 from memory.pipeline.window import window_agent, window_messages
 from memory.prompts.extract_facts import ExtractedFacts, ExtractFactsInput
-from memory.scopes import dedup_filter, place_fact
+from memory.scopes import dedup_filter, place_fact, sole_speaker
 
 # A model that overshoots the word limit a little still wrote a usable fact; far beyond, it wrote prose.
 _WORD_SLACK = 1.25
 
 
-async def extract_facts(deps: Deps, window: Window) -> ExtractedFactsResult:
+async def extract_facts(deps: Deps, window: Window, retry: Retry = FIRST) -> ExtractedFactsResult:
     if not window.fact_scopes:
         return ExtractedFactsResult(facts=[])
     agent = await window_agent(deps, window)
@@ -40,14 +40,17 @@ async def extract_facts(deps: Deps, window: Window) -> ExtractedFactsResult:
         ),
         model=choose_model(deps.settings, deps.llm.name, "fast", agent.tier),
         temperature=deps.settings.models.temperature,
+        retry=retry,
     )
     result = await deps.llm.generate_structured(request, ExtractedFacts)
     kept: list[NewFact] = []
     seen: set[str] = set()
+    only = sole_speaker(messages, window.user_id)
     for fact in result.value.facts:
         text = " ".join(fact.content.split())
         key = content_hash(text)
-        scope = place_fact(fact.scope, fact.speaker, window.user_id, window.fact_scopes)
+        speaker = fact.speaker or only
+        scope = place_fact(fact.scope, speaker, window.user_id, window.fact_scopes)
         if (
             not text
             or scope is None
@@ -73,7 +76,7 @@ async def find_candidates(deps: Deps, window: Window, facts: list[NewFact]) -> C
     searches = [
         deps.store.vector_search(
             vectors[f.content],
-            dedup_filter(window.agent_id, f.scope, window.user_id),
+            dedup_filter(window.agent_id, window.fact_scopes, window.user_id),
             limit=cfg.dedup_candidates,
             min_score=cfg.dedup_similarity_threshold,
         )

@@ -6,7 +6,7 @@ from memory import transcript
 from memory.deps import Deps
 from memory.ids import content_hash
 from memory.llm import choose_model
-from memory.llm.base import LLMRequest
+from memory.llm.base import FIRST, LLMRequest, Retry
 from memory.pipeline.types import NewReflection, ReflectionsResult, Window
 from memory.pipeline.usage import llm_call, words
 from memory.pipeline.window import window_agent, window_messages
@@ -16,7 +16,7 @@ from memory.prompts.extract_reflections import (
     ExtractedReflections,
     ExtractReflectionsInput,
 )
-from memory.scopes import place_reflection
+from memory.scopes import place_reflection, sole_speaker
 from memory.settings import Scope
 
 _WORD_SLACK = 1.25
@@ -38,7 +38,7 @@ async def current_memory(deps: Deps, window: Window) -> dict[Scope, CurrentMemor
 
 
 async def extract_reflections(
-    deps: Deps, window: Window, new_facts: list[str]
+    deps: Deps, window: Window, new_facts: list[str], retry: Retry = FIRST
 ) -> ReflectionsResult:
     agent = await window_agent(deps, window)
     messages = await window_messages(deps, window)
@@ -54,6 +54,7 @@ async def extract_reflections(
         ),
         model=choose_model(deps.settings, deps.llm.name, "reflection", agent.tier),
         temperature=deps.settings.models.temperature,
+        retry=retry,
     )
     result = await deps.llm.generate_structured(request, ExtractedReflections)
     out = result.value
@@ -64,12 +65,12 @@ async def extract_reflections(
     ]
     kept: list[NewReflection] = []
     seen: set[str] = set()
+    only = sole_speaker(messages, window.user_id)  # a left-out speaker can only be this user
     for classified, items in by_scope:
         for item in items:
             # A disabled scope is never written, whatever the model returned (memory.scopes).
-            scope = place_reflection(
-                classified, item.speaker, window.user_id, window.reflection_scopes
-            )
+            speaker = item.speaker or only
+            scope = place_reflection(classified, speaker, window.user_id, window.reflection_scopes)
             text = " ".join(item.content.split())
             key = content_hash(text)
             if scope and text and words(text) <= max_words * _WORD_SLACK and key not in seen:

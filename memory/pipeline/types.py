@@ -11,6 +11,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from memory.models import AgentConfig, FactScope, Id, ScopeKey
 from memory.settings import RetrySettings, Scope
 
+# The word a fallback writes into a decision's reasoning, a summary and the outcome attribute.
+DEGRADED = "degraded"
+
 
 class _T(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)

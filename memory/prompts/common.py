@@ -14,6 +14,18 @@ from pydantic import BaseModel, ConfigDict
 
 from memory.models import AgentConfig, Role, UtcDatetime
 
+# Bounds of every output schema (maxLength / maxItems, which OpenAI strict structured outputs and
+# Gemini's response_schema both accept): a model that loops inside a string or a list is cut by the
+# schema, not by the token cap. A fact or reflection is ~35 words; 400 characters leave room.
+MAX_TEXT_CHARS = 400
+# A speaker_id names a user id (memory.models.Id: at most 128 characters).
+MAX_SPEAKER_CHARS = 128
+MAX_ITEMS = 40
+# Output tokens of one bounded item: its text (~4 characters a token) and the JSON around it.
+ITEM_TOKENS = MAX_TEXT_CHARS // 4 + 24
+# The JSON object around the items.
+ENVELOPE_TOKENS = 64
+
 
 class PromptInput(BaseModel):
     """Base of a task's typed input: what the prompt renders, and what the offline heuristic reads."""
@@ -43,6 +55,7 @@ class PromptMessage(PromptInput):
 class Rendered:
     system: str
     user: str
+    max_output_tokens: int  # the output cap that fits the task's schema
 
 
 def tag(text: str) -> str:

@@ -7,7 +7,7 @@ import re
 from typing import Literal
 
 from memory.models import AgentConfig
-from memory.prompts.common import PromptInput, Rendered, tag
+from memory.prompts.common import ENVELOPE_TOKENS, PromptInput, Rendered, tag
 from memory.settings import Scope
 
 # The output's first line; the draft step checks it, management reads it.
@@ -71,4 +71,6 @@ def render(inp: ConsolidateInput) -> Rendered:
             next_version=inp.next_version,
             word_limit=inp.word_limit,
         ),
+        # About 1.3 tokens a word, twice for the tolerance and the section lines.
+        max_output_tokens=ENVELOPE_TOKENS + 2 * inp.word_limit,
     )

@@ -10,6 +10,11 @@ from memory.models import AgentConfig
 from memory.prompts.common import (
     AGENT_SCOPE_RULE,
     CONVERSATION_NOTE,
+    ENVELOPE_TOKENS,
+    ITEM_TOKENS,
+    MAX_ITEMS,
+    MAX_SPEAKER_CHARS,
+    MAX_TEXT_CHARS,
     ModelOutput,
     PromptInput,
     PromptMessage,
@@ -56,6 +61,7 @@ Note: do NOT extract session-only facts. Session context is handled by reflectio
 Guidelines:
 - At most {max_words} words per fact.
 - Only extract genuinely new information stated in the conversation; never invent.
+- List the facts in the order they were said (a later correction after what it corrects).
 - Return an empty list if there are no facts."""
 
 
@@ -67,19 +73,23 @@ class ExtractFactsInput(PromptInput):
 
 
 class ExtractedFact(ModelOutput):
-    content: str = Field(description="One atomic, self-contained fact, at most 30 words")
+    content: str = Field(
+        max_length=MAX_TEXT_CHARS, description="One atomic, self-contained fact, at most 30 words"
+    )
     scope: Literal["user", "agent"] = Field(
         description="user: about the person who said it; agent: for all users, never private"
     )
     speaker: str | None = Field(
-        None, description="user scope: the speaker_id of the message it comes from, else null"
+        None,
+        max_length=MAX_SPEAKER_CHARS,
+        description="user scope: the speaker_id of the message it comes from, else null",
     )
 
 
 class ExtractedFacts(ModelOutput):
     """The output schema."""
 
-    facts: list[ExtractedFact]
+    facts: list[ExtractedFact] = Field(max_length=MAX_ITEMS)
 
 
 def render(inp: ExtractFactsInput) -> Rendered:
@@ -95,4 +105,5 @@ def render(inp: ExtractFactsInput) -> Rendered:
             agent_rule=AGENT_SCOPE_RULE,
             max_words=inp.max_words,
         ),
+        max_output_tokens=ENVELOPE_TOKENS + ITEM_TOKENS * MAX_ITEMS,
     )

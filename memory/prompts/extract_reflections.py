@@ -11,6 +11,10 @@ from memory.models import AgentConfig
 from memory.prompts.common import (
     AGENT_SCOPE_RULE,
     CONVERSATION_NOTE,
+    ENVELOPE_TOKENS,
+    ITEM_TOKENS,
+    MAX_SPEAKER_CHARS,
+    MAX_TEXT_CHARS,
     ModelOutput,
     PromptInput,
     PromptMessage,
@@ -73,6 +77,10 @@ What is specific to THIS SESSION:
 }
 
 
+# Reflections of one scope from one window: a handful is what a window holds.
+MAX_REFLECTIONS = 8
+
+
 class CurrentMemory(PromptInput):
     """A scope's memory as the prompt shows it: its blob and its newest unabsorbed reflections."""
 
@@ -91,18 +99,22 @@ class ExtractReflectionsInput(PromptInput):
 
 
 class ExtractedReflection(ModelOutput):
-    content: str = Field(description="One interpreted insight, at most 35 words")
+    content: str = Field(
+        max_length=MAX_TEXT_CHARS, description="One interpreted insight, at most 35 words"
+    )
     speaker: str | None = Field(
-        None, description="user reflections: the speaker_id it is about, else null"
+        None,
+        max_length=MAX_SPEAKER_CHARS,
+        description="user reflections: the speaker_id it is about, else null",
     )
 
 
 class ExtractedReflections(ModelOutput):
     """The output schema."""
 
-    agent_reflections: list[ExtractedReflection]
-    user_reflections: list[ExtractedReflection]
-    session_reflections: list[ExtractedReflection]
+    agent_reflections: list[ExtractedReflection] = Field(max_length=MAX_REFLECTIONS)
+    user_reflections: list[ExtractedReflection] = Field(max_length=MAX_REFLECTIONS)
+    session_reflections: list[ExtractedReflection] = Field(max_length=MAX_REFLECTIONS)
 
 
 def render(inp: ExtractReflectionsInput) -> Rendered:
@@ -128,4 +140,5 @@ def render(inp: ExtractReflectionsInput) -> Rendered:
             scope_sections="".join(_SCOPE_SECTIONS.values()),
             max_words=inp.max_words,
         ),
+        max_output_tokens=ENVELOPE_TOKENS + ITEM_TOKENS * MAX_REFLECTIONS * 3,
     )

@@ -14,6 +14,8 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from cli.binaries import temporal_test_server
+from memory.errors import MalformedOutputError
+from memory.llm.base import LLMRequest
 from memory.prompts.decide_facts import FactDecision, FactDecisions
 from tests.harness import Harness, conversation, facts, reflections
 from workflows.naming import consolidation_workflow_id, formation_workflow_id
@@ -45,7 +47,7 @@ async def record() -> None:
                     decisions=[
                         FactDecision(
                             new_fact_index=0, event="UPDATE", existing_index=0,
-                            final_text="Alice works at Acme Robotics as CTO", reasoning="detail",
+                            merged_text="Alice works at Acme Robotics as CTO",
                         )
                     ]
                 ),
@@ -68,5 +70,45 @@ async def record() -> None:
         await env.shutdown()
 
 
+def _cut_off(request: LLMRequest) -> None:
+    raise MalformedOutputError("output hit the token limit (finish_reason=length)")
+
+
+async def record_degraded() -> None:
+    """degraded/: FormMemories whose decision step took its fallback, ConsolidateScope whose draft
+    did (the DEGRADED_FALLBACKS / DEGRADED_FALLBACK patches)."""
+    env = await WorkflowEnvironment.start_time_skipping(
+        test_server_existing_path=str(temporal_test_server()),
+        data_converter=pydantic_data_converter,
+    )
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            h = await Harness.create(env, Path(tmp))
+            await h.record("s0", conversation(4, prefix="a"))
+            await h.record("s1", conversation(4))
+            h.llm.script("extract_facts", facts(("Alice works at Acme Robotics", "user")))
+            h.llm.script("extract_facts", facts(("Alice works at Acme Robotics as CTO", "user")))
+            h.llm.defaults["decide_facts"] = _cut_off
+            h.llm.defaults["consolidate"] = _cut_off
+            h.llm.script("extract_reflections", reflections())
+            h.llm.script("extract_reflections", reflections(session=["w", "x", "y", "z"]))
+            async with h.worker():
+                await h.form("s0")
+                await h.form("s1")
+                await h.consolidation_result(h.key("session"))
+            (HERE / "degraded").mkdir(exist_ok=True)
+            for name, wf_id in [
+                ("form_memories_degraded", formation_workflow_id("eve", "s1")),
+                ("consolidate_scope_degraded", consolidation_workflow_id(h.key("session"))),
+            ]:
+                history = await env.client.get_workflow_handle(wf_id).fetch_history()
+                (HERE / "degraded" / f"{name}.json").write_text(history.to_json())
+                print(f"recorded degraded/{name}.json ({len(history.events)} events)")
+    finally:
+        await env.shutdown()
+
+
 if __name__ == "__main__":
-    asyncio.run(record())
+    import sys
+
+    asyncio.run(record_degraded() if sys.argv[1:] == ["degraded"] else record())

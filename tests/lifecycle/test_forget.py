@@ -19,8 +19,8 @@ BOB_FACT = "Bob drinks green tea at night"
 async def _two_users(h: Harness) -> None:
     h.llm.script("extract_facts", facts((ALICE_FACT, "user"), ("Eve answers in French", "agent")))
     h.llm.script("extract_reflections", reflections(user=["Alice is a morning person"]))
-    h.llm.script("extract_facts", facts((BOB_FACT, "user")))
-    h.llm.script("extract_reflections", reflections(user=["Bob is a night owl"]))
+    h.llm.script("extract_facts", facts((BOB_FACT, "user"), speaker="bob"))
+    h.llm.script("extract_reflections", reflections(user=["Bob is a night owl"], speaker="bob"))
     await h.record("s1", conversation(4))
     await h.record("s2", conversation(4, user="bob", prefix="b"))
     async with h.worker():

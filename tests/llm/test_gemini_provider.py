@@ -28,8 +28,7 @@ DECISION = {
     "new_fact_index": 0,
     "event": "UPDATE",
     "existing_index": 2,
-    "final_text": "Alice is 31",
-    "reasoning": "age changed",
+    "merged_text": "Alice is 31",
 }
 RETRY_INFO = {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "37s"}
 

@@ -155,7 +155,7 @@ async def test_decision_rules(old: str, new: str, event: str) -> None:
     assert decision.new_fact_index == 0
     assert decision.event == event
     assert decision.existing_index == (None if event == "ADD" else 10)
-    assert decision.final_text == (None if event == "NONE" else new)
+    assert decision.merged_text is None  # the new fact's own text is stored
 
 
 async def test_a_duplicate_wins_over_an_update_and_facts_without_candidates_are_added() -> None:

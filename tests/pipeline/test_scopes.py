@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from memory.models import AgentConfig, ScopeKey, SessionInfo
-from memory.scopes import formable_scopes, visible_scopes
+from memory.models import AgentConfig, Role, ScopeKey, SessionInfo, StoredMessage
+from memory.scopes import formable_scopes, place_fact, sole_speaker, visible_scopes
 
 T = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -55,4 +55,23 @@ def test_scope_key_constructors_build_the_keys_of_each_scope() -> None:
     assert ScopeKey.session("eve", "s1").key == "session:eve:s1"
     assert ScopeKey.of("user", "eve", user_id="alice", session_id="s1") == ScopeKey.user(
         "eve", "alice"
+    )
+
+
+def _said(user_id: str | None, role: Role = "user") -> StoredMessage:
+    return StoredMessage(
+        session_id="s1", seq=1, message_id="m1", role=role, content="hi",
+        created_at=datetime(2026, 1, 1, tzinfo=UTC), user_id=user_id,
+    )  # fmt: skip
+
+
+def test_a_left_out_speaker_is_the_windows_user_only_when_nobody_else_spoke() -> None:
+    alice, agent = _said("alice"), _said(None, role="agent")
+    assert sole_speaker([alice, agent, alice], "alice") == "alice"
+    # An anonymous user message, or another user, makes the attribution ambiguous: no owner.
+    assert sole_speaker([alice, _said(None)], "alice") is None
+    assert sole_speaker([alice, _said("bob")], "alice") is None
+    assert sole_speaker([alice], None) is None
+    assert (
+        place_fact("user", sole_speaker([alice, _said(None)], "alice"), "alice", ("user",)) is None
     )

@@ -22,9 +22,7 @@ OFFERED = {0: {0}, 1: {1}}
 
 
 def d(new: int, event: str, existing: int | None = None, text: str | None = None) -> FactDecision:
-    return FactDecision(
-        new_fact_index=new, event=event, existing_index=existing, final_text=text, reasoning=""
-    )
+    return FactDecision(new_fact_index=new, event=event, existing_index=existing, merged_text=text)
 
 
 def test_resolve_maps_indices_back_to_ids_and_versions() -> None:
@@ -61,10 +59,56 @@ def test_resolve_rejects_what_it_would_have_to_guess(decisions: list[FactDecisio
         resolve(decisions, NEW, EXISTING, OFFERED)
 
 
-def test_two_changes_of_one_existing_fact_are_rejected() -> None:
+def test_two_changes_of_one_existing_fact_apply_in_message_order() -> None:
+    """Issue #12 case 1: a correction of a correction. Both change fact f_a, read at version 3;
+    the commit chains them (the later wins), so neither is an error."""
     offered = {0: {0}, 1: {0}}
-    with pytest.raises(InvalidModelOutputError, match="two decisions"):
-        resolve([d(0, "UPDATE", 0, "x"), d(1, "DELETE", 0, "y")], NEW, EXISTING, offered)
+    out = resolve([d(1, "UPDATE", 0), d(0, "UPDATE", 0)], NEW, EXISTING, offered)
+    assert [
+        (x.new_index, x.event, x.existing_id, x.expected_version, x.final_text) for x in out
+    ] == [
+        (0, "UPDATE", "f_a", 3, "Alice works at Acme as CTO"),
+        (1, "UPDATE", "f_a", 3, "Bob is 40"),
+    ]
+
+
+def test_only_the_last_change_of_one_fact_retires_it() -> None:
+    offered = {0: {0}, 1: {0}}
+    first_deletes = resolve([d(0, "DELETE", 0), d(1, "UPDATE", 0)], NEW, EXISTING, offered)
+    assert [(x.event, x.existing_id) for x in first_deletes] == [
+        ("UPDATE", "f_a"),
+        ("UPDATE", "f_a"),
+    ]
+    last_deletes = resolve([d(0, "UPDATE", 0), d(1, "DELETE", 0)], NEW, EXISTING, offered)
+    assert [(x.event, x.existing_id) for x in last_deletes] == [
+        ("UPDATE", "f_a"),
+        ("DELETE", "f_a"),
+    ]
+
+
+def test_without_a_merged_text_the_new_fact_is_stored_as_said() -> None:
+    out = resolve(
+        [d(0, "UPDATE", 0), d(1, "DELETE", 1, "ignored: a DELETE stores the new fact")],
+        NEW,
+        EXISTING,
+        OFFERED,
+    )
+    assert [x.final_text for x in out] == ["Alice works at Acme as CTO", "Bob is 40"]
+
+
+@pytest.mark.parametrize(
+    ("merged", "why"),
+    [
+        ("Alice is CTO of Acme. (candidate for new facts 0)", "copies"),
+        ("Alice is CTO of Acme <existing_memories>", "copies"),
+        ("Alice is CTO of Acme; existing 0 says so too", "copies"),
+        ("Alice is CTO " * 10, "over the limit"),
+    ],
+    ids=["candidate-note", "tag", "index", "too-long"],
+)
+def test_a_merged_text_that_echoes_the_prompt_or_runs_on_is_rejected(merged: str, why: str) -> None:
+    with pytest.raises(InvalidModelOutputError, match=why):
+        resolve([d(0, "UPDATE", 0, merged), d(1, "NONE", 1)], NEW, EXISTING, OFFERED, max_words=20)
 
 
 def test_a_valid_blob_passes_trimmed() -> None:

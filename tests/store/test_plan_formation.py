@@ -170,6 +170,57 @@ def test_update_keeps_history_and_bumps_the_version() -> None:
     assert plan.result.facts_updated == 1
 
 
+def test_several_updates_of_one_fact_chain_their_versions() -> None:
+    """A correction of a correction in one window (issue #12): each update was decided against
+    the stored version 1; they apply in order, the later wins, every version is in the history."""
+    plan = plan_formation(
+        commit(
+            ops=[
+                update("f1", "Locker number is 102"),
+                update("f1", "Locker number is 103"),
+            ]
+        ),
+        snapshot(stored("f1", "Locker number is 101")),
+    )
+    last = [w for w in plan.writes if isinstance(w, PutFact)][-1].fact
+    assert (last.content, last.version) == ("Locker number is 103", 3)
+    assert [(r.version, r.content) for r in last.history] == [
+        (1, "Locker number is 101"),
+        (2, "Locker number is 102"),
+    ]
+    assert plan.result.facts_updated == 2
+
+
+def test_an_update_then_a_delete_of_one_fact_retires_its_latest_version() -> None:
+    plan = plan_formation(
+        commit(
+            ops=[
+                update("f1", "Likes green tea"),
+                add("f9", "Dislikes tea", unit(0, 1)),
+                invalidate("f1", "f9"),
+            ]
+        ),
+        snapshot(stored("f1", "Likes tea")),
+    )
+    [*_, retired] = [
+        w.fact for w in plan.writes if isinstance(w, PutFact) and w.fact.fact_id == "f1"
+    ]
+    assert (retired.content, retired.version, retired.invalidated_by) == (
+        "Likes green tea",
+        2,
+        "f9",
+    )
+    assert (plan.result.facts_updated, plan.result.facts_invalidated) == (1, 1)
+
+
+def test_a_chained_update_is_still_stale_against_a_fact_changed_by_someone_else() -> None:
+    with pytest.raises(StaleDecisionError):
+        plan_formation(
+            commit(ops=[update("f1", "Locker number is 102"), update("f1", "Locker 103", 1)]),
+            snapshot(stored("f1", "Locker number is 101", version=2)),
+        )
+
+
 def test_update_to_another_facts_content_invalidates_the_updated_one() -> None:
     plan = plan_formation(
         commit(ops=[update("f1", "Likes coffee")]),

@@ -28,8 +28,7 @@ def _update_first(request: LLMRequest) -> FactDecisions:
                 new_fact_index=0,
                 event="UPDATE",
                 existing_index=0,
-                final_text="Alice works at Acme Robotics as CTO",
-                reasoning="more detail",
+                merged_text="Alice works at Acme Robotics as CTO",
             )
         ]
     )

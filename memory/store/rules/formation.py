@@ -11,7 +11,9 @@ nothing written. The rules:
   to the user who said it.
 - The commit's vectors share one dimension, and the stored model/dimension (the first commit
   sets them), else EmbeddingMismatchError.
-- Fact ops: adds and updates in order, then invalidations. An add is skipped as a duplicate when
+- Fact ops: adds and updates in order, then invalidations. Several ops on one fact (a correction
+  of a correction in one window) chain: each is checked against the version the decisions read
+  (the snapshot's), and applies to the version the op before it made, so every version is kept. An add is skipped as a duplicate when
   a valid fact of the same agent/user/scope has the same hash, and revives the latest
   invalidated one with that hash. An update is StaleDecisionError when the fact's version !=
   expected_version or it is invalidated; it keeps previous_content and history, version + 1;
@@ -144,6 +146,7 @@ class _FactPlanner:
 
     commit: FormationCommit
     facts: dict[str, Fact]
+    read: Mapping[str, Fact]  # the snapshot's facts: what the decisions were made against
     writes: list[Write] = field(default_factory=list)
     resolved: dict[str, str] = field(default_factory=dict)  # FactAdd.fact_id -> holder
     counts: dict[str, int] = field(
@@ -170,10 +173,11 @@ class _FactPlanner:
         fact = self.facts.get(fact_id)
         if fact is None or fact.agent_id != self.commit.agent_id:
             raise NotFoundError(f"no fact {fact_id} of agent {self.commit.agent_id}")
+        before = self.read.get(fact_id, fact)
         check_current(
             fact_id,
-            version=fact.version,
-            invalidated=fact.invalidated_at is not None,
+            version=before.version,
+            invalidated=before.invalidated_at is not None,
             expected_version=expected_version,
         )
         return fact
@@ -297,7 +301,8 @@ def plan_formation(
         else:
             check_embedding_meta(commit, dimension, snapshot.embedding_meta)
 
-    facts = _FactPlanner(commit, {fact.fact_id: fact for fact in snapshot.facts})
+    read = {fact.fact_id: fact for fact in snapshot.facts}
+    facts = _FactPlanner(commit, dict(read), read)
     facts.apply()
     writes += facts.writes
     reflections, keys = _new_reflections(commit, snapshot.existing_reflections)

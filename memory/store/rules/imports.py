@@ -298,9 +298,6 @@ def plan_import_session(
     writes: list[Write] = []
     if not snapshot.exists:
         writes.append(CreateSession(req.session_id, first.created_at))
-    users = tuple(dict.fromkeys(m.user_id for m in new.values() if m.user_id))
-    if missing := tuple(u for u in users if u not in snapshot.user_ids):
-        writes.append(AddSessionUsers(req.session_id, missing))
     pending, tokens = snapshot.pending_after_max
     for agent_id in dict.fromkeys((*snapshot.states, *req.agent_ids)):
         state = snapshot.states.get(agent_id)
@@ -316,6 +313,10 @@ def plan_import_session(
                 "pending_weighted_tokens": max(0.0, tokens),
             }  # fmt: skip
             writes.append(MoveCursor(state.model_copy(update=update)))
+    # After the agents join: the users of the imported messages are the session's and each of its
+    # agents' participants (the imported history is theirs), added once each.
+    if users := tuple(dict.fromkeys(m.user_id for m in new.values() if m.user_id)):
+        writes.append(AddSessionUsers(req.session_id, users))
     writes.append(
         InsertMessages(
             tuple(NewMessage(m, math.ceil(len(m.content) / _CHARS_PER_TOKEN)) for m in new.values())

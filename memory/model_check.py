@@ -1,0 +1,189 @@
+"""Formation in one process, without Temporal: what `mnemos check-model` runs against a provider.
+
+The same steps as FormMemories and ConsolidateScope (memory/pipeline), with the same retry rule (a
+retry says why the previous answer was rejected and samples hotter, memory.llm.base.Retry) and the
+same fallbacks when a step's output stays unusable (README "When the model misbehaves"). Every
+call is measured per step: schema-valid answers, fallbacks, tokens, latency. Which local model
+works is answered by running it here on the bundled transcripts (samples/).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from memory.deps import Deps
+from memory.errors import InvalidModelOutputError, MalformedOutputError
+from memory.llm.base import Retry
+from memory.models import AgentConfig, MessageIn, ScopeKey
+from memory.pipeline import commit, consolidation, dedup, facts, reflections, window
+from memory.pipeline.types import (
+    ConsolidationRequest,
+    DecisionsResult,
+    ExtractedFactsResult,
+    FormationRequest,
+    LlmCall,
+    ReflectionsResult,
+    Window,
+)
+
+STEPS = ("extract_facts", "decide_facts", "extract_reflections", "consolidate")
+
+
+@dataclass
+class StepStats:
+    calls: int = 0
+    valid: int = 0
+    fallbacks: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    seconds: list[float] = field(default_factory=list)
+
+    @property
+    def valid_rate(self) -> float:
+        return self.valid / self.calls if self.calls else 1.0
+
+    def line(self, step: str) -> str:
+        p50 = statistics.median(self.seconds) if self.seconds else 0.0
+        worst = max(self.seconds, default=0.0)
+        return (
+            f"{step:<20} valid {self.valid}/{self.calls} ({self.valid_rate:.0%})  "
+            f"fallbacks {self.fallbacks}  tokens {self.tokens_in} in / {self.tokens_out} out  "
+            f"latency p50 {p50:.2f}s max {worst:.2f}s"
+        )
+
+
+@dataclass
+class CheckReport:
+    steps: dict[str, StepStats] = field(default_factory=lambda: {s: StepStats() for s in STEPS})
+    degraded: list[str] = field(default_factory=list)
+
+    def passed(self, threshold: float) -> bool:
+        """Every step that was called answered schema-valid at least this often."""
+        return all(s.valid_rate >= threshold for s in self.steps.values() if s.calls)
+
+    def lines(self) -> list[str]:
+        return [self.steps[s].line(s) for s in STEPS]
+
+
+async def attempt[T](
+    stats: StepStats, call: Callable[[Retry], Awaitable[T]], attempts: int
+) -> tuple[T | None, str]:
+    """(the step's result, "") or (None, why its output stayed unusable after ``attempts``)."""
+    rejected: str | None = None
+    for n in range(1, attempts + 1):
+        stats.calls += 1
+        started = time.perf_counter()
+        try:
+            out = await call(Retry(attempt=n, rejected=rejected))
+        except (InvalidModelOutputError, MalformedOutputError) as e:
+            stats.seconds.append(time.perf_counter() - started)
+            rejected = str(e)[:300]
+            continue
+        stats.seconds.append(time.perf_counter() - started)
+        stats.valid += 1
+        llm: list[LlmCall] = getattr(out, "llm", [])
+        stats.tokens_in += sum(c.input_tokens for c in llm)
+        stats.tokens_out += sum(c.output_tokens for c in llm)
+        return out, ""
+    stats.fallbacks += 1
+    return None, rejected or "unusable output"
+
+
+async def form_session(
+    deps: Deps, agent_id: str, session_id: str, report: CheckReport, attempts: int = 3
+) -> set[ScopeKey]:
+    """Form every pending window of (session, agent), FormMemories' steps and fallbacks, and
+    consolidate the scopes a commit made due. Returns the scope keys the windows could write."""
+    req = FormationRequest(session_id=session_id, agent_id=agent_id, force=True)
+    keys: set[ScopeKey] = set()
+    while (w := await window.load_window(deps.store, deps.settings, req)) is not None:
+        keys |= {w.scope_key(s) for s in w.reflection_scopes}
+        await _form_window(deps, w, report, attempts)
+    return keys
+
+
+async def _form_window(deps: Deps, w: Window, report: CheckReport, attempts: int) -> None:
+    steps = report.steps
+    extracted, why = await attempt(
+        steps["extract_facts"], lambda r: facts.extract_facts(deps, w, r), attempts
+    )
+    if extracted is None:
+        report.degraded.append(f"{w.formation_id} extract_facts: {why}")
+        extracted = ExtractedFactsResult(facts=[])
+    new = extracted.facts
+    candidates = await facts.find_candidates(deps, w, new)
+    decided: DecisionsResult | None
+    if candidates.by_new_index:  # only then is the model asked
+        decided, why = await attempt(
+            steps["decide_facts"], lambda r: dedup.decide(deps, w, new, candidates, r), attempts
+        )
+    else:
+        decided = await dedup.decide(deps, w, new, candidates)
+    if decided is None:
+        report.degraded.append(f"{w.formation_id} decide_facts: {why}")
+        decided = await dedup.undecided(deps, new, why)
+    formed = [d.final_text for d in decided.decisions if d.final_text and d.event != "NONE"]
+    reflected, why = await attempt(
+        steps["extract_reflections"],
+        lambda r: reflections.extract_reflections(deps, w, formed, r),
+        attempts,
+    )
+    if reflected is None:
+        report.degraded.append(f"{w.formation_id} extract_reflections: {why}")
+        reflected = ReflectionsResult(reflections=[])
+    done = await commit.commit(
+        deps, w, new, decided.decisions, reflected.reflections, datetime.now(UTC)
+    )
+    for key in done.due_for_consolidation:
+        await consolidate(deps, ConsolidationRequest(key=key), report, attempts)
+
+
+async def consolidate(
+    deps: Deps, req: ConsolidationRequest, report: CheckReport, attempts: int = 3
+) -> None:
+    """ConsolidateScope's step; its fallback keeps the buffer for a later run."""
+    draft, why = await attempt(
+        report.steps["consolidate"], lambda r: consolidation.draft(deps, req, r), attempts
+    )
+    if draft is None:
+        report.degraded.append(f"consolidate {req.key.key}: {why}")
+    elif draft.content is not None:
+        await consolidation.apply(deps, draft, datetime.now(UTC))
+
+
+def load_transcript(path: Path) -> tuple[AgentConfig, str, list[MessageIn]]:
+    """A bundled transcript (samples/*.json): the agent, the session id and its messages."""
+    data = json.loads(path.read_text())
+    messages = [MessageIn.model_validate(m) for m in data["messages"]]
+    return AgentConfig.model_validate(data["agent"]), data["session_id"], messages
+
+
+async def check_model(deps: Deps, transcripts: list[Path], attempts: int = 3) -> CheckReport:
+    """Record each transcript in ``deps.store`` (a scratch store) and form it; then consolidate
+    every scope that still holds reflections, whatever its threshold."""
+    report = CheckReport()
+    cfg = deps.settings.formation
+    weights = {r: cfg.weight(r) for r in ("user", "agent", "tool", "system", "other")}
+    keys: set[ScopeKey] = set()
+    for path in transcripts:
+        agent, session_id, messages = load_transcript(path)
+        await deps.store.upsert_agent(agent)
+        await deps.store.record_messages(
+            session_id,
+            agent.agent_id,
+            messages,
+            weights=weights,
+            chars_per_token=cfg.chars_per_token,
+            now=datetime.now(UTC),
+        )
+        keys |= await form_session(deps, agent.agent_id, session_id, report, attempts)
+    for key in sorted(keys, key=lambda k: k.key):
+        if await deps.store.unabsorbed_reflections(key, limit=1):
+            await consolidate(deps, ConsolidationRequest(key=key, force=True), report, attempts)
+    return report

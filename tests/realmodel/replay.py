@@ -1,0 +1,103 @@
+"""Real answers of a real small model (../shared/data/real-model/, see its README), served back
+through the fake OpenAI-compatible server with their content and finish_reason as recorded."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.fake_provider_server import Received, Reply, openai_chat
+
+FILE = "qwen2.5-coder-1.5b-q4km.jsonl"
+ENV = "MNEMOS_REAL_MODEL_DATA"  # a directory holding FILE, when ../shared is elsewhere
+
+
+def find_data() -> Path | None:
+    """$MNEMOS_REAL_MODEL_DATA, else shared/data/real-model next to the repo or one of its parents
+    (a worktree sits a level deeper than the main checkout)."""
+    if env := os.environ.get(ENV):
+        path = Path(env) / FILE
+        return path if path.is_file() else None
+    repo = Path(__file__).resolve().parents[2]
+    for parent in repo.parents:
+        path = parent / "shared" / "data" / "real-model" / FILE
+        if path.is_file():
+            return path
+    return None
+
+
+@dataclass(frozen=True)
+class Recorded:
+    n: int
+    task: str
+    what: str
+    finish_reason: str
+    content: str
+    prompt_tokens: int
+    completion_tokens: int
+
+    def reply(self) -> Reply:
+        return openai_chat(
+            self.content,
+            model="qwen2.5-coder-1.5b-q4km",
+            prompt_tokens=self.prompt_tokens,
+            completion_tokens=self.completion_tokens,
+            finish_reason=self.finish_reason,
+        )
+
+
+@pytest.fixture(scope="session")
+def recorded() -> list[Recorded]:
+    path = find_data()
+    if path is None:
+        pytest.skip(f"real-model answers not found: set {ENV} or put ../shared next to the repo")
+    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [
+        Recorded(
+            n=d["n"],
+            task=d["task"],
+            what=d["what"],
+            finish_reason=d["finish_reason"],
+            content=d["content"],
+            prompt_tokens=d["usage"]["prompt_tokens"],
+            completion_tokens=d["usage"]["completion_tokens"],
+        )
+        for d in lines
+    ]
+
+
+# The schema name the OpenAI SDK sends for each structured task; consolidation is plain text.
+_SCHEMAS = {
+    "ExtractedFacts": "extract_facts",
+    "FactDecisions": "decide_facts",
+    "ExtractedReflections": "extract_reflections",
+}
+
+
+def task_of(request: Received) -> str:
+    body: Any = request.body or {}
+    schema = (body.get("response_format") or {}).get("json_schema") or {}
+    return _SCHEMAS.get(schema.get("name", ""), "consolidate")
+
+
+class Replayer:
+    """A responder: each request gets the next recorded answer of its task, in recording order,
+    round and round (a retry gets the next one, as a model sampling hotter would answer anew)."""
+
+    def __init__(self, answers: list[Recorded]) -> None:
+        self._cycles: dict[str, Iterator[Recorded]] = {}
+        for task in {a.task for a in answers}:
+            self._cycles[task] = itertools.cycle([a for a in answers if a.task == task])
+        self.served: list[Recorded] = []
+
+    def __call__(self, request: Received) -> Reply:
+        answer = next(self._cycles[task_of(request)])
+        self.served.append(answer)
+        return answer.reply()

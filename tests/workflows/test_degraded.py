@@ -1,0 +1,185 @@
+"""Degraded, never stuck (issue #12): a step whose model output stays invalid through its retries
+takes its documented fallback; the pass commits, the cursor moves, the run says "degraded" and
+why, and the session keeps forming."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from temporalio.testing import WorkflowEnvironment
+
+from memory.errors import InvalidModelOutputError, MalformedOutputError
+from memory.llm.base import LLMRequest
+from memory.llm.heuristic import HeuristicProvider
+from memory.models import MessageIn
+from memory.prompts.decide_facts import FactDecision, FactDecisions
+from tests.harness import T0, Harness, conversation, facts, reflections
+from tests.workflows.test_formation import seeded
+
+
+def _cut_off(request: LLMRequest) -> None:
+    raise MalformedOutputError("output hit the token limit (finish_reason=length)")
+
+
+async def _cursor(h: Harness, session: str = "s1") -> int:
+    state = await h.store.get_session_agent_state(session, "eve")
+    assert state is not None
+    return state.cursor_seq
+
+
+async def test_decisions_that_stay_invalid_add_the_facts_unmerged_and_flagged(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    h = await seeded(time_env, tmp_path, "Alice works at Acme Robotics")
+    await h.record("s1", conversation(4))
+    h.llm.script(
+        "extract_facts",
+        facts(
+            ("Alice works at Acme Robotics as CTO", "user"),
+            ("Bob Martins leads logistics", "agent"),
+        ),
+    )
+    # An index never offered, on every attempt.
+    never_offered = FactDecisions(
+        decisions=[
+            FactDecision(new_fact_index=0, event="UPDATE", existing_index=3, merged_text="x")
+        ]
+    )
+    h.llm.defaults["decide_facts"] = never_offered
+    h.llm.script("extract_reflections", reflections(user=["prefers bullets"]))
+    async with h.worker():
+        summary = await h.form("s1")
+        # The session keeps forming: the next window is formed as usual.
+        await h.record("s1", conversation(2, start=4, prefix="n"))
+        h.llm.script("extract_facts", facts(("Alice's email is a@example.com", "user")))
+        later = await h.form("s1")
+
+    assert len(h.llm.calls("decide_facts")) == 5  # every retry, then the fallback
+    [step] = summary.degraded
+    assert (step.step, step.after_seq, step.upto_seq) == ("decide_fact_changes", 0, 4)
+    assert "not offered" in step.reason
+    assert "DEGRADED" in summary.memo()["summary"]  # type: ignore[operator]
+    assert summary.decisions == {"ADD": 2}
+    assert sorted(f.content for f in await h.all_facts()) == [
+        "Alice works at Acme Robotics",
+        "Alice works at Acme Robotics as CTO",
+        "Alice's email is a@example.com",
+        "Bob Martins leads logistics",
+    ]
+    assert [r.content for r in await h.buffered(h.key("user"))] == ["prefers bullets"]
+    assert await _cursor(h) == 6
+    assert later.degraded == [] and later.facts_added == 1
+
+
+async def test_retries_after_invalid_output_never_repeat_the_request(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    h = await seeded(time_env, tmp_path, "Alice works at Acme Robotics")
+    await h.record("s1", conversation(4))
+    h.llm.script("extract_facts", facts(("Alice works at Acme Robotics as CTO", "user")))
+    h.llm.defaults["decide_facts"] = InvalidModelOutputError("existing index 3 was not offered")
+    async with h.worker():
+        await h.form("s1")
+    sent = [(r.prompt, r.temperature) for r in h.llm.calls("decide_facts")]
+    assert len(sent) == 5 and len(set(sent)) == 5
+    assert [t for _, t in sent] == [0.0, 0.3, 0.6, 0.9, 1.0]
+    assert "attempt 2" in sent[1][0] and "attempt 2" not in sent[0][0]
+
+
+async def test_extraction_that_stays_invalid_forms_no_facts_but_the_reflections(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    h = await Harness.create(time_env, tmp_path)
+    await h.record("s1", conversation(4))
+    h.llm.defaults["extract_facts"] = _cut_off
+    h.llm.script("extract_reflections", reflections(session=["planning the festival"]))
+    async with h.worker():
+        summary = await h.form("s1")
+    assert [d.step for d in summary.degraded] == ["extract_facts"]
+    assert "token limit" in summary.degraded[0].reason
+    assert await h.all_facts() == []
+    assert [r.content for r in await h.buffered(h.key("session"))] == ["planning the festival"]
+    assert await _cursor(h) == 4
+
+
+async def test_reflections_that_stay_invalid_form_none_but_the_facts(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    h = await Harness.create(time_env, tmp_path)
+    await h.record("s1", conversation(4))
+    h.llm.script("extract_facts", facts(("Alice's email is a@example.com", "user")))
+    h.llm.defaults["extract_reflections"] = _cut_off
+    async with h.worker():
+        summary = await h.form("s1")
+    assert [d.step for d in summary.degraded] == ["extract_reflections"]
+    assert [f.content for f in await h.all_facts()] == ["Alice's email is a@example.com"]
+    assert await h.buffered(h.key("session")) == []
+    assert await _cursor(h) == 4
+
+
+def _said(i: int, text: str) -> MessageIn:
+    from datetime import timedelta
+
+    return MessageIn(
+        message_id=f"k{i}",
+        role="user",
+        content=text,
+        created_at=T0 + timedelta(hours=1, minutes=i),
+        user_id="alice",
+    )
+
+
+async def test_a_correction_of_a_correction_in_one_window_forms_and_so_does_what_follows(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """Issue #12 case 1, with the offline heuristic provider end to end."""
+    h = await Harness.create(time_env, tmp_path)
+    h.llm = HeuristicProvider()  # type: ignore[assignment]
+    await h.record("s0", [_said(0, "My locker number is 101.")])
+    await h.record(
+        "s1",
+        [
+            _said(1, "My locker number is 102."),
+            _said(2, "Sorry, my locker number is 103."),
+            _said(3, "My email is kay@example.com."),
+        ],
+    )
+    async with h.worker():
+        await h.form("s0")
+        summary = await h.form("s1")
+    assert summary.degraded == []
+    facts_now = await h.all_facts()
+    lockers = [f for f in facts_now if "locker" in f.content]
+    assert len(lockers) == 1
+    [locker] = lockers
+    assert "103" in locker.content and locker.version == 3
+    assert ["101" in r.content for r in locker.history] == [True, False]
+    assert ["102" in r.content for r in locker.history] == [False, True]
+    assert any("kay@example.com" in f.content for f in facts_now)
+    assert await _cursor(h) == 3
+
+
+async def test_a_fact_put_in_the_other_scope_is_still_deduplicated(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """Issue #12 case 5: one session's statement filed under "user", the next one's under "agent";
+    the candidates are every fact the speaker can see, so the two meet and one stays valid."""
+    h = await seeded(time_env, tmp_path, "Bob Martins is our head of logistics")
+    await h.record("s1", conversation(4))
+    h.llm.script("extract_facts", facts(("Carla Reyes is our head of logistics", "agent")))
+    h.llm.script(
+        "decide_facts",
+        FactDecisions(
+            decisions=[
+                FactDecision(new_fact_index=0, event="DELETE", existing_index=0, merged_text=None)
+            ]
+        ),
+    )
+    async with h.worker():
+        summary = await h.form("s1")
+    [asked] = h.llm.calls("decide_facts")
+    assert "Bob Martins is our head of logistics" in asked.prompt
+    assert summary.facts_invalidated == 1
+    assert [(f.content, f.scope) for f in await h.all_facts()] == [
+        ("Carla Reyes is our head of logistics", "agent")
+    ]
