@@ -17,6 +17,7 @@ from temporalio.worker import Worker
 
 from activities.consolidation import ConsolidationActivities
 from activities.formation import FormationActivities
+from activities.heartbeat import HeartbeatInterceptor
 from activities.sessions import SessionActivities
 from memory.deps import Deps, open_deps
 from memory.logging import get_logger
@@ -54,7 +55,7 @@ def build_worker(client: Client, deps: Deps, settings: Settings) -> Worker:
             sessions.form_cold_sessions,
             sessions.purge_ended_sessions,
         ],
-        interceptors=[MetricsInterceptor()],
+        interceptors=[MetricsInterceptor(), HeartbeatInterceptor()],
     )
 
 
@@ -77,7 +78,7 @@ def build_llm_worker(client: Client, deps: Deps, settings: Settings) -> Worker |
             consolidation.draft_consolidation,
         ],
         max_task_queue_activities_per_second=settings.temporal.llm_activities_per_second,
-        interceptors=[MetricsInterceptor()],
+        interceptors=[MetricsInterceptor(), HeartbeatInterceptor()],
     )
 
 

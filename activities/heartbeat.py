@@ -1,13 +1,15 @@
-"""Heartbeats around long provider calls, so a dead worker is noticed within the heartbeat timeout
-instead of after the whole start-to-close timeout of an LLM call."""
+"""Heartbeats around activities, so a dead worker is noticed within the heartbeat timeout instead
+of after the whole start-to-close timeout of the step."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable
 from datetime import timedelta
+from typing import Any
 
 from temporalio import activity
+from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput, Interceptor
 
 
 async def heartbeating[T](work: Awaitable[T]) -> T:
@@ -27,3 +29,16 @@ async def heartbeating[T](work: Awaitable[T]) -> T:
         return await work
     finally:
         beater.cancel()
+
+
+class _Heartbeating(ActivityInboundInterceptor):
+    async def execute_activity(self, input: ExecuteActivityInput) -> Any:
+        return await heartbeating(self.next.execute_activity(input))
+
+
+class HeartbeatInterceptor(Interceptor):
+    """Every activity of the worker heartbeats while it runs, store steps included (their options
+    set a heartbeat timeout of seconds): a killed worker costs seconds, not the step's timeout."""
+
+    def intercept_activity(self, next: ActivityInboundInterceptor) -> ActivityInboundInterceptor:
+        return _Heartbeating(next)

@@ -217,6 +217,12 @@ class RetrySettings(_Group):
         60, gt=0, description="Start-to-close timeout of a store step"
     )
     store_max_attempts: int = Field(10, ge=1, description="Attempts of a store step")
+    store_heartbeat_seconds: float = Field(
+        5, gt=0, description="A worker silent this long in a store step is presumed dead"
+    )
+    stale_decision_seconds: float = Field(
+        600, gt=0, description="How long a formation re-decides stale decisions (backoff, jitter)"
+    )
     store_initial_interval_seconds: float = Field(
         1, gt=0, description="First retry delay of a store step"
     )
@@ -256,6 +262,11 @@ class TemporalSettings(_Group):
     schedule_on_start: bool = Field(
         True,
         description="Create or update the cold-sessions schedule when a worker starts",
+    )
+    schedule_wait_seconds: float = Field(
+        1.0,
+        gt=0,
+        description="Longest a hot trigger waits for Temporal before deferring the formation",
     )
     metrics_bind: str = Field(
         "127.0.0.1:9464",

@@ -24,6 +24,7 @@ class FormationSummary(BaseModel):
     decisions: dict[str, int] = Field(default_factory=dict)
     llm_calls: list[LlmCall] = Field(default_factory=list)
     embedding_calls: int = 0
+    decisions_redone: int = Field(0, description="Stale decisions decided again")
     duration_ms: int = 0
 
     def add_commit(self, messages: int, c: CommitResult) -> None:

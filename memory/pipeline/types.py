@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memory.models import AgentConfig, FactScope, Id, ScopeKey
+from memory.models import AgentConfig, FactScope, Id, ScopeKey, UtcDatetime
 from memory.settings import RetrySettings, Scope
 
 
@@ -87,6 +87,9 @@ class CandidatesResult(_T):
 
     by_new_index: dict[int, list[SimilarFact]]
     embedding_calls: int = 0
+    read_at: UtcDatetime | None = Field(
+        None, description="When the search started: the commit re-checks adds against later facts"
+    )
 
 
 class Decision(_T):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import cast
 
 from pymongo.asynchronous.client_session import AsyncClientSession
@@ -15,6 +16,7 @@ from memory.store.mongo.docs import (
     opt_dt,
     reflection_from_doc,
     state_from_doc,
+    ts,
 )
 from memory.store.mongo.writes import EMBEDDING_META_ID
 from memory.store.rules import (
@@ -29,6 +31,7 @@ from memory.store.rules import (
     ReflectionRequest,
     Request,
 )
+from memory.store.rules.recheck import reflection_text_key
 
 Session = AsyncClientSession | None
 
@@ -79,6 +82,18 @@ async def formation_snapshot(
         {"$group": {"_id": "$scope_key", "n": {"$sum": 1}}},
     ]
     counts = await (await db.reflections.aggregate(pipeline, session=s)).to_list()
+    recent: list[tuple[Fact, Sequence[float]]] = []
+    if req.recent_since is not None:
+        changed: Doc = {"agent_id": req.agent_id, "invalidated": False}
+        changed["updated_at"] = {"$gte": ts(req.recent_since)}
+        async for doc in db.facts.find(changed, session=s):
+            recent.append((fact_from_doc(doc), [float(x) for x in doc["embedding"]]))
+    texts: set[tuple[str, str]] = set()
+    if req.reflection_texts:
+        same: Doc = {"scope_key": {"$in": list(req.scope_keys)}}
+        same["content"] = {"$in": list(req.reflection_texts)}
+        async for doc in db.reflections.find(same, {"scope_key": 1, "content": 1}, session=s):
+            texts.add(reflection_text_key(doc["scope_key"], doc["content"]))
     return FormationSnapshot(
         done=None if done is None else FormationCommitResult.model_validate(done["result"]),
         state=await read_state(db, req.session_id, req.agent_id, s),
@@ -87,6 +102,8 @@ async def formation_snapshot(
         existing_reflections=frozenset([doc["_id"] async for doc in existing]),
         buffered={row["_id"]: int(row["n"]) for row in counts},
         pending_after=await pending_after(db, req.session_id, req.new_cursor, s),
+        recent=recent,
+        reflection_texts=frozenset(texts),
     )
 
 
