@@ -18,6 +18,7 @@ from temporalio.worker import Worker
 from activities.consolidation import ConsolidationActivities
 from activities.formation import FormationActivities
 from activities.heartbeat import HeartbeatInterceptor
+from activities.session_end import SessionEndActivities
 from activities.sessions import SessionActivities
 from memory.deps import Deps, open_deps
 from memory.logging import get_logger
@@ -27,15 +28,22 @@ from runtime.metrics import MetricsInterceptor
 from runtime.schedule import ensure_schedule
 from workflows.cold_sessions import ColdSessionsWorkflow
 from workflows.consolidate_scope import ConsolidateScopeWorkflow
+from workflows.end_session import EndSessionWorkflow
 from workflows.form_memories import FormMemoriesWorkflow
 
-WORKFLOWS: Sequence[type] = (FormMemoriesWorkflow, ConsolidateScopeWorkflow, ColdSessionsWorkflow)
+WORKFLOWS: Sequence[type] = (
+    FormMemoriesWorkflow,
+    ConsolidateScopeWorkflow,
+    ColdSessionsWorkflow,
+    EndSessionWorkflow,
+)
 
 
 def build_worker(client: Client, deps: Deps, settings: Settings) -> Worker:
     formation = FormationActivities(deps)
     consolidation = ConsolidationActivities(deps, client)
     sessions = SessionActivities(deps, client)
+    ending = SessionEndActivities(deps, client)
     return Worker(
         client,
         task_queue=settings.temporal.task_queue,
@@ -54,6 +62,9 @@ def build_worker(client: Client, deps: Deps, settings: Settings) -> Worker:
             sessions.start_cold_formations,
             sessions.form_cold_sessions,
             sessions.purge_ended_sessions,
+            ending.mark_session_ended,
+            ending.form_session_rest,
+            ending.consolidate_session_scope,
         ],
         interceptors=[MetricsInterceptor(), HeartbeatInterceptor()],
     )

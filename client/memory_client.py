@@ -27,14 +27,14 @@ from memory.embedding.base import Embedder
 from memory.errors import InvalidInputError, NotFoundError
 from memory.logging import get_logger
 from memory.lookup import require_agent, require_session
-from memory.models import AgentConfig, Id, MessageIn, RecordOutcome, ScopeKey, SessionInfo
+from memory.models import AgentConfig, Id, MessageIn, RecordOutcome, SessionInfo
 from memory.rag import SearchResult, search_facts
 from memory.settings import Settings, get_settings
 from memory.store import MemoryStore, open_store
 from memory.triggers import formation_due
 from runtime.connection import connect
-from runtime.starts import request_consolidation, start_formation
-from workflows.summary import ConsolidationSummary, FormationSummary
+from runtime.starts import start_formation, start_session_end
+from workflows.summary import FormationSummary, SessionEndSummary
 
 _ID = TypeAdapter(Id)
 _MESSAGES = TypeAdapter(list[MessageIn])
@@ -51,11 +51,8 @@ class FormationTrigger(BaseModel):
     )
 
 
-class SessionEnd(BaseModel):
-    """What ending a session formed and consolidated."""
-
-    formation: FormationSummary
-    consolidation: ConsolidationSummary
+# What ending a session formed and consolidated (the EndSession workflow's result).
+SessionEnd = SessionEndSummary
 
 
 def _check_id(name: str, value: str) -> str:
@@ -213,19 +210,24 @@ class MemoryClient:
             self.store, self.settings, agent=agent, session=session, user_id=user_id, now=now
         )
 
-    async def on_session_end(self, agent_id: str, session_id: str) -> SessionEnd:
-        """The session is over: form what is left of it, below the thresholds too, then consolidate
-        its session memory whatever the buffer size; waits for both. The session memory is kept
-        for ``sessions.ended_retention_days``, then purged by the cold-sessions job."""
+    async def end_session(self, agent_id: str, session_id: str) -> WorkflowHandle[Any, SessionEnd]:
+        """Mark the session ended and start its EndSession workflow (one per agent and session,
+        started idempotently: a second call joins the run going), without waiting for it. The
+        workflow forms what is left of the session, below the thresholds too, then consolidates
+        its session memory whatever the buffer size. Marked ended in the store first, so the
+        cold-sessions job finishes the session should the workflow never run."""
         await self._agent(agent_id)
-        await self._session(session_id)
-        await self.store.end_session(session_id, datetime.now(UTC))
-        formed = await self._start_formation(agent_id, session_id, force=True)
-        formation = await formed.result()
-        # After the formation, so the reflections it buffered are in the blob too.
-        key = ScopeKey(scope="session", agent_id=agent_id, session_id=session_id)
-        consolidating = await request_consolidation(self.temporal, self.settings, key, force=True)
-        return SessionEnd(formation=formation, consolidation=await consolidating.result())
+        session = await self._session(session_id)
+        now = datetime.now(UTC)
+        await self.store.end_session(session_id, now)
+        return await start_session_end(self.temporal, self.settings, session, agent_id, now)
+
+    async def on_session_end(self, agent_id: str, session_id: str) -> SessionEnd:
+        """``end_session``, waiting for what it formed and consolidated. A wait that breaks raises
+        but loses nothing: the workflow goes on by itself. The session memory is kept for
+        ``sessions.ended_retention_days``, then purged by the cold-sessions job."""
+        handle = await self.end_session(agent_id, session_id)
+        return await handle.result()
 
     # ------------------------------------------------------------ reading memory
 

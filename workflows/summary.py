@@ -67,3 +67,10 @@ class ConsolidationSummary(BaseModel):
     absorbed: int = 0
     version: int = 0
     llm_calls: list[LlmCall] = []
+
+
+class SessionEndSummary(BaseModel):
+    """What ending a session formed and consolidated (the EndSession workflow's result)."""
+
+    formation: FormationSummary
+    consolidation: ConsolidationSummary

@@ -26,6 +26,15 @@ class FormationRequest(_T):
     )
 
 
+class SessionEndRequest(_T):
+    """Input of the one EndSession workflow of (agent, session)."""
+
+    session_id: Id
+    agent_id: Id
+    ended_at: UtcDatetime
+    retries: RetrySettings = RetrySettings()
+
+
 class Window(_T):
     """One agent's unformed message range of one session, and the scopes it may write.
 
