@@ -47,6 +47,16 @@ class FormationSettings(_Group):
     max_messages_per_run: int = Field(
         200, ge=4, description="Most messages one formation reads; the rest go to a follow-up run"
     )
+    max_tokens_per_run: int = Field(
+        8000,
+        ge=100,
+        description="Most estimated tokens (characters / chars_per_token) one formation reads; "
+        "a longer message is truncated to this in the prompt, stored whole",
+    )
+
+    @property
+    def max_chars_per_run(self) -> int:
+        return int(self.max_tokens_per_run * self.chars_per_token)
 
     def weight(self, role: str) -> float:
         return {

@@ -35,7 +35,9 @@ async def extract_facts(deps: Deps, window: Window) -> ExtractedFactsResult:
     request = LLMRequest.of(
         ExtractFactsInput(
             agent=agent,
-            messages=transcript.prompt_messages(messages),
+            messages=transcript.prompt_messages(
+                messages, deps.settings.formation.max_chars_per_run
+            ),
             scopes=window.fact_scopes,
             max_words=cfg.max_words,
         ),
