@@ -226,7 +226,7 @@ class RetrySettings(_Group):
     store_timeout_seconds: float = Field(
         60, gt=0, description="Start-to-close timeout of a store step"
     )
-    store_max_attempts: int = Field(10, ge=1, description="Attempts of a store step")
+    store_max_attempts: int = Field(20, ge=1, description="Attempts of a store step")
     store_heartbeat_seconds: float = Field(
         5, gt=0, description="A worker silent this long in a store step is presumed dead"
     )
@@ -237,7 +237,7 @@ class RetrySettings(_Group):
         1, gt=0, description="First retry delay of a store step"
     )
     store_max_interval_seconds: float = Field(
-        30, gt=0, description="Largest retry delay of a store step"
+        5, gt=0, description="Largest retry delay of a store step (a dead worker costs this too)"
     )
 
 
