@@ -62,6 +62,8 @@ def build_worker(client: Client, deps: Deps, settings: Settings) -> Worker:
             sessions.start_cold_formations,
             sessions.form_cold_sessions,
             sessions.purge_ended_sessions,
+            sessions.find_unfinished_ended_sessions,
+            sessions.start_session_ends,
             ending.mark_session_ended,
             ending.form_session_rest,
             ending.consolidate_session_scope,

@@ -116,6 +116,14 @@ class MemoryStore(abc.ABC):
     async def end_session(self, session_id: str, at: datetime) -> None: ...
 
     @abc.abstractmethod
+    async def list_unfinished_ended_sessions(
+        self, *, ended_before: datetime, after: tuple[str, str] | None, limit: int
+    ) -> list[tuple[str, str]]:
+        """(session_id, agent_id) of sessions ended at or before ``ended_before`` whose agent has
+        unformed messages there or whose session scope still buffers unabsorbed reflections,
+        ordered, strictly after ``after``, at most ``limit``: the ends the cold job finishes."""
+
+    @abc.abstractmethod
     async def purge_ended_sessions(self, ended_before: datetime, limit: int) -> list[str]:
         """Delete session-scoped reflections and blobs of sessions ended before the date; return their ids."""
 

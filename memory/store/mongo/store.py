@@ -186,6 +186,27 @@ class MongoStore(PlannedStore):
         if result.matched_count == 0:
             raise NotFoundError(f"no session {session_id}")
 
+    async def list_unfinished_ended_sessions(
+        self, *, ended_before: datetime, after: tuple[str, str] | None, limit: int
+    ) -> list[tuple[str, str]]:
+        # Both are few: session buffers consolidate at a small threshold, and unformed messages
+        # are formed within minutes.
+        buffered: Doc = {"scope": "session", "absorbed_into_version": None}
+        unformed: Doc = {"pending_messages": {"$gte": 1}}
+        pairs = {
+            (d["session_id"], d["agent_id"]) async for d in self._db.reflections.find(buffered)
+        }
+        pairs |= {
+            (d["session_id"], d["agent_id"]) async for d in self._db.session_agents.find(unformed)
+        }
+        ended = {
+            "_id": {"$in": sorted({s for s, _ in pairs})},
+            "ended_at": {"$lte": ts(ended_before)},
+        }
+        done = {d["_id"] async for d in self._db.sessions.find(ended, {"_id": 1})}
+        found = sorted(p for p in pairs if p[0] in done and p > (after or ("", "")))
+        return found[: max(limit, 0)]
+
     async def purge_ended_sessions(self, ended_before: datetime, limit: int) -> list[str]:
         if limit <= 0:
             return []
