@@ -20,11 +20,12 @@ SESSIONS = 12
 
 @pytest.mark.parametrize("stored", [True, False], ids=["stored-fact", "no-stored-fact"])
 async def test_contending_sessions_converge_on_one_fact(
-    time_env: WorkflowEnvironment,
+    dev_env: WorkflowEnvironment,
     store: MemoryStore,  # noqa: F811 (the fixture)
     stored: bool,
 ) -> None:
-    bench = Bench(time_env.client, store, bench_settings())
+    # The real dev server: real time, as the twelve contending sessions would run.
+    bench = Bench(dev_env.client, store, bench_settings())
     await bench.setup()
     async with bench.worker():
         summaries = await asyncio.wait_for(bench.contend(SESSIONS, stored=stored), timeout=600)
