@@ -17,6 +17,8 @@ from temporalio.worker import Worker
 
 from activities.consolidation import ConsolidationActivities
 from activities.formation import FormationActivities
+from activities.heartbeat import HeartbeatInterceptor
+from activities.session_end import SessionEndActivities
 from activities.sessions import SessionActivities
 from memory.deps import Deps, open_deps
 from memory.logging import get_logger
@@ -26,15 +28,22 @@ from runtime.metrics import MetricsInterceptor
 from runtime.schedule import ensure_schedule
 from workflows.cold_sessions import ColdSessionsWorkflow
 from workflows.consolidate_scope import ConsolidateScopeWorkflow
+from workflows.end_session import EndSessionWorkflow
 from workflows.form_memories import FormMemoriesWorkflow
 
-WORKFLOWS: Sequence[type] = (FormMemoriesWorkflow, ConsolidateScopeWorkflow, ColdSessionsWorkflow)
+WORKFLOWS: Sequence[type] = (
+    FormMemoriesWorkflow,
+    ConsolidateScopeWorkflow,
+    ColdSessionsWorkflow,
+    EndSessionWorkflow,
+)
 
 
 def build_worker(client: Client, deps: Deps, settings: Settings) -> Worker:
     formation = FormationActivities(deps)
     consolidation = ConsolidationActivities(deps, client)
     sessions = SessionActivities(deps, client)
+    ending = SessionEndActivities(deps, client)
     return Worker(
         client,
         task_queue=settings.temporal.task_queue,
@@ -54,8 +63,13 @@ def build_worker(client: Client, deps: Deps, settings: Settings) -> Worker:
             sessions.start_cold_formations,
             sessions.form_cold_sessions,
             sessions.purge_ended_sessions,
+            sessions.find_unfinished_ended_sessions,
+            sessions.start_session_ends,
+            ending.mark_session_ended,
+            ending.form_session_rest,
+            ending.consolidate_session_scope,
         ],
-        interceptors=[MetricsInterceptor()],
+        interceptors=[MetricsInterceptor(), HeartbeatInterceptor()],
     )
 
 
@@ -78,7 +92,7 @@ def build_llm_worker(client: Client, deps: Deps, settings: Settings) -> Worker |
             consolidation.draft_consolidation,
         ],
         max_task_queue_activities_per_second=settings.temporal.llm_activities_per_second,
-        interceptors=[MetricsInterceptor()],
+        interceptors=[MetricsInterceptor(), HeartbeatInterceptor()],
     )
 
 

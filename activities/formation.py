@@ -57,8 +57,10 @@ class FormationActivities:
 
     @activity.defn(name="find_similar_facts")
     async def find_similar_facts(self, w: Window, new_facts: list[NewFact]) -> CandidatesResult:
+        read_at = datetime.now(UTC)  # before the search: the commit re-checks from here
         with classified():
-            return await facts.find_candidates(self.deps, w, new_facts)
+            found = await facts.find_candidates(self.deps, w, new_facts)
+        return found.model_copy(update={"read_at": read_at})
 
     @activity.defn(name="decide_fact_changes")
     async def decide_fact_changes(
@@ -100,10 +102,11 @@ class FormationActivities:
         new_facts: list[NewFact],
         decisions: list[Decision],
         new_reflections: list[NewReflection],
+        candidates: CandidatesResult | None = None,
     ) -> CommitResult:
         with classified():
             out = await commit.commit(
-                self.deps, w, new_facts, decisions, new_reflections, datetime.now(UTC)
+                self.deps, w, new_facts, decisions, new_reflections, datetime.now(UTC), candidates
             )
         _log(w).info(
             "formation committed",

@@ -1,5 +1,5 @@
-"""Heartbeats around long provider calls, so a dead worker is noticed within the heartbeat timeout
-instead of after the whole start-to-close timeout of an LLM call."""
+"""Heartbeats around activities, so a dead worker is noticed within the heartbeat timeout instead
+of after the whole start-to-close timeout of the step."""
 
 from __future__ import annotations
 
@@ -7,8 +7,10 @@ import asyncio
 from collections.abc import Awaitable, Iterator
 from contextlib import contextmanager
 from datetime import timedelta
+from typing import Any
 
 from temporalio import activity
+from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput, Interceptor
 
 from memory.errors import InvalidModelOutputError, MalformedOutputError
 from memory.llm.base import Retry
@@ -51,3 +53,16 @@ def noting_rejection() -> Iterator[None]:
     except (InvalidModelOutputError, MalformedOutputError) as e:
         activity.heartbeat(str(e)[:300])
         raise
+
+
+class _Heartbeating(ActivityInboundInterceptor):
+    async def execute_activity(self, input: ExecuteActivityInput) -> Any:
+        return await heartbeating(self.next.execute_activity(input))
+
+
+class HeartbeatInterceptor(Interceptor):
+    """Every activity of the worker heartbeats while it runs, store steps included (their options
+    set a heartbeat timeout of seconds): a killed worker costs seconds, not the step's timeout."""
+
+    def intercept_activity(self, next: ActivityInboundInterceptor) -> ActivityInboundInterceptor:
+        return _Heartbeating(next)

@@ -21,19 +21,25 @@ from datetime import datetime
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+from structlog.stdlib import BoundLogger
 from temporalio import activity
 from temporalio.client import Client
+from temporalio.service import RPCError, RPCStatusCode
 
 from activities.errors import classified
 from memory.deps import Deps
 from memory.logging import get_logger
 from memory.lookup import require_session
 from memory.models import Id, SessionAgentState, UtcDatetime
-from runtime.starts import start_formation
+from runtime.starts import start_formation, start_session_end
 
-# "started" and "failed" (to start) are what the job reports now; the others are kept so results of
-# runs recorded before formations were started without waiting still decode.
-Outcome = Literal["started", "formed", "nothing_due", "still_running", "failed"]
+# "started", "retry_later" (Temporal unreachable for now) and "failed" (to start) are what the job
+# reports now; the others are kept so results of runs recorded before formations were started
+# without waiting still decode.
+Outcome = Literal["started", "retry_later", "formed", "nothing_due", "still_running", "failed"]
+# A transport error is Temporal unreachable for a moment, not a failed session: the session stays
+# in the index and the next scheduled run starts it.
+_TRANSPORT = {RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.CANCELLED}
 
 _ERROR_CHARS = 300
 
@@ -79,6 +85,13 @@ class ColdFormRequest(_T):
     wait_seconds: float = Field(
         1.0, gt=0, description="Unused: formations are started, never waited on (older runs)"
     )
+
+
+class EndedPage(_T):
+    """Ended sessions whose session scope still buffers reflections, and where the next page starts."""
+
+    sessions: list[tuple[Id, Id]] = Field(description="(session_id, agent_id)")
+    ended_before: UtcDatetime
 
 
 class SessionOutcome(_T):
@@ -137,7 +150,7 @@ class SessionActivities:
 
         async def one(state: SessionAgentState) -> SessionOutcome:
             async with limit:
-                return await self._start(state)
+                return await self._start(state.session_id, state.agent_id)
 
         return list(await asyncio.gather(*(one(state) for state in req.sessions)))
 
@@ -147,17 +160,51 @@ class SessionActivities:
         those runs finish too, without waiting on the formations."""
         return await self.start_cold_formations(req)
 
-    async def _start(self, state: SessionAgentState) -> SessionOutcome:
-        ids = {"session_id": state.session_id, "agent_id": state.agent_id}
+    @activity.defn(name="find_unfinished_ended_sessions")
+    async def find_unfinished_ended_sessions(self, ended_before: datetime, limit: int) -> EndedPage:
+        with classified():
+            found = await self.deps.store.list_unfinished_ended_sessions(
+                ended_before=ended_before, after=None, limit=limit
+            )
+        return EndedPage(sessions=found, ended_before=ended_before)
+
+    @activity.defn(name="start_session_ends")
+    async def start_session_ends(self, page: EndedPage, concurrency: int) -> list[SessionOutcome]:
+        """Start (or join) the EndSession of each ended session whose session buffer is not
+        empty: it forms what is left and consolidates. Outcomes, never raised, as for formations."""
+        limit = asyncio.Semaphore(concurrency)
+
+        async def one(session_id: str, agent_id: str) -> SessionOutcome:
+            async with limit:
+                return await self._start(session_id, agent_id, end=page.ended_before)
+
+        return list(await asyncio.gather(*(one(s, a) for s, a in page.sessions)))
+
+    async def _start(
+        self, session_id: str, agent_id: str, *, end: datetime | None = None
+    ) -> SessionOutcome:
+        ids = {"session_id": session_id, "agent_id": agent_id}
         log = get_logger(**ids, workflow_id=activity.info().workflow_id)
         try:
-            session = await require_session(self.deps.store, state.session_id, state.agent_id)
-            await start_formation(
-                self.client, self.deps.settings, session, state.agent_id, force=True
-            )
+            session = await require_session(self.deps.store, session_id, agent_id)
+            settings = self.deps.settings
+            if end is None:
+                await start_formation(self.client, settings, session, agent_id, force=True)
+            else:
+                ended_at = session.ended_at or end
+                await start_session_end(self.client, settings, session, agent_id, ended_at)
+        except RPCError as err:
+            if err.status not in _TRANSPORT:
+                return self._failed(log, ids, err)
+            log.warning("Temporal unreachable: start again later", error=describe_error(err))
+            return SessionOutcome(**ids, outcome="retry_later", error=describe_error(err))
         except Exception as err:  # any failure of one session is reported, not raised
-            error = describe_error(err)
-            log.error("cold formation could not be started", error=error)
-            return SessionOutcome(**ids, outcome="failed", error=error)
-        log.info("cold formation started", pending=state.pending_messages)
+            return self._failed(log, ids, err)
+        log.info("session started", end=end is not None)
         return SessionOutcome(**ids, outcome="started")
+
+    @staticmethod
+    def _failed(log: BoundLogger, ids: dict[str, str], err: Exception) -> SessionOutcome:
+        error = describe_error(err)
+        log.error("cold session could not be started", error=error)
+        return SessionOutcome(**ids, outcome="failed", error=error)

@@ -9,12 +9,14 @@ xml = await memory.memory_context("eve", "s1", user_id="alice")
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, TypeAdapter
+from pydantic import BaseModel, Field, TypeAdapter
 from temporalio.client import Client, WorkflowHandle
+from temporalio.service import RPCError
 
 from client import tools
 from client.management import MemoryManager, MemoryStats, ScopeConsolidationStatus
@@ -23,8 +25,9 @@ from memory.context_cache import ContextCache
 from memory.embedding import make_embedder
 from memory.embedding.base import Embedder
 from memory.errors import InvalidInputError, NotFoundError
+from memory.logging import get_logger
 from memory.lookup import require_agent, require_session
-from memory.models import AgentConfig, Id, MessageIn, RecordOutcome, ScopeKey, SessionInfo
+from memory.models import AgentConfig, Id, MessageIn, RecordOutcome, SessionInfo
 from memory.rag import SearchResult, search_facts
 from memory.settings import Settings, get_settings
 from memory.store import MemoryStore, open_store
@@ -32,8 +35,8 @@ from memory.store.counts import ForgetCounts
 from memory.triggers import formation_due
 from runtime.connection import connect
 from runtime.erasure import delete_user_executions
-from runtime.starts import request_consolidation, start_formation
-from workflows.summary import ConsolidationSummary, FormationSummary
+from runtime.starts import start_formation, start_session_end
+from workflows.summary import FormationSummary, SessionEndSummary
 
 _ID = TypeAdapter(Id)
 _MESSAGES = TypeAdapter(list[MessageIn])
@@ -43,13 +46,15 @@ class FormationTrigger(BaseModel):
     started: bool
     workflow_id: str | None = None
     reason: str
+    deferred: bool = Field(
+        False,
+        description="Due, but Temporal did not answer in time: the messages are stored and the "
+        "next trigger or the cold-sessions job forms them",
+    )
 
 
-class SessionEnd(BaseModel):
-    """What ending a session formed and consolidated."""
-
-    formation: FormationSummary
-    consolidation: ConsolidationSummary
+# What ending a session formed and consolidated (the EndSession workflow's result).
+SessionEnd = SessionEndSummary
 
 
 def _check_id(name: str, value: str) -> str:
@@ -116,7 +121,9 @@ class MemoryClient:
     async def record_messages(
         self, agent_id: str, session_id: str, messages: Sequence[MessageIn | dict[str, Any]]
     ) -> RecordOutcome:
-        """Store new messages (idempotent by message_id). Invalid input raises before anything is written."""
+        """Store new messages (idempotent by message_id). Invalid input (empty or control-character
+        content, bad ids) raises InvalidInputError before anything is written; a ``created_at``
+        far in the future is stored as the recording time (``MessageIn``)."""
         await self._agent(agent_id)
         _check_id("session_id", session_id)
         try:
@@ -124,19 +131,26 @@ class MemoryClient:
         except ValueError as e:
             raise InvalidInputError(f"invalid message: {e}") from e
         cfg = self.settings.formation
+        now = datetime.now(UTC)
         return await self.store.record_messages(
             session_id,
             agent_id,
-            parsed,
+            [m.clamped(now) for m in parsed],
             weights={r: cfg.weight(r) for r in ("user", "agent", "tool", "system", "other")},
             chars_per_token=cfg.chars_per_token,
-            now=datetime.now(UTC),
+            now=now,
         )
 
     # ------------------------------------------------------------ formation
 
-    async def maybe_form_memories(self, agent_id: str, session_id: str) -> FormationTrigger:
-        """Start a formation when the thresholds are met. Returns at once; formation runs in Temporal."""
+    async def maybe_form_memories(
+        self, agent_id: str, session_id: str, *, raise_errors: bool = False
+    ) -> FormationTrigger:
+        """Start a formation when the thresholds are met; formation runs in Temporal. Never fails
+        a turn for Temporal's sake: when the start does not complete within
+        ``temporal.schedule_wait_seconds`` (server down or slow), the trigger is deferred (logged,
+        counted in ``mnemos_formations_deferred``) and returned as such. ``raise_errors``: raise
+        the start's error (``TimeoutError`` past the wait) instead."""
         state = await self.store.get_session_agent_state(
             _check_id("session_id", session_id), _check_id("agent_id", agent_id)
         )
@@ -147,7 +161,24 @@ class MemoryClient:
                 started=False,
                 reason=f"{state.pending_messages} messages / {state.pending_weighted_tokens:.0f} weighted tokens pending",
             )
-        handle = await self._start_formation(agent_id, session_id, force=False)
+        session = await self._session(session_id, agent_id)
+        wait = self.settings.temporal.schedule_wait_seconds
+        try:
+            async with asyncio.timeout(wait):
+                handle = await start_formation(
+                    self.temporal, self.settings, session, agent_id, force=False
+                )
+        except (TimeoutError, RPCError) as err:
+            if raise_errors:
+                raise
+            reason = "timeout" if isinstance(err, TimeoutError) else type(err).__name__
+            get_logger(agent_id=agent_id, session_id=session_id).warning(
+                "formation deferred: Temporal did not take the start", reason=reason, error=str(err)
+            )
+            self.metrics.formation_deferred(reason)
+            return FormationTrigger(
+                started=False, deferred=True, reason=f"deferred ({reason} within {wait:g} s)"
+            )
         return FormationTrigger(started=True, workflow_id=handle.id, reason="threshold reached")
 
     async def form_memories(
@@ -191,19 +222,24 @@ class MemoryClient:
             self.store, self.settings, agent=agent, session=session, user_id=user_id, now=now
         )
 
-    async def on_session_end(self, agent_id: str, session_id: str) -> SessionEnd:
-        """The session is over: form what is left of it, below the thresholds too, then consolidate
-        its session memory whatever the buffer size; waits for both. The session memory is kept
-        for ``sessions.ended_retention_days``, then purged by the cold-sessions job."""
+    async def end_session(self, agent_id: str, session_id: str) -> WorkflowHandle[Any, SessionEnd]:
+        """Mark the session ended and start its EndSession workflow (one per agent and session,
+        started idempotently: a second call joins the run going), without waiting for it. The
+        workflow forms what is left of the session, below the thresholds too, then consolidates
+        its session memory whatever the buffer size. Marked ended in the store first, so the
+        cold-sessions job finishes the session should the workflow never run."""
         await self._agent(agent_id)
-        await self._session(session_id, agent_id)
-        await self.store.end_session(session_id, agent_id, datetime.now(UTC))
-        formed = await self._start_formation(agent_id, session_id, force=True)
-        formation = await formed.result()
-        # After the formation, so the reflections it buffered are in the blob too.
-        key = ScopeKey(scope="session", agent_id=agent_id, session_id=session_id)
-        consolidating = await request_consolidation(self.temporal, self.settings, key, force=True)
-        return SessionEnd(formation=formation, consolidation=await consolidating.result())
+        session = await self._session(session_id, agent_id)
+        now = datetime.now(UTC)
+        await self.store.end_session(session_id, agent_id, now)
+        return await start_session_end(self.temporal, self.settings, session, agent_id, now)
+
+    async def on_session_end(self, agent_id: str, session_id: str) -> SessionEnd:
+        """``end_session``, waiting for what it formed and consolidated. A wait that breaks raises
+        but loses nothing: the workflow goes on by itself. The session memory is kept for
+        ``sessions.ended_retention_days``, then purged by the cold-sessions job."""
+        handle = await self.end_session(agent_id, session_id)
+        return await handle.result()
 
     # ------------------------------------------------------------ reading memory
 

@@ -14,7 +14,7 @@ from temporalio.common import MetricMeter
 from temporalio.runtime import Runtime
 
 from memory.context_cache import ContextCache
-from runtime.metrics import CONTEXT_CACHE, SEARCH_LATENCY
+from runtime.metrics import CONTEXT_CACHE, FORMATIONS_DEFERRED, SEARCH_LATENCY
 
 
 def client_meter(temporal: temporalio.client.Client) -> MetricMeter:
@@ -24,7 +24,7 @@ def client_meter(temporal: temporalio.client.Client) -> MetricMeter:
 
 
 class ClientMetrics:
-    """Context cache hits/misses and search latency of one MemoryClient."""
+    """Context cache hits/misses, search latency and deferred triggers of one MemoryClient."""
 
     def __init__(self, meter: MetricMeter) -> None:
         self._cache = meter.create_counter(
@@ -32,6 +32,11 @@ class ClientMetrics:
         )
         self._search = meter.create_histogram_timedelta(
             SEARCH_LATENCY, "search_facts latency, embedding included", "ms"
+        )
+        self._deferred = meter.create_counter(
+            FORMATIONS_DEFERRED,
+            "Hot formation triggers deferred because Temporal did not answer in time",
+            "triggers",
         )
         self._seen_hits = 0
         self._seen_misses = 0
@@ -45,6 +50,9 @@ class ClientMetrics:
         if misses > self._seen_misses:
             self._cache.add(misses - self._seen_misses, {"result": "miss"})
         self._seen_hits, self._seen_misses = hits, misses
+
+    def formation_deferred(self, reason: str) -> None:
+        self._deferred.add(1, {"reason": reason})
 
     @contextmanager
     def timed_search(self) -> Iterator[None]:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+import re
+from datetime import datetime, timedelta
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
@@ -46,15 +47,43 @@ class AgentConfig(_Model):
     tier: int = Field(0, ge=0, le=10, description="0 = standard models, ≥1 = premium models")
 
 
+# A backend's clock may run a little ahead of ours; beyond this, a timestamp is not believed.
+FUTURE_SKEW = timedelta(minutes=5)
+# Control characters other than tab, newline and carriage return (NUL included).
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def _readable(content: str) -> str:
+    if not content.strip():
+        raise ValueError("content is empty after trimming whitespace")
+    if (bad := _CONTROL.search(content)) is not None:
+        raise ValueError(
+            f"content holds control character U+{ord(bad.group()):04X} at offset {bad.start()} "
+            "(only tab, newline and carriage return are allowed)"
+        )
+    return content
+
+
 class MessageIn(_Model):
-    """One conversation message as the backend records it. ``message_id`` makes recording idempotent."""
+    """One conversation message as the backend records it. ``message_id`` makes recording idempotent.
+
+    ``content`` must hold more than whitespace and no control character but tab, newline and
+    carriage return. ``created_at`` more than ``FUTURE_SKEW`` (5 minutes) ahead of the recording
+    time is clamped to the recording time when stored (``clamped``): a wrong clock cannot date a
+    message in the future, where it would hide its session from the cold-sessions scan."""
 
     message_id: Id
     role: Role
-    content: str = Field(min_length=1, max_length=100_000)
+    content: Annotated[str, AfterValidator(_readable)] = Field(min_length=1, max_length=100_000)
     created_at: UtcDatetime
     user_id: Id | None = Field(None, description="The user who wrote it (role user)")
     name: str | None = Field(None, max_length=200, description="Display name of the speaker")
+
+    def clamped(self, now: datetime) -> MessageIn:
+        """This message as stored at ``now``: a timestamp too far in the future becomes ``now``."""
+        if self.created_at - now > FUTURE_SKEW:
+            return self.model_copy(update={"created_at": now})
+        return self
 
 
 class StoredMessage(_Model):
@@ -265,6 +294,17 @@ class FactInvalidate(_Model):
 FactOp = Annotated[FactAdd | FactUpdate | FactInvalidate, Field(discriminator="op")]
 
 
+class AddRecheck(_Model):
+    """What the decisions of a commit saw: its adds are checked against the facts committed
+    since, so that concurrent formations of one new fact converge on one fact."""
+
+    candidates_read_at: UtcDatetime
+    seen: dict[str, int] = Field(
+        default_factory=dict, description="fact id -> version shown to the decision"
+    )
+    similarity: float = Field(ge=0, le=1, description="The dedup candidate threshold")
+
+
 class FormationCommit(_Model):
     """Everything one formation writes, applied at once with the cursor move, or not at all."""
 
@@ -283,6 +323,9 @@ class FormationCommit(_Model):
         default_factory=dict,
         description="Erasure epoch of each user of the window when it was loaded (forget_user): "
         "a commit for a user erased since writes no memory",
+    )
+    recheck: AddRecheck | None = Field(
+        None, description="Re-check the adds against facts committed since the candidates read"
     )
 
 

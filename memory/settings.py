@@ -47,6 +47,16 @@ class FormationSettings(_Group):
     max_messages_per_run: int = Field(
         200, ge=4, description="Most messages one formation reads; the rest go to a follow-up run"
     )
+    max_tokens_per_run: int = Field(
+        8000,
+        ge=100,
+        description="Most estimated tokens (characters / chars_per_token) one formation reads; "
+        "a longer message is truncated to this in the prompt, stored whole",
+    )
+
+    @property
+    def max_chars_per_run(self) -> int:
+        return int(self.max_tokens_per_run * self.chars_per_token)
 
     def weight(self, role: str) -> float:
         return {
@@ -236,12 +246,18 @@ class RetrySettings(_Group):
     store_timeout_seconds: float = Field(
         60, gt=0, description="Start-to-close timeout of a store step"
     )
-    store_max_attempts: int = Field(10, ge=1, description="Attempts of a store step")
+    store_max_attempts: int = Field(20, ge=1, description="Attempts of a store step")
+    store_heartbeat_seconds: float = Field(
+        5, gt=0, description="A worker silent this long in a store step is presumed dead"
+    )
+    stale_decision_seconds: float = Field(
+        600, gt=0, description="How long a formation re-decides stale decisions (backoff, jitter)"
+    )
     store_initial_interval_seconds: float = Field(
         1, gt=0, description="First retry delay of a store step"
     )
     store_max_interval_seconds: float = Field(
-        30, gt=0, description="Largest retry delay of a store step"
+        5, gt=0, description="Largest retry delay of a store step (a dead worker costs this too)"
     )
 
 
@@ -276,6 +292,11 @@ class TemporalSettings(_Group):
     schedule_on_start: bool = Field(
         True,
         description="Create or update the cold-sessions schedule when a worker starts",
+    )
+    schedule_wait_seconds: float = Field(
+        1.0,
+        gt=0,
+        description="Longest a hot trigger waits for Temporal before deferring the formation",
     )
     metrics_bind: str = Field(
         "127.0.0.1:9464",

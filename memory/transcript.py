@@ -1,4 +1,5 @@
-"""Stored messages as the prompts show them: who spoke, in which role, when."""
+"""Stored messages as the prompts show them: who spoke, in which role, when; and how many of them
+fit one formation's budget (``formation.max_tokens_per_run``)."""
 
 from __future__ import annotations
 
@@ -14,16 +15,36 @@ def speaker(message: StoredMessage) -> str:
     return name or message.user_id or message.agent_id or message.role
 
 
-def prompt_messages(messages: Sequence[StoredMessage]) -> list[PromptMessage]:
+def shown(content: str, max_chars: int | None) -> str:
+    """The content as a prompt shows it: cut at ``max_chars`` with a marker saying so."""
+    if max_chars is None or len(content) <= max_chars:
+        return content
+    return f"{content[:max_chars]} [truncated: {len(content) - max_chars} more characters]"
+
+
+def prompt_messages(
+    messages: Sequence[StoredMessage], max_chars: int | None = None
+) -> list[PromptMessage]:
     """The speaker id is a user message's user_id: what a user-scope memory is attributed to."""
     return [
         PromptMessage(
             seq=m.seq,
             role=m.role,
             name=speaker(m),
-            content=m.content,
+            content=shown(m.content, max_chars),
             created_at=m.created_at,
             user_id=m.user_id if m.role == "user" else None,
         )
         for m in messages
     ]
+
+
+def fitting(messages: Sequence[StoredMessage], max_chars: int) -> int:
+    """How many of ``messages`` (at least one) fit ``max_chars`` of content, each counted as its
+    prompt shows it (truncated)."""
+    used = 0
+    for n, m in enumerate(messages):
+        used += min(len(m.content), max_chars)
+        if used > max_chars and n > 0:
+            return n
+    return len(messages)

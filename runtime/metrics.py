@@ -45,6 +45,7 @@ EMBEDDING_CALLS = "mnemos_embedding_calls"
 CONSOLIDATIONS = "mnemos_consolidations"
 CONTEXT_CACHE = "mnemos_context_cache_requests"
 SEARCH_LATENCY = "mnemos_search_latency"
+FORMATIONS_DEFERRED = "mnemos_formations_deferred"
 ALL_METRICS = (
     FORMATIONS,
     LLM_CALLS,
@@ -53,6 +54,7 @@ ALL_METRICS = (
     CONSOLIDATIONS,
     CONTEXT_CACHE,
     SEARCH_LATENCY,
+    FORMATIONS_DEFERRED,
 )
 
 # Searches take milliseconds (SQLite, numpy) to a few hundred (Atlas + a remote embedder): the

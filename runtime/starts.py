@@ -1,4 +1,5 @@
-"""Starting the serialised workflows the way every caller must: signal-with-start under their one id.
+"""Starting the serialised workflows the way every caller must: signal-with-start under their one id
+(a session's end: a start that joins the run already going).
 
 ``form:{agent}:{session}`` and ``consolidate:{scope key}`` are what serialise formations and
 consolidations across processes. Signal-with-start either starts the workflow or, when it runs
@@ -8,22 +9,26 @@ and a range is never formed twice, whoever asks (hot trigger, cold job, end of a
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from temporalio.client import Client, WorkflowHandle
+from temporalio.common import WorkflowIDConflictPolicy
 
 from memory.models import ScopeKey, SessionInfo
-from memory.pipeline.types import ConsolidationRequest, FormationRequest
+from memory.pipeline.types import ConsolidationRequest, FormationRequest, SessionEndRequest
 from memory.settings import Settings
 from workflows.naming import (
     CONSOLIDATE_WORKFLOW,
+    END_SESSION_WORKFLOW,
     FORM_WORKFLOW,
     attributes,
     consolidation_workflow_id,
     formation_workflow_id,
     scope_key_attributes,
+    session_end_workflow_id,
 )
-from workflows.summary import ConsolidationSummary, FormationSummary
+from workflows.summary import ConsolidationSummary, FormationSummary, SessionEndSummary
 
 
 async def start_formation(
@@ -71,4 +76,27 @@ async def request_consolidation(
         if settings.temporal.search_attributes
         else None,
         result_type=ConsolidationSummary,
+    )
+
+
+async def start_session_end(
+    client: Client, settings: Settings, session: SessionInfo, agent_id: str, ended_at: datetime
+) -> WorkflowHandle[Any, SessionEndSummary]:
+    """Start the one EndSession of (agent, session), or join the one running."""
+    user_id = session.user_ids[0] if len(session.user_ids) == 1 else None
+    return await client.start_workflow(
+        END_SESSION_WORKFLOW,
+        SessionEndRequest(
+            session_id=session.session_id,
+            agent_id=agent_id,
+            ended_at=ended_at,
+            retries=settings.retries,
+        ),
+        id=session_end_workflow_id(agent_id, session.session_id),
+        task_queue=settings.temporal.task_queue,
+        id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+        search_attributes=attributes(agent_id, user_id=user_id, session_id=session.session_id)
+        if settings.temporal.search_attributes
+        else None,
+        result_type=SessionEndSummary,
     )

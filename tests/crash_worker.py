@@ -2,7 +2,8 @@
 
 The LLM is gated: when it reaches the task named by CRASH_GATE_TASK it writes ``reached`` in
 CRASH_GATE_DIR and holds the call until a ``release`` file exists there — a slow model call during
-which the test kills this process.
+which the test kills this process. A CRASH_GATE_TASK naming a store method (``commit_formation``)
+gates that store call the same way: a store step killed midway.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 from pathlib import Path
+from typing import Any, cast
 
 from pydantic import BaseModel
 
@@ -17,10 +19,35 @@ from memory.deps import Deps
 from memory.llm.base import LLMProvider, LLMRequest, LLMResult
 from memory.llm.heuristic import HeuristicProvider
 from memory.settings import Settings
-from memory.store import open_store
+from memory.store import MemoryStore, open_store
 from runtime.connection import connect
 from tests.fakes import WordHashEmbedder
 from worker import build_worker
+
+
+async def _hold(gate_dir: Path) -> None:
+    (gate_dir / "reached").touch()
+    # A slow call, as seen from Temporal; the test (another process) releases it.
+    while not (gate_dir / "release").exists():  # noqa: ASYNC110
+        await asyncio.sleep(0.05)
+
+
+class GatedStore:
+    """The store, holding calls of one method at the gate."""
+
+    def __init__(self, inner: MemoryStore, gate_dir: Path, method: str) -> None:
+        self._inner, self._gate_dir, self._method = inner, gate_dir, method
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._inner, name)
+        if name != self._method:
+            return attr
+
+        async def gated(*args: Any, **kwargs: Any) -> Any:
+            await _hold(self._gate_dir)
+            return await attr(*args, **kwargs)
+
+        return gated
 
 
 class GatedLLM(LLMProvider):
@@ -30,12 +57,8 @@ class GatedLLM(LLMProvider):
         self.inner, self.gate_dir, self.task = inner, gate_dir, task
 
     async def _gate(self, request: LLMRequest) -> None:
-        if request.task != self.task:
-            return
-        (self.gate_dir / "reached").touch()
-        # A slow provider call, as seen from Temporal; the test (another process) releases it.
-        while not (self.gate_dir / "release").exists():  # noqa: ASYNC110
-            await asyncio.sleep(0.05)
+        if request.task == self.task:
+            await _hold(self.gate_dir)
 
     async def generate_structured[M: BaseModel](
         self, request: LLMRequest, schema: type[M]
@@ -51,10 +74,11 @@ class GatedLLM(LLMProvider):
 async def main() -> None:
     settings = Settings()
     client = await connect(settings.temporal, codec=settings.codec)  # MNEMOS_CODEC__KEY
+    gate_dir, task = Path(os.environ["CRASH_GATE_DIR"]), os.environ["CRASH_GATE_TASK"]
     store = await open_store(settings)
-    llm = GatedLLM(
-        HeuristicProvider(), Path(os.environ["CRASH_GATE_DIR"]), os.environ["CRASH_GATE_TASK"]
-    )
+    if hasattr(store, task):
+        store = cast(MemoryStore, GatedStore(store, gate_dir, task))
+    llm = GatedLLM(HeuristicProvider(), gate_dir, task)
     deps = Deps(settings=settings, store=store, llm=llm, embedder=WordHashEmbedder())
     async with build_worker(client, deps, settings):
         print("ready", flush=True)

@@ -26,6 +26,7 @@ with workflow.unsafe.imports_passed_through():
         ColdFormRequest,
         ColdPage,
         ColdPageRequest,
+        EndedPage,
         SessionActivities,
         SessionOutcome,
     )
@@ -40,6 +41,8 @@ PAGES_PER_RUN = 10
 _FORMATION_WAIT_LLM_TIMEOUTS = 4
 # Formations are started, not awaited, from this version on.
 START_ONLY = "cold-sessions-start-only"
+# Ended sessions whose session buffer is not empty get their EndSession started, from this on.
+FINISH_ENDED = "cold-sessions-finish-ended"
 # Failed sessions kept by name in the result; the count is always exact.
 _FAILURES_SHOWN = 20
 
@@ -51,6 +54,8 @@ class ColdSessionsResult(BaseModel):
     pages: int = 0
     sessions: int = 0
     started: int = Field(0, description="Formations started (their outcome is on their own run)")
+    ends_started: int = Field(0, description="Session ends started (ended, buffer not empty)")
+    retry_later: int = Field(0, description="Not started, Temporal unreachable: next run")
     formed: int = 0
     nothing_due: int = 0
     still_running: int = 0
@@ -67,6 +72,8 @@ class ColdSessionsResult(BaseModel):
             match o.outcome:
                 case "started":
                     self.started += 1
+                case "retry_later":
+                    self.retry_later += 1
                 case "formed":
                     self.formed += 1
                 case "nothing_due":
@@ -81,7 +88,9 @@ class ColdSessionsResult(BaseModel):
     def summary(self) -> str:
         return (
             f"{self.sessions} cold session(s): {self.started} formation(s) started, "
-            f"{self.failed} failed to start; {self.purged} ended session(s) purged; {self.runs} run(s), "
+            f"{self.failed} failed to start, {self.retry_later} left for the next run; "
+            f"{self.ends_started} session end(s) finished; "
+            f"{self.purged} ended session(s) purged; {self.runs} run(s), "
             f"{self.pages} page(s)"
         )
 
@@ -180,6 +189,8 @@ class ColdSessionsWorkflow:
             if self._should_continue(inp, pages):
                 self._continue(inp, result, idle_before, after=after, purge_done=True)
 
+        if workflow.patched(FINISH_ENDED):
+            await self._finish_ended(inp, idle_before, result)
         workflow.upsert_memo({"summary": result.summary(), "failed": result.failed})
         if inp.search_attributes:
             workflow.upsert_search_attributes(
@@ -213,6 +224,29 @@ class ColdSessionsWorkflow:
             SessionActivities.form_cold_sessions, req, **_form_options(inp.retries, req)
         )
         return outcomes
+
+    @staticmethod
+    async def _finish_ended(
+        inp: ColdSessionsInput, idle_before: datetime, result: ColdSessionsResult
+    ) -> None:
+        """Start the EndSession of sessions ended (before the idle cut) whose session scope
+        still buffers reflections: an end whose workflow never ran or failed. One page per run;
+        the next scheduled run takes the next."""
+        store = options.store(inp.retries)
+        page: EndedPage = await workflow.execute_activity_method(
+            SessionActivities.find_unfinished_ended_sessions,
+            args=[idle_before, inp.sessions.cold_page_size],
+            **store,
+        )
+        if not page.sessions:
+            return
+        outcomes: list[SessionOutcome] = await workflow.execute_activity_method(
+            SessionActivities.start_session_ends,
+            args=[page, inp.sessions.cold_concurrency],
+            **store,
+        )
+        result.ends_started += sum(1 for o in outcomes if o.outcome == "started")
+        result.add([o for o in outcomes if o.outcome != "started"])
 
     @staticmethod
     def _should_continue(inp: ColdSessionsInput, pages: int) -> bool:

@@ -9,6 +9,7 @@ stores that range's memories.
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from typing import Any
 
 from temporalio import workflow
@@ -33,10 +34,22 @@ with workflow.unsafe.imports_passed_through():
     from workflows.naming import AGENT_ID, DEGRADED_METRIC, FORM_WORKFLOW, OUTCOME
     from workflows.summary import FormationSummary
 
-# A stale dedup decision (another session changed a candidate fact meanwhile) is decided again.
+# A stale dedup decision (another session changed a candidate fact meanwhile) is decided again:
+# three times before STALE_BACKOFF; from it on, with backoff and jitter until
+# ``retries.stale_decision_seconds`` have passed, so contending sessions commit one after another
+# instead of going stale in lockstep.
 _DECISION_ATTEMPTS = 3
 # Histories recorded before the fallbacks fail the run where these take them (workflow.patched).
 DEGRADED_FALLBACKS = "degraded-fallbacks"
+STALE_BACKOFF = "stale-decision-backoff"
+_BACKOFF_FIRST_SECONDS = 0.2
+_BACKOFF_MAX_SECONDS = 10.0
+
+
+def _backoff(attempt: int) -> timedelta:
+    """Exponential, capped, with jitter from the workflow's deterministic random."""
+    ceiling = min(_BACKOFF_MAX_SECONDS, _BACKOFF_FIRST_SECONDS * 2 ** (attempt - 1))
+    return timedelta(seconds=ceiling * (0.5 + workflow.random().random()))
 
 
 def _error_type(err: ActivityError) -> str | None:
@@ -57,6 +70,7 @@ class FormMemoriesWorkflow:
         self._force = False
         self._llm: dict[str, Any] = {}
         self._store: dict[str, Any] = {}
+        self._stale_seconds = 600.0
 
     @workflow.signal
     def request(self, force: bool = False) -> None:
@@ -69,6 +83,7 @@ class FormMemoriesWorkflow:
         started = workflow.now()
         self._llm = options.llm(req.retries, req.llm_task_queue)
         self._store = options.store(req.retries)
+        self._stale_seconds = req.retries.stale_decision_seconds
         summary = FormationSummary()
         force = req.force
         while True:
@@ -170,7 +185,10 @@ class FormMemoriesWorkflow:
         summary.facts_extracted += len(extracted.facts)
         new_facts = extracted.facts
         reflections: ReflectionsResult | None = None
-        for attempt in range(1, _DECISION_ATTEMPTS + 1):
+        first = workflow.now()
+        attempt = 0
+        while True:
+            attempt += 1
             candidates: CandidatesResult = await workflow.execute_activity_method(
                 FormationActivities.find_similar_facts, args=[window, new_facts], **self._store
             )
@@ -188,15 +206,19 @@ class FormMemoriesWorkflow:
             try:
                 committed: CommitResult = await workflow.execute_activity_method(
                     FormationActivities.commit_formation,
-                    args=[window, new_facts, decided.decisions, reflections.reflections],
+                    args=[
+                        window,
+                        new_facts,
+                        decided.decisions,
+                        reflections.reflections,
+                        candidates,
+                    ],
                     **self._store,
                 )
             except ActivityError as err:
                 kind = _error_type(err)
-                if kind == STALE_DECISION and attempt < _DECISION_ATTEMPTS:
-                    workflow.logger.info(
-                        "dedup decision went stale, deciding again", extra={"attempt": attempt}
-                    )
+                if kind == STALE_DECISION and await self._again(attempt, first):
+                    summary.decisions_redone += 1
                     continue
                 if kind == CONFLICT:
                     # The cursor moved under us: the range was formed already. Reload, don't redo.
@@ -214,3 +236,22 @@ class FormMemoriesWorkflow:
                     **self._store,
                 )
             return
+
+    async def _again(self, attempt: int, first: datetime) -> bool:
+        """Whether to decide a stale decision again (after a backoff, from STALE_BACKOFF on)."""
+        if not workflow.patched(STALE_BACKOFF):
+            if attempt >= _DECISION_ATTEMPTS:
+                return False
+            workflow.logger.info(
+                "dedup decision went stale, deciding again", extra={"attempt": attempt}
+            )
+            return True
+        if (workflow.now() - first).total_seconds() >= self._stale_seconds:
+            return False
+        delay = _backoff(attempt)
+        workflow.logger.info(
+            "dedup decision went stale, deciding again after a backoff",
+            extra={"attempt": attempt, "delay_s": delay.total_seconds()},
+        )
+        await workflow.sleep(delay)
+        return True

@@ -22,10 +22,15 @@ DEGRADED_METRIC = "mnemos_formation_degraded"
 FORM_WORKFLOW = "FormMemories"
 CONSOLIDATE_WORKFLOW = "ConsolidateScope"
 COLD_SESSIONS_WORKFLOW = "ColdSessions"
+END_SESSION_WORKFLOW = "EndSession"
 
 
 def formation_workflow_id(agent_id: str, session_id: str) -> str:
     return f"form:{agent_id}:{session_id}"
+
+
+def session_end_workflow_id(agent_id: str, session_id: str) -> str:
+    return f"end:{agent_id}:{session_id}"
 
 
 def consolidation_workflow_id(key: ScopeKey) -> str:

@@ -3,7 +3,8 @@
 LLM steps retry with backoff (a 429's Retry-After overrides the interval) and give up after a few
 attempts: a run that fails leaves the cursor where it was, so the range is formed by a later run.
 LLM steps heartbeat, so a dead worker is noticed in seconds, not after the whole call timeout.
-Store steps retry longer: they are cheap and their failures are usually transient.
+Store steps retry longer: they are cheap and their failures are usually transient; they heartbeat
+too (every activity does, by the worker's interceptor), on a timeout of a few seconds.
 """
 
 from __future__ import annotations
@@ -41,6 +42,9 @@ def llm(r: RetrySettings, task_queue: str | None = None) -> dict[str, Any]:
 def store(r: RetrySettings) -> dict[str, Any]:
     return {
         "start_to_close_timeout": timedelta(seconds=r.store_timeout_seconds),
+        # Every activity heartbeats (activities.heartbeat.HeartbeatInterceptor): a killed worker
+        # is noticed in seconds.
+        "heartbeat_timeout": timedelta(seconds=r.store_heartbeat_seconds),
         "retry_policy": RetryPolicy(
             initial_interval=timedelta(seconds=r.store_initial_interval_seconds),
             backoff_coefficient=2.0,

@@ -35,6 +35,7 @@ class FormationSummary(BaseModel):
     decisions: dict[str, int] = Field(default_factory=dict)
     llm_calls: list[LlmCall] = Field(default_factory=list)
     embedding_calls: int = 0
+    decisions_redone: int = Field(0, description="Stale decisions decided again")
     duration_ms: int = 0
     degraded: list[DegradedStep] = Field(default_factory=list)
 
@@ -96,3 +97,10 @@ class ConsolidationSummary(BaseModel):
     absorbed: int = 0
     version: int = 0
     llm_calls: list[LlmCall] = []
+
+
+class SessionEndSummary(BaseModel):
+    """What ending a session formed and consolidated (the EndSession workflow's result)."""
+
+    formation: FormationSummary
+    consolidation: ConsolidationSummary

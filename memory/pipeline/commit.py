@@ -14,6 +14,7 @@ from memory.deps import Deps
 from memory.errors import StaleDecisionError
 from memory.ids import text_hash
 from memory.models import (
+    AddRecheck,
     FactAdd,
     FactInvalidate,
     FactOp,
@@ -22,7 +23,14 @@ from memory.models import (
     Reflection,
 )
 from memory.pipeline.dedup import stored_texts
-from memory.pipeline.types import CommitResult, Decision, NewFact, NewReflection, Window
+from memory.pipeline.types import (
+    CandidatesResult,
+    CommitResult,
+    Decision,
+    NewFact,
+    NewReflection,
+    Window,
+)
 
 
 def fact_ops(
@@ -92,6 +100,19 @@ async def _cached_vectors(deps: Deps, texts: list[str]) -> dict[str, list[float]
     return {t: [float(x) for x in cached[h]] for t, h in hashes.items()}
 
 
+def _recheck(deps: Deps, candidates: CandidatesResult | None) -> AddRecheck | None:
+    """What the decisions saw, for the commit to re-check its adds against (None: an older
+    run's commit, whose candidates carry no read time)."""
+    if candidates is None or candidates.read_at is None or not deps.settings.facts.dedup_enabled:
+        return None
+    seen = {s.fact_id: s.version for hits in candidates.by_new_index.values() for s in hits}
+    return AddRecheck(
+        candidates_read_at=candidates.read_at,
+        seen=seen,
+        similarity=deps.settings.facts.dedup_similarity_threshold,
+    )
+
+
 async def commit(
     deps: Deps,
     window: Window,
@@ -99,6 +120,7 @@ async def commit(
     decisions: list[Decision],
     reflections: list[NewReflection],
     now: datetime,
+    candidates: CandidatesResult | None = None,
     *,
     keep_cursor: int | None = None,
 ) -> CommitResult:
@@ -130,6 +152,7 @@ async def commit(
             reflections=stored,
             committed_at=now,
             user_epochs=window.user_epochs,
+            recheck=_recheck(deps, candidates),
         )
     )
     # The commit counted the buffers it added to: no second read, and on a retried commit the

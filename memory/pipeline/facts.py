@@ -35,7 +35,9 @@ async def extract_facts(deps: Deps, window: Window, retry: Retry = FIRST) -> Ext
     request = LLMRequest.of(
         ExtractFactsInput(
             agent=agent,
-            messages=transcript.prompt_messages(messages),
+            messages=transcript.prompt_messages(
+                messages, deps.settings.formation.max_chars_per_run
+            ),
             max_words=cfg.max_words,
         ),
         model=choose_model(deps.settings, deps.llm.name, "fast", agent.tier),

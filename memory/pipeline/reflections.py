@@ -46,7 +46,9 @@ async def extract_reflections(
     request = LLMRequest.of(
         ExtractReflectionsInput(
             agent=agent,
-            messages=transcript.prompt_messages(messages),
+            messages=transcript.prompt_messages(
+                messages, deps.settings.formation.max_chars_per_run
+            ),
             scopes=window.reflection_scopes,
             current=await current_memory(deps, window),
             new_facts=new_facts,

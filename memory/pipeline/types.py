@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memory.models import AgentConfig, FactScope, Id, ScopeKey
+from memory.models import AgentConfig, FactScope, Id, ScopeKey, UtcDatetime
 from memory.settings import RetrySettings, Scope
 
 # The word a fallback writes into a decision's reasoning, a summary and the outcome attribute.
@@ -27,6 +27,15 @@ class FormationRequest(_T):
     llm_task_queue: str | None = Field(
         None, description="Where LLM steps run (None: the workflow's queue)"
     )
+
+
+class SessionEndRequest(_T):
+    """Input of the one EndSession workflow of (agent, session)."""
+
+    session_id: Id
+    agent_id: Id
+    ended_at: UtcDatetime
+    retries: RetrySettings = RetrySettings()
 
 
 class Window(_T):
@@ -94,6 +103,9 @@ class CandidatesResult(_T):
 
     by_new_index: dict[int, list[SimilarFact]]
     embedding_calls: int = 0
+    read_at: UtcDatetime | None = Field(
+        None, description="When the search started: the commit re-checks adds against later facts"
+    )
 
 
 class Decision(_T):

@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
-from memory import ids
+from memory import ids, transcript
 from memory.deps import Deps
 from memory.lookup import require_agent, require_session
 from memory.models import AgentConfig, StoredMessage
 from memory.pipeline.types import FormationRequest, Window
 from memory.scopes import formable_scopes, single_user
-from memory.settings import Settings
+from memory.settings import FormationSettings, Settings
 from memory.store.base import MemoryStore
 from memory.triggers import formation_due
+
+
+def _may_exceed_budget(pending_weighted_tokens: float, cfg: FormationSettings) -> bool:
+    """Whether the pending messages may hold more than the budget: their weighted tokens bound
+    their size (by the smallest role weight), so most windows are not read here at all and a
+    pass still reads its transcript once."""
+    lightest = min(cfg.weight(role) for role in ("user", "agent", "tool", "system", "other"))
+    return lightest <= 0 or pending_weighted_tokens / lightest > cfg.max_tokens_per_run
 
 
 async def load_window(
@@ -26,6 +34,12 @@ async def load_window(
     session = await require_session(store, req.session_id, req.agent_id)
     fact_scopes, reflection_scopes = formable_scopes(agent, session)
     upto = min(state.last_seq, state.cursor_seq + settings.formation.max_messages_per_run)
+    if _may_exceed_budget(state.pending_weighted_tokens, settings.formation):
+        # Cut by size too: the window's messages, as the prompts show them, fit the budget.
+        messages = await store.load_messages(req.session_id, state.cursor_seq, upto)
+        if messages:
+            fit = transcript.fitting(messages, settings.formation.max_chars_per_run)
+            upto = messages[fit - 1].seq
     return Window(
         formation_id=ids.formation_id(req.session_id, req.agent_id, state.cursor_seq, upto),
         session_id=req.session_id,

@@ -126,6 +126,14 @@ class MemoryStore(abc.ABC):
         NotFoundError when the agent never recorded into the session."""
 
     @abc.abstractmethod
+    async def list_unfinished_ended_sessions(
+        self, *, ended_before: datetime, after: tuple[str, str] | None, limit: int
+    ) -> list[tuple[str, str]]:
+        """(session_id, agent_id) of sessions ended at or before ``ended_before`` whose agent has
+        unformed messages there or whose session scope still buffers unabsorbed reflections,
+        ordered, strictly after ``after``, at most ``limit``: the ends the cold job finishes."""
+
+    @abc.abstractmethod
     async def purge_ended_sessions(self, ended_before: datetime, limit: int) -> list[str]:
         """Delete the session-scoped reflections and blobs of each (agent, session) the agent
         ended before the date (another agent's session memory is left alone), oldest first, at

@@ -1,12 +1,15 @@
 """Record the workflow histories that tests/workflows/test_replay.py replays.
 
 Run after a deliberate, versioned change of workflow code (``python -m tests.histories.record``) and
-commit the JSON files: CI then fails on any change that would break runs already in flight.
+commit the JSON files: CI then fails on any change that would break runs already in flight. Name
+the histories to record (``python -m tests.histories.record end_session/first``) to leave the others as
+they were recorded, by older code.
 """
 
 from __future__ import annotations
 
 import asyncio
+import sys
 import tempfile
 from pathlib import Path
 
@@ -18,12 +21,16 @@ from memory.errors import MalformedOutputError
 from memory.llm.base import LLMRequest
 from memory.prompts.decide_facts import FactDecision, FactDecisions
 from tests.harness import Harness, conversation, facts, reflections
-from workflows.naming import consolidation_workflow_id, formation_workflow_id
+from workflows.naming import (
+    consolidation_workflow_id,
+    formation_workflow_id,
+    session_end_workflow_id,
+)
 
 HERE = Path(__file__).parent
 
 
-async def record() -> None:
+async def record(only: set[str]) -> None:
     env = await WorkflowEnvironment.start_time_skipping(
         test_server_existing_path=str(temporal_test_server()),
         data_converter=pydantic_data_converter,
@@ -54,15 +61,22 @@ async def record() -> None:
             )  # fmt: skip
             h.llm.script("extract_reflections", reflections(user=["likes bullets"]))
             h.llm.script("extract_reflections", reflections(session=["w", "x", "y", "z"]))
+            await h.record("s2", conversation(3, prefix="e"))
+            h.llm.script("extract_reflections", reflections(session=["wraps up"]))
             async with h.worker():
                 await h.form("s0")
                 await h.form("s1")
                 await h.consolidation_result(h.key("session"))
+                await h.memory.on_session_end("eve", "s2")
             for name, wf_id in [
                 ("form_memories_first", formation_workflow_id("eve", "s0")),
                 ("form_memories_update_and_consolidate", formation_workflow_id("eve", "s1")),
                 ("consolidate_scope", consolidation_workflow_id(h.key("session"))),
+                # A subfolder, so the CLI's replay test of the top folder keeps its count.
+                ("end_session/first", session_end_workflow_id("eve", "s2")),
             ]:
+                if only and name not in only:
+                    continue
                 history = await env.client.get_workflow_handle(wf_id).fetch_history()
                 (HERE / f"{name}.json").write_text(history.to_json())
                 print(f"recorded {name}.json ({len(history.events)} events)")
@@ -109,6 +123,5 @@ async def record_degraded() -> None:
 
 
 if __name__ == "__main__":
-    import sys
-
-    asyncio.run(record_degraded() if sys.argv[1:] == ["degraded"] else record())
+    wanted = set(sys.argv[1:])
+    asyncio.run(record_degraded() if wanted == {"degraded"} else record(wanted))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import cast
 
 from pymongo.asynchronous.client_session import AsyncClientSession
@@ -15,6 +16,7 @@ from memory.store.mongo.docs import (
     opt_dt,
     reflection_from_doc,
     state_from_doc,
+    ts,
 )
 from memory.store.mongo.lifecycle_reads import lifecycle_snapshot, read_epochs
 from memory.store.mongo.listings import api_key
@@ -32,6 +34,7 @@ from memory.store.rules import (
     ReflectionRequest,
     Request,
 )
+from memory.store.rules.recheck import reflection_text_key
 
 Session = AsyncClientSession | None
 
@@ -85,6 +88,18 @@ async def formation_snapshot(
     mine = await db.session_agents.find_one(
         {"session_id": req.session_id, "agent_id": req.agent_id}, {"user_ids": 1}, session=s
     )
+    recent: list[tuple[Fact, Sequence[float]]] = []
+    if req.recent_since is not None:
+        changed: Doc = {"agent_id": req.agent_id, "invalidated": False}
+        changed["updated_at"] = {"$gte": ts(req.recent_since)}
+        async for doc in db.facts.find(changed, session=s):
+            recent.append((fact_from_doc(doc), [float(x) for x in doc["embedding"]]))
+    texts: set[tuple[str, str]] = set()
+    if req.reflection_texts:
+        same: Doc = {"scope_key": {"$in": list(req.scope_keys)}}
+        same["content"] = {"$in": list(req.reflection_texts)}
+        async for doc in db.reflections.find(same, {"scope_key": 1, "content": 1}, session=s):
+            texts.add(reflection_text_key(doc["scope_key"], doc["content"]))
     return FormationSnapshot(
         participants=frozenset(mine.get("user_ids", []) if mine else ()),
         done=None if done is None else FormationCommitResult.model_validate(done["result"]),
@@ -95,6 +110,8 @@ async def formation_snapshot(
         buffered={row["_id"]: int(row["n"]) for row in counts},
         pending_after=await pending_after(db, req.session_id, req.new_cursor, s),
         epochs=await read_epochs(db, req.agent_id, req.users, s),
+        recent=recent,
+        reflection_texts=frozenset(texts),
     )
 
 

@@ -20,7 +20,10 @@ nothing written. The rules:
   when its new content is another valid fact's, the updated fact is invalidated in favour of
   that one (a duplicate). An invalidation names the add of this commit that replaces the fact;
   that add may have resolved to an existing fact (duplicate or revived), maybe this very one.
-- Reflections are inserted by id (existing ids are left alone).
+- An add that would be new is re-checked against the agent's facts committed since the commit's
+  candidates were read (``recheck``): one as similar as a candidate is StaleDecisionError.
+- Reflections are inserted by id (existing ids are left alone), and not when their text is
+  already stored in their scope key (buffered or absorbed) or repeated in the commit.
 - cursor = new_cursor; pending counters = the messages after it; formations + 1; the versions of
   every touched scope key are bumped.
 """
@@ -52,6 +55,12 @@ from memory.store.rules.checks import (
 )
 from memory.store.rules.derived import fact_scope_key
 from memory.store.rules.erasure import commit_users, discarded, erased_since, without_memories
+from memory.store.rules.recheck import (
+    check_add,
+    recent_since,
+    reflection_text_key,
+    unseen_reflections,
+)
 from memory.store.rules.writes import (
     BumpScopeVersions,
     InsertReflections,
@@ -76,6 +85,10 @@ class FormationSnapshot:
     pending_after: tuple[int, float]  # messages after new_cursor
     participants: frozenset[str] = frozenset()  # the agent's users of the session
     epochs: Mapping[str, int] = field(default_factory=dict)  # users' erasure epochs (erasure)
+    # The agent's valid facts updated since recent_since, with their vectors.
+    recent: Sequence[tuple[Fact, Sequence[float]]] = ()
+    # (scope key, whitespace-normalised content) of the stored reflections among reflection_texts.
+    reflection_texts: frozenset[tuple[str, str]] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -91,6 +104,9 @@ class FormationRequest(Request[FormationSnapshot]):
     scope_keys: tuple[str, ...]  # unabsorbed reflections per key, before the commit
     new_cursor: int  # pending messages (count, weighted tokens) after this seq
     users: tuple[str, ...] = ()  # their erasure epochs (rules.erasure)
+    recent_since: datetime | None = None  # the agent's valid facts updated since, with vectors
+    # Reflections of these keys with one of these contents (raw and normalised), absorbed or not.
+    reflection_texts: tuple[str, ...] = ()
 
 
 def formation_request(commit: FormationCommit) -> FormationRequest:
@@ -105,6 +121,14 @@ def formation_request(commit: FormationCommit) -> FormationRequest:
         scope_keys=tuple(sorted({r.scope_key.key for r in commit.reflections})),
         new_cursor=commit.new_cursor,
         users=commit_users(commit),
+        recent_since=recent_since(commit.recheck),
+        reflection_texts=tuple(
+            dict.fromkeys(
+                text
+                for r in commit.reflections
+                for text in (r.content, reflection_text_key("", r.content)[1])
+            )
+        ),
     )
 
 
@@ -147,6 +171,7 @@ class _FactPlanner:
     commit: FormationCommit
     facts: dict[str, Fact]
     read: Mapping[str, Fact]  # the snapshot's facts: what the decisions were made against
+    recent: Sequence[tuple[Fact, Sequence[float]]] = ()
     writes: list[Write] = field(default_factory=list)
     resolved: dict[str, str] = field(default_factory=dict)  # FactAdd.fact_id -> holder
     counts: dict[str, int] = field(
@@ -214,6 +239,7 @@ class _FactPlanner:
             return
         if op.fact_id in self.facts:
             raise InvalidInputError(f"fact id {op.fact_id} is already used")
+        check_add(op, self.commit.recheck, self.recent)
         at = self.commit.committed_at
         fact = Fact(
             fact_id=op.fact_id, agent_id=self.commit.agent_id, user_id=op.user_id,
@@ -267,15 +293,17 @@ def _check_owners(commit: FormationCommit, participants: frozenset[str]) -> None
 
 
 def _new_reflections(
-    commit: FormationCommit, existing: frozenset[str]
+    commit: FormationCommit, existing: frozenset[str], texts: frozenset[tuple[str, str]]
 ) -> tuple[tuple[Reflection, ...], set[str]]:
-    """(the reflections to insert: first of each id, not stored yet; scope keys of them all)."""
+    """(the reflections to insert: first of each id and text, not stored yet; scope keys of them
+    all)."""
     keys: set[str] = set()
     new: dict[str, Reflection] = {}
     for reflection in commit.reflections:
         if reflection.scope_key.agent_id != commit.agent_id:
             raise InvalidInputError(f"reflection {reflection.reflection_id} of another agent")
         keys.add(reflection.scope_key.key)
+    for reflection in unseen_reflections(commit.reflections, texts):
         if reflection.reflection_id not in existing:
             new.setdefault(reflection.reflection_id, reflection)
     return tuple(new.values()), keys
@@ -302,10 +330,12 @@ def plan_formation(
             check_embedding_meta(commit, dimension, snapshot.embedding_meta)
 
     read = {fact.fact_id: fact for fact in snapshot.facts}
-    facts = _FactPlanner(commit, dict(read), read)
+    facts = _FactPlanner(commit, dict(read), read, snapshot.recent)
     facts.apply()
     writes += facts.writes
-    reflections, keys = _new_reflections(commit, snapshot.existing_reflections)
+    reflections, keys = _new_reflections(
+        commit, snapshot.existing_reflections, snapshot.reflection_texts
+    )
     if reflections:
         writes.append(InsertReflections(reflections))
     if touched := facts.touched | keys:

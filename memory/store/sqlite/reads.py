@@ -20,13 +20,16 @@ from memory.store.rules import (
     ReflectionRequest,
     Request,
 )
+from memory.store.rules.recheck import reflection_text_key
 from memory.store.sqlite.codec import (
     FACT_COLUMNS,
     STATE_SQL,
     fact_from_row,
+    from_blob,
     opt_from_us,
     reflection_from_row,
     state_from_row,
+    to_us,
 )
 from memory.store.sqlite.lifecycle_reads import lifecycle_snapshot, read_epochs
 from memory.store.sqlite.listings import api_key
@@ -74,6 +77,21 @@ def formation_snapshot(conn: sqlite3.Connection, req: FormationRequest) -> Forma
     )
     count = "SELECT count(*) FROM reflections WHERE scope_key = ? AND absorbed_into_version IS NULL"
     buffered = {key: int(conn.execute(count, (key,)).fetchone()[0]) for key in req.scope_keys}
+    recent: list[tuple[Fact, Sequence[float]]] = []
+    if req.recent_since is not None:
+        rows = conn.execute(
+            f"SELECT {FACT_COLUMNS}, embedding FROM facts "
+            "WHERE agent_id = ? AND invalidated_at IS NULL AND updated_at >= ?",
+            (req.agent_id, to_us(req.recent_since)),
+        )
+        recent = [(fact_from_row(row), from_blob(row["embedding"]).tolist()) for row in rows]
+    texts: set[tuple[str, str]] = set()
+    for key in req.scope_keys if req.reflection_texts else ():
+        sql = "SELECT content FROM reflections WHERE scope_key = ? AND content IN"
+        texts |= {
+            reflection_text_key(key, row[0])
+            for row in rows_in(conn, sql, req.reflection_texts, key)
+        }
     return FormationSnapshot(
         done=None if done is None else FormationCommitResult.model_validate_json(done[0]),
         state=read_state(conn, req.session_id, req.agent_id),
@@ -90,6 +108,8 @@ def formation_snapshot(conn: sqlite3.Connection, req: FormationRequest) -> Forma
             )
         ),
         epochs=read_epochs(conn, req.agent_id, req.users),
+        recent=recent,
+        reflection_texts=frozenset(texts),
     )
 
 

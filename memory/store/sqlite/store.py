@@ -178,6 +178,24 @@ class SQLiteStore(SQLiteListings, SQLiteThread, PlannedStore):
 
         await self._write(end)
 
+    async def list_unfinished_ended_sessions(
+        self, *, ended_before: datetime, after: tuple[str, str] | None, limit: int
+    ) -> list[tuple[str, str]]:
+        sql = (
+            "SELECT u.session_id, u.agent_id FROM ("
+            "  SELECT session_id, agent_id FROM reflections"
+            "  WHERE scope = 'session' AND absorbed_into_version IS NULL"
+            "  UNION SELECT session_id, agent_id FROM session_agents WHERE pending_messages > 0"
+            ") AS u JOIN session_agents AS sa "  # ending is each agent's own
+            "ON sa.session_id = u.session_id AND sa.agent_id = u.agent_id "
+            "WHERE sa.ended_at IS NOT NULL AND sa.ended_at <= ? "
+            "AND (u.session_id, u.agent_id) > (?, ?) "
+            "ORDER BY u.session_id, u.agent_id LIMIT ?"
+        )
+        params = (to_us(ended_before), *(after or ("", "")), max(limit, 0))
+        rows = await self._read(lambda conn: conn.execute(sql, params).fetchall())
+        return [(str(row[0]), str(row[1])) for row in rows]
+
     async def purge_ended_sessions(self, ended_before: datetime, limit: int) -> list[str]:
         return await self._write(
             partial(purge_ended_sessions_tx, ended_before=ended_before, limit=max(limit, 0))

@@ -1,0 +1,81 @@
+"""Convergence of concurrent formations, checked at commit (part of ``plan_formation``).
+
+Two sessions of one agent that learn the same new fact at once each read their dedup candidates
+before the other committed: both decide ADD, and the agent ends with two valid copies. So a commit
+re-checks its adds against the facts committed since its candidates were read: an add as similar
+to one of them as a dedup candidate would have been (cosine, the candidates' threshold) makes the
+decision stale, and the workflow decides again against fresh candidates, which now hold that fact.
+
+Reflections converge the simpler way: a text already buffered or absorbed in its scope key is not
+buffered again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from datetime import datetime, timedelta
+
+import numpy as np
+
+from memory.errors import StaleDecisionError
+from memory.models import AddRecheck, Fact, FactAdd, Reflection
+
+# Facts stamped this long before the candidates were read are read too: a commit stamps its time
+# before its transaction, so one that was still writing when the candidates were read carries an
+# earlier time. Facts the decision saw (at that version) are not counted, so the margin never
+# makes a decision stale by itself.
+CLOCK_MARGIN = timedelta(seconds=60)
+
+
+def recent_since(recheck: AddRecheck | None) -> datetime | None:
+    """From when a commit's snapshot reads the agent's changed facts (None: not at all)."""
+    return None if recheck is None else recheck.candidates_read_at - CLOCK_MARGIN
+
+
+def _unit(vector: Sequence[float]) -> np.ndarray:
+    v = np.asarray(vector, dtype=np.float32)
+    norm = float(np.linalg.norm(v))
+    return v / norm if norm else v
+
+
+def check_add(
+    op: FactAdd, recheck: AddRecheck | None, recent: Sequence[tuple[Fact, Sequence[float]]]
+) -> None:
+    """Raise StaleDecisionError when a fact committed since the candidates were read, unseen by
+    the decision, would have been a candidate of this add."""
+    if recheck is None or not recent:
+        return
+    mine = _unit(op.embedding)
+    for fact, vector in recent:
+        if (
+            fact.invalidated_at is not None
+            or fact.scope != op.scope
+            or (fact.user_id or "") != (op.user_id or "")
+            or recheck.seen.get(fact.fact_id) == fact.version
+            or len(vector) != len(mine)
+        ):
+            continue
+        similarity = float(mine @ _unit(vector))
+        if similarity >= recheck.similarity:
+            raise StaleDecisionError(
+                f"fact {fact.fact_id} (v{fact.version}) was committed since the candidates were "
+                f"read and is {similarity:.2f} similar to a new fact: decide again"
+            )
+
+
+def reflection_text_key(scope_key: str, content: str) -> tuple[str, str]:
+    return scope_key, " ".join(content.split())
+
+
+def unseen_reflections(
+    reflections: Sequence[Reflection], stored: Collection[tuple[str, str]]
+) -> list[Reflection]:
+    """The reflections whose text is neither stored in their scope key nor repeated before them."""
+    seen = set(stored)
+    kept: list[Reflection] = []
+    for r in reflections:
+        key = reflection_text_key(r.scope_key.key, r.content)
+        if key not in seen:
+            seen.add(key)
+            kept.append(r)
+    return kept

@@ -1,0 +1,100 @@
+"""Issue #12 case 6, the cold job's part: an ended session whose end never ran (its messages
+unformed, its session buffer not consolidated) is finished by the cold-sessions job, which starts
+its EndSession; and a transport error while starting is "try again later", not a failed session."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from temporalio.service import RPCError, RPCStatusCode
+from temporalio.testing import ActivityEnvironment, WorkflowEnvironment
+
+from activities.sessions import EndedPage, SessionActivities
+from memory.models import MessageIn
+from memory.settings import TemporalSettings
+from tests.harness import Harness, facts, reflections
+from workflows.cold_sessions import ColdSessionsInput, ColdSessionsResult
+from workflows.naming import COLD_SESSIONS_WORKFLOW, session_end_workflow_id
+from workflows.summary import SessionEndSummary
+
+
+def chat(session: str, n: int, at: datetime) -> list[MessageIn]:
+    return [
+        MessageIn(
+            message_id=f"{session}-{i}",
+            role="user" if i % 2 == 0 else "agent",
+            content=f"{session} message {i}",
+            created_at=at + timedelta(seconds=i),
+            user_id="alice" if i % 2 == 0 else None,
+        )
+        for i in range(n)
+    ]
+
+
+async def test_cold_job_finishes_an_end_that_never_ran(
+    dev_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    temporal = TemporalSettings(
+        address=dev_env.client.service_client.config.target_host,
+        task_queue=f"ended-{uuid.uuid4().hex[:8]}",
+        search_attributes=False,
+    )
+    h = await Harness.create(dev_env, tmp_path, temporal=temporal)
+    h.llm.defaults["extract_facts"] = facts(("Alice drinks green tea", "user"))
+    h.llm.defaults["extract_reflections"] = reflections(session=["the user is planning a trip"])
+    an_hour_ago = datetime.now(UTC) - timedelta(hours=1)
+    await h.record("ended", chat("ended", 2, an_hour_ago))  # below every cold threshold
+    await h.record("open", chat("open", 2, an_hour_ago))
+    # The client marked the end in the store, then could not start the workflow.
+    await h.store.end_session("ended", "eve", an_hour_ago + timedelta(minutes=1))
+
+    async with h.worker():
+        job = await h.client.execute_workflow(
+            COLD_SESSIONS_WORKFLOW,
+            ColdSessionsInput.from_settings(h.settings),
+            id=f"cold-test-{uuid.uuid4().hex[:6]}",
+            task_queue=h.settings.temporal.task_queue,
+            result_type=ColdSessionsResult,
+        )
+        handle = h.client.get_workflow_handle(
+            session_end_workflow_id("eve", "ended"), result_type=SessionEndSummary
+        )
+        ended = await asyncio.wait_for(handle.result(), 60)
+
+    assert (job.ends_started, job.failed, job.retry_later) == (1, 0, 0)
+    assert ended.formation.messages_formed == 2
+    assert ended.consolidation.absorbed == 1
+    assert await h.buffered(h.key("session", "ended")) == []
+    blob = await h.store.get_consolidated(h.key("session", "ended"))
+    assert blob is not None and "planning a trip" in blob.content
+    still_open = await h.store.get_session_agent_state("open", "eve")
+    assert still_open is not None and still_open.pending_messages == 2  # not ended: left alone
+
+
+class _Unreachable:
+    """A Temporal client whose server is restarting."""
+
+    async def start_workflow(self, *args: Any, **kwargs: Any) -> Any:
+        raise RPCError("tcp connect error", RPCStatusCode.UNAVAILABLE, b"")
+
+
+async def test_transport_error_is_try_again_later_not_a_failed_session(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    h = await Harness.create(time_env, tmp_path)
+    at = datetime.now(UTC) - timedelta(hours=1)
+    await h.record("ended", chat("ended", 2, at))
+    activities = SessionActivities(h.deps, _Unreachable())  # type: ignore[arg-type]
+    page = EndedPage(sessions=[("ended", "eve")], ended_before=at)
+
+    [outcome] = await ActivityEnvironment().run(activities.start_session_ends, page, 2)
+
+    assert outcome.outcome == "retry_later"
+    assert outcome.error is not None and "tcp connect error" in outcome.error
+    result = ColdSessionsResult()
+    result.add([outcome])
+    assert (result.failed, result.retry_later) == (0, 1)

@@ -1,0 +1,59 @@
+"""Issue #12 case 7, size: a window is cut by a token budget as well as a message count, and a
+message longer than the budget is truncated in the prompt (with a marker) but stored whole."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+from temporalio.testing import WorkflowEnvironment
+
+from memory.models import MessageIn
+from memory.prompts.extract_facts import ExtractFactsInput
+from memory.settings import FormationSettings
+from tests.harness import T0, Harness
+
+BUDGET_TOKENS = 100  # 400 characters at 4 characters per token
+
+
+def said(i: int, content: str) -> MessageIn:
+    return MessageIn(
+        message_id=f"m{i}",
+        role="user",
+        content=content,
+        created_at=T0 + timedelta(minutes=i),
+        user_id="alice",
+    )
+
+
+async def test_windows_fit_the_budget_and_a_huge_message_is_truncated_in_the_prompt(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    h = await Harness.create(
+        time_env, tmp_path, formation=FormationSettings(max_tokens_per_run=BUDGET_TOKENS)
+    )
+    huge = "All about my trip. " * 500  # 9,500 characters
+    messages = [said(i, f"Short message number {i} of the day.") for i in range(6)]
+    messages.insert(3, said(99, huge))
+    await h.record("s1", messages)
+
+    async with h.worker():
+        summary = await h.form("s1")
+
+    assert summary.messages_formed == 7
+    state = await h.store.get_session_agent_state("s1", "eve")
+    assert state is not None and (state.cursor_seq, state.pending_messages) == (7, 0)
+    windows = [r.task_input for r in h.llm.calls("extract_facts")]
+    assert all(isinstance(w, ExtractFactsInput) for w in windows)
+    shown = [[m.content for m in w.messages] for w in windows if isinstance(w, ExtractFactsInput)]
+    assert len(shown) == summary.formations >= 3
+    # Every message is shown exactly once, in order; the huge one alone and truncated.
+    assert [c.split(" [truncated")[0][:20] for w in shown for c in w] == [
+        m.content[:20] for m in messages
+    ]
+    [alone] = [w for w in shown if any("truncated" in c for c in w)]
+    assert len(alone) == 1
+    assert alone[0].endswith(f" [truncated: {len(huge) - 400} more characters]")
+    assert all(sum(len(c) for c in w) <= 400 for w in shown if w is not alone)
+    [stored] = [m for m in await h.store.load_messages("s1", 0, 7) if m.message_id == "m99"]
+    assert stored.content == huge

@@ -1,0 +1,73 @@
+"""Convergence at commit (issue #12 case 2), on each backend: an add is re-checked against the
+facts committed since its candidates were read, and a reflection text is buffered once per key."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from memory.errors import StaleDecisionError
+from memory.models import AddRecheck, FormationCommit
+from memory.store.base import MemoryStore
+from tests.store.builders import AGENT_KEY, USER_KEY, Former, add, at, reflection, unit
+
+
+def rechecked(c: FormationCommit, read_seconds: float, seen: dict[str, int]) -> FormationCommit:
+    recheck = AddRecheck(candidates_read_at=at(read_seconds), seen=seen, similarity=0.9)
+    return c.model_copy(update={"recheck": recheck})
+
+
+async def test_add_similar_to_a_fact_committed_since_is_stale(store: MemoryStore) -> None:
+    one, two = await Former(store, "s1").start(), await Former(store, "s2").start()
+    # s2 read its candidates (none) at 90 s; s1 committed a similar fact at 100 s.
+    await one.form(add("f1", "The offsite is in Lisbon", unit(1, 0)))
+    late = rechecked(two.next_commit(add("f2", "The offsite is in Porto", unit(1, 0.1))), 90, {})
+
+    with pytest.raises(StaleDecisionError):
+        await store.commit_formation(late)
+    assert await store.get_facts(["f2"]) == []
+
+    # Decided again, with f1 among its candidates: a dissimilar add commits.
+    [f1] = await store.get_facts(["f1"])
+    other = rechecked(two.next_commit(add("f3", "Likes tea", unit(0, 1))), 200, {"f1": f1.version})
+    assert (await store.commit_formation(other)).facts_added == 1
+
+
+async def test_fact_the_decision_saw_does_not_make_it_stale(store: MemoryStore) -> None:
+    one, two = await Former(store, "s1").start(), await Former(store, "s2").start()
+    await one.form(add("f1", "The offsite is in Lisbon", unit(1, 0)))
+    [f1] = await store.get_facts(["f1"])
+    # Read just after f1 was committed (within the clock margin), f1 among the candidates: the
+    # decision chose ADD knowingly.
+    seen = rechecked(
+        two.next_commit(add("f2", "The offsite is in Porto", unit(1, 0.1))),
+        100 + timedelta(seconds=1).total_seconds(),
+        {"f1": f1.version},
+    )
+    assert (await store.commit_formation(seen)).facts_added == 1
+
+
+async def test_commit_without_recheck_keeps_the_old_rules(store: MemoryStore) -> None:
+    one, two = await Former(store, "s1").start(), await Former(store, "s2").start()
+    await one.form(add("f1", "The offsite is in Lisbon", unit(1, 0)))
+    result = await two.form(add("f2", "The offsite is in Porto", unit(1, 0.1)))
+    assert result.facts_added == 1
+
+
+async def test_reflection_text_buffered_or_absorbed_once_per_key(store: MemoryStore) -> None:
+    one, two = await Former(store, "s1").start(), await Former(store, "s2").start()
+    text = "The user prefers short answers."
+    first = await one.form(reflections=[reflection(USER_KEY, 1, text)])
+    # The same text (spacing aside) again in the same key, twice in one commit, and in another key.
+    again = await two.form(
+        reflections=[
+            reflection(USER_KEY, 2, "The user  prefers short answers. "),
+            reflection(AGENT_KEY, 3, text),
+            reflection(AGENT_KEY, 4, text),
+        ]
+    )
+
+    assert (first.reflections_added, again.reflections_added) == (1, 1)
+    assert [r.content for r in await store.unabsorbed_reflections(USER_KEY)] == [text]
+    assert [r.content for r in await store.unabsorbed_reflections(AGENT_KEY)] == [text]
