@@ -66,8 +66,10 @@ def build_worker(client: Client, deps: Deps, settings: Settings) -> Worker:
             sessions.find_unfinished_ended_sessions,
             sessions.start_session_ends,
             ending.mark_session_ended,
-            ending.form_session_rest,
-            ending.consolidate_session_scope,
+            ending.start_session_formation,
+            ending.start_session_consolidation,
+            ending.formation_outcome,
+            ending.consolidation_outcome,
         ],
         interceptors=[MetricsInterceptor(), HeartbeatInterceptor()],
     )

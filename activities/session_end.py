@@ -1,14 +1,16 @@
-"""Session-end activities: mark the session ended, form what is left of it, consolidate its
-session scope. The last two start the serialised workflow of their id (signal-with-start, as every
-caller does) and wait for its result while heartbeating: a retried attempt (worker killed, wait
-broken) asks again, which is idempotent by the workflow id and the cursor, and waits again."""
+"""Session-end activities: mark the session ended, start the session's formation and its
+session-scope consolidation (signal-with-start of the serialised workflow of their id, as every
+caller does), and look at their outcome. No activity waits on another workflow: EndSession polls
+the outcome with durable timers between looks, so a killed worker or a broken connection costs one
+look, and a retried start is idempotent by the workflow id and the cursor."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
 from temporalio import activity
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.exceptions import ApplicationError
 
 from activities.errors import classified
 from memory.deps import Deps
@@ -31,24 +33,51 @@ class SessionEndActivities:
         with classified():
             await self.deps.store.end_session(session_id, agent_id, at)
 
-    @activity.defn(name="form_session_rest")
-    async def form_session_rest(self, req: SessionEndRequest) -> FormationSummary:
-        """Form everything still unformed, below the thresholds too; the formation's summary."""
+    @activity.defn(name="start_session_formation")
+    async def start_session_formation(self, req: SessionEndRequest) -> str:
+        """Start (or signal) the session's FormMemories to form everything still unformed, below
+        the thresholds too; its workflow id, whose outcome the workflow then polls."""
         with classified():
             session = await require_session(self.deps.store, req.session_id, req.agent_id)
         handle = await start_formation(
             self.client, self.deps.settings, session, req.agent_id, force=True
         )
-        return await handle.result()
+        return handle.id
 
-    @activity.defn(name="consolidate_session_scope")
-    async def consolidate_session_scope(self, req: SessionEndRequest) -> ConsolidationSummary:
-        """Consolidate the session scope whatever its buffer size (after the formation, so the
-        reflections it buffered are in the blob too)."""
+    @activity.defn(name="start_session_consolidation")
+    async def start_session_consolidation(self, req: SessionEndRequest) -> str:
+        """Start (or signal) the session scope's ConsolidateScope, whatever its buffer size (after
+        the formation, so the reflections it buffered are in the blob too); its workflow id."""
         key = ScopeKey.session(req.agent_id, req.session_id)
         handle = await request_consolidation(self.client, self.deps.settings, key, force=True)
-        summary = await handle.result()
-        get_logger(agent_id=req.agent_id, session_id=req.session_id).info(
-            "session scope consolidated", version=summary.version, absorbed=summary.absorbed
-        )
+        return handle.id
+
+    @activity.defn(name="formation_outcome")
+    async def formation_outcome(self, workflow_id: str) -> FormationSummary | None:
+        """The formation's summary once its latest run completed, None while it runs."""
+        return await _outcome(self.client, workflow_id, FormationSummary)
+
+    @activity.defn(name="consolidation_outcome")
+    async def consolidation_outcome(self, workflow_id: str) -> ConsolidationSummary | None:
+        """The consolidation's summary once its latest run completed, None while it runs."""
+        summary = await _outcome(self.client, workflow_id, ConsolidationSummary)
+        if summary is not None:
+            get_logger(workflow_id=workflow_id).info(
+                "session scope consolidated", version=summary.version, absorbed=summary.absorbed
+            )
         return summary
+
+
+async def _outcome[T](client: Client, workflow_id: str, result_type: type[T]) -> T | None:
+    """A look, never a wait: the latest run's result when it completed, None while it runs. A run
+    that ended otherwise fails the step for good; the cold-sessions job finishes the session."""
+    handle = client.get_workflow_handle(workflow_id, result_type=result_type)
+    status = (await handle.describe()).status
+    if status == WorkflowExecutionStatus.RUNNING:
+        return None
+    if status != WorkflowExecutionStatus.COMPLETED:
+        raise ApplicationError(
+            f"{workflow_id} ended {status.name if status else 'unknown'}", non_retryable=True
+        )
+    result: T = await handle.result()
+    return result

@@ -14,6 +14,7 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
+from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from activities.session_end import SessionEndActivities
@@ -24,18 +25,30 @@ with workflow.unsafe.imports_passed_through():
     from workflows.summary import ConsolidationSummary, FormationSummary, SessionEndSummary
 
 # A formation pass makes about four LLM calls, each with its retries; a session end may drain a few
-# windows, and stale decisions are re-decided for a while.
+# windows, and stale decisions are re-decided for a while: that bounds the polling.
 _LLM_STEPS_WAITED = 16
+_POLL_FIRST_SECONDS = 0.5
+_POLL_MAX_SECONDS = 10.0
 
 
-def _waiting(r: RetrySettings) -> dict[str, Any]:
-    """Options of a step that waits on another workflow: heartbeats (every activity does) catch a
-    dead worker in seconds; the timeout only bounds a formation that never ends."""
-    waited = r.llm_timeout_seconds * r.llm_max_attempts * _LLM_STEPS_WAITED
-    return {
-        **options.store(r),
-        "start_to_close_timeout": timedelta(seconds=waited + r.stale_decision_seconds),
-    }
+async def _polled[T](look: Any, workflow_id: str, r: RetrySettings) -> T:
+    """Look at another workflow's outcome until it is there, with a durable timer between looks
+    (doubling to a cap): the wait is the workflow's, never an activity's."""
+    budget = (
+        r.llm_timeout_seconds * r.llm_max_attempts * _LLM_STEPS_WAITED + r.stale_decision_seconds
+    )
+    deadline = workflow.now() + timedelta(seconds=budget)
+    pause = _POLL_FIRST_SECONDS
+    while True:
+        outcome: T | None = await workflow.execute_activity_method(
+            look, workflow_id, **options.store(r)
+        )
+        if outcome is not None:
+            return outcome
+        if workflow.now() >= deadline:
+            raise ApplicationError(f"{workflow_id} still running after {budget:.0f} s")
+        await workflow.sleep(timedelta(seconds=pause))
+        pause = min(pause * 2, _POLL_MAX_SECONDS)
 
 
 @workflow.defn(name=END_SESSION_WORKFLOW)
@@ -47,12 +60,18 @@ class EndSessionWorkflow:
             args=[req.session_id, req.ended_at, req.agent_id],
             **options.store(req.retries),
         )
-        waiting = _waiting(req.retries)
-        formation: FormationSummary = await workflow.execute_activity_method(
-            SessionEndActivities.form_session_rest, req, **waiting
+        r = req.retries
+        forming: str = await workflow.execute_activity_method(
+            SessionEndActivities.start_session_formation, req, **options.store(r)
         )
-        consolidation: ConsolidationSummary = await workflow.execute_activity_method(
-            SessionEndActivities.consolidate_session_scope, req, **waiting
+        formation: FormationSummary = await _polled(
+            SessionEndActivities.formation_outcome, forming, r
+        )
+        consolidating: str = await workflow.execute_activity_method(
+            SessionEndActivities.start_session_consolidation, req, **options.store(r)
+        )
+        consolidation: ConsolidationSummary = await _polled(
+            SessionEndActivities.consolidation_outcome, consolidating, r
         )
         workflow.upsert_memo(
             {

@@ -114,10 +114,11 @@ async def test_formation_runs_link_to_the_temporal_ui(
     try:
         await form_alice(h, session="runs-s1")
         async with browser(served, token) as c:
-            # Visibility is eventually consistent: poll the page for the run, for at most 20 s.
+            # Visibility is eventually consistent (the run may first show as running, before its
+            # memo): poll the page for the completed run, for at most 20 s.
             deadline = asyncio.get_running_loop().time() + 20
             page = await c.get("/ui/agents/eve")
-            while "form:eve:runs-s1" not in page.text:
+            while "form:eve:runs-s1" not in page.text or "facts +2" not in page.text:
                 assert asyncio.get_running_loop().time() < deadline, page.text
                 await asyncio.sleep(0.05)
                 page = await c.get("/ui/agents/eve")
