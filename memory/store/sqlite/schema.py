@@ -108,6 +108,8 @@ CREATE INDEX IF NOT EXISTS facts_recent
 CREATE VIRTUAL TABLE IF NOT EXISTS facts_fts USING fts5 (
     content, content = 'facts', content_rowid = 'rowid', tokenize = 'porter unicode61'
 );
+-- Document frequency of each indexed (stemmed) term: text search rescores FTS5's candidates.
+CREATE VIRTUAL TABLE IF NOT EXISTS facts_fts_vocab USING fts5vocab (facts_fts, 'row');
 -- External content: the triggers keep the index equal to facts.content.
 CREATE TRIGGER IF NOT EXISTS facts_fts_insert AFTER INSERT ON facts BEGIN
     INSERT INTO facts_fts (rowid, content) VALUES (new.rowid, new.content);

@@ -51,6 +51,7 @@ from memory.store.sqlite.search import (
     fts_match_expression,
 )
 from memory.store.sqlite.sessions import COLD_SESSIONS_SQL, purge_ended_sessions_tx
+from memory.store.sqlite.text import POOL_FACTOR, POOL_MIN, rescored
 from memory.store.sqlite.thread import SQLiteThread
 from memory.store.sqlite.writes import apply_writes
 
@@ -235,13 +236,20 @@ class SQLiteStore(SQLiteThread, PlannedStore):
         if match is None or limit <= 0:
             return []
         where, params = fact_filter_sql(flt)
-        rows = await self._rows(
-            f"SELECT {fact_columns('f')}, -bm25(facts_fts) AS score "
+        sql = (
+            f"SELECT {fact_columns('f')} "
             "FROM facts_fts JOIN facts AS f ON f.rowid = facts_fts.rowid "
-            f"WHERE facts_fts MATCH ? AND {where} ORDER BY score DESC, f.rowid LIMIT ?",
-            (match, *params, limit),
+            f"WHERE facts_fts MATCH ? AND {where} ORDER BY bm25(facts_fts), f.rowid LIMIT ?"
         )
-        return [ScoredFact(fact=fact_from_row(row), score=max(0.0, row["score"])) for row in rows]
+        pool = max(limit * POOL_FACTOR, POOL_MIN)
+
+        def search(conn: sqlite3.Connection) -> list[tuple[sqlite3.Row, float]]:
+            return rescored(
+                conn, query, conn.execute(sql, (match, *params, pool)).fetchall(), limit
+            )
+
+        ranked = await self._read(search)
+        return [ScoredFact(fact=fact_from_row(row), score=score) for row, score in ranked]
 
     async def recent_facts(self, flt: FactFilter, *, since: datetime, limit: int) -> list[Fact]:
         where, params = fact_filter_sql(flt)
