@@ -80,6 +80,7 @@ REGULAR_INDEXES: dict[str, list[IndexModel]] = {
 # a collection implicitly inside a multi-document transaction.
 PLAIN_COLLECTIONS = (
     "agents",
+    "fact_reembed",
     "formation_commits",
     "embeddings",
     "scope_versions",

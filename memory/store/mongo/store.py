@@ -38,7 +38,8 @@ from memory.models import (
     SessionInfo,
     StoredMessage,
 )
-from memory.store.base import Vector
+from memory.store.base import ReembedItem, Vector
+from memory.store.mongo import reembed
 from memory.store.mongo.docs import (
     NO_VECTOR,
     Doc,
@@ -79,7 +80,7 @@ class MongoStore(PlannedStore):
         self._db = client.get_database(database, codec_options=CodecOptions(document_class=dict))
         self._owns_client = owns_client
         self._search = FactSearch(self._db.facts, atlas_search)
-        self._meta: tuple[str, int] | None = None  # never changes once set
+        self._meta: tuple[str, int] | None = None  # set once; changed only by a re-embed switch
 
     @classmethod
     def from_uri(cls, uri: str, *, database: str, atlas_search: AtlasMode = "auto") -> MongoStore:
@@ -291,6 +292,27 @@ class MongoStore(PlannedStore):
         if self._meta is None:
             self._meta = await read_embedding_meta(self._db, None)
         return self._meta
+
+    # ------------------------------------------------------------ re-embedding
+
+    async def reembed_pending(self, model: str, *, limit: int) -> list[ReembedItem]:
+        return (await reembed.pending(self._db, model, max(limit, 0)))[0]
+
+    async def count_reembed_pending(self, model: str) -> tuple[int, int]:
+        left, total = await reembed.pending(self._db, model, -1)
+        return len(left), total
+
+    async def put_reembedded(
+        self, model: str, vectors: Sequence[tuple[ReembedItem, Vector]]
+    ) -> None:
+        await reembed.put(self._db, model, vectors)
+
+    async def switch_embedding(self, model: str, dimension: int) -> int:
+        switched = await run_transaction(
+            self._db, lambda s: reembed.switch(self._db, model, dimension, s)
+        )
+        self._meta = None
+        return switched
 
     # ------------------------------------------------------------ reflections and blobs
 

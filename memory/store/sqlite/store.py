@@ -25,10 +25,11 @@ from memory.models import (
     SessionInfo,
     StoredMessage,
 )
-from memory.store.base import Vector
+from memory.store.base import ReembedItem, Vector
 from memory.store.planned import PlannedStore
 from memory.store.records import from_record
 from memory.store.rules import Plan, Request, check_query_dimension
+from memory.store.sqlite import reembed
 from memory.store.sqlite.codec import (
     consolidated_from_row,
     fact_columns,
@@ -62,7 +63,7 @@ class SQLiteStore(SQLiteThread, PlannedStore):
     def __init__(self, path: str | os.PathLike[str]) -> None:
         super().__init__(path)
         self._vectors = VectorCache()
-        self._meta: tuple[str, int] | None = None  # never changes once set
+        self._meta: tuple[str, int] | None = None  # set once; changed only by a re-embed switch
         self._closed = False
 
     async def _transact[S, R](self, request: Request[S], plan: Callable[[S], Plan[R]]) -> R:
@@ -269,6 +270,24 @@ class SQLiteStore(SQLiteThread, PlannedStore):
         if self._meta is None:
             self._meta = await self._read(read_embedding_meta)
         return self._meta
+
+    # ------------------------------------------------------------ re-embedding
+
+    async def reembed_pending(self, model: str, *, limit: int) -> list[ReembedItem]:
+        return await self._read(lambda conn: reembed.pending(conn, model, limit))
+
+    async def count_reembed_pending(self, model: str) -> tuple[int, int]:
+        return await self._read(lambda conn: reembed.count_pending(conn, model))
+
+    async def put_reembedded(
+        self, model: str, vectors: Sequence[tuple[ReembedItem, Vector]]
+    ) -> None:
+        await self._write(lambda conn: reembed.put(conn, model, vectors))
+
+    async def switch_embedding(self, model: str, dimension: int) -> int:
+        switched = await self._write(lambda conn: reembed.switch(conn, model, dimension))
+        self._meta = None
+        return switched
 
     # ------------------------------------------------------------ reflections and blobs
 
