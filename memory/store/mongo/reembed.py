@@ -27,7 +27,7 @@ async def _side(db: AsyncDatabase[Doc], model: str, ids: list[str], s: Session) 
     return {doc["_id"]: doc["hash"] async for doc in cursor}
 
 
-async def pending(
+async def pending_reembeds(
     db: AsyncDatabase[Doc], model: str, limit: int, s: Session = None
 ) -> tuple[list[ReembedItem], int]:
     """Up to ``limit`` pending facts (all of them when limit < 0) and the count of all facts."""
@@ -53,7 +53,7 @@ async def pending(
                 found.append(ReembedItem(doc["_id"], doc["content"], doc["hash"]))
 
 
-async def put(
+async def put_side_vectors(
     db: AsyncDatabase[Doc], model: str, vectors: Sequence[tuple[ReembedItem, Vector]]
 ) -> None:
     if vectors:
@@ -69,8 +69,10 @@ async def put(
         )
 
 
-async def switch(db: AsyncDatabase[Doc], model: str, dimension: int, s: AsyncClientSession) -> int:
-    left, total = await pending(db, model, -1, s)
+async def switch_to_side_vectors(
+    db: AsyncDatabase[Doc], model: str, dimension: int, s: AsyncClientSession
+) -> int:
+    left, total = await pending_reembeds(db, model, -1, s)
     if left:
         raise ConflictError(
             f"{len(left)} of {total} facts have no {model} vector yet: re-embed them first"

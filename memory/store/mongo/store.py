@@ -39,7 +39,6 @@ from memory.models import (
     StoredMessage,
 )
 from memory.store.base import ReembedItem, Vector
-from memory.store.mongo import reembed
 from memory.store.mongo.docs import (
     NO_VECTOR,
     Doc,
@@ -53,6 +52,11 @@ from memory.store.mongo.docs import (
 )
 from memory.store.mongo.indexes import PLAIN_COLLECTIONS, REGULAR_INDEXES
 from memory.store.mongo.reads import read_embedding_meta, read_snapshot, read_state, reflection
+from memory.store.mongo.reembed import (
+    pending_reembeds,
+    put_side_vectors,
+    switch_to_side_vectors,
+)
 from memory.store.mongo.search import AtlasMode, FactSearch, fact_match
 from memory.store.mongo.txn import run_transaction
 from memory.store.mongo.writes import apply_writes
@@ -296,20 +300,20 @@ class MongoStore(PlannedStore):
     # ------------------------------------------------------------ re-embedding
 
     async def reembed_pending(self, model: str, *, limit: int) -> list[ReembedItem]:
-        return (await reembed.pending(self._db, model, max(limit, 0)))[0]
+        return (await pending_reembeds(self._db, model, max(limit, 0)))[0]
 
     async def count_reembed_pending(self, model: str) -> tuple[int, int]:
-        left, total = await reembed.pending(self._db, model, -1)
+        left, total = await pending_reembeds(self._db, model, -1)
         return len(left), total
 
     async def put_reembedded(
         self, model: str, vectors: Sequence[tuple[ReembedItem, Vector]]
     ) -> None:
-        await reembed.put(self._db, model, vectors)
+        await put_side_vectors(self._db, model, vectors)
 
     async def switch_embedding(self, model: str, dimension: int) -> int:
         switched = await run_transaction(
-            self._db, lambda s: reembed.switch(self._db, model, dimension, s)
+            self._db, lambda s: switch_to_side_vectors(self._db, model, dimension, s)
         )
         self._meta = None
         return switched

@@ -20,7 +20,7 @@ WHERE r.fact_id IS NULL AND f.embedding_model != ?
 """
 
 
-def pending(conn: sqlite3.Connection, model: str, limit: int) -> list[ReembedItem]:
+def pending_reembeds(conn: sqlite3.Connection, model: str, limit: int) -> list[ReembedItem]:
     rows = conn.execute(
         f"SELECT f.fact_id, f.content, f.hash {_PENDING} ORDER BY f.rowid LIMIT ?",
         (model, model, max(limit, 0)),
@@ -28,13 +28,13 @@ def pending(conn: sqlite3.Connection, model: str, limit: int) -> list[ReembedIte
     return [ReembedItem(row["fact_id"], row["content"], row["hash"]) for row in rows]
 
 
-def count_pending(conn: sqlite3.Connection, model: str) -> tuple[int, int]:
+def count_pending_reembeds(conn: sqlite3.Connection, model: str) -> tuple[int, int]:
     left = conn.execute(f"SELECT count(*) {_PENDING}", (model, model)).fetchone()[0]
     total = conn.execute("SELECT count(*) FROM facts").fetchone()[0]
     return int(left), int(total)
 
 
-def put(
+def put_side_vectors(
     conn: sqlite3.Connection, model: str, vectors: Sequence[tuple[ReembedItem, Vector]]
 ) -> None:
     conn.executemany(
@@ -48,8 +48,8 @@ def put(
     )
 
 
-def switch(conn: sqlite3.Connection, model: str, dimension: int) -> int:
-    left, total = count_pending(conn, model)
+def switch_to_side_vectors(conn: sqlite3.Connection, model: str, dimension: int) -> int:
+    left, total = count_pending_reembeds(conn, model)
     if left:
         raise ConflictError(
             f"{left} of {total} facts have no {model} vector yet: re-embed them first"

@@ -29,7 +29,6 @@ from memory.store.base import ReembedItem, Vector
 from memory.store.planned import PlannedStore
 from memory.store.records import from_record
 from memory.store.rules import Plan, Request, check_query_dimension
-from memory.store.sqlite import reembed
 from memory.store.sqlite.codec import (
     consolidated_from_row,
     fact_columns,
@@ -44,6 +43,12 @@ from memory.store.sqlite.codec import (
 )
 from memory.store.sqlite.meta import read_embedding_meta, rows_in
 from memory.store.sqlite.reads import read_snapshot, read_state, reflection
+from memory.store.sqlite.reembed import (
+    count_pending_reembeds,
+    pending_reembeds,
+    put_side_vectors,
+    switch_to_side_vectors,
+)
 from memory.store.sqlite.schema import DDL, SCHEMA_VERSION
 from memory.store.sqlite.search import (
     VectorCache,
@@ -274,18 +279,18 @@ class SQLiteStore(SQLiteThread, PlannedStore):
     # ------------------------------------------------------------ re-embedding
 
     async def reembed_pending(self, model: str, *, limit: int) -> list[ReembedItem]:
-        return await self._read(lambda conn: reembed.pending(conn, model, limit))
+        return await self._read(lambda conn: pending_reembeds(conn, model, limit))
 
     async def count_reembed_pending(self, model: str) -> tuple[int, int]:
-        return await self._read(lambda conn: reembed.count_pending(conn, model))
+        return await self._read(lambda conn: count_pending_reembeds(conn, model))
 
     async def put_reembedded(
         self, model: str, vectors: Sequence[tuple[ReembedItem, Vector]]
     ) -> None:
-        await self._write(lambda conn: reembed.put(conn, model, vectors))
+        await self._write(lambda conn: put_side_vectors(conn, model, vectors))
 
     async def switch_embedding(self, model: str, dimension: int) -> int:
-        switched = await self._write(lambda conn: reembed.switch(conn, model, dimension))
+        switched = await self._write(lambda conn: switch_to_side_vectors(conn, model, dimension))
         self._meta = None
         return switched
 
