@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from memory.errors import ConflictError
 from memory.store.base import ReembedItem, Vector
+from memory.store.sqlite.codec import to_blob
 from memory.store.sqlite.meta import bump_version
 from memory.store.sqlite.schema import fact_counter_key
 
@@ -41,10 +42,7 @@ def put_side_vectors(
         "INSERT INTO fact_reembed (fact_id, model, hash, embedding) VALUES (?, ?, ?, ?) "
         "ON CONFLICT (fact_id) DO UPDATE SET model = excluded.model, hash = excluded.hash, "
         "embedding = excluded.embedding",
-        [
-            (item.fact_id, model, item.hash, vector.astype("<f4").tobytes())
-            for item, vector in vectors
-        ],
+        [(item.fact_id, model, item.hash, to_blob(vector)) for item, vector in vectors],
     )
 
 
