@@ -29,6 +29,8 @@ _PORTER = snowballstemmer.stemmer("porter")
 def tokenize(text: str) -> list[str]:
     """Words, case- and diacritic-folded: what $text (language "none") and FTS5's unicode61
     tokenizer match on."""
+    if text.isascii():  # the common case, on the search hot path: nothing to decompose
+        return _WORD.findall(text.lower())
     decomposed = unicodedata.normalize("NFKD", text)
     folded = "".join(c for c in decomposed if not unicodedata.combining(c)).casefold()
     return _WORD.findall(folded)
