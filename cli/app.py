@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import typer
 
-from cli import degraded, lifecycle, manage, memory_commands, ops, schedule
+from cli import degraded, lifecycle, manage, memory_commands, ops, reembed, schedule
 from cli.check_model import check_model_command
 from runtime.codec_server import codec_server
 from serve.commands import keys_app, mcp_app, serve_app
@@ -44,6 +44,7 @@ app.add_typer(manage.consolidated, name="consolidated", rich_help_panel="Manage"
 app.command(rich_help_panel="Manage")(manage.stats)
 app.command(rich_help_panel="Manage")(manage.status)
 app.add_typer(degraded.app, name="degraded", rich_help_panel="Manage")
+app.command(rich_help_panel="Manage")(reembed.reembed)
 
 # Serving other backends: HTTP API + memory page, API keys, MCP tools
 app.add_typer(serve_app, name="serve", rich_help_panel="Serve")

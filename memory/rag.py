@@ -16,7 +16,7 @@ settings turn calibration off; then 002's "RAG Thresholds", set on OpenAI's scal
   (the MongoDB backend recomputes cosines; Atlas itself reports (1 + cos) / 2). On OpenAI's
   scale 0.65 keeps "clearly the same topic"; with MiniLM a question and the turn that answers it
   score ~0.5 (on LoCoMo only 12% of the evidence turns reach 0.65), hence per-model gates.
-- text 1.5 — the stores' shared BM25 scale (≥ 0; FTS5's bm25 negated, recomputed on MongoDB).
+- text 1.5 — the stores' shared BM25 scale (≥ 0; k1 1.2, b 0.15: memory/store/rules/text.py).
   One query word contributes about idf = ln((N − n + 0.5) / (n + 0.5)) to a fact of average
   length that holds it once (n of the N facts hold the word; N is every fact on SQLite, the
   filtered ones on MongoDB): alone, a word passes when fewer than about 1 in 5 facts hold it. A

@@ -72,7 +72,10 @@ class FactSettings(_Group):
     max_per_formation: int = Field(40, ge=1, description="Most facts kept from one extraction")
     dedup_enabled: bool = Field(True, description="Run the ADD/UPDATE/DELETE/NONE decision")
     dedup_similarity_threshold: float = Field(
-        0.7, ge=0, le=1, description="Min cosine similarity of a dedup candidate"
+        0.7,
+        ge=0,
+        le=1,
+        description="Min cosine of a dedup candidate (set: overrides the embedder's gate)",
     )
     dedup_candidates: int = Field(
         5, ge=1, le=20, description="Most similar existing facts per new fact"

@@ -30,6 +30,8 @@ class Calibration:
 
     cosine_gate: float  # min cosine of a vector-search hit
     rrf_gate: float  # min classic RRF of a hybrid hit (0: a hit of either list is a hit)
+    # Min cosine of a dedup candidate (bench/dedup.py); None: the configured threshold.
+    dedup_gate: float | None = None
 
 
 class Embedder(abc.ABC):

@@ -38,7 +38,10 @@ _PROVIDER = "local"
 # @5/@10/@20 (±0.001) yet drops the unrelated tail (0.35 already costs 0.004 @20; 002's 0.65
 # keeps 12 % of the evidence). The fused RRF gate is off: it only passed a fact found by one list
 # when ranked 1–6 there, which cut hybrid below text-only; each list's own gate decides instead.
-CALIBRATION = Calibration(cosine_gate=0.30, rrf_gate=0.0)
+# Dedup (bench/dedup.py): facts the dedup LLM must see (an update, a contradiction, a rewording)
+# score 0.545–0.918 against the stored fact, unrelated facts of the same user 0.16–0.30; 002's
+# 0.7 hid 4 of 14 must-see pairs (a new job, a diet change, a sold car, a move), so 0.45.
+CALIBRATION = Calibration(cosine_gate=0.30, rrf_gate=0.0, dedup_gate=0.45)
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ _PROVIDER = "openai"
 
 class OpenAIEmbedder(Embedder):
     # 002's gates were set on OpenAI's embedding scale; they stay for it.
-    calibration = Calibration(cosine_gate=0.65, rrf_gate=0.015)
+    calibration = Calibration(cosine_gate=0.65, rrf_gate=0.015, dedup_gate=0.7)
 
     def __init__(
         self,

@@ -6,6 +6,7 @@ import asyncio
 
 from memory import transcript
 from memory.deps import Deps
+from memory.embedding.base import Embedder
 from memory.ids import content_hash
 from memory.llm import choose_model
 from memory.llm.base import FIRST, LLMRequest, Retry
@@ -21,6 +22,7 @@ from memory.pipeline.usage import llm_call, words
 from memory.pipeline.window import window_agent, window_messages
 from memory.prompts.extract_facts import ExtractedFacts, ExtractFactsInput
 from memory.scopes import dedup_filter, place_fact, sole_speaker
+from memory.settings import FactSettings
 
 # A model that overshoots the word limit a little still wrote a usable fact; far beyond, it wrote prose.
 _WORD_SLACK = 1.25
@@ -70,6 +72,15 @@ async def extract_facts(deps: Deps, window: Window, retry: Retry = FIRST) -> Ext
     )
 
 
+def dedup_gate(cfg: FactSettings, embedder: Embedder) -> float:
+    """Min cosine of a dedup candidate: the threshold when set explicitly, else the embedder's
+    measured dedup gate (cosine scales differ between models), else the configured default."""
+    calibrated = embedder.calibration.dedup_gate if embedder.calibration else None
+    if "dedup_similarity_threshold" in cfg.model_fields_set or calibrated is None:
+        return cfg.dedup_similarity_threshold
+    return calibrated
+
+
 async def find_candidates(deps: Deps, window: Window, facts: list[NewFact]) -> CandidatesResult:
     cfg = deps.settings.facts
     if not facts or not cfg.dedup_enabled:
@@ -80,7 +91,7 @@ async def find_candidates(deps: Deps, window: Window, facts: list[NewFact]) -> C
             vectors[f.content],
             dedup_filter(window.agent_id, window.fact_scopes, window.user_id),
             limit=cfg.dedup_candidates,
-            min_score=cfg.dedup_similarity_threshold,
+            min_score=dedup_gate(cfg, deps.embedder),
         )
         for f in facts
     ]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
 import numpy as np
@@ -42,6 +43,15 @@ from memory.models import (
 from memory.store.counts import BlobImport, ExportData, ForgetCounts, ImportCounts
 
 Vector = npt.NDArray[np.float32]
+
+
+@dataclass(frozen=True)
+class ReembedItem:
+    """A fact to re-embed: its id, its content and that content's hash (what the vector is for)."""
+
+    fact_id: str
+    content: str
+    hash: str
 
 
 class MemoryStore(abc.ABC):
@@ -180,6 +190,31 @@ class MemoryStore(abc.ABC):
     @abc.abstractmethod
     async def embedding_meta(self) -> tuple[str, int] | None:
         """(model, dimension) of the stored fact vectors, or None before the first fact."""
+
+    # ------------------------------------------------------------ re-embedding (mnemos reembed)
+    # A re-embed writes each fact's new vector to a side record (keyed by fact, tagged with the
+    # model and the content hash it was made from); the facts keep serving their old vectors until
+    # switch_embedding swaps every vector and the embedding meta in one transaction.
+
+    @abc.abstractmethod
+    async def reembed_pending(self, model: str, *, limit: int) -> list[ReembedItem]:
+        """Facts (valid or not) with no side vector of ``model`` for their current content."""
+
+    @abc.abstractmethod
+    async def count_reembed_pending(self, model: str) -> tuple[int, int]:
+        """(pending facts, all facts) for a re-embed into ``model``."""
+
+    @abc.abstractmethod
+    async def put_reembedded(
+        self, model: str, vectors: Sequence[tuple[ReembedItem, Vector]]
+    ) -> None:
+        """Store side vectors of ``model`` (upsert), each for the content hash of its item."""
+
+    @abc.abstractmethod
+    async def switch_embedding(self, model: str, dimension: int) -> int:
+        """In one transaction: every fact takes its side vector and ``model``, the embedding meta
+        becomes (model, dimension), the side records go. Returns the facts switched. Raises
+        ConflictError (nothing changed) while a fact has no side vector for its content."""
 
     # ------------------------------------------------------------ formation
 

@@ -92,7 +92,7 @@ COMMANDS = [
     ["schedule", "pause"], ["schedule", "unpause"], ["schedule", "trigger"], ["facts", "list"],
     ["facts", "show"], ["facts", "edit"], ["facts", "delete"], ["reflections", "list"],
     ["reflections", "edit"], ["reflections", "delete"], ["consolidated", "show"],
-    ["consolidated", "edit"],
+    ["consolidated", "edit"], ["reembed"],
 ]  # fmt: skip
 
 

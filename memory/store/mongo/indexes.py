@@ -88,6 +88,7 @@ REGULAR_INDEXES: dict[str, list[IndexModel]] = {
 PLAIN_COLLECTIONS = (
     "agents",
     "sessions",
+    "fact_reembed",
     "formation_commits",
     "embeddings",
     "scope_versions",

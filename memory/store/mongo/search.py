@@ -5,7 +5,7 @@ share one scale:
 
 - vector: exact cosine in numpy between the query and the stored embeddings of the candidates
   (Atlas reports (1 + cos) / 2, mongoeco raw cosine; the ANN candidates are re-ranked exactly).
-- text: Okapi BM25 on FTS5's scale (memory.store.rules.text). ``$text`` scores are not BM25 (mongoeco scores every match 1.0) and ``$search`` returns no
+- text: Okapi BM25 on the shared scale (memory.store.rules.text). ``$text`` scores are not BM25 (mongoeco scores every match 1.0) and ``$search`` returns no
   searchScore on mongoeco, so the server only selects candidates. N and the average length are
   those of the facts the filter lets through (FTS5 uses the whole table), and the document
   frequency n of each term is counted among the candidates: every filtered fact that holds a

@@ -114,9 +114,19 @@ CREATE INDEX IF NOT EXISTS facts_changes ON facts (agent_id, change_seq);
 CREATE INDEX IF NOT EXISTS facts_recent
     ON facts (agent_id, updated_at) WHERE invalidated_at IS NULL;
 
+-- mnemos reembed: each fact's vector in the new model, until the switch swaps them in.
+CREATE TABLE IF NOT EXISTS fact_reembed (
+    fact_id    TEXT PRIMARY KEY,
+    model      TEXT NOT NULL,
+    hash       TEXT NOT NULL,     -- facts.hash of the content the vector was made from
+    embedding  BLOB NOT NULL
+) WITHOUT ROWID;
+
 CREATE VIRTUAL TABLE IF NOT EXISTS facts_fts USING fts5 (
     content, content = 'facts', content_rowid = 'rowid', tokenize = 'porter unicode61'
 );
+-- Document frequency of each indexed (stemmed) term: text search rescores FTS5's candidates.
+CREATE VIRTUAL TABLE IF NOT EXISTS facts_fts_vocab USING fts5vocab (facts_fts, 'row');
 -- External content: the triggers keep the index equal to facts.content.
 CREATE TRIGGER IF NOT EXISTS facts_fts_insert AFTER INSERT ON facts BEGIN
     INSERT INTO facts_fts (rowid, content) VALUES (new.rowid, new.content);

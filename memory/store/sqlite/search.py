@@ -125,6 +125,8 @@ class _AgentMatrix:
         if valid:
             blob = b"".join(row["embedding"] for row in valid)
             vectors = np.frombuffer(blob, dtype=np.float32).reshape(len(valid), -1)
+            if self.size and vectors.shape[1] != self.matrix.shape[1]:
+                self._clear()  # a re-embed switched models: every row of the agent changed
             codes = [self._code(row["user_id"], row["scope"]) for row in valid]
             self._append([row["fact_id"] for row in valid], codes, _unit_rows(vectors))
         if self.dead > 1024 and self.dead * 2 > self.size:
@@ -146,6 +148,12 @@ class _AgentMatrix:
             self.rows[fact_id] = self.size + offset
         self.ids.extend(ids)
         self.size = end
+
+    def _clear(self) -> None:
+        self.size = self.dead = 0
+        self.ids, self.rows = [], {}
+        self.users = np.empty(0, dtype=np.int32)
+        self.matrix = np.empty((0, 0), dtype=np.float32)
 
     def _compact(self) -> None:
         alive = np.flatnonzero(self.users[: self.size] != _DEAD)

@@ -25,7 +25,7 @@ from memory.models import (
     SessionInfo,
     StoredMessage,
 )
-from memory.store.base import Vector
+from memory.store.base import ReembedItem, Vector
 from memory.store.counts import ExportData
 from memory.store.planned import PlannedStore
 from memory.store.rules import Plan, Request, check_query_dimension
@@ -49,6 +49,12 @@ from memory.store.sqlite.lifecycle_reads import (
 from memory.store.sqlite.listings import SQLiteListings
 from memory.store.sqlite.meta import read_embedding_meta, rows_in
 from memory.store.sqlite.reads import read_snapshot, read_state, reflection
+from memory.store.sqlite.reembed import (
+    count_pending_reembeds,
+    pending_reembeds,
+    put_side_vectors,
+    switch_to_side_vectors,
+)
 from memory.store.sqlite.schema import DDL, MIGRATE_1_TO_2, SCHEMA_VERSION, needs_migration
 from memory.store.sqlite.search import (
     VectorCache,
@@ -71,7 +77,7 @@ class SQLiteStore(SQLiteListings, SQLiteThread, PlannedStore):
     def __init__(self, path: str | os.PathLike[str]) -> None:
         super().__init__(path)
         self._vectors = VectorCache()
-        self._meta: tuple[str, int] | None = None  # never changes once set
+        self._meta: tuple[str, int] | None = None  # set once; changed only by a re-embed switch
         self._closed = False
 
     async def _transact[S, R](self, request: Request[S], plan: Callable[[S], Plan[R]]) -> R:
@@ -262,6 +268,24 @@ class SQLiteStore(SQLiteListings, SQLiteThread, PlannedStore):
         if self._meta is None:
             self._meta = await self._read(read_embedding_meta)
         return self._meta
+
+    # ------------------------------------------------------------ re-embedding
+
+    async def reembed_pending(self, model: str, *, limit: int) -> list[ReembedItem]:
+        return await self._read(lambda conn: pending_reembeds(conn, model, limit))
+
+    async def count_reembed_pending(self, model: str) -> tuple[int, int]:
+        return await self._read(lambda conn: count_pending_reembeds(conn, model))
+
+    async def put_reembedded(
+        self, model: str, vectors: Sequence[tuple[ReembedItem, Vector]]
+    ) -> None:
+        await self._write(lambda conn: put_side_vectors(conn, model, vectors))
+
+    async def switch_embedding(self, model: str, dimension: int) -> int:
+        switched = await self._write(lambda conn: switch_to_side_vectors(conn, model, dimension))
+        self._meta = None
+        return switched
 
     # ------------------------------------------------------------ reflections and blobs
 
