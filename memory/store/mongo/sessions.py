@@ -83,3 +83,26 @@ async def migrate_session_agents(db: AsyncDatabase[Doc]) -> None:
         await db.sessions.update_one(
             {"_id": doc["_id"]}, {"$unset": {"ended_at": "", "purged": ""}}
         )
+
+
+async def unfinished_ended_sessions(
+    db: AsyncDatabase[Doc], ended_before: datetime, after: tuple[str, str] | None, limit: int
+) -> list[tuple[str, str]]:
+    """(session, agent) pairs ended by ``ended_before`` with unformed messages or a non-empty
+    session buffer, in order, after ``after``. Both kinds are few: session buffers consolidate at a
+    small threshold, and unformed messages are formed within minutes."""
+    buffered: Doc = {"scope": "session", "absorbed_into_version": None}
+    unformed: Doc = {"pending_messages": {"$gte": 1}}
+    pairs = {(d["session_id"], d["agent_id"]) async for d in db.reflections.find(buffered)}
+    pairs |= {(d["session_id"], d["agent_id"]) async for d in db.session_agents.find(unformed)}
+    # Ending is each agent's own: its session_agents document holds when it ended.
+    ended = {
+        "session_id": {"$in": sorted({s for s, _ in pairs})},
+        "ended_at": {"$ne": None, "$lte": ts(ended_before)},
+    }
+    done = {
+        (d["session_id"], d["agent_id"])
+        async for d in db.session_agents.find(ended, {"session_id": 1, "agent_id": 1})
+    }
+    found = sorted(p for p in pairs if p in done and p > (after or ("", "")))
+    return found[: max(limit, 0)]

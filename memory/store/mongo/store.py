@@ -65,6 +65,7 @@ from memory.store.mongo.sessions import (
     migrate_session_agents,
     purge_ended_sessions,
     session_view,
+    unfinished_ended_sessions,
 )
 from memory.store.mongo.txn import run_transaction
 from memory.store.mongo.writes import apply_writes
@@ -197,27 +198,7 @@ class MongoStore(MongoListings, PlannedStore):
     async def list_unfinished_ended_sessions(
         self, *, ended_before: datetime, after: tuple[str, str] | None, limit: int
     ) -> list[tuple[str, str]]:
-        # Both are few: session buffers consolidate at a small threshold, and unformed messages
-        # are formed within minutes.
-        buffered: Doc = {"scope": "session", "absorbed_into_version": None}
-        unformed: Doc = {"pending_messages": {"$gte": 1}}
-        pairs = {
-            (d["session_id"], d["agent_id"]) async for d in self._db.reflections.find(buffered)
-        }
-        pairs |= {
-            (d["session_id"], d["agent_id"]) async for d in self._db.session_agents.find(unformed)
-        }
-        # Ending is each agent's own: its session_agents document holds when it ended.
-        ended = {
-            "session_id": {"$in": sorted({s for s, _ in pairs})},
-            "ended_at": {"$ne": None, "$lte": ts(ended_before)},
-        }
-        done = {
-            (d["session_id"], d["agent_id"])
-            async for d in self._db.session_agents.find(ended, {"session_id": 1, "agent_id": 1})
-        }
-        found = sorted(p for p in pairs if p in done and p > (after or ("", "")))
-        return found[: max(limit, 0)]
+        return await unfinished_ended_sessions(self._db, ended_before, after, limit)
 
     async def purge_ended_sessions(self, ended_before: datetime, limit: int) -> list[str]:
         return await purge_ended_sessions(self._db, ended_before, limit)

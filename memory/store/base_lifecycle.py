@@ -1,0 +1,118 @@
+"""The part of the store contract that serves operators and other services rather than formation:
+importing, exporting and forgetting (issue 15), who an agent talks with, and the API keys of
+``mnemos serve``. ``MemoryStore`` (memory/store/base.py) extends it; the rules behind the writes
+are the planners of memory/store/rules/, as for the rest of the contract."""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Sequence
+from datetime import datetime
+
+import numpy as np
+import numpy.typing as npt
+
+from memory.api_keys import ApiKey
+from memory.directory import AgentUser
+from memory.models import (
+    AgentConfig,
+    ConsolidatedMemory,
+    Fact,
+    Reflection,
+    SessionInfo,
+    StoredMessage,
+)
+from memory.store.counts import BlobImport, ExportData, ForgetCounts, ImportCounts
+
+Vector = npt.NDArray[np.float32]
+
+
+class LifecycleContract(abc.ABC):
+    # ------------------------------------------------------------ data lifecycle (issue 15)
+    # Imports insert by deterministic id what is not there yet (a re-run inserts nothing, an
+    # interrupted import resumes), one transaction per call, and never write a user who has an
+    # erasure tombstone. See memory/lifecycle/README.md.
+
+    @abc.abstractmethod
+    async def import_agents(self, configs: Sequence[AgentConfig]) -> ImportCounts:
+        """Insert each agent that does not exist; an existing one is left as it is."""
+
+    @abc.abstractmethod
+    async def import_facts(self, facts: Sequence[Fact], vectors: Sequence[Vector]) -> ImportCounts:
+        """Insert each fact whose id is absent, with its history, previous content, invalidation
+        and access counts, and its vector; skip a valid fact whose (agent, user, scope, hash) a
+        valid fact holds (duplicate). Same model/dimension rule as commit_formation."""
+
+    @abc.abstractmethod
+    async def import_consolidated(
+        self, blobs: Sequence[ConsolidatedMemory]
+    ) -> dict[str, BlobImport]:
+        """By scope key: "inserted" when the scope had no blob (its version bumped), "existing"
+        for the same content and version (a re-run), "conflict" otherwise (the live blob wins)."""
+
+    @abc.abstractmethod
+    async def import_reflections(self, reflections: Sequence[Reflection]) -> ImportCounts:
+        """Insert each reflection whose id is absent, absorbed_into_version as given; the counts
+        carry the buffered count of each touched scope key."""
+
+    @abc.abstractmethod
+    async def import_messages(self, messages: Sequence[StoredMessage]) -> ImportCounts:
+        """Insert by (session, message id), keeping seqs (a seq held by another message:
+        conflict); create sessions, agents and users as needed; move each touched agent's
+        cursor to at least the highest imported seq (imported messages count as formed)."""
+
+    @abc.abstractmethod
+    async def forget_user(
+        self, user_id: str, *, agent_id: str | None, at: datetime
+    ) -> list[ForgetCounts]:
+        """Hard-delete the user's memories of one agent (None: of every agent, after a tombstone
+        for all agents): facts with their history, user-scope reflections and blob, messages
+        (sessions the user was alone in go whole), embedding-cache entries of their texts no
+        other fact holds. One transaction per agent, each writing the erasure tombstone whose
+        epoch a formation commit checks (FormationCommit.user_epochs)."""
+
+    @abc.abstractmethod
+    async def erasure_epochs(self, agent_id: str, user_ids: Sequence[str]) -> dict[str, int]:
+        """Each user's erasure epoch for the agent (0: never forgotten)."""
+
+    @abc.abstractmethod
+    async def export_data(
+        self, *, agent_id: str | None, user_id: str | None, messages: bool
+    ) -> ExportData:
+        """Everything ``mnemos export`` writes, filtered, in one read snapshot: agents; facts
+        (invalidated ones too) with their vectors; reflections (absorbed too); blobs; messages
+        on request. With user_id: only that user's facts, user-scope memory and messages."""
+
+    # ------------------------------------------------------------ who an agent talks with
+
+    @abc.abstractmethod
+    async def list_agent_users(self, agent_id: str, *, limit: int = 100) -> list[AgentUser]:
+        """The users of the agent's sessions, each with how many of them they share with it and
+        the latest activity (last message, else creation) of those; most recently active first,
+        then by user id; at most ``limit``."""
+
+    @abc.abstractmethod
+    async def list_agent_sessions(
+        self, agent_id: str, *, user_id: str | None = None, limit: int = 100
+    ) -> list[SessionInfo]:
+        """The sessions the agent takes part in (only those with ``user_id`` among their users,
+        when given), most recently active (last message, else creation) first, then by session
+        id; at most ``limit``."""
+
+    # ------------------------------------------------------------ API keys (mnemos serve)
+
+    @abc.abstractmethod
+    async def create_api_key(self, key: ApiKey) -> ApiKey:
+        """Store a new key (its secret's hash only). ConflictError when the id is taken."""
+
+    @abc.abstractmethod
+    async def get_api_key(self, key_id: str) -> ApiKey | None: ...
+
+    @abc.abstractmethod
+    async def list_api_keys(self) -> list[ApiKey]:
+        """Every key, revoked ones included, oldest first (then by id)."""
+
+    @abc.abstractmethod
+    async def revoke_api_key(self, key_id: str, *, at: datetime) -> ApiKey:
+        """The key stops verifying. NotFoundError for an unknown id; revoking again keeps the
+        first date."""
