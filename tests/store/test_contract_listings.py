@@ -32,7 +32,8 @@ async def test_an_agents_users_most_recently_active_first(store: MemoryStore) ->
         ("u2", 1, at(30)),
         ("u3", 1, at(20)),
     ]
-    assert [u.user_id for u in await store.list_agent_users("a2")] == ["u4", "u3"]
+    # u3 spoke in s3 before a2 joined it: a2's participants are its own (isolation).
+    assert [u.user_id for u in await store.list_agent_users("a2")] == ["u4"]
     assert [u.user_id for u in await store.list_agent_users("a1", limit=1)] == ["u1"]
     assert await store.list_agent_users("nobody") == []
 
@@ -43,7 +44,8 @@ async def test_an_agents_sessions_most_recently_active_first(store: MemoryStore)
     sessions = await store.list_agent_sessions("a1")
 
     assert [s.session_id for s in sessions] == ["s2", "s3", "s1", "s5"]
-    assert sessions == [await store.get_session(s.session_id) for s in sessions]
+    # Each as the agent sees it: its own participants and its own end.
+    assert sessions == [await store.get_session(s.session_id, agent_id="a1") for s in sessions]
     s3 = sessions[1]
     assert (s3.agent_ids, s3.user_ids, s3.last_message_at) == (("a1", "a2"), ("u3",), at(20))
     assert [s.session_id for s in await store.list_agent_sessions("a2")] == ["s4", "s3"]
@@ -60,8 +62,11 @@ async def test_an_agents_sessions_of_one_user(store: MemoryStore) -> None:
         "s1",
     ]
     assert [s.session_id for s in await store.list_agent_sessions("a1", user_id="u3")] == ["s3"]
-    # u4 talked with a2 only.
+    # u4 talked with a2 only; u3 spoke in s3 before a2 joined, so not with a2 either.
     assert await store.list_agent_sessions("a1", user_id="u4") == []
+    assert await store.list_agent_sessions("a2", user_id="u3") == []
+    [_, s3] = await store.list_agent_sessions("a2")
+    assert (s3.session_id, s3.user_ids) == ("s3", ())
 
 
 async def test_ties_in_activity_go_by_session_id(store: MemoryStore) -> None:

@@ -13,8 +13,10 @@ from memory.directory import AgentUser
 from memory.models import SessionInfo
 from memory.store.mongo.docs import Doc, dt, session_from_doc, ts
 
-# A session's activity: its last message, else its creation (both fixed-width ISO strings).
-_ACTIVE = {"$ifNull": ["$last_message_at", "$created_at"]}
+
+def _desc(stamp: str) -> tuple[int, ...]:
+    """Sorts a stored timestamp (a fixed-width ISO string) newest first."""
+    return tuple(-ord(c) for c in stamp)
 
 
 def api_key_doc(key: ApiKey) -> Doc:
@@ -38,21 +40,31 @@ async def api_key(
 class MongoListings:
     _db: AsyncDatabase[dict[str, Any]]
 
+    async def _mine(self, agent_id: str, user_id: str | None = None) -> list[tuple[Doc, Doc]]:
+        """(session, the agent's session_agents document) of every session of the agent: its own
+        participants and its end (isolation: users who spoke before it joined are not its)."""
+        query: Doc = {"agent_id": agent_id}
+        if user_id is not None:
+            query["user_ids"] = user_id
+        mine = {d["session_id"]: d async for d in self._db.session_agents.find(query)}
+        if not mine:
+            return []
+        sessions = self._db.sessions.find({"_id": {"$in": list(mine)}})
+        return [(doc, mine[doc["_id"]]) async for doc in sessions]
+
     async def list_agent_users(self, agent_id: str, *, limit: int = 100) -> list[AgentUser]:
         if limit <= 0:
             return []
-        pipeline: list[Doc] = [
-            {"$match": {"agent_ids": agent_id}},
-            {"$project": {"user_ids": 1, "active": _ACTIVE}},
-            {"$unwind": "$user_ids"},
-            {"$group": {"_id": "$user_ids", "sessions": {"$sum": 1}, "last": {"$max": "$active"}}},
-            {"$sort": {"last": -1, "_id": 1}},
-            {"$limit": limit},
-        ]
-        cursor = await self._db.sessions.aggregate(pipeline)
+        seen: dict[str, tuple[int, str]] = {}  # user -> (sessions, last activity as stored)
+        for doc, mine in await self._mine(agent_id):
+            active = doc.get("last_message_at") or doc["created_at"]
+            for user in mine.get("user_ids", []):
+                count, last = seen.get(user, (0, active))
+                seen[user] = (count + 1, max(last, active))
+        ranked = sorted(seen.items(), key=lambda item: (_desc(item[1][1]), item[0]))[:limit]
         return [
-            AgentUser(user_id=d["_id"], sessions=int(d["sessions"]), last_active_at=dt(d["last"]))
-            async for d in cursor
+            AgentUser(user_id=user, sessions=count, last_active_at=dt(last))
+            for user, (count, last) in ranked
         ]
 
     async def list_agent_sessions(
@@ -60,17 +72,16 @@ class MongoListings:
     ) -> list[SessionInfo]:
         if limit <= 0:
             return []
-        match: Doc = {"agent_ids": agent_id}
-        if user_id is not None:
-            match["user_ids"] = user_id
-        pipeline: list[Doc] = [
-            {"$match": match},
-            {"$addFields": {"active": _ACTIVE}},
-            {"$sort": {"active": -1, "_id": 1}},
-            {"$limit": limit},
+        views = [
+            (
+                doc.get("last_message_at") or doc["created_at"],
+                doc["_id"],
+                {**doc, "user_ids": mine.get("user_ids", []), "ended_at": mine.get("ended_at")},
+            )
+            for doc, mine in await self._mine(agent_id, user_id)
         ]
-        cursor = await self._db.sessions.aggregate(pipeline)
-        return [session_from_doc(d) async for d in cursor]
+        views.sort(key=lambda v: (_desc(v[0]), v[1]))
+        return [session_from_doc(view) for _, _, view in views[:limit]]
 
     async def get_api_key(self, key_id: str) -> ApiKey | None:
         return await api_key(self._db, key_id)

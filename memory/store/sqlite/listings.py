@@ -10,16 +10,19 @@ from memory.directory import AgentUser
 from memory.models import SessionInfo
 from memory.store.records import from_record
 from memory.store.sqlite.codec import from_us, to_us
+from memory.store.sqlite.sessions import session_view
 from memory.store.sqlite.thread import SQLiteThread
 
 # A session's activity: its last message, else its creation.
 _ACTIVE = "coalesce(s.last_message_at, s.created_at)"
 
+# The agent's own participants (isolation): a user who spoke in a shared session before this agent
+# joined is another agent's business, not listed here.
 _USERS_SQL = f"""
 SELECT su.user_id, count(*) AS sessions, max({_ACTIVE}) AS last_active_at
 FROM session_agents AS sa
 JOIN sessions AS s ON s.session_id = sa.session_id
-JOIN session_users AS su ON su.session_id = sa.session_id
+JOIN session_agent_users AS su ON su.session_id = sa.session_id AND su.agent_id = sa.agent_id
 WHERE sa.agent_id = ?
 GROUP BY su.user_id
 ORDER BY last_active_at DESC, su.user_id
@@ -30,7 +33,8 @@ _SESSIONS_SQL = f"""
 SELECT s.* FROM session_agents AS sa JOIN sessions AS s ON s.session_id = sa.session_id
 WHERE sa.agent_id = :agent_id
   AND (:user_id IS NULL OR EXISTS (
-      SELECT 1 FROM session_users AS su WHERE su.session_id = s.session_id AND su.user_id = :user_id
+      SELECT 1 FROM session_agent_users AS su
+      WHERE su.session_id = s.session_id AND su.agent_id = :agent_id AND su.user_id = :user_id
   ))
 ORDER BY {_ACTIVE} DESC, s.session_id
 LIMIT :limit
@@ -83,7 +87,8 @@ class SQLiteListings(SQLiteThread):
 
         def load(conn: sqlite3.Connection) -> list[SessionInfo]:
             rows = conn.execute(_SESSIONS_SQL, params).fetchall()
-            return [session_info(conn, row) for row in rows]
+            views = [session_view(conn, row["session_id"], agent_id) for row in rows]
+            return [view for view in views if view is not None]  # the agent's view of each
 
         return await self._read(load)
 
