@@ -24,7 +24,6 @@ from memory.models import (
     StoredMessage,
 )
 from memory.store.records import from_record, scope_key_of
-from memory.store.rules import token_count
 
 Doc = dict[str, Any]
 
@@ -66,7 +65,6 @@ def fact_fields(fact: Fact) -> Doc:
         "scope": fact.scope,
         "content": fact.content,
         "hash": fact.hash,
-        "n_tokens": token_count(fact.content),
         "embedding_model": fact.embedding_model,
         "source_session_id": fact.source_session_id,
         "formed_at": ts(fact.formed_at),

@@ -226,15 +226,6 @@ class FactSearch:
     async def _rank(self, terms: list[str], match: Doc, docs: list[Doc], limit: int) -> Scored:
         if not docs:
             return []
-        stats = await (
-            await self._facts.aggregate(
-                [
-                    {"$match": match},
-                    {"$group": {"_id": None, "n": {"$sum": 1}, "avg": {"$avg": "$n_tokens"}}},
-                ]
-            )
-        ).to_list()
-        n_docs = int(stats[0]["n"]) if stats else 0
-        avg_len = float(stats[0]["avg"] or 0.0) if stats else 0.0
-        scores = bm25(terms, {doc["_id"]: doc["content"] for doc in docs}, n_docs, avg_len)
+        n_docs = await self._facts.count_documents(match)
+        scores = bm25(terms, {doc["_id"]: doc["content"] for doc in docs}, n_docs)
         return _best([(doc, scores[doc["_id"]]) for doc in docs if scores[doc["_id"]] > 0], limit)

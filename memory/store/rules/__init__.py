@@ -31,7 +31,7 @@ from memory.store.rules.manage import (
     plan_invalidate_fact,
 )
 from memory.store.rules.messages import RecordRequest, RecordSnapshot, plan_record_messages
-from memory.store.rules.text import token_count, tokenize
+from memory.store.rules.text import tokenize
 from memory.store.rules.writes import Plan, Request, Write
 
 __all__ = [
@@ -61,7 +61,6 @@ __all__ = [
     "plan_invalidate_fact",
     "plan_record_messages",
     "plan_revoke_api_key",
-    "token_count",
     "tokenize",
     "weighted_tokens",
 ]

@@ -48,11 +48,6 @@ def stemmed_tokens(text: str) -> list[str]:
     return [stem(word) for word in tokenize(text)]
 
 
-def token_count(text: str) -> int:
-    """A fact's length for BM25 (stored beside the fact where the backend scores text itself)."""
-    return len(tokenize(text))
-
-
 def idf(n_docs: int, df: int) -> float:
     return max(MIN_IDF, math.log((n_docs - df + 0.5) / (df + 0.5)))
 
@@ -79,15 +74,16 @@ def bm25_scores(
     return scores
 
 
-def bm25(
-    terms: Sequence[str], contents: Mapping[str, str], n_docs: int, avg_len: float
-) -> dict[str, float]:
-    """BM25 of each candidate (id -> content) for the query terms; 0 for no term. ``n_docs``
-    and ``avg_len`` describe the searched collection (at least the candidates): the caller's
-    facts, never the whole store, so another agent's data never moves a score; document
-    frequencies are counted among the candidates. Terms and words meet by their Porter stems."""
+def bm25(terms: Sequence[str], contents: Mapping[str, str], n_docs: int) -> dict[str, float]:
+    """BM25 of each candidate (id -> content) for the query terms; 0 for no term. ``n_docs`` counts
+    the searched collection: the caller's facts, never the whole store, so another agent's data
+    never moves a score. Document frequencies and the average length are taken over the
+    candidates (the matches), so a search never scans the caller's facts to score them; with
+    b = 0.15 the length average weighs little. Terms and words meet by their Porter stems."""
     terms = list(dict.fromkeys(stem(t) for t in terms))
-    tokens = {fid: set(stemmed_tokens(text)) for fid, text in contents.items()}
+    tokens = {fid: stemmed_tokens(text) for fid, text in contents.items()}
     n_docs = max(n_docs, len(contents))
-    idfs = {t: idf(n_docs, sum(1 for words in tokens.values() if t in words)) for t in terms}
+    avg_len = sum(len(words) for words in tokens.values()) / len(tokens) if tokens else 1.0
+    sets = [set(words) for words in tokens.values()]
+    idfs = {t: idf(n_docs, sum(1 for words in sets if t in words)) for t in terms}
     return bm25_scores(terms, contents, idfs, avg_len, tokens=stemmed_tokens)

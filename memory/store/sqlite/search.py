@@ -23,7 +23,6 @@ from memory.store.rules.text import bm25, tokenize
 from memory.store.sqlite.codec import FACT_COLUMNS, fact_columns, fact_from_row
 from memory.store.sqlite.meta import rows_in
 from memory.store.sqlite.schema import fact_counter_key, facts_purge_key
-from memory.store.sqlite.thread import TOKEN_COUNT_SQL
 
 _WORD = re.compile(r"\w+")
 _MAX_TERMS = 64
@@ -61,13 +60,10 @@ def text_search_tx(
     ).fetchall()
     if not rows:
         return []
-    n_docs, avg_len = conn.execute(
-        f"SELECT count(*), avg({TOKEN_COUNT_SQL}(f.content)) FROM facts AS f WHERE {where}", params
-    ).fetchone()
+    (n_docs,) = conn.execute(f"SELECT count(*) FROM facts AS f WHERE {where}", params).fetchone()
     terms = list(dict.fromkeys(tokenize(query)))[:_MAX_TERMS]
     facts = {int(row["rid"]): fact_from_row(row) for row in rows}
-    scores = bm25(terms, {str(rid): f.content for rid, f in facts.items()}, n_docs, avg_len or 0.0)
-    # A match of the stemmer only (FTS5 stems, the shared tokenizer does not) scores 0, last.
+    scores = bm25(terms, {str(rid): f.content for rid, f in facts.items()}, n_docs)
     ranked = sorted(facts, key=lambda rid: (-scores[str(rid)], rid))[:limit]
     return [ScoredFact(fact=facts[rid], score=max(0.0, scores[str(rid)])) for rid in ranked]
 

@@ -15,10 +15,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from memory.store.rules.text import token_count
-
 BUSY_TIMEOUT_SECONDS = 30.0
-TOKEN_COUNT_SQL = "mnemos_token_count"
 
 
 def _transaction[T](
@@ -56,8 +53,6 @@ class SQLiteThread:
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA foreign_keys = ON")
-            # The shared text-search length of a fact (memory.store.rules.text), for SQL.
-            conn.create_function(TOKEN_COUNT_SQL, 1, token_count, deterministic=True)
             self._conn = conn
         return self._conn
 
