@@ -1,7 +1,9 @@
 """Evidence recall of search_facts on LoCoMo: text-only, vector-only and hybrid, same code path.
 
 Every turn of every conversation is stored as one agent-scoped fact (one agent per conversation)
-through the real store (SQLite in a temporary directory) with the default embedder's vectors. Every
+through the real store (SQLite in a temporary directory) with the default embedder's vectors,
+formed in the session it was said in (each LoCoMo session is a mnemos session with one formation,
+as the product would have formed it, so each fact carries its ``source_session_id``). Every
 non-adversarial question (category != 5) is asked through ``search_facts`` in each mode, and a
 question's recall@k is the share of its evidence turns (``dia_id``s) among the first k hits.
 
@@ -114,46 +116,56 @@ def agent_for(conv: Conversation) -> AgentConfig:
     return AgentConfig(agent_id=f"locomo-{conv.sample_id}", name=conv.sample_id)
 
 
+def _session_of(dia_id: str) -> str:
+    """'D3:5' -> 'D3': the LoCoMo session a turn was said in."""
+    return dia_id.split(":", 1)[0]
+
+
 async def index(
     store: MemoryStore, embedder: Embedder, conversations: Sequence[Conversation]
 ) -> dict[str, str]:
-    """Store every turn as an agent-scoped fact; returns fact_id -> dia_id."""
+    """Store every turn as an agent-scoped fact formed in its own session; returns fact_id -> dia_id."""
     dia_of: dict[str, str] = {}
     for conv in conversations:
         agent = agent_for(conv)
         await store.upsert_agent(agent)
-        session = f"{agent.agent_id}-load"
-        message = MessageIn(message_id="m1", role="other", content="load", created_at=NOW)
-        await store.record_messages(
-            session, agent.agent_id, [message], weights={}, chars_per_token=4.0, now=NOW
-        )
         dia_ids = list(conv.turns)
         batch = await embedder.embed([conv.turns[d] for d in dia_ids])
-        formation = ids.formation_id(session, agent.agent_id, 0, 1)
-        ops = []
-        for i, dia_id in enumerate(dia_ids):
-            fact_id = ids.fact_id(formation, i)
-            dia_of[fact_id] = dia_id
-            ops.append(
-                FactAdd(
-                    fact_id=fact_id,
-                    scope="agent",
-                    content=conv.turns[dia_id],
-                    embedding=batch.vectors[i].tolist(),
+        vectors = dict(zip(dia_ids, batch.vectors, strict=True))
+        sessions: dict[str, list[str]] = {}
+        for dia_id in dia_ids:
+            sessions.setdefault(_session_of(dia_id), []).append(dia_id)
+        for name, turns in sessions.items():
+            session = f"{agent.agent_id}-{name}"
+            message = MessageIn(message_id="m1", role="other", content="load", created_at=NOW)
+            await store.record_messages(
+                session, agent.agent_id, [message], weights={}, chars_per_token=4.0, now=NOW
+            )
+            formation = ids.formation_id(session, agent.agent_id, 0, 1)
+            ops = []
+            for i, dia_id in enumerate(turns):
+                fact_id = ids.fact_id(formation, i)
+                dia_of[fact_id] = dia_id
+                ops.append(
+                    FactAdd(
+                        fact_id=fact_id,
+                        scope="agent",
+                        content=conv.turns[dia_id],
+                        embedding=vectors[dia_id].tolist(),
+                    )
+                )
+            await store.commit_formation(
+                FormationCommit(
+                    formation_id=formation,
+                    session_id=session,
+                    agent_id=agent.agent_id,
+                    expected_cursor=0,
+                    new_cursor=1,
+                    embedding_model=embedder.model,
+                    fact_ops=ops,
+                    committed_at=NOW,
                 )
             )
-        await store.commit_formation(
-            FormationCommit(
-                formation_id=formation,
-                session_id=session,
-                agent_id=agent.agent_id,
-                expected_cursor=0,
-                new_cursor=1,
-                embedding_model=embedder.model,
-                fact_ops=ops,
-                committed_at=NOW,
-            )
-        )
     return dia_of
 
 

@@ -33,7 +33,11 @@ settings turn calibration off; then 002's "RAG Thresholds", set on OpenAI's scal
 Ordering the survivors (measured on LoCoMo with bench/locomo.py, see ``fuse``): per query, each
 list's scores are min-max normalised and combined with weights favouring the text list (which is
 the stronger one with a small sentence embedder), then a fact takes its best query's score.
-A hit also reports its raw evidence: the best cosine and BM25 score it had in any list.
+Then the session prior (``with_session_prior``): the candidates formed in the same session as
+one of the best ``session_prior_hits`` hits gain ``session_prior_weight`` × that hit's score, so
+the turn that answers a question without repeating its words comes up beside the one that
+matched. It only reorders candidates already found within the turn's scopes. A hit also reports
+its raw evidence: the best cosine and BM25 score it had in any list.
 """
 
 from __future__ import annotations
@@ -51,7 +55,7 @@ from pydantic import BaseModel, ConfigDict
 from memory.context import age_suffix, visible_scopes
 from memory.embedding.base import Embedder
 from memory.errors import EmbeddingMismatchError, InvalidInputError
-from memory.fusion import RankedList, Source, fuse
+from memory.fusion import Fused, RankedList, Source, fuse, with_session_prior
 from memory.models import AgentConfig, FactFilter, FactScope, ScoredFact, SessionInfo
 from memory.settings import RagSettings, Settings
 from memory.store.base import MemoryStore, Vector
@@ -75,7 +79,7 @@ class SearchHit(_Out):
     content: str
     scope: FactScope
     age: str
-    score: float  # ranking score in (0, 1]: 1 = best of every list searched
+    score: float  # ranking score in (0, 1]: 1 = best of every list searched (and of its session)
     cosine: float | None  # best cosine to a query (None: not among the vector hits)
     bm25: float | None  # best text score (None: no query word matched)
     updated_at: datetime
@@ -98,7 +102,8 @@ class CandidateList(_Out):
 class FusedCandidate(_Out):
     fact_id: str
     rrf: float  # classic RRF: the gate
-    score: float  # the ranking score
+    score: float  # the ranking score, session prior included
+    session_prior: float  # what the fact's session lent it (0: not a best hit's session)
     passed: bool  # rrf reached the threshold
     returned: bool  # among the top_k returned
 
@@ -308,7 +313,7 @@ async def search_facts(
     stage = time.perf_counter()
     lists = [RankedList(s.query_index, s.source, s.passed) for s in searches]
     min_rrf = gates["rrf"]
-    fused = fuse(lists, k=rag.rrf_k, weights=HYBRID_WEIGHTS, min_rrf=min_rrf)
+    fused = _ranked(lists, rag, min_rrf)
     best = fused[:wanted]
     timings["fuse"] = _ms(stage)
 
@@ -344,9 +349,15 @@ async def search_facts(
             thresholds=gates,
             timings_ms=timings,
             lists=[_candidate_list(s) for s in searches],
-            fused=_fused_debug(lists, rag.rrf_k, min_rrf, {h.fact_id for h in hits}),
+            fused=_fused_debug(lists, rag, min_rrf, {h.fact_id for h in hits}),
         ),
     )
+
+
+def _ranked(lists: Sequence[RankedList], rag: RagSettings, min_rrf: float) -> list[Fused]:
+    """The fused candidates that pass the gate, best first, after the session prior."""
+    fused = fuse(lists, k=rag.rrf_k, weights=HYBRID_WEIGHTS, min_rrf=min_rrf)
+    return with_session_prior(fused, weight=rag.session_prior_weight, hits=rag.session_prior_hits)
 
 
 def _best_scores(searches: Sequence[_Search]) -> dict[Source, dict[str, float]]:
@@ -375,13 +386,18 @@ def _candidate_list(search: _Search) -> CandidateList:
 
 
 def _fused_debug(
-    lists: Sequence[RankedList], k: int, min_rrf: float, returned: set[str]
+    lists: Sequence[RankedList], rag: RagSettings, min_rrf: float, returned: set[str]
 ) -> list[FusedCandidate]:
     """Every candidate of the lists with its fused scores, best first, gated ones included."""
+    passed = {f.hit.fact.fact_id: f for f in _ranked(lists, rag, min_rrf)}
+    every = fuse(lists, k=rag.rrf_k, weights=HYBRID_WEIGHTS, min_rrf=0.0)
+    # A gated candidate lends no prior and gets none: it is shown with its plain fused score.
+    shown = [passed.get(f.hit.fact.fact_id, f) for f in every]
+    shown.sort(key=lambda f: (f.hit.fact.fact_id not in passed, -f.score, f.hit.fact.fact_id))
     return [
         FusedCandidate(
-            fact_id=f.hit.fact.fact_id, rrf=f.rrf, score=f.score, passed=f.rrf >= min_rrf,
-            returned=f.hit.fact.fact_id in returned,
+            fact_id=f.hit.fact.fact_id, rrf=f.rrf, score=f.score, session_prior=f.session_prior,
+            passed=f.hit.fact.fact_id in passed, returned=f.hit.fact.fact_id in returned,
         )
-        for f in fuse(lists, k=k, weights=HYBRID_WEIGHTS, min_rrf=0.0)
+        for f in shown
     ]  # fmt: skip

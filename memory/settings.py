@@ -151,7 +151,17 @@ class RagSettings(_Group):
     top_k_max: int = Field(25, ge=1, description="Largest top_k a caller may ask")
     max_queries: int = Field(3, ge=1, description="Most queries in one search_facts call")
     candidate_multiplier: int = Field(
-        2, ge=1, description="Each search fetches top_k × this before fusion"
+        4, ge=1, description="Each search fetches top_k × this before fusion"
+    )
+    session_prior_weight: float = Field(
+        0.3,
+        ge=0,
+        le=1,
+        description="Share of a best hit's score that the other candidates formed in its session "
+        "gain (0 turns the session prior off)",
+    )
+    session_prior_hits: int = Field(
+        2, ge=1, le=25, description="How many of the best hits lend their session a prior"
     )
 
     @model_validator(mode="before")

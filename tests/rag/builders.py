@@ -73,25 +73,27 @@ class MemoryWriter:
         self.agent_id = agent_id
         self.embedder = WordHashEmbedder()
         self._session = f"setup-{agent_id}"
-        self._started = False
-        self._users: set[str] = set()
+        self._started: set[str] = set()
+        self._users: set[tuple[str, str]] = set()  # (session, user) pairs that have spoken
 
     async def _commit(
         self,
         when: datetime,
         ops: Sequence[FactAdd | FactInvalidate] = (),
         reflections: Sequence[Reflection] = (),
+        session: str | None = None,
     ) -> None:
-        if not self._started:
+        session = session or self._session
+        if session not in self._started:
             message = MessageIn(message_id="m1", role="other", content="setup", created_at=T0)
             await self.store.record_messages(
-                self._session, self.agent_id, [message], weights={}, chars_per_token=4.0, now=T0
+                session, self.agent_id, [message], weights={}, chars_per_token=4.0, now=T0
             )
-            self._started = True
+            self._started.add(session)
         # User memory belongs to a participant of the session (#11): each owner says something.
         owners = {op.user_id for op in ops if isinstance(op, FactAdd) and op.user_id}
         owners |= {r.scope_key.user_id for r in reflections if r.scope_key.user_id}
-        if new := sorted(owners - self._users):
+        if new := sorted(u for u in owners if (session, u) not in self._users):
             spoken = [
                 MessageIn(
                     message_id=f"u-{u}", role="user", content="setup", created_at=T0, user_id=u
@@ -99,15 +101,15 @@ class MemoryWriter:
                 for u in new
             ]
             await self.store.record_messages(
-                self._session, self.agent_id, spoken, weights={}, chars_per_token=4.0, now=T0
+                session, self.agent_id, spoken, weights={}, chars_per_token=4.0, now=T0
             )
-            self._users |= set(new)
+            self._users |= {(session, u) for u in new}
         # The cursor stays at 0 (allowed: new_cursor == expected_cursor), so every commit needs
         # its own formation id.
         await self.store.commit_formation(
             FormationCommit(
                 formation_id=f"test-{next(self._formations)}",
-                session_id=self._session,
+                session_id=session,
                 agent_id=self.agent_id,
                 expected_cursor=0,
                 new_cursor=0,
@@ -132,10 +134,14 @@ class MemoryWriter:
         ]
 
     async def facts(
-        self, *facts: tuple[str, FactScope, str | None, str], when: datetime = T0
+        self,
+        *facts: tuple[str, FactScope, str | None, str],
+        when: datetime = T0,
+        session: str | None = None,
     ) -> None:
-        """Add (fact_id, scope, user_id, content) facts in one commit at ``when``."""
-        await self._commit(when, await self._adds(facts))
+        """Add (fact_id, scope, user_id, content) facts in one commit at ``when``, formed in
+        ``session`` (default: the writer's setup session)."""
+        await self._commit(when, await self._adds(facts), session=session)
 
     async def replace(
         self, old_id: str, new: tuple[str, FactScope, str | None, str], when: datetime = T0

@@ -303,7 +303,7 @@ async def test_debug_explains_every_stage(sqlite_store: MemoryStore) -> None:
         ("Figma", "text"),
     ]
     assert debug.lists[2].store_query == "Mars festival deadline"
-    assert debug.candidates_per_list == 20
+    assert debug.candidates_per_list == 40  # top_k 10 × candidate_multiplier 4
     assert [f.fact_id for f in debug.fused if f.returned] == ids(result)
     assert {"f-deadline", "f-design"} <= set(ids(result))
 

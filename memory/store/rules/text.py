@@ -13,8 +13,7 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
-from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 
 import snowballstemmer
@@ -54,36 +53,42 @@ def idf(n_docs: int, df: int) -> float:
 
 def bm25_scores(
     terms: Sequence[str],
-    contents: Mapping[str, str],
+    docs: Mapping[str, Sequence[str]],
     idfs: Mapping[str, float],
     avg_len: float,
-    tokens: Callable[[str], list[str]] = tokenize,
 ) -> dict[str, float]:
-    """BM25 of each candidate (id -> content) for the query terms, given each term's idf; 0 for
-    no term. ``tokens`` splits a content into the terms the query's were made like."""
+    """BM25 of each candidate (id -> its terms, made like the query's) for the query terms, given
+    each term's idf; 0 for no term."""
     avg_len = avg_len or 1.0
     scores: dict[str, float] = {}
-    for fid, text in contents.items():
-        counts = Counter(tokens(text))
-        length_norm = K1 * (1 - B + B * sum(counts.values()) / avg_len)
-        scores[fid] = sum(
-            idfs.get(t, MIN_IDF) * counts[t] * (K1 + 1) / (counts[t] + length_norm)
-            for t in terms
-            if t in counts
-        )
+    for fid, words in docs.items():
+        length_norm = K1 * (1 - B + B * len(words) / avg_len)
+        score = 0.0
+        for t in terms:
+            if n := words.count(t):
+                score += idfs.get(t, MIN_IDF) * n * (K1 + 1) / (n + length_norm)
+        scores[fid] = score
     return scores
 
 
 def bm25(terms: Sequence[str], contents: Mapping[str, str], n_docs: int) -> dict[str, float]:
-    """BM25 of each candidate (id -> content) for the query terms; 0 for no term. ``n_docs`` counts
-    the searched collection: the caller's facts, never the whole store, so another agent's data
-    never moves a score. Document frequencies and the average length are taken over the
-    candidates (the matches), so a search never scans the caller's facts to score them; with
-    b = 0.15 the length average weighs little. Terms and words meet by their Porter stems."""
+    """BM25 of each candidate (id -> content) for the query terms; see ``bm25_of_terms``."""
+    return bm25_of_terms(
+        terms, {fid: stemmed_tokens(text) for fid, text in contents.items()}, n_docs
+    )
+
+
+def bm25_of_terms(
+    terms: Sequence[str], docs: Mapping[str, Sequence[str]], n_docs: int
+) -> dict[str, float]:
+    """BM25 of each candidate (id -> its ``stemmed_tokens``) for the query's words; 0 for no
+    term. ``n_docs`` counts the searched collection: the caller's facts, never the whole store,
+    so another agent's data never moves a score. Document frequencies and the average length
+    are taken over the candidates (the matches), so a search never scans the caller's facts to
+    score them; with b = 0.15 the length average weighs little. Query words and fact words meet
+    by their Porter stems."""
     terms = list(dict.fromkeys(stem(t) for t in terms))
-    tokens = {fid: stemmed_tokens(text) for fid, text in contents.items()}
-    n_docs = max(n_docs, len(contents))
-    avg_len = sum(len(words) for words in tokens.values()) / len(tokens) if tokens else 1.0
-    sets = [set(words) for words in tokens.values()]
-    idfs = {t: idf(n_docs, sum(1 for words in sets if t in words)) for t in terms}
-    return bm25_scores(terms, contents, idfs, avg_len, tokens=stemmed_tokens)
+    n_docs = max(n_docs, len(docs))
+    avg_len = sum(len(words) for words in docs.values()) / len(docs) if docs else 1.0
+    idfs = {t: idf(n_docs, sum(1 for words in docs.values() if t in words)) for t in terms}
+    return bm25_scores(terms, docs, idfs, avg_len)
