@@ -200,11 +200,7 @@ class _AgentMatrix:
 
 @dataclass(frozen=True)
 class VectorSelection:
-    """The rows one search may see, taken on the worker thread and scored off it, so that the
-    matrix product (GIL released) runs beside the text search instead of before it. Safe without
-    a lock: rows below the matrix's size are never written in place (new facts are appended past
-    it; regrowing and compacting make new arrays), and a row whose fact dies meanwhile has its id
-    set to None in ``ids`` and is skipped (a newer snapshot would not return it either)."""
+    """The rows one search may see, as of the read transaction that took them."""
 
     matrix: npt.NDArray[np.float32]
     rows: npt.NDArray[np.intp]
@@ -216,12 +212,14 @@ class VectorSelection:
         if rows.size == 0 or limit <= 0:
             return []
         # A product over all rows beats copying most of the matrix; a small selection is copied.
-        if rows.size * 4 < len(self.matrix):
+        if rows.size == len(self.matrix):
+            scores = self.matrix @ query
+        elif rows.size * 4 < len(self.matrix):
             scores = self.matrix[rows] @ query
         else:
             scores = (self.matrix @ query)[rows]
         np.clip(scores, -1.0, 1.0, out=scores)
-        keep = np.flatnonzero(scores >= min_score)
+        keep = np.flatnonzero(scores >= min_score) if min_score > -1 else np.arange(rows.size)
         if keep.size > limit:
             keep = keep[np.argpartition(-scores[keep], limit - 1)[:limit]]
         best = keep[np.argsort(-scores[keep], kind="stable")]
@@ -230,14 +228,13 @@ class VectorSelection:
 
 
 class VectorCache:
-    """Per-agent matrices of fact vectors and terms. Refreshed and read on the store's worker
-    thread only; a ``VectorSelection`` taken from it may be scored on another."""
+    """Per-agent matrices of fact vectors and terms. Used only from the store's worker thread."""
 
     def __init__(self) -> None:
         self._agents: dict[str, _AgentMatrix] = {}
 
     def select(self, conn: sqlite3.Connection, flt: FactFilter) -> VectorSelection:
-        """The filter's rows as of this read transaction; score them with ``top`` on any thread."""
+        """The filter's rows as of this read transaction (call inside it)."""
         return self._fresh(conn, flt.agent_id).select(flt)
 
     def fresh(self, conn: sqlite3.Connection, agent_id: str) -> _AgentMatrix:
