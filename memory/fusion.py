@@ -102,9 +102,9 @@ def with_session_prior(fused: Sequence[Fused], *, weight: float, hits: int) -> l
     likely to matter, so they move up among candidates that scored about the same. Only
     candidates already found (and filtered by scope) move: the prior never adds a fact, and it
     reads nothing but the candidates' own ``source_session_id``. A fact with no session (an
-    import) is a session of its own; so every one of the best hits keeps its score exactly. On the LoCoMo
-    dev split it lifts hybrid recall@10 by about 4 points (bench/locomo.py; chosen on the
-    even-numbered questions, see README "Benchmarks").
+    import) is a session of its own, so every one of the best hits keeps its score exactly. On
+    the LoCoMo dev split it lifts hybrid recall@10 by about 4 points (bench/locomo.py; chosen on
+    the even-numbered questions, see README "Benchmarks").
     """
     if weight <= 0 or hits <= 0 or not fused:
         return list(fused)

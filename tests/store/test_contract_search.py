@@ -157,6 +157,10 @@ async def test_text_search_skips_invalidated_facts(store: MemoryStore) -> None:
 async def test_text_search_follows_updates(store: MemoryStore) -> None:
     former = await Former(store).start()
     await former.form(add("f1", "Plays the violin", unit(1, 0)))
+    # A warm search first: whatever the backend keeps of a fact's text must follow the edit.
+    assert [h.fact.fact_id for h in await store.text_search("violin", user_filter(), limit=5)] == [
+        "f1"
+    ]
     await former.form(
         FactUpdate(
             fact_id="f1", expected_version=1, content="Plays the cello", embedding=unit(1, 0)
@@ -166,6 +170,7 @@ async def test_text_search_follows_updates(store: MemoryStore) -> None:
     assert await store.text_search("violin", user_filter(), limit=5) == []
     [hit] = await store.text_search("cello", user_filter(), limit=5)
     assert (hit.fact.fact_id, hit.fact.version) == ("f1", 2)
+    assert hit.score > 0  # scored on the new words, not on the old ones
 
 
 # ---------------------------------------------------------------- recency and access

@@ -4,7 +4,7 @@ caller's facts) and the vector cache.
 The vector cache keeps, per agent, the unit vectors of its valid facts in one float32 matrix so a
 query is one matrix-vector product instead of reading every BLOB from SQLite, and each valid
 fact's text terms (its Porter stems), so a text search scores its matches without reading or
-stemming their contents again (that was ~10 µs a match, most of a search at 100k facts). It is refreshed
+stemming their contents again (~10 µs a match: most of a search at 100k facts). It is refreshed
 incrementally: every fact write bumps the agent's counter in scope_versions and stamps the rows it
 wrote with the new value (facts.change_seq), so a cache that saw counter n reads only the rows with
 change_seq > n — including writes made by another process on the same file.
