@@ -16,6 +16,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 BUSY_TIMEOUT_SECONDS = 30.0
+# Reads through a memory map instead of read() calls into SQLite's small page cache: a text
+# search visits each match's row at random, and at 100k facts its FTS5 join took 5.2 ms with
+# read() and 0.9 ms mapped (bench/search.py's queries). The map is address space, not memory:
+# the pages are the OS page cache's, shared with every process on the file.
+MMAP_BYTES = 1 << 30
 
 
 def _transaction[T](
@@ -53,6 +58,7 @@ class SQLiteThread:
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA foreign_keys = ON")
+            conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
             self._conn = conn
         return self._conn
 
