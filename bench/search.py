@@ -30,7 +30,8 @@ import numpy.typing as npt
 
 from memory.embedding.base import Embedder, EmbeddingBatch
 from memory.models import AgentConfig, FactAdd, FactFilter, FormationCommit, MessageIn
-from memory.rag import content_words, search_facts
+from memory.query_words import content_words
+from memory.rag import search_facts
 from memory.settings import RagSettings, Settings
 from memory.store.base import MemoryStore
 from memory.store.sqlite import SQLiteStore

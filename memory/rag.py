@@ -43,7 +43,6 @@ its raw evidence: the best cosine and BM25 score it had in any list.
 from __future__ import annotations
 
 import asyncio
-import re
 import time
 from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass
@@ -57,6 +56,7 @@ from memory.embedding.base import Embedder
 from memory.errors import EmbeddingMismatchError, InvalidInputError
 from memory.fusion import Fused, RankedList, Source, fuse, with_session_prior
 from memory.models import AgentConfig, FactFilter, FactScope, ScoredFact, SessionInfo
+from memory.query_words import content_words
 from memory.settings import RagSettings, Settings
 from memory.store.base import MemoryStore, Vector
 
@@ -155,32 +155,6 @@ def check_top_k(top_k: int | None, settings: RagSettings) -> int:
             f"top_k must be between {settings.top_k_min} and {settings.top_k_max}, got {top_k}"
         )
     return top_k
-
-
-# ------------------------------------------------------------------ text analysis
-
-_WORD = re.compile(r"\w+")
-# Function words, question words and the fragments of English contractions ("Caroline's" is
-# tokenised as "caroline" + "s"). Queries are questions and facts are statements, so on the text
-# side these words only match noise (and they have the longest posting lists).
-_STOP_WORDS = """
-    a about above after again against all am an and any are as at be because been before being
-    below between both but by can could d did do does doing down during each few for from further
-    had has have having he her here hers herself him himself his how i if in into is it its itself
-    just ll m me might more most my myself no nor not now of off on once only or other our ours
-    ourselves out over own re s same she should so some such t than that the their theirs them
-    themselves then there these they this those through to too under until up ve very was we were
-    what when where which while who whom whose why will with would you your yours yourself
-    yourselves
-"""
-STOP_WORDS = frozenset(_STOP_WORDS.split())
-
-
-def content_words(query: str) -> str:
-    """The query's words without stop words, for the text search (all words if none is left)."""
-    words = _WORD.findall(query)
-    kept = [w for w in words if w.casefold() not in STOP_WORDS]
-    return " ".join(kept or words)
 
 
 # ------------------------------------------------------------------ search
@@ -349,7 +323,7 @@ async def search_facts(
             thresholds=gates,
             timings_ms=timings,
             lists=[_candidate_list(s) for s in searches],
-            fused=_fused_debug(lists, rag, min_rrf, {h.fact_id for h in hits}),
+            fused=_fused_debug(lists, fused, rag.rrf_k, {h.fact_id for h in hits}),
         ),
     )
 
@@ -386,18 +360,20 @@ def _candidate_list(search: _Search) -> CandidateList:
 
 
 def _fused_debug(
-    lists: Sequence[RankedList], rag: RagSettings, min_rrf: float, returned: set[str]
+    lists: Sequence[RankedList], passed: Sequence[Fused], k: int, returned: set[str]
 ) -> list[FusedCandidate]:
     """Every candidate of the lists with its fused scores, best first, gated ones included."""
-    passed = {f.hit.fact.fact_id: f for f in _ranked(lists, rag, min_rrf)}
-    every = fuse(lists, k=rag.rrf_k, weights=HYBRID_WEIGHTS, min_rrf=0.0)
+    ranked = {f.hit.fact.fact_id: f for f in passed}
     # A gated candidate lends no prior and gets none: it is shown with its plain fused score.
-    shown = [passed.get(f.hit.fact.fact_id, f) for f in every]
-    shown.sort(key=lambda f: (f.hit.fact.fact_id not in passed, -f.score, f.hit.fact.fact_id))
+    gated = [
+        f
+        for f in fuse(lists, k=k, weights=HYBRID_WEIGHTS, min_rrf=0.0)
+        if f.hit.fact.fact_id not in ranked
+    ]
     return [
         FusedCandidate(
             fact_id=f.hit.fact.fact_id, rrf=f.rrf, score=f.score, session_prior=f.session_prior,
-            passed=f.hit.fact.fact_id in passed, returned=f.hit.fact.fact_id in returned,
+            passed=f.hit.fact.fact_id in ranked, returned=f.hit.fact.fact_id in returned,
         )
-        for f in shown
+        for f in [*passed, *gated]
     ]  # fmt: skip

@@ -7,7 +7,8 @@ import pytest
 from memory.errors import InvalidInputError
 from memory.fusion import FLOOR, RankedList, Source, fuse, normalized, rrf_scores
 from memory.models import Fact, ScoredFact
-from memory.rag import HYBRID_WEIGHTS, check_top_k, clean_queries, content_words
+from memory.query_words import content_words
+from memory.rag import HYBRID_WEIGHTS, check_top_k, clean_queries
 from memory.settings import RagSettings
 from tests.rag.builders import T0
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import re
 import sqlite3
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -192,56 +191,52 @@ class _AgentMatrix:
     def count(self, flt: FactFilter) -> int:
         return int(np.count_nonzero(self._selected(flt)))
 
-    def select(self, flt: FactFilter) -> VectorSelection:
-        return VectorSelection(
-            self.matrix[: self.size], np.flatnonzero(self._selected(flt)), self.ids
-        )
-
-
-@dataclass(frozen=True)
-class VectorSelection:
-    """The rows one search may see, as of the read transaction that took them."""
-
-    matrix: npt.NDArray[np.float32]
-    rows: npt.NDArray[np.intp]
-    ids: list[str | None]
-
-    def top(self, query: Vector, limit: int, min_score: float) -> list[tuple[str, float]]:
+    def search(
+        self, query: Vector, flt: FactFilter, limit: int, min_score: float
+    ) -> list[tuple[str, float]]:
         """(fact_id, cosine) best first; ``query`` is a unit vector."""
-        rows = self.rows
+        rows = np.flatnonzero(self._selected(flt))
         if rows.size == 0 or limit <= 0:
             return []
         # A product over all rows beats copying most of the matrix; a small selection is copied.
-        if rows.size == len(self.matrix):
-            scores = self.matrix @ query
-        elif rows.size * 4 < len(self.matrix):
+        if rows.size == self.size:
+            scores = self.matrix[: self.size] @ query
+        elif rows.size * 4 < self.size:
             scores = self.matrix[rows] @ query
         else:
-            scores = (self.matrix @ query)[rows]
+            scores = (self.matrix[: self.size] @ query)[rows]
         np.clip(scores, -1.0, 1.0, out=scores)
         keep = np.flatnonzero(scores >= min_score) if min_score > -1 else np.arange(rows.size)
         if keep.size > limit:
             keep = keep[np.argpartition(-scores[keep], limit - 1)[:limit]]
         best = keep[np.argsort(-scores[keep], kind="stable")]
-        found = [(self.ids[rows[i]], float(scores[i])) for i in best]
-        return [(fid, score) for fid, score in found if fid is not None]
+        return [(str(self.ids[rows[i]]), float(scores[i])) for i in best]
 
 
 class VectorCache:
-    """Per-agent matrices of fact vectors and terms. Used only from the store's worker thread."""
+    """Per-agent matrices of fact vectors, and each fact's terms. Used only from the store's
+    worker thread."""
 
     def __init__(self) -> None:
         self._agents: dict[str, _AgentMatrix] = {}
 
-    def select(self, conn: sqlite3.Connection, flt: FactFilter) -> VectorSelection:
-        """The filter's rows as of this read transaction (call inside it)."""
-        return self._fresh(conn, flt.agent_id).select(flt)
+    def search(
+        self,
+        conn: sqlite3.Connection,
+        query: Vector,
+        flt: FactFilter,
+        *,
+        limit: int,
+        min_score: float,
+    ) -> list[tuple[str, float]]:
+        """(fact_id, cosine) best first. Call inside a read transaction, so that the counter and
+        the rows it reads (and the facts the caller then loads) are one snapshot."""
+        norm = float(np.linalg.norm(query))
+        unit = (query / norm if norm > 0 else query).astype(np.float32, copy=False)
+        return self.fresh(conn, flt.agent_id).search(unit, flt, limit, min_score)
 
     def fresh(self, conn: sqlite3.Connection, agent_id: str) -> _AgentMatrix:
-        """The agent's index as of this read transaction (same snapshot rule as ``search``)."""
-        return self._fresh(conn, agent_id)
-
-    def _fresh(self, conn: sqlite3.Connection, agent_id: str) -> _AgentMatrix:
+        """The agent's index as of this read transaction (call inside it)."""
         row = conn.execute(
             "SELECT version FROM scope_versions WHERE key = ?", (fact_counter_key(agent_id),)
         ).fetchone()

@@ -235,18 +235,13 @@ class SQLiteStore(SQLiteListings, SQLiteThread, PlannedStore):
         self, query: Vector, flt: FactFilter, *, limit: int, min_score: float = -1.0
     ) -> list[ScoredFact]:
         vector = np.asarray(query, dtype=np.float32).reshape(-1)
-        norm = float(np.linalg.norm(vector))
-        unit = vector / norm if norm > 0 else vector
 
         def search(conn: sqlite3.Connection) -> list[ScoredFact]:
             meta = read_embedding_meta(conn)
             if meta is None:
                 return []
             check_query_dimension(meta, vector.size)
-            # On the worker thread, in one snapshot: scoring the rows elsewhere so that the text
-            # search could run meanwhile measured slower (the GIL hand-offs cost more than the
-            # overlap won on 2 cores).
-            hits = self._vectors.select(conn, flt).top(unit, limit, min_score)
+            hits = self._vectors.search(conn, vector, flt, limit=limit, min_score=min_score)
             facts = {fact.fact_id: fact for fact in facts_by_id(conn, [h[0] for h in hits])}
             return [ScoredFact(fact=facts[fid], score=score) for fid, score in hits if fid in facts]
 

@@ -1,0 +1,29 @@
+"""The text side of a search query: its content words (stop words dropped), what FTS5 and the
+shared BM25 are asked for (memory.rag)."""
+
+from __future__ import annotations
+
+import re
+
+_WORD = re.compile(r"\w+")
+# Function words, question words and the fragments of English contractions ("Caroline's" is
+# tokenised as "caroline" + "s"). Queries are questions and facts are statements, so on the text
+# side these words only match noise (and they have the longest posting lists).
+_STOP_WORDS = """
+    a about above after again against all am an and any are as at be because been before being
+    below between both but by can could d did do does doing down during each few for from further
+    had has have having he her here hers herself him himself his how i if in into is it its itself
+    just ll m me might more most my myself no nor not now of off on once only or other our ours
+    ourselves out over own re s same she should so some such t than that the their theirs them
+    themselves then there these they this those through to too under until up ve very was we were
+    what when where which while who whom whose why will with would you your yours yourself
+    yourselves
+"""
+STOP_WORDS = frozenset(_STOP_WORDS.split())
+
+
+def content_words(query: str) -> str:
+    """The query's words without stop words, for the text search (all words if none is left)."""
+    words = _WORD.findall(query)
+    kept = [w for w in words if w.casefold() not in STOP_WORDS]
+    return " ".join(kept or words)
