@@ -116,6 +116,17 @@ def run[T](coro: Coroutine[Any, Any, T], settings: Settings) -> T:
     fail(message, code)
 
 
+def start_tracing(service: str) -> None:
+    """Trace this process as ``service`` when OTEL_TRACES_EXPORTER asks for it (runtime.tracing);
+    before the first Temporal client connects, so its interceptor is added."""
+    from runtime.tracing import TracingConfigError, configure_tracing  # the SDK: only when used
+
+    try:
+        configure_tracing(service)
+    except TracingConfigError as e:
+        fail(str(e))
+
+
 def check_id(name: str, value: str) -> str:
     try:
         return _ID.validate_python(value)

@@ -14,7 +14,16 @@ from pymongo import AsyncMongoClient
 from temporalio.client import WorkflowHistory
 from temporalio.worker import Replayer
 
-from cli.common import JsonOption, emit, fail, load_settings, progress, run, temporal_of
+from cli.common import (
+    JsonOption,
+    emit,
+    fail,
+    load_settings,
+    progress,
+    run,
+    start_tracing,
+    temporal_of,
+)
 from memory.embedding import make_embedder
 from memory.errors import EmbeddingMismatchError, InvalidInputError
 from memory.logging import configure_logging
@@ -48,6 +57,7 @@ def up(
     from cli.demo import up as run_up  # imports the worker module: only for this command
 
     settings = load_settings()
+    start_tracing("mnemos")
     try:
         install_runtime(settings)
     except MetricsEndpointError as e:  # the demo does not need metrics: say so and go on
@@ -72,6 +82,7 @@ def worker() -> None:
     """
     settings = load_settings()
     configure_logging(settings.log_level)  # a worker logs at its configured level, as JSON
+    start_tracing("mnemos-worker")
     try:
         install_runtime(settings)
     except MetricsEndpointError as e:

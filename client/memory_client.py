@@ -21,6 +21,7 @@ from temporalio.service import RPCError
 from client import tools
 from client.management import MemoryManager, MemoryStats, ScopeConsolidationStatus
 from client.metrics import ClientMetrics, client_meter
+from memory import tracing
 from memory.context_cache import ContextCache
 from memory.embedding import make_embedder
 from memory.embedding.base import Embedder
@@ -150,7 +151,21 @@ class MemoryClient:
         a turn for Temporal's sake: when the start does not complete within
         ``temporal.schedule_wait_seconds`` (server down or slow), the trigger is deferred (logged,
         counted in ``mnemos_formations_deferred``) and returned as such. ``raise_errors``: raise
-        the start's error (``TimeoutError`` past the wait) instead."""
+        the start's error (``TimeoutError`` past the wait) instead.
+
+        Traced (when tracing is on) as the root of the formation's trace: the workflow start
+        carries its span context to the worker."""
+        with tracing.span(
+            "maybe_form_memories", **{"mnemos.agent_id": agent_id, "mnemos.session_id": session_id}
+        ) as span:
+            trigger = await self._maybe_form_memories(agent_id, session_id, raise_errors)
+            span.set_attribute("mnemos.formation.started", trigger.started)
+            span.set_attribute("mnemos.formation.deferred", trigger.deferred)
+            return trigger
+
+    async def _maybe_form_memories(
+        self, agent_id: str, session_id: str, raise_errors: bool
+    ) -> FormationTrigger:
         state = await self.store.get_session_agent_state(
             _check_id("session_id", session_id), _check_id("agent_id", agent_id)
         )
@@ -185,10 +200,13 @@ class MemoryClient:
         self, agent_id: str, session_id: str, *, force: bool = True, wait: bool = True
     ) -> FormationSummary | None:
         """Form now, below the thresholds too (force). With wait, returns the run's summary."""
-        await self._agent(agent_id)
-        await self._session(session_id, agent_id)
-        handle = await self._start_formation(agent_id, session_id, force=force)
-        return await handle.result() if wait else None
+        with tracing.span(
+            "form_memories", **{"mnemos.agent_id": agent_id, "mnemos.session_id": session_id}
+        ):
+            await self._agent(agent_id)
+            await self._session(session_id, agent_id)
+            handle = await self._start_formation(agent_id, session_id, force=force)
+            return await handle.result() if wait else None
 
     async def _start_formation(
         self, agent_id: str, session_id: str, *, force: bool

@@ -29,6 +29,7 @@ from temporalio.envconfig import ClientConfigProfile, ClientConnectConfig
 
 from memory.errors import InvalidInputError
 from memory.settings import CodecSettings, TemporalSettings
+from runtime import tracing
 from runtime.codec import data_converter
 from workflows.naming import ALL_KEYS
 
@@ -59,10 +60,14 @@ def connect_config(
 async def connect(
     cfg: TemporalSettings, *, codec: CodecSettings | None = None, local: bool = False
 ) -> Client:
-    """A client whose payloads are encrypted when ``codec`` holds a key (runtime.codec); workers
-    built on it inherit its converter."""
+    """A client whose payloads are encrypted when ``codec`` holds a key (runtime.codec), traced
+    when tracing is on (runtime.tracing); workers built on it inherit both."""
     converter = pydantic_data_converter if codec is None else data_converter(codec)
-    return await Client.connect(**connect_config(cfg, local=local), data_converter=converter)
+    return await Client.connect(
+        **connect_config(cfg, local=local),
+        data_converter=converter,
+        interceptors=tracing.interceptors(),
+    )
 
 
 async def ensure_search_attributes(client: Client) -> list[str]:

@@ -13,6 +13,7 @@ from fastapi.staticfiles import StaticFiles
 
 from client.memory_client import MemoryClient
 from memory.settings import Settings
+from runtime.tracing import tracing_enabled
 from serve import (
     errors,
     page,
@@ -25,6 +26,7 @@ from serve import (
 )
 from serve.keys import ApiKeyStore
 from serve.services import Services
+from serve.tracing import instrument
 
 STATIC = Path(__file__).resolve().parent / "static"
 
@@ -66,6 +68,8 @@ def create_app(
     app.include_router(page.router)
     page.install(app)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    if tracing_enabled():
+        instrument(app)
 
     @app.get("/", include_in_schema=False)
     async def root() -> RedirectResponse:

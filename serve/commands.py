@@ -18,6 +18,7 @@ from memory.errors import MnemosError
 from memory.logging import configure_logging
 from memory.settings import get_settings
 from memory.store import open_store
+from runtime.tracing import TracingConfigError, configure_tracing
 from serve.keys import ApiKey, ApiKeyStore, JsonFileKeyStore, StoreKeyStore
 
 KeysFile = Annotated[
@@ -80,6 +81,11 @@ def serve(
     API keys are read from the memory store (create them with `mnemos keys create`), or from
     --keys-file when given."""
     configure_logging(get_settings().log_level)
+    try:
+        configure_tracing("mnemos-api")  # OTEL_TRACES_EXPORTER; before the client connects
+    except TracingConfigError as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(1) from e
     asyncio.run(_serve(host, port, keys_file))
 
 

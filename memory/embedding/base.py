@@ -5,9 +5,12 @@ from __future__ import annotations
 import abc
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+
+from memory import tracing
 
 
 @dataclass(frozen=True)
@@ -35,12 +38,17 @@ class Calibration:
 
 
 class Embedder(abc.ABC):
-    """Providers raise memory.errors.ProviderError on failure and never retry by themselves."""
+    """Providers raise memory.errors.ProviderError on failure and never retry by themselves.
+    Every subclass's batches are traced (memory.tracing): one span per ``embed`` call."""
 
     model: str
     dimension: int
     # None: not measured, search uses the configured thresholds (002's numbers by default).
     calibration: Calibration | None = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        tracing.trace_embed_method(cls)
 
     @abc.abstractmethod
     async def embed(self, texts: Sequence[str]) -> EmbeddingBatch:

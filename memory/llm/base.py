@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import abc
-from typing import Literal
+from typing import Any, Literal
 from xml.sax.saxutils import escape
 
 from pydantic import BaseModel, ConfigDict
 
+from memory import tracing
 from memory.prompts import TaskInput, render
 
 Task = Literal["extract_facts", "decide_facts", "extract_reflections", "consolidate"]
@@ -58,6 +59,7 @@ class LLMRequest(BaseModel):
     prompt: str
     temperature: float = 0.0
     max_output_tokens: int = 4096
+    attempt: int = 1  # Temporal's attempt of the step (traces show it)
 
     @property
     def task(self) -> Task:
@@ -82,6 +84,7 @@ class LLMRequest(BaseModel):
             prompt=retry.prompt(rendered.user),
             temperature=retry.temperature(temperature),
             max_output_tokens=rendered.max_output_tokens,
+            attempt=retry.attempt,
         )
 
 
@@ -103,9 +106,16 @@ class LLMResult[T](BaseModel):
 
 class LLMProvider(abc.ABC):
     """Providers raise memory.errors.ProviderError (retryable or not) and MalformedOutputError;
-    they never retry by themselves: Temporal owns retries so every attempt is visible."""
+    they never retry by themselves: Temporal owns retries so every attempt is visible.
+
+    Every subclass's calls are traced (memory.tracing): one span per call, with its model, tokens
+    and attempt; a provider writes no tracing code of its own."""
 
     name: str
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        tracing.trace_llm_methods(cls)
 
     @abc.abstractmethod
     async def generate_structured[M: BaseModel](

@@ -1,15 +1,20 @@
 """The writing half of the store contract, once for both backends: each call is a request for a
 snapshot, a planner (memory.store.rules) and the backend's ``_transact``, which reads the
-snapshot, plans and applies the writes in one transaction of its own."""
+snapshot, plans and applies the writes in one transaction of its own.
+
+Both backends are traced here (memory.tracing): a span per transaction, named by its request
+("store commit formation"), and per read the formation and search paths make."""
 
 from __future__ import annotations
 
 import abc
 from collections.abc import Callable, Sequence
 from datetime import datetime
+from typing import Any
 
 import numpy as np
 
+from memory import tracing
 from memory.api_keys import ApiKey
 from memory.ids import content_hash
 from memory.models import (
@@ -45,8 +50,31 @@ from memory.store.rules import (
     plan_revoke_api_key,
 )
 
+# The reads of a formation, a consolidation and a search: each gets a span with its row count.
+TRACED_READS = (
+    "get_agent",
+    "get_session",
+    "get_session_agent_state",
+    "load_messages",
+    "get_embeddings",
+    "put_embeddings",
+    "get_facts",
+    "vector_search",
+    "text_search",
+    "recent_facts",
+    "embedding_meta",
+    "unabsorbed_reflections",
+    "count_unabsorbed",
+    "get_consolidated",
+    "scope_versions",
+)
+
 
 class PlannedStore(PlannedLifecycle):
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        tracing.trace_store_methods(cls, TRACED_READS)
+
     @abc.abstractmethod
     async def _transact[S, R](self, request: Request[S], plan: Callable[[S], Plan[R]]) -> R:
         """In one transaction: read the request's snapshot, plan on it, apply the plan's
