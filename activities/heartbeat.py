@@ -12,6 +12,7 @@ from typing import Any
 from temporalio import activity
 from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput, Interceptor
 
+from memory import tracing
 from memory.errors import InvalidModelOutputError, MalformedOutputError
 from memory.llm.base import Retry
 
@@ -52,6 +53,7 @@ def noting_rejection() -> Iterator[None]:
         yield
     except (InvalidModelOutputError, MalformedOutputError) as e:
         activity.heartbeat(str(e)[:300])
+        tracing.mark_rejected(e)  # on the activity's span: this attempt degrades
         raise
 
 

@@ -13,12 +13,18 @@ without Prometheus the meter is a no-op, so recording costs nothing where nobody
 Names (counters have no ``_total`` suffix, durations are milliseconds, as Temporal's own):
 ``mnemos_formations{outcome}``, ``mnemos_llm_calls{model,provider,task}``,
 ``mnemos_llm_tokens{model,kind}``, ``mnemos_embedding_calls``, ``mnemos_consolidations{scope,outcome}``,
-``mnemos_context_cache_requests{result}``, ``mnemos_search_latency`` (histogram).
+``mnemos_context_cache_requests{result}``, ``mnemos_search_latency`` (histogram),
+``mnemos_formations_deferred{reason}`` (client), ``mnemos_cold_sessions_found``,
+``mnemos_cold_formations{outcome}``, ``mnemos_consolidation_lag`` (histogram: how long the oldest
+reflection a consolidation absorbed had waited in its buffer) and, from the workflows,
+``mnemos_formation_degraded{step}``. deploy/grafana's dashboard charts them
+(tests/test_dashboard.py keeps the two in step).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import temporalio.client
@@ -37,6 +43,7 @@ from memory.pipeline.types import (
     LlmCall,
 )
 from memory.settings import Settings
+from workflows.naming import DEGRADED_METRIC
 
 FORMATIONS = "mnemos_formations"
 LLM_CALLS = "mnemos_llm_calls"
@@ -46,6 +53,9 @@ CONSOLIDATIONS = "mnemos_consolidations"
 CONTEXT_CACHE = "mnemos_context_cache_requests"
 SEARCH_LATENCY = "mnemos_search_latency"
 FORMATIONS_DEFERRED = "mnemos_formations_deferred"
+COLD_SESSIONS_FOUND = "mnemos_cold_sessions_found"
+COLD_FORMATIONS = "mnemos_cold_formations"
+CONSOLIDATION_LAG = "mnemos_consolidation_lag"
 ALL_METRICS = (
     FORMATIONS,
     LLM_CALLS,
@@ -55,11 +65,18 @@ ALL_METRICS = (
     CONTEXT_CACHE,
     SEARCH_LATENCY,
     FORMATIONS_DEFERRED,
+    COLD_SESSIONS_FOUND,
+    COLD_FORMATIONS,
+    CONSOLIDATION_LAG,
+    DEGRADED_METRIC,
 )
+HISTOGRAMS = (SEARCH_LATENCY, CONSOLIDATION_LAG)
 
 # Searches take milliseconds (SQLite, numpy) to a few hundred (Atlas + a remote embedder): the
 # SDK's default buckets start at 50 ms and would put every local search in the first one.
 _SEARCH_BUCKETS_MS = [1.0, 2.5, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1000.0, 2500.0]
+# A reflection waits for its scope's threshold: seconds in a busy scope, days in a quiet one.
+_LAG_BUCKETS_MS = [s * 1000.0 for s in (1, 10, 60, 300, 900, 3600, 6 * 3600, 86400, 7 * 86400)]
 
 
 class MetricsEndpointError(MnemosError):
@@ -77,7 +94,10 @@ def worker_runtime(settings: Settings) -> Runtime:
             telemetry=TelemetryConfig(
                 metrics=PrometheusConfig(
                     bind_address=bind,
-                    histogram_bucket_overrides={SEARCH_LATENCY: _SEARCH_BUCKETS_MS},
+                    histogram_bucket_overrides={
+                        SEARCH_LATENCY: _SEARCH_BUCKETS_MS,
+                        CONSOLIDATION_LAG: _LAG_BUCKETS_MS,
+                    },
                 )
             )
         )
@@ -138,8 +158,37 @@ def _consolidation(meter: MetricMeter, scope: str, outcome: str) -> None:
     )
 
 
-def record_result(meter: MetricMeter, activity_type: str, result: Any) -> None:
+def _cold(meter: MetricMeter, activity_type: str, result: Any) -> None:
+    """The cold-sessions scan: sessions found per page, and what starting their formations did
+    (ColdPage and SessionOutcome live in activities/, above this module: read by shape)."""
+    if activity_type == "find_cold_sessions":
+        found = len(getattr(result, "sessions", []))
+        if found:
+            meter.create_counter(
+                COLD_SESSIONS_FOUND, "Idle sessions found with unformed messages", "sessions"
+            ).add(found)
+    elif activity_type in ("start_cold_formations", "form_cold_sessions"):
+        counter = meter.create_counter(
+            COLD_FORMATIONS, "Cold formations asked for, by outcome of the start", "sessions"
+        )
+        for outcome in result or []:
+            counter.add(1, {"outcome": str(getattr(outcome, "outcome", "unknown"))})
+
+
+def _consolidation_lag(meter: MetricMeter, draft: ConsolidationDraft) -> None:
+    if draft.oldest_buffered_at is None:
+        return
+    waited = datetime.now(UTC) - draft.oldest_buffered_at
+    meter.create_histogram_timedelta(
+        CONSOLIDATION_LAG, "How long the oldest absorbed reflection waited in its buffer", "ms"
+    ).record(max(waited, timedelta(0)), {"scope": draft.key.scope})
+
+
+def record_result(
+    meter: MetricMeter, activity_type: str, result: Any, args: Sequence[Any] = ()
+) -> None:
     """What a finished activity tells us. Activity names are those of activities/*.py."""
+    _cold(meter, activity_type, result)
     llm: list[LlmCall] | None = getattr(result, "llm", None)
     if llm:
         _record_llm(meter, llm)
@@ -152,6 +201,8 @@ def record_result(meter: MetricMeter, activity_type: str, result: Any) -> None:
         _embeddings(meter, result.embedding_calls)
     elif isinstance(result, ConsolidationResult):
         _consolidation(meter, result.key.scope, "applied")
+        if args and isinstance(args[0], ConsolidationDraft):
+            _consolidation_lag(meter, args[0])
     elif isinstance(result, ConsolidationDraft) and result.content is None:
         _consolidation(meter, result.key.scope, "nothing_to_do")
 
@@ -185,7 +236,7 @@ class _ActivityMetrics(temporalio.worker.ActivityInboundInterceptor):
         except Exception as err:  # a cancellation is no outcome: the activity runs again
             record_failure(activity.metric_meter(), activity_type, input.args, err)
             raise
-        record_result(activity.metric_meter(), activity_type, result)
+        record_result(activity.metric_meter(), activity_type, result, input.args)
         return result
 
 

@@ -18,6 +18,7 @@ from memory.errors import MnemosError
 from memory.logging import configure_logging
 from memory.settings import get_settings
 from memory.store import open_store
+from runtime.metrics import MetricsEndpointError, install_runtime
 from runtime.tracing import TracingConfigError, configure_tracing
 from serve.keys import ApiKey, ApiKeyStore, JsonFileKeyStore, StoreKeyStore
 
@@ -80,12 +81,17 @@ def serve(
 
     API keys are read from the memory store (create them with `mnemos keys create`), or from
     --keys-file when given."""
-    configure_logging(get_settings().log_level)
+    settings = get_settings()
+    configure_logging(settings.log_level)
     try:
         configure_tracing("mnemos-api")  # OTEL_TRACES_EXPORTER; before the client connects
     except TracingConfigError as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(1) from e
+    try:  # deferred triggers and search latency, at MNEMOS_TEMPORAL__METRICS_BIND
+        install_runtime(settings)
+    except MetricsEndpointError as e:  # e.g. a worker on this host holds the port: serve anyway
+        typer.echo(f"warning: {e}; serving without /metrics", err=True)
     asyncio.run(_serve(host, port, keys_file))
 
 

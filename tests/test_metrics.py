@@ -7,6 +7,7 @@ import asyncio
 import socket
 import urllib.request
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,7 @@ from memory.models import ScopeKey
 from memory.pipeline.types import ConsolidationDraft
 from memory.settings import Settings, TemporalSettings
 from runtime import metrics
+from tests import grafana
 from tests.harness import Harness, conversation, facts, reflections
 
 
@@ -97,6 +99,8 @@ async def test_one_endpoint_serves_sdk_and_mnemos_metrics(
     assert formed.embedding_calls > 0
     assert _total(scraped["mnemos_embedding_calls"]) == formed.embedding_calls
     assert _total(scraped["mnemos_consolidations"], scope="user", outcome="applied") == 1
+    # The lag of that consolidation: how long its oldest reflection had waited in the buffer.
+    assert _total(scraped["mnemos_consolidation_lag"], "_count", scope="user") == 1
     assert _total(scraped["mnemos_context_cache_requests"], result="miss") == 1
     assert _total(scraped["mnemos_context_cache_requests"], result="hit") == 1
     assert _total(scraped["mnemos_search_latency"], "_count") == 1
@@ -109,6 +113,9 @@ async def test_one_endpoint_serves_sdk_and_mnemos_metrics(
         == 1
     )
     assert _total(scraped["temporal_activity_execution_latency"], "_count", task_queue=queue) > 0
+    # Every SDK metric deploy/grafana's dashboard charts is one this endpoint serves.
+    charted = {grafana.metric(s) for s in grafana.series() if s.startswith("temporal_")}
+    assert charted and charted <= set(scraped), charted - set(scraped)
 
 
 def test_a_busy_metrics_address_is_one_clear_error(bind: str) -> None:
@@ -138,11 +145,14 @@ def test_given_to_both_client_and_worker_the_interceptor_wraps_once() -> None:
 
 
 class _Counter:
-    def __init__(self, name: str, adds: list[tuple[str, dict[str, str]]]) -> None:
-        self.name, self.adds = name, adds
+    def __init__(
+        self, name: str, adds: list[tuple[str, dict[str, str]]], values: list[int]
+    ) -> None:
+        self.name, self.adds, self.values = name, adds, values
 
     def add(self, value: int, attrs: dict[str, str] | None = None) -> None:
         self.adds.append((self.name, attrs or {}))
+        self.values.append(value)
 
 
 class _Meter:
@@ -150,9 +160,10 @@ class _Meter:
 
     def __init__(self) -> None:
         self.adds: list[tuple[str, dict[str, str]]] = []
+        self.values: list[int] = []
 
     def create_counter(self, name: str, description: str, unit: str) -> _Counter:
-        return _Counter(name, self.adds)
+        return _Counter(name, self.adds, self.values)
 
 
 def _raised_by_activity(domain: Exception) -> ApplicationError:
@@ -187,3 +198,26 @@ def test_failed_commits_and_consolidations_are_counted_by_cause(
         ("mnemos_formations", {"outcome": formation}),
         ("mnemos_consolidations", {"scope": "user", "outcome": consolidation}),
     ]
+
+
+def test_the_cold_scan_counts_sessions_found_and_the_outcomes_of_their_starts() -> None:
+    @dataclass
+    class Page:  # activities.sessions.ColdPage's shape
+        sessions: list[str]
+
+    @dataclass
+    class Outcome:  # activities.sessions.SessionOutcome's
+        outcome: str
+
+    meter = _Meter()
+    metrics.record_result(meter, "find_cold_sessions", Page(["s1", "s2", "s3"]))  # type: ignore[arg-type]
+    metrics.record_result(meter, "find_cold_sessions", Page([]))  # type: ignore[arg-type]
+    started = [Outcome("started"), Outcome("started"), Outcome("retry_later")]
+    metrics.record_result(meter, "start_cold_formations", started)  # type: ignore[arg-type]
+    assert meter.adds == [
+        ("mnemos_cold_sessions_found", {}),
+        ("mnemos_cold_formations", {"outcome": "started"}),
+        ("mnemos_cold_formations", {"outcome": "started"}),
+        ("mnemos_cold_formations", {"outcome": "retry_later"}),
+    ]
+    assert meter.values == [3, 1, 1, 1]

@@ -81,6 +81,7 @@ async def draft(deps: Deps, req: ConsolidationRequest, retry: Retry = FIRST) -> 
         word_limit=word_limit,
         absorbed_ids=[r.reflection_id for r in buffered],
         llm=[llm_call(request, result.usage)],
+        oldest_buffered_at=min(r.formed_at for r in buffered),
     )
 
 

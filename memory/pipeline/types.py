@@ -163,6 +163,9 @@ class ConsolidationDraft(_T):
     word_limit: int
     absorbed_ids: list[str] = []
     llm: list[LlmCall] = []
+    # When the oldest of them was buffered: the consolidation lag (runtime.metrics) is measured
+    # from it. None in drafts of older histories.
+    oldest_buffered_at: UtcDatetime | None = None
 
 
 class ConsolidationResult(_T):
