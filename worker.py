@@ -23,6 +23,7 @@ from activities.sessions import SessionActivities
 from memory.deps import Deps, open_deps
 from memory.logging import get_logger
 from memory.settings import Settings
+from runtime import versioning
 from runtime.connection import connect, ensure_search_attributes
 from runtime.metrics import MetricsInterceptor
 from runtime.schedule import ensure_schedule
@@ -39,7 +40,11 @@ WORKFLOWS: Sequence[type] = (
 )
 
 
-def build_worker(client: Client, deps: Deps, settings: Settings) -> Worker:
+def build_worker(
+    client: Client, deps: Deps, settings: Settings, workflows: Sequence[type] = WORKFLOWS
+) -> Worker:
+    """The main queue's worker: the workflows and every activity. Versioned when the settings
+    give a build id (runtime.versioning); ``workflows`` replaces the code (upgrade tests)."""
     formation = FormationActivities(deps)
     consolidation = ConsolidationActivities(deps, client)
     sessions = SessionActivities(deps, client)
@@ -47,7 +52,7 @@ def build_worker(client: Client, deps: Deps, settings: Settings) -> Worker:
     return Worker(
         client,
         task_queue=settings.temporal.task_queue,
-        workflows=list(WORKFLOWS),
+        workflows=list(workflows),
         activities=[
             formation.load_window,
             formation.extract_facts,
@@ -72,6 +77,7 @@ def build_worker(client: Client, deps: Deps, settings: Settings) -> Worker:
             ending.consolidation_outcome,
         ],
         interceptors=[MetricsInterceptor(), HeartbeatInterceptor()],
+        deployment_config=versioning.deployment_config(settings.temporal),
     )
 
 
@@ -95,6 +101,7 @@ def build_llm_worker(client: Client, deps: Deps, settings: Settings) -> Worker |
         ],
         max_task_queue_activities_per_second=settings.temporal.llm_activities_per_second,
         interceptors=[MetricsInterceptor(), HeartbeatInterceptor()],
+        deployment_config=versioning.deployment_config(settings.temporal),  # the same version
     )
 
 
@@ -119,6 +126,7 @@ async def running_worker(
         embedder=deps.embedder.model,
         search_attributes_added=added,
         cold_sessions_schedule=schedule,
+        build_id=settings.temporal.build_id,
     )
     try:
         async with contextlib.AsyncExitStack() as workers:
@@ -126,6 +134,9 @@ async def running_worker(
             llm_worker = build_llm_worker(client, deps, settings)
             if llm_worker is not None:
                 await workers.enter_async_context(llm_worker)
+            if settings.temporal.build_id and settings.temporal.promote_on_start:
+                await versioning.promote(client, settings.temporal)
+                log.info("worker version made current", build_id=settings.temporal.build_id)
             yield client, deps
     finally:
         await deps.close()

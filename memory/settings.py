@@ -315,6 +315,25 @@ class TemporalSettings(_Group):
         pattern=r"^(|\S+:\d{1,5})$",
         description="host:port of the worker's Prometheus /metrics endpoint ('' = none)",
     )
+    # Worker versioning (runtime/versioning.py, docs/operating.md "Rolling out a change").
+    build_id: str | None = Field(
+        None,
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,250}$",
+        description="This worker's build id (image tag, git sha): turns on worker versioning",
+    )
+    deployment_name: str = Field(
+        "mnemos",
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,250}$",
+        description="Temporal worker deployment of the versioned workers",
+    )
+    versioning_behavior: Literal["auto_upgrade", "pinned"] = Field(
+        "auto_upgrade",
+        description="Versioned runs move to the current version (auto_upgrade) or stay (pinned)",
+    )
+    promote_on_start: bool = Field(
+        False,
+        description="A versioned worker makes its version the deployment's current one at start",
+    )
 
 
 class Settings(BaseSettings):
