@@ -12,7 +12,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal, Self
 
-from pydantic import BaseModel, Field, SecretStr, model_validator
+from pydantic import BaseModel, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from memory.settings_codec import CodecSettings as CodecSettings
@@ -334,6 +334,11 @@ class TemporalSettings(_Group):
         False,
         description="A versioned worker makes its version the deployment's current one at start",
     )
+
+    @field_validator("build_id", mode="before")
+    @classmethod
+    def _unset_when_empty(cls, value: object) -> object:
+        return value or None  # BUILD_ID= (e.g. compose's ${MNEMOS_BUILD_ID:-}): unversioned
 
 
 class Settings(BaseSettings):

@@ -83,7 +83,12 @@ def _settings_from(env: dict[str, str]) -> Settings:
 
 
 def _mnemos_env(pairs: dict[str, Any]) -> dict[str, str]:
-    return {k: str(v) for k, v in pairs.items() if k.startswith("MNEMOS_")}
+    """The MNEMOS_* values, compose's ``${VAR:-default}`` read as its default (VAR unset)."""
+    return {
+        k: re.sub(r"\$\{\w+:-([^}]*)\}", r"\1", str(v))
+        for k, v in pairs.items()
+        if k.startswith("MNEMOS_")
+    }
 
 
 # ---------------------------------------------------------------- the image

@@ -15,6 +15,7 @@ from temporalio.client import WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer
+from temporalio.workflow import NondeterminismError
 
 from memory.deps import Deps
 from memory.llm.base import LLMRequest
@@ -88,7 +89,7 @@ async def test_a_formation_begun_by_build_a_is_finished_by_patched_build_b(
     await Replayer(
         workflows=list(upgraded.PATCHED), data_converter=pydantic_data_converter
     ).replay_workflow(history)
-    with pytest.raises(Exception, match="[Nn]ondeterminism|TMPRL1100"):
+    with pytest.raises(NondeterminismError):
         await Replayer(
             workflows=list(upgraded.UNPATCHED), data_converter=pydantic_data_converter
         ).replay_workflow(history)
