@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -47,7 +48,10 @@ async def dev_server(
     log_path = data_dir / "temporal.log"
     log = await asyncio.to_thread(log_path.open, "ab")
     cmd = dev_server_command(data_dir, host=host, port=port, ui_port=ui_port)
-    proc = await asyncio.create_subprocess_exec(*cmd, stdout=log, stderr=log)
+    # The server reads OTEL_* too, and refuses to start on an exporter it lacks ("console"):
+    # those variables configure mnemos' traces (runtime.tracing), not the dev server's.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    proc = await asyncio.create_subprocess_exec(*cmd, stdout=log, stderr=log, env=env)
     try:
         for _ in range(150):  # up to 30 s; healthy in ~0.5 s on these machines
             if proc.returncode is not None:
