@@ -63,9 +63,14 @@ def _exporter(name: str) -> SpanExporter:
     return exporter
 
 
-def _processor(name: str) -> SpanProcessor:
+def exporters(env: Mapping[str, str] | None = None) -> dict[str, SpanExporter]:
+    """The exporters ``OTEL_TRACES_EXPORTER`` names, by name; TracingConfigError for one that is
+    not installed (before anything is configured: a typo fails the process at start)."""
+    return {name: _exporter(name) for name in exporter_names(env)}
+
+
+def _processor(name: str, exporter: SpanExporter) -> SpanProcessor:
     # The console shows each span as it ends; remote exporters send batches off the hot path.
-    exporter = _exporter(name)
     return SimpleSpanProcessor(exporter) if name == "console" else BatchSpanProcessor(exporter)
 
 
@@ -79,15 +84,14 @@ def configure_tracing(
     if isinstance(current, TracerProvider):
         return current
     variables = os.environ if env is None else env
-    names = exporter_names(variables)
-    if not names:
+    chosen = exporters(variables)
+    if not chosen:
         return None
-    processors = [_processor(n) for n in names]
     # Resource.create reads OTEL_SERVICE_NAME itself, but an attribute given here would win.
     named = {} if "OTEL_SERVICE_NAME" in variables else {SERVICE_NAME: service}
     provider = TracerProvider(resource=Resource.create(named))
-    for processor in processors:
-        provider.add_span_processor(processor)
+    for name, exporter in chosen.items():
+        provider.add_span_processor(_processor(name, exporter))
     trace.set_tracer_provider(provider)
     return provider
 

@@ -11,13 +11,19 @@ from pathlib import Path
 import httpx
 import pytest
 from opentelemetry import trace
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import StatusCode
+from pydantic import BaseModel
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
-from memory.models import MessageIn
+from memory.errors import MalformedOutputError, ProviderError
+from memory.llm.base import LLMProvider, LLMRequest, LLMResult, Retry
+from memory.models import AgentConfig, MessageIn
+from memory.prompts.extract_facts import ExtractedFacts, ExtractFactsInput
 from runtime import tracing
 from serve.app import create_app
 from serve.keys import StoreKeyStore
@@ -128,3 +134,49 @@ async def test_a_formation_from_an_http_request_is_one_trace_without_content(
     assert (embed.attributes or {})["mnemos.embedding.texts"] == 2
     # Nothing said in the conversation, formed from it, or asked, is in any span.
     assert _leaks(found, _texts(messages)) == []
+
+
+def test_the_exporters_come_from_otel_traces_exporter_and_a_missing_one_is_a_clear_error() -> None:
+    assert tracing.exporters({}) == {} and tracing.exporters({"OTEL_TRACES_EXPORTER": "none"}) == {}
+    chosen = tracing.exporters({"OTEL_TRACES_EXPORTER": "console, otlp"})
+    assert isinstance(chosen["console"], ConsoleSpanExporter)
+    assert isinstance(chosen["otlp_proto_http"], OTLPSpanExporter)
+    with pytest.raises(tracing.TracingConfigError, match=r"zipkin.*available.*console"):
+        tracing.exporters({"OTEL_TRACES_EXPORTER": "zipkin"})
+
+
+class _Unusable(LLMProvider):
+    name = "unusable"
+
+    async def generate_structured[M: BaseModel](
+        self, request: LLMRequest, schema: type[M]
+    ) -> LLMResult[M]:
+        raise MalformedOutputError(f"not JSON: {request.prompt}", provider=self.name)
+
+    async def generate_text(self, request: LLMRequest) -> LLMResult[str]:
+        raise ProviderError("rate limited", retryable=True, provider=self.name)
+
+
+async def test_a_failed_llm_call_is_a_span_with_its_kind_of_failure_and_no_text(
+    spans: InMemorySpanExporter,
+) -> None:
+    """A provider written without tracing code is traced; an unusable answer marks its attempt
+    degraded; the error's message, which quotes the prompt, stays out of the span."""
+    request = LLMRequest.of(
+        ExtractFactsInput(agent=AgentConfig(agent_id="eve", name="Eve"), messages=[], max_words=20),
+        model="m1",
+        retry=Retry(attempt=2),
+    ).model_copy(update={"prompt": f"the user said {SECRET_QUERY}"})
+    spans.clear()
+    with pytest.raises(MalformedOutputError):
+        await _Unusable().generate_structured(request, ExtractedFacts)
+    with pytest.raises(ProviderError):
+        await _Unusable().generate_text(request)
+    rejected, refused = spans.get_finished_spans()
+    assert rejected.name == "llm extract_facts" and rejected.status.status_code == StatusCode.ERROR
+    attributes = dict(rejected.attributes or {})
+    assert attributes["mnemos.llm.degraded"] is True and attributes["mnemos.llm.attempt"] == 2
+    assert attributes["error.type"] == "rejected_output"
+    assert dict(refused.attributes or {})["mnemos.llm.degraded"] is False
+    assert dict(refused.attributes or {})["error.type"] == "provider_error"
+    assert _leaks([rejected, refused], [SECRET_QUERY]) == []
