@@ -24,6 +24,8 @@ from memory.prompts import (
 from memory.prompts.decide_facts import FactDecision, FactDecisions
 from memory.prompts.extract_facts import ExtractedFact, ExtractedFacts
 from memory.prompts.extract_reflections import ExtractedReflection, ExtractedReflections
+from memory.query_words import STOP_WORDS
+from memory.store.rules.text import tokenize
 
 MODEL = "heuristic-rules-v1"
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
@@ -85,6 +87,28 @@ def _is_specific(sentence: str) -> bool:
     return not sentence.endswith("?") and bool(_SPECIFIC.search(sentence) or names)
 
 
+# Words that carry no information of their own in a chat: a sentence made of them and of stop
+# words ("Wow, that's so cool!", "Thanks, that was helpful.") says nothing to remember.
+_FILLER = frozenset(
+    """
+    wow oh ah haha lol yeah yes yep ok okay hey hi hello thanks thank really so great awesome
+    cool nice good amazing glad sure totally definitely super lot much also always still
+    just even well wonderful fantastic love like get got go going know think feel felt
+    """.split()
+)
+_MIN_CONTENT_WORDS = 3
+
+
+def _is_informative(sentence: str) -> bool:
+    """A statement (not a question) with enough words of its own: what a person tells about
+    their life ("I went to a support group for the first time", "The stories were so
+    inspiring") is remembered even without a number or a name in it."""
+    if sentence.endswith("?"):
+        return False
+    words = [w for w in tokenize(sentence) if w not in STOP_WORDS and w not in _FILLER]
+    return len(words) >= _MIN_CONTENT_WORDS
+
+
 def _user_messages(messages: list[PromptMessage]) -> list[tuple[str, str | None, str, int]]:
     """(speaker, speaker id, content, number) of the user messages, in order; the number is the
     message's position in the window, from 1, as the prompts number them (what items cite)."""
@@ -114,9 +138,14 @@ def extract_facts(p: ExtractFactsInput) -> ExtractedFacts:
     for speaker, speaker_id, content, n in _user_messages(p.messages):
         for raw in _sentences(content):
             sentence = _without_self_introduction(raw, speaker)
-            if len(sentence.split()) < _MIN_FACT_WORDS or not _is_specific(sentence):
+            specific = _is_specific(sentence)
+            if len(sentence.split()) < _MIN_FACT_WORDS or not (
+                specific or _is_informative(sentence)
+            ):
                 continue
-            personal = bool(_FIRST_PERSON.search(sentence))
+            # Only a specific statement about the world or the work is the agent's; anything
+            # else a user tells is theirs (the safe side: user memory reaches nobody else).
+            personal = bool(_FIRST_PERSON.search(sentence)) or not specific
             text = _truncate(third_person(sentence, speaker), p.max_words)
             fact = (
                 ExtractedFact(content=text, scope="user", speaker=speaker_id, sources=[n])
