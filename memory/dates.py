@@ -127,7 +127,7 @@ _PREPOSITIONS = _words(
     "on since until till by before after from for of to through at during starting as in into "
     "between than within"
 )
-_DETERMINERS = _words("the a an my your his her its our their this that every each")
+_DETERMINERS = _words("the a an my your his her its our their this every each")
 _SUBJECT_VERB = re.compile(
     r"\s+(?:is|was|will|would|has|had|seems|seemed|feels|felt|looks|looked)\b", re.IGNORECASE
 )
@@ -155,7 +155,7 @@ _PAST = re.compile(
 _ED_WORD = re.compile(r"\b(\w+)\s+(\w{3,}ed)\b|^(\w{3,}ed)\b", re.IGNORECASE)
 # "-ed" words that are adjectives or not verbs at all ("excited to go on Monday" is future).
 _NOT_PAST_ED = _words(
-    "excited interested tired married scheduled supposed based named called related engaged "
+    "excited interested tired married scheduled supposed based named related engaged "
     "worried pleased bored scared thrilled delighted involved located dedicated obsessed "
     "motivated inspired determined prepared expected hundred sacred naked wicked beloved "
     "talented skilled allowed required planned booked set"
