@@ -12,7 +12,8 @@ Layout (empty parts omitted, everything empty → ""):
       <UserMemory>…</UserMemory>        this user, when user memory is on and not a group chat
       <SessionMemory>…</SessionMemory>  this agent in this session, always
       <Facts>
-      - [scope] content (age)  the FIFO: newest first, bounded in count and age
+      - [scope] content (said 8 May 2023, 3d ago)   the FIFO: newest first, bounded in count
+                               and age; "(3d ago)" alone for a fact that records no said_at
       </Facts>
     </MemoryContext>
 
@@ -30,13 +31,14 @@ import re
 from datetime import datetime, timedelta
 from xml.sax.saxutils import escape
 
+from memory.dates import format_day
 from memory.models import AgentConfig, ConsolidatedMemory, Fact, Reflection, ScopeKey, SessionInfo
 from memory.scopes import VisibleScopes, visible_scopes
 from memory.settings import Settings
 from memory.store.base import MemoryStore
 
 # Re-exported: the retrieval code reads the visibility rule from here.
-__all__ = ["VisibleScopes", "age_suffix", "assemble_context", "visible_scopes"]
+__all__ = ["VisibleScopes", "age_suffix", "assemble_context", "visible_scopes", "when_said"]
 
 _SECTION = {"agent": "AgentMemory", "user": "UserMemory", "session": "SessionMemory"}
 # What XML 1.0 cannot hold: C0 controls but tab/newline/return, surrogates, U+FFFE/U+FFFF.
@@ -58,6 +60,15 @@ def age_suffix(then: datetime, now: datetime) -> str:
     if seconds < 86400:
         return f"{int(seconds // 3600)}h ago"
     return f"{int(seconds // 86400)}d ago"
+
+
+def when_said(said_at: datetime | None, age: str) -> str:
+    """What a fact's line says about its time, for the context and search_facts alike: the day it
+    was said and how long ago ("said 8 May 2023, 3d ago"; the day in UTC, the format of
+    memory.dates), or the age alone for a fact that records no said_at (stores older than it)."""
+    if said_at is None:
+        return age
+    return f"said {format_day(said_at.date())}, {age}"
 
 
 async def _scope_part(

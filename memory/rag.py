@@ -78,11 +78,12 @@ class SearchHit(_Out):
     fact_id: str
     content: str
     scope: FactScope
-    age: str
+    age: str  # how long ago it was said ("3d ago"), or stored when it records no said_at
     score: float  # ranking score in (0, 1]: 1 = best of every list searched (and of its session)
     cosine: float | None  # best cosine to a query (None: not among the vector hits)
     bm25: float | None  # best text score (None: no query word matched)
     updated_at: datetime
+    said_at: datetime | None = None  # when it was said: its latest source message (None: unknown)
 
 
 class Candidate(_Out):
