@@ -22,14 +22,15 @@ fun" → "6 May 2023 was fun"). A capital at the start of the expression is kept
 Day rules, counted in said_at's own calendar date (its own time zone; mnemos stores UTC):
 - yesterday / today / tomorrow / the day before yesterday / the day after tomorrow; tonight, this
   morning/afternoon/evening, last night, and "<day> morning/afternoon/evening/night".
-- "N days/weeks ago", "in N days/weeks", "N days/weeks from now": N is digits, one..twelve, "a"/"an"
-  or "a couple (of)". "a few", "several", "recently", "the other day", "soon" are vague: left.
+- "N days/weeks ago", "in N days/weeks", "N days/weeks from now" (months and years likewise give a
+  month or a year): N is digits, one..twelve, fifteen, twenty, thirty, "a"/"an" or "a couple
+  (of)". "a few", "several", "recently", "the other day", "soon" are vague: left as said.
   "in N …" is left alone in a past-tense sentence ("ran it in two days" is a duration).
 - last <weekday>: the nearest such day strictly before said_at (said on a Monday, "last Monday" is
   7 days before); next <weekday>: the nearest strictly after (7 days after on the same weekday);
   this <weekday>: that day of said_at's Monday-to-Sunday week; "this past"/"this coming" are
   last/next. "on <weekday>" alone is resolved only when the sentence's tense is clear: future
-  (will, 'll, going to, plans to…) → next, past (was, went, -ed verbs…) → last; otherwise, and for
+  (will, 'll, going to, plans to, "is meeting"…) → next, past (was, went, -ed verbs…) → last; otherwise, and for
   "Mondays"/"every Monday", it is left as said.
 Left as said: expressions after a determiner ("the last week", "my next year"), followed by "of"
 ("last week of May"), directly followed by a date ("Monday, 8 May"), hedged by almost/nearly/over/
@@ -73,6 +74,9 @@ _WORD_NUMBERS = {
     "ten": 10,
     "eleven": 11,
     "twelve": 12,
+    "fifteen": 15,
+    "twenty": 20,
+    "thirty": 30,
     "a": 1,
     "an": 1,
 }
@@ -138,11 +142,16 @@ _NOWADAYS = re.compile(
     r"standards|technology|times|climate|media)\b",
     re.IGNORECASE,
 )
-_SENTENCE_END = '.!?:;"“‘(\n-–—•*'
+# Where a sentence (or a list item) starts. Not after a quote: a capital there is a title
+# ("the song 'Yesterday'").
+_SENTENCE_END = ".!?:;\n-–—•*"
 
 _FUTURE = re.compile(
     r"\b(?:will|shall|won['’]t|gonna|going\s+to|plans?\s+to|planning\s+to|intends?\s+to|"
-    r"hopes?\s+to|wants?\s+to|upcoming)\b|['’]ll\b",
+    r"hopes?\s+to|wants?\s+to|upcoming)\b|['’]ll\b"
+    # "is meeting Bob on Friday": a present progressive with a day is an arrangement
+    r"|\b(?:am|is|are|['’]m|['’]re)\s+(?!(?:morning|evening|nothing|something|everything|"
+    r"anything|during|interesting|amazing|boring)\b)\w+ing\b",
     re.IGNORECASE,
 )
 _PAST = re.compile(

@@ -47,6 +47,7 @@ def at(y: int, m: int, d: int) -> datetime:
         ("I met Ana 3 days ago.", "I met Ana on 5 May 2023."),
         ("I met Ana three days ago.", "I met Ana on 5 May 2023."),
         ("I met Ana twelve days ago.", "I met Ana on 26 April 2023."),
+        ("I met Ana twenty years ago.", "I met Ana in 2003."),
         ("I met Ana a couple of days ago.", "I met Ana on 6 May 2023."),
         ("I met Ana a couple days ago.", "I met Ana on 6 May 2023."),
         ("I met Ana just two days ago.", "I met Ana on 6 May 2023."),
@@ -72,6 +73,11 @@ def at(y: int, m: int, d: int) -> datetime:
         ("We met last Friday night.", "We met on the night of 5 May 2023."),
         ("I will see Bob on Friday.", "I will see Bob on 12 May 2023."),
         ("I saw Bob on Friday.", "I saw Bob on 5 May 2023."),
+        ("She is meeting Bob on Friday.", "She is meeting Bob on 12 May 2023."),
+        (
+            "I'm excited that Bob visits on Saturday, he'll stay.",
+            "I'm excited that Bob visits on 13 May 2023, he'll stay.",
+        ),
         (
             "She visited her mum on Sunday afternoon.",
             "She visited her mum on the afternoon of 7 May 2023.",
@@ -140,6 +146,7 @@ def test_relative_expressions_become_absolute_dates(text: str, expected: str) ->
         "Monday is her favourite day.",
         "I like going out on Friday.",
         "She watched the Today show.",
+        'She loves the song "Yesterday".',
         "In today's world everyone has a phone.",
         "todays tomorrows yesterdays",
         "The Tonight Show is long.",
