@@ -9,7 +9,8 @@ Pure and deterministic: no I/O, no clock; the same text and ``said_at`` always g
 Formats (one each, short, unambiguous in every locale; no leading zero, English month names):
 - a day:     "on 7 May 2023"  ("the night of 6 May 2023" with a part of the day)
 - a week:    "the week before 8 May 2023" / "the week after …" / "the week of …"
-- a weekend: "the weekend before 8 May 2023" / "the weekend after …" / "the weekend of 13 May 2023"
+- a weekend: "the weekend before 8 May 2023" / "the weekend after …" /
+             "the weekend of 13 May 2023"
              (this weekend: the Saturday of said_at's Monday-to-Sunday week)
 - a month:   "in April 2023";  a year: "in 2022"
 - hedged:    "about three weeks ago" → "around 16 April 2023" (about/around/roughly/approximately)
@@ -30,8 +31,8 @@ Day rules, counted in said_at's own calendar date (its own time zone; mnemos sto
   7 days before); next <weekday>: the nearest strictly after (7 days after on the same weekday);
   this <weekday>: that day of said_at's Monday-to-Sunday week; "this past"/"this coming" are
   last/next. "on <weekday>" alone is resolved only when the sentence's tense is clear: future
-  (will, 'll, going to, plans to, "is meeting"…) → next, past (was, went, -ed verbs…) → last; otherwise, and for
-  "Mondays"/"every Monday", it is left as said.
+  (will, 'll, going to, plans to, "is meeting"…) → next, past (was, went, -ed verbs…) → last;
+  otherwise, and for "Mondays"/"every Monday", it is left as said.
 Left as said: expressions after a determiner ("the last week", "my next year"), followed by "of"
 ("last week of May"), directly followed by a date ("Monday, 8 May"), hedged by almost/nearly/over/
 than/at least, in ranges ("two or three days ago"), a capitalised expression inside a sentence
@@ -97,7 +98,10 @@ _NO_DATE_AHEAD = (
 )
 _NOT_OF = r"(?!\s+of\b)"
 # Hedges that make a count vague, and ranges ("two or three days ago", "2 to 3 weeks").
-_NOT_VAGUE = r"(?<!\bor\s)(?<!\bto\s)(?<!\band\s)(?<!almost\s)(?<!nearly\s)(?<!\bover\s)(?<!\bthan\s)(?<!least\s)(?<!under\s)"
+_NOT_VAGUE = (
+    r"(?<!\bor\s)(?<!\bto\s)(?<!\band\s)(?<!almost\s)(?<!nearly\s)(?<!\bover\s)(?<!\bthan\s)"
+    r"(?<!least\s)(?<!under\s)"
+)
 
 _RULES: tuple[tuple[str, str], ...] = (
     ("twoday", r"the\s+day\s+(?P<twoday_dir>before\s+yesterday|after\s+tomorrow)" + _NO_DATE_AHEAD),
