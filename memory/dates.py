@@ -17,8 +17,8 @@ Formats (one each, short, unambiguous in every locale; no leading zero, English 
 
 The leading "on"/"in" is left out where the sentence already has a preposition ("since
 yesterday" → "since 6 May 2023", never "on on"), before a possessive ("yesterday's" →
-"6 May 2023's") and when the expression is the subject at the start of a sentence ("Yesterday was
-fun" → "6 May 2023 was fun"). A capital at the start of the expression is kept.
+"6 May 2023's") and when the expression is the subject at the start of a sentence or clause
+("Yesterday was fun" → "6 May 2023 was fun"). A capital at the start of the expression is kept.
 
 Day rules, counted in said_at's own calendar date (its own time zone; mnemos stores UTC):
 - yesterday / today / tomorrow / the day before yesterday / the day after tomorrow; tonight, this
@@ -137,7 +137,9 @@ _PREPOSITIONS = _words(
 )
 _DETERMINERS = _words("the a an my your his her its our their this every each")
 _SUBJECT_VERB = re.compile(
-    r"\s+(?:is|was|will|would|has|had|seems|seemed|feels|felt|looks|looked)\b", re.IGNORECASE
+    r"\s+(?:is|was|will|would|has|had|seems|seemed|feels|felt|looks|looked|works|worked|suits|"
+    r"sounds|sounded)\b",
+    re.IGNORECASE,
 )
 _POSSESSIVE = re.compile(r"['’]s\b", re.IGNORECASE)
 # "today's world": today as "nowadays", not a date.
@@ -320,9 +322,9 @@ def _previous_word(text: str, start: int) -> str:
     return words[-1].lower() if words else ""
 
 
-def _at_sentence_start(text: str, start: int) -> bool:
+def _at_sentence_start(text: str, start: int, *, clause: bool = False) -> bool:
     before = text[:start].rstrip()
-    return not before or before[-1] in _SENTENCE_END
+    return not before or before[-1] in _SENTENCE_END or (clause and before[-1] == ",")
 
 
 def _replacement(m: re.Match[str], day: date, tense: str | None) -> str | None:
@@ -343,10 +345,10 @@ def _replacement(m: re.Match[str], day: date, tense: str | None) -> str | None:
         prefix = resolved.forced
     elif (
         _POSSESSIVE.match(text, end)
-        or (at_start and _SUBJECT_VERB.match(text, end))
+        or (_at_sentence_start(text, start, clause=True) and _SUBJECT_VERB.match(text, end))
         or prev in _PREPOSITIONS
     ):
-        prefix = ""  # "since yesterday", "yesterday's", "Yesterday was": no "on"/"in" of ours
+        prefix = ""  # "since yesterday", "yesterday's", "Yesterday was", "Bob, tomorrow is": as is
     elif resolved.kind == "week":
         prefix = "in " if prev in ("later", "earlier") else ""
     else:
