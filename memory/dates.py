@@ -13,6 +13,9 @@ Formats (one each, short, unambiguous in every locale; no leading zero, English 
              "the weekend of 13 May 2023"
              (this weekend: the Saturday of said_at's Monday-to-Sunday week)
 - a month:   "in April 2023";  a year: "in 2022"
+- a season:  "in summer 2022", "in winter 2022–2023" (northern meteorological seasons: last
+             summer is the latest one over before said_at's month, next summer the first to start
+             after it, this summer the one of said_at's year)
 - hedged:    "about three weeks ago" → "around 16 April 2023" (about/around/roughly/approximately)
 
 The leading "on"/"in" is left out where the sentence already has a preposition ("since
@@ -30,9 +33,10 @@ Day rules, counted in said_at's own calendar date (its own time zone; mnemos sto
 - last <weekday>: the nearest such day strictly before said_at (said on a Monday, "last Monday" is
   7 days before); next <weekday>: the nearest strictly after (7 days after on the same weekday);
   this <weekday>: that day of said_at's Monday-to-Sunday week; "this past"/"this coming" are
-  last/next. "on <weekday>" alone is resolved only when the sentence's tense is clear: future
-  (will, 'll, going to, plans to, "is meeting"…) → next, past (was, went, -ed verbs…) → last;
-  otherwise, and for "Mondays"/"every Monday", it is left as said.
+  last/next; Mon, Tue(s), Thu(rs), Fri are read too. "on <weekday>" alone is resolved only when
+  the sentence's tense is clear (memory.tense): future (will, 'll, going to, plans to, "is
+  meeting"…) → next, past (was, went, -ed verbs…) → last; otherwise, and for "Mondays"/"every
+  Monday", it is left as said.
 Left as said: expressions after a determiner ("the last week", "my next year"), followed by "of"
 ("last week of May"), directly followed by a date ("Monday, 8 May"), hedged by almost/nearly/over/
 than/at least, in ranges ("two or three days ago"), a capitalised expression inside a sentence
@@ -44,6 +48,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
+
+from memory.tense import Tense, sentence_tense
 
 __all__ = ["MONTHS", "format_day", "has_relative_date", "resolve_relative_dates"]
 
@@ -82,7 +88,9 @@ _WORD_NUMBERS = {
     "an": 1,
 }
 
-_WD = "|".join(_WEEKDAYS)
+# Abbreviations only where they cannot be an ordinary word ("sun", "sat", "wed" can).
+_WD = "|".join(_WEEKDAYS) + r"|mon|tues?|thu(?:rs?)?|fri"
+_SEASON_START = {"spring": 3, "summer": 6, "autumn": 9, "fall": 9, "winter": 12}
 _POD = r"(?:\s+(?P<{0}>morning|afternoon|evening|night))?"
 _NUM = r"(?P<{0}>\d{{1,3}}|(?:a\s+)?couple(?:\s+of)?|" + "|".join(_WORD_NUMBERS) + ")"
 _UNIT = r"\s+(?P<{0}>day|week|month|year)s?"
@@ -120,6 +128,8 @@ _RULES: tuple[tuple[str, str], ...] = (
     ("on", r"on\s+(?P<on_day>" + _WD + ")" + _POD.format("on_pod") + _NO_DATE_AHEAD),
     ("span", r"(?P<span_rel>this\s+past|this\s+coming|last|next|this)\s+"
      r"(?P<span_unit>weekend|week|month|year)" + _NOT_OF),
+    ("season", r"(?P<season_rel>this\s+past|this\s+coming|last|next|this)\s+"
+     r"(?P<season_name>spring|summer|autumn|fall|winter)" + _NOT_OF),
 )  # fmt: skip
 _PATTERN = re.compile(
     r"(?<![\w'’-])(?:" + "|".join(f"(?P<{n}>{p})" for n, p in _RULES) + r")(?![\w-])",
@@ -151,31 +161,6 @@ _NOWADAYS = re.compile(
 # Where a sentence (or a list item) starts. Not after a quote: a capital there is a title
 # ("the song 'Yesterday'").
 _SENTENCE_END = ".!?:;\n-–—•*"
-
-_FUTURE = re.compile(
-    r"\b(?:will|shall|won['’]t|gonna|going\s+to|plans?\s+to|planning\s+to|intends?\s+to|"
-    r"hopes?\s+to|wants?\s+to|upcoming)\b|['’]ll\b"
-    # "is meeting Bob on Friday": a present progressive with a day is an arrangement
-    r"|\b(?:am|is|are|['’]m|['’]re)\s+(?!(?:morning|evening|nothing|something|everything|"
-    r"anything|during|interesting|amazing|boring)\b)\w+ing\b",
-    re.IGNORECASE,
-)
-_PAST = re.compile(
-    r"\b(?:was|were|did|didn['’]t|had|went|got|came|met|saw|took|made|told|said|bought|ran|ate|"
-    r"began|left|found|gave|thought|knew|won|lost|spent|sent|wrote|held|kept|brought|heard|paid|"
-    r"sat|stood|flew|drove|swam|sang|taught|caught|fought|built|chose|broke|grew|threw|rode|wore|"
-    r"forgot|became|slept)\b",
-    re.IGNORECASE,
-)
-_ED_WORD = re.compile(r"\b(\w+)\s+(\w{3,}ed)\b|^(\w{3,}ed)\b", re.IGNORECASE)
-# "-ed" words that are adjectives or not verbs at all ("excited to go on Monday" is future).
-_NOT_PAST_ED = _words(
-    "excited interested tired married scheduled supposed based named related engaged "
-    "worried pleased bored scared thrilled delighted involved located dedicated obsessed "
-    "motivated inspired determined prepared expected hundred sacred naked wicked beloved "
-    "talented skilled allowed required planned booked set"
-)
-_BE_BEFORE_ED = _words("am is are 'm ’m 're ’re be been being get gets so very really too")
 
 
 @dataclass(frozen=True)
@@ -237,7 +222,7 @@ def _count(
 
 
 def _weekday(day: date, rel: str, name: str, pod: str | None) -> _Resolved:
-    target = _WEEKDAYS.index(name.lower())
+    target = [w[:3] for w in _WEEKDAYS].index(name.lower()[:3])
     rel = " ".join(rel.lower().split())
     if rel in ("last", "this past"):
         offset = -((day.weekday() - target - 1) % 7 + 1)
@@ -265,24 +250,25 @@ def _span(day: date, rel: str, unit: str) -> _Resolved | None:
     return _Resolved(f"the {unit} {where} {format_day(day)}", "week")
 
 
-def _tense(text: str) -> str | None:
-    """The sentence's tense, "future", "past" or None (neither or both clear): it decides a bare
-    "on Monday" and "in N days"."""
-    future = _FUTURE.search(text) is not None
-    past = _PAST.search(text) is not None
-    if not past:
-        for m in _ED_WORD.finditer(text):
-            before, word = (m.group(1) or "").lower(), (m.group(2) or m.group(3)).lower()
-            if word.endswith("eed") or word in _NOT_PAST_ED or before in _BE_BEFORE_ED:
-                continue
-            past = True
-            break
-    if future == past:
-        return None
-    return "future" if future else "past"
+def _season(day: date, rel: str, name: str) -> _Resolved:
+    """Northern meteorological seasons, counted in whole months (winter: December to February)."""
+    name = name.lower()
+    start0 = _SEASON_START[name] - 1
+    month = day.year * 12 + day.month - 1
+    rel = " ".join(rel.lower().split())
+    if rel in ("last", "this past"):  # the latest one over before said_at's month
+        year = (month - 3 - start0) // 12
+    elif rel in ("next", "this coming"):  # the first one to start after said_at's month
+        year = (month - start0) // 12 + 1
+    else:  # this: said_at's year's (the winter said_at is in, in January and February)
+        year = day.year - 1 if name == "winter" and day.month < 3 else day.year
+    if not 1 <= year <= 9998:
+        raise ValueError("out of the calendar")
+    when = f"{year}–{year + 1}" if name == "winter" else str(year)
+    return _Resolved(f"{name} {when}", "period")
 
 
-def _resolve(m: re.Match[str], day: date, tense: str | None) -> _Resolved | None:
+def _resolve(m: re.Match[str], day: date, tense: Tense | None) -> _Resolved | None:
     rule = m.lastgroup
     g = m.group
     if rule == "twoday":
@@ -314,6 +300,8 @@ def _resolve(m: re.Match[str], day: date, tense: str | None) -> _Resolved | None
         rel = "next" if tense == "future" else "last"
         resolved = _weekday(day, rel, g("on_day"), g("on_pod"))
         return _Resolved(resolved.core, resolved.kind, "on ")
+    if rule == "season":
+        return _season(day, g("season_rel"), g("season_name"))
     return _span(day, g("span_rel"), g("span_unit"))
 
 
@@ -327,7 +315,7 @@ def _at_sentence_start(text: str, start: int, *, clause: bool = False) -> bool:
     return not before or before[-1] in _SENTENCE_END or (clause and before[-1] == ",")
 
 
-def _replacement(m: re.Match[str], day: date, tense: str | None) -> str | None:
+def _replacement(m: re.Match[str], day: date, tense: Tense | None) -> str | None:
     text, start, end = m.string, m.start(), m.end()
     at_start = _at_sentence_start(text, start)
     if m.group()[0].isupper() and not at_start:
@@ -364,7 +352,7 @@ def resolve_relative_dates(text: str, said_at: datetime) -> str:
     (the moment the sentence was said); the rest of the text is kept as it was. Idempotent:
     resolving the output again changes nothing. Rules and formats: the module docstring."""
     day = said_at.date()
-    tense = _tense(text)
+    tense = sentence_tense(text)
 
     def replace(m: re.Match[str]) -> str:
         return _replacement(m, day, tense) or m.group()
@@ -378,5 +366,5 @@ _ANY_DAY = date(2000, 6, 15)
 def has_relative_date(text: str) -> bool:
     """Whether ``resolve_relative_dates`` would rewrite something in ``text`` (for checks and
     metrics: a stored fact should hold none)."""
-    tense = _tense(text)
+    tense = sentence_tense(text)
     return any(_replacement(m, _ANY_DAY, tense) is not None for m in _PATTERN.finditer(text))
