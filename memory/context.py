@@ -71,6 +71,12 @@ def when_said(said_at: datetime | None, age: str) -> str:
     return f"said {format_day(said_at.date())}, {age}"
 
 
+def _fact_time(fact: Fact, now: datetime) -> str:
+    """A fact's time as its line shows it: "said 8 May 2023, 3d ago" (the age counts from when it
+    was said), or "3d ago" since it was stored when it records no said_at."""
+    return when_said(fact.said_at, age_suffix(fact.said_at or fact.updated_at, now))
+
+
 async def _scope_part(
     store: MemoryStore, key: ScopeKey, recent: int
 ) -> tuple[ConsolidatedMemory | None, list[Reflection]]:
@@ -106,7 +112,7 @@ def _scope_xml(
 def _facts_xml(facts: list[Fact], now: datetime) -> str | None:
     if not facts:
         return None
-    lines = [f"[{f.scope}] {f.content} ({age_suffix(f.updated_at, now)})" for f in facts]
+    lines = [f"[{f.scope}] {f.content} ({_fact_time(f, now)})" for f in facts]
     return f"  <Facts>\n{_lines(lines)}\n  </Facts>"
 
 

@@ -302,11 +302,12 @@ async def search_facts(
             fact_id=f.hit.fact.fact_id,
             content=f.hit.fact.content,
             scope=f.hit.fact.scope,
-            age=age_suffix(f.hit.fact.updated_at, now),
+            age=age_suffix(f.hit.fact.said_at or f.hit.fact.updated_at, now),
             score=round(f.score, 6),
             cosine=evidence["vector"].get(f.hit.fact.fact_id),
             bm25=evidence["text"].get(f.hit.fact.fact_id),
             updated_at=f.hit.fact.updated_at,
+            said_at=f.hit.fact.said_at,
         )
         for f in best
     ]

@@ -84,6 +84,8 @@ async def test_handler_returns_the_users_facts_and_not_another_users(
     )
     assert "alice@example.com" in text and "bob@example.com" not in text
     assert text.startswith("- [user] ")
+    # said_at: the time of its latest source message, whose day the model reads
+    assert "alice@example.com (said 1 November 2026, " in text
     bad = await handle_tool_call(
         h.memory,
         '{"query": ["a", "b", "c", "d"]}',
