@@ -29,7 +29,8 @@ Day rules, counted in said_at's own calendar date (its own time zone; mnemos sto
 - "N days/weeks ago", "in N days/weeks", "N days/weeks from now" (months and years likewise give a
   month or a year): N is digits, one..twelve, fifteen, twenty, thirty, "a"/"an" or "a couple
   (of)". "a few", "several", "recently", "the other day", "soon" are vague: left as said.
-  "in N …" is left alone in a past-tense sentence ("ran it in two days" is a duration).
+  "in N …" is left alone in a past-tense sentence ("ran it in two days" is a duration), and
+  "in a/one day/week…" unless the sentence is future ("runs 50 km in a week").
 - last <weekday>: the nearest such day strictly before said_at (said on a Monday, "last Monday" is
   7 days before); next <weekday>: the nearest strictly after (7 days after on the same weekday);
   this <weekday>: that day of said_at's Monday-to-Sunday week; "this past"/"this coming" are
@@ -278,8 +279,9 @@ def _resolve(m: re.Match[str], day: date, tense: Tense | None) -> _Resolved | No
     if rule == "fromnow":
         return _count(day, _number(g("fromnow_n")), g("fromnow_unit"), 1, None, None)
     if rule == "in":
-        if tense == "past":
-            return None
+        single = g("in_n").lower() in ("a", "an", "one")
+        if tense == "past" or (single and tense != "future"):
+            return None  # "ran it in two days", "50 km in a week": a duration
         return _count(day, _number(g("in_n")), g("in_unit"), 1, g("in_hedge"), "on ")
     if rule == "day":
         offset = {"yesterday": -1, "today": 0, "tomorrow": 1}[g("day_word").lower()]
