@@ -7,7 +7,7 @@ from __future__ import annotations
 from memory.ids import formation_id
 from memory.models import FactUpdate
 from memory.store.base import MemoryStore
-from tests.store.builders import USER_KEY, Former, add, at, reflection, unit
+from tests.store.builders import USER_KEY, Former, add, at, msg, record, reflection, unit
 
 
 async def test_a_formed_fact_keeps_its_sources_formation_and_time(store: MemoryStore) -> None:
@@ -61,3 +61,16 @@ async def test_a_fact_without_provenance_reads_back_without_it(store: MemoryStor
     await former.form(add("f1", "Alice lives in Paris", unit(1, 0)))
     [fact] = await store.get_facts(["f1"])
     assert (fact.source_message_ids, fact.said_at) == ((), None)
+
+
+async def test_a_facts_source_messages_are_read_back_by_id(store: MemoryStore) -> None:
+    await record(store, "s1", "a1", [msg("m1", "one"), msg("m2", "two"), msg("m3", "three")])
+    await record(store, "s2", "a1", [msg("m1", "other session")])
+
+    found = await store.get_messages("s1", ["m3", "nope", "m1"])
+    assert [(m.message_id, m.content, m.seq) for m in found] == [
+        ("m1", "one", 1),
+        ("m3", "three", 3),
+    ]
+    assert await store.get_messages("s1", []) == []
+    assert await store.get_messages("missing", ["m1"]) == []

@@ -161,6 +161,18 @@ class SQLiteStore(SQLiteListings, SQLiteThread, PlannedStore):
         )
         return [message_from_row(row) for row in rows]
 
+    async def get_messages(
+        self, session_id: str, message_ids: Sequence[str]
+    ) -> list[StoredMessage]:
+        if not message_ids:
+            return []
+        marks = ", ".join("?" * len(message_ids))
+        rows = await self._rows(
+            f"SELECT * FROM messages WHERE session_id = ? AND message_id IN ({marks}) ORDER BY seq",
+            (session_id, *message_ids),
+        )
+        return [message_from_row(row) for row in rows]
+
     async def list_cold_sessions(
         self,
         *,
