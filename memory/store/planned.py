@@ -56,6 +56,7 @@ TRACED_READS = (
     "get_session",
     "get_session_agent_state",
     "load_messages",
+    "get_messages",
     "get_embeddings",
     "put_embeddings",
     "get_facts",
