@@ -22,16 +22,13 @@ _WITH_QUERY = ("http.target", "http.url", "url.full")
 def _scrub(span: Span, scope: dict[str, Any]) -> None:
     if not span.is_recording():
         return
-    path = scope.get("path", "")
-    attributes = getattr(span, "attributes", None) or {}
+    attributes = getattr(span, "attributes", None) or {}  # an SDK span's, set at its start
     for key in _WITH_QUERY:
         value = attributes.get(key)
         if isinstance(value, str) and "?" in value:
             span.set_attribute(key, value.split("?", 1)[0])
     if scope.get("query_string"):
         span.set_attribute("url.query", "")
-    if path and "url.path" not in attributes:
-        span.set_attribute("url.path", path)
 
 
 def instrument(app: FastAPI) -> None:
