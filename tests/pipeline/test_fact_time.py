@@ -11,7 +11,7 @@ from memory.deps import Deps
 from memory.llm.base import LLMProvider
 from memory.llm.heuristic import HeuristicProvider
 from memory.model_check import CheckReport, form_session
-from memory.models import AgentConfig, Fact, FactFilter, MessageIn
+from memory.models import AgentConfig, Fact, FactFilter, MessageIn, Role
 from memory.prompts.extract_facts import ExtractedFact, ExtractedFacts
 from memory.prompts.extract_reflections import ExtractedReflections
 from memory.settings import Settings
@@ -21,10 +21,10 @@ from tests.fakes import ScriptedLLM, WordHashEmbedder
 SAID = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)  # a Monday, long before the tests run
 
 
-def _message(i: int, text: str, role: str = "user") -> MessageIn:
+def _message(i: int, text: str, role: Role = "user") -> MessageIn:
     return MessageIn(
         message_id=f"d1-{i}",
-        role=role,  # type: ignore[arg-type]
+        role=role,
         content=text,
         created_at=SAID + timedelta(seconds=30 * i),
         user_id="caroline" if role == "user" else None,
