@@ -49,31 +49,16 @@ CASES = (
         "ADD",
     ),
     one(
-        "another favourite number",
-        "Alice's favourite number 31 is 217.",
-        "Alice's favourite number 17 is 119.",
-        "ADD",
-    ),
-    one(
-        "another child", "Alice's son Max is 9 years old.", "Alice's son Tom is 7 years old.", "ADD"
-    ),
-    one(
-        "another invoice",
-        "Invoice INV-2 is due on 12 March.",
-        "Invoice INV-1 is due on 12 March.",
-        "ADD",
-    ),
-    one(
-        "another person",
-        "Carol's dentist appointment is on 14 July at 10:00.",
-        "Dan's dentist appointment is on 14 July at 10:00.",
-        "ADD",
-    ),
-    one(
         "a new code for the same locker",
         "The code of Alice's locker 17 is now 5522.",
         "The code of Alice's locker 17 is 4411.",
         "UPDATE",
+    ),
+    one(
+        "another favourite number",
+        "Alice's favourite number 31 is 217.",
+        "Alice's favourite number 17 is 119.",
+        "ADD",
     ),
     one(
         "a new wifi password",
@@ -81,7 +66,22 @@ CASES = (
         "The office wifi password is tulip42.",
         "UPDATE",
     ),
+    one(
+        "another child", "Alice's son Max is 9 years old.", "Alice's son Tom is 7 years old.", "ADD"
+    ),
     one("a new employer", "Alice works at Globex.", "Alice works at Acme.", "UPDATE"),
+    one(
+        "another person",
+        "Carol's dentist appointment is on 14 July at 10:00.",
+        "Dan's dentist appointment is on 14 July at 10:00.",
+        "ADD",
+    ),
+    one(
+        "another invoice",
+        "Invoice INV-2 is due on 12 March.",
+        "Invoice INV-1 is due on 12 March.",
+        "ADD",
+    ),
     one("a new age", "Alice is 31 years old.", "Alice is 30 years old.", "UPDATE"),
     one(
         "the same fact again",

@@ -79,14 +79,17 @@ async def main(base_url: str, out: Path) -> None:
         store = SQLiteStore(Path(tmp) / "mnemos.db")
         await store.setup()
         await store.upsert_agent(AGENT)
-        with out.open("w") as f:
+        done = (
+            {json.loads(line)["case"] for line in out.read_text().splitlines()}
+            if out.exists()
+            else set()
+        )
+        with out.open("a") as f:  # a case already recorded is kept: a long run can be resumed
             for n, case in enumerate(CASES, start=1):
-                line = {
-                    "n": n,
-                    "task": "decide_facts",
-                    "commit": commit,
-                    **await record(case, base_url, store),
-                }
+                if case.name in done:
+                    continue
+                line = {"n": n, "task": "decide_facts", "commit": commit}
+                line |= await record(case, base_url, store)
                 f.write(json.dumps(line) + "\n")
                 f.flush()
                 print(
