@@ -258,6 +258,18 @@ def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     return len(a & b) / len(a | b) if a | b else 1.0
 
 
+def numbered_apart(a: str, b: str) -> bool:
+    """Whether two facts name different things by a number or code before their verbs ("room
+    204" and "room 205", "order A-1" and "order A-2"): never one fact, whatever a model says.
+    Narrower than the rules' own test (which also tells "Anna's" from "Ben's"), so that a guard
+    on a model's answers can rely on it; names are left to the model ("User's" may be "Alice's")."""
+    first, second = split_statement(a), split_statement(b)
+    if first is None or second is None:
+        return False
+    numbered = [{w for w in s.subject if any(c.isdigit() for c in w)} for s in (first, second)]
+    return bool(numbered[0] or numbered[1]) and numbered[0] != numbered[1]
+
+
 def compare(new: ParsedFact, old: ParsedFact) -> tuple[Event, float]:
     """The event a new fact makes of one stored fact, with how alike they are (to rank several)."""
     core, full = (

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from memory.llm.base import LLMRequest
-from memory.llm.fact_decisions import split_statement
+from memory.llm.fact_decisions import numbered_apart, split_statement
 from memory.llm.heuristic import HeuristicProvider
 from memory.prompts.decide_facts import (
     DecideFactsInput,
@@ -130,3 +130,12 @@ def test_a_fact_splits_into_subject_relation_and_value(
 
 def test_a_sentence_without_a_verb_has_no_statement() -> None:
     assert split_statement("Favourite number 17, value 119") is None
+
+
+def test_numbered_apart_tells_numbered_things_apart_and_nothing_else() -> None:
+    apart = [(old, new) for old, new in ANOTHER_THING if numbered_apart(new, old)]
+    assert len(apart) == 9  # all but the named ones, the years of "In 2021 ..." included
+    assert numbered_apart("Room 205 is booked for 3 May", "Room 204 is booked for 3 May")
+    assert numbered_apart("Order A-2 ships on 3 May", "Order A-1 ships on 3 May")
+    assert not numbered_apart("Ben's birthday is 3 May", "Anna's birthday is 3 May")  # names
+    assert not any(numbered_apart(new, old) for old, new in NEW_VALUE + SAME + NO_LONGER)
