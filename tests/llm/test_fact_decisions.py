@@ -111,6 +111,7 @@ async def test_the_same_thing_said_no_longer_true_is_deleted(stored: str, new: s
         ("Alice no longer lives in Berlin", {"alice"}, ("live", "in"), {"berlin"}),
         ("The work address is 1 Main St", {"work", "address"}, ("be",), {"1", "main", "st"}),
         ("Tom's parents live in Rome", {"tom", "parent"}, ("live", "in"), {"rome"}),
+        ("Emily really likes jazz", {"emily"}, ("like",), {"jazz"}),  # a name, an adverb
         (
             "Alice read the memo: the total budget is $65,000",
             {"total", "budget"},
