@@ -6,9 +6,19 @@ import re
 from datetime import datetime, timedelta
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    StringConstraints,
+)
 
 from memory.settings import Scope
+from memory.text_rules import StorableStr
 
 # Ids are opaque strings chosen by the agent backend; we only insist they are safe to put in a
 # Temporal workflow id, a log line and a database key.
@@ -26,6 +36,17 @@ def _utc(value: datetime) -> datetime:
 UtcDatetime = Annotated[datetime, AfterValidator(_utc)]
 
 
+def _not_a_number(value: object) -> object:
+    # pydantic reads a number as Unix time; an input timestamp is ISO 8601 text or a datetime.
+    if isinstance(value, (int, float)):
+        raise ValueError("a timestamp is an ISO 8601 string with its offset, not a number")
+    return value
+
+
+# A timestamp that comes in: what the schema says (a date-time string), or a datetime in Python.
+InputDatetime = Annotated[UtcDatetime, BeforeValidator(_not_a_number)]
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -37,14 +58,14 @@ class AgentConfig(_Model):
     """An agent as registered by its backend; the prompts use its name, persona and instructions."""
 
     agent_id: Id
-    name: str = Field(min_length=1, max_length=200)
-    persona: str = Field("", max_length=4000)
-    memory_instructions: str = Field(
+    name: StorableStr = Field(min_length=1, max_length=200)
+    persona: StorableStr = Field("", max_length=4000)
+    memory_instructions: StorableStr = Field(
         "", max_length=4000, description="Extra guidance for what to remember"
     )
-    user_memory_enabled: bool = True
-    agent_memory_enabled: bool = True
-    tier: int = Field(0, ge=0, le=10, description="0 = standard models, ≥1 = premium models")
+    user_memory_enabled: StrictBool = True
+    agent_memory_enabled: StrictBool = True
+    tier: StrictInt = Field(0, ge=0, le=10, description="0 = standard models, ≥1 = premium models")
 
 
 # A backend's clock may run a little ahead of ours; beyond this, a timestamp is not believed.
@@ -74,10 +95,14 @@ class MessageIn(_Model):
 
     message_id: Id
     role: Role
-    content: Annotated[str, AfterValidator(_readable)] = Field(min_length=1, max_length=100_000)
-    created_at: UtcDatetime
+    content: Annotated[StorableStr, AfterValidator(_readable)] = Field(
+        min_length=1, max_length=100_000
+    )
+    created_at: InputDatetime
     user_id: Id | None = Field(None, description="The user who wrote it (role user)")
-    name: str | None = Field(None, max_length=200, description="Display name of the speaker")
+    name: StorableStr | None = Field(
+        None, max_length=200, description="Display name of the speaker"
+    )
 
     def clamped(self, now: datetime) -> MessageIn:
         """This message as stored at ``now``: a timestamp too far in the future becomes ``now``."""

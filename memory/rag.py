@@ -59,6 +59,7 @@ from memory.models import AgentConfig, FactFilter, FactScope, ScoredFact, Sessio
 from memory.query_words import content_words
 from memory.settings import RagSettings, Settings
 from memory.store.base import MemoryStore, Vector
+from memory.text_rules import require_storable
 
 SearchMode = Literal["hybrid", "vector", "text"]
 MAX_QUERY_CHARS = 2000
@@ -134,7 +135,9 @@ def clean_queries(queries: Sequence[str], settings: RagSettings) -> list[str]:
         raise InvalidInputError("queries must be a list of strings, not one string")
     kept: dict[str, str] = {}
     for position, query in enumerate(queries, start=1):
-        text = query.strip()
+        if not isinstance(query, str):
+            raise InvalidInputError(f"query {position} is not a string")
+        text = require_storable(query, f"query {position}").strip()
         if not text:
             raise InvalidInputError(f"query {position} is empty")
         if len(text) > MAX_QUERY_CHARS:

@@ -15,6 +15,7 @@ from client.memory_client import MemoryClient
 from memory.settings import Settings
 from serve import (
     errors,
+    openapi,
     page,
     routes_agents,
     routes_facts,
@@ -24,6 +25,7 @@ from serve import (
     routes_users,
 )
 from serve.keys import ApiKeyStore
+from serve.limits import BodyLimit
 from serve.services import Services
 
 STATIC = Path(__file__).resolve().parent / "static"
@@ -52,6 +54,8 @@ def create_app(
         summary="Long-term memory for AI agents, formed by durable Temporal workflows",
         version="0.1.0",
         lifespan=lifespan,
+        # Operation ids are the handlers' names: what a generated client calls its methods.
+        generate_unique_id_function=lambda route: route.name,
     )
     app.state.services = Services(
         memory=memory,
@@ -60,6 +64,8 @@ def create_app(
         namespace=settings.temporal.namespace,
     )
     errors.install(app)
+    openapi.install(app, settings)
+    app.add_middleware(BodyLimit)
     for module in (routes_health, routes_agents, routes_sessions, routes_facts, routes_memory):
         app.include_router(module.router)
     app.include_router(routes_users.router)  # erasure (issue 15)

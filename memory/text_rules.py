@@ -1,0 +1,45 @@
+"""What text we accept from outside: a string every store, tokenizer and JSON encoder can hold.
+
+Python strings may carry unpaired UTF-16 surrogates (JSON's ``"\\ud800"`` decodes to one); UTF-8
+cannot encode them, so SQLite, BSON, the tokenizer and the response encoder all fail on them deep
+inside. NUL is refused too: C-string APIs (FTS tokenizers, BSON keys, C drivers) cut at it.
+Checked once at every boundary (models, client calls, HTTP, MCP), so a bad string is a clear
+input error and never reaches storage.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import AfterValidator
+
+from memory.errors import InvalidInputError
+
+
+def text_problem(text: str) -> str | None:
+    """Why ``text`` cannot be stored, or None when it can."""
+    if "\x00" in text:
+        return f"holds a NUL character at offset {text.index(chr(0))}"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        return f"holds an unpaired surrogate U+{ord(text[e.start]):04X} at offset {e.start}"
+    return None
+
+
+def storable(text: str) -> str:
+    """A pydantic validator: ``text`` unchanged, or ValueError saying what is wrong."""
+    if (problem := text_problem(text)) is not None:
+        raise ValueError(f"text {problem} (not valid Unicode text)")
+    return text
+
+
+def require_storable(text: str, what: str) -> str:
+    """``text`` unchanged, or InvalidInputError naming ``what``."""
+    if (problem := text_problem(text)) is not None:
+        raise InvalidInputError(f"{what} {problem} (not valid Unicode text)")
+    return text
+
+
+# A string field of an input model: valid Unicode, no NUL.
+StorableStr = Annotated[str, AfterValidator(storable)]
