@@ -18,7 +18,7 @@ from pydantic import (
 )
 
 from memory.settings import Scope
-from memory.text_rules import StorableStr
+from memory.text_rules import READABLE, StorableStr
 
 # Ids are opaque strings chosen by the agent backend; we only insist they are safe to put in a
 # Temporal workflow id, a log line and a database key.
@@ -96,7 +96,7 @@ class MessageIn(_Model):
     message_id: Id
     role: Role
     content: Annotated[StorableStr, AfterValidator(_readable)] = Field(
-        min_length=1, max_length=100_000
+        min_length=1, max_length=100_000, json_schema_extra={"pattern": READABLE}
     )
     created_at: InputDatetime
     user_id: Id | None = Field(None, description="The user who wrote it (role user)")

@@ -130,9 +130,13 @@ class SearchResult(_Out):
 
 
 def clean_queries(queries: Sequence[str], settings: RagSettings) -> list[str]:
-    """Stripped, deduplicated (case-insensitively, first spelling kept), 1..max_queries of them."""
+    """Stripped, deduplicated (case-insensitively, first spelling kept); 1..max_queries given."""
     if isinstance(queries, str):
         raise InvalidInputError("queries must be a list of strings, not one string")
+    if not 1 <= len(queries) <= settings.max_queries:
+        raise InvalidInputError(
+            f"search_facts takes 1 to {settings.max_queries} queries, got {len(queries)}"
+        )
     kept: dict[str, str] = {}
     for position, query in enumerate(queries, start=1):
         if not isinstance(query, str):
@@ -143,10 +147,6 @@ def clean_queries(queries: Sequence[str], settings: RagSettings) -> list[str]:
         if len(text) > MAX_QUERY_CHARS:
             raise InvalidInputError(f"query {position} is longer than {MAX_QUERY_CHARS} characters")
         kept.setdefault(text.casefold(), text)
-    if not 1 <= len(kept) <= settings.max_queries:
-        raise InvalidInputError(
-            f"search_facts takes 1 to {settings.max_queries} distinct queries, got {len(kept)}"
-        )
     return list(kept.values())
 
 

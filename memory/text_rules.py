@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import AfterValidator
+from pydantic import AfterValidator, Field
 
 from memory.errors import InvalidInputError
 
@@ -41,5 +41,16 @@ def require_storable(text: str, what: str) -> str:
     return text
 
 
+# For the JSON Schema only (the validators say what is wrong more clearly than a regex): no NUL.
+# Unpaired surrogates cannot be stated portably in a pattern; the descriptions name them.
+NO_NUL = r"^[^\x00]*$"
+_CONTROL = r"\x00-\x08\x0b\x0c\x0e-\x1f\x7f"
+# Something besides whitespace, and no control character but tab, newline and carriage return.
+READABLE = f"^[^{_CONTROL}]*[^\\s{_CONTROL}][^{_CONTROL}]*$"
+# Something besides whitespace, and no NUL.
+NOT_BLANK = r"^[^\x00]*[^\s\x00][^\x00]*$"
+
 # A string field of an input model: valid Unicode, no NUL.
-StorableStr = Annotated[str, AfterValidator(storable)]
+StorableStr = Annotated[
+    str, AfterValidator(storable), Field(json_schema_extra={"pattern": NO_NUL})
+]

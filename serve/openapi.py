@@ -20,7 +20,7 @@ from serve.limits import MAX_BODY_BYTES
 
 _REF = "#/components/schemas/"
 _WHY = {
-    400: "The request cannot be read",
+    400: "The body cannot be read as JSON text",
     401: "No valid API key (`WWW-Authenticate: Bearer`)",
     403: "The key is not for this agent, or is read-only on a write",
     404: "The agent (or the named resource) does not exist",
@@ -56,7 +56,7 @@ def _document(operation: dict[str, Any], path: str) -> None:
     if "{agent_id}" in path:
         codes.append(404)
     if "requestBody" in operation:
-        codes += [413, 422]
+        codes += [400, 413, 422]
     if operation.get("parameters"):
         codes.append(422)
     for code in codes:

@@ -36,7 +36,12 @@ async def record_messages(
     return RecordResponse(recorded=recorded, formation=trigger)
 
 
-@router.post("/form", status_code=status.HTTP_202_ACCEPTED, response_model=None)
+@router.post(
+    "/form",
+    status_code=status.HTTP_202_ACCEPTED,
+    response_model=FormStarted,
+    responses={200: {"model": FormationSummary, "description": "wait=true: the run's summary"}},
+)
 async def form_now(
     agent_id: WriteAgent,
     session_id: SessionPath,

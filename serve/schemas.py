@@ -9,10 +9,10 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 from client.memory_client import FormationTrigger
 from memory.models import Id, MessageIn, RecordOutcome
 from memory.rag import MAX_QUERY_CHARS
-from memory.text_rules import StorableStr
+from memory.text_rules import NOT_BLANK, StorableStr
 
-# A text that holds something besides whitespace (the server trims it).
-NOT_BLANK = r"\S"
+# Stated in the schema; the handlers check it with a clearer message than a pattern's.
+_NOT_BLANK = {"pattern": NOT_BLANK}
 
 
 class _In(BaseModel):
@@ -62,13 +62,15 @@ class ContextResponse(BaseModel):
     context: str = Field(description='The <MemoryContext> XML ("" when there is no memory yet)')
 
 
-Query = Annotated[StorableStr, Field(min_length=1, max_length=MAX_QUERY_CHARS, pattern=NOT_BLANK)]
+Query = Annotated[
+    StorableStr, Field(min_length=1, max_length=MAX_QUERY_CHARS, json_schema_extra=_NOT_BLANK)
+]
 
 
 class SearchRequest(_In):
     queries: list[Query] = Field(
         min_length=1,
-        description="1 to rag.max_queries queries; equal ones (ignoring case) count once",
+        description="1 to rag.max_queries queries; equal ones (ignoring case) are searched once",
     )
     session_id: Id | None = Field(None, description="The turn's session: its facts may be seen")
     user_id: Id | None = Field(None, description="The turn's user: their facts may be seen")
@@ -77,7 +79,7 @@ class SearchRequest(_In):
 
 
 class TextEdit(_In):
-    content: StorableStr = Field(min_length=1, max_length=20_000, pattern=NOT_BLANK)
+    content: StorableStr = Field(min_length=1, max_length=20_000, json_schema_extra=_NOT_BLANK)
 
 
 class FactEdit(TextEdit):
