@@ -13,7 +13,6 @@ from pydantic import (
     ConfigDict,
     Field,
     StrictBool,
-    StrictInt,
     StringConstraints,
 )
 
@@ -43,6 +42,16 @@ def _not_a_number(value: object) -> object:
     return value
 
 
+def _whole(value: object) -> object:
+    # JSON has one number type: 3.0 is the integer 3, but "3" and true are not numbers.
+    if isinstance(value, (str, bool, bytes)):
+        raise ValueError("an integer is a JSON number, not a string or a boolean")
+    return value
+
+
+# An integer field of an input: 3 and 3.0, not "3", not true, not 3.5.
+WholeInt = Annotated[int, BeforeValidator(_whole)]
+
 # A timestamp that comes in: what the schema says (a date-time string), or a datetime in Python.
 InputDatetime = Annotated[UtcDatetime, BeforeValidator(_not_a_number)]
 
@@ -65,7 +74,7 @@ class AgentConfig(_Model):
     )
     user_memory_enabled: StrictBool = True
     agent_memory_enabled: StrictBool = True
-    tier: StrictInt = Field(0, ge=0, le=10, description="0 = standard models, ≥1 = premium models")
+    tier: WholeInt = Field(0, ge=0, le=10, description="0 = standard models, ≥1 = premium models")
 
 
 # A backend's clock may run a little ahead of ours; beyond this, a timestamp is not believed.

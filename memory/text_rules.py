@@ -51,6 +51,4 @@ READABLE = f"^[^{_CONTROL}]*[^\\s{_CONTROL}][^{_CONTROL}]*$"
 NOT_BLANK = r"^[^\x00]*[^\s\x00][^\x00]*$"
 
 # A string field of an input model: valid Unicode, no NUL.
-StorableStr = Annotated[
-    str, AfterValidator(storable), Field(json_schema_extra={"pattern": NO_NUL})
-]
+StorableStr = Annotated[str, AfterValidator(storable), Field(json_schema_extra={"pattern": NO_NUL})]

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from client.memory_client import FormationTrigger
-from memory.models import Id, MessageIn, RecordOutcome
+from memory.models import Id, MessageIn, RecordOutcome, WholeInt
 from memory.rag import MAX_QUERY_CHARS
 from memory.text_rules import NOT_BLANK, StorableStr
 
@@ -32,7 +32,7 @@ class AgentPatch(_In):
     memory_instructions: StorableStr = Field(None, max_length=4000)  # type: ignore[assignment]
     user_memory_enabled: StrictBool = Field(None)  # type: ignore[assignment]
     agent_memory_enabled: StrictBool = Field(None)  # type: ignore[assignment]
-    tier: StrictInt = Field(None, ge=0, le=10)  # type: ignore[assignment]
+    tier: WholeInt = Field(None, ge=0, le=10)  # type: ignore[assignment]
 
 
 class RecordRequest(_In):
@@ -74,7 +74,7 @@ class SearchRequest(_In):
     )
     session_id: Id | None = Field(None, description="The turn's session: its facts may be seen")
     user_id: Id | None = Field(None, description="The turn's user: their facts may be seen")
-    top_k: StrictInt | None = Field(None, description="rag.top_k_min to rag.top_k_max")
+    top_k: WholeInt | None = Field(None, description="rag.top_k_min to rag.top_k_max")
     debug: StrictBool = False
 
 
@@ -87,7 +87,7 @@ class FactEdit(TextEdit):
 
 
 class ConsolidatedEdit(TextEdit):
-    expected_version: StrictInt | None = Field(
+    expected_version: WholeInt | None = Field(
         None, ge=0, description="The version edited; a newer one is a 409 (None: current)"
     )
 

@@ -12,10 +12,9 @@ import asyncio
 import threading
 from collections.abc import Coroutine
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-
-from datetime import UTC, datetime
 
 from fastapi import FastAPI
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
