@@ -10,11 +10,13 @@ from pathlib import Path
 from fastapi import FastAPI
 from fastapi.responses import RedirectResponse
 from fastapi.staticfiles import StaticFiles
+from starlette.routing import Route
 
 from client.memory_client import MemoryClient
 from memory.settings import Settings
 from serve import (
     errors,
+    mcp_http,
     openapi,
     page,
     routes_agents,
@@ -40,10 +42,13 @@ def create_app(
 ) -> FastAPI:
     """An app over an open client. With ``close_on_shutdown`` the app closes it when it stops."""
 
+    mcp_app, mcp_sessions = mcp_http.mount(mcp_http.build_http_server(memory), keys)
+
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         try:
-            yield
+            async with mcp_sessions.run():
+                yield
         finally:
             if close_on_shutdown:
                 await memory.close()
@@ -72,6 +77,7 @@ def create_app(
     app.include_router(page.router)
     page.install(app)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    app.router.routes.append(Route(mcp_http.PATH, mcp_app))  # MCP, behind the same keys
 
     @app.get("/", include_in_schema=False)
     async def root() -> RedirectResponse:

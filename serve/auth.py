@@ -67,7 +67,18 @@ async def _write(agent_id: AgentPath, key: Annotated[ApiKey, Depends(current_key
     return agent_id
 
 
+async def _erase(agent_id: AgentPath, key: Annotated[ApiKey, Depends(current_key)]) -> str:
+    check(key, agent_id, write=True)
+    if not key.can_erase:
+        raise HTTPException(
+            status.HTTP_403_FORBIDDEN,
+            "this key may not erase users (create one with: mnemos keys create --erase)",
+        )
+    return agent_id
+
+
 ReadAgent = Annotated[str, Depends(_read)]
+EraseAgent = Annotated[str, Depends(_erase)]
 WriteAgent = Annotated[str, Depends(_write)]
 CurrentKey = Annotated[ApiKey, Depends(current_key)]
 Svc = Annotated[Services, Depends(services)]

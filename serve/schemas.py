@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
+from pydantic.config import JsonDict
 
 from client.memory_client import FormationTrigger
 from memory.models import Id, MessageIn, RecordOutcome, WholeInt
@@ -12,7 +13,7 @@ from memory.rag import MAX_QUERY_CHARS
 from memory.text_rules import NOT_BLANK, StorableStr
 
 # Stated in the schema; the handlers check it with a clearer message than a pattern's.
-_NOT_BLANK = {"pattern": NOT_BLANK}
+_NOT_BLANK: JsonDict = {"pattern": NOT_BLANK}
 
 
 class _In(BaseModel):

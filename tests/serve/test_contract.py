@@ -12,6 +12,7 @@ of stopping at 403. Schemathesis reads the document at import time, from an app 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 from unittest.mock import MagicMock
 
 import pytest
@@ -77,7 +78,7 @@ def seeded(
 
 @schema.parametrize()
 @settings(suppress_health_check=list(HealthCheck), deadline=None)
-def test_every_operation_keeps_the_contract(case: Case) -> None:
+def test_every_operation_keeps_the_contract(case: Case[Any]) -> None:
     case.call_and_validate()
 
 
