@@ -91,7 +91,9 @@ def install(app: FastAPI, settings: Settings) -> None:
         )
         components = schema.setdefault("components", {}).setdefault("schemas", {})
         for model in (Problem, FieldError):
-            components[model.__name__] = model.model_json_schema(ref_template=_REF + "{model}")
+            found = model.model_json_schema(ref_template=_REF + "{model}")
+            components.update(found.pop("$defs", {}))
+            components[model.__name__] = found
         for path, item in schema.get("paths", {}).items():
             for operation in item.values():
                 _document(operation, path)

@@ -90,11 +90,7 @@ def _is_specific(sentence: str) -> bool:
 # Words that carry no information of their own in a chat: a sentence made of them and of stop
 # words ("Wow, that's so cool!", "Thanks, that was helpful.") says nothing to remember.
 _FILLER = frozenset(
-    """
-    wow oh ah haha lol yeah yes yep ok okay hey hi hello thanks thank really so great awesome
-    cool nice good amazing glad sure totally definitely super lot much also always still
-    just even well wonderful fantastic love like get got go going know think feel felt
-    """.split()
+    ["wow", "oh", "ah", "haha", "lol", "yeah", "yes", "yep", "ok", "okay", "hey", "hi", "hello", "thanks", "thank", "really", "so", "great", "awesome", "cool", "nice", "good", "amazing", "glad", "sure", "totally", "definitely", "super", "lot", "much", "also", "always", "still", "just", "even", "well", "wonderful", "fantastic", "love", "like", "get", "got", "go", "going", "know", "think", "feel", "felt"]
 )
 _MIN_CONTENT_WORDS = 3
 
