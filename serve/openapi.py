@@ -65,6 +65,55 @@ def _document(operation: dict[str, Any], path: str) -> None:
             responses[str(code)] = problem_response(code)
 
 
+# Where operations chain (create → read → update → delete): OpenAPI links, which a client
+# generator and Schemathesis' stateful phase follow. (operation, status) → {link: (target, params)}
+_LINKS: dict[tuple[str, str], dict[str, tuple[str, dict[str, str]]]] = {
+    ("register_agent", "201"): {
+        f"{target}": (target, {"agent_id": "$response.body#/agent_id"})
+        for target in ("get_agent", "update_agent", "list_facts", "stats")
+    },
+    ("record_messages", "202"): {
+        target: (
+            target,
+            {"agent_id": "$request.path.agent_id", "session_id": "$request.path.session_id"},
+        )
+        for target in ("memory_context", "form_now", "session_start", "session_end")
+    },
+    ("list_facts", "200"): {
+        target: (
+            target,
+            {"agent_id": "$request.path.agent_id", "fact_id": "$response.body#/facts/0/fact_id"},
+        )
+        for target in ("get_fact", "fact_history", "edit_fact", "delete_fact")
+    },
+    ("list_reflections", "200"): {
+        target: (
+            target,
+            {
+                "agent_id": "$request.path.agent_id",
+                "reflection_id": "$response.body#/0/reflection_id",
+            },
+        )
+        for target in ("edit_reflection", "delete_reflection")
+    },
+    ("edit_consolidated", "200"): {
+        "get_consolidated": (
+            "get_consolidated",
+            {"agent_id": "$request.path.agent_id", "scope": "$request.path.scope"},
+        )
+    },
+}
+
+
+def _link(operation: dict[str, Any]) -> None:
+    for (source, code), links in _LINKS.items():
+        if operation.get("operationId") == source and code in operation["responses"]:
+            operation["responses"][code]["links"] = {
+                name: {"operationId": target, "parameters": params}
+                for name, (target, params) in links.items()
+            }
+
+
 def _settings_limits(schema: dict[str, Any], settings: Settings) -> None:
     """Limits that live in settings, stated where a client reads them."""
     search = schema["components"]["schemas"].get("SearchRequest")
@@ -76,6 +125,24 @@ def _settings_limits(schema: dict[str, Any], settings: Settings) -> None:
     for option in top_k.get("anyOf", [top_k]):
         if option.get("type") == "integer":
             option["minimum"], option["maximum"] = rag.top_k_min, rag.top_k_max
+
+
+_BOUNDS = {"ge": "minimum", "le": "maximum", "gt": "exclusiveMinimum", "lt": "exclusiveMaximum"}
+
+
+def _json_schema_bounds(node: Any) -> None:
+    """pydantic writes a bound on a validated integer (WholeInt) as a bare "ge": the JSON Schema
+    keyword is "minimum" (and so on)."""
+    if isinstance(node, dict):
+        if node.get("type") in ("integer", "number"):
+            for short, keyword in _BOUNDS.items():
+                if short in node:
+                    node[keyword] = node.pop(short)
+        for value in node.values():
+            _json_schema_bounds(value)
+    elif isinstance(node, list):
+        for value in node:
+            _json_schema_bounds(value)
 
 
 def install(app: FastAPI, settings: Settings) -> None:
@@ -97,8 +164,10 @@ def install(app: FastAPI, settings: Settings) -> None:
         for path, item in schema.get("paths", {}).items():
             for operation in item.values():
                 _document(operation, path)
+                _link(operation)
         for unused in ("HTTPValidationError", "ValidationError"):
             components.pop(unused, None)
+        _json_schema_bounds(schema)
         _settings_limits(schema, settings)
         app.openapi_schema = schema
         return schema

@@ -88,8 +88,9 @@ class FactEdit(TextEdit):
 
 
 class ConsolidatedEdit(TextEdit):
-    expected_version: WholeInt | None = Field(
-        None, ge=0, description="The version edited; a newer one is a 409 (None: current)"
+    # The bound on the integer itself: on the optional field, pydantic would write a bare "ge".
+    expected_version: Annotated[WholeInt, Field(ge=0)] | None = Field(
+        None, description="The version edited; a newer one is a 409 (None: current)"
     )
 
 
