@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from http import HTTPStatus
 from typing import Any
@@ -19,7 +20,6 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
-from starlette.routing import Match
 
 from memory.errors import (
     ConflictError,
@@ -128,22 +128,22 @@ async def _domain(request: Request, exc: Exception) -> ProblemResponse:
 
 
 def allowed_methods(request: Request) -> list[str]:
-    """Every method some route serves at this path (Starlette's own 405 names one route's only)."""
+    """Every method the document gives this path (Starlette's own 405 names one route's only)."""
     methods: set[str] = set()
-    for route in request.app.router.routes:
-        match, _ = route.matches({**request.scope, "method": "GET"})
-        if match != Match.NONE:
-            methods |= getattr(route, "methods", None) or set()
-    if "GET" in methods:
-        methods.add("HEAD")
-    return sorted(methods)
+    for template, item in request.app.openapi().get("paths", {}).items():
+        pattern = re.sub(r"\\\{[^/]+?\\\}", "[^/]+", re.escape(template))
+        if re.fullmatch(pattern, request.url.path):
+            methods |= {m.upper() for m in item}
+    return sorted(methods)  # FastAPI answers no HEAD for a GET route: not listed
 
 
 async def _http(request: Request, exc: Exception) -> ProblemResponse:
     assert isinstance(exc, HTTPException)
     headers = dict(exc.headers or {})
     if exc.status_code == status.HTTP_405_METHOD_NOT_ALLOWED:
-        headers["Allow"] = ", ".join(allowed_methods(request))
+        methods = allowed_methods(request)  # none for a path outside the API (the page)
+        if methods:
+            headers["Allow"] = ", ".join(methods)
     detail = exc.detail if isinstance(exc.detail, str) else HTTPStatus(exc.status_code).phrase
     return problem(request, exc.status_code, detail, headers=headers)
 
