@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict
 
 from memory.embedding.base import Embedder
 from memory.errors import ConflictError, InvalidInputError, NotFoundError
+from memory.input_rules import require_storable
 from memory.lookup import require_agent
 from memory.models import ConsolidatedMemory, Fact, FactFilter, Reflection, ScopeKey
 from memory.pipeline.consolidation import VERSION_LINE
@@ -28,7 +29,6 @@ from memory.pipeline.usage import words
 from memory.settings import Scope, Settings
 from memory.store.base import MemoryStore
 from memory.store.counts import ForgetCounts
-from memory.text_rules import require_storable
 
 MAX_PAGE = 500
 

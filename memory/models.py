@@ -16,8 +16,8 @@ from pydantic import (
     StringConstraints,
 )
 
+from memory.input_rules import READABLE, StorableStr, WholeInt, not_a_number
 from memory.settings import Scope
-from memory.text_rules import READABLE, StorableStr
 
 # Ids are opaque strings chosen by the agent backend; we only insist they are safe to put in a
 # Temporal workflow id, a log line and a database key.
@@ -35,25 +35,8 @@ def _utc(value: datetime) -> datetime:
 UtcDatetime = Annotated[datetime, AfterValidator(_utc)]
 
 
-def _not_a_number(value: object) -> object:
-    # pydantic reads a number as Unix time; an input timestamp is ISO 8601 text or a datetime.
-    if isinstance(value, (int, float)):
-        raise ValueError("a timestamp is an ISO 8601 string with its offset, not a number")
-    return value
-
-
-def _whole(value: object) -> object:
-    # JSON has one number type: 3.0 is the integer 3, but "3" and true are not numbers.
-    if isinstance(value, (str, bool, bytes)):
-        raise ValueError("an integer is a JSON number, not a string or a boolean")
-    return value
-
-
-# An integer field of an input: 3 and 3.0, not "3", not true, not 3.5.
-WholeInt = Annotated[int, BeforeValidator(_whole)]
-
 # A timestamp that comes in: what the schema says (a date-time string), or a datetime in Python.
-InputDatetime = Annotated[UtcDatetime, BeforeValidator(_not_a_number)]
+InputDatetime = Annotated[UtcDatetime, BeforeValidator(not_a_number)]
 
 
 class _Model(BaseModel):

@@ -55,11 +55,11 @@ from memory.context import age_suffix, visible_scopes
 from memory.embedding.base import Embedder
 from memory.errors import EmbeddingMismatchError, InvalidInputError
 from memory.fusion import Fused, RankedList, Source, fuse, with_session_prior
+from memory.input_rules import require_storable
 from memory.models import AgentConfig, FactFilter, FactScope, ScoredFact, SessionInfo
 from memory.query_words import content_words
 from memory.settings import RagSettings, Settings
 from memory.store.base import MemoryStore, Vector
-from memory.text_rules import require_storable
 
 SearchMode = Literal["hybrid", "vector", "text"]
 MAX_QUERY_CHARS = 2000

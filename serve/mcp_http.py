@@ -30,8 +30,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from client.memory_client import MemoryClient
 from memory.api_keys import ApiKey
 from memory.errors import MnemosError
+from memory.input_rules import require_storable
 from memory.models import FactFilter, MessageIn
-from memory.text_rules import require_storable
 from serve.auth import token_of
 from serve.errors import problem
 from serve.keys import ApiKeyStore

@@ -21,8 +21,8 @@ from pydantic import ValidationError
 
 from client.memory_client import MemoryClient
 from memory.errors import MnemosError
+from memory.input_rules import require_storable
 from memory.models import MessageIn
-from memory.text_rules import require_storable
 from workflows.naming import formation_workflow_id
 
 INSTRUCTIONS = (

@@ -8,9 +8,9 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool
 from pydantic.config import JsonDict
 
 from client.memory_client import FormationTrigger
-from memory.models import Id, MessageIn, RecordOutcome, WholeInt
+from memory.input_rules import NOT_BLANK, StorableStr, WholeInt
+from memory.models import Id, MessageIn, RecordOutcome
 from memory.rag import MAX_QUERY_CHARS
-from memory.text_rules import NOT_BLANK, StorableStr
 
 # Stated in the schema; the handlers check it with a clearer message than a pattern's.
 _NOT_BLANK: JsonDict = {"pattern": NOT_BLANK}

@@ -1,4 +1,5 @@
-"""What text we accept from outside: a string every store, tokenizer and JSON encoder can hold.
+"""What we accept from outside. Text: a string every store, tokenizer and JSON encoder can hold;
+numbers and timestamps: what JSON and the OpenAPI document say they are.
 
 Python strings may carry unpaired UTF-16 surrogates (JSON's ``"\\ud800"`` decodes to one); UTF-8
 cannot encode them, so SQLite, BSON, the tokenizer and the response encoder all fail on them deep
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import AfterValidator, Field
+from pydantic import AfterValidator, BeforeValidator, Field
 
 from memory.errors import InvalidInputError
 
@@ -52,3 +53,21 @@ NOT_BLANK = r"^[^\x00]*[^\s\x00][^\x00]*$"
 
 # A string field of an input model: valid Unicode, no NUL.
 StorableStr = Annotated[str, AfterValidator(storable), Field(json_schema_extra={"pattern": NO_NUL})]
+
+
+def not_a_number(value: object) -> object:
+    """pydantic reads a number as Unix time; an input timestamp is ISO 8601 text or a datetime."""
+    if isinstance(value, (int, float)):
+        raise ValueError("a timestamp is an ISO 8601 string with its offset, not a number")
+    return value
+
+
+def _whole(value: object) -> object:
+    # JSON has one number type: 3.0 is the integer 3, but "3" and true are not numbers.
+    if isinstance(value, (str, bool, bytes)):
+        raise ValueError("an integer is a JSON number, not a string or a boolean")
+    return value
+
+
+# An integer field of an input: 3 and 3.0, not "3", not true, not 3.5.
+WholeInt = Annotated[int, BeforeValidator(_whole)]
