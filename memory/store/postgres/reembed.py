@@ -59,7 +59,8 @@ async def switch_to_side_vectors(conn: Conn, model: str, dimension: int) -> int:
         # Before the update: the old index's expression casts every vector to the old dimension.
         await conn.execute(f"DROP INDEX IF EXISTS facts_hnsw_{old[1]}".encode())
     await conn.execute(
-        "UPDATE facts SET embedding = r.embedding, embedding_model = %(model)s "
+        "UPDATE facts SET embedding = r.embedding, embedding_model = %(model)s, "
+        "body = jsonb_set(body, '{embedding_model}', to_jsonb(%(model)s::text)) "
         "FROM fact_reembed AS r WHERE r.fact_id = facts.fact_id AND r.model = %(model)s "
         "AND r.hash = facts.hash",
         {"model": model},
