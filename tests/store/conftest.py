@@ -11,14 +11,14 @@
 
 from __future__ import annotations
 
-import os
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from memory.store.base import MemoryStore
+from tests.conftest import fresh_schema
 
 
 @pytest.fixture(scope="session")
@@ -27,17 +27,6 @@ async def mongo_uri() -> AsyncIterator[str]:
 
     async with running_mongo() as uri:
         yield uri
-
-
-@pytest.fixture(scope="session")
-def postgres_dsn() -> Iterator[str]:
-    from tests.postgres_server import running_postgres
-
-    if dsn := os.environ.get("POSTGRES_DSN"):
-        yield dsn
-        return
-    with running_postgres() as server:
-        yield server.dsn
 
 
 BACKENDS = [
@@ -55,18 +44,6 @@ def backend(request: pytest.FixtureRequest) -> tuple[str, str | None]:
     if request.param == "postgres":
         return "postgres", request.getfixturevalue("postgres_dsn")
     return "sqlite", None
-
-
-def fresh_schema(dsn: str) -> str:
-    """A new, empty schema on the server; the DSN of connections whose tables live in it."""
-    import psycopg
-
-    from tests.postgres_server import schema_dsn
-
-    schema = f"t_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(f"CREATE SCHEMA {schema}".encode())
-    return schema_dsn(dsn, schema)
 
 
 @pytest.fixture

@@ -37,7 +37,11 @@ def fact_body(fact: Fact) -> Jsonb:
 def fact_from_row(row: Row) -> Fact:
     """A row selected with FACT_SELECT."""
     return Fact.model_validate(
-        {**row["body"], "access_count": row["access_count"], "last_accessed_at": row["last_accessed_at"]}
+        {
+            **row["body"],
+            "access_count": row["access_count"],
+            "last_accessed_at": row["last_accessed_at"],
+        }
     )
 
 

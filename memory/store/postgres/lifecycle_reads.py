@@ -219,7 +219,9 @@ async def _forget_snapshot(conn: Conn, req: ForgetRequest) -> ForgetSnapshot:
 async def lifecycle_snapshot(conn: Conn, request: Request[object]) -> object:
     match request:
         case AgentsRequest(agent_ids=ids):
-            return await _ids(conn, "SELECT agent_id FROM agents WHERE agent_id = ANY(%s)", list(ids))
+            return await _ids(
+                conn, "SELECT agent_id FROM agents WHERE agent_id = ANY(%s)", list(ids)
+            )
         case FactImportRequest():
             return await _fact_snapshot(conn, request)
         case BlobImportRequest(keys=keys, pairs=pairs):

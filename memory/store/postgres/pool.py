@@ -19,7 +19,7 @@ from typing import Any
 import psycopg
 import structlog
 from pgvector.psycopg import register_vector_async
-from psycopg import errors
+from psycopg import IsolationLevel, errors
 from psycopg.rows import DictRow, dict_row
 from psycopg_pool import AsyncConnectionPool
 
@@ -69,8 +69,8 @@ class PostgresPool:
                 kwargs={"autocommit": True, "row_factory": dict_row},
                 connection_class=psycopg.AsyncConnection[DictRow],
                 configure=self._configure,
-                # A connection that died with its server (a restart) is replaced at checkout.
-                check=AsyncConnectionPool.check_connection,
+                # A connection that died with its server is discarded when returned broken; the
+                # call that met it fails (a store step is retried by Temporal).
                 open=False,
             )
             await pool.open(wait=True)
@@ -89,9 +89,9 @@ class PostgresPool:
         """``body`` in one SERIALIZABLE transaction, run again on a serialization conflict."""
         for attempt in range(1, MAX_ATTEMPTS + 1):
             try:
-                async with self._connection() as conn, conn.transaction():
-                    await conn.execute("SET TRANSACTION ISOLATION LEVEL SERIALIZABLE")
-                    return await body(conn)
+                return await self._on_live_connection(
+                    body, IsolationLevel.SERIALIZABLE, read_only=False
+                )
             except _RETRY as exc:
                 if attempt == MAX_ATTEMPTS:
                     raise
@@ -102,16 +102,54 @@ class PostgresPool:
 
     async def _read[T](self, body: Callable[[Conn], Awaitable[T]]) -> T:
         """``body`` on one snapshot."""
-        async with self._connection() as conn, conn.transaction():
-            await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            return await body(conn)
+        return await self._on_live_connection(body, IsolationLevel.REPEATABLE_READ, read_only=True)
+
+    async def _one[T](self, body: Callable[[Conn], Awaitable[T]]) -> T:
+        """``body`` of a single statement: no transaction around it."""
+        return await self._on_live_connection(body, None, read_only=True)
 
     async def _rows(self, sql: str, params: Sequence[object] | dict[str, object] = ()) -> list[Row]:
-        async with self._connection() as conn:
-            return await fetch(conn, sql, params)
+        return await self._one(lambda conn: fetch(conn, sql, params))
+
+    async def _on_live_connection[T](
+        self, body: Callable[[Conn], Awaitable[T]], level: IsolationLevel | None, *, read_only: bool
+    ) -> T:
+        """``body`` in a transaction at ``level`` (None: autocommit, a read of one statement).
+
+        A pooled connection may have died with its server (a restart) since its last use; the
+        pool only learns it when the connection fails. A transaction that failed that way at
+        its BEGIN never ran, and a one-statement read is safe to repeat: both run again once on
+        a new connection. A transaction that failed later may or may not have committed: its
+        error reaches the caller (a store step is retried; the writes the guarantees rest on
+        are idempotent)."""
+        for attempt in (1, 2):
+            began = False
+            try:
+                async with self._connection() as conn:
+                    if level is None:
+                        return await body(conn)
+                    await _begin_as(conn, level, read_only=read_only)
+                    async with conn.transaction():
+                        began = True
+                        return await body(conn)
+            except psycopg.OperationalError:
+                if attempt == 2 or (began and not read_only):
+                    raise
+        raise AssertionError("unreachable")
 
 
-async def fetch(conn: Conn, sql: str, params: Sequence[object] | dict[str, object] = ()) -> list[Row]:
+async def _begin_as(conn: Conn, level: IsolationLevel, *, read_only: bool) -> None:
+    """The next BEGIN names the level (no statement of its own; an idle connection in
+    autocommit mode only records it)."""
+    if conn.isolation_level != level:
+        await conn.set_isolation_level(level)
+    if conn.read_only != read_only:
+        await conn.set_read_only(read_only)
+
+
+async def fetch(
+    conn: Conn, sql: str, params: Sequence[object] | dict[str, object] = ()
+) -> list[Row]:
     cur = await conn.execute(sql.encode(), params)
     return await cur.fetchall()
 

@@ -190,7 +190,9 @@ async def read_snapshot[S](conn: Conn, request: Request[S]) -> S:
                 "AND absorbed_into_version IS NULL AND reflection_id = ANY(%s)",
                 key, list(ids),
             )  # fmt: skip
-            snapshot = ConsolidationSnapshot(0 if row is None else int(row["version"]), len(buffered))
+            snapshot = ConsolidationSnapshot(
+                0 if row is None else int(row["version"]), len(buffered)
+            )
         case ApiKeyRequest(key_id=key_id):
             snapshot = await api_key(conn, key_id)
         case _:

@@ -188,5 +188,7 @@ async def migrate(conn: Conn) -> int:
         for version, sql in enumerate(MIGRATIONS, start=1):
             if version > current:
                 await conn.execute(sql.encode())
-                await conn.execute("INSERT INTO schema_migrations (version) VALUES (%s)", (version,))
+                await conn.execute(
+                    "INSERT INTO schema_migrations (version) VALUES (%s)", (version,)
+                )
     return len(MIGRATIONS)

@@ -97,12 +97,14 @@ class PostgresStore(PostgresPool, PlannedStore):
     # ------------------------------------------------------------ sessions and messages
 
     async def get_session(self, session_id: str, agent_id: str | None = None) -> SessionInfo | None:
-        return await self._read(partial(sessions.session_view, session_id=session_id, agent_id=agent_id))
+        return await self._read(
+            partial(sessions.session_view, session_id=session_id, agent_id=agent_id)
+        )
 
     async def get_session_agent_state(
         self, session_id: str, agent_id: str
     ) -> SessionAgentState | None:
-        return await self._read(lambda conn: read_state(conn, session_id, agent_id))
+        return await self._one(lambda conn: read_state(conn, session_id, agent_id))
 
     async def load_messages(
         self, session_id: str, after_seq: int, upto_seq: int
@@ -182,7 +184,7 @@ class PostgresStore(PostgresPool, PlannedStore):
     # ------------------------------------------------------------ facts
 
     async def get_facts(self, fact_ids: Sequence[str]) -> list[Fact]:
-        return await self._read(lambda conn: facts_by_id(conn, distinct(fact_ids)))
+        return await self._one(lambda conn: facts_by_id(conn, distinct(fact_ids)))
 
     async def vector_search(
         self, query: Vector, flt: FactFilter, *, limit: int, min_score: float = -1.0
@@ -204,7 +206,7 @@ class PostgresStore(PostgresPool, PlannedStore):
         return await self._read(lambda conn: text_hits(conn, query, flt, limit))
 
     async def recent_facts(self, flt: FactFilter, *, since: datetime, limit: int) -> list[Fact]:
-        return await self._read(
+        return await self._one(
             lambda conn: listed_facts(
                 conn, flt, valid_only=True,
                 extra="AND f.updated_at >= %(since)s ORDER BY f.updated_at DESC, f.ord DESC "
@@ -228,7 +230,7 @@ class PostgresStore(PostgresPool, PlannedStore):
 
     async def embedding_meta(self) -> tuple[str, int] | None:
         if self._meta is None:
-            self._meta = await self._read(embedding_meta)
+            self._meta = await self._one(embedding_meta)
         return self._meta
 
     # ------------------------------------------------------------ re-embedding
@@ -288,7 +290,7 @@ class PostgresStore(PostgresPool, PlannedStore):
     async def list_facts(
         self, flt: FactFilter, *, include_invalid: bool = False, offset: int = 0, limit: int = 50
     ) -> list[Fact]:
-        return await self._read(
+        return await self._one(
             lambda conn: listed_facts(
                 conn, flt, valid_only=not include_invalid,
                 extra="ORDER BY f.updated_at DESC, f.ord DESC LIMIT %(limit)s OFFSET %(offset)s",
@@ -315,7 +317,7 @@ class PostgresStore(PostgresPool, PlannedStore):
         return [reflection_from_row(row) for row in rows]
 
     async def get_reflection(self, reflection_id: str) -> Reflection | None:
-        return await self._read(lambda conn: reflection(conn, reflection_id))
+        return await self._one(lambda conn: reflection(conn, reflection_id))
 
     # ------------------------------------------------------------ data lifecycle reads
 
@@ -324,7 +326,7 @@ class PostgresStore(PostgresPool, PlannedStore):
 
     async def erasure_epochs(self, agent_id: str, user_ids: Sequence[str]) -> dict[str, int]:
         users = distinct(user_ids)
-        return await self._read(lambda conn: read_epochs(conn, agent_id, users))
+        return await self._one(lambda conn: read_epochs(conn, agent_id, users))
 
     async def export_data(
         self, *, agent_id: str | None, user_id: str | None, messages: bool
@@ -336,7 +338,7 @@ class PostgresStore(PostgresPool, PlannedStore):
     # ------------------------------------------------------------ listings and API keys
 
     async def list_agent_users(self, agent_id: str, *, limit: int = 100) -> list[AgentUser]:
-        return await self._read(lambda conn: sessions.agent_users(conn, agent_id, max(limit, 0)))
+        return await self._one(lambda conn: sessions.agent_users(conn, agent_id, max(limit, 0)))
 
     async def list_agent_sessions(
         self, agent_id: str, *, user_id: str | None = None, limit: int = 100
@@ -346,7 +348,7 @@ class PostgresStore(PostgresPool, PlannedStore):
         )
 
     async def get_api_key(self, key_id: str) -> ApiKey | None:
-        return await self._read(lambda conn: api_key(conn, key_id))
+        return await self._one(lambda conn: api_key(conn, key_id))
 
     async def list_api_keys(self) -> list[ApiKey]:
         rows = await self._rows("SELECT record FROM api_keys ORDER BY created_at, key_id")

@@ -54,7 +54,7 @@ async def apply_writes(conn: Conn, writes: Iterable[w.Write]) -> None:
         await _apply(conn, write)
 
 
-async def _apply(conn: Conn, write: w.Write) -> None:  # noqa: C901 (one case per write)
+async def _apply(conn: Conn, write: w.Write) -> None:
     cur = conn.cursor()
     match write:
         case w.PutFact():
@@ -154,9 +154,7 @@ async def _apply(conn: Conn, write: w.Write) -> None:  # noqa: C901 (one case pe
                 (content, reflection_id),
             )
         case w.DeleteReflection(reflection_id=reflection_id):
-            await conn.execute(
-                "DELETE FROM reflections WHERE reflection_id = %s", (reflection_id,)
-            )
+            await conn.execute("DELETE FROM reflections WHERE reflection_id = %s", (reflection_id,))
         case lw.LifecycleOp():
             await _apply_lifecycle(conn, write)
         case w.PutApiKey(key=key):
