@@ -35,9 +35,9 @@ WHERE fact_id = %(fact_id)s
 """
 
 
-async def _put_fact(conn: Conn, put: w.PutFact) -> None:
+def _fact_params(put: w.PutFact) -> dict[str, object]:
     fact = put.fact
-    params = {
+    return {
         **fact.model_dump(include={"fact_id", "agent_id", "user_id", "scope", "hash"}),
         "updated_at": fact.updated_at,
         "invalidated_at": fact.invalidated_at,
@@ -46,19 +46,29 @@ async def _put_fact(conn: Conn, put: w.PutFact) -> None:
         "terms": terms_of(fact.content),
         "body": fact_body(fact),
     }
-    await conn.execute(_INSERT_FACT if put.new else _UPDATE_FACT, params)
 
 
 async def apply_writes(conn: Conn, writes: Iterable[w.Write]) -> None:
+    # Runs of new facts go as one executemany (one round trip in psycopg's pipeline mode):
+    # a formation or an import of many facts is not a round trip per fact.
+    new_facts: list[dict[str, object]] = []
     for write in writes:
+        if isinstance(write, w.PutFact) and write.new:
+            new_facts.append(_fact_params(write))
+            continue
+        if new_facts:
+            await conn.cursor().executemany(_INSERT_FACT, new_facts)
+            new_facts = []
         await _apply(conn, write)
+    if new_facts:
+        await conn.cursor().executemany(_INSERT_FACT, new_facts)
 
 
 async def _apply(conn: Conn, write: w.Write) -> None:
     cur = conn.cursor()
     match write:
         case w.PutFact():
-            await _put_fact(conn, write)
+            await conn.execute(_INSERT_FACT if write.new else _UPDATE_FACT, _fact_params(write))
         case w.SetEmbeddingMeta(model=model, dimension=dimension):
             await cur.executemany(
                 "INSERT INTO meta (key, value) VALUES (%s, %s)",
