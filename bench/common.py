@@ -53,3 +53,39 @@ async def bench_store(backend: str, data_dir: Path, name: str) -> AsyncIterator[
         await store.setup()
         stack.push_async_callback(store.close)
         yield store
+
+
+class BulkLoad:
+    """A bulk load into a PostgreSQL store builds its HNSW index once at the end (with memory to
+    hold the graph) instead of inserting every vector into the graph: what a migration of
+    existing data would do. The index is the store's own (schema.hnsw_index_sql). No-op on
+    other stores."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        self._dsn: str | None = getattr(store, "_dsn", None) if _is_postgres(store) else None
+
+    async def _run(self, *statements: str) -> None:
+        if self._dsn is None:
+            return
+        import psycopg
+
+        async with await psycopg.AsyncConnection.connect(self._dsn, autocommit=True) as conn:
+            for statement in statements:
+                await conn.execute(statement.encode())
+
+    async def drop_index(self, dimension: int) -> None:
+        await self._run(f"DROP INDEX IF EXISTS facts_hnsw_{dimension}")
+
+    async def build_index(self, dimension: int) -> None:
+        from memory.store.postgres.schema import hnsw_index_sql
+
+        await self._run(
+            "SET maintenance_work_mem = '1GB'",
+            "SET max_parallel_maintenance_workers = 2",
+            hnsw_index_sql(dimension),
+            "ANALYZE facts",
+        )
+
+
+def _is_postgres(store: MemoryStore) -> bool:
+    return type(store).__module__.startswith("memory.store.postgres")

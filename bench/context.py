@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.common import bench_store
+from bench.common import BulkLoad, bench_store
 from memory.context import assemble_context
 from memory.context_cache import ContextCache
 from memory.models import (
@@ -61,7 +61,9 @@ def words(rng: random.Random, count: int) -> str:
     return " ".join(rng.choices(_WORDS.split(), k=count))
 
 
-async def fill(store: MemoryStore, rng: random.Random, facts: int) -> None:
+async def fill(
+    store: MemoryStore, rng: random.Random, facts: int, bulk: BulkLoad | None = None
+) -> None:
     await store.upsert_agent(AGENT)
     loader = "bench-load"
     message = MessageIn(message_id="m1", role="user", content="load", created_at=NOW, user_id=USER)
@@ -91,6 +93,8 @@ async def fill(store: MemoryStore, rng: random.Random, facts: int) -> None:
                 fact_ops=ops, committed_at=when,
             )
         )  # fmt: skip
+        if start == 0 and bulk is not None:
+            await bulk.drop_index(DIMENSION)  # the first commit made it
     reflections = [
         Reflection(
             reflection_id=f"r-{key.scope}-{i}", scope_key=key, content=words(rng, 30),
@@ -141,7 +145,9 @@ async def main() -> None:
 
 async def measure(store: MemoryStore, facts: int, runs: int) -> dict[str, object]:
     settings = Settings()
-    await fill(store, random.Random(7), facts)
+    bulk = BulkLoad(store)
+    await fill(store, random.Random(7), facts, bulk)
+    await bulk.build_index(DIMENSION)
 
     def uncached() -> Awaitable[str]:
         return assemble_context(
