@@ -115,6 +115,15 @@ class PostgresStore(PostgresPool, PlannedStore):
         )
         return [message_from_row(row) for row in rows]
 
+    async def get_messages(
+        self, session_id: str, message_ids: Sequence[str]
+    ) -> list[StoredMessage]:
+        rows = await self._rows(
+            "SELECT * FROM messages WHERE session_id = %s AND message_id = ANY(%s) ORDER BY seq",
+            (session_id, distinct(message_ids)),
+        )
+        return [message_from_row(row) for row in rows]
+
     async def list_cold_sessions(
         self,
         *,
