@@ -42,10 +42,16 @@ from memory.store.postgres.codec import (
     vector_param,
 )
 from memory.store.postgres.lifecycle_reads import export_data, read_epochs, user_agents
-from memory.store.postgres.pool import Conn, PostgresPool, connect, embedding_meta, fetch
+from memory.store.postgres.pool import Conn, PostgresPool, connect, embedding_meta
 from memory.store.postgres.reads import api_key, facts_by_id, read_snapshot, read_state, reflection
 from memory.store.postgres.schema import hnsw_index_sql, migrate
-from memory.store.postgres.search import distinct, listed_facts, text_hits, vector_hits
+from memory.store.postgres.search import (
+    distinct,
+    fact_filter_sql,
+    listed_facts,
+    text_hits,
+    vector_hits,
+)
 from memory.store.postgres.writes import apply_writes
 from memory.store.rules import Plan, Request, check_query_dimension
 
@@ -308,8 +314,6 @@ class PostgresStore(PostgresPool, PlannedStore):
         )  # fmt: skip
 
     async def count_facts(self, flt: FactFilter) -> int:
-        from memory.store.postgres.search import fact_filter_sql
-
         where, params = fact_filter_sql(flt)
         rows = await self._rows(f"SELECT count(*) AS n FROM facts AS f WHERE {where}", params)
         return int(rows[0]["n"])
@@ -362,6 +366,3 @@ class PostgresStore(PostgresPool, PlannedStore):
     async def list_api_keys(self) -> list[ApiKey]:
         rows = await self._rows("SELECT record FROM api_keys ORDER BY created_at, key_id")
         return [ApiKey.model_validate(row["record"]) for row in rows]
-
-
-__all__ = ["PostgresStore", "fetch"]
