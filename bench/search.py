@@ -148,8 +148,10 @@ async def timed(calls: Sequence[Callable[[], Awaitable[object]]]) -> dict[str, f
     return percentiles(samples)
 
 
-async def measure(size: int, queries: int, tmp: Path, backend: str) -> dict[str, object]:
-    async with bench_store(backend, tmp, f"search-{size}") as store:
+async def measure(
+    size: int, queries: int, tmp: Path, backend: str, ef_search: int = 100
+) -> dict[str, object]:
+    async with bench_store(backend, tmp, f"search-{size}", ef_search=ef_search) as store:
         return await measure_on(store, size, queries)
 
 
@@ -203,12 +205,13 @@ async def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--backend", choices=["sqlite", "postgres"], default="sqlite")
+    parser.add_argument("--ef-search", type=int, default=100, help="postgres: hnsw.ef_search")
     args = parser.parse_args()
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         for size in args.sizes:
-            figures = await measure(size, args.queries, Path(tmp), args.backend)
-            figures["backend"] = args.backend
+            figures = await measure(size, args.queries, Path(tmp), args.backend, args.ef_search)
+            figures |= {"backend": args.backend, "ef_search": args.ef_search}
             results.append(figures)
             print(json.dumps(figures))
     print(json.dumps({"results": results}))
