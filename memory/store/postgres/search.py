@@ -81,8 +81,12 @@ async def text_hits(conn: Conn, query: str, flt: FactFilter, limit: int) -> list
     where, params = fact_filter_sql(flt)
     rows = await fetch(
         conn,
-        f"SELECT f.fact_id, f.body->>'content' AS content FROM facts AS f "
-        f"WHERE f.terms @@ %(match)s::tsquery AND {where} ORDER BY f.ord DESC LIMIT %(cap)s",
+        # The candidates first, by the index and the row order alone; the contents (in the
+        # JSONB body) only for those: a common word matches far more rows than the cap.
+        f"WITH c AS (SELECT f.fact_id, f.ord FROM facts AS f WHERE f.terms @@ %(match)s::tsquery "
+        f"AND {where} ORDER BY f.ord DESC LIMIT %(cap)s) "
+        "SELECT c.fact_id, f.body->>'content' AS content FROM c JOIN facts AS f "
+        "ON f.fact_id = c.fact_id ORDER BY c.ord DESC",
         {**params, "match": match, "cap": CANDIDATE_CAP},
     )
     if not rows:
