@@ -156,6 +156,13 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (agent_key, user_id)
     );
     """,
+    # 2: vectors stay in the row (pgvector's advice): a scan that computes distances would
+    # otherwise fetch every vector from the TOAST table (3 buffers a fact instead of one); the
+    # JSONB body is what TOAST compresses or moves out instead. New and rewritten rows.
+    """
+    ALTER TABLE facts ALTER COLUMN embedding SET STORAGE PLAIN;
+    ALTER TABLE fact_reembed ALTER COLUMN embedding SET STORAGE PLAIN;
+    """,
 )
 
 _LOCK = 0x6D6E656D6F73  # "mnemos": the advisory lock that serialises migrations
