@@ -77,6 +77,17 @@ async def _pair_epochs(conn: Conn, pairs: Iterable[Pair]) -> dict[Pair, int]:
     return epochs
 
 
+async def buffered_counts(conn: Conn, keys: Sequence[str]) -> dict[str, int]:
+    """Unabsorbed reflections per scope key (0 for a key without any)."""
+    rows = await fetch(
+        conn,
+        "SELECT scope_key, count(*) AS n FROM reflections WHERE scope_key = ANY(%s) "
+        "AND absorbed_into_version IS NULL GROUP BY scope_key",
+        (list(keys),),
+    )
+    return {key: 0 for key in keys} | {row["scope_key"]: int(row["n"]) for row in rows}
+
+
 async def _pending(conn: Conn, sql: str, *params: object) -> tuple[int, float]:
     row = await fetch_one(
         conn, f"SELECT count(*) AS n, coalesce(sum(weighted_tokens), 0.0) AS w {sql}", params
@@ -234,8 +245,6 @@ async def lifecycle_snapshot(conn: Conn, request: Request[object]) -> object:
             stored = {r["scope_key"]: (str(r["content"]), int(r["version"])) for r in rows}
             return BlobImportSnapshot(stored, await _pair_epochs(conn, pairs))
         case ReflectionImportRequest(reflection_ids=ids, keys=keys, pairs=pairs):
-            from memory.store.postgres.reads import buffered_counts
-
             existing = await _ids(
                 conn, "SELECT reflection_id FROM reflections WHERE reflection_id = ANY(%s)",
                 list(ids),

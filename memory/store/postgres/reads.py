@@ -15,7 +15,7 @@ from memory.store.postgres.codec import (
     state_from_row,
     vector_list,
 )
-from memory.store.postgres.lifecycle_reads import lifecycle_snapshot, read_epochs
+from memory.store.postgres.lifecycle_reads import buffered_counts, lifecycle_snapshot, read_epochs
 from memory.store.postgres.pool import Conn, embedding_meta, fetch, fetch_one
 from memory.store.rules import (
     ApiKeyRequest,
@@ -73,16 +73,6 @@ async def pending_after(conn: Conn, session_id: str, seq: int) -> tuple[int, flo
 async def column(conn: Conn, sql: str, *params: object) -> list[str]:
     """The first column of a query's rows, as strings."""
     return [str(next(iter(row.values()))) for row in await fetch(conn, sql, params)]
-
-
-async def buffered_counts(conn: Conn, keys: Sequence[str]) -> dict[str, int]:
-    rows = await fetch(
-        conn,
-        "SELECT scope_key, count(*) AS n FROM reflections WHERE scope_key = ANY(%s) "
-        "AND absorbed_into_version IS NULL GROUP BY scope_key",
-        (list(keys),),
-    )
-    return {key: 0 for key in keys} | {row["scope_key"]: int(row["n"]) for row in rows}
 
 
 async def formation_snapshot(conn: Conn, req: FormationRequest) -> FormationSnapshot:

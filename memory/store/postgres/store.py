@@ -32,7 +32,6 @@ from memory.models import (
 from memory.store.base import ReembedItem, Vector
 from memory.store.counts import ExportData
 from memory.store.planned import PlannedStore
-from memory.store.postgres import reembed, sessions
 from memory.store.postgres.codec import (
     consolidated_from_row,
     from_vector,
@@ -44,6 +43,12 @@ from memory.store.postgres.codec import (
 from memory.store.postgres.lifecycle_reads import export_data, read_epochs, user_agents
 from memory.store.postgres.pool import Conn, PostgresPool, connect, embedding_meta
 from memory.store.postgres.reads import api_key, facts_by_id, read_snapshot, read_state, reflection
+from memory.store.postgres.reembed import (
+    count_pending_reembeds,
+    pending_reembeds,
+    put_side_vectors,
+    switch_to_side_vectors,
+)
 from memory.store.postgres.schema import hnsw_index_sql, migrate
 from memory.store.postgres.search import (
     distinct,
@@ -51,6 +56,14 @@ from memory.store.postgres.search import (
     listed_facts,
     text_hits,
     vector_hits,
+)
+from memory.store.postgres.sessions import (
+    COLD_SESSIONS_SQL,
+    UNFINISHED_ENDED_SQL,
+    agent_sessions,
+    agent_users,
+    purge_ended,
+    session_view,
 )
 from memory.store.postgres.writes import apply_writes
 from memory.store.rules import Plan, Request, check_query_dimension
@@ -103,9 +116,7 @@ class PostgresStore(PostgresPool, PlannedStore):
     # ------------------------------------------------------------ sessions and messages
 
     async def get_session(self, session_id: str, agent_id: str | None = None) -> SessionInfo | None:
-        return await self._read(
-            partial(sessions.session_view, session_id=session_id, agent_id=agent_id)
-        )
+        return await self._read(partial(session_view, session_id=session_id, agent_id=agent_id))
 
     async def get_session_agent_state(
         self, session_id: str, agent_id: str
@@ -145,7 +156,7 @@ class PostgresStore(PostgresPool, PlannedStore):
             "min_tokens": min_weighted_tokens, "after_at": at, "after_session": session,
             "after_agent": agent, "limit": max(limit, 0),
         }  # fmt: skip
-        rows = await self._rows(sessions.COLD_SESSIONS_SQL, params)
+        rows = await self._rows(COLD_SESSIONS_SQL, params)
         return [state_from_row(row) for row in rows]
 
     async def end_session(self, session_id: str, agent_id: str, at: datetime) -> None:
@@ -165,12 +176,12 @@ class PostgresStore(PostgresPool, PlannedStore):
         self, *, ended_before: datetime, after: tuple[str, str] | None, limit: int
     ) -> list[tuple[str, str]]:
         params = (ended_before, *(after or ("", "")), max(limit, 0))
-        rows = await self._rows(sessions.UNFINISHED_ENDED_SQL, params)
+        rows = await self._rows(UNFINISHED_ENDED_SQL, params)
         return [(str(row["session_id"]), str(row["agent_id"])) for row in rows]
 
     async def purge_ended_sessions(self, ended_before: datetime, limit: int) -> list[str]:
         return await self._write(
-            partial(sessions.purge_ended, ended_before=ended_before, limit=max(limit, 0))
+            partial(purge_ended, ended_before=ended_before, limit=max(limit, 0))
         )
 
     # ------------------------------------------------------------ embeddings cache
@@ -251,20 +262,18 @@ class PostgresStore(PostgresPool, PlannedStore):
     # ------------------------------------------------------------ re-embedding
 
     async def reembed_pending(self, model: str, *, limit: int) -> list[ReembedItem]:
-        return await self._read(lambda conn: reembed.pending_reembeds(conn, model, limit))
+        return await self._read(lambda conn: pending_reembeds(conn, model, limit))
 
     async def count_reembed_pending(self, model: str) -> tuple[int, int]:
-        return await self._read(lambda conn: reembed.count_pending_reembeds(conn, model))
+        return await self._read(lambda conn: count_pending_reembeds(conn, model))
 
     async def put_reembedded(
         self, model: str, vectors: Sequence[tuple[ReembedItem, Vector]]
     ) -> None:
-        await self._write(lambda conn: reembed.put_side_vectors(conn, model, vectors))
+        await self._write(lambda conn: put_side_vectors(conn, model, vectors))
 
     async def switch_embedding(self, model: str, dimension: int) -> int:
-        switched = await self._write(
-            lambda conn: reembed.switch_to_side_vectors(conn, model, dimension)
-        )
+        switched = await self._write(lambda conn: switch_to_side_vectors(conn, model, dimension))
         self._meta = None
         return switched
 
@@ -351,14 +360,12 @@ class PostgresStore(PostgresPool, PlannedStore):
     # ------------------------------------------------------------ listings and API keys
 
     async def list_agent_users(self, agent_id: str, *, limit: int = 100) -> list[AgentUser]:
-        return await self._one(lambda conn: sessions.agent_users(conn, agent_id, max(limit, 0)))
+        return await self._one(lambda conn: agent_users(conn, agent_id, max(limit, 0)))
 
     async def list_agent_sessions(
         self, agent_id: str, *, user_id: str | None = None, limit: int = 100
     ) -> list[SessionInfo]:
-        return await self._read(
-            lambda conn: sessions.agent_sessions(conn, agent_id, user_id, max(limit, 0))
-        )
+        return await self._read(lambda conn: agent_sessions(conn, agent_id, user_id, max(limit, 0)))
 
     async def get_api_key(self, key_id: str) -> ApiKey | None:
         return await self._one(lambda conn: api_key(conn, key_id))
