@@ -23,6 +23,7 @@ import argparse
 import hashlib
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -164,6 +165,8 @@ def serve(cache: Path, gguf: Path, port: int, ctx: int, threads: int) -> None:
     sys.stdout.flush()
     args = [str(python), "-c", _SERVER, str(gguf), str(port), str(ctx), str(threads), MODEL_ALIAS]
     with subprocess.Popen(args) as proc:
+        # Stopped with SIGTERM (kill PID), the server goes with it.
+        signal.signal(signal.SIGTERM, lambda *_: proc.terminate())
         try:
             proc.wait()
         except KeyboardInterrupt:
