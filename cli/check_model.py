@@ -74,6 +74,8 @@ def _verdicts(q: Qualification, threshold: float) -> dict[str, tuple[StepFigures
         fallbacks = q.report.steps[step].fallbacks
         if not figures.calls:
             verdict = "FAIL: never called"
+        elif not figures.valid:
+            verdict = "FAIL: no valid answer"
         elif figures.valid_rate < threshold:
             verdict = f"FAIL: {figures.valid_rate:.0%} valid, below {threshold:.0%}"
         elif fallbacks:

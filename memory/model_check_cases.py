@@ -220,7 +220,9 @@ async def run_cases(llm: LLMProvider, settings: Settings, attempts: int = 3) -> 
     return results
 
 
-class _Probe(BaseModel):
+class SchemaProbe(BaseModel):
+    """Asked for while the prompt asks for other JSON: only an enforced schema yields it."""
+
     colour: Literal["red", "green"]
 
 
@@ -244,7 +246,7 @@ async def probe_structured(llm: LLMProvider, settings: Settings) -> tuple[Suppor
     saved = inner.options
     inner.options = replace(saved, structured_output="json_schema")
     try:
-        await inner.generate_structured(request, _Probe)
+        await inner.generate_structured(request, SchemaProbe)
     except MalformedOutputError:
         return "json_object", "the server ignores json_schema (its answer broke the schema)"
     except ProviderError as e:

@@ -81,10 +81,14 @@ _SCHEMAS = {
 }
 
 
-def task_of(request: Received) -> str:
+def _schema_name(request: Received) -> str:
     body: Any = request.body or {}
     schema = (body.get("response_format") or {}).get("json_schema") or {}
-    return _SCHEMAS.get(schema.get("name", ""), "consolidate")
+    return str(schema.get("name", ""))
+
+
+def task_of(request: Received) -> str:
+    return _SCHEMAS.get(_schema_name(request), "consolidate")
 
 
 class Replayer:
@@ -98,6 +102,9 @@ class Replayer:
         self.served: list[Recorded] = []
 
     def __call__(self, request: Received) -> Reply:
+        if _schema_name(request) == "SchemaProbe":
+            # check-model's question whether the server enforces a schema: as llama.cpp does.
+            return openai_chat('{"colour": "red"}')
         answer = next(self._cycles[task_of(request)])
         self.served.append(answer)
         return answer.reply()
