@@ -53,11 +53,7 @@ class Recorded:
         )
 
 
-@pytest.fixture(scope="session")
-def recorded() -> list[Recorded]:
-    path = find_data()
-    if path is None:
-        pytest.skip(f"real-model answers not found: set {ENV} or put ../shared next to the repo")
+def load_recorded(path: Path) -> list[Recorded]:
     lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     return [
         Recorded(
@@ -71,6 +67,24 @@ def recorded() -> list[Recorded]:
         )
         for d in lines
     ]
+
+
+@pytest.fixture(scope="session")
+def recorded() -> list[Recorded]:
+    path = find_data()
+    if path is None:
+        pytest.skip(f"real-model answers not found: set {ENV} or put ../shared next to the repo")
+    return load_recorded(path)
+
+
+# Answers of today's prompts, recorded by `mnemos check-model --record` against the real model
+# (bench/local_model.py serve) and committed: tests replay them with no model and no ../shared.
+CHECKED = Path(__file__).resolve().parent / "data" / "qwen2.5-coder-1.5b-instruct-q4_k_m.jsonl"
+
+
+@pytest.fixture(scope="session")
+def checked() -> list[Recorded]:
+    return load_recorded(CHECKED)
 
 
 # The schema name the OpenAI SDK sends for each structured task; consolidation is plain text.
