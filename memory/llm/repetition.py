@@ -3,8 +3,8 @@
 Small models at low temperature fall into loops: the same sentence or list entry again and again
 until the token cap (issue #22: a consolidation repeated two sentences to its 2,464-token cap,
 179 s on 2 cores). A bounded schema limits the damage, the token cap ends it, but both only after
-the whole budget is paid. This watches the text as it arrives and says when its newest words
-already occurred several times in a row, so the provider can hang up and raise the same error as
+the whole budget is paid. This watches the text as it arrives and says when a run of a dozen
+words has occurred for the third time, so the provider can hang up and raise the same error as
 for malformed output (the retry then samples hotter).
 
 The unit is the word (whitespace-separated), so JSON punctuation glued to words counts as part of
