@@ -30,7 +30,7 @@ from memory.embedding import make_embedder
 from memory.llm import choose_model, make_llm, resolve_provider
 from memory.model_check import STEPS, CheckReport, check_model
 from memory.model_check_cases import CaseResult, Support, probe_structured, run_cases
-from memory.model_check_record import CallRecord, Recorder, StepFigures, write_jsonl
+from memory.model_check_record import CallRecord, Recorder, StepFigures
 from memory.settings import Settings
 from memory.store.sqlite import SQLiteStore
 
@@ -47,11 +47,13 @@ class Qualification:
     calls: list[CallRecord]
 
 
-async def _check(settings: Settings, transcripts: list[Path], attempts: int) -> Qualification:
+async def _check(
+    settings: Settings, transcripts: list[Path], attempts: int, record: Path | None
+) -> Qualification:
     with tempfile.TemporaryDirectory(prefix="mnemos-check-") as scratch:
         store = SQLiteStore(Path(scratch) / "check.db")
         await store.setup()
-        recorder = Recorder(make_llm(settings))
+        recorder = Recorder(make_llm(settings), record)
         deps = Deps(settings=settings, store=store, llm=recorder, embedder=make_embedder(settings))
         try:
             support, note = await probe_structured(recorder, settings)
@@ -62,6 +64,7 @@ async def _check(settings: Settings, transcripts: list[Path], attempts: int) -> 
                 inner.options = dataclasses.replace(inner.options, structured_output=support)
             cases = await run_cases(recorder, settings, attempts)
             report = await check_model(deps, transcripts, attempts, CheckReport(recorder=recorder))
+            recorder.flush()  # with the validity the steps gave each answer
             return Qualification(support, note, mode, cases, report, recorder.calls)
         finally:
             await deps.close()
@@ -142,16 +145,13 @@ def check_model_command(
     transcripts = transcript or sorted(SAMPLES.glob("*.json"))
     if not transcripts:
         fail(f"no transcripts in {SAMPLES}")
+    recorded = record / _record_name(settings, resolve_provider(settings)) if record else None
     with progress(f"qualifying the configured model on cases and {len(transcripts)} transcript(s)"):
-        q = run(_check(settings, transcripts, attempts), settings)
+        q = run(_check(settings, transcripts, attempts, recorded), settings)
     verdicts = _verdicts(q, threshold)
     right = sum(c.passed for c in q.cases)
     accuracy = right / len(q.cases) if q.cases else 0.0
     passed = all(v == "PASS" for _, v in verdicts.values()) and accuracy >= min_accuracy
-    recorded = None
-    if record is not None:
-        recorded = record / _record_name(settings, resolve_provider(settings))
-        write_jsonl(recorded, q.calls)
     data = {
         "passed": passed,
         "threshold": threshold,

@@ -71,11 +71,17 @@ def _round(value: float | None) -> float | None:
 class Recorder(LLMProvider):
     """The configured provider, every call recorded. ``what`` names the work in progress."""
 
-    def __init__(self, inner: LLMProvider) -> None:
+    def __init__(self, inner: LLMProvider, path: Path | None = None) -> None:
         self.inner = inner
         self.name = inner.name
         self.calls: list[CallRecord] = []
         self.what = ""
+        # Written after every call: a run stopped halfway (a slow CPU) keeps what it measured.
+        self.path = path
+
+    def flush(self) -> None:
+        if self.path is not None:
+            write_jsonl(self.path, self.calls)
 
     def _record(
         self,
@@ -101,6 +107,7 @@ class Recorder(LLMProvider):
                 error=str(error)[:300] if error else None,
             )
         )
+        self.flush()
 
     async def generate_structured[M: BaseModel](
         self, request: LLMRequest, schema: type[M]
