@@ -94,7 +94,8 @@ def _step_line(step: str, f: StepFigures, verdict: str) -> str:
     read = f"{f.prompt_per_s:.1f}" if f.prompt_per_s is not None else "-"
     return (
         f"{step:<20} valid {f.valid}/{f.calls}  s/call p50 {f.seconds_p50:.1f} max "
-        f"{f.seconds_max:.1f}  tokens {f.tokens_in} in / {f.tokens_out} out  "
+        f"{f.seconds_max:.1f}  tokens {f.tokens_in} in ({f.tokens_cached} cached) / "
+        f"{f.tokens_out} out  "
         f"tok/s gen {gen} prompt {read}  {verdict}"
     )
 

@@ -34,6 +34,7 @@ class CallRecord:
     seconds: float
     first_token_seconds: float | None
     content: str
+    cached_tokens: int | None = None  # prompt tokens the server's prefix cache supplied
     error: str | None = None
     valid: bool = False  # set by the step: the answer passed the schema and the step's checks
 
@@ -104,6 +105,7 @@ class Recorder(LLMProvider):
                 seconds=round(usage.seconds if usage and usage.seconds else seconds, 3),
                 first_token_seconds=usage.first_token_seconds if usage else None,
                 content=content or "",
+                cached_tokens=usage.cached_input_tokens if usage else None,
                 error=str(error)[:300] if error else None,
             )
         )
@@ -148,6 +150,7 @@ class StepFigures:
     seconds_p50: float
     seconds_max: float
     tokens_in: int
+    tokens_cached: int
     tokens_out: int
     generated_per_s: float | None
     prompt_per_s: float | None
@@ -164,6 +167,7 @@ class StepFigures:
             seconds_p50=round(statistics.median(seconds), 2) if seconds else 0.0,
             seconds_max=round(max(seconds, default=0.0), 2),
             tokens_in=sum(c.prompt_tokens for c in done),
+            tokens_cached=sum(c.cached_tokens or 0 for c in done),
             tokens_out=sum(c.completion_tokens for c in done),
             generated_per_s=_round(statistics.median(gen)) if gen else None,
             prompt_per_s=_round(statistics.median(read)) if read else None,

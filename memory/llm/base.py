@@ -96,6 +96,8 @@ class Usage(BaseModel):
     # server, mostly reading the prompt), so generation speed is known apart from prompt speed.
     seconds: float | None = None
     first_token_seconds: float | None = None
+    # Prompt tokens the server took from its prefix cache instead of reading them (when it says).
+    cached_input_tokens: int | None = None
 
 
 class LLMResult[T](BaseModel):

@@ -97,6 +97,7 @@ class OpenAIProvider(LLMProvider):
         finish: str | None = None
         model = ""
         usage: Any = None
+        timings: Any = None
         loop = LoopDetector()
         with provider_errors(self.name, [self._api_key]):
             stream = await self._client.chat.completions.create(
@@ -111,6 +112,8 @@ class OpenAIProvider(LLMProvider):
                     chunks += 1
                     model = chunk.model or model
                     usage = chunk.usage or usage
+                    # llama.cpp's own figures: cache_n prompt tokens came from its cache.
+                    timings = getattr(chunk, "timings", None) or timings
                     for choice in chunk.choices:
                         if choice.delta.content:
                             first = first or time.perf_counter() - started
@@ -149,6 +152,7 @@ class OpenAIProvider(LLMProvider):
                 output_tokens=getattr(usage, "completion_tokens", 0) or 0,
                 seconds=round(time.perf_counter() - started, 3),
                 first_token_seconds=round(first, 3) if first is not None else None,
+                cached_input_tokens=_cached(usage, timings),
             ),
         )
 
@@ -188,3 +192,15 @@ class OpenAIProvider(LLMProvider):
 
     async def close(self) -> None:
         await self._client.close()
+
+
+def _cached(usage: Any, timings: Any) -> int | None:
+    """Prompt tokens served from the server's prefix cache: OpenAI's usage details, else
+    llama.cpp's timings; None when the server does not say."""
+    details = getattr(usage, "prompt_tokens_details", None)
+    cached = getattr(details, "cached_tokens", None)
+    if isinstance(cached, int):
+        return cached
+    if isinstance(timings, dict) and isinstance(timings.get("cache_n"), int):
+        return int(timings["cache_n"])
+    return None
