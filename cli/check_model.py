@@ -16,6 +16,7 @@ replay offline (tests/realmodel).
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 import tempfile
 from dataclasses import dataclass
@@ -167,6 +168,9 @@ def check_model_command(
         "degraded": q.report.degraded,
         "recorded": str(recorded) if recorded else None,
     }
+
+    if recorded is not None:  # the verdicts next to the answers: a replay must reach the same
+        recorded.with_suffix(".report.json").write_text(json.dumps(data, indent=2) + "\n")
 
     def text() -> str:
         setting = (
