@@ -3,9 +3,9 @@ trusting a model (a local one especially) with an agent's memory.
 
 In one process, against a scratch SQLite store (nothing is written to yours), it:
 1. asks the server whether it enforces a JSON schema, and says which mode the run uses;
-2. runs fixed cases with known right answers (memory/model_check_cases.py): a duplicate, a
-   correction, a new fact, a relative date, a user-vs-agent scope choice;
-3. forms the bundled transcripts (samples/*.json) through the four LLM steps and consolidates.
+2. forms the bundled transcripts (samples/*.json) through the four LLM steps and consolidates;
+3. runs fixed cases with known right answers (memory/model_check_cases.py): a duplicate, a
+   correction, a new fact, a relative date, a user-vs-agent scope choice.
 Per step it prints the model calls, how many answers were valid, time per call, tokens and
 tokens/s, and PASS or FAIL: a step never called FAILs (it has shown nothing), as does one below
 the validity threshold or one whose fallback was taken. Exit code 1 on any FAIL or when the cases'
@@ -63,8 +63,8 @@ async def _check(
             if support in ("json_schema", "json_object") and hasattr(inner, "options"):
                 # The run uses what the server supports; the output says which setting that is.
                 inner.options = dataclasses.replace(inner.options, structured_output=support)
-            cases = await run_cases(recorder, settings, attempts)
             report = await check_model(deps, transcripts, attempts, CheckReport(recorder=recorder))
+            cases = await run_cases(recorder, settings, attempts)
             recorder.flush()  # with the validity the steps gave each answer
             return Qualification(support, note, mode, cases, report, recorder.calls)
         finally:
