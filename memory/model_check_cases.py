@@ -6,7 +6,8 @@ way the pipeline does (``dedup.resolve`` for decisions), then compares it with t
 
 - decide_facts: a fact stated again in other words is NONE, a correction is an UPDATE of the
   fact it corrects (not of its neighbour), a different fact next to a similar one is an ADD;
-- extract_facts: a relative date ("yesterday") is written as the absolute date, and a personal
+- extract_facts: a relative date ("yesterday") ends as the absolute date (the model's, or the
+  pipeline's rule in memory/dates.py on what the model kept), and a personal
   fact is user scope while a fact about the shared world is agent scope.
 
 It also asks the server whether it enforces a JSON schema (llama.cpp, vLLM and Ollama do; an
@@ -23,6 +24,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from memory.dates import resolve_relative_dates
 from memory.errors import InvalidModelOutputError, MalformedOutputError, ProviderError
 from memory.llm import Purpose, choose_model
 from memory.llm.base import LLMProvider, LLMRequest, Retry
@@ -168,7 +170,8 @@ async def relative_date_case(llm: LLMProvider, settings: Settings, attempts: int
 
     def check(answer: ExtractedFacts) -> str:
         job = [f.content for f in answer.facts if "siemens" in f.content.lower()]
-        return job[0] if job else "(no fact about the job)"
+        # As formation stores it: a relative date the model left is resolved by rule (dates.py).
+        return resolve_relative_dates(job[0], _SAID_AT) if job else "(no fact about the job)"
 
     got = await _ask(llm, settings, task, "fast", ExtractedFacts, check, attempts)
     text = str(got or "no valid answer")

@@ -160,7 +160,9 @@ class OpenAIProvider(LLMProvider):
         self, request: LLMRequest, schema: type[M]
     ) -> LLMResult[M]:
         mode = self.options.structured_output
-        answer = await self._stream(request, response_format=response_format(schema, mode))
+        answer = await self._stream(
+            request, response_format=response_format(schema, mode, _speakers(request))
+        )
         if answer.finish_reason == "length":
             raise MalformedOutputError(
                 f"{self.name} output does not fit the schema: cut at the output token limit",
@@ -204,3 +206,12 @@ def _cached(usage: Any, timings: Any) -> int | None:
     if isinstance(timings, dict) and isinstance(timings.get("cache_n"), int):
         return int(timings["cache_n"])
     return None
+
+
+def _speakers(request: LLMRequest) -> list[str] | None:
+    """The speaker ids a ``speaker`` field may name: those of the prompt's messages (None when
+    the task shows no messages)."""
+    messages = getattr(request.task_input, "messages", None)
+    if messages is None:
+        return None
+    return [m.user_id for m in messages if m.user_id]

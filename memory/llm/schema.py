@@ -12,6 +12,7 @@ candidate, a word limit) is checked after parsing, and a violation is retried.
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel
@@ -23,11 +24,33 @@ Mode = Literal["json_schema", "json_object"]
 _DROP = ("title", "default")
 
 
-def strict_schema(model: type[BaseModel]) -> dict[str, Any]:
-    """The model's JSON schema in strict form: all properties required, no others allowed."""
+def strict_schema(model: type[BaseModel], speakers: Sequence[str] | None = None) -> dict[str, Any]:
+    """The model's JSON schema in strict form: all properties required, no others allowed.
+
+    With ``speakers`` (the speaker ids of the window's messages), every ``speaker`` property is
+    an enum of them or null: a small model wrote a user's display name ("Alice") where the id
+    ("alice") was asked for, and the item was dropped as nobody's; a grammar makes that
+    impossible."""
     schema = copy.deepcopy(model.model_json_schema())
     _strict(schema)
+    if speakers is not None:
+        _enum_speakers(schema, sorted(set(speakers)))
     return schema
+
+
+def _enum_speakers(node: Any, speakers: list[str]) -> None:
+    if isinstance(node, list):
+        for item in node:
+            _enum_speakers(item, speakers)
+    elif isinstance(node, dict):
+        props = node.get("properties")
+        if isinstance(props, dict) and "speaker" in props:
+            choices: list[dict[str, Any]] = [{"type": "null"}]
+            if speakers:
+                choices.insert(0, {"type": "string", "enum": speakers})
+            props["speaker"] = {"anyOf": choices}
+        for value in node.values():
+            _enum_speakers(value, speakers)
 
 
 def _strict(node: Any) -> None:
@@ -52,11 +75,14 @@ def _strict(node: Any) -> None:
             _strict(value)
 
 
-def response_format(model: type[BaseModel], mode: Mode) -> dict[str, Any]:
+def response_format(
+    model: type[BaseModel], mode: Mode, speakers: Sequence[str] | None = None
+) -> dict[str, Any]:
     """The ``response_format`` of a chat completion asking for this model's JSON."""
     if mode == "json_object":
         return {"type": "json_object"}
+    schema = strict_schema(model, speakers)
     return {
         "type": "json_schema",
-        "json_schema": {"name": model.__name__, "strict": True, "schema": strict_schema(model)},
+        "json_schema": {"name": model.__name__, "strict": True, "schema": schema},
     }
