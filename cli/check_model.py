@@ -1,11 +1,25 @@
-"""`mnemos check-model`: does the configured model form memory? Runs the four LLM steps on the
-bundled transcripts (samples/*.json) in one process against a scratch SQLite store, and prints per
-step the schema-valid rate, the fallbacks taken, tokens in/out and latency
-(memory/model_check.py). Exit code 1 when a step's valid rate is below the threshold."""
+"""`mnemos check-model`: can the configured model form memory? The qualification to run before
+trusting a model (a local one especially) with an agent's memory.
+
+In one process, against a scratch SQLite store (nothing is written to yours), it:
+1. asks the server whether it enforces a JSON schema, and says which mode the run uses;
+2. forms the bundled transcripts (samples/*.json) through the four LLM steps and consolidates;
+3. runs fixed cases with known right answers (memory/model_check_cases.py): a duplicate, a
+   correction, a new fact, a relative date, a user-vs-agent scope choice.
+Per step it prints the model calls, how many answers were valid, time per call, tokens and
+tokens/s, and PASS or FAIL: a step never called FAILs (it has shown nothing), as does one below
+the validity threshold or one whose fallback was taken. Exit code 1 on any FAIL or when the cases'
+accuracy is below ``--min-accuracy``. ``--record DIR`` saves every answer as JSON lines that tests
+replay offline (tests/realmodel).
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import re
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
@@ -14,25 +28,82 @@ import typer
 from cli.common import JsonOption, emit, fail, load_settings, progress, run
 from memory.deps import Deps
 from memory.embedding import make_embedder
-from memory.llm import make_llm
-from memory.model_check import CheckReport, check_model
+from memory.llm import choose_model, make_llm, resolve_provider
+from memory.model_check import STEPS, CheckReport, check_model
+from memory.model_check_cases import CaseResult, Support, probe_structured, run_cases
+from memory.model_check_record import CallRecord, Recorder, StepFigures
 from memory.settings import Settings
 from memory.store.sqlite import SQLiteStore
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 
 
-async def _check(settings: Settings, transcripts: list[Path], attempts: int) -> CheckReport:
+@dataclass
+class Qualification:
+    support: Support
+    support_note: str
+    mode: str
+    cases: list[CaseResult]
+    report: CheckReport
+    calls: list[CallRecord]
+
+
+async def _check(
+    settings: Settings, transcripts: list[Path], attempts: int, record: Path | None
+) -> Qualification:
     with tempfile.TemporaryDirectory(prefix="mnemos-check-") as scratch:
         store = SQLiteStore(Path(scratch) / "check.db")
         await store.setup()
-        deps = Deps(
-            settings=settings, store=store, llm=make_llm(settings), embedder=make_embedder(settings)
-        )
+        recorder = Recorder(make_llm(settings), record)
+        deps = Deps(settings=settings, store=store, llm=recorder, embedder=make_embedder(settings))
         try:
-            return await check_model(deps, transcripts, attempts)
+            support, note = await probe_structured(recorder, settings)
+            mode = support
+            inner = recorder.inner
+            if support in ("json_schema", "json_object") and hasattr(inner, "options"):
+                # The run uses what the server supports; the output says which setting that is.
+                inner.options = dataclasses.replace(inner.options, structured_output=support)
+            report = await check_model(deps, transcripts, attempts, CheckReport(recorder=recorder))
+            cases = await run_cases(recorder, settings, attempts)
+            recorder.flush()  # with the validity the steps gave each answer
+            return Qualification(support, note, mode, cases, report, recorder.calls)
         finally:
             await deps.close()
+
+
+def _verdicts(q: Qualification, threshold: float) -> dict[str, tuple[StepFigures, str]]:
+    out = {}
+    for step in STEPS:
+        figures = StepFigures.of(c for c in q.calls if c.task == step)
+        fallbacks = q.report.steps[step].fallbacks
+        if not figures.calls:
+            verdict = "FAIL: never called"
+        elif not figures.valid:
+            verdict = "FAIL: no valid answer"
+        elif figures.valid_rate < threshold:
+            verdict = f"FAIL: {figures.valid_rate:.0%} valid, below {threshold:.0%}"
+        elif fallbacks:
+            verdict = f"FAIL: fallback taken {fallbacks}x"
+        else:
+            verdict = "PASS"
+        out[step] = (figures, verdict)
+    return out
+
+
+def _step_line(step: str, f: StepFigures, verdict: str) -> str:
+    gen = f"{f.generated_per_s:.1f}" if f.generated_per_s is not None else "-"
+    read = f"{f.prompt_per_s:.1f}" if f.prompt_per_s is not None else "-"
+    return (
+        f"{step:<20} valid {f.valid}/{f.calls}  s/call p50 {f.seconds_p50:.1f} max "
+        f"{f.seconds_max:.1f}  tokens {f.tokens_in} in ({f.tokens_cached} cached) / "
+        f"{f.tokens_out} out  "
+        f"tok/s gen {gen} prompt {read}  {verdict}"
+    )
+
+
+def _record_name(settings: Settings, provider: str) -> str:
+    model = choose_model(settings, provider, "fast", 0)
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", model).strip("-") + ".jsonl"
 
 
 def check_model_command(
@@ -48,43 +119,79 @@ def check_model_command(
     ] = None,
     threshold: Annotated[
         float,
-        typer.Option(min=0.0, max=1.0, help="Least schema-valid rate of every step."),
+        typer.Option(min=0.0, max=1.0, help="Least share of valid answers of every step."),
+    ] = 0.8,
+    min_accuracy: Annotated[
+        float,
+        typer.Option(min=0.0, max=1.0, help="Least share of fixed cases answered right."),
     ] = 0.8,
     attempts: Annotated[
         int, typer.Option(min=1, help="Attempts of a step before its fallback.")
     ] = 3,
+    record: Annotated[
+        Path | None,
+        typer.Option(
+            "--record",
+            help="Directory to save every answer in (JSON lines, replayable by tests).",
+            file_okay=False,
+        ),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Run the four LLM steps of formation against the configured provider and measure them.
+    """Qualify the configured model for memory formation: every step, fixed cases, speed.
 
-    Which local model works? Point MNEMOS_MODELS__PROVIDER / __BASE_URL at it (Ollama, llama.cpp,
-    vLLM) and run this: nothing is written to your store.
+    Point MNEMOS_MODELS__PROVIDER / __BASE_URL at a local server (Ollama, llama.cpp, vLLM) and
+    run this: nothing is written to your store.
     """
     settings = load_settings()
     transcripts = transcript or sorted(SAMPLES.glob("*.json"))
     if not transcripts:
         fail(f"no transcripts in {SAMPLES}")
-    with progress(f"forming {len(transcripts)} transcript(s) with the configured model"):
-        report = run(_check(settings, transcripts, attempts), settings)
-    passed = report.passed(threshold)
+    recorded = record / _record_name(settings, resolve_provider(settings)) if record else None
+    with progress(f"qualifying the configured model on cases and {len(transcripts)} transcript(s)"):
+        q = run(_check(settings, transcripts, attempts, recorded), settings)
+    verdicts = _verdicts(q, threshold)
+    right = sum(c.passed for c in q.cases)
+    accuracy = right / len(q.cases) if q.cases else 0.0
+    passed = all(v == "PASS" for _, v in verdicts.values()) and accuracy >= min_accuracy
     data = {
         "passed": passed,
         "threshold": threshold,
+        "structured_output": {"server": q.support, "note": q.support_note, "used": q.mode},
         "steps": {
-            step: {
-                "calls": s.calls,
-                "valid": s.valid,
-                "valid_rate": round(s.valid_rate, 3),
-                "fallbacks": s.fallbacks,
-                "tokens_in": s.tokens_in,
-                "tokens_out": s.tokens_out,
-                "latency_seconds": [round(x, 3) for x in s.seconds],
-            }
-            for step, s in report.steps.items()
+            step: dataclasses.asdict(f)
+            | {"verdict": v, "fallbacks": q.report.steps[step].fallbacks}
+            for step, (f, v) in verdicts.items()
         },
-        "degraded": report.degraded,
+        "cases": [dataclasses.asdict(c) for c in q.cases],
+        "accuracy": round(accuracy, 3),
+        "degraded": q.report.degraded,
+        "recorded": str(recorded) if recorded else None,
     }
-    verdict = "PASS" if passed else f"FAIL: a step is below {threshold:.0%} schema-valid"
-    emit(data, as_json=as_json, text=lambda: "\n".join([*report.lines(), verdict]))
+
+    if recorded is not None:  # the verdicts next to the answers: a replay must reach the same
+        recorded.with_suffix(".report.json").write_text(json.dumps(data, indent=2) + "\n")
+
+    def text() -> str:
+        setting = (
+            f" (set MNEMOS_MODELS__STRUCTURED_OUTPUT={q.mode})"
+            if q.mode != settings.models.structured_output and q.mode != "native"
+            else ""
+        )
+        lines = [f"structured output: {q.support_note}; this run uses {q.mode}{setting}"]
+        lines += [_step_line(step, f, v) for step, (f, v) in verdicts.items()]
+        lines += [
+            f"case {c.name:<20} {c.step:<14} expected {c.expected}; got {c.got[:120]}  "
+            f"{'PASS' if c.passed else 'FAIL'}"
+            for c in q.cases
+        ]
+        lines.append(f"accuracy {right}/{len(q.cases)} ({accuracy:.0%})")
+        lines += [f"degraded: {d}" for d in q.report.degraded]
+        if recorded:
+            lines.append(f"answers recorded in {recorded}")
+        lines.append("PASS" if passed else "FAIL")
+        return "\n".join(lines)
+
+    emit(data, as_json=as_json, text=text)
     if not passed:
         raise typer.Exit(1)

@@ -67,8 +67,11 @@ class ProviderError(MnemosError):
 class MalformedOutputError(ProviderError):
     """The model answered, but not with what the schema asks. Worth a retry; not worth storing."""
 
-    def __init__(self, message: str, *, provider: str = "") -> None:
+    def __init__(self, message: str, *, provider: str = "", content: str | None = None) -> None:
         super().__init__(message, retryable=True, provider=provider)
+        # What the model answered (for `mnemos check-model --record`); never in the message,
+        # which reaches logs and histories.
+        self.content = content
 
 
 class InvalidModelOutputError(MnemosError):

@@ -20,6 +20,7 @@ from pathlib import Path
 from memory.deps import Deps
 from memory.errors import InvalidModelOutputError, MalformedOutputError
 from memory.llm.base import Retry
+from memory.model_check_record import Recorder
 from memory.models import AgentConfig, MessageIn, ScopeKey
 from memory.pipeline import commit, consolidation, dedup, facts, reflections, window
 from memory.pipeline.types import (
@@ -62,6 +63,8 @@ class StepStats:
 class CheckReport:
     steps: dict[str, StepStats] = field(default_factory=lambda: {s: StepStats() for s in STEPS})
     degraded: list[str] = field(default_factory=list)
+    # Set by `mnemos check-model`: every model call, marked valid when its step accepted it.
+    recorder: Recorder | None = None
 
     def passed(self, threshold: float) -> bool:
         """Every step that was called answered schema-valid at least this often."""
@@ -72,13 +75,18 @@ class CheckReport:
 
 
 async def attempt[T](
-    stats: StepStats, call: Callable[[Retry], Awaitable[T]], attempts: int
+    stats: StepStats,
+    call: Callable[[Retry], Awaitable[T]],
+    attempts: int,
+    recorder: Recorder | None = None,
 ) -> tuple[T | None, str]:
-    """(the step's result, "") or (None, why its output stayed unusable after ``attempts``)."""
+    """(the step's result, "") or (None, why its output stayed unusable after ``attempts``).
+    With a recorder, the model call an accepted attempt made is marked valid."""
     rejected: str | None = None
     for n in range(1, attempts + 1):
         stats.calls += 1
         started = time.perf_counter()
+        before = len(recorder.calls) if recorder else 0
         try:
             out = await call(Retry(attempt=n, rejected=rejected))
         except (InvalidModelOutputError, MalformedOutputError) as e:
@@ -87,6 +95,8 @@ async def attempt[T](
             continue
         stats.seconds.append(time.perf_counter() - started)
         stats.valid += 1
+        for made in recorder.calls[before:] if recorder else []:
+            made.valid = True
         llm: list[LlmCall] = getattr(out, "llm", [])
         stats.tokens_in += sum(c.input_tokens for c in llm)
         stats.tokens_out += sum(c.output_tokens for c in llm)
@@ -109,9 +119,9 @@ async def form_session(
 
 
 async def _form_window(deps: Deps, w: Window, report: CheckReport, attempts: int) -> None:
-    steps = report.steps
+    steps, rec = report.steps, report.recorder
     extracted, why = await attempt(
-        steps["extract_facts"], lambda r: facts.extract_facts(deps, w, r), attempts
+        steps["extract_facts"], lambda r: facts.extract_facts(deps, w, r), attempts, rec
     )
     if extracted is None:
         report.degraded.append(f"{w.formation_id} extract_facts: {why}")
@@ -121,7 +131,10 @@ async def _form_window(deps: Deps, w: Window, report: CheckReport, attempts: int
     decided: DecisionsResult | None
     if candidates.by_new_index:  # only then is the model asked
         decided, why = await attempt(
-            steps["decide_facts"], lambda r: dedup.decide(deps, w, new, candidates, r), attempts
+            steps["decide_facts"],
+            lambda r: dedup.decide(deps, w, new, candidates, r),
+            attempts,
+            rec,
         )
     else:
         decided = await dedup.decide(deps, w, new, candidates)
@@ -133,6 +146,7 @@ async def _form_window(deps: Deps, w: Window, report: CheckReport, attempts: int
         steps["extract_reflections"],
         lambda r: reflections.extract_reflections(deps, w, formed, r),
         attempts,
+        rec,
     )
     if reflected is None:
         report.degraded.append(f"{w.formation_id} extract_reflections: {why}")
@@ -149,7 +163,10 @@ async def consolidate(
 ) -> None:
     """ConsolidateScope's step; its fallback keeps the buffer for a later run."""
     draft, why = await attempt(
-        report.steps["consolidate"], lambda r: consolidation.draft(deps, req, r), attempts
+        report.steps["consolidate"],
+        lambda r: consolidation.draft(deps, req, r),
+        attempts,
+        report.recorder,
     )
     if draft is None:
         report.degraded.append(f"consolidate {req.key.key}: {why}")
@@ -164,15 +181,19 @@ def load_transcript(path: Path) -> tuple[AgentConfig, str, list[MessageIn]]:
     return AgentConfig.model_validate(data["agent"]), data["session_id"], messages
 
 
-async def check_model(deps: Deps, transcripts: list[Path], attempts: int = 3) -> CheckReport:
+async def check_model(
+    deps: Deps, transcripts: list[Path], attempts: int = 3, report: CheckReport | None = None
+) -> CheckReport:
     """Record each transcript in ``deps.store`` (a scratch store) and form it; then consolidate
     every scope that still holds reflections, whatever its threshold."""
-    report = CheckReport()
+    report = report or CheckReport()
     cfg = deps.settings.formation
     weights = {r: cfg.weight(r) for r in ("user", "agent", "tool", "system", "other")}
     keys: set[ScopeKey] = set()
     for path in transcripts:
         agent, session_id, messages = load_transcript(path)
+        if report.recorder:
+            report.recorder.what = f"sample {path.name}"
         await deps.store.upsert_agent(agent)
         await deps.store.record_messages(
             session_id,
@@ -184,6 +205,8 @@ async def check_model(deps: Deps, transcripts: list[Path], attempts: int = 3) ->
         )
         keys |= await form_session(deps, agent.agent_id, session_id, report, attempts)
     for key in sorted(keys, key=lambda k: k.key):
+        if report.recorder:
+            report.recorder.what = f"consolidate {key.scope}"
         if await deps.store.unabsorbed_reflections(key, limit=1):
             await consolidate(deps, ConsolidationRequest(key=key, force=True), report, attempts)
     return report

@@ -218,6 +218,20 @@ class ModelSettings(_Group):
     )
     request_timeout_seconds: float = Field(60, gt=0, description="HTTP timeout of one LLM call")
     temperature: float = Field(0.0, ge=0, le=2, description="Sampling temperature")
+    structured_output: Literal["json_schema", "json_object"] = Field(
+        "json_schema",
+        description="How OpenAI-compatible servers are asked for structured answers: json_schema"
+        " (the server enforces the schema, e.g. llama.cpp's grammar) or json_object (JSON only,"
+        " validated here) for servers without schema support; `mnemos check-model` says which works",
+    )
+    repeat_penalty: float | None = Field(
+        1.1,
+        ge=0,
+        description="llama.cpp's repeat_penalty sent to OpenAI-compatible servers (None: not sent)",
+    )
+    frequency_penalty: float | None = Field(
+        None, ge=-2, le=2, description="OpenAI frequency_penalty (None: not sent)"
+    )
 
 
 class EmbeddingSettings(_Group):

@@ -164,6 +164,29 @@ def gemini_embeddings(request: Received) -> Reply:
     return Reply(body={"embeddings": embeddings})
 
 
+def as_stream(completion: dict[str, Any], piece: int = 16) -> bytes:
+    """A chat.completion body as the server-sent events of the same answer streamed: the content
+    in pieces of ``piece`` characters, the finish reason, then a usage-only chunk and [DONE]."""
+    [choice] = completion["choices"]
+    message = choice["message"]
+    content = message.get("content") or ""
+    head = {k: completion[k] for k in ("id", "created", "model")} | {
+        "object": "chat.completion.chunk"
+    }
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return head | {"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+    events = [chunk({"role": "assistant", "content": ""})]
+    if message.get("refusal"):
+        events.append(chunk({"refusal": message["refusal"]}))
+    events += [chunk({"content": content[i : i + piece]}) for i in range(0, len(content), piece)]
+    events.append(chunk({}, choice["finish_reason"]))
+    events.append(head | {"choices": [], "usage": completion.get("usage")})
+    lines = [f"data: {json.dumps(e)}\n\n" for e in events] + ["data: [DONE]\n\n"]
+    return "".join(lines).encode()
+
+
 def _default_reply(request: Received) -> Reply:
     if request.path.endswith("/v1/embeddings"):
         return openai_embeddings(request)
@@ -258,9 +281,14 @@ class FakeProviderServer:
                 payload = (
                     reply.body if isinstance(reply.body, bytes) else json.dumps(reply.body).encode()
                 )
+                content_type = "application/json"
+                streamed = isinstance(body, dict) and body.get("stream") is True
+                if streamed and isinstance(reply.body, dict) and "choices" in reply.body:
+                    # A scripted completion, sent as the client asked: streamed.
+                    payload, content_type = as_stream(reply.body), "text/event-stream"
                 try:
                     self.send_response(reply.status)
-                    self.send_header("content-type", "application/json")
+                    self.send_header("content-type", content_type)
                     self.send_header("content-length", str(len(payload)))
                     for name, value in reply.headers.items():
                         self.send_header(name, value)

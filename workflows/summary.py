@@ -8,7 +8,8 @@ from collections import Counter
 
 from pydantic import BaseModel, Field
 
-from memory.pipeline.types import CommitResult, Decision, LlmCall
+from memory.pipeline.predecide import by_rule
+from memory.pipeline.types import DEGRADED, CommitResult, Decision, LlmCall
 
 _MEMO_DEGRADED = 40
 
@@ -36,6 +37,10 @@ class FormationSummary(BaseModel):
     llm_calls: list[LlmCall] = Field(default_factory=list)
     embedding_calls: int = 0
     decisions_redone: int = Field(0, description="Stale decisions decided again")
+    decisions_by_rule: int = Field(
+        0, description="Dedup decisions that needed no model (memory/pipeline/predecide.py)"
+    )
+    decisions_by_model: int = Field(0, description="Dedup decisions the model made")
     duration_ms: int = 0
     degraded: list[DegradedStep] = Field(default_factory=list)
 
@@ -59,6 +64,12 @@ class FormationSummary(BaseModel):
         counts = Counter(self.decisions)
         counts.update(d.event for d in decisions)
         self.decisions = dict(counts)
+        rule = sum(by_rule(d) for d in decisions)
+        self.decisions_by_rule += rule
+        # A fallback's decisions (degraded) were made by neither.
+        self.decisions_by_model += (
+            sum(not d.reasoning.startswith(DEGRADED) for d in decisions) - rule
+        )
 
     def memo(self) -> dict[str, object]:
         tokens_in = sum(c.input_tokens for c in self.llm_calls)
@@ -75,6 +86,8 @@ class FormationSummary(BaseModel):
             "facts_updated": self.facts_updated,
             "facts_invalidated": self.facts_invalidated,
             "reflections_added": self.reflections_added,
+            "decisions_by_rule": self.decisions_by_rule,
+            "decisions_by_model": self.decisions_by_model,
             "tokens_in": tokens_in,
             "tokens_out": tokens_out,
         } | self._degraded_memo()

@@ -54,7 +54,7 @@ def make_llm(settings: Settings) -> LLMProvider:
                 )
             return GeminiProvider(api_key=key, timeout=models.request_timeout_seconds)
         case "openai" | "openai_compatible" as name:
-            from memory.llm.openai_provider import OpenAIProvider
+            from memory.llm.openai_provider import OpenAIProvider, ServerOptions
 
             key = configured_key or openai_api_key()
             if name == "openai" and not key:
@@ -70,6 +70,11 @@ def make_llm(settings: Settings) -> LLMProvider:
                 base_url=models.base_url if name == "openai_compatible" else None,
                 timeout=models.request_timeout_seconds,
                 name=name,
+                options=ServerOptions(
+                    structured_output=models.structured_output,
+                    repeat_penalty=models.repeat_penalty,
+                    frequency_penalty=models.frequency_penalty,
+                ),
             )
         case _:
             return HeuristicProvider()

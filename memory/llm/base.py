@@ -95,6 +95,12 @@ class Usage(BaseModel):
     model: str
     input_tokens: int = 0
     output_tokens: int = 0
+    # Measured by providers that stream: the whole call, and until its first token (on a local
+    # server, mostly reading the prompt), so generation speed is known apart from prompt speed.
+    seconds: float | None = None
+    first_token_seconds: float | None = None
+    # Prompt tokens the server took from its prefix cache instead of reading them (when it says).
+    cached_input_tokens: int | None = None
 
 
 class LLMResult[T](BaseModel):
@@ -102,6 +108,7 @@ class LLMResult[T](BaseModel):
 
     value: T
     usage: Usage
+    raw: str | None = None  # the answer's text as received, when the provider has it
 
 
 class LLMProvider(abc.ABC):

@@ -1,20 +1,49 @@
-"""OpenAI and OpenAI-compatible servers through the official SDK (chat completions)."""
+"""OpenAI and OpenAI-compatible servers (llama.cpp, vLLM, Ollama) through the official SDK.
+
+Every answer is streamed, so a looping answer is cut as soon as it repeats itself (repetition.py)
+instead of after its whole token budget. Structured answers are asked for with the task's schema
+in strict form (schema.py), which the server enforces; a server without schema support is asked
+for a JSON object (``structured_output = "json_object"``) and the answer validated here. Against
+OpenAI-compatible servers the repetition controls they have are passed (llama.cpp's
+``repeat_penalty``, the standard ``frequency_penalty``).
+"""
 
 from __future__ import annotations
 
-from typing import Literal
+import time
+from dataclasses import dataclass
+from typing import Any, Literal
 
 import openai
+import pydantic
 from openai.types.chat import ChatCompletionMessageParam
 from pydantic import BaseModel
 
 from memory.errors import MalformedOutputError, ProviderError
 from memory.llm.base import LLMProvider, LLMRequest, LLMResult, Usage
-from memory.llm.errors import provider_errors
+from memory.llm.errors import provider_errors, redact
+from memory.llm.repetition import LoopDetector
+from memory.llm.schema import Mode, response_format
 
 # Local OpenAI-compatible servers (vLLM, llama.cpp, Ollama) usually ignore the key, but the SDK
 # refuses to start without one.
 _NO_KEY = "no-key"
+
+
+@dataclass(frozen=True)
+class ServerOptions:
+    """How requests are shaped for the server (settings ``models.*``, see memory/settings.py)."""
+
+    structured_output: Mode = "json_schema"
+    repeat_penalty: float | None = None  # llama.cpp's, sent in the body to compatible servers
+    frequency_penalty: float | None = None
+
+
+@dataclass
+class _Answer:
+    text: str
+    finish_reason: str | None
+    usage: Usage
 
 
 class OpenAIProvider(LLMProvider):
@@ -25,8 +54,10 @@ class OpenAIProvider(LLMProvider):
         base_url: str | None = None,
         timeout: float = 60.0,
         name: Literal["openai", "openai_compatible"] | None = None,
+        options: ServerOptions | None = None,
     ) -> None:
         self.name = name or ("openai_compatible" if base_url else "openai")
+        self.options = options or ServerOptions()
         self._api_key = api_key
         self._client = openai.AsyncOpenAI(
             api_key=api_key or _NO_KEY,
@@ -41,56 +72,146 @@ class OpenAIProvider(LLMProvider):
             {"role": "user", "content": request.prompt},
         ]
 
-    def _usage(self, request: LLMRequest, model: str, usage: object) -> Usage:
-        return Usage(
-            provider=self.name,
-            model=model or request.model,
-            input_tokens=getattr(usage, "prompt_tokens", 0) or 0,
-            output_tokens=getattr(usage, "completion_tokens", 0) or 0,
+    def _params(self, request: LLMRequest) -> dict[str, Any]:
+        params: dict[str, Any] = {
+            "model": request.model,
+            "messages": self._messages(request),
+            "temperature": request.temperature,
+        }
+        if self.name == "openai":
+            params["max_completion_tokens"] = request.max_output_tokens
+        else:
+            # The older name: llama.cpp, vLLM and Ollama all read it.
+            params["max_tokens"] = request.max_output_tokens
+            if self.options.repeat_penalty is not None:
+                params["extra_body"] = {"repeat_penalty": self.options.repeat_penalty}
+        if self.options.frequency_penalty is not None:
+            params["frequency_penalty"] = self.options.frequency_penalty
+        return params
+
+    async def _stream(self, request: LLMRequest, **extra: Any) -> _Answer:
+        """The answer's text, read as it streams; a looping answer is cut (MalformedOutputError)."""
+        started = time.perf_counter()
+        first: float | None = None
+        parts: list[str] = []
+        finish: str | None = None
+        model = ""
+        usage: Any = None
+        timings: Any = None
+        loop = LoopDetector()
+        with provider_errors(self.name, [self._api_key]):
+            stream = await self._client.chat.completions.create(
+                **self._params(request),
+                **extra,
+                stream=True,
+                stream_options={"include_usage": True},
+            )
+            chunks = 0
+            try:
+                async for chunk in stream:
+                    chunks += 1
+                    model = chunk.model or model
+                    usage = chunk.usage or usage
+                    # llama.cpp's own figures: cache_n prompt tokens came from its cache.
+                    timings = getattr(chunk, "timings", None) or timings
+                    for choice in chunk.choices:
+                        if choice.delta.content:
+                            first = first or time.perf_counter() - started
+                            parts.append(choice.delta.content)
+                            loop.feed(choice.delta.content)
+                        finish = choice.finish_reason or finish
+                        if getattr(choice.delta, "refusal", None):
+                            raise ProviderError(
+                                f"{self.name} refused: {redact(choice.delta.refusal or '')}",
+                                retryable=False,
+                                provider=self.name,
+                            )
+                    if loop.looping:
+                        # Hanging up stops the generation on llama.cpp and vLLM.
+                        raise MalformedOutputError(
+                            f"{self.name} answer repeats itself (cut after "
+                            f"{sum(map(len, parts))} characters)",
+                            provider=self.name,
+                            content="".join(parts),
+                        )
+            finally:
+                await stream.close()
+        if not chunks:  # a 200 whose body is no event stream (a proxy's HTML page)
+            raise ProviderError(
+                f"{self.name} sent a non-JSON response: no completion events",
+                retryable=True,
+                provider=self.name,
+            )
+        return _Answer(
+            text="".join(parts),
+            finish_reason=finish,
+            usage=Usage(
+                provider=self.name,
+                model=model or request.model,
+                input_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+                output_tokens=getattr(usage, "completion_tokens", 0) or 0,
+                seconds=round(time.perf_counter() - started, 3),
+                first_token_seconds=round(first, 3) if first is not None else None,
+                cached_input_tokens=_cached(usage, timings),
+            ),
         )
 
     async def generate_structured[M: BaseModel](
         self, request: LLMRequest, schema: type[M]
     ) -> LLMResult[M]:
-        with provider_errors(self.name, [self._api_key]):
-            # parse() sends the model as a strict JSON schema and validates the answer against it.
-            completion = await self._client.chat.completions.parse(
-                model=request.model,
-                messages=self._messages(request),
-                response_format=schema,
-                temperature=request.temperature,
-                max_completion_tokens=request.max_output_tokens,
+        mode = self.options.structured_output
+        answer = await self._stream(
+            request, response_format=response_format(schema, mode, _speakers(request))
+        )
+        if answer.finish_reason == "length":
+            raise MalformedOutputError(
+                f"{self.name} output does not fit the schema: cut at the output token limit",
+                provider=self.name,
+                content=answer.text,
             )
-        if not completion.choices:
-            raise MalformedOutputError(f"{self.name} returned no choices", provider=self.name)
-        message = completion.choices[0].message
-        if message.refusal:
-            raise ProviderError(
-                f"{self.name} refused: {message.refusal[:200]}", retryable=False, provider=self.name
-            )
-        if message.parsed is None:
+        if not answer.text.strip():
             raise MalformedOutputError(f"{self.name} returned no content", provider=self.name)
-        usage = self._usage(request, completion.model, completion.usage)
-        return LLMResult[M](value=message.parsed, usage=usage)
+        try:
+            value = schema.model_validate_json(answer.text)
+        except pydantic.ValidationError as e:
+            raise MalformedOutputError(
+                f"{self.name} output does not fit the schema: {redact(str(e))}",
+                provider=self.name,
+                content=answer.text,
+            ) from None
+        return LLMResult[M](value=value, usage=answer.usage, raw=answer.text)
 
     async def generate_text(self, request: LLMRequest) -> LLMResult[str]:
-        with provider_errors(self.name, [self._api_key]):
-            completion = await self._client.chat.completions.create(
-                model=request.model,
-                messages=self._messages(request),
-                temperature=request.temperature,
-                max_completion_tokens=request.max_output_tokens,
-            )
-        choice = completion.choices[0] if completion.choices else None
-        if choice is None or not choice.message.content:
+        answer = await self._stream(request)
+        if not answer.text:
             raise MalformedOutputError(f"{self.name} returned no text", provider=self.name)
-        if choice.finish_reason == "length":
+        if answer.finish_reason == "length":
             # A cut-off blob would silently lose its tail; a retry is cheaper than that.
             raise MalformedOutputError(
-                f"{self.name} hit the output token limit", provider=self.name
+                f"{self.name} hit the output token limit", provider=self.name, content=answer.text
             )
-        usage = self._usage(request, completion.model, completion.usage)
-        return LLMResult[str](value=choice.message.content, usage=usage)
+        return LLMResult[str](value=answer.text, usage=answer.usage, raw=answer.text)
 
     async def close(self) -> None:
         await self._client.close()
+
+
+def _cached(usage: Any, timings: Any) -> int | None:
+    """Prompt tokens served from the server's prefix cache: OpenAI's usage details, else
+    llama.cpp's timings; None when the server does not say."""
+    details = getattr(usage, "prompt_tokens_details", None)
+    cached = getattr(details, "cached_tokens", None)
+    if isinstance(cached, int):
+        return cached
+    if isinstance(timings, dict) and isinstance(timings.get("cache_n"), int):
+        return int(timings["cache_n"])
+    return None
+
+
+def _speakers(request: LLMRequest) -> list[str] | None:
+    """The speaker ids a ``speaker`` field may name: those of the prompt's messages (None when
+    the task shows no messages)."""
+    messages = getattr(request.task_input, "messages", None)
+    if messages is None:
+        return None
+    return [m.user_id for m in messages if m.user_id]

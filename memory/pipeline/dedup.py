@@ -18,6 +18,7 @@ from memory.errors import InvalidModelOutputError
 from memory.llm import choose_model
 from memory.llm.base import FIRST, LLMRequest, Retry
 from memory.pipeline.embed_cache import embed_cached
+from memory.pipeline.predecide import predecide
 from memory.pipeline.types import (
     DEGRADED,
     CandidatesResult,
@@ -96,17 +97,14 @@ async def _decide(
     candidates: CandidatesResult,
     retry: Retry,
 ) -> tuple[list[Decision], list[LlmCall]]:
-    """ADD with no LLM call for facts without candidates; one call for all the others."""
-    decisions = [
-        Decision(new_index=f.index, event="ADD", final_text=f.content, reasoning="no similar fact")
-        for f in facts
-        if f.index not in candidates.by_new_index
-    ]
-    contested = [f for f in facts if f.index in candidates.by_new_index]
+    """What needs no model is decided by rule (predecide.py); one call for all the others."""
+    decisions, contested = predecide(facts, candidates)
     if not contested:
         return decisions, []
 
-    existing = _existing_index(candidates)
+    # The model sees the candidates of the facts it decides, no others.
+    asked = {f.index: candidates.by_new_index[f.index] for f in contested}
+    existing = _existing_index(candidates.model_copy(update={"by_new_index": asked}))
     position = {c.fact_id: i for i, c in enumerate(existing)}
     offered = {
         f.index: {position[c.fact_id] for c in candidates.by_new_index[f.index]} for f in contested

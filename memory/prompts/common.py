@@ -112,3 +112,22 @@ def agent_blocks(agent: AgentConfig) -> tuple[str, str]:
         else ""
     )
     return persona, instructions
+
+
+# The system text of both steps that read the transcript, identical on purpose: with
+# ``transcript_head`` first in their user text, the prompts of one formation start with the same
+# tokens, so a server with prefix caching (llama.cpp, vLLM, hosted OpenAI) reads the transcript
+# once per formation, not once per step. What differs (the task) comes after it.
+MEMORY_SYSTEM = (
+    "You form an AI agent's long-term memory from its conversations: durable, searchable facts and"
+    " interpreted insights that shape its behaviour."
+)
+
+
+def transcript_head(agent: AgentConfig, messages: Sequence[PromptMessage]) -> str:
+    """The shared start of the extraction prompts: the agent, then the numbered conversation."""
+    persona, instructions = agent_blocks(agent)
+    return (
+        f"The conversation of the agent {tag(agent.name)}.\n{persona}{instructions}\n"
+        f"<conversation>\n{conversation(messages)}\n</conversation>\n{CONVERSATION_NOTE}\n"
+    )

@@ -9,32 +9,25 @@ from pydantic import Field
 from memory.models import AgentConfig
 from memory.prompts.common import (
     AGENT_SCOPE_RULE,
-    CONVERSATION_NOTE,
     ENVELOPE_TOKENS,
     ITEM_TOKENS,
     MAX_CITED,
     MAX_ITEMS,
     MAX_SPEAKER_CHARS,
     MAX_TEXT_CHARS,
+    MEMORY_SYSTEM,
     ModelOutput,
     PromptInput,
     PromptMessage,
     Rendered,
-    agent_blocks,
-    conversation,
-    tag,
+    transcript_head,
 )
 
-SYSTEM = (
-    "You extract durable, searchable facts from conversations for an AI agent's long-term memory."
-)
+# Shared with reflections, as is the start of the prompt (common.transcript_head).
+SYSTEM = MEMORY_SYSTEM
 
-TEMPLATE = """You are extracting factual information from a conversation of the agent {agent_name}.
-{persona_block}{instructions_block}
-<conversation>
-{conversation}
-</conversation>
-{conversation_note}
+TEMPLATE = """{transcript_head}
+Your task: extract factual information from this conversation.
 
 Extract atomic facts: objective statements that stand alone without the conversation.
 Facts are for RETRIEVAL ONLY: they are not shown by default, the agent searches them when needed.
@@ -102,15 +95,10 @@ class ExtractedFacts(ModelOutput):
 
 
 def render(inp: ExtractFactsInput) -> Rendered:
-    persona, instructions = agent_blocks(inp.agent)
     return Rendered(
         system=SYSTEM,
         user=TEMPLATE.format(
-            agent_name=tag(inp.agent.name),
-            persona_block=persona,
-            instructions_block=instructions,
-            conversation=conversation(inp.messages),
-            conversation_note=CONVERSATION_NOTE,
+            transcript_head=transcript_head(inp.agent, inp.messages),
             agent_rule=AGENT_SCOPE_RULE,
             max_words=inp.max_words,
         ),

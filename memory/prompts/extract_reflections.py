@@ -10,37 +10,31 @@ from pydantic import Field
 from memory.models import AgentConfig
 from memory.prompts.common import (
     AGENT_SCOPE_RULE,
-    CONVERSATION_NOTE,
     ENVELOPE_TOKENS,
     ITEM_TOKENS,
     MAX_CITED,
     MAX_SPEAKER_CHARS,
     MAX_TEXT_CHARS,
+    MEMORY_SYSTEM,
     ModelOutput,
     PromptInput,
     PromptMessage,
     Rendered,
-    agent_blocks,
-    conversation,
     tag,
+    transcript_head,
 )
 from memory.settings import Scope
 
-SYSTEM = (
-    "You maintain an AI agent's evolving memory: interpreted insights that shape its behaviour."
-)
+# Shared with fact extraction, as is the start of the prompt (common.transcript_head).
+SYSTEM = MEMORY_SYSTEM
 
-TEMPLATE = """You are updating the memory of the agent {agent_name} based on a conversation.
-{persona_block}{instructions_block}
+TEMPLATE = """{transcript_head}
+Your task: update the agent's memory based on this conversation.
+
 {memory_blocks}
 <newly_formed_facts>
 {new_facts}
 </newly_formed_facts>
-
-<conversation>
-{conversation}
-</conversation>
-{conversation_note}
 
 Extract reflections in HIERARCHICAL ORDER. Each level only contains information NOT already captured at
 a higher level, in the current memory or in the newly formed facts. Classify every reflection by
@@ -125,7 +119,6 @@ class ExtractedReflections(ModelOutput):
 
 
 def render(inp: ExtractReflectionsInput) -> Rendered:
-    persona, instructions = agent_blocks(inp.agent)
     blocks = []
     for scope in inp.scopes:
         memory = inp.current.get(scope, CurrentMemory())
@@ -136,13 +129,9 @@ def render(inp: ExtractReflectionsInput) -> Rendered:
     return Rendered(
         system=SYSTEM,
         user=TEMPLATE.format(
-            agent_name=tag(inp.agent.name),
-            persona_block=persona,
-            instructions_block=instructions,
+            transcript_head=transcript_head(inp.agent, inp.messages),
             memory_blocks="\n".join(blocks),
             new_facts="\n".join(f"- {tag(f)}" for f in inp.new_facts) or "(none)",
-            conversation=conversation(inp.messages),
-            conversation_note=CONVERSATION_NOTE,
             agent_rule=AGENT_SCOPE_RULE,
             scope_sections="".join(_SCOPE_SECTIONS.values()),
             max_words=inp.max_words,

@@ -1,5 +1,6 @@
-"""`mnemos check-model` against the fake OpenAI-compatible server: the real small model's recorded
-answers (tests/realmodel) measured per step, and the exit code that says whether it works."""
+"""`mnemos check-model` against the fake OpenAI-compatible server serving a real small model's
+recorded answers (tests/realmodel): per step calls, validity and verdict, the fixed cases, and
+the exit code that says whether the model qualifies."""
 
 from __future__ import annotations
 
@@ -9,6 +10,9 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from cli.app import app
+from cli.check_model import Qualification, _verdicts
+from memory.model_check import CheckReport
+from memory.model_check_record import CallRecord
 from tests.fake_provider_server import FakeProviderServer
 from tests.realmodel.replay import Recorded, Replayer, recorded  # noqa: F401 - the fixture
 
@@ -25,39 +29,51 @@ def _env(tmp_path: Path, server: FakeProviderServer) -> dict[str, str]:
     }
 
 
-def test_check_model_measures_each_step_and_fails_below_the_threshold(
+def test_answers_that_loop_fail_the_decision_step_and_the_check(
     tmp_path: Path,
     recorded: list[Recorded],  # noqa: F811
 ) -> None:
+    """The older prompts' answers: every decision looped inside its text (cut while streaming)."""
     replayer = Replayer(recorded)
     with FakeProviderServer() as server:
         server.script(*[replayer] * 200)
-        result = runner.invoke(app, ["check-model", "--json"], env=_env(tmp_path, server))
+        result = runner.invoke(
+            app, ["check-model", "--json", "--record", str(tmp_path / "rec")],
+            env=_env(tmp_path, server),
+        )  # fmt: skip
     assert result.exit_code == 1, result.stdout + result.stderr
     report = json.loads(result.stdout)
     steps = report["steps"]
     assert report["passed"] is False
-    # Extraction and reflections answered schema-valid, every decision was rejected.
-    assert steps["extract_facts"]["calls"] == 2 and steps["extract_facts"]["valid_rate"] == 1.0
-    assert steps["extract_reflections"]["valid_rate"] == 1.0
+    assert report["structured_output"] == {
+        "server": "json_schema", "note": "the server enforces json_schema", "used": "json_schema"
+    }  # fmt: skip
     assert steps["decide_facts"]["calls"] >= 3 and steps["decide_facts"]["valid"] == 0
-    assert steps["decide_facts"]["fallbacks"] >= 1
-    assert steps["extract_facts"]["tokens_in"] > 0 and steps["extract_facts"]["tokens_out"] > 0
-    assert all(t >= 0 for t in steps["extract_facts"]["latency_seconds"])
-    assert any("decide_facts" in line for line in report["degraded"])
+    assert steps["decide_facts"]["verdict"].startswith("FAIL")
+    assert steps["extract_facts"]["valid"] >= 2 and steps["extract_facts"]["tokens_in"] > 0
+    assert [c["name"] for c in report["cases"]] == [
+        "duplicate", "correction", "new fact", "relative date", "user vs agent scope"
+    ]  # fmt: skip
+    assert not any(c["passed"] for c in report["cases"] if c["step"] == "decide_facts")
+    # Every call recorded, the invalid ones with what the model said and why it was rejected.
+    lines = [json.loads(x) for x in Path(report["recorded"]).read_text().splitlines()]
+    assert len(lines) == sum(s["calls"] for s in steps.values())
+    looped = [x for x in lines if x["task"] == "decide_facts"]
+    assert all(x["finish_reason"] == "length" and x["content"] for x in looped)
     assert not (tmp_path / "untouched.db").exists()  # a scratch store, never the configured one
 
 
-def test_check_model_passes_at_a_threshold_the_model_meets(
-    tmp_path: Path,
-    recorded: list[Recorded],  # noqa: F811
-) -> None:
-    replayer = Replayer(recorded)
-    with FakeProviderServer() as server:
-        server.script(*[replayer] * 200)
-        result = runner.invoke(app, ["check-model", "--threshold", "0"], env=_env(tmp_path, server))
-    assert result.exit_code == 0, result.stdout + result.stderr
-    lines = result.stdout.splitlines()
-    assert lines[-1] == "PASS"
-    assert lines[1].startswith("decide_facts") and "valid 0/" in lines[1]
-    assert "fallbacks" in lines[1] and "tokens" in lines[1] and "latency" in lines[1]
+def test_a_step_never_called_fails_whatever_the_threshold() -> None:
+    calls = [
+        CallRecord(n=i, task=task, what="", max_completion_tokens=100, finish_reason="stop",
+                   prompt_tokens=10, completion_tokens=5, seconds=1.0, first_token_seconds=0.5,
+                   content="{}", valid=True)
+        for i, task in enumerate(["extract_facts", "extract_reflections", "consolidate"])
+    ]  # fmt: skip
+    q = Qualification("json_schema", "", "json_schema", [], CheckReport(), calls)
+
+    verdicts = _verdicts(q, threshold=0.0)
+
+    assert verdicts["decide_facts"][1] == "FAIL: never called"
+    assert verdicts["extract_facts"][1] == "PASS"
+    assert verdicts["extract_facts"][0].generated_per_s == 10.0  # 5 tokens in the last 0.5 s

@@ -113,7 +113,7 @@ async def test_the_bounds_and_the_cap_reach_both_providers_on_the_wire() -> None
     # The SDK sends Schema's proto field names (max_length, max_items, as its property_ordering),
     # which the API's proto3 JSON parsing accepts as well as the camelCase ones.
     assert {"max_length", "max_items"} <= _sent_schema_bounds(config["responseSchema"])
-    assert to_openai.body["max_completion_tokens"] == request.max_output_tokens
+    assert to_openai.body["max_tokens"] == request.max_output_tokens
     strict = to_openai.body["response_format"]["json_schema"]
     assert strict["strict"] is True
     assert {"maxLength", "maxItems"} <= _sent_schema_bounds(strict["schema"])

