@@ -98,17 +98,15 @@ async def _decide(
     retry: Retry,
 ) -> tuple[list[Decision], list[LlmCall]]:
     """What needs no model is decided by rule (predecide.py); one call for all the others."""
-    decisions, contested = predecide(facts, candidates)
-    if not contested:
+    decisions, asked = predecide(facts, candidates)
+    if not asked:
         return decisions, []
 
-    # The model sees the candidates of the facts it decides, no others.
-    asked = {f.index: candidates.by_new_index[f.index] for f in contested}
+    # The model sees the facts it decides with the candidates left to them, no others.
+    contested = [f for f in facts if f.index in asked]
     existing = _existing_index(candidates.model_copy(update={"by_new_index": asked}))
     position = {c.fact_id: i for i, c in enumerate(existing)}
-    offered = {
-        f.index: {position[c.fact_id] for c in candidates.by_new_index[f.index]} for f in contested
-    }
+    offered = {f.index: {position[c.fact_id] for c in asked[f.index]} for f in contested}
     shown = [
         ExistingFactShown(
             index=i,

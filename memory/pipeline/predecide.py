@@ -2,7 +2,10 @@
 
 Before the batched ADD / UPDATE / DELETE / NONE call, two cases are decided here:
 
-- a new fact with no similar stored fact is ADDed (nothing to compare it with);
+- a new fact with no similar stored fact is ADDed (nothing to compare it with), and a candidate
+  that names another thing by a number or code before its verb ("room 204" / "room 205", "order
+  A-1" / "order A-2") is no candidate at all: the two are never one fact, whatever a model says
+  (a small model answers UPDATE for such pairs: tests/realmodel/test_identifier_answers.py);
 - a new fact that states a candidate's text again is NONE: the same words, once case, punctuation,
   whitespace and the articles "a", "an", "the" are set aside ("The user lives in Berlin." repeats
   "User lives in Berlin").
@@ -23,7 +26,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from memory.pipeline.types import CandidatesResult, Decision, NewFact
+from memory.llm.fact_decisions import numbered_apart
+from memory.pipeline.types import CandidatesResult, Decision, NewFact, SimilarFact
 
 # Marks a decision made here; the formation summary counts decisions by rule and by model with it.
 RULE = "rule"
@@ -45,12 +49,17 @@ def words(text: str) -> tuple[str, ...]:
 
 def predecide(
     facts: list[NewFact], candidates: CandidatesResult
-) -> tuple[list[Decision], list[NewFact]]:
-    """(the decisions made by rule, the facts left for the model), in the facts' order."""
+) -> tuple[list[Decision], dict[int, list[SimilarFact]]]:
+    """(the decisions made by rule, the facts left for the model with the candidates it may
+    compare each with), in the facts' order."""
     decided: list[Decision] = []
-    contested: list[NewFact] = []
+    contested: dict[int, list[SimilarFact]] = {}
     for fact in facts:
-        similar = candidates.by_new_index.get(fact.index)
+        similar = [
+            c
+            for c in candidates.by_new_index.get(fact.index, [])
+            if not numbered_apart(fact.content, c.content)
+        ]
         if not similar:
             decided.append(
                 Decision(
@@ -64,7 +73,7 @@ def predecide(
         said = words(fact.content)
         same = next((c for c in similar if said and words(c.content) == said), None)
         if same is None:
-            contested.append(fact)
+            contested[fact.index] = similar
             continue
         decided.append(
             Decision(

@@ -39,7 +39,22 @@ def test_no_candidate_is_added_and_the_same_words_are_no_change() -> None:
     ]
     assert decided[1].expected_version == 3 and decided[0].final_text == facts[0].content
     assert all(by_rule(d) for d in decided)
-    assert [f.index for f in contested] == [2, 3]
+    assert list(contested) == [2, 3]
+    assert contested[2] == STORED
+
+
+def test_a_candidate_that_names_another_thing_is_never_offered() -> None:
+    """Room 204 and room 205 are two rooms: a small model answers UPDATE for such a pair."""
+    room_204 = SimilarFact(
+        fact_id="f-204", content="Room 204 is booked for Friday.", version=1, similarity=0.97
+    )
+    facts = [_fact(0, "Room 205 is booked for Friday."), _fact(1, "Room 204 is booked for Monday.")]
+    candidates = CandidatesResult(by_new_index={0: [room_204], 1: [room_204]})
+
+    decided, contested = predecide(facts, candidates)
+
+    assert [(d.new_index, d.event) for d in decided] == [(0, "ADD")]
+    assert contested == {1: [room_204]}  # the same room, another day: the model decides
 
 
 def test_words_keep_what_changes_a_fact() -> None:
