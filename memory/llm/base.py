@@ -106,6 +106,9 @@ class LLMProvider(abc.ABC):
     they never retry by themselves: Temporal owns retries so every attempt is visible."""
 
     name: str
+    # Answers are a function of the request alone (the offline rules): a retry answers the same,
+    # and an answer never stops short of its bound (it fails beyond it instead).
+    deterministic: bool = False
 
     @abc.abstractmethod
     async def generate_structured[M: BaseModel](

@@ -57,4 +57,6 @@ def test_the_workflows_non_retryable_list_is_derived_from_the_classes() -> None:
         "NotFoundError",
         "InvalidInputError",
         "EmbeddingMismatchError",
+        "UnusableOutput",
+        "WindowTooLarge",
     }
