@@ -303,6 +303,11 @@ class AddRecheck(_Model):
         default_factory=dict, description="fact id -> version shown to the decision"
     )
     similarity: float = Field(ge=0, le=1, description="The dedup candidate threshold")
+    floors: dict[str, float] = Field(
+        default_factory=dict,
+        description="add fact id -> similarity of the last candidate shown, when its list was "
+        "full: a fact less similar would not have been shown either",
+    )
 
 
 class FormationCommit(_Model):

@@ -42,7 +42,8 @@ def check_add(
     op: FactAdd, recheck: AddRecheck | None, recent: Sequence[tuple[Fact, Sequence[float]]]
 ) -> None:
     """Raise StaleDecisionError when a fact committed since the candidates were read, unseen by
-    the decision, would have been a candidate of this add."""
+    the decision, would have been a candidate of this add: similar enough, and more similar than
+    the last candidate of a full list."""
     if recheck is None or not recent:
         return
     mine = _unit(op.embedding)
@@ -56,7 +57,8 @@ def check_add(
         ):
             continue
         similarity = float(mine @ _unit(vector))
-        if similarity >= recheck.similarity:
+        floor = recheck.floors.get(op.fact_id)
+        if similarity >= recheck.similarity and (floor is None or similarity > floor):
             raise StaleDecisionError(
                 f"fact {fact.fact_id} (v{fact.version}) was committed since the candidates were "
                 f"read and is {similarity:.2f} similar to a new fact: decide again"
