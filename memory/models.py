@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
@@ -47,8 +47,11 @@ class AgentConfig(_Model):
     tier: int = Field(0, ge=0, le=10, description="0 = standard models, ≥1 = premium models")
 
 
-# A backend's clock may run a little ahead of ours; beyond this, a timestamp is not believed.
-FUTURE_SKEW = timedelta(minutes=5)
+# A backend's clock may run ahead of ours, or a time zone be misread; a message dated further
+# ahead is a clear error (stored, it would keep its session from ever going cold).
+FUTURE_SKEW = timedelta(days=1)
+# Before the Unix epoch, a timestamp is a zero or a unit mistake, not a conversation.
+EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
 # Control characters other than tab, newline and carriage return (NUL included).
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
@@ -68,9 +71,9 @@ class MessageIn(_Model):
     """One conversation message as the backend records it. ``message_id`` makes recording idempotent.
 
     ``content`` must hold more than whitespace and no control character but tab, newline and
-    carriage return. ``created_at`` more than ``FUTURE_SKEW`` (5 minutes) ahead of the recording
-    time is clamped to the recording time when stored (``clamped``): a wrong clock cannot date a
-    message in the future, where it would hide its session from the cold-sessions scan."""
+    carriage return. ``created_at`` must lie between 1970-01-01 and ``FUTURE_SKEW`` (a day) after
+    the recording time (``misdated``): a message dated in the future would hide its session from
+    the cold-sessions scan."""
 
     message_id: Id
     role: Role
@@ -79,11 +82,16 @@ class MessageIn(_Model):
     user_id: Id | None = Field(None, description="The user who wrote it (role user)")
     name: str | None = Field(None, max_length=200, description="Display name of the speaker")
 
-    def clamped(self, now: datetime) -> MessageIn:
-        """This message as stored at ``now``: a timestamp too far in the future becomes ``now``."""
+    def misdated(self, now: datetime) -> str | None:
+        """Why ``created_at`` cannot be believed when recorded at ``now`` (None: it can)."""
+        if self.created_at < EARLIEST:
+            return f"created_at {self.created_at.isoformat()} is before 1970-01-01"
         if self.created_at - now > FUTURE_SKEW:
-            return self.model_copy(update={"created_at": now})
-        return self
+            return (
+                f"created_at {self.created_at.isoformat()} is more than a day after the "
+                f"recording time {now.isoformat(timespec='seconds')}"
+            )
+        return None
 
 
 class StoredMessage(_Model):
