@@ -4,8 +4,14 @@ server (file database) and one worker, the SQLite store, the offline heuristic L
 local embedder: default settings, as a new user runs them.
 
 Prints progress, then one JSON line last:
-{"messages", "record_seconds", "form_seconds", "formed_messages", "windows", "splits", "degraded",
- "valid_facts", "facts_with_their_number", "recall_at_10", "recall_sample"}
+{"messages", "record_seconds", "form_seconds", "cpu_seconds", "load_average", "formed_messages",
+ "runs", "windows", "splits", "degraded", "valid_facts", "facts_with_their_number", "recall_at_10",
+ "recall_sample"}
+
+A long drain continues as new every few dozen windows: "runs" counts them, and the windows,
+splits and degraded steps are summed over their memos. "cpu_seconds" is the CPU time of this
+process and of the dev server while forming (the machine may be shared: "load_average" is the
+1-minute load when forming ended).
 
     .venv/bin/python bench/backlog.py [--messages 10000] [--sample 200] [--seed 7]
 
@@ -20,6 +26,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import random
 import re
 import sys
@@ -43,7 +50,6 @@ from memory.models import AgentConfig, FactFilter, MessageIn  # noqa: E402
 from memory.settings import Settings, StoreSettings, TemporalSettings  # noqa: E402
 from memory.store.sqlite import SQLiteStore  # noqa: E402
 from worker import build_worker  # noqa: E402
-from workflows.summary import FormationSummary  # noqa: E402
 
 AGENT, USER, SESSION = "bench-agent", "una", "backlog"
 # The API takes at most 1,000 messages per call (serve/schemas.py); the client is called likewise.
@@ -68,6 +74,44 @@ def statements(n: int, start: datetime) -> list[MessageIn]:
         )
         for i in range(n)
     ]
+
+
+def cpu_seconds() -> float:
+    """CPU time of this process and its children still running (the dev server), from /proc."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for pid in ["self", *[str(p) for p in _children()]]:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+    return total
+
+
+def _children() -> list[int]:
+    me = os.getpid()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(stat[1]) == me:
+                found.append(int(entry.name))
+    return found
+
+
+async def runs_of(client: Any, workflow_id: str) -> list[dict[str, Any]]:
+    """The memo of every run of the drain (a long one continues as new), once visibility shows
+    them all closed."""
+    for _ in range(100):
+        runs = [r async for r in client.list_workflows(f'WorkflowId = "{workflow_id}"')]
+        if runs and all(r.close_time is not None for r in runs):
+            break
+        await asyncio.sleep(0.1)  # visibility lags the close by a moment
+    return [await r.memo() for r in runs]
 
 
 def numbers(text: str) -> tuple[int, ...]:
@@ -102,11 +146,15 @@ async def run(client: Any, tmp: Path, args: argparse.Namespace) -> dict[str, Any
     print(f"recorded {len(said)} messages in {recorded:.2f} s", flush=True)
 
     async with build_worker(client, deps, settings):
-        t0 = time.perf_counter()
+        t0, cpu0 = time.perf_counter(), cpu_seconds()
         handle = await memory._start_formation(AGENT, SESSION, force=True)
-        summary: FormationSummary = await handle.result()
-        formed = time.perf_counter() - t0
-    print(f"formed in {formed:.2f} s: {summary.memo()['summary']}", flush=True)
+        await handle.result()
+        formed, cpu = time.perf_counter() - t0, cpu_seconds() - cpu0
+        load = os.getloadavg()[0]
+    print(f"formed in {formed:.2f} s ({cpu:.1f} CPU s, load {load:.1f})", flush=True)
+    memos = await runs_of(client, handle.id)
+    for memo in memos:
+        print(f"  run: {memo.get('summary')}", flush=True)
 
     facts = await store.recent_facts(
         FactFilter(agent_id=AGENT, user_id=USER),
@@ -130,10 +178,13 @@ async def run(client: Any, tmp: Path, args: argparse.Namespace) -> dict[str, Any
         "messages": args.messages,
         "record_seconds": round(recorded, 2),
         "form_seconds": round(formed, 2),
+        "cpu_seconds": round(cpu, 1),
+        "load_average": round(load, 1),
         "formed_messages": state.cursor_seq if state else 0,
-        "windows": summary.formations,
-        "splits": summary.splits,
-        "degraded": len(summary.degraded),
+        "runs": len(memos),
+        "windows": sum(int(m.get("formations", 0)) for m in memos),
+        "splits": sum(int(m.get("splits", 0)) for m in memos),
+        "degraded": sum(len(m.get("degraded", [])) for m in memos),
         "valid_facts": len(facts),
         "facts_with_their_number": with_number,
         "recall_at_10": round(found / len(sample), 3) if sample else 0.0,

@@ -78,6 +78,10 @@ class FormationSummary(BaseModel):
                 + (f"; {self.splits} window(s) split" if self.splits else "")
                 + self._degraded_note()
             ),
+            "formations": self.formations,
+            "messages_formed": self.messages_formed,
+            "splits": self.splits,
+            "passed_over": self.passed_over,
             "facts_added": self.facts_added,
             "facts_updated": self.facts_updated,
             "facts_invalidated": self.facts_invalidated,
