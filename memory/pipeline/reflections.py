@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from memory import transcript
+from memory.dates import resolve_relative_dates
 from memory.deps import Deps
 from memory.errors import WindowTooLargeError
 from memory.ids import content_hash
 from memory.llm import choose_model
 from memory.llm.base import FIRST, LLMRequest, Retry
+from memory.pipeline.sources import cited
 from memory.pipeline.types import NewReflection, ReflectionsResult, Window
 from memory.pipeline.usage import llm_call, words
 from memory.pipeline.window import answer_is_full, window_agent, window_messages
@@ -84,6 +86,16 @@ async def extract_reflections(
             text = " ".join(item.content.split())
             key = content_hash(text)
             if scope and text and words(text) <= max_words * _WORD_SLACK and key not in seen:
+                # A reflection interprets; one the window does not ground is still kept, unsourced.
+                source = cited(item.sources, messages, text, speaker if scope == "user" else None)
+                if source is not None:
+                    text = resolve_relative_dates(text, source.said_at)
                 seen.add(key)
-                kept.append(NewReflection(scope=scope, content=text))
+                kept.append(
+                    NewReflection(
+                        scope=scope,
+                        content=text,
+                        source_message_ids=source.message_ids if source else (),
+                    )
+                )
     return ReflectionsResult(reflections=kept, llm=[llm_call(request, result.usage)])
