@@ -134,9 +134,17 @@ class FormMemoriesWorkflow:
                 force, limit = self._force, None
             if workflow.info().is_continue_as_new_suggested():
                 await self._request_consolidation()
+                if workflow.patched(SPLIT_WINDOWS):
+                    self._record(summary, started)  # each run of a long drain says what it did
                 workflow.continue_as_new(
                     req.model_copy(update={"force": force, "max_messages": limit})
                 )
+        self._record(summary, started)
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        return summary
+
+    def _record(self, summary: FormationSummary, started: datetime) -> None:
+        """The run's outcome attribute and memo, where operators (and `mnemos degraded`) look."""
         summary.duration_ms = int((workflow.now() - started).total_seconds() * 1000)
         if (
             workflow.info().typed_search_attributes.get(AGENT_ID) is not None
@@ -146,8 +154,6 @@ class FormMemoriesWorkflow:
                 [OUTCOME.value_set(DEGRADED if summary.degraded else outcome)]
             )
         workflow.upsert_memo(summary.memo())
-        await workflow.wait_condition(workflow.all_handlers_finished)
-        return summary
 
     def _degraded(
         self, summary: FormationSummary, window: Window, step: str, err: Exception
