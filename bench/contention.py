@@ -3,7 +3,7 @@ sessions of one agent each state a new deadline and form at once, on a real dev 
 database) with the heuristic provider and the SQLite store. Prints the completion time, the stale
 decisions decided again, and what the agent ends with; then one JSON line.
 
-    .venv/bin/python bench/contention.py [--sessions 12]
+    .venv/bin/python bench/contention.py [--sessions 12] [--backend sqlite|postgres]
 """
 
 from __future__ import annotations
@@ -20,17 +20,14 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.common import dev_server  # noqa: E402
+from bench.common import bench_store, dev_server  # noqa: E402
 from memory.logging import configure_logging  # noqa: E402
-from memory.store.sqlite import SQLiteStore  # noqa: E402
 from tests.liveness.bench_setup import Bench, bench_settings  # noqa: E402
 
 
-async def main(sessions: int) -> dict[str, Any]:
+async def main(sessions: int, backend: str) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
-        async with dev_server(Path(tmp)) as env:
-            store = SQLiteStore(Path(tmp) / "mnemos.db")
-            await store.setup()
+        async with dev_server(Path(tmp)) as env, bench_store(backend, Path(tmp), "mnemos") as store:
             bench = Bench(env.client, store, bench_settings())
             await bench.setup()
             async with bench.worker():
@@ -41,8 +38,8 @@ async def main(sessions: int) -> dict[str, Any]:
             states = [
                 await store.get_session_agent_state(f"s-{i:02d}", "eve") for i in range(sessions)
             ]
-            await store.close()
     result = {
+        "backend": backend,
         "sessions": sessions,
         "completed": sum(1 for s in summaries if s.formations == 1),
         "seconds": round(seconds, 2),
@@ -68,5 +65,7 @@ if __name__ == "__main__":
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--sessions", type=int, default=12)
+    parser.add_argument("--backend", choices=["sqlite", "postgres"], default="sqlite")
+    args = parser.parse_args()
     configure_logging("warning")
-    print(json.dumps(asyncio.run(main(parser.parse_args().sessions))))
+    print(json.dumps(asyncio.run(main(args.sessions, args.backend))))

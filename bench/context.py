@@ -1,11 +1,11 @@
-"""Latency of the memory context on SQLite with 10k facts: assembled every time, and cached.
+"""Latency of the memory context on SQLite (or PostgreSQL: --backend postgres) with 10k facts: assembled every time, and cached.
 
 One agent with 10,000 facts (agent- and user-scoped, updated over the last 30 days, so the FIFO
 reads the newest 40 of the last 7 days), full consolidated blobs for the agent (1,200 words), the
 user (300) and the session (200), and 10 unabsorbed reflections in each scope: everything the
 context shows is there.
 
-Run: ``.venv/bin/python bench/context.py [--runs 1000]``. The last line is one JSON object.
+Run: ``.venv/bin/python bench/context.py [--runs 1000] [--facts 10000] [--backend sqlite|postgres]``. The last line is one JSON object.
 Goals: p99 ≤ 2 ms cached, ≤ 15 ms uncached.
 """
 
@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.common import BulkLoad, bench_store
 from memory.context import assemble_context
 from memory.context_cache import ContextCache
 from memory.models import (
@@ -37,7 +38,6 @@ from memory.models import (
 )
 from memory.settings import Settings
 from memory.store.base import MemoryStore
-from memory.store.sqlite import SQLiteStore
 
 FACTS = 10_000
 BATCH = 500
@@ -61,18 +61,20 @@ def words(rng: random.Random, count: int) -> str:
     return " ".join(rng.choices(_WORDS.split(), k=count))
 
 
-async def fill(store: MemoryStore, rng: random.Random) -> None:
+async def fill(
+    store: MemoryStore, rng: random.Random, facts: int, bulk: BulkLoad | None = None
+) -> None:
     await store.upsert_agent(AGENT)
     loader = "bench-load"
     message = MessageIn(message_id="m1", role="user", content="load", created_at=NOW, user_id=USER)
     await store.record_messages(
         loader, AGENT.agent_id, [message], weights={}, chars_per_token=4.0, now=NOW
     )
-    vectors = np.random.default_rng(1).standard_normal((FACTS, DIMENSION)).astype(np.float32)
+    vectors = np.random.default_rng(1).standard_normal((facts, DIMENSION)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    for start in range(0, FACTS, BATCH):
+    for start in range(0, facts, BATCH):
         ops = []
-        for i in range(start, min(start + BATCH, FACTS)):
+        for i in range(start, min(start + BATCH, facts)):
             user = i % 2 == 0
             ops.append(
                 FactAdd(
@@ -83,7 +85,7 @@ async def fill(store: MemoryStore, rng: random.Random) -> None:
                 )
             )  # fmt: skip
         # Commits spread over the last 30 days, oldest first.
-        when = NOW - timedelta(days=30) * (1 - start / FACTS)
+        when = NOW - timedelta(days=30) * (1 - start / facts)
         await store.commit_formation(
             FormationCommit(
                 formation_id=f"bench-{start}", session_id=loader, agent_id=AGENT.agent_id,
@@ -91,6 +93,8 @@ async def fill(store: MemoryStore, rng: random.Random) -> None:
                 fact_ops=ops, committed_at=when,
             )
         )  # fmt: skip
+        if start == 0 and bulk is not None:
+            await bulk.drop_index(DIMENSION)  # the first commit made it
     reflections = [
         Reflection(
             reflection_id=f"r-{key.scope}-{i}", scope_key=key, content=words(rng, 30),
@@ -128,35 +132,43 @@ async def timed(call: Callable[[], Awaitable[str]], runs: int) -> dict[str, floa
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=1000)
+    parser.add_argument("--facts", type=int, default=FACTS)
+    parser.add_argument("--backend", choices=["sqlite", "postgres"], default="sqlite")
     args = parser.parse_args()
-    settings = Settings()
     with tempfile.TemporaryDirectory() as tmp:
-        store = SQLiteStore(Path(tmp) / "context.db")
-        await store.setup()
-        await fill(store, random.Random(7))
-
-        def uncached() -> Awaitable[str]:
-            return assemble_context(
-                store, settings, agent=AGENT, session=SESSION, user_id=USER, now=NOW
-            )
-
-        cache = ContextCache()
-
-        def cached() -> Awaitable[str]:
-            return cache.get(store, settings, agent=AGENT, session=SESSION, user_id=USER, now=NOW)
-
-        xml = await uncached()
-        figures = {
-            "facts": FACTS,
-            "context_chars": len(xml),
-            "fifo_facts": xml.count("\n- ["),
-            "uncached": await timed(uncached, args.runs),
-            "cached": await timed(cached, args.runs),
-        }
-        figures["cache_hits_misses"] = [cache.hits, cache.misses]
-        await store.close()
+        async with bench_store(args.backend, Path(tmp), "context") as store:
+            figures = await measure(store, args.facts, args.runs)
+    figures["backend"] = args.backend
     print(f"uncached {figures['uncached']}, cached {figures['cached']}")
     print(json.dumps(figures))
+
+
+async def measure(store: MemoryStore, facts: int, runs: int) -> dict[str, object]:
+    settings = Settings()
+    bulk = BulkLoad(store)
+    await fill(store, random.Random(7), facts, bulk)
+    await bulk.build_index(DIMENSION)
+
+    def uncached() -> Awaitable[str]:
+        return assemble_context(
+            store, settings, agent=AGENT, session=SESSION, user_id=USER, now=NOW
+        )
+
+    cache = ContextCache()
+
+    def cached() -> Awaitable[str]:
+        return cache.get(store, settings, agent=AGENT, session=SESSION, user_id=USER, now=NOW)
+
+    xml = await uncached()
+    figures: dict[str, object] = {
+        "facts": facts,
+        "context_chars": len(xml),
+        "fifo_facts": xml.count("\n- ["),
+        "uncached": await timed(uncached, runs),
+        "cached": await timed(cached, runs),
+    }
+    figures["cache_hits_misses"] = [cache.hits, cache.misses]
+    return figures
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Latency of search_facts on SQLite at 10k and 100k facts of one agent; recall of its vector stage.
+"""Latency of search_facts on SQLite (or PostgreSQL: --backend postgres) at 10k and 100k facts of one agent; recall of its vector stage.
 
 Facts are synthetic sentences (Zipf-distributed pseudo-words plus English function words, so the
 text index has realistic posting lists) with random unit 384-d vectors. Queries are question-like
@@ -8,7 +8,8 @@ the figures are the store and fusion alone; one MiniLM query embedding adds ~5â€
 (random 384-d vectors sit within Â±0.2 of cosine 0 and never reach a gate, MiniLM's 0.30 or 002's
 0.65: with the gates on, the vector lists would be empty and the search cheaper than in real use).
 
-Run: ``.venv/bin/python bench/search.py [--sizes 10000 100000] [--queries 300]``.
+Run: ``.venv/bin/python bench/search.py [--sizes 10000 100000] [--queries 300]
+[--backend sqlite|postgres]`` (postgres: POSTGRES_DSN, else a throwaway embedded server).
 The last line is one JSON object with every figure.
 """
 
@@ -28,13 +29,13 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from bench.common import BulkLoad, bench_store
 from memory.embedding.base import Embedder, EmbeddingBatch
 from memory.models import AgentConfig, FactAdd, FactFilter, FormationCommit, MessageIn
 from memory.query_words import content_words
 from memory.rag import search_facts
 from memory.settings import RagSettings, Settings
 from memory.store.base import MemoryStore
-from memory.store.sqlite import SQLiteStore
 
 DIMENSION = 384
 MODEL = "bench-random-384"
@@ -96,7 +97,11 @@ class PrecomputedEmbedder(Embedder):
 
 
 async def fill(
-    store: MemoryStore, size: int, corpus: Corpus, rng: np.random.Generator
+    store: MemoryStore,
+    size: int,
+    corpus: Corpus,
+    rng: np.random.Generator,
+    bulk: BulkLoad | None = None,
 ) -> npt.NDArray[np.float32]:
     """Store ``size`` agent-scoped facts; returns their vectors in insertion order."""
     await store.upsert_agent(AGENT)
@@ -122,6 +127,8 @@ async def fill(
                 committed_at=NOW,
             )
         )  # fmt: skip
+        if start == 0 and bulk is not None:
+            await bulk.drop_index(DIMENSION)  # the first commit made it
     return all_vectors
 
 
@@ -141,13 +148,20 @@ async def timed(calls: Sequence[Callable[[], Awaitable[object]]]) -> dict[str, f
     return percentiles(samples)
 
 
-async def measure(size: int, queries: int, tmp: Path) -> dict[str, object]:
+async def measure(
+    size: int, queries: int, tmp: Path, backend: str, ef_search: int = 100
+) -> dict[str, object]:
+    async with bench_store(backend, tmp, f"search-{size}", ef_search=ef_search) as store:
+        return await measure_on(store, size, queries)
+
+
+async def measure_on(store: MemoryStore, size: int, queries: int) -> dict[str, object]:
     corpus = Corpus(seed=size)
     rng = np.random.default_rng(size)
-    store = SQLiteStore(tmp / f"search-{size}.db")
-    await store.setup()
     started = time.perf_counter()
-    fact_vectors = await fill(store, size, corpus, rng)
+    bulk = BulkLoad(store)
+    fact_vectors = await fill(store, size, corpus, rng, bulk)
+    await bulk.build_index(DIMENSION)
     load_s = time.perf_counter() - started
 
     texts = [corpus.question() for _ in range(queries)]
@@ -183,7 +197,6 @@ async def measure(size: int, queries: int, tmp: Path) -> dict[str, object]:
         hits = await store.vector_search(q, flt, limit=10)
         found += len(exact & {h.fact.fact_id for h in hits})
     figures["vector_recall_at_10"] = round(found / (10 * queries), 4)
-    await store.close()
     return figures
 
 
@@ -191,11 +204,14 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--backend", choices=["sqlite", "postgres"], default="sqlite")
+    parser.add_argument("--ef-search", type=int, default=100, help="postgres: hnsw.ef_search")
     args = parser.parse_args()
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         for size in args.sizes:
-            figures = await measure(size, args.queries, Path(tmp))
+            figures = await measure(size, args.queries, Path(tmp), args.backend, args.ef_search)
+            figures |= {"backend": args.backend, "ef_search": args.ef_search}
             results.append(figures)
             print(json.dumps(figures))
     print(json.dumps({"results": results}))

@@ -34,7 +34,7 @@ async def dev_api_key(keys: ApiKeyStore, data_dir: Path, agent_id: str) -> str:
         key = await keys.verify(token)
         if key is not None and key.allows(agent_id, write=True):
             return token
-    _, token = await keys.create([agent_id], name="development key (mnemos up)")
+    _, token = await keys.create([agent_id], name="development key (mnemos up)", can_erase=True)
     await asyncio.to_thread(_write, path, token)
     return token
 

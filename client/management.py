@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict
 
 from memory.embedding.base import Embedder
 from memory.errors import ConflictError, InvalidInputError, NotFoundError
+from memory.input_rules import require_storable
 from memory.lookup import require_agent
 from memory.models import ConsolidatedMemory, Fact, FactFilter, Reflection, ScopeKey
 from memory.pipeline.consolidation import VERSION_LINE
@@ -73,6 +74,7 @@ def _checked(content: str, what: str, limit: int, *, one_line: bool = True) -> s
     """A person's text, trimmed: non-empty and within ``limit`` words, else a clear error. A fact or
     a reflection is one item: its whitespace (newlines too) is normalised to single spaces, so it
     cannot pose as several items wherever it is shown (a blob keeps its lines)."""
+    require_storable(content, what)
     text = " ".join(content.split()) if one_line else content.strip()
     if not text:
         raise InvalidInputError(f"{what} cannot be empty")
@@ -145,6 +147,7 @@ class MemoryManager:
         """A correction: a new version with the new text and its vector. Saving the same text again
         changes nothing. ConflictError for a deleted fact or a text another fact already holds."""
         text = _checked(content, "a fact", self.settings.facts.max_words * 2)
+        require_storable(reason, "the reason")
         fact = await self.show_fact(fact_id, within=within)
         if fact.invalidated_at is not None:
             raise ConflictError(f"fact {fact_id!r} was deleted: it can no longer be edited")

@@ -32,6 +32,9 @@ class ApiKey(BaseModel):
     name: str = ""
     agent_ids: tuple[str, ...] = Field(min_length=1)
     read_only: bool = False
+    # Erasing a user (all their memory, hard-deleted) is its own permission: a write key is not
+    # enough (issue 23). Keys stored before it existed read as False.
+    can_erase: bool = False
     secret_sha256: str
     created_at: UtcDatetime
     revoked_at: UtcDatetime | None = None
@@ -45,7 +48,12 @@ def digest(secret: str) -> str:
 
 
 def new_key(
-    agent_ids: Sequence[str], *, read_only: bool, name: str, now: datetime
+    agent_ids: Sequence[str],
+    *,
+    read_only: bool,
+    name: str,
+    now: datetime,
+    can_erase: bool = False,
 ) -> tuple[ApiKey, str]:
     """A fresh key and its full token (shown once: only the key, which holds the hash, is kept)."""
     try:
@@ -54,6 +62,8 @@ def new_key(
         raise InvalidInputError(f"agent_ids: not valid ids: {e}") from e
     if not ids:
         raise InvalidInputError("agent_ids: a key needs at least one agent id")
+    if can_erase and read_only:
+        raise InvalidInputError("a read-only key cannot erase")
     key_id = secrets.token_hex(6)
     secret = secrets.token_urlsafe(32)
     key = ApiKey(
@@ -61,6 +71,7 @@ def new_key(
         name=name,
         agent_ids=ids,
         read_only=read_only,
+        can_erase=can_erase,
         secret_sha256=digest(secret),
         created_at=now,
     )

@@ -6,8 +6,17 @@ import re
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StringConstraints,
+)
 
+from memory.input_rules import READABLE, StorableStr, WholeInt, not_a_number
 from memory.settings import Scope
 
 # Ids are opaque strings chosen by the agent backend; we only insist they are safe to put in a
@@ -26,6 +35,10 @@ def _utc(value: datetime) -> datetime:
 UtcDatetime = Annotated[datetime, AfterValidator(_utc)]
 
 
+# A timestamp that comes in: what the schema says (a date-time string), or a datetime in Python.
+InputDatetime = Annotated[UtcDatetime, BeforeValidator(not_a_number)]
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -37,14 +50,14 @@ class AgentConfig(_Model):
     """An agent as registered by its backend; the prompts use its name, persona and instructions."""
 
     agent_id: Id
-    name: str = Field(min_length=1, max_length=200)
-    persona: str = Field("", max_length=4000)
-    memory_instructions: str = Field(
+    name: StorableStr = Field(min_length=1, max_length=200)
+    persona: StorableStr = Field("", max_length=4000)
+    memory_instructions: StorableStr = Field(
         "", max_length=4000, description="Extra guidance for what to remember"
     )
-    user_memory_enabled: bool = True
-    agent_memory_enabled: bool = True
-    tier: int = Field(0, ge=0, le=10, description="0 = standard models, ≥1 = premium models")
+    user_memory_enabled: StrictBool = True
+    agent_memory_enabled: StrictBool = True
+    tier: WholeInt = Field(0, ge=0, le=10, description="0 = standard models, ≥1 = premium models")
 
 
 # A backend's clock may run ahead of ours, or a time zone be misread; a message dated further
@@ -77,10 +90,14 @@ class MessageIn(_Model):
 
     message_id: Id
     role: Role
-    content: Annotated[str, AfterValidator(_readable)] = Field(min_length=1, max_length=100_000)
-    created_at: UtcDatetime
+    content: Annotated[StorableStr, AfterValidator(_readable)] = Field(
+        min_length=1, max_length=100_000, json_schema_extra={"pattern": READABLE}
+    )
+    created_at: InputDatetime
     user_id: Id | None = Field(None, description="The user who wrote it (role user)")
-    name: str | None = Field(None, max_length=200, description="Display name of the speaker")
+    name: StorableStr | None = Field(
+        None, max_length=200, description="Display name of the speaker"
+    )
 
     def misdated(self, now: datetime) -> str | None:
         """Why ``created_at`` cannot be believed when recorded at ``now`` (None: it can)."""

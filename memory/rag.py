@@ -55,6 +55,7 @@ from memory.context import age_suffix, visible_scopes
 from memory.embedding.base import Embedder
 from memory.errors import EmbeddingMismatchError, InvalidInputError
 from memory.fusion import Fused, RankedList, Source, fuse, with_session_prior
+from memory.input_rules import require_storable
 from memory.models import AgentConfig, FactFilter, FactScope, ScoredFact, SessionInfo
 from memory.query_words import content_words
 from memory.settings import RagSettings, Settings
@@ -130,21 +131,23 @@ class SearchResult(_Out):
 
 
 def clean_queries(queries: Sequence[str], settings: RagSettings) -> list[str]:
-    """Stripped, deduplicated (case-insensitively, first spelling kept), 1..max_queries of them."""
+    """Stripped, deduplicated (case-insensitively, first spelling kept); 1..max_queries given."""
     if isinstance(queries, str):
         raise InvalidInputError("queries must be a list of strings, not one string")
+    if not 1 <= len(queries) <= settings.max_queries:
+        raise InvalidInputError(
+            f"search_facts takes 1 to {settings.max_queries} queries, got {len(queries)}"
+        )
     kept: dict[str, str] = {}
     for position, query in enumerate(queries, start=1):
-        text = query.strip()
+        if not isinstance(query, str):
+            raise InvalidInputError(f"query {position} is not a string")
+        text = require_storable(query, f"query {position}").strip()
         if not text:
             raise InvalidInputError(f"query {position} is empty")
         if len(text) > MAX_QUERY_CHARS:
             raise InvalidInputError(f"query {position} is longer than {MAX_QUERY_CHARS} characters")
         kept.setdefault(text.casefold(), text)
-    if not 1 <= len(kept) <= settings.max_queries:
-        raise InvalidInputError(
-            f"search_facts takes 1 to {settings.max_queries} distinct queries, got {len(kept)}"
-        )
     return list(kept.values())
 
 

@@ -279,8 +279,17 @@ class RetrySettings(_Group):
 
 
 class StoreSettings(_Group):
-    backend: Literal["sqlite", "mongo"] = Field("sqlite", description="Memory store backend")
+    backend: Literal["sqlite", "postgres", "mongo"] = Field(
+        "sqlite", description="Memory store backend"
+    )
     sqlite_path: Path = Field(Path(".data/mnemos.db"), description="SQLite database file")
+    postgres_dsn: SecretStr | None = Field(
+        None, description="PostgreSQL DSN, e.g. postgresql://user:pw@host/db (backend=postgres)"
+    )
+    postgres_pool_size: int = Field(10, ge=1, description="Connections per process (postgres)")
+    hnsw_ef_search: int = Field(
+        100, ge=1, le=1000, description="pgvector hnsw.ef_search: candidates per vector query"
+    )
     mongodb_uri: SecretStr | None = Field(None, description="MongoDB URI (backend=mongo)")
     mongodb_database: str = Field("mnemos", description="MongoDB database name")
     atlas_search: Literal["auto", "on", "off"] = Field(
@@ -351,6 +360,11 @@ class Settings(BaseSettings):
         if self.store.backend == "mongo" and self.store.mongodb_uri is None:
             raise ValueError(
                 "store.mongodb_uri (MNEMOS_STORE__MONGODB_URI) is required when store.backend is mongo"
+            )
+        if self.store.backend == "postgres" and self.store.postgres_dsn is None:
+            raise ValueError(
+                "store.postgres_dsn (MNEMOS_STORE__POSTGRES_DSN) is required when store.backend "
+                "is postgres"
             )
         return self
 

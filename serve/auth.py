@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Depends, HTTPException, Path, Request, status
+from fastapi import Depends, HTTPException, Path, Request, Security, status
+from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
 from serve.keys import ApiKey
 from serve.services import Services, services
@@ -27,7 +28,17 @@ def token_of(request: Request) -> str | None:
     return request.headers.get("x-api-key") or request.cookies.get(COOKIE) or None
 
 
-async def current_key(request: Request, svc: Annotated[Services, Depends(services)]) -> ApiKey:
+# Declared so that the OpenAPI document names both ways to send a key; token_of reads them.
+_BEARER = HTTPBearer(auto_error=False, description="`Authorization: Bearer mk_…`")
+_HEADER = APIKeyHeader(name="X-API-Key", auto_error=False, description="The key itself")
+
+
+async def current_key(
+    request: Request,
+    svc: Annotated[Services, Depends(services)],
+    _bearer: Annotated[HTTPAuthorizationCredentials | None, Security(_BEARER)],
+    _header: Annotated[str | None, Security(_HEADER)],
+) -> ApiKey:
     token = token_of(request)
     key = await svc.keys.verify(token) if token else None
     if key is None:
@@ -56,7 +67,18 @@ async def _write(agent_id: AgentPath, key: Annotated[ApiKey, Depends(current_key
     return agent_id
 
 
+async def _erase(agent_id: AgentPath, key: Annotated[ApiKey, Depends(current_key)]) -> str:
+    check(key, agent_id, write=True)
+    if not key.can_erase:
+        raise HTTPException(
+            status.HTTP_403_FORBIDDEN,
+            "this key may not erase users (create one with: mnemos keys create --erase)",
+        )
+    return agent_id
+
+
 ReadAgent = Annotated[str, Depends(_read)]
+EraseAgent = Annotated[str, Depends(_erase)]
 WriteAgent = Annotated[str, Depends(_write)]
 CurrentKey = Annotated[ApiKey, Depends(current_key)]
 Svc = Annotated[Services, Depends(services)]

@@ -94,7 +94,7 @@ keys_app = typer.Typer(
 
 def _line(key: ApiKey) -> str:
     state = f"revoked {key.revoked_at:%Y-%m-%d %H:%M}" if key.revoked_at else "active"
-    mode = "read-only" if key.read_only else "read-write"
+    mode = "read-only" if key.read_only else "read-write" + (", erase" if key.can_erase else "")
     name = f" {key.name!r}" if key.name else ""
     return f"{key.key_id}{name}  agents={','.join(key.agent_ids)}  {mode}  {state}"
 
@@ -103,13 +103,19 @@ def _line(key: ApiKey) -> str:
 def create(
     agent: Annotated[list[str], typer.Option("--agent", "-a", help="Agent id (repeatable)")],
     read_only: Annotated[bool, typer.Option("--read-only", help="Reads only")] = False,
+    erase: Annotated[
+        bool, typer.Option("--erase", help="May also erase a user's whole memory")
+    ] = False,
     name: Annotated[str, typer.Option(help="A label to recognise it")] = "",
     keys_file: KeysFile = None,
 ) -> None:
     """Create a key; the key itself is printed once and never stored."""
     try:
         key, token = asyncio.run(
-            _with_keys(keys_file, lambda k: k.create(agent, read_only=read_only, name=name))
+            _with_keys(
+                keys_file,
+                lambda k: k.create(agent, read_only=read_only, name=name, can_erase=erase),
+            )
         )
     except MnemosError as e:
         raise typer.BadParameter(str(e)) from e

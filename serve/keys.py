@@ -35,7 +35,12 @@ class ApiKeyStore(Protocol):
     """Where keys live. Every method is safe to call from request handlers."""
 
     async def create(
-        self, agent_ids: Sequence[str], *, read_only: bool = False, name: str = ""
+        self,
+        agent_ids: Sequence[str],
+        *,
+        read_only: bool = False,
+        name: str = "",
+        can_erase: bool = False,
     ) -> tuple[ApiKey, str]:
         """A new key; returns it and the full token, which is shown once and never stored."""
         ...
@@ -60,9 +65,16 @@ class StoreKeyStore:
         self.store = store
 
     async def create(
-        self, agent_ids: Sequence[str], *, read_only: bool = False, name: str = ""
+        self,
+        agent_ids: Sequence[str],
+        *,
+        read_only: bool = False,
+        name: str = "",
+        can_erase: bool = False,
     ) -> tuple[ApiKey, str]:
-        key, token = new_key(agent_ids, read_only=read_only, name=name, now=datetime.now(UTC))
+        key, token = new_key(
+            agent_ids, read_only=read_only, name=name, now=datetime.now(UTC), can_erase=can_erase
+        )
         return await self.store.create_api_key(key), token
 
     async def list(self) -> list[ApiKey]:
@@ -125,9 +137,16 @@ class JsonFileKeyStore:
         self._cache = None
 
     async def create(
-        self, agent_ids: Sequence[str], *, read_only: bool = False, name: str = ""
+        self,
+        agent_ids: Sequence[str],
+        *,
+        read_only: bool = False,
+        name: str = "",
+        can_erase: bool = False,
     ) -> tuple[ApiKey, str]:
-        key, token = new_key(agent_ids, read_only=read_only, name=name, now=datetime.now(UTC))
+        key, token = new_key(
+            agent_ids, read_only=read_only, name=name, now=datetime.now(UTC), can_erase=can_erase
+        )
         async with self._lock:
             keys = dict(await asyncio.to_thread(self._read))
             keys[key.key_id] = key

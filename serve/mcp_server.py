@@ -17,9 +17,11 @@ from datetime import UTC, datetime
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import ValidationError
 
 from client.memory_client import MemoryClient
 from memory.errors import MnemosError
+from memory.input_rules import require_storable
 from memory.models import MessageIn
 from workflows.naming import formation_workflow_id
 
@@ -32,10 +34,11 @@ INSTRUCTIONS = (
 
 @asynccontextmanager
 async def _told() -> AsyncIterator[None]:
-    """Our errors (unknown session, invalid id) reach the model as the tool's error text."""
+    """Our errors (unknown session, invalid id, text that cannot be stored) reach the model as the
+    tool's error text."""
     try:
         yield
-    except MnemosError as e:
+    except (MnemosError, ValidationError) as e:
         raise ToolError(str(e)) from e
 
 
@@ -72,15 +75,16 @@ def build_server(memory: MemoryClient, agent_id: str) -> MCPServer:
     async def remember(note: str, session_id: str, user_id: str | None = None) -> str:
         """Keep an explicit note (e.g. "remember that I am vegetarian"): recorded in the session
         and formed into memory in the background. Returns the formation's workflow id."""
-        digest = hashlib.sha256(f"{session_id}\0{user_id}\0{note}".encode()).hexdigest()
-        message = MessageIn(
-            message_id=f"note-{digest[:24]}",
-            role="user" if user_id else "system",
-            content=note,
-            created_at=datetime.now(UTC),
-            user_id=user_id,
-        )
         async with _told():
+            require_storable(note, "the note")
+            digest = hashlib.sha256(f"{session_id}\0{user_id}\0{note}".encode()).hexdigest()
+            message = MessageIn(
+                message_id=f"note-{digest[:24]}",
+                role="user" if user_id else "system",
+                content=note,
+                created_at=datetime.now(UTC),
+                user_id=user_id,
+            )
             recorded = await memory.record_messages(agent_id, session_id, [message])
             if recorded.inserted == 0:
                 return "already noted"

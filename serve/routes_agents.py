@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, HTTPException, status
+from fastapi import APIRouter, status
 
 from memory.errors import NotFoundError
 from memory.models import AgentConfig
@@ -36,8 +36,6 @@ async def get_agent(agent_id: ReadAgent, svc: Svc) -> AgentConfig:
 async def update_agent(agent_id: WriteAgent, patch: AgentPatch, svc: Svc) -> AgentConfig:
     current = await _get(svc, agent_id)
     changes = patch.model_dump(exclude_unset=True)
-    if any(value is None for value in changes.values()):
-        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, "fields cannot be set to null")
     updated = AgentConfig.model_validate({**current.model_dump(), **changes})
     await svc.memory.register_agent(updated)
     return updated

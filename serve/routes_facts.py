@@ -10,13 +10,19 @@ from client.management import FactPage
 from memory.models import Fact, FactFilter, FactRevision
 from memory.rag import SearchResult
 from serve.auth import ID_PATTERN, ReadAgent, Svc, WriteAgent
+from serve.openapi import problems
 from serve.schemas import FactEdit, SearchRequest
 
 router = APIRouter(prefix="/v1/agents/{agent_id}", tags=["facts"])
 FactPath = Annotated[str, Path(min_length=1, max_length=200, description="The fact's id")]
 
 
-@router.post("/search")
+@router.post(
+    "/search",
+    responses=problems(
+        409, 502, s409="The stored facts were embedded by another model than the configured one"
+    ),
+)
 async def search(agent_id: ReadAgent, body: SearchRequest, svc: Svc) -> SearchResult:
     """Hybrid search over the facts one turn may see; ``debug`` adds both lists and their scores."""
     return await svc.memory.search_facts(
@@ -67,7 +73,10 @@ async def fact_history(agent_id: ReadAgent, fact_id: FactPath, svc: Svc) -> list
     return list((await _any_scope(svc, agent_id, fact_id)).history)
 
 
-@router.patch("/facts/{fact_id}")
+@router.patch(
+    "/facts/{fact_id}",
+    responses=problems(409, 502, s409="The fact was deleted, or another fact holds this text"),
+)
 async def edit_fact(agent_id: WriteAgent, fact_id: FactPath, body: FactEdit, svc: Svc) -> Fact:
     """A correction: a new version; the old text stays in the history."""
     fact = await _any_scope(svc, agent_id, fact_id)

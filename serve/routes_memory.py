@@ -4,40 +4,44 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Path, Query, status
+from fastapi import APIRouter, Path, Query, status
 
 from client.management import MemoryStats, ScopeConsolidationStatus
-from memory.errors import InvalidInputError, NotFoundError
+from memory.errors import NotFoundError
 from memory.models import ConsolidatedMemory, Reflection, ScopeKey
 from serve.auth import ID_PATTERN, ReadAgent, Svc, WriteAgent
-from serve.schemas import ConsolidatedEdit, ScopeQuery, TextEdit
+from serve.openapi import problems
+from serve.schemas import ConsolidatedEdit, TextEdit
 
 router = APIRouter(prefix="/v1/agents/{agent_id}", tags=["memory"])
 ReflectionPath = Annotated[str, Path(min_length=1, max_length=200)]
 OptionalId = Annotated[str | None, Query(pattern=ID_PATTERN)]
+_ID = ID_PATTERN.strip("^$")
+# The scope and the id it needs in one path segment, so the schema itself says which ids a
+# scope takes: "agent", "user:<user_id>" or "session:<session_id>".
+ScopePath = Annotated[
+    str,
+    Path(
+        pattern=f"^(agent|user:{_ID}|session:{_ID})$",
+        description='"agent", "user:<user_id>" or "session:<session_id>"',
+        examples=["agent", "user:alice", "session:s1"],
+    ),
+]
 
 
-def _key(agent_id: str, scope: ScopeQuery) -> ScopeKey:
-    try:
-        return ScopeKey(
-            scope=scope.scope,
-            agent_id=agent_id,
-            user_id=scope.user_id,
-            session_id=scope.session_id,
-        )
-    except ValueError as e:
-        raise InvalidInputError(
-            "scope: agent takes no ids, user needs user_id, session needs session_id"
-        ) from e
+def _key(agent_id: str, scope: str) -> ScopeKey:
+    kind, _, ident = scope.partition(":")
+    if kind == "user":
+        return ScopeKey.user(agent_id, ident)
+    if kind == "session":
+        return ScopeKey.session(agent_id, ident)
+    return ScopeKey.agent(agent_id)
 
 
-Scoped = Annotated[ScopeQuery, Depends()]
-
-
-@router.get("/reflections")
+@router.get("/scopes/{scope}/reflections")
 async def list_reflections(
     agent_id: ReadAgent,
-    scope: Scoped,
+    scope: ScopePath,
     svc: Svc,
     include_absorbed: bool = False,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
@@ -54,7 +58,7 @@ async def _reflection_key(svc: Svc, agent_id: str, reflection_id: str) -> ScopeK
     return found.scope_key
 
 
-@router.patch("/reflections/{reflection_id}")
+@router.patch("/reflections/{reflection_id}", responses=problems(409))
 async def edit_reflection(
     agent_id: WriteAgent, reflection_id: ReflectionPath, body: TextEdit, svc: Svc
 ) -> Reflection:
@@ -69,8 +73,8 @@ async def delete_reflection(agent_id: WriteAgent, reflection_id: ReflectionPath,
     await svc.manager.delete_reflection(key, reflection_id)
 
 
-@router.get("/consolidated")
-async def get_consolidated(agent_id: ReadAgent, scope: Scoped, svc: Svc) -> ConsolidatedMemory:
+@router.get("/scopes/{scope}/consolidated")
+async def get_consolidated(agent_id: ReadAgent, scope: ScopePath, svc: Svc) -> ConsolidatedMemory:
     """The scope's consolidated memory; 404 before its first consolidation or edit."""
     key = _key(agent_id, scope)
     await svc.manager.stats(agent_id)  # 404 for an unknown agent, not "no blob yet"
@@ -80,9 +84,9 @@ async def get_consolidated(agent_id: ReadAgent, scope: Scoped, svc: Svc) -> Cons
     return blob
 
 
-@router.put("/consolidated")
+@router.put("/scopes/{scope}/consolidated", responses=problems(409))
 async def edit_consolidated(
-    agent_id: WriteAgent, scope: Scoped, body: ConsolidatedEdit, svc: Svc
+    agent_id: WriteAgent, scope: ScopePath, body: ConsolidatedEdit, svc: Svc
 ) -> ConsolidatedMemory:
     """Replace the blob by this text; 409 when it moved past ``expected_version``."""
     key = _key(agent_id, scope)

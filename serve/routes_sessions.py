@@ -36,7 +36,15 @@ async def record_messages(
     return RecordResponse(recorded=recorded, formation=trigger)
 
 
-@router.post("/form", status_code=status.HTTP_202_ACCEPTED, response_model=None)
+@router.post(
+    "/form",
+    status_code=status.HTTP_202_ACCEPTED,
+    response_model=None,  # one of two bodies, by status: both are documented here
+    responses={
+        202: {"model": FormStarted, "description": "Started; it runs after this answer"},
+        200: {"model": FormationSummary, "description": "wait=true: the run's summary"},
+    },
+)
 async def form_now(
     agent_id: WriteAgent,
     session_id: SessionPath,

@@ -2,33 +2,43 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
+from pydantic.config import JsonDict
 
 from client.memory_client import FormationTrigger
+from memory.input_rules import NOT_BLANK, StorableStr, WholeInt
 from memory.models import Id, MessageIn, RecordOutcome
-from memory.settings import Scope
+from memory.rag import MAX_QUERY_CHARS
+
+# Stated in the schema; the handlers check it with a clearer message than a pattern's.
+_NOT_BLANK: JsonDict = {"pattern": NOT_BLANK}
 
 
 class _In(BaseModel):
+    """A request body: unknown fields are refused, types are not coerced (``0`` is no boolean,
+    ``"3"`` no integer)."""
+
     model_config = ConfigDict(extra="forbid")
 
 
 class AgentPatch(_In):
-    """Fields to change; the others keep their value."""
+    """Fields to change; the others keep their value. A field is left out to keep it (``null``
+    is no value: the schema does not admit it)."""
 
-    name: str | None = Field(None, min_length=1, max_length=200)
-    persona: str | None = Field(None, max_length=4000)
-    memory_instructions: str | None = Field(None, max_length=4000)
-    user_memory_enabled: bool | None = None
-    agent_memory_enabled: bool | None = None
-    tier: int | None = Field(None, ge=0, le=10)
+    # Defaults are not validated: None stands for "not sent" and never reaches the store.
+    name: StorableStr = Field(None, min_length=1, max_length=200)  # type: ignore[assignment]
+    persona: StorableStr = Field(None, max_length=4000)  # type: ignore[assignment]
+    memory_instructions: StorableStr = Field(None, max_length=4000)  # type: ignore[assignment]
+    user_memory_enabled: StrictBool = Field(None)  # type: ignore[assignment]
+    agent_memory_enabled: StrictBool = Field(None)  # type: ignore[assignment]
+    tier: WholeInt = Field(None, ge=0, le=10)  # type: ignore[assignment]
 
 
 class RecordRequest(_In):
     messages: list[MessageIn] = Field(min_length=1, max_length=1000)
-    trigger_formation: bool = Field(
+    trigger_formation: StrictBool = Field(
         True, description="Start a formation when the session's thresholds are met"
     )
 
@@ -43,7 +53,7 @@ class FormStarted(BaseModel):
 
 
 class SessionStartRequest(_In):
-    user_id: Id | None = None
+    user_id: Id | None = Field(None, description="The user of this turn (none: agent memory only)")
 
 
 class ContextResponse(BaseModel):
@@ -53,32 +63,35 @@ class ContextResponse(BaseModel):
     context: str = Field(description='The <MemoryContext> XML ("" when there is no memory yet)')
 
 
+Query = Annotated[
+    StorableStr, Field(min_length=1, max_length=MAX_QUERY_CHARS, json_schema_extra=_NOT_BLANK)
+]
+
+
 class SearchRequest(_In):
-    queries: list[str] = Field(min_length=1, description="1 to rag.max_queries queries")
-    session_id: Id | None = None
-    user_id: Id | None = None
-    top_k: int | None = None
-    debug: bool = False
+    queries: list[Query] = Field(
+        min_length=1,
+        description="1 to rag.max_queries queries; equal ones (ignoring case) are searched once",
+    )
+    session_id: Id | None = Field(None, description="The turn's session: its facts may be seen")
+    user_id: Id | None = Field(None, description="The turn's user: their facts may be seen")
+    top_k: WholeInt | None = Field(None, description="rag.top_k_min to rag.top_k_max")
+    debug: StrictBool = False
 
 
 class TextEdit(_In):
-    content: str = Field(min_length=1, max_length=20_000)
+    content: StorableStr = Field(min_length=1, max_length=20_000, json_schema_extra=_NOT_BLANK)
 
 
 class FactEdit(TextEdit):
-    reason: str = Field("manual edit", max_length=200)
+    reason: StorableStr = Field("manual edit", max_length=200)
 
 
 class ConsolidatedEdit(TextEdit):
-    expected_version: int | None = Field(
-        None, ge=0, description="The version edited; a newer one is a 409 (None: current)"
+    # The bound on the integer itself: on the optional field, pydantic would write a bare "ge".
+    expected_version: Annotated[WholeInt, Field(ge=0)] | None = Field(
+        None, description="The version edited; a newer one is a 409 (None: current)"
     )
-
-
-class ScopeQuery(_In):
-    scope: Scope
-    user_id: Id | None = None
-    session_id: Id | None = None
 
 
 class Health(BaseModel):

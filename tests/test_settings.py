@@ -54,6 +54,14 @@ def test_mongo_backend_needs_a_uri(monkeypatch: pytest.MonkeyPatch) -> None:
         Settings()
 
 
+def test_postgres_backend_needs_a_dsn(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MNEMOS_STORE__BACKEND", "postgres")
+    with pytest.raises(ValidationError, match="postgres_dsn"):
+        Settings()
+    monkeypatch.setenv("MNEMOS_STORE__POSTGRES_DSN", "postgresql://mnemos@db/mnemos")
+    assert Settings().store.backend == "postgres"
+
+
 def test_readme_lists_every_setting() -> None:
     readme = (Path(__file__).parent.parent / "README.md").read_text()
     assert settings_table() in readme, (

@@ -7,13 +7,13 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
-from typing import Literal
 
 from pydantic import BaseModel, TypeAdapter
 
 from memory.errors import MalformedOutputError
 from memory.ids import normalize_text
 from memory.llm.base import LLMProvider, LLMRequest, LLMResult, Usage
+from memory.llm.fact_decisions import decide_facts
 from memory.prompts import (
     ConsolidateInput,
     DecideFactsInput,
@@ -21,7 +21,6 @@ from memory.prompts import (
     ExtractReflectionsInput,
     PromptMessage,
 )
-from memory.prompts.decide_facts import FactDecision, FactDecisions
 from memory.prompts.extract_facts import ExtractedFact, ExtractedFacts
 from memory.prompts.extract_reflections import ExtractedReflection, ExtractedReflections
 from memory.query_words import STOP_WORDS
@@ -106,11 +105,6 @@ _UNCHANGED |= set(
     ]
 )
 _IRREGULAR = {"am": "is", "have": "has", "do": "does", "go": "goes"}
-_NEGATIONS = {"not", "no", "never", "cannot", "longer"}
-_STOPWORDS = {"a", "an", "the", "do", "does", "did"}
-_MONTHS = {"january", "february", "march", "april", "may", "june", "july", "august"}
-_MONTHS |= {"september", "october", "november", "december"}
-_TOKEN = re.compile(r"[\w@$.:/,'-]*\w")
 
 
 def _sentences(text: str) -> list[str]:
@@ -267,57 +261,6 @@ def extract_facts(p: ExtractFactsInput) -> ExtractedFacts:
             )
             facts.setdefault(normalize_text(text), fact)
     return ExtractedFacts(facts=list(facts.values()))
-
-
-def _parse_fact(text: str) -> tuple[frozenset[str], frozenset[str], bool]:
-    """(words, numbers and dates, negated): the parts the decision rules compare."""
-    words: set[str] = set()
-    numbers: set[str] = set()
-    negated = False
-    for token in _TOKEN.findall(text.casefold()):
-        token = token.removesuffix("'s")
-        if token in _NEGATIONS or token.endswith("n't"):
-            negated = True
-        elif token.startswith("dislike"):  # "dislikes" is "likes" negated
-            negated = True
-            words.add("like")
-        elif any(c.isdigit() for c in token) or token in _MONTHS:
-            numbers.add(token)
-        elif token not in _STOPWORDS:  # a crude stem, so that "likes" meets "like"
-            words.add(token[:-1] if len(token) > 3 and token[-1] == "s" != token[-2] else token)
-    return frozenset(words), frozenset(numbers), negated
-
-
-def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
-    return len(a & b) / len(a | b) if a | b else 1.0
-
-
-def _decide(index: int, content: str, existing: list[tuple[int, str]]) -> FactDecision:
-    nw, nn, nneg = _parse_fact(content)
-    # (rule priority, -score, existing index, event): NONE first, a duplicate needs nothing else.
-    matches: list[tuple[int, float, int | None, Literal["ADD", "UPDATE", "DELETE", "NONE"]]] = []
-    for old_index, old in existing:
-        ow, on, oneg = _parse_fact(old)
-        core, full = _jaccard(nw, ow), _jaccard(nw | nn, ow | on)
-        if nneg == oneg and nn == on and full >= 0.8:
-            matches.append((0, -full, old_index, "NONE"))
-        elif nneg != oneg and core >= 0.6:
-            matches.append((1, -core, old_index, "DELETE"))
-        elif nneg == oneg and nn and on and nn != on and full >= 0.5:
-            matches.append((2, -full, old_index, "UPDATE"))
-    _, _, best, event = min(matches, key=lambda m: m[:3], default=(3, 0.0, None, "ADD"))
-    # The new fact's own text is stored: the heuristic never merges, so it sends no merged_text.
-    return FactDecision(new_fact_index=index, event=event, existing_index=best, merged_text=None)
-
-
-def decide_facts(p: DecideFactsInput) -> FactDecisions:
-    """Each new fact on its own, in the order said: two corrections of one stored fact are two
-    decisions on it, and the pipeline applies them in that order (the later one wins)."""
-    decisions = []
-    for new in sorted(p.new_facts, key=lambda fact: fact.index):
-        pairs = sorted((e.index, e.content) for e in p.existing if new.index in e.candidate_for)
-        decisions.append(_decide(new.index, new.content, pairs))
-    return FactDecisions(decisions=decisions)
 
 
 def extract_reflections(p: ExtractReflectionsInput) -> ExtractedReflections:

@@ -42,17 +42,28 @@ TEMPLATE = """Compare new facts against existing memories and decide what to do 
 
 For EVERY new fact return exactly one decision: new_fact_index, the event and, for UPDATE, DELETE and
 NONE, existing_index: one existing memory listed as that new fact's candidate.
-- ADD: genuinely new information not captured by any existing memory (existing_index null).
-- UPDATE: the new fact adds detail to or corrects an existing memory.
-- DELETE: the new fact contradicts an existing memory and replaces it (e.g. a preference reversal).
-- NONE: the fact is already captured by an existing memory.
+
+First ask: is the new fact about the SAME thing as that memory? The thing is named before the verb:
+a person, an object and its number, code or name. Locker 17 and locker 18, order A-1 and order A-2,
+Anna's birthday and Ben's birthday are DIFFERENT things, even when all the other words are the same.
+- ADD: a different thing, or a value that holds alongside the stored one (existing_index null).
+- UPDATE: a new value of the SAME thing: it corrects the memory or adds detail to it.
+- DELETE: the SAME thing is said to be no longer true (e.g. a preference reversal).
+- NONE: the SAME thing with the same value: already captured.
+Examples (new fact / existing memory):
+- "Locker 18's code is 4411" / "Locker 17's code is 4411": ADD, another locker.
+- "Locker 17's code is 5522" / "Locker 17's code is 4411": UPDATE, a new code for the same locker.
+- "Ben's birthday is 3 May" / "Anna's birthday is 3 May": ADD, another person.
+- "Order A-2 ships on 3 May" / "Order A-1 ships on 3 May": ADD, another order.
+- "Alice likes sushi" / "Alice likes pizza": ADD, both hold.
+- "Alice lives in Berlin" / "Alice lives in Paris": UPDATE, she moved.
 
 merged_text: null, unless an UPDATE must combine details of both texts; then one sentence of at most
 {max_words} words. Never copy the lists, their numbers or their tags into it.
 
 New facts are numbered in the order they were said. Several new facts may concern the same existing
 memory (a correction of a correction): decide each one; the later statement wins.
-When in doubt between UPDATE and ADD, prefer UPDATE to avoid duplicates."""
+UPDATE replaces the stored fact: when unsure whether two facts are about the same thing, ADD."""
 
 
 class NewFactShown(PromptInput):

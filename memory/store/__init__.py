@@ -17,6 +17,15 @@ async def open_store(settings: Settings) -> MemoryStore:
 
         cfg.sqlite_path.parent.mkdir(parents=True, exist_ok=True)
         store = SQLiteStore(cfg.sqlite_path)
+    elif cfg.backend == "postgres":
+        from memory.store.postgres import PostgresStore
+
+        assert cfg.postgres_dsn is not None  # enforced by Settings validation
+        store = PostgresStore(
+            cfg.postgres_dsn.get_secret_value(),
+            pool_size=cfg.postgres_pool_size,
+            ef_search=cfg.hnsw_ef_search,
+        )
     else:
         from memory.store.mongo import MongoStore
 

@@ -11,11 +11,15 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memory.models import AgentConfig
+from memory.store.base import MemoryStore
+from memory.store.postgres import PostgresStore
 from memory.store.sqlite import SQLiteStore
+from tests.conftest import fresh_schema
 from tests.isolation.bench import Bench
 
 AGENTS = ("eve", "max")
@@ -62,8 +66,9 @@ def token(index: int) -> str:
     return f"zq{letters}x"
 
 
-async def scenario(history: list[Step], toggled: dict[str, tuple[bool, bool]], db: Path) -> None:
-    store = SQLiteStore(db)
+async def scenario(
+    history: list[Step], toggled: dict[str, tuple[bool, bool]], store: MemoryStore
+) -> None:
     await store.setup()
     agents = [
         AgentConfig(agent_id=a, name=a.capitalize(), user_memory_enabled=u, agent_memory_enabled=g)
@@ -103,4 +108,19 @@ def test_no_turn_reads_another_users_or_another_agents_memory(
     history: list[Step], eve: tuple[bool, bool], max_: tuple[bool, bool]
 ) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        asyncio.run(scenario(history, {"eve": eve, "max": max_}, Path(tmp) / "mnemos.db"))
+        store = SQLiteStore(Path(tmp) / "mnemos.db")
+        asyncio.run(scenario(history, {"eve": eve, "max": max_}, store))
+
+
+# Fewer examples on PostgreSQL: the property is the same, what this run adds is the SQL filters of
+# the backend, and each example pays a schema's migrations and ~1,000 round trips.
+@pytest.mark.postgres
+@settings(
+    max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True
+)
+@given(history=steps, eve=toggles, max_=toggles)
+def test_no_turn_reads_another_users_or_another_agents_memory_on_postgres(
+    postgres_dsn: str, history: list[Step], eve: tuple[bool, bool], max_: tuple[bool, bool]
+) -> None:
+    store = PostgresStore(fresh_schema(postgres_dsn), pool_size=2)
+    asyncio.run(scenario(history, {"eve": eve, "max": max_}, store))

@@ -29,6 +29,7 @@ class Served:
     eve: str  # read-write key for agent eve
     eve_ro: str  # read-only key for eve
     bob: str  # read-write key for agent bob only
+    eve_erase: str  # read-write key for eve that may also erase users
 
     def client(self, token: str | None) -> httpx.AsyncClient:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
@@ -45,10 +46,11 @@ async def served(time_env: WorkflowEnvironment, tmp_path: Path) -> AsyncIterator
     _, eve = await keys.create(["eve"], name="eve")
     _, eve_ro = await keys.create(["eve"], read_only=True, name="eve-ro")
     _, bob = await keys.create(["bob"], name="bob")
+    _, eve_erase = await keys.create(["eve"], name="eve-erase", can_erase=True)
     memory = h.memory
     app = create_app(memory, keys, temporal_ui_url="http://ui.test")
     try:
-        yield Served(h, memory, keys, app, eve, eve_ro, bob)
+        yield Served(h, memory, keys, app, eve, eve_ro, bob, eve_erase)
     finally:
         await h.store.close()
 

@@ -57,7 +57,7 @@ async def test_search_returns_hits_and_on_request_both_lists(served: Served) -> 
         plain = (await c.post("/v1/agents/eve/search", json=body)).json()
         assert plain["debug"] is None
         r = await c.post("/v1/agents/eve/search", json={"queries": []})
-        assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "queries"]
+        assert r.status_code == 422 and r.json()["errors"][0]["loc"] == ["body", "queries"]
         r = await c.post("/v1/agents/eve/search", json={"queries": ["x"], "top_k": 1000})
         assert r.status_code == 422 and "top_k" in r.text
 
@@ -65,8 +65,8 @@ async def test_search_returns_hits_and_on_request_both_lists(served: Served) -> 
 async def test_reflections_list_edit_delete(served: Served) -> None:
     await form_alice(served.h)
     async with served.client(served.eve) as c:
-        params = {"scope": "user", "user_id": "alice"}
-        listed = (await c.get("/v1/agents/eve/reflections", params=params)).json()
+        url = "/v1/agents/eve/scopes/user:alice/reflections"
+        listed = (await c.get(url)).json()
         assert [r["content"] for r in listed] == ["Alice is a morning person"]
         rid = listed[0]["reflection_id"]
         r = await c.patch(
@@ -74,29 +74,26 @@ async def test_reflections_list_edit_delete(served: Served) -> None:
         )
         assert r.status_code == 200 and r.json()["content"] == "Alice wakes at six"
         assert (await c.delete(f"/v1/agents/eve/reflections/{rid}")).status_code == 204
-        assert (await c.get("/v1/agents/eve/reflections", params=params)).json() == []
+        assert (await c.get(url)).json() == []
         assert (await c.delete(f"/v1/agents/eve/reflections/{rid}")).status_code == 404
-        r = await c.get("/v1/agents/eve/reflections", params={"scope": "user"})
-        assert r.status_code == 422 and "user_id" in r.text
-        r = await c.get("/v1/agents/eve/reflections", params={"scope": "planet"})
-        assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["query", "scope"]
+        r = await c.get("/v1/agents/eve/scopes/user/reflections")  # a user scope names its user
+        assert r.status_code == 422 and r.json()["errors"][0]["loc"] == ["path", "scope"]
+        r = await c.get("/v1/agents/eve/scopes/planet/reflections")
+        assert r.status_code == 422 and r.headers["content-type"] == "application/problem+json"
 
 
 async def test_consolidated_get_and_edit_with_versions(served: Served) -> None:
     async with served.client(served.eve) as c:
-        url = "/v1/agents/eve/consolidated"
-        assert (await c.get(url, params={"scope": "agent"})).status_code == 404
-        r = await c.put(url, params={"scope": "agent"}, json={"content": "Eve is terse."})
+        url = "/v1/agents/eve/scopes/agent/consolidated"
+        assert (await c.get(url)).status_code == 404
+        r = await c.put(url, json={"content": "Eve is terse."})
         assert r.status_code == 200 and r.json()["version"] == 1
-        got = (await c.get(url, params={"scope": "agent"})).json()
+        got = (await c.get(url)).json()
         assert got["content"] == "VERSION: 1\nEve is terse." and got["edited_by"] == "manual"
-        stale = await c.put(
-            url, params={"scope": "agent"}, json={"content": "Other", "expected_version": 0}
-        )
-        assert stale.status_code == 409
-        assert (
-            await c.get("/v1/agents/nobody/consolidated", params={"scope": "agent"})
-        ).status_code == 403
+        stale = await c.put(url, json={"content": "Other", "expected_version": 0})
+        assert stale.status_code == 409 and stale.json()["status"] == 409
+        r = await c.get("/v1/agents/nobody/scopes/agent/consolidated")
+        assert r.status_code == 403
 
 
 async def test_stats_and_consolidation_status(served: Served) -> None:

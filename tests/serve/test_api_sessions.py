@@ -27,16 +27,22 @@ async def test_register_get_and_update_an_agent(served: Served) -> None:
         got = (await c.get("/v1/agents/carol")).json()
         assert got["persona"] == "A librarian" and got["tier"] == 1 and got["name"] == "Carol"
         r = await c.patch("/v1/agents/carol", json={"tier": 99})
-        assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "tier"]
-        r = await c.patch("/v1/agents/carol", json={"name": None})
+        assert r.status_code == 422 and r.json()["errors"][0]["loc"] == ["body", "tier"]
+        r = await c.patch("/v1/agents/carol", json={"name": None})  # the schema admits no null
         assert r.status_code == 422
+        r = await c.patch("/v1/agents/carol", json={"user_memory_enabled": 0})  # no boolean
+        assert r.status_code == 422 and r.json()["errors"][0]["loc"] == [
+            "body",
+            "user_memory_enabled",
+        ]
 
 
 async def test_validation_names_the_field_and_never_shows_a_trace(served: Served) -> None:
     async with served.client(served.eve) as c:
         r = await c.post("/v1/agents/eve/sessions/s1/messages", json={"messages": [{"role": "x"}]})
         assert r.status_code == 422
-        locs = {tuple(e["loc"]) for e in r.json()["detail"]}
+        assert r.headers["content-type"] == "application/problem+json"
+        locs = {tuple(e["loc"]) for e in r.json()["errors"]}
         assert ("body", "messages", 0, "role") in locs
         assert ("body", "messages", 0, "message_id") in locs
         assert "Traceback" not in r.text
@@ -44,9 +50,9 @@ async def test_validation_names_the_field_and_never_shows_a_trace(served: Served
         naive["created_at"] = "2026-11-01T09:00:00"
         r = await c.post("/v1/agents/eve/sessions/s1/messages", json={"messages": [naive]})
         assert r.status_code == 422
-        assert r.json()["detail"][0]["loc"][-1] == "created_at"
+        assert r.json()["errors"][0]["loc"][-1] == "created_at"
         r = await c.get("/v1/agents/eve/sessions/bad%20id/context")
-        assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["path", "session_id"]
+        assert r.status_code == 422 and r.json()["errors"][0]["loc"] == ["path", "session_id"]
         r = await c.get("/v1/agents/eve/sessions/nope/context")
         assert r.status_code == 404 and "nope" in r.json()["detail"]
 
@@ -137,7 +143,5 @@ async def test_session_start_returns_context_and_end_forms_and_consolidates(
         end = r.json()
         assert end["formation"]["messages_formed"] == 2
         assert end["consolidation"]
-        blob = await c.get(
-            "/v1/agents/eve/consolidated", params={"scope": "session", "session_id": "s1"}
-        )
+        blob = await c.get("/v1/agents/eve/scopes/session:s1/consolidated")
         assert blob.status_code == 200 and "about tea" in blob.json()["content"]

@@ -15,6 +15,7 @@ SAMPLE = {
     "fact_id": "f-unknown",
     "reflection_id": "r-unknown",
     "user_id": "alice",  # DELETE …/users/{user_id}: another agent's key must not erase her
+    "scope": "user:alice",
 }
 
 
@@ -60,9 +61,10 @@ async def test_a_key_for_bob_touches_nothing_of_eve(served: Served) -> None:
             path = path.replace("f-unknown", SAMPLE_REAL["fact_id"])
             path = path.replace("r-unknown", SAMPLE_REAL["reflection_id"])
             body = {"content": "hijacked", "queries": ["tea"], "messages": []}
-            r = await c.request(method, path, json=body, params={"scope": "agent"})
+            r = await c.request(method, path, json=body)
             assert r.status_code == 403, (method, path, r.text)
-            assert "alice" not in r.text and "tea" not in r.text.lower()
+            told = str({k: v for k, v in r.json().items() if k != "instance"})  # the caller's path
+            assert "alice" not in told and "tea" not in told.lower()
         r = await c.post("/v1/agents", json={"agent_id": "eve", "name": "Mallory"})
         assert r.status_code == 403
     assert await store.list_facts(FactFilter(agent_id="eve", user_id="alice"), limit=100) == (

@@ -109,7 +109,14 @@ async def test_formation_runs_link_to_the_temporal_ui(
     keys = StoreKeyStore(h.store)
     _, token = await keys.create(["eve"])
     served = Served(
-        h, h.memory, keys, create_app(h.memory, keys, temporal_ui_url="http://ui"), token, "", ""
+        h,
+        h.memory,
+        keys,
+        create_app(h.memory, keys, temporal_ui_url="http://ui"),
+        token,
+        "",
+        "",
+        "",
     )
     try:
         await form_alice(h, session="runs-s1")

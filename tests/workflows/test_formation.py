@@ -14,6 +14,9 @@ from memory.settings import FactSettings, ReflectionSettings
 from tests.fakes import facts_input, reflections_input
 from tests.harness import T0, Harness, conversation, facts, reflections
 
+# Every bench here runs on SQLite and on PostgreSQL.
+pytestmark = pytest.mark.usefixtures("store_backend")
+
 
 def decision(
     new: int, event: str, existing: int | None = None, text: str | None = None

@@ -14,6 +14,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from pydantic import SecretStr
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer
@@ -28,8 +29,9 @@ from memory.settings import (
     StoreSettings,
     TemporalSettings,
 )
-from memory.store.sqlite import SQLiteStore
+from memory.store import open_store
 from runtime.codec import ENCODING, data_converter
+from tests.conftest import fresh_schema
 from tests.harness import T0
 from worker import WORKFLOWS
 
@@ -47,23 +49,38 @@ async def _wait_for(path: Path, proc: subprocess.Popen[bytes], timeout: float = 
         await asyncio.sleep(0.05)
 
 
-CASES = [("extract_reflections", False), ("decide_facts", False), ("extract_reflections", True)]
+CASES = [
+    pytest.param("extract_reflections", False, "sqlite", id="reflections"),
+    pytest.param("decide_facts", False, "sqlite", id="decide"),
+    pytest.param("extract_reflections", True, "sqlite", id="reflections-codec"),
+    pytest.param(
+        "decide_facts", False, "postgres", id="decide-postgres", marks=pytest.mark.postgres
+    ),
+]
 
 
-@pytest.mark.parametrize(
-    ("gate_task", "encrypted"), CASES, ids=["reflections", "decide", "reflections-codec"]
-)
+@pytest.mark.parametrize(("gate_task", "encrypted", "backend"), CASES)
 async def test_worker_killed_mid_formation(
-    dev_env: WorkflowEnvironment, tmp_path: Path, gate_task: str, encrypted: bool
+    dev_env: WorkflowEnvironment,
+    tmp_path: Path,
+    gate_task: str,
+    encrypted: bool,
+    backend: str,
+    request: pytest.FixtureRequest,
 ) -> None:
     # With a codec key the worker processes and this client encrypt every payload.
     codec = CodecSettings(key=base64.b64encode(os.urandom(32)).decode() if encrypted else None)
     config = dev_env.client.config()
     config["data_converter"] = data_converter(codec)
     client = Client(**config)
+    if backend == "postgres":
+        dsn = fresh_schema(request.getfixturevalue("postgres_dsn"))
+        store_settings = StoreSettings(backend="postgres", postgres_dsn=SecretStr(dsn))
+    else:
+        store_settings = StoreSettings(sqlite_path=tmp_path / "mnemos.db")
     settings = Settings(
         codec=codec,
-        store=StoreSettings(sqlite_path=tmp_path / "mnemos.db"),
+        store=store_settings,
         # A dead worker's LLM call is noticed after this heartbeat timeout (production: 20 s).
         retries=RetrySettings(llm_heartbeat_seconds=2, llm_initial_interval_seconds=0.1),
         temporal=TemporalSettings(
@@ -71,8 +88,7 @@ async def test_worker_killed_mid_formation(
             task_queue=f"crash-{uuid.uuid4().hex[:8]}",
         ),
     )
-    store = SQLiteStore(settings.store.sqlite_path)
-    await store.setup()
+    store = await open_store(settings)
     memory = MemoryClient(client, store, settings)
     agent = AgentConfig.model_validate(SAMPLE["agent"])
     await memory.register_agent(agent)
@@ -83,7 +99,9 @@ async def test_worker_killed_mid_formation(
 
     env = {
         **os.environ,
+        "MNEMOS_STORE__BACKEND": backend,
         "MNEMOS_STORE__SQLITE_PATH": str(settings.store.sqlite_path),
+        **({"MNEMOS_STORE__POSTGRES_DSN": dsn} if backend == "postgres" else {}),
         "MNEMOS_TEMPORAL__ADDRESS": settings.temporal.address,
         "MNEMOS_TEMPORAL__TASK_QUEUE": settings.temporal.task_queue,
         "CRASH_GATE_DIR": str(tmp_path),

@@ -1,0 +1,73 @@
+"""What we accept from outside. Text: a string every store, tokenizer and JSON encoder can hold;
+numbers and timestamps: what JSON and the OpenAPI document say they are.
+
+Python strings may carry unpaired UTF-16 surrogates (JSON's ``"\\ud800"`` decodes to one); UTF-8
+cannot encode them, so SQLite, BSON, the tokenizer and the response encoder all fail on them deep
+inside. NUL is refused too: C-string APIs (FTS tokenizers, BSON keys, C drivers) cut at it.
+Checked once at every boundary (models, client calls, HTTP, MCP), so a bad string is a clear
+input error and never reaches storage.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import AfterValidator, BeforeValidator, Field
+
+from memory.errors import InvalidInputError
+
+
+def text_problem(text: str) -> str | None:
+    """Why ``text`` cannot be stored, or None when it can."""
+    if "\x00" in text:
+        return f"holds a NUL character at offset {text.index(chr(0))}"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        return f"holds an unpaired surrogate U+{ord(text[e.start]):04X} at offset {e.start}"
+    return None
+
+
+def storable(text: str) -> str:
+    """A pydantic validator: ``text`` unchanged, or ValueError saying what is wrong."""
+    if (problem := text_problem(text)) is not None:
+        raise ValueError(f"text {problem} (not valid Unicode text)")
+    return text
+
+
+def require_storable(text: str, what: str) -> str:
+    """``text`` unchanged, or InvalidInputError naming ``what``."""
+    if (problem := text_problem(text)) is not None:
+        raise InvalidInputError(f"{what} {problem} (not valid Unicode text)")
+    return text
+
+
+# For the JSON Schema only (the validators say what is wrong more clearly than a regex): no NUL.
+# Unpaired surrogates cannot be stated portably in a pattern; the descriptions name them.
+NO_NUL = r"^[^\x00]*$"
+_CONTROL = r"\x00-\x08\x0b\x0c\x0e-\x1f\x7f"
+# Something besides whitespace, and no control character but tab, newline and carriage return.
+READABLE = f"^[^{_CONTROL}]*[^\\s{_CONTROL}][^{_CONTROL}]*$"
+# Something besides whitespace, and no NUL.
+NOT_BLANK = r"^[^\x00]*[^\s\x00][^\x00]*$"
+
+# A string field of an input model: valid Unicode, no NUL.
+StorableStr = Annotated[str, AfterValidator(storable), Field(json_schema_extra={"pattern": NO_NUL})]
+
+
+def not_a_number(value: object) -> object:
+    """pydantic reads a number as Unix time; an input timestamp is ISO 8601 text or a datetime."""
+    if isinstance(value, (int, float)):
+        raise ValueError("a timestamp is an ISO 8601 string with its offset, not a number")
+    return value
+
+
+def _whole(value: object) -> object:
+    # JSON has one number type: 3.0 is the integer 3, but "3" and true are not numbers.
+    if isinstance(value, (str, bool, bytes)):
+        raise ValueError("an integer is a JSON number, not a string or a boolean")
+    return value
+
+
+# An integer field of an input: 3 and 3.0, not "3", not true, not 3.5.
+WholeInt = Annotated[int, BeforeValidator(_whole)]

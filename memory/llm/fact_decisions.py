@@ -1,0 +1,325 @@
+"""The offline provider's dedup decisions (ADD / UPDATE / DELETE / NONE): deterministic rules that
+tell a fact about another thing from a new value of the same thing.
+
+A fact is read as ``<subject> <relation> <value>``: the words before its verb name the thing it is
+about, the verb (with its auxiliaries, negation and one preposition) is the relation, the rest is
+the value::
+
+    Alice's locker 17 code | is        | 4411
+    order A-1              | ships on  | 3 May
+    Anna's birthday        | is        | 3 May
+    Alice's son Tom        | is        | 7
+    Alice                  | lives in  | Paris
+
+Numbers, codes, names and nouns before the verb are identifiers: "locker 17" and "locker 18",
+"order A-1" and "order A-2", "Anna's birthday" and "Ben's birthday" are different things, so two
+facts whose subjects differ are never the same fact: ADD, however alike their words. Only a fact
+about the same thing is compared further:
+
+- NONE: same relation, same value (or nearly the same words, the same numbers).
+- DELETE: one says it, the other denies it ("Alice no longer lives in Paris").
+- UPDATE: a new value of the same thing: different numbers in the value ("Alice is 30" -> "31";
+  "order A-1 ships on 3 May" -> "on 5 May"), or different words for a relation that holds one
+  value at a time (an attribute's value: "the wifi password is x" -> "y"; where one lives, works,
+  is called, ...: "Alice lives in Paris" -> "in Berlin").
+- ADD: anything else; a relation that holds many values keeps both ("Alice likes pizza", "Alice
+  likes sushi"; "Alice is a teacher", "Alice is a mother").
+
+A sentence whose verb the rules cannot find is compared as a bag of words and numbers, as before
+(similar words with other numbers: UPDATE). The rules are a crude stand-in for a model's reading,
+written to fail towards ADD: a duplicate costs a line, an overwrite loses what a user said.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from memory.prompts.decide_facts import DecideFactsInput, FactDecision, FactDecisions
+
+Event = Literal["ADD", "UPDATE", "DELETE", "NONE"]
+
+_TOKEN = re.compile(r"[\w@$.:/,'-]*\w")
+# The split also sees a colon or an equals sign between words: "Locker 17 code: 4411".
+_SPLIT_TOKEN = re.compile(r"[\w@$.:/,'-]*\w'?|(?<!\S)[:=](?!\S)|(?<=\w)[:=](?=\s)")
+_NEGATIONS = {"not", "no", "never", "cannot", "longer"}
+_STOPWORDS = {"a", "an", "the", "do", "does", "did"}
+_MONTHS = {"january", "february", "march", "april", "may", "june", "july", "august"}
+_MONTHS |= {"september", "october", "november", "december"}
+
+# What opens a relation. "be" in any form; a colon or equals sign reads as "is".
+_BE = {"is", "are", "am", "was", "were", "be", "been", "being", ":", "="}
+_BE |= {"become", "becomes", "became", "remain", "remains", "remained", "stay", "stays", "stayed"}
+_AUXILIARIES = {"has", "have", "had", "do", "does", "did", "will", "would", "can", "could"}
+_AUXILIARIES |= {"should", "shall", "must", "might"}  # not "may": a month
+_ADVERBS = {"now", "still", "also", "just", "only", "always", "often", "usually", "already"}
+_ADVERBS |= {"currently", "really", "actually", "recently", "again", "anymore", "then", "today"}
+_PREPOSITIONS = {"in", "at", "on", "for", "as", "to", "from", "with", "by", "into", "until"}
+_DETERMINERS = {"a", "an", "the", "my", "our", "your", "his", "her", "its", "their", "this"}
+_DETERMINERS |= {"that", "these", "those", "some", "any", "each", "every"}
+# A discourse opener says nothing of the thing: "Sorry, my locker number is 103."
+_OPENER = re.compile(
+    r"(?i)^\s*(?:(?:sorry|oh|ah|well|actually|also|btw|ok|okay|so|yes|no|correction|update|note"
+    r"|anyway|now|and|but|plus|fyi|ps|by the way|to be honest|honestly|sadly|unfortunately"
+    r"|luckily|finally|apparently)[\s,]*)+[,:]\s*"  # no "\w+ly": "Emily, 31, lives in Paris"
+)
+_INDEFINITE = {"a", "an", "one", "another", "some"}  # "Alice is a teacher": one class of many
+
+# Verbs whose relation holds one value at a time: a new value replaces the old one.
+_ONE_VALUE = {"live", "work", "move", "ship", "cost", "start", "begin", "end", "finish", "open"}
+_ONE_VALUE |= {"close", "expire", "arrive", "leave", "depart", "land", "weigh", "earn", "due"}
+_ONE_VALUE |= {"born", "call", "name", "marry", "retire", "graduate", "relocate"}
+# Verbs that may hold many values ("likes pizza", "likes sushi"); known, so the split finds them.
+_MANY_VALUES = {"like", "love", "hate", "prefer", "enjoy", "want", "need", "own", "play", "speak"}
+_MANY_VALUES |= {"use", "visit", "know", "study", "teach", "drive", "read", "watch", "eat", "drink"}
+_MANY_VALUES |= {"collect", "support", "attend", "go", "plan", "take", "keep", "make", "meet"}
+_MANY_VALUES |= {"follow", "write", "cook", "run", "travel", "volunteer", "change", "adopt"}
+_IRREGULAR = {
+    **{"has": "have", "had": "have", "began": "begin", "begun": "begin", "paid": "pay"},
+    **{"left": "leave", "went": "go", "goes": "go", "took": "take", "kept": "keep"},
+    **{"made": "make", "met": "meet", "ate": "eat", "drank": "drink", "taught": "teach"},
+    **{"spoke": "speak", "drove": "drive", "wrote": "write", "ran": "run"},
+    **{"studies": "study", "studied": "study"},
+    **{"dislike": "like", "dislikes": "like", "disliked": "like"},  # negated: see parse_fact
+}
+# A verb's bare form reads as a verb after a plural subject ("Tom's parents live in Rome"), but
+# only for verbs that are seldom nouns: "work", "call", "name" and "end" are nouns as often.
+_BARE_VERBS = {"live", "like", "love", "hate", "prefer", "enjoy", "want", "need", "own", "speak"}
+_BARE_VERBS |= {"dislike", "have"}
+
+
+def _lemma(token: str) -> str | None:
+    """The verb a token is a form of, when it is one the rules know (else None)."""
+    if token in _IRREGULAR:
+        return _IRREGULAR[token]
+    known = _ONE_VALUE | _MANY_VALUES
+    if token in _BARE_VERBS or token in {"born", "due"}:
+        return token
+    for suffix in ("s", "es", "ies", "ed", "ied", "ing"):
+        if not token.endswith(suffix):
+            continue
+        stem = token[: -len(suffix)]
+        # "lives" "live", "watches" "watch", "studies" "study", "moved" "move", "shipped" "ship"
+        for lemma in (stem, stem + "e", stem + "y", stem[:-1]):
+            if lemma in known and (lemma != stem[:-1] or stem[-1:] == stem[-2:-1]):
+                return lemma
+    return None
+
+
+def _verb_stem(token: str) -> str:
+    """An unknown verb's crude lemma: "departs", "departed" -> "depart"."""
+    return token.removesuffix("ed") if token.endswith("ed") else token.removesuffix("s")
+
+
+def _stem(token: str) -> str:
+    """A crude stem, so that "likes" meets "like"."""
+    return token[:-1] if len(token) > 3 and token[-1] == "s" != token[-2] else token
+
+
+def _fold(raw: str) -> str:
+    return raw.casefold().removesuffix("'s").removesuffix("'")
+
+
+def _names_a_thing(raw: str) -> bool:
+    """A name or a code right before a word: "Alice", "A-1", "17" (not "Alice's", a possessive)."""
+    return not raw.endswith(("'s", "'")) and (raw[:1].isupper() or any(c.isdigit() for c in raw))
+
+
+@dataclass(frozen=True)
+class Statement:
+    """A fact split at its verb: ``subject`` names the thing, ``relation`` the verb (lemmas, "be"
+    for every copula), ``value`` and ``value_numbers`` what it says of the thing."""
+
+    subject: frozenset[str]
+    relation: tuple[str, ...]
+    value: frozenset[str]
+    value_numbers: frozenset[str]
+    one_value: bool  # a new value replaces the old one
+
+
+def _opens_relation(tokens: list[str], i: int) -> bool:
+    """Whether tokens[i] is where the verb starts (after a subject of at least one word)."""
+    token, folded, before = tokens[i], _fold(tokens[i]), tokens[i - 1]
+    if folded in _BE or folded in _AUXILIARIES or folded in _NEGATIONS or folded.endswith("n't"):
+        return not token[:1].isupper() or token in {":", "="}
+    if not token.isalpha() or not token.islower():
+        return False
+    # "the work address", "Alice's love of jazz": after a determiner or a possessive, a noun.
+    if before.casefold() in _DETERMINERS or before.endswith(("'s", "'")):
+        return False
+    if _lemma(folded) is not None:
+        return True
+    # An unknown verb, in its -s or -ed form, right after a name or a code: "A-1 departs".
+    return _names_a_thing(before) and len(token) > 3 and token.endswith(("s", "ed"))
+
+
+def split_statement(text: str) -> Statement | None:
+    """``<subject> <relation> <value>``, or None when no verb is found after a subject."""
+    text = _OPENER.sub("", text.replace("\u2019", "'"))
+    return _split(_SPLIT_TOKEN.findall(text))
+
+
+def _split(tokens: list[str]) -> Statement | None:
+    start = next((i for i in range(1, len(tokens)) if _opens_relation(tokens, i)), None)
+    if start is None:
+        return None
+    if tokens[start] == ":" and (clause := _split(tokens[start + 1 :])) is not None:
+        return clause  # "Alice read the memo: the budget is $65,000" states the clause
+    # Determiners and adverbs name nothing ("really", but not "Emily": a capital is a name).
+    subject = frozenset(
+        _stem(_fold(t))
+        for t in tokens[:start]
+        if _fold(t) not in _DETERMINERS | _ADVERBS and not (t.islower() and t.endswith("ly"))
+    )
+    relation: list[str] = []
+    end = start
+    while end < len(tokens):
+        folded = _fold(tokens[end])
+        lemma = "be" if folded in _BE else _lemma(folded)
+        if folded in _NEGATIONS or folded.endswith("n't") or folded in _ADVERBS:
+            pass  # the negation is compared on its own; "now", "still" change nothing
+        elif folded in _AUXILIARIES and lemma is None:
+            pass  # "will", "does": the verb that follows says the relation
+        elif lemma is not None:
+            relation.append(lemma)
+        elif end == start:
+            relation.append(_verb_stem(folded))  # an unknown verb after a name: "A-1 departs"
+        elif folded in _PREPOSITIONS and relation and relation[-1] not in _PREPOSITIONS:
+            relation.append(folded)
+        else:
+            break
+        end += 1
+    if not relation or not subject:
+        return None
+    # "has", "had" before another verb are auxiliaries; "changed to", "became" read as "is".
+    if len(relation) > 1 and relation[0] == "have":
+        relation.pop(0)
+    joined = " ".join(relation).replace("change to", "be")
+    relation = list(dict.fromkeys(joined.split()))  # "was now changed to" -> "be"
+    rest = [_fold(t) for t in tokens[end:]]
+    value = frozenset(_stem(w) for w in rest if not _is_number(w) and w not in _STOPWORDS)
+    numbers = frozenset(w for w in rest if _is_number(w))
+    return Statement(
+        subject=subject,
+        relation=tuple(relation),
+        value=value,
+        value_numbers=numbers,
+        one_value=_one_value(tokens[:start], relation, rest),
+    )
+
+
+def _one_value(subject: list[str], relation: list[str], value: list[str]) -> bool:
+    """Whether the relation holds one value at a time: a known one-value verb, or "is" naming an
+    attribute's value (a possessive or definite subject, "Alice's email", "the wifi password",
+    and a value that is no class: "Alice is a teacher" and "Alice is a mother" are both true)."""
+    if any(lemma in _ONE_VALUE for lemma in relation):
+        return True
+    attribute = subject[0].casefold() in _DETERMINERS - _INDEFINITE or any(
+        t.endswith(("'s", "'")) for t in subject
+    )
+    return relation[0] == "be" and attribute and bool(value) and value[0] not in _INDEFINITE
+
+
+def _is_number(token: str) -> bool:
+    return any(c.isdigit() for c in token) or token in _MONTHS
+
+
+@dataclass(frozen=True)
+class ParsedFact:
+    """All of a fact's words and numbers (for likeness), its negation, and its statement."""
+
+    words: frozenset[str]
+    numbers: frozenset[str]
+    negated: bool
+    statement: Statement | None
+
+
+def parse_fact(text: str) -> ParsedFact:
+    words: set[str] = set()
+    numbers: set[str] = set()
+    negated = False
+    for token in _TOKEN.findall(text.casefold()):
+        token = token.removesuffix("'s")
+        if token in _NEGATIONS or token.endswith("n't"):
+            negated = True
+        elif token.startswith("dislike"):  # "dislikes" is "likes" negated
+            negated = True
+            words.add("like")
+        elif _is_number(token):
+            numbers.add(token)
+        elif token not in _STOPWORDS:
+            words.add(_stem(token))
+    return ParsedFact(frozenset(words), frozenset(numbers), negated, split_statement(text))
+
+
+def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    return len(a & b) / len(a | b) if a | b else 1.0
+
+
+def numbered_apart(a: str, b: str) -> bool:
+    """Whether two facts name different things by a number or code before their verbs ("room
+    204" and "room 205", "order A-1" and "order A-2"): never one fact, whatever a model says.
+    Narrower than the rules' own test (which also tells "Anna's" from "Ben's"), so that a guard
+    on a model's answers can rely on it; names are left to the model ("User's" may be "Alice's")."""
+    first, second = split_statement(a), split_statement(b)
+    if first is None or second is None:
+        return False
+    numbered = [{w for w in s.subject if any(c.isdigit() for c in w)} for s in (first, second)]
+    return bool(numbered[0] or numbered[1]) and numbered[0] != numbered[1]
+
+
+def compare(new: ParsedFact, old: ParsedFact) -> tuple[Event, float]:
+    """The event a new fact makes of one stored fact, with how alike they are (to rank several)."""
+    core, full = (
+        _jaccard(new.words, old.words),
+        _jaccard(new.words | new.numbers, old.words | old.numbers),
+    )
+    same_sign = new.negated == old.negated
+    a, b = new.statement, old.statement
+    if a is not None and b is not None:
+        if a.subject != b.subject:
+            return "ADD", 0.0  # another locker, order, child: another thing
+        if same_sign and a.relation == b.relation:
+            if a.value == b.value and a.value_numbers == b.value_numbers:
+                return "NONE", 1.0
+            if a.one_value and b.one_value:
+                return "UPDATE", full
+    # Same thing, or two facts the rules cannot split: compared as bags of words and numbers.
+    if same_sign and new.numbers == old.numbers and full >= 0.8:
+        return "NONE", full
+    if not same_sign and core >= 0.6:
+        return "DELETE", core
+    if same_sign and new.numbers and old.numbers and new.numbers != old.numbers and full >= 0.5:
+        return "UPDATE", full
+    return "ADD", 0.0
+
+
+_PRIORITY: dict[Event, int] = {"NONE": 0, "DELETE": 1, "UPDATE": 2}
+
+
+def _decide(index: int, content: str, existing: list[tuple[int, str]]) -> FactDecision:
+    new = parse_fact(content)
+    # (rule priority, -likeness, existing index, event): NONE first, a duplicate needs nothing else.
+    matches: list[tuple[int, float, int, Event]] = []
+    for old_index, old in existing:
+        event, score = compare(new, parse_fact(old))
+        if event != "ADD":
+            matches.append((_PRIORITY[event], -score, old_index, event))
+    if not matches:
+        return FactDecision(
+            new_fact_index=index, event="ADD", existing_index=None, merged_text=None
+        )
+    _, _, best, event = min(matches)
+    # The new fact's own text is stored: the rules never merge, so they send no merged_text.
+    return FactDecision(new_fact_index=index, event=event, existing_index=best, merged_text=None)
+
+
+def decide_facts(p: DecideFactsInput) -> FactDecisions:
+    """Each new fact on its own, in the order said: two corrections of one stored fact are two
+    decisions on it, and the pipeline applies them in that order (the later one wins)."""
+    decisions = []
+    for new in sorted(p.new_facts, key=lambda fact: fact.index):
+        pairs = sorted((e.index, e.content) for e in p.existing if new.index in e.candidate_for)
+        decisions.append(_decide(new.index, new.content, pairs))
+    return FactDecisions(decisions=decisions)

@@ -1,0 +1,112 @@
+"""Conversions between PostgreSQL rows and the domain models: facts, reflections and blobs are
+stored whole as JSONB (``body``) beside the columns queries use."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from psycopg.types.json import Jsonb
+
+from memory.models import (
+    ConsolidatedMemory,
+    Fact,
+    Reflection,
+    SessionAgentState,
+    StoredMessage,
+)
+from memory.store.base import Vector
+from memory.store.postgres.pool import Row
+from memory.store.rules.text import stemmed_tokens
+
+# Fields kept in columns only: touched by searches (access) or by consolidation (absorbed).
+_FACT_COLUMNS = {"access_count", "last_accessed_at"}
+FACT_SELECT = "f.body, f.access_count, f.last_accessed_at"
+
+STATE_SQL = """
+SELECT sa.session_id, sa.agent_id, sa.cursor_seq, s.last_seq, sa.pending_messages,
+       sa.pending_weighted_tokens, sa.last_message_at, sa.formations
+FROM session_agents AS sa JOIN sessions AS s ON s.session_id = sa.session_id
+"""
+
+
+def fact_body(fact: Fact) -> Jsonb:
+    return Jsonb(fact.model_dump(mode="json", exclude=_FACT_COLUMNS))
+
+
+def fact_from_row(row: Row) -> Fact:
+    """A row selected with FACT_SELECT."""
+    return Fact.model_validate(
+        {
+            **row["body"],
+            "access_count": row["access_count"],
+            "last_accessed_at": row["last_accessed_at"],
+        }
+    )
+
+
+def terms_of(content: str) -> list[str]:
+    """The lexemes of the text index: the content's Porter stems, each once."""
+    return [term for term in dict.fromkeys(stemmed_tokens(content)) if term]  # no empty lexeme
+
+
+def vector_param(vector: Vector | Any) -> np.ndarray[Any, np.dtype[np.float32]]:
+    return np.asarray(vector, dtype=np.float32).reshape(-1)
+
+
+def from_vector(value: Any) -> np.ndarray[Any, np.dtype[np.float32]]:
+    """A pgvector value (pgvector.Vector, as the registered loader returns it) as float32."""
+    return np.asarray(value.to_numpy() if hasattr(value, "to_numpy") else value, dtype=np.float32)
+
+
+def vector_list(value: Any) -> list[float]:
+    return [float(x) for x in from_vector(value)]
+
+
+def reflection_body(r: Reflection) -> Jsonb:
+    return Jsonb(r.model_dump(mode="json", exclude={"absorbed_into_version"}))
+
+
+def reflection_from_row(row: Row) -> Reflection:
+    return Reflection.model_validate(
+        {**row["body"], "absorbed_into_version": row["absorbed_into_version"]}
+    )
+
+
+def reflection_params(r: Reflection) -> tuple[object, ...]:
+    """reflection_id, scope_key, scope, agent_id, user_id, session_id, formed_at, absorbed, body."""
+    key = r.scope_key
+    return (
+        r.reflection_id, key.key, key.scope, key.agent_id, key.user_id, key.session_id,
+        r.formed_at, r.absorbed_into_version, reflection_body(r),
+    )  # fmt: skip
+
+
+INSERT_REFLECTION = """
+INSERT INTO reflections (reflection_id, scope_key, scope, agent_id, user_id, session_id,
+    formed_at, absorbed_into_version, body)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)
+"""
+
+
+def consolidated_from_row(row: Row) -> ConsolidatedMemory:
+    return ConsolidatedMemory.model_validate(row["body"])
+
+
+def state_from_row(row: Row) -> SessionAgentState:
+    # Sums of floats may drift a hair below zero after a recomputation; the model forbids < 0.
+    tokens = max(0.0, float(row["pending_weighted_tokens"]))
+    return SessionAgentState.model_validate({**row, "pending_weighted_tokens": tokens})
+
+
+def message_from_row(row: Row) -> StoredMessage:
+    return StoredMessage.model_validate(
+        {name: row[name] for name in StoredMessage.model_fields if name in row}
+    )
+
+
+def message_params(m: StoredMessage, weighted_tokens: float) -> tuple[object, ...]:
+    return (
+        m.session_id, m.seq, m.message_id, m.role, m.content, m.created_at, m.user_id,
+        m.name, m.agent_id, weighted_tokens,
+    )  # fmt: skip

@@ -1,0 +1,184 @@
+"""Connections and transactions of the PostgreSQL backend.
+
+Writes are SERIALIZABLE transactions: a planner reads its snapshot and the writes it plans are
+applied in the same transaction, so any concurrent change to what the snapshot read (another
+formation of the same agent and session, a consolidation of the same blob, an edit of the same
+fact) makes one of the two fail with a serialization failure, and that one is run again from
+the start, on a fresh snapshot: the planner then sees the other's writes (a moved cursor, a new
+fact version) and decides again. Planning is pure, so a retry is safe. Reads of several
+statements run in one REPEATABLE READ READ ONLY transaction (one snapshot).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+import psycopg
+import structlog
+from pgvector.psycopg import register_vector_async
+from psycopg import IsolationLevel, errors
+from psycopg.rows import DictRow, dict_row
+from psycopg_pool import AsyncConnectionPool
+
+log = structlog.get_logger(__name__)
+
+Conn = psycopg.AsyncConnection[DictRow]
+Row = dict[str, Any]
+
+MAX_ATTEMPTS = 30
+# What a concurrent transaction causes, never the request itself: run it again. A unique
+# violation is one too (two transactions inserting the same key, the second having read before
+# the first committed); a key that truly exists is seen by the snapshot of the next attempt.
+_RETRY = (errors.SerializationFailure, errors.DeadlockDetected, errors.UniqueViolation)
+
+
+async def connect(dsn: str) -> Conn:
+    """One connection outside the pool (migrations run before the pool registers the types)."""
+    return await psycopg.AsyncConnection.connect(dsn, autocommit=True, row_factory=dict_row)
+
+
+class PostgresPool:
+    """The pool of one store; every statement runs through ``_read``, ``_write`` or ``_rows``."""
+
+    def __init__(self, dsn: str, *, pool_size: int = 10, ef_search: int = 100) -> None:
+        self._dsn = dsn
+        self._ef_search = ef_search
+        self._pool: AsyncConnectionPool[Conn] | None = None
+        self._pool_size = pool_size
+
+    async def _configure(self, conn: Conn) -> None:
+        await register_vector_async(conn)
+        # UTC timestamps; ef_search: HNSW candidates per query (recall against latency);
+        # iterative scans: a filtered query keeps walking the graph until it has its rows.
+        await conn.execute(
+            "SELECT set_config('timezone', 'UTC', false), "
+            "set_config('hnsw.ef_search', %s, false), "
+            "set_config('hnsw.iterative_scan', 'relaxed_order', false)",
+            (str(self._ef_search),),
+        )
+
+    async def _open_pool(self) -> None:
+        if self._pool is None:
+            pool = AsyncConnectionPool(
+                self._dsn,
+                min_size=1,
+                max_size=self._pool_size,
+                kwargs={"autocommit": True, "row_factory": dict_row},
+                connection_class=psycopg.AsyncConnection[DictRow],
+                configure=self._configure,
+                # A connection that died with its server is discarded when returned broken; the
+                # call that met it fails (a store step is retried by Temporal).
+                open=False,
+            )
+            await pool.open(wait=True)
+            self._pool = pool
+
+    async def _close_pool(self) -> None:
+        if self._pool is not None:
+            await self._pool.close()
+            self._pool = None
+
+    def _connection(self) -> Any:
+        assert self._pool is not None, "call setup() first"
+        return self._pool.connection()
+
+    async def _write[T](self, body: Callable[[Conn], Awaitable[T]]) -> T:
+        """``body`` in one SERIALIZABLE transaction, run again on a serialization conflict."""
+        for attempt in range(1, MAX_ATTEMPTS + 1):
+            try:
+                return await self._on_live_connection(
+                    body, IsolationLevel.SERIALIZABLE, read_only=False
+                )
+            except _RETRY as exc:
+                if attempt == MAX_ATTEMPTS:
+                    raise
+                log.debug("postgres_retry", attempt=attempt, error=type(exc).__name__)
+                # Jittered backoff: contenders spread out instead of colliding again.
+                await asyncio.sleep(random.uniform(0, min(0.2, 0.005 * 2**attempt)))
+        raise AssertionError("unreachable")
+
+    async def _read[T](self, body: Callable[[Conn], Awaitable[T]]) -> T:
+        """``body`` on one snapshot."""
+        return await self._on_live_connection(body, IsolationLevel.REPEATABLE_READ, read_only=True)
+
+    async def _one[T](self, body: Callable[[Conn], Awaitable[T]]) -> T:
+        """``body`` of a single statement: no transaction around it."""
+        return await self._on_live_connection(body, None, read_only=True)
+
+    async def _rows(self, sql: str, params: Sequence[object] | dict[str, object] = ()) -> list[Row]:
+        return await self._one(lambda conn: fetch(conn, sql, params))
+
+    async def _on_live_connection[T](
+        self, body: Callable[[Conn], Awaitable[T]], level: IsolationLevel | None, *, read_only: bool
+    ) -> T:
+        """``body`` in a transaction at ``level`` (None: autocommit, a read of one statement).
+
+        A pooled connection may have died with its server (a restart) since its last use; the
+        pool only learns it when the connection fails. A transaction that failed that way at
+        its BEGIN never ran, and a one-statement read is safe to repeat: both run again once on
+        a new connection. A transaction that failed later may or may not have committed: its
+        error reaches the caller (a store step is retried; the writes the guarantees rest on
+        are idempotent)."""
+        for attempt in (1, 2):
+            began = False
+            try:
+                async with self._connection() as conn:
+                    if level is None:
+                        return await body(conn)
+                    await _begin_as(conn, level, read_only=read_only)
+                    async with conn.transaction():
+                        began = True
+                        return await body(conn)
+            except psycopg.OperationalError:
+                if attempt == 2 or (began and not read_only):
+                    raise
+        raise AssertionError("unreachable")
+
+
+async def _begin_as(conn: Conn, level: IsolationLevel, *, read_only: bool) -> None:
+    """The next BEGIN names the level (no statement of its own; an idle connection in
+    autocommit mode only records it)."""
+    if conn.isolation_level != level:
+        await conn.set_isolation_level(level)
+    if conn.read_only != read_only:
+        await conn.set_read_only(read_only)
+
+
+async def fetch(
+    conn: Conn, sql: str, params: Sequence[object] | dict[str, object] = ()
+) -> list[Row]:
+    cur = await conn.execute(sql.encode(), params)
+    return await cur.fetchall()
+
+
+async def fetch_one(
+    conn: Conn, sql: str, params: Sequence[object] | dict[str, object] = ()
+) -> Row | None:
+    cur = await conn.execute(sql.encode(), params)
+    return await cur.fetchone()
+
+
+async def bump_version(conn: Conn, key: str) -> int:
+    """Increment one change counter (created at 1) and return its new value."""
+    row = await fetch_one(
+        conn,
+        "INSERT INTO scope_versions (key, version) VALUES (%s, 1) ON CONFLICT (key) "
+        "DO UPDATE SET version = scope_versions.version + 1 RETURNING version",
+        (key,),
+    )
+    assert row is not None
+    return int(row["version"])
+
+
+async def embedding_meta(conn: Conn) -> tuple[str, int] | None:
+    rows = await fetch(
+        conn,
+        "SELECT key, value FROM meta WHERE key IN ('embedding_model', 'embedding_dimension')",
+    )
+    meta = {row["key"]: row["value"] for row in rows}
+    if len(meta) < 2:
+        return None
+    return str(meta["embedding_model"]), int(meta["embedding_dimension"])

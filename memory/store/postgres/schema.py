@@ -1,0 +1,201 @@
+"""The PostgreSQL schema, as versioned migrations applied at start (``migrate``).
+
+Each migration runs once, in order, recorded in schema_migrations, inside one transaction that
+holds an advisory lock: workers starting together apply each migration exactly once, and a
+failed migration leaves the database at the version before it.
+
+The domain records (facts, reflections, blobs) are stored whole as JSONB (``body``), beside the
+columns the queries filter and sort on, so a field added to a model is stored without a column;
+a column is added when a query needs one. Vectors are pgvector ``vector`` values; the HNSW index
+is an expression index per dimension (``facts_hnsw_<dim>``), created when the first vectors fix
+the dimension (an HNSW index needs one). Text search uses ``terms``: the Porter stems of the
+content (memory.store.rules.text, what FTS5's porter tokenizer indexes), as a tsvector under GIN.
+"""
+
+from __future__ import annotations
+
+from memory.store.postgres.pool import Conn
+
+MIGRATIONS: tuple[str, ...] = (
+    # 1: the whole store.
+    """
+    CREATE EXTENSION IF NOT EXISTS vector;
+    CREATE TABLE meta (key text PRIMARY KEY, value text NOT NULL);
+    CREATE TABLE agents (agent_id text PRIMARY KEY, config jsonb NOT NULL);
+    CREATE TABLE sessions (
+        session_id      text PRIMARY KEY,
+        created_at      timestamptz NOT NULL,
+        last_seq        bigint NOT NULL DEFAULT 0,
+        last_message_at timestamptz
+    );
+    -- ord: join order, the order SessionInfo lists users and agents in.
+    CREATE TABLE session_users (
+        ord        bigint GENERATED ALWAYS AS IDENTITY,
+        session_id text NOT NULL REFERENCES sessions ON DELETE CASCADE,
+        user_id    text NOT NULL,
+        PRIMARY KEY (session_id, user_id)
+    );
+    CREATE TABLE session_agents (
+        ord                     bigint GENERATED ALWAYS AS IDENTITY,
+        session_id              text NOT NULL REFERENCES sessions ON DELETE CASCADE,
+        agent_id                text NOT NULL,
+        cursor_seq              bigint NOT NULL DEFAULT 0,
+        pending_messages        bigint NOT NULL DEFAULT 0,
+        pending_weighted_tokens double precision NOT NULL DEFAULT 0,
+        last_message_at         timestamptz,
+        formations              bigint NOT NULL DEFAULT 0,
+        ended_at                timestamptz,
+        purged                  boolean NOT NULL DEFAULT false,
+        PRIMARY KEY (session_id, agent_id)
+    );
+    CREATE INDEX session_agents_cold ON session_agents (last_message_at, session_id, agent_id)
+        WHERE pending_messages > 0;
+    CREATE INDEX session_agents_to_purge ON session_agents (ended_at, session_id, agent_id)
+        WHERE ended_at IS NOT NULL AND NOT purged;
+    CREATE INDEX session_agents_agent ON session_agents (agent_id);
+    CREATE TABLE session_agent_users (
+        ord        bigint GENERATED ALWAYS AS IDENTITY,
+        session_id text NOT NULL REFERENCES sessions ON DELETE CASCADE,
+        agent_id   text NOT NULL,
+        user_id    text NOT NULL,
+        PRIMARY KEY (session_id, agent_id, user_id)
+    );
+    CREATE TABLE messages (
+        session_id      text NOT NULL REFERENCES sessions ON DELETE CASCADE,
+        seq             bigint NOT NULL,
+        message_id      text NOT NULL,
+        role            text NOT NULL,
+        content         text NOT NULL,
+        created_at      timestamptz NOT NULL,
+        user_id         text,
+        name            text,
+        agent_id        text,
+        weighted_tokens double precision NOT NULL,
+        PRIMARY KEY (session_id, seq),
+        UNIQUE (session_id, message_id)
+    );
+    CREATE TABLE facts (
+        ord              bigint GENERATED ALWAYS AS IDENTITY,
+        fact_id          text PRIMARY KEY,
+        agent_id         text NOT NULL,
+        user_id          text,
+        scope            text NOT NULL CHECK (scope IN ('user', 'agent')),
+        hash             text NOT NULL,
+        updated_at       timestamptz NOT NULL,
+        invalidated_at   timestamptz,
+        embedding        vector NOT NULL,
+        embedding_model  text NOT NULL,
+        terms            tsvector NOT NULL,
+        body             jsonb NOT NULL,        -- the Fact, but its access fields
+        access_count     bigint NOT NULL DEFAULT 0,
+        last_accessed_at timestamptz
+    );
+    -- Exact duplicates: one valid fact per (agent, user, scope, normalised content).
+    CREATE UNIQUE INDEX facts_hash ON facts (agent_id, coalesce(user_id, ''), scope, hash)
+        WHERE invalidated_at IS NULL;
+    CREATE INDEX facts_agent_hash ON facts (agent_id, hash);
+    CREATE INDEX facts_scope ON facts (agent_id, scope, user_id) WHERE invalidated_at IS NULL;
+    CREATE INDEX facts_recent ON facts (agent_id, updated_at) WHERE invalidated_at IS NULL;
+    CREATE INDEX facts_user ON facts (user_id);
+    CREATE INDEX facts_terms ON facts USING gin (terms) WHERE invalidated_at IS NULL;
+    CREATE TABLE fact_reembed (
+        fact_id   text PRIMARY KEY,
+        model     text NOT NULL,
+        hash      text NOT NULL,
+        embedding vector NOT NULL
+    );
+    CREATE TABLE reflections (
+        ord                   bigint GENERATED ALWAYS AS IDENTITY,
+        reflection_id         text PRIMARY KEY,
+        scope_key             text NOT NULL,
+        scope                 text NOT NULL,
+        agent_id              text NOT NULL,
+        user_id               text,
+        session_id            text,
+        formed_at             timestamptz NOT NULL,
+        absorbed_into_version bigint,
+        body                  jsonb NOT NULL      -- the Reflection, but absorbed_into_version
+    );
+    CREATE INDEX reflections_key ON reflections (scope_key, formed_at, ord);
+    CREATE INDEX reflections_session ON reflections (session_id) WHERE session_id IS NOT NULL;
+    CREATE INDEX reflections_user ON reflections (user_id) WHERE user_id IS NOT NULL;
+    CREATE TABLE consolidated (
+        scope_key  text PRIMARY KEY,
+        scope      text NOT NULL,
+        agent_id   text NOT NULL,
+        user_id    text,
+        session_id text,
+        version    bigint NOT NULL,
+        body       jsonb NOT NULL
+    );
+    CREATE INDEX consolidated_session ON consolidated (session_id) WHERE session_id IS NOT NULL;
+    CREATE TABLE formation_commits (
+        formation_id text PRIMARY KEY,
+        committed_at timestamptz NOT NULL,
+        result       jsonb NOT NULL
+    );
+    CREATE TABLE embedding_cache (
+        model     text NOT NULL,
+        text_hash text NOT NULL,
+        vector    vector NOT NULL,
+        PRIMARY KEY (model, text_hash)
+    );
+    CREATE INDEX embedding_cache_hash ON embedding_cache (text_hash);
+    CREATE TABLE scope_versions (key text PRIMARY KEY, version bigint NOT NULL);
+    CREATE TABLE api_keys (
+        key_id     text PRIMARY KEY,
+        record     jsonb NOT NULL,
+        created_at timestamptz NOT NULL
+    );
+    CREATE TABLE erasures (
+        agent_key    text NOT NULL,
+        user_id      text NOT NULL,
+        epoch        bigint NOT NULL,
+        forgotten_at timestamptz NOT NULL,
+        counts       jsonb NOT NULL,
+        PRIMARY KEY (agent_key, user_id)
+    );
+    """,
+    # 2: vectors stay in the row (pgvector's advice): a scan that computes distances would
+    # otherwise fetch every vector from the TOAST table (3 buffers a fact instead of one); the
+    # JSONB body is what TOAST compresses or moves out instead. New and rewritten rows.
+    """
+    ALTER TABLE facts ALTER COLUMN embedding SET STORAGE PLAIN;
+    ALTER TABLE fact_reembed ALTER COLUMN embedding SET STORAGE PLAIN;
+    """,
+)
+
+_LOCK = 0x6D6E656D6F73  # "mnemos": the advisory lock that serialises migrations
+
+_CREATE_LEDGER = """
+CREATE TABLE IF NOT EXISTS schema_migrations (
+    version    integer PRIMARY KEY,
+    applied_at timestamptz NOT NULL DEFAULT now()
+)
+"""
+
+
+def hnsw_index_sql(dimension: int) -> str:
+    """The cosine HNSW index of the facts whose vectors have ``dimension`` values (valid ones:
+    invalidated facts are never searched). Queries name the same expression to use it."""
+    return (
+        f"CREATE INDEX IF NOT EXISTS facts_hnsw_{dimension} ON facts USING hnsw "
+        f"((embedding::vector({dimension})) vector_cosine_ops) WHERE invalidated_at IS NULL"
+    )
+
+
+async def migrate(conn: Conn) -> int:
+    """Apply the migrations not applied yet; return the schema version."""
+    async with conn.transaction():
+        await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK,))
+        await conn.execute(_CREATE_LEDGER)
+        cur = await conn.execute("SELECT coalesce(max(version), 0) AS v FROM schema_migrations")
+        row = await cur.fetchone()
+        current = int(row["v"]) if row else 0
+        for version, sql in enumerate(MIGRATIONS, start=1):
+            if version > current:
+                await conn.execute(sql.encode())
+                await conn.execute(
+                    "INSERT INTO schema_migrations (version) VALUES (%s)", (version,)
+                )
+    return len(MIGRATIONS)

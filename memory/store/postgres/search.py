@@ -1,0 +1,118 @@
+"""Fact search on PostgreSQL: pgvector HNSW for vectors, a GIN-indexed tsvector for text, both
+with the caller's filter (agent, scopes, validity) in the same SQL statement.
+
+- vector: ``<=>`` (cosine distance) on the per-dimension HNSW expression index; score =
+  1 - distance, the cosine. Iterative index scans (pgvector 0.8) keep walking the graph until
+  the filtered query has its rows; the outer ORDER BY restores exact order among them. When the
+  filter selects few facts the planner reads them by the btree index and sorts them exactly.
+- text: the index finds the facts holding a query word's Porter stem (newest first, at most
+  CANDIDATE_CAP); their scores are the shared BM25 (memory.store.rules.text) with N the count of
+  the facts within the filter, never the whole table's: another agent's facts never move a
+  score, and the scale is the other backends'.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from memory.models import Fact, FactFilter, ScoredFact
+from memory.store.base import Vector
+from memory.store.postgres.codec import FACT_SELECT, fact_from_row, vector_param
+from memory.store.postgres.pool import Conn, fetch, fetch_one
+from memory.store.postgres.reads import facts_by_id
+from memory.store.rules.text import bm25, stem, tokenize
+
+CANDIDATE_CAP = 1000
+MAX_TERMS = 64
+
+
+def fact_filter_sql(
+    flt: FactFilter, alias: str = "f", *, valid_only: bool = True
+) -> tuple[str, dict[str, object]]:
+    """The WHERE terms (named parameters) of a FactFilter; valid facts only unless told."""
+    scopes: list[str] = []
+    params: dict[str, object] = {"flt_agent": flt.agent_id}
+    if flt.include_agent_scope:
+        scopes.append(f"{alias}.scope = 'agent'")
+    if flt.user_id is not None:
+        scopes.append(f"({alias}.scope = 'user' AND {alias}.user_id = %(flt_user)s)")
+        params["flt_user"] = flt.user_id
+    scope_sql = " OR ".join(scopes) or "false"
+    validity = f" AND {alias}.invalidated_at IS NULL" if valid_only else ""
+    return f"{alias}.agent_id = %(flt_agent)s{validity} AND ({scope_sql})", params
+
+
+async def vector_hits(
+    conn: Conn, query: Vector, flt: FactFilter, *, dimension: int, limit: int, min_score: float
+) -> list[ScoredFact]:
+    if limit <= 0:
+        return []
+    where, params = fact_filter_sql(flt)
+    distance = f"f.embedding::vector({dimension}) <=> %(query)s"  # the index's expression
+    rows = await fetch(
+        conn,
+        f"SELECT * FROM (SELECT {FACT_SELECT}, f.ord, {distance} AS distance FROM facts AS f "
+        f"WHERE {where} ORDER BY {distance} LIMIT %(limit)s) AS hits ORDER BY distance, ord",
+        {**params, "query": vector_param(query), "limit": limit},
+    )
+    scored = []
+    for row in rows:
+        score = float(np.clip(1.0 - float(row["distance"]), -1.0, 1.0))
+        if score >= min_score:
+            scored.append(ScoredFact(fact=fact_from_row(row), score=score))
+    return scored
+
+
+def tsquery(query: str) -> tuple[list[str], str | None]:
+    """The query's words (at most MAX_TERMS) and the tsquery OR-ing their stems. A stem is a
+    \\w+ word, which holds no quote or backslash: quoting it keeps user text out of the tsquery
+    syntax."""
+    words = list(dict.fromkeys(tokenize(query)))[:MAX_TERMS]
+    stems = [s for s in dict.fromkeys(stem(word) for word in words) if s]
+    return words, " | ".join(f"'{s}'" for s in stems) or None
+
+
+async def text_hits(conn: Conn, query: str, flt: FactFilter, limit: int) -> list[ScoredFact]:
+    words, match = tsquery(query)
+    if match is None or limit <= 0:
+        return []
+    where, params = fact_filter_sql(flt)
+    rows = await fetch(
+        conn,
+        # The candidates first, by the index and the row order alone; the contents (in the
+        # JSONB body) only for those: a common word matches far more rows than the cap.
+        f"WITH c AS (SELECT f.fact_id, f.ord FROM facts AS f WHERE f.terms @@ %(match)s::tsquery "
+        f"AND {where} ORDER BY f.ord DESC LIMIT %(cap)s) "
+        "SELECT c.fact_id, f.body->>'content' AS content FROM c JOIN facts AS f "
+        "ON f.fact_id = c.fact_id ORDER BY c.ord DESC",
+        {**params, "match": match, "cap": CANDIDATE_CAP},
+    )
+    if not rows:
+        return []
+    count = await fetch_one(conn, f"SELECT count(*) AS n FROM facts AS f WHERE {where}", params)
+    n_docs = 0 if count is None else int(count["n"])
+    scores = bm25(words, {row["fact_id"]: row["content"] for row in rows}, n_docs)
+    order = {row["fact_id"]: i for i, row in enumerate(rows)}  # ties: the newer fact first
+    ranked = sorted(scores, key=lambda fid: (-scores[fid], order[fid]))[:limit]
+    facts = {fact.fact_id: fact for fact in await facts_by_id(conn, ranked)}
+    return [ScoredFact(fact=facts[f], score=max(0.0, scores[f])) for f in ranked if f in facts]
+
+
+async def listed_facts(
+    conn: Conn, flt: FactFilter, *, valid_only: bool, extra: str, params: dict[str, object]
+) -> list[Fact]:
+    """Facts within the filter, newest (updated_at) first, with ``extra`` SQL after the WHERE
+    (more terms, then LIMIT/OFFSET)."""
+    where, base = fact_filter_sql(flt, valid_only=valid_only)
+    rows = await fetch(
+        conn,
+        f"SELECT {FACT_SELECT} FROM facts AS f WHERE {where} {extra}",
+        {**base, **params},
+    )
+    return [fact_from_row(row) for row in rows]
+
+
+def distinct(ids: Sequence[str]) -> list[str]:
+    return list(dict.fromkeys(ids))

@@ -1,0 +1,179 @@
+/**
+ * A typed client of the mnemos HTTP API. Types come from the OpenAPI document
+ * (`npm run generate`, openapi-typescript); calls go through openapi-fetch; every
+ * error is thrown as a MnemosError carrying the server's RFC 9457 problem.
+ */
+import createClient, { type Client } from "openapi-fetch";
+import type { components, paths } from "./schema.js";
+
+export type { components, paths } from "./schema.js";
+export type Schemas = components["schemas"];
+export type Problem = Schemas["Problem"];
+export type AgentConfig = Schemas["AgentConfig"];
+export type MessageIn = Schemas["MessageIn"];
+export type RecordResponse = Schemas["RecordResponse"];
+export type ContextResponse = Schemas["ContextResponse"];
+export type SearchResult = Schemas["SearchResult"];
+export type FactPage = Schemas["FactPage"];
+export type Fact = Schemas["Fact"];
+export type ForgetResult = Schemas["ForgetResult"];
+export type SessionEnd = Schemas["SessionEndSummary"];
+export type FormStarted = Schemas["FormStarted"];
+export type FormationSummary = Schemas["FormationSummary"];
+
+/** An error answer of the API: `problem` is its RFC 9457 body (`errors` lists invalid fields). */
+export class MnemosError extends Error {
+  constructor(readonly problem: Problem) {
+    super(`${problem.status} ${problem.title}: ${problem.detail ?? ""}`);
+    this.name = "MnemosError";
+  }
+
+  get status(): number {
+    return this.problem.status;
+  }
+}
+
+export interface MnemosOptions {
+  /** e.g. "http://127.0.0.1:8000" */
+  baseUrl: string;
+  /** A key from `mnemos keys create --agent <id>` */
+  apiKey: string;
+  fetch?: typeof globalThis.fetch;
+}
+
+interface Answer<T> {
+  data?: T;
+  error?: unknown;
+  response: Response;
+}
+
+function problemOf(error: unknown, response: Response): Problem {
+  if (typeof error === "object" && error !== null && "status" in error && "title" in error) {
+    return error as Problem;
+  }
+  return {
+    type: "about:blank",
+    title: response.statusText || "Error",
+    status: response.status,
+    detail: typeof error === "string" ? error : "",
+    instance: new URL(response.url || "http://unknown/").pathname,
+  };
+}
+
+function unwrap<T>(answer: Answer<T>): T {
+  if (answer.error !== undefined || !answer.response.ok) {
+    throw new MnemosError(problemOf(answer.error, answer.response));
+  }
+  return answer.data as T;
+}
+
+/** What an agent backend does with mnemos, one method per call; `api` reaches every route. */
+export class Mnemos {
+  readonly api: Client<paths>;
+
+  constructor(options: MnemosOptions) {
+    this.api = createClient<paths>({
+      baseUrl: options.baseUrl,
+      headers: { Authorization: `Bearer ${options.apiKey}` },
+      fetch: options.fetch,
+    });
+  }
+
+  async registerAgent(config: AgentConfig): Promise<AgentConfig> {
+    return unwrap(await this.api.POST("/v1/agents", { body: config }));
+  }
+
+  /** Store new messages (idempotent by message_id); a formation starts when thresholds are met. */
+  async recordMessages(
+    agentId: string,
+    sessionId: string,
+    messages: MessageIn[],
+    options: { triggerFormation?: boolean } = {},
+  ): Promise<RecordResponse> {
+    return unwrap(
+      await this.api.POST("/v1/agents/{agent_id}/sessions/{session_id}/messages", {
+        params: { path: { agent_id: agentId, session_id: sessionId } },
+        body: { messages, trigger_formation: options.triggerFormation ?? true },
+      }),
+    );
+  }
+
+  /** Form now, below the thresholds too; with `wait` the run's summary. */
+  async form(
+    agentId: string,
+    sessionId: string,
+    options: { wait?: boolean } = {},
+  ): Promise<FormStarted | FormationSummary> {
+    return unwrap(
+      await this.api.POST("/v1/agents/{agent_id}/sessions/{session_id}/form", {
+        params: {
+          path: { agent_id: agentId, session_id: sessionId },
+          query: { wait: options.wait ?? false },
+        },
+      }),
+    ) as FormStarted | FormationSummary;
+  }
+
+  /** The `<MemoryContext>` XML for this turn ("" when there is no memory yet). */
+  async context(agentId: string, sessionId: string, userId?: string): Promise<string> {
+    const answer = unwrap(
+      await this.api.GET("/v1/agents/{agent_id}/sessions/{session_id}/context", {
+        params: {
+          path: { agent_id: agentId, session_id: sessionId },
+          query: { user_id: userId, format: "json" },
+        },
+      }),
+    ) as ContextResponse;
+    return answer.context;
+  }
+
+  async search(
+    agentId: string,
+    queries: string[],
+    options: { userId?: string; sessionId?: string; topK?: number } = {},
+  ): Promise<SearchResult> {
+    return unwrap(
+      await this.api.POST("/v1/agents/{agent_id}/search", {
+        params: { path: { agent_id: agentId } },
+        body: {
+          queries,
+          user_id: options.userId,
+          session_id: options.sessionId,
+          top_k: options.topK,
+        },
+      }),
+    );
+  }
+
+  async facts(
+    agentId: string,
+    options: { userId?: string; offset?: number; limit?: number } = {},
+  ): Promise<FactPage> {
+    return unwrap(
+      await this.api.GET("/v1/agents/{agent_id}/facts", {
+        params: {
+          path: { agent_id: agentId },
+          query: { user_id: options.userId, offset: options.offset, limit: options.limit },
+        },
+      }),
+    );
+  }
+
+  /** Hard-delete everything this agent keeps of the user (a key created with --erase). */
+  async forgetUser(agentId: string, userId: string): Promise<ForgetResult> {
+    return unwrap(
+      await this.api.DELETE("/v1/agents/{agent_id}/users/{user_id}", {
+        params: { path: { agent_id: agentId, user_id: userId } },
+      }),
+    );
+  }
+
+  /** Form the rest and consolidate the session memory; answers when both are done. */
+  async endSession(agentId: string, sessionId: string): Promise<SessionEnd> {
+    return unwrap(
+      await this.api.POST("/v1/agents/{agent_id}/sessions/{session_id}/end", {
+        params: { path: { agent_id: agentId, session_id: sessionId } },
+      }),
+    );
+  }
+}

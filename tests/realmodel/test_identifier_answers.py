@@ -1,0 +1,87 @@
+"""Issue #21, "identifiers are not values", on the LLM path: a real small model's answers to the
+decide prompt (data/decide-identifiers.jsonl, see data/README.md), served back byte for byte
+through the fake OpenAI-compatible server into the pipeline's own decision step.
+
+Each case asserts what the pipeline does with the recorded answer, right or wrong: where the model
+decided a pair wrong, the test says so (WRONG below) instead of pretending it did not."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memory.deps import Deps
+from memory.errors import MnemosError
+from memory.llm.openai_provider import OpenAIProvider
+from memory.pipeline import dedup
+from memory.settings import Settings
+from memory.store.sqlite import SQLiteStore
+from tests.fake_provider_server import FakeProviderServer, openai_chat
+from tests.fakes import WordHashEmbedder
+from tests.realmodel.identifier_cases import AGENT, CASES, Case, window
+
+DATA = Path(__file__).parent / "data" / "decide-identifiers.jsonl"
+RECORDED: dict[str, dict[str, Any]] = {
+    line["case"]: line for line in map(json.loads, DATA.read_text().splitlines()) if line
+}
+BY_NAME = {case.name: case for case in CASES}
+
+# What the recorded model decided, where that is not the right event (see data/README.md).
+# A 1.5B model reads most pairs of similar words as one fact changed, whatever the prompt says.
+WRONG: dict[str, tuple[str, ...]] = {
+    "another room": ("UPDATE",),  # room 204's booking replaced by a merged text of both
+    "another favourite number": ("UPDATE",),  # the issue's overwrite, by the model this time
+    "another child": ("UPDATE",),
+    "another person": ("UPDATE",),
+    "the same fact again": ("ADD",),  # the store's exact-text rule still keeps one copy
+}
+
+
+def _blocks(prompt: str) -> list[str]:
+    """The data the prompt shows (new facts, stored ones, candidate lists), not its wording."""
+    tags = ("new_facts", "existing_memories", "candidates")
+    return [prompt.split(f"<{t}>")[1].split(f"</{t}>")[0] for t in tags]
+
+
+def test_the_recordings_cover_both_kinds_of_pair() -> None:
+    assert set(RECORDED) <= set(BY_NAME)
+    rights = {event for name in RECORDED for event in BY_NAME[name].right}
+    assert {"ADD", "UPDATE"} <= rights  # another thing, and a new value of the same thing
+
+
+@pytest.mark.parametrize("name", list(RECORDED))
+async def test_a_recorded_decision_through_the_pipeline(name: str, tmp_path: Path) -> None:
+    case: Case = BY_NAME[name]
+    line = RECORDED[name]
+    store = SQLiteStore(tmp_path / "mnemos.db")
+    await store.setup()
+    await store.upsert_agent(AGENT)
+    with FakeProviderServer() as server:
+        server.script(
+            openai_chat(
+                line["content"],
+                model="qwen2.5-coder-1.5b-q4km",
+                prompt_tokens=line["usage"]["prompt_tokens"],
+                completion_tokens=line["usage"]["completion_tokens"],
+                finish_reason=line["finish_reason"],
+            )
+        )
+        llm = OpenAIProvider(api_key=None, base_url=server.openai_base_url)
+        deps = Deps(settings=Settings(), store=store, llm=llm, embedder=WordHashEmbedder())
+        try:
+            decided = await dedup.decide(deps, window(), case.facts(), case.candidates())
+        except MnemosError as exc:  # an answer the pipeline rejects: the step is retried
+            outcome: list[str] | str = f"rejected: {exc}"
+        else:
+            outcome = [d.event for d in decided.decisions]
+        [request] = server.requests
+    await deps.close()
+
+    # The model was shown exactly these facts when it answered.
+    recorded_prompt = line["messages"][1]["content"]
+    assert _blocks(request.body["messages"][1]["content"]) == _blocks(recorded_prompt)
+    assert outcome == line["decided"]  # as the pipeline decided when it was recorded
+    assert outcome == list(WRONG.get(name, case.right))

@@ -1,0 +1,156 @@
+"""MCP over streamable HTTP at /mcp of a live server (uvicorn on a free port), through the official
+SDK's HTTP client: the same API keys bound what the tools see and do."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx
+import httpx2
+import pytest
+import uvicorn
+from mcp.client.session import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from mcp.types import CallToolResult, TextContent
+
+from tests.harness import facts
+from tests.serve.conftest import Served, form_alice
+
+
+@asynccontextmanager
+async def live(served: Served) -> AsyncIterator[str]:
+    """The app served by uvicorn (its lifespan runs the MCP session manager) on a free port. The
+    socket listens before uvicorn starts: a request waits in its backlog until the app is up."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen()
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(served.app, log_config=None))
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        await task
+        sock.close()
+
+
+@asynccontextmanager
+async def mcp_session(base: str, token: str) -> AsyncIterator[ClientSession]:
+    headers = {"Authorization": f"Bearer {token}"}
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=60) as http,
+        streamable_http_client(f"{base}/mcp", http_client=http) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        yield session
+
+
+def text(result: CallToolResult) -> str:
+    assert isinstance(result.content[0], TextContent)
+    return result.content[0].text
+
+
+def data(result: CallToolResult) -> Any:
+    assert not result.is_error, text(result)
+    return result.structured_content or json.loads(text(result))
+
+
+async def test_memory_tools_over_http_behind_the_api_keys(served: Served) -> None:
+    await form_alice(served.h)
+    async with live(served) as base:
+        async with httpx.AsyncClient() as plain:
+            r = await plain.post(f"{base}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+        assert r.status_code == 401 and r.headers["content-type"] == "application/problem+json"
+
+        async with mcp_session(base, served.eve) as mcp:
+            tools = {t.name for t in (await mcp.list_tools()).tools}
+            assert tools == {"remember", "search", "context", "forget"}
+            found = await mcp.call_tool(
+                "search",
+                {
+                    "agent_id": "eve",
+                    "query": ["Alice drinks green tea every morning"],
+                    "user_id": "alice",
+                    "session_id": "s1",
+                },
+            )
+            assert "Alice drinks green tea every morning" in text(found)
+            xml = text(await mcp.call_tool("context", {"agent_id": "eve", "session_id": "s1"}))
+            assert xml.startswith("<MemoryContext") and "green tea" not in xml  # no user given
+            other = await mcp.call_tool("search", {"agent_id": "bob", "query": ["tea"]})
+            assert other.is_error and "not for agent 'bob'" in text(other)
+
+            served.h.llm.script("extract_facts", facts(("Alice is vegetarian", "user")))
+            async with served.h.worker():
+                noted = data(
+                    await mcp.call_tool(
+                        "remember",
+                        {
+                            "agent_id": "eve",
+                            "session_id": "s2",
+                            "note": "I am vegetarian",
+                            "user_id": "alice",
+                        },
+                    )
+                )
+                assert noted["inserted"] == 1 and noted["formation_started"]
+                await served.h.client.get_workflow_handle(noted["workflow_id"]).result()
+            found = await mcp.call_tool(
+                "search",
+                {
+                    "agent_id": "eve",
+                    "query": ["Alice is vegetarian"],
+                    "user_id": "alice",
+                    "session_id": "s2",
+                },
+            )
+            assert "Alice is vegetarian" in text(found)
+
+            fact_id = next(
+                f.fact_id for f in await served.h.all_facts() if f.content == "Alice is vegetarian"
+            )
+            gone = data(await mcp.call_tool("forget", {"agent_id": "eve", "fact_id": fact_id}))
+            assert gone == {"fact_id": fact_id, "deleted": True}
+            refused = await mcp.call_tool("forget", {"agent_id": "eve", "user_id": "alice"})
+            assert refused.is_error and "may not erase" in text(refused)
+
+        async with mcp_session(base, served.eve_ro) as mcp:
+            ro = await mcp.call_tool(
+                "remember", {"agent_id": "eve", "session_id": "s3", "note": "x"}
+            )
+            assert ro.is_error and "read-only" in text(ro)
+
+        async with mcp_session(base, served.eve_erase) as mcp:
+            erased = data(await mcp.call_tool("forget", {"agent_id": "eve", "user_id": "alice"}))
+            assert erased["agents"][0]["facts"] >= 1
+    left = await served.h.all_facts()
+    assert all(f.user_id != "alice" for f in left)
+
+
+@pytest.mark.parametrize("accept", ["application/json", "application/json, text/event-stream"])
+async def test_plain_json_answers_whatever_the_client_accepts(served: Served, accept: str) -> None:
+    async with live(served) as base, httpx.AsyncClient() as plain:
+        r = await plain.post(
+            f"{base}/mcp",
+            headers={"Authorization": f"Bearer {served.eve}", "Accept": accept},
+            json={
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "curl", "version": "0"},
+                },
+            },
+        )
+    assert r.status_code == 200, r.text
+    assert r.headers["content-type"].startswith("application/json")
+    assert r.json()["result"]["serverInfo"]["name"] == "mnemos"

@@ -1,0 +1,25 @@
+"""Errors outside validation keep the one problem shape: 405 with every method of the path, 413."""
+
+from __future__ import annotations
+
+from serve.limits import MAX_BODY_BYTES
+from tests.serve.conftest import Served
+
+
+async def test_a_method_a_path_does_not_take_is_405_with_every_method_it_takes(
+    served: Served,
+) -> None:
+    async with served.client(served.eve) as c:
+        r = await c.put("/v1/agents/eve/facts/f-1")
+        assert r.status_code == 405 and r.headers["allow"] == "DELETE, GET, PATCH"
+        assert r.json()["type"] == "urn:mnemos:problem:method-not-allowed"
+        r = await c.post("/v1/agents/eve", json={})
+        assert r.status_code == 405 and r.headers["allow"] == "GET, PATCH"
+
+
+async def test_a_body_beyond_the_limit_is_413_before_it_is_read(served: Served) -> None:
+    async with served.client(served.eve) as c:
+        big = b"x" * (MAX_BODY_BYTES + 1)
+        r = await c.post("/v1/agents", content=big, headers={"content-type": "application/json"})
+    assert r.status_code == 413 and r.headers["content-type"] == "application/problem+json"
+    assert r.json()["type"] == "urn:mnemos:problem:content-too-large"

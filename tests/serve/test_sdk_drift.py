@@ -1,0 +1,37 @@
+"""The TypeScript client is generated from the OpenAPI document: the committed document and types
+must be today's. After an API change: `make sdk-types`, then commit sdk/typescript."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from memory.settings import Settings
+from serve.app import openapi_document
+
+SDK = Path(__file__).resolve().parents[2] / "sdk" / "typescript"
+GENERATOR = SDK / "node_modules" / ".bin" / "openapi-typescript"
+
+
+def test_the_committed_document_is_the_servers() -> None:
+    committed = json.loads((SDK / "openapi.json").read_text(encoding="utf-8"))
+    assert committed == openapi_document(Settings()), (
+        "sdk/typescript/openapi.json is out of date: run `make sdk-types` and commit it"
+    )
+
+
+@pytest.mark.skipif(not GENERATOR.exists(), reason="npm packages of sdk/typescript not installed")
+def test_the_committed_types_are_generated_from_it(tmp_path: Path) -> None:
+    out = tmp_path / "schema.d.ts"
+    subprocess.run(
+        [str(GENERATOR), "openapi.json", "--default-non-nullable", "false", "-o", str(out)],
+        cwd=SDK,
+        check=True,
+        capture_output=True,
+    )
+    assert out.read_text() == (SDK / "src" / "schema.d.ts").read_text(), (
+        "sdk/typescript/src/schema.d.ts is out of date: run `make sdk-types` and commit it"
+    )
