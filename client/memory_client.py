@@ -25,6 +25,7 @@ from memory.context_cache import ContextCache
 from memory.embedding import make_embedder
 from memory.embedding.base import Embedder
 from memory.errors import InvalidInputError, NotFoundError
+from memory.input_rules import misdated
 from memory.logging import get_logger
 from memory.lookup import require_agent, require_session
 from memory.models import AgentConfig, Id, MessageIn, RecordOutcome, SessionInfo
@@ -133,7 +134,7 @@ class MemoryClient:
         cfg = self.settings.formation
         now = datetime.now(UTC)
         for offset, m in enumerate(parsed):
-            if (why := m.misdated(now)) is not None:
+            if (why := misdated(m.created_at, now)) is not None:
                 raise InvalidInputError(f"invalid message at offset {offset}: {why}")
         return await self.store.record_messages(
             session_id,

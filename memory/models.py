@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Annotated, Literal
 
 from pydantic import (
@@ -60,11 +60,6 @@ class AgentConfig(_Model):
     tier: WholeInt = Field(0, ge=0, le=10, description="0 = standard models, ≥1 = premium models")
 
 
-# A backend's clock may run ahead of ours, or a time zone be misread; a message dated further
-# ahead is a clear error (stored, it would keep its session from ever going cold).
-FUTURE_SKEW = timedelta(days=1)
-# Before the Unix epoch, a timestamp is a zero or a unit mistake, not a conversation.
-EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
 # Control characters other than tab, newline and carriage return (NUL included).
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
@@ -84,9 +79,8 @@ class MessageIn(_Model):
     """One conversation message as the backend records it. ``message_id`` makes recording idempotent.
 
     ``content`` must hold more than whitespace and no control character but tab, newline and
-    carriage return. ``created_at`` must lie between 1970-01-01 and ``FUTURE_SKEW`` (a day) after
-    the recording time (``misdated``): a message dated in the future would hide its session from
-    the cold-sessions scan."""
+    carriage return. ``created_at`` must lie between 1970-01-01 and a day after the recording time
+    (memory.input_rules.misdated, checked when recorded)."""
 
     message_id: Id
     role: Role
@@ -98,17 +92,6 @@ class MessageIn(_Model):
     name: StorableStr | None = Field(
         None, max_length=200, description="Display name of the speaker"
     )
-
-    def misdated(self, now: datetime) -> str | None:
-        """Why ``created_at`` cannot be believed when recorded at ``now`` (None: it can)."""
-        if self.created_at < EARLIEST:
-            return f"created_at {self.created_at.isoformat()} is before 1970-01-01"
-        if self.created_at - now > FUTURE_SKEW:
-            return (
-                f"created_at {self.created_at.isoformat()} is more than a day after the "
-                f"recording time {now.isoformat(timespec='seconds')}"
-            )
-        return None
 
 
 class StoredMessage(_Model):

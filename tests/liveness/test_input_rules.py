@@ -12,7 +12,7 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from memory.errors import InvalidInputError
-from memory.models import FUTURE_SKEW
+from memory.input_rules import FUTURE_SKEW
 from tests.harness import T0, Harness
 
 
@@ -31,7 +31,7 @@ def message(message_id: str = "m1", **overrides: Any) -> dict[str, Any]:
     ("content", "why"),
     [
         ("   \n\t  ", "empty after trimming"),
-        ("abc\x00def", "U\\+0000"),
+        ("abc\x00def", "NUL character at offset 3"),
         ("bell\x07", "U\\+0007"),
         ("\x1b[31mred", "U\\+001B"),
         ("del\x7f", "U\\+007F"),

@@ -25,6 +25,7 @@ from memory.models import AddRecheck, Fact, FactAdd, Reflection
 # earlier time. Facts the decision saw (at that version) are not counted, so the margin never
 # makes a decision stale by itself.
 CLOCK_MARGIN = timedelta(seconds=60)
+_TIE = 1e-5
 
 
 def recent_since(recheck: AddRecheck | None) -> datetime | None:
@@ -58,7 +59,8 @@ def check_add(
             continue
         similarity = float(mine @ _unit(vector))
         floor = recheck.floors.get(op.fact_id)
-        if similarity >= recheck.similarity and (floor is None or similarity > floor):
+        # A tie with the last candidate shown is no more similar (float32 scores differ by ~1e-7).
+        if similarity >= recheck.similarity and (floor is None or similarity > floor + _TIE):
             raise StaleDecisionError(
                 f"fact {fact.fact_id} (v{fact.version}) was committed since the candidates were "
                 f"read and is {similarity:.2f} similar to a new fact: decide again"
