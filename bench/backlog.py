@@ -13,7 +13,7 @@ splits and degraded steps are summed over their memos. "cpu_seconds" is the CPU 
 process and of the dev server while forming (the machine may be shared: "load_average" is the
 1-minute load when forming ended).
 
-    .venv/bin/python bench/backlog.py [--messages 10000] [--sample 200] [--seed 7]
+    .venv/bin/python -m bench.backlog [--messages 10000] [--sample 200] [--seed 7]
 
 "valid_facts" counts the valid facts of the user; "facts_with_their_number" how many of the N
 statements have a valid fact holding both its numbers (a distinct fact merged into another is
