@@ -168,7 +168,7 @@ async def run(client: Any, tmp: Path, args: argparse.Namespace) -> dict[str, Any
     found = 0
     for i in sample:
         result = await memory.search_facts(
-            AGENT, f"favourite number {i}", session_id=SESSION, top_k=10
+            AGENT, f"favourite number {i}", session_id=SESSION, user_id=USER, top_k=10
         )
         found += any(numbers(hit.content) == (i, value_of(i)) for hit in result.hits)
     state = await store.get_session_agent_state(SESSION, AGENT)
