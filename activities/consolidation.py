@@ -25,7 +25,7 @@ class ConsolidationActivities:
 
     @activity.defn(name="draft_consolidation")
     async def draft_consolidation(self, req: ConsolidationRequest) -> ConsolidationDraft:
-        with classified(), noting_rejection():
+        with classified(), noting_rejection(deterministic=self.deps.llm.deterministic):
             return await heartbeating(consolidation.draft(self.deps, req, this_attempt()))
 
     @activity.defn(name="apply_consolidation")

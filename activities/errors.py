@@ -17,11 +17,16 @@ from memory.errors import (
     MnemosError,
     ProviderError,
     StaleDecisionError,
+    UnusableOutputError,
+    WindowTooLargeError,
 )
 
 # Error types a workflow reacts to by itself instead of letting the activity retry.
 STALE_DECISION = StaleDecisionError.type_name()
 CONFLICT = ConflictError.type_name()
+# A model's answer that will not get better by retrying the same request after a backoff: the
+# next attempt follows at once (it says why the last one was rejected, and samples hotter).
+_AT_ONCE = timedelta(milliseconds=100)
 
 
 def non_retryable_types() -> list[str]:
@@ -48,11 +53,22 @@ def classified() -> Iterator[None]:
         delay = None
         if isinstance(e, ProviderError) and e.retryable and e.retry_after:
             delay = timedelta(seconds=e.retry_after)
+        elif isinstance(e, InvalidModelOutputError | MalformedOutputError):
+            delay = _AT_ONCE
         raise ApplicationError(
             str(e), type=e.type_name(), non_retryable=not e.retryable, next_retry_delay=delay
         ) from e
 
 
-# A model's output that stayed unusable through the step's retries: the workflow takes the step's
-# documented fallback instead of failing the run (README "When the model misbehaves").
-UNUSABLE_OUTPUT = frozenset({InvalidModelOutputError.type_name(), MalformedOutputError.type_name()})
+# A model's output that stayed unusable through the step's retries (or that no retry can change):
+# the workflow splits the window, or takes the step's documented fallback, instead of failing the
+# run (README "When the model misbehaves", docs/backlog.md).
+UNUSABLE_OUTPUT = frozenset(
+    {
+        InvalidModelOutputError.type_name(),
+        MalformedOutputError.type_name(),
+        UnusableOutputError.type_name(),
+    }
+)
+# An extraction that cannot carry its window: split it (down to one message).
+SPLITS_WINDOW = UNUSABLE_OUTPUT | {WindowTooLargeError.type_name()}

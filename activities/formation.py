@@ -50,7 +50,7 @@ class FormationActivities:
 
     @activity.defn(name="extract_facts")
     async def extract_facts(self, w: Window) -> ExtractedFactsResult:
-        with classified(), noting_rejection():
+        with classified(), noting_rejection(deterministic=self.deps.llm.deterministic):
             out = await heartbeating(facts.extract_facts(self.deps, w, this_attempt()))
         _log(w).info("facts extracted", facts=len(out.facts), dropped=out.dropped)
         return out
@@ -66,7 +66,7 @@ class FormationActivities:
     async def decide_fact_changes(
         self, w: Window, new_facts: list[NewFact], candidates: CandidatesResult
     ) -> DecisionsResult:
-        with classified(), noting_rejection():
+        with classified(), noting_rejection(deterministic=self.deps.llm.deterministic):
             out = await heartbeating(
                 dedup.decide(self.deps, w, new_facts, candidates, this_attempt())
             )
@@ -79,7 +79,7 @@ class FormationActivities:
 
     @activity.defn(name="extract_reflections")
     async def extract_reflections(self, w: Window, new_facts: list[str]) -> ReflectionsResult:
-        with classified(), noting_rejection():
+        with classified(), noting_rejection(deterministic=self.deps.llm.deterministic):
             return await heartbeating(
                 reflections.extract_reflections(self.deps, w, new_facts, this_attempt())
             )

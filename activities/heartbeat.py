@@ -13,7 +13,7 @@ from temporalio import activity
 from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput, Interceptor
 
 from memory import tracing
-from memory.errors import InvalidModelOutputError, MalformedOutputError
+from memory.errors import InvalidModelOutputError, MalformedOutputError, UnusableOutputError
 from memory.llm.base import Retry
 
 
@@ -46,14 +46,25 @@ def this_attempt() -> Retry:
 
 
 @contextmanager
-def noting_rejection() -> Iterator[None]:
+def noting_rejection(*, deterministic: bool = False) -> Iterator[None]:
     """Record why a model's output was rejected as the last heartbeat, where the next attempt
-    reads it (best effort: the attempt number alone already changes the request)."""
+    reads it (best effort: the attempt number alone already changes the request).
+
+    An output rejected the same way as the previous attempt's, or any from a ``deterministic``
+    provider (its retry would answer the same), raises UnusableOutputError: not retryable, so the
+    workflow splits the window or takes the step's fallback now instead of after backoffs."""
     try:
         yield
     except (InvalidModelOutputError, MalformedOutputError) as e:
-        activity.heartbeat(str(e)[:300])
+        why = str(e)[:300]
         tracing.mark_rejected(e)  # on the activity's span: this attempt degrades
+        if deterministic:
+            raise UnusableOutputError(
+                f"deterministic provider, no retry can change it: {why}"
+            ) from e
+        if why == this_attempt().rejected:
+            raise UnusableOutputError(f"rejected the same way twice: {why}") from e
+        activity.heartbeat(why)
         raise
 
 

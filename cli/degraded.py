@@ -1,7 +1,8 @@
 """`mnemos degraded list|reform`: windows whose LLM step took its fallback (README "When the model
-misbehaves"), and re-forming one. The list comes from Temporal visibility: each degraded
-FormMemories run carries the outcome attribute "degraded" and, in its memo, the windows (message
-ranges), steps and reasons."""
+misbehaves"), and single messages passed over because no retry could extract them (a window that
+did not fit was split down to them, docs/backlog.md); and re-forming one. The list comes from
+Temporal visibility: each degraded FormMemories run carries the outcome attribute "degraded" and,
+in its memo, the windows (message ranges), steps and reasons."""
 
 from __future__ import annotations
 
@@ -53,9 +54,12 @@ async def degraded_windows(
 
 
 def _line(row: dict[str, Any]) -> str:
+    """The arguments `degraded reform` takes to re-run it (its reflections too when they were
+    the step passed over), then why."""
+    also = " --reflections" if row["step"] == "extract_reflections" else ""
     return (
-        f"{row['agent']} {row['session']} --after {row['after_seq']} --upto {row['upto_seq']}  "
-        f"{row['step']}: {row['reason'][:160]}"
+        f"{row['agent']} {row['session']} --after {row['after_seq']} --upto {row['upto_seq']}"
+        f"{also}  {row['step']}: {row['reason'][:160]}"
     )
 
 
@@ -101,18 +105,23 @@ def reform_command(
 ) -> None:
     """Re-form one degraded window with the configured model, in this process: its facts are
     extracted and decided again against what was stored before the fallback's unmerged copies;
-    the cursor stays. Exit code 1 when the model's output is still unusable."""
+    the cursor stays. A range the model cannot carry in one answer is split, down to one message.
+    Exit code 1 when the model's output is still unusable for any message."""
     settings = load_settings()
     agent, session = check_id("agent", agent), check_id("session", session)
     with progress(f"re-forming messages {after + 1}-{upto} of {session}"):
         done = run(_reform(settings, agent, session, after, upto, reflections), settings)
     c = done.commit
+    still = [f"{s.after_seq + 1}-{s.upto_seq}: {s.reason[:160]}" for s in done.still_degraded]
     emit(
-        c,
+        c.model_dump() | {"still_degraded": still} if still else c,
         as_json=as_json,
         text=lambda: (
             f"re-formed messages {after + 1}-{upto}: facts +{c.facts_added} ~{c.facts_updated} "
             f"-{c.facts_invalidated} (duplicates {c.facts_duplicate}), "
             f"reflections +{c.reflections_added}"
+            + "".join(f"\nstill degraded: messages {line}" for line in still)
         ),
     )
+    if still:
+        raise typer.Exit(1)

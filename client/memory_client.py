@@ -26,6 +26,7 @@ from memory.context_cache import ContextCache
 from memory.embedding import make_embedder
 from memory.embedding.base import Embedder
 from memory.errors import InvalidInputError, NotFoundError
+from memory.input_rules import misdated
 from memory.logging import get_logger
 from memory.lookup import require_agent, require_session
 from memory.models import AgentConfig, Id, MessageIn, RecordOutcome, SessionInfo
@@ -123,8 +124,8 @@ class MemoryClient:
         self, agent_id: str, session_id: str, messages: Sequence[MessageIn | dict[str, Any]]
     ) -> RecordOutcome:
         """Store new messages (idempotent by message_id). Invalid input (empty or control-character
-        content, bad ids) raises InvalidInputError before anything is written; a ``created_at``
-        far in the future is stored as the recording time (``MessageIn``)."""
+        content, bad ids, a ``created_at`` before 1970 or more than a day ahead) raises
+        InvalidInputError naming the offset before anything is written (``MessageIn``)."""
         await self._agent(agent_id)
         _check_id("session_id", session_id)
         try:
@@ -133,10 +134,13 @@ class MemoryClient:
             raise InvalidInputError(f"invalid message: {e}") from e
         cfg = self.settings.formation
         now = datetime.now(UTC)
+        for offset, m in enumerate(parsed):
+            if (why := misdated(m.created_at, now)) is not None:
+                raise InvalidInputError(f"invalid message at offset {offset}: {why}")
         return await self.store.record_messages(
             session_id,
             agent_id,
-            [m.clamped(now) for m in parsed],
+            parsed,
             weights={r: cfg.weight(r) for r in ("user", "agent", "tool", "system", "other")},
             chars_per_token=cfg.chars_per_token,
             now=now,

@@ -78,3 +78,18 @@ class InvalidModelOutputError(MnemosError):
     """Well-formed output that fails our checks (an unknown fact index, a blob over its word limit)."""
 
     retryable = True
+
+
+class WindowTooLargeError(MnemosError):
+    """A step's answer cannot carry the window: it overflowed the step's bound, or filled it (a
+    sign it was cut). Retrying the same window cannot help; the workflow splits it."""
+
+    error_type = "WindowTooLarge"
+
+
+class UnusableOutputError(MnemosError):
+    """A model's output failed its checks in a way no retry can change: the same way twice, or from
+    a deterministic provider (which answers a retry exactly as before). The workflow splits the
+    window (or takes the step's fallback) at once instead of retrying with backoff."""
+
+    error_type = "UnusableOutput"

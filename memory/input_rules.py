@@ -10,6 +10,7 @@ input error and never reaches storage.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Annotated
 
 from pydantic import AfterValidator, BeforeValidator, Field
@@ -71,3 +72,22 @@ def _whole(value: object) -> object:
 
 # An integer field of an input: 3 and 3.0, not "3", not true, not 3.5.
 WholeInt = Annotated[int, BeforeValidator(_whole)]
+
+
+# A backend's clock may run ahead of ours, or a time zone be misread; a message dated further
+# ahead is a clear error (stored, it would keep its session from ever going cold).
+FUTURE_SKEW = timedelta(days=1)
+# Before the Unix epoch, a timestamp is a zero or a unit mistake, not a conversation.
+EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def misdated(created_at: datetime, now: datetime) -> str | None:
+    """Why a message's ``created_at`` cannot be believed when recorded at ``now`` (None: it can)."""
+    if created_at < EARLIEST:
+        return f"created_at {created_at.isoformat()} is before 1970-01-01"
+    if created_at - now > FUTURE_SKEW:
+        return (
+            f"created_at {created_at.isoformat()} is more than a day after the recording time "
+            f"{now.isoformat(timespec='seconds')}"
+        )
+    return None

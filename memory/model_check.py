@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from memory.deps import Deps
-from memory.errors import InvalidModelOutputError, MalformedOutputError
+from memory.errors import InvalidModelOutputError, MalformedOutputError, WindowTooLargeError
 from memory.llm.base import Retry
 from memory.model_check_record import Recorder
 from memory.models import AgentConfig, MessageIn, ScopeKey
@@ -80,7 +80,8 @@ async def attempt[T](
     attempts: int,
     recorder: Recorder | None = None,
 ) -> tuple[T | None, str]:
-    """(the step's result, "") or (None, why its output stayed unusable after ``attempts``).
+    """(the step's result, "") or (None, why its output stayed unusable after ``attempts``; an
+    answer rejected the same way twice, or one that cannot carry its window, is not retried).
     With a recorder, the model call an accepted attempt made is marked valid."""
     rejected: str | None = None
     for n in range(1, attempts + 1):
@@ -89,9 +90,13 @@ async def attempt[T](
         before = len(recorder.calls) if recorder else 0
         try:
             out = await call(Retry(attempt=n, rejected=rejected))
-        except (InvalidModelOutputError, MalformedOutputError) as e:
+        except (InvalidModelOutputError, MalformedOutputError, WindowTooLargeError) as e:
             stats.seconds.append(time.perf_counter() - started)
-            rejected = str(e)[:300]
+            again = str(e)[:300]
+            if isinstance(e, WindowTooLargeError) or again == rejected:
+                rejected = again
+                break
+            rejected = again
             continue
         stats.seconds.append(time.perf_counter() - started)
         stats.valid += 1
@@ -109,20 +114,25 @@ async def form_session(
     deps: Deps, agent_id: str, session_id: str, report: CheckReport, attempts: int = 3
 ) -> set[ScopeKey]:
     """Form every pending window of (session, agent), FormMemories' steps and fallbacks, and
-    consolidate the scopes a commit made due. Returns the scope keys the windows could write."""
+    consolidate the scopes a commit made due. A window a step cannot carry is split, down to one
+    message, as FormMemories does. Returns the scope keys the windows could write."""
     req = FormationRequest(session_id=session_id, agent_id=agent_id, force=True)
     keys: set[ScopeKey] = set()
     while (w := await window.load_window(deps.store, deps.settings, req)) is not None:
         keys |= {w.scope_key(s) for s in w.reflection_scopes}
-        await _form_window(deps, w, report, attempts)
+        if not await _form_window(deps, w, report, attempts):
+            req = req.model_copy(update={"max_messages": max(1, w.message_count // 2)})
     return keys
 
 
-async def _form_window(deps: Deps, w: Window, report: CheckReport, attempts: int) -> None:
+async def _form_window(deps: Deps, w: Window, report: CheckReport, attempts: int) -> bool:
+    """Whether the window was formed (False: split it)."""
     steps, rec = report.steps, report.recorder
     extracted, why = await attempt(
         steps["extract_facts"], lambda r: facts.extract_facts(deps, w, r), attempts, rec
     )
+    if extracted is None and w.message_count > 1:
+        return False
     if extracted is None:
         report.degraded.append(f"{w.formation_id} extract_facts: {why}")
         extracted = ExtractedFactsResult(facts=[])
@@ -148,6 +158,8 @@ async def _form_window(deps: Deps, w: Window, report: CheckReport, attempts: int
         attempts,
         rec,
     )
+    if reflected is None and w.message_count > 1:
+        return False
     if reflected is None:
         report.degraded.append(f"{w.formation_id} extract_reflections: {why}")
         reflected = ReflectionsResult(reflections=[])
@@ -156,6 +168,7 @@ async def _form_window(deps: Deps, w: Window, report: CheckReport, attempts: int
     )
     for key in done.due_for_consolidation:
         await consolidate(deps, ConsolidationRequest(key=key), report, attempts)
+    return True
 
 
 async def consolidate(

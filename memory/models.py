@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Annotated, Literal
 
 from pydantic import (
@@ -60,8 +60,6 @@ class AgentConfig(_Model):
     tier: WholeInt = Field(0, ge=0, le=10, description="0 = standard models, ≥1 = premium models")
 
 
-# A backend's clock may run a little ahead of ours; beyond this, a timestamp is not believed.
-FUTURE_SKEW = timedelta(minutes=5)
 # Control characters other than tab, newline and carriage return (NUL included).
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
@@ -81,9 +79,8 @@ class MessageIn(_Model):
     """One conversation message as the backend records it. ``message_id`` makes recording idempotent.
 
     ``content`` must hold more than whitespace and no control character but tab, newline and
-    carriage return. ``created_at`` more than ``FUTURE_SKEW`` (5 minutes) ahead of the recording
-    time is clamped to the recording time when stored (``clamped``): a wrong clock cannot date a
-    message in the future, where it would hide its session from the cold-sessions scan."""
+    carriage return. ``created_at`` must lie between 1970-01-01 and a day after the recording time
+    (memory.input_rules.misdated, checked when recorded)."""
 
     message_id: Id
     role: Role
@@ -95,12 +92,6 @@ class MessageIn(_Model):
     name: StorableStr | None = Field(
         None, max_length=200, description="Display name of the speaker"
     )
-
-    def clamped(self, now: datetime) -> MessageIn:
-        """This message as stored at ``now``: a timestamp too far in the future becomes ``now``."""
-        if self.created_at - now > FUTURE_SKEW:
-            return self.model_copy(update={"created_at": now})
-        return self
 
 
 class StoredMessage(_Model):
@@ -346,6 +337,11 @@ class AddRecheck(_Model):
         default_factory=dict, description="fact id -> version shown to the decision"
     )
     similarity: float = Field(ge=0, le=1, description="The dedup candidate threshold")
+    floors: dict[str, float] = Field(
+        default_factory=dict,
+        description="add fact id -> similarity of the last candidate shown, when its list was "
+        "full: a fact less similar would not have been shown either",
+    )
 
 
 class FormationCommit(_Model):

@@ -1,5 +1,7 @@
 """Re-form a degraded window (`mnemos degraded reform`): its messages are never dropped, so the
 steps that fell back can run again over them, in one process, against the configured provider.
+A range the model still cannot carry in one answer is split in halves, down to one message, as
+FormMemories splits a window (docs/backlog.md); messages that stay unusable are reported.
 
 The facts the fallback added unmerged are left out of the candidates: the new decisions compare
 the window's facts with what was stored before, so an UPDATE or DELETE of an older fact converges
@@ -8,7 +10,7 @@ commit writes the memories and leaves the cursor where it is."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from memory import ids
@@ -22,9 +24,32 @@ from memory.scopes import formable_scopes, single_user
 
 
 @dataclass(frozen=True)
+class StillDegraded:
+    """A message (or range) whose step is still unusable: (after_seq, upto_seq], and why."""
+
+    after_seq: int
+    upto_seq: int
+    reason: str
+
+
+@dataclass(frozen=True)
 class Reformed:
     commit: CommitResult
     report: CheckReport
+    still_degraded: list[StillDegraded] = field(default_factory=list)
+
+
+def _total(results: list[CommitResult]) -> CommitResult:
+    keys = {k.key: k for r in results for k in r.due_for_consolidation}
+    return CommitResult(
+        already_committed=all(r.already_committed for r in results),
+        facts_added=sum(r.facts_added for r in results),
+        facts_updated=sum(r.facts_updated for r in results),
+        facts_invalidated=sum(r.facts_invalidated for r in results),
+        facts_duplicate=sum(r.facts_duplicate for r in results),
+        reflections_added=sum(r.reflections_added for r in results),
+        due_for_consolidation=list(keys.values()),
+    )
 
 
 async def reform(
@@ -37,7 +62,9 @@ async def reform(
     with_reflections: bool = False,
     attempts: int = 3,
 ) -> Reformed:
-    """Extract and decide the window's facts again (and its reflections when asked)."""
+    """Extract and decide the window's facts again (and its reflections when asked); a range
+    whose step stays unusable is split in halves, down to one message. Raises
+    InvalidModelOutputError when not a single part could be re-formed."""
     state = await deps.store.get_session_agent_state(session_id, agent_id)
     if state is None or not 0 <= after_seq < upto_seq <= state.cursor_seq:
         raise InvalidInputError(
@@ -48,26 +75,59 @@ async def reform(
     session = await require_session(deps.store, session_id)
     fact_scopes, reflection_scopes = formable_scopes(agent, session)
     original = ids.formation_id(session_id, agent_id, after_seq, upto_seq)
-    w = Window(
-        formation_id=f"{original}:reform:{state.formations}",
-        session_id=session_id,
-        agent_id=agent_id,
-        user_id=single_user(session),
-        after_seq=after_seq,
-        upto_seq=upto_seq,
-        message_count=upto_seq - after_seq,
-        fact_scopes=fact_scopes,
-        reflection_scopes=reflection_scopes,
-        agent=agent,
-    )
+    # The facts the decide fallback added unmerged, left out of the candidates.
+    flagged = {ids.fact_id(original, i) for i in range(deps.settings.facts.max_per_formation)}
     report = CheckReport()
+    done: list[CommitResult] = []
+    still: list[StillDegraded] = []
+    parts = [(after_seq, upto_seq)]
+    while parts:
+        after, upto = parts.pop(0)
+        part = "" if (after, upto) == (after_seq, upto_seq) else f":{after}-{upto}"
+        w = Window(
+            formation_id=f"{original}:reform:{state.formations}{part}",
+            session_id=session_id,
+            agent_id=agent_id,
+            user_id=single_user(session),
+            after_seq=after,
+            upto_seq=upto,
+            message_count=upto - after,
+            fact_scopes=fact_scopes,
+            reflection_scopes=reflection_scopes,
+            agent=agent,
+        )
+        try:
+            done.append(
+                await _reform_window(
+                    deps, w, flagged, report, with_reflections, attempts, state.cursor_seq
+                )
+            )
+        except InvalidModelOutputError as e:
+            if upto - after > 1:
+                middle = after + (upto - after) // 2
+                parts[:0] = [(after, middle), (middle, upto)]
+            else:
+                still.append(StillDegraded(after, upto, str(e)))
+    if not done:
+        raise InvalidModelOutputError(f"{still[0].reason} (messages {after_seq + 1}-{upto_seq})")
+    return Reformed(commit=_total(done), report=report, still_degraded=still)
+
+
+async def _reform_window(
+    deps: Deps,
+    w: Window,
+    flagged: set[str],
+    report: CheckReport,
+    with_reflections: bool,
+    attempts: int,
+    keep_cursor: int,
+) -> CommitResult:
     extracted, why = await attempt(
         report.steps["extract_facts"], lambda r: facts.extract_facts(deps, w, r), attempts
     )
     if extracted is None:
         raise InvalidModelOutputError(f"still degraded: extract_facts: {why}")
     new = extracted.facts
-    flagged = {ids.fact_id(original, i) for i in range(deps.settings.facts.max_per_formation)}
     found = await facts.find_candidates(deps, w, new)
     candidates = CandidatesResult(
         by_new_index={
@@ -92,13 +152,12 @@ async def reform(
         if reflected is None:
             raise InvalidModelOutputError(f"still degraded: extract_reflections: {why}")
         formed_reflections = reflected.reflections
-    done = await commit.commit(
+    return await commit.commit(
         deps,
         w,
         new,
         decided.decisions,
         formed_reflections,
         datetime.now(UTC),
-        keep_cursor=state.cursor_seq,
+        keep_cursor=keep_cursor,
     )
-    return Reformed(commit=done, report=report)

@@ -43,13 +43,18 @@ class FormationSettings(_Group):
     chars_per_token: float = Field(
         4.0, gt=0, description="Characters per token for the token estimate"
     )
-    max_messages_per_run: int = Field(
-        200, ge=4, description="Most messages one formation reads; the rest go to a follow-up run"
+    max_messages_per_run: int | None = Field(
+        None,
+        ge=1,
+        description="Most messages one formation reads (the rest: the next window of the drain); "
+        "unset: twice the facts one extraction answer carries (2 × min(40, "
+        "facts.max_per_formation) = 80), so a window seldom needs a split",
     )
     max_tokens_per_run: int = Field(
         8000,
         ge=100,
-        description="Most estimated tokens (characters / chars_per_token) one formation reads; "
+        description="Most estimated tokens (characters / chars_per_token) one formation reads, "
+        "about 200 per fact one answer carries and far below every supported model's context; "
         "a longer message is truncated to this in the prompt, stored whole",
     )
 

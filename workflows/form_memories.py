@@ -5,6 +5,11 @@ Started with signal-with-start under the id ``form:{agent}:{session}``, so at mo
 messages recorded during a run are formed by the next pass, never lost and never formed twice: each
 pass reads the range after the stored cursor, and the cursor moves only in the same atomic write that
 stores that range's memories.
+
+A backlog drains window after window without waiting. A window whose extraction cannot carry it
+(its answer overflowed or filled its bound, or stayed unusable) is split: the pass is dropped
+uncommitted and the window loaded again with half its messages, down to one message; the drain forms
+the rest. A single message that no retry can extract is passed over, visibly (docs/backlog.md).
 """
 
 from __future__ import annotations
@@ -17,8 +22,9 @@ from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from activities.consolidation import ConsolidationActivities
-    from activities.errors import CONFLICT, STALE_DECISION, UNUSABLE_OUTPUT
+    from activities.errors import CONFLICT, SPLITS_WINDOW, STALE_DECISION, UNUSABLE_OUTPUT
     from activities.formation import FormationActivities
+    from memory.models import ScopeKey
     from memory.pipeline.types import (
         DEGRADED,
         CandidatesResult,
@@ -42,6 +48,9 @@ _DECISION_ATTEMPTS = 3
 # Histories recorded before the fallbacks fail the run where these take them (workflow.patched).
 DEGRADED_FALLBACKS = "degraded-fallbacks"
 STALE_BACKOFF = "stale-decision-backoff"
+# Histories recorded before it took the whole-window fallback of an extraction, and requested
+# consolidation after every window instead of once per drain.
+SPLIT_WINDOWS = "split-windows"
 _BACKOFF_FIRST_SECONDS = 0.2
 _BACKOFF_MAX_SECONDS = 10.0
 
@@ -55,6 +64,15 @@ def _backoff(attempt: int) -> timedelta:
 def _error_type(err: ActivityError) -> str | None:
     cause = err.cause
     return cause.type if isinstance(cause, ApplicationError) else None
+
+
+class _Split(Exception):
+    """This window cannot be formed as one: load it again with fewer messages."""
+
+
+def _splits(err: ActivityError) -> bool:
+    """The extraction cannot carry its window, and no retry of the same window can change that."""
+    return _error_type(err) in SPLITS_WINDOW and workflow.patched(SPLIT_WINDOWS)
 
 
 def _degrades(err: ActivityError) -> bool:
@@ -71,6 +89,8 @@ class FormMemoriesWorkflow:
         self._llm: dict[str, Any] = {}
         self._store: dict[str, Any] = {}
         self._stale_seconds = 600.0
+        # Scope keys the drain's commits made due, requested once when the drain ends.
+        self._due: dict[str, ScopeKey] = {}
 
     @workflow.signal
     def request(self, force: bool = False) -> None:
@@ -86,23 +106,45 @@ class FormMemoriesWorkflow:
         self._stale_seconds = req.retries.stale_decision_seconds
         summary = FormationSummary()
         force = req.force
+        limit = req.max_messages  # None: the settings' window; set while a split part drains
         while True:
             self._requested, self._force = False, False
             window = await workflow.execute_activity_method(
                 FormationActivities.load_window,
-                req.model_copy(update={"force": force}),
+                req.model_copy(update={"force": force, "max_messages": limit}),
                 **self._store,
             )
+            split = False
             if window is not None:
-                await self._form(window, summary)
-            if window is not None and window.more_pending:
+                try:
+                    await self._form(window, summary)
+                except _Split:
+                    # The rest of the drain reads parts of this size: a dense backlog is split
+                    # once, not window after window.
+                    split, limit = True, max(1, window.message_count // 2)
+                    summary.splits += 1
+            if split or (window is not None and window.more_pending):
                 force = True  # drain a backlog longer than one window before anything else
             elif self._requested:
-                force = self._force
+                force, limit = self._force, None
             else:
-                break
+                await self._request_consolidation()  # once per drain; a request may arrive
+                if not self._requested:
+                    break
+                force, limit = self._force, None
             if workflow.info().is_continue_as_new_suggested():
-                workflow.continue_as_new(req.model_copy(update={"force": force}))
+                await self._request_consolidation()
+                if workflow.patched(SPLIT_WINDOWS):
+                    self._record(summary, started)  # each run of a long drain says what it did
+                workflow.continue_as_new(
+                    req.model_copy(update={"force": force, "max_messages": limit})
+                )
+        self._record(summary, started)
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        return summary
+
+    def _record(self, summary: FormationSummary, started: datetime) -> None:
+        """The run's outcome attribute and memo, where operators (and `mnemos degraded`) look."""
         summary.duration_ms = int((workflow.now() - started).total_seconds() * 1000)
         if (
             workflow.info().typed_search_attributes.get(AGENT_ID) is not None
@@ -112,8 +154,6 @@ class FormMemoriesWorkflow:
                 [OUTCOME.value_set(DEGRADED if summary.degraded else outcome)]
             )
         workflow.upsert_memo(summary.memo())
-        await workflow.wait_condition(workflow.all_handlers_finished)
-        return summary
 
     def _degraded(
         self, summary: FormationSummary, window: Window, step: str, err: Exception
@@ -128,13 +168,39 @@ class FormMemoriesWorkflow:
             DEGRADED_METRIC, "Formation steps that took their fallback", "steps"
         ).add(1, {"step": step})
 
+    def _passed_over(
+        self, summary: FormationSummary, window: Window, step: str, err: ActivityError
+    ) -> None:
+        """One message that no retry could extract: formed without this step's memories,
+        recorded where operators look (summary, memo, metric, outcome; `mnemos degraded`)."""
+        self._degraded(summary, window, step, err)
+        summary.passed_over += 1
+
+    def _split(self, window: Window, step: str, err: ActivityError) -> _Split:
+        workflow.logger.info(
+            "window split: the step cannot carry it",
+            extra={
+                "step": step,
+                "messages": window.message_count,
+                "reason": str(err.cause or err)[:300],
+                "formation": window.formation_id,
+            },
+        )
+        return _Split()
+
     async def _extract(self, window: Window, summary: FormationSummary) -> ExtractedFactsResult:
-        """Fallback: no facts from this window (its reflections are still formed)."""
+        """A window too large for one answer is split; a single message passed over. Histories
+        of older runs took the fallback: no facts from the whole window."""
         try:
             return await workflow.execute_activity_method(
                 FormationActivities.extract_facts, window, **self._llm
             )
         except ActivityError as err:
+            if _splits(err):
+                if window.message_count > 1:
+                    raise self._split(window, "extract_facts", err) from err
+                self._passed_over(summary, window, "extract_facts", err)
+                return ExtractedFactsResult(facts=[])
             if not _degrades(err):
                 raise
             self._degraded(summary, window, "extract_facts", err)
@@ -168,12 +234,18 @@ class FormMemoriesWorkflow:
     async def _reflect(
         self, window: Window, formed: list[str], summary: FormationSummary
     ) -> ReflectionsResult:
-        """Fallback: no reflections from this window (its facts are still formed)."""
+        """As _extract: split, or a single message passed over (older runs: no reflections from
+        the whole window, its facts still formed)."""
         try:
             return await workflow.execute_activity_method(
                 FormationActivities.extract_reflections, args=[window, formed], **self._llm
             )
         except ActivityError as err:
+            if _splits(err):
+                if window.message_count > 1:
+                    raise self._split(window, "extract_reflections", err) from err
+                self._passed_over(summary, window, "extract_reflections", err)
+                return ReflectionsResult(reflections=[])
             if not _degrades(err):
                 raise
             self._degraded(summary, window, "extract_reflections", err)
@@ -229,13 +301,26 @@ class FormMemoriesWorkflow:
                 raise
             summary.add_decisions(decided.decisions)
             summary.add_commit(window.message_count, committed)
-            if committed.due_for_consolidation:
+            due = committed.due_for_consolidation
+            if due and workflow.patched(SPLIT_WINDOWS):
+                self._due.update((key.key, key) for key in due)  # requested when the drain ends
+            elif due:
                 await workflow.execute_activity_method(
                     ConsolidationActivities.request_consolidation,
-                    args=[committed.due_for_consolidation, False],
+                    args=[due, False],
                     **self._store,
                 )
             return
+
+    async def _request_consolidation(self) -> None:
+        """Ask the consolidator of every key the drain made due, once (each consolidates the whole
+        buffer of its scope, however many windows filled it)."""
+        if not self._due:
+            return
+        keys, self._due = list(self._due.values()), {}
+        await workflow.execute_activity_method(
+            ConsolidationActivities.request_consolidation, args=[keys, False], **self._store
+        )
 
     async def _again(self, attempt: int, first: datetime) -> bool:
         """Whether to decide a stale decision again (after a backoff, from STALE_BACKOFF on)."""

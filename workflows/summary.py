@@ -43,6 +43,10 @@ class FormationSummary(BaseModel):
     decisions_by_model: int = Field(0, description="Dedup decisions the model made")
     duration_ms: int = 0
     degraded: list[DegradedStep] = Field(default_factory=list)
+    splits: int = Field(0, description="Windows split because a step could not carry them")
+    passed_over: int = Field(
+        0, description="Single messages formed without a step's memories (in degraded)"
+    )
 
     def add_degraded(self, after_seq: int, upto_seq: int, step: str, reason: str) -> None:
         self.degraded.append(
@@ -58,7 +62,9 @@ class FormationSummary(BaseModel):
         self.facts_duplicate += c.facts_duplicate
         self.reflections_added += c.reflections_added
         self.embedding_calls += c.embedding_calls
-        self.consolidations_requested += [k.key for k in c.due_for_consolidation]
+        # A key once per run: the drain requests each once, when it ends.
+        due = [k.key for k in c.due_for_consolidation]
+        self.consolidations_requested += [k for k in due if k not in self.consolidations_requested]
 
     def add_decisions(self, decisions: list[Decision]) -> None:
         counts = Counter(self.decisions)
@@ -80,8 +86,13 @@ class FormationSummary(BaseModel):
                 f"facts +{self.facts_added} ~{self.facts_updated} -{self.facts_invalidated}, "
                 f"reflections +{self.reflections_added}, consolidations {len(self.consolidations_requested)}, "
                 f"LLM calls {len(self.llm_calls)} ({tokens_in} in / {tokens_out} out tokens)"
+                + (f"; {self.splits} window(s) split" if self.splits else "")
                 + self._degraded_note()
             ),
+            "formations": self.formations,
+            "messages_formed": self.messages_formed,
+            "splits": self.splits,
+            "passed_over": self.passed_over,
             "facts_added": self.facts_added,
             "facts_updated": self.facts_updated,
             "facts_invalidated": self.facts_invalidated,
@@ -96,7 +107,11 @@ class FormationSummary(BaseModel):
         if not self.degraded:
             return ""
         last = self.degraded[-1]
-        return f"; DEGRADED ({len(self.degraded)} step(s)), last {last.step}: {last.reason[:200]}"
+        over = f", {self.passed_over} message(s) passed over" if self.passed_over else ""
+        return (
+            f"; DEGRADED ({len(self.degraded)} step(s){over}), last {last.step}: "
+            f"{last.reason[:200]}"
+        )
 
     def _degraded_memo(self) -> dict[str, object]:
         # The newest windows only: a memo is small (a long backlog could degrade window by window).

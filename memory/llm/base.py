@@ -119,6 +119,9 @@ class LLMProvider(abc.ABC):
     and attempt; a provider writes no tracing code of its own."""
 
     name: str
+    # Answers are a function of the request alone (the offline rules): a retry answers the same,
+    # and an answer never stops short of its bound (it fails beyond it instead).
+    deterministic: bool = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

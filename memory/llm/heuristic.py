@@ -332,6 +332,7 @@ def _answer(request: LLMRequest) -> BaseModel | str:
 
 class HeuristicProvider(LLMProvider):
     name = "heuristic"
+    deterministic = True
 
     def _run[T](self, request: LLMRequest, expect: Callable[[BaseModel | str], T]) -> LLMResult[T]:
         try:

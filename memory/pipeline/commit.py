@@ -104,16 +104,25 @@ async def _cached_vectors(deps: Deps, texts: list[str]) -> dict[str, list[float]
     return {t: [float(x) for x in cached[h]] for t, h in hashes.items()}
 
 
-def _recheck(deps: Deps, candidates: CandidatesResult | None) -> AddRecheck | None:
+def _recheck(deps: Deps, window: Window, candidates: CandidatesResult | None) -> AddRecheck | None:
     """What the decisions saw, for the commit to re-check its adds against (None: an older
-    run's commit, whose candidates carry no read time)."""
-    if candidates is None or candidates.read_at is None or not deps.settings.facts.dedup_enabled:
+    run's commit, whose candidates carry no read time). A new fact shown a full list of
+    candidates saw the most similar ones: a fact less similar than its last one would not have
+    been shown, however recent (a dense backlog holds many similar facts)."""
+    cfg = deps.settings.facts
+    if candidates is None or candidates.read_at is None or not cfg.dedup_enabled:
         return None
     seen = {s.fact_id: s.version for hits in candidates.by_new_index.values() for s in hits}
+    floors = {
+        ids.fact_id(window.formation_id, index): min(s.similarity for s in hits)
+        for index, hits in candidates.by_new_index.items()
+        if len(hits) >= cfg.dedup_candidates
+    }
     return AddRecheck(
         candidates_read_at=candidates.read_at,
         seen=seen,
-        similarity=deps.settings.facts.dedup_similarity_threshold,
+        similarity=cfg.dedup_similarity_threshold,
+        floors=floors,
     )
 
 
@@ -158,7 +167,7 @@ async def commit(
             reflections=stored,
             committed_at=now,
             user_epochs=window.user_epochs,
-            recheck=_recheck(deps, candidates),
+            recheck=_recheck(deps, window, candidates),
         )
     )
     # The commit counted the buffers it added to: no second read, and on a retried commit the

@@ -8,6 +8,7 @@ from memory import transcript
 from memory.dates import resolve_relative_dates
 from memory.deps import Deps
 from memory.embedding.base import Embedder
+from memory.errors import WindowTooLargeError
 from memory.ids import content_hash
 from memory.llm import choose_model
 from memory.llm.base import FIRST, LLMRequest, Retry
@@ -21,7 +22,8 @@ from memory.pipeline.types import (
     Window,
 )
 from memory.pipeline.usage import llm_call, words
-from memory.pipeline.window import window_agent, window_messages
+from memory.pipeline.window import answer_is_full, window_agent, window_messages
+from memory.prompts.common import MAX_ITEMS
 from memory.prompts.extract_facts import ExtractedFacts, ExtractFactsInput
 from memory.scopes import dedup_filter, place_fact, sole_speaker
 from memory.settings import FactSettings
@@ -49,6 +51,12 @@ async def extract_facts(deps: Deps, window: Window, retry: Retry = FIRST) -> Ext
         retry=retry,
     )
     result = await deps.llm.generate_structured(request, ExtractedFacts)
+    bound = min(MAX_ITEMS, cfg.max_per_formation)
+    if window.message_count > 1 and answer_is_full(deps, len(result.value.facts), bound):
+        raise WindowTooLargeError(
+            f"extract_facts answered {len(result.value.facts)} facts for {window.message_count} "
+            f"messages, its bound is {bound}: the window is split"
+        )
     kept: list[NewFact] = []
     seen: set[str] = set()
     only = sole_speaker(messages, window.user_id)

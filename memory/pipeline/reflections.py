@@ -5,14 +5,16 @@ from __future__ import annotations
 from memory import transcript
 from memory.dates import resolve_relative_dates
 from memory.deps import Deps
+from memory.errors import WindowTooLargeError
 from memory.ids import content_hash
 from memory.llm import choose_model
 from memory.llm.base import FIRST, LLMRequest, Retry
 from memory.pipeline.sources import cited
 from memory.pipeline.types import NewReflection, ReflectionsResult, Window
 from memory.pipeline.usage import llm_call, words
-from memory.pipeline.window import window_agent, window_messages
+from memory.pipeline.window import answer_is_full, window_agent, window_messages
 from memory.prompts.extract_reflections import (
+    MAX_REFLECTIONS,
     CurrentMemory,
     ExtractedReflection,
     ExtractedReflections,
@@ -67,6 +69,12 @@ async def extract_reflections(
         ("user", out.user_reflections),
         ("session", out.session_reflections),
     ]
+    fullest = max(len(items) for _, items in by_scope)
+    if window.message_count > 1 and answer_is_full(deps, fullest, MAX_REFLECTIONS):
+        raise WindowTooLargeError(
+            f"extract_reflections answered {fullest} reflections of one scope for "
+            f"{window.message_count} messages, its bound is {MAX_REFLECTIONS}: the window is split"
+        )
     kept: list[NewReflection] = []
     seen: set[str] = set()
     only = sole_speaker(messages, window.user_id)  # a left-out speaker can only be this user

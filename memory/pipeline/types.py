@@ -27,6 +27,11 @@ class FormationRequest(_T):
     llm_task_queue: str | None = Field(
         None, description="Where LLM steps run (None: the workflow's queue)"
     )
+    max_messages: int | None = Field(
+        None,
+        ge=1,
+        description="Read at most this many messages (a split window); None: the settings' limit",
+    )
 
 
 class SessionEndRequest(_T):
@@ -53,7 +58,7 @@ class Window(_T):
     fact_scopes: tuple[FactScope, ...]
     reflection_scopes: tuple[Scope, ...]
     more_pending: bool = Field(
-        False, description="Messages beyond this window (max_messages_per_run)"
+        False, description="Messages beyond this window (its message or token limit)"
     )
     user_epochs: dict[str, int] = Field(
         default_factory=dict,

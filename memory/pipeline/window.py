@@ -7,6 +7,7 @@ from memory.deps import Deps
 from memory.lookup import require_agent, require_session
 from memory.models import AgentConfig, StoredMessage
 from memory.pipeline.types import FormationRequest, Window
+from memory.prompts.common import MAX_ITEMS
 from memory.scopes import formable_scopes, single_user
 from memory.settings import FormationSettings, Settings
 from memory.store.base import MemoryStore
@@ -21,6 +22,21 @@ def _may_exceed_budget(pending_weighted_tokens: float, cfg: FormationSettings) -
     return lightest <= 0 or pending_weighted_tokens / lightest > cfg.max_tokens_per_run
 
 
+def message_limit(settings: Settings) -> int:
+    """Most messages one formation reads: ``formation.max_messages_per_run`` when set, else twice
+    the facts one extraction answer carries: a dialogue whose every user turn states a fact still
+    fits one answer, so ordinary traffic seldom needs a split (docs/backlog.md)."""
+    if settings.formation.max_messages_per_run is not None:
+        return settings.formation.max_messages_per_run
+    return 2 * min(MAX_ITEMS, settings.facts.max_per_formation)
+
+
+def answer_is_full(deps: Deps, items: int, bound: int) -> bool:
+    """Whether an answer of ``items`` may have been cut at its ``bound``: a model that fills its
+    bound likely had more to say; a deterministic provider fails beyond it instead."""
+    return items > bound or (items == bound and not deps.llm.deterministic)
+
+
 async def load_window(
     store: MemoryStore, settings: Settings, req: FormationRequest
 ) -> Window | None:
@@ -33,7 +49,10 @@ async def load_window(
     agent = await require_agent(store, req.agent_id)
     session = await require_session(store, req.session_id, req.agent_id)
     fact_scopes, reflection_scopes = formable_scopes(agent, session)
-    upto = min(state.last_seq, state.cursor_seq + settings.formation.max_messages_per_run)
+    limit = message_limit(settings)
+    if req.max_messages is not None:  # a split: the part of a window that did not fit
+        limit = min(limit, req.max_messages)
+    upto = min(state.last_seq, state.cursor_seq + limit)
     if _may_exceed_budget(state.pending_weighted_tokens, settings.formation):
         # Cut by size too: the window's messages, as the prompts show them, fit the budget.
         messages = await store.load_messages(req.session_id, state.cursor_seq, upto)

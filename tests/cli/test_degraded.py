@@ -44,7 +44,8 @@ async def test_degraded_list_names_the_window_its_step_and_why(
     h.llm.defaults["extract_facts"] = _cut_off
     async with h.worker():
         summary = await h.form(session)
-    assert [d.step for d in summary.degraded] == ["extract_facts"]
+    # Split down to single messages, each passed over.
+    assert [d.step for d in summary.degraded] == ["extract_facts"] * 4
 
     env = {
         "MNEMOS_TEMPORAL__ADDRESS": dev_env.client.service_client.config.target_host,
@@ -61,13 +62,13 @@ async def test_degraded_list_names_the_window_its_step_and_why(
             break
         await asyncio.sleep(0.1)
     assert [(r["agent"], r["session"], r["after_seq"], r["upto_seq"], r["step"]) for r in rows] == [
-        ("eve", session, 0, 4, "extract_facts")
+        ("eve", session, i, i + 1, "extract_facts") for i in range(4)
     ]
     assert "token limit" in str(rows[0]["reason"])
     text = await asyncio.to_thread(
         runner.invoke, app, ["degraded", "list", "--session", session], env=env
     )
-    assert text.stdout.startswith(f"eve {session} --after 0 --upto 4  extract_facts:")
+    assert text.stdout.startswith(f"eve {session} --after 0 --upto 1  extract_facts:")
 
 
 async def test_degraded_reform_converges_on_one_fact(tmp_path: Path) -> None:

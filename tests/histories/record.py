@@ -20,6 +20,8 @@ from cli.binaries import temporal_test_server
 from memory.errors import MalformedOutputError
 from memory.llm.base import LLMRequest
 from memory.prompts.decide_facts import FactDecision, FactDecisions
+from memory.prompts.extract_facts import ExtractedFacts
+from tests.fakes import transcript_of
 from tests.harness import Harness, conversation, facts, reflections
 from workflows.naming import (
     consolidation_workflow_id,
@@ -122,6 +124,56 @@ async def record_degraded() -> None:
         await env.shutdown()
 
 
+def _unreadable(request: LLMRequest) -> ExtractedFacts:
+    """One fact per message; a message saying "unreadable" makes the answer unusable."""
+    shown = transcript_of(request)
+    if any("unreadable" in m.content for m in shown):
+        raise MalformedOutputError("output does not fit the schema")
+    return facts(*[(f"Alice said {m.content}", "user") for m in shown])
+
+
+def _add_all(request: LLMRequest) -> FactDecisions:
+    new = getattr(request.task_input, "new_facts", [])
+    return FactDecisions(
+        decisions=[
+            FactDecision(new_fact_index=f.index, event="ADD", existing_index=None, merged_text=None)
+            for f in new
+        ]
+    )
+
+
+async def record_split() -> None:
+    """split/: FormMemories that splits a window down to one unreadable message, passes it over
+    and requests consolidation once when the drain ends (the SPLIT_WINDOWS patch)."""
+    env = await WorkflowEnvironment.start_time_skipping(
+        test_server_existing_path=str(temporal_test_server()),
+        data_converter=pydantic_data_converter,
+    )
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            h = await Harness.create(env, Path(tmp))
+            messages = conversation(4)
+            messages[2] = messages[2].model_copy(update={"content": "unreadable"})
+            await h.record("s1", messages)
+            h.llm.defaults["extract_facts"] = _unreadable
+            h.llm.defaults["decide_facts"] = _add_all
+            h.llm.defaults["extract_reflections"] = reflections(session=["w", "x", "y", "z"])
+            async with h.worker():
+                await h.form("s1")
+            (HERE / "split").mkdir(exist_ok=True)
+            wf_id = formation_workflow_id("eve", "s1")
+            history = await env.client.get_workflow_handle(wf_id).fetch_history()
+            (HERE / "split" / "form_memories_split.json").write_text(history.to_json())
+            print(f"recorded split/form_memories_split.json ({len(history.events)} events)")
+    finally:
+        await env.shutdown()
+
+
 if __name__ == "__main__":
     wanted = set(sys.argv[1:])
-    asyncio.run(record_degraded() if wanted == {"degraded"} else record(wanted))
+    if wanted == {"degraded"}:
+        asyncio.run(record_degraded())
+    elif wanted == {"split"}:
+        asyncio.run(record_split())
+    else:
+        asyncio.run(record(wanted))

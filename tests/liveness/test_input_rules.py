@@ -1,6 +1,6 @@
-"""Issue #12 case 7, odd input: content empty after trimming or holding control characters gets a
-clear InvalidInputError and stores nothing; a timestamp far in the future is stored as the
-recording time, so its session still reaches the cold-sessions scan."""
+"""Issue #12 case 7 and #21, odd input: content empty after trimming or holding control characters,
+or a timestamp more than a day ahead or before 1970, gets a clear InvalidInputError naming the
+offset and stores nothing (not even the valid messages of the call)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from memory.errors import InvalidInputError
-from memory.models import FUTURE_SKEW
+from memory.input_rules import FUTURE_SKEW
 from tests.harness import T0, Harness
 
 
@@ -31,7 +31,7 @@ def message(message_id: str = "m1", **overrides: Any) -> dict[str, Any]:
     ("content", "why"),
     [
         ("   \n\t  ", "empty after trimming"),
-        ("abc\x00def", "U\\+0000"),
+        ("abc\x00def", "NUL character at offset 3"),
         ("bell\x07", "U\\+0007"),
         ("\x1b[31mred", "U\\+001B"),
         ("del\x7f", "U\\+007F"),
@@ -57,33 +57,35 @@ async def test_tabs_newlines_and_carriage_returns_are_content(
     assert stored.content == text
 
 
-@pytest.mark.parametrize("ahead", [None, timedelta(hours=2)], ids=["year-9999", "two-hours"])
-async def test_future_timestamp_is_clamped_to_the_recording_time(
-    time_env: WorkflowEnvironment, tmp_path: Path, ahead: timedelta | None
+@pytest.mark.parametrize(
+    ("created_at", "why"),
+    [
+        (datetime(9999, 1, 1, tzinfo=UTC), "more than a day after"),
+        (datetime.now(UTC) + timedelta(days=1, hours=1), "more than a day after"),
+        (datetime(1, 1, 1, tzinfo=UTC), "before 1970-01-01"),
+        (datetime(1969, 12, 31, 23, 59, tzinfo=UTC), "before 1970-01-01"),
+    ],
+    ids=["year-9999", "a-day-and-an-hour", "year-1", "a-minute-before-1970"],
+)
+async def test_a_timestamp_from_the_future_or_before_1970_is_refused_and_nothing_stored(
+    time_env: WorkflowEnvironment, tmp_path: Path, created_at: datetime, why: str
 ) -> None:
     h = await Harness.create(time_env, tmp_path)
-    before = datetime.now(UTC)
-    future = datetime(9999, 12, 31, tzinfo=UTC) if ahead is None else before + ahead
-    await h.memory.record_messages("eve", "s1", [message(created_at=future.isoformat())])
-    after = datetime.now(UTC)
-
-    [stored] = await h.store.load_messages("s1", 0, 1)
-    assert before <= stored.created_at <= after
-    cold = await h.store.list_cold_sessions(
-        idle_before=after + timedelta(seconds=1),
-        min_messages=1,
-        min_weighted_tokens=0,
-        after=None,
-        limit=10,
-    )
-    assert [s.session_id for s in cold] == ["s1"]
+    bad = message("m1", created_at=created_at.isoformat())
+    with pytest.raises(InvalidInputError, match=f"offset 1: .*{why}"):
+        await h.memory.record_messages("eve", "s1", [message("m0"), bad])
+    assert await h.store.get_session("s1") is None  # not even the valid message
 
 
-async def test_a_clock_slightly_ahead_is_believed(
+async def test_a_clock_up_to_a_day_ahead_and_the_epoch_itself_are_believed(
     time_env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
     h = await Harness.create(time_env, tmp_path)
-    ahead = datetime.now(UTC) + FUTURE_SKEW / 2
-    await h.memory.record_messages("eve", "s1", [message(created_at=ahead.isoformat())])
-    [stored] = await h.store.load_messages("s1", 0, 1)
-    assert stored.created_at == ahead
+    ahead = datetime.now(UTC) + FUTURE_SKEW - timedelta(minutes=5)
+    epoch = datetime(1970, 1, 1, tzinfo=UTC)
+    await h.memory.record_messages(
+        "eve",
+        "s1",
+        [message("m0", created_at=epoch.isoformat()), message(created_at=ahead.isoformat())],
+    )
+    assert [m.created_at for m in await h.store.load_messages("s1", 0, 2)] == [epoch, ahead]

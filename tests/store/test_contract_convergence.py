@@ -48,6 +48,22 @@ async def test_fact_the_decision_saw_does_not_make_it_stale(store: MemoryStore) 
     assert (await store.commit_formation(seen)).facts_added == 1
 
 
+async def test_fact_less_similar_than_a_full_candidate_list_does_not_make_it_stale(
+    store: MemoryStore,
+) -> None:
+    """A dense backlog (issue #21): many similar facts, of which the decision saw the most
+    similar ones (a full list); a fact less similar than the last of them was not shown, and
+    would not have been however recent."""
+    one, two = await Former(store, "s1").start(), await Former(store, "s2").start()
+    await one.form(add("f1", "The offsite is in Lisbon", unit(1, 0.3)))
+    commit = rechecked(two.next_commit(add("f2", "The offsite is in Porto", unit(1, 0))), 90, {})
+    assert commit.recheck is not None
+    full = commit.recheck.model_copy(update={"floors": {"f2": 0.99}})
+    assert (
+        await store.commit_formation(commit.model_copy(update={"recheck": full}))
+    ).facts_added == 1
+
+
 async def test_commit_without_recheck_keeps_the_old_rules(store: MemoryStore) -> None:
     one, two = await Former(store, "s1").start(), await Former(store, "s2").start()
     await one.form(add("f1", "The offsite is in Lisbon", unit(1, 0)))

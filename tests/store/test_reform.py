@@ -75,3 +75,48 @@ async def test_reforming_a_degraded_window_converges_on_one_fact(store: MemorySt
     assert [b for b in await _budgets(store)] == ["The festival budget is $65,000."]
     state = await store.get_session_agent_state("s1", "eve")
     assert state is not None and state.cursor_seq == 1
+
+
+class ReadsNoTokens(HeuristicProvider):
+    """The offline model, except that a message holding "TOKEN" cannot be extracted."""
+
+    async def generate_structured[M: BaseModel](
+        self, request: LLMRequest, schema: type[M]
+    ) -> LLMResult[M]:
+        shown = getattr(request.task_input, "messages", [])
+        if request.task == "extract_facts" and any("TOKEN" in m.content for m in shown):
+            raise MalformedOutputError("output does not fit the schema")
+        return await super().generate_structured(request, schema)
+
+
+async def test_reforming_a_range_splits_it_and_reports_what_stays_unusable(
+    store: MemoryStore,
+) -> None:
+    """A range whose one message the model still cannot read: re-forming it splits it, forms the
+    rest again (the facts already stored are duplicates, not written twice) and reports that one."""
+    embedder = WordHashEmbedder()
+    await store.upsert_agent(AgentConfig(agent_id="eve", name="Eve"))
+    texts = ["My locker code is 4411.", "TOKEN", "My email is kay@example.com.", "I live in Oslo."]
+    await store.record_messages(
+        "s1", "eve", [said(i, t) for i, t in enumerate(texts)], weights={"user": 1.0},
+        chars_per_token=4.0, now=T0,
+    )  # fmt: skip
+    deps = Deps(settings=Settings(), store=store, llm=ReadsNoTokens(), embedder=embedder)
+    report = CheckReport()
+    await form_session(deps, "eve", "s1", report)
+    assert [line.split(" ")[1] for line in report.degraded] == ["extract_facts:"]
+
+    again = await reform(deps, "eve", "s1", 0, 4)
+
+    assert [(s.after_seq, s.upto_seq) for s in again.still_degraded] == [(1, 2)]
+    assert again.commit.facts_added == 0
+    valid = await store.recent_facts(
+        FactFilter(agent_id="eve", user_id="kay"), since=T0 - timedelta(days=1), limit=100
+    )
+    assert sorted(next(w for w in ("4411", "kay@", "Oslo") if w in f.content) for f in valid) == [
+        "4411",
+        "Oslo",
+        "kay@",
+    ]
+    state = await store.get_session_agent_state("s1", "eve")
+    assert state is not None and state.cursor_seq == 4

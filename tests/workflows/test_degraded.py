@@ -13,6 +13,7 @@ from memory.llm.base import LLMRequest
 from memory.llm.heuristic import HeuristicProvider
 from memory.models import MessageIn
 from memory.prompts.decide_facts import FactDecision, FactDecisions
+from tests.fakes import transcript_of
 from tests.harness import T0, Harness, conversation, facts, reflections
 from tests.workflows.test_formation import seeded
 
@@ -54,7 +55,8 @@ async def test_decisions_that_stay_invalid_add_the_facts_unmerged_and_flagged(
         h.llm.script("extract_facts", facts(("Alice's email is a@example.com", "user")))
         later = await h.form("s1")
 
-    assert len(h.llm.calls("decide_facts")) == 5  # every retry, then the fallback
+    # Rejected the same way twice: no retry can change it, the fallback follows at once.
+    assert len(h.llm.calls("decide_facts")) == 2
     [step] = summary.degraded
     assert (step.step, step.after_seq, step.upto_seq) == ("decide_fact_changes", 0, 4)
     assert "not offered" in step.reason
@@ -77,7 +79,12 @@ async def test_retries_after_invalid_output_never_repeat_the_request(
     h = await seeded(time_env, tmp_path, "Alice works at Acme Robotics")
     await h.record("s1", conversation(4))
     h.llm.script("extract_facts", facts(("Alice works at Acme Robotics as CTO", "user")))
-    h.llm.defaults["decide_facts"] = InvalidModelOutputError("existing index 3 was not offered")
+    offered = iter(range(3, 100))
+
+    def each_time_another(request: LLMRequest) -> None:
+        raise InvalidModelOutputError(f"existing index {next(offered)} was not offered")
+
+    h.llm.defaults["decide_facts"] = each_time_another
     async with h.worker():
         await h.form("s1")
     sent = [(r.prompt, r.temperature) for r in h.llm.calls("decide_facts")]
@@ -86,35 +93,48 @@ async def test_retries_after_invalid_output_never_repeat_the_request(
     assert "attempt 2" in sent[1][0] and "attempt 2" not in sent[0][0]
 
 
-async def test_extraction_that_stays_invalid_forms_no_facts_but_the_reflections(
+async def test_extraction_that_stays_invalid_is_split_and_each_message_passed_over_visibly(
     time_env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
     h = await Harness.create(time_env, tmp_path)
     await h.record("s1", conversation(4))
     h.llm.defaults["extract_facts"] = _cut_off
-    h.llm.script("extract_reflections", reflections(session=["planning the festival"]))
+    h.llm.defaults["extract_reflections"] = reflections(session=["planning the festival"])
     async with h.worker():
         summary = await h.form("s1")
-    assert [d.step for d in summary.degraded] == ["extract_facts"]
+    # 4 messages, then 2, then each alone: every message was tried on its own before passed over.
+    assert summary.splits == 2 and summary.passed_over == 4
+    assert [(d.step, d.after_seq, d.upto_seq) for d in summary.degraded] == [
+        ("extract_facts", i, i + 1) for i in range(4)
+    ]
     assert "token limit" in summary.degraded[0].reason
+    assert "4 message(s) passed over" in summary.memo()["summary"]  # type: ignore[operator]
     assert await h.all_facts() == []
+    # Their reflections are still formed.
     assert [r.content for r in await h.buffered(h.key("session"))] == ["planning the festival"]
     assert await _cursor(h) == 4
 
 
-async def test_reflections_that_stay_invalid_form_none_but_the_facts(
+async def test_reflections_that_stay_invalid_are_split_and_the_facts_formed(
     time_env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
     h = await Harness.create(time_env, tmp_path)
-    await h.record("s1", conversation(4))
-    h.llm.script("extract_facts", facts(("Alice's email is a@example.com", "user")))
+    await h.record("s1", conversation(2))
+    h.llm.defaults["extract_facts"] = lambda r: (
+        facts(("Alice's email is a@example.com", "user"))
+        if any(m.seq == 1 for m in transcript_of(r))
+        else facts()
+    )
     h.llm.defaults["extract_reflections"] = _cut_off
     async with h.worker():
         summary = await h.form("s1")
-    assert [d.step for d in summary.degraded] == ["extract_reflections"]
+    assert [(d.step, d.after_seq) for d in summary.degraded] == [
+        ("extract_reflections", 0),
+        ("extract_reflections", 1),
+    ]
     assert [f.content for f in await h.all_facts()] == ["Alice's email is a@example.com"]
     assert await h.buffered(h.key("session")) == []
-    assert await _cursor(h) == 4
+    assert await _cursor(h) == 2
 
 
 def _said(i: int, text: str) -> MessageIn:

@@ -57,4 +57,15 @@ def test_the_workflows_non_retryable_list_is_derived_from_the_classes() -> None:
         "NotFoundError",
         "InvalidInputError",
         "EmbeddingMismatchError",
+        "UnusableOutput",
+        "WindowTooLarge",
     }
+
+
+@pytest.mark.parametrize(
+    "err", [MalformedOutputError("not json"), InvalidModelOutputError("index 3 not offered")]
+)
+def test_unusable_output_is_retried_at_once_not_after_a_backoff(err: MnemosError) -> None:
+    """The retry samples hotter and says why (memory.llm.base.Retry): waiting cannot help it."""
+    app = translated(err)
+    assert app.next_retry_delay is not None and app.next_retry_delay.total_seconds() <= 0.1

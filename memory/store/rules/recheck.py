@@ -25,6 +25,7 @@ from memory.models import AddRecheck, Fact, FactAdd, Reflection
 # earlier time. Facts the decision saw (at that version) are not counted, so the margin never
 # makes a decision stale by itself.
 CLOCK_MARGIN = timedelta(seconds=60)
+_TIE = 1e-5
 
 
 def recent_since(recheck: AddRecheck | None) -> datetime | None:
@@ -42,7 +43,8 @@ def check_add(
     op: FactAdd, recheck: AddRecheck | None, recent: Sequence[tuple[Fact, Sequence[float]]]
 ) -> None:
     """Raise StaleDecisionError when a fact committed since the candidates were read, unseen by
-    the decision, would have been a candidate of this add."""
+    the decision, would have been a candidate of this add: similar enough, and more similar than
+    the last candidate of a full list."""
     if recheck is None or not recent:
         return
     mine = _unit(op.embedding)
@@ -56,7 +58,9 @@ def check_add(
         ):
             continue
         similarity = float(mine @ _unit(vector))
-        if similarity >= recheck.similarity:
+        floor = recheck.floors.get(op.fact_id)
+        # A tie with the last candidate shown is no more similar (float32 scores differ by ~1e-7).
+        if similarity >= recheck.similarity and (floor is None or similarity > floor + _TIE):
             raise StaleDecisionError(
                 f"fact {fact.fact_id} (v{fact.version}) was committed since the candidates were "
                 f"read and is {similarity:.2f} similar to a new fact: decide again"

@@ -1,0 +1,164 @@
+"""Split, don't drop (issue #21): a window whose extraction cannot carry it is split, down to one
+message, and every fact is formed; only a single message that no retry can extract is passed over,
+recorded where operators look; a backlog drains window after window and consolidates once."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from temporalio.api.enums.v1 import EventType
+from temporalio.testing import WorkflowEnvironment
+
+from memory.errors import MalformedOutputError
+from memory.llm.base import LLMRequest
+from memory.llm.heuristic import HeuristicProvider
+from memory.models import MessageIn
+from memory.prompts.common import MAX_ITEMS
+from memory.prompts.decide_facts import FactDecision, FactDecisions
+from memory.prompts.extract_facts import ExtractedFacts
+from memory.settings import FormationSettings
+from tests.fakes import transcript_of
+from tests.harness import T0, Harness, facts
+from workflows.naming import formation_workflow_id
+
+
+def stated(n: int, *, poison: int | None = None) -> list[MessageIn]:
+    """``n`` user messages, each stating one fact; message ``poison`` (a seq) no model can read."""
+    return [
+        MessageIn(
+            message_id=f"m{i}",
+            role="user",
+            content="%$#@ unreadable"
+            if i + 1 == poison
+            else f"My favourite number {i} is {i * 7}.",
+            created_at=T0 + timedelta(seconds=i),
+            user_id="alice",
+        )
+        for i in range(n)
+    ]
+
+
+def said(request: LLMRequest) -> list[tuple[str, str]]:
+    return [(f"Alice: {m.content}", "user") for m in transcript_of(request)]
+
+
+def one_fact_per_message(request: LLMRequest) -> ExtractedFacts:
+    return facts(*said(request))
+
+
+def answers_at_most_the_bound(request: LLMRequest) -> ExtractedFacts:
+    """A model told "at most 40" that answers 40 and leaves the rest out."""
+    return facts(*said(request)[:MAX_ITEMS])
+
+
+def fails_beyond_the_bound(request: LLMRequest) -> ExtractedFacts:
+    """A model whose answer beyond the bound fails the schema (the offline provider's way)."""
+    if len(said(request)) > MAX_ITEMS:
+        raise MalformedOutputError(f"{len(said(request))} facts, the schema allows {MAX_ITEMS}")
+    return one_fact_per_message(request)
+
+
+def unreadable_message(request: LLMRequest) -> ExtractedFacts:
+    if any("unreadable" in m.content for m in transcript_of(request)):
+        raise MalformedOutputError("output does not fit the schema")
+    return one_fact_per_message(request)
+
+
+def add_all(request: LLMRequest) -> FactDecisions:
+    inp = request.task_input
+    new = getattr(inp, "new_facts", [])
+    return FactDecisions(
+        decisions=[
+            FactDecision(new_fact_index=f.index, event="ADD", existing_index=None, merged_text=None)
+            for f in new
+        ]
+    )
+
+
+async def _cursor(h: Harness) -> int:
+    state = await h.store.get_session_agent_state("s1", "eve")
+    assert state is not None
+    return state.cursor_seq
+
+
+@pytest.mark.parametrize(
+    "model",
+    [answers_at_most_the_bound, fails_beyond_the_bound],
+    ids=["answers-at-the-bound", "fails-beyond-the-bound"],
+)
+async def test_a_window_over_the_bound_forms_every_fact(
+    time_env: WorkflowEnvironment,
+    tmp_path: Path,
+    model: Callable[[LLMRequest], ExtractedFacts],
+) -> None:
+    h = await Harness.create(
+        time_env, tmp_path, formation=FormationSettings(max_messages_per_run=100)
+    )
+    h.llm.defaults["extract_facts"] = model
+    h.llm.defaults["decide_facts"] = add_all
+    await h.record("s1", stated(100))
+    async with h.worker():
+        summary = await h.form("s1")
+
+    # 100 messages → 50 → 25 (each answer then carries its window); the drain keeps 25.
+    assert summary.splits == 2 and summary.degraded == []
+    assert summary.messages_formed == 100 and summary.formations == 4
+    formed = sorted(f.content for f in await h.all_facts())
+    assert formed == sorted(f"Alice: My favourite number {i} is {i * 7}." for i in range(100))
+    assert await _cursor(h) == 100
+
+
+async def test_a_single_unextractable_message_is_passed_over_visibly_and_the_rest_formed(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    h = await Harness.create(time_env, tmp_path)
+    h.llm.defaults["extract_facts"] = unreadable_message
+    h.llm.defaults["decide_facts"] = add_all
+    await h.record("s1", stated(8, poison=6))
+    async with h.worker():
+        summary = await h.form("s1")
+
+    [over] = summary.degraded
+    assert (over.step, over.after_seq, over.upto_seq) == ("extract_facts", 5, 6)
+    assert "does not fit the schema" in over.reason
+    assert summary.passed_over == 1
+    memo = summary.memo()
+    assert "1 message(s) passed over" in memo["summary"]  # type: ignore[operator]
+    assert memo["degraded"] == [over.model_dump()]  # what `mnemos degraded list` reads
+    formed = {f.content for f in await h.all_facts()}
+    assert formed == {f"Alice: My favourite number {i} is {i * 7}." for i in range(8) if i != 5}
+    assert await _cursor(h) == 8
+
+
+async def test_a_backlog_of_1000_messages_drains_in_one_run_and_consolidates_once(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """The offline provider fails beyond its bound and is never retried: the first window is
+    split once, the rest of the drain reads windows that fit."""
+    h = await Harness.create(time_env, tmp_path)
+    h.llm = HeuristicProvider()  # type: ignore[assignment]
+    await h.record("s1", stated(1000))
+    async with h.worker():
+        summary = await h.form("s1")
+        history = await h.client.get_workflow_handle(
+            formation_workflow_id("eve", "s1")
+        ).fetch_history()
+
+    assert summary.messages_formed == 1000 and summary.degraded == []
+    assert sum(summary.decisions.values()) == 1000  # one decision per stated fact
+    assert await _cursor(h) == 1000
+    scheduled = [
+        e.activity_task_scheduled_event_attributes.activity_type.name
+        for e in history.events
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+    ]
+    assert scheduled.count("request_consolidation") == 1
+    assert summary.consolidations_requested  # the session buffer filled, once requested
+    # Failures of a deterministic provider are not retried: one extraction per window tried.
+    failed = [
+        e for e in history.events if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED
+    ]
+    assert len(failed) == summary.splits
