@@ -178,6 +178,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     started = time.perf_counter()
     conversations = load(args.data, conversations=args.conversations, sessions=args.sessions)
     ev = evaluator(args)
+    configure_logging("warning")  # the client's logs; the workers log to files in the temp dir
     with tempfile.TemporaryDirectory(prefix="mnemos-quality-") as tmp:
         async with running_stack(Path(tmp), provider=args.provider, workers=args.workers) as stack:
             memory = stack.client
@@ -220,7 +221,6 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    configure_logging("warning")
     try:
         out = asyncio.run(run(args))
     except (DataError, JudgePromptError) as e:

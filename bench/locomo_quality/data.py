@@ -68,7 +68,8 @@ class Conversation:
     speakers: tuple[str, str]  # speaker_a, speaker_b
     sessions: list[Session]
     questions: list[Question] = field(default_factory=list)
-    unscorable_questions: int = 0  # non-adversarial, but no evidence names a recorded turn
+    unscorable_questions: int = 0  # non-adversarial, but its evidence names no turn of the file
+    unasked_questions: int = 0  # its evidence lies in sessions left out (--sessions)
 
     @property
     def agent_id(self) -> str:
@@ -185,7 +186,9 @@ def _sessions(conv: dict[str, Any], speakers: tuple[str, str], where: str) -> li
     return sorted(sessions, key=lambda s: (s.started_at, s.number))  # in time order
 
 
-def _questions(conv: Conversation, qa: list[Any], where: str) -> None:
+def _questions(conv: Conversation, qa: list[Any], existing: set[str], where: str) -> None:
+    """The scorable questions: evidence naming at least one turn of the file, all of them
+    recorded (``--sessions`` may leave some out: then the question is not asked)."""
     recorded = {t.dia_id for t in conv.turns}
     for i, raw in enumerate(qa):
         at = f"{where}.qa[{i}]"
@@ -197,9 +200,12 @@ def _questions(conv: Conversation, qa: list[Any], where: str) -> None:
         text = _need(raw, "question", str, at)
         answer = _need(raw, "answer", (str, int, float), at)
         evidence = _need(raw, "evidence", list, at)
-        found = frozenset(d for item in evidence for d in dia_ids(str(item)) if d in recorded)
-        if not found:  # its evidence names no turn we record: recall cannot be scored
+        found = frozenset(d for item in evidence for d in dia_ids(str(item)) if d in existing)
+        if not found:  # its evidence names no turn at all: recall cannot be scored
             conv.unscorable_questions += 1
+            continue
+        if not found <= recorded:
+            conv.unasked_questions += 1
             continue
         conv.questions.append(
             Question(text=text, answer=str(answer), category=category, evidence=found)
@@ -209,8 +215,8 @@ def _questions(conv: Conversation, qa: list[Any], where: str) -> None:
 def load(
     path: Path, *, conversations: int | None = None, sessions: int | None = None
 ) -> list[Conversation]:
-    """The first ``conversations`` samples, each cut to its first ``sessions`` sessions (a question
-    whose evidence lies beyond them is not asked). Raises DataError on a malformed file."""
+    """The first ``conversations`` samples, each cut to its first ``sessions`` sessions in time
+    order (a question with evidence beyond them is not asked). DataError on a malformed file."""
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except OSError as e:
@@ -235,6 +241,7 @@ def load(
             raise DataError(f"{where}: both speakers are named {speakers[0]!r}")
         found = _sessions(body, speakers, f"{where}.conversation")
         conv = Conversation(sample_id=sample_id, speakers=speakers, sessions=found[:sessions])
-        _questions(conv, _need(sample, "qa", list, where), where)
+        existing = {t.dia_id for s in found for t in s.turns}
+        _questions(conv, _need(sample, "qa", list, where), existing, where)
         out.append(conv)
     return out

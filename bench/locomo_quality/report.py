@@ -72,6 +72,7 @@ def figures(
         "messages": messages,
         "questions": len(asked),
         "unscorable_questions": sum(c.unscorable_questions for c in run.conversations),
+        "unasked_questions": sum(c.unasked_questions for c in run.conversations),
         "evidence_recall_at_10": recall["overall"],
         "answer_token_recall": token_recall["overall"],
         "context_tokens_median": _median([a.context_tokens for a in asked]),
@@ -121,8 +122,9 @@ def table(out: dict[str, Any]) -> str:
     lines = [
         f"LoCoMo through mnemos: {out['conversations']} conversation(s), {out['sessions']} "
         f"sessions ({out['mnemos_sessions']} mnemos sessions), {out['messages']} messages, "
-        f"{out['questions']} questions ({out['unscorable_questions']} without recorded evidence "
-        f"left out); provider {out['provider']}, embedder {out['embedder']}",
+        f"{out['questions']} questions ({out['unscorable_questions']} whose evidence names no "
+        f"turn and {out['unasked_questions']} beyond --sessions left out); "
+        f"provider {out['provider']}, embedder {out['embedder']}",
         head,
         f"{'questions':30}{out['questions']:>9}"
         + "".join(f"{cats[n]['questions']:>13}" for n in names),
