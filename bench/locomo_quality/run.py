@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import tempfile
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -151,7 +152,14 @@ async def record_all(
 
     async def one(conv: Conversation) -> int:
         async with gate:
-            return await record(memory, conv)
+            started = time.perf_counter()
+            recorded = await record(memory, conv)
+            print(
+                f"  {conv.sample_id}: {len(conv.sessions)} sessions, {len(conv.turns)} turns "
+                f"recorded and ended in {time.perf_counter() - started:.0f} s",
+                flush=True,
+            )
+            return recorded
 
     return sum(await asyncio.gather(*(one(c) for c in conversations)))
 
