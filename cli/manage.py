@@ -115,6 +115,11 @@ def _history_text(f: Fact) -> str:
         _fact_line(f),
         f"formed {f.formed_at:%Y-%m-%d %H:%M} from session {f.source_session_id}",
     ]
+    if f.said_at:
+        lines.append(f"said {f.said_at:%Y-%m-%d %H:%M}")
+    if f.source_message_ids:
+        by = f" (formation {f.formation_id})" if f.formation_id else ""
+        lines.append(f"from messages {', '.join(f.source_message_ids)}{by}")
     if f.invalidated_at:
         by = f" (replaced by {f.invalidated_by})" if f.invalidated_by else ""
         lines.append(f"deleted {f.invalidated_at:%Y-%m-%d %H:%M}{by}")

@@ -189,11 +189,22 @@ class ScopeKey(_Model):
 # ---------------------------------------------------------------- facts
 
 
+# Most message ids one fact or reflection cites: a fact is a sentence or two, rarely more.
+MAX_SOURCES = 20
+
+SourceIds = Annotated[tuple[str, ...], Field(max_length=MAX_SOURCES)]
+
+
 class FactRevision(_Model):
+    """A replaced version of a fact, with the provenance it had."""
+
     version: int
     content: str
     changed_at: UtcDatetime
     reason: str = ""
+    source_message_ids: SourceIds = ()
+    formation_id: str | None = None
+    said_at: UtcDatetime | None = None
 
 
 class Fact(_Model):
@@ -207,6 +218,13 @@ class Fact(_Model):
     )
     embedding_model: str
     source_session_id: Id | None = None
+    source_message_ids: SourceIds = Field(
+        (), description="The messages this version was formed from (their message_id)"
+    )
+    formation_id: str | None = Field(None, description="The formation that wrote this version")
+    said_at: UtcDatetime | None = Field(
+        None, description="When it was said: the time of its latest source message"
+    )
     formed_at: UtcDatetime
     updated_at: UtcDatetime
     version: int = 1
@@ -241,6 +259,10 @@ class Reflection(_Model):
     scope_key: ScopeKey
     content: str
     source_session_id: Id
+    source_message_ids: SourceIds = Field(
+        (), description="The messages it was formed from (their message_id)"
+    )
+    formation_id: str | None = Field(None, description="The formation that wrote it")
     formed_at: UtcDatetime
     absorbed_into_version: int | None = Field(
         None, description="Blob version that absorbed it; None = buffered"
@@ -268,6 +290,8 @@ class FactAdd(_Model):
     user_id: Id | None = None
     content: str
     embedding: list[float]
+    source_message_ids: SourceIds = ()
+    said_at: UtcDatetime | None = None
 
 
 class FactUpdate(_Model):
@@ -279,6 +303,8 @@ class FactUpdate(_Model):
     content: str
     embedding: list[float]
     reason: str = ""
+    source_message_ids: SourceIds = ()
+    said_at: UtcDatetime | None = None
 
 
 class FactInvalidate(_Model):

@@ -135,7 +135,12 @@ async def fact(
     found = await svc.memory.store.get_facts([fact_id])
     if not found or found[0].agent_id != agent_id:
         return _page(request, "error.html", {"message": f"No fact {fact_id}."}, 404)
-    return _page(request, "fact.html", {"f": found[0], "key": key, "notice": notice})
+    f = found[0]
+    sources = []  # the messages it was formed from, in the session it was formed in
+    if f.source_session_id and f.source_message_ids:
+        sources = await svc.memory.store.get_messages(f.source_session_id, f.source_message_ids)
+    context = {"f": f, "sources": sources, "key": key, "notice": notice}
+    return _page(request, "fact.html", context)
 
 
 # ---------------------------------------------------------------- writing

@@ -30,11 +30,17 @@ from workflows.summary import ConsolidationSummary, FormationSummary
 T0 = datetime(2026, 11, 1, 9, 0, tzinfo=UTC)
 
 
-def facts(*items: tuple[str, str], speaker: str | None = "alice") -> ExtractedFacts:
-    """Scripted facts; a user fact is attributed to ``speaker`` (the conversation's user)."""
+def facts(
+    *items: tuple[str, str], speaker: str | None = "alice", sources: Sequence[int] | None = None
+) -> ExtractedFacts:
+    """Scripted facts; a user fact is attributed to ``speaker`` (the conversation's user); each
+    cites ``sources`` (the window's message numbers, from 1), or nothing."""
+    cite = list(sources) if sources is not None else None
     return ExtractedFacts(
         facts=[
-            ExtractedFact(content=c, scope=s, speaker=speaker if s == "user" else None)
+            ExtractedFact(
+                content=c, scope=s, speaker=speaker if s == "user" else None, sources=cite
+            )
             for c, s in items
         ]
     )

@@ -21,6 +21,7 @@ from memory.models import (
     Id,
     Reflection,
     ScopeKey,
+    SourceIds,
     StoredMessage,
     UtcDatetime,
 )
@@ -83,6 +84,10 @@ class FactImport(_Record):
     access_count: int = Field(0, ge=0)
     last_accessed_at: UtcDatetime | None = None
     source_session_id: Id | None = None
+    # Provenance (exports before it have none: they import with none).
+    source_message_ids: SourceIds = ()
+    formation_id: str | None = None
+    said_at: UtcDatetime | None = None
     embedding: list[float] | None = Field(
         None, description="The source's vector; reused only if embedding_model is the store's"
     )
@@ -111,6 +116,8 @@ class ReflectionImport(_Record):
     content: str = Field(min_length=1)
     formed_at: UtcDatetime
     source_session_id: Id | None = None
+    source_message_ids: SourceIds = ()
+    formation_id: str | None = None
     absorbed_into_version: int | None = Field(
         None,
         description="Version of the imported blob of the same scope that already holds it; "
@@ -250,6 +257,9 @@ def fact_of(imp: FactImport, embedding_model: str) -> Fact:
         hash=imp.hash,
         embedding_model=embedding_model,
         source_session_id=imp.source_session_id,
+        source_message_ids=imp.source_message_ids,
+        formation_id=imp.formation_id,
+        said_at=imp.said_at,
         formed_at=imp.formed_at,
         updated_at=imp.updated_at,
         version=imp.version,
@@ -268,6 +278,8 @@ def reflection_of(imp: ReflectionImport) -> Reflection:
         scope_key=imp.scope_key,
         content=imp.content,
         source_session_id=imp.source_session_id or NO_SESSION,
+        source_message_ids=imp.source_message_ids,
+        formation_id=imp.formation_id,
         formed_at=imp.formed_at,
         absorbed_into_version=imp.absorbed_into_version,
     )

@@ -85,9 +85,14 @@ def _is_specific(sentence: str) -> bool:
     return not sentence.endswith("?") and bool(_SPECIFIC.search(sentence) or names)
 
 
-def _user_messages(messages: list[PromptMessage]) -> list[tuple[str, str | None, str]]:
-    """(speaker, speaker id, content) of the user messages, in order."""
-    return [(m.name or "the user", m.user_id, m.content) for m in messages if m.role == "user"]
+def _user_messages(messages: list[PromptMessage]) -> list[tuple[str, str | None, str, int]]:
+    """(speaker, speaker id, content, number) of the user messages, in order; the number is the
+    message's position in the window, from 1, as the prompts number them (what items cite)."""
+    return [
+        (m.name or "the user", m.user_id, m.content, n)
+        for n, m in enumerate(messages, 1)
+        if m.role == "user"
+    ]
 
 
 _FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|my|me|mine|myself)\b", re.IGNORECASE)
@@ -106,7 +111,7 @@ def extract_facts(p: ExtractFactsInput) -> ExtractedFacts:
     scope, attributed to the speaker's id); one about the world or the work is for every
     conversation (agent scope). Which of them are kept is the pipeline's (memory.scopes)."""
     facts: dict[str, ExtractedFact] = {}
-    for speaker, speaker_id, content in _user_messages(p.messages):
+    for speaker, speaker_id, content, n in _user_messages(p.messages):
         for raw in _sentences(content):
             sentence = _without_self_introduction(raw, speaker)
             if len(sentence.split()) < _MIN_FACT_WORDS or not _is_specific(sentence):
@@ -114,9 +119,9 @@ def extract_facts(p: ExtractFactsInput) -> ExtractedFacts:
             personal = bool(_FIRST_PERSON.search(sentence))
             text = _truncate(third_person(sentence, speaker), p.max_words)
             fact = (
-                ExtractedFact(content=text, scope="user", speaker=speaker_id)
+                ExtractedFact(content=text, scope="user", speaker=speaker_id, sources=[n])
                 if personal
-                else ExtractedFact(content=text, scope="agent", speaker=None)
+                else ExtractedFact(content=text, scope="agent", speaker=None, sources=[n])
             )
             facts.setdefault(normalize_text(text), fact)
     return ExtractedFacts(facts=list(facts.values()))
@@ -181,15 +186,15 @@ def extract_reflections(p: ExtractReflectionsInput) -> ExtractedReflections:
         known |= {normalize_text(line.strip().removeprefix("- ")) for line in lines}
     found: dict[str, list[ExtractedReflection]] = {"agent": [], "user": [], "session": []}
 
-    def add(scope: str, text: str, speaker: str | None = None) -> None:
+    def add(scope: str, text: str, n: int, speaker: str | None = None) -> None:
         # Every scope is classified; which are kept is the pipeline's (memory.scopes).
         text = _truncate(text, max_words)
         if normalize_text(text) not in known:
             known.add(normalize_text(text))
-            found[scope].append(ExtractedReflection(content=text, speaker=speaker))
+            found[scope].append(ExtractedReflection(content=text, speaker=speaker, sources=[n]))
 
     messages = _user_messages(p.messages)
-    for speaker, speaker_id, content in messages:
+    for speaker, speaker_id, content, n in messages:
         for sentence in _sentences(content):
             rewritten = third_person(sentence, speaker)
             text = rewritten if rewritten != sentence else f"{speaker} said: {sentence}"
@@ -197,11 +202,12 @@ def extract_reflections(p: ExtractReflectionsInput) -> ExtractedReflections:
             if _PREFERENCE.search(sentence) or (
                 _ABOUT_AGENT.search(sentence) and _FIRST_PERSON.search(sentence)
             ):
-                add("user", text, speaker_id)
+                add("user", text, n, speaker_id)
             elif _ABOUT_AGENT.search(sentence):
-                add("agent", text)
+                add("agent", text, n)
     if messages:
-        add("session", f"{messages[0][0]} asked: {' '.join(messages[0][2].split())}")
+        speaker, _, content, n = messages[0]
+        add("session", f"{speaker} asked: {' '.join(content.split())}", n)
     return ExtractedReflections.model_validate({f"{k}_reflections": v for k, v in found.items()})
 
 

@@ -43,6 +43,7 @@ def fact_ops(
         new_id = ids.fact_id(window.formation_id, d.new_index)
         user_id = window.user_id if fact.scope == "user" else None
         text = d.final_text or fact.content
+        provenance = {"source_message_ids": fact.source_message_ids, "said_at": fact.said_at}
         match d.event:
             case "ADD":
                 ops.append(
@@ -52,6 +53,7 @@ def fact_ops(
                         user_id=user_id,
                         content=text,
                         embedding=vectors[text],
+                        **provenance,
                     )
                 )
             case "UPDATE":
@@ -65,6 +67,7 @@ def fact_ops(
                         content=text,
                         embedding=vectors[text],
                         reason=d.reasoning,
+                        **provenance,
                     )
                 )
             case "DELETE":
@@ -76,6 +79,7 @@ def fact_ops(
                         user_id=user_id,
                         content=text,
                         embedding=vectors[text],
+                        **provenance,
                     )
                 )
                 ops.append(
@@ -137,6 +141,8 @@ async def commit(
                 scope_key=window.scope_key(r.scope),
                 content=r.content,
                 source_session_id=window.session_id,
+                source_message_ids=r.source_message_ids,
+                formation_id=window.formation_id,
                 formed_at=now,
             )
         )

@@ -11,6 +11,7 @@ from memory.ids import content_hash
 from memory.llm import choose_model
 from memory.llm.base import FIRST, LLMRequest, Retry
 from memory.pipeline.embed_cache import embed_cached
+from memory.pipeline.sources import cited
 from memory.pipeline.types import (
     CandidatesResult,
     ExtractedFactsResult,
@@ -63,8 +64,19 @@ async def extract_facts(deps: Deps, window: Window, retry: Retry = FIRST) -> Ext
             or len(kept) >= cfg.max_per_formation
         ):
             continue
+        source = cited(fact.sources, messages, text, speaker if scope == "user" else None)
+        if source is None:  # nothing in the window says it: not stored
+            continue
         seen.add(key)
-        kept.append(NewFact(index=len(kept), content=text, scope=scope))
+        kept.append(
+            NewFact(
+                index=len(kept),
+                content=text,
+                scope=scope,
+                source_message_ids=source.message_ids,
+                said_at=source.said_at,
+            )
+        )
     return ExtractedFactsResult(
         facts=kept,
         llm=[llm_call(request, result.usage)],

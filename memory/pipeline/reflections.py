@@ -7,6 +7,7 @@ from memory.deps import Deps
 from memory.ids import content_hash
 from memory.llm import choose_model
 from memory.llm.base import FIRST, LLMRequest, Retry
+from memory.pipeline.sources import cited
 from memory.pipeline.types import NewReflection, ReflectionsResult, Window
 from memory.pipeline.usage import llm_call, words
 from memory.pipeline.window import window_agent, window_messages
@@ -76,6 +77,14 @@ async def extract_reflections(
             text = " ".join(item.content.split())
             key = content_hash(text)
             if scope and text and words(text) <= max_words * _WORD_SLACK and key not in seen:
+                # A reflection interprets; one the window does not ground is still kept, unsourced.
+                source = cited(item.sources, messages, text, speaker if scope == "user" else None)
                 seen.add(key)
-                kept.append(NewReflection(scope=scope, content=text))
+                kept.append(
+                    NewReflection(
+                        scope=scope,
+                        content=text,
+                        source_message_ids=source.message_ids if source else (),
+                    )
+                )
     return ReflectionsResult(reflections=kept, llm=[llm_call(request, result.usage)])

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memory.models import AgentConfig, FactScope, Id, ScopeKey, UtcDatetime
+from memory.models import AgentConfig, FactScope, Id, ScopeKey, SourceIds, UtcDatetime
 from memory.settings import RetrySettings, Scope
 
 # The word a fallback writes into a decision's reasoning, a summary and the outcome attribute.
@@ -79,6 +79,8 @@ class NewFact(_T):
     index: int
     content: str
     scope: FactScope
+    source_message_ids: SourceIds = Field((), description="The messages it was extracted from")
+    said_at: UtcDatetime | None = Field(None, description="Time of its latest source message")
 
 
 class ExtractedFactsResult(_T):
@@ -128,6 +130,7 @@ class DecisionsResult(_T):
 class NewReflection(_T):
     scope: Scope
     content: str
+    source_message_ids: SourceIds = Field((), description="The messages it was formed from")
 
 
 class ReflectionsResult(_T):

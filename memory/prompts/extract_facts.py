@@ -12,6 +12,7 @@ from memory.prompts.common import (
     CONVERSATION_NOTE,
     ENVELOPE_TOKENS,
     ITEM_TOKENS,
+    MAX_CITED,
     MAX_ITEMS,
     MAX_SPEAKER_CHARS,
     MAX_TEXT_CHARS,
@@ -50,6 +51,9 @@ Do NOT extract as facts (these belong to reflections, extracted separately):
 - current context ("we are debugging X"), ephemeral state ("the build is failing right now")
 - opinions ("Bob thinks we should use React")
 
+For each fact cite its sources: the numbers (n) of the messages it comes from, the message that
+states it first; never a number that is not in the conversation.
+
 For each fact choose its scope, and name its speaker:
 - "user": about the person who said it, relevant across all conversations with them; "speaker" is
   the speaker_id of their message (null when the message has none).
@@ -83,6 +87,11 @@ class ExtractedFact(ModelOutput):
         None,
         max_length=MAX_SPEAKER_CHARS,
         description="user scope: the speaker_id of the message it comes from, else null",
+    )
+    sources: list[int] | None = Field(
+        None,
+        max_length=MAX_CITED,
+        description="The numbers (n) of the messages it comes from",
     )
 
 

@@ -13,6 +13,7 @@ from memory.prompts.common import (
     CONVERSATION_NOTE,
     ENVELOPE_TOKENS,
     ITEM_TOKENS,
+    MAX_CITED,
     MAX_SPEAKER_CHARS,
     MAX_TEXT_CHARS,
     ModelOutput,
@@ -47,7 +48,8 @@ what it is; which scopes are kept is decided after you answer (a user reflection
 kept as user memory stays in this session's memory, never in the agent's).
 {agent_rule}
 Each reflection names its speaker: for a user reflection the speaker_id of the messages it comes
-from (null when they have none), else null.
+from (null when they have none), else null; and cites its sources: the numbers (n) of the messages
+it comes from.
 {scope_sections}
 Guidelines:
 - Reflections are interpreted insights (not raw facts); do NOT repeat the newly formed facts.
@@ -106,6 +108,11 @@ class ExtractedReflection(ModelOutput):
         None,
         max_length=MAX_SPEAKER_CHARS,
         description="user reflections: the speaker_id it is about, else null",
+    )
+    sources: list[int] | None = Field(
+        None,
+        max_length=MAX_CITED,
+        description="The numbers (n) of the messages it comes from",
     )
 
 

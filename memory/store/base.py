@@ -110,6 +110,13 @@ class MemoryStore(LifecycleContract):
         """Messages with after_seq < seq <= upto_seq, in seq order."""
 
     @abc.abstractmethod
+    async def get_messages(
+        self, session_id: str, message_ids: Sequence[str]
+    ) -> list[StoredMessage]:
+        """The session's messages with these ids (a fact's sources), in seq order; unknown ids
+        are left out."""
+
+    @abc.abstractmethod
     async def list_cold_sessions(
         self,
         *,

@@ -13,7 +13,7 @@ from memory.models import ScopeKey
 
 _TIMES = frozenset(
     {"created_at", "last_message_at", "ended_at", "formed_at", "updated_at", "invalidated_at"}
-    | {"last_accessed_at"}
+    | {"last_accessed_at", "said_at"}
 )
 
 

@@ -274,6 +274,10 @@ def test_facts_are_listed_shown_corrected_and_deleted(stack: Stack, tmp_path: Pa
     assert page["valid_total"] == stack.formed["summary"]["facts_added"]
     budget = next(f for f in page["facts"] if "$50,000" in f["content"])
     fact_id = budget["fact_id"]
+    # Where it was said: its source messages, as the text view shows them.
+    assert budget["source_message_ids"] and budget["said_at"]
+    text = ok(mnemos(env, "facts", "show", fact_id)).stdout
+    assert f"from messages {', '.join(budget['source_message_ids'])}" in text
 
     edited = ok(
         mnemos(env, "facts", "edit", fact_id, "The budget is $55,000.", "--reason", "raised")

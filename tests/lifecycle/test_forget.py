@@ -17,9 +17,12 @@ BOB_FACT = "Bob drinks green tea at night"
 
 
 async def _two_users(h: Harness) -> None:
-    h.llm.script("extract_facts", facts((ALICE_FACT, "user"), ("Eve answers in French", "agent")))
+    h.llm.script(
+        "extract_facts",
+        facts((ALICE_FACT, "user"), ("Eve answers in French", "agent"), sources=[1]),
+    )
     h.llm.script("extract_reflections", reflections(user=["Alice is a morning person"]))
-    h.llm.script("extract_facts", facts((BOB_FACT, "user"), speaker="bob"))
+    h.llm.script("extract_facts", facts((BOB_FACT, "user"), speaker="bob", sources=[3]))
     h.llm.script("extract_reflections", reflections(user=["Bob is a night owl"], speaker="bob"))
     await h.record("s1", conversation(4))
     await h.record("s2", conversation(4, user="bob", prefix="b"))

@@ -4,6 +4,7 @@ search results through MemoryClient, and the same export again; importing twice 
 from __future__ import annotations
 
 import io
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -57,8 +58,15 @@ async def test_export_then_import_into_an_empty_store_gives_the_same_memory(
     assert report.counts["facts"].inserted == 3 and report.embedded == 0  # same model: kept
     assert {k: c.inserted for k, c in again.counts.items()} == dict.fromkeys(again.counts, 0)
     assert again.counts["facts"].existing == 3 and again.counts["messages"].existing == 8
-    # The copy exports exactly as the original (but for the export time, which is fixed here).
+    # The copy exports exactly as the original (but for the export time, which is fixed here),
+    # provenance included.
     assert await _export(empty) == exported
+    copied = {f.user_id: f for f in await empty.get_facts([f.fact_id for f in batch.facts])}
+    assert (copied["alice"].source_message_ids, copied["bob"].source_message_ids) == (
+        ("m0000",),
+        ("b0002",),
+    )
+    assert copied["alice"].said_at is not None and copied["alice"].formation_id is not None
     original = MemoryClient(h.client, h.store, h.settings, embedder=h.embedder)
     copy = MemoryClient(h.client, empty, h.settings, embedder=h.embedder)
     remembered = await _memory(original)
@@ -67,4 +75,26 @@ async def test_export_then_import_into_an_empty_store_gives_the_same_memory(
     # The imported conversations count as formed: nothing pending to form again.
     state = await empty.get_session_agent_state("s1", "eve")
     assert state is not None and (state.cursor_seq, state.pending_messages) == (4, 0)
+    await empty.close()
+
+
+async def test_an_export_written_before_provenance_still_imports(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    h = await Harness.create(time_env, tmp_path)
+    await _two_users(h)
+    old = []
+    for line in await _export(h.store):
+        record = json.loads(line)
+        for key in ("source_message_ids", "formation_id", "said_at"):
+            record.pop(key, None)
+        old.append(json.dumps(record))
+    empty = SQLiteStore(tmp_path / "empty.db")
+    await empty.setup()
+    deps = Deps(settings=h.settings, store=empty, llm=h.llm, embedder=h.embedder)
+    batch = to_import(read_export(old))
+    report = await write_batch(deps, batch, now=NOW)
+    assert report.counts["facts"].inserted == 3
+    for fact in await empty.get_facts([f.fact_id for f in batch.facts]):
+        assert (fact.source_message_ids, fact.said_at, fact.formation_id) == ((), None, None)
     await empty.close()

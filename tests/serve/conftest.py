@@ -57,7 +57,11 @@ async def form_alice(h: Harness, session: str = "s1") -> None:
     """One formation of a short conversation with alice: two facts and three reflections."""
     h.llm.script(
         "extract_facts",
-        facts(("Alice drinks green tea every morning", "user"), ("Eve answers in French", "agent")),
+        facts(
+            ("Alice drinks green tea every morning", "user"),
+            ("Eve answers in French", "agent"),
+            sources=[1, 3],
+        ),
     )
     h.llm.script(
         "extract_reflections",

@@ -121,6 +121,9 @@ async def test_health_readiness_and_docs(served: Served) -> None:
         assert ready.json()["checks"] == {"temporal": "ok", "store": "ok"}
         spec = (await c.get("/openapi.json")).json()
         assert "/v1/agents/{agent_id}/sessions/{session_id}/messages" in spec["paths"]
+        # Every fact says where it came from (provenance, #20).
+        fact = spec["components"]["schemas"]["Fact"]["properties"]
+        assert {"source_message_ids", "formation_id", "said_at"} <= set(fact)
         assert (await c.get("/docs")).status_code == 200
 
 

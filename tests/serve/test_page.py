@@ -182,3 +182,16 @@ async def test_the_page_lists_the_agents_users_and_sessions_from_the_store(
     assert 'user_id=alice">alice</a></td><td>2</td>' in page  # two sessions with eve
     sessions_of_alice = re.findall(r'<a href="/ui/agents/eve\?session_id=([^"&]+)[^"]*">', of_alice)
     assert sessions_of_alice == ["s3", "s1"]
+
+
+async def test_a_fact_opens_the_messages_it_came_from(served: Served) -> None:
+    await form_alice(served.h)
+    fact = next(f for f in await served.h.all_facts() if f.scope == "user")
+    assert fact.source_message_ids == ("m0000", "m0002")
+    async with browser(served, served.eve) as c:
+        page = await c.get(f"/ui/agents/eve/facts/{fact.fact_id}")
+    assert page.status_code == 200
+    sources = page.text.split('id="sources"')[1].split("</table>")[0]
+    assert "message 0 from the user" in sources and "message 2 from the user" in sources
+    assert "message 1 from the agent" not in sources  # not cited
+    assert 'id="said"' in page.text

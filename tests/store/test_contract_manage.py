@@ -102,9 +102,13 @@ async def test_edit_fact_makes_a_new_searchable_version(store: MemoryStore) -> N
         2,
         "Works at Acme",
     )
-    assert edited.history == (
-        FactRevision(version=1, content="Works at Acme", changed_at=at(500), reason="typo"),
-    )
+    # The revision keeps the replaced version's provenance; the edit keeps the fact's own.
+    revision = FactRevision(
+        version=1, content="Works at Acme", changed_at=at(500), reason="typo",
+        formation_id=edited.formation_id,
+    )  # fmt: skip
+    assert edited.formation_id is not None
+    assert edited.history == (revision,)
     assert edited.hash == content_hash("Works at Globex")
     assert (edited.formed_at, edited.updated_at, edited.invalidated_at) == (at(100), at(500), None)
     assert await store.get_facts(["f1"]) == [edited]

@@ -68,6 +68,11 @@ async def test_locker_101_then_102_then_103_ends_at_103_and_the_email_is_formed(
         (True, False),
         (False, True),
     ]
-    assert any("kay@example.com" in f.content for f in valid)
+    # Provenance through the whole path: each version cites what it was formed from.
+    assert lockers[0].source_message_ids == ("k2", "k1", "k0")
+    assert lockers[0].said_at == T0 + timedelta(minutes=2)
+    assert [r.source_message_ids for r in lockers[0].history] == [("k0",), ("k1", "k0")]
+    [email] = [f for f in valid if "kay@example.com" in f.content]
+    assert (email.source_message_ids, email.said_at) == (("k3",), T0 + timedelta(minutes=3))
     state = await store.get_session_agent_state("s1", "eve")
     assert state is not None and state.cursor_seq == 3 and state.pending_messages == 0

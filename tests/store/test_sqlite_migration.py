@@ -11,7 +11,8 @@ from pathlib import Path
 from memory.models import ScopeKey
 from memory.store.sqlite import SQLiteStore
 from memory.store.sqlite.codec import to_us
-from tests.store.builders import at, msg, record
+from memory.store.sqlite.schema import ADDED_COLUMNS
+from tests.store.builders import Former, add, at, msg, record, unit
 
 # The session tables as schema 1 wrote them (the rest of the DDL is unchanged since).
 SCHEMA_1 = """
@@ -74,4 +75,32 @@ async def test_a_schema_1_file_is_migrated_once_and_keeps_working(tmp_path: Path
         await store.close()
     with closing(sqlite3.connect(path)) as conn:
         version = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-    assert version == ("2",)
+    assert version == ("3",)
+
+
+async def test_a_schema_2_file_gains_the_provenance_columns(tmp_path: Path) -> None:
+    """Facts and reflections of a file written before provenance read back without it, and
+    new ones keep theirs."""
+    path = tmp_path / "v2.db"
+    store = SQLiteStore(path)
+    await store.setup()
+    former = await Former(store).start()
+    await former.form(add("old", "Alice lives in Paris", unit(1, 0)))
+    await store.close()
+    with closing(sqlite3.connect(path)) as conn, conn:  # as schema 2 wrote these tables
+        for table, column, _ in ADDED_COLUMNS:
+            conn.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
+
+    store = SQLiteStore(path)
+    try:
+        await store.setup()
+        former.store = store
+        sourced = add("new", "Alice works at Acme", unit(0, 1)).model_copy(
+            update={"source_message_ids": ("m2",), "said_at": at(20)}
+        )
+        await former.form(sourced)
+        old, new = await store.get_facts(["old", "new"])
+        assert (old.source_message_ids, old.said_at) == ((), None)
+        assert (new.source_message_ids, new.said_at) == (("m2",), at(20))
+    finally:
+        await store.close()

@@ -67,14 +67,20 @@ def fact_fields(fact: Fact) -> Doc:
         "hash": fact.hash,
         "embedding_model": fact.embedding_model,
         "source_session_id": fact.source_session_id,
+        "source_message_ids": list(fact.source_message_ids),
+        "formation_id": fact.formation_id,
+        "said_at": None if fact.said_at is None else ts(fact.said_at),
         "formed_at": ts(fact.formed_at),
         "updated_at": ts(fact.updated_at),
         "version": fact.version,
         "previous_content": fact.previous_content,
         "history": [
             {
-                **rev.model_dump(include={"version", "content", "reason"}),
+                **rev.model_dump(
+                    include={"version", "content", "reason", "source_message_ids", "formation_id"}
+                ),
                 "changed_at": ts(rev.changed_at),
+                "said_at": None if rev.said_at is None else ts(rev.said_at),
             }
             for rev in fact.history
         ],
@@ -129,6 +135,8 @@ def reflection_doc(reflection: Reflection) -> Doc:
         "session_id": key.session_id,
         "content": reflection.content,
         "source_session_id": reflection.source_session_id,
+        "source_message_ids": list(reflection.source_message_ids),
+        "formation_id": reflection.formation_id,
         "formed_at": ts(reflection.formed_at),
         "absorbed_into_version": None,
         "ins": insertion_order(),

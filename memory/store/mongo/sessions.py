@@ -10,9 +10,14 @@ from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.asynchronous.database import AsyncDatabase
 
 from memory.errors import NotFoundError
-from memory.models import SessionInfo
-from memory.store.mongo.docs import Doc, session_from_doc, ts
+from memory.models import SessionInfo, StoredMessage
+from memory.store.mongo.docs import Doc, message_from_doc, session_from_doc, ts
 from memory.store.mongo.txn import run_transaction
+
+
+async def find_messages(db: AsyncDatabase[Doc], query: Doc) -> list[StoredMessage]:
+    """The session's messages matching ``query``, in seq order."""
+    return [message_from_doc(doc) async for doc in db.messages.find(query).sort("seq", 1)]
 
 
 async def session_view(

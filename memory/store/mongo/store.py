@@ -45,7 +45,6 @@ from memory.store.mongo.docs import (
     Doc,
     consolidated_from_doc,
     fact_from_doc,
-    message_from_doc,
     reflection_from_doc,
     state_from_doc,
     ts,
@@ -62,6 +61,7 @@ from memory.store.mongo.reembed import (
 from memory.store.mongo.search import AtlasMode, FactSearch, fact_match
 from memory.store.mongo.sessions import (
     end_session,
+    find_messages,
     migrate_session_agents,
     purge_ended_sessions,
     session_view,
@@ -150,10 +150,14 @@ class MongoStore(MongoListings, PlannedStore):
     async def load_messages(
         self, session_id: str, after_seq: int, upto_seq: int
     ) -> list[StoredMessage]:
-        cursor = self._db.messages.find(
-            {"session_id": session_id, "seq": {"$gt": after_seq, "$lte": upto_seq}}
-        ).sort("seq", 1)
-        return [message_from_doc(doc) async for doc in cursor]
+        seqs = {"$gt": after_seq, "$lte": upto_seq}
+        return await find_messages(self._db, {"session_id": session_id, "seq": seqs})
+
+    async def get_messages(
+        self, session_id: str, message_ids: Sequence[str]
+    ) -> list[StoredMessage]:
+        ids = {"$in": list(message_ids)}
+        return await find_messages(self._db, {"session_id": session_id, "message_id": ids})
 
     async def list_cold_sessions(
         self,

@@ -37,6 +37,7 @@ from datetime import datetime
 from memory.errors import InvalidInputError, NotFoundError
 from memory.ids import content_hash
 from memory.models import (
+    MAX_SOURCES,
     Fact,
     FactAdd,
     FactInvalidate,
@@ -142,13 +143,47 @@ def same_fact(fact: Fact, agent_id: str, scope: str, user_id: str | None, hash_:
     )
 
 
-def rewritten(fact: Fact, *, content: str, model: str, at: datetime, reason: str) -> Fact:
-    """A new version of the fact with this content, valid, its old content kept in history."""
+@dataclass(frozen=True)
+class Provenance:
+    """Where a new version of a fact comes from (a formation; None for a manual edit)."""
+
+    source_message_ids: tuple[str, ...] = ()
+    formation_id: str | None = None
+    said_at: datetime | None = None
+
+
+def rewritten(
+    fact: Fact,
+    *,
+    content: str,
+    model: str,
+    at: datetime,
+    reason: str,
+    provenance: Provenance | None = None,
+) -> Fact:
+    """A new version of the fact with this content, valid, its old content and provenance kept
+    in history. A formed version cites its own messages first, then the earlier version's (it
+    is still the same fact), at most MAX_SOURCES; a manual edit keeps the sources it had."""
     revision = FactRevision(
-        version=fact.version, content=fact.content, changed_at=at, reason=reason
+        version=fact.version,
+        content=fact.content,
+        changed_at=at,
+        reason=reason,
+        source_message_ids=fact.source_message_ids,
+        formation_id=fact.formation_id,
+        said_at=fact.said_at,
     )
+    sourced: dict[str, object] = {}
+    if provenance is not None:
+        ids = (*provenance.source_message_ids, *fact.source_message_ids)
+        sourced = {
+            "source_message_ids": tuple(dict.fromkeys(ids))[:MAX_SOURCES],
+            "formation_id": provenance.formation_id,
+            "said_at": provenance.said_at or fact.said_at,
+        }
     return fact.model_copy(
         update={
+            **sourced,
             "content": content,
             "hash": content_hash(content),
             "embedding_model": model,
@@ -218,9 +253,13 @@ class _FactPlanner:
         found.sort(key=lambda f: (f.invalidated_at or f.updated_at, f.fact_id), reverse=True)
         return found[0] if found else None
 
-    def _rewrite(self, fact: Fact, content: str, embedding: list[float], reason: str) -> None:
+    def _rewrite(self, fact: Fact, op: FactAdd | FactUpdate, reason: str) -> None:
         at, model = self.commit.committed_at, self.commit.embedding_model
-        self._put(rewritten(fact, content=content, model=model, at=at, reason=reason), embedding)
+        source = Provenance(op.source_message_ids, self.commit.formation_id, op.said_at)
+        new = rewritten(
+            fact, content=op.content, model=model, at=at, reason=reason, provenance=source
+        )
+        self._put(new, op.embedding)
 
     def _add(self, op: FactAdd) -> None:
         if (op.scope == "user") != (op.user_id is not None):
@@ -233,7 +272,7 @@ class _FactPlanner:
             return
         invalidated = self._find(op.scope, op.user_id, hash_, valid=False)
         if invalidated is not None:
-            self._rewrite(invalidated, op.content, op.embedding, "revived")
+            self._rewrite(invalidated, op, "revived")
             self.resolved[op.fact_id] = invalidated.fact_id
             self.counts["added"] += 1
             return
@@ -245,7 +284,8 @@ class _FactPlanner:
             fact_id=op.fact_id, agent_id=self.commit.agent_id, user_id=op.user_id,
             scope=op.scope, content=op.content, hash=hash_,
             embedding_model=self.commit.embedding_model,
-            source_session_id=self.commit.session_id, formed_at=at, updated_at=at,
+            source_session_id=self.commit.session_id, source_message_ids=op.source_message_ids,
+            formation_id=self.commit.formation_id, said_at=op.said_at, formed_at=at, updated_at=at,
         )  # fmt: skip
         self._put(fact, op.embedding, new=True)
         self.resolved[op.fact_id] = op.fact_id
@@ -258,7 +298,7 @@ class _FactPlanner:
         if hash_ != fact.hash:
             duplicate = self._find(fact.scope, fact.user_id, hash_, valid=True)
         if duplicate is None:
-            self._rewrite(fact, op.content, op.embedding, op.reason)
+            self._rewrite(fact, op, op.reason)
             self.counts["updated"] += 1
             return
         # The new content is another valid fact's: the two are one fact now; keep that one.

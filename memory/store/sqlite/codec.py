@@ -63,7 +63,13 @@ FACT_COLUMNS = fact_columns()
 
 def fact_from_row(row: sqlite3.Row) -> Fact:
     """A row selected with fact_columns() (any extra columns are ignored)."""
-    return from_record(Fact, dict(row), from_us, history=json.loads(row["history"]))
+    return from_record(
+        Fact,
+        dict(row),
+        from_us,
+        history=json.loads(row["history"]),
+        source_message_ids=json.loads(row["source_message_ids"]),
+    )
 
 
 STATE_SQL = """
@@ -85,7 +91,14 @@ def message_from_row(row: sqlite3.Row) -> StoredMessage:
 
 
 def reflection_from_row(row: sqlite3.Row) -> Reflection:
-    return from_record(Reflection, dict(row), from_us, scope_key=scope_key_of(dict(row)))
+    record = dict(row)
+    return from_record(
+        Reflection,
+        record,
+        from_us,
+        scope_key=scope_key_of(record),
+        source_message_ids=json.loads(record.get("source_message_ids") or "[]"),
+    )
 
 
 def consolidated_from_row(row: sqlite3.Row) -> ConsolidatedMemory:
@@ -93,11 +106,13 @@ def consolidated_from_row(row: sqlite3.Row) -> ConsolidatedMemory:
 
 
 def reflection_params(r: Reflection) -> tuple[object, ...]:
-    """The values of a reflections row, in the DDL's column order (absorbed: NULL)."""
+    """The values of a reflections row: the DDL's columns up to formed_at, then its provenance
+    (source_message_ids, formation_id); absorbed_into_version is not among them."""
     key = r.scope_key
     return (
         r.reflection_id, key.key, key.scope, key.agent_id, key.user_id, key.session_id,
-        r.content, r.source_session_id, to_us(r.formed_at),
+        r.content, r.source_session_id, to_us(r.formed_at), json.dumps(r.source_message_ids),
+        r.formation_id,
     )  # fmt: skip
 
 

@@ -27,8 +27,9 @@ def apply_lifecycle(conn: sqlite3.Connection, write: lw.LifecycleWrite) -> None:
             conn.executemany(
                 """
                 INSERT INTO reflections (reflection_id, scope_key, scope, agent_id, user_id,
-                    session_id, content, source_session_id, formed_at, absorbed_into_version)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    session_id, content, source_session_id, formed_at, source_message_ids,
+                    formation_id, absorbed_into_version)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
                 [(*reflection_params(r), r.absorbed_into_version) for r in reflections],
             )

@@ -3,7 +3,7 @@ that they sort and compare exactly; vectors are float32 BLOBs; fact history is J
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 DDL = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -89,6 +89,9 @@ CREATE TABLE IF NOT EXISTS facts (
     embedding         BLOB NOT NULL,            -- float32, embedding_dimension values
     embedding_model   TEXT NOT NULL,
     source_session_id TEXT,
+    source_message_ids TEXT NOT NULL DEFAULT '[]',  -- JSON list of message ids (provenance)
+    formation_id      TEXT,
+    said_at           INTEGER,
     formed_at         INTEGER NOT NULL,
     updated_at        INTEGER NOT NULL,
     version           INTEGER NOT NULL DEFAULT 1,
@@ -149,7 +152,9 @@ CREATE TABLE IF NOT EXISTS reflections (
     content               TEXT NOT NULL,
     source_session_id     TEXT NOT NULL,
     formed_at             INTEGER NOT NULL,
-    absorbed_into_version INTEGER
+    absorbed_into_version INTEGER,
+    source_message_ids    TEXT NOT NULL DEFAULT '[]',  -- JSON list of message ids (provenance)
+    formation_id          TEXT
 );
 CREATE INDEX IF NOT EXISTS reflections_buffer
     ON reflections (scope_key, formed_at) WHERE absorbed_into_version IS NULL;
@@ -223,6 +228,16 @@ INSERT OR IGNORE INTO session_agent_users (session_id, agent_id, user_id)
     FROM session_users AS su JOIN session_agents AS sa ON sa.session_id = su.session_id
     ORDER BY su.rowid, sa.rowid;
 """
+
+
+# Schema 2 → 3: provenance columns, added to tables of older files (the DDL creates them anew).
+ADDED_COLUMNS = (
+    ("facts", "source_message_ids", "TEXT NOT NULL DEFAULT '[]'"),
+    ("facts", "formation_id", "TEXT"),
+    ("facts", "said_at", "INTEGER"),
+    ("reflections", "source_message_ids", "TEXT NOT NULL DEFAULT '[]'"),
+    ("reflections", "formation_id", "TEXT"),
+)
 
 
 def needs_migration(columns: set[str]) -> bool:

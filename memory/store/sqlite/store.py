@@ -55,7 +55,13 @@ from memory.store.sqlite.reembed import (
     put_side_vectors,
     switch_to_side_vectors,
 )
-from memory.store.sqlite.schema import DDL, MIGRATE_1_TO_2, SCHEMA_VERSION, needs_migration
+from memory.store.sqlite.schema import (
+    ADDED_COLUMNS,
+    DDL,
+    MIGRATE_1_TO_2,
+    SCHEMA_VERSION,
+    needs_migration,
+)
 from memory.store.sqlite.search import (
     VectorCache,
     fact_filter_sql,
@@ -96,6 +102,9 @@ class SQLiteStore(SQLiteListings, SQLiteThread, PlannedStore):
             if needs_migration(columns):
                 conn.executescript(MIGRATE_1_TO_2)
             conn.executescript(DDL + ERASURES_DDL)
+            for table, column, declaration in ADDED_COLUMNS:
+                if column not in {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}:
+                    conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
             conn.execute(
                 "INSERT INTO meta (key, value) VALUES ('schema_version', ?) "
                 "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
@@ -149,6 +158,18 @@ class SQLiteStore(SQLiteListings, SQLiteThread, PlannedStore):
         rows = await self._rows(
             "SELECT * FROM messages WHERE session_id = ? AND seq > ? AND seq <= ? ORDER BY seq",
             (session_id, after_seq, upto_seq),
+        )
+        return [message_from_row(row) for row in rows]
+
+    async def get_messages(
+        self, session_id: str, message_ids: Sequence[str]
+    ) -> list[StoredMessage]:
+        if not message_ids:
+            return []
+        marks = ", ".join("?" * len(message_ids))
+        rows = await self._rows(
+            f"SELECT * FROM messages WHERE session_id = ? AND message_id IN ({marks}) ORDER BY seq",
+            (session_id, *message_ids),
         )
         return [message_from_row(row) for row in rows]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Iterable
 from typing import assert_never
@@ -22,15 +23,16 @@ from memory.store.sqlite.schema import fact_counter_key
 
 _INSERT_FACT = """
 INSERT INTO facts (fact_id, agent_id, user_id, scope, content, hash, embedding, embedding_model,
-    source_session_id, formed_at, updated_at, version, previous_content, history,
-    invalidated_at, invalidated_by, change_seq)
+    source_session_id, source_message_ids, formation_id, said_at, formed_at, updated_at, version,
+    previous_content, history, invalidated_at, invalidated_by, change_seq)
 VALUES (:fact_id, :agent_id, :user_id, :scope, :content, :hash, :embedding, :embedding_model,
-    :source_session_id, :formed_at, :updated_at, :version, :previous_content, :history,
-    :invalidated_at, :invalidated_by, :change_seq)
+    :source_session_id, :source_message_ids, :formation_id, :said_at, :formed_at, :updated_at,
+    :version, :previous_content, :history, :invalidated_at, :invalidated_by, :change_seq)
 """
 _UPDATE_FACT = """
 UPDATE facts SET content = :content, hash = :hash, embedding = coalesce(:embedding, embedding),
-    embedding_model = :embedding_model, updated_at = :updated_at, version = :version,
+    embedding_model = :embedding_model, source_message_ids = :source_message_ids,
+    formation_id = :formation_id, said_at = :said_at, updated_at = :updated_at, version = :version,
     previous_content = :previous_content, history = :history, invalidated_at = :invalidated_at,
     invalidated_by = :invalidated_by, change_seq = :change_seq
 WHERE fact_id = :fact_id
@@ -44,6 +46,9 @@ def _put_fact(conn: sqlite3.Connection, put: w.PutFact, change_seq: int) -> None
         "embedding": None if put.embedding is None else to_blob(list(put.embedding)),
         "embedding_model": fact.embedding_model,
         "source_session_id": fact.source_session_id,
+        "source_message_ids": json.dumps(fact.source_message_ids),
+        "formation_id": fact.formation_id,
+        "said_at": None if fact.said_at is None else to_us(fact.said_at),
         "formed_at": to_us(fact.formed_at),
         "updated_at": to_us(fact.updated_at),
         "version": fact.version,
@@ -79,8 +84,9 @@ def _apply(conn: sqlite3.Connection, write: w.Write, stamps: dict[str, int]) -> 
             conn.executemany(
                 """
                 INSERT INTO reflections (reflection_id, scope_key, scope, agent_id, user_id,
-                    session_id, content, source_session_id, formed_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    session_id, content, source_session_id, formed_at, source_message_ids,
+                    formation_id)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
                 [reflection_params(r) for r in reflections],
             )

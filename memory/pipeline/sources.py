@@ -1,0 +1,76 @@
+"""Provenance of an extracted item: which of the window's messages it was formed from.
+
+The prompts number the window's messages from 1 and the model cites those numbers. A citation is
+checked here, never trusted: numbers outside the window are dropped; an item left with no valid
+citation is repaired by attributing it to the message it shares most words with (of its speaker,
+when the item is user memory). An item that cited only numbers outside the window and shares no
+word with any message is dropped (the answer is confused about what it read). One that cited
+nothing at all (a model that ignores the instruction, an answer recorded before citations) is
+kept, unsourced, said by the end of the window: nothing said is dropped for a missing citation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from memory.models import MAX_SOURCES, StoredMessage
+from memory.query_words import STOP_WORDS
+from memory.store.rules.text import stem, tokenize
+
+
+@dataclass(frozen=True)
+class Sources:
+    message_ids: tuple[str, ...]  # () for an item that cited nothing and matched no message
+    said_at: datetime  # the latest cited message's time: when the item was complete
+    repaired: bool = False
+
+
+def _of(messages: Sequence[StoredMessage], repaired: bool = False) -> Sources:
+    return Sources(
+        message_ids=tuple(m.message_id for m in messages),
+        said_at=max(m.created_at for m in messages),
+        repaired=repaired,
+    )
+
+
+def cited(
+    numbers: Sequence[int] | None,
+    messages: Sequence[StoredMessage],
+    text: str,
+    speaker: str | None = None,
+) -> Sources | None:
+    """The item's sources, in message order (at most MAX_SOURCES, the first ones), or None when
+    it cannot be grounded in the window. ``speaker``: the user id a user-scope item belongs to."""
+    valid = sorted({n for n in numbers or () if 1 <= n <= len(messages)})[:MAX_SOURCES]
+    if valid:
+        return _of([messages[n - 1] for n in valid])
+    best = _best_match(messages, text, speaker)
+    if best is not None:
+        return _of([best], repaired=True)
+    if numbers or not messages:
+        return None
+    return Sources(message_ids=(), said_at=max(m.created_at for m in messages), repaired=True)
+
+
+def _best_match(
+    messages: Sequence[StoredMessage], text: str, speaker: str | None
+) -> StoredMessage | None:
+    """The message sharing most content words with ``text`` (the speaker's own first, when
+    given); ties go to the earliest (where it was said first)."""
+    words = _stems(text)
+    if not words:
+        return None
+    pools = [m for m in messages if speaker is not None and m.user_id == speaker], list(messages)
+    for pool in pools:
+        scored = [(len(words & _stems(m.content)), -m.seq, m) for m in pool]
+        scored = [s for s in scored if s[0] > 0]
+        if scored:
+            return max(scored, key=lambda s: s[:2])[2]
+    return None
+
+
+def _stems(text: str) -> set[str]:
+    """Stemmed content words: "Alice lives in Paris" meets "I live in Paris"."""
+    return {stem(t) for t in tokenize(text) if t not in STOP_WORDS}

@@ -1,0 +1,76 @@
+"""Contract: every fact and reflection says which messages it came from, which formation wrote it
+and when it was said; an update keeps the earlier version's provenance in the history (both
+backends)."""
+
+from __future__ import annotations
+
+from memory.ids import formation_id
+from memory.models import FactUpdate
+from memory.store.base import MemoryStore
+from tests.store.builders import USER_KEY, Former, add, at, msg, record, reflection, unit
+
+
+async def test_a_formed_fact_keeps_its_sources_formation_and_time(store: MemoryStore) -> None:
+    former = await Former(store).start()
+    op = add("f1", "Alice lives in Paris", unit(1, 0)).model_copy(
+        update={"source_message_ids": ("m1", "m3"), "said_at": at(30)}
+    )
+    sourced = reflection(USER_KEY, 0, "Alice likes short answers").model_copy(
+        update={"source_message_ids": ("m2",), "formation_id": formation_id("s1", "a1", 0, 1)}
+    )
+    await former.form(op, reflections=[sourced])
+
+    [fact] = await store.get_facts(["f1"])
+    assert fact.source_message_ids == ("m1", "m3")
+    assert fact.said_at == at(30)
+    assert fact.formation_id == formation_id("s1", "a1", 0, 1)
+    [stored] = await store.unabsorbed_reflections(USER_KEY, limit=10)
+    assert (stored.source_message_ids, stored.formation_id) == (
+        ("m2",),
+        formation_id("s1", "a1", 0, 1),
+    )
+
+
+async def test_an_update_cites_its_messages_first_and_keeps_the_old_in_history(
+    store: MemoryStore,
+) -> None:
+    former = await Former(store).start()
+    first = add("f1", "Alice lives in Paris", unit(1, 0)).model_copy(
+        update={"source_message_ids": ("m1",), "said_at": at(10)}
+    )
+    await former.form(first)
+    moved = FactUpdate(
+        fact_id="f1", expected_version=1, content="Alice lives in Berlin",
+        embedding=unit(1, 0), reason="moved", source_message_ids=("m5",), said_at=at(50),
+    )  # fmt: skip
+    await former.form(moved)
+
+    [fact] = await store.get_facts(["f1"])
+    assert (fact.version, fact.content) == (2, "Alice lives in Berlin")
+    # Its own message first, then the earlier version's: it is still the same fact.
+    assert fact.source_message_ids == ("m5", "m1")
+    assert (fact.said_at, fact.formation_id) == (at(50), formation_id("s1", "a1", 1, 2))
+    [revision] = fact.history
+    assert (revision.content, revision.source_message_ids) == ("Alice lives in Paris", ("m1",))
+    assert (revision.said_at, revision.formation_id) == (at(10), formation_id("s1", "a1", 0, 1))
+
+
+async def test_a_fact_without_provenance_reads_back_without_it(store: MemoryStore) -> None:
+    """Facts of older stores and imports of older exports carry none."""
+    former = await Former(store).start()
+    await former.form(add("f1", "Alice lives in Paris", unit(1, 0)))
+    [fact] = await store.get_facts(["f1"])
+    assert (fact.source_message_ids, fact.said_at) == ((), None)
+
+
+async def test_a_facts_source_messages_are_read_back_by_id(store: MemoryStore) -> None:
+    await record(store, "s1", "a1", [msg("m1", "one"), msg("m2", "two"), msg("m3", "three")])
+    await record(store, "s2", "a1", [msg("m1", "other session")])
+
+    found = await store.get_messages("s1", ["m3", "nope", "m1"])
+    assert [(m.message_id, m.content, m.seq) for m in found] == [
+        ("m1", "one", 1),
+        ("m3", "three", 3),
+    ]
+    assert await store.get_messages("s1", []) == []
+    assert await store.get_messages("missing", ["m1"]) == []
