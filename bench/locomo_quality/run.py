@@ -74,9 +74,8 @@ class Asked:
 
 
 def sources_of(fact: Fact) -> list[str]:
-    # Provenance (Fact.source_message_ids) lands with the lead's branch; until then, none.
-    ids: tuple[str, ...] = getattr(fact, "source_message_ids", ())
-    return [dia_id_of(m) for m in ids]
+    """The LoCoMo turns a fact was formed from (its provenance)."""
+    return [dia_id_of(m) for m in fact.source_message_ids]
 
 
 def transcript_tokens(conv: Conversation) -> int:
