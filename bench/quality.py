@@ -47,6 +47,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from pydantic import ValidationError  # noqa: E402
+
 from bench.locomo_quality.data import Conversation, DataError, load  # noqa: E402
 from bench.locomo_quality.judge import (  # noqa: E402
     ChatModel,
@@ -225,6 +227,9 @@ def main(argv: list[str] | None = None) -> int:
         out = asyncio.run(run(args))
     except (DataError, JudgePromptError) as e:
         print(f"error: {e}", file=sys.stderr)
+        return 2
+    except ValidationError as e:  # MNEMOS_* variables the settings refuse
+        print(f"error: invalid settings: {e}", file=sys.stderr)
         return 2
     except StackError as e:
         print(f"error: {e}", file=sys.stderr)

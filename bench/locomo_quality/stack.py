@@ -96,11 +96,14 @@ class Stack:
                     )
                 )
 
+    def log_tail(self, n: int, lines: int = 15) -> str:
+        """The end of a worker's log (the temporary directory goes when the bench ends)."""
+        return "\n".join(self.log_of(n).read_text(errors="replace").strip().splitlines()[-lines:])
+
     def check_workers(self) -> None:
         for n, proc in enumerate(self.procs):
             if proc.poll() is not None:
-                tail = self.log_of(n).read_text(errors="replace").strip().splitlines()[-15:]
-                raise StackError(f"worker {n} exited with {proc.returncode}:\n" + "\n".join(tail))
+                raise StackError(f"worker {n} exited with {proc.returncode}:\n{self.log_tail(n)}")
 
     async def watching[T](self, work: Coroutine[Any, Any, T]) -> T:
         """Run ``work``, failing fast if a worker exits meanwhile (a client waiting on a workflow
@@ -139,10 +142,13 @@ class Stack:
                     f"{wf.workflow_type} {wf.id}"
                     async for wf in temporal.list_workflows("ExecutionStatus = 'Running'", limit=10)
                 ]
+                logs = "\n".join(
+                    f"worker {n}:\n{self.log_tail(n, 5)}" for n in range(len(self.procs))
+                )
                 raise StackError(
                     f"{running} workflow(s) still running after {timeout:.0f} s: "
                     + ", ".join(ids)
-                    + f" (worker logs in {self.tmp})"
+                    + f"\n{logs}"
                 )
             if quiet < _QUIET_POLLS:
                 await asyncio.sleep(_POLL_SECONDS)
