@@ -167,7 +167,7 @@ class Stack:
                 continue
             summary = await _summary(temporal, wf)
             if _is_degraded(wf, summary):
-                stats.degraded.append(f"{name} {wf.id}")
+                stats.degraded.append(f"{name} {wf.id}: {_degraded_reason(summary)}")
             if summary is not None:
                 stats.llm_calls += len(summary.llm_calls)
                 stats.llm_tokens += sum(c.input_tokens + c.output_tokens for c in summary.llm_calls)
@@ -198,6 +198,15 @@ def _is_degraded(
     if wf.typed_search_attributes.get(OUTCOME) == DEGRADED:
         return True
     return bool(summary.degraded) if summary is not None else False
+
+
+def _degraded_reason(summary: FormationSummary | ConsolidationSummary | None) -> str:
+    if isinstance(summary, FormationSummary) and summary.degraded:
+        last = summary.degraded[-1]
+        return f"{last.step} (messages {last.after_seq + 1}-{last.upto_seq}): {last.reason[:300]}"
+    if isinstance(summary, ConsolidationSummary) and summary.degraded:
+        return summary.degraded[:300]
+    return "MnemosOutcome degraded"
 
 
 @contextlib.contextmanager
