@@ -9,6 +9,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from memory.context import when_said
 from memory.errors import InvalidInputError
 from memory.rag import SearchResult
 from memory.settings import RagSettings
@@ -119,10 +120,13 @@ class FactSearch(Protocol):
 
 
 def render(result: SearchResult) -> str:
-    """What the model reads: one fact per line with its age, best first."""
+    """What the model reads: one fact per line with when it was said, best first (the lines of the
+    memory context's <Facts>: "- [user] Alice moved to Lisbon (said 8 May 2023, 3d ago)")."""
     if not result.hits:
         return "No matching facts in long-term memory."
-    return "\n".join(f"- [{h.scope}] {h.content} ({h.age})" for h in result.hits)
+    return "\n".join(
+        f"- [{h.scope}] {h.content} ({when_said(h.said_at, h.age)})" for h in result.hits
+    )
 
 
 async def handle_tool_call(

@@ -12,7 +12,8 @@ Layout (empty parts omitted, everything empty → ""):
       <UserMemory>…</UserMemory>        this user, when user memory is on and not a group chat
       <SessionMemory>…</SessionMemory>  this agent in this session, always
       <Facts>
-      - [scope] content (age)  the FIFO: newest first, bounded in count and age
+      - [scope] content (said 8 May 2023, 3d ago)   the FIFO: newest first, bounded in count
+                               and age; "(3d ago)" alone for a fact that records no said_at
       </Facts>
     </MemoryContext>
 
@@ -30,13 +31,14 @@ import re
 from datetime import datetime, timedelta
 from xml.sax.saxutils import escape
 
+from memory.dates import format_day
 from memory.models import AgentConfig, ConsolidatedMemory, Fact, Reflection, ScopeKey, SessionInfo
 from memory.scopes import VisibleScopes, visible_scopes
 from memory.settings import Settings
 from memory.store.base import MemoryStore
 
 # Re-exported: the retrieval code reads the visibility rule from here.
-__all__ = ["VisibleScopes", "age_suffix", "assemble_context", "visible_scopes"]
+__all__ = ["VisibleScopes", "age_suffix", "assemble_context", "visible_scopes", "when_said"]
 
 _SECTION = {"agent": "AgentMemory", "user": "UserMemory", "session": "SessionMemory"}
 # What XML 1.0 cannot hold: C0 controls but tab/newline/return, surrogates, U+FFFE/U+FFFF.
@@ -58,6 +60,21 @@ def age_suffix(then: datetime, now: datetime) -> str:
     if seconds < 86400:
         return f"{int(seconds // 3600)}h ago"
     return f"{int(seconds // 86400)}d ago"
+
+
+def when_said(said_at: datetime | None, age: str) -> str:
+    """What a fact's line says about its time, for the context and search_facts alike: the day it
+    was said and how long ago ("said 8 May 2023, 3d ago"; the day in UTC, the format of
+    memory.dates), or the age alone for a fact that records no said_at (stores older than it)."""
+    if said_at is None:
+        return age
+    return f"said {format_day(said_at.date())}, {age}"
+
+
+def _fact_time(fact: Fact, now: datetime) -> str:
+    """A fact's time as its line shows it: "said 8 May 2023, 3d ago" (the age counts from when it
+    was said), or "3d ago" since it was stored when it records no said_at."""
+    return when_said(fact.said_at, age_suffix(fact.said_at or fact.updated_at, now))
 
 
 async def _scope_part(
@@ -95,7 +112,7 @@ def _scope_xml(
 def _facts_xml(facts: list[Fact], now: datetime) -> str | None:
     if not facts:
         return None
-    lines = [f"[{f.scope}] {f.content} ({age_suffix(f.updated_at, now)})" for f in facts]
+    lines = [f"[{f.scope}] {f.content} ({_fact_time(f, now)})" for f in facts]
     return f"  <Facts>\n{_lines(lines)}\n  </Facts>"
 
 

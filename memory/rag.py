@@ -78,11 +78,12 @@ class SearchHit(_Out):
     fact_id: str
     content: str
     scope: FactScope
-    age: str
+    age: str  # how long ago it was said ("3d ago"), or stored when it records no said_at
     score: float  # ranking score in (0, 1]: 1 = best of every list searched (and of its session)
     cosine: float | None  # best cosine to a query (None: not among the vector hits)
     bm25: float | None  # best text score (None: no query word matched)
     updated_at: datetime
+    said_at: datetime | None = None  # when it was said: its latest source message (None: unknown)
 
 
 class Candidate(_Out):
@@ -301,11 +302,12 @@ async def search_facts(
             fact_id=f.hit.fact.fact_id,
             content=f.hit.fact.content,
             scope=f.hit.fact.scope,
-            age=age_suffix(f.hit.fact.updated_at, now),
+            age=age_suffix(f.hit.fact.said_at or f.hit.fact.updated_at, now),
             score=round(f.score, 6),
             cosine=evidence["vector"].get(f.hit.fact.fact_id),
             bm25=evidence["text"].get(f.hit.fact.fact_id),
             updated_at=f.hit.fact.updated_at,
+            said_at=f.hit.fact.said_at,
         )
         for f in best
     ]

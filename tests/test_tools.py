@@ -3,6 +3,7 @@ answers a model's call with text (errors included) from the facts this turn may 
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -15,14 +16,38 @@ from client.tools import (
     openai_responses_tool,
     openai_tool,
     parse_call,
+    render,
 )
 from memory.errors import InvalidInputError
+from memory.rag import SearchHit, SearchResult
 from memory.settings import RagSettings
 from tests.harness import Harness, conversation, facts
 
 NO_THRESHOLDS = RagSettings(
     semantic_score_threshold=0, text_score_threshold=0, rrf_score_threshold=0
 )
+
+
+def hit(fact_id: str, content: str, age: str, said_at: datetime | None) -> SearchHit:
+    stored = datetime(2025, 3, 1, tzinfo=UTC)
+    return SearchHit(
+        fact_id=fact_id, content=content, scope="user", age=age, score=1.0, cosine=None,
+        bm25=None, updated_at=stored, said_at=said_at,
+    )  # fmt: skip
+
+
+def test_the_model_reads_when_each_fact_was_said() -> None:
+    result = SearchResult(
+        hits=[
+            hit("f1", "Alice moved to Lisbon", "3d ago", datetime(2023, 5, 8, 23, 30, tzinfo=UTC)),
+            hit("f2", "Alice likes tea", "5d ago", None),  # stored before facts recorded it
+        ]
+    )
+    assert render(result) == (
+        "- [user] Alice moved to Lisbon (said 8 May 2023, 3d ago)\n"
+        "- [user] Alice likes tea (5d ago)"
+    )
+    assert render(SearchResult(hits=[])) == "No matching facts in long-term memory."
 
 
 def test_definitions_name_the_tool_and_bound_the_arguments() -> None:
@@ -59,6 +84,8 @@ async def test_handler_returns_the_users_facts_and_not_another_users(
     )
     assert "alice@example.com" in text and "bob@example.com" not in text
     assert text.startswith("- [user] ")
+    # said_at: the time of its latest source message, whose day the model reads
+    assert "alice@example.com (said 1 November 2026, " in text
     bad = await handle_tool_call(
         h.memory,
         '{"query": ["a", "b", "c", "d"]}',

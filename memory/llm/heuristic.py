@@ -24,6 +24,8 @@ from memory.prompts import (
 from memory.prompts.decide_facts import FactDecision, FactDecisions
 from memory.prompts.extract_facts import ExtractedFact, ExtractedFacts
 from memory.prompts.extract_reflections import ExtractedReflection, ExtractedReflections
+from memory.query_words import STOP_WORDS
+from memory.store.rules.text import tokenize
 
 MODEL = "heuristic-rules-v1"
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
@@ -39,6 +41,70 @@ _ABOUT_AGENT = re.compile(r"(?i)\b(?:your|yours|you are|you're|(?:the|our|this) 
 _NAME = re.compile(r"^[A-Z][a-z]+")
 _ADVERBS = r"(?: (?:\w+ly|also|never|always|often|usually|still|just|only))*"
 _UNCHANGED = {"can", "could", "will", "would", "should", "may", "might", "must", "was", "had"}
+# Irregular past forms take no -s ("I went" → "Alice went"); regular ones end in -ed.
+_UNCHANGED |= set(
+    [
+        "ate",
+        "became",
+        "began",
+        "bought",
+        "brought",
+        "built",
+        "came",
+        "caught",
+        "chose",
+        "did",
+        "drew",
+        "drove",
+        "fell",
+        "felt",
+        "flew",
+        "forgot",
+        "found",
+        "gave",
+        "got",
+        "grew",
+        "heard",
+        "held",
+        "kept",
+        "knew",
+        "led",
+        "left",
+        "lent",
+        "let",
+        "lost",
+        "made",
+        "meant",
+        "met",
+        "paid",
+        "put",
+        "ran",
+        "read",
+        "rode",
+        "said",
+        "sang",
+        "sat",
+        "saw",
+        "sent",
+        "set",
+        "slept",
+        "sold",
+        "spent",
+        "stood",
+        "swam",
+        "taught",
+        "thought",
+        "threw",
+        "told",
+        "took",
+        "understood",
+        "went",
+        "woke",
+        "won",
+        "wore",
+        "wrote",
+    ]
+)
 _IRREGULAR = {"am": "is", "have": "has", "do": "does", "go": "goes"}
 _NEGATIONS = {"not", "no", "never", "cannot", "longer"}
 _STOPWORDS = {"a", "an", "the", "do", "does", "did"}
@@ -85,6 +151,73 @@ def _is_specific(sentence: str) -> bool:
     return not sentence.endswith("?") and bool(_SPECIFIC.search(sentence) or names)
 
 
+# Words that carry no information of their own in a chat: a sentence made of them and of stop
+# words ("Wow, that's so cool!", "Thanks, that was helpful.") says nothing to remember.
+_FILLER = frozenset(
+    [
+        "wow",
+        "oh",
+        "ah",
+        "haha",
+        "lol",
+        "yeah",
+        "yes",
+        "yep",
+        "ok",
+        "okay",
+        "hey",
+        "hi",
+        "hello",
+        "thanks",
+        "thank",
+        "really",
+        "so",
+        "great",
+        "awesome",
+        "cool",
+        "nice",
+        "good",
+        "amazing",
+        "glad",
+        "sure",
+        "totally",
+        "definitely",
+        "super",
+        "lot",
+        "much",
+        "also",
+        "always",
+        "still",
+        "just",
+        "even",
+        "well",
+        "wonderful",
+        "fantastic",
+        "love",
+        "like",
+        "get",
+        "got",
+        "go",
+        "going",
+        "know",
+        "think",
+        "feel",
+        "felt",
+    ]
+)
+_MIN_CONTENT_WORDS = 3
+
+
+def _is_informative(sentence: str) -> bool:
+    """A statement (not a question) with enough words of its own: what a person tells about
+    their life ("I went to a support group for the first time", "The stories were so
+    inspiring") is remembered even without a number or a name in it."""
+    if sentence.endswith("?") or _PREFERENCE.search(sentence):  # a preference is a reflection
+        return False
+    words = [w for w in tokenize(sentence) if w not in STOP_WORDS and w not in _FILLER]
+    return len(words) >= _MIN_CONTENT_WORDS
+
+
 def _user_messages(messages: list[PromptMessage]) -> list[tuple[str, str | None, str, int]]:
     """(speaker, speaker id, content, number) of the user messages, in order; the number is the
     message's position in the window, from 1, as the prompts number them (what items cite)."""
@@ -114,10 +247,19 @@ def extract_facts(p: ExtractFactsInput) -> ExtractedFacts:
     for speaker, speaker_id, content, n in _user_messages(p.messages):
         for raw in _sentences(content):
             sentence = _without_self_introduction(raw, speaker)
-            if len(sentence.split()) < _MIN_FACT_WORDS or not _is_specific(sentence):
+            specific = _is_specific(sentence)
+            if len(sentence.split()) < _MIN_FACT_WORDS or not (
+                specific or _is_informative(sentence)
+            ):
                 continue
-            personal = bool(_FIRST_PERSON.search(sentence))
-            text = _truncate(third_person(sentence, speaker), p.max_words)
+            # Only a specific statement about the world or the work is the agent's; anything
+            # else a user tells is theirs (the safe side: user memory reaches nobody else).
+            first_person = bool(_FIRST_PERSON.search(sentence))
+            personal = first_person or not specific
+            text = third_person(sentence, speaker)
+            if personal and not first_person and speaker not in text:
+                text = f"{speaker} said: {text}"  # a fact names who it is about
+            text = _truncate(text, p.max_words)
             fact = (
                 ExtractedFact(content=text, scope="user", speaker=speaker_id, sources=[n])
                 if personal

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from memory import transcript
+from memory.dates import resolve_relative_dates
 from memory.deps import Deps
 from memory.embedding.base import Embedder
 from memory.ids import content_hash
@@ -53,19 +54,22 @@ async def extract_facts(deps: Deps, window: Window, retry: Retry = FIRST) -> Ext
     only = sole_speaker(messages, window.user_id)
     for fact in result.value.facts:
         text = " ".join(fact.content.split())
-        key = content_hash(text)
         speaker = fact.speaker or only
         scope = place_fact(fact.scope, speaker, window.user_id, window.fact_scopes)
         if (
             not text
             or scope is None
             or words(text) > cfg.max_words * _WORD_SLACK
-            or key in seen
             or len(kept) >= cfg.max_per_formation
         ):
             continue
         source = cited(fact.sources, messages, text, speaker if scope == "user" else None)
         if source is None:  # nothing in the window says it: not stored
+            continue
+        # "Yesterday" means the day before it was said, whoever extracted it (memory/dates.py).
+        text = resolve_relative_dates(text, source.said_at)
+        key = content_hash(text)
+        if key in seen:
             continue
         seen.add(key)
         kept.append(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from memory import transcript
+from memory.dates import resolve_relative_dates
 from memory.deps import Deps
 from memory.ids import content_hash
 from memory.llm import choose_model
@@ -79,6 +80,8 @@ async def extract_reflections(
             if scope and text and words(text) <= max_words * _WORD_SLACK and key not in seen:
                 # A reflection interprets; one the window does not ground is still kept, unsourced.
                 source = cited(item.sources, messages, text, speaker if scope == "user" else None)
+                if source is not None:
+                    text = resolve_relative_dates(text, source.said_at)
                 seen.add(key)
                 kept.append(
                     NewReflection(

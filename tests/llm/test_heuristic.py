@@ -356,3 +356,17 @@ async def test_asking_for_the_wrong_kind_of_output_is_malformed() -> None:
     )
     with pytest.raises(MalformedOutputError):
         await llm.generate_structured(request(consolidate_input), ExtractedFacts)
+
+
+async def test_what_a_person_tells_about_their_life_is_kept_without_a_number_or_name() -> None:
+    msgs = [
+        msg(1, "I went to a support group for the first time. Wow, that's so cool!"),
+        msg(2, "The transgender stories were so inspiring. The weather is nice."),
+        msg(3, "I really like concise answers, please keep it short."),
+    ]
+    assert await facts(msgs, ["user", "agent"]) == [
+        ("Alice went to a support group for the first time.", "user"),
+        # Not specific and not in the first person: still hers, and it names her.
+        ("Alice said: The transgender stories were so inspiring.", "user"),
+    ]
+    # Reactions, small talk and preferences (reflections, not facts) are left out.

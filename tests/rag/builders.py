@@ -120,7 +120,11 @@ class MemoryWriter:
             )
         )
 
-    async def _adds(self, facts: Sequence[tuple[str, FactScope, str | None, str]]) -> list[FactAdd]:
+    async def _adds(
+        self,
+        facts: Sequence[tuple[str, FactScope, str | None, str]],
+        said_at: datetime | None = None,
+    ) -> list[FactAdd]:
         batch = await self.embedder.embed([content for _, _, _, content in facts])
         return [
             FactAdd(
@@ -129,6 +133,7 @@ class MemoryWriter:
                 user_id=user_id,
                 content=content,
                 embedding=batch.vectors[i].tolist(),
+                said_at=said_at,
             )
             for i, (fact_id, scope, user_id, content) in enumerate(facts)
         ]
@@ -138,10 +143,12 @@ class MemoryWriter:
         *facts: tuple[str, FactScope, str | None, str],
         when: datetime = T0,
         session: str | None = None,
+        said_at: datetime | None = None,
     ) -> None:
         """Add (fact_id, scope, user_id, content) facts in one commit at ``when``, formed in
-        ``session`` (default: the writer's setup session)."""
-        await self._commit(when, await self._adds(facts), session=session)
+        ``session`` (default: the writer's setup session), said at ``said_at`` (None: facts of a
+        store older than said_at)."""
+        await self._commit(when, await self._adds(facts, said_at), session=session)
 
     async def replace(
         self, old_id: str, new: tuple[str, FactScope, str | None, str], when: datetime = T0

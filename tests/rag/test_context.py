@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 
 import pytest
 
@@ -52,7 +52,9 @@ async def full_memory(store: MemoryStore) -> MemoryWriter:
     await w.reflections(session_key("s1"), "Tried approach #3, still failing")
     await w.facts(("f-budget", "agent", None, "Mars Festival budget is $50,000"), when=at(days=-1))
     await w.facts(
-        ("f-email", "user", "u1", "Alice's email is alice@example.com"), when=at(days=2, hours=-1)
+        ("f-email", "user", "u1", "Alice's email is alice@example.com"),
+        when=at(days=2, hours=-1),
+        said_at=at(days=2, hours=-1),
     )
     # Decoys: another user, another session, another agent.
     await w.blob(user_key("u2"), "VERSION: 1\nBob's private notes")
@@ -88,7 +90,7 @@ EXPECTED = """\
     </RecentReflections>
   </SessionMemory>
   <Facts>
-- [user] Alice's email is alice@example.com (1h ago)
+- [user] Alice's email is alice@example.com (said 3 March 2025, 1h ago)
 - [agent] Mars Festival budget is $50,000 (3d ago)
   </Facts>
 </MemoryContext>"""
@@ -208,6 +210,26 @@ async def test_fifo_leaves_out_old_and_invalidated_facts(store: MemoryStore) -> 
 
     assert "Formed 47 hours ago (1d ago)" in xml and "Drives a bike" in xml
     assert "Formed 49 hours ago" not in xml and "Drives a van" not in xml
+
+
+async def test_a_fact_shows_when_it_was_said_and_counts_its_age_from_then(
+    sqlite_store: MemoryStore,
+) -> None:
+    # Formed now from messages said long before (an imported history, a late formation).
+    await MemoryWriter(sqlite_store).facts(
+        ("f1", "agent", None, "Caroline went to a support group on 7 May 2023"),
+        when=NOW,
+        said_at=datetime(2023, 5, 8, 13, 56, tzinfo=UTC),
+    )
+    await MemoryWriter(sqlite_store).facts(("f0", "agent", None, "An older store's fact"), when=NOW)
+
+    xml = await context(sqlite_store)
+
+    assert (
+        "- [agent] Caroline went to a support group on 7 May 2023 (said 8 May 2023, 664d ago)"
+        in xml
+    )
+    assert "- [agent] An older store's fact (just now)" in xml
 
 
 async def test_fifo_can_be_switched_off(sqlite_store: MemoryStore) -> None:

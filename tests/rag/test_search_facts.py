@@ -97,9 +97,25 @@ async def test_the_matching_fact_comes_first_with_its_details(store: MemoryStore
     assert top.scope == "agent"
     assert top.age == "2d ago"
     assert top.updated_at == T0
+    assert top.said_at is None  # seeded as a store older than said_at
     assert 0 < top.score <= 1
     assert [h.score for h in result.hits] == sorted((h.score for h in result.hits), reverse=True)
     assert result.debug is None
+
+
+async def test_a_hit_says_when_it_was_said_and_its_age_counts_from_then(
+    store: MemoryStore,
+) -> None:
+    await seed(store)
+    said = at(days=-3, hours=-2)
+    await MemoryWriter(store, "a1").facts(
+        ("f-move", "agent", None, "The team moved to Porto on 24 February 2025"), said_at=said
+    )
+
+    top = (await ask(store, "team moved to Porto")).hits[0]
+
+    assert (top.fact_id, top.said_at, top.updated_at) == ("f-move", said, T0)
+    assert top.age == "5d ago"
 
 
 async def test_a_user_sees_their_own_user_facts_and_never_another_users(store: MemoryStore) -> None:
