@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
+from temporalio.common import SearchAttributeKey
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
@@ -16,8 +17,12 @@ from memory.store.sqlite import SQLiteStore
 
 
 @contextlib.asynccontextmanager
-async def dev_server(data_dir: Path) -> AsyncIterator[WorkflowEnvironment]:
+async def dev_server(
+    data_dir: Path, *, search_attributes: Sequence[SearchAttributeKey[str]] = ()
+) -> AsyncIterator[WorkflowEnvironment]:
+    """On a free port; ``search_attributes`` registered before the first workflow starts."""
     env = await WorkflowEnvironment.start_local(
+        search_attributes=search_attributes,
         dev_server_existing_path=str(temporal_cli()),
         data_converter=pydantic_data_converter,
         dev_server_database_filename=str(data_dir / "temporal.db"),
