@@ -1,7 +1,8 @@
 """Many agents' backends at once over HTTP, against a live stack (bench/live_stack.py): message
-ingest with formations running, context reads and searches, for a fixed time.
+ingest with formations running, context reads and searches, for a fixed time. (Named http_load:
+a script in bench/ named http would shadow the standard library for every bench.)
 
-    .venv/bin/python bench/http.py --clients 50 --seconds 30 --servers 2 --workers 1
+    .venv/bin/python bench/http_load.py --clients 50 --seconds 30 --servers 2 --workers 1
 
 Each client is one agent backend's session loop: it records a user and an agent message
 (formation triggered at the thresholds, as a backend does after each turn), reads the memory
