@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 PYTHON313 ?= $(shell for p in python3.13 $$(pyenv root 2>/dev/null)/versions/3.13*/bin/python3.13 /usr/local/bin/python3.13 /usr/bin/python3.13; do \
 	if "$$p" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 13))' >/dev/null 2>&1; then command -v "$$p"; break; fi; done)
 
-.PHONY: run test lint typecheck install bench schedule clean browser sdk-test sdk-types
+.PHONY: run test lint typecheck install bench schedule clean browser sdk-deps sdk-test sdk-types
 
 $(STAMP): pyproject.toml
 	@if [ -z "$(PYTHON313)" ]; then echo "Python 3.13 not found: install it (e.g. 'pyenv install 3.13') or pass PYTHON313=/path/to/python3.13" >&2; exit 1; fi
@@ -38,13 +38,19 @@ browser:
 		|| echo "could not install chromium: the browser test will be skipped"; \
 	else echo "chromium not installed (needs root + apt): the browser test will be skipped"; fi
 
-test: $(STAMP) browser lint typecheck
+test: $(STAMP) browser lint typecheck sdk-deps
 	$(BIN)/pytest -q -p no:cacheprovider
 	@$(MAKE) --no-print-directory sdk-test
 
 # The TypeScript client (sdk/typescript) against a live stack: Temporal dev server, a worker and
 # `mnemos serve` on free ports. Needs Node >= 20; without it, says so and skips.
 SDK := sdk/typescript
+NODE20 = command -v node >/dev/null && [ "$$(node -p 'process.versions.node.split(".")[0]')" -ge 20 ]
+# The generator the drift test runs (tests/serve/test_sdk_drift.py), installed before pytest.
+sdk-deps:
+	@if $(NODE20); then cd $(SDK) && npm ci --no-audit --no-fund --silent; \
+	else echo "no Node >= 20: the TypeScript types' drift test will be skipped"; fi
+
 sdk-test: $(STAMP)
 	@if ! command -v node >/dev/null || [ "$$(node -p 'process.versions.node.split(".")[0]')" -lt 20 ]; then \
 		echo "SKIPPED sdk-test: the TypeScript client needs Node >= 20 (found: $$(node --version 2>/dev/null || echo none))"; \

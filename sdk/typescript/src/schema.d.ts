@@ -813,12 +813,36 @@ export interface components {
              */
             decisions_redone?: number;
             /**
+             * Decisions By Rule
+             * @description Dedup decisions that needed no model (memory/pipeline/predecide.py)
+             * @default 0
+             */
+            decisions_by_rule?: number;
+            /**
+             * Decisions By Model
+             * @description Dedup decisions the model made
+             * @default 0
+             */
+            decisions_by_model?: number;
+            /**
              * Duration Ms
              * @default 0
              */
             duration_ms?: number;
             /** Degraded */
             degraded?: components["schemas"]["DegradedStep"][];
+            /**
+             * Splits
+             * @description Windows split because a step could not carry them
+             * @default 0
+             */
+            splits?: number;
+            /**
+             * Passed Over
+             * @description Single messages formed without a step's memories (in degraded)
+             * @default 0
+             */
+            passed_over?: number;
         };
         /** FormationTrigger */
         FormationTrigger: {
@@ -894,9 +918,8 @@ export interface components {
          * @description One conversation message as the backend records it. ``message_id`` makes recording idempotent.
          *
          *     ``content`` must hold more than whitespace and no control character but tab, newline and
-         *     carriage return. ``created_at`` more than ``FUTURE_SKEW`` (5 minutes) ahead of the recording
-         *     time is clamped to the recording time when stored (``clamped``): a wrong clock cannot date a
-         *     message in the future, where it would hide its session from the cold-sessions scan.
+         *     carriage return. ``created_at`` must lie between 1970-01-01 and a day after the recording time
+         *     (memory.input_rules.misdated, checked when recorded).
          */
         MessageIn: {
             /** Message Id */
