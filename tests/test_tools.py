@@ -21,7 +21,7 @@ from client.tools import (
 from memory.errors import InvalidInputError
 from memory.rag import SearchHit, SearchResult
 from memory.settings import RagSettings
-from tests.harness import Harness, conversation, facts
+from tests.harness import T0, Harness, conversation, facts
 
 NO_THRESHOLDS = RagSettings(
     semantic_score_threshold=0, text_score_threshold=0, rrf_score_threshold=0
@@ -85,7 +85,7 @@ async def test_handler_returns_the_users_facts_and_not_another_users(
     assert "alice@example.com" in text and "bob@example.com" not in text
     assert text.startswith("- [user] ")
     # said_at: the time of its latest source message, whose day the model reads
-    assert "alice@example.com (said 1 November 2026, " in text
+    assert f"alice@example.com (said {T0.day} {T0:%B %Y}, " in text
     bad = await handle_tool_call(
         h.memory,
         '{"query": ["a", "b", "c", "d"]}',

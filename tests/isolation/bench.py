@@ -24,7 +24,9 @@ from memory.settings import Settings
 from memory.store.base import MemoryStore
 from tests.fakes import WordHashEmbedder
 
-T0 = datetime(2026, 11, 1, 9, 0, tzinfo=UTC)
+# A day before the run's hour: the conversations are recent (the memory context shows the facts
+# said within fifo_max_age_hours), never in the future, and the same for every test of a run.
+T0 = datetime.now(UTC).replace(minute=0, second=0, microsecond=0) - timedelta(days=1)
 
 
 def no_temporal() -> Client:
