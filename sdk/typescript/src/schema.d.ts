@@ -95,6 +95,10 @@ export interface paths {
          * Record Messages
          * @description Store the messages (idempotent by message_id). When the thresholds are met a formation
          *     starts in Temporal and its workflow id comes back; it runs after this answer.
+         *
+         *     Every created_at must lie between 1970-01-01 and one day after the recording time (a bound
+         *     that moves with the clock, so it is not in the schema): otherwise 422, and nothing of the
+         *     batch is stored.
          */
         post: operations["record_messages"];
         delete?: never;
