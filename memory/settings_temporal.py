@@ -1,0 +1,69 @@
+"""The ``temporal`` group of the settings (``MNEMOS_TEMPORAL__*``): where Temporal is, the task
+queues, the schedule and worker versioning, in its own module to keep settings.py readable."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field, field_validator
+
+
+class _Group(BaseModel):
+    model_config = {"extra": "forbid", "frozen": True}
+
+
+class TemporalSettings(_Group):
+    address: str = Field("127.0.0.1:7233", description="Temporal frontend address")
+    namespace: str = Field("default", description="Temporal namespace")
+    task_queue: str = Field("mnemos", description="Task queue of workflows and store activities")
+    llm_task_queue: str | None = Field(
+        None, description="Separate queue for LLM-bound activities (None: same queue)"
+    )
+    llm_activities_per_second: float | None = Field(
+        None,
+        gt=0,
+        description="Rate limit of the LLM queue across its workers (provider quota / s)",
+    )
+    ui_url: str = Field("http://127.0.0.1:8233", description="Temporal Web UI, for links")
+    search_attributes: bool = Field(
+        True,
+        description="Tag workflows with the Mnemos* search attributes (registered by the worker)",
+    )
+    schedule_on_start: bool = Field(
+        True,
+        description="Create or update the cold-sessions schedule when a worker starts",
+    )
+    schedule_wait_seconds: float = Field(
+        1.0,
+        gt=0,
+        description="Longest a hot trigger waits for Temporal before deferring the formation",
+    )
+    metrics_bind: str = Field(
+        "127.0.0.1:9464",
+        pattern=r"^(|\S+:\d{1,5})$",
+        description="host:port of the worker's Prometheus /metrics endpoint ('' = none)",
+    )
+    # Worker versioning (runtime/versioning.py, docs/operating.md "Rolling out a change").
+    build_id: str | None = Field(
+        None,
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,250}$",
+        description="This worker's build id (image tag, git sha): turns on worker versioning",
+    )
+    deployment_name: str = Field(
+        "mnemos",
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,250}$",
+        description="Temporal worker deployment of the versioned workers",
+    )
+    versioning_behavior: Literal["auto_upgrade", "pinned"] = Field(
+        "auto_upgrade",
+        description="Versioned runs move to the current version (auto_upgrade) or stay (pinned)",
+    )
+    promote_on_start: bool = Field(
+        False,
+        description="A versioned worker makes its version the deployment's current one at start",
+    )
+
+    @field_validator("build_id", mode="before")
+    @classmethod
+    def _unset_when_empty(cls, value: object) -> object:
+        return value or None  # BUILD_ID= (e.g. compose's ${MNEMOS_BUILD_ID:-}): unversioned
