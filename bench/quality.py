@@ -37,12 +37,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
+import os
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -59,6 +62,7 @@ from bench.locomo_quality.judge import (  # noqa: E402
     endpoint,
     load_judge_prompt,
 )
+from bench.locomo_quality.model_cache import RecordingProxy  # noqa: E402
 from bench.locomo_quality.report import RunFacts, figures, table  # noqa: E402
 from bench.locomo_quality.run import (  # noqa: E402
     Asked,
@@ -80,6 +84,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--data", type=Path, required=True, help="a file in LoCoMo's JSON format")
     p.add_argument("--conversations", type=int, help="the first N conversations (default all)")
+    p.add_argument(
+        "--sample", action="append", help="only this sample_id (repeatable; e.g. conv-30)"
+    )
     p.add_argument("--sessions", type=int, help="the first N sessions of each (quick runs)")
     p.add_argument(
         "--provider",
@@ -105,7 +112,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--cache", type=Path, default=Path(".data/quality-cache"), help="answer/judge cache"
     )
     p.add_argument("--details", type=Path, help="write one JSON line per question here")
+    p.add_argument(
+        "--model-cache",
+        type=Path,
+        help="keep the workers' model answers here (openai-compatible): a re-run resumes",
+    )
     args = p.parse_args(argv)
+    if args.model_cache and args.provider != "openai-compatible":
+        p.error("--model-cache records an openai-compatible server's answers")
     if bool(args.answer_model) != bool(args.judge_model):
         p.error("--answer-model and --judge-model go together")
     for name in ("conversations", "sessions", "workers", "parallel", "eval_concurrency"):
@@ -178,10 +192,23 @@ def write_details(path: Path, asked: list[Asked], judged: list[Judged] | None) -
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     started = time.perf_counter()
-    conversations = load(args.data, conversations=args.conversations, sessions=args.sessions)
+    conversations = load(
+        args.data, conversations=args.conversations, sessions=args.sessions, samples=args.sample
+    )
     ev = evaluator(args)
     configure_logging("warning")  # the client's logs; the workers log to files in the temp dir
-    with tempfile.TemporaryDirectory(prefix="mnemos-quality-") as tmp:
+    with (
+        contextlib.ExitStack() as recording,
+        tempfile.TemporaryDirectory(prefix="mnemos-quality-") as tmp,
+    ):
+        if args.model_cache:
+            upstream = os.environ.get("MNEMOS_MODELS__BASE_URL")
+            if not upstream:
+                raise StackError("--model-cache needs MNEMOS_MODELS__BASE_URL (the model server)")
+            proxy = recording.enter_context(RecordingProxy(upstream, args.model_cache))
+            recording.enter_context(
+                mock.patch.dict(os.environ, {"MNEMOS_MODELS__BASE_URL": proxy.base_url})
+            )
         async with running_stack(Path(tmp), provider=args.provider, workers=args.workers) as stack:
             memory = stack.client
             print(

@@ -213,10 +213,15 @@ def _questions(conv: Conversation, qa: list[Any], existing: set[str], where: str
 
 
 def load(
-    path: Path, *, conversations: int | None = None, sessions: int | None = None
+    path: Path,
+    *,
+    conversations: int | None = None,
+    sessions: int | None = None,
+    samples: list[str] | None = None,
 ) -> list[Conversation]:
-    """The first ``conversations`` samples, each cut to its first ``sessions`` sessions in time
-    order (a question with evidence beyond them is not asked). DataError on a malformed file."""
+    """The first ``conversations`` samples (or those whose sample_id is in ``samples``), each cut
+    to its first ``sessions`` sessions in time order (a question with evidence beyond them is not
+    asked). DataError on a malformed file or an unknown sample_id."""
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except OSError as e:
@@ -225,6 +230,11 @@ def load(
         raise DataError(f"{path}: not JSON: {e}") from None
     if not isinstance(raw, list) or not raw:
         raise DataError(f"{path}: expected a non-empty JSON list of LoCoMo samples")
+    if samples:
+        ids = [s.get("sample_id") if isinstance(s, dict) else None for s in raw]
+        if unknown := [s for s in samples if s not in ids]:
+            raise DataError(f"{path}: no sample_id {', '.join(map(repr, unknown))}")
+        raw = [s for s in raw if s.get("sample_id") in samples]
     out = []
     for n, sample in enumerate(raw[:conversations]):
         where = f"{path.name}[{n}]"
