@@ -238,6 +238,13 @@ class ModelSettings(_Group):
     frequency_penalty: float | None = Field(
         None, ge=-2, le=2, description="OpenAI frequency_penalty (None: not sent)"
     )
+    context_tokens: int | None = Field(
+        None,
+        ge=2048,
+        description="The model's context in tokens (e.g. llama.cpp -c 8192; None: hosted models,"
+        " far larger): answers are capped to fit after the prompt, and formation windows are sized"
+        " to a third of it unless formation.max_tokens_per_run is set",
+    )
 
 
 class EmbeddingSettings(_Group):
@@ -348,6 +355,25 @@ class Settings(BaseSettings):
                 "store.postgres_dsn (MNEMOS_STORE__POSTGRES_DSN) is required when store.backend "
                 "is postgres"
             )
+        return self._window_fits_the_model()
+
+    def _window_fits_the_model(self) -> Self:
+        """A window's transcript takes at most a third of a small model's context, the rest being
+        the step's instructions and its answer (memory/llm/context_fit.py)."""
+        context = self.models.context_tokens
+        if context is None:
+            return self
+        fits = context // 3
+        if "max_tokens_per_run" in self.formation.model_fields_set:
+            if self.formation.max_tokens_per_run > fits:
+                raise ValueError(
+                    f"formation.max_tokens_per_run {self.formation.max_tokens_per_run} does not "
+                    f"fit models.context_tokens {context}: at most {fits} (a third of it)"
+                )
+            return self
+        if self.formation.max_tokens_per_run > fits:
+            formation = self.formation.model_copy(update={"max_tokens_per_run": fits})
+            object.__setattr__(self, "formation", formation)  # still inside validation
         return self
 
 

@@ -74,6 +74,7 @@ def make_llm(settings: Settings) -> LLMProvider:
                     structured_output=models.structured_output,
                     repeat_penalty=models.repeat_penalty,
                     frequency_penalty=models.frequency_penalty,
+                    context_tokens=models.context_tokens,
                 ),
             )
         case _:

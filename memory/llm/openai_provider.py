@@ -21,6 +21,7 @@ from pydantic import BaseModel
 
 from memory.errors import MalformedOutputError, ProviderError
 from memory.llm.base import LLMProvider, LLMRequest, LLMResult, Usage
+from memory.llm.context_fit import output_cap
 from memory.llm.errors import provider_errors, redact
 from memory.llm.repetition import LoopDetector
 from memory.llm.schema import Mode, response_format
@@ -37,6 +38,7 @@ class ServerOptions:
     structured_output: Mode = "json_schema"
     repeat_penalty: float | None = None  # llama.cpp's, sent in the body to compatible servers
     frequency_penalty: float | None = None
+    context_tokens: int | None = None  # the server's context: answers capped to fit (context_fit)
 
 
 @dataclass
@@ -78,11 +80,12 @@ class OpenAIProvider(LLMProvider):
             "messages": self._messages(request),
             "temperature": request.temperature,
         }
+        cap = output_cap(request, self.options.context_tokens)
         if self.name == "openai":
-            params["max_completion_tokens"] = request.max_output_tokens
+            params["max_completion_tokens"] = cap
         else:
             # The older name: llama.cpp, vLLM and Ollama all read it.
-            params["max_tokens"] = request.max_output_tokens
+            params["max_tokens"] = cap
             if self.options.repeat_penalty is not None:
                 params["extra_body"] = {"repeat_penalty": self.options.repeat_penalty}
         if self.options.frequency_penalty is not None:

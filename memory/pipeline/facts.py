@@ -12,8 +12,9 @@ from memory.errors import WindowTooLargeError
 from memory.ids import content_hash
 from memory.llm import choose_model
 from memory.llm.base import FIRST, LLMRequest, Retry
+from memory.pipeline.echoes import echoes_instructions
 from memory.pipeline.embed_cache import embed_cached
-from memory.pipeline.sources import cited
+from memory.pipeline.sources import any_cited, cited
 from memory.pipeline.types import (
     CandidatesResult,
     ExtractedFactsResult,
@@ -24,7 +25,7 @@ from memory.pipeline.types import (
 from memory.pipeline.usage import llm_call, words
 from memory.pipeline.window import answer_is_full, window_agent, window_messages
 from memory.prompts.common import MAX_ITEMS
-from memory.prompts.extract_facts import ExtractedFacts, ExtractFactsInput
+from memory.prompts.extract_facts import INSTRUCTIONS, ExtractedFacts, ExtractFactsInput
 from memory.scopes import dedup_filter, place_fact, sole_speaker
 from memory.settings import FactSettings
 
@@ -60,6 +61,7 @@ async def extract_facts(deps: Deps, window: Window, retry: Retry = FIRST) -> Ext
     kept: list[NewFact] = []
     seen: set[str] = set()
     only = sole_speaker(messages, window.user_id)
+    said = [m.content for m in messages]
     for fact in result.value.facts:
         text = " ".join(fact.content.split())
         speaker = fact.speaker or only
@@ -69,6 +71,7 @@ async def extract_facts(deps: Deps, window: Window, retry: Retry = FIRST) -> Ext
             or scope is None
             or words(text) > cfg.max_words * _WORD_SLACK
             or len(kept) >= cfg.max_per_formation
+            or echoes_instructions(text, any_cited(fact.sources, messages), INSTRUCTIONS, said)
         ):
             continue
         source = cited(fact.sources, messages, text, speaker if scope == "user" else None)

@@ -9,11 +9,13 @@ from memory.errors import WindowTooLargeError
 from memory.ids import content_hash
 from memory.llm import choose_model
 from memory.llm.base import FIRST, LLMRequest, Retry
-from memory.pipeline.sources import cited
+from memory.pipeline.echoes import echoes_instructions
+from memory.pipeline.sources import any_cited, cited
 from memory.pipeline.types import NewReflection, ReflectionsResult, Window
 from memory.pipeline.usage import llm_call, words
 from memory.pipeline.window import answer_is_full, window_agent, window_messages
 from memory.prompts.extract_reflections import (
+    INSTRUCTIONS,
     MAX_REFLECTIONS,
     CurrentMemory,
     ExtractedReflection,
@@ -78,6 +80,7 @@ async def extract_reflections(
     kept: list[NewReflection] = []
     seen: set[str] = set()
     only = sole_speaker(messages, window.user_id)  # a left-out speaker can only be this user
+    said = [m.content for m in messages]
     for classified, items in by_scope:
         for item in items:
             # A disabled scope is never written, whatever the model returned (memory.scopes).
@@ -85,7 +88,15 @@ async def extract_reflections(
             scope = place_reflection(classified, speaker, window.user_id, window.reflection_scopes)
             text = " ".join(item.content.split())
             key = content_hash(text)
-            if scope and text and words(text) <= max_words * _WORD_SLACK and key not in seen:
+            if (
+                scope
+                and text
+                and words(text) <= max_words * _WORD_SLACK
+                and key not in seen
+                and not echoes_instructions(
+                    text, any_cited(item.sources, messages), INSTRUCTIONS, said
+                )
+            ):
                 # A reflection interprets; one the window does not ground is still kept, unsourced.
                 source = cited(item.sources, messages, text, speaker if scope == "user" else None)
                 if source is not None:

@@ -35,6 +35,11 @@ def _of(messages: Sequence[StoredMessage], repaired: bool = False) -> Sources:
     )
 
 
+def any_cited(numbers: Sequence[int] | None, messages: Sequence[StoredMessage]) -> bool:
+    """Whether the item cites at least one message of the window."""
+    return any(1 <= n <= len(messages) for n in numbers or ())
+
+
 def cited(
     numbers: Sequence[int] | None,
     messages: Sequence[StoredMessage],

@@ -61,6 +61,9 @@ Guidelines:
 - List the facts in the order they were said (a later correction after what it corrects).
 - Return an empty list if there are no facts."""
 
+# What the model is told, as opposed to what it reads (memory.pipeline.echoes).
+INSTRUCTIONS = SYSTEM + TEMPLATE
+
 
 class ExtractFactsInput(PromptInput):
     task: Literal["extract_facts"] = "extract_facts"

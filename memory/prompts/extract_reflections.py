@@ -73,6 +73,10 @@ What is specific to THIS SESSION:
 }
 
 
+# What the model is told, as opposed to what it reads: an answer made of these words is an echo
+# (memory.pipeline.echoes).
+INSTRUCTIONS = SYSTEM + TEMPLATE + "".join(_SCOPE_SECTIONS.values())
+
 # Reflections of one scope from one window: a handful is what a window holds.
 MAX_REFLECTIONS = 8
 

@@ -54,6 +54,11 @@ async def test_real_model_answers_never_stop_a_session(
     # The looping answers are cut while they stream, a few hundred characters in, not at the cap.
     assert "repeats itself" in step.reason or "schema" in step.reason
     assert two.decisions.get("ADD", 0) >= 1 and set(two.decisions) == {"ADD"}
-    assert two.reflections_added >= 1  # what needs no decision is still formed
+    # What needs no decision is still formed: the reflection step ran after the fallback. This
+    # window's recorded reflections only restate the prompt's agent-reflection bullets, citing
+    # nothing ("The agent should always have domain knowledge and insights that apply
+    # universally."): echoes, dropped (memory/pipeline/echoes.py).
+    assert served.count("extract_reflections") == 2, served  # one per formation
+    assert two.reflections_added == 0
     state = await h.store.get_session_agent_state(second_id, "eve")
     assert state is not None and state.cursor_seq == len(second)

@@ -1,0 +1,46 @@
+"""What fits a model's context: the prompt, then the answer's cap.
+
+A local model has a small context (8,192 tokens is common for a 1.5B model on a CPU), and a
+server given a prompt plus ``max_tokens`` beyond it either refuses or cuts the answer where the
+context ends. With ``models.context_tokens`` set, the answer's cap is what the step's schema
+allows or what the context leaves after the prompt, whichever is less. An extraction step whose
+prompt leaves too little room for an answer raises WindowTooLargeError, which splits the window
+(the same path as an answer that overflows its bound); nothing is sent that cannot fit.
+
+Tokens are estimated from characters at 3 per token: below English's usual 4, so the estimate
+errs towards a larger prompt (a tokenizer would be exact, and a dependency per model family).
+"""
+
+from __future__ import annotations
+
+import math
+
+from memory.errors import WindowTooLargeError
+from memory.llm.base import LLMRequest
+
+CHARS_PER_TOKEN = 3.0
+TEMPLATE_TOKENS = 32  # the chat template's role markers around system and user
+MARGIN_TOKENS = 64
+# The least room an extraction answer needs: its JSON envelope and a few items.
+MIN_ANSWER_TOKENS = 256
+WINDOW_TASKS = frozenset({"extract_facts", "extract_reflections"})
+
+
+def prompt_tokens(request: LLMRequest) -> int:
+    chars = len(request.system) + len(request.prompt)
+    return math.ceil(chars / CHARS_PER_TOKEN) + TEMPLATE_TOKENS
+
+
+def output_cap(request: LLMRequest, context_tokens: int | None) -> int:
+    """``request.max_output_tokens``, lowered to what ``context_tokens`` leaves after the prompt."""
+    if context_tokens is None:
+        return request.max_output_tokens
+    room = context_tokens - prompt_tokens(request) - MARGIN_TOKENS
+    if room >= request.max_output_tokens:
+        return request.max_output_tokens
+    if request.task in WINDOW_TASKS and room < MIN_ANSWER_TOKENS:
+        raise WindowTooLargeError(
+            f"{request.task}: a prompt of about {prompt_tokens(request)} tokens leaves {room} of "
+            f"the model's {context_tokens} for the answer: the window is split"
+        )
+    return max(room, MARGIN_TOKENS)

@@ -1,0 +1,90 @@
+"""Prompts and answers that fit a small model's context (memory/llm/context_fit.py, the
+``models.context_tokens`` setting): the cap sent on the wire leaves the prompt room, an extraction
+window that leaves no room for an answer is split rather than sent, and the formation window
+follows the context unless an operator sized it."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from pydantic import ValidationError
+
+from memory.errors import WindowTooLargeError
+from memory.llm.base import LLMRequest
+from memory.llm.context_fit import output_cap, prompt_tokens
+from memory.llm.openai_provider import OpenAIProvider, ServerOptions
+from memory.prompts.common import PromptMessage
+from memory.prompts.extract_facts import ExtractedFacts
+from memory.settings import Settings
+from tests.fake_provider_server import FakeProviderServer, openai_chat
+from tests.fakes import CONSOLIDATE_INPUT, DECIDE_INPUT, FACTS_INPUT
+
+AT = datetime(2026, 3, 1, tzinfo=UTC)
+
+
+def _window(chars: int) -> LLMRequest:
+    said = [
+        PromptMessage(
+            seq=n, role="user", name="Ana", content="word " * (chars // 5 // 10), created_at=AT
+        )
+        for n in range(10)
+    ]
+    return LLMRequest.of(FACTS_INPUT.model_copy(update={"messages": said}), model="m")
+
+
+def test_without_a_context_size_the_schema_cap_stands() -> None:
+    request = _window(20_000)
+    assert output_cap(request, None) == request.max_output_tokens
+
+
+def test_the_cap_is_what_the_context_leaves_after_the_prompt() -> None:
+    request = _window(12_000)
+    cap = output_cap(request, 8192)
+    assert cap < request.max_output_tokens  # the extraction's schema cap alone is 6,624 tokens
+    assert prompt_tokens(request) + cap <= 8192
+
+
+def test_an_extraction_with_no_room_left_splits_its_window() -> None:
+    with pytest.raises(WindowTooLargeError, match="the window is split"):
+        output_cap(_window(24_000), 8192)
+
+
+def test_other_steps_are_capped_never_refused() -> None:
+    for task_input in (DECIDE_INPUT, CONSOLIDATE_INPUT):
+        request = LLMRequest.of(task_input, model="m")
+        tiny = prompt_tokens(request) + 100
+        assert 0 < output_cap(request, tiny) <= request.max_output_tokens
+
+
+async def test_the_fitted_cap_is_what_the_server_receives() -> None:
+    request = _window(12_000)
+    with FakeProviderServer() as server:
+        server.script(openai_chat('{"facts": []}'))
+        provider = OpenAIProvider(
+            api_key=None,
+            base_url=server.openai_base_url,
+            name="openai_compatible",
+            options=ServerOptions(context_tokens=8192),
+        )
+        await provider.generate_structured(request, ExtractedFacts)
+        await provider.close()
+        [sent] = server.requests
+    assert sent.body["max_tokens"] == output_cap(request, 8192) < request.max_output_tokens
+
+
+def test_the_formation_window_follows_the_models_context() -> None:
+    assert Settings().formation.max_tokens_per_run == 8000
+    small = Settings(models={"context_tokens": 8192})
+    assert small.formation.max_tokens_per_run == 8192 // 3
+    sized = Settings(models={"context_tokens": 8192}, formation={"max_tokens_per_run": 2000})
+    assert sized.formation.max_tokens_per_run == 2000
+    with pytest.raises(ValidationError, match="at most 2730"):
+        Settings(models={"context_tokens": 8192}, formation={"max_tokens_per_run": 5000})
+
+
+def test_a_window_at_its_bound_fits_an_8k_model() -> None:
+    """The largest window formation builds for an 8k model still leaves the extraction room."""
+    fits = Settings(models={"context_tokens": 8192}).formation
+    request = _window(fits.max_chars_per_run)
+    assert output_cap(request, 8192) >= 1024
