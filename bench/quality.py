@@ -94,6 +94,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default="heuristic",
         help="LLM provider of the workers (openai-compatible: MNEMOS_MODELS__BASE_URL)",
     )
+    p.add_argument(
+        "--triggers",
+        choices=("turn", "session-end"),
+        default="turn",
+        help="form after each agent turn (hot triggers) or at session end only (one window per "
+        "session, the same on every run: what --model-cache needs to resume)",
+    )
     p.add_argument("--workers", type=int, default=2, help="worker processes")
     p.add_argument("--parallel", type=int, default=4, help="conversations recorded at once")
     p.add_argument(
@@ -117,7 +124,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         type=Path,
         help="keep the workers' model answers here (openai-compatible): a re-run resumes",
     )
+    p.add_argument(
+        "--replay",
+        action="store_true",
+        help="answer the workers only from --model-cache (no model server: offline tests)",
+    )
     args = p.parse_args(argv)
+    if args.replay and not args.model_cache:
+        p.error("--replay replays a --model-cache")
     if args.model_cache and args.provider != "openai-compatible":
         p.error("--model-cache records an openai-compatible server's answers")
     if bool(args.answer_model) != bool(args.judge_model):
@@ -201,9 +215,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         contextlib.ExitStack() as recording,
         tempfile.TemporaryDirectory(prefix="mnemos-quality-") as tmp,
     ):
+        proxy = None
         if args.model_cache:
-            upstream = os.environ.get("MNEMOS_MODELS__BASE_URL")
-            if not upstream:
+            upstream = None if args.replay else os.environ.get("MNEMOS_MODELS__BASE_URL")
+            if not (upstream or args.replay):
                 raise StackError("--model-cache needs MNEMOS_MODELS__BASE_URL (the model server)")
             proxy = recording.enter_context(RecordingProxy(upstream, args.model_cache))
             recording.enter_context(
@@ -216,7 +231,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 f"{len(conversations)} conversation(s) through {args.workers} worker(s)",
                 flush=True,
             )
-            recorded = await stack.watching(record_all(memory, conversations, args.parallel))
+            recorded = await stack.watching(
+                record_all(memory, conversations, args.parallel, hot=args.triggers == "turn")
+            )
             await stack.wait_closed(args.wait_timeout)
             formed = time.perf_counter() - started
             stats = await stack.workflow_stats()
@@ -241,10 +258,22 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         judge_model=args.judge_model,
         eval_requests=(ev.answerer.requests + ev.judge.requests) if ev else 0,
         eval_cached=(ev.answerer.cached + ev.judge.cached) if ev else 0,
+        extra={"triggers": args.triggers}
+        | (
+            {
+                "model_answers_replayed": proxy.store.hits,
+                "model_answers_asked": proxy.store.misses,
+                "model_answers_missing": len(proxy.store.missing),
+            }
+            if proxy is not None
+            else {}
+        ),
     )
     out = figures(facts_of_run, asked, baseline, judged)
     for problem in stats.failed + stats.degraded:
         print(f"  not clean: {problem}", file=sys.stderr)
+    for key in proxy.store.missing if proxy is not None else []:
+        print(f"  no recorded answer: request {key}", file=sys.stderr)
     return out
 
 

@@ -10,6 +10,9 @@ Streamed answers are passed through chunk by chunk (the provider cuts a stream t
 itself; a cut closes the connection here too, which stops the model) and kept only when the model
 finished them. Requests go to the model one at a time, as a one-slot llama.cpp server serves them
 anyway; a waiting request waits here rather than in the server's queue.
+
+With no upstream the proxy only replays (tests: a recorded real model, offline): a request it has
+no answer for gets a 502 problem naming its key, and is counted in ``store.missing``.
 """
 
 from __future__ import annotations
@@ -32,7 +35,8 @@ class AnswerStore:
         self.root = root
         root.mkdir(parents=True, exist_ok=True)
         self.hits = 0
-        self.misses = 0
+        self.misses = 0  # asked of the model
+        self.missing: list[str] = []  # replay only: requests with no recorded answer
 
     @staticmethod
     def key(body: bytes) -> str:
@@ -50,19 +54,56 @@ class AnswerStore:
         if not path.exists():
             return None
         saved = json.loads(path.read_text(encoding="utf-8"))
-        return str(saved["content_type"]), str(saved["body"]).encode()
+        if "stream" in saved:
+            return "text/event-stream", _replayed_stream(saved["stream"])
+        return str(saved["content_type"]), json.dumps(saved["body"]).encode()
 
     def put(self, key: str, content_type: str, body: bytes) -> None:
+        """Kept readable: a streamed answer as its text, finish reason and usage (replayed as
+        one chunk), a JSON answer as its JSON."""
         path = self._path(key)
         path.parent.mkdir(exist_ok=True)
+        text = body.decode("utf-8", "replace")
+        saved: dict[str, Any] = (
+            {"stream": _assembled(text)}
+            if content_type.startswith("text/event-stream")
+            else {"content_type": content_type, "body": json.loads(text)}
+        )
         tmp = path.with_suffix(".tmp")
-        saved = {"content_type": content_type, "body": body.decode("utf-8", "replace")}
-        tmp.write_text(json.dumps(saved), encoding="utf-8")
+        tmp.write_text(json.dumps(saved, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         tmp.replace(path)
 
 
-def _handler(upstream: str, store: AnswerStore, one_at_a_time: threading.Lock) -> type:
-    target = urlsplit(upstream)
+def _assembled(sse: str) -> dict[str, Any]:
+    """An OpenAI chat-completion stream as one answer: content, finish_reason, usage, model."""
+    content, finish, usage, model = [], None, None, None
+    for line in sse.splitlines():
+        if not line.startswith("data: ") or line.strip() == "data: [DONE]":
+            continue
+        chunk = json.loads(line[len("data: ") :])
+        model = chunk.get("model", model)
+        usage = chunk.get("usage") or usage
+        for choice in chunk.get("choices") or []:
+            content.append((choice.get("delta") or {}).get("content") or "")
+            finish = choice.get("finish_reason") or finish
+    return {"content": "".join(content), "finish_reason": finish, "usage": usage, "model": model}
+
+
+def _replayed_stream(answer: dict[str, Any]) -> bytes:
+    base = {"id": "chatcmpl-replayed", "object": "chat.completion.chunk", "created": 0}
+    base["model"] = answer.get("model") or "-"
+    chunks = [
+        base | {"choices": [{"index": 0, "delta": {"role": "assistant", "content": answer["content"]}, "finish_reason": None}]},
+        base | {"choices": [{"index": 0, "delta": {}, "finish_reason": answer["finish_reason"]}]},
+    ]  # fmt: skip
+    if answer.get("usage"):
+        chunks.append(base | {"choices": [], "usage": answer["usage"]})
+    lines = [f"data: {json.dumps(c)}\n\n" for c in chunks] + ["data: [DONE]\n\n"]
+    return "".join(lines).encode()
+
+
+def _handler(upstream: str | None, store: AnswerStore, one_at_a_time: threading.Lock) -> type:
+    target = urlsplit(upstream or "http://127.0.0.1")
     base_path = target.path.rstrip("/")
     host, port = target.hostname or "127.0.0.1", target.port or 80
 
@@ -77,6 +118,11 @@ def _handler(upstream: str, store: AnswerStore, one_at_a_time: threading.Lock) -
             if key is not None and (saved := store.get(key)) is not None:
                 store.hits += 1
                 self._reply(200, saved[0], saved[1])
+                return
+            if upstream is None:
+                store.missing.append(key or self.path)
+                problem = {"error": {"message": f"no recorded answer for request {key}"}}
+                self._reply(502, "application/json", json.dumps(problem).encode())
                 return
             path = self.path
             if path.startswith("/v1"):
@@ -124,9 +170,10 @@ def _handler(upstream: str, store: AnswerStore, one_at_a_time: threading.Lock) -
 
 
 class RecordingProxy:
-    """``with RecordingProxy(upstream, root) as proxy:`` → ``proxy.base_url`` (…/v1)."""
+    """``with RecordingProxy(upstream, root) as proxy:`` → ``proxy.base_url`` (…/v1); ``upstream``
+    None: replay only."""
 
-    def __init__(self, upstream: str, root: Path) -> None:
+    def __init__(self, upstream: str | None, root: Path) -> None:
         self.store = AnswerStore(root)
         handler = _handler(upstream, self.store, threading.Lock())
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)

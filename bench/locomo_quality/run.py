@@ -83,9 +83,14 @@ def transcript_tokens(conv: Conversation) -> int:
     return tokens("\n".join(f"{t.speaker}: {t.text}" for t in conv.turns))
 
 
-async def record(memory: MemoryClient, conv: Conversation) -> int:
+async def record(memory: MemoryClient, conv: Conversation, *, hot: bool = True) -> int:
     """Every session, in time order, twice (one per speaker's perspective), turn by turn with a
-    formation trigger after each agent turn, then ended. Returns the sessions recorded."""
+    formation trigger after each agent turn (``hot``), then ended. Returns the sessions recorded.
+
+    Without ``hot`` the backend forms at session end only: each session is one window (LoCoMo
+    sessions are well under the window's bound), the same window on every run, so the prompts are
+    the same and a recorded model's answers replay (``--model-cache``). With hot triggers a window
+    ends wherever the workflow reads it while turns keep arriving, which varies with timing."""
     agent = conv.agent_id
     await memory.register_agent(AgentConfig(agent_id=agent, name=f"LoCoMo {conv.sample_id}"))
     recorded = 0
@@ -94,7 +99,7 @@ async def record(memory: MemoryClient, conv: Conversation) -> int:
             sid = session_id(conv.sample_id, session.number, side)
             for message in messages_for(conv, session, side):
                 await memory.record_messages(agent, sid, [message])
-                if message.role == "agent":
+                if hot and message.role == "agent":
                     await memory.maybe_form_memories(agent, sid)
             await memory.on_session_end(agent, sid)
             recorded += 1
@@ -144,7 +149,7 @@ async def count_facts(memory: MemoryClient, conv: Conversation) -> int:
 
 
 async def record_all(
-    memory: MemoryClient, conversations: Sequence[Conversation], parallel: int
+    memory: MemoryClient, conversations: Sequence[Conversation], parallel: int, *, hot: bool = True
 ) -> int:
     """Conversations side by side (up to ``parallel``), each in its own time order."""
     gate = asyncio.Semaphore(parallel)
@@ -152,7 +157,7 @@ async def record_all(
     async def one(conv: Conversation) -> int:
         async with gate:
             started = time.perf_counter()
-            recorded = await record(memory, conv)
+            recorded = await record(memory, conv, hot=hot)
             print(
                 f"  {conv.sample_id}: {len(conv.sessions)} sessions, {len(conv.turns)} turns "
                 f"recorded and ended in {time.perf_counter() - started:.0f} s",
