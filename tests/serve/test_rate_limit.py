@@ -13,6 +13,7 @@ import httpx
 
 from memory.settings import Settings
 from serve.app import create_app, openapi_document
+from serve.errors import Problem
 from serve.rate_limit import Budget, Kind, RateLimiter, kind_of
 from tests.serve.conftest import Served
 from tests.serve.test_mcp_http import live, mcp_session, text
@@ -119,6 +120,7 @@ async def test_over_budget_is_a_429_problem_that_changes_nothing(served: Served)
         assert r.headers["retry-after"] == "1"
         assert r.headers["ratelimit-policy"] == '"write";q=2;w=2'
         problem = r.json()
+        Problem.model_validate(problem)  # the schema the document gives the 429
         assert problem["type"] == "urn:mnemos:problem:too-many-requests"
         assert problem["status"] == 429 and problem["instance"] == url
         assert "write budget" in problem["detail"]
