@@ -10,6 +10,11 @@ context for the next turn, and searches. Prints per route: requests, throughput,
 messages ingested per second; the error count (any non-2xx answer or transport error).
 Targets (2 cores): 50 clients, 0 errors, context p99 <= 25 ms, search p99 <= 60 ms, ingest >= 300
 messages/s.
+
+All clients share one API key, so the server's default per-key budgets apply to all of them
+together (MNEMOS_RATE_LIMIT__*: 200 reads and 100 writes per second and server process, bursts of
+400 and 200; this machine serves far less). A 429 counts as an error and is also counted apart:
+raise the budgets in the environment of this script (the stack inherits it) to measure beyond.
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ class Tally:
     latencies: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     errors: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     messages: int = 0
+    rate_limited: int = 0
     formations: int = 0
     samples: list[str] = field(default_factory=list)
 
@@ -52,6 +58,7 @@ class Tally:
         ok = response is not None and response.is_success
         if not ok:
             self.errors[route] += 1
+            self.rate_limited += response is not None and response.status_code == 429
             if len(self.samples) < 5:
                 text = "transport error" if response is None else response.text[:200]
                 self.samples.append(f"{route}: {text}")
@@ -136,7 +143,10 @@ def report(tally: Tally, seconds: float, args: argparse.Namespace) -> None:
     print(
         f"ingest: {tally.messages / seconds:.0f} messages/s; formations started: {tally.formations}"
     )
-    print(f"errors: {total}" + "".join(f"\n  {s}" for s in tally.samples))
+    print(
+        f"errors: {total} (429 over the key's budget: {tally.rate_limited})"
+        + "".join(f"\n  {s}" for s in tally.samples)
+    )
     if tally.latencies["context"]:
         print(f"mean context latency {statistics.mean(tally.latencies['context']) * 1000:.1f} ms")
 

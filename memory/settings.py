@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from memory.settings_codec import CodecSettings as CodecSettings
+from memory.settings_rate_limit import RateLimitSettings as RateLimitSettings
 from memory.settings_temporal import TemporalSettings as TemporalSettings
 
 Scope = Literal["agent", "user", "session"]
@@ -339,6 +340,7 @@ class Settings(BaseSettings):
     temporal: TemporalSettings = TemporalSettings()
     retries: RetrySettings = RetrySettings()
     codec: CodecSettings = CodecSettings()
+    rate_limit: RateLimitSettings = RateLimitSettings()
     log_level: Literal["debug", "info", "warning", "error"] = Field("info", description="Log level")
 
     @model_validator(mode="after")

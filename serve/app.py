@@ -31,6 +31,7 @@ from serve import (
 )
 from serve.keys import ApiKeyStore
 from serve.limits import BodyLimit
+from serve.rate_limit import RateLimiter
 from serve.services import Services
 from serve.tracing import instrument
 
@@ -67,10 +68,15 @@ def create_app(
     *,
     temporal_ui_url: str | None = None,
     close_on_shutdown: bool = False,
+    limiter: RateLimiter | None = None,
 ) -> FastAPI:
-    """An app over an open client. With ``close_on_shutdown`` the app closes it when it stops."""
+    """An app over an open client. With ``close_on_shutdown`` the app closes it when it stops.
+    ``limiter``: each key's budgets (default: from ``settings.rate_limit``; tests pass their own
+    with a clock they move)."""
 
-    mcp_app, mcp_sessions = mcp_http.mount(mcp_http.build_http_server(memory), keys)
+    settings: Settings = memory.settings
+    limiter = limiter or RateLimiter.from_settings(settings.rate_limit)
+    mcp_app, mcp_sessions = mcp_http.mount(mcp_http.build_http_server(memory, limiter), keys)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -81,13 +87,13 @@ def create_app(
             if close_on_shutdown:
                 await memory.close()
 
-    settings: Settings = memory.settings
     app = _api(settings, lifespan)
     app.state.services = Services(
         memory=memory,
         keys=keys,
         temporal_ui_url=(temporal_ui_url or settings.temporal.ui_url).rstrip("/"),
         namespace=settings.temporal.namespace,
+        limiter=limiter,
     )
     app.include_router(page.router)
     page.install(app)

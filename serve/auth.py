@@ -2,7 +2,8 @@
 
 A key comes as ``Authorization: Bearer mk_…``, as ``X-API-Key``, or (the memory page) as the
 ``mnemos_key`` cookie. No or an unknown key: 401. A key not bound to the path's agent, or a
-read-only key on a write: 403. Routes declare ``ReadAgent`` or ``WriteAgent`` for their
+read-only key on a write: 403. A key over its budget for the operation's kind: 429 with
+``Retry-After`` (serve/rate_limit.py), before the handler runs. Routes declare ``ReadAgent`` or ``WriteAgent`` for their
 ``agent_id`` path parameter, so the check cannot be forgotten on one route and not the others.
 """
 
@@ -14,6 +15,7 @@ from fastapi import Depends, HTTPException, Path, Request, Security, status
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
 from serve.keys import ApiKey
+from serve.rate_limit import kind_of
 from serve.services import Services, services
 
 COOKIE = "mnemos_key"
@@ -46,6 +48,14 @@ async def current_key(
             status.HTTP_401_UNAUTHORIZED,
             "a valid API key is required (Authorization: Bearer mk_…)",
             headers={"WWW-Authenticate": "Bearer"},
+        )
+    # Every keyed operation depends on this one function (once per request: FastAPI caches it),
+    # so the budget cannot be forgotten on a route. FastAPI puts the matched route in the scope.
+    route = request.scope.get("route")
+    refusal = svc.limiter.take(key.key_id, kind_of(request.method, getattr(route, "name", "")))
+    if refusal is not None:
+        raise HTTPException(
+            status.HTTP_429_TOO_MANY_REQUESTS, refusal.detail, headers=refusal.headers()
         )
     return key
 

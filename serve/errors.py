@@ -50,6 +50,7 @@ _SLUGS = {
     413: "content-too-large",
     415: "unsupported-media-type",
     422: "invalid-input",
+    429: "too-many-requests",
     500: "internal-error",
     502: "provider-error",
     503: "unavailable",

@@ -6,6 +6,8 @@ plain JSON answers (``json_response``); a client that accepts SSE gets JSON all 
 comes as ``Authorization: Bearer mk_…`` or ``X-API-Key``: no valid key is a 401 problem before
 the MCP layer; each tool call names its agent, which the key must cover (writes need a write
 key, forgetting a user a key that may erase), so a key's agent set bounds what the tools see.
+Each tool call draws on the key's budget of its kind (serve/rate_limit.py), the same buckets as
+the HTTP API's: over it, the call is a tool error saying when to retry, and nothing is done.
 
 Tools: ``remember`` (messages, or one explicit note, recorded and formed by the same workflows
 as over HTTP), ``search``, ``context``, ``forget`` (a fact by id, or a user's whole memory).
@@ -35,6 +37,7 @@ from memory.models import FactFilter, MessageIn
 from serve.auth import token_of
 from serve.errors import problem
 from serve.keys import ApiKeyStore
+from serve.rate_limit import Kind, RateLimiter
 from workflows.naming import formation_workflow_id
 
 PATH = "/mcp"
@@ -66,11 +69,17 @@ class KeyedMCP:
         await self.inner(scope, receive, send)
 
 
-def _key_of(ctx: Context[Any], agent_id: str, *, write: bool = False) -> ApiKey:
+def _key_of(ctx: Context[Any], limiter: RateLimiter, agent_id: str, kind: Kind) -> ApiKey:
+    """The call's key, charged one request of ``kind``, and checked against the agent (a write
+    or a heavy call needs a write key)."""
+    write = kind != "read"
     request = ctx.request_context.request
     key = getattr(request.state, _KEY, None) if isinstance(request, Request) else None
     if not isinstance(key, ApiKey):
         raise ToolError("no API key in this request")
+    refusal = limiter.take(key.key_id, kind)
+    if refusal is not None:
+        raise ToolError(f"rate limited: {refusal.detail}")
     if agent_id not in key.agent_ids:
         raise ToolError(f"this key is not for agent {agent_id!r}")
     if write and key.read_only:
@@ -87,7 +96,7 @@ async def _told() -> AsyncIterator[None]:
         raise ToolError(str(e)) from e
 
 
-def build_http_server(memory: MemoryClient) -> MCPServer:
+def build_http_server(memory: MemoryClient, limiter: RateLimiter) -> MCPServer:
     server: MCPServer = MCPServer(name="mnemos", instructions=INSTRUCTIONS, version="0.1.0")
 
     @server.tool()
@@ -101,7 +110,7 @@ def build_http_server(memory: MemoryClient) -> MCPServer:
     ) -> dict[str, Any]:
         """Record new messages of a session (formed into memory when its thresholds are met), or
         one explicit note (formed at once). Give messages or a note, not both."""
-        _key_of(ctx, agent_id, write=True)
+        _key_of(ctx, limiter, agent_id, "write")
         if (messages is None) == (note is None):
             raise ToolError("give either messages or a note")
         async with _told():
@@ -144,7 +153,7 @@ def build_http_server(memory: MemoryClient) -> MCPServer:
     ) -> str:
         """Search the agent's long-term memory: 1 to 3 short queries; the best facts one a line
         with their age (the same text the agent's own search_facts tool gets)."""
-        _key_of(ctx, agent_id)
+        _key_of(ctx, limiter, agent_id, "read")
         async with _told():
             return await memory.handle_search_facts(
                 {"query": query, "top_k": top_k},
@@ -158,7 +167,7 @@ def build_http_server(memory: MemoryClient) -> MCPServer:
         ctx: Context[Any], agent_id: str, session_id: str, user_id: str | None = None
     ) -> str:
         """The <MemoryContext> XML for a turn of this session ("" when there is no memory)."""
-        _key_of(ctx, agent_id)
+        _key_of(ctx, limiter, agent_id, "read")
         async with _told():
             return await memory.memory_context(agent_id, session_id, user_id=user_id)
 
@@ -168,7 +177,8 @@ def build_http_server(memory: MemoryClient) -> MCPServer:
     ) -> dict[str, Any]:
         """Forget one fact (kept as deleted, never shown again), or with user_id alone a user's
         whole memory with this agent (hard-deleted; only a key that may erase)."""
-        key = _key_of(ctx, agent_id, write=True)
+        erase = fact_id is None and user_id is not None
+        key = _key_of(ctx, limiter, agent_id, "heavy" if erase else "write")
         async with _told():
             if fact_id is not None:
                 found = await memory.store.get_facts([fact_id])

@@ -2,7 +2,8 @@
 in the one problem shape, and the limits that come from settings.
 
 Statuses that follow from an operation's shape are added here, so that a new route cannot forget
-them: 401 and 403 for a keyed operation, 404 under an agent, 413 and 422 for a body, 422 for
+them: 401, 403 and 429 (the key's budget for the operation's kind, with ``Retry-After``) for a
+keyed operation, 404 under an agent, 413 and 422 for a body, 422 for
 parameters, 405 everywhere (with ``Allow``). Statuses that follow from what a handler does (409
 on a conflict, 502 when a provider fails) are declared on the route with ``problems(...)``.
 """
@@ -17,6 +18,7 @@ from fastapi.openapi.utils import get_openapi
 from memory.settings import Settings
 from serve.errors import PROBLEM_JSON, FieldError, Problem
 from serve.limits import MAX_BODY_BYTES
+from serve.rate_limit import Budget, Kind, RateLimiter, kind_of
 
 _REF = "#/components/schemas/"
 _WHY = {
@@ -31,6 +33,32 @@ _WHY = {
     502: "An LLM or embedding provider failed",
 }
 _ALLOW = {"Allow": {"description": "The methods this path takes", "schema": {"type": "string"}}}
+_RATE_HEADERS = {
+    "Retry-After": {
+        "description": "Seconds until the key may retry (a whole number, at least 1)",
+        "required": True,
+        "schema": {"type": "integer", "minimum": 1},
+    },
+    "RateLimit-Policy": {
+        "description": 'The budget (IETF draft): `"<kind>";q=<burst>;w=<seconds to refill>`',
+        "schema": {"type": "string"},
+    },
+    "RateLimit": {
+        "description": 'What is left (IETF draft): `"<kind>";r=0;t=<seconds>`',
+        "schema": {"type": "string"},
+    },
+}
+
+
+def _rate_limited(kind: Kind, budget: Budget) -> dict[str, Any]:
+    response = problem_response(
+        429,
+        f"This key is over its {kind} budget ({budget.per_second:g}/s, bursts of "
+        f"{budget.burst}, per server process); nothing was done. `Retry-After` says when to "
+        "retry",
+    )
+    response["headers"] = _RATE_HEADERS
+    return response
 
 
 def problem_response(code: int, why: str | None = None) -> dict[str, Any]:
@@ -48,11 +76,16 @@ def problems(*codes: int, **why: str) -> dict[int | str, dict[str, Any]]:
     return {code: problem_response(code, why.get(f"s{code}")) for code in codes}
 
 
-def _document(operation: dict[str, Any], path: str) -> None:
+def _document(
+    operation: dict[str, Any], path: str, method: str, budgets: dict[Kind, Budget] | None
+) -> None:
     responses: dict[str, Any] = operation.setdefault("responses", {})
     codes: list[int] = [405]
     if operation.get("security"):
         codes += [401, 403]
+        if budgets is not None:
+            kind = kind_of(method, operation.get("operationId", ""))
+            responses["429"] = _rate_limited(kind, budgets[kind])
     if "{agent_id}" in path:
         codes.append(404)
     if "requestBody" in operation:
@@ -161,9 +194,10 @@ def install(app: FastAPI, settings: Settings) -> None:
             found = model.model_json_schema(ref_template=_REF + "{model}")
             components.update(found.pop("$defs", {}))
             components[model.__name__] = found
+        budgets = RateLimiter.from_settings(settings.rate_limit).budgets
         for path, item in schema.get("paths", {}).items():
-            for operation in item.values():
-                _document(operation, path)
+            for method, operation in item.items():
+                _document(operation, path, method, budgets)
                 _link(operation)
         for unused in ("HTTPValidationError", "ValidationError"):
             components.pop(unused, None)

@@ -1,7 +1,8 @@
 """The memory page: server-rendered HTML and plain forms over the same services as the API.
 
 Sign-in stores the API key in an HttpOnly, SameSite=Strict cookie, so forms from other sites
-cannot act with it; every page checks the key against the agent in its path, as the API does.
+cannot act with it; every page checks the key against the agent in its path, as the API does,
+and draws on the key's read or write budget, the same as the API's (serve/rate_limit.py).
 Writes answer with a redirect (post/redirect/get) carrying a short notice.
 """
 
@@ -54,6 +55,11 @@ async def _key(request: Request, svc: Svc, agent_id: str | None, *, write: bool)
     key = await svc.keys.verify(token) if token else None
     if key is None:
         raise Denied(RedirectResponse("/ui/login", status_code=303))
+    refusal = svc.limiter.take(key.key_id, "write" if write else "read")
+    if refusal is not None:
+        page = _page(request, "error.html", {"message": refusal.detail.capitalize() + "."}, 429)
+        page.headers.update(refusal.headers())
+        raise Denied(page)
     if agent_id is not None and not key.allows(agent_id, write=write):
         why = "read-only" if agent_id in key.agent_ids else f"not for agent {agent_id}"
         raise Denied(_page(request, "error.html", {"message": f"This key is {why}."}, 403))

@@ -1,4 +1,5 @@
-"""What every request handler reaches through the app: the client, the key store, the UI links."""
+"""What every request handler reaches through the app: the client, the key store, each key's
+budgets, the UI links."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from fastapi import Request
 from client.management import MemoryManager
 from client.memory_client import MemoryClient
 from serve.keys import ApiKeyStore
+from serve.rate_limit import RateLimiter
 
 
 @dataclass
@@ -17,6 +19,7 @@ class Services:
     keys: ApiKeyStore
     temporal_ui_url: str
     namespace: str
+    limiter: RateLimiter
 
     @property
     def manager(self) -> MemoryManager:

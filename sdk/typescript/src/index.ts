@@ -1,7 +1,8 @@
 /**
  * A typed client of the mnemos HTTP API. Types come from the OpenAPI document
  * (`npm run generate`, openapi-typescript); calls go through openapi-fetch; every
- * error is thrown as a MnemosError carrying the server's RFC 9457 problem.
+ * error is thrown as a MnemosError carrying the server's RFC 9457 problem (a 429 as its subclass
+ * RateLimitedError, with the seconds to wait).
  */
 import createClient, { type Client } from "openapi-fetch";
 import type { components, paths } from "./schema.js";
@@ -33,6 +34,29 @@ export class MnemosError extends Error {
   }
 }
 
+/**
+ * 429: the key is over its budget for this kind of operation (reads, writes or heavy ones such as
+ * erasing a user); nothing was done. `retryAfter` is the server's `Retry-After`, in seconds.
+ */
+export class RateLimitedError extends MnemosError {
+  constructor(
+    problem: Problem,
+    readonly retryAfter: number,
+  ) {
+    super(problem);
+    this.name = "RateLimitedError";
+  }
+}
+
+/** Seconds to wait, from `Retry-After` (delay-seconds or an HTTP date; 1 when absent). */
+function retryAfterOf(response: Response): number {
+  const value = response.headers.get("Retry-After")?.trim();
+  if (!value) return 1;
+  if (/^\d+$/.test(value)) return Number(value);
+  const at = Date.parse(value);
+  return Number.isNaN(at) ? 1 : Math.max(0, Math.ceil((at - Date.now()) / 1000));
+}
+
 export interface MnemosOptions {
   /** e.g. "http://127.0.0.1:8000" */
   baseUrl: string;
@@ -62,7 +86,11 @@ function problemOf(error: unknown, response: Response): Problem {
 
 function unwrap<T>(answer: Answer<T>): T {
   if (answer.error !== undefined || !answer.response.ok) {
-    throw new MnemosError(problemOf(answer.error, answer.response));
+    const problem = problemOf(answer.error, answer.response);
+    if (answer.response.status === 429) {
+      throw new RateLimitedError(problem, retryAfterOf(answer.response));
+    }
+    throw new MnemosError(problem);
   }
   return answer.data as T;
 }

@@ -1415,6 +1415,21 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description This key is over its write budget (100/s, bursts of 200, per server process); nothing was done. `Retry-After` says when to retry */
+            429: {
+                headers: {
+                    /** @description Seconds until the key may retry (a whole number, at least 1) */
+                    "Retry-After": number;
+                    /** @description The budget (IETF draft): `"<kind>";q=<burst>;w=<seconds to refill>` */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left (IETF draft): `"<kind>";r=0;t=<seconds>` */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     get_agent: {
@@ -1479,6 +1494,21 @@ export interface operations {
             /** @description The input is invalid: `errors` lists each invalid field */
             422: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description This key is over its read budget (200/s, bursts of 400, per server process); nothing was done. `Retry-After` says when to retry */
+            429: {
+                headers: {
+                    /** @description Seconds until the key may retry (a whole number, at least 1) */
+                    "Retry-After": number;
+                    /** @description The budget (IETF draft): `"<kind>";q=<burst>;w=<seconds to refill>` */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left (IETF draft): `"<kind>";r=0;t=<seconds>` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1571,6 +1601,21 @@ export interface operations {
             /** @description The input is invalid: `errors` lists each invalid field */
             422: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description This key is over its write budget (100/s, bursts of 200, per server process); nothing was done. `Retry-After` says when to retry */
+            429: {
+                headers: {
+                    /** @description Seconds until the key may retry (a whole number, at least 1) */
+                    "Retry-After": number;
+                    /** @description The budget (IETF draft): `"<kind>";q=<burst>;w=<seconds to refill>` */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left (IETF draft): `"<kind>";r=0;t=<seconds>` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1671,6 +1716,21 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description This key is over its write budget (100/s, bursts of 200, per server process); nothing was done. `Retry-After` says when to retry */
+            429: {
+                headers: {
+                    /** @description Seconds until the key may retry (a whole number, at least 1) */
+                    "Retry-After": number;
+                    /** @description The budget (IETF draft): `"<kind>";q=<burst>;w=<seconds to refill>` */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left (IETF draft): `"<kind>";r=0;t=<seconds>` */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     form_now: {
@@ -1748,6 +1808,21 @@ export interface operations {
             /** @description The input is invalid: `errors` lists each invalid field */
             422: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description This key is over its write budget (100/s, bursts of 200, per server process); nothing was done. `Retry-After` says when to retry */
+            429: {
+                headers: {
+                    /** @description Seconds until the key may retry (a whole number, at least 1) */
+                    "Retry-After": number;
+                    /** @description The budget (IETF draft): `"<kind>";q=<burst>;w=<seconds to refill>` */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left (IETF draft): `"<kind>";r=0;t=<seconds>` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1848,6 +1923,21 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description This key is over its read budget (200/s, bursts of 400, per server process); nothing was done. `Retry-After` says when to retry */
+            429: {
+                headers: {
+                    /** @description Seconds until the key may retry (a whole number, at least 1) */
+                    "Retry-After": number;
+                    /** @description The budget (IETF draft): `"<kind>";q=<burst>;w=<seconds to refill>` */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left (IETF draft): `"<kind>";r=0;t=<seconds>` */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     session_end: {
@@ -1914,6 +2004,21 @@ export interface operations {
             /** @description The input is invalid: `errors` lists each invalid field */
             422: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description This key is over its write budget (100/s, bursts of 200, per server process); nothing was done. `Retry-After` says when to retry */
+            429: {
+                headers: {
+                    /** @description Seconds until the key may retry (a whole number, at least 1) */
+                    "Retry-After": number;
+                    /** @description The budget (IETF draft): `"<kind>";q=<burst>;w=<seconds to refill>` */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left (IETF draft): `"<kind>";r=0;t=<seconds>` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1990,6 +2095,21 @@ export interface operations {
             /** @description The input is invalid: `errors` lists each invalid field */
             422: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description This key is over its read budget (200/s, bursts of 400, per server process); nothing was done. `Retry-After` says when to retry */
+            429: {
+                headers: {
+                    /** @description Seconds until the key may retry (a whole number, at least 1) */
+                    "Retry-After": number;
+                    /** @description The budget (IETF draft): `"<kind>";q=<burst>;w=<seconds to refill>` */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left (IETF draft): `"<kind>";r=0;t=<seconds>` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2097,6 +2217,21 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description This key is over its read budget (200/s, bursts of 400, per server process); nothing was done. `Retry-After` says when to retry */
+            429: {
+                headers: {
+                    /** @description Seconds until the key may retry (a whole number, at least 1) */
+                    "Retry-After": number;
+                    /** @description The budget (IETF draft): `"<kind>";q=<burst>;w=<seconds to refill>` */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left (IETF draft): `"<kind>";r=0;t=<seconds>` */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description An LLM or embedding provider failed */
             502: {
                 headers: {
@@ -2182,6 +2317,21 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description This key is over its read budget (200/s, bursts of 400, per server process); nothing was done. `Retry-After` says when to retry */
+            429: {
+                headers: {
+                    /** @description Seconds until the key may retry (a whole number, at least 1) */
+                    "Retry-After": number;
+                    /** @description The budget (IETF draft): `"<kind>";q=<burst>;w=<seconds to refill>` */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left (IETF draft): `"<kind>";r=0;t=<seconds>` */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     get_fact: {
@@ -2254,6 +2404,21 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description This key is over its read budget (200/s, bursts of 400, per server process); nothing was done. `Retry-After` says when to retry */
+            429: {
+                headers: {
+                    /** @description Seconds until the key may retry (a whole number, at least 1) */
+                    "Retry-After": number;
+                    /** @description The budget (IETF draft): `"<kind>";q=<burst>;w=<seconds to refill>` */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left (IETF draft): `"<kind>";r=0;t=<seconds>` */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     delete_fact: {
@@ -2320,6 +2485,21 @@ export interface operations {
             /** @description The input is invalid: `errors` lists each invalid field */
             422: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description This key is over its write budget (100/s, bursts of 200, per server process); nothing was done. `Retry-After` says when to retry */
+            429: {
+                headers: {
+                    /** @description Seconds until the key may retry (a whole number, at least 1) */
+                    "Retry-After": number;
+                    /** @description The budget (IETF draft): `"<kind>";q=<burst>;w=<seconds to refill>` */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left (IETF draft): `"<kind>";r=0;t=<seconds>` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2429,6 +2609,21 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description This key is over its write budget (100/s, bursts of 200, per server process); nothing was done. `Retry-After` says when to retry */
+            429: {
+                headers: {
+                    /** @description Seconds until the key may retry (a whole number, at least 1) */
+                    "Retry-After": number;
+                    /** @description The budget (IETF draft): `"<kind>";q=<burst>;w=<seconds to refill>` */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left (IETF draft): `"<kind>";r=0;t=<seconds>` */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description An LLM or embedding provider failed */
             502: {
                 headers: {
@@ -2510,6 +2705,21 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description This key is over its read budget (200/s, bursts of 400, per server process); nothing was done. `Retry-After` says when to retry */
+            429: {
+                headers: {
+                    /** @description Seconds until the key may retry (a whole number, at least 1) */
+                    "Retry-After": number;
+                    /** @description The budget (IETF draft): `"<kind>";q=<burst>;w=<seconds to refill>` */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left (IETF draft): `"<kind>";r=0;t=<seconds>` */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     list_reflections: {
@@ -2585,6 +2795,21 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description This key is over its read budget (200/s, bursts of 400, per server process); nothing was done. `Retry-After` says when to retry */
+            429: {
+                headers: {
+                    /** @description Seconds until the key may retry (a whole number, at least 1) */
+                    "Retry-After": number;
+                    /** @description The budget (IETF draft): `"<kind>";q=<burst>;w=<seconds to refill>` */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left (IETF draft): `"<kind>";r=0;t=<seconds>` */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     delete_reflection: {
@@ -2648,6 +2873,21 @@ export interface operations {
             /** @description The input is invalid: `errors` lists each invalid field */
             422: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description This key is over its write budget (100/s, bursts of 200, per server process); nothing was done. `Retry-After` says when to retry */
+            429: {
+                headers: {
+                    /** @description Seconds until the key may retry (a whole number, at least 1) */
+                    "Retry-After": number;
+                    /** @description The budget (IETF draft): `"<kind>";q=<burst>;w=<seconds to refill>` */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left (IETF draft): `"<kind>";r=0;t=<seconds>` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2756,6 +2996,21 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description This key is over its write budget (100/s, bursts of 200, per server process); nothing was done. `Retry-After` says when to retry */
+            429: {
+                headers: {
+                    /** @description Seconds until the key may retry (a whole number, at least 1) */
+                    "Retry-After": number;
+                    /** @description The budget (IETF draft): `"<kind>";q=<burst>;w=<seconds to refill>` */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left (IETF draft): `"<kind>";r=0;t=<seconds>` */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     get_consolidated: {
@@ -2822,6 +3077,21 @@ export interface operations {
             /** @description The input is invalid: `errors` lists each invalid field */
             422: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description This key is over its read budget (200/s, bursts of 400, per server process); nothing was done. `Retry-After` says when to retry */
+            429: {
+                headers: {
+                    /** @description Seconds until the key may retry (a whole number, at least 1) */
+                    "Retry-After": number;
+                    /** @description The budget (IETF draft): `"<kind>";q=<burst>;w=<seconds to refill>` */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left (IETF draft): `"<kind>";r=0;t=<seconds>` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2931,6 +3201,21 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description This key is over its write budget (100/s, bursts of 200, per server process); nothing was done. `Retry-After` says when to retry */
+            429: {
+                headers: {
+                    /** @description Seconds until the key may retry (a whole number, at least 1) */
+                    "Retry-After": number;
+                    /** @description The budget (IETF draft): `"<kind>";q=<burst>;w=<seconds to refill>` */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left (IETF draft): `"<kind>";r=0;t=<seconds>` */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     stats: {
@@ -2998,6 +3283,21 @@ export interface operations {
             /** @description The input is invalid: `errors` lists each invalid field */
             422: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description This key is over its read budget (200/s, bursts of 400, per server process); nothing was done. `Retry-After` says when to retry */
+            429: {
+                headers: {
+                    /** @description Seconds until the key may retry (a whole number, at least 1) */
+                    "Retry-After": number;
+                    /** @description The budget (IETF draft): `"<kind>";q=<burst>;w=<seconds to refill>` */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left (IETF draft): `"<kind>";r=0;t=<seconds>` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3077,6 +3377,21 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description This key is over its read budget (200/s, bursts of 400, per server process); nothing was done. `Retry-After` says when to retry */
+            429: {
+                headers: {
+                    /** @description Seconds until the key may retry (a whole number, at least 1) */
+                    "Retry-After": number;
+                    /** @description The budget (IETF draft): `"<kind>";q=<burst>;w=<seconds to refill>` */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left (IETF draft): `"<kind>";r=0;t=<seconds>` */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     forget_user: {
@@ -3142,6 +3457,21 @@ export interface operations {
             /** @description The input is invalid: `errors` lists each invalid field */
             422: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description This key is over its heavy budget (1/s, bursts of 30, per server process); nothing was done. `Retry-After` says when to retry */
+            429: {
+                headers: {
+                    /** @description Seconds until the key may retry (a whole number, at least 1) */
+                    "Retry-After": number;
+                    /** @description The budget (IETF draft): `"<kind>";q=<burst>;w=<seconds to refill>` */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left (IETF draft): `"<kind>";r=0;t=<seconds>` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
