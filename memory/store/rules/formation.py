@@ -55,6 +55,7 @@ from memory.store.rules.checks import (
 from memory.store.rules.derived import fact_scope_key
 from memory.store.rules.erasure import commit_users, discarded, erased_since, without_memories
 from memory.store.rules.recheck import (
+    RecentFacts,
     check_add,
     recent_since,
     reflection_text_key,
@@ -151,7 +152,7 @@ class _FactPlanner:
     commit: FormationCommit
     facts: dict[str, Fact]
     read: Mapping[str, Fact]  # the snapshot's facts: what the decisions were made against
-    recent: Sequence[tuple[Fact, Sequence[float]]] = ()
+    recent: RecentFacts = field(default_factory=lambda: RecentFacts(()))
     writes: list[Write] = field(default_factory=list)
     resolved: dict[str, str] = field(default_factory=dict)  # FactAdd.fact_id -> holder
     counts: dict[str, int] = field(
@@ -315,7 +316,7 @@ def plan_formation(
             check_embedding_meta(commit, dimension, snapshot.embedding_meta)
 
     read = {fact.fact_id: fact for fact in snapshot.facts}
-    facts = _FactPlanner(commit, dict(read), read, snapshot.recent)
+    facts = _FactPlanner(commit, dict(read), read, RecentFacts(snapshot.recent))
     facts.apply()
     writes += facts.writes
     reflections, keys = _new_reflections(
