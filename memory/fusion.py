@@ -1,6 +1,7 @@
 """Fusing the ranked lists of hybrid search: classic RRF decides what survives (002's 0.015 gate),
-weighted min-max-normalised scores decide the order, and the session prior lets the best hits'
-sessions lift the other candidates formed there (measured on LoCoMo with bench/locomo.py)."""
+weighted min-max-normalised scores decide the order, the session prior lets the best hits'
+sessions lift the other candidates formed there (measured on LoCoMo with bench/locomo.py), and
+the identifier tier puts the candidates holding a query's exact identifier first."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from memory.identifiers import held
 from memory.models import ScoredFact
 
 Source = Literal["vector", "text"]
@@ -28,6 +30,24 @@ class Fused:
     rrf: float
     score: float
     session_prior: float = 0.0  # what the fact's session lent it (see ``with_session_prior``)
+    identifiers: int = 0  # how many of the queries' identifiers it holds (``with_identifier_tier``)
+
+
+def merged(lists: Sequence[RankedList]) -> list[RankedList]:
+    """One list per query and method: a query's text searches (its content words, and its
+    identifiers alone: ``memory.query_words.text_queries``) are one list, each fact at the best
+    score either gave it, so the text half weighs the same whether it took one search or two."""
+    facts: dict[tuple[int, Source], dict[str, ScoredFact]] = {}
+    for ranked in lists:
+        best = facts.setdefault((ranked.query_index, ranked.source), {})
+        for scored in ranked.facts:
+            fid = scored.fact.fact_id
+            if fid not in best or scored.score > best[fid].score:
+                best[fid] = scored
+    return [
+        RankedList(index, source, sorted(found.values(), key=lambda s: -s.score))
+        for (index, source), found in facts.items()
+    ]
 
 
 def rrf_scores(lists: Sequence[RankedList], k: int) -> dict[str, float]:
@@ -118,6 +138,28 @@ def with_session_prior(fused: Sequence[Fused], *, weight: float, hits: int) -> l
         lifted.append(Fused(f.hit, f.rrf, (f.score + gain) / (1 + weight), round(gain, 6)))
     lifted.sort(key=lambda x: (-x.score, -x.rrf, x.hit.fact.fact_id))
     return lifted
+
+
+def with_identifier_tier(fused: Sequence[Fused], wanted: frozenset[str]) -> list[Fused]:
+    """The candidates holding more of the queries' identifiers (``memory.identifiers``: keys such
+    as "4711" or "a17") first; within a tier, the fused order.
+
+    Why a tier and not one more weighted term: a fact that holds the exact number or code asked
+    about is the one meant, however its words and vector compare. Fused scores cannot say so:
+    among 10,000 facts "My favourite number {i} is {v}." every vector is about as close to the
+    query as every other, and the vector list's head carries 0.4 of the score whichever numbers
+    it holds. A tier needs no weight tuned against that; and a query without identifiers (almost
+    every conversational question: dates, times and durations are not identifiers) keeps its
+    order exactly. Only candidates already found within the turn's scopes move.
+    """
+    if not wanted or not fused:
+        return list(fused)
+    tiered = [
+        Fused(f.hit, f.rrf, f.score, f.session_prior, held(f.hit.fact.content, wanted))
+        for f in fused
+    ]
+    tiered.sort(key=lambda x: -x.identifiers)  # stable: the fused order within a tier
+    return tiered
 
 
 def _session_key(f: Fused) -> str:

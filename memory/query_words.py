@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+from memory.identifiers import search_terms
+
 _WORD = re.compile(r"\w+")
 # Function words, question words and the fragments of English contractions ("Caroline's" is
 # tokenised as "caroline" + "s"). Queries are questions and facts are statements, so on the text
@@ -27,3 +29,14 @@ def content_words(query: str) -> str:
     words = _WORD.findall(query)
     kept = [w for w in words if w.casefold() not in STOP_WORDS]
     return " ".join(kept or words)
+
+
+def text_queries(query: str) -> list[str]:
+    """What the text half of a search asks the store for one query: its content words, and its
+    identifiers' terms on their own (``memory.identifiers``) when it has any. A store ranks its
+    matches within a candidate cap (newest first on SQLite and PostgreSQL), so among 10,000 facts
+    holding "favourite number" the one holding "4711" may never be scored; asked alone, the rare
+    token matches only the facts that hold it."""
+    words = content_words(query)
+    exact = search_terms(query)
+    return [words, exact] if exact and exact != words else [words]

@@ -4,9 +4,13 @@ Pipeline, for 1..max_queries queries:
 1. one embedding call for all queries (vector and hybrid modes);
 2. per query, vector search and text search at once, both pre-filtered inside the store by the
    scopes the turn may see (``visible_scopes``: toggles and the group-chat rule). Each fetches
-   top_k × candidate_multiplier candidates. The text search gets the query's content words;
+   top_k × candidate_multiplier candidates. The text search gets the query's content words and,
+   when the query holds identifiers ("number 4711", "order A-17": ``memory.identifiers``), a
+   second text search gets those alone, so the fact holding a rare token is a candidate however
+   many facts share the query's other words;
 3. each list keeps only the candidates that pass its own threshold; the lists of every query and
-   both methods are fused (``fuse``) and deduplicated by fact id; best first, top_k;
+   both methods are fused (``fuse``) and deduplicated by fact id; best first; the candidates
+   holding the queries' identifiers first (``with_identifier_tier``); top_k;
 4. the returned facts are marked accessed (store.touch_facts).
 
 The gates (``search_gates``): the cosine and fused gates are the embedder's measured calibration
@@ -54,10 +58,19 @@ from pydantic import BaseModel, ConfigDict
 from memory.context import age_suffix, visible_scopes
 from memory.embedding.base import Embedder
 from memory.errors import EmbeddingMismatchError, InvalidInputError
-from memory.fusion import Fused, RankedList, Source, fuse, with_session_prior
+from memory.fusion import (
+    Fused,
+    RankedList,
+    Source,
+    fuse,
+    merged,
+    with_identifier_tier,
+    with_session_prior,
+)
+from memory.identifiers import identifier_keys
 from memory.input_rules import require_storable
 from memory.models import AgentConfig, FactFilter, FactScope, ScoredFact, SessionInfo
-from memory.query_words import content_words
+from memory.query_words import text_queries
 from memory.settings import RagSettings, Settings
 from memory.store.base import MemoryStore, Vector
 
@@ -213,15 +226,9 @@ async def _vector(
 
 
 async def _text(
-    store: MemoryStore,
-    index: int,
-    query: str,
-    flt: FactFilter,
-    *,
-    limit: int,
+    store: MemoryStore, index: int, query: str, words: str, flt: FactFilter, *, limit: int,
     threshold: float,
-) -> _Search:
-    words = content_words(query)
+) -> _Search:  # fmt: skip
     started = time.perf_counter()
     found = await store.text_search(words, flt, limit=limit)
     passed = [s for s in found if s.score >= threshold]
@@ -281,17 +288,20 @@ async def search_facts(
             ]  # fmt: skip
         if mode != "vector":
             calls += [
-                _text(store, i, q, flt, limit=limit, threshold=gates["text"])
+                _text(store, i, q, words, flt, limit=limit, threshold=gates["text"])
                 for i, q in enumerate(cleaned)
+                for words in text_queries(q)
             ]
         stage = time.perf_counter()
         searches = list(await asyncio.gather(*calls))
         timings["search"] = _ms(stage)
 
     stage = time.perf_counter()
-    lists = [RankedList(s.query_index, s.source, s.passed) for s in searches]
+    lists = merged([RankedList(s.query_index, s.source, s.passed) for s in searches])
     min_rrf = gates["rrf"]
-    fused = _ranked(lists, rag, min_rrf)
+    # Only the modes with a text half rank by identifiers: vector mode is the embedder's alone.
+    exact = identifier_keys(cleaned) if mode != "vector" else frozenset()
+    fused = _ranked(lists, rag, min_rrf, exact)
     best = fused[:wanted]
     timings["fuse"] = _ms(stage)
 
@@ -333,10 +343,14 @@ async def search_facts(
     )
 
 
-def _ranked(lists: Sequence[RankedList], rag: RagSettings, min_rrf: float) -> list[Fused]:
-    """The fused candidates that pass the gate, best first, after the session prior."""
+def _ranked(
+    lists: Sequence[RankedList], rag: RagSettings, min_rrf: float, exact: frozenset[str]
+) -> list[Fused]:
+    """The fused candidates that pass the gate, best first, after the session prior, those
+    holding the queries' identifiers first."""
     fused = fuse(lists, k=rag.rrf_k, weights=HYBRID_WEIGHTS, min_rrf=min_rrf)
-    return with_session_prior(fused, weight=rag.session_prior_weight, hits=rag.session_prior_hits)
+    prior = with_session_prior(fused, weight=rag.session_prior_weight, hits=rag.session_prior_hits)
+    return with_identifier_tier(prior, exact)
 
 
 def _best_scores(searches: Sequence[_Search]) -> dict[Source, dict[str, float]]:
