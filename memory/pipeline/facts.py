@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-
 from memory import transcript
 from memory.dates import resolve_relative_dates
 from memory.deps import Deps
@@ -113,16 +111,12 @@ async def find_candidates(deps: Deps, window: Window, facts: list[NewFact]) -> C
     if not facts or not cfg.dedup_enabled:
         return CandidatesResult(by_new_index={})
     vectors, calls = await embed_cached(deps.store, deps.embedder, [f.content for f in facts])
-    searches = [
-        deps.store.vector_search(
-            vectors[f.content],
-            dedup_filter(window.agent_id, window.fact_scopes, window.user_id),
-            limit=cfg.dedup_candidates,
-            min_score=dedup_gate(cfg, deps.embedder),
-        )
-        for f in facts
-    ]
-    found = await asyncio.gather(*searches)
+    found = await deps.store.vector_searches(
+        [vectors[f.content] for f in facts],
+        dedup_filter(window.agent_id, window.fact_scopes, window.user_id),
+        limit=cfg.dedup_candidates,
+        min_score=dedup_gate(cfg, deps.embedder),
+    )
     by_index = {
         f.index: [
             SimilarFact(

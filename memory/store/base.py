@@ -15,6 +15,7 @@ runs them inside each backend's transaction.
 from __future__ import annotations
 
 import abc
+import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -172,6 +173,18 @@ class MemoryStore(LifecycleContract):
 
         The filter is applied inside the search. Raises EmbeddingMismatchError when the query's
         dimension differs from the stored facts'."""
+
+    async def vector_searches(
+        self, queries: Sequence[Vector], flt: FactFilter, *, limit: int, min_score: float = -1.0
+    ) -> list[list[ScoredFact]]:
+        """``vector_search`` of each query, in order: a formation's dedup candidates, one list per
+        new fact. A backend that can answer them in one read (one snapshot, one round trip)
+        overrides this; the answers are the same."""
+        return list(
+            await asyncio.gather(
+                *(self.vector_search(q, flt, limit=limit, min_score=min_score) for q in queries)
+            )
+        )
 
     @abc.abstractmethod
     async def text_search(self, query: str, flt: FactFilter, *, limit: int) -> list[ScoredFact]:

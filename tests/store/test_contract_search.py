@@ -95,6 +95,30 @@ async def test_vector_search_rejects_another_dimension(store: MemoryStore) -> No
         await store.vector_search(vec(1, 0)[:3], user_filter(), limit=5)
 
 
+async def test_vector_searches_answer_each_query_as_vector_search_does(store: MemoryStore) -> None:
+    former = await Former(store).start()
+    await former.form(
+        add("same", "Fact same", unit(1, 0)),
+        add("close", "Fact close", unit(0.6, 0.8)),
+        add("orthogonal", "Fact orthogonal", unit(0, 1)),
+    )
+    queries = [vec(1, 0), vec(0, 1), vec(-1, 0), vec(1, 0)]
+
+    many = await store.vector_searches(queries, user_filter(), limit=2, min_score=-0.5)
+
+    one_by_one = [
+        await store.vector_search(q, user_filter(), limit=2, min_score=-0.5) for q in queries
+    ]
+    assert [[(h.fact.fact_id, round(h.score, 5)) for h in hits] for hits in many] == [
+        [(h.fact.fact_id, round(h.score, 5)) for h in hits] for hits in one_by_one
+    ]
+    assert [h.fact.fact_id for h in many[1]] == ["orthogonal", "close"]
+    assert many[2] == [] or all(h.score >= -0.5 for h in many[2])
+    assert await store.vector_searches([], user_filter(), limit=2) == []
+    with pytest.raises(EmbeddingMismatchError):
+        await store.vector_searches([vec(1, 0), vec(1, 0)[:3]], user_filter(), limit=2)
+
+
 # ---------------------------------------------------------------- text search
 
 

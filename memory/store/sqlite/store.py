@@ -255,16 +255,32 @@ class SQLiteStore(SQLiteListings, SQLiteThread, PlannedStore):
     async def vector_search(
         self, query: Vector, flt: FactFilter, *, limit: int, min_score: float = -1.0
     ) -> list[ScoredFact]:
-        vector = np.asarray(query, dtype=np.float32).reshape(-1)
+        [hits] = await self.vector_searches([query], flt, limit=limit, min_score=min_score)
+        return hits
 
-        def search(conn: sqlite3.Connection) -> list[ScoredFact]:
+    async def vector_searches(
+        self, queries: Sequence[Vector], flt: FactFilter, *, limit: int, min_score: float = -1.0
+    ) -> list[list[ScoredFact]]:
+        """All of them in one read transaction: one look at the index's freshness, one load of
+        the facts found."""
+        vectors = [np.asarray(q, dtype=np.float32).reshape(-1) for q in queries]
+
+        def search(conn: sqlite3.Connection) -> list[list[ScoredFact]]:
             meta = read_embedding_meta(conn)
             if meta is None:
-                return []
-            check_query_dimension(meta, vector.size)
-            hits = self._vectors.search(conn, vector, flt, limit=limit, min_score=min_score)
-            facts = {fact.fact_id: fact for fact in facts_by_id(conn, [h[0] for h in hits])}
-            return [ScoredFact(fact=facts[fid], score=score) for fid, score in hits if fid in facts]
+                return [[] for _ in vectors]
+            for vector in vectors:
+                check_query_dimension(meta, vector.size)
+            hits = [
+                self._vectors.search(conn, v, flt, limit=limit, min_score=min_score)
+                for v in vectors
+            ]
+            wanted = list(dict.fromkeys(fid for found in hits for fid, _ in found))
+            facts = {fact.fact_id: fact for fact in facts_by_id(conn, wanted)}
+            return [
+                [ScoredFact(fact=facts[fid], score=score) for fid, score in found if fid in facts]
+                for found in hits
+            ]
 
         return await self._read(search)
 
