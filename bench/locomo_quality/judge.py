@@ -74,6 +74,12 @@ def load_judge_prompt(path: Path | None) -> str:
     return text
 
 
+# The memory's ages ("said 3 March 2024, 997d ago") count from the wall clock: they change from
+# one day to the next while the question and its memories do not. The cache key leaves them out,
+# so a recorded answer still answers the same question tomorrow (the request sent keeps them).
+_AGE = re.compile(r"\b\d+[smhd] ago\b|\bjust now\b")
+
+
 class DiskCache:
     """One JSON file per request under ``root``, written atomically (tmp + rename)."""
 
@@ -84,7 +90,7 @@ class DiskCache:
     @staticmethod
     def key(request: dict[str, Any]) -> str:
         canonical = json.dumps(request, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-        return hashlib.sha256(canonical.encode()).hexdigest()
+        return hashlib.sha256(_AGE.sub("<age>", canonical).encode()).hexdigest()
 
     def _path(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.json"

@@ -1,0 +1,106 @@
+"""bench/quality.py replaying a real small model offline: Qwen2.5-Coder-1.5B-Instruct (Q4_K_M,
+llama.cpp via xllamacpp, 8,192-token context) recorded on the hand-made conversation of
+tests/bench/fixtures (not LoCoMo data) with ``--model-cache``, its answers and judge verdicts
+served back from tests/bench/fixtures/real-model. The workers form memories through the
+OpenAI-compatible provider exactly as they did against the model; a request the recording does
+not hold fails the run (``--replay``: no model server), so a prompt change shows here first.
+
+Re-record (about 20 minutes on 2 cores) after changing a prompt or the formation path:
+
+    python bench/local_model.py serve --ctx 8192        # then the MNEMOS_MODELS__* it prints
+    export MNEMOS_MODELS__CONTEXT_TOKENS=8192
+    python bench/quality.py --data tests/bench/fixtures/tiny_locomo.json \\
+        --provider openai-compatible --workers 1 --triggers session-end \\
+        --model-cache tests/bench/fixtures/real-model/formation \\
+        --cache tests/bench/fixtures/real-model/eval --eval-base-url URL --eval-api-key local \\
+        --answer-model qwen2.5-coder-1.5b-instruct-q4_k_m \\
+        --judge-model qwen2.5-coder-1.5b-instruct-q4_k_m
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from bench.locomo_quality.judge import DiskCache
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = Path(__file__).parent / "fixtures"
+RECORDED = FIXTURES / "real-model"
+MODEL = "qwen2.5-coder-1.5b-instruct-q4_k_m"
+
+
+def _replay(tmp_path: Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    shutil.copytree(RECORDED, tmp_path / "recorded")  # replay never writes, but never risk it
+    details = tmp_path / "details.jsonl"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMOS_")}
+    env |= {
+        "MNEMOS_MODELS__OPENAI_FAST": MODEL,
+        "MNEMOS_MODELS__OPENAI_STANDARD": MODEL,
+        "MNEMOS_MODELS__OPENAI_PREMIUM": MODEL,
+        "MNEMOS_MODELS__CONTEXT_TOKENS": "8192",
+        "MNEMOS_BENCH_EVAL_API_KEY": "local",
+    }
+    done = subprocess.run(
+        [
+            sys.executable, "bench/quality.py", "--data", str(FIXTURES / "tiny_locomo.json"),
+            "--provider", "openai-compatible", "--workers", "1", "--triggers", "session-end",
+            "--model-cache", str(tmp_path / "recorded" / "formation"), "--replay",
+            "--cache", str(tmp_path / "recorded" / "eval"),
+            "--answer-model", MODEL, "--judge-model", MODEL,
+            # Nothing listens there: every answer and verdict must come from the recording.
+            "--eval-base-url", "http://127.0.0.1:9/v1",
+            "--details", str(details),
+        ],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=240,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    out: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    rows = {r["question"]: r for r in map(json.loads, details.read_text().splitlines())}
+    return out, rows
+
+
+def test_a_recorded_small_model_forms_the_same_memories_offline(tmp_path: Path) -> None:
+    out, rows = _replay(tmp_path)
+
+    # Every model answer came from the recording, none was missing, nothing degraded.
+    assert (out["model_answers_replayed"], out["model_answers_asked"]) == (11, 0)
+    assert out["model_answers_missing"] == 0
+    assert (out["eval_cached"], out["eval_requests"]) == (8, 0)
+    assert out["failed_runs"] == 0 and out["degraded_runs"] == 0
+    assert out["workflows"] == {"ConsolidateScope": 4, "EndSession": 4, "FormMemories": 4}
+    assert out["provider"] == "openai_compatible" and out["triggers"] == "session-end"
+    # What the 1.5B model kept, measured as on LoCoMo: 7 of 8 evidence turns among the top facts;
+    # its own judge found 2 of 4 answers right (it judged "Biscuit" wrong for Ben's dog).
+    assert out["facts"] == 11
+    assert out["evidence_recall_at_10"] == 0.875
+    assert out["j"] == 0.5
+
+    lives = rows["Where does Ana live?"]
+    assert {"content": "Ana lives in Lisbon now, near the river.", "scope": "user",
+            "sources": ["D1:3"]} in lives["facts"]  # fmt: skip
+    assert (lives["generated"], lives["correct"]) == ("Lisbon", True)
+    dog = rows["What is the name of Ben's dog?"]
+    # "on Saturday", said on Sunday 3 March 2024, stands on its own in time.
+    assert any(
+        f["content"] == "Ben adopted a beagle called Biscuit on 2 March 2024."
+        and f["sources"] == ["D1:2"]
+        for f in dog["facts"]
+    )
+    # The multi-hop question's second city was never formed into a fact: half its evidence.
+    both = rows["Which cities do Ana's sister and Ben's marathon take them to?"]
+    assert both["evidence_recall_at_10"] == 0.5
+
+
+def test_a_cached_answer_outlives_the_ages_in_its_prompt() -> None:
+    def asked(age: str, question: str = "Where?") -> dict[str, Any]:
+        said = f"- [user] Ana lives in Lisbon. (said 3 March 2024, {age})\n\nQuestion: {question}"
+        return {"model": MODEL, "messages": [{"role": "user", "content": said}]}
+
+    assert DiskCache.key(asked("979d ago")) == DiskCache.key(asked("980d ago"))
+    assert DiskCache.key(asked("979d ago")) != DiskCache.key(asked("979d ago", "When?"))
