@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import cast
 
 from pymongo.asynchronous.client_session import AsyncClientSession
@@ -170,3 +171,22 @@ async def read_snapshot[S](db: AsyncDatabase[Doc], s: AsyncClientSession, reques
         case _:
             snapshot = await lifecycle_snapshot(db, s, request)
     return cast(S, snapshot)
+
+
+async def recent_fact_docs(
+    db: AsyncDatabase[Doc], match: Doc, since: datetime, limit: int
+) -> list[Doc]:
+    """The context FIFO (MemoryStore.recent_facts): MongoDB cannot index coalesce(said_at,
+    updated_at), so its two halves are read in index order, at most ``limit`` of each, and
+    merged: the facts said since ``since`` (index facts_said), and those without said_at updated
+    since (index agent_id, updated_at)."""
+    halves = (
+        ({"$and": [match, {"said_at": {"$gte": ts(since)}}]}, "said_at"),
+        ({"$and": [match, {"said_at": None}, {"updated_at": {"$gte": ts(since)}}]}, "updated_at"),
+    )
+    docs: list[Doc] = []
+    for query, field in halves:
+        cursor = db.facts.find(query, NO_VECTOR).sort([(field, -1), ("ins", -1)]).limit(limit)
+        docs += [doc async for doc in cursor]
+    docs.sort(key=lambda d: (d.get("said_at") or d["updated_at"], d["ins"]), reverse=True)
+    return docs[:limit]

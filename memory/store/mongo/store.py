@@ -52,7 +52,13 @@ from memory.store.mongo.docs import (
 from memory.store.mongo.indexes import PLAIN_COLLECTIONS, REGULAR_INDEXES
 from memory.store.mongo.lifecycle_reads import export_data, read_epochs, user_agents
 from memory.store.mongo.listings import MongoListings
-from memory.store.mongo.reads import read_embedding_meta, read_snapshot, read_state, reflection
+from memory.store.mongo.reads import (
+    read_embedding_meta,
+    read_snapshot,
+    read_state,
+    recent_fact_docs,
+    reflection,
+)
 from memory.store.mongo.reembed import (
     pending_reembeds,
     put_side_vectors,
@@ -267,12 +273,7 @@ class MongoStore(MongoListings, PlannedStore):
         match = fact_match(flt)
         if match is None or limit <= 0:
             return []
-        cursor = (
-            self._db.facts.find({**match, "updated_at": {"$gte": ts(since)}}, NO_VECTOR)
-            .sort([("updated_at", -1), ("ins", -1)])
-            .limit(limit)
-        )
-        return [fact_from_doc(doc) async for doc in cursor]
+        return [fact_from_doc(d) for d in await recent_fact_docs(self._db, match, since, limit)]
 
     async def touch_facts(self, fact_ids: Sequence[str], at: datetime) -> None:
         ids = list(dict.fromkeys(fact_ids))

@@ -235,8 +235,9 @@ class PostgresStore(PostgresPool, PlannedStore):
         return await self._one(
             lambda conn: listed_facts(
                 conn, flt, valid_only=True,
-                extra="AND f.updated_at >= %(since)s ORDER BY f.updated_at DESC, f.ord DESC "
-                "LIMIT %(limit)s",
+                # The expression of the facts_said index (schema migration 3).
+                extra="AND coalesce(f.said_at, f.updated_at) >= %(since)s "
+                "ORDER BY coalesce(f.said_at, f.updated_at) DESC, f.ord DESC LIMIT %(limit)s",
                 params={"since": since, "limit": max(limit, 0)},
             )
         )  # fmt: skip

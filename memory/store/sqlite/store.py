@@ -57,8 +57,10 @@ from memory.store.sqlite.reembed import (
 )
 from memory.store.sqlite.schema import (
     ADDED_COLUMNS,
+    AFTER_ADDED_COLUMNS,
     DDL,
     MIGRATE_1_TO_2,
+    SAID_OR_UPDATED,
     SCHEMA_VERSION,
     needs_migration,
 )
@@ -105,6 +107,7 @@ class SQLiteStore(SQLiteListings, SQLiteThread, PlannedStore):
             for table, column, declaration in ADDED_COLUMNS:
                 if column not in {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}:
                     conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
+            conn.executescript(AFTER_ADDED_COLUMNS)
             conn.execute(
                 "INSERT INTO meta (key, value) VALUES ('schema_version', ?) "
                 "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
@@ -274,8 +277,8 @@ class SQLiteStore(SQLiteListings, SQLiteThread, PlannedStore):
     async def recent_facts(self, flt: FactFilter, *, since: datetime, limit: int) -> list[Fact]:
         where, params = fact_filter_sql(flt)
         rows = await self._rows(
-            f"SELECT {fact_columns('f')} FROM facts AS f WHERE {where} AND f.updated_at >= ? "
-            "ORDER BY f.updated_at DESC, f.rowid DESC LIMIT ?",
+            f"SELECT {fact_columns('f')} FROM facts AS f WHERE {where} AND {SAID_OR_UPDATED} >= ? "
+            f"ORDER BY {SAID_OR_UPDATED} DESC, f.rowid DESC LIMIT ?",
             (*params, to_us(since), max(limit, 0)),
         )
         return [fact_from_row(row) for row in rows]
