@@ -23,7 +23,7 @@ from memory.store.mongo.docs import (
     session_from_doc,
     state_from_doc,
 )
-from memory.store.mongo.writes import EMBEDDING_META_ID
+from memory.store.mongo.reembed import read_embedding_meta
 from memory.store.rules import Request
 from memory.store.rules.erasure import (
     ALL_AGENTS,
@@ -92,10 +92,9 @@ async def _fact_snapshot(
         query = {"agent_id": agent_id, "hash": hash_, "invalidated": False}
         async for doc in db.facts.find(query, NO_VECTOR, session=s):
             valid.add((doc["agent_id"], doc.get("user_id") or "", doc["scope"], doc["hash"]))
-    meta = await db.meta.find_one({"_id": EMBEDDING_META_ID}, session=s)
     return FactImportSnapshot(
         frozenset(existing), frozenset(valid),
-        None if meta is None else (meta["model"], int(meta["dimension"])),
+        await read_embedding_meta(db, s),
         await _pair_epochs(db, req.pairs, s),
     )  # fmt: skip
 

@@ -21,7 +21,7 @@ from memory.store.mongo.docs import (
 )
 from memory.store.mongo.lifecycle_reads import lifecycle_snapshot, read_epochs
 from memory.store.mongo.listings import api_key
-from memory.store.mongo.writes import EMBEDDING_META_ID
+from memory.store.mongo.reembed import count_pending_reembeds, read_embedding_meta
 from memory.store.rules import (
     ApiKeyRequest,
     ConsolidationRequest,
@@ -36,6 +36,7 @@ from memory.store.rules import (
     Request,
 )
 from memory.store.rules.recheck import reflection_text_key
+from memory.store.rules.reembed import SwitchRequest
 
 Session = AsyncClientSession | None
 
@@ -47,11 +48,6 @@ async def read_state(
         {"session_id": session_id, "agent_id": agent_id}, session=session
     )
     return None if doc is None else state_from_doc(doc)
-
-
-async def read_embedding_meta(db: AsyncDatabase[Doc], session: Session) -> tuple[str, int] | None:
-    doc = await db.meta.find_one({"_id": EMBEDDING_META_ID}, session=session)
-    return None if doc is None else (doc["model"], int(doc["dimension"]))
 
 
 async def find_facts(db: AsyncDatabase[Doc], query: Doc, session: Session) -> list[Fact]:
@@ -168,6 +164,8 @@ async def read_snapshot[S](db: AsyncDatabase[Doc], s: AsyncClientSession, reques
             snapshot = ConsolidationSnapshot(0 if doc is None else int(doc["version"]), buffered)
         case ApiKeyRequest(key_id=key_id):
             snapshot = await api_key(db, key_id, s)
+        case SwitchRequest(model=model):
+            snapshot = await count_pending_reembeds(db, model, s)
         case _:
             snapshot = await lifecycle_snapshot(db, s, request)
     return cast(S, snapshot)

@@ -53,7 +53,6 @@ from memory.store.mongo.indexes import PLAIN_COLLECTIONS, REGULAR_INDEXES
 from memory.store.mongo.lifecycle_reads import export_data, read_epochs, user_agents
 from memory.store.mongo.listings import MongoListings
 from memory.store.mongo.reads import (
-    read_embedding_meta,
     read_snapshot,
     read_state,
     recent_fact_docs,
@@ -62,7 +61,7 @@ from memory.store.mongo.reads import (
 from memory.store.mongo.reembed import (
     pending_reembeds,
     put_side_vectors,
-    switch_to_side_vectors,
+    read_embedding_meta,
 )
 from memory.store.mongo.search import AtlasMode, FactSearch, fact_match
 from memory.store.mongo.sessions import (
@@ -99,7 +98,6 @@ class MongoStore(MongoListings, PlannedStore):
         self._db = client.get_database(database, codec_options=CodecOptions(document_class=dict))
         self._owns_client = owns_client
         self._search = FactSearch(self._db.facts, atlas_search)
-        self._meta: tuple[str, int] | None = None  # set once; changed only by a re-embed switch
 
     @classmethod
     def from_uri(cls, uri: str, *, database: str, atlas_search: AtlasMode = "auto") -> MongoStore:
@@ -283,31 +281,18 @@ class MongoStore(MongoListings, PlannedStore):
                 {"$inc": {"access_count": 1}, "$set": {"last_accessed_at": ts(at)}},
             )
 
-    async def embedding_meta(self) -> tuple[str, int] | None:
-        if self._meta is None:
-            self._meta = await read_embedding_meta(self._db, None)
-        return self._meta
+    async def _read_embedding_meta(self) -> tuple[str, int] | None:
+        return await read_embedding_meta(self._db, None)
 
     # ------------------------------------------------------------ re-embedding
 
     async def reembed_pending(self, model: str, *, limit: int) -> list[ReembedItem]:
         return (await pending_reembeds(self._db, model, max(limit, 0)))[0]
 
-    async def count_reembed_pending(self, model: str) -> tuple[int, int]:
-        left, total = await pending_reembeds(self._db, model, -1)
-        return len(left), total
-
     async def put_reembedded(
         self, model: str, vectors: Sequence[tuple[ReembedItem, Vector]]
     ) -> None:
         await put_side_vectors(self._db, model, vectors)
-
-    async def switch_embedding(self, model: str, dimension: int) -> int:
-        switched = await run_transaction(
-            self._db, lambda s: switch_to_side_vectors(self._db, model, dimension, s)
-        )
-        self._meta = None
-        return switched
 
     # ------------------------------------------------------------ reflections and blobs
 

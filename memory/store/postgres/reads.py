@@ -17,6 +17,7 @@ from memory.store.postgres.codec import (
 )
 from memory.store.postgres.lifecycle_reads import buffered_counts, lifecycle_snapshot, read_epochs
 from memory.store.postgres.pool import Conn, embedding_meta, fetch, fetch_one
+from memory.store.postgres.reembed import count_pending_reembeds
 from memory.store.rules import (
     ApiKeyRequest,
     ConsolidationRequest,
@@ -31,6 +32,7 @@ from memory.store.rules import (
     Request,
 )
 from memory.store.rules.recheck import reflection_text_key
+from memory.store.rules.reembed import SwitchRequest
 
 
 async def read_state(conn: Conn, session_id: str, agent_id: str) -> SessionAgentState | None:
@@ -185,6 +187,8 @@ async def read_snapshot[S](conn: Conn, request: Request[S]) -> S:
             )
         case ApiKeyRequest(key_id=key_id):
             snapshot = await api_key(conn, key_id)
+        case SwitchRequest(model=model):
+            snapshot = await count_pending_reembeds(conn, model)
         case _:
             snapshot = await lifecycle_snapshot(conn, request)
     return cast(S, snapshot)

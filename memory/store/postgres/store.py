@@ -44,10 +44,8 @@ from memory.store.postgres.lifecycle_reads import export_data, read_epochs, user
 from memory.store.postgres.pool import Conn, PostgresPool, connect, embedding_meta
 from memory.store.postgres.reads import api_key, facts_by_id, read_snapshot, read_state, reflection
 from memory.store.postgres.reembed import (
-    count_pending_reembeds,
     pending_reembeds,
     put_side_vectors,
-    switch_to_side_vectors,
 )
 from memory.store.postgres.schema import hnsw_index_sql, migrate
 from memory.store.postgres.search import (
@@ -74,7 +72,6 @@ class PostgresStore(PostgresPool, PlannedStore):
 
     def __init__(self, dsn: str, *, pool_size: int = 10, ef_search: int = 100) -> None:
         super().__init__(dsn, pool_size=pool_size, ef_search=ef_search)
-        self._meta: tuple[str, int] | None = None  # set once; changed only by a re-embed switch
 
     async def _transact[S, R](self, request: Request[S], plan: Callable[[S], Plan[R]]) -> R:
         async def body(conn: Conn) -> R:
@@ -255,28 +252,18 @@ class PostgresStore(PostgresPool, PlannedStore):
         if ids:
             await self._write(touch)
 
-    async def embedding_meta(self) -> tuple[str, int] | None:
-        if self._meta is None:
-            self._meta = await self._one(embedding_meta)
-        return self._meta
+    async def _read_embedding_meta(self) -> tuple[str, int] | None:
+        return await self._one(embedding_meta)
 
     # ------------------------------------------------------------ re-embedding
 
     async def reembed_pending(self, model: str, *, limit: int) -> list[ReembedItem]:
         return await self._read(lambda conn: pending_reembeds(conn, model, limit))
 
-    async def count_reembed_pending(self, model: str) -> tuple[int, int]:
-        return await self._read(lambda conn: count_pending_reembeds(conn, model))
-
     async def put_reembedded(
         self, model: str, vectors: Sequence[tuple[ReembedItem, Vector]]
     ) -> None:
         await self._write(lambda conn: put_side_vectors(conn, model, vectors))
-
-    async def switch_embedding(self, model: str, dimension: int) -> int:
-        switched = await self._write(lambda conn: switch_to_side_vectors(conn, model, dimension))
-        self._meta = None
-        return switched
 
     # ------------------------------------------------------------ reflections and blobs
 

@@ -17,6 +17,7 @@ from memory.store.postgres.codec import (
     vector_param,
 )
 from memory.store.postgres.pool import Conn, bump_version
+from memory.store.postgres.reembed import swap_side_vectors
 from memory.store.postgres.schema import hnsw_index_sql
 from memory.store.rules import lifecycle_writes as lw
 from memory.store.rules import writes as w
@@ -70,6 +71,8 @@ async def _apply(conn: Conn, write: w.Write) -> None:
     match write:
         case w.PutFact():
             await conn.execute(_INSERT_FACT if write.new else _UPDATE_FACT, _fact_params(write))
+        case w.SwapSideVectors(model=model, dimension=dimension):
+            await swap_side_vectors(conn, model, dimension)
         case w.SetEmbeddingMeta(model=model, dimension=dimension):
             await cur.executemany(
                 "INSERT INTO meta (key, value) VALUES (%s, %s)",

@@ -21,6 +21,7 @@ from memory.store.rules import (
     Request,
 )
 from memory.store.rules.recheck import reflection_text_key
+from memory.store.rules.reembed import SwitchRequest
 from memory.store.sqlite.codec import (
     FACT_COLUMNS,
     STATE_SQL,
@@ -34,6 +35,7 @@ from memory.store.sqlite.codec import (
 from memory.store.sqlite.lifecycle_reads import lifecycle_snapshot, read_epochs
 from memory.store.sqlite.listings import api_key
 from memory.store.sqlite.meta import read_embedding_meta, rows_in
+from memory.store.sqlite.reembed import count_pending_reembeds
 from memory.store.sqlite.search import facts_by_id
 
 
@@ -173,6 +175,8 @@ def read_snapshot[S](conn: sqlite3.Connection, request: Request[S]) -> S:
             snapshot = ConsolidationSnapshot(0 if row is None else int(row[0]), len(buffered))
         case ApiKeyRequest(key_id=key_id):
             snapshot = api_key(conn, key_id)
+        case SwitchRequest(model=model):
+            snapshot = count_pending_reembeds(conn, model)
         case _:
             snapshot = lifecycle_snapshot(conn, request)
     return cast(S, snapshot)

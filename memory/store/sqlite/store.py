@@ -50,10 +50,8 @@ from memory.store.sqlite.listings import SQLiteListings
 from memory.store.sqlite.meta import read_embedding_meta, rows_in
 from memory.store.sqlite.reads import read_snapshot, read_state, reflection
 from memory.store.sqlite.reembed import (
-    count_pending_reembeds,
     pending_reembeds,
     put_side_vectors,
-    switch_to_side_vectors,
 )
 from memory.store.sqlite.schema import (
     ADDED_COLUMNS,
@@ -85,7 +83,6 @@ class SQLiteStore(SQLiteListings, SQLiteThread, PlannedStore):
     def __init__(self, path: str | os.PathLike[str]) -> None:
         super().__init__(path)
         self._vectors = VectorCache()
-        self._meta: tuple[str, int] | None = None  # set once; changed only by a re-embed switch
         self._closed = False
 
     async def _transact[S, R](self, request: Request[S], plan: Callable[[S], Plan[R]]) -> R:
@@ -288,28 +285,18 @@ class SQLiteStore(SQLiteListings, SQLiteThread, PlannedStore):
         if ids := list(dict.fromkeys(fact_ids)):
             await self._write(lambda conn: rows_in(conn, sql, ids, to_us(at)))
 
-    async def embedding_meta(self) -> tuple[str, int] | None:
-        if self._meta is None:
-            self._meta = await self._read(read_embedding_meta)
-        return self._meta
+    async def _read_embedding_meta(self) -> tuple[str, int] | None:
+        return await self._read(read_embedding_meta)
 
     # ------------------------------------------------------------ re-embedding
 
     async def reembed_pending(self, model: str, *, limit: int) -> list[ReembedItem]:
         return await self._read(lambda conn: pending_reembeds(conn, model, limit))
 
-    async def count_reembed_pending(self, model: str) -> tuple[int, int]:
-        return await self._read(lambda conn: count_pending_reembeds(conn, model))
-
     async def put_reembedded(
         self, model: str, vectors: Sequence[tuple[ReembedItem, Vector]]
     ) -> None:
         await self._write(lambda conn: put_side_vectors(conn, model, vectors))
-
-    async def switch_embedding(self, model: str, dimension: int) -> int:
-        switched = await self._write(lambda conn: switch_to_side_vectors(conn, model, dimension))
-        self._meta = None
-        return switched
 
     # ------------------------------------------------------------ reflections and blobs
 
