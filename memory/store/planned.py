@@ -166,18 +166,7 @@ class PlannedStore(PlannedLifecycle):
             lambda current: plan_delete_reflection(reflection_id, current),
         )
 
-    # ------------------------------------------------------------ embedding meta and re-embedding
-
-    _meta: tuple[str, int] | None = None  # read once; changed only by a re-embed switch
-
-    @abc.abstractmethod
-    async def _read_embedding_meta(self) -> tuple[str, int] | None:
-        """The stored (model, dimension), read from the database."""
-
-    async def embedding_meta(self) -> tuple[str, int] | None:
-        if self._meta is None:
-            self._meta = await self._read_embedding_meta()
-        return self._meta
+    # ------------------------------------------------------------ re-embedding
 
     async def count_reembed_pending(self, model: str) -> tuple[int, int]:
         # What the switch would find, read in the same kind of transaction, writing nothing.

@@ -296,16 +296,17 @@ class MongoStore(MongoListings, PlannedStore):
 
     # ------------------------------------------------------------ reflections and blobs
 
-    async def unabsorbed_reflections(
-        self, key: ScopeKey, *, limit: int | None = None, newest_first: bool = False
+    async def _reflections(
+        self, key: ScopeKey, *, buffered_only: bool, newest_first: bool, limit: int | None
     ) -> list[Reflection]:
+        query: Doc = {"scope_key": key.key}
+        if buffered_only:
+            query["absorbed_into_version"] = None
         direction = -1 if newest_first else 1
-        cursor = self._db.reflections.find(
-            {"scope_key": key.key, "absorbed_into_version": None}
-        ).sort([("formed_at", direction), ("ins", direction)])
+        cursor = self._db.reflections.find(query).sort(
+            [("formed_at", direction), ("ins", direction)]
+        )
         if limit is not None:
-            if limit <= 0:
-                return []
             cursor = cursor.limit(limit)
         return [reflection_from_doc(doc) async for doc in cursor]
 
@@ -318,13 +319,9 @@ class MongoStore(MongoListings, PlannedStore):
         doc = await self._db.consolidated.find_one({"_id": key.key})
         return None if doc is None else consolidated_from_doc(doc)
 
-    async def scope_versions(self, keys: Sequence[str]) -> dict[str, int]:
-        wanted = list(dict.fromkeys(keys))
-        versions = dict.fromkeys(wanted, 0)
-        if wanted:
-            async for doc in self._db.scope_versions.find({"_id": {"$in": wanted}}):
-                versions[doc["_id"]] = int(doc["version"])
-        return versions
+    async def _stored_scope_versions(self, keys: Sequence[str]) -> dict[str, int]:
+        cursor = self._db.scope_versions.find({"_id": {"$in": list(keys)}})
+        return {doc["_id"]: int(doc["version"]) async for doc in cursor}
 
     # ------------------------------------------------------------ management reads
 
@@ -349,28 +346,13 @@ class MongoStore(MongoListings, PlannedStore):
     async def get_reflection(self, reflection_id: str) -> Reflection | None:
         return await reflection(self._db, reflection_id)
 
-    async def list_reflections(
-        self, key: ScopeKey, *, include_absorbed: bool = False, limit: int = 100
-    ) -> list[Reflection]:
-        if limit <= 0:
-            return []
-        query: Doc = {"scope_key": key.key}
-        if not include_absorbed:
-            query["absorbed_into_version"] = None
-        cursor = (
-            self._db.reflections.find(query)
-            .sort([("formed_at", DESCENDING), ("ins", DESCENDING)])
-            .limit(limit)
-        )
-        return [reflection_from_doc(doc) async for doc in cursor]
-
     # ------------------------------------------------------------ data lifecycle reads
 
     async def _user_agents(self, user_id: str) -> list[str]:
         return await user_agents(self._db, user_id)
 
-    async def erasure_epochs(self, agent_id: str, user_ids: Sequence[str]) -> dict[str, int]:
-        return await read_epochs(self._db, agent_id, list(dict.fromkeys(user_ids)))
+    async def _erasure_epochs(self, agent_id: str, user_ids: list[str]) -> dict[str, int]:
+        return await read_epochs(self._db, agent_id, user_ids)
 
     async def export_data(
         self, *, agent_id: str | None, user_id: str | None, messages: bool

@@ -267,14 +267,15 @@ class PostgresStore(PostgresPool, PlannedStore):
 
     # ------------------------------------------------------------ reflections and blobs
 
-    async def unabsorbed_reflections(
-        self, key: ScopeKey, *, limit: int | None = None, newest_first: bool = False
+    async def _reflections(
+        self, key: ScopeKey, *, buffered_only: bool, newest_first: bool, limit: int | None
     ) -> list[Reflection]:
+        buffered = " AND absorbed_into_version IS NULL" if buffered_only else ""
         order = "DESC" if newest_first else "ASC"
         rows = await self._rows(
-            "SELECT * FROM reflections WHERE scope_key = %s AND absorbed_into_version IS NULL "
+            f"SELECT * FROM reflections WHERE scope_key = %s{buffered} "
             f"ORDER BY formed_at {order}, ord {order} LIMIT %s",
-            (key.key, None if limit is None else max(limit, 0)),  # NULL: no limit
+            (key.key, limit),  # NULL: no limit
         )
         return [reflection_from_row(row) for row in rows]
 
@@ -290,12 +291,11 @@ class PostgresStore(PostgresPool, PlannedStore):
         rows = await self._rows("SELECT body FROM consolidated WHERE scope_key = %s", (key.key,))
         return consolidated_from_row(rows[0]) if rows else None
 
-    async def scope_versions(self, keys: Sequence[str]) -> dict[str, int]:
-        wanted = distinct(keys)
+    async def _stored_scope_versions(self, keys: Sequence[str]) -> dict[str, int]:
         rows = await self._rows(
-            "SELECT key, version FROM scope_versions WHERE key = ANY(%s)", (wanted,)
+            "SELECT key, version FROM scope_versions WHERE key = ANY(%s)", (list(keys),)
         )
-        return dict.fromkeys(wanted, 0) | {row["key"]: int(row["version"]) for row in rows}
+        return {row["key"]: int(row["version"]) for row in rows}
 
     # ------------------------------------------------------------ management reads
 
@@ -315,17 +315,6 @@ class PostgresStore(PostgresPool, PlannedStore):
         rows = await self._rows(f"SELECT count(*) AS n FROM facts AS f WHERE {where}", params)
         return int(rows[0]["n"])
 
-    async def list_reflections(
-        self, key: ScopeKey, *, include_absorbed: bool = False, limit: int = 100
-    ) -> list[Reflection]:
-        buffered_only = "" if include_absorbed else " AND absorbed_into_version IS NULL"
-        rows = await self._rows(
-            f"SELECT * FROM reflections WHERE scope_key = %s{buffered_only} "
-            "ORDER BY formed_at DESC, ord DESC LIMIT %s",
-            (key.key, max(limit, 0)),
-        )
-        return [reflection_from_row(row) for row in rows]
-
     async def get_reflection(self, reflection_id: str) -> Reflection | None:
         return await self._one(lambda conn: reflection(conn, reflection_id))
 
@@ -334,9 +323,8 @@ class PostgresStore(PostgresPool, PlannedStore):
     async def _user_agents(self, user_id: str) -> list[str]:
         return await self._read(lambda conn: user_agents(conn, user_id))
 
-    async def erasure_epochs(self, agent_id: str, user_ids: Sequence[str]) -> dict[str, int]:
-        users = distinct(user_ids)
-        return await self._one(lambda conn: read_epochs(conn, agent_id, users))
+    async def _erasure_epochs(self, agent_id: str, user_ids: list[str]) -> dict[str, int]:
+        return await self._one(lambda conn: read_epochs(conn, agent_id, user_ids))
 
     async def export_data(
         self, *, agent_id: str | None, user_id: str | None, messages: bool

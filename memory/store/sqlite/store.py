@@ -300,14 +300,15 @@ class SQLiteStore(SQLiteListings, SQLiteThread, PlannedStore):
 
     # ------------------------------------------------------------ reflections and blobs
 
-    async def unabsorbed_reflections(
-        self, key: ScopeKey, *, limit: int | None = None, newest_first: bool = False
+    async def _reflections(
+        self, key: ScopeKey, *, buffered_only: bool, newest_first: bool, limit: int | None
     ) -> list[Reflection]:
+        buffered = " AND absorbed_into_version IS NULL" if buffered_only else ""
         order = "DESC" if newest_first else "ASC"
         rows = await self._rows(
-            "SELECT * FROM reflections WHERE scope_key = ? AND absorbed_into_version IS NULL "
+            f"SELECT * FROM reflections WHERE scope_key = ?{buffered} "
             f"ORDER BY formed_at {order}, rowid {order} LIMIT ?",
-            (key.key, -1 if limit is None else max(limit, 0)),  # -1: no limit
+            (key.key, -1 if limit is None else limit),  # -1: no limit
         )
         return [reflection_from_row(row) for row in rows]
 
@@ -322,11 +323,10 @@ class SQLiteStore(SQLiteListings, SQLiteThread, PlannedStore):
         rows = await self._rows("SELECT * FROM consolidated WHERE scope_key = ?", (key.key,))
         return consolidated_from_row(rows[0]) if rows else None
 
-    async def scope_versions(self, keys: Sequence[str]) -> dict[str, int]:
+    async def _stored_scope_versions(self, keys: Sequence[str]) -> dict[str, int]:
         sql = "SELECT key, version FROM scope_versions WHERE key IN"
-        wanted = list(dict.fromkeys(keys))
-        rows = await self._read(lambda conn: rows_in(conn, sql, wanted))
-        return dict.fromkeys(wanted, 0) | {row["key"]: int(row["version"]) for row in rows}
+        rows = await self._read(lambda conn: rows_in(conn, sql, keys))
+        return {row["key"]: int(row["version"]) for row in rows}
 
     # ------------------------------------------------------------ management reads
 
@@ -349,17 +349,6 @@ class SQLiteStore(SQLiteListings, SQLiteThread, PlannedStore):
         row = await self._read(lambda conn: conn.execute(sql, params).fetchone())
         return int(row[0])
 
-    async def list_reflections(
-        self, key: ScopeKey, *, include_absorbed: bool = False, limit: int = 100
-    ) -> list[Reflection]:
-        buffered_only = "" if include_absorbed else " AND absorbed_into_version IS NULL"
-        sql = (
-            f"SELECT * FROM reflections WHERE scope_key = ?{buffered_only} "
-            "ORDER BY formed_at DESC, rowid DESC LIMIT ?"
-        )
-        rows = await self._read(lambda conn: conn.execute(sql, (key.key, max(limit, 0))).fetchall())
-        return [reflection_from_row(row) for row in rows]
-
     async def get_reflection(self, reflection_id: str) -> Reflection | None:
         return await self._read(lambda conn: reflection(conn, reflection_id))
 
@@ -368,9 +357,8 @@ class SQLiteStore(SQLiteListings, SQLiteThread, PlannedStore):
     async def _user_agents(self, user_id: str) -> list[str]:
         return await self._read(lambda conn: user_agents(conn, user_id))
 
-    async def erasure_epochs(self, agent_id: str, user_ids: Sequence[str]) -> dict[str, int]:
-        users = list(dict.fromkeys(user_ids))
-        return await self._read(lambda conn: read_epochs(conn, agent_id, users))
+    async def _erasure_epochs(self, agent_id: str, user_ids: list[str]) -> dict[str, int]:
+        return await self._read(lambda conn: read_epochs(conn, agent_id, user_ids))
 
     async def export_data(
         self, *, agent_id: str | None, user_id: str | None, messages: bool
