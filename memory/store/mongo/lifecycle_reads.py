@@ -25,26 +25,8 @@ from memory.store.mongo.docs import (
 )
 from memory.store.mongo.reembed import read_embedding_meta
 from memory.store.rules import Request
-from memory.store.rules.erasure import (
-    ALL_AGENTS,
-    EraseAllRequest,
-    ForgetRequest,
-    ForgetSnapshot,
-    UserSession,
-    cache_candidates,
-)
-from memory.store.rules.imports import (
-    AgentsRequest,
-    BlobImportRequest,
-    BlobImportSnapshot,
-    FactImportRequest,
-    FactImportSnapshot,
-    Pair,
-    ReflectionImportRequest,
-    ReflectionImportSnapshot,
-    SessionImportRequest,
-    SessionImportSnapshot,
-)
+from memory.store.rules import erasure as er
+from memory.store.rules import imports as ri
 
 Session = AsyncClientSession | None
 
@@ -59,23 +41,23 @@ async def read_epochs(
     """Each user's effective epoch for the agent: its own row plus the all-agents one."""
     epochs = dict.fromkeys(user_ids, 0)
     if user_ids:
-        query = {"agent_key": {"$in": [agent_id, ALL_AGENTS]}, "user_id": {"$in": list(user_ids)}}
+        query = {
+            "agent_key": {"$in": [agent_id, er.ALL_AGENTS]},
+            "user_id": {"$in": list(user_ids)},
+        }
         async for doc in db.erasures.find(query, session=s):
             epochs[doc["user_id"]] += int(doc["epoch"])
     return epochs
 
 
 async def _pair_epochs(
-    db: AsyncDatabase[Doc], pairs: Iterable[Pair], s: Session
-) -> dict[Pair, int]:
-    by_agent: dict[str, list[str]] = {}
-    for agent_id, user_id in pairs:
-        by_agent.setdefault(agent_id, []).append(user_id)
-    out: dict[Pair, int] = {}
-    for agent_id, users in by_agent.items():
-        for user, epoch in (await read_epochs(db, agent_id, users, s)).items():
-            out[(agent_id, user)] = epoch
-    return out
+    db: AsyncDatabase[Doc], pairs: Iterable[ri.Pair], s: Session
+) -> dict[ri.Pair, int]:
+    return {
+        (agent_id, user): epoch
+        for agent_id, users in ri.users_by_agent(pairs).items()
+        for user, epoch in (await read_epochs(db, agent_id, users, s)).items()
+    }
 
 
 async def _stored_epoch(db: AsyncDatabase[Doc], agent_key: str, user_id: str, s: Session) -> int:
@@ -84,15 +66,15 @@ async def _stored_epoch(db: AsyncDatabase[Doc], agent_key: str, user_id: str, s:
 
 
 async def _fact_snapshot(
-    db: AsyncDatabase[Doc], s: Session, req: FactImportRequest
-) -> FactImportSnapshot:
+    db: AsyncDatabase[Doc], s: Session, req: ri.FactImportRequest
+) -> ri.FactImportSnapshot:
     existing = await _ids(db.facts, {"_id": {"$in": list(req.fact_ids)}}, s)
     valid = set()
     for agent_id, hash_ in req.hashes:
         query = {"agent_id": agent_id, "hash": hash_, "invalidated": False}
         async for doc in db.facts.find(query, NO_VECTOR, session=s):
             valid.add((doc["agent_id"], doc.get("user_id") or "", doc["scope"], doc["hash"]))
-    return FactImportSnapshot(
+    return ri.FactImportSnapshot(
         frozenset(existing), frozenset(valid),
         await read_embedding_meta(db, s),
         await _pair_epochs(db, req.pairs, s),
@@ -100,8 +82,8 @@ async def _fact_snapshot(
 
 
 async def _session_snapshot(
-    db: AsyncDatabase[Doc], s: Session, req: SessionImportRequest
-) -> SessionImportSnapshot:
+    db: AsyncDatabase[Doc], s: Session, req: ri.SessionImportRequest
+) -> ri.SessionImportSnapshot:
     sid = req.session_id
     doc = await db.sessions.find_one({"_id": sid}, session=s)
     states = [
@@ -116,7 +98,7 @@ async def _session_snapshot(
     taken = await _ids(db.messages, {"session_id": sid, "seq": {"$in": list(req.seqs)}}, s, "seq")
     after = db.messages.find({"session_id": sid, "seq": {"$gt": req.max_seq}}, session=s)
     rest = [float(m["weighted_tokens"]) async for m in after]
-    return SessionImportSnapshot(
+    return ri.SessionImportSnapshot(
         exists=doc is not None,
         last_seq=0 if doc is None else int(doc["last_seq"]),
         last_message_at=None if doc is None else opt_dt(doc.get("last_message_at")),
@@ -130,8 +112,8 @@ async def _session_snapshot(
 
 
 async def _user_sessions(
-    db: AsyncDatabase[Doc], s: Session, req: ForgetRequest
-) -> list[UserSession]:
+    db: AsyncDatabase[Doc], s: Session, req: er.ForgetRequest
+) -> list[er.UserSession]:
     sessions = []
     query = {"user_ids": req.user_id, "agent_ids": req.agent_id}
     async for doc in db.sessions.find(query, session=s):
@@ -151,7 +133,7 @@ async def _user_sessions(
             for st in states
         )
         sessions.append(
-            UserSession(
+            er.UserSession(
                 session_id=sid,
                 user_ids=info.user_ids,
                 agent_ids=info.agent_ids,
@@ -164,12 +146,12 @@ async def _user_sessions(
 
 
 async def _forget_snapshot(
-    db: AsyncDatabase[Doc], s: Session, req: ForgetRequest
-) -> ForgetSnapshot:
+    db: AsyncDatabase[Doc], s: Session, req: er.ForgetRequest
+) -> er.ForgetSnapshot:
     query = {"agent_id": req.agent_id, "user_id": req.user_id}
     facts = [fact_from_doc(d) async for d in db.facts.find(query, NO_VECTOR, session=s)]
     key = f"user:{req.agent_id}:{req.user_id}"
-    text_hashes, content_hashes = cache_candidates(facts)
+    text_hashes, content_hashes = er.cache_candidates(facts)
     cached = await _ids(db.embeddings, {"hash": {"$in": list(text_hashes)}}, s, "hash")
     # Texts another fact (any agent, any user) still holds as its content keep their entry.
     others = db.facts.find(
@@ -178,7 +160,7 @@ async def _forget_snapshot(
         session=s,
     )
     in_use = {text_hash(d["content"]) async for d in others}
-    return ForgetSnapshot(
+    return er.ForgetSnapshot(
         epoch=await _stored_epoch(db, req.agent_id, req.user_id, s),
         facts=facts,
         reflections=await db.reflections.count_documents({"scope_key": key}, session=s),
@@ -193,17 +175,17 @@ async def lifecycle_snapshot(
     db: AsyncDatabase[Doc], s: AsyncClientSession, request: Request[object]
 ) -> object:
     match request:
-        case AgentsRequest(agent_ids=ids):
+        case ri.AgentsRequest(agent_ids=ids):
             return frozenset(await _ids(db.agents, {"_id": {"$in": list(ids)}}, s))
-        case FactImportRequest():
+        case ri.FactImportRequest():
             return await _fact_snapshot(db, s, request)
-        case BlobImportRequest(keys=keys, pairs=pairs):
+        case ri.BlobImportRequest(keys=keys, pairs=pairs):
             stored = {
                 d["_id"]: (str(d["content"]), int(d["version"]))
                 async for d in db.consolidated.find({"_id": {"$in": list(keys)}}, session=s)
             }
-            return BlobImportSnapshot(stored, await _pair_epochs(db, pairs, s))
-        case ReflectionImportRequest(reflection_ids=ids, keys=keys, pairs=pairs):
+            return ri.BlobImportSnapshot(stored, await _pair_epochs(db, pairs, s))
+        case ri.ReflectionImportRequest(reflection_ids=ids, keys=keys, pairs=pairs):
             existing = await _ids(db.reflections, {"_id": {"$in": list(ids)}}, s)
             buffered = {
                 k: await db.reflections.count_documents(
@@ -211,15 +193,15 @@ async def lifecycle_snapshot(
                 )
                 for k in keys
             }
-            return ReflectionImportSnapshot(
+            return ri.ReflectionImportSnapshot(
                 frozenset(existing), buffered, await _pair_epochs(db, pairs, s)
             )
-        case SessionImportRequest():
+        case ri.SessionImportRequest():
             return await _session_snapshot(db, s, request)
-        case ForgetRequest():
+        case er.ForgetRequest():
             return await _forget_snapshot(db, s, request)
-        case EraseAllRequest(user_id=user_id):
-            return await _stored_epoch(db, ALL_AGENTS, user_id, s)
+        case er.EraseAllRequest(user_id=user_id):
+            return await _stored_epoch(db, er.ALL_AGENTS, user_id, s)
         case _:
             raise TypeError(f"no snapshot for {request!r}")
 

@@ -20,26 +20,8 @@ from memory.store.postgres.codec import (
 )
 from memory.store.postgres.pool import Conn, embedding_meta, fetch, fetch_one
 from memory.store.rules import Request
-from memory.store.rules.erasure import (
-    ALL_AGENTS,
-    EraseAllRequest,
-    ForgetRequest,
-    ForgetSnapshot,
-    UserSession,
-    cache_candidates,
-)
-from memory.store.rules.imports import (
-    AgentsRequest,
-    BlobImportRequest,
-    BlobImportSnapshot,
-    FactImportRequest,
-    FactImportSnapshot,
-    Pair,
-    ReflectionImportRequest,
-    ReflectionImportSnapshot,
-    SessionImportRequest,
-    SessionImportSnapshot,
-)
+from memory.store.rules import erasure as er
+from memory.store.rules import imports as ri
 
 
 async def _ids(conn: Conn, sql: str, *params: object) -> frozenset[str]:
@@ -60,21 +42,18 @@ async def read_epochs(conn: Conn, agent_id: str, user_ids: Sequence[str]) -> dic
         conn,
         "SELECT user_id, sum(epoch) AS epoch FROM erasures WHERE agent_key IN (%s, %s) "
         "AND user_id = ANY(%s) GROUP BY user_id",
-        (agent_id, ALL_AGENTS, list(user_ids)),
+        (agent_id, er.ALL_AGENTS, list(user_ids)),
     )
     found = {row["user_id"]: int(row["epoch"]) for row in rows}
     return {user: found.get(user, 0) for user in user_ids}
 
 
-async def _pair_epochs(conn: Conn, pairs: Iterable[Pair]) -> dict[Pair, int]:
-    by_agent: dict[str, list[str]] = {}
-    for agent_id, user_id in pairs:
-        by_agent.setdefault(agent_id, []).append(user_id)
-    epochs: dict[Pair, int] = {}
-    for agent_id, users in by_agent.items():
-        for user, epoch in (await read_epochs(conn, agent_id, users)).items():
-            epochs[agent_id, user] = epoch
-    return epochs
+async def _pair_epochs(conn: Conn, pairs: Iterable[ri.Pair]) -> dict[ri.Pair, int]:
+    return {
+        (agent_id, user): epoch
+        for agent_id, users in ri.users_by_agent(pairs).items()
+        for user, epoch in (await read_epochs(conn, agent_id, users)).items()
+    }
 
 
 async def buffered_counts(conn: Conn, keys: Sequence[str]) -> dict[str, int]:
@@ -96,7 +75,7 @@ async def _pending(conn: Conn, sql: str, *params: object) -> tuple[int, float]:
     return int(row["n"]), float(row["w"])
 
 
-async def _fact_snapshot(conn: Conn, req: FactImportRequest) -> FactImportSnapshot:
+async def _fact_snapshot(conn: Conn, req: ri.FactImportRequest) -> ri.FactImportSnapshot:
     existing = await _ids(
         conn, "SELECT fact_id FROM facts WHERE fact_id = ANY(%s)", list(req.fact_ids)
     )
@@ -109,7 +88,7 @@ async def _fact_snapshot(conn: Conn, req: FactImportRequest) -> FactImportSnapsh
             (agent_id, hash_),
         )
         valid |= {(r["agent_id"], r["u"], r["scope"], r["hash"]) for r in rows}
-    return FactImportSnapshot(
+    return ri.FactImportSnapshot(
         existing, frozenset(valid), await embedding_meta(conn), await _pair_epochs(conn, req.pairs)
     )
 
@@ -121,7 +100,7 @@ async def _users(conn: Conn, session_id: str) -> tuple[str, ...]:
     return tuple(row["user_id"] for row in rows)
 
 
-async def _session_snapshot(conn: Conn, req: SessionImportRequest) -> SessionImportSnapshot:
+async def _session_snapshot(conn: Conn, req: ri.SessionImportRequest) -> ri.SessionImportSnapshot:
     sid = req.session_id
     head = await fetch_one(
         conn, "SELECT last_seq, last_message_at FROM sessions WHERE session_id = %s", (sid,)
@@ -137,7 +116,7 @@ async def _session_snapshot(conn: Conn, req: SessionImportRequest) -> SessionImp
         conn, "SELECT seq FROM messages WHERE session_id = %s AND seq = ANY(%s)",
         (sid, list(req.seqs)),
     )  # fmt: skip
-    return SessionImportSnapshot(
+    return ri.SessionImportSnapshot(
         exists=head is not None,
         last_seq=0 if head is None else int(head["last_seq"]),
         last_message_at=None if head is None else head["last_message_at"],
@@ -152,7 +131,7 @@ async def _session_snapshot(conn: Conn, req: SessionImportRequest) -> SessionImp
     )
 
 
-async def _user_sessions(conn: Conn, req: ForgetRequest) -> list[UserSession]:
+async def _user_sessions(conn: Conn, req: er.ForgetRequest) -> list[er.UserSession]:
     sids = await fetch(
         conn,
         "SELECT su.session_id FROM session_users AS su JOIN session_agents AS sa "
@@ -180,7 +159,7 @@ async def _user_sessions(conn: Conn, req: ForgetRequest) -> list[UserSession]:
             )  # fmt: skip
             pending.append((state, n, w))
         sessions.append(
-            UserSession(
+            er.UserSession(
                 session_id=sid,
                 user_ids=await _users(conn, sid),
                 agent_ids=tuple(s.agent_id for s in states),
@@ -192,7 +171,7 @@ async def _user_sessions(conn: Conn, req: ForgetRequest) -> list[UserSession]:
     return sessions
 
 
-async def _forget_snapshot(conn: Conn, req: ForgetRequest) -> ForgetSnapshot:
+async def _forget_snapshot(conn: Conn, req: er.ForgetRequest) -> er.ForgetSnapshot:
     rows = await fetch(
         conn, f"SELECT {FACT_SELECT} FROM facts AS f WHERE f.agent_id = %s AND f.user_id = %s",
         (req.agent_id, req.user_id),
@@ -203,7 +182,7 @@ async def _forget_snapshot(conn: Conn, req: ForgetRequest) -> ForgetSnapshot:
         conn, "SELECT count(*) AS n FROM reflections WHERE scope_key = %s", (key,)
     )
     blob = await fetch_one(conn, "SELECT 1 AS one FROM consolidated WHERE scope_key = %s", (key,))
-    text_hashes, content_hashes = cache_candidates(facts)
+    text_hashes, content_hashes = er.cache_candidates(facts)
     cached = await _ids(
         conn, "SELECT DISTINCT text_hash FROM embedding_cache WHERE text_hash = ANY(%s)",
         list(text_hashes),
@@ -216,7 +195,7 @@ async def _forget_snapshot(conn: Conn, req: ForgetRequest) -> ForgetSnapshot:
         (req.agent_id, req.user_id, list(content_hashes)),
     )
     in_use = {text_hash(row["content"]) for row in others}
-    return ForgetSnapshot(
+    return er.ForgetSnapshot(
         epoch=await _stored_epoch(conn, req.agent_id, req.user_id),
         facts=facts,
         reflections=0 if reflections is None else int(reflections["n"]),
@@ -229,13 +208,13 @@ async def _forget_snapshot(conn: Conn, req: ForgetRequest) -> ForgetSnapshot:
 
 async def lifecycle_snapshot(conn: Conn, request: Request[object]) -> object:
     match request:
-        case AgentsRequest(agent_ids=ids):
+        case ri.AgentsRequest(agent_ids=ids):
             return await _ids(
                 conn, "SELECT agent_id FROM agents WHERE agent_id = ANY(%s)", list(ids)
             )
-        case FactImportRequest():
+        case ri.FactImportRequest():
             return await _fact_snapshot(conn, request)
-        case BlobImportRequest(keys=keys, pairs=pairs):
+        case ri.BlobImportRequest(keys=keys, pairs=pairs):
             rows = await fetch(
                 conn,
                 "SELECT scope_key, body->>'content' AS content, version FROM consolidated "
@@ -243,21 +222,21 @@ async def lifecycle_snapshot(conn: Conn, request: Request[object]) -> object:
                 (list(keys),),
             )
             stored = {r["scope_key"]: (str(r["content"]), int(r["version"])) for r in rows}
-            return BlobImportSnapshot(stored, await _pair_epochs(conn, pairs))
-        case ReflectionImportRequest(reflection_ids=ids, keys=keys, pairs=pairs):
+            return ri.BlobImportSnapshot(stored, await _pair_epochs(conn, pairs))
+        case ri.ReflectionImportRequest(reflection_ids=ids, keys=keys, pairs=pairs):
             existing = await _ids(
                 conn, "SELECT reflection_id FROM reflections WHERE reflection_id = ANY(%s)",
                 list(ids),
             )  # fmt: skip
-            return ReflectionImportSnapshot(
+            return ri.ReflectionImportSnapshot(
                 existing, await buffered_counts(conn, keys), await _pair_epochs(conn, pairs)
             )
-        case SessionImportRequest():
+        case ri.SessionImportRequest():
             return await _session_snapshot(conn, request)
-        case ForgetRequest():
+        case er.ForgetRequest():
             return await _forget_snapshot(conn, request)
-        case EraseAllRequest(user_id=user_id):
-            return await _stored_epoch(conn, ALL_AGENTS, user_id)
+        case er.EraseAllRequest(user_id=user_id):
+            return await _stored_epoch(conn, er.ALL_AGENTS, user_id)
         case _:
             raise TypeError(f"no snapshot for {request!r}")
 

@@ -10,26 +10,8 @@ from memory.ids import text_hash
 from memory.models import AgentConfig
 from memory.store.counts import ExportData
 from memory.store.rules import Request
-from memory.store.rules.erasure import (
-    ALL_AGENTS,
-    EraseAllRequest,
-    ForgetRequest,
-    ForgetSnapshot,
-    UserSession,
-    cache_candidates,
-)
-from memory.store.rules.imports import (
-    AgentsRequest,
-    BlobImportRequest,
-    BlobImportSnapshot,
-    FactImportRequest,
-    FactImportSnapshot,
-    Pair,
-    ReflectionImportRequest,
-    ReflectionImportSnapshot,
-    SessionImportRequest,
-    SessionImportSnapshot,
-)
+from memory.store.rules import erasure as er
+from memory.store.rules import imports as ri
 from memory.store.sqlite.codec import (
     FACT_COLUMNS,
     STATE_SQL,
@@ -79,18 +61,15 @@ def _grouped(
         chunk = list(dict.fromkeys(users[start : start + 400]))
         marks = ", ".join("?" * len(chunk))
         rows += conn.execute(
-            f"{sql} ({marks}) GROUP BY user_id", (agent_id, ALL_AGENTS, *chunk)
+            f"{sql} ({marks}) GROUP BY user_id", (agent_id, er.ALL_AGENTS, *chunk)
         ).fetchall()
     return rows
 
 
-def _pair_epochs(conn: sqlite3.Connection, pairs: Iterable[Pair]) -> dict[Pair, int]:
-    by_agent: dict[str, list[str]] = {}
-    for agent_id, user_id in pairs:
-        by_agent.setdefault(agent_id, []).append(user_id)
+def _pair_epochs(conn: sqlite3.Connection, pairs: Iterable[ri.Pair]) -> dict[ri.Pair, int]:
     return {
         (agent_id, user): epoch
-        for agent_id, users in by_agent.items()
+        for agent_id, users in ri.users_by_agent(pairs).items()
         for user, epoch in read_epochs(conn, agent_id, users).items()
     }
 
@@ -99,7 +78,7 @@ def _ids(conn: sqlite3.Connection, sql: str, ids: Sequence[object], *first: obje
     return {str(row[0]) for row in rows_in(conn, sql, ids, *first)}
 
 
-def _fact_snapshot(conn: sqlite3.Connection, req: FactImportRequest) -> FactImportSnapshot:
+def _fact_snapshot(conn: sqlite3.Connection, req: ri.FactImportRequest) -> ri.FactImportSnapshot:
     existing = _ids(conn, "SELECT fact_id FROM facts WHERE fact_id IN", req.fact_ids)
     valid = set()
     for agent_id, hash_ in req.hashes:
@@ -109,13 +88,15 @@ def _fact_snapshot(conn: sqlite3.Connection, req: FactImportRequest) -> FactImpo
             (agent_id, hash_),
         )
         valid |= {(r[0], r[1], r[2], r[3]) for r in rows}
-    return FactImportSnapshot(
+    return ri.FactImportSnapshot(
         frozenset(existing), frozenset(valid), read_embedding_meta(conn),
         _pair_epochs(conn, req.pairs),
     )  # fmt: skip
 
 
-def _session_snapshot(conn: sqlite3.Connection, req: SessionImportRequest) -> SessionImportSnapshot:
+def _session_snapshot(
+    conn: sqlite3.Connection, req: ri.SessionImportRequest
+) -> ri.SessionImportSnapshot:
     sid = req.session_id
     head = conn.execute(
         "SELECT last_seq, last_message_at FROM sessions WHERE session_id = ?", (sid,)
@@ -134,7 +115,7 @@ def _session_snapshot(conn: sqlite3.Connection, req: SessionImportRequest) -> Se
         "WHERE session_id = ? AND seq > ?",
         (sid, req.max_seq),
     ).fetchone()
-    return SessionImportSnapshot(
+    return ri.SessionImportSnapshot(
         exists=head is not None,
         last_seq=0 if head is None else int(head[0]),
         last_message_at=None if head is None else opt_from_us(head[1]),
@@ -147,7 +128,7 @@ def _session_snapshot(conn: sqlite3.Connection, req: SessionImportRequest) -> Se
     )
 
 
-def _user_sessions(conn: sqlite3.Connection, req: ForgetRequest) -> list[UserSession]:
+def _user_sessions(conn: sqlite3.Connection, req: er.ForgetRequest) -> list[er.UserSession]:
     rows = conn.execute(
         "SELECT su.session_id FROM session_users AS su JOIN session_agents AS sa "
         "ON sa.session_id = su.session_id WHERE su.user_id = ? AND sa.agent_id = ?",
@@ -174,7 +155,7 @@ def _user_sessions(conn: sqlite3.Connection, req: ForgetRequest) -> list[UserSes
             ).fetchone()
             pending.append((state, int(row[0]), float(row[1])))
         sessions.append(
-            UserSession(
+            er.UserSession(
                 session_id=sid,
                 user_ids=tuple(r[0] for r in users),
                 agent_ids=tuple(s.agent_id for s in states),
@@ -186,7 +167,7 @@ def _user_sessions(conn: sqlite3.Connection, req: ForgetRequest) -> list[UserSes
     return sessions
 
 
-def _forget_snapshot(conn: sqlite3.Connection, req: ForgetRequest) -> ForgetSnapshot:
+def _forget_snapshot(conn: sqlite3.Connection, req: er.ForgetRequest) -> er.ForgetSnapshot:
     facts = [
         fact_from_row(row)
         for row in conn.execute(
@@ -197,7 +178,7 @@ def _forget_snapshot(conn: sqlite3.Connection, req: ForgetRequest) -> ForgetSnap
     key = f"user:{req.agent_id}:{req.user_id}"
     reflections = conn.execute("SELECT count(*) FROM reflections WHERE scope_key = ?", (key,))
     blob = conn.execute("SELECT 1 FROM consolidated WHERE scope_key = ?", (key,)).fetchone()
-    text_hashes, content_hashes = cache_candidates(facts)
+    text_hashes, content_hashes = er.cache_candidates(facts)
     cached = _ids(conn, "SELECT text_hash FROM embedding_cache WHERE text_hash IN", text_hashes)
     # Texts another fact (any agent, any user) still holds as its content keep their entry.
     others = rows_in(
@@ -207,7 +188,7 @@ def _forget_snapshot(conn: sqlite3.Connection, req: ForgetRequest) -> ForgetSnap
         content_hashes, req.agent_id, req.user_id,
     )  # fmt: skip
     in_use = {text_hash(row[0]) for row in others}
-    return ForgetSnapshot(
+    return er.ForgetSnapshot(
         epoch=_stored_epoch(conn, req.agent_id, req.user_id),
         facts=facts,
         reflections=int(reflections.fetchone()[0]),
@@ -220,19 +201,19 @@ def _forget_snapshot(conn: sqlite3.Connection, req: ForgetRequest) -> ForgetSnap
 
 def lifecycle_snapshot(conn: sqlite3.Connection, request: Request[object]) -> object:
     match request:
-        case AgentsRequest(agent_ids=ids):
+        case ri.AgentsRequest(agent_ids=ids):
             return frozenset(_ids(conn, "SELECT agent_id FROM agents WHERE agent_id IN", ids))
-        case FactImportRequest():
+        case ri.FactImportRequest():
             return _fact_snapshot(conn, request)
-        case BlobImportRequest(keys=keys, pairs=pairs):
+        case ri.BlobImportRequest(keys=keys, pairs=pairs):
             rows = rows_in(
                 conn,
                 "SELECT scope_key, content, version FROM consolidated WHERE scope_key IN",
                 keys,
             )
             stored = {r[0]: (str(r[1]), int(r[2])) for r in rows}
-            return BlobImportSnapshot(stored, _pair_epochs(conn, pairs))
-        case ReflectionImportRequest(reflection_ids=ids, keys=keys, pairs=pairs):
+            return ri.BlobImportSnapshot(stored, _pair_epochs(conn, pairs))
+        case ri.ReflectionImportRequest(reflection_ids=ids, keys=keys, pairs=pairs):
             existing = _ids(
                 conn, "SELECT reflection_id FROM reflections WHERE reflection_id IN", ids
             )
@@ -241,15 +222,15 @@ def lifecycle_snapshot(conn: sqlite3.Connection, request: Request[object]) -> ob
                 "AND absorbed_into_version IS NULL"
             )
             buffered = {k: int(conn.execute(count, (k,)).fetchone()[0]) for k in keys}
-            return ReflectionImportSnapshot(
+            return ri.ReflectionImportSnapshot(
                 frozenset(existing), buffered, _pair_epochs(conn, pairs)
             )
-        case SessionImportRequest():
+        case ri.SessionImportRequest():
             return _session_snapshot(conn, request)
-        case ForgetRequest():
+        case er.ForgetRequest():
             return _forget_snapshot(conn, request)
-        case EraseAllRequest(user_id=user_id):
-            return _stored_epoch(conn, ALL_AGENTS, user_id)
+        case er.EraseAllRequest(user_id=user_id):
+            return _stored_epoch(conn, er.ALL_AGENTS, user_id)
         case _:
             raise TypeError(f"no snapshot for {request!r}")
 
