@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Sequence
+from datetime import datetime
 
-from memory.models import Reflection, ScopeKey
+from memory.models import Fact, FactFilter, Reflection, ScopeKey, StoredMessage
 from memory.store.base import MemoryStore
 
 
@@ -25,6 +26,80 @@ class SharedReads(MemoryStore):
         if self._meta is None:
             self._meta = await self._read_embedding_meta()
         return self._meta
+
+    # ------------------------------------------------------------ messages and sessions
+
+    @abc.abstractmethod
+    async def _messages(self, session_id: str, message_ids: list[str]) -> list[StoredMessage]:
+        """The session's messages among ``message_ids`` (distinct, not empty), in seq order."""
+
+    async def get_messages(
+        self, session_id: str, message_ids: Sequence[str]
+    ) -> list[StoredMessage]:
+        ids = list(dict.fromkeys(message_ids))
+        return await self._messages(session_id, ids) if ids else []
+
+    @abc.abstractmethod
+    async def _unfinished_ended_sessions(
+        self, ended_before: datetime, after: tuple[str, str], limit: int
+    ) -> list[tuple[str, str]]:
+        """list_unfinished_ended_sessions after a page boundary ("", "" for the first), limit > 0."""
+
+    async def list_unfinished_ended_sessions(
+        self, *, ended_before: datetime, after: tuple[str, str] | None, limit: int
+    ) -> list[tuple[str, str]]:
+        if limit <= 0:
+            return []
+        return await self._unfinished_ended_sessions(ended_before, after or ("", ""), limit)
+
+    @abc.abstractmethod
+    async def _purge_ended_sessions(self, ended_before: datetime, limit: int) -> list[str]:
+        """purge_ended_sessions with limit > 0."""
+
+    async def purge_ended_sessions(self, ended_before: datetime, limit: int) -> list[str]:
+        return await self._purge_ended_sessions(ended_before, limit) if limit > 0 else []
+
+    # ------------------------------------------------------------ facts
+
+    @abc.abstractmethod
+    async def _facts(self, fact_ids: list[str]) -> list[Fact]:
+        """The facts that exist among ``fact_ids`` (distinct, not empty), in any order."""
+
+    async def get_facts(self, fact_ids: Sequence[str]) -> list[Fact]:
+        ids = list(dict.fromkeys(fact_ids))
+        found = {fact.fact_id: fact for fact in await self._facts(ids)} if ids else {}
+        return [found[fact_id] for fact_id in ids if fact_id in found]  # in the order asked
+
+    @abc.abstractmethod
+    async def _touch_facts(self, fact_ids: list[str], at: datetime) -> None:
+        """touch_facts for distinct ids, sorted, not empty."""
+
+    async def touch_facts(self, fact_ids: Sequence[str], at: datetime) -> None:
+        if ids := sorted(set(fact_ids)):  # one lock order for every toucher
+            await self._touch_facts(ids, at)
+
+    @abc.abstractmethod
+    async def _recent_facts(self, flt: FactFilter, since: datetime, limit: int) -> list[Fact]:
+        """recent_facts with limit > 0."""
+
+    async def recent_facts(self, flt: FactFilter, *, since: datetime, limit: int) -> list[Fact]:
+        return await self._recent_facts(flt, since, limit) if limit > 0 else []
+
+    @abc.abstractmethod
+    async def _list_facts(
+        self, flt: FactFilter, *, valid_only: bool, offset: int, limit: int
+    ) -> list[Fact]:
+        """list_facts with offset >= 0 and limit > 0: newest (updated_at) first, then the later
+        stored first."""
+
+    async def list_facts(
+        self, flt: FactFilter, *, include_invalid: bool = False, offset: int = 0, limit: int = 50
+    ) -> list[Fact]:
+        if limit <= 0:
+            return []
+        return await self._list_facts(
+            flt, valid_only=not include_invalid, offset=max(offset, 0), limit=limit
+        )
 
     # ------------------------------------------------------------ reflections
 

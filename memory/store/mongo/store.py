@@ -157,10 +157,8 @@ class MongoStore(MongoListings, PlannedStore):
         seqs = {"$gt": after_seq, "$lte": upto_seq}
         return await find_messages(self._db, {"session_id": session_id, "seq": seqs})
 
-    async def get_messages(
-        self, session_id: str, message_ids: Sequence[str]
-    ) -> list[StoredMessage]:
-        ids = {"$in": list(message_ids)}
+    async def _messages(self, session_id: str, message_ids: list[str]) -> list[StoredMessage]:
+        ids = {"$in": message_ids}
         return await find_messages(self._db, {"session_id": session_id, "message_id": ids})
 
     async def list_cold_sessions(
@@ -203,12 +201,12 @@ class MongoStore(MongoListings, PlannedStore):
     async def end_session(self, session_id: str, agent_id: str, at: datetime) -> None:
         await end_session(self._db, session_id, agent_id, at)
 
-    async def list_unfinished_ended_sessions(
-        self, *, ended_before: datetime, after: tuple[str, str] | None, limit: int
+    async def _unfinished_ended_sessions(
+        self, ended_before: datetime, after: tuple[str, str], limit: int
     ) -> list[tuple[str, str]]:
         return await unfinished_ended_sessions(self._db, ended_before, after, limit)
 
-    async def purge_ended_sessions(self, ended_before: datetime, limit: int) -> list[str]:
+    async def _purge_ended_sessions(self, ended_before: datetime, limit: int) -> list[str]:
         return await purge_ended_sessions(self._db, ended_before, limit)
 
     # ------------------------------------------------------------ embeddings cache
@@ -242,15 +240,9 @@ class MongoStore(MongoListings, PlannedStore):
 
     # ------------------------------------------------------------ facts
 
-    async def get_facts(self, fact_ids: Sequence[str]) -> list[Fact]:
-        ids = list(dict.fromkeys(fact_ids))
-        if not ids:
-            return []
-        found = {
-            doc["_id"]: fact_from_doc(doc)
-            async for doc in self._db.facts.find({"_id": {"$in": ids}}, NO_VECTOR)
-        }
-        return [found[fid] for fid in ids if fid in found]
+    async def _facts(self, fact_ids: list[str]) -> list[Fact]:
+        cursor = self._db.facts.find({"_id": {"$in": fact_ids}}, NO_VECTOR)
+        return [fact_from_doc(doc) async for doc in cursor]
 
     async def vector_search(
         self, query: Vector, flt: FactFilter, *, limit: int, min_score: float = -1.0
@@ -267,19 +259,16 @@ class MongoStore(MongoListings, PlannedStore):
         hits = await self._search.text(query, flt, limit)
         return [ScoredFact(fact=fact_from_doc(doc), score=score) for doc, score in hits]
 
-    async def recent_facts(self, flt: FactFilter, *, since: datetime, limit: int) -> list[Fact]:
-        match = fact_match(flt)
-        if match is None or limit <= 0:
+    async def _recent_facts(self, flt: FactFilter, since: datetime, limit: int) -> list[Fact]:
+        if (match := fact_match(flt)) is None:
             return []
         return [fact_from_doc(d) for d in await recent_fact_docs(self._db, match, since, limit)]
 
-    async def touch_facts(self, fact_ids: Sequence[str], at: datetime) -> None:
-        ids = list(dict.fromkeys(fact_ids))
-        if ids:
-            await self._db.facts.update_many(
-                {"_id": {"$in": ids}},
-                {"$inc": {"access_count": 1}, "$set": {"last_accessed_at": ts(at)}},
-            )
+    async def _touch_facts(self, fact_ids: list[str], at: datetime) -> None:
+        await self._db.facts.update_many(
+            {"_id": {"$in": fact_ids}},
+            {"$inc": {"access_count": 1}, "$set": {"last_accessed_at": ts(at)}},
+        )
 
     async def _read_embedding_meta(self) -> tuple[str, int] | None:
         return await read_embedding_meta(self._db, None)
@@ -325,16 +314,15 @@ class MongoStore(MongoListings, PlannedStore):
 
     # ------------------------------------------------------------ management reads
 
-    async def list_facts(
-        self, flt: FactFilter, *, include_invalid: bool = False, offset: int = 0, limit: int = 50
+    async def _list_facts(
+        self, flt: FactFilter, *, valid_only: bool, offset: int, limit: int
     ) -> list[Fact]:
-        match = fact_match(flt, valid_only=not include_invalid)
-        if match is None or limit <= 0:
+        if (match := fact_match(flt, valid_only=valid_only)) is None:
             return []
         cursor = (
             self._db.facts.find(match, NO_VECTOR)
             .sort([("updated_at", DESCENDING), ("ins", DESCENDING)])
-            .skip(max(offset, 0))
+            .skip(offset)
             .limit(limit)
         )
         return [fact_from_doc(doc) async for doc in cursor]

@@ -129,12 +129,10 @@ class PostgresStore(PostgresPool, PlannedStore):
         )
         return [message_from_row(row) for row in rows]
 
-    async def get_messages(
-        self, session_id: str, message_ids: Sequence[str]
-    ) -> list[StoredMessage]:
+    async def _messages(self, session_id: str, message_ids: list[str]) -> list[StoredMessage]:
         rows = await self._rows(
             "SELECT * FROM messages WHERE session_id = %s AND message_id = ANY(%s) ORDER BY seq",
-            (session_id, distinct(message_ids)),
+            (session_id, message_ids),
         )
         return [message_from_row(row) for row in rows]
 
@@ -169,17 +167,15 @@ class PostgresStore(PostgresPool, PlannedStore):
 
         await self._write(end)
 
-    async def list_unfinished_ended_sessions(
-        self, *, ended_before: datetime, after: tuple[str, str] | None, limit: int
+    async def _unfinished_ended_sessions(
+        self, ended_before: datetime, after: tuple[str, str], limit: int
     ) -> list[tuple[str, str]]:
-        params = (ended_before, *(after or ("", "")), max(limit, 0))
+        params = (ended_before, *after, limit)
         rows = await self._rows(UNFINISHED_ENDED_SQL, params)
         return [(str(row["session_id"]), str(row["agent_id"])) for row in rows]
 
-    async def purge_ended_sessions(self, ended_before: datetime, limit: int) -> list[str]:
-        return await self._write(
-            partial(purge_ended, ended_before=ended_before, limit=max(limit, 0))
-        )
+    async def _purge_ended_sessions(self, ended_before: datetime, limit: int) -> list[str]:
+        return await self._write(partial(purge_ended, ended_before=ended_before, limit=limit))
 
     # ------------------------------------------------------------ embeddings cache
 
@@ -206,8 +202,8 @@ class PostgresStore(PostgresPool, PlannedStore):
 
     # ------------------------------------------------------------ facts
 
-    async def get_facts(self, fact_ids: Sequence[str]) -> list[Fact]:
-        return await self._one(lambda conn: facts_by_id(conn, distinct(fact_ids)))
+    async def _facts(self, fact_ids: list[str]) -> list[Fact]:
+        return await self._one(lambda conn: facts_by_id(conn, fact_ids))
 
     async def vector_search(
         self, query: Vector, flt: FactFilter, *, limit: int, min_score: float = -1.0
@@ -228,29 +224,26 @@ class PostgresStore(PostgresPool, PlannedStore):
     async def text_search(self, query: str, flt: FactFilter, *, limit: int) -> list[ScoredFact]:
         return await self._read(lambda conn: text_hits(conn, query, flt, limit))
 
-    async def recent_facts(self, flt: FactFilter, *, since: datetime, limit: int) -> list[Fact]:
+    async def _recent_facts(self, flt: FactFilter, since: datetime, limit: int) -> list[Fact]:
         return await self._one(
             lambda conn: listed_facts(
                 conn, flt, valid_only=True,
                 # The expression of the facts_said index (schema migration 3).
                 extra="AND coalesce(f.said_at, f.updated_at) >= %(since)s "
                 "ORDER BY coalesce(f.said_at, f.updated_at) DESC, f.ord DESC LIMIT %(limit)s",
-                params={"since": since, "limit": max(limit, 0)},
+                params={"since": since, "limit": limit},
             )
         )  # fmt: skip
 
-    async def touch_facts(self, fact_ids: Sequence[str], at: datetime) -> None:
-        ids = sorted(set(fact_ids))  # one lock order for every toucher
-
+    async def _touch_facts(self, fact_ids: list[str], at: datetime) -> None:
         async def touch(conn: Conn) -> None:
             await conn.execute(
                 "UPDATE facts SET access_count = access_count + 1, last_accessed_at = %s "
                 "WHERE fact_id = ANY(%s)",
-                (at, ids),
+                (at, fact_ids),
             )
 
-        if ids:
-            await self._write(touch)
+        await self._write(touch)
 
     async def _read_embedding_meta(self) -> tuple[str, int] | None:
         return await self._one(embedding_meta)
@@ -299,14 +292,14 @@ class PostgresStore(PostgresPool, PlannedStore):
 
     # ------------------------------------------------------------ management reads
 
-    async def list_facts(
-        self, flt: FactFilter, *, include_invalid: bool = False, offset: int = 0, limit: int = 50
+    async def _list_facts(
+        self, flt: FactFilter, *, valid_only: bool, offset: int, limit: int
     ) -> list[Fact]:
         return await self._one(
             lambda conn: listed_facts(
-                conn, flt, valid_only=not include_invalid,
+                conn, flt, valid_only=valid_only,
                 extra="ORDER BY f.updated_at DESC, f.ord DESC LIMIT %(limit)s OFFSET %(offset)s",
-                params={"limit": max(limit, 0), "offset": max(offset, 0)},
+                params={"limit": limit, "offset": offset},
             )
         )  # fmt: skip
 

@@ -161,11 +161,7 @@ class SQLiteStore(SQLiteListings, SQLiteThread, PlannedStore):
         )
         return [message_from_row(row) for row in rows]
 
-    async def get_messages(
-        self, session_id: str, message_ids: Sequence[str]
-    ) -> list[StoredMessage]:
-        if not message_ids:
-            return []
+    async def _messages(self, session_id: str, message_ids: list[str]) -> list[StoredMessage]:
         marks = ", ".join("?" * len(message_ids))
         rows = await self._rows(
             f"SELECT * FROM messages WHERE session_id = ? AND message_id IN ({marks}) ORDER BY seq",
@@ -205,8 +201,8 @@ class SQLiteStore(SQLiteListings, SQLiteThread, PlannedStore):
 
         await self._write(end)
 
-    async def list_unfinished_ended_sessions(
-        self, *, ended_before: datetime, after: tuple[str, str] | None, limit: int
+    async def _unfinished_ended_sessions(
+        self, ended_before: datetime, after: tuple[str, str], limit: int
     ) -> list[tuple[str, str]]:
         sql = (
             "SELECT u.session_id, u.agent_id FROM ("
@@ -219,13 +215,13 @@ class SQLiteStore(SQLiteListings, SQLiteThread, PlannedStore):
             "AND (u.session_id, u.agent_id) > (?, ?) "
             "ORDER BY u.session_id, u.agent_id LIMIT ?"
         )
-        params = (to_us(ended_before), *(after or ("", "")), max(limit, 0))
+        params = (to_us(ended_before), *after, limit)
         rows = await self._read(lambda conn: conn.execute(sql, params).fetchall())
         return [(str(row[0]), str(row[1])) for row in rows]
 
-    async def purge_ended_sessions(self, ended_before: datetime, limit: int) -> list[str]:
+    async def _purge_ended_sessions(self, ended_before: datetime, limit: int) -> list[str]:
         return await self._write(
-            partial(purge_ended_sessions_tx, ended_before=ended_before, limit=max(limit, 0))
+            partial(purge_ended_sessions_tx, ended_before=ended_before, limit=limit)
         )
 
     # ------------------------------------------------------------ embeddings cache
@@ -248,9 +244,8 @@ class SQLiteStore(SQLiteListings, SQLiteThread, PlannedStore):
 
     # ------------------------------------------------------------ facts
 
-    async def get_facts(self, fact_ids: Sequence[str]) -> list[Fact]:
-        ids = list(dict.fromkeys(fact_ids))
-        return await self._read(lambda conn: facts_by_id(conn, ids))
+    async def _facts(self, fact_ids: list[str]) -> list[Fact]:
+        return await self._read(lambda conn: facts_by_id(conn, fact_ids))
 
     async def vector_search(
         self, query: Vector, flt: FactFilter, *, limit: int, min_score: float = -1.0
@@ -271,19 +266,18 @@ class SQLiteStore(SQLiteListings, SQLiteThread, PlannedStore):
     async def text_search(self, query: str, flt: FactFilter, *, limit: int) -> list[ScoredFact]:
         return await self._read(lambda conn: text_search_tx(conn, query, flt, limit, self._vectors))
 
-    async def recent_facts(self, flt: FactFilter, *, since: datetime, limit: int) -> list[Fact]:
+    async def _recent_facts(self, flt: FactFilter, since: datetime, limit: int) -> list[Fact]:
         where, params = fact_filter_sql(flt)
         rows = await self._rows(
             f"SELECT {fact_columns('f')} FROM facts AS f WHERE {where} AND {SAID_OR_UPDATED} >= ? "
             f"ORDER BY {SAID_OR_UPDATED} DESC, f.rowid DESC LIMIT ?",
-            (*params, to_us(since), max(limit, 0)),
+            (*params, to_us(since), limit),
         )
         return [fact_from_row(row) for row in rows]
 
-    async def touch_facts(self, fact_ids: Sequence[str], at: datetime) -> None:
+    async def _touch_facts(self, fact_ids: list[str], at: datetime) -> None:
         sql = "UPDATE facts SET access_count = access_count + 1, last_accessed_at = ? WHERE fact_id IN"
-        if ids := list(dict.fromkeys(fact_ids)):
-            await self._write(lambda conn: rows_in(conn, sql, ids, to_us(at)))
+        await self._write(lambda conn: rows_in(conn, sql, fact_ids, to_us(at)))
 
     async def _read_embedding_meta(self) -> tuple[str, int] | None:
         return await self._read(read_embedding_meta)
@@ -330,16 +324,15 @@ class SQLiteStore(SQLiteListings, SQLiteThread, PlannedStore):
 
     # ------------------------------------------------------------ management reads
 
-    async def list_facts(
-        self, flt: FactFilter, *, include_invalid: bool = False, offset: int = 0, limit: int = 50
+    async def _list_facts(
+        self, flt: FactFilter, *, valid_only: bool, offset: int, limit: int
     ) -> list[Fact]:
-        where, params = fact_filter_sql(flt, valid_only=not include_invalid)
+        where, params = fact_filter_sql(flt, valid_only=valid_only)
         sql = (
             f"SELECT {fact_columns('f')} FROM facts AS f WHERE {where} "
             "ORDER BY f.updated_at DESC, f.rowid DESC LIMIT ? OFFSET ?"
         )
-        # A negative LIMIT would mean "no limit" to SQLite.
-        args = (*params, max(limit, 0), max(offset, 0))
+        args = (*params, limit, offset)
         rows = await self._read(lambda conn: conn.execute(sql, args).fetchall())
         return [fact_from_row(row) for row in rows]
 
