@@ -1,14 +1,16 @@
-"""The snapshots the planners ask for, read inside the caller's transaction."""
+"""The reads the planners' snapshots are assembled from (memory.store.snapshots), inside the
+caller's transaction; and the context FIFO's query."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import cast
+from typing import Any
 
 from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.asynchronous.database import AsyncDatabase
 
+from memory.api_keys import ApiKey
 from memory.models import Fact, FormationCommitResult, Reflection, SessionAgentState
 from memory.store.mongo.docs import (
     NO_VECTOR,
@@ -22,21 +24,9 @@ from memory.store.mongo.docs import (
 from memory.store.mongo.lifecycle_reads import lifecycle_snapshot, read_epochs
 from memory.store.mongo.listings import api_key
 from memory.store.mongo.reembed import count_pending_reembeds, read_embedding_meta
-from memory.store.rules import (
-    ApiKeyRequest,
-    ConsolidationRequest,
-    ConsolidationSnapshot,
-    FactRequest,
-    FactSnapshot,
-    FormationRequest,
-    FormationSnapshot,
-    RecordRequest,
-    RecordSnapshot,
-    ReflectionRequest,
-    Request,
-)
+from memory.store.rules import Request
 from memory.store.rules.recheck import reflection_text_key
-from memory.store.rules.reembed import SwitchRequest
+from memory.store.snapshots import SnapshotReads
 
 Session = AsyncClientSession | None
 
@@ -50,88 +40,6 @@ async def read_state(
     return None if doc is None else state_from_doc(doc)
 
 
-async def find_facts(db: AsyncDatabase[Doc], query: Doc, session: Session) -> list[Fact]:
-    return [fact_from_doc(doc) async for doc in db.facts.find(query, NO_VECTOR, session=session)]
-
-
-async def pending_after(
-    db: AsyncDatabase[Doc], session_id: str, after_seq: int, session: AsyncClientSession
-) -> tuple[int, float]:
-    """(count, weighted tokens) of the session's messages with seq > after_seq."""
-    pipeline: list[Doc] = [
-        {"$match": {"session_id": session_id, "seq": {"$gt": after_seq}}},
-        {"$group": {"_id": None, "n": {"$sum": 1}, "tokens": {"$sum": "$weighted_tokens"}}},
-    ]
-    rows = await (await db.messages.aggregate(pipeline, session=session)).to_list()
-    if not rows:
-        return 0, 0.0
-    return int(rows[0]["n"]), float(rows[0]["tokens"])
-
-
-async def formation_snapshot(
-    db: AsyncDatabase[Doc], s: AsyncClientSession, req: FormationRequest
-) -> FormationSnapshot:
-    done = await db.formation_commits.find_one({"_id": req.formation_id}, session=s)
-    by_hash = {"agent_id": req.agent_id, "hash": {"$in": list(req.hashes)}}
-    facts = await find_facts(db, {"$or": [{"_id": {"$in": list(req.fact_ids)}}, by_hash]}, s)
-    existing = db.reflections.find(
-        {"_id": {"$in": list(req.reflection_ids)}}, {"_id": 1}, session=s
-    )
-    pipeline: list[Doc] = [
-        {"$match": {"scope_key": {"$in": list(req.scope_keys)}, "absorbed_into_version": None}},
-        {"$group": {"_id": "$scope_key", "n": {"$sum": 1}}},
-    ]
-    counts = await (await db.reflections.aggregate(pipeline, session=s)).to_list()
-    mine = await db.session_agents.find_one(
-        {"session_id": req.session_id, "agent_id": req.agent_id}, {"user_ids": 1}, session=s
-    )
-    recent: list[tuple[Fact, Sequence[float]]] = []
-    if req.recent_since is not None:
-        changed: Doc = {"agent_id": req.agent_id, "invalidated": False}
-        changed["updated_at"] = {"$gte": ts(req.recent_since)}
-        async for doc in db.facts.find(changed, session=s):
-            recent.append((fact_from_doc(doc), [float(x) for x in doc["embedding"]]))
-    texts: set[tuple[str, str]] = set()
-    if req.reflection_texts:
-        same: Doc = {"scope_key": {"$in": list(req.scope_keys)}}
-        same["content"] = {"$in": list(req.reflection_texts)}
-        async for doc in db.reflections.find(same, {"scope_key": 1, "content": 1}, session=s):
-            texts.add(reflection_text_key(doc["scope_key"], doc["content"]))
-    return FormationSnapshot(
-        participants=frozenset(mine.get("user_ids", []) if mine else ()),
-        done=None if done is None else FormationCommitResult.model_validate(done["result"]),
-        state=await read_state(db, req.session_id, req.agent_id, s),
-        embedding_meta=await read_embedding_meta(db, s),
-        facts=facts,
-        existing_reflections=frozenset([doc["_id"] async for doc in existing]),
-        buffered={row["_id"]: int(row["n"]) for row in counts},
-        pending_after=await pending_after(db, req.session_id, req.new_cursor, s),
-        epochs=await read_epochs(db, req.agent_id, req.users, s),
-        recent=recent,
-        reflection_texts=frozenset(texts),
-    )
-
-
-async def record_snapshot(
-    db: AsyncDatabase[Doc], s: AsyncClientSession, req: RecordRequest
-) -> RecordSnapshot:
-    session_id = req.session_id
-    doc = await db.sessions.find_one({"_id": session_id}, session=s)
-    state = await read_state(db, session_id, req.agent_id, s)
-    stored = db.messages.find(
-        {"session_id": session_id, "message_id": {"$in": list(req.message_ids)}},
-        {"message_id": 1},
-        session=s,
-    )
-    return RecordSnapshot(
-        session_exists=doc is not None,
-        last_seq=0 if doc is None else int(doc["last_seq"]),
-        last_message_at=None if doc is None else opt_dt(doc.get("last_message_at")),
-        state=state,
-        stored_ids=frozenset([m["message_id"] async for m in stored]),
-    )
-
-
 async def reflection(
     db: AsyncDatabase[Doc], reflection_id: str, session: Session = None
 ) -> Reflection | None:
@@ -139,36 +47,109 @@ async def reflection(
     return None if doc is None else reflection_from_doc(doc)
 
 
-async def read_snapshot[S](db: AsyncDatabase[Doc], s: AsyncClientSession, request: Request[S]) -> S:
-    """The snapshot a planner asks for (see memory.store.rules)."""
-    snapshot: object
-    match request:
-        case FormationRequest():
-            snapshot = await formation_snapshot(db, s, request)
-        case RecordRequest():
-            snapshot = await record_snapshot(db, s, request)
-        case ReflectionRequest(reflection_id=reflection_id):
-            snapshot = await reflection(db, reflection_id, s)
-        case FactRequest(fact_id=fact_id, content_hash=hash_):
-            fact = next(iter(await find_facts(db, {"_id": fact_id}, s)), None)
-            same = []
-            if fact is not None and hash_ is not None:
-                same = await find_facts(db, {"agent_id": fact.agent_id, "hash": hash_}, s)
-            snapshot = FactSnapshot(fact, same, await read_embedding_meta(db, s))
-        case ConsolidationRequest(key=key, reflection_ids=ids):
-            doc = await db.consolidated.find_one({"_id": key}, {"version": 1}, session=s)
-            buffered = await db.reflections.count_documents(
-                {"_id": {"$in": list(ids)}, "scope_key": key, "absorbed_into_version": None},
-                session=s,
-            )
-            snapshot = ConsolidationSnapshot(0 if doc is None else int(doc["version"]), buffered)
-        case ApiKeyRequest(key_id=key_id):
-            snapshot = await api_key(db, key_id, s)
-        case SwitchRequest(model=model):
-            snapshot = await count_pending_reembeds(db, model, s)
-        case _:
-            snapshot = await lifecycle_snapshot(db, s, request)
-    return cast(S, snapshot)
+class MongoReads(SnapshotReads):
+    def __init__(self, db: AsyncDatabase[Doc], session: AsyncClientSession) -> None:
+        self.db = db
+        self.s = session
+
+    async def _facts(self, query: Doc) -> list[Fact]:
+        return [
+            fact_from_doc(d) async for d in self.db.facts.find(query, NO_VECTOR, session=self.s)
+        ]
+
+    async def _ids(self, collection: str, query: Doc, field: str = "_id") -> frozenset[str]:
+        cursor = self.db[collection].find(query, {field: 1}, session=self.s)
+        return frozenset([doc[field] async for doc in cursor])
+
+    async def state(self, session_id: str, agent_id: str) -> SessionAgentState | None:
+        return await read_state(self.db, session_id, agent_id, self.s)
+
+    async def facts_by_id(self, fact_ids: Sequence[str]) -> list[Fact]:
+        return await self._facts({"_id": {"$in": list(fact_ids)}})
+
+    async def facts_with_hashes(self, agent_id: str, hashes: Sequence[str]) -> list[Fact]:
+        return await self._facts({"agent_id": agent_id, "hash": {"$in": list(hashes)}})
+
+    async def embedding_meta(self) -> tuple[str, int] | None:
+        return await read_embedding_meta(self.db, self.s)
+
+    async def formation_done(self, formation_id: str) -> FormationCommitResult | None:
+        doc = await self.db.formation_commits.find_one({"_id": formation_id}, session=self.s)
+        return None if doc is None else FormationCommitResult.model_validate(doc["result"])
+
+    async def existing_reflections(self, reflection_ids: Sequence[str]) -> frozenset[str]:
+        return await self._ids("reflections", {"_id": {"$in": list(reflection_ids)}})
+
+    async def buffered_counts(self, keys: Sequence[str]) -> dict[str, int]:
+        pipeline: list[Doc] = [
+            {"$match": {"scope_key": {"$in": list(keys)}, "absorbed_into_version": None}},
+            {"$group": {"_id": "$scope_key", "n": {"$sum": 1}}},
+        ]
+        counts = await (await self.db.reflections.aggregate(pipeline, session=self.s)).to_list()
+        return {row["_id"]: int(row["n"]) for row in counts}
+
+    async def pending_after(self, session_id: str, seq: int) -> tuple[int, float]:
+        pipeline: list[Doc] = [
+            {"$match": {"session_id": session_id, "seq": {"$gt": seq}}},
+            {"$group": {"_id": None, "n": {"$sum": 1}, "tokens": {"$sum": "$weighted_tokens"}}},
+        ]
+        rows = await (await self.db.messages.aggregate(pipeline, session=self.s)).to_list()
+        return (int(rows[0]["n"]), float(rows[0]["tokens"])) if rows else (0, 0.0)
+
+    async def participants(self, session_id: str, agent_id: str) -> frozenset[str]:
+        query = {"session_id": session_id, "agent_id": agent_id}
+        mine = await self.db.session_agents.find_one(query, {"user_ids": 1}, session=self.s)
+        return frozenset(mine.get("user_ids", []) if mine else ())
+
+    async def epochs(self, agent_id: str, user_ids: Sequence[str]) -> dict[str, int]:
+        return await read_epochs(self.db, agent_id, user_ids, self.s)
+
+    async def valid_since(
+        self, agent_id: str, since: datetime
+    ) -> list[tuple[Fact, Sequence[float]]]:
+        changed = {"agent_id": agent_id, "invalidated": False, "updated_at": {"$gte": ts(since)}}
+        return [
+            (fact_from_doc(doc), [float(x) for x in doc["embedding"]])
+            async for doc in self.db.facts.find(changed, session=self.s)
+        ]
+
+    async def reflection_texts(
+        self, keys: Sequence[str], texts: Sequence[str]
+    ) -> frozenset[tuple[str, str]]:
+        same = {"scope_key": {"$in": list(keys)}, "content": {"$in": list(texts)}}
+        cursor = self.db.reflections.find(same, {"scope_key": 1, "content": 1}, session=self.s)
+        return frozenset([reflection_text_key(d["scope_key"], d["content"]) async for d in cursor])
+
+    async def session_head(self, session_id: str) -> tuple[int, datetime | None] | None:
+        doc = await self.db.sessions.find_one({"_id": session_id}, session=self.s)
+        return None if doc is None else (int(doc["last_seq"]), opt_dt(doc.get("last_message_at")))
+
+    async def stored_message_ids(
+        self, session_id: str, message_ids: Sequence[str]
+    ) -> frozenset[str]:
+        query = {"session_id": session_id, "message_id": {"$in": list(message_ids)}}
+        return await self._ids("messages", query, "message_id")
+
+    async def reflection(self, reflection_id: str) -> Reflection | None:
+        return await reflection(self.db, reflection_id, self.s)
+
+    async def blob_version(self, key: str) -> int:
+        doc = await self.db.consolidated.find_one({"_id": key}, {"version": 1}, session=self.s)
+        return 0 if doc is None else int(doc["version"])
+
+    async def buffered_among(self, key: str, reflection_ids: Sequence[str]) -> int:
+        ids = {"$in": list(reflection_ids)}
+        query: Doc = {"_id": ids, "scope_key": key, "absorbed_into_version": None}
+        return await self.db.reflections.count_documents(query, session=self.s)
+
+    async def api_key(self, key_id: str) -> ApiKey | None:
+        return await api_key(self.db, key_id, self.s)
+
+    async def reembed_pending(self, model: str) -> tuple[int, int]:
+        return await count_pending_reembeds(self.db, model, self.s)
+
+    async def lifecycle(self, request: Request[Any]) -> object:
+        return await lifecycle_snapshot(self.db, self.s, request)
 
 
 async def recent_fact_docs(

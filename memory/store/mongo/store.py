@@ -53,7 +53,7 @@ from memory.store.mongo.indexes import PLAIN_COLLECTIONS, REGULAR_INDEXES
 from memory.store.mongo.lifecycle_reads import export_data, read_epochs, user_agents
 from memory.store.mongo.listings import MongoListings
 from memory.store.mongo.reads import (
-    read_snapshot,
+    MongoReads,
     read_state,
     recent_fact_docs,
     reflection,
@@ -76,6 +76,7 @@ from memory.store.mongo.txn import run_transaction
 from memory.store.mongo.writes import apply_writes
 from memory.store.planned import PlannedStore
 from memory.store.rules import Plan, Request, check_query_dimension
+from memory.store.snapshots import read_snapshot
 
 
 def _embedding_key(model: str, text_hash: str) -> str:
@@ -107,7 +108,7 @@ class MongoStore(MongoListings, PlannedStore):
 
     async def _transact[S, R](self, request: Request[S], plan: Callable[[S], Plan[R]]) -> R:
         async def body(session: AsyncClientSession) -> R:
-            planned = plan(await read_snapshot(self._db, session, request))
+            planned = plan(await read_snapshot(MongoReads(self._db, session), request))
             await apply_writes(self._db, session, planned.writes)
             return planned.result
 

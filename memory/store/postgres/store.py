@@ -42,7 +42,7 @@ from memory.store.postgres.codec import (
 )
 from memory.store.postgres.lifecycle_reads import export_data, read_epochs, user_agents
 from memory.store.postgres.pool import Conn, PostgresPool, connect, embedding_meta
-from memory.store.postgres.reads import api_key, facts_by_id, read_snapshot, read_state, reflection
+from memory.store.postgres.reads import PostgresReads, api_key, facts_by_id, read_state, reflection
 from memory.store.postgres.reembed import (
     pending_reembeds,
     put_side_vectors,
@@ -65,6 +65,7 @@ from memory.store.postgres.sessions import (
 )
 from memory.store.postgres.writes import apply_writes
 from memory.store.rules import Plan, Request, check_query_dimension
+from memory.store.snapshots import read_snapshot
 
 
 class PostgresStore(PostgresPool, PlannedStore):
@@ -75,7 +76,7 @@ class PostgresStore(PostgresPool, PlannedStore):
 
     async def _transact[S, R](self, request: Request[S], plan: Callable[[S], Plan[R]]) -> R:
         async def body(conn: Conn) -> R:
-            planned = plan(await read_snapshot(conn, request))
+            planned = plan(await read_snapshot(PostgresReads(conn), request))
             await apply_writes(conn, planned.writes)
             return planned.result
 

@@ -48,7 +48,7 @@ from memory.store.sqlite.lifecycle_reads import (
 )
 from memory.store.sqlite.listings import SQLiteListings
 from memory.store.sqlite.meta import read_embedding_meta, rows_in
-from memory.store.sqlite.reads import read_snapshot, read_state, reflection
+from memory.store.sqlite.reads import read_snapshot_tx, read_state, reflection
 from memory.store.sqlite.reembed import (
     pending_reembeds,
     put_side_vectors,
@@ -87,7 +87,7 @@ class SQLiteStore(SQLiteListings, SQLiteThread, PlannedStore):
 
     async def _transact[S, R](self, request: Request[S], plan: Callable[[S], Plan[R]]) -> R:
         def body(conn: sqlite3.Connection) -> R:
-            planned = plan(read_snapshot(conn, request))
+            planned = plan(read_snapshot_tx(conn, request))
             apply_writes(conn, planned.writes)
             return planned.result
 
