@@ -28,9 +28,10 @@ from memory.store.rules import (
     Request,
 )
 from memory.store.rules.reembed import SwitchRequest
+from memory.store.snapshots_lifecycle import LifecycleReads, read_lifecycle_snapshot
 
 
-class SnapshotReads(abc.ABC):
+class SnapshotReads(LifecycleReads):
     """One backend's reads, inside the transaction of the call that plans on them."""
 
     @abc.abstractmethod
@@ -45,29 +46,12 @@ class SnapshotReads(abc.ABC):
         """The agent's facts, valid or not, whose content hash is one of ``hashes``."""
 
     @abc.abstractmethod
-    async def embedding_meta(self) -> tuple[str, int] | None: ...
-
-    @abc.abstractmethod
     async def formation_done(self, formation_id: str) -> FormationCommitResult | None:
         """The recorded result of a formation committed before."""
 
     @abc.abstractmethod
-    async def existing_reflections(self, reflection_ids: Sequence[str]) -> frozenset[str]: ...
-
-    @abc.abstractmethod
-    async def buffered_counts(self, keys: Sequence[str]) -> dict[str, int]:
-        """Unabsorbed reflections per scope key (a key without any may be absent)."""
-
-    @abc.abstractmethod
-    async def pending_after(self, session_id: str, seq: int) -> tuple[int, float]:
-        """(count, weighted tokens) of the session's messages with a seq above ``seq``."""
-
-    @abc.abstractmethod
     async def participants(self, session_id: str, agent_id: str) -> frozenset[str]:
         """The users of the session who spoke to this agent."""
-
-    @abc.abstractmethod
-    async def epochs(self, agent_id: str, user_ids: Sequence[str]) -> dict[str, int]: ...
 
     @abc.abstractmethod
     async def valid_since(
@@ -81,10 +65,6 @@ class SnapshotReads(abc.ABC):
     ) -> frozenset[tuple[str, str]]:
         """rules.recheck.reflection_text_key of the stored reflections of ``keys`` whose
         content is one of ``texts``."""
-
-    @abc.abstractmethod
-    async def session_head(self, session_id: str) -> tuple[int, datetime | None] | None:
-        """(last seq, last message time) of a session, None when there is no such session."""
 
     @abc.abstractmethod
     async def stored_message_ids(
@@ -108,10 +88,6 @@ class SnapshotReads(abc.ABC):
     @abc.abstractmethod
     async def reembed_pending(self, model: str) -> tuple[int, int]:
         """(facts without a side vector of ``model`` for their content, all facts)."""
-
-    @abc.abstractmethod
-    async def lifecycle(self, request: Request[Any]) -> object:
-        """The snapshot of a data-lifecycle request (imports, forget_user)."""
 
 
 async def _formation(reads: SnapshotReads, req: FormationRequest) -> FormationSnapshot:
@@ -177,7 +153,7 @@ async def read_snapshot[S](reads: SnapshotReads, request: Request[S]) -> S:
         case SwitchRequest(model=model):
             snapshot = await reads.reembed_pending(model)
         case _:
-            snapshot = await reads.lifecycle(request)
+            snapshot = await read_lifecycle_snapshot(reads, request)
     return cast(S, snapshot)
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
 
 from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.asynchronous.database import AsyncDatabase
@@ -21,10 +20,9 @@ from memory.store.mongo.docs import (
     state_from_doc,
     ts,
 )
-from memory.store.mongo.lifecycle_reads import lifecycle_snapshot, read_epochs
+from memory.store.mongo.lifecycle_reads import read_epochs
 from memory.store.mongo.listings import api_key
 from memory.store.mongo.reembed import count_pending_reembeds, read_embedding_meta
-from memory.store.rules import Request
 from memory.store.rules.recheck import reflection_text_key
 from memory.store.snapshots import SnapshotReads
 
@@ -86,11 +84,16 @@ class MongoReads(SnapshotReads):
             {"$group": {"_id": "$scope_key", "n": {"$sum": 1}}},
         ]
         counts = await (await self.db.reflections.aggregate(pipeline, session=self.s)).to_list()
-        return {row["_id"]: int(row["n"]) for row in counts}
+        return dict.fromkeys(keys, 0) | {row["_id"]: int(row["n"]) for row in counts}
 
-    async def pending_after(self, session_id: str, seq: int) -> tuple[int, float]:
+    async def pending_after(
+        self, session_id: str, seq: int, *, except_user: str | None = None
+    ) -> tuple[int, float]:
+        after: Doc = {"session_id": session_id, "seq": {"$gt": seq}}
+        if except_user is not None:
+            after["user_id"] = {"$ne": except_user}
         pipeline: list[Doc] = [
-            {"$match": {"session_id": session_id, "seq": {"$gt": seq}}},
+            {"$match": after},
             {"$group": {"_id": None, "n": {"$sum": 1}, "tokens": {"$sum": "$weighted_tokens"}}},
         ]
         rows = await (await self.db.messages.aggregate(pipeline, session=self.s)).to_list()
@@ -148,8 +151,84 @@ class MongoReads(SnapshotReads):
     async def reembed_pending(self, model: str) -> tuple[int, int]:
         return await count_pending_reembeds(self.db, model, self.s)
 
-    async def lifecycle(self, request: Request[Any]) -> object:
-        return await lifecycle_snapshot(self.db, self.s, request)
+    # ------------------------------------------------------------ the lifecycle snapshots' own
+
+    async def stored_epoch(self, agent_key: str, user_id: str) -> int:
+        query = {"agent_key": agent_key, "user_id": user_id}
+        doc = await self.db.erasures.find_one(query, session=self.s)
+        return 0 if doc is None else int(doc["epoch"])
+
+    async def existing_agents(self, agent_ids: Sequence[str]) -> frozenset[str]:
+        return await self._ids("agents", {"_id": {"$in": list(agent_ids)}})
+
+    async def existing_facts(self, fact_ids: Sequence[str]) -> frozenset[str]:
+        return await self._ids("facts", {"_id": {"$in": list(fact_ids)}})
+
+    async def valid_fact_keys(self, agent_id: str, hash_: str) -> set[tuple[str, str, str, str]]:
+        query = {"agent_id": agent_id, "hash": hash_, "invalidated": False}
+        return {
+            (doc["agent_id"], doc.get("user_id") or "", doc["scope"], doc["hash"])
+            async for doc in self.db.facts.find(query, NO_VECTOR, session=self.s)
+        }
+
+    async def blobs(self, keys: Sequence[str]) -> dict[str, tuple[str, int]]:
+        cursor = self.db.consolidated.find({"_id": {"$in": list(keys)}}, session=self.s)
+        return {d["_id"]: (str(d["content"]), int(d["version"])) async for d in cursor}
+
+    async def session_users(self, session_id: str) -> tuple[str, ...]:
+        doc = await self.db.sessions.find_one({"_id": session_id}, {"user_ids": 1}, session=self.s)
+        return () if doc is None else tuple(doc.get("user_ids", ()))
+
+    async def session_states(self, session_id: str) -> list[SessionAgentState]:
+        doc = await self.db.sessions.find_one({"_id": session_id}, {"agent_ids": 1}, session=self.s)
+        order = {a: i for i, a in enumerate(doc.get("agent_ids", []) if doc else [])}
+        cursor = self.db.session_agents.find({"session_id": session_id}, session=self.s)
+        states = [state_from_doc(d) async for d in cursor]
+        return sorted(states, key=lambda s: order.get(s.agent_id, len(order)))  # join order
+
+    async def message_seqs(self, session_id: str, message_ids: Sequence[str]) -> dict[str, int]:
+        query = {"session_id": session_id, "message_id": {"$in": list(message_ids)}}
+        cursor = self.db.messages.find(query, {"message_id": 1, "seq": 1}, session=self.s)
+        return {m["message_id"]: int(m["seq"]) async for m in cursor}
+
+    async def taken_seqs(self, session_id: str, seqs: Sequence[int]) -> frozenset[int]:
+        query = {"session_id": session_id, "seq": {"$in": list(seqs)}}
+        cursor = self.db.messages.find(query, {"seq": 1}, session=self.s)
+        return frozenset([int(m["seq"]) async for m in cursor])
+
+    async def user_session_ids(self, user_id: str, agent_id: str) -> list[str]:
+        query = {"user_ids": user_id, "agent_ids": agent_id}
+        return [d["_id"] async for d in self.db.sessions.find(query, {"_id": 1}, session=self.s)]
+
+    async def message_counts(self, session_id: str, user_id: str) -> tuple[int, int]:
+        count = self.db.messages.count_documents
+        everyone = await count({"session_id": session_id}, session=self.s)
+        mine = await count({"session_id": session_id, "user_id": user_id}, session=self.s)
+        return everyone, mine
+
+    async def user_facts(self, agent_id: str, user_id: str) -> list[Fact]:
+        return await self._facts({"agent_id": agent_id, "user_id": user_id})
+
+    async def reflection_count(self, key: str) -> int:
+        return await self.db.reflections.count_documents({"scope_key": key}, session=self.s)
+
+    async def has_blob(self, key: str) -> bool:
+        doc = await self.db.consolidated.find_one({"_id": key}, {"_id": 1}, session=self.s)
+        return doc is not None
+
+    async def cached_text_hashes(self, text_hashes: Sequence[str]) -> frozenset[str]:
+        return await self._ids("embeddings", {"hash": {"$in": list(text_hashes)}}, "hash")
+
+    async def contents_elsewhere(
+        self, agent_id: str, user_id: str, content_hashes: Sequence[str]
+    ) -> list[str]:
+        fields = {"content": 1, "agent_id": 1, "user_id": 1}
+        cursor = self.db.facts.find({"hash": {"$in": list(content_hashes)}}, fields, session=self.s)
+        return [
+            d["content"]
+            async for d in cursor
+            if not (d["agent_id"] == agent_id and d.get("user_id") == user_id)
+        ]
 
 
 async def recent_fact_docs(
