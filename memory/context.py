@@ -134,13 +134,12 @@ async def assemble_context(
     facts: list[Fact] = []
     if visible.fact_filter is not None and fifo.fifo_enabled and fifo.fifo_limit > 0:
         since = now - timedelta(hours=fifo.fifo_max_age_hours)
-        scope_parts, stored = await asyncio.gather(
+        # Recent means recently said (the store selects by said_at): a fact formed today from an
+        # old conversation (an import, a backlog) was not news this week.
+        scope_parts, facts = await asyncio.gather(
             asyncio.gather(*parts),
             store.recent_facts(visible.fact_filter, since=since, limit=fifo.fifo_limit),
         )
-        # Recent means recently said: a fact formed today from an old conversation (an import,
-        # a backlog) was not news this week, and would show "said 8 May 2023" among them.
-        facts = [f for f in stored if f.said_at is None or f.said_at >= since]
     else:
         scope_parts = await asyncio.gather(*parts)
 

@@ -195,7 +195,13 @@ class MemoryStore(LifecycleContract):
 
     @abc.abstractmethod
     async def recent_facts(self, flt: FactFilter, *, since: datetime, limit: int) -> list[Fact]:
-        """Valid facts with updated_at >= since, newest first (the context FIFO)."""
+        """The context FIFO: valid facts said at or after ``since``, most recently said first.
+
+        Recent means recently *said*: a fact formed today from an old conversation (an import, a
+        backlog) is not recent. A fact's recency is its ``said_at``; a fact without one (stores
+        and exports older than provenance) falls back to ``updated_at``, the last time it was
+        stored, which is what recency meant for it before. Ties (facts said at the same instant):
+        the later stored fact first. Selected by the store's index, not by post-filtering."""
 
     @abc.abstractmethod
     async def touch_facts(self, fact_ids: Sequence[str], at: datetime) -> None:

@@ -49,6 +49,7 @@ from memory.store.rules import (
     plan_record_messages,
     plan_revoke_api_key,
 )
+from memory.store.rules.reembed import SwitchRequest, plan_switch
 
 # The reads of a formation, a consolidation and a search: each gets a span with its row count.
 TRACED_READS = (
@@ -164,6 +165,19 @@ class PlannedStore(PlannedLifecycle):
             ReflectionRequest(reflection_id),
             lambda current: plan_delete_reflection(reflection_id, current),
         )
+
+    # ------------------------------------------------------------ re-embedding
+
+    async def count_reembed_pending(self, model: str) -> tuple[int, int]:
+        # What the switch would find, read in the same kind of transaction, writing nothing.
+        return await self._transact(SwitchRequest(model), lambda pending: Plan((), pending))
+
+    async def switch_embedding(self, model: str, dimension: int) -> int:
+        switched = await self._transact(
+            SwitchRequest(model), lambda pending: plan_switch(model, dimension, pending)
+        )
+        self._meta = None
+        return switched
 
     # ------------------------------------------------------------ API keys
 

@@ -13,7 +13,7 @@ from itertools import groupby
 import numpy as np
 
 from memory.models import AgentConfig, ConsolidatedMemory, Fact, Reflection, StoredMessage
-from memory.store.base import MemoryStore, Vector
+from memory.store.base import Vector
 from memory.store.counts import BlobImport, ForgetCounts, ImportCounts
 from memory.store.rules.erasure import (
     EraseAllRequest,
@@ -34,9 +34,10 @@ from memory.store.rules.imports import (
     session_import_request,
 )
 from memory.store.rules.writes import Plan, Request
+from memory.store.shared_reads import SharedReads
 
 
-class PlannedLifecycle(MemoryStore):
+class PlannedLifecycle(SharedReads):
     @abc.abstractmethod
     async def _transact[S, R](self, request: Request[S], plan: Callable[[S], Plan[R]]) -> R: ...
 

@@ -11,6 +11,7 @@ import pytest
 from memory.store.postgres import PostgresStore
 from memory.store.postgres.schema import MIGRATIONS
 from tests.conftest import fresh_schema
+from tests.store.builders import Former, add, at, unit, user_filter
 
 pytestmark = pytest.mark.postgres
 
@@ -54,4 +55,31 @@ async def test_a_database_at_an_older_version_is_brought_up_to_date(postgres_dsn
             "AND attname = 'embedding'"
         ).fetchone()
     assert row is not None and row[0] == "p"  # migration 2: vectors stay in the row
+    await store.close()
+
+
+async def test_migration_3_fills_said_at_from_the_facts_stored_before_it(postgres_dsn: str) -> None:
+    """The context FIFO selects by the said_at column: facts stored before it had one read theirs
+    from their bodies, and those without one count from when they were stored."""
+    dsn = fresh_schema(postgres_dsn)
+    store = PostgresStore(dsn, pool_size=1)
+    await store.setup()
+    former = await Former(store).start()
+    await former.form(add("unsaid", "Fact without provenance", unit(0, 1)))  # stored at 100
+    await former.form(add("said", "Fact said at 500", unit(1, 0)).model_copy(
+        update={"said_at": at(500)}
+    ))  # fmt: skip
+    with psycopg.connect(dsn, autocommit=True) as conn:  # as a version-2 database holds them
+        conn.execute("DROP INDEX facts_said")
+        conn.execute("ALTER TABLE facts DROP COLUMN said_at")
+        conn.execute("DELETE FROM schema_migrations WHERE version = 3")
+    await store.close()
+
+    store = PostgresStore(dsn, pool_size=1)
+    await store.setup()
+    assert _applied(dsn) == list(range(1, len(MIGRATIONS) + 1))
+    recent = await store.recent_facts(user_filter(), since=at(200), limit=5)
+    assert [f.fact_id for f in recent] == ["said"]
+    everything = await store.recent_facts(user_filter(), since=at(0), limit=5)
+    assert [f.fact_id for f in everything] == ["said", "unsaid"]
     await store.close()

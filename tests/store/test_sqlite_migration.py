@@ -11,8 +11,8 @@ from pathlib import Path
 from memory.models import ScopeKey
 from memory.store.sqlite import SQLiteStore
 from memory.store.sqlite.codec import to_us
-from memory.store.sqlite.schema import ADDED_COLUMNS
-from tests.store.builders import Former, add, at, msg, record, unit
+from memory.store.sqlite.schema import ADDED_COLUMNS, SCHEMA_VERSION
+from tests.store.builders import Former, add, at, msg, record, unit, user_filter
 
 # The session tables as schema 1 wrote them (the rest of the DDL is unchanged since).
 SCHEMA_1 = """
@@ -75,7 +75,7 @@ async def test_a_schema_1_file_is_migrated_once_and_keeps_working(tmp_path: Path
         await store.close()
     with closing(sqlite3.connect(path)) as conn:
         version = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-    assert version == ("3",)
+    assert version == (str(SCHEMA_VERSION),)
 
 
 async def test_a_schema_2_file_gains_the_provenance_columns(tmp_path: Path) -> None:
@@ -88,6 +88,7 @@ async def test_a_schema_2_file_gains_the_provenance_columns(tmp_path: Path) -> N
     await former.form(add("old", "Alice lives in Paris", unit(1, 0)))
     await store.close()
     with closing(sqlite3.connect(path)) as conn, conn:  # as schema 2 wrote these tables
+        conn.execute("DROP INDEX facts_said")  # schema 4's, on a column schema 2 did not have
         for table, column, _ in ADDED_COLUMNS:
             conn.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
 
@@ -102,5 +103,8 @@ async def test_a_schema_2_file_gains_the_provenance_columns(tmp_path: Path) -> N
         old, new = await store.get_facts(["old", "new"])
         assert (old.source_message_ids, old.said_at) == ((), None)
         assert (new.source_message_ids, new.said_at) == (("m2",), at(20))
+        # The context FIFO's index is back, and the old fact is recent by when it was stored.
+        recent = await store.recent_facts(user_filter(), since=at(0), limit=5)
+        assert [f.fact_id for f in recent] == ["old", "new"]
     finally:
         await store.close()

@@ -31,6 +31,9 @@ Doc = dict[str, Any]
 NO_VECTOR = {"embedding": 0}
 
 
+EMBEDDING_META_ID = "embedding"  # the meta document of the stored (model, dimension)
+
+
 def insertion_order() -> ObjectId:
     """Tie-breaker for equal timestamps: ObjectIds made by one process increase, like rowids."""
     return ObjectId()

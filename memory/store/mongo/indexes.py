@@ -65,6 +65,13 @@ REGULAR_INDEXES: dict[str, list[IndexModel]] = {
         # A commit's snapshot: the agent's facts with the contents it writes, valid or not.
         IndexModel([("agent_id", ASCENDING), ("hash", ASCENDING)], name="facts_agent_hash"),
         IndexModel([("agent_id", ASCENDING), ("updated_at", DESCENDING)]),
+        # The context FIFO by when facts were said (mongo.reads.recent_fact_docs); facts without
+        # said_at are read by updated_at, with the index above.
+        IndexModel(
+            [("agent_id", ASCENDING), ("said_at", DESCENDING), ("ins", DESCENDING)],
+            partialFilterExpression={"invalidated": False},
+            name="facts_said",
+        ),
         # "none": no stemming and no stop words, so $text matches the words that Atlas'
         # lucene.standard analyzer and our BM25 tokenizer see.
         IndexModel([("content", TEXT)], default_language="none", name="facts_content_text"),

@@ -1,13 +1,15 @@
-"""The snapshots the planners ask for, read inside the caller's transaction."""
+"""The reads the planners' snapshots are assembled from (memory.store.snapshots), inside the
+caller's transaction; and the context FIFO's query."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import cast
+from datetime import datetime
 
 from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.asynchronous.database import AsyncDatabase
 
+from memory.api_keys import ApiKey
 from memory.models import Fact, FormationCommitResult, Reflection, SessionAgentState
 from memory.store.mongo.docs import (
     NO_VECTOR,
@@ -18,23 +20,11 @@ from memory.store.mongo.docs import (
     state_from_doc,
     ts,
 )
-from memory.store.mongo.lifecycle_reads import lifecycle_snapshot, read_epochs
+from memory.store.mongo.lifecycle_reads import read_epochs
 from memory.store.mongo.listings import api_key
-from memory.store.mongo.writes import EMBEDDING_META_ID
-from memory.store.rules import (
-    ApiKeyRequest,
-    ConsolidationRequest,
-    ConsolidationSnapshot,
-    FactRequest,
-    FactSnapshot,
-    FormationRequest,
-    FormationSnapshot,
-    RecordRequest,
-    RecordSnapshot,
-    ReflectionRequest,
-    Request,
-)
+from memory.store.mongo.reembed import count_pending_reembeds, read_embedding_meta
 from memory.store.rules.recheck import reflection_text_key
+from memory.store.snapshots import SnapshotReads
 
 Session = AsyncClientSession | None
 
@@ -48,93 +38,6 @@ async def read_state(
     return None if doc is None else state_from_doc(doc)
 
 
-async def read_embedding_meta(db: AsyncDatabase[Doc], session: Session) -> tuple[str, int] | None:
-    doc = await db.meta.find_one({"_id": EMBEDDING_META_ID}, session=session)
-    return None if doc is None else (doc["model"], int(doc["dimension"]))
-
-
-async def find_facts(db: AsyncDatabase[Doc], query: Doc, session: Session) -> list[Fact]:
-    return [fact_from_doc(doc) async for doc in db.facts.find(query, NO_VECTOR, session=session)]
-
-
-async def pending_after(
-    db: AsyncDatabase[Doc], session_id: str, after_seq: int, session: AsyncClientSession
-) -> tuple[int, float]:
-    """(count, weighted tokens) of the session's messages with seq > after_seq."""
-    pipeline: list[Doc] = [
-        {"$match": {"session_id": session_id, "seq": {"$gt": after_seq}}},
-        {"$group": {"_id": None, "n": {"$sum": 1}, "tokens": {"$sum": "$weighted_tokens"}}},
-    ]
-    rows = await (await db.messages.aggregate(pipeline, session=session)).to_list()
-    if not rows:
-        return 0, 0.0
-    return int(rows[0]["n"]), float(rows[0]["tokens"])
-
-
-async def formation_snapshot(
-    db: AsyncDatabase[Doc], s: AsyncClientSession, req: FormationRequest
-) -> FormationSnapshot:
-    done = await db.formation_commits.find_one({"_id": req.formation_id}, session=s)
-    by_hash = {"agent_id": req.agent_id, "hash": {"$in": list(req.hashes)}}
-    facts = await find_facts(db, {"$or": [{"_id": {"$in": list(req.fact_ids)}}, by_hash]}, s)
-    existing = db.reflections.find(
-        {"_id": {"$in": list(req.reflection_ids)}}, {"_id": 1}, session=s
-    )
-    pipeline: list[Doc] = [
-        {"$match": {"scope_key": {"$in": list(req.scope_keys)}, "absorbed_into_version": None}},
-        {"$group": {"_id": "$scope_key", "n": {"$sum": 1}}},
-    ]
-    counts = await (await db.reflections.aggregate(pipeline, session=s)).to_list()
-    mine = await db.session_agents.find_one(
-        {"session_id": req.session_id, "agent_id": req.agent_id}, {"user_ids": 1}, session=s
-    )
-    recent: list[tuple[Fact, Sequence[float]]] = []
-    if req.recent_since is not None:
-        changed: Doc = {"agent_id": req.agent_id, "invalidated": False}
-        changed["updated_at"] = {"$gte": ts(req.recent_since)}
-        async for doc in db.facts.find(changed, session=s):
-            recent.append((fact_from_doc(doc), [float(x) for x in doc["embedding"]]))
-    texts: set[tuple[str, str]] = set()
-    if req.reflection_texts:
-        same: Doc = {"scope_key": {"$in": list(req.scope_keys)}}
-        same["content"] = {"$in": list(req.reflection_texts)}
-        async for doc in db.reflections.find(same, {"scope_key": 1, "content": 1}, session=s):
-            texts.add(reflection_text_key(doc["scope_key"], doc["content"]))
-    return FormationSnapshot(
-        participants=frozenset(mine.get("user_ids", []) if mine else ()),
-        done=None if done is None else FormationCommitResult.model_validate(done["result"]),
-        state=await read_state(db, req.session_id, req.agent_id, s),
-        embedding_meta=await read_embedding_meta(db, s),
-        facts=facts,
-        existing_reflections=frozenset([doc["_id"] async for doc in existing]),
-        buffered={row["_id"]: int(row["n"]) for row in counts},
-        pending_after=await pending_after(db, req.session_id, req.new_cursor, s),
-        epochs=await read_epochs(db, req.agent_id, req.users, s),
-        recent=recent,
-        reflection_texts=frozenset(texts),
-    )
-
-
-async def record_snapshot(
-    db: AsyncDatabase[Doc], s: AsyncClientSession, req: RecordRequest
-) -> RecordSnapshot:
-    session_id = req.session_id
-    doc = await db.sessions.find_one({"_id": session_id}, session=s)
-    state = await read_state(db, session_id, req.agent_id, s)
-    stored = db.messages.find(
-        {"session_id": session_id, "message_id": {"$in": list(req.message_ids)}},
-        {"message_id": 1},
-        session=s,
-    )
-    return RecordSnapshot(
-        session_exists=doc is not None,
-        last_seq=0 if doc is None else int(doc["last_seq"]),
-        last_message_at=None if doc is None else opt_dt(doc.get("last_message_at")),
-        state=state,
-        stored_ids=frozenset([m["message_id"] async for m in stored]),
-    )
-
-
 async def reflection(
     db: AsyncDatabase[Doc], reflection_id: str, session: Session = None
 ) -> Reflection | None:
@@ -142,31 +45,206 @@ async def reflection(
     return None if doc is None else reflection_from_doc(doc)
 
 
-async def read_snapshot[S](db: AsyncDatabase[Doc], s: AsyncClientSession, request: Request[S]) -> S:
-    """The snapshot a planner asks for (see memory.store.rules)."""
-    snapshot: object
-    match request:
-        case FormationRequest():
-            snapshot = await formation_snapshot(db, s, request)
-        case RecordRequest():
-            snapshot = await record_snapshot(db, s, request)
-        case ReflectionRequest(reflection_id=reflection_id):
-            snapshot = await reflection(db, reflection_id, s)
-        case FactRequest(fact_id=fact_id, content_hash=hash_):
-            fact = next(iter(await find_facts(db, {"_id": fact_id}, s)), None)
-            same = []
-            if fact is not None and hash_ is not None:
-                same = await find_facts(db, {"agent_id": fact.agent_id, "hash": hash_}, s)
-            snapshot = FactSnapshot(fact, same, await read_embedding_meta(db, s))
-        case ConsolidationRequest(key=key, reflection_ids=ids):
-            doc = await db.consolidated.find_one({"_id": key}, {"version": 1}, session=s)
-            buffered = await db.reflections.count_documents(
-                {"_id": {"$in": list(ids)}, "scope_key": key, "absorbed_into_version": None},
-                session=s,
-            )
-            snapshot = ConsolidationSnapshot(0 if doc is None else int(doc["version"]), buffered)
-        case ApiKeyRequest(key_id=key_id):
-            snapshot = await api_key(db, key_id, s)
-        case _:
-            snapshot = await lifecycle_snapshot(db, s, request)
-    return cast(S, snapshot)
+class MongoReads(SnapshotReads):
+    def __init__(self, db: AsyncDatabase[Doc], session: AsyncClientSession) -> None:
+        self.db = db
+        self.s = session
+
+    async def _facts(self, query: Doc) -> list[Fact]:
+        return [
+            fact_from_doc(d) async for d in self.db.facts.find(query, NO_VECTOR, session=self.s)
+        ]
+
+    async def _ids(self, collection: str, query: Doc, field: str = "_id") -> frozenset[str]:
+        cursor = self.db[collection].find(query, {field: 1}, session=self.s)
+        return frozenset([doc[field] async for doc in cursor])
+
+    async def state(self, session_id: str, agent_id: str) -> SessionAgentState | None:
+        return await read_state(self.db, session_id, agent_id, self.s)
+
+    async def facts_by_id(self, fact_ids: Sequence[str]) -> list[Fact]:
+        return await self._facts({"_id": {"$in": list(fact_ids)}})
+
+    async def facts_with_hashes(self, agent_id: str, hashes: Sequence[str]) -> list[Fact]:
+        return await self._facts({"agent_id": agent_id, "hash": {"$in": list(hashes)}})
+
+    async def embedding_meta(self) -> tuple[str, int] | None:
+        return await read_embedding_meta(self.db, self.s)
+
+    async def formation_done(self, formation_id: str) -> FormationCommitResult | None:
+        doc = await self.db.formation_commits.find_one({"_id": formation_id}, session=self.s)
+        return None if doc is None else FormationCommitResult.model_validate(doc["result"])
+
+    async def existing_reflections(self, reflection_ids: Sequence[str]) -> frozenset[str]:
+        return await self._ids("reflections", {"_id": {"$in": list(reflection_ids)}})
+
+    async def buffered_counts(self, keys: Sequence[str]) -> dict[str, int]:
+        pipeline: list[Doc] = [
+            {"$match": {"scope_key": {"$in": list(keys)}, "absorbed_into_version": None}},
+            {"$group": {"_id": "$scope_key", "n": {"$sum": 1}}},
+        ]
+        counts = await (await self.db.reflections.aggregate(pipeline, session=self.s)).to_list()
+        return dict.fromkeys(keys, 0) | {row["_id"]: int(row["n"]) for row in counts}
+
+    async def pending_after(
+        self, session_id: str, seq: int, *, except_user: str | None = None
+    ) -> tuple[int, float]:
+        after: Doc = {"session_id": session_id, "seq": {"$gt": seq}}
+        if except_user is not None:
+            after["user_id"] = {"$ne": except_user}
+        pipeline: list[Doc] = [
+            {"$match": after},
+            {"$group": {"_id": None, "n": {"$sum": 1}, "tokens": {"$sum": "$weighted_tokens"}}},
+        ]
+        rows = await (await self.db.messages.aggregate(pipeline, session=self.s)).to_list()
+        return (int(rows[0]["n"]), float(rows[0]["tokens"])) if rows else (0, 0.0)
+
+    async def participants(self, session_id: str, agent_id: str) -> frozenset[str]:
+        query = {"session_id": session_id, "agent_id": agent_id}
+        mine = await self.db.session_agents.find_one(query, {"user_ids": 1}, session=self.s)
+        return frozenset(mine.get("user_ids", []) if mine else ())
+
+    async def epochs(self, agent_id: str, user_ids: Sequence[str]) -> dict[str, int]:
+        return await read_epochs(self.db, agent_id, user_ids, self.s)
+
+    async def valid_since(
+        self, agent_id: str, since: datetime
+    ) -> list[tuple[Fact, Sequence[float]]]:
+        changed = {"agent_id": agent_id, "invalidated": False, "updated_at": {"$gte": ts(since)}}
+        return [
+            (fact_from_doc(doc), [float(x) for x in doc["embedding"]])
+            async for doc in self.db.facts.find(changed, session=self.s)
+        ]
+
+    async def reflection_texts(
+        self, keys: Sequence[str], texts: Sequence[str]
+    ) -> frozenset[tuple[str, str]]:
+        same = {"scope_key": {"$in": list(keys)}, "content": {"$in": list(texts)}}
+        cursor = self.db.reflections.find(same, {"scope_key": 1, "content": 1}, session=self.s)
+        return frozenset([reflection_text_key(d["scope_key"], d["content"]) async for d in cursor])
+
+    async def session_head(self, session_id: str) -> tuple[int, datetime | None] | None:
+        doc = await self.db.sessions.find_one({"_id": session_id}, session=self.s)
+        return None if doc is None else (int(doc["last_seq"]), opt_dt(doc.get("last_message_at")))
+
+    async def stored_message_ids(
+        self, session_id: str, message_ids: Sequence[str]
+    ) -> frozenset[str]:
+        query = {"session_id": session_id, "message_id": {"$in": list(message_ids)}}
+        return await self._ids("messages", query, "message_id")
+
+    async def reflection(self, reflection_id: str) -> Reflection | None:
+        return await reflection(self.db, reflection_id, self.s)
+
+    async def blob_version(self, key: str) -> int:
+        doc = await self.db.consolidated.find_one({"_id": key}, {"version": 1}, session=self.s)
+        return 0 if doc is None else int(doc["version"])
+
+    async def buffered_among(self, key: str, reflection_ids: Sequence[str]) -> int:
+        ids = {"$in": list(reflection_ids)}
+        query: Doc = {"_id": ids, "scope_key": key, "absorbed_into_version": None}
+        return await self.db.reflections.count_documents(query, session=self.s)
+
+    async def api_key(self, key_id: str) -> ApiKey | None:
+        return await api_key(self.db, key_id, self.s)
+
+    async def reembed_pending(self, model: str) -> tuple[int, int]:
+        return await count_pending_reembeds(self.db, model, self.s)
+
+    # ------------------------------------------------------------ the lifecycle snapshots' own
+
+    async def stored_epoch(self, agent_key: str, user_id: str) -> int:
+        query = {"agent_key": agent_key, "user_id": user_id}
+        doc = await self.db.erasures.find_one(query, session=self.s)
+        return 0 if doc is None else int(doc["epoch"])
+
+    async def existing_agents(self, agent_ids: Sequence[str]) -> frozenset[str]:
+        return await self._ids("agents", {"_id": {"$in": list(agent_ids)}})
+
+    async def existing_facts(self, fact_ids: Sequence[str]) -> frozenset[str]:
+        return await self._ids("facts", {"_id": {"$in": list(fact_ids)}})
+
+    async def valid_fact_keys(self, agent_id: str, hash_: str) -> set[tuple[str, str, str, str]]:
+        query = {"agent_id": agent_id, "hash": hash_, "invalidated": False}
+        return {
+            (doc["agent_id"], doc.get("user_id") or "", doc["scope"], doc["hash"])
+            async for doc in self.db.facts.find(query, NO_VECTOR, session=self.s)
+        }
+
+    async def blobs(self, keys: Sequence[str]) -> dict[str, tuple[str, int]]:
+        cursor = self.db.consolidated.find({"_id": {"$in": list(keys)}}, session=self.s)
+        return {d["_id"]: (str(d["content"]), int(d["version"])) async for d in cursor}
+
+    async def session_users(self, session_id: str) -> tuple[str, ...]:
+        doc = await self.db.sessions.find_one({"_id": session_id}, {"user_ids": 1}, session=self.s)
+        return () if doc is None else tuple(doc.get("user_ids", ()))
+
+    async def session_states(self, session_id: str) -> list[SessionAgentState]:
+        doc = await self.db.sessions.find_one({"_id": session_id}, {"agent_ids": 1}, session=self.s)
+        order = {a: i for i, a in enumerate(doc.get("agent_ids", []) if doc else [])}
+        cursor = self.db.session_agents.find({"session_id": session_id}, session=self.s)
+        states = [state_from_doc(d) async for d in cursor]
+        return sorted(states, key=lambda s: order.get(s.agent_id, len(order)))  # join order
+
+    async def message_seqs(self, session_id: str, message_ids: Sequence[str]) -> dict[str, int]:
+        query = {"session_id": session_id, "message_id": {"$in": list(message_ids)}}
+        cursor = self.db.messages.find(query, {"message_id": 1, "seq": 1}, session=self.s)
+        return {m["message_id"]: int(m["seq"]) async for m in cursor}
+
+    async def taken_seqs(self, session_id: str, seqs: Sequence[int]) -> frozenset[int]:
+        query = {"session_id": session_id, "seq": {"$in": list(seqs)}}
+        cursor = self.db.messages.find(query, {"seq": 1}, session=self.s)
+        return frozenset([int(m["seq"]) async for m in cursor])
+
+    async def user_session_ids(self, user_id: str, agent_id: str) -> list[str]:
+        query = {"user_ids": user_id, "agent_ids": agent_id}
+        return [d["_id"] async for d in self.db.sessions.find(query, {"_id": 1}, session=self.s)]
+
+    async def message_counts(self, session_id: str, user_id: str) -> tuple[int, int]:
+        count = self.db.messages.count_documents
+        everyone = await count({"session_id": session_id}, session=self.s)
+        mine = await count({"session_id": session_id, "user_id": user_id}, session=self.s)
+        return everyone, mine
+
+    async def user_facts(self, agent_id: str, user_id: str) -> list[Fact]:
+        return await self._facts({"agent_id": agent_id, "user_id": user_id})
+
+    async def reflection_count(self, key: str) -> int:
+        return await self.db.reflections.count_documents({"scope_key": key}, session=self.s)
+
+    async def has_blob(self, key: str) -> bool:
+        doc = await self.db.consolidated.find_one({"_id": key}, {"_id": 1}, session=self.s)
+        return doc is not None
+
+    async def cached_text_hashes(self, text_hashes: Sequence[str]) -> frozenset[str]:
+        return await self._ids("embeddings", {"hash": {"$in": list(text_hashes)}}, "hash")
+
+    async def contents_elsewhere(
+        self, agent_id: str, user_id: str, content_hashes: Sequence[str]
+    ) -> list[str]:
+        fields = {"content": 1, "agent_id": 1, "user_id": 1}
+        cursor = self.db.facts.find({"hash": {"$in": list(content_hashes)}}, fields, session=self.s)
+        return [
+            d["content"]
+            async for d in cursor
+            if not (d["agent_id"] == agent_id and d.get("user_id") == user_id)
+        ]
+
+
+async def recent_fact_docs(
+    db: AsyncDatabase[Doc], match: Doc, since: datetime, limit: int
+) -> list[Doc]:
+    """The context FIFO (MemoryStore.recent_facts): MongoDB cannot index coalesce(said_at,
+    updated_at), so its two halves are read in index order, at most ``limit`` of each, and
+    merged: the facts said since ``since`` (index facts_said), and those without said_at updated
+    since (index agent_id, updated_at)."""
+    halves = (
+        ({"$and": [match, {"said_at": {"$gte": ts(since)}}]}, "said_at"),
+        ({"$and": [match, {"said_at": None}, {"updated_at": {"$gte": ts(since)}}]}, "updated_at"),
+    )
+    docs: list[Doc] = []
+    for query, field in halves:
+        cursor = db.facts.find(query, NO_VECTOR).sort([(field, -1), ("ins", -1)]).limit(limit)
+        docs += [doc async for doc in cursor]
+    docs.sort(key=lambda d: (d.get("said_at") or d["updated_at"], d["ins"]), reverse=True)
+    return docs[:limit]

@@ -12,13 +12,18 @@ from pymongo import ReplaceOne
 from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.asynchronous.database import AsyncDatabase
 
-from memory.errors import ConflictError
 from memory.store.base import ReembedItem, Vector
-from memory.store.mongo.writes import EMBEDDING_META_ID
+from memory.store.mongo.docs import EMBEDDING_META_ID
 
 Doc = dict[str, Any]
 Session = AsyncClientSession | None
 _PAGE = 500
+
+
+async def read_embedding_meta(db: AsyncDatabase[Doc], session: Session) -> tuple[str, int] | None:
+    """The stored (model, dimension) of the fact vectors, or None before the first fact."""
+    doc = await db.meta.find_one({"_id": EMBEDDING_META_ID}, session=session)
+    return None if doc is None else (doc["model"], int(doc["dimension"]))
 
 
 async def _side(db: AsyncDatabase[Doc], model: str, ids: list[str], s: Session) -> dict[str, str]:
@@ -69,14 +74,17 @@ async def put_side_vectors(
         )
 
 
-async def switch_to_side_vectors(
-    db: AsyncDatabase[Doc], model: str, dimension: int, s: AsyncClientSession
-) -> int:
+async def count_pending_reembeds(
+    db: AsyncDatabase[Doc], model: str, s: Session = None
+) -> tuple[int, int]:
     left, total = await pending_reembeds(db, model, -1, s)
-    if left:
-        raise ConflictError(
-            f"{len(left)} of {total} facts have no {model} vector yet: re-embed them first"
-        )
+    return len(left), total
+
+
+async def swap_side_vectors(
+    db: AsyncDatabase[Doc], model: str, dimension: int, s: AsyncClientSession
+) -> None:
+    """rules.writes.SwapSideVectors."""
     async for doc in db.fact_reembed.find({"model": model}, session=s):
         await db.facts.update_one(
             {"_id": doc["_id"]},
@@ -90,4 +98,3 @@ async def switch_to_side_vectors(
         session=s,
     )
     await db.fact_reembed.delete_many({}, session=s)
-    return total

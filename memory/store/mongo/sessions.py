@@ -48,9 +48,6 @@ async def end_session(db: AsyncDatabase[Doc], session_id: str, agent_id: str, at
 async def purge_ended_sessions(
     db: AsyncDatabase[Doc], ended_before: datetime, limit: int
 ) -> list[str]:
-    if limit <= 0:
-        return []
-
     async def body(session: AsyncClientSession) -> list[str]:
         cursor = (
             db.session_agents.find(
@@ -91,7 +88,7 @@ async def migrate_session_agents(db: AsyncDatabase[Doc]) -> None:
 
 
 async def unfinished_ended_sessions(
-    db: AsyncDatabase[Doc], ended_before: datetime, after: tuple[str, str] | None, limit: int
+    db: AsyncDatabase[Doc], ended_before: datetime, after: tuple[str, str], limit: int
 ) -> list[tuple[str, str]]:
     """(session, agent) pairs ended by ``ended_before`` with unformed messages or a non-empty
     session buffer, in order, after ``after``. Both kinds are few: session buffers consolidate at a
@@ -109,5 +106,5 @@ async def unfinished_ended_sessions(
         (d["session_id"], d["agent_id"])
         async for d in db.session_agents.find(ended, {"session_id": 1, "agent_id": 1})
     }
-    found = sorted(p for p in pairs if p in done and p > (after or ("", "")))
-    return found[: max(limit, 0)]
+    found = sorted(p for p in pairs if p in done and p > after)
+    return found[:limit]

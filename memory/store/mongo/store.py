@@ -52,11 +52,16 @@ from memory.store.mongo.docs import (
 from memory.store.mongo.indexes import PLAIN_COLLECTIONS, REGULAR_INDEXES
 from memory.store.mongo.lifecycle_reads import export_data, read_epochs, user_agents
 from memory.store.mongo.listings import MongoListings
-from memory.store.mongo.reads import read_embedding_meta, read_snapshot, read_state, reflection
+from memory.store.mongo.reads import (
+    MongoReads,
+    read_state,
+    recent_fact_docs,
+    reflection,
+)
 from memory.store.mongo.reembed import (
     pending_reembeds,
     put_side_vectors,
-    switch_to_side_vectors,
+    read_embedding_meta,
 )
 from memory.store.mongo.search import AtlasMode, FactSearch, fact_match
 from memory.store.mongo.sessions import (
@@ -71,6 +76,7 @@ from memory.store.mongo.txn import run_transaction
 from memory.store.mongo.writes import apply_writes
 from memory.store.planned import PlannedStore
 from memory.store.rules import Plan, Request, check_query_dimension
+from memory.store.snapshots import read_snapshot
 
 
 def _embedding_key(model: str, text_hash: str) -> str:
@@ -93,7 +99,6 @@ class MongoStore(MongoListings, PlannedStore):
         self._db = client.get_database(database, codec_options=CodecOptions(document_class=dict))
         self._owns_client = owns_client
         self._search = FactSearch(self._db.facts, atlas_search)
-        self._meta: tuple[str, int] | None = None  # set once; changed only by a re-embed switch
 
     @classmethod
     def from_uri(cls, uri: str, *, database: str, atlas_search: AtlasMode = "auto") -> MongoStore:
@@ -103,7 +108,7 @@ class MongoStore(MongoListings, PlannedStore):
 
     async def _transact[S, R](self, request: Request[S], plan: Callable[[S], Plan[R]]) -> R:
         async def body(session: AsyncClientSession) -> R:
-            planned = plan(await read_snapshot(self._db, session, request))
+            planned = plan(await read_snapshot(MongoReads(self._db, session), request))
             await apply_writes(self._db, session, planned.writes)
             return planned.result
 
@@ -153,10 +158,8 @@ class MongoStore(MongoListings, PlannedStore):
         seqs = {"$gt": after_seq, "$lte": upto_seq}
         return await find_messages(self._db, {"session_id": session_id, "seq": seqs})
 
-    async def get_messages(
-        self, session_id: str, message_ids: Sequence[str]
-    ) -> list[StoredMessage]:
-        ids = {"$in": list(message_ids)}
+    async def _messages(self, session_id: str, message_ids: list[str]) -> list[StoredMessage]:
+        ids = {"$in": message_ids}
         return await find_messages(self._db, {"session_id": session_id, "message_id": ids})
 
     async def list_cold_sessions(
@@ -199,12 +202,12 @@ class MongoStore(MongoListings, PlannedStore):
     async def end_session(self, session_id: str, agent_id: str, at: datetime) -> None:
         await end_session(self._db, session_id, agent_id, at)
 
-    async def list_unfinished_ended_sessions(
-        self, *, ended_before: datetime, after: tuple[str, str] | None, limit: int
+    async def _unfinished_ended_sessions(
+        self, ended_before: datetime, after: tuple[str, str], limit: int
     ) -> list[tuple[str, str]]:
         return await unfinished_ended_sessions(self._db, ended_before, after, limit)
 
-    async def purge_ended_sessions(self, ended_before: datetime, limit: int) -> list[str]:
+    async def _purge_ended_sessions(self, ended_before: datetime, limit: int) -> list[str]:
         return await purge_ended_sessions(self._db, ended_before, limit)
 
     # ------------------------------------------------------------ embeddings cache
@@ -238,15 +241,9 @@ class MongoStore(MongoListings, PlannedStore):
 
     # ------------------------------------------------------------ facts
 
-    async def get_facts(self, fact_ids: Sequence[str]) -> list[Fact]:
-        ids = list(dict.fromkeys(fact_ids))
-        if not ids:
-            return []
-        found = {
-            doc["_id"]: fact_from_doc(doc)
-            async for doc in self._db.facts.find({"_id": {"$in": ids}}, NO_VECTOR)
-        }
-        return [found[fid] for fid in ids if fid in found]
+    async def _facts(self, fact_ids: list[str]) -> list[Fact]:
+        cursor = self._db.facts.find({"_id": {"$in": fact_ids}}, NO_VECTOR)
+        return [fact_from_doc(doc) async for doc in cursor]
 
     async def vector_search(
         self, query: Vector, flt: FactFilter, *, limit: int, min_score: float = -1.0
@@ -263,63 +260,43 @@ class MongoStore(MongoListings, PlannedStore):
         hits = await self._search.text(query, flt, limit)
         return [ScoredFact(fact=fact_from_doc(doc), score=score) for doc, score in hits]
 
-    async def recent_facts(self, flt: FactFilter, *, since: datetime, limit: int) -> list[Fact]:
-        match = fact_match(flt)
-        if match is None or limit <= 0:
+    async def _recent_facts(self, flt: FactFilter, since: datetime, limit: int) -> list[Fact]:
+        if (match := fact_match(flt)) is None:
             return []
-        cursor = (
-            self._db.facts.find({**match, "updated_at": {"$gte": ts(since)}}, NO_VECTOR)
-            .sort([("updated_at", -1), ("ins", -1)])
-            .limit(limit)
+        return [fact_from_doc(d) for d in await recent_fact_docs(self._db, match, since, limit)]
+
+    async def _touch_facts(self, fact_ids: list[str], at: datetime) -> None:
+        await self._db.facts.update_many(
+            {"_id": {"$in": fact_ids}},
+            {"$inc": {"access_count": 1}, "$set": {"last_accessed_at": ts(at)}},
         )
-        return [fact_from_doc(doc) async for doc in cursor]
 
-    async def touch_facts(self, fact_ids: Sequence[str], at: datetime) -> None:
-        ids = list(dict.fromkeys(fact_ids))
-        if ids:
-            await self._db.facts.update_many(
-                {"_id": {"$in": ids}},
-                {"$inc": {"access_count": 1}, "$set": {"last_accessed_at": ts(at)}},
-            )
-
-    async def embedding_meta(self) -> tuple[str, int] | None:
-        if self._meta is None:
-            self._meta = await read_embedding_meta(self._db, None)
-        return self._meta
+    async def _read_embedding_meta(self) -> tuple[str, int] | None:
+        return await read_embedding_meta(self._db, None)
 
     # ------------------------------------------------------------ re-embedding
 
     async def reembed_pending(self, model: str, *, limit: int) -> list[ReembedItem]:
         return (await pending_reembeds(self._db, model, max(limit, 0)))[0]
 
-    async def count_reembed_pending(self, model: str) -> tuple[int, int]:
-        left, total = await pending_reembeds(self._db, model, -1)
-        return len(left), total
-
     async def put_reembedded(
         self, model: str, vectors: Sequence[tuple[ReembedItem, Vector]]
     ) -> None:
         await put_side_vectors(self._db, model, vectors)
 
-    async def switch_embedding(self, model: str, dimension: int) -> int:
-        switched = await run_transaction(
-            self._db, lambda s: switch_to_side_vectors(self._db, model, dimension, s)
-        )
-        self._meta = None
-        return switched
-
     # ------------------------------------------------------------ reflections and blobs
 
-    async def unabsorbed_reflections(
-        self, key: ScopeKey, *, limit: int | None = None, newest_first: bool = False
+    async def _reflections(
+        self, key: ScopeKey, *, buffered_only: bool, newest_first: bool, limit: int | None
     ) -> list[Reflection]:
+        query: Doc = {"scope_key": key.key}
+        if buffered_only:
+            query["absorbed_into_version"] = None
         direction = -1 if newest_first else 1
-        cursor = self._db.reflections.find(
-            {"scope_key": key.key, "absorbed_into_version": None}
-        ).sort([("formed_at", direction), ("ins", direction)])
+        cursor = self._db.reflections.find(query).sort(
+            [("formed_at", direction), ("ins", direction)]
+        )
         if limit is not None:
-            if limit <= 0:
-                return []
             cursor = cursor.limit(limit)
         return [reflection_from_doc(doc) async for doc in cursor]
 
@@ -332,26 +309,21 @@ class MongoStore(MongoListings, PlannedStore):
         doc = await self._db.consolidated.find_one({"_id": key.key})
         return None if doc is None else consolidated_from_doc(doc)
 
-    async def scope_versions(self, keys: Sequence[str]) -> dict[str, int]:
-        wanted = list(dict.fromkeys(keys))
-        versions = dict.fromkeys(wanted, 0)
-        if wanted:
-            async for doc in self._db.scope_versions.find({"_id": {"$in": wanted}}):
-                versions[doc["_id"]] = int(doc["version"])
-        return versions
+    async def _stored_scope_versions(self, keys: Sequence[str]) -> dict[str, int]:
+        cursor = self._db.scope_versions.find({"_id": {"$in": list(keys)}})
+        return {doc["_id"]: int(doc["version"]) async for doc in cursor}
 
     # ------------------------------------------------------------ management reads
 
-    async def list_facts(
-        self, flt: FactFilter, *, include_invalid: bool = False, offset: int = 0, limit: int = 50
+    async def _list_facts(
+        self, flt: FactFilter, *, valid_only: bool, offset: int, limit: int
     ) -> list[Fact]:
-        match = fact_match(flt, valid_only=not include_invalid)
-        if match is None or limit <= 0:
+        if (match := fact_match(flt, valid_only=valid_only)) is None:
             return []
         cursor = (
             self._db.facts.find(match, NO_VECTOR)
             .sort([("updated_at", DESCENDING), ("ins", DESCENDING)])
-            .skip(max(offset, 0))
+            .skip(offset)
             .limit(limit)
         )
         return [fact_from_doc(doc) async for doc in cursor]
@@ -363,28 +335,13 @@ class MongoStore(MongoListings, PlannedStore):
     async def get_reflection(self, reflection_id: str) -> Reflection | None:
         return await reflection(self._db, reflection_id)
 
-    async def list_reflections(
-        self, key: ScopeKey, *, include_absorbed: bool = False, limit: int = 100
-    ) -> list[Reflection]:
-        if limit <= 0:
-            return []
-        query: Doc = {"scope_key": key.key}
-        if not include_absorbed:
-            query["absorbed_into_version"] = None
-        cursor = (
-            self._db.reflections.find(query)
-            .sort([("formed_at", DESCENDING), ("ins", DESCENDING)])
-            .limit(limit)
-        )
-        return [reflection_from_doc(doc) async for doc in cursor]
-
     # ------------------------------------------------------------ data lifecycle reads
 
     async def _user_agents(self, user_id: str) -> list[str]:
         return await user_agents(self._db, user_id)
 
-    async def erasure_epochs(self, agent_id: str, user_ids: Sequence[str]) -> dict[str, int]:
-        return await read_epochs(self._db, agent_id, list(dict.fromkeys(user_ids)))
+    async def _erasure_epochs(self, agent_id: str, user_ids: list[str]) -> dict[str, int]:
+        return await read_epochs(self._db, agent_id, user_ids)
 
     async def export_data(
         self, *, agent_id: str | None, user_id: str | None, messages: bool

@@ -10,6 +10,7 @@ from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.asynchronous.database import AsyncDatabase
 
 from memory.store.mongo.docs import (
+    EMBEDDING_META_ID,
     Doc,
     fact_fields,
     insertion_order,
@@ -20,10 +21,9 @@ from memory.store.mongo.docs import (
 )
 from memory.store.mongo.lifecycle_writes import apply_lifecycle
 from memory.store.mongo.listings import api_key_doc
+from memory.store.mongo.reembed import swap_side_vectors
 from memory.store.rules import lifecycle_writes as lw
 from memory.store.rules import writes as w
-
-EMBEDDING_META_ID = "embedding"
 
 
 async def apply_writes(
@@ -44,6 +44,8 @@ async def _apply(db: AsyncDatabase[Doc], s: AsyncClientSession, write: w.Write) 
                 await db.facts.insert_one({"_id": fact.fact_id, **fields, **extra}, session=s)
             else:
                 await db.facts.update_one({"_id": fact.fact_id}, {"$set": fields}, session=s)
+        case w.SwapSideVectors(model=model, dimension=dimension):
+            await swap_side_vectors(db, model, dimension, s)
         case w.SetEmbeddingMeta(model=model, dimension=dimension):
             meta = {"_id": EMBEDDING_META_ID, "model": model, "dimension": dimension}
             await db.meta.insert_one(meta, session=s)

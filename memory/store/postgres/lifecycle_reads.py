@@ -3,55 +3,20 @@ the caller's transaction."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
-from memory.ids import text_hash
 from memory.models import AgentConfig
 from memory.store.counts import ExportData
 from memory.store.postgres.codec import (
     FACT_SELECT,
-    STATE_SQL,
     consolidated_from_row,
     fact_from_row,
     message_from_row,
     reflection_from_row,
-    state_from_row,
     vector_list,
 )
-from memory.store.postgres.pool import Conn, embedding_meta, fetch, fetch_one
-from memory.store.rules import Request
-from memory.store.rules.erasure import (
-    ALL_AGENTS,
-    EraseAllRequest,
-    ForgetRequest,
-    ForgetSnapshot,
-    UserSession,
-    cache_candidates,
-)
-from memory.store.rules.imports import (
-    AgentsRequest,
-    BlobImportRequest,
-    BlobImportSnapshot,
-    FactImportRequest,
-    FactImportSnapshot,
-    Pair,
-    ReflectionImportRequest,
-    ReflectionImportSnapshot,
-    SessionImportRequest,
-    SessionImportSnapshot,
-)
-
-
-async def _ids(conn: Conn, sql: str, *params: object) -> frozenset[str]:
-    return frozenset(str(next(iter(row.values()))) for row in await fetch(conn, sql, params))
-
-
-async def _stored_epoch(conn: Conn, agent_key: str, user_id: str) -> int:
-    row = await fetch_one(
-        conn, "SELECT epoch FROM erasures WHERE agent_key = %s AND user_id = %s",
-        (agent_key, user_id),
-    )  # fmt: skip
-    return 0 if row is None else int(row["epoch"])
+from memory.store.postgres.pool import Conn, fetch
+from memory.store.rules import erasure as er
 
 
 async def read_epochs(conn: Conn, agent_id: str, user_ids: Sequence[str]) -> dict[str, int]:
@@ -60,21 +25,10 @@ async def read_epochs(conn: Conn, agent_id: str, user_ids: Sequence[str]) -> dic
         conn,
         "SELECT user_id, sum(epoch) AS epoch FROM erasures WHERE agent_key IN (%s, %s) "
         "AND user_id = ANY(%s) GROUP BY user_id",
-        (agent_id, ALL_AGENTS, list(user_ids)),
+        (agent_id, er.ALL_AGENTS, list(user_ids)),
     )
     found = {row["user_id"]: int(row["epoch"]) for row in rows}
     return {user: found.get(user, 0) for user in user_ids}
-
-
-async def _pair_epochs(conn: Conn, pairs: Iterable[Pair]) -> dict[Pair, int]:
-    by_agent: dict[str, list[str]] = {}
-    for agent_id, user_id in pairs:
-        by_agent.setdefault(agent_id, []).append(user_id)
-    epochs: dict[Pair, int] = {}
-    for agent_id, users in by_agent.items():
-        for user, epoch in (await read_epochs(conn, agent_id, users)).items():
-            epochs[agent_id, user] = epoch
-    return epochs
 
 
 async def buffered_counts(conn: Conn, keys: Sequence[str]) -> dict[str, int]:
@@ -86,180 +40,6 @@ async def buffered_counts(conn: Conn, keys: Sequence[str]) -> dict[str, int]:
         (list(keys),),
     )
     return {key: 0 for key in keys} | {row["scope_key"]: int(row["n"]) for row in rows}
-
-
-async def _pending(conn: Conn, sql: str, *params: object) -> tuple[int, float]:
-    row = await fetch_one(
-        conn, f"SELECT count(*) AS n, coalesce(sum(weighted_tokens), 0.0) AS w {sql}", params
-    )
-    assert row is not None
-    return int(row["n"]), float(row["w"])
-
-
-async def _fact_snapshot(conn: Conn, req: FactImportRequest) -> FactImportSnapshot:
-    existing = await _ids(
-        conn, "SELECT fact_id FROM facts WHERE fact_id = ANY(%s)", list(req.fact_ids)
-    )
-    valid: set[tuple[str, str, str, str]] = set()
-    for agent_id, hash_ in req.hashes:
-        rows = await fetch(
-            conn,
-            "SELECT agent_id, coalesce(user_id, '') AS u, scope, hash FROM facts "
-            "WHERE agent_id = %s AND hash = %s AND invalidated_at IS NULL",
-            (agent_id, hash_),
-        )
-        valid |= {(r["agent_id"], r["u"], r["scope"], r["hash"]) for r in rows}
-    return FactImportSnapshot(
-        existing, frozenset(valid), await embedding_meta(conn), await _pair_epochs(conn, req.pairs)
-    )
-
-
-async def _users(conn: Conn, session_id: str) -> tuple[str, ...]:
-    rows = await fetch(
-        conn, "SELECT user_id FROM session_users WHERE session_id = %s ORDER BY ord", (session_id,)
-    )
-    return tuple(row["user_id"] for row in rows)
-
-
-async def _session_snapshot(conn: Conn, req: SessionImportRequest) -> SessionImportSnapshot:
-    sid = req.session_id
-    head = await fetch_one(
-        conn, "SELECT last_seq, last_message_at FROM sessions WHERE session_id = %s", (sid,)
-    )
-    states = [state_from_row(row) for row in await fetch(
-        conn, STATE_SQL + " WHERE sa.session_id = %s", (sid,)
-    )]  # fmt: skip
-    stored = await fetch(
-        conn, "SELECT message_id, seq FROM messages WHERE session_id = %s AND message_id = ANY(%s)",
-        (sid, list(req.message_ids)),
-    )  # fmt: skip
-    taken = await fetch(
-        conn, "SELECT seq FROM messages WHERE session_id = %s AND seq = ANY(%s)",
-        (sid, list(req.seqs)),
-    )  # fmt: skip
-    return SessionImportSnapshot(
-        exists=head is not None,
-        last_seq=0 if head is None else int(head["last_seq"]),
-        last_message_at=None if head is None else head["last_message_at"],
-        user_ids=await _users(conn, sid),
-        states={s.agent_id: s for s in states},
-        stored={r["message_id"]: int(r["seq"]) for r in stored},
-        taken=frozenset(int(r["seq"]) for r in taken),
-        pending_after_max=await _pending(
-            conn, "FROM messages WHERE session_id = %s AND seq > %s", sid, req.max_seq
-        ),
-        epochs=await _pair_epochs(conn, req.pairs),
-    )
-
-
-async def _user_sessions(conn: Conn, req: ForgetRequest) -> list[UserSession]:
-    sids = await fetch(
-        conn,
-        "SELECT su.session_id FROM session_users AS su JOIN session_agents AS sa "
-        "ON sa.session_id = su.session_id WHERE su.user_id = %s AND sa.agent_id = %s",
-        (req.user_id, req.agent_id),
-    )
-    sessions = []
-    for sid in (row["session_id"] for row in sids):
-        states = [state_from_row(row) for row in await fetch(
-            conn, STATE_SQL + " WHERE sa.session_id = %s ORDER BY sa.ord", (sid,)
-        )]  # fmt: skip
-        counts = await fetch_one(
-            conn,
-            "SELECT count(*) AS n, count(*) FILTER (WHERE user_id = %s) AS mine FROM messages "
-            "WHERE session_id = %s",
-            (req.user_id, sid),
-        )
-        assert counts is not None
-        pending = []
-        for state in states:
-            n, w = await _pending(
-                conn,
-                "FROM messages WHERE session_id = %s AND seq > %s AND user_id IS DISTINCT FROM %s",
-                sid, state.cursor_seq, req.user_id,
-            )  # fmt: skip
-            pending.append((state, n, w))
-        sessions.append(
-            UserSession(
-                session_id=sid,
-                user_ids=await _users(conn, sid),
-                agent_ids=tuple(s.agent_id for s in states),
-                messages=int(counts["n"]),
-                user_messages=int(counts["mine"]),
-                states=tuple(pending),
-            )
-        )
-    return sessions
-
-
-async def _forget_snapshot(conn: Conn, req: ForgetRequest) -> ForgetSnapshot:
-    rows = await fetch(
-        conn, f"SELECT {FACT_SELECT} FROM facts AS f WHERE f.agent_id = %s AND f.user_id = %s",
-        (req.agent_id, req.user_id),
-    )  # fmt: skip
-    facts = [fact_from_row(row) for row in rows]
-    key = f"user:{req.agent_id}:{req.user_id}"
-    reflections = await fetch_one(
-        conn, "SELECT count(*) AS n FROM reflections WHERE scope_key = %s", (key,)
-    )
-    blob = await fetch_one(conn, "SELECT 1 AS one FROM consolidated WHERE scope_key = %s", (key,))
-    text_hashes, content_hashes = cache_candidates(facts)
-    cached = await _ids(
-        conn, "SELECT DISTINCT text_hash FROM embedding_cache WHERE text_hash = ANY(%s)",
-        list(text_hashes),
-    )  # fmt: skip
-    # Texts another fact (any agent, any user) still holds as its content keep their entry.
-    others = await fetch(
-        conn,
-        "SELECT body->>'content' AS content FROM facts WHERE NOT (agent_id = %s AND "
-        "coalesce(user_id, '') = %s) AND hash = ANY(%s)",
-        (req.agent_id, req.user_id, list(content_hashes)),
-    )
-    in_use = {text_hash(row["content"]) for row in others}
-    return ForgetSnapshot(
-        epoch=await _stored_epoch(conn, req.agent_id, req.user_id),
-        facts=facts,
-        reflections=0 if reflections is None else int(reflections["n"]),
-        blob=blob is not None,
-        sessions=await _user_sessions(conn, req),
-        cached=cached,
-        in_use=frozenset(in_use) & cached,
-    )
-
-
-async def lifecycle_snapshot(conn: Conn, request: Request[object]) -> object:
-    match request:
-        case AgentsRequest(agent_ids=ids):
-            return await _ids(
-                conn, "SELECT agent_id FROM agents WHERE agent_id = ANY(%s)", list(ids)
-            )
-        case FactImportRequest():
-            return await _fact_snapshot(conn, request)
-        case BlobImportRequest(keys=keys, pairs=pairs):
-            rows = await fetch(
-                conn,
-                "SELECT scope_key, body->>'content' AS content, version FROM consolidated "
-                "WHERE scope_key = ANY(%s)",
-                (list(keys),),
-            )
-            stored = {r["scope_key"]: (str(r["content"]), int(r["version"])) for r in rows}
-            return BlobImportSnapshot(stored, await _pair_epochs(conn, pairs))
-        case ReflectionImportRequest(reflection_ids=ids, keys=keys, pairs=pairs):
-            existing = await _ids(
-                conn, "SELECT reflection_id FROM reflections WHERE reflection_id = ANY(%s)",
-                list(ids),
-            )  # fmt: skip
-            return ReflectionImportSnapshot(
-                existing, await buffered_counts(conn, keys), await _pair_epochs(conn, pairs)
-            )
-        case SessionImportRequest():
-            return await _session_snapshot(conn, request)
-        case ForgetRequest():
-            return await _forget_snapshot(conn, request)
-        case EraseAllRequest(user_id=user_id):
-            return await _stored_epoch(conn, ALL_AGENTS, user_id)
-        case _:
-            raise TypeError(f"no snapshot for {request!r}")
 
 
 async def user_agents(conn: Conn, user_id: str) -> list[str]:

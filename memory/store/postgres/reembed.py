@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from memory.errors import ConflictError
 from memory.store.base import ReembedItem, Vector
 from memory.store.postgres.codec import vector_param
 from memory.store.postgres.pool import Conn, embedding_meta, fetch, fetch_one
@@ -48,12 +47,8 @@ async def put_side_vectors(
     )
 
 
-async def switch_to_side_vectors(conn: Conn, model: str, dimension: int) -> int:
-    left, total = await count_pending_reembeds(conn, model)
-    if left:
-        raise ConflictError(
-            f"{left} of {total} facts have no {model} vector yet: re-embed them first"
-        )
+async def swap_side_vectors(conn: Conn, model: str, dimension: int) -> None:
+    """rules.writes.SwapSideVectors."""
     old = await embedding_meta(conn)
     if old is not None and old[1] != dimension:
         # Before the update: the old index's expression casts every vector to the old dimension.
@@ -72,4 +67,3 @@ async def switch_to_side_vectors(conn: Conn, model: str, dimension: int) -> int:
     )
     await conn.execute("DELETE FROM fact_reembed")
     await conn.execute(hnsw_index_sql(dimension).encode())
-    return total

@@ -163,6 +163,15 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE facts ALTER COLUMN embedding SET STORAGE PLAIN;
     ALTER TABLE fact_reembed ALTER COLUMN embedding SET STORAGE PLAIN;
     """,
+    # 3: the context FIFO selects by when a fact was said (MemoryStore.recent_facts): said_at
+    # gets a column, filled from the bodies already stored (null for facts without one, which
+    # fall back to updated_at), and an index on the recency the query orders by.
+    """
+    ALTER TABLE facts ADD COLUMN said_at timestamptz;
+    UPDATE facts SET said_at = (body->>'said_at')::timestamptz WHERE body->>'said_at' IS NOT NULL;
+    CREATE INDEX facts_said ON facts (agent_id, (coalesce(said_at, updated_at)))
+        WHERE invalidated_at IS NULL;
+    """,
 )
 
 _LOCK = 0x6D6E656D6F73  # "mnemos": the advisory lock that serialises migrations

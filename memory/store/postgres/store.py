@@ -42,12 +42,10 @@ from memory.store.postgres.codec import (
 )
 from memory.store.postgres.lifecycle_reads import export_data, read_epochs, user_agents
 from memory.store.postgres.pool import Conn, PostgresPool, connect, embedding_meta
-from memory.store.postgres.reads import api_key, facts_by_id, read_snapshot, read_state, reflection
+from memory.store.postgres.reads import PostgresReads, api_key, facts_by_id, read_state, reflection
 from memory.store.postgres.reembed import (
-    count_pending_reembeds,
     pending_reembeds,
     put_side_vectors,
-    switch_to_side_vectors,
 )
 from memory.store.postgres.schema import hnsw_index_sql, migrate
 from memory.store.postgres.search import (
@@ -67,6 +65,7 @@ from memory.store.postgres.sessions import (
 )
 from memory.store.postgres.writes import apply_writes
 from memory.store.rules import Plan, Request, check_query_dimension
+from memory.store.snapshots import read_snapshot
 
 
 class PostgresStore(PostgresPool, PlannedStore):
@@ -74,11 +73,10 @@ class PostgresStore(PostgresPool, PlannedStore):
 
     def __init__(self, dsn: str, *, pool_size: int = 10, ef_search: int = 100) -> None:
         super().__init__(dsn, pool_size=pool_size, ef_search=ef_search)
-        self._meta: tuple[str, int] | None = None  # set once; changed only by a re-embed switch
 
     async def _transact[S, R](self, request: Request[S], plan: Callable[[S], Plan[R]]) -> R:
         async def body(conn: Conn) -> R:
-            planned = plan(await read_snapshot(conn, request))
+            planned = plan(await read_snapshot(PostgresReads(conn), request))
             await apply_writes(conn, planned.writes)
             return planned.result
 
@@ -132,12 +130,10 @@ class PostgresStore(PostgresPool, PlannedStore):
         )
         return [message_from_row(row) for row in rows]
 
-    async def get_messages(
-        self, session_id: str, message_ids: Sequence[str]
-    ) -> list[StoredMessage]:
+    async def _messages(self, session_id: str, message_ids: list[str]) -> list[StoredMessage]:
         rows = await self._rows(
             "SELECT * FROM messages WHERE session_id = %s AND message_id = ANY(%s) ORDER BY seq",
-            (session_id, distinct(message_ids)),
+            (session_id, message_ids),
         )
         return [message_from_row(row) for row in rows]
 
@@ -172,17 +168,15 @@ class PostgresStore(PostgresPool, PlannedStore):
 
         await self._write(end)
 
-    async def list_unfinished_ended_sessions(
-        self, *, ended_before: datetime, after: tuple[str, str] | None, limit: int
+    async def _unfinished_ended_sessions(
+        self, ended_before: datetime, after: tuple[str, str], limit: int
     ) -> list[tuple[str, str]]:
-        params = (ended_before, *(after or ("", "")), max(limit, 0))
+        params = (ended_before, *after, limit)
         rows = await self._rows(UNFINISHED_ENDED_SQL, params)
         return [(str(row["session_id"]), str(row["agent_id"])) for row in rows]
 
-    async def purge_ended_sessions(self, ended_before: datetime, limit: int) -> list[str]:
-        return await self._write(
-            partial(purge_ended, ended_before=ended_before, limit=max(limit, 0))
-        )
+    async def _purge_ended_sessions(self, ended_before: datetime, limit: int) -> list[str]:
+        return await self._write(partial(purge_ended, ended_before=ended_before, limit=limit))
 
     # ------------------------------------------------------------ embeddings cache
 
@@ -209,8 +203,8 @@ class PostgresStore(PostgresPool, PlannedStore):
 
     # ------------------------------------------------------------ facts
 
-    async def get_facts(self, fact_ids: Sequence[str]) -> list[Fact]:
-        return await self._one(lambda conn: facts_by_id(conn, distinct(fact_ids)))
+    async def _facts(self, fact_ids: list[str]) -> list[Fact]:
+        return await self._one(lambda conn: facts_by_id(conn, fact_ids))
 
     async def vector_search(
         self, query: Vector, flt: FactFilter, *, limit: int, min_score: float = -1.0
@@ -231,62 +225,51 @@ class PostgresStore(PostgresPool, PlannedStore):
     async def text_search(self, query: str, flt: FactFilter, *, limit: int) -> list[ScoredFact]:
         return await self._read(lambda conn: text_hits(conn, query, flt, limit))
 
-    async def recent_facts(self, flt: FactFilter, *, since: datetime, limit: int) -> list[Fact]:
+    async def _recent_facts(self, flt: FactFilter, since: datetime, limit: int) -> list[Fact]:
         return await self._one(
             lambda conn: listed_facts(
                 conn, flt, valid_only=True,
-                extra="AND f.updated_at >= %(since)s ORDER BY f.updated_at DESC, f.ord DESC "
-                "LIMIT %(limit)s",
-                params={"since": since, "limit": max(limit, 0)},
+                # The expression of the facts_said index (schema migration 3).
+                extra="AND coalesce(f.said_at, f.updated_at) >= %(since)s "
+                "ORDER BY coalesce(f.said_at, f.updated_at) DESC, f.ord DESC LIMIT %(limit)s",
+                params={"since": since, "limit": limit},
             )
         )  # fmt: skip
 
-    async def touch_facts(self, fact_ids: Sequence[str], at: datetime) -> None:
-        ids = sorted(set(fact_ids))  # one lock order for every toucher
-
+    async def _touch_facts(self, fact_ids: list[str], at: datetime) -> None:
         async def touch(conn: Conn) -> None:
             await conn.execute(
                 "UPDATE facts SET access_count = access_count + 1, last_accessed_at = %s "
                 "WHERE fact_id = ANY(%s)",
-                (at, ids),
+                (at, fact_ids),
             )
 
-        if ids:
-            await self._write(touch)
+        await self._write(touch)
 
-    async def embedding_meta(self) -> tuple[str, int] | None:
-        if self._meta is None:
-            self._meta = await self._one(embedding_meta)
-        return self._meta
+    async def _read_embedding_meta(self) -> tuple[str, int] | None:
+        return await self._one(embedding_meta)
 
     # ------------------------------------------------------------ re-embedding
 
     async def reembed_pending(self, model: str, *, limit: int) -> list[ReembedItem]:
         return await self._read(lambda conn: pending_reembeds(conn, model, limit))
 
-    async def count_reembed_pending(self, model: str) -> tuple[int, int]:
-        return await self._read(lambda conn: count_pending_reembeds(conn, model))
-
     async def put_reembedded(
         self, model: str, vectors: Sequence[tuple[ReembedItem, Vector]]
     ) -> None:
         await self._write(lambda conn: put_side_vectors(conn, model, vectors))
 
-    async def switch_embedding(self, model: str, dimension: int) -> int:
-        switched = await self._write(lambda conn: switch_to_side_vectors(conn, model, dimension))
-        self._meta = None
-        return switched
-
     # ------------------------------------------------------------ reflections and blobs
 
-    async def unabsorbed_reflections(
-        self, key: ScopeKey, *, limit: int | None = None, newest_first: bool = False
+    async def _reflections(
+        self, key: ScopeKey, *, buffered_only: bool, newest_first: bool, limit: int | None
     ) -> list[Reflection]:
+        buffered = " AND absorbed_into_version IS NULL" if buffered_only else ""
         order = "DESC" if newest_first else "ASC"
         rows = await self._rows(
-            "SELECT * FROM reflections WHERE scope_key = %s AND absorbed_into_version IS NULL "
+            f"SELECT * FROM reflections WHERE scope_key = %s{buffered} "
             f"ORDER BY formed_at {order}, ord {order} LIMIT %s",
-            (key.key, None if limit is None else max(limit, 0)),  # NULL: no limit
+            (key.key, limit),  # NULL: no limit
         )
         return [reflection_from_row(row) for row in rows]
 
@@ -302,23 +285,22 @@ class PostgresStore(PostgresPool, PlannedStore):
         rows = await self._rows("SELECT body FROM consolidated WHERE scope_key = %s", (key.key,))
         return consolidated_from_row(rows[0]) if rows else None
 
-    async def scope_versions(self, keys: Sequence[str]) -> dict[str, int]:
-        wanted = distinct(keys)
+    async def _stored_scope_versions(self, keys: Sequence[str]) -> dict[str, int]:
         rows = await self._rows(
-            "SELECT key, version FROM scope_versions WHERE key = ANY(%s)", (wanted,)
+            "SELECT key, version FROM scope_versions WHERE key = ANY(%s)", (list(keys),)
         )
-        return dict.fromkeys(wanted, 0) | {row["key"]: int(row["version"]) for row in rows}
+        return {row["key"]: int(row["version"]) for row in rows}
 
     # ------------------------------------------------------------ management reads
 
-    async def list_facts(
-        self, flt: FactFilter, *, include_invalid: bool = False, offset: int = 0, limit: int = 50
+    async def _list_facts(
+        self, flt: FactFilter, *, valid_only: bool, offset: int, limit: int
     ) -> list[Fact]:
         return await self._one(
             lambda conn: listed_facts(
-                conn, flt, valid_only=not include_invalid,
+                conn, flt, valid_only=valid_only,
                 extra="ORDER BY f.updated_at DESC, f.ord DESC LIMIT %(limit)s OFFSET %(offset)s",
-                params={"limit": max(limit, 0), "offset": max(offset, 0)},
+                params={"limit": limit, "offset": offset},
             )
         )  # fmt: skip
 
@@ -326,17 +308,6 @@ class PostgresStore(PostgresPool, PlannedStore):
         where, params = fact_filter_sql(flt)
         rows = await self._rows(f"SELECT count(*) AS n FROM facts AS f WHERE {where}", params)
         return int(rows[0]["n"])
-
-    async def list_reflections(
-        self, key: ScopeKey, *, include_absorbed: bool = False, limit: int = 100
-    ) -> list[Reflection]:
-        buffered_only = "" if include_absorbed else " AND absorbed_into_version IS NULL"
-        rows = await self._rows(
-            f"SELECT * FROM reflections WHERE scope_key = %s{buffered_only} "
-            "ORDER BY formed_at DESC, ord DESC LIMIT %s",
-            (key.key, max(limit, 0)),
-        )
-        return [reflection_from_row(row) for row in rows]
 
     async def get_reflection(self, reflection_id: str) -> Reflection | None:
         return await self._one(lambda conn: reflection(conn, reflection_id))
@@ -346,9 +317,8 @@ class PostgresStore(PostgresPool, PlannedStore):
     async def _user_agents(self, user_id: str) -> list[str]:
         return await self._read(lambda conn: user_agents(conn, user_id))
 
-    async def erasure_epochs(self, agent_id: str, user_ids: Sequence[str]) -> dict[str, int]:
-        users = distinct(user_ids)
-        return await self._one(lambda conn: read_epochs(conn, agent_id, users))
+    async def _erasure_epochs(self, agent_id: str, user_ids: list[str]) -> dict[str, int]:
+        return await self._one(lambda conn: read_epochs(conn, agent_id, user_ids))
 
     async def export_data(
         self, *, agent_id: str | None, user_id: str | None, messages: bool

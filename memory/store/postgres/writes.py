@@ -17,18 +17,19 @@ from memory.store.postgres.codec import (
     vector_param,
 )
 from memory.store.postgres.pool import Conn, bump_version
+from memory.store.postgres.reembed import swap_side_vectors
 from memory.store.postgres.schema import hnsw_index_sql
 from memory.store.rules import lifecycle_writes as lw
 from memory.store.rules import writes as w
 
 _INSERT_FACT = """
-INSERT INTO facts (fact_id, agent_id, user_id, scope, hash, updated_at, invalidated_at,
-    embedding, embedding_model, terms, body)
-VALUES (%(fact_id)s, %(agent_id)s, %(user_id)s, %(scope)s, %(hash)s, %(updated_at)s,
+INSERT INTO facts (fact_id, agent_id, user_id, scope, hash, said_at, updated_at,
+    invalidated_at, embedding, embedding_model, terms, body)
+VALUES (%(fact_id)s, %(agent_id)s, %(user_id)s, %(scope)s, %(hash)s, %(said_at)s, %(updated_at)s,
     %(invalidated_at)s, %(embedding)s, %(embedding_model)s, array_to_tsvector(%(terms)s), %(body)s)
 """
 _UPDATE_FACT = """
-UPDATE facts SET hash = %(hash)s, updated_at = %(updated_at)s,
+UPDATE facts SET hash = %(hash)s, said_at = %(said_at)s, updated_at = %(updated_at)s,
     invalidated_at = %(invalidated_at)s, embedding = coalesce(%(embedding)s, embedding),
     embedding_model = %(embedding_model)s, terms = array_to_tsvector(%(terms)s), body = %(body)s
 WHERE fact_id = %(fact_id)s
@@ -39,6 +40,7 @@ def _fact_params(put: w.PutFact) -> dict[str, object]:
     fact = put.fact
     return {
         **fact.model_dump(include={"fact_id", "agent_id", "user_id", "scope", "hash"}),
+        "said_at": fact.said_at,
         "updated_at": fact.updated_at,
         "invalidated_at": fact.invalidated_at,
         "embedding": None if put.embedding is None else vector_param(put.embedding),
@@ -69,6 +71,8 @@ async def _apply(conn: Conn, write: w.Write) -> None:
     match write:
         case w.PutFact():
             await conn.execute(_INSERT_FACT if write.new else _UPDATE_FACT, _fact_params(write))
+        case w.SwapSideVectors(model=model, dimension=dimension):
+            await swap_side_vectors(conn, model, dimension)
         case w.SetEmbeddingMeta(model=model, dimension=dimension):
             await cur.executemany(
                 "INSERT INTO meta (key, value) VALUES (%s, %s)",

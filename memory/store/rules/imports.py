@@ -5,7 +5,7 @@ with an erasure tombstone is never imported again."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -43,6 +43,14 @@ from memory.store.rules.writes import (
 )
 
 Pair = tuple[str, str]  # (agent, user)
+
+
+def users_by_agent(pairs: Iterable[Pair]) -> dict[str, list[str]]:
+    """The users of each agent among (agent, user) pairs: erasure epochs are read per agent."""
+    grouped: dict[str, list[str]] = {}
+    for agent_id, user_id in pairs:
+        grouped.setdefault(agent_id, []).append(user_id)
+    return grouped
 
 
 def _erased(epochs: Mapping[Pair, int], agent_id: str, user_id: str | None) -> bool:

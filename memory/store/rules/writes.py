@@ -148,6 +148,15 @@ class PutApiKey:
     new: bool = False
 
 
+@dataclass(frozen=True)
+class SwapSideVectors:
+    """Every fact takes its side vector of ``model`` and ``model``; the embedding meta becomes
+    (model, dimension); the side vectors go (rules.reembed checked that each fact has one)."""
+
+    model: str
+    dimension: int
+
+
 Write = (
     PutFact
     | SetEmbeddingMeta
@@ -166,6 +175,7 @@ Write = (
     | DeleteReflection
     | LifecycleWrite
     | PutApiKey
+    | SwapSideVectors
 )
 
 

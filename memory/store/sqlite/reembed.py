@@ -6,7 +6,6 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-from memory.errors import ConflictError
 from memory.store.base import ReembedItem, Vector
 from memory.store.sqlite.codec import to_blob
 from memory.store.sqlite.meta import bump_version
@@ -46,12 +45,8 @@ def put_side_vectors(
     )
 
 
-def switch_to_side_vectors(conn: sqlite3.Connection, model: str, dimension: int) -> int:
-    left, total = count_pending_reembeds(conn, model)
-    if left:
-        raise ConflictError(
-            f"{left} of {total} facts have no {model} vector yet: re-embed them first"
-        )
+def swap_side_vectors(conn: sqlite3.Connection, model: str, dimension: int) -> None:
+    """rules.writes.SwapSideVectors."""
     agents = [row[0] for row in conn.execute("SELECT DISTINCT agent_id FROM facts")]
     for agent_id in agents:
         # A new change_seq on every row: each process's vector cache reloads the agent.
@@ -69,4 +64,3 @@ def switch_to_side_vectors(conn: sqlite3.Connection, model: str, dimension: int)
         [("embedding_model", model), ("embedding_dimension", str(dimension))],
     )
     conn.execute("DELETE FROM fact_reembed")
-    return total

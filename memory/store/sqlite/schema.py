@@ -3,7 +3,7 @@ that they sort and compare exactly; vectors are float32 BLOBs; fact history is J
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 DDL = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -238,6 +238,16 @@ ADDED_COLUMNS = (
     ("reflections", "source_message_ids", "TEXT NOT NULL DEFAULT '[]'"),
     ("reflections", "formation_id", "TEXT"),
 )
+
+
+# Schema 3 → 4, after ADDED_COLUMNS (its index names said_at, a column older files gain there):
+# the context FIFO's order, recency as said (updated_at for facts without said_at; see
+# MemoryStore.recent_facts). Queries name the same expression to use the index.
+SAID_OR_UPDATED = "coalesce(f.said_at, f.updated_at)"
+AFTER_ADDED_COLUMNS = """
+CREATE INDEX IF NOT EXISTS facts_said
+    ON facts (agent_id, coalesce(said_at, updated_at)) WHERE invalidated_at IS NULL;
+"""
 
 
 def needs_migration(columns: set[str]) -> bool:

@@ -48,17 +48,17 @@ from memory.store.sqlite.lifecycle_reads import (
 )
 from memory.store.sqlite.listings import SQLiteListings
 from memory.store.sqlite.meta import read_embedding_meta, rows_in
-from memory.store.sqlite.reads import read_snapshot, read_state, reflection
+from memory.store.sqlite.reads import read_snapshot_tx, read_state, reflection
 from memory.store.sqlite.reembed import (
-    count_pending_reembeds,
     pending_reembeds,
     put_side_vectors,
-    switch_to_side_vectors,
 )
 from memory.store.sqlite.schema import (
     ADDED_COLUMNS,
+    AFTER_ADDED_COLUMNS,
     DDL,
     MIGRATE_1_TO_2,
+    SAID_OR_UPDATED,
     SCHEMA_VERSION,
     needs_migration,
 )
@@ -83,12 +83,11 @@ class SQLiteStore(SQLiteListings, SQLiteThread, PlannedStore):
     def __init__(self, path: str | os.PathLike[str]) -> None:
         super().__init__(path)
         self._vectors = VectorCache()
-        self._meta: tuple[str, int] | None = None  # set once; changed only by a re-embed switch
         self._closed = False
 
     async def _transact[S, R](self, request: Request[S], plan: Callable[[S], Plan[R]]) -> R:
         def body(conn: sqlite3.Connection) -> R:
-            planned = plan(read_snapshot(conn, request))
+            planned = plan(read_snapshot_tx(conn, request))
             apply_writes(conn, planned.writes)
             return planned.result
 
@@ -105,6 +104,7 @@ class SQLiteStore(SQLiteListings, SQLiteThread, PlannedStore):
             for table, column, declaration in ADDED_COLUMNS:
                 if column not in {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}:
                     conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
+            conn.executescript(AFTER_ADDED_COLUMNS)
             conn.execute(
                 "INSERT INTO meta (key, value) VALUES ('schema_version', ?) "
                 "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
@@ -161,11 +161,7 @@ class SQLiteStore(SQLiteListings, SQLiteThread, PlannedStore):
         )
         return [message_from_row(row) for row in rows]
 
-    async def get_messages(
-        self, session_id: str, message_ids: Sequence[str]
-    ) -> list[StoredMessage]:
-        if not message_ids:
-            return []
+    async def _messages(self, session_id: str, message_ids: list[str]) -> list[StoredMessage]:
         marks = ", ".join("?" * len(message_ids))
         rows = await self._rows(
             f"SELECT * FROM messages WHERE session_id = ? AND message_id IN ({marks}) ORDER BY seq",
@@ -205,8 +201,8 @@ class SQLiteStore(SQLiteListings, SQLiteThread, PlannedStore):
 
         await self._write(end)
 
-    async def list_unfinished_ended_sessions(
-        self, *, ended_before: datetime, after: tuple[str, str] | None, limit: int
+    async def _unfinished_ended_sessions(
+        self, ended_before: datetime, after: tuple[str, str], limit: int
     ) -> list[tuple[str, str]]:
         sql = (
             "SELECT u.session_id, u.agent_id FROM ("
@@ -219,13 +215,13 @@ class SQLiteStore(SQLiteListings, SQLiteThread, PlannedStore):
             "AND (u.session_id, u.agent_id) > (?, ?) "
             "ORDER BY u.session_id, u.agent_id LIMIT ?"
         )
-        params = (to_us(ended_before), *(after or ("", "")), max(limit, 0))
+        params = (to_us(ended_before), *after, limit)
         rows = await self._read(lambda conn: conn.execute(sql, params).fetchall())
         return [(str(row[0]), str(row[1])) for row in rows]
 
-    async def purge_ended_sessions(self, ended_before: datetime, limit: int) -> list[str]:
+    async def _purge_ended_sessions(self, ended_before: datetime, limit: int) -> list[str]:
         return await self._write(
-            partial(purge_ended_sessions_tx, ended_before=ended_before, limit=max(limit, 0))
+            partial(purge_ended_sessions_tx, ended_before=ended_before, limit=limit)
         )
 
     # ------------------------------------------------------------ embeddings cache
@@ -248,9 +244,8 @@ class SQLiteStore(SQLiteListings, SQLiteThread, PlannedStore):
 
     # ------------------------------------------------------------ facts
 
-    async def get_facts(self, fact_ids: Sequence[str]) -> list[Fact]:
-        ids = list(dict.fromkeys(fact_ids))
-        return await self._read(lambda conn: facts_by_id(conn, ids))
+    async def _facts(self, fact_ids: list[str]) -> list[Fact]:
+        return await self._read(lambda conn: facts_by_id(conn, fact_ids))
 
     async def vector_search(
         self, query: Vector, flt: FactFilter, *, limit: int, min_score: float = -1.0
@@ -287,53 +282,43 @@ class SQLiteStore(SQLiteListings, SQLiteThread, PlannedStore):
     async def text_search(self, query: str, flt: FactFilter, *, limit: int) -> list[ScoredFact]:
         return await self._read(lambda conn: text_search_tx(conn, query, flt, limit, self._vectors))
 
-    async def recent_facts(self, flt: FactFilter, *, since: datetime, limit: int) -> list[Fact]:
+    async def _recent_facts(self, flt: FactFilter, since: datetime, limit: int) -> list[Fact]:
         where, params = fact_filter_sql(flt)
         rows = await self._rows(
-            f"SELECT {fact_columns('f')} FROM facts AS f WHERE {where} AND f.updated_at >= ? "
-            "ORDER BY f.updated_at DESC, f.rowid DESC LIMIT ?",
-            (*params, to_us(since), max(limit, 0)),
+            f"SELECT {fact_columns('f')} FROM facts AS f WHERE {where} AND {SAID_OR_UPDATED} >= ? "
+            f"ORDER BY {SAID_OR_UPDATED} DESC, f.rowid DESC LIMIT ?",
+            (*params, to_us(since), limit),
         )
         return [fact_from_row(row) for row in rows]
 
-    async def touch_facts(self, fact_ids: Sequence[str], at: datetime) -> None:
+    async def _touch_facts(self, fact_ids: list[str], at: datetime) -> None:
         sql = "UPDATE facts SET access_count = access_count + 1, last_accessed_at = ? WHERE fact_id IN"
-        if ids := list(dict.fromkeys(fact_ids)):
-            await self._write(lambda conn: rows_in(conn, sql, ids, to_us(at)))
+        await self._write(lambda conn: rows_in(conn, sql, fact_ids, to_us(at)))
 
-    async def embedding_meta(self) -> tuple[str, int] | None:
-        if self._meta is None:
-            self._meta = await self._read(read_embedding_meta)
-        return self._meta
+    async def _read_embedding_meta(self) -> tuple[str, int] | None:
+        return await self._read(read_embedding_meta)
 
     # ------------------------------------------------------------ re-embedding
 
     async def reembed_pending(self, model: str, *, limit: int) -> list[ReembedItem]:
         return await self._read(lambda conn: pending_reembeds(conn, model, limit))
 
-    async def count_reembed_pending(self, model: str) -> tuple[int, int]:
-        return await self._read(lambda conn: count_pending_reembeds(conn, model))
-
     async def put_reembedded(
         self, model: str, vectors: Sequence[tuple[ReembedItem, Vector]]
     ) -> None:
         await self._write(lambda conn: put_side_vectors(conn, model, vectors))
 
-    async def switch_embedding(self, model: str, dimension: int) -> int:
-        switched = await self._write(lambda conn: switch_to_side_vectors(conn, model, dimension))
-        self._meta = None
-        return switched
-
     # ------------------------------------------------------------ reflections and blobs
 
-    async def unabsorbed_reflections(
-        self, key: ScopeKey, *, limit: int | None = None, newest_first: bool = False
+    async def _reflections(
+        self, key: ScopeKey, *, buffered_only: bool, newest_first: bool, limit: int | None
     ) -> list[Reflection]:
+        buffered = " AND absorbed_into_version IS NULL" if buffered_only else ""
         order = "DESC" if newest_first else "ASC"
         rows = await self._rows(
-            "SELECT * FROM reflections WHERE scope_key = ? AND absorbed_into_version IS NULL "
+            f"SELECT * FROM reflections WHERE scope_key = ?{buffered} "
             f"ORDER BY formed_at {order}, rowid {order} LIMIT ?",
-            (key.key, -1 if limit is None else max(limit, 0)),  # -1: no limit
+            (key.key, -1 if limit is None else limit),  # -1: no limit
         )
         return [reflection_from_row(row) for row in rows]
 
@@ -348,24 +333,22 @@ class SQLiteStore(SQLiteListings, SQLiteThread, PlannedStore):
         rows = await self._rows("SELECT * FROM consolidated WHERE scope_key = ?", (key.key,))
         return consolidated_from_row(rows[0]) if rows else None
 
-    async def scope_versions(self, keys: Sequence[str]) -> dict[str, int]:
+    async def _stored_scope_versions(self, keys: Sequence[str]) -> dict[str, int]:
         sql = "SELECT key, version FROM scope_versions WHERE key IN"
-        wanted = list(dict.fromkeys(keys))
-        rows = await self._read(lambda conn: rows_in(conn, sql, wanted))
-        return dict.fromkeys(wanted, 0) | {row["key"]: int(row["version"]) for row in rows}
+        rows = await self._read(lambda conn: rows_in(conn, sql, keys))
+        return {row["key"]: int(row["version"]) for row in rows}
 
     # ------------------------------------------------------------ management reads
 
-    async def list_facts(
-        self, flt: FactFilter, *, include_invalid: bool = False, offset: int = 0, limit: int = 50
+    async def _list_facts(
+        self, flt: FactFilter, *, valid_only: bool, offset: int, limit: int
     ) -> list[Fact]:
-        where, params = fact_filter_sql(flt, valid_only=not include_invalid)
+        where, params = fact_filter_sql(flt, valid_only=valid_only)
         sql = (
             f"SELECT {fact_columns('f')} FROM facts AS f WHERE {where} "
             "ORDER BY f.updated_at DESC, f.rowid DESC LIMIT ? OFFSET ?"
         )
-        # A negative LIMIT would mean "no limit" to SQLite.
-        args = (*params, max(limit, 0), max(offset, 0))
+        args = (*params, limit, offset)
         rows = await self._read(lambda conn: conn.execute(sql, args).fetchall())
         return [fact_from_row(row) for row in rows]
 
@@ -375,17 +358,6 @@ class SQLiteStore(SQLiteListings, SQLiteThread, PlannedStore):
         row = await self._read(lambda conn: conn.execute(sql, params).fetchone())
         return int(row[0])
 
-    async def list_reflections(
-        self, key: ScopeKey, *, include_absorbed: bool = False, limit: int = 100
-    ) -> list[Reflection]:
-        buffered_only = "" if include_absorbed else " AND absorbed_into_version IS NULL"
-        sql = (
-            f"SELECT * FROM reflections WHERE scope_key = ?{buffered_only} "
-            "ORDER BY formed_at DESC, rowid DESC LIMIT ?"
-        )
-        rows = await self._read(lambda conn: conn.execute(sql, (key.key, max(limit, 0))).fetchall())
-        return [reflection_from_row(row) for row in rows]
-
     async def get_reflection(self, reflection_id: str) -> Reflection | None:
         return await self._read(lambda conn: reflection(conn, reflection_id))
 
@@ -394,9 +366,8 @@ class SQLiteStore(SQLiteListings, SQLiteThread, PlannedStore):
     async def _user_agents(self, user_id: str) -> list[str]:
         return await self._read(lambda conn: user_agents(conn, user_id))
 
-    async def erasure_epochs(self, agent_id: str, user_ids: Sequence[str]) -> dict[str, int]:
-        users = list(dict.fromkeys(user_ids))
-        return await self._read(lambda conn: read_epochs(conn, agent_id, users))
+    async def _erasure_epochs(self, agent_id: str, user_ids: list[str]) -> dict[str, int]:
+        return await self._read(lambda conn: read_epochs(conn, agent_id, user_ids))
 
     async def export_data(
         self, *, agent_id: str | None, user_id: str | None, messages: bool

@@ -19,6 +19,7 @@ from memory.store.sqlite.codec import (
 from memory.store.sqlite.lifecycle_writes import apply_lifecycle
 from memory.store.sqlite.listings import api_key_params
 from memory.store.sqlite.meta import bump_version, rows_in
+from memory.store.sqlite.reembed import swap_side_vectors
 from memory.store.sqlite.schema import fact_counter_key
 
 _INSERT_FACT = """
@@ -75,6 +76,8 @@ def _apply(conn: sqlite3.Connection, write: w.Write, stamps: dict[str, int]) -> 
             if fact.agent_id not in stamps:
                 stamps[fact.agent_id] = bump_version(conn, fact_counter_key(fact.agent_id))
             _put_fact(conn, write, stamps[fact.agent_id])
+        case w.SwapSideVectors(model=model, dimension=dimension):
+            swap_side_vectors(conn, model, dimension)
         case w.SetEmbeddingMeta(model=model, dimension=dimension):
             conn.executemany(
                 "INSERT INTO meta (key, value) VALUES (?, ?)",

@@ -1,0 +1,27 @@
+"""The re-embedding switch (mnemos reembed), planned once for every backend: the facts take their
+side vectors only when every fact has one for its current content (see
+MemoryStore.switch_embedding)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from memory.errors import ConflictError
+from memory.store.rules.writes import Plan, Request, SwapSideVectors
+
+
+@dataclass(frozen=True)
+class SwitchRequest(Request[tuple[int, int]]):
+    """(facts without a side vector of ``model`` for their content, all facts)."""
+
+    model: str
+
+
+def plan_switch(model: str, dimension: int, pending: tuple[int, int]) -> Plan[int]:
+    """Refused (nothing changed) while a fact has no side vector; returns the facts switched."""
+    left, total = pending
+    if left:
+        raise ConflictError(
+            f"{left} of {total} facts have no {model} vector yet: re-embed them first"
+        )
+    return Plan((SwapSideVectors(model, dimension),), total)

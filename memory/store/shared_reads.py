@@ -1,0 +1,148 @@
+"""The reading calls of the store contract whose rules are the same on every backend, written
+once: which reflections a listing holds and in what order, what a scope key never written reads
+as, which ids are asked for, the embedding meta's cache. Each backend answers one narrower query
+per call (the abstract ``_`` methods) in its own database's terms."""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Sequence
+from datetime import datetime
+
+from memory.models import Fact, FactFilter, Reflection, ScopeKey, StoredMessage
+from memory.store.base import MemoryStore
+
+
+class SharedReads(MemoryStore):
+    # ------------------------------------------------------------ embedding meta
+
+    _meta: tuple[str, int] | None = None  # read once; changed only by a re-embed switch
+
+    @abc.abstractmethod
+    async def _read_embedding_meta(self) -> tuple[str, int] | None:
+        """The stored (model, dimension), read from the database."""
+
+    async def embedding_meta(self) -> tuple[str, int] | None:
+        if self._meta is None:
+            self._meta = await self._read_embedding_meta()
+        return self._meta
+
+    # ------------------------------------------------------------ messages and sessions
+
+    @abc.abstractmethod
+    async def _messages(self, session_id: str, message_ids: list[str]) -> list[StoredMessage]:
+        """The session's messages among ``message_ids`` (distinct, not empty), in seq order."""
+
+    async def get_messages(
+        self, session_id: str, message_ids: Sequence[str]
+    ) -> list[StoredMessage]:
+        ids = list(dict.fromkeys(message_ids))
+        return await self._messages(session_id, ids) if ids else []
+
+    @abc.abstractmethod
+    async def _unfinished_ended_sessions(
+        self, ended_before: datetime, after: tuple[str, str], limit: int
+    ) -> list[tuple[str, str]]:
+        """list_unfinished_ended_sessions after a page boundary ("", "" for the first), limit > 0."""
+
+    async def list_unfinished_ended_sessions(
+        self, *, ended_before: datetime, after: tuple[str, str] | None, limit: int
+    ) -> list[tuple[str, str]]:
+        if limit <= 0:
+            return []
+        return await self._unfinished_ended_sessions(ended_before, after or ("", ""), limit)
+
+    @abc.abstractmethod
+    async def _purge_ended_sessions(self, ended_before: datetime, limit: int) -> list[str]:
+        """purge_ended_sessions with limit > 0."""
+
+    async def purge_ended_sessions(self, ended_before: datetime, limit: int) -> list[str]:
+        return await self._purge_ended_sessions(ended_before, limit) if limit > 0 else []
+
+    # ------------------------------------------------------------ facts
+
+    @abc.abstractmethod
+    async def _facts(self, fact_ids: list[str]) -> list[Fact]:
+        """The facts that exist among ``fact_ids`` (distinct, not empty), in any order."""
+
+    async def get_facts(self, fact_ids: Sequence[str]) -> list[Fact]:
+        ids = list(dict.fromkeys(fact_ids))
+        found = {fact.fact_id: fact for fact in await self._facts(ids)} if ids else {}
+        return [found[fact_id] for fact_id in ids if fact_id in found]  # in the order asked
+
+    @abc.abstractmethod
+    async def _touch_facts(self, fact_ids: list[str], at: datetime) -> None:
+        """touch_facts for distinct ids, sorted, not empty."""
+
+    async def touch_facts(self, fact_ids: Sequence[str], at: datetime) -> None:
+        if ids := sorted(set(fact_ids)):  # one lock order for every toucher
+            await self._touch_facts(ids, at)
+
+    @abc.abstractmethod
+    async def _recent_facts(self, flt: FactFilter, since: datetime, limit: int) -> list[Fact]:
+        """recent_facts with limit > 0."""
+
+    async def recent_facts(self, flt: FactFilter, *, since: datetime, limit: int) -> list[Fact]:
+        return await self._recent_facts(flt, since, limit) if limit > 0 else []
+
+    @abc.abstractmethod
+    async def _list_facts(
+        self, flt: FactFilter, *, valid_only: bool, offset: int, limit: int
+    ) -> list[Fact]:
+        """list_facts with offset >= 0 and limit > 0: newest (updated_at) first, then the later
+        stored first."""
+
+    async def list_facts(
+        self, flt: FactFilter, *, include_invalid: bool = False, offset: int = 0, limit: int = 50
+    ) -> list[Fact]:
+        if limit <= 0:
+            return []
+        return await self._list_facts(
+            flt, valid_only=not include_invalid, offset=max(offset, 0), limit=limit
+        )
+
+    # ------------------------------------------------------------ reflections
+
+    @abc.abstractmethod
+    async def _reflections(
+        self, key: ScopeKey, *, buffered_only: bool, newest_first: bool, limit: int | None
+    ) -> list[Reflection]:
+        """The key's reflections (the unabsorbed ones only when ``buffered_only``) ordered by
+        formed_at, then by insertion (the later stored last), in that direction; at most
+        ``limit`` (> 0) of them, all of them for None."""
+
+    async def unabsorbed_reflections(
+        self, key: ScopeKey, *, limit: int | None = None, newest_first: bool = False
+    ) -> list[Reflection]:
+        if limit is not None and limit <= 0:
+            return []
+        return await self._reflections(
+            key, buffered_only=True, newest_first=newest_first, limit=limit
+        )
+
+    async def list_reflections(
+        self, key: ScopeKey, *, include_absorbed: bool = False, limit: int = 100
+    ) -> list[Reflection]:
+        if limit <= 0:
+            return []
+        return await self._reflections(
+            key, buffered_only=not include_absorbed, newest_first=True, limit=limit
+        )
+
+    # ------------------------------------------------------------ change counters and epochs
+
+    @abc.abstractmethod
+    async def _stored_scope_versions(self, keys: Sequence[str]) -> dict[str, int]:
+        """The stored counters among ``keys`` (distinct, not empty); keys never written absent."""
+
+    async def scope_versions(self, keys: Sequence[str]) -> dict[str, int]:
+        wanted = list(dict.fromkeys(keys))
+        stored = await self._stored_scope_versions(wanted) if wanted else {}
+        return {key: stored.get(key, 0) for key in wanted}
+
+    @abc.abstractmethod
+    async def _erasure_epochs(self, agent_id: str, user_ids: list[str]) -> dict[str, int]:
+        """erasure_epochs for distinct users."""
+
+    async def erasure_epochs(self, agent_id: str, user_ids: Sequence[str]) -> dict[str, int]:
+        return await self._erasure_epochs(agent_id, list(dict.fromkeys(user_ids)))

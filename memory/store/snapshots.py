@@ -1,0 +1,168 @@
+"""The snapshots the planners ask for (memory.store.rules), assembled once from the few reads
+every backend answers inside its transaction (``SnapshotReads``): which rows a planner sees is
+decided here, how they are read is each backend's.
+
+The assembly is async; a backend over a blocking connection (SQLite, on its own thread) answers
+with coroutines that never suspend, and runs the assembly with ``run_sync``."""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Coroutine, Sequence
+from datetime import datetime
+from typing import Any, cast
+
+from memory.api_keys import ApiKey
+from memory.models import Fact, FormationCommitResult, Reflection, SessionAgentState
+from memory.store.rules import (
+    ApiKeyRequest,
+    ConsolidationRequest,
+    ConsolidationSnapshot,
+    FactRequest,
+    FactSnapshot,
+    FormationRequest,
+    FormationSnapshot,
+    RecordRequest,
+    RecordSnapshot,
+    ReflectionRequest,
+    Request,
+)
+from memory.store.rules.reembed import SwitchRequest
+from memory.store.snapshots_lifecycle import LifecycleReads, read_lifecycle_snapshot
+
+
+class SnapshotReads(LifecycleReads):
+    """One backend's reads, inside the transaction of the call that plans on them."""
+
+    @abc.abstractmethod
+    async def state(self, session_id: str, agent_id: str) -> SessionAgentState | None: ...
+
+    @abc.abstractmethod
+    async def facts_by_id(self, fact_ids: Sequence[str]) -> list[Fact]:
+        """The facts that exist among ``fact_ids``, valid or not."""
+
+    @abc.abstractmethod
+    async def facts_with_hashes(self, agent_id: str, hashes: Sequence[str]) -> list[Fact]:
+        """The agent's facts, valid or not, whose content hash is one of ``hashes``."""
+
+    @abc.abstractmethod
+    async def formation_done(self, formation_id: str) -> FormationCommitResult | None:
+        """The recorded result of a formation committed before."""
+
+    @abc.abstractmethod
+    async def participants(self, session_id: str, agent_id: str) -> frozenset[str]:
+        """The users of the session who spoke to this agent."""
+
+    @abc.abstractmethod
+    async def valid_since(
+        self, agent_id: str, since: datetime
+    ) -> list[tuple[Fact, Sequence[float]]]:
+        """The agent's valid facts updated at or after ``since``, with their vectors."""
+
+    @abc.abstractmethod
+    async def reflection_texts(
+        self, keys: Sequence[str], texts: Sequence[str]
+    ) -> frozenset[tuple[str, str]]:
+        """rules.recheck.reflection_text_key of the stored reflections of ``keys`` whose
+        content is one of ``texts``."""
+
+    @abc.abstractmethod
+    async def stored_message_ids(
+        self, session_id: str, message_ids: Sequence[str]
+    ) -> frozenset[str]: ...
+
+    @abc.abstractmethod
+    async def reflection(self, reflection_id: str) -> Reflection | None: ...
+
+    @abc.abstractmethod
+    async def blob_version(self, key: str) -> int:
+        """The version of the scope key's consolidated blob, 0 without one."""
+
+    @abc.abstractmethod
+    async def buffered_among(self, key: str, reflection_ids: Sequence[str]) -> int:
+        """How many of ``reflection_ids`` are unabsorbed reflections of the scope key."""
+
+    @abc.abstractmethod
+    async def api_key(self, key_id: str) -> ApiKey | None: ...
+
+    @abc.abstractmethod
+    async def reembed_pending(self, model: str) -> tuple[int, int]:
+        """(facts without a side vector of ``model`` for their content, all facts)."""
+
+
+async def _formation(reads: SnapshotReads, req: FormationRequest) -> FormationSnapshot:
+    facts = {f.fact_id: f for f in await reads.facts_by_id(req.fact_ids)}
+    facts |= {f.fact_id: f for f in await reads.facts_with_hashes(req.agent_id, req.hashes)}
+    recent: list[tuple[Fact, Sequence[float]]] = []
+    if req.recent_since is not None:
+        recent = await reads.valid_since(req.agent_id, req.recent_since)
+    texts: frozenset[tuple[str, str]] = frozenset()
+    if req.reflection_texts:
+        texts = await reads.reflection_texts(req.scope_keys, req.reflection_texts)
+    return FormationSnapshot(
+        done=await reads.formation_done(req.formation_id),
+        state=await reads.state(req.session_id, req.agent_id),
+        embedding_meta=await reads.embedding_meta(),
+        facts=list(facts.values()),
+        existing_reflections=await reads.existing_reflections(req.reflection_ids),
+        buffered=await reads.buffered_counts(req.scope_keys),
+        pending_after=await reads.pending_after(req.session_id, req.new_cursor),
+        participants=await reads.participants(req.session_id, req.agent_id),
+        epochs=await reads.epochs(req.agent_id, req.users),
+        recent=recent,
+        reflection_texts=texts,
+    )
+
+
+async def _record(reads: SnapshotReads, req: RecordRequest) -> RecordSnapshot:
+    head = await reads.session_head(req.session_id)
+    return RecordSnapshot(
+        session_exists=head is not None,
+        last_seq=0 if head is None else head[0],
+        last_message_at=None if head is None else head[1],
+        state=await reads.state(req.session_id, req.agent_id),
+        stored_ids=await reads.stored_message_ids(req.session_id, req.message_ids),
+    )
+
+
+async def _fact(reads: SnapshotReads, req: FactRequest) -> FactSnapshot:
+    fact = next(iter(await reads.facts_by_id([req.fact_id])), None)
+    same: list[Fact] = []
+    if fact is not None and req.content_hash is not None:
+        same = await reads.facts_with_hashes(fact.agent_id, [req.content_hash])
+    return FactSnapshot(fact, same, await reads.embedding_meta())
+
+
+async def read_snapshot[S](reads: SnapshotReads, request: Request[S]) -> S:
+    """The snapshot a planner asks for (see memory.store.rules)."""
+    snapshot: object
+    match request:
+        case FormationRequest():
+            snapshot = await _formation(reads, request)
+        case RecordRequest():
+            snapshot = await _record(reads, request)
+        case ReflectionRequest(reflection_id=reflection_id):
+            snapshot = await reads.reflection(reflection_id)
+        case FactRequest():
+            snapshot = await _fact(reads, request)
+        case ConsolidationRequest(key=key, reflection_ids=ids):
+            buffered = await reads.buffered_among(key, ids)
+            snapshot = ConsolidationSnapshot(await reads.blob_version(key), buffered)
+        case ApiKeyRequest(key_id=key_id):
+            snapshot = await reads.api_key(key_id)
+        case SwitchRequest(model=model):
+            snapshot = await reads.reembed_pending(model)
+        case _:
+            snapshot = await read_lifecycle_snapshot(reads, request)
+    return cast(S, snapshot)
+
+
+def run_sync[R](coroutine: Coroutine[Any, Any, R]) -> R:
+    """The result of a coroutine that never suspends: reads over a blocking connection, run on
+    the thread that owns the connection. A suspension is a bug (there is no loop to resume it)."""
+    try:
+        coroutine.send(None)
+    except StopIteration as finished:
+        return cast(R, finished.value)
+    coroutine.close()
+    raise RuntimeError("a synchronous snapshot read suspended")

@@ -1,0 +1,206 @@
+"""The snapshots of the data-lifecycle planners (imports, forget_user; memory.store.rules.imports
+and .erasure), assembled once from the reads each backend answers (``LifecycleReads``): which
+sessions a forget touches, what stays pending once a user's messages go, which cached vectors
+another fact still needs. See memory.store.snapshots for the formation side."""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+from memory.ids import text_hash
+from memory.models import Fact, SessionAgentState
+from memory.store.rules import Request
+from memory.store.rules import erasure as er
+from memory.store.rules import imports as ri
+
+
+class LifecycleReads(abc.ABC):
+    """The reads both snapshot assemblies share, and those only the lifecycle ones need."""
+
+    @abc.abstractmethod
+    async def embedding_meta(self) -> tuple[str, int] | None: ...
+
+    @abc.abstractmethod
+    async def epochs(self, agent_id: str, user_ids: Sequence[str]) -> dict[str, int]:
+        """Each user's effective erasure epoch for the agent (its own and the all-agents one)."""
+
+    @abc.abstractmethod
+    async def stored_epoch(self, agent_key: str, user_id: str) -> int:
+        """The epoch of one erasure row (agent or ALL_AGENTS), 0 without one."""
+
+    @abc.abstractmethod
+    async def existing_agents(self, agent_ids: Sequence[str]) -> frozenset[str]: ...
+
+    @abc.abstractmethod
+    async def existing_facts(self, fact_ids: Sequence[str]) -> frozenset[str]: ...
+
+    @abc.abstractmethod
+    async def existing_reflections(self, reflection_ids: Sequence[str]) -> frozenset[str]: ...
+
+    @abc.abstractmethod
+    async def valid_fact_keys(self, agent_id: str, hash_: str) -> set[tuple[str, str, str, str]]:
+        """(agent, user or "", scope, hash) of the agent's valid facts with this content hash."""
+
+    @abc.abstractmethod
+    async def buffered_counts(self, keys: Sequence[str]) -> dict[str, int]:
+        """Unabsorbed reflections per scope key, 0 for a key without any."""
+
+    @abc.abstractmethod
+    async def blobs(self, keys: Sequence[str]) -> dict[str, tuple[str, int]]:
+        """(content, version) of the consolidated blobs of these scope keys."""
+
+    @abc.abstractmethod
+    async def session_head(self, session_id: str) -> tuple[int, datetime | None] | None:
+        """(last seq, last message time) of a session, None when there is no such session."""
+
+    @abc.abstractmethod
+    async def session_users(self, session_id: str) -> tuple[str, ...]:
+        """The session's users, in join order."""
+
+    @abc.abstractmethod
+    async def session_states(self, session_id: str) -> list[SessionAgentState]:
+        """The state of each agent of the session, in join order."""
+
+    @abc.abstractmethod
+    async def message_seqs(self, session_id: str, message_ids: Sequence[str]) -> dict[str, int]:
+        """The seq of each stored message among ``message_ids``."""
+
+    @abc.abstractmethod
+    async def taken_seqs(self, session_id: str, seqs: Sequence[int]) -> frozenset[int]: ...
+
+    @abc.abstractmethod
+    async def pending_after(
+        self, session_id: str, seq: int, *, except_user: str | None = None
+    ) -> tuple[int, float]:
+        """(count, weighted tokens) of the session's messages with a seq above ``seq``, but
+        those said by ``except_user``."""
+
+    @abc.abstractmethod
+    async def user_session_ids(self, user_id: str, agent_id: str) -> list[str]:
+        """The sessions of the agent the user is a user of."""
+
+    @abc.abstractmethod
+    async def message_counts(self, session_id: str, user_id: str) -> tuple[int, int]:
+        """(all messages, those the user said) of a session."""
+
+    @abc.abstractmethod
+    async def user_facts(self, agent_id: str, user_id: str) -> list[Fact]:
+        """The agent's facts of the user, valid or not."""
+
+    @abc.abstractmethod
+    async def reflection_count(self, key: str) -> int:
+        """The reflections of a scope key, absorbed or not."""
+
+    @abc.abstractmethod
+    async def has_blob(self, key: str) -> bool: ...
+
+    @abc.abstractmethod
+    async def cached_text_hashes(self, text_hashes: Sequence[str]) -> frozenset[str]:
+        """The embedding-cache entries (of any model) among ``text_hashes``."""
+
+    @abc.abstractmethod
+    async def contents_elsewhere(
+        self, agent_id: str, user_id: str, content_hashes: Sequence[str]
+    ) -> list[str]:
+        """The contents of the facts with these hashes but the agent's facts of the user."""
+
+
+async def _pair_epochs(reads: LifecycleReads, pairs: Iterable[ri.Pair]) -> dict[ri.Pair, int]:
+    return {
+        (agent_id, user): epoch
+        for agent_id, users in ri.users_by_agent(pairs).items()
+        for user, epoch in (await reads.epochs(agent_id, users)).items()
+    }
+
+
+async def _facts(reads: LifecycleReads, req: ri.FactImportRequest) -> ri.FactImportSnapshot:
+    valid: set[tuple[str, str, str, str]] = set()
+    for agent_id, hash_ in req.hashes:
+        valid |= await reads.valid_fact_keys(agent_id, hash_)
+    return ri.FactImportSnapshot(
+        await reads.existing_facts(req.fact_ids), frozenset(valid), await reads.embedding_meta(),
+        await _pair_epochs(reads, req.pairs),
+    )  # fmt: skip
+
+
+async def _session(reads: LifecycleReads, req: ri.SessionImportRequest) -> ri.SessionImportSnapshot:
+    sid = req.session_id
+    head = await reads.session_head(sid)
+    return ri.SessionImportSnapshot(
+        exists=head is not None,
+        last_seq=0 if head is None else head[0],
+        last_message_at=None if head is None else head[1],
+        user_ids=await reads.session_users(sid),
+        states={s.agent_id: s for s in await reads.session_states(sid)},
+        stored=await reads.message_seqs(sid, req.message_ids),
+        taken=await reads.taken_seqs(sid, req.seqs),
+        pending_after_max=await reads.pending_after(sid, req.max_seq),
+        epochs=await _pair_epochs(reads, req.pairs),
+    )
+
+
+async def _user_sessions(reads: LifecycleReads, req: er.ForgetRequest) -> list[er.UserSession]:
+    """The sessions a forget touches, each with what stays pending once the user's messages go."""
+    sessions = []
+    for sid in await reads.user_session_ids(req.user_id, req.agent_id):
+        states = await reads.session_states(sid)
+        messages, mine = await reads.message_counts(sid, req.user_id)
+        pending = []
+        for state in states:
+            n, w = await reads.pending_after(sid, state.cursor_seq, except_user=req.user_id)
+            pending.append((state, n, w))
+        sessions.append(
+            er.UserSession(
+                session_id=sid,
+                user_ids=await reads.session_users(sid),
+                agent_ids=tuple(s.agent_id for s in states),
+                messages=messages,
+                user_messages=mine,
+                states=tuple(pending),
+            )
+        )
+    return sessions
+
+
+async def _forget(reads: LifecycleReads, req: er.ForgetRequest) -> er.ForgetSnapshot:
+    facts = await reads.user_facts(req.agent_id, req.user_id)
+    key = f"user:{req.agent_id}:{req.user_id}"
+    text_hashes, content_hashes = er.cache_candidates(facts)
+    cached = await reads.cached_text_hashes(list(text_hashes))
+    # Texts another fact (any agent, any user) still holds as its content keep their entry.
+    others = await reads.contents_elsewhere(req.agent_id, req.user_id, list(content_hashes))
+    return er.ForgetSnapshot(
+        epoch=await reads.stored_epoch(req.agent_id, req.user_id),
+        facts=facts,
+        reflections=await reads.reflection_count(key),
+        blob=await reads.has_blob(key),
+        sessions=await _user_sessions(reads, req),
+        cached=cached,
+        in_use=frozenset(text_hash(content) for content in others) & cached,
+    )
+
+
+async def read_lifecycle_snapshot(reads: LifecycleReads, request: Request[Any]) -> object:
+    match request:
+        case ri.AgentsRequest(agent_ids=ids):
+            return await reads.existing_agents(ids)
+        case ri.FactImportRequest():
+            return await _facts(reads, request)
+        case ri.BlobImportRequest(keys=keys, pairs=pairs):
+            return ri.BlobImportSnapshot(await reads.blobs(keys), await _pair_epochs(reads, pairs))
+        case ri.ReflectionImportRequest(reflection_ids=ids, keys=keys, pairs=pairs):
+            return ri.ReflectionImportSnapshot(
+                await reads.existing_reflections(ids), await reads.buffered_counts(keys),
+                await _pair_epochs(reads, pairs),
+            )  # fmt: skip
+        case ri.SessionImportRequest():
+            return await _session(reads, request)
+        case er.ForgetRequest():
+            return await _forget(reads, request)
+        case er.EraseAllRequest(user_id=user_id):
+            return await reads.stored_epoch(er.ALL_AGENTS, user_id)
+        case _:
+            raise TypeError(f"no snapshot for {request!r}")
