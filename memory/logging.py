@@ -24,6 +24,21 @@ def _redact(_: Any, __: str, event: MutableMapping[str, Any]) -> MutableMapping[
     return event
 
 
+class _Stderr:
+    """Writes each line to the ``sys.stderr`` of the moment, not the one at configuration time:
+    a logger cached on first use keeps working when stderr is replaced later (a test's capture
+    that has since closed, a daemon that redirected it)."""
+
+    def msg(self, message: str) -> None:
+        print(message, file=sys.stderr, flush=True)
+
+    log = debug = info = warning = warn = error = critical = exception = fatal = msg
+
+
+def _stderr_logger(*_: Any) -> _Stderr:
+    return _Stderr()
+
+
 def configure_logging(level: str = "info") -> None:
     """JSON lines on stderr for our logs and for the libraries' stdlib logs alike."""
     lvl = logging.getLevelName(level.upper())
@@ -40,7 +55,7 @@ def configure_logging(level: str = "info") -> None:
             structlog.processors.JSONRenderer(),
         ],
         wrapper_class=structlog.make_filtering_bound_logger(lvl),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=_stderr_logger,
         cache_logger_on_first_use=True,
     )
     handler = logging.StreamHandler(sys.stderr)
