@@ -23,10 +23,14 @@ top 10 of a search_facts for "favourite number {i}".
 
 from __future__ import annotations
 
+import os
+
+# The worker runs in this process: one BLAS thread, as `mnemos worker` has (cli/__init__.py).
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 import argparse
 import asyncio
 import json
-import os
 import random
 import re
 import sys
