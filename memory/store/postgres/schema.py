@@ -6,7 +6,8 @@ failed migration leaves the database at the version before it.
 
 The domain records (facts, reflections, blobs) are stored whole as JSONB (``body``), beside the
 columns the queries filter and sort on, so a field added to a model is stored without a column;
-a column is added when a query needs one. Vectors are pgvector ``vector`` values; the HNSW index
+a column is added when a query needs one. A fact's access count and time, the only fields that
+change on a read, live in ``fact_access`` (migration 3). Vectors are pgvector ``vector`` values; the HNSW index
 is an expression index per dimension (``facts_hnsw_<dim>``), created when the first vectors fix
 the dimension (an HNSW index needs one). Text search uses ``terms``: the Porter stems of the
 content (memory.store.rules.text, what FTS5's porter tokenizer indexes), as a tsvector under GIN.
@@ -162,6 +163,21 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE facts ALTER COLUMN embedding SET STORAGE PLAIN;
     ALTER TABLE fact_reembed ALTER COLUMN embedding SET STORAGE PLAIN;
+    """,
+    # 3: access counts in a table of their own. Every search marks the facts it returns; as
+    # columns of facts, each mark wrote a new version of the whole row (its vector and body)
+    # into every index of facts (no room for a HOT update beside a 1.5 kB vector): an HNSW
+    # insertion (~5 ms) per fact returned, and a graph that filled with dead entries.
+    """
+    CREATE TABLE fact_access (
+        fact_id          text PRIMARY KEY REFERENCES facts ON DELETE CASCADE,
+        access_count     bigint NOT NULL,
+        last_accessed_at timestamptz
+    ) WITH (fillfactor = 70);
+    INSERT INTO fact_access (fact_id, access_count, last_accessed_at)
+        SELECT fact_id, access_count, last_accessed_at FROM facts
+        WHERE access_count <> 0 OR last_accessed_at IS NOT NULL;
+    ALTER TABLE facts DROP COLUMN access_count, DROP COLUMN last_accessed_at;
     """,
 )
 

@@ -33,6 +33,7 @@ from memory.store.base import ReembedItem, Vector
 from memory.store.counts import ExportData
 from memory.store.planned import PlannedStore
 from memory.store.postgres.codec import (
+    UPSERT_ACCESS,
     consolidated_from_row,
     from_vector,
     message_from_row,
@@ -246,8 +247,11 @@ class PostgresStore(PostgresPool, PlannedStore):
 
         async def touch(conn: Conn) -> None:
             await conn.execute(
-                "UPDATE facts SET access_count = access_count + 1, last_accessed_at = %s "
-                "WHERE fact_id = ANY(%s)",
+                UPSERT_ACCESS.format(
+                    rows="SELECT fact_id, 1, %s FROM facts WHERE fact_id = ANY(%s) "
+                    "ORDER BY fact_id",
+                    counts="access_count = a.access_count + 1",
+                ).encode(),
                 (at, ids),
             )
 
