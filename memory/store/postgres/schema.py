@@ -179,6 +179,12 @@ MIGRATIONS: tuple[str, ...] = (
         WHERE access_count <> 0 OR last_accessed_at IS NOT NULL;
     ALTER TABLE facts DROP COLUMN access_count, DROP COLUMN last_accessed_at;
     """,
+    # 4: the content beside the columns text search reads. Text search scores every candidate
+    # by its content; read from the body, each candidate cost a TOAST fetch and the
+    # decompression of the whole body (a row holding a vector leaves the body no room inline).
+    """
+    ALTER TABLE facts ADD COLUMN content text GENERATED ALWAYS AS (body ->> 'content') STORED;
+    """,
 )
 
 _LOCK = 0x6D6E656D6F73  # "mnemos": the advisory lock that serialises migrations
@@ -193,11 +199,22 @@ CREATE TABLE IF NOT EXISTS schema_migrations (
 
 def hnsw_index_sql(dimension: int) -> str:
     """The cosine HNSW index of the facts whose vectors have ``dimension`` values (valid ones:
-    invalidated facts are never searched). Queries name the same expression to use it."""
+    invalidated facts are never searched). Queries name the same expression and predicate
+    (``hnsw_predicate``) to use it.
+
+    The dimension is in the predicate, not only in the cast: a re-embed switch updates every
+    vector and builds the new index in one transaction, and an index build also reads the row
+    versions that transaction replaced (still visible to others): the old dimension's vectors,
+    which the cast would refuse (unless each update had fitted on its page as a HOT update)."""
     return (
         f"CREATE INDEX IF NOT EXISTS facts_hnsw_{dimension} ON facts USING hnsw "
-        f"((embedding::vector({dimension})) vector_cosine_ops) WHERE invalidated_at IS NULL"
+        f"((embedding::vector({dimension})) vector_cosine_ops) "
+        f"WHERE invalidated_at IS NULL AND {hnsw_predicate(dimension, '')}"
     )
+
+
+def hnsw_predicate(dimension: int, alias: str = "f.") -> str:
+    return f"vector_dims({alias}embedding) = {int(dimension)}"
 
 
 async def migrate(conn: Conn) -> int:

@@ -20,8 +20,9 @@ import numpy as np
 from memory.models import Fact, FactFilter, ScoredFact
 from memory.store.base import Vector
 from memory.store.postgres.codec import FACT_SELECT, fact_from_row, vector_param
-from memory.store.postgres.pool import Conn, fetch, fetch_one
+from memory.store.postgres.pool import Conn, fetch
 from memory.store.postgres.reads import facts_by_id
+from memory.store.postgres.schema import hnsw_predicate
 from memory.store.rules.text import bm25, stem, tokenize
 
 CANDIDATE_CAP = 1000
@@ -54,7 +55,8 @@ async def vector_hits(
     rows = await fetch(
         conn,
         f"SELECT * FROM (SELECT {FACT_SELECT}, f.ord, {distance} AS distance FROM facts AS f "
-        f"WHERE {where} ORDER BY {distance} LIMIT %(limit)s) AS hits ORDER BY distance, ord",
+        f"WHERE {where} AND {hnsw_predicate(dimension)} ORDER BY {distance} LIMIT %(limit)s) "
+        "AS hits ORDER BY distance, ord",
         {**params, "query": vector_param(query), "limit": limit},
     )
     scored = []
@@ -81,18 +83,18 @@ async def text_hits(conn: Conn, query: str, flt: FactFilter, limit: int) -> list
     where, params = fact_filter_sql(flt)
     rows = await fetch(
         conn,
-        # The candidates first, by the index and the row order alone; the contents (in the
-        # JSONB body) only for those: a common word matches far more rows than the cap.
-        f"WITH c AS (SELECT f.fact_id, f.ord FROM facts AS f WHERE f.terms @@ %(match)s::tsquery "
-        f"AND {where} ORDER BY f.ord DESC LIMIT %(cap)s) "
-        "SELECT c.fact_id, f.body->>'content' AS content FROM c JOIN facts AS f "
-        "ON f.fact_id = c.fact_id ORDER BY c.ord DESC",
+        # One statement: the candidates with their content (a column in the row the filter
+        # reads anyway, schema migration 4), and N, computed once (an InitPlan), and only when
+        # there is a candidate.
+        f"SELECT c.fact_id, c.content, (SELECT count(*) FROM facts AS f WHERE {where}) AS n "
+        "FROM (SELECT f.fact_id, f.ord, f.content FROM facts AS f "
+        f"WHERE f.terms @@ %(match)s::tsquery AND {where} ORDER BY f.ord DESC LIMIT %(cap)s) "
+        "AS c ORDER BY c.ord DESC",
         {**params, "match": match, "cap": CANDIDATE_CAP},
     )
     if not rows:
         return []
-    count = await fetch_one(conn, f"SELECT count(*) AS n FROM facts AS f WHERE {where}", params)
-    n_docs = 0 if count is None else int(count["n"])
+    n_docs = int(rows[0]["n"])
     scores = bm25(words, {row["fact_id"]: row["content"] for row in rows}, n_docs)
     order = {row["fact_id"]: i for i, row in enumerate(rows)}  # ties: the newer fact first
     ranked = sorted(scores, key=lambda fid: (-scores[fid], order[fid]))[:limit]
