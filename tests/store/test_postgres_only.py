@@ -8,9 +8,12 @@ import numpy as np
 import psycopg
 import pytest
 
+from memory.models import FactUpdate
 from memory.store.postgres import PostgresStore
 from memory.store.postgres.schema import MIGRATIONS
+from memory.store.postgres.search import fact_count_sql, fact_filter_sql
 from tests.conftest import fresh_schema
+from tests.store.builders import Former, add, at, unit, user_filter
 
 pytestmark = pytest.mark.postgres
 
@@ -54,4 +57,56 @@ async def test_a_database_at_an_older_version_is_brought_up_to_date(postgres_dsn
             "AND attname = 'embedding'"
         ).fetchone()
     assert row is not None and row[0] == "p"  # migration 2: vectors stay in the row
+    await store.close()
+
+
+async def test_fact_counts_follow_every_write_to_facts(postgres_dsn: str) -> None:
+    """Text search's N comes from fact_counts (migration 5), kept by triggers: after adds in
+    both scopes, an update, an invalidation and an erasure it still equals counting the valid
+    facts of each filter, and the scores are those of that count."""
+    dsn = fresh_schema(postgres_dsn)
+    store = PostgresStore(dsn, pool_size=2)
+    await store.setup()
+    former = await Former(store).start(messages=8)
+    await former.form(
+        add("f1", "Rides a bike to work", unit(1, 0)),
+        add("f2", "Plays chess on Sundays", unit(0, 1)),
+        add("g1", "The team ships on Fridays", unit(1, 1), scope="agent"),
+    )
+    await former.form(add("f3", "Rides a bike to the lake", unit(0, 0, 1), user_id="u2"))
+    await former.form(FactUpdate(fact_id="f2", expected_version=1, content="Plays go",
+                                 embedding=unit(0, 1)))  # fmt: skip
+    await store.invalidate_fact("f1", at=at(400))
+    filters = [user_filter(), user_filter(user_id="u2"), user_filter(agent_scope=False),
+               user_filter(user_id=None)]  # fmt: skip
+
+    def counted() -> list[tuple[int, int]]:
+        pairs = []
+        with psycopg.connect(dsn) as conn:
+            for flt in filters:
+                where, params = fact_filter_sql(flt)
+                exact = conn.execute(f"SELECT count(*) FROM facts AS f WHERE {where}".encode(),
+                                     params).fetchone()  # fmt: skip
+                sql, count_params = fact_count_sql(flt)
+                kept = conn.execute(sql.encode(), count_params).fetchone()
+                assert exact is not None and kept is not None
+                pairs.append((int(exact[0]), int(kept[0])))
+        return pairs
+
+    assert counted() == [(2, 2), (2, 2), (1, 1), (1, 1)]
+    await store.forget_user("u2", agent_id="a1", at=at(500))
+    assert counted() == [(2, 2), (1, 1), (1, 1), (1, 1)]
+    hits = await store.text_search("bike", user_filter(user_id="u2"), limit=5)
+    assert hits == []  # u2's bike fact is gone, u1's is invalid
+    # Folding deltas (one statement in 20, at random) keeps every sum: 400 deltas netting 0.
+    with psycopg.connect(dsn) as conn:
+        for n in (1, -1) * 200:
+            conn.execute(
+                "SELECT fact_counts_apply(jsonb_build_array(jsonb_build_object("
+                "'agent_id', 'a1', 'scope', 'agent', 'user_key', '', 'n', %s::bigint)))",
+                (n,),
+            )
+        rows = conn.execute("SELECT count(*) FROM fact_counts").fetchone()
+    assert counted() == [(2, 2), (1, 1), (1, 1), (1, 1)]
+    assert rows is not None and rows[0] < 400  # folded: a read sums a few rows
     await store.close()

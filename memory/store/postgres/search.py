@@ -45,6 +45,22 @@ def fact_filter_sql(
     return f"{alias}.agent_id = %(flt_agent)s{validity} AND ({scope_sql})", params
 
 
+def fact_count_sql(flt: FactFilter) -> tuple[str, dict[str, object]]:
+    """How many valid facts the filter holds, from the deltas of fact_counts (migration 5)."""
+    keys: list[str] = []
+    params: dict[str, object] = {"cnt_agent": flt.agent_id}
+    if flt.include_agent_scope:
+        keys.append("(c.scope = 'agent' AND c.user_key = '')")
+    if flt.user_id is not None:
+        keys.append("(c.scope = 'user' AND c.user_key = %(cnt_user)s)")
+        params["cnt_user"] = flt.user_id
+    return (
+        "SELECT coalesce(sum(c.n), 0) FROM fact_counts AS c "
+        f"WHERE c.agent_id = %(cnt_agent)s AND ({' OR '.join(keys) or 'false'})",
+        params,
+    )
+
+
 async def vector_hits(
     conn: Conn, query: Vector, flt: FactFilter, *, dimension: int, limit: int, min_score: float
 ) -> list[ScoredFact]:
@@ -81,16 +97,17 @@ async def text_hits(conn: Conn, query: str, flt: FactFilter, limit: int) -> list
     if match is None or limit <= 0:
         return []
     where, params = fact_filter_sql(flt)
+    count, count_params = fact_count_sql(flt)
     rows = await fetch(
         conn,
         # One statement: the candidates with their content (a column in the row the filter
-        # reads anyway, schema migration 4), and N, computed once (an InitPlan), and only when
-        # there is a candidate.
-        f"SELECT c.fact_id, c.content, (SELECT count(*) FROM facts AS f WHERE {where}) AS n "
+        # reads anyway, schema migration 4), and N (computed once, an InitPlan, and only when
+        # there is a candidate).
+        f"SELECT c.fact_id, c.content, ({count}) AS n "
         "FROM (SELECT f.fact_id, f.ord, f.content FROM facts AS f "
         f"WHERE f.terms @@ %(match)s::tsquery AND {where} ORDER BY f.ord DESC LIMIT %(cap)s) "
         "AS c ORDER BY c.ord DESC",
-        {**params, "match": match, "cap": CANDIDATE_CAP},
+        {**params, **count_params, "match": match, "cap": CANDIDATE_CAP},
     )
     if not rows:
         return []
