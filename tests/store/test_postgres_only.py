@@ -8,8 +8,10 @@ import numpy as np
 import psycopg
 import pytest
 
-from memory.models import FactUpdate
+from memory.ids import content_hash
+from memory.models import Fact, FactUpdate
 from memory.store.postgres import PostgresStore
+from memory.store.postgres.codec import fact_body, terms_of
 from memory.store.postgres.schema import MIGRATIONS
 from memory.store.postgres.search import fact_count_sql, fact_filter_sql
 from tests.conftest import fresh_schema
@@ -109,4 +111,42 @@ async def test_fact_counts_follow_every_write_to_facts(postgres_dsn: str) -> Non
         rows = conn.execute("SELECT count(*) FROM fact_counts").fetchone()
     assert counted() == [(2, 2), (1, 1), (1, 1), (1, 1)]
     assert rows is not None and rows[0] < 400  # folded: a read sums a few rows
+    await store.close()
+
+
+async def test_migrations_keep_the_facts_of_an_older_database(postgres_dsn: str) -> None:
+    """A version-2 database's facts come through migrations 3-5: access counts move to
+    fact_access, the content column and the counts of text search are filled from them."""
+    dsn = fresh_schema(postgres_dsn)
+    fact = Fact(fact_id="f1", agent_id="a1", user_id="u1", scope="user", content="Rides a bike",
+                hash=content_hash("Rides a bike"), embedding_model="m", formed_at=at(0),
+                updated_at=at(0))  # fmt: skip
+    with psycopg.connect(dsn, autocommit=True) as conn:  # what a version-2 deployment holds
+        conn.execute(
+            "CREATE TABLE schema_migrations (version integer PRIMARY KEY, "
+            "applied_at timestamptz NOT NULL DEFAULT now())"
+        )
+        for version, sql in enumerate(MIGRATIONS[:2], start=1):
+            conn.execute(sql.encode())
+            conn.execute("INSERT INTO schema_migrations (version) VALUES (%s)", (version,))
+        conn.execute(
+            "INSERT INTO facts (fact_id, agent_id, user_id, scope, hash, updated_at, embedding, "
+            "embedding_model, terms, body, access_count, last_accessed_at) VALUES ('f1', 'a1', "
+            "'u1', 'user', %s, %s, '[1,0]', 'm', array_to_tsvector(%s), %s, 3, %s)",
+            (fact.hash, at(0), terms_of(fact.content), fact_body(fact), at(60)),
+        )
+        conn.execute(
+            "INSERT INTO meta (key, value) VALUES ('embedding_model', 'm'), "
+            "('embedding_dimension', '2')"
+        )
+    store = PostgresStore(dsn, pool_size=1)
+    await store.setup()
+    [kept] = await store.get_facts(["f1"])
+    assert (kept.content, kept.access_count, kept.last_accessed_at) == ("Rides a bike", 3, at(60))
+    [hit] = await store.text_search("bike", user_filter(), limit=5)
+    assert hit.fact.fact_id == "f1"
+    with psycopg.connect(dsn) as conn:
+        sql, params = fact_count_sql(user_filter())
+        row = conn.execute(sql.encode(), params).fetchone()
+    assert row is not None and row[0] == 1
     await store.close()
