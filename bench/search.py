@@ -1,15 +1,21 @@
 """Latency of search_facts on SQLite (or PostgreSQL: --backend postgres) at 10k and 100k facts of one agent; recall of its vector stage.
 
 Facts are synthetic sentences (Zipf-distributed pseudo-words plus English function words, so the
-text index has realistic posting lists) with random unit 384-d vectors. Queries are question-like
-word lists. The query vectors are precomputed random unit vectors (``PrecomputedEmbedder``), so
-the figures are the store and fusion alone; one MiniLM query embedding adds ~5–6 ms on top
-(bench/embedding.py). The gates are off so that every stage handles full candidate lists
-(random 384-d vectors sit within ±0.2 of cosine 0 and never reach a gate, MiniLM's 0.30 or 002's
-0.65: with the gates on, the vector lists would be empty and the search cheaper than in real use).
+text index has realistic posting lists). Their 384-d vectors are, by default, clustered like
+sentence embeddings (bench/vectors.py: topics with an embedding-like spectrum, fitted to MiniLM on
+LoCoMo, which ``--calibrate PATH`` measures again); ``--vectors uniform`` gives the old uniform
+random unit vectors, the worst case for an approximate index (no neighbourhoods), for comparison.
+Queries are question-like word lists with query vectors from the same model; they are
+precomputed (``PrecomputedEmbedder``), so the figures are the store and fusion alone; one MiniLM
+query embedding adds ~5–6 ms on top (bench/embedding.py). The gates are off so that every stage
+handles full candidate lists, whatever the vectors' cosines.
 
-Run: ``.venv/bin/python bench/search.py [--sizes 10000 100000] [--queries 300]
-[--backend sqlite|postgres]`` (postgres: POSTGRES_DSN, else a throwaway embedded server).
+Recall@10 compares the store's vector stage with exact search in numpy. SQLite searches exactly
+(recall 1.0 in either mode, a check of the bench itself); PostgreSQL's HNSW graph is approximate.
+
+Run: ``.venv/bin/python -m bench.search [--sizes 10000 100000] [--queries 300]
+[--backend sqlite|postgres] [--vectors clustered|uniform] [--ef-search 100]``
+(postgres: POSTGRES_DSN, else a throwaway embedded server).
 The last line is one JSON object with every figure.
 """
 
@@ -30,6 +36,7 @@ import numpy as np
 import numpy.typing as npt
 
 from bench.common import BulkLoad, bench_store
+from bench.vectors import DIMENSION, MODES, VectorModel, calibrate
 from memory.embedding.base import Embedder, EmbeddingBatch
 from memory.models import AgentConfig, FactAdd, FactFilter, FormationCommit, MessageIn
 from memory.query_words import content_words
@@ -37,7 +44,6 @@ from memory.rag import search_facts
 from memory.settings import RagSettings, Settings
 from memory.store.base import MemoryStore
 
-DIMENSION = 384
 MODEL = "bench-random-384"
 NOW = datetime(2025, 6, 1, tzinfo=UTC)
 BATCH = 2000
@@ -77,11 +83,6 @@ class Corpus:
         return " ".join(self.rng.sample(QUESTION_WORDS, 3) + self.content(3)) + "?"
 
 
-def unit_vectors(count: int, rng: np.random.Generator) -> npt.NDArray[np.float32]:
-    vectors = rng.standard_normal((count, DIMENSION)).astype(np.float32)
-    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
-
-
 class PrecomputedEmbedder(Embedder):
     """Hands out prepared query vectors by text: search latency without the model."""
 
@@ -100,7 +101,7 @@ async def fill(
     store: MemoryStore,
     size: int,
     corpus: Corpus,
-    rng: np.random.Generator,
+    vectors: VectorModel,
     bulk: BulkLoad | None = None,
 ) -> npt.NDArray[np.float32]:
     """Store ``size`` agent-scoped facts; returns their vectors in insertion order."""
@@ -110,15 +111,15 @@ async def fill(
     await store.record_messages(
         session, AGENT.agent_id, [message], weights={}, chars_per_token=4.0, now=NOW
     )
-    all_vectors = unit_vectors(size, rng)
+    all_vectors = vectors.facts(size)
     for start in range(0, size, BATCH):
-        vectors = all_vectors[start : start + BATCH]
+        batch = all_vectors[start : start + BATCH]
         ops = [
             FactAdd(
                 fact_id=f"f{start + i}", scope="agent", content=corpus.sentence(),
-                embedding=vectors[i].tolist(),
+                embedding=batch[i].tolist(),
             )
-            for i in range(len(vectors))
+            for i in range(len(batch))
         ]  # fmt: skip
         await store.commit_formation(
             FormationCommit(
@@ -149,23 +150,26 @@ async def timed(calls: Sequence[Callable[[], Awaitable[object]]]) -> dict[str, f
 
 
 async def measure(
-    size: int, queries: int, tmp: Path, backend: str, ef_search: int = 100
-) -> dict[str, object]:
+    size: int, queries: int, tmp: Path, backend: str, ef_search: int = 100,
+    vectors: str = "clustered",
+) -> dict[str, object]:  # fmt: skip
     async with bench_store(backend, tmp, f"search-{size}", ef_search=ef_search) as store:
-        return await measure_on(store, size, queries)
+        return await measure_on(store, size, queries, vectors)
 
 
-async def measure_on(store: MemoryStore, size: int, queries: int) -> dict[str, object]:
+async def measure_on(
+    store: MemoryStore, size: int, queries: int, vectors: str = "clustered"
+) -> dict[str, object]:
     corpus = Corpus(seed=size)
-    rng = np.random.default_rng(size)
+    model = MODES[vectors](size, np.random.default_rng(size))
     started = time.perf_counter()
     bulk = BulkLoad(store)
-    fact_vectors = await fill(store, size, corpus, rng, bulk)
+    fact_vectors = await fill(store, size, corpus, model, bulk)
     await bulk.build_index(DIMENSION)
     load_s = time.perf_counter() - started
 
     texts = [corpus.question() for _ in range(queries)]
-    query_vectors = unit_vectors(queries, rng)
+    query_vectors = model.queries(queries)
     embedder = PrecomputedEmbedder(dict(zip(texts, query_vectors, strict=True)))
     loose = Settings(
         rag=RagSettings(semantic_score_threshold=0, text_score_threshold=0, rrf_score_threshold=0)
@@ -206,12 +210,24 @@ async def main() -> None:
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--backend", choices=["sqlite", "postgres"], default="sqlite")
     parser.add_argument("--ef-search", type=int, default=100, help="postgres: hnsw.ef_search")
+    parser.add_argument("--vectors", choices=sorted(MODES), default="clustered")
+    parser.add_argument(
+        "--calibrate", type=Path, metavar="LOCOMO_JSON",
+        help="only print the vector statistics of MiniLM on this LoCoMo file beside both modes",
+    )  # fmt: skip
     args = parser.parse_args()
+    if args.calibrate is not None:
+        print(json.dumps(await calibrate(args.calibrate)))
+        return
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         for size in args.sizes:
-            figures = await measure(size, args.queries, Path(tmp), args.backend, args.ef_search)
-            figures |= {"backend": args.backend, "ef_search": args.ef_search}
+            figures = await measure(
+                size, args.queries, Path(tmp), args.backend, args.ef_search, args.vectors
+            )
+            figures |= {
+                "backend": args.backend, "ef_search": args.ef_search, "vectors": args.vectors,
+            }  # fmt: skip
             results.append(figures)
             print(json.dumps(figures))
     print(json.dumps({"results": results}))

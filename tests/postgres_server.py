@@ -76,6 +76,7 @@ class PostgresServer:
     root: Path
     port: int = field(default_factory=_free_port)
     process: subprocess.Popen[bytes] | None = None
+    settings: tuple[str, ...] = ()  # more "name=value" server settings (a bench's memory)
 
     @property
     def data(self) -> Path:
@@ -102,7 +103,7 @@ class PostgresServer:
             [str(_bin() / "postgres"), "-D", str(self.data), "-p", str(self.port),
              "-c", "listen_addresses=127.0.0.1", "-c", f"unix_socket_directories={self.root}",
              "-c", "fsync=off", "-c", "full_page_writes=off", "-c", "max_connections=300",
-             "-c", "shared_buffers=128MB"],
+             "-c", "shared_buffers=128MB", *(a for kv in self.settings for a in ("-c", kv))],
             stdout=log, stderr=log, start_new_session=True, **_run_as(),
         )  # fmt: skip
         log.close()
@@ -145,10 +146,10 @@ class PostgresServer:
 
 
 @contextlib.contextmanager
-def running_postgres() -> Iterator[PostgresServer]:
+def running_postgres(settings: tuple[str, ...] = ()) -> Iterator[PostgresServer]:
     """A new server on a temporary data directory, with the vector extension; removed on exit."""
     root = Path(tempfile.mkdtemp(prefix="mnemos-pg-"))
-    server = PostgresServer(root)
+    server = PostgresServer(root, settings=settings)
     try:
         server.init()
         server.start()

@@ -8,8 +8,12 @@ import numpy as np
 import psycopg
 import pytest
 
+from memory.ids import content_hash
+from memory.models import Fact, FactUpdate
 from memory.store.postgres import PostgresStore
+from memory.store.postgres.codec import fact_body, terms_of
 from memory.store.postgres.schema import MIGRATIONS
+from memory.store.postgres.search import fact_count_sql, fact_filter_sql
 from tests.conftest import fresh_schema
 from tests.store.builders import Former, add, at, unit, user_filter
 
@@ -59,21 +63,36 @@ async def test_a_database_at_an_older_version_is_brought_up_to_date(postgres_dsn
 
 
 async def test_migration_3_fills_said_at_from_the_facts_stored_before_it(postgres_dsn: str) -> None:
-    """The context FIFO selects by the said_at column: facts stored before it had one read theirs
+    """The context FIFO selects by the said_at column: facts of a version-2 database read theirs
     from their bodies, and those without one count from when they were stored."""
     dsn = fresh_schema(postgres_dsn)
-    store = PostgresStore(dsn, pool_size=1)
-    await store.setup()
-    former = await Former(store).start()
-    await former.form(add("unsaid", "Fact without provenance", unit(0, 1)))  # stored at 100
-    await former.form(add("said", "Fact said at 500", unit(1, 0)).model_copy(
-        update={"said_at": at(500)}
-    ))  # fmt: skip
-    with psycopg.connect(dsn, autocommit=True) as conn:  # as a version-2 database holds them
-        conn.execute("DROP INDEX facts_said")
-        conn.execute("ALTER TABLE facts DROP COLUMN said_at")
-        conn.execute("DELETE FROM schema_migrations WHERE version = 3")
-    await store.close()
+    said = Fact(fact_id="said", agent_id="a1", user_id="u1", scope="user",
+                content="Fact said at 500", hash=content_hash("Fact said at 500"),
+                embedding_model="m", said_at=at(500), formed_at=at(100),
+                updated_at=at(100))  # fmt: skip
+    unsaid = said.model_copy(update={"fact_id": "unsaid", "content": "Fact without provenance",
+                                     "hash": content_hash("Fact without provenance"),
+                                     "said_at": None})  # fmt: skip
+    with psycopg.connect(dsn, autocommit=True) as conn:  # what a version-2 deployment holds
+        conn.execute(
+            "CREATE TABLE schema_migrations (version integer PRIMARY KEY, "
+            "applied_at timestamptz NOT NULL DEFAULT now())"
+        )
+        for version, sql in enumerate(MIGRATIONS[:2], start=1):
+            conn.execute(sql.encode())
+            conn.execute("INSERT INTO schema_migrations (version) VALUES (%s)", (version,))
+        for fact in (said, unsaid):
+            conn.execute(
+                "INSERT INTO facts (fact_id, agent_id, user_id, scope, hash, updated_at, "
+                "embedding, embedding_model, terms, body) VALUES (%s, 'a1', 'u1', 'user', %s, "
+                "%s, '[1,0]', 'm', array_to_tsvector(%s), %s)",
+                (fact.fact_id, fact.hash, fact.updated_at, terms_of(fact.content),
+                 fact_body(fact)),
+            )  # fmt: skip
+        conn.execute(
+            "INSERT INTO meta (key, value) VALUES ('embedding_model', 'm'), "
+            "('embedding_dimension', '2')"
+        )
 
     store = PostgresStore(dsn, pool_size=1)
     await store.setup()
@@ -82,4 +101,94 @@ async def test_migration_3_fills_said_at_from_the_facts_stored_before_it(postgre
     assert [f.fact_id for f in recent] == ["said"]
     everything = await store.recent_facts(user_filter(), since=at(0), limit=5)
     assert [f.fact_id for f in everything] == ["said", "unsaid"]
+    await store.close()
+
+
+async def test_fact_counts_follow_every_write_to_facts(postgres_dsn: str) -> None:
+    """Text search's N comes from fact_counts (migration 6), kept by triggers: after adds in
+    both scopes, an update, an invalidation and an erasure it still equals counting the valid
+    facts of each filter, and the scores are those of that count."""
+    dsn = fresh_schema(postgres_dsn)
+    store = PostgresStore(dsn, pool_size=2)
+    await store.setup()
+    former = await Former(store).start(messages=8)
+    await former.form(
+        add("f1", "Rides a bike to work", unit(1, 0)),
+        add("f2", "Plays chess on Sundays", unit(0, 1)),
+        add("g1", "The team ships on Fridays", unit(1, 1), scope="agent"),
+    )
+    await former.form(add("f3", "Rides a bike to the lake", unit(0, 0, 1), user_id="u2"))
+    await former.form(FactUpdate(fact_id="f2", expected_version=1, content="Plays go",
+                                 embedding=unit(0, 1)))  # fmt: skip
+    await store.invalidate_fact("f1", at=at(400))
+    filters = [user_filter(), user_filter(user_id="u2"), user_filter(agent_scope=False),
+               user_filter(user_id=None)]  # fmt: skip
+
+    def counted() -> list[tuple[int, int]]:
+        pairs = []
+        with psycopg.connect(dsn) as conn:
+            for flt in filters:
+                where, params = fact_filter_sql(flt)
+                exact = conn.execute(f"SELECT count(*) FROM facts AS f WHERE {where}".encode(),
+                                     params).fetchone()  # fmt: skip
+                sql, count_params = fact_count_sql(flt)
+                kept = conn.execute(sql.encode(), count_params).fetchone()
+                assert exact is not None and kept is not None
+                pairs.append((int(exact[0]), int(kept[0])))
+        return pairs
+
+    assert counted() == [(2, 2), (2, 2), (1, 1), (1, 1)]
+    await store.forget_user("u2", agent_id="a1", at=at(500))
+    assert counted() == [(2, 2), (1, 1), (1, 1), (1, 1)]
+    hits = await store.text_search("bike", user_filter(user_id="u2"), limit=5)
+    assert hits == []  # u2's bike fact is gone, u1's is invalid
+    # Folding deltas (one statement in 20, at random) keeps every sum: 400 deltas netting 0.
+    with psycopg.connect(dsn) as conn:
+        for n in (1, -1) * 200:
+            conn.execute(
+                "SELECT fact_counts_apply(jsonb_build_array(jsonb_build_object("
+                "'agent_id', 'a1', 'scope', 'agent', 'user_key', '', 'n', %s::bigint)))",
+                (n,),
+            )
+        rows = conn.execute("SELECT count(*) FROM fact_counts").fetchone()
+    assert counted() == [(2, 2), (1, 1), (1, 1), (1, 1)]
+    assert rows is not None and rows[0] < 400  # folded: a read sums a few rows
+    await store.close()
+
+
+async def test_migrations_keep_the_facts_of_an_older_database(postgres_dsn: str) -> None:
+    """A version-2 database's facts come through migrations 3-6: access counts move to
+    fact_access, the content column and the counts of text search are filled from them."""
+    dsn = fresh_schema(postgres_dsn)
+    fact = Fact(fact_id="f1", agent_id="a1", user_id="u1", scope="user", content="Rides a bike",
+                hash=content_hash("Rides a bike"), embedding_model="m", formed_at=at(0),
+                updated_at=at(0))  # fmt: skip
+    with psycopg.connect(dsn, autocommit=True) as conn:  # what a version-2 deployment holds
+        conn.execute(
+            "CREATE TABLE schema_migrations (version integer PRIMARY KEY, "
+            "applied_at timestamptz NOT NULL DEFAULT now())"
+        )
+        for version, sql in enumerate(MIGRATIONS[:2], start=1):
+            conn.execute(sql.encode())
+            conn.execute("INSERT INTO schema_migrations (version) VALUES (%s)", (version,))
+        conn.execute(
+            "INSERT INTO facts (fact_id, agent_id, user_id, scope, hash, updated_at, embedding, "
+            "embedding_model, terms, body, access_count, last_accessed_at) VALUES ('f1', 'a1', "
+            "'u1', 'user', %s, %s, '[1,0]', 'm', array_to_tsvector(%s), %s, 3, %s)",
+            (fact.hash, at(0), terms_of(fact.content), fact_body(fact), at(60)),
+        )
+        conn.execute(
+            "INSERT INTO meta (key, value) VALUES ('embedding_model', 'm'), "
+            "('embedding_dimension', '2')"
+        )
+    store = PostgresStore(dsn, pool_size=1)
+    await store.setup()
+    [kept] = await store.get_facts(["f1"])
+    assert (kept.content, kept.access_count, kept.last_accessed_at) == ("Rides a bike", 3, at(60))
+    [hit] = await store.text_search("bike", user_filter(), limit=5)
+    assert hit.fact.fact_id == "f1"
+    with psycopg.connect(dsn) as conn:
+        sql, params = fact_count_sql(user_filter())
+        row = conn.execute(sql.encode(), params).fetchone()
+    assert row is not None and row[0] == 1
     await store.close()

@@ -19,9 +19,20 @@ from memory.store.base import Vector
 from memory.store.postgres.pool import Row
 from memory.store.rules.text import stemmed_tokens
 
-# Fields kept in columns only: touched by searches (access) or by consolidation (absorbed).
+# Fields kept out of the body: touched by searches (access, in fact_access: schema migration 4)
+# or by consolidation (absorbed). FACT_SELECT reads a fact of ``facts AS f``; its access fields
+# are looked up for the rows returned only.
 _FACT_COLUMNS = {"access_count", "last_accessed_at"}
-FACT_SELECT = "f.body, f.access_count, f.last_accessed_at"
+_ACCESS = "(SELECT a.{} FROM fact_access AS a WHERE a.fact_id = f.fact_id)"
+FACT_SELECT = (
+    f"f.body, coalesce({_ACCESS.format('access_count')}, 0) AS access_count, "
+    f"{_ACCESS.format('last_accessed_at')} AS last_accessed_at"
+)
+# The access upsert: (fact_id, access_count, last_accessed_at) rows of existing facts.
+UPSERT_ACCESS = (
+    "INSERT INTO fact_access AS a (fact_id, access_count, last_accessed_at) {rows} "
+    "ON CONFLICT (fact_id) DO UPDATE SET {counts}, last_accessed_at = excluded.last_accessed_at"
+)
 
 STATE_SQL = """
 SELECT sa.session_id, sa.agent_id, sa.cursor_seq, s.last_seq, sa.pending_messages,

@@ -6,7 +6,8 @@ failed migration leaves the database at the version before it.
 
 The domain records (facts, reflections, blobs) are stored whole as JSONB (``body``), beside the
 columns the queries filter and sort on, so a field added to a model is stored without a column;
-a column is added when a query needs one. Vectors are pgvector ``vector`` values; the HNSW index
+a column is added when a query needs one. A fact's access count and time, the only fields that
+change on a read, live in ``fact_access`` (migration 4). Vectors are pgvector ``vector`` values; the HNSW index
 is an expression index per dimension (``facts_hnsw_<dim>``), created when the first vectors fix
 the dimension (an HNSW index needs one). Text search uses ``terms``: the Porter stems of the
 content (memory.store.rules.text, what FTS5's porter tokenizer indexes), as a tsvector under GIN.
@@ -172,6 +173,99 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX facts_said ON facts (agent_id, (coalesce(said_at, updated_at)))
         WHERE invalidated_at IS NULL;
     """,
+    # 4: access counts in a table of their own. Every search marks the facts it returns; as
+    # columns of facts, each mark wrote a new version of the whole row (its vector and body)
+    # into every index of facts (no room for a HOT update beside a 1.5 kB vector): an HNSW
+    # insertion (~5 ms) per fact returned, and a graph that filled with dead entries.
+    """
+    CREATE TABLE fact_access (
+        fact_id          text PRIMARY KEY REFERENCES facts ON DELETE CASCADE,
+        access_count     bigint NOT NULL,
+        last_accessed_at timestamptz
+    ) WITH (fillfactor = 70);
+    INSERT INTO fact_access (fact_id, access_count, last_accessed_at)
+        SELECT fact_id, access_count, last_accessed_at FROM facts
+        WHERE access_count <> 0 OR last_accessed_at IS NOT NULL;
+    ALTER TABLE facts DROP COLUMN access_count, DROP COLUMN last_accessed_at;
+    """,
+    # 5: the content beside the columns text search reads. Text search scores every candidate
+    # by its content; read from the body, each candidate cost a TOAST fetch and the
+    # decompression of the whole body (a row holding a vector leaves the body no room inline).
+    """
+    ALTER TABLE facts ADD COLUMN content text GENERATED ALWAYS AS (body ->> 'content') STORED;
+    """,
+    # 6: how many valid facts each (agent, scope, user) holds: text search's N (BM25's
+    # collection size within the filter), which counting cost a scan of the caller's facts
+    # per search (~10-40 ms at 100k). Statement triggers on facts insert deltas, never update
+    # a counter row: concurrent formations of one agent never wait for or conflict on one.
+    # A statement now and then folds its keys' deltas into one row, so a read sums a few rows.
+    # user_key: the user of a user-scoped fact, '' for agent scope (which ignores user_id).
+    """
+    CREATE TABLE fact_counts (
+        agent_id text NOT NULL,
+        scope    text NOT NULL,
+        user_key text NOT NULL,
+        n        bigint NOT NULL
+    );
+    CREATE INDEX fact_counts_key ON fact_counts (agent_id, scope, user_key);
+    CREATE FUNCTION fact_counts_apply(deltas jsonb) RETURNS void LANGUAGE plpgsql AS $$
+    BEGIN
+        INSERT INTO fact_counts (agent_id, scope, user_key, n)
+        SELECT d.agent_id, d.scope, d.user_key, d.n
+        FROM jsonb_to_recordset(deltas) AS d(agent_id text, scope text, user_key text, n bigint)
+        WHERE d.n <> 0;
+        IF random() < 0.05 THEN
+            WITH gone AS (
+                DELETE FROM fact_counts AS c
+                USING jsonb_to_recordset(deltas) AS d(agent_id text, scope text, user_key text)
+                WHERE c.agent_id = d.agent_id AND c.scope = d.scope AND c.user_key = d.user_key
+                RETURNING c.agent_id, c.scope, c.user_key, c.n
+            )
+            INSERT INTO fact_counts (agent_id, scope, user_key, n)
+            SELECT agent_id, scope, user_key, sum(n) FROM gone GROUP BY 1, 2, 3;
+        END IF;
+    END $$;
+    CREATE FUNCTION fact_counts_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        PERFORM fact_counts_apply(coalesce((SELECT jsonb_agg(k) FROM (
+            SELECT agent_id, scope, CASE WHEN scope = 'user' THEN user_id ELSE '' END
+                AS user_key, count(*) AS n
+            FROM new_facts WHERE invalidated_at IS NULL GROUP BY 1, 2, 3) AS k), '[]'));
+        RETURN NULL;
+    END $$;
+    CREATE FUNCTION fact_counts_delete() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        PERFORM fact_counts_apply(coalesce((SELECT jsonb_agg(k) FROM (
+            SELECT agent_id, scope, CASE WHEN scope = 'user' THEN user_id ELSE '' END
+                AS user_key, -count(*) AS n
+            FROM old_facts WHERE invalidated_at IS NULL GROUP BY 1, 2, 3) AS k), '[]'));
+        RETURN NULL;
+    END $$;
+    CREATE FUNCTION fact_counts_update() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        PERFORM fact_counts_apply(coalesce((SELECT jsonb_agg(k) FROM (
+            SELECT agent_id, scope, user_key, sum(d) AS n FROM (
+                SELECT agent_id, scope, CASE WHEN scope = 'user' THEN user_id ELSE '' END
+                    AS user_key, 1 AS d
+                FROM new_facts WHERE invalidated_at IS NULL
+                UNION ALL
+                SELECT agent_id, scope, CASE WHEN scope = 'user' THEN user_id ELSE '' END,
+                    -1
+                FROM old_facts WHERE invalidated_at IS NULL) AS u
+            GROUP BY 1, 2, 3 HAVING sum(d) <> 0) AS k), '[]'));
+        RETURN NULL;
+    END $$;
+    CREATE TRIGGER fact_counts_insert AFTER INSERT ON facts REFERENCING NEW TABLE AS new_facts
+        FOR EACH STATEMENT EXECUTE FUNCTION fact_counts_insert();
+    CREATE TRIGGER fact_counts_delete AFTER DELETE ON facts REFERENCING OLD TABLE AS old_facts
+        FOR EACH STATEMENT EXECUTE FUNCTION fact_counts_delete();
+    CREATE TRIGGER fact_counts_update AFTER UPDATE ON facts
+        REFERENCING OLD TABLE AS old_facts NEW TABLE AS new_facts
+        FOR EACH STATEMENT EXECUTE FUNCTION fact_counts_update();
+    INSERT INTO fact_counts (agent_id, scope, user_key, n)
+        SELECT agent_id, scope, CASE WHEN scope = 'user' THEN user_id ELSE '' END, count(*)
+        FROM facts WHERE invalidated_at IS NULL GROUP BY 1, 2, 3;
+    """,
 )
 
 _LOCK = 0x6D6E656D6F73  # "mnemos": the advisory lock that serialises migrations
@@ -186,11 +280,22 @@ CREATE TABLE IF NOT EXISTS schema_migrations (
 
 def hnsw_index_sql(dimension: int) -> str:
     """The cosine HNSW index of the facts whose vectors have ``dimension`` values (valid ones:
-    invalidated facts are never searched). Queries name the same expression to use it."""
+    invalidated facts are never searched). Queries name the same expression and predicate
+    (``hnsw_predicate``) to use it.
+
+    The dimension is in the predicate, not only in the cast: a re-embed switch updates every
+    vector and builds the new index in one transaction, and an index build also reads the row
+    versions that transaction replaced (still visible to others): the old dimension's vectors,
+    which the cast would refuse (unless each update had fitted on its page as a HOT update)."""
     return (
         f"CREATE INDEX IF NOT EXISTS facts_hnsw_{dimension} ON facts USING hnsw "
-        f"((embedding::vector({dimension})) vector_cosine_ops) WHERE invalidated_at IS NULL"
+        f"((embedding::vector({dimension})) vector_cosine_ops) "
+        f"WHERE invalidated_at IS NULL AND {hnsw_predicate(dimension, '')}"
     )
+
+
+def hnsw_predicate(dimension: int, alias: str = "f.") -> str:
+    return f"vector_dims({alias}embedding) = {int(dimension)}"
 
 
 async def migrate(conn: Conn) -> int:

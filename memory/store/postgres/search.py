@@ -13,6 +13,7 @@ with the caller's filter (agent, scopes, validity) in the same SQL statement.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import numpy as np
@@ -20,11 +21,22 @@ import numpy as np
 from memory.models import Fact, FactFilter, ScoredFact
 from memory.store.base import Vector
 from memory.store.postgres.codec import FACT_SELECT, fact_from_row, vector_param
-from memory.store.postgres.pool import Conn, fetch, fetch_one
+from memory.store.postgres.pool import Conn, fetch
 from memory.store.postgres.reads import facts_by_id
-from memory.store.rules.text import bm25, stem, tokenize
+from memory.store.postgres.schema import hnsw_predicate
+from memory.store.rules.text import bm25_of_terms, stem, stemmed_tokens, tokenize
 
 CANDIDATE_CAP = 1000
+STEMMED_CACHE = 50_000  # contents whose stems a worker keeps (~20 MB): the hot facts' texts
+
+
+@functools.lru_cache(maxsize=STEMMED_CACHE)
+def _stemmed(content: str) -> tuple[str, ...]:
+    """A candidate's stems for BM25: stemming a thousand candidates per search costs more than
+    the query (~5 ms), and the same facts come back search after search."""
+    return tuple(stemmed_tokens(content))
+
+
 MAX_TERMS = 64
 
 
@@ -44,6 +56,22 @@ def fact_filter_sql(
     return f"{alias}.agent_id = %(flt_agent)s{validity} AND ({scope_sql})", params
 
 
+def fact_count_sql(flt: FactFilter) -> tuple[str, dict[str, object]]:
+    """How many valid facts the filter holds, from the deltas of fact_counts (migration 6)."""
+    keys: list[str] = []
+    params: dict[str, object] = {"cnt_agent": flt.agent_id}
+    if flt.include_agent_scope:
+        keys.append("(c.scope = 'agent' AND c.user_key = '')")
+    if flt.user_id is not None:
+        keys.append("(c.scope = 'user' AND c.user_key = %(cnt_user)s)")
+        params["cnt_user"] = flt.user_id
+    return (
+        "SELECT coalesce(sum(c.n), 0) FROM fact_counts AS c "
+        f"WHERE c.agent_id = %(cnt_agent)s AND ({' OR '.join(keys) or 'false'})",
+        params,
+    )
+
+
 async def vector_hits(
     conn: Conn, query: Vector, flt: FactFilter, *, dimension: int, limit: int, min_score: float
 ) -> list[ScoredFact]:
@@ -54,7 +82,8 @@ async def vector_hits(
     rows = await fetch(
         conn,
         f"SELECT * FROM (SELECT {FACT_SELECT}, f.ord, {distance} AS distance FROM facts AS f "
-        f"WHERE {where} ORDER BY {distance} LIMIT %(limit)s) AS hits ORDER BY distance, ord",
+        f"WHERE {where} AND {hnsw_predicate(dimension)} ORDER BY {distance} LIMIT %(limit)s) "
+        "AS hits ORDER BY distance, ord",
         {**params, "query": vector_param(query), "limit": limit},
     )
     scored = []
@@ -79,21 +108,24 @@ async def text_hits(conn: Conn, query: str, flt: FactFilter, limit: int) -> list
     if match is None or limit <= 0:
         return []
     where, params = fact_filter_sql(flt)
+    count, count_params = fact_count_sql(flt)
     rows = await fetch(
         conn,
-        # The candidates first, by the index and the row order alone; the contents (in the
-        # JSONB body) only for those: a common word matches far more rows than the cap.
-        f"WITH c AS (SELECT f.fact_id, f.ord FROM facts AS f WHERE f.terms @@ %(match)s::tsquery "
-        f"AND {where} ORDER BY f.ord DESC LIMIT %(cap)s) "
-        "SELECT c.fact_id, f.body->>'content' AS content FROM c JOIN facts AS f "
-        "ON f.fact_id = c.fact_id ORDER BY c.ord DESC",
-        {**params, "match": match, "cap": CANDIDATE_CAP},
+        # One statement: the candidates with their content (a column in the row the filter
+        # reads anyway, schema migration 5), and N (computed once, an InitPlan, and only when
+        # there is a candidate).
+        f"SELECT c.fact_id, c.content, ({count}) AS n "
+        "FROM (SELECT f.fact_id, f.ord, f.content FROM facts AS f "
+        f"WHERE f.terms @@ %(match)s::tsquery AND {where} ORDER BY f.ord DESC LIMIT %(cap)s) "
+        "AS c ORDER BY c.ord DESC",
+        {**params, **count_params, "match": match, "cap": CANDIDATE_CAP},
     )
     if not rows:
         return []
-    count = await fetch_one(conn, f"SELECT count(*) AS n FROM facts AS f WHERE {where}", params)
-    n_docs = 0 if count is None else int(count["n"])
-    scores = bm25(words, {row["fact_id"]: row["content"] for row in rows}, n_docs)
+    n_docs = int(rows[0]["n"])
+    scores = bm25_of_terms(
+        words, {row["fact_id"]: _stemmed(row["content"]) for row in rows}, n_docs
+    )
     order = {row["fact_id"]: i for i, row in enumerate(rows)}  # ties: the newer fact first
     ranked = sorted(scores, key=lambda fid: (-scores[fid], order[fid]))[:limit]
     facts = {fact.fact_id: fact for fact in await facts_by_id(conn, ranked)}

@@ -33,6 +33,7 @@ from memory.store.base import ReembedItem, Vector
 from memory.store.counts import ExportData
 from memory.store.planned import PlannedStore
 from memory.store.postgres.codec import (
+    UPSERT_ACCESS,
     consolidated_from_row,
     from_vector,
     message_from_row,
@@ -211,16 +212,25 @@ class PostgresStore(PostgresPool, PlannedStore):
     ) -> list[ScoredFact]:
         vector = vector_param(query)
 
-        async def search(conn: Conn) -> list[ScoredFact]:
-            meta = await embedding_meta(conn)
+        async def search(meta: tuple[str, int] | None) -> list[ScoredFact]:
             if meta is None:
                 return []
             check_query_dimension(meta, vector.size)
-            return await vector_hits(
-                conn, vector, flt, dimension=meta[1], limit=limit, min_score=min_score
+            return await self._one(
+                lambda conn: vector_hits(
+                    conn, vector, flt, dimension=meta[1], limit=limit, min_score=min_score
+                )
             )
 
-        return await self._read(search)
+        # One statement, on the cached meta: the query names the dimension in its WHERE, so
+        # stale meta (another worker's re-embed switch) finds nothing rather than wrong rows;
+        # only then is the meta read again (a search that finds nothing is rare and cheap).
+        cached = await self.embedding_meta()
+        if hits := await search(cached):
+            return hits
+        self._meta = None
+        fresh = await self.embedding_meta()
+        return [] if fresh == cached else await search(fresh)
 
     async def text_search(self, query: str, flt: FactFilter, *, limit: int) -> list[ScoredFact]:
         return await self._read(lambda conn: text_hits(conn, query, flt, limit))
@@ -239,8 +249,11 @@ class PostgresStore(PostgresPool, PlannedStore):
     async def _touch_facts(self, fact_ids: list[str], at: datetime) -> None:
         async def touch(conn: Conn) -> None:
             await conn.execute(
-                "UPDATE facts SET access_count = access_count + 1, last_accessed_at = %s "
-                "WHERE fact_id = ANY(%s)",
+                UPSERT_ACCESS.format(
+                    rows="SELECT fact_id, 1, %s FROM facts WHERE fact_id = ANY(%s) "
+                    "ORDER BY fact_id",
+                    counts="access_count = a.access_count + 1",
+                ).encode(),
                 (at, fact_ids),
             )
 

@@ -10,6 +10,7 @@ from psycopg.types.json import Jsonb
 
 from memory.store.postgres.codec import (
     INSERT_REFLECTION,
+    UPSERT_ACCESS,
     fact_body,
     message_params,
     reflection_params,
@@ -191,7 +192,10 @@ async def _apply_lifecycle(conn: Conn, write: lw.LifecycleWrite) -> None:
             )
         case lw.SetFactAccess(fact_id=fact_id, access_count=n, last_accessed_at=at):
             await conn.execute(
-                "UPDATE facts SET access_count = %s, last_accessed_at = %s WHERE fact_id = %s",
+                UPSERT_ACCESS.format(
+                    rows="SELECT fact_id, %s, %s FROM facts WHERE fact_id = %s",
+                    counts="access_count = excluded.access_count",
+                ).encode(),
                 (n, at, fact_id),
             )
         case lw.ImportReflections(reflections=reflections):
