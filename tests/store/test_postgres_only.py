@@ -62,6 +62,32 @@ async def test_a_database_at_an_older_version_is_brought_up_to_date(postgres_dsn
     await store.close()
 
 
+def _version_2_database(dsn: str, facts: list[Fact], accessed: int = 0) -> None:
+    """What a version-2 deployment holds: migrations 1-2 applied, these facts (each accessed
+    ``accessed`` times, last at 60 s), a 2-d embedding model."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(
+            "CREATE TABLE schema_migrations (version integer PRIMARY KEY, "
+            "applied_at timestamptz NOT NULL DEFAULT now())"
+        )
+        for version, sql in enumerate(MIGRATIONS[:2], start=1):
+            conn.execute(sql.encode())
+            conn.execute("INSERT INTO schema_migrations (version) VALUES (%s)", (version,))
+        for fact in facts:
+            conn.execute(
+                "INSERT INTO facts (fact_id, agent_id, user_id, scope, hash, updated_at, "
+                "embedding, embedding_model, terms, body, access_count, last_accessed_at) "
+                "VALUES (%s, %s, %s, %s, %s, %s, '[1,0]', 'm', array_to_tsvector(%s), %s, %s, %s)",
+                (fact.fact_id, fact.agent_id, fact.user_id, fact.scope, fact.hash,
+                 fact.updated_at, terms_of(fact.content), fact_body(fact), accessed,
+                 at(60) if accessed else None),
+            )  # fmt: skip
+        conn.execute(
+            "INSERT INTO meta (key, value) VALUES ('embedding_model', 'm'), "
+            "('embedding_dimension', '2')"
+        )
+
+
 async def test_migration_3_fills_said_at_from_the_facts_stored_before_it(postgres_dsn: str) -> None:
     """The context FIFO selects by the said_at column: facts of a version-2 database read theirs
     from their bodies, and those without one count from when they were stored."""
@@ -73,26 +99,7 @@ async def test_migration_3_fills_said_at_from_the_facts_stored_before_it(postgre
     unsaid = said.model_copy(update={"fact_id": "unsaid", "content": "Fact without provenance",
                                      "hash": content_hash("Fact without provenance"),
                                      "said_at": None})  # fmt: skip
-    with psycopg.connect(dsn, autocommit=True) as conn:  # what a version-2 deployment holds
-        conn.execute(
-            "CREATE TABLE schema_migrations (version integer PRIMARY KEY, "
-            "applied_at timestamptz NOT NULL DEFAULT now())"
-        )
-        for version, sql in enumerate(MIGRATIONS[:2], start=1):
-            conn.execute(sql.encode())
-            conn.execute("INSERT INTO schema_migrations (version) VALUES (%s)", (version,))
-        for fact in (said, unsaid):
-            conn.execute(
-                "INSERT INTO facts (fact_id, agent_id, user_id, scope, hash, updated_at, "
-                "embedding, embedding_model, terms, body) VALUES (%s, 'a1', 'u1', 'user', %s, "
-                "%s, '[1,0]', 'm', array_to_tsvector(%s), %s)",
-                (fact.fact_id, fact.hash, fact.updated_at, terms_of(fact.content),
-                 fact_body(fact)),
-            )  # fmt: skip
-        conn.execute(
-            "INSERT INTO meta (key, value) VALUES ('embedding_model', 'm'), "
-            "('embedding_dimension', '2')"
-        )
+    _version_2_database(dsn, [said, unsaid])
 
     store = PostgresStore(dsn, pool_size=1)
     await store.setup()
@@ -163,24 +170,7 @@ async def test_migrations_keep_the_facts_of_an_older_database(postgres_dsn: str)
     fact = Fact(fact_id="f1", agent_id="a1", user_id="u1", scope="user", content="Rides a bike",
                 hash=content_hash("Rides a bike"), embedding_model="m", formed_at=at(0),
                 updated_at=at(0))  # fmt: skip
-    with psycopg.connect(dsn, autocommit=True) as conn:  # what a version-2 deployment holds
-        conn.execute(
-            "CREATE TABLE schema_migrations (version integer PRIMARY KEY, "
-            "applied_at timestamptz NOT NULL DEFAULT now())"
-        )
-        for version, sql in enumerate(MIGRATIONS[:2], start=1):
-            conn.execute(sql.encode())
-            conn.execute("INSERT INTO schema_migrations (version) VALUES (%s)", (version,))
-        conn.execute(
-            "INSERT INTO facts (fact_id, agent_id, user_id, scope, hash, updated_at, embedding, "
-            "embedding_model, terms, body, access_count, last_accessed_at) VALUES ('f1', 'a1', "
-            "'u1', 'user', %s, %s, '[1,0]', 'm', array_to_tsvector(%s), %s, 3, %s)",
-            (fact.hash, at(0), terms_of(fact.content), fact_body(fact), at(60)),
-        )
-        conn.execute(
-            "INSERT INTO meta (key, value) VALUES ('embedding_model', 'm'), "
-            "('embedding_dimension', '2')"
-        )
+    _version_2_database(dsn, [fact], accessed=3)
     store = PostgresStore(dsn, pool_size=1)
     await store.setup()
     [kept] = await store.get_facts(["f1"])
