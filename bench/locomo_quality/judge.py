@@ -80,34 +80,44 @@ def load_judge_prompt(path: Path | None) -> str:
 _AGE = re.compile(r"\b\d+[smhd] ago\b|\bjust now\b")
 
 
-class DiskCache:
-    """One JSON file per request under ``root``, written atomically (tmp + rename)."""
+class JsonFiles:
+    """One JSON file per key under ``root`` (``root/ab/abcdef….json``), written atomically (tmp +
+    rename), so an interrupted run never leaves half an entry."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
         root.mkdir(parents=True, exist_ok=True)
+
+    def _path(self, key: str) -> Path:
+        return self.root / key[:2] / f"{key}.json"
+
+    def _load(self, key: str) -> Any | None:
+        path = self._path(key)
+        return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+
+    def _save(self, key: str, entry: Any, indent: int | None = None) -> None:
+        path = self._path(key)
+        path.parent.mkdir(exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        text = json.dumps(entry, indent=indent, ensure_ascii=indent is None)
+        tmp.write_text(text + ("\n" if indent else ""), encoding="utf-8")
+        tmp.replace(path)
+
+
+class DiskCache(JsonFiles):
+    """The answer to each request, under the sha256 of the request."""
 
     @staticmethod
     def key(request: dict[str, Any]) -> str:
         canonical = json.dumps(request, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         return hashlib.sha256(_AGE.sub("<age>", canonical).encode()).hexdigest()
 
-    def _path(self, key: str) -> Path:
-        return self.root / key[:2] / f"{key}.json"
-
     def get(self, key: str) -> str | None:
-        path = self._path(key)
-        if not path.exists():
-            return None
-        content = json.loads(path.read_text(encoding="utf-8"))["content"]
-        return str(content)
+        entry = self._load(key)
+        return None if entry is None else str(entry["content"])
 
     def put(self, key: str, request: dict[str, Any], content: str) -> None:
-        path = self._path(key)
-        path.parent.mkdir(exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"request": request, "content": content}), encoding="utf-8")
-        tmp.replace(path)
+        self._save(key, {"request": request, "content": content})
 
 
 @dataclass

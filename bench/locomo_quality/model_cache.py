@@ -27,13 +27,14 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from bench.locomo_quality.judge import JsonFiles
 
-class AnswerStore:
-    """One file per answered request: ``root/ab/abcdef….json`` (status, type, body), atomic."""
+
+class AnswerStore(JsonFiles):
+    """One file per answered request, under the sha256 of its body."""
 
     def __init__(self, root: Path) -> None:
-        self.root = root
-        root.mkdir(parents=True, exist_ok=True)
+        super().__init__(root)
         self.hits = 0
         self.misses = 0  # asked of the model
         self.missing: list[str] = []  # replay only: requests with no recorded answer
@@ -46,14 +47,10 @@ class AnswerStore:
         except ValueError:
             return hashlib.sha256(body).hexdigest()
 
-    def _path(self, key: str) -> Path:
-        return self.root / key[:2] / f"{key}.json"
-
     def get(self, key: str) -> tuple[str, bytes] | None:
-        path = self._path(key)
-        if not path.exists():
+        saved = self._load(key)
+        if saved is None:
             return None
-        saved = json.loads(path.read_text(encoding="utf-8"))
         if "stream" in saved:
             return "text/event-stream", _replayed_stream(saved["stream"])
         return str(saved["content_type"]), json.dumps(saved["body"]).encode()
@@ -61,17 +58,13 @@ class AnswerStore:
     def put(self, key: str, content_type: str, body: bytes) -> None:
         """Kept readable: a streamed answer as its text, finish reason and usage (replayed as
         one chunk), a JSON answer as its JSON."""
-        path = self._path(key)
-        path.parent.mkdir(exist_ok=True)
         text = body.decode("utf-8", "replace")
         saved: dict[str, Any] = (
             {"stream": _assembled(text)}
             if content_type.startswith("text/event-stream")
             else {"content_type": content_type, "body": json.loads(text)}
         )
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(saved, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-        tmp.replace(path)
+        self._save(key, saved, indent=1)
 
 
 def _assembled(sse: str) -> dict[str, Any]:
