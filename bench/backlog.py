@@ -23,14 +23,10 @@ top 10 of a search_facts for "favourite number {i}".
 
 from __future__ import annotations
 
-import os
-
-# The worker runs in this process: one BLAS thread, as `mnemos worker` has (cli/__init__.py).
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-
 import argparse
 import asyncio
 import json
+import os
 import random
 import re
 import sys
@@ -44,6 +40,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+# The worker runs in this process: imported before numpy, the cli package gives it the one BLAS
+# thread `mnemos worker` has (cli/__init__.py).
+import cli  # noqa: E402, F401
 from bench.common import dev_server  # noqa: E402
 from client.memory_client import MemoryClient  # noqa: E402
 from memory.deps import Deps  # noqa: E402
