@@ -13,7 +13,8 @@ import contextlib
 from collections.abc import AsyncIterator, Sequence
 
 from temporalio.client import Client
-from temporalio.worker import Worker
+from temporalio.worker import UnsandboxedWorkflowRunner, Worker, WorkflowRunner
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from activities.consolidation import ConsolidationActivities
 from activities.formation import FormationActivities
@@ -40,6 +41,15 @@ WORKFLOWS: Sequence[type] = (
 )
 
 
+def workflow_runner(sandbox: bool) -> WorkflowRunner:
+    """The SDK's sandbox re-creates every run's modules and proxies what workflow code touches: it
+    cost a quarter of the formation throughput (bench/formation.py, docs/operating.md), so workers
+    run our workflows as plain Python. The guard stays where it finds bugs: every committed history
+    replays in the sandbox (tests/workflows/test_replay.py), and so do the harness's workflow tests.
+    Our workflow modules hold no state between runs, which is what the per-run isolation protects."""
+    return SandboxedWorkflowRunner() if sandbox else UnsandboxedWorkflowRunner()
+
+
 def build_worker(
     client: Client, deps: Deps, settings: Settings, workflows: Sequence[type] = WORKFLOWS
 ) -> Worker:
@@ -53,6 +63,7 @@ def build_worker(
         client,
         task_queue=settings.temporal.task_queue,
         workflows=list(workflows),
+        workflow_runner=workflow_runner(settings.temporal.workflow_sandbox),
         activities=[
             formation.load_window,
             formation.extract_facts,

@@ -43,6 +43,11 @@ class TemporalSettings(_Group):
         pattern=r"^(|\S+:\d{1,5})$",
         description="host:port of the worker's Prometheus /metrics endpoint ('' = none)",
     )
+    workflow_sandbox: bool = Field(
+        False,
+        description="Run workflow code in the Temporal SDK's sandbox (per-run module isolation, "
+        "checks on non-deterministic calls); replays and the workflow tests always do",
+    )
     # Worker versioning (runtime/versioning.py, docs/operating.md "Rolling out a change").
     build_id: str | None = Field(
         None,

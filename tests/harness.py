@@ -110,8 +110,11 @@ class Harness:
         settings = base.model_copy(
             update={
                 # the time-skipping server has no operator service to register search attributes
+                # the workflow tests run in the SDK's sandbox: its checks catch non-determinism
                 "temporal": TemporalSettings(
-                    task_queue=f"tq-{uuid.uuid4().hex[:8]}", search_attributes=False
+                    task_queue=f"tq-{uuid.uuid4().hex[:8]}",
+                    search_attributes=False,
+                    workflow_sandbox=True,
                 ),
                 # the test server does not skip retry backoff: keep it short
                 "retries": RetrySettings(

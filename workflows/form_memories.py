@@ -51,6 +51,10 @@ STALE_BACKOFF = "stale-decision-backoff"
 # Histories recorded before it took the whole-window fallback of an extraction, and requested
 # consolidation after every window instead of once per drain.
 SPLIT_WINDOWS = "split-windows"
+# From it on, a pass's two short store reads (its window, the dedup candidates) are local
+# activities: run by this worker inside the workflow task, recorded as markers, with no round trip
+# through the server's task queues (bench/formation.py). Older histories scheduled them.
+LOCAL_READS = "local-store-reads"
 _BACKOFF_FIRST_SECONDS = 0.2
 _BACKOFF_MAX_SECONDS = 10.0
 
@@ -88,6 +92,7 @@ class FormMemoriesWorkflow:
         self._force = False
         self._llm: dict[str, Any] = {}
         self._store: dict[str, Any] = {}
+        self._local: dict[str, Any] | None = None  # the local reads' options, from LOCAL_READS on
         self._stale_seconds = 600.0
         # Scope keys the drain's commits made due, requested once when the drain ends.
         self._due: dict[str, ScopeKey] = {}
@@ -103,16 +108,16 @@ class FormMemoriesWorkflow:
         started = workflow.now()
         self._llm = options.llm(req.retries, req.llm_task_queue)
         self._store = options.store(req.retries)
+        if workflow.patched(LOCAL_READS):
+            self._local = options.local_store(req.retries)
         self._stale_seconds = req.retries.stale_decision_seconds
         summary = FormationSummary()
         force = req.force
         limit = req.max_messages  # None: the settings' window; set while a split part drains
         while True:
             self._requested, self._force = False, False
-            window = await workflow.execute_activity_method(
-                FormationActivities.load_window,
-                req.model_copy(update={"force": force, "max_messages": limit}),
-                **self._store,
+            window = await self._load(
+                req.model_copy(update={"force": force, "max_messages": limit})
             )
             split = False
             if window is not None:
@@ -142,6 +147,24 @@ class FormMemoriesWorkflow:
         self._record(summary, started)
         await workflow.wait_condition(workflow.all_handlers_finished)
         return summary
+
+    async def _load(self, req: FormationRequest) -> Window | None:
+        if self._local is not None:
+            return await workflow.execute_local_activity_method(
+                FormationActivities.load_window, req, **self._local
+            )
+        return await workflow.execute_activity_method(
+            FormationActivities.load_window, req, **self._store
+        )
+
+    async def _candidates(self, window: Window, new_facts: list[NewFact]) -> CandidatesResult:
+        if self._local is not None:
+            return await workflow.execute_local_activity_method(
+                FormationActivities.find_similar_facts, args=[window, new_facts], **self._local
+            )
+        return await workflow.execute_activity_method(
+            FormationActivities.find_similar_facts, args=[window, new_facts], **self._store
+        )
 
     def _record(self, summary: FormationSummary, started: datetime) -> None:
         """The run's outcome attribute and memo, where operators (and `mnemos degraded`) look."""
@@ -261,9 +284,7 @@ class FormMemoriesWorkflow:
         attempt = 0
         while True:
             attempt += 1
-            candidates: CandidatesResult = await workflow.execute_activity_method(
-                FormationActivities.find_similar_facts, args=[window, new_facts], **self._store
-            )
+            candidates = await self._candidates(window, new_facts)
             summary.embedding_calls += candidates.embedding_calls
             decided = await self._decide(window, new_facts, candidates, summary)
             summary.llm_calls += decided.llm

@@ -53,3 +53,10 @@ def store(r: RetrySettings) -> dict[str, Any]:
             non_retryable_error_types=PERMANENT,
         ),
     }
+
+
+def local_store(r: RetrySettings) -> dict[str, Any]:
+    """A short store read run as a local activity: the store step's timeout and retries, no
+    heartbeat (it runs inside the workflow task: a dead worker fails the task, and the next worker
+    runs the read again)."""
+    return {k: v for k, v in store(r).items() if k != "heartbeat_timeout"}

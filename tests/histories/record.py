@@ -169,11 +169,45 @@ async def record_split() -> None:
         await env.shutdown()
 
 
+async def record_local_reads() -> None:
+    """local_reads/: FormMemories with its window and candidate reads as local activities (the
+    LOCAL_READS patch), forming a second session whose fact has a candidate to decide against."""
+    env = await WorkflowEnvironment.start_time_skipping(
+        test_server_existing_path=str(temporal_test_server()),
+        data_converter=pydantic_data_converter,
+    )
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            h = await Harness.create(env, Path(tmp))
+            await h.record("s0", conversation(4, prefix="a"))
+            await h.record("s1", conversation(4))
+            h.llm.script("extract_facts", facts(("Alice works at Acme Robotics", "user")))
+            h.llm.script("extract_facts", facts(("Alice works at Acme Robotics as CTO", "user")))
+            update = FactDecision(
+                new_fact_index=0, event="UPDATE", existing_index=0,
+                merged_text="Alice works at Acme Robotics as CTO",
+            )  # fmt: skip
+            h.llm.script("decide_facts", FactDecisions(decisions=[update]))
+            async with h.worker():
+                await h.form("s0")
+                await h.form("s1")
+            (HERE / "local_reads").mkdir(exist_ok=True)
+            wf_id = formation_workflow_id("eve", "s1")
+            history = await env.client.get_workflow_handle(wf_id).fetch_history()
+            path = HERE / "local_reads" / "form_memories_local_reads.json"
+            path.write_text(history.to_json())
+            print(f"recorded local_reads/{path.name} ({len(history.events)} events)")
+    finally:
+        await env.shutdown()
+
+
 if __name__ == "__main__":
     wanted = set(sys.argv[1:])
     if wanted == {"degraded"}:
         asyncio.run(record_degraded())
     elif wanted == {"split"}:
         asyncio.run(record_split())
+    elif wanted == {"local_reads"}:
+        asyncio.run(record_local_reads())
     else:
         asyncio.run(record(wanted))
