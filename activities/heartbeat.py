@@ -25,9 +25,11 @@ async def heartbeating[T](work: Awaitable[T]) -> T:
     every = max(timeout / 3, timedelta(milliseconds=100)).total_seconds()
 
     async def beat() -> None:
+        # The server times a step's heartbeat from its start: the first beat can wait an interval,
+        # and the short steps (most store steps) end before sending one (a request each saved).
         while True:
-            activity.heartbeat()
             await asyncio.sleep(every)
+            activity.heartbeat()
 
     beater = asyncio.create_task(beat())
     try:
