@@ -255,8 +255,13 @@ class EmbeddingSettings(_Group):
     openai_model: str = Field("text-embedding-3-small", description="OpenAI embedding model")
     gemini_model: str = Field("gemini-embedding-001", description="Gemini embedding model")
     gemini_dimension: int = Field(768, ge=64, description="Output dimension requested from Gemini")
+    # One thread: a server or worker embeds for many requests at once, so the cores are already
+    # shared between them; a second intra-op thread cost 40% more CPU per query (bench/embedding.py).
     local_threads: int = Field(
-        2, ge=1, description="onnxruntime intra-op threads for the local model"
+        1,
+        ge=1,
+        description="onnxruntime intra-op threads for the local model (more: lower latency of "
+        "one large batch on idle cores, more CPU per text)",
     )
     batch_size: int = Field(64, ge=1, description="Texts per model batch")
     request_timeout_seconds: float = Field(
