@@ -38,8 +38,12 @@ browser:
 		|| echo "could not install chromium: the browser test will be skipped"; \
 	else echo "chromium not installed (needs root + apt): the browser test will be skipped"; fi
 
+# Two pytest processes: most tests wait on servers and subprocesses (Temporal, Postgres, workers),
+# so two keep two cores busy, and the suite takes about half the time of one process.
+TEST_WORKERS ?= 2
+
 test: $(STAMP) browser lint typecheck sdk-deps
-	$(BIN)/pytest -q -p no:cacheprovider
+	$(BIN)/pytest -q -p no:cacheprovider -n $(TEST_WORKERS)
 	@$(MAKE) --no-print-directory sdk-test
 
 # The TypeScript client (sdk/typescript) against a live stack: Temporal dev server, a worker and
