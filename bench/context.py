@@ -16,6 +16,7 @@ import asyncio
 import json
 import random
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
@@ -24,10 +25,14 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.common import BulkLoad, bench_store
-from memory.context import assemble_context
-from memory.context_cache import ContextCache
-from memory.models import (
+# Run as a script (``python bench/x.py``): the repository root goes on the path for ``bench``.
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.common import BulkLoad, bench_store  # noqa: E402
+from memory.context import assemble_context  # noqa: E402
+from memory.context_cache import ContextCache  # noqa: E402
+from memory.models import (  # noqa: E402
     AgentConfig,
     FactAdd,
     FormationCommit,
@@ -36,8 +41,8 @@ from memory.models import (
     ScopeKey,
     SessionInfo,
 )
-from memory.settings import Settings
-from memory.store.base import MemoryStore
+from memory.settings import Settings  # noqa: E402
+from memory.store.base import MemoryStore  # noqa: E402
 
 FACTS = 10_000
 BATCH = 500

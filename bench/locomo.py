@@ -20,6 +20,7 @@ import argparse
 import asyncio
 import json
 import re
+import sys
 import tempfile
 import time
 from collections.abc import Sequence
@@ -31,14 +32,18 @@ from typing import Any, get_args
 import numpy as np
 import numpy.typing as npt
 
-from memory import ids
-from memory.embedding import make_embedder
-from memory.embedding.base import Embedder, EmbeddingBatch
-from memory.models import AgentConfig, FactAdd, FormationCommit, MessageIn
-from memory.rag import SearchMode, search_facts
-from memory.settings import RagSettings, Settings
-from memory.store.base import MemoryStore
-from memory.store.sqlite import SQLiteStore
+# Run as a script (``python bench/x.py``): the repository root goes on the path for ``bench``.
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from memory import ids  # noqa: E402
+from memory.embedding import make_embedder  # noqa: E402
+from memory.embedding.base import Embedder, EmbeddingBatch  # noqa: E402
+from memory.models import AgentConfig, FactAdd, FormationCommit, MessageIn  # noqa: E402
+from memory.rag import SearchMode, search_facts  # noqa: E402
+from memory.settings import RagSettings, Settings  # noqa: E402
+from memory.store.base import MemoryStore  # noqa: E402
+from memory.store.sqlite import SQLiteStore  # noqa: E402
 
 CUTS = (5, 10, 20)
 ADVERSARIAL = 5

@@ -26,6 +26,7 @@ import asyncio
 import json
 import random
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -35,14 +36,18 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from bench.common import BulkLoad, bench_store
-from bench.vectors import DIMENSION, MODES, VectorModel, calibrate
-from memory.embedding.base import Embedder, EmbeddingBatch
-from memory.models import AgentConfig, FactAdd, FactFilter, FormationCommit, MessageIn
-from memory.query_words import content_words
-from memory.rag import search_facts
-from memory.settings import RagSettings, Settings
-from memory.store.base import MemoryStore
+# Run as a script (``python bench/x.py``): the repository root goes on the path for ``bench``.
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.common import BulkLoad, bench_store  # noqa: E402
+from bench.vectors import DIMENSION, MODES, VectorModel, calibrate  # noqa: E402
+from memory.embedding.base import Embedder, EmbeddingBatch  # noqa: E402
+from memory.models import AgentConfig, FactAdd, FactFilter, FormationCommit, MessageIn  # noqa: E402
+from memory.query_words import content_words  # noqa: E402
+from memory.rag import SearchResult, search_facts  # noqa: E402
+from memory.settings import RagSettings, Settings  # noqa: E402
+from memory.store.base import MemoryStore  # noqa: E402
 
 MODEL = "bench-random-384"
 NOW = datetime(2025, 6, 1, tzinfo=UTC)
@@ -149,6 +154,17 @@ async def timed(calls: Sequence[Callable[[], Awaitable[object]]]) -> dict[str, f
     return percentiles(samples)
 
 
+async def stages(searches: Sequence[Awaitable[SearchResult]]) -> dict[str, float]:
+    """Where a search's time goes: the median of each stage its debug output times."""
+    by_stage: dict[str, list[float]] = {}
+    for search in searches:
+        result = await search
+        assert result.debug is not None
+        for stage, ms in result.debug.timings_ms.items():
+            by_stage.setdefault(stage, []).append(ms)
+    return {stage: round(statistics.median(ms), 2) for stage, ms in by_stage.items()}
+
+
 async def measure(
     size: int, queries: int, tmp: Path, backend: str, ef_search: int = 100,
     vectors: str = "clustered",
@@ -190,6 +206,15 @@ async def measure_on(
 
     figures: dict[str, object] = {"facts": size, "load_s": round(load_s, 1)}
     figures["search_facts"] = await timed([search(t) for t in texts])
+    figures["search_facts_stages_p50_ms"] = await stages(
+        [
+            search_facts(
+                store, embedder, loose, agent=AGENT, session=None, user_id=None, queries=[t],
+                now=NOW, debug=True,
+            )
+            for t in texts[:100]
+        ]
+    )  # fmt: skip
     figures["vector_search"] = await timed([vector(q) for q in query_vectors])
     figures["text_search"] = await timed([text(content_words(t)) for t in texts])
     figures["text_search_raw_query"] = await timed([text(t) for t in texts])
