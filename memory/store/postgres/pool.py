@@ -171,14 +171,3 @@ async def bump_version(conn: Conn, key: str) -> int:
     )
     assert row is not None
     return int(row["version"])
-
-
-async def embedding_meta(conn: Conn) -> tuple[str, int] | None:
-    rows = await fetch(
-        conn,
-        "SELECT key, value FROM meta WHERE key IN ('embedding_model', 'embedding_dimension')",
-    )
-    meta = {row["key"]: row["value"] for row in rows}
-    if len(meta) < 2:
-        return None
-    return str(meta["embedding_model"]), int(meta["embedding_dimension"])

@@ -21,10 +21,11 @@ import numpy as np
 from memory.models import Fact, FactFilter, ScoredFact
 from memory.store.base import Vector
 from memory.store.postgres.codec import FACT_SELECT, fact_from_row, vector_param
+from memory.store.postgres.db import PostgresDb
 from memory.store.postgres.pool import Conn, fetch
-from memory.store.postgres.reads import facts_by_id
 from memory.store.postgres.schema import hnsw_predicate
 from memory.store.rules.text import bm25_of_terms, stem, stemmed_tokens, tokenize
+from memory.store.sql.reads import facts_by_id
 
 CANDIDATE_CAP = 1000
 STEMMED_CACHE = 50_000  # contents whose stems a worker keeps (~20 MB): the hot facts' texts
@@ -128,7 +129,7 @@ async def text_hits(conn: Conn, query: str, flt: FactFilter, limit: int) -> list
     )
     order = {row["fact_id"]: i for i, row in enumerate(rows)}  # ties: the newer fact first
     ranked = sorted(scores, key=lambda fid: (-scores[fid], order[fid]))[:limit]
-    facts = {fact.fact_id: fact for fact in await facts_by_id(conn, ranked)}
+    facts = {fact.fact_id: fact for fact in await facts_by_id(PostgresDb(conn), ranked)}
     return [ScoredFact(fact=facts[f], score=max(0.0, scores[f])) for f in ranked if f in facts]
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
@@ -14,7 +15,6 @@ from memory.models import (
     Fact,
     FactRevision,
     Reflection,
-    SessionAgentState,
     StoredMessage,
 )
 from memory.store.base import Vector
@@ -35,11 +35,7 @@ def from_us(value: int) -> datetime:
     return _EPOCH + timedelta(microseconds=value)
 
 
-def opt_from_us(value: int | None) -> datetime | None:
-    return None if value is None else from_us(value)
-
-
-def to_blob(vector: Vector | list[float]) -> bytes:
+def to_blob(vector: Vector | Sequence[float]) -> bytes:
     return np.asarray(vector, dtype=np.float32).tobytes()
 
 
@@ -70,24 +66,6 @@ def fact_from_row(row: sqlite3.Row) -> Fact:
         history=json.loads(row["history"]),
         source_message_ids=json.loads(row["source_message_ids"]),
     )
-
-
-STATE_SQL = """
-SELECT sa.session_id, sa.agent_id, sa.cursor_seq, s.last_seq, sa.pending_messages,
-       sa.pending_weighted_tokens, sa.last_message_at, sa.formations
-FROM session_agents AS sa JOIN sessions AS s ON s.session_id = sa.session_id
-"""
-
-
-def state_from_row(row: sqlite3.Row) -> SessionAgentState:
-    """A row selected by STATE_SQL (or the same columns)."""
-    # Sums of floats may drift a hair below zero after a recomputation; the model forbids < 0.
-    tokens = max(0.0, row["pending_weighted_tokens"])
-    return from_record(SessionAgentState, dict(row), from_us, pending_weighted_tokens=tokens)
-
-
-def message_from_row(row: sqlite3.Row) -> StoredMessage:
-    return from_record(StoredMessage, dict(row), from_us)
 
 
 def reflection_from_row(row: sqlite3.Row) -> Reflection:

@@ -264,3 +264,17 @@ def facts_purge_key(agent_id: str) -> str:
     """Bumped by every hard delete of the agent's facts (forget_user): vector caches reload the
     agent whole, since a deleted row leaves no change for them to read."""
     return f"facts_purged:{agent_id}"
+
+
+ERASURES_DDL = """
+-- One row per (agent or '*', user) ever forgotten: the epoch formations check at commit, and
+-- what was deleted (counts only, no content).
+CREATE TABLE IF NOT EXISTS erasures (
+    agent_key    TEXT NOT NULL,
+    user_id      TEXT NOT NULL,
+    epoch        INTEGER NOT NULL,
+    forgotten_at INTEGER NOT NULL,
+    counts       TEXT NOT NULL,
+    PRIMARY KEY (agent_key, user_id)
+) WITHOUT ROWID;
+"""

@@ -17,7 +17,6 @@ from memory.store.sqlite.codec import (
     to_us,
 )
 from memory.store.sqlite.lifecycle_writes import apply_lifecycle
-from memory.store.sqlite.listings import api_key_params
 from memory.store.sqlite.meta import bump_version, rows_in
 from memory.store.sqlite.reembed import swap_side_vectors
 from memory.store.sqlite.schema import fact_counter_key
@@ -192,7 +191,7 @@ def _apply(conn: sqlite3.Connection, write: w.Write, stamps: dict[str, int]) -> 
             verb = "INSERT" if new else "REPLACE"
             conn.execute(
                 f"{verb} INTO api_keys (key_id, record, created_at) VALUES (?, ?, ?)",
-                api_key_params(key),
+                (key.key_id, key.model_dump_json(), to_us(key.created_at)),
             )
         case _:
             assert_never(write)
