@@ -12,7 +12,6 @@ from memory.models import (
     ConsolidatedMemory,
     Fact,
     Reflection,
-    StoredMessage,
 )
 from memory.store.base import Vector
 from memory.store.postgres.pool import Row
@@ -95,10 +94,3 @@ VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)
 
 def consolidated_from_row(row: Row) -> ConsolidatedMemory:
     return ConsolidatedMemory.model_validate(row["body"])
-
-
-def message_params(m: StoredMessage, weighted_tokens: float) -> tuple[object, ...]:
-    return (
-        m.session_id, m.seq, m.message_id, m.role, m.content, m.created_at, m.user_id,
-        m.name, m.agent_id, weighted_tokens,
-    )  # fmt: skip

@@ -159,15 +159,3 @@ async def fetch_one(
 ) -> Row | None:
     cur = await conn.execute(sql.encode(), params)
     return await cur.fetchone()
-
-
-async def bump_version(conn: Conn, key: str) -> int:
-    """Increment one change counter (created at 1) and return its new value."""
-    row = await fetch_one(
-        conn,
-        "INSERT INTO scope_versions (key, version) VALUES (%s, 1) ON CONFLICT (key) "
-        "DO UPDATE SET version = scope_versions.version + 1 RETURNING version",
-        (key,),
-    )
-    assert row is not None
-    return int(row["version"])

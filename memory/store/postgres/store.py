@@ -8,7 +8,7 @@ serialised by PostgreSQL, and the loser is planned again on what the winner wrot
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Sequence
 from datetime import datetime
 
 from memory.models import Fact, FactFilter, ScoredFact
@@ -19,33 +19,27 @@ from memory.store.postgres.pool import Conn, PostgresPool, connect
 from memory.store.postgres.schema import hnsw_index_sql, migrate
 from memory.store.postgres.search import fact_filter_sql, listed_facts, text_hits, vector_hits
 from memory.store.postgres.writes import apply_writes
-from memory.store.rules import Plan, Request, check_query_dimension
-from memory.store.snapshots import read_snapshot
-from memory.store.sql.reads import SqlReads, embedding_meta
+from memory.store.rules import Write, check_query_dimension
+from memory.store.sql.reads import embedding_meta
 from memory.store.sql.store import Body, SqlStore
 
 
-class PostgresStore(PostgresPool, SqlStore):
+class PostgresStore(PostgresPool, SqlStore[PostgresDb]):
     """The store on a PostgreSQL database (pgvector required); writes are planned."""
 
     def __init__(self, dsn: str, *, pool_size: int = 10, ef_search: int = 100) -> None:
         super().__init__(dsn, pool_size=pool_size, ef_search=ef_search)
 
-    async def _transact[S, R](self, request: Request[S], plan: Callable[[S], Plan[R]]) -> R:
-        async def body(conn: Conn) -> R:
-            planned = plan(await read_snapshot(SqlReads(PostgresDb(conn)), request))
-            await apply_writes(conn, planned.writes)
-            return planned.result
+    async def _apply_writes(self, db: PostgresDb, writes: Sequence[Write]) -> None:
+        await apply_writes(db.conn, writes)
 
-        return await self._write(body)
-
-    async def _db_read[T](self, body: Body[T]) -> T:
+    async def _db_read[T](self, body: Body[PostgresDb, T]) -> T:
         return await self._read(lambda conn: body(PostgresDb(conn)))
 
-    async def _db_write[T](self, body: Body[T]) -> T:
+    async def _db_write[T](self, body: Body[PostgresDb, T]) -> T:
         return await self._write(lambda conn: body(PostgresDb(conn)))
 
-    async def _db_one[T](self, body: Body[T]) -> T:
+    async def _db_one[T](self, body: Body[PostgresDb, T]) -> T:
         return await self._one(lambda conn: body(PostgresDb(conn)))
 
     # ------------------------------------------------------------ lifecycle

@@ -28,25 +28,41 @@ from memory.models import (
 from memory.store.base import ReembedItem, Vector
 from memory.store.counts import ExportData
 from memory.store.planned import PlannedStore
+from memory.store.rules import Plan, Request, Write
+from memory.store.snapshots import read_snapshot
 from memory.store.sql import reads
 from memory.store.sql import sessions as ss
 from memory.store.sql.db import Db
 from memory.store.sql.lifecycle_reads import export_data, user_agents
-from memory.store.sql.reads import PENDING_REEMBED
+from memory.store.sql.reads import PENDING_REEMBED, SqlReads
 
-type Body[T] = Callable[[Db], Coroutine[Any, Any, T]]
+type Body[D: Db, T] = Callable[[D], Coroutine[Any, Any, T]]
 
 
-class SqlStore(PlannedStore):
+class SqlStore[D: Db](PlannedStore):
+    """D: the backend's connection, which its own writes take."""
+
+    async def _transact[S, R](self, request: Request[S], plan: Callable[[S], Plan[R]]) -> R:
+        async def body(db: D) -> R:
+            planned = plan(await read_snapshot(SqlReads(db), request))
+            await self._apply_writes(db, planned.writes)
+            return planned.result
+
+        return await self._db_write(body)
+
     @abc.abstractmethod
-    async def _db_read[T](self, body: Body[T]) -> T:
+    async def _apply_writes(self, db: D, writes: Sequence[Write]) -> None:
+        """The planners' writes, in order (the shared ones by memory.store.sql.writes)."""
+
+    @abc.abstractmethod
+    async def _db_read[T](self, body: Body[D, T]) -> T:
         """``body`` on one snapshot."""
 
     @abc.abstractmethod
-    async def _db_write[T](self, body: Body[T]) -> T:
+    async def _db_write[T](self, body: Body[D, T]) -> T:
         """``body`` in one writing transaction."""
 
-    async def _db_one[T](self, body: Body[T]) -> T:
+    async def _db_one[T](self, body: Body[D, T]) -> T:
         """``body`` of a single statement, which needs no transaction of its own."""
         return await self._db_read(body)
 

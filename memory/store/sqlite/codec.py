@@ -15,7 +15,6 @@ from memory.models import (
     Fact,
     FactRevision,
     Reflection,
-    StoredMessage,
 )
 from memory.store.base import Vector
 from memory.store.records import from_record, scope_key_of
@@ -54,9 +53,6 @@ def fact_columns(alias: str = "") -> str:
     return ", ".join(prefix + name for name in Fact.model_fields)
 
 
-FACT_COLUMNS = fact_columns()
-
-
 def fact_from_row(row: sqlite3.Row) -> Fact:
     """A row selected with fact_columns() (any extra columns are ignored)."""
     return from_record(
@@ -91,12 +87,4 @@ def reflection_params(r: Reflection) -> tuple[object, ...]:
         r.reflection_id, key.key, key.scope, key.agent_id, key.user_id, key.session_id,
         r.content, r.source_session_id, to_us(r.formed_at), json.dumps(r.source_message_ids),
         r.formation_id,
-    )  # fmt: skip
-
-
-def message_params(m: StoredMessage, weighted_tokens: float) -> tuple[object, ...]:
-    """The values of a messages row, in the DDL's column order."""
-    return (
-        m.session_id, m.seq, m.message_id, m.role, m.content, to_us(m.created_at), m.user_id,
-        m.name, m.agent_id, weighted_tokens,
     )  # fmt: skip

@@ -3,18 +3,18 @@ fact_reembed (memory.store.sql.store) into facts with the embedding meta."""
 
 from __future__ import annotations
 
-import sqlite3
-
-from memory.store.sqlite.meta import bump_version
+from memory.store.sql.writes import bump_version
+from memory.store.sqlite.db import SQLiteDb
 from memory.store.sqlite.schema import fact_counter_key
 
 
-def swap_side_vectors(conn: sqlite3.Connection, model: str, dimension: int) -> None:
+async def swap_side_vectors(db: SQLiteDb, model: str, dimension: int) -> None:
     """rules.writes.SwapSideVectors."""
+    conn = db.conn
     agents = [row[0] for row in conn.execute("SELECT DISTINCT agent_id FROM facts")]
     for agent_id in agents:
         # A new change_seq on every row: each process's vector cache reloads the agent.
-        seq = bump_version(conn, fact_counter_key(agent_id))
+        seq = await bump_version(db, fact_counter_key(agent_id))
         conn.execute(
             "UPDATE facts SET embedding = (SELECT r.embedding FROM fact_reembed AS r "
             "WHERE r.fact_id = facts.fact_id), embedding_model = ?, change_seq = ? "

@@ -6,20 +6,19 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 
 import numpy as np
 
 from memory.models import Fact, FactFilter, ScoredFact
 from memory.store.base import Vector
-from memory.store.rules import Plan, Request, check_query_dimension
-from memory.store.snapshots import read_snapshot, run_sync
-from memory.store.sql.reads import SqlReads
+from memory.store.rules import Write, check_query_dimension
+from memory.store.snapshots import run_sync
+from memory.store.sql.reads import embedding_meta, facts_by_id
 from memory.store.sql.store import Body, SqlStore
 from memory.store.sqlite.codec import fact_columns, fact_from_row, to_us
 from memory.store.sqlite.db import SQLiteDb
-from memory.store.sqlite.meta import read_embedding_meta, rows_in
 from memory.store.sqlite.schema import (
     ADDED_COLUMNS,
     AFTER_ADDED_COLUMNS,
@@ -33,14 +32,13 @@ from memory.store.sqlite.schema import (
 from memory.store.sqlite.search import (
     VectorCache,
     fact_filter_sql,
-    facts_by_id,
     text_search_tx,
 )
 from memory.store.sqlite.thread import SQLiteThread
 from memory.store.sqlite.writes import apply_writes
 
 
-class SQLiteStore(SQLiteThread, SqlStore):
+class SQLiteStore(SQLiteThread, SqlStore[SQLiteDb]):
     """The store on one SQLite file; the writing calls are planned (memory.store.planned), the
     SQL it shares with PostgreSQL is memory.store.sql's."""
 
@@ -49,18 +47,13 @@ class SQLiteStore(SQLiteThread, SqlStore):
         self._vectors = VectorCache()
         self._closed = False
 
-    async def _transact[S, R](self, request: Request[S], plan: Callable[[S], Plan[R]]) -> R:
-        def body(conn: sqlite3.Connection) -> R:
-            planned = plan(run_sync(read_snapshot(SqlReads(SQLiteDb(conn)), request)))
-            apply_writes(conn, planned.writes)
-            return planned.result
+    async def _apply_writes(self, db: SQLiteDb, writes: Sequence[Write]) -> None:
+        await apply_writes(db, writes)
 
-        return await self._write(body)
-
-    async def _db_read[T](self, body: Body[T]) -> T:
+    async def _db_read[T](self, body: Body[SQLiteDb, T]) -> T:
         return await self._read(lambda conn: run_sync(body(SQLiteDb(conn))))
 
-    async def _db_write[T](self, body: Body[T]) -> T:
+    async def _db_write[T](self, body: Body[SQLiteDb, T]) -> T:
         return await self._write(lambda conn: run_sync(body(SQLiteDb(conn))))
 
     # ------------------------------------------------------------ lifecycle
@@ -112,27 +105,27 @@ class SQLiteStore(SQLiteThread, SqlStore):
         the facts found."""
         vectors = [np.asarray(q, dtype=np.float32).reshape(-1) for q in queries]
 
-        def search(conn: sqlite3.Connection) -> list[list[ScoredFact]]:
-            meta = read_embedding_meta(conn)
+        async def search(db: SQLiteDb) -> list[list[ScoredFact]]:
+            meta = await embedding_meta(db)
             if meta is None:
                 return [[] for _ in vectors]
             for vector in vectors:
                 check_query_dimension(meta, vector.size)
             hits = [
-                self._vectors.search(conn, v, flt, limit=limit, min_score=min_score)
+                self._vectors.search(db.conn, v, flt, limit=limit, min_score=min_score)
                 for v in vectors
             ]
             wanted = list(dict.fromkeys(fid for found in hits for fid, _ in found))
-            facts = {fact.fact_id: fact for fact in facts_by_id(conn, wanted)}
+            facts = {fact.fact_id: fact for fact in await facts_by_id(db, wanted)}
             return [
                 [ScoredFact(fact=facts[fid], score=score) for fid, score in found if fid in facts]
                 for found in hits
             ]
 
-        return await self._read(search)
+        return await self._db_read(search)
 
     async def text_search(self, query: str, flt: FactFilter, *, limit: int) -> list[ScoredFact]:
-        return await self._read(lambda conn: text_search_tx(conn, query, flt, limit, self._vectors))
+        return await self._db_read(lambda db: text_search_tx(db, query, flt, limit, self._vectors))
 
     async def _recent_facts(self, flt: FactFilter, since: datetime, limit: int) -> list[Fact]:
         where, params = fact_filter_sql(flt)
@@ -144,8 +137,10 @@ class SQLiteStore(SQLiteThread, SqlStore):
         return [fact_from_row(row) for row in rows]
 
     async def _touch_facts(self, fact_ids: list[str], at: datetime) -> None:
-        sql = "UPDATE facts SET access_count = access_count + 1, last_accessed_at = ? WHERE fact_id IN"
-        await self._write(lambda conn: rows_in(conn, sql, fact_ids, to_us(at)))
+        sql = (
+            "UPDATE facts SET access_count = access_count + 1, last_accessed_at = %s WHERE fact_id"
+        )
+        await self._db_write(lambda db: db.execute_in(sql, fact_ids, to_us(at)))
 
     # ------------------------------------------------------------ management reads
 
