@@ -11,13 +11,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from memory.models import Fact, FactFilter, ScoredFact
+from memory.models import FactFilter, ScoredFact
 from memory.store.base import Vector
 from memory.store.postgres.codec import UPSERT_ACCESS, vector_param
 from memory.store.postgres.db import PostgresDb
 from memory.store.postgres.pool import Conn, PostgresPool, connect
 from memory.store.postgres.schema import hnsw_index_sql, migrate
-from memory.store.postgres.search import fact_filter_sql, listed_facts, text_hits, vector_hits
+from memory.store.postgres.search import text_hits, vector_hits
 from memory.store.postgres.writes import apply_writes
 from memory.store.rules import Write, check_query_dimension
 from memory.store.sql.reads import embedding_meta
@@ -88,17 +88,6 @@ class PostgresStore(PostgresPool, SqlStore[PostgresDb]):
     async def text_search(self, query: str, flt: FactFilter, *, limit: int) -> list[ScoredFact]:
         return await self._read(lambda conn: text_hits(conn, query, flt, limit))
 
-    async def _recent_facts(self, flt: FactFilter, since: datetime, limit: int) -> list[Fact]:
-        return await self._one(
-            lambda conn: listed_facts(
-                conn, flt, valid_only=True,
-                # The expression of the facts_said index (schema migration 3).
-                extra="AND coalesce(f.said_at, f.updated_at) >= %(since)s "
-                "ORDER BY coalesce(f.said_at, f.updated_at) DESC, f.ord DESC LIMIT %(limit)s",
-                params={"since": since, "limit": limit},
-            )
-        )  # fmt: skip
-
     async def _touch_facts(self, fact_ids: list[str], at: datetime) -> None:
         async def touch(conn: Conn) -> None:
             await conn.execute(
@@ -111,21 +100,3 @@ class PostgresStore(PostgresPool, SqlStore[PostgresDb]):
             )
 
         await self._write(touch)
-
-    # ------------------------------------------------------------ management reads
-
-    async def _list_facts(
-        self, flt: FactFilter, *, valid_only: bool, offset: int, limit: int
-    ) -> list[Fact]:
-        return await self._one(
-            lambda conn: listed_facts(
-                conn, flt, valid_only=valid_only,
-                extra="ORDER BY f.updated_at DESC, f.ord DESC LIMIT %(limit)s OFFSET %(offset)s",
-                params={"limit": limit, "offset": offset},
-            )
-        )  # fmt: skip
-
-    async def count_facts(self, flt: FactFilter) -> int:
-        where, params = fact_filter_sql(flt)
-        rows = await self._rows(f"SELECT count(*) AS n FROM facts AS f WHERE {where}", params)
-        return int(rows[0]["n"])

@@ -19,6 +19,7 @@ from memory.models import (
     AgentConfig,
     ConsolidatedMemory,
     Fact,
+    FactFilter,
     Reflection,
     ScopeKey,
     SessionAgentState,
@@ -30,7 +31,7 @@ from memory.store.counts import ExportData
 from memory.store.planned import PlannedStore
 from memory.store.rules import Plan, Request, Write
 from memory.store.snapshots import read_snapshot
-from memory.store.sql import reads
+from memory.store.sql import facts, reads
 from memory.store.sql import sessions as ss
 from memory.store.sql.db import Db
 from memory.store.sql.lifecycle_reads import export_data, user_agents
@@ -164,6 +165,19 @@ class SqlStore[D: Db](PlannedStore):
 
     async def _facts(self, fact_ids: list[str]) -> list[Fact]:
         return await self._db_one(lambda db: reads.facts_by_id(db, fact_ids))
+
+    async def _recent_facts(self, flt: FactFilter, since: datetime, limit: int) -> list[Fact]:
+        return await self._db_one(lambda db: facts.recent_facts(db, flt, since, limit))
+
+    async def _list_facts(
+        self, flt: FactFilter, *, valid_only: bool, offset: int, limit: int
+    ) -> list[Fact]:
+        return await self._db_one(
+            lambda db: facts.list_facts(db, flt, valid_only=valid_only, offset=offset, limit=limit)
+        )
+
+    async def count_facts(self, flt: FactFilter) -> int:
+        return await self._db_one(lambda db: facts.count_facts(db, flt))
 
     async def _read_embedding_meta(self) -> tuple[str, int] | None:
         return await self._db_one(reads.embedding_meta)

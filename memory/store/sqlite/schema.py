@@ -242,8 +242,8 @@ ADDED_COLUMNS = (
 
 # Schema 3 → 4, after ADDED_COLUMNS (its index names said_at, a column older files gain there):
 # the context FIFO's order, recency as said (updated_at for facts without said_at; see
-# MemoryStore.recent_facts). Queries name the same expression to use the index.
-SAID_OR_UPDATED = "coalesce(f.said_at, f.updated_at)"
+# MemoryStore.recent_facts). Queries name the same expression to use the index
+# (memory.store.sql.facts.SAID_OR_UPDATED).
 AFTER_ADDED_COLUMNS = """
 CREATE INDEX IF NOT EXISTS facts_said
     ON facts (agent_id, coalesce(said_at, updated_at)) WHERE invalidated_at IS NULL;

@@ -21,6 +21,7 @@ import numpy.typing as npt
 from memory.models import FactFilter, ScoredFact
 from memory.store.base import Vector
 from memory.store.rules.text import bm25_of_terms, stemmed_tokens, tokenize
+from memory.store.sql.facts import fact_filter_sql
 from memory.store.sql.reads import facts_by_id
 from memory.store.sqlite.db import SQLiteDb
 from memory.store.sqlite.schema import fact_counter_key, facts_purge_key
@@ -56,12 +57,12 @@ async def text_search_tx(
         return []
     where, params = fact_filter_sql(flt)
     matched = [
-        str(row[0])
-        for row in db.conn.execute(
-            "SELECT f.fact_id FROM facts_fts "
-            f"JOIN facts AS f ON f.rowid = facts_fts.rowid WHERE facts_fts MATCH ? AND {where} "
-            "ORDER BY facts_fts.rowid DESC LIMIT ?",  # newest first: FTS5's own order, no sort
-            (match, *params, _CANDIDATE_CAP),
+        str(row["fact_id"])
+        for row in await db.fetch(
+            "SELECT f.fact_id FROM facts_fts JOIN facts AS f ON f.rowid = facts_fts.rowid "
+            f"WHERE facts_fts MATCH %(match)s AND {where} "
+            "ORDER BY facts_fts.rowid DESC LIMIT %(cap)s",  # newest first: FTS5's own order
+            {**params, "match": match, "cap": _CANDIDATE_CAP},
         )
     ]
     if not matched:
@@ -74,23 +75,6 @@ async def text_search_tx(
     ranked = sorted(scores, key=lambda fid: (-scores[fid], order[fid]))[:limit]
     facts = {fact.fact_id: fact for fact in await facts_by_id(db, ranked)}
     return [ScoredFact(fact=facts[f], score=max(0.0, scores[f])) for f in ranked if f in facts]
-
-
-def fact_filter_sql(
-    flt: FactFilter, alias: str = "f", *, valid_only: bool = True
-) -> tuple[str, list[object]]:
-    """The WHERE terms (and parameters) of a FactFilter; valid facts only unless told."""
-    scopes: list[str] = []
-    params: list[object] = [flt.agent_id]
-    if flt.include_agent_scope:
-        scopes.append(f"{alias}.scope = 'agent'")
-    if flt.user_id is not None:
-        scopes.append(f"({alias}.scope = 'user' AND {alias}.user_id = ?)")
-        params.append(flt.user_id)
-    scope_sql = " OR ".join(scopes) or "0"
-    validity = f" AND {alias}.invalidated_at IS NULL" if valid_only else ""
-    sql = f"{alias}.agent_id = ?{validity} AND ({scope_sql})"
-    return sql, params
 
 
 def _unit_rows(matrix: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:

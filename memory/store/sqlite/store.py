@@ -11,13 +11,13 @@ from datetime import datetime
 
 import numpy as np
 
-from memory.models import Fact, FactFilter, ScoredFact
+from memory.models import FactFilter, ScoredFact
 from memory.store.base import Vector
 from memory.store.rules import Write, check_query_dimension
 from memory.store.snapshots import run_sync
 from memory.store.sql.reads import embedding_meta, facts_by_id
 from memory.store.sql.store import Body, SqlStore
-from memory.store.sqlite.codec import fact_columns, fact_from_row, to_us
+from memory.store.sqlite.codec import to_us
 from memory.store.sqlite.db import SQLiteDb
 from memory.store.sqlite.schema import (
     ADDED_COLUMNS,
@@ -25,13 +25,11 @@ from memory.store.sqlite.schema import (
     DDL,
     ERASURES_DDL,
     MIGRATE_1_TO_2,
-    SAID_OR_UPDATED,
     SCHEMA_VERSION,
     needs_migration,
 )
 from memory.store.sqlite.search import (
     VectorCache,
-    fact_filter_sql,
     text_search_tx,
 )
 from memory.store.sqlite.thread import SQLiteThread
@@ -127,37 +125,8 @@ class SQLiteStore(SQLiteThread, SqlStore[SQLiteDb]):
     async def text_search(self, query: str, flt: FactFilter, *, limit: int) -> list[ScoredFact]:
         return await self._db_read(lambda db: text_search_tx(db, query, flt, limit, self._vectors))
 
-    async def _recent_facts(self, flt: FactFilter, since: datetime, limit: int) -> list[Fact]:
-        where, params = fact_filter_sql(flt)
-        rows = await self._rows(
-            f"SELECT {fact_columns('f')} FROM facts AS f WHERE {where} AND {SAID_OR_UPDATED} >= ? "
-            f"ORDER BY {SAID_OR_UPDATED} DESC, f.rowid DESC LIMIT ?",
-            (*params, to_us(since), limit),
-        )
-        return [fact_from_row(row) for row in rows]
-
     async def _touch_facts(self, fact_ids: list[str], at: datetime) -> None:
         sql = (
             "UPDATE facts SET access_count = access_count + 1, last_accessed_at = %s WHERE fact_id"
         )
         await self._db_write(lambda db: db.execute_in(sql, fact_ids, to_us(at)))
-
-    # ------------------------------------------------------------ management reads
-
-    async def _list_facts(
-        self, flt: FactFilter, *, valid_only: bool, offset: int, limit: int
-    ) -> list[Fact]:
-        where, params = fact_filter_sql(flt, valid_only=valid_only)
-        sql = (
-            f"SELECT {fact_columns('f')} FROM facts AS f WHERE {where} "
-            "ORDER BY f.updated_at DESC, f.rowid DESC LIMIT ? OFFSET ?"
-        )
-        args = (*params, limit, offset)
-        rows = await self._read(lambda conn: conn.execute(sql, args).fetchall())
-        return [fact_from_row(row) for row in rows]
-
-    async def count_facts(self, flt: FactFilter) -> int:
-        where, params = fact_filter_sql(flt)
-        sql = f"SELECT count(*) FROM facts AS f WHERE {where}"
-        row = await self._read(lambda conn: conn.execute(sql, params).fetchone())
-        return int(row[0])
