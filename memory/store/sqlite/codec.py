@@ -1,23 +1,17 @@
-"""Conversions between SQLite rows and the domain models of memory.models."""
+"""How SQLite stores values: timestamps as integer microseconds, vectors as float32 BLOBs, lists
+as JSON text; the rows are decoded by memory.store.sqlite.db.SQLiteDb."""
 
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
 
 from memory.errors import InvalidInputError
-from memory.models import (
-    ConsolidatedMemory,
-    Fact,
-    FactRevision,
-    Reflection,
-)
+from memory.models import Fact, FactRevision, Reflection
 from memory.store.base import Vector
-from memory.store.records import from_record, scope_key_of
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
@@ -48,35 +42,9 @@ def history_to_json(history: tuple[FactRevision, ...]) -> str:
 
 
 def fact_columns(alias: str = "") -> str:
-    """The select list that fact_from_row reads, optionally qualified by a table alias."""
+    """The select list that SQLiteDb.fact reads, optionally qualified by a table alias."""
     prefix = f"{alias}." if alias else ""
     return ", ".join(prefix + name for name in Fact.model_fields)
-
-
-def fact_from_row(row: sqlite3.Row) -> Fact:
-    """A row selected with fact_columns() (any extra columns are ignored)."""
-    return from_record(
-        Fact,
-        dict(row),
-        from_us,
-        history=json.loads(row["history"]),
-        source_message_ids=json.loads(row["source_message_ids"]),
-    )
-
-
-def reflection_from_row(row: sqlite3.Row) -> Reflection:
-    record = dict(row)
-    return from_record(
-        Reflection,
-        record,
-        from_us,
-        scope_key=scope_key_of(record),
-        source_message_ids=json.loads(record.get("source_message_ids") or "[]"),
-    )
-
-
-def consolidated_from_row(row: sqlite3.Row) -> ConsolidatedMemory:
-    return from_record(ConsolidatedMemory, dict(row), from_us, scope_key=scope_key_of(dict(row)))
 
 
 def reflection_params(r: Reflection) -> tuple[object, ...]:

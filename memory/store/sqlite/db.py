@@ -1,10 +1,12 @@
 """The SQLite connection as the shared SQL sees it (memory.store.sql.db): psycopg-style
-parameters translated to SQLite's, lists bound as IN lists of at most CHUNK values, and the
-codec of memory.store.sqlite.codec (integer microseconds, JSON text, float32 BLOBs)."""
+parameters translated to SQLite's, lists bound as IN lists of at most CHUNK values, and SQLite's
+codec (memory.store.sqlite.codec: integer microseconds, JSON text, float32 BLOBs; the domain
+records in columns)."""
 
 from __future__ import annotations
 
 import functools
+import json
 import re
 import sqlite3
 from collections.abc import Iterator, Sequence
@@ -15,17 +17,9 @@ from pydantic import BaseModel
 
 from memory.models import ConsolidatedMemory, Fact, Reflection
 from memory.store.base import Vector
+from memory.store.records import scope_key_of
 from memory.store.sql.db import Db, Params, Row
-from memory.store.sqlite.codec import (
-    consolidated_from_row,
-    fact_columns,
-    fact_from_row,
-    from_blob,
-    from_us,
-    reflection_from_row,
-    to_blob,
-    to_us,
-)
+from memory.store.sqlite.codec import fact_columns, from_blob, from_us, to_blob, to_us
 
 # Well under SQLite's limit on bound parameters per statement.
 CHUNK = 500
@@ -36,21 +30,17 @@ _PARAM = re.compile(r"%\((\w+)\)s|%s|%%")
 @functools.lru_cache(maxsize=512)
 def sqlite_sql(sql: str) -> str:
     """psycopg's parameter style in SQLite's: %(name)s -> :name, %s -> ?, %% -> %."""
-    return _PARAM.sub(
-        lambda m: f":{m[1]}" if m[1] else ("?" if m[0] == "%s" else "%"),
-        sql,
-    )
+    return _PARAM.sub(lambda m: f":{m[1]}" if m[1] else ("?" if m[0] == "%s" else "%"), sql)
 
 
-def chunks[T](items: Sequence[T]) -> Iterator[Sequence[T]]:
-    """Slices of at most CHUNK items: one IN (...) list each."""
-    for start in range(0, len(items), CHUNK):
-        yield items[start : start + CHUNK]
-
-
-def marks(items: Sequence[object]) -> str:
-    """The placeholders of an IN list: '?, ?, ?'."""
-    return ", ".join("?" * len(items))
+def _in_lists(
+    sql: str, values: Sequence[object], first: tuple[object, ...], then: str = ""
+) -> Iterator[tuple[str, tuple[object, ...]]]:
+    """``sql`` (ending in the column compared) with an IN list per CHUNK values."""
+    for start in range(0, len(values), CHUNK):
+        chunk = values[start : start + CHUNK]
+        marks = ", ".join("?" * len(chunk))
+        yield f"{sqlite_sql(sql)} IN ({marks}) {then}", (*first, *chunk)
 
 
 class SQLiteDb(Db):
@@ -79,14 +69,13 @@ class SQLiteDb(Db):
         self, sql: str, values: Sequence[object], *first: object, then: str = ""
     ) -> list[Row]:
         rows: list[Row] = []
-        for chunk in chunks(values):
-            statement = f"{sqlite_sql(sql)} IN ({marks(chunk)}) {then}"
-            rows += self.conn.execute(statement, (*first, *chunk)).fetchall()
+        for statement, params in _in_lists(sql, values, first, then):
+            rows += self.conn.execute(statement, params).fetchall()
         return rows
 
     async def execute_in(self, sql: str, values: Sequence[object], *first: object) -> None:
-        for chunk in chunks(values):
-            self.conn.execute(f"{sqlite_sql(sql)} IN ({marks(chunk)})", (*first, *chunk))
+        for statement, params in _in_lists(sql, values, first):
+            self.conn.execute(statement, params)
 
     def time(self, value: datetime) -> object:
         return to_us(value)
@@ -107,10 +96,16 @@ class SQLiteDb(Db):
         return from_blob(value)
 
     def fact(self, row: Row) -> Fact:
-        return fact_from_row(cast(sqlite3.Row, row))
+        # History and provenance are JSON text; any extra selected column is ignored.
+        history, sources = json.loads(row["history"]), json.loads(row["source_message_ids"])
+        return self.record(Fact, row, history=history, source_message_ids=sources)
 
     def reflection(self, row: Row) -> Reflection:
-        return reflection_from_row(cast(sqlite3.Row, row))
+        record = dict(row)
+        sources = json.loads(record.get("source_message_ids") or "[]")
+        return self.record(
+            Reflection, row, scope_key=scope_key_of(record), source_message_ids=sources
+        )
 
     def consolidated(self, row: Row) -> ConsolidatedMemory:
-        return consolidated_from_row(cast(sqlite3.Row, row))
+        return self.record(ConsolidatedMemory, row, scope_key=scope_key_of(dict(row)))
