@@ -23,9 +23,8 @@ from memory.store.postgres.codec import FACT_SELECT, fact_from_row, vector_param
 from memory.store.postgres.db import PostgresDb
 from memory.store.postgres.pool import Conn, fetch
 from memory.store.postgres.schema import hnsw_predicate
-from memory.store.rules.text import bm25_of_terms, stem, stemmed_tokens, tokenize
-from memory.store.sql.facts import fact_filter_sql
-from memory.store.sql.reads import facts_by_id
+from memory.store.rules.text import stem, stemmed_tokens, tokenize
+from memory.store.sql.facts import fact_filter_sql, ranked_text_hits
 
 CANDIDATE_CAP = 1000
 STEMMED_CACHE = 50_000  # contents whose stems a worker keeps (~20 MB): the hot facts' texts
@@ -107,11 +106,5 @@ async def text_hits(conn: Conn, query: str, flt: FactFilter, limit: int) -> list
     )
     if not rows:
         return []
-    n_docs = int(rows[0]["n"])
-    scores = bm25_of_terms(
-        words, {row["fact_id"]: _stemmed(row["content"]) for row in rows}, n_docs
-    )
-    order = {row["fact_id"]: i for i, row in enumerate(rows)}  # ties: the newer fact first
-    ranked = sorted(scores, key=lambda fid: (-scores[fid], order[fid]))[:limit]
-    facts = {fact.fact_id: fact for fact in await facts_by_id(PostgresDb(conn), ranked)}
-    return [ScoredFact(fact=facts[f], score=max(0.0, scores[f])) for f in ranked if f in facts]
+    docs = {row["fact_id"]: _stemmed(row["content"]) for row in rows}
+    return await ranked_text_hits(PostgresDb(conn), words, docs, int(rows[0]["n"]), limit)

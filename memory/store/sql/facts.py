@@ -1,12 +1,16 @@
 """Fact listings in both SQL backends: the caller's filter as SQL, the management listing and
-count, and the context FIFO's recent facts. Search is each backend's own."""
+count, the context FIFO's recent facts, and the ranking of text-search candidates. How the
+candidates are found (FTS5, tsvector) is each backend's own."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 
-from memory.models import Fact, FactFilter
+from memory.models import Fact, FactFilter, ScoredFact
+from memory.store.rules.text import bm25_of_terms
 from memory.store.sql.db import Db
+from memory.store.sql.reads import facts_by_id
 
 # Recency as said (updated_at for facts without said_at; see MemoryStore.recent_facts): the
 # expression of both schemas' facts_said index, which queries name to use it.
@@ -66,3 +70,15 @@ async def count_facts(db: Db, flt: FactFilter) -> int:
     where, params = fact_filter_sql(flt)
     row = await db.fetch_one(f"SELECT count(*) AS n FROM facts AS f WHERE {where}", params)
     return 0 if row is None else int(row["n"])
+
+
+async def ranked_text_hits(
+    db: Db, words: Sequence[str], docs: Mapping[str, Sequence[str]], n_docs: int, limit: int
+) -> list[ScoredFact]:
+    """The ``limit`` best candidates (id -> stemmed terms, newest first) by the shared BM25
+    with the filter's ``n_docs``, ties to the newer fact, with their facts."""
+    scores = bm25_of_terms(words, docs, n_docs)
+    order = {fid: i for i, fid in enumerate(docs)}
+    ranked = sorted(scores, key=lambda fid: (-scores[fid], order[fid]))[:limit]
+    facts = {fact.fact_id: fact for fact in await facts_by_id(db, ranked)}
+    return [ScoredFact(fact=facts[f], score=max(0.0, scores[f])) for f in ranked if f in facts]

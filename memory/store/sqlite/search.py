@@ -20,9 +20,8 @@ import numpy.typing as npt
 
 from memory.models import FactFilter, ScoredFact
 from memory.store.base import Vector
-from memory.store.rules.text import bm25_of_terms, stemmed_tokens, tokenize
-from memory.store.sql.facts import fact_filter_sql
-from memory.store.sql.reads import facts_by_id
+from memory.store.rules.text import stemmed_tokens, tokenize
+from memory.store.sql.facts import fact_filter_sql, ranked_text_hits
 from memory.store.sqlite.db import SQLiteDb
 from memory.store.sqlite.schema import fact_counter_key, facts_purge_key
 
@@ -70,11 +69,7 @@ async def text_search_tx(
     agent = index.fresh(db.conn, flt.agent_id)
     docs = {fid: agent.terms[fid] for fid in matched if fid in agent.terms}
     terms = list(dict.fromkeys(tokenize(query)))[:_MAX_TERMS]
-    scores = bm25_of_terms(terms, docs, agent.count(flt))
-    order = {fid: i for i, fid in enumerate(matched)}  # ties: the newer fact first
-    ranked = sorted(scores, key=lambda fid: (-scores[fid], order[fid]))[:limit]
-    facts = {fact.fact_id: fact for fact in await facts_by_id(db, ranked)}
-    return [ScoredFact(fact=facts[f], score=max(0.0, scores[f])) for f in ranked if f in facts]
+    return await ranked_text_hits(db, terms, docs, agent.count(flt), limit)
 
 
 def _unit_rows(matrix: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
