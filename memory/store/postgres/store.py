@@ -1,8 +1,8 @@
 """The server backend: PostgreSQL with pgvector, through psycopg 3 (async) and its pool.
 
-Writes are planned once for every backend (memory.store.planned): ``_transact`` reads the
-planner's snapshot and applies its writes in one SERIALIZABLE transaction (memory.store.postgres
-.pool). Many workers may share the database: formations of one agent and session that race are
+Writes are planned once for every backend (memory.store.planned), and the SQL it shares with
+SQLite is memory.store.sql's: ``_transact`` reads the planner's snapshot and applies its writes
+in one SERIALIZABLE transaction (memory.store.postgres.pool). Many workers may share the database: formations of one agent and session that race are
 serialised by PostgreSQL, and the loser is planned again on what the winner wrote.
 """
 

@@ -1,9 +1,11 @@
-"""The store calls both SQL backends answer with the same SQL (memory.store.sql): agents,
-sessions and messages, the cold and ended scans, the embedding cache, reflections and blobs,
-the data-lifecycle reads, listings and API keys, re-embedding's side vectors.
+"""The store calls both SQL backends answer with the same SQL (memory.store.sql): the planned
+writes' transaction (snapshot, plan, writes), agents, sessions and messages, the cold and ended
+scans, the embedding cache, fact listings, reflections and blobs, the data-lifecycle reads,
+listings and API keys, re-embedding's side vectors.
 
-A backend gives the transactions (``_db_read``, ``_db_write``, ``_db_one``) and keeps what its
-database does its own way: schema, the planners' writes, fact listings and search."""
+A backend gives its connection (``D``), its transactions (``_db_read``, ``_db_write``,
+``_db_one``) and the writes of the records it stores its own way (``_apply_writes``); it keeps
+its schema and search."""
 
 from __future__ import annotations
 
