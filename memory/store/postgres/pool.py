@@ -41,7 +41,7 @@ async def connect(dsn: str) -> Conn:
 
 
 class PostgresPool:
-    """The pool of one store; every statement runs through ``_read``, ``_write`` or ``_rows``."""
+    """The pool of one store; every statement runs through ``_read``, ``_write`` or ``_one``."""
 
     def __init__(self, dsn: str, *, pool_size: int = 10, ef_search: int = 100) -> None:
         self._dsn = dsn
@@ -108,9 +108,6 @@ class PostgresPool:
         """``body`` of a single statement: no transaction around it."""
         return await self._on_live_connection(body, None, read_only=True)
 
-    async def _rows(self, sql: str, params: Sequence[object] | dict[str, object] = ()) -> list[Row]:
-        return await self._one(lambda conn: fetch(conn, sql, params))
-
     async def _on_live_connection[T](
         self, body: Callable[[Conn], Awaitable[T]], level: IsolationLevel | None, *, read_only: bool
     ) -> T:
@@ -152,10 +149,3 @@ async def fetch(
 ) -> list[Row]:
     cur = await conn.execute(sql.encode(), params)
     return await cur.fetchall()
-
-
-async def fetch_one(
-    conn: Conn, sql: str, params: Sequence[object] | dict[str, object] = ()
-) -> Row | None:
-    cur = await conn.execute(sql.encode(), params)
-    return await cur.fetchone()
