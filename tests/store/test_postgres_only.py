@@ -13,7 +13,8 @@ from memory.models import Fact, FactUpdate
 from memory.store.postgres import PostgresStore
 from memory.store.postgres.codec import fact_body, terms_of
 from memory.store.postgres.schema import MIGRATIONS
-from memory.store.postgres.search import fact_count_sql, fact_filter_sql
+from memory.store.postgres.search import fact_count_sql
+from memory.store.sql.facts import fact_filter_sql
 from tests.conftest import fresh_schema
 from tests.store.builders import Former, add, at, unit, user_filter
 

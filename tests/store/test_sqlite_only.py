@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 
 from memory.models import FactInvalidate
+from memory.store.sql.sessions import COLD_SESSIONS_SQL
 from memory.store.sqlite import SQLiteStore
-from memory.store.sqlite.sessions import COLD_SESSIONS_SQL
+from memory.store.sqlite.db import sqlite_sql
 from tests.store.builders import (
     CHARS_PER_TOKEN,
     WEIGHTS,
@@ -184,7 +185,10 @@ async def test_cold_sessions_query_is_an_index_range_scan(
         "after_session": "", "after_agent": "", "limit": 10,
     }  # fmt: skip
     with closing(_raw(db)) as conn:
-        plan = [row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + COLD_SESSIONS_SQL, params)]
+        plan = [
+            row[3]
+            for row in conn.execute("EXPLAIN QUERY PLAN " + sqlite_sql(COLD_SESSIONS_SQL), params)
+        ]
 
     assert any("SEARCH sa USING INDEX session_agents_cold" in step for step in plan), plan
     assert not any("TEMP B-TREE" in step or step.startswith("SCAN") for step in plan), plan

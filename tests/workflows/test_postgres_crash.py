@@ -20,11 +20,12 @@ from temporalio.testing import WorkflowEnvironment
 from memory.models import FactFilter
 from memory.settings import RetrySettings
 from memory.store.postgres import PostgresStore
+from memory.store.postgres.db import PostgresDb
 from memory.store.postgres.pool import Conn
-from memory.store.postgres.reads import PostgresReads
 from memory.store.postgres.writes import apply_writes
 from memory.store.rules import FormationRequest, Plan, Request
 from memory.store.snapshots import read_snapshot
+from memory.store.sql.reads import SqlReads
 from tests.conftest import fresh_schema
 from tests.harness import T0, Harness, conversation, facts
 from tests.postgres_server import PostgresServer
@@ -55,7 +56,9 @@ class CommitsHeldOpen(PostgresStore):
         self.hold -= 1
 
         async def held(conn: Conn) -> R:
-            planned = plan(await read_snapshot(PostgresReads(conn), cast(Request[S], request)))
+            planned = plan(
+                await read_snapshot(SqlReads(PostgresDb(conn)), cast(Request[S], request))
+            )
             await apply_writes(conn, planned.writes)
             self.inside += 1
             if self.inside == len(USERS):

@@ -12,8 +12,6 @@ from memory.models import (
     ConsolidatedMemory,
     Fact,
     Reflection,
-    SessionAgentState,
-    StoredMessage,
 )
 from memory.store.base import Vector
 from memory.store.postgres.pool import Row
@@ -33,12 +31,6 @@ UPSERT_ACCESS = (
     "INSERT INTO fact_access AS a (fact_id, access_count, last_accessed_at) {rows} "
     "ON CONFLICT (fact_id) DO UPDATE SET {counts}, last_accessed_at = excluded.last_accessed_at"
 )
-
-STATE_SQL = """
-SELECT sa.session_id, sa.agent_id, sa.cursor_seq, s.last_seq, sa.pending_messages,
-       sa.pending_weighted_tokens, sa.last_message_at, sa.formations
-FROM session_agents AS sa JOIN sessions AS s ON s.session_id = sa.session_id
-"""
 
 
 def fact_body(fact: Fact) -> Jsonb:
@@ -102,22 +94,3 @@ VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)
 
 def consolidated_from_row(row: Row) -> ConsolidatedMemory:
     return ConsolidatedMemory.model_validate(row["body"])
-
-
-def state_from_row(row: Row) -> SessionAgentState:
-    # Sums of floats may drift a hair below zero after a recomputation; the model forbids < 0.
-    tokens = max(0.0, float(row["pending_weighted_tokens"]))
-    return SessionAgentState.model_validate({**row, "pending_weighted_tokens": tokens})
-
-
-def message_from_row(row: Row) -> StoredMessage:
-    return StoredMessage.model_validate(
-        {name: row[name] for name in StoredMessage.model_fields if name in row}
-    )
-
-
-def message_params(m: StoredMessage, weighted_tokens: float) -> tuple[object, ...]:
-    return (
-        m.session_id, m.seq, m.message_id, m.role, m.content, m.created_at, m.user_id,
-        m.name, m.agent_id, weighted_tokens,
-    )  # fmt: skip

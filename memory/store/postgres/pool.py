@@ -41,7 +41,7 @@ async def connect(dsn: str) -> Conn:
 
 
 class PostgresPool:
-    """The pool of one store; every statement runs through ``_read``, ``_write`` or ``_rows``."""
+    """The pool of one store; every statement runs through ``_read``, ``_write`` or ``_one``."""
 
     def __init__(self, dsn: str, *, pool_size: int = 10, ef_search: int = 100) -> None:
         self._dsn = dsn
@@ -108,9 +108,6 @@ class PostgresPool:
         """``body`` of a single statement: no transaction around it."""
         return await self._on_live_connection(body, None, read_only=True)
 
-    async def _rows(self, sql: str, params: Sequence[object] | dict[str, object] = ()) -> list[Row]:
-        return await self._one(lambda conn: fetch(conn, sql, params))
-
     async def _on_live_connection[T](
         self, body: Callable[[Conn], Awaitable[T]], level: IsolationLevel | None, *, read_only: bool
     ) -> T:
@@ -152,33 +149,3 @@ async def fetch(
 ) -> list[Row]:
     cur = await conn.execute(sql.encode(), params)
     return await cur.fetchall()
-
-
-async def fetch_one(
-    conn: Conn, sql: str, params: Sequence[object] | dict[str, object] = ()
-) -> Row | None:
-    cur = await conn.execute(sql.encode(), params)
-    return await cur.fetchone()
-
-
-async def bump_version(conn: Conn, key: str) -> int:
-    """Increment one change counter (created at 1) and return its new value."""
-    row = await fetch_one(
-        conn,
-        "INSERT INTO scope_versions (key, version) VALUES (%s, 1) ON CONFLICT (key) "
-        "DO UPDATE SET version = scope_versions.version + 1 RETURNING version",
-        (key,),
-    )
-    assert row is not None
-    return int(row["version"])
-
-
-async def embedding_meta(conn: Conn) -> tuple[str, int] | None:
-    rows = await fetch(
-        conn,
-        "SELECT key, value FROM meta WHERE key IN ('embedding_model', 'embedding_dimension')",
-    )
-    meta = {row["key"]: row["value"] for row in rows}
-    if len(meta) < 2:
-        return None
-    return str(meta["embedding_model"]), int(meta["embedding_dimension"])

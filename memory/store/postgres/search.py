@@ -14,17 +14,17 @@ with the caller's filter (agent, scopes, validity) in the same SQL statement.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
 
 import numpy as np
 
-from memory.models import Fact, FactFilter, ScoredFact
+from memory.models import FactFilter, ScoredFact
 from memory.store.base import Vector
 from memory.store.postgres.codec import FACT_SELECT, fact_from_row, vector_param
+from memory.store.postgres.db import PostgresDb
 from memory.store.postgres.pool import Conn, fetch
-from memory.store.postgres.reads import facts_by_id
 from memory.store.postgres.schema import hnsw_predicate
-from memory.store.rules.text import bm25_of_terms, stem, stemmed_tokens, tokenize
+from memory.store.rules.text import stem, stemmed_tokens, tokenize
+from memory.store.sql.facts import fact_filter_sql, ranked_text_hits
 
 CANDIDATE_CAP = 1000
 STEMMED_CACHE = 50_000  # contents whose stems a worker keeps (~20 MB): the hot facts' texts
@@ -38,22 +38,6 @@ def _stemmed(content: str) -> tuple[str, ...]:
 
 
 MAX_TERMS = 64
-
-
-def fact_filter_sql(
-    flt: FactFilter, alias: str = "f", *, valid_only: bool = True
-) -> tuple[str, dict[str, object]]:
-    """The WHERE terms (named parameters) of a FactFilter; valid facts only unless told."""
-    scopes: list[str] = []
-    params: dict[str, object] = {"flt_agent": flt.agent_id}
-    if flt.include_agent_scope:
-        scopes.append(f"{alias}.scope = 'agent'")
-    if flt.user_id is not None:
-        scopes.append(f"({alias}.scope = 'user' AND {alias}.user_id = %(flt_user)s)")
-        params["flt_user"] = flt.user_id
-    scope_sql = " OR ".join(scopes) or "false"
-    validity = f" AND {alias}.invalidated_at IS NULL" if valid_only else ""
-    return f"{alias}.agent_id = %(flt_agent)s{validity} AND ({scope_sql})", params
 
 
 def fact_count_sql(flt: FactFilter) -> tuple[str, dict[str, object]]:
@@ -122,29 +106,5 @@ async def text_hits(conn: Conn, query: str, flt: FactFilter, limit: int) -> list
     )
     if not rows:
         return []
-    n_docs = int(rows[0]["n"])
-    scores = bm25_of_terms(
-        words, {row["fact_id"]: _stemmed(row["content"]) for row in rows}, n_docs
-    )
-    order = {row["fact_id"]: i for i, row in enumerate(rows)}  # ties: the newer fact first
-    ranked = sorted(scores, key=lambda fid: (-scores[fid], order[fid]))[:limit]
-    facts = {fact.fact_id: fact for fact in await facts_by_id(conn, ranked)}
-    return [ScoredFact(fact=facts[f], score=max(0.0, scores[f])) for f in ranked if f in facts]
-
-
-async def listed_facts(
-    conn: Conn, flt: FactFilter, *, valid_only: bool, extra: str, params: dict[str, object]
-) -> list[Fact]:
-    """Facts within the filter, newest (updated_at) first, with ``extra`` SQL after the WHERE
-    (more terms, then LIMIT/OFFSET)."""
-    where, base = fact_filter_sql(flt, valid_only=valid_only)
-    rows = await fetch(
-        conn,
-        f"SELECT {FACT_SELECT} FROM facts AS f WHERE {where} {extra}",
-        {**base, **params},
-    )
-    return [fact_from_row(row) for row in rows]
-
-
-def distinct(ids: Sequence[str]) -> list[str]:
-    return list(dict.fromkeys(ids))
+    docs = {row["fact_id"]: _stemmed(row["content"]) for row in rows}
+    return await ranked_text_hits(PostgresDb(conn), words, docs, int(rows[0]["n"]), limit)

@@ -1,24 +1,17 @@
-"""Conversions between SQLite rows and the domain models of memory.models."""
+"""How SQLite stores values: timestamps as integer microseconds, vectors as float32 BLOBs, lists
+as JSON text; the rows are decoded by memory.store.sqlite.db.SQLiteDb."""
 
 from __future__ import annotations
 
 import json
-import sqlite3
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
 
 from memory.errors import InvalidInputError
-from memory.models import (
-    ConsolidatedMemory,
-    Fact,
-    FactRevision,
-    Reflection,
-    SessionAgentState,
-    StoredMessage,
-)
+from memory.models import Fact, FactRevision, Reflection
 from memory.store.base import Vector
-from memory.store.records import from_record, scope_key_of
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
@@ -35,11 +28,7 @@ def from_us(value: int) -> datetime:
     return _EPOCH + timedelta(microseconds=value)
 
 
-def opt_from_us(value: int | None) -> datetime | None:
-    return None if value is None else from_us(value)
-
-
-def to_blob(vector: Vector | list[float]) -> bytes:
+def to_blob(vector: Vector | Sequence[float]) -> bytes:
     return np.asarray(vector, dtype=np.float32).tobytes()
 
 
@@ -53,56 +42,9 @@ def history_to_json(history: tuple[FactRevision, ...]) -> str:
 
 
 def fact_columns(alias: str = "") -> str:
-    """The select list that fact_from_row reads, optionally qualified by a table alias."""
+    """The select list that SQLiteDb.fact reads, optionally qualified by a table alias."""
     prefix = f"{alias}." if alias else ""
     return ", ".join(prefix + name for name in Fact.model_fields)
-
-
-FACT_COLUMNS = fact_columns()
-
-
-def fact_from_row(row: sqlite3.Row) -> Fact:
-    """A row selected with fact_columns() (any extra columns are ignored)."""
-    return from_record(
-        Fact,
-        dict(row),
-        from_us,
-        history=json.loads(row["history"]),
-        source_message_ids=json.loads(row["source_message_ids"]),
-    )
-
-
-STATE_SQL = """
-SELECT sa.session_id, sa.agent_id, sa.cursor_seq, s.last_seq, sa.pending_messages,
-       sa.pending_weighted_tokens, sa.last_message_at, sa.formations
-FROM session_agents AS sa JOIN sessions AS s ON s.session_id = sa.session_id
-"""
-
-
-def state_from_row(row: sqlite3.Row) -> SessionAgentState:
-    """A row selected by STATE_SQL (or the same columns)."""
-    # Sums of floats may drift a hair below zero after a recomputation; the model forbids < 0.
-    tokens = max(0.0, row["pending_weighted_tokens"])
-    return from_record(SessionAgentState, dict(row), from_us, pending_weighted_tokens=tokens)
-
-
-def message_from_row(row: sqlite3.Row) -> StoredMessage:
-    return from_record(StoredMessage, dict(row), from_us)
-
-
-def reflection_from_row(row: sqlite3.Row) -> Reflection:
-    record = dict(row)
-    return from_record(
-        Reflection,
-        record,
-        from_us,
-        scope_key=scope_key_of(record),
-        source_message_ids=json.loads(record.get("source_message_ids") or "[]"),
-    )
-
-
-def consolidated_from_row(row: sqlite3.Row) -> ConsolidatedMemory:
-    return from_record(ConsolidatedMemory, dict(row), from_us, scope_key=scope_key_of(dict(row)))
 
 
 def reflection_params(r: Reflection) -> tuple[object, ...]:
@@ -113,12 +55,4 @@ def reflection_params(r: Reflection) -> tuple[object, ...]:
         r.reflection_id, key.key, key.scope, key.agent_id, key.user_id, key.session_id,
         r.content, r.source_session_id, to_us(r.formed_at), json.dumps(r.source_message_ids),
         r.formation_id,
-    )  # fmt: skip
-
-
-def message_params(m: StoredMessage, weighted_tokens: float) -> tuple[object, ...]:
-    """The values of a messages row, in the DDL's column order."""
-    return (
-        m.session_id, m.seq, m.message_id, m.role, m.content, to_us(m.created_at), m.user_id,
-        m.name, m.agent_id, weighted_tokens,
     )  # fmt: skip

@@ -242,8 +242,8 @@ ADDED_COLUMNS = (
 
 # Schema 3 → 4, after ADDED_COLUMNS (its index names said_at, a column older files gain there):
 # the context FIFO's order, recency as said (updated_at for facts without said_at; see
-# MemoryStore.recent_facts). Queries name the same expression to use the index.
-SAID_OR_UPDATED = "coalesce(f.said_at, f.updated_at)"
+# MemoryStore.recent_facts). Queries name the same expression to use the index
+# (memory.store.sql.facts.SAID_OR_UPDATED).
 AFTER_ADDED_COLUMNS = """
 CREATE INDEX IF NOT EXISTS facts_said
     ON facts (agent_id, coalesce(said_at, updated_at)) WHERE invalidated_at IS NULL;
@@ -264,3 +264,17 @@ def facts_purge_key(agent_id: str) -> str:
     """Bumped by every hard delete of the agent's facts (forget_user): vector caches reload the
     agent whole, since a deleted row leaves no change for them to read."""
     return f"facts_purged:{agent_id}"
+
+
+ERASURES_DDL = """
+-- One row per (agent or '*', user) ever forgotten: the epoch formations check at commit, and
+-- what was deleted (counts only, no content).
+CREATE TABLE IF NOT EXISTS erasures (
+    agent_key    TEXT NOT NULL,
+    user_id      TEXT NOT NULL,
+    epoch        INTEGER NOT NULL,
+    forgotten_at INTEGER NOT NULL,
+    counts       TEXT NOT NULL,
+    PRIMARY KEY (agent_key, user_id)
+) WITHOUT ROWID;
+"""

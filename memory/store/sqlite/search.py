@@ -14,16 +14,15 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
 
-from memory.models import Fact, FactFilter, ScoredFact
+from memory.models import FactFilter, ScoredFact
 from memory.store.base import Vector
-from memory.store.rules.text import bm25_of_terms, stemmed_tokens, tokenize
-from memory.store.sqlite.codec import FACT_COLUMNS, fact_from_row
-from memory.store.sqlite.meta import rows_in
+from memory.store.rules.text import stemmed_tokens, tokenize
+from memory.store.sql.facts import fact_filter_sql, ranked_text_hits
+from memory.store.sqlite.db import SQLiteDb
 from memory.store.sqlite.schema import fact_counter_key, facts_purge_key
 
 _WORD = re.compile(r"\w+")
@@ -44,8 +43,8 @@ def fts_match_expression(query: str) -> str | None:
     return " OR ".join(f'"{word}"' for word in list(words)[:_MAX_TERMS]) or None
 
 
-def text_search_tx(
-    conn: sqlite3.Connection, query: str, flt: FactFilter, limit: int, index: VectorCache
+async def text_search_tx(
+    db: SQLiteDb, query: str, flt: FactFilter, limit: int, index: VectorCache
 ) -> list[ScoredFact]:
     """FTS5 finds the matches within the filter; the scores are the shared BM25
     (memory.store.rules.text) with the statistics of the facts within the filter, never FTS5's
@@ -57,41 +56,20 @@ def text_search_tx(
         return []
     where, params = fact_filter_sql(flt)
     matched = [
-        str(row[0])
-        for row in conn.execute(
-            "SELECT f.fact_id FROM facts_fts "
-            f"JOIN facts AS f ON f.rowid = facts_fts.rowid WHERE facts_fts MATCH ? AND {where} "
-            "ORDER BY facts_fts.rowid DESC LIMIT ?",  # newest first: FTS5's own order, no sort
-            (match, *params, _CANDIDATE_CAP),
+        str(row["fact_id"])
+        for row in await db.fetch(
+            "SELECT f.fact_id FROM facts_fts JOIN facts AS f ON f.rowid = facts_fts.rowid "
+            f"WHERE facts_fts MATCH %(match)s AND {where} "
+            "ORDER BY facts_fts.rowid DESC LIMIT %(cap)s",  # newest first: FTS5's own order
+            {**params, "match": match, "cap": _CANDIDATE_CAP},
         )
     ]
     if not matched:
         return []
-    agent = index.fresh(conn, flt.agent_id)
+    agent = index.fresh(db.conn, flt.agent_id)
     docs = {fid: agent.terms[fid] for fid in matched if fid in agent.terms}
     terms = list(dict.fromkeys(tokenize(query)))[:_MAX_TERMS]
-    scores = bm25_of_terms(terms, docs, agent.count(flt))
-    order = {fid: i for i, fid in enumerate(matched)}  # ties: the newer fact first
-    ranked = sorted(scores, key=lambda fid: (-scores[fid], order[fid]))[:limit]
-    facts = {fact.fact_id: fact for fact in facts_by_id(conn, ranked)}
-    return [ScoredFact(fact=facts[f], score=max(0.0, scores[f])) for f in ranked if f in facts]
-
-
-def fact_filter_sql(
-    flt: FactFilter, alias: str = "f", *, valid_only: bool = True
-) -> tuple[str, list[object]]:
-    """The WHERE terms (and parameters) of a FactFilter; valid facts only unless told."""
-    scopes: list[str] = []
-    params: list[object] = [flt.agent_id]
-    if flt.include_agent_scope:
-        scopes.append(f"{alias}.scope = 'agent'")
-    if flt.user_id is not None:
-        scopes.append(f"({alias}.scope = 'user' AND {alias}.user_id = ?)")
-        params.append(flt.user_id)
-    scope_sql = " OR ".join(scopes) or "0"
-    validity = f" AND {alias}.invalidated_at IS NULL" if valid_only else ""
-    sql = f"{alias}.agent_id = ?{validity} AND ({scope_sql})"
-    return sql, params
+    return await ranked_text_hits(db, terms, docs, agent.count(flt), limit)
 
 
 def _unit_rows(matrix: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
@@ -271,10 +249,3 @@ class VectorCache:
             agent.apply(batch)
         agent.seen = counter
         return agent
-
-
-def facts_by_id(conn: sqlite3.Connection, ids: Sequence[str]) -> list[Fact]:
-    """The facts that exist among ``ids``, in the order asked."""
-    rows = rows_in(conn, f"SELECT {FACT_COLUMNS} FROM facts WHERE fact_id IN", ids)
-    found = {row["fact_id"]: fact_from_row(row) for row in rows}
-    return [found[fid] for fid in ids if fid in found]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -72,7 +72,3 @@ class SQLiteThread:
 
     async def _write[T](self, body: Callable[[sqlite3.Connection], T]) -> T:
         return await self._call(lambda conn: _transaction(conn, "BEGIN IMMEDIATE", body))
-
-    async def _rows(self, sql: str, params: Sequence[object] = ()) -> list[sqlite3.Row]:
-        """The rows of one query."""
-        return await self._read(lambda conn: conn.execute(sql, params).fetchall())

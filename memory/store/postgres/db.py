@@ -1,0 +1,87 @@
+"""The PostgreSQL connection as the shared SQL sees it (memory.store.sql.db): psycopg's own
+parameter style, lists bound as arrays (``= ANY(%s)``), native timestamps, JSONB documents and
+pgvector values (memory.store.postgres.codec)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any, cast
+
+from psycopg.types.json import Jsonb
+from pydantic import BaseModel
+
+from memory.models import ConsolidatedMemory, Fact, Reflection
+from memory.store.base import Vector
+from memory.store.postgres.codec import (
+    FACT_SELECT,
+    consolidated_from_row,
+    fact_from_row,
+    from_vector,
+    reflection_from_row,
+    vector_param,
+)
+from memory.store.postgres.pool import Conn, Row
+from memory.store.sql.db import Db, Params
+from memory.store.sql.db import Row as AnyRow
+
+
+class PostgresDb(Db):
+    ord = "ord"
+    content = "body->>'content'"
+    fact_select = FACT_SELECT
+    min_time = datetime(1, 1, 1, tzinfo=UTC)
+    no_limit = None  # LIMIT NULL
+
+    def __init__(self, conn: Conn) -> None:
+        self.conn = conn
+
+    async def fetch(self, sql: str, params: Params = ()) -> list[AnyRow]:
+        cur = await self.conn.execute(sql.encode(), params)
+        return cast(list[AnyRow], await cur.fetchall())
+
+    async def fetch_one(self, sql: str, params: Params = ()) -> AnyRow | None:
+        cur = await self.conn.execute(sql.encode(), params)
+        return cast(AnyRow | None, await cur.fetchone())
+
+    async def execute(self, sql: str, params: Params = ()) -> int:
+        cur = await self.conn.execute(sql.encode(), params)
+        return cur.rowcount
+
+    async def execute_many(self, sql: str, rows: Sequence[Sequence[object]]) -> None:
+        await self.conn.cursor().executemany(sql.encode(), rows)
+
+    async def fetch_in(
+        self, sql: str, values: Sequence[object], *first: object, then: str = ""
+    ) -> list[AnyRow]:
+        return await self.fetch(f"{sql} = ANY(%s) {then}", (*first, list(values)))
+
+    async def execute_in(self, sql: str, values: Sequence[object], *first: object) -> None:
+        await self.execute(f"{sql} = ANY(%s)", (*first, list(values)))
+
+    def time(self, value: datetime) -> object:
+        return value
+
+    def time_of(self, value: Any) -> datetime:
+        return cast(datetime, value)
+
+    def document(self, model: BaseModel) -> object:
+        return Jsonb(model.model_dump(mode="json"))
+
+    def model[M: BaseModel](self, cls: type[M], value: Any) -> M:
+        return cls.model_validate(value)
+
+    def vector(self, vector: Vector | Sequence[float]) -> object:
+        return vector_param(vector)
+
+    def vector_of(self, value: Any) -> Vector:
+        return from_vector(value)
+
+    def fact(self, row: AnyRow) -> Fact:
+        return fact_from_row(cast(Row, row))
+
+    def reflection(self, row: AnyRow) -> Reflection:
+        return reflection_from_row(cast(Row, row))
+
+    def consolidated(self, row: AnyRow) -> ConsolidatedMemory:
+        return consolidated_from_row(cast(Row, row))

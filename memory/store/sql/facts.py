@@ -1,0 +1,84 @@
+"""Fact listings in both SQL backends: the caller's filter as SQL, the management listing and
+count, the context FIFO's recent facts, and the ranking of text-search candidates. How the
+candidates are found (FTS5, tsvector) is each backend's own."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+
+from memory.models import Fact, FactFilter, ScoredFact
+from memory.store.rules.text import bm25_of_terms
+from memory.store.sql.db import Db
+from memory.store.sql.reads import facts_by_id
+
+# Recency as said (updated_at for facts without said_at; see MemoryStore.recent_facts): the
+# expression of both schemas' facts_said index, which queries name to use it.
+SAID_OR_UPDATED = "coalesce(f.said_at, f.updated_at)"
+
+
+def fact_filter_sql(
+    flt: FactFilter, alias: str = "f", *, valid_only: bool = True
+) -> tuple[str, dict[str, object]]:
+    """The WHERE terms (named parameters) of a FactFilter; valid facts only unless told."""
+    scopes: list[str] = []
+    params: dict[str, object] = {"flt_agent": flt.agent_id}
+    if flt.include_agent_scope:
+        scopes.append(f"{alias}.scope = 'agent'")
+    if flt.user_id is not None:
+        scopes.append(f"({alias}.scope = 'user' AND {alias}.user_id = %(flt_user)s)")
+        params["flt_user"] = flt.user_id
+    scope_sql = " OR ".join(scopes) or "false"
+    validity = f" AND {alias}.invalidated_at IS NULL" if valid_only else ""
+    return f"{alias}.agent_id = %(flt_agent)s{validity} AND ({scope_sql})", params
+
+
+async def listed_facts(
+    db: Db, flt: FactFilter, *, valid_only: bool, then: str, params: dict[str, object]
+) -> list[Fact]:
+    """Facts within the filter, with ``then`` SQL after the WHERE (more terms, the order, the
+    page) and its named ``params``."""
+    where, base = fact_filter_sql(flt, valid_only=valid_only)
+    rows = await db.fetch(
+        f"SELECT {db.fact_select} FROM facts AS f WHERE {where} {then}", {**base, **params}
+    )
+    return [db.fact(row) for row in rows]
+
+
+async def list_facts(
+    db: Db, flt: FactFilter, *, valid_only: bool, offset: int, limit: int
+) -> list[Fact]:
+    """Newest (updated) first."""
+    return await listed_facts(
+        db, flt, valid_only=valid_only,
+        then=f"ORDER BY f.updated_at DESC, f.{db.ord} DESC LIMIT %(limit)s OFFSET %(offset)s",
+        params={"limit": limit, "offset": offset},
+    )  # fmt: skip
+
+
+async def recent_facts(db: Db, flt: FactFilter, since: datetime, limit: int) -> list[Fact]:
+    """Valid facts said (else updated) at or after ``since``, the most recent first."""
+    return await listed_facts(
+        db, flt, valid_only=True,
+        then=f"AND {SAID_OR_UPDATED} >= %(since)s "
+        f"ORDER BY {SAID_OR_UPDATED} DESC, f.{db.ord} DESC LIMIT %(limit)s",
+        params={"since": db.time(since), "limit": limit},
+    )  # fmt: skip
+
+
+async def count_facts(db: Db, flt: FactFilter) -> int:
+    where, params = fact_filter_sql(flt)
+    row = await db.fetch_one(f"SELECT count(*) AS n FROM facts AS f WHERE {where}", params)
+    return 0 if row is None else int(row["n"])
+
+
+async def ranked_text_hits(
+    db: Db, words: Sequence[str], docs: Mapping[str, Sequence[str]], n_docs: int, limit: int
+) -> list[ScoredFact]:
+    """The ``limit`` best candidates (id -> stemmed terms, newest first) by the shared BM25
+    with the filter's ``n_docs``, ties to the newer fact, with their facts."""
+    scores = bm25_of_terms(words, docs, n_docs)
+    order = {fid: i for i, fid in enumerate(docs)}
+    ranked = sorted(scores, key=lambda fid: (-scores[fid], order[fid]))[:limit]
+    facts = {fact.fact_id: fact for fact in await facts_by_id(db, ranked)}
+    return [ScoredFact(fact=facts[f], score=max(0.0, scores[f])) for f in ranked if f in facts]

@@ -1,0 +1,161 @@
+"""The data-lifecycle reads of both SQL backends: the snapshots of imports and forget_user
+(memory.store.snapshots_lifecycle), the agents that hold a user's data, and the export; inside
+the caller's transaction."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from memory.models import AgentConfig, Fact, SessionAgentState
+from memory.store.counts import ExportData
+from memory.store.snapshots_lifecycle import LifecycleReads
+from memory.store.sql.db import Db
+from memory.store.sql.sessions import STATE_SQL
+
+
+class SqlLifecycleReads(LifecycleReads):
+    def __init__(self, db: Db) -> None:
+        self.db = db
+
+    async def stored_epoch(self, agent_key: str, user_id: str) -> int:
+        sql = "SELECT epoch FROM erasures WHERE agent_key = %s AND user_id = %s"
+        row = await self.db.fetch_one(sql, (agent_key, user_id))
+        return 0 if row is None else int(row["epoch"])
+
+    async def existing_agents(self, agent_ids: Sequence[str]) -> frozenset[str]:
+        sql = "SELECT agent_id FROM agents WHERE agent_id"
+        return frozenset(await self.db.column_in(sql, agent_ids))
+
+    async def existing_facts(self, fact_ids: Sequence[str]) -> frozenset[str]:
+        return frozenset(
+            await self.db.column_in("SELECT fact_id FROM facts WHERE fact_id", fact_ids)
+        )
+
+    async def valid_fact_keys(self, agent_id: str, hash_: str) -> set[tuple[str, str, str, str]]:
+        rows = await self.db.fetch(
+            "SELECT agent_id, coalesce(user_id, '') AS u, scope, hash FROM facts "
+            "WHERE agent_id = %s AND hash = %s AND invalidated_at IS NULL",
+            (agent_id, hash_),
+        )
+        return {(r["agent_id"], r["u"], r["scope"], r["hash"]) for r in rows}
+
+    async def blobs(self, keys: Sequence[str]) -> dict[str, tuple[str, int]]:
+        sql = f"SELECT scope_key, {self.db.content} AS content, version FROM consolidated WHERE scope_key"
+        rows = await self.db.fetch_in(sql, keys)
+        return {r["scope_key"]: (str(r["content"]), int(r["version"])) for r in rows}
+
+    async def session_users(self, session_id: str) -> tuple[str, ...]:
+        sql = f"SELECT user_id FROM session_users WHERE session_id = %s ORDER BY {self.db.ord}"
+        return tuple(str(user) for user in await self.db.column(sql, session_id))
+
+    async def session_states(self, session_id: str) -> list[SessionAgentState]:
+        sql = STATE_SQL + f" WHERE sa.session_id = %s ORDER BY sa.{self.db.ord}"
+        return [self.db.state(row) for row in await self.db.fetch(sql, (session_id,))]
+
+    async def message_seqs(self, session_id: str, message_ids: Sequence[str]) -> dict[str, int]:
+        sql = "SELECT message_id, seq FROM messages WHERE session_id = %s AND message_id"
+        rows = await self.db.fetch_in(sql, message_ids, session_id)
+        return {r["message_id"]: int(r["seq"]) for r in rows}
+
+    async def taken_seqs(self, session_id: str, seqs: Sequence[int]) -> frozenset[int]:
+        sql = "SELECT seq FROM messages WHERE session_id = %s AND seq"
+        return frozenset(int(seq) for seq in await self.db.column_in(sql, seqs, session_id))
+
+    async def user_session_ids(self, user_id: str, agent_id: str) -> list[str]:
+        sql = (
+            "SELECT su.session_id FROM session_users AS su JOIN session_agents AS sa "
+            "ON sa.session_id = su.session_id WHERE su.user_id = %s AND sa.agent_id = %s"
+        )
+        return [str(sid) for sid in await self.db.column(sql, user_id, agent_id)]
+
+    async def message_counts(self, session_id: str, user_id: str) -> tuple[int, int]:
+        row = await self.db.fetch_one(
+            "SELECT count(*) AS n, count(*) FILTER (WHERE user_id = %s) AS mine FROM messages "
+            "WHERE session_id = %s",
+            (user_id, session_id),
+        )
+        assert row is not None
+        return int(row["n"]), int(row["mine"])
+
+    async def user_facts(self, agent_id: str, user_id: str) -> list[Fact]:
+        sql = (
+            f"SELECT {self.db.fact_select} FROM facts AS f WHERE f.agent_id = %s AND f.user_id = %s"
+        )
+        return [self.db.fact(row) for row in await self.db.fetch(sql, (agent_id, user_id))]
+
+    async def reflection_count(self, key: str) -> int:
+        sql = "SELECT count(*) AS n FROM reflections WHERE scope_key = %s"
+        row = await self.db.fetch_one(sql, (key,))
+        return 0 if row is None else int(row["n"])
+
+    async def has_blob(self, key: str) -> bool:
+        sql = "SELECT 1 AS one FROM consolidated WHERE scope_key = %s"
+        return await self.db.fetch_one(sql, (key,)) is not None
+
+    async def cached_text_hashes(self, text_hashes: Sequence[str]) -> frozenset[str]:
+        sql = "SELECT DISTINCT text_hash FROM embedding_cache WHERE text_hash"
+        return frozenset(await self.db.column_in(sql, text_hashes))
+
+    async def contents_elsewhere(
+        self, agent_id: str, user_id: str, content_hashes: Sequence[str]
+    ) -> list[str]:
+        sql = (
+            f"SELECT {self.db.content} AS content FROM facts "
+            "WHERE NOT (agent_id = %s AND coalesce(user_id, '') = %s) AND hash"
+        )
+        rows = await self.db.fetch_in(sql, content_hashes, agent_id, user_id)
+        return [str(row["content"]) for row in rows]
+
+
+async def user_agents(db: Db, user_id: str) -> list[str]:
+    """The agents holding any of the user's data: facts, reflections, blobs or sessions."""
+    sql = (
+        "SELECT agent_id FROM facts WHERE user_id = %s UNION "
+        "SELECT agent_id FROM reflections WHERE user_id = %s UNION "
+        "SELECT agent_id FROM consolidated WHERE user_id = %s UNION "
+        "SELECT sa.agent_id FROM session_agents AS sa JOIN session_users AS su "
+        "ON su.session_id = sa.session_id WHERE su.user_id = %s ORDER BY 1"
+    )
+    return [str(agent) for agent in await db.column(sql, *(user_id,) * 4)]
+
+
+async def export_data(
+    db: Db, *, agent_id: str | None, user_id: str | None, messages: bool
+) -> ExportData:
+    terms, params = ["1 = 1"], list[object]()
+    if agent_id is not None:
+        terms.append("agent_id = %s")
+        params.append(agent_id)
+    if user_id is not None:
+        terms.append("user_id = %s")
+        params.append(user_id)
+    w, o = " AND ".join(terms), db.ord
+    agents = await db.fetch(
+        "SELECT config FROM agents WHERE CAST(%s AS TEXT) IS NULL OR agent_id = %s "
+        "ORDER BY agent_id",
+        (agent_id, agent_id),
+    )
+    facts = await db.fetch(
+        f"SELECT {db.fact_select}, f.embedding FROM facts AS f WHERE {w} ORDER BY f.{o}", params
+    )
+    reflections = await db.fetch(
+        f"SELECT * FROM reflections WHERE {w} ORDER BY formed_at, {o}", params
+    )
+    blobs = await db.fetch(f"SELECT * FROM consolidated WHERE {w} ORDER BY scope_key", params)
+    data = ExportData(
+        agents=[db.model(AgentConfig, r["config"]) for r in agents],
+        facts=[(db.fact(r), db.vector_of(r["embedding"]).tolist()) for r in facts],
+        reflections=[db.reflection(r) for r in reflections],
+        consolidated=[db.consolidated(r) for r in blobs],
+    )
+    if messages:
+        rows = await db.fetch(
+            "SELECT * FROM messages WHERE (CAST(%(agent)s AS TEXT) IS NULL OR session_id IN "
+            "(SELECT session_id FROM session_agents WHERE agent_id = %(agent)s)) "
+            "AND (CAST(%(user)s AS TEXT) IS NULL OR session_id IN "
+            "(SELECT session_id FROM session_users WHERE user_id = %(user)s)) "
+            "ORDER BY session_id, seq",
+            {"agent": agent_id, "user": user_id},
+        )
+        data.messages = [db.message(r) for r in rows]
+    return data

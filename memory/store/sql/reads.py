@@ -1,0 +1,184 @@
+"""The reads the planners' snapshots are assembled from (memory.store.snapshots), once for both
+SQL backends, inside the caller's transaction."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from memory.api_keys import ApiKey
+from memory.models import Fact, FormationCommitResult, Reflection, SessionAgentState
+from memory.store.rules import erasure as er
+from memory.store.rules.recheck import reflection_text_key
+from memory.store.snapshots import SnapshotReads
+from memory.store.sql.db import Db
+from memory.store.sql.lifecycle_reads import SqlLifecycleReads
+from memory.store.sql.sessions import STATE_SQL
+
+# A fact is pending re-embedding when its vector is of another model and it has no side vector
+# of the model for its current content hash.
+PENDING_REEMBED = """
+FROM facts AS f LEFT JOIN fact_reembed AS r
+    ON r.fact_id = f.fact_id AND r.model = %(model)s AND r.hash = f.hash
+WHERE r.fact_id IS NULL AND f.embedding_model != %(model)s
+"""
+
+
+async def read_state(db: Db, session_id: str, agent_id: str) -> SessionAgentState | None:
+    sql = STATE_SQL + " WHERE sa.session_id = %s AND sa.agent_id = %s"
+    row = await db.fetch_one(sql, (session_id, agent_id))
+    return None if row is None else db.state(row)
+
+
+async def facts_by_id(db: Db, ids: Sequence[str]) -> list[Fact]:
+    """The facts that exist among ``ids``, in the order asked."""
+    rows = await db.fetch_in(f"SELECT {db.fact_select} FROM facts AS f WHERE f.fact_id", ids)
+    found = {fact.fact_id: fact for fact in map(db.fact, rows)}
+    return [found[fid] for fid in ids if fid in found]
+
+
+async def reflection(db: Db, reflection_id: str) -> Reflection | None:
+    row = await db.fetch_one("SELECT * FROM reflections WHERE reflection_id = %s", (reflection_id,))
+    return None if row is None else db.reflection(row)
+
+
+async def api_key(db: Db, key_id: str) -> ApiKey | None:
+    row = await db.fetch_one("SELECT record FROM api_keys WHERE key_id = %s", (key_id,))
+    return None if row is None else db.model(ApiKey, row["record"])
+
+
+async def embedding_meta(db: Db) -> tuple[str, int] | None:
+    rows = await db.fetch(
+        "SELECT key, value FROM meta WHERE key IN ('embedding_model', 'embedding_dimension')"
+    )
+    meta = {row["key"]: row["value"] for row in rows}
+    if len(meta) < 2:
+        return None
+    return str(meta["embedding_model"]), int(meta["embedding_dimension"])
+
+
+async def read_epochs(db: Db, agent_id: str, user_ids: Sequence[str]) -> dict[str, int]:
+    """Each user's effective epoch for the agent: its own row plus the all-agents one."""
+    sql = (
+        "SELECT user_id, sum(epoch) AS epoch FROM erasures WHERE agent_key IN (%s, %s) AND user_id"
+    )
+    rows = await db.fetch_in(
+        sql, list(dict.fromkeys(user_ids)), agent_id, er.ALL_AGENTS, then="GROUP BY user_id"
+    )
+    found = {row["user_id"]: int(row["epoch"]) for row in rows}
+    return {user: found.get(user, 0) for user in user_ids}
+
+
+async def count_pending_reembeds(db: Db, model: str) -> tuple[int, int]:
+    left = await db.fetch_one(f"SELECT count(*) AS n {PENDING_REEMBED}", {"model": model})
+    total = await db.fetch_one("SELECT count(*) AS n FROM facts")
+    assert left is not None and total is not None
+    return int(left["n"]), int(total["n"])
+
+
+class SqlReads(SqlLifecycleReads, SnapshotReads):
+    """The snapshot reads of one transaction (the lifecycle ones are SqlLifecycleReads')."""
+
+    async def state(self, session_id: str, agent_id: str) -> SessionAgentState | None:
+        return await read_state(self.db, session_id, agent_id)
+
+    async def facts_by_id(self, fact_ids: Sequence[str]) -> list[Fact]:
+        return await facts_by_id(self.db, fact_ids)
+
+    async def facts_with_hashes(self, agent_id: str, hashes: Sequence[str]) -> list[Fact]:
+        sql = f"SELECT {self.db.fact_select} FROM facts AS f WHERE f.agent_id = %s AND f.hash"
+        return [self.db.fact(row) for row in await self.db.fetch_in(sql, hashes, agent_id)]
+
+    async def embedding_meta(self) -> tuple[str, int] | None:
+        return await embedding_meta(self.db)
+
+    async def formation_done(self, formation_id: str) -> FormationCommitResult | None:
+        sql = "SELECT result FROM formation_commits WHERE formation_id = %s"
+        row = await self.db.fetch_one(sql, (formation_id,))
+        return None if row is None else self.db.model(FormationCommitResult, row["result"])
+
+    async def existing_reflections(self, reflection_ids: Sequence[str]) -> frozenset[str]:
+        sql = "SELECT reflection_id FROM reflections WHERE reflection_id"
+        return frozenset(await self.db.column_in(sql, reflection_ids))
+
+    async def buffered_counts(self, keys: Sequence[str]) -> dict[str, int]:
+        rows = await self.db.fetch_in(
+            "SELECT scope_key, count(*) AS n FROM reflections "
+            "WHERE absorbed_into_version IS NULL AND scope_key",
+            list(dict.fromkeys(keys)),
+            then="GROUP BY scope_key",
+        )
+        return {key: 0 for key in keys} | {row["scope_key"]: int(row["n"]) for row in rows}
+
+    async def pending_after(
+        self, session_id: str, seq: int, *, except_user: str | None = None
+    ) -> tuple[int, float]:
+        row = await self.db.fetch_one(
+            "SELECT count(*) AS n, coalesce(sum(weighted_tokens), 0.0) AS w FROM messages "
+            "WHERE session_id = %s AND seq > %s "
+            "AND (CAST(%s AS TEXT) IS NULL OR user_id IS DISTINCT FROM %s)",
+            (session_id, seq, except_user, except_user),
+        )
+        assert row is not None
+        return int(row["n"]), float(row["w"])
+
+    async def participants(self, session_id: str, agent_id: str) -> frozenset[str]:
+        sql = "SELECT user_id FROM session_agent_users WHERE session_id = %s AND agent_id = %s"
+        return frozenset(await self.db.column(sql, session_id, agent_id))
+
+    async def epochs(self, agent_id: str, user_ids: Sequence[str]) -> dict[str, int]:
+        return await read_epochs(self.db, agent_id, user_ids)
+
+    async def valid_since(
+        self, agent_id: str, since: datetime
+    ) -> list[tuple[Fact, Sequence[float]]]:
+        rows = await self.db.fetch(
+            f"SELECT {self.db.fact_select}, f.embedding FROM facts AS f WHERE f.agent_id = %s "
+            "AND f.invalidated_at IS NULL AND f.updated_at >= %s",
+            (agent_id, self.db.time(since)),
+        )
+        return [(self.db.fact(r), self.db.vector_of(r["embedding"]).tolist()) for r in rows]
+
+    async def reflection_texts(
+        self, keys: Sequence[str], texts: Sequence[str]
+    ) -> frozenset[tuple[str, str]]:
+        sql = f"SELECT {self.db.content} AS content FROM reflections WHERE scope_key = %s AND "
+        found: set[tuple[str, str]] = set()
+        for key in keys:
+            rows = await self.db.fetch_in(sql + self.db.content, texts, key)
+            found.update(reflection_text_key(key, row["content"]) for row in rows)
+        return frozenset(found)
+
+    async def session_head(self, session_id: str) -> tuple[int, datetime | None] | None:
+        sql = "SELECT last_seq, last_message_at FROM sessions WHERE session_id = %s"
+        row = await self.db.fetch_one(sql, (session_id,))
+        if row is None:
+            return None
+        return int(row["last_seq"]), self.db.opt_time_of(row["last_message_at"])
+
+    async def stored_message_ids(
+        self, session_id: str, message_ids: Sequence[str]
+    ) -> frozenset[str]:
+        sql = "SELECT message_id FROM messages WHERE session_id = %s AND message_id"
+        return frozenset(await self.db.column_in(sql, message_ids, session_id))
+
+    async def reflection(self, reflection_id: str) -> Reflection | None:
+        return await reflection(self.db, reflection_id)
+
+    async def blob_version(self, key: str) -> int:
+        sql = "SELECT version FROM consolidated WHERE scope_key = %s"
+        row = await self.db.fetch_one(sql, (key,))
+        return 0 if row is None else int(row["version"])
+
+    async def buffered_among(self, key: str, reflection_ids: Sequence[str]) -> int:
+        sql = (
+            "SELECT reflection_id FROM reflections WHERE scope_key = %s "
+            "AND absorbed_into_version IS NULL AND reflection_id"
+        )
+        return len(await self.db.column_in(sql, reflection_ids, key))
+
+    async def api_key(self, key_id: str) -> ApiKey | None:
+        return await api_key(self.db, key_id)
+
+    async def reembed_pending(self, model: str) -> tuple[int, int]:
+        return await count_pending_reembeds(self.db, model)

@@ -1,0 +1,184 @@
+"""Sessions in both SQL backends: an agent's view of a session, the cold-sessions scan, the ends
+the cold job finishes and the purge of ended (session, agent) memory, and the memory page's
+listings of an agent's users and sessions."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from memory.directory import AgentUser
+from memory.errors import NotFoundError
+from memory.models import SessionAgentState, SessionInfo
+from memory.store.sql.db import Db
+
+STATE_SQL = """
+SELECT sa.session_id, sa.agent_id, sa.cursor_seq, s.last_seq, sa.pending_messages,
+       sa.pending_weighted_tokens, sa.last_message_at, sa.formations
+FROM session_agents AS sa JOIN sessions AS s ON s.session_id = sa.session_id
+"""
+
+# The WHERE term `pending_messages > 0` repeats the partial index's, which lets the planner use
+# it; the row value comparison makes the page boundary part of the index range (the first page
+# starts below every stored timestamp: Db.min_time).
+COLD_SESSIONS_SQL = (
+    STATE_SQL
+    + """
+WHERE sa.pending_messages > 0
+  AND sa.last_message_at <= %(idle_before)s
+  AND (sa.pending_messages >= %(min_messages)s OR sa.pending_weighted_tokens >= %(min_tokens)s)
+  AND (sa.last_message_at, sa.session_id, sa.agent_id)
+      > (%(after_at)s, %(after_session)s, %(after_agent)s)
+ORDER BY sa.last_message_at, sa.session_id, sa.agent_id
+LIMIT %(limit)s
+"""
+)
+
+# Ended (session, agent) pairs with memory still to form: pending messages or buffered session
+# reflections. Ending is each agent's own.
+_UNFINISHED_ENDED_SQL = """
+SELECT u.session_id, u.agent_id FROM (
+    SELECT session_id, agent_id FROM reflections
+    WHERE scope = 'session' AND absorbed_into_version IS NULL
+    UNION SELECT session_id, agent_id FROM session_agents WHERE pending_messages > 0
+) AS u JOIN session_agents AS sa ON sa.session_id = u.session_id AND sa.agent_id = u.agent_id
+WHERE sa.ended_at IS NOT NULL AND sa.ended_at <= %s AND (u.session_id, u.agent_id) > (%s, %s)
+ORDER BY u.session_id, u.agent_id LIMIT %s
+"""
+
+# A session's activity: its last message, else its creation.
+_ACTIVE = "coalesce(s.last_message_at, s.created_at)"
+
+# The agent's own participants (isolation): a user who spoke in a shared session before this
+# agent joined is another agent's business, not listed here.
+_USERS_SQL = f"""
+SELECT su.user_id, count(*) AS sessions, max({_ACTIVE}) AS last_active_at
+FROM session_agents AS sa
+JOIN sessions AS s ON s.session_id = sa.session_id
+JOIN session_agent_users AS su ON su.session_id = sa.session_id AND su.agent_id = sa.agent_id
+WHERE sa.agent_id = %s
+GROUP BY su.user_id
+ORDER BY last_active_at DESC, su.user_id
+LIMIT %s
+"""
+
+_SESSIONS_SQL = f"""
+SELECT s.session_id FROM session_agents AS sa JOIN sessions AS s ON s.session_id = sa.session_id
+WHERE sa.agent_id = %(agent_id)s
+  AND (CAST(%(user_id)s AS TEXT) IS NULL OR EXISTS (
+      SELECT 1 FROM session_agent_users AS su
+      WHERE su.session_id = s.session_id AND su.agent_id = %(agent_id)s
+        AND su.user_id = %(user_id)s
+  ))
+ORDER BY {_ACTIVE} DESC, s.session_id
+LIMIT %(limit)s
+"""
+
+
+async def session_view(db: Db, session_id: str, agent_id: str | None) -> SessionInfo | None:
+    """The session with its agents and users in join order; with ``agent_id``, that agent's
+    view: only the users who spoke to it, and its own end (None if it is not in the session)."""
+    row = await db.fetch_one(
+        "SELECT session_id, created_at, last_message_at FROM sessions WHERE session_id = %s",
+        (session_id,),
+    )
+    if row is None:
+        return None
+    in_order = f"WHERE session_id = %s ORDER BY {db.ord}"
+    agents = await db.column(f"SELECT agent_id FROM session_agents {in_order}", session_id)
+    if agent_id is None:
+        users = await db.column(f"SELECT user_id FROM session_users {in_order}", session_id)
+        return db.record(SessionInfo, row, agent_ids=tuple(agents), user_ids=tuple(users))
+    mine = await db.fetch_one(
+        "SELECT ended_at FROM session_agents WHERE session_id = %s AND agent_id = %s",
+        (session_id, agent_id),
+    )
+    if mine is None:
+        return None
+    users = await db.column(
+        "SELECT user_id FROM session_agent_users WHERE session_id = %s AND agent_id = %s "
+        f"ORDER BY {db.ord}",
+        session_id, agent_id,
+    )  # fmt: skip
+    return db.record(
+        SessionInfo, row, agent_ids=tuple(agents), user_ids=tuple(users),
+        ended_at=db.opt_time_of(mine["ended_at"]),
+    )  # fmt: skip
+
+
+async def cold_sessions(
+    db: Db,
+    *,
+    idle_before: datetime,
+    min_messages: int,
+    min_weighted_tokens: float,
+    after: tuple[datetime, str, str] | None,
+    limit: int,
+) -> list[SessionAgentState]:
+    at, session, agent = (db.min_time, "", "") if after is None else (db.time(after[0]), *after[1:])
+    params: dict[str, object] = {
+        "idle_before": db.time(idle_before), "min_messages": min_messages,
+        "min_tokens": min_weighted_tokens, "after_at": at, "after_session": session,
+        "after_agent": agent, "limit": max(limit, 0),  # a negative LIMIT means none in SQLite
+    }  # fmt: skip
+    return [db.state(row) for row in await db.fetch(COLD_SESSIONS_SQL, params)]
+
+
+async def end_session(db: Db, session_id: str, agent_id: str, at: datetime) -> None:
+    # Ending again (a resumed session) restarts the retention period of its memory.
+    changed = await db.execute(
+        "UPDATE session_agents SET ended_at = %s, purged = false "
+        "WHERE session_id = %s AND agent_id = %s",
+        (db.time(at), session_id, agent_id),
+    )
+    if changed == 0:
+        raise NotFoundError(f"no session {session_id} of agent {agent_id}")
+
+
+async def unfinished_ended(
+    db: Db, ended_before: datetime, after: tuple[str, str], limit: int
+) -> list[tuple[str, str]]:
+    rows = await db.fetch(_UNFINISHED_ENDED_SQL, (db.time(ended_before), *after, limit))
+    return [(str(row["session_id"]), str(row["agent_id"])) for row in rows]
+
+
+async def purge_ended(db: Db, ended_before: datetime, limit: int) -> list[str]:
+    """Delete the session-scoped memory of (session, agent) pairs ended before the time."""
+    rows = await db.fetch(
+        "SELECT session_id, agent_id FROM session_agents "
+        "WHERE ended_at IS NOT NULL AND NOT purged AND ended_at < %s "
+        "ORDER BY ended_at, session_id, agent_id LIMIT %s",
+        (db.time(ended_before), limit),
+    )
+    for row in rows:
+        pair = (row["session_id"], row["agent_id"])
+        for table in ("reflections", "consolidated"):
+            await db.execute(
+                f"DELETE FROM {table} WHERE session_id = %s AND agent_id = %s "
+                "AND scope = 'session'",
+                pair,
+            )
+        await db.execute(
+            "UPDATE session_agents SET purged = true WHERE session_id = %s AND agent_id = %s", pair
+        )
+    return [str(row["session_id"]) for row in rows]
+
+
+async def agent_sessions(
+    db: Db, agent_id: str, user_id: str | None, limit: int
+) -> list[SessionInfo]:
+    params = {"agent_id": agent_id, "user_id": user_id, "limit": max(limit, 0)}
+    rows = await db.fetch(_SESSIONS_SQL, params)
+    views = [await session_view(db, row["session_id"], agent_id) for row in rows]
+    return [view for view in views if view is not None]  # the agent's view of each
+
+
+async def agent_users(db: Db, agent_id: str, limit: int) -> list[AgentUser]:
+    rows = await db.fetch(_USERS_SQL, (agent_id, max(limit, 0)))
+    return [
+        AgentUser(
+            user_id=row["user_id"],
+            sessions=row["sessions"],
+            last_active_at=db.time_of(row["last_active_at"]),
+        )
+        for row in rows
+    ]

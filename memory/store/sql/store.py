@@ -1,0 +1,291 @@
+"""The store calls both SQL backends answer with the same SQL (memory.store.sql): the planned
+writes' transaction (snapshot, plan, writes), agents, sessions and messages, the cold and ended
+scans, the embedding cache, fact listings, reflections and blobs, the data-lifecycle reads,
+listings and API keys, re-embedding's side vectors.
+
+A backend gives its connection (``D``), its transactions (``_db_read``, ``_db_write``,
+``_db_one``) and the writes of the records it stores its own way (``_apply_writes``); it keeps
+its schema and search."""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable, Coroutine, Sequence
+from datetime import datetime
+from functools import partial
+from typing import Any
+
+from memory.api_keys import ApiKey
+from memory.directory import AgentUser
+from memory.models import (
+    AgentConfig,
+    ConsolidatedMemory,
+    Fact,
+    FactFilter,
+    Reflection,
+    ScopeKey,
+    SessionAgentState,
+    SessionInfo,
+    StoredMessage,
+)
+from memory.store.base import ReembedItem, Vector
+from memory.store.counts import ExportData
+from memory.store.planned import PlannedStore
+from memory.store.rules import Plan, Request, Write
+from memory.store.snapshots import read_snapshot
+from memory.store.sql import facts, reads
+from memory.store.sql import sessions as ss
+from memory.store.sql.db import Db
+from memory.store.sql.lifecycle_reads import export_data, user_agents
+from memory.store.sql.reads import PENDING_REEMBED, SqlReads
+
+type Body[D: Db, T] = Callable[[D], Coroutine[Any, Any, T]]
+
+
+class SqlStore[D: Db](PlannedStore):
+    """D: the backend's connection, which its own writes take."""
+
+    async def _transact[S, R](self, request: Request[S], plan: Callable[[S], Plan[R]]) -> R:
+        async def body(db: D) -> R:
+            planned = plan(await read_snapshot(SqlReads(db), request))
+            await self._apply_writes(db, planned.writes)
+            return planned.result
+
+        return await self._db_write(body)
+
+    @abc.abstractmethod
+    async def _apply_writes(self, db: D, writes: Sequence[Write]) -> None:
+        """The planners' writes, in order (the shared ones by memory.store.sql.writes)."""
+
+    @abc.abstractmethod
+    async def _db_read[T](self, body: Body[D, T]) -> T:
+        """``body`` on one snapshot."""
+
+    @abc.abstractmethod
+    async def _db_write[T](self, body: Body[D, T]) -> T:
+        """``body`` in one writing transaction."""
+
+    async def _db_one[T](self, body: Body[D, T]) -> T:
+        """``body`` of a single statement, which needs no transaction of its own."""
+        return await self._db_read(body)
+
+    # ------------------------------------------------------------ agents
+
+    async def upsert_agent(self, config: AgentConfig) -> None:
+        await self._db_write(
+            lambda db: db.execute(
+                "INSERT INTO agents (agent_id, config) VALUES (%s, %s) "
+                "ON CONFLICT (agent_id) DO UPDATE SET config = excluded.config",
+                (config.agent_id, db.document(config)),
+            )
+        )
+
+    async def get_agent(self, agent_id: str) -> AgentConfig | None:
+        async def get(db: Db) -> AgentConfig | None:
+            row = await db.fetch_one("SELECT config FROM agents WHERE agent_id = %s", (agent_id,))
+            return None if row is None else db.model(AgentConfig, row["config"])
+
+        return await self._db_one(get)
+
+    # ------------------------------------------------------------ sessions and messages
+
+    async def get_session(self, session_id: str, agent_id: str | None = None) -> SessionInfo | None:
+        return await self._db_read(lambda db: ss.session_view(db, session_id, agent_id))
+
+    async def get_session_agent_state(
+        self, session_id: str, agent_id: str
+    ) -> SessionAgentState | None:
+        return await self._db_one(lambda db: reads.read_state(db, session_id, agent_id))
+
+    async def load_messages(
+        self, session_id: str, after_seq: int, upto_seq: int
+    ) -> list[StoredMessage]:
+        async def load(db: Db) -> list[StoredMessage]:
+            rows = await db.fetch(
+                "SELECT * FROM messages WHERE session_id = %s AND seq > %s AND seq <= %s "
+                "ORDER BY seq",
+                (session_id, after_seq, upto_seq),
+            )
+            return [db.message(row) for row in rows]
+
+        return await self._db_one(load)
+
+    async def _messages(self, session_id: str, message_ids: list[str]) -> list[StoredMessage]:
+        async def load(db: Db) -> list[StoredMessage]:
+            sql = "SELECT * FROM messages WHERE session_id = %s AND message_id"
+            rows = await db.fetch_in(sql, message_ids, session_id)
+            return sorted(map(db.message, rows), key=lambda m: m.seq)
+
+        return await self._db_one(load)
+
+    async def list_cold_sessions(
+        self,
+        *,
+        idle_before: datetime,
+        min_messages: int,
+        min_weighted_tokens: float,
+        after: tuple[datetime, str, str] | None,
+        limit: int,
+    ) -> list[SessionAgentState]:
+        return await self._db_one(
+            partial(
+                ss.cold_sessions, idle_before=idle_before, min_messages=min_messages,
+                min_weighted_tokens=min_weighted_tokens, after=after, limit=limit,
+            )
+        )  # fmt: skip
+
+    async def end_session(self, session_id: str, agent_id: str, at: datetime) -> None:
+        await self._db_write(lambda db: ss.end_session(db, session_id, agent_id, at))
+
+    async def _unfinished_ended_sessions(
+        self, ended_before: datetime, after: tuple[str, str], limit: int
+    ) -> list[tuple[str, str]]:
+        return await self._db_one(lambda db: ss.unfinished_ended(db, ended_before, after, limit))
+
+    async def _purge_ended_sessions(self, ended_before: datetime, limit: int) -> list[str]:
+        return await self._db_write(lambda db: ss.purge_ended(db, ended_before, limit))
+
+    # ------------------------------------------------------------ embeddings cache
+
+    async def put_embeddings(self, model: str, vectors: dict[str, Vector]) -> None:
+        if vectors:
+            await self._db_write(
+                lambda db: db.execute_many(
+                    "INSERT INTO embedding_cache (model, text_hash, vector) VALUES (%s, %s, %s) "
+                    "ON CONFLICT (model, text_hash) DO UPDATE SET vector = excluded.vector",
+                    [(model, text_hash, db.vector(v)) for text_hash, v in sorted(vectors.items())],
+                )
+            )
+
+    async def get_embeddings(self, model: str, text_hashes: Sequence[str]) -> dict[str, Vector]:
+        async def get(db: Db) -> dict[str, Vector]:
+            sql = "SELECT text_hash, vector FROM embedding_cache WHERE model = %s AND text_hash"
+            rows = await db.fetch_in(sql, list(dict.fromkeys(text_hashes)), model)
+            return {row["text_hash"]: db.vector_of(row["vector"]) for row in rows}
+
+        return await self._db_one(get)
+
+    async def _facts(self, fact_ids: list[str]) -> list[Fact]:
+        return await self._db_one(lambda db: reads.facts_by_id(db, fact_ids))
+
+    async def _recent_facts(self, flt: FactFilter, since: datetime, limit: int) -> list[Fact]:
+        return await self._db_one(lambda db: facts.recent_facts(db, flt, since, limit))
+
+    async def _list_facts(
+        self, flt: FactFilter, *, valid_only: bool, offset: int, limit: int
+    ) -> list[Fact]:
+        return await self._db_one(
+            lambda db: facts.list_facts(db, flt, valid_only=valid_only, offset=offset, limit=limit)
+        )
+
+    async def count_facts(self, flt: FactFilter) -> int:
+        return await self._db_one(lambda db: facts.count_facts(db, flt))
+
+    async def _read_embedding_meta(self) -> tuple[str, int] | None:
+        return await self._db_one(reads.embedding_meta)
+
+    # ------------------------------------------------------------ re-embedding
+
+    async def reembed_pending(self, model: str, *, limit: int) -> list[ReembedItem]:
+        async def pending(db: Db) -> list[ReembedItem]:
+            rows = await db.fetch(
+                f"SELECT f.fact_id, {db.content} AS content, f.hash {PENDING_REEMBED} "
+                f"ORDER BY f.{db.ord} LIMIT %(limit)s",
+                {"model": model, "limit": max(limit, 0)},
+            )
+            return [ReembedItem(row["fact_id"], row["content"], row["hash"]) for row in rows]
+
+        return await self._db_one(pending)
+
+    async def put_reembedded(
+        self, model: str, vectors: Sequence[tuple[ReembedItem, Vector]]
+    ) -> None:
+        await self._db_write(
+            lambda db: db.execute_many(
+                "INSERT INTO fact_reembed (fact_id, model, hash, embedding) "
+                "VALUES (%s, %s, %s, %s) ON CONFLICT (fact_id) DO UPDATE SET "
+                "model = excluded.model, hash = excluded.hash, embedding = excluded.embedding",
+                [(item.fact_id, model, item.hash, db.vector(v)) for item, v in vectors],
+            )
+        )
+
+    # ------------------------------------------------------------ reflections and blobs
+
+    async def _reflections(
+        self, key: ScopeKey, *, buffered_only: bool, newest_first: bool, limit: int | None
+    ) -> list[Reflection]:
+        buffered = " AND absorbed_into_version IS NULL" if buffered_only else ""
+        order = "DESC" if newest_first else "ASC"
+
+        async def load(db: Db) -> list[Reflection]:
+            rows = await db.fetch(
+                f"SELECT * FROM reflections WHERE scope_key = %s{buffered} "
+                f"ORDER BY formed_at {order}, {db.ord} {order} LIMIT %s",
+                (key.key, db.no_limit if limit is None else limit),
+            )
+            return [db.reflection(row) for row in rows]
+
+        return await self._db_one(load)
+
+    async def count_unabsorbed(self, key: ScopeKey) -> int:
+        async def count(db: Db) -> int:
+            row = await db.fetch_one(
+                "SELECT count(*) AS n FROM reflections WHERE scope_key = %s "
+                "AND absorbed_into_version IS NULL",
+                (key.key,),
+            )
+            return 0 if row is None else int(row["n"])
+
+        return await self._db_one(count)
+
+    async def get_consolidated(self, key: ScopeKey) -> ConsolidatedMemory | None:
+        async def get(db: Db) -> ConsolidatedMemory | None:
+            row = await db.fetch_one("SELECT * FROM consolidated WHERE scope_key = %s", (key.key,))
+            return None if row is None else db.consolidated(row)
+
+        return await self._db_one(get)
+
+    async def _stored_scope_versions(self, keys: Sequence[str]) -> dict[str, int]:
+        async def get(db: Db) -> dict[str, int]:
+            rows = await db.fetch_in("SELECT key, version FROM scope_versions WHERE key", keys)
+            return {row["key"]: int(row["version"]) for row in rows}
+
+        return await self._db_one(get)
+
+    async def get_reflection(self, reflection_id: str) -> Reflection | None:
+        return await self._db_one(lambda db: reads.reflection(db, reflection_id))
+
+    # ------------------------------------------------------------ data lifecycle reads
+
+    async def _user_agents(self, user_id: str) -> list[str]:
+        return await self._db_read(lambda db: user_agents(db, user_id))
+
+    async def _erasure_epochs(self, agent_id: str, user_ids: list[str]) -> dict[str, int]:
+        return await self._db_one(lambda db: reads.read_epochs(db, agent_id, user_ids))
+
+    async def export_data(
+        self, *, agent_id: str | None, user_id: str | None, messages: bool
+    ) -> ExportData:
+        return await self._db_read(
+            partial(export_data, agent_id=agent_id, user_id=user_id, messages=messages)
+        )
+
+    # ------------------------------------------------------------ listings and API keys
+
+    async def list_agent_users(self, agent_id: str, *, limit: int = 100) -> list[AgentUser]:
+        return await self._db_one(lambda db: ss.agent_users(db, agent_id, limit))
+
+    async def list_agent_sessions(
+        self, agent_id: str, *, user_id: str | None = None, limit: int = 100
+    ) -> list[SessionInfo]:
+        return await self._db_read(lambda db: ss.agent_sessions(db, agent_id, user_id, limit))
+
+    async def get_api_key(self, key_id: str) -> ApiKey | None:
+        return await self._db_one(lambda db: reads.api_key(db, key_id))
+
+    async def list_api_keys(self) -> list[ApiKey]:
+        async def load(db: Db) -> list[ApiKey]:
+            rows = await db.fetch("SELECT record FROM api_keys ORDER BY created_at, key_id")
+            return [db.model(ApiKey, row["record"]) for row in rows]
+
+        return await self._db_one(load)

@@ -1,0 +1,179 @@
+"""The planners' writes both SQL backends apply with the same SQL: sessions and messages, the
+cursor, change counters, formation records, reflections absorbed or deleted, API keys, and the
+lifecycle's deletions. The writes of the domain records a backend stores its own way (facts,
+new reflections, blobs, vectors) are the backend's; its ``apply`` hands the rest here."""
+
+from __future__ import annotations
+
+from typing import assert_never
+
+from memory.store.rules import lifecycle_writes as lw
+from memory.store.rules import writes as w
+from memory.store.sql.db import Db
+
+type SharedWrite = (
+    w.MoveCursor
+    | w.BumpScopeVersions
+    | w.RecordFormation
+    | w.CreateSession
+    | w.AddSessionAgent
+    | w.AddSessionUsers
+    | w.InsertMessages
+    | w.AdvanceSession
+    | w.AbsorbReflections
+    | w.DeleteReflection
+    | w.PutApiKey
+    | lw.InsertAgents
+    | lw.SetSessionHead
+    | lw.DeleteScope
+    | lw.DeleteSessions
+    | lw.DeleteUserMessages
+    | lw.DeleteEmbeddings
+)
+
+
+async def bump_version(db: Db, key: str) -> int:
+    """Increment one change counter (created at 1) and return its new value."""
+    row = await db.fetch_one(
+        "INSERT INTO scope_versions (key, version) VALUES (%s, 1) ON CONFLICT (key) "
+        "DO UPDATE SET version = scope_versions.version + 1 RETURNING version",
+        (key,),
+    )
+    assert row is not None
+    return int(row["version"])
+
+
+async def apply_shared(db: Db, write: SharedWrite) -> None:
+    match write:
+        case w.MoveCursor(state=s):
+            await db.execute(
+                "UPDATE session_agents SET cursor_seq = %s, formations = %s, "
+                "pending_messages = %s, pending_weighted_tokens = %s "
+                "WHERE session_id = %s AND agent_id = %s",
+                (
+                    s.cursor_seq, s.formations, s.pending_messages,
+                    s.pending_weighted_tokens, s.session_id, s.agent_id,
+                ),
+            )  # fmt: skip
+        case w.BumpScopeVersions(keys=keys):
+            for key in keys:
+                await bump_version(db, key)
+        case w.RecordFormation(result=result, committed_at=committed_at):
+            await db.execute(
+                "INSERT INTO formation_commits (formation_id, committed_at, result) "
+                "VALUES (%s, %s, %s)",
+                (result.formation_id, db.time(committed_at), db.document(result)),
+            )
+        case w.CreateSession(session_id=session_id, created_at=created_at):
+            await db.execute(
+                "INSERT INTO sessions (session_id, created_at) VALUES (%s, %s)",
+                (session_id, db.time(created_at)),
+            )
+        case w.AddSessionAgent(state=s):
+            await db.execute(
+                "INSERT INTO session_agents (session_id, agent_id, cursor_seq, pending_messages, "
+                "pending_weighted_tokens, last_message_at) VALUES (%s, %s, %s, %s, %s, %s)",
+                (
+                    s.session_id, s.agent_id, s.cursor_seq, s.pending_messages,
+                    s.pending_weighted_tokens, db.opt_time(s.last_message_at),
+                ),
+            )  # fmt: skip
+        case w.AddSessionUsers(session_id=session_id, user_ids=user_ids):
+            for user_id in user_ids:  # in join order, which the insertion order column keeps
+                await db.execute(
+                    "INSERT INTO session_users (session_id, user_id) VALUES (%s, %s) "
+                    "ON CONFLICT DO NOTHING",
+                    (session_id, user_id),
+                )
+                await db.execute(
+                    "INSERT INTO session_agent_users (session_id, agent_id, user_id) "
+                    "SELECT session_id, agent_id, %s FROM session_agents WHERE session_id = %s "
+                    f"ORDER BY {db.ord} ON CONFLICT DO NOTHING",
+                    (user_id, session_id),
+                )
+        case w.InsertMessages(messages=messages):
+            await db.execute_many(
+                "INSERT INTO messages (session_id, seq, message_id, role, content, created_at, "
+                "user_id, name, agent_id, weighted_tokens) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                [
+                    (
+                        m.session_id, m.seq, m.message_id, m.role, m.content,
+                        db.time(m.created_at), m.user_id, m.name, m.agent_id, new.weighted_tokens,
+                    )
+                    for new in messages
+                    for m in (new.message,)
+                ],
+            )  # fmt: skip
+        case w.AdvanceSession() as a:
+            last_at = db.time(a.last_message_at)
+            await db.execute(
+                "UPDATE sessions SET last_seq = %s, last_message_at = %s WHERE session_id = %s",
+                (a.last_seq, last_at, a.session_id),
+            )
+            await db.execute(
+                "UPDATE session_agents SET pending_messages = pending_messages + %s, "
+                "pending_weighted_tokens = pending_weighted_tokens + %s, last_message_at = %s "
+                "WHERE session_id = %s",
+                (a.messages, a.weighted_tokens, last_at, a.session_id),
+            )
+        case w.AbsorbReflections(reflection_ids=ids, version=version):
+            sql = "UPDATE reflections SET absorbed_into_version = %s WHERE reflection_id"
+            await db.execute_in(sql, ids, version)
+        case w.DeleteReflection(reflection_id=reflection_id):
+            await db.execute("DELETE FROM reflections WHERE reflection_id = %s", (reflection_id,))
+        case w.PutApiKey(key=key):
+            # A new key's id is unknown (the planner read it); an existing one is overwritten.
+            await db.execute(
+                "INSERT INTO api_keys (key_id, record, created_at) VALUES (%s, %s, %s) "
+                "ON CONFLICT (key_id) DO UPDATE SET record = excluded.record",
+                (key.key_id, db.document(key), db.time(key.created_at)),
+            )
+        case _:
+            await _apply_lifecycle(db, write)
+
+
+async def _apply_lifecycle(
+    db: Db,
+    write: lw.InsertAgents
+    | lw.SetSessionHead
+    | lw.DeleteScope
+    | lw.DeleteSessions
+    | lw.DeleteUserMessages
+    | lw.DeleteEmbeddings,
+) -> None:
+    match write:
+        case lw.InsertAgents(configs=configs):
+            await db.execute_many(
+                "INSERT INTO agents (agent_id, config) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+                [(c.agent_id, db.document(c)) for c in configs],
+            )
+        case lw.SetSessionHead(session_id=sid, last_seq=seq, last_message_at=at):
+            await db.execute(
+                "UPDATE sessions SET last_seq = %s, last_message_at = %s WHERE session_id = %s",
+                (seq, db.time(at), sid),
+            )
+            await db.execute(
+                "UPDATE session_agents SET last_message_at = %s WHERE session_id = %s",
+                (db.time(at), sid),
+            )
+        case lw.DeleteScope(key=key):
+            await db.execute("DELETE FROM reflections WHERE scope_key = %s", (key,))
+            await db.execute("DELETE FROM consolidated WHERE scope_key = %s", (key,))
+        case lw.DeleteSessions(session_ids=ids):
+            # messages, session_agents and session users go by ON DELETE CASCADE.
+            for table in ("reflections", "consolidated"):
+                await db.execute_in(
+                    f"DELETE FROM {table} WHERE scope = 'session' AND session_id", ids
+                )
+            await db.execute_in("DELETE FROM sessions WHERE session_id", ids)
+        case lw.DeleteUserMessages(session_id=sid, user_id=user_id):
+            # The messages, then the user in the session and among each agent's participants.
+            for table in ("messages", "session_users", "session_agent_users"):
+                await db.execute(
+                    f"DELETE FROM {table} WHERE session_id = %s AND user_id = %s", (sid, user_id)
+                )
+        case lw.DeleteEmbeddings(text_hashes=hashes):
+            await db.execute_in("DELETE FROM embedding_cache WHERE text_hash", hashes)
+        case _:
+            assert_never(write)

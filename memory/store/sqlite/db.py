@@ -1,0 +1,111 @@
+"""The SQLite connection as the shared SQL sees it (memory.store.sql.db): psycopg-style
+parameters translated to SQLite's, lists bound as IN lists of at most CHUNK values, and SQLite's
+codec (memory.store.sqlite.codec: integer microseconds, JSON text, float32 BLOBs; the domain
+records in columns)."""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+import sqlite3
+from collections.abc import Iterator, Sequence
+from datetime import datetime
+from typing import Any, cast
+
+from pydantic import BaseModel
+
+from memory.models import ConsolidatedMemory, Fact, Reflection
+from memory.store.base import Vector
+from memory.store.records import scope_key_of
+from memory.store.sql.db import Db, Params, Row
+from memory.store.sqlite.codec import fact_columns, from_blob, from_us, to_blob, to_us
+
+# Well under SQLite's limit on bound parameters per statement.
+CHUNK = 500
+
+_PARAM = re.compile(r"%\((\w+)\)s|%s|%%")
+
+
+@functools.lru_cache(maxsize=512)
+def sqlite_sql(sql: str) -> str:
+    """psycopg's parameter style in SQLite's: %(name)s -> :name, %s -> ?, %% -> %."""
+    return _PARAM.sub(lambda m: f":{m[1]}" if m[1] else ("?" if m[0] == "%s" else "%"), sql)
+
+
+def _in_lists(
+    sql: str, values: Sequence[object], first: tuple[object, ...], then: str = ""
+) -> Iterator[tuple[str, tuple[object, ...]]]:
+    """``sql`` (ending in the column compared) with an IN list per CHUNK values."""
+    for start in range(0, len(values), CHUNK):
+        chunk = values[start : start + CHUNK]
+        marks = ", ".join("?" * len(chunk))
+        yield f"{sqlite_sql(sql)} IN ({marks}) {then}", (*first, *chunk)
+
+
+class SQLiteDb(Db):
+    ord = "rowid"
+    content = "content"
+    fact_select = fact_columns("f")
+    min_time = -(2**63)
+    no_limit = -1
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    async def fetch(self, sql: str, params: Params = ()) -> list[Row]:
+        return cast(list[Row], self.conn.execute(sqlite_sql(sql), params).fetchall())
+
+    async def fetch_one(self, sql: str, params: Params = ()) -> Row | None:
+        return cast(Row | None, self.conn.execute(sqlite_sql(sql), params).fetchone())
+
+    async def execute(self, sql: str, params: Params = ()) -> int:
+        return self.conn.execute(sqlite_sql(sql), params).rowcount
+
+    async def execute_many(self, sql: str, rows: Sequence[Sequence[object]]) -> None:
+        self.conn.executemany(sqlite_sql(sql), rows)
+
+    async def fetch_in(
+        self, sql: str, values: Sequence[object], *first: object, then: str = ""
+    ) -> list[Row]:
+        rows: list[Row] = []
+        for statement, params in _in_lists(sql, values, first, then):
+            rows += self.conn.execute(statement, params).fetchall()
+        return rows
+
+    async def execute_in(self, sql: str, values: Sequence[object], *first: object) -> None:
+        for statement, params in _in_lists(sql, values, first):
+            self.conn.execute(statement, params)
+
+    def time(self, value: datetime) -> object:
+        return to_us(value)
+
+    def time_of(self, value: Any) -> datetime:
+        return from_us(value)
+
+    def document(self, model: BaseModel) -> object:
+        return model.model_dump_json()
+
+    def model[M: BaseModel](self, cls: type[M], value: Any) -> M:
+        return cls.model_validate_json(value)
+
+    def vector(self, vector: Vector | Sequence[float]) -> object:
+        return to_blob(vector)
+
+    def vector_of(self, value: Any) -> Vector:
+        return from_blob(value)
+
+    def fact(self, row: Row) -> Fact:
+        # History and provenance are JSON text; any extra selected column is ignored.
+        history, sources = json.loads(row["history"]), json.loads(row["source_message_ids"])
+        return self.record(Fact, row, history=history, source_message_ids=sources)
+
+    def reflection(self, row: Row) -> Reflection:
+        record = dict(row)
+        sources = json.loads(record.get("source_message_ids") or "[]")
+        return self.record(
+            Reflection, row, scope_key=scope_key_of(record), source_message_ids=sources
+        )
+
+    def consolidated(self, row: Row) -> ConsolidatedMemory:
+        return self.record(ConsolidatedMemory, row, scope_key=scope_key_of(dict(row)))
