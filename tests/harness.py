@@ -17,6 +17,7 @@ from temporalio.worker import Worker
 from client.memory_client import MemoryClient
 from memory.deps import Deps
 from memory.models import AgentConfig, Fact, FactFilter, MessageIn, Reflection, ScopeKey
+from memory.prompts.decide_facts import FactDecision, FactDecisions
 from memory.prompts.extract_facts import ExtractedFact, ExtractedFacts
 from memory.prompts.extract_reflections import ExtractedReflection, ExtractedReflections
 from memory.settings import RetrySettings, Settings, TemporalSettings
@@ -78,6 +79,26 @@ def conversation(
             )
         )
     return out
+
+
+# What the model decides for the correction of a_fact_then_its_correction.
+CORRECTION = FactDecisions(
+    decisions=[
+        FactDecision(
+            new_fact_index=0, event="UPDATE", existing_index=0,
+            merged_text="Alice works at Acme Robotics as CTO",
+        )
+    ]
+)  # fmt: skip
+
+
+async def a_fact_then_its_correction(h: Harness) -> None:
+    """Sessions s0 and s1 recorded; their extractions script a fact, then the same fact
+    corrected, so s1's fact has s0's as its dedup candidate."""
+    await h.record("s0", conversation(4, prefix="a"))
+    await h.record("s1", conversation(4))
+    h.llm.script("extract_facts", facts(("Alice works at Acme Robotics", "user")))
+    h.llm.script("extract_facts", facts(("Alice works at Acme Robotics as CTO", "user")))
 
 
 @dataclass

@@ -22,7 +22,14 @@ from memory.llm.base import LLMRequest
 from memory.prompts.decide_facts import FactDecision, FactDecisions
 from memory.prompts.extract_facts import ExtractedFacts
 from tests.fakes import transcript_of
-from tests.harness import Harness, conversation, facts, reflections
+from tests.harness import (
+    CORRECTION,
+    Harness,
+    a_fact_then_its_correction,
+    conversation,
+    facts,
+    reflections,
+)
 from workflows.naming import (
     consolidation_workflow_id,
     formation_workflow_id,
@@ -100,10 +107,7 @@ async def record_degraded() -> None:
     try:
         with tempfile.TemporaryDirectory() as tmp:
             h = await Harness.create(env, Path(tmp))
-            await h.record("s0", conversation(4, prefix="a"))
-            await h.record("s1", conversation(4))
-            h.llm.script("extract_facts", facts(("Alice works at Acme Robotics", "user")))
-            h.llm.script("extract_facts", facts(("Alice works at Acme Robotics as CTO", "user")))
+            await a_fact_then_its_correction(h)
             h.llm.defaults["decide_facts"] = _cut_off
             h.llm.defaults["consolidate"] = _cut_off
             h.llm.script("extract_reflections", reflections())
@@ -179,15 +183,8 @@ async def record_local_reads() -> None:
     try:
         with tempfile.TemporaryDirectory() as tmp:
             h = await Harness.create(env, Path(tmp))
-            await h.record("s0", conversation(4, prefix="a"))
-            await h.record("s1", conversation(4))
-            h.llm.script("extract_facts", facts(("Alice works at Acme Robotics", "user")))
-            h.llm.script("extract_facts", facts(("Alice works at Acme Robotics as CTO", "user")))
-            update = FactDecision(
-                new_fact_index=0, event="UPDATE", existing_index=0,
-                merged_text="Alice works at Acme Robotics as CTO",
-            )  # fmt: skip
-            h.llm.script("decide_facts", FactDecisions(decisions=[update]))
+            await a_fact_then_its_correction(h)
+            h.llm.script("decide_facts", CORRECTION)
             async with h.worker():
                 await h.form("s0")
                 await h.form("s1")

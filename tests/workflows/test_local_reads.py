@@ -8,8 +8,7 @@ from pathlib import Path
 
 from temporalio.testing import WorkflowEnvironment
 
-from memory.prompts.decide_facts import FactDecision, FactDecisions
-from tests.harness import Harness, conversation, facts, reflections
+from tests.harness import CORRECTION, Harness, a_fact_then_its_correction, reflections
 from workflows.naming import formation_workflow_id
 
 
@@ -19,15 +18,8 @@ async def test_reads_are_local_and_steps_are_scheduled(
     h = await Harness.create(time_env, tmp_path)
     default_runner = h.settings.temporal.model_copy(update={"workflow_sandbox": False})
     h.settings = h.settings.model_copy(update={"temporal": default_runner})
-    await h.record("s0", conversation(4, prefix="a"))
-    await h.record("s1", conversation(4))
-    h.llm.script("extract_facts", facts(("Alice works at Acme Robotics", "user")))
-    h.llm.script("extract_facts", facts(("Alice works at Acme Robotics as CTO", "user")))
-    update = FactDecision(
-        new_fact_index=0, event="UPDATE", existing_index=0,
-        merged_text="Alice works at Acme Robotics as CTO",
-    )  # fmt: skip
-    h.llm.script("decide_facts", FactDecisions(decisions=[update]))
+    await a_fact_then_its_correction(h)
+    h.llm.script("decide_facts", CORRECTION)
     h.llm.script("extract_reflections", reflections())
     h.llm.script("extract_reflections", reflections())
     async with h.worker():
