@@ -9,8 +9,10 @@ they were recorded, by older code.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 import tempfile
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 from temporalio.contrib.pydantic import pydantic_data_converter
@@ -39,58 +41,64 @@ from workflows.naming import (
 HERE = Path(__file__).parent
 
 
-async def record(only: set[str]) -> None:
+@contextlib.asynccontextmanager
+async def _harness() -> AsyncIterator[Harness]:
+    """A harness on a fresh time-skipping server, shut down after the recording."""
     env = await WorkflowEnvironment.start_time_skipping(
         test_server_existing_path=str(temporal_test_server()),
         data_converter=pydantic_data_converter,
     )
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            h = await Harness.create(env, Path(tmp))
-            await h.record("s0", conversation(4, prefix="a"))
-            await h.record("s1", conversation(4))
-            h.llm.script("extract_facts", facts(("Alice works at Acme Robotics", "user")))
-            h.llm.script(
-                "extract_facts",
-                facts(
-                    ("Alice works at Acme Robotics as CTO", "user"),
-                    ("Bob Martins leads logistics", "agent"),
-                ),
-            )
-            h.llm.script(
-                "decide_facts",
-                FactDecisions(
-                    decisions=[
-                        FactDecision(
-                            new_fact_index=0, event="UPDATE", existing_index=0,
-                            merged_text="Alice works at Acme Robotics as CTO",
-                        )
-                    ]
-                ),
-            )  # fmt: skip
-            h.llm.script("extract_reflections", reflections(user=["likes bullets"]))
-            h.llm.script("extract_reflections", reflections(session=["w", "x", "y", "z"]))
-            await h.record("s2", conversation(3, prefix="e"))
-            h.llm.script("extract_reflections", reflections(session=["wraps up"]))
-            async with h.worker():
-                await h.form("s0")
-                await h.form("s1")
-                await h.consolidation_result(h.key("session"))
-                await h.memory.on_session_end("eve", "s2")
-            for name, wf_id in [
-                ("form_memories_first", formation_workflow_id("eve", "s0")),
-                ("form_memories_update_and_consolidate", formation_workflow_id("eve", "s1")),
-                ("consolidate_scope", consolidation_workflow_id(h.key("session"))),
-                # A subfolder, so the CLI's replay test of the top folder keeps its count.
-                ("end_session/first", session_end_workflow_id("eve", "s2")),
-            ]:
-                if only and name not in only:
-                    continue
-                history = await env.client.get_workflow_handle(wf_id).fetch_history()
-                (HERE / f"{name}.json").write_text(history.to_json())
-                print(f"recorded {name}.json ({len(history.events)} events)")
+            yield await Harness.create(env, Path(tmp))
     finally:
         await env.shutdown()
+
+
+async def record(only: set[str]) -> None:
+    async with _harness() as h:
+        await h.record("s0", conversation(4, prefix="a"))
+        await h.record("s1", conversation(4))
+        h.llm.script("extract_facts", facts(("Alice works at Acme Robotics", "user")))
+        h.llm.script(
+            "extract_facts",
+            facts(
+                ("Alice works at Acme Robotics as CTO", "user"),
+                ("Bob Martins leads logistics", "agent"),
+            ),
+        )
+        h.llm.script(
+            "decide_facts",
+            FactDecisions(
+                decisions=[
+                    FactDecision(
+                        new_fact_index=0, event="UPDATE", existing_index=0,
+                        merged_text="Alice works at Acme Robotics as CTO",
+                    )
+                ]
+            ),
+        )  # fmt: skip
+        h.llm.script("extract_reflections", reflections(user=["likes bullets"]))
+        h.llm.script("extract_reflections", reflections(session=["w", "x", "y", "z"]))
+        await h.record("s2", conversation(3, prefix="e"))
+        h.llm.script("extract_reflections", reflections(session=["wraps up"]))
+        async with h.worker():
+            await h.form("s0")
+            await h.form("s1")
+            await h.consolidation_result(h.key("session"))
+            await h.memory.on_session_end("eve", "s2")
+        for name, wf_id in [
+            ("form_memories_first", formation_workflow_id("eve", "s0")),
+            ("form_memories_update_and_consolidate", formation_workflow_id("eve", "s1")),
+            ("consolidate_scope", consolidation_workflow_id(h.key("session"))),
+            # A subfolder, so the CLI's replay test of the top folder keeps its count.
+            ("end_session/first", session_end_workflow_id("eve", "s2")),
+        ]:
+            if only and name not in only:
+                continue
+            history = await h.client.get_workflow_handle(wf_id).fetch_history()
+            (HERE / f"{name}.json").write_text(history.to_json())
+            print(f"recorded {name}.json ({len(history.events)} events)")
 
 
 def _cut_off(request: LLMRequest) -> None:
@@ -100,32 +108,24 @@ def _cut_off(request: LLMRequest) -> None:
 async def record_degraded() -> None:
     """degraded/: FormMemories whose decision step took its fallback, ConsolidateScope whose draft
     did (the DEGRADED_FALLBACKS / DEGRADED_FALLBACK patches)."""
-    env = await WorkflowEnvironment.start_time_skipping(
-        test_server_existing_path=str(temporal_test_server()),
-        data_converter=pydantic_data_converter,
-    )
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            h = await Harness.create(env, Path(tmp))
-            await a_fact_then_its_correction(h)
-            h.llm.defaults["decide_facts"] = _cut_off
-            h.llm.defaults["consolidate"] = _cut_off
-            h.llm.script("extract_reflections", reflections())
-            h.llm.script("extract_reflections", reflections(session=["w", "x", "y", "z"]))
-            async with h.worker():
-                await h.form("s0")
-                await h.form("s1")
-                await h.consolidation_result(h.key("session"))
-            (HERE / "degraded").mkdir(exist_ok=True)
-            for name, wf_id in [
-                ("form_memories_degraded", formation_workflow_id("eve", "s1")),
-                ("consolidate_scope_degraded", consolidation_workflow_id(h.key("session"))),
-            ]:
-                history = await env.client.get_workflow_handle(wf_id).fetch_history()
-                (HERE / "degraded" / f"{name}.json").write_text(history.to_json())
-                print(f"recorded degraded/{name}.json ({len(history.events)} events)")
-    finally:
-        await env.shutdown()
+    async with _harness() as h:
+        await a_fact_then_its_correction(h)
+        h.llm.defaults["decide_facts"] = _cut_off
+        h.llm.defaults["consolidate"] = _cut_off
+        h.llm.script("extract_reflections", reflections())
+        h.llm.script("extract_reflections", reflections(session=["w", "x", "y", "z"]))
+        async with h.worker():
+            await h.form("s0")
+            await h.form("s1")
+            await h.consolidation_result(h.key("session"))
+        (HERE / "degraded").mkdir(exist_ok=True)
+        for name, wf_id in [
+            ("form_memories_degraded", formation_workflow_id("eve", "s1")),
+            ("consolidate_scope_degraded", consolidation_workflow_id(h.key("session"))),
+        ]:
+            history = await h.client.get_workflow_handle(wf_id).fetch_history()
+            (HERE / "degraded" / f"{name}.json").write_text(history.to_json())
+            print(f"recorded degraded/{name}.json ({len(history.events)} events)")
 
 
 def _unreadable(request: LLMRequest) -> ExtractedFacts:
@@ -149,53 +149,37 @@ def _add_all(request: LLMRequest) -> FactDecisions:
 async def record_split() -> None:
     """split/: FormMemories that splits a window down to one unreadable message, passes it over
     and requests consolidation once when the drain ends (the SPLIT_WINDOWS patch)."""
-    env = await WorkflowEnvironment.start_time_skipping(
-        test_server_existing_path=str(temporal_test_server()),
-        data_converter=pydantic_data_converter,
-    )
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            h = await Harness.create(env, Path(tmp))
-            messages = conversation(4)
-            messages[2] = messages[2].model_copy(update={"content": "unreadable"})
-            await h.record("s1", messages)
-            h.llm.defaults["extract_facts"] = _unreadable
-            h.llm.defaults["decide_facts"] = _add_all
-            h.llm.defaults["extract_reflections"] = reflections(session=["w", "x", "y", "z"])
-            async with h.worker():
-                await h.form("s1")
-            (HERE / "split").mkdir(exist_ok=True)
-            wf_id = formation_workflow_id("eve", "s1")
-            history = await env.client.get_workflow_handle(wf_id).fetch_history()
-            (HERE / "split" / "form_memories_split.json").write_text(history.to_json())
-            print(f"recorded split/form_memories_split.json ({len(history.events)} events)")
-    finally:
-        await env.shutdown()
+    async with _harness() as h:
+        messages = conversation(4)
+        messages[2] = messages[2].model_copy(update={"content": "unreadable"})
+        await h.record("s1", messages)
+        h.llm.defaults["extract_facts"] = _unreadable
+        h.llm.defaults["decide_facts"] = _add_all
+        h.llm.defaults["extract_reflections"] = reflections(session=["w", "x", "y", "z"])
+        async with h.worker():
+            await h.form("s1")
+        (HERE / "split").mkdir(exist_ok=True)
+        wf_id = formation_workflow_id("eve", "s1")
+        history = await h.client.get_workflow_handle(wf_id).fetch_history()
+        (HERE / "split" / "form_memories_split.json").write_text(history.to_json())
+        print(f"recorded split/form_memories_split.json ({len(history.events)} events)")
 
 
 async def record_local_reads() -> None:
     """local_reads/: FormMemories with its window and candidate reads as local activities (the
     LOCAL_READS patch), forming a second session whose fact has a candidate to decide against."""
-    env = await WorkflowEnvironment.start_time_skipping(
-        test_server_existing_path=str(temporal_test_server()),
-        data_converter=pydantic_data_converter,
-    )
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            h = await Harness.create(env, Path(tmp))
-            await a_fact_then_its_correction(h)
-            h.llm.script("decide_facts", CORRECTION)
-            async with h.worker():
-                await h.form("s0")
-                await h.form("s1")
-            (HERE / "local_reads").mkdir(exist_ok=True)
-            wf_id = formation_workflow_id("eve", "s1")
-            history = await env.client.get_workflow_handle(wf_id).fetch_history()
-            path = HERE / "local_reads" / "form_memories_local_reads.json"
-            path.write_text(history.to_json())
-            print(f"recorded local_reads/{path.name} ({len(history.events)} events)")
-    finally:
-        await env.shutdown()
+    async with _harness() as h:
+        await a_fact_then_its_correction(h)
+        h.llm.script("decide_facts", CORRECTION)
+        async with h.worker():
+            await h.form("s0")
+            await h.form("s1")
+        (HERE / "local_reads").mkdir(exist_ok=True)
+        wf_id = formation_workflow_id("eve", "s1")
+        history = await h.client.get_workflow_handle(wf_id).fetch_history()
+        path = HERE / "local_reads" / "form_memories_local_reads.json"
+        path.write_text(history.to_json())
+        print(f"recorded local_reads/{path.name} ({len(history.events)} events)")
 
 
 if __name__ == "__main__":
