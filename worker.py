@@ -46,7 +46,8 @@ def workflow_runner(sandbox: bool) -> WorkflowRunner:
     cost a quarter of the formation throughput (bench/formation.py, docs/operating.md), so workers
     run our workflows as plain Python. The guard stays where it finds bugs: every committed history
     replays in the sandbox (tests/workflows/test_replay.py), and so do the harness's workflow tests.
-    Our workflow modules hold no state between runs, which is what the per-run isolation protects."""
+    What the per-run isolation protects, module state shared between runs, our workflow modules do
+    not hold (tests/workflows/test_stateless_modules.py)."""
     return SandboxedWorkflowRunner() if sandbox else UnsandboxedWorkflowRunner()
 
 

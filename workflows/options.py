@@ -19,7 +19,7 @@ from memory.settings import RetrySettings
 
 # Failures that no retry of the same activity can fix: the workflow reacts, or the run fails.
 # Derived from the error classes, which state their retryability once.
-PERMANENT = non_retryable_types()
+PERMANENT = tuple(non_retryable_types())
 
 
 def llm(r: RetrySettings, task_queue: str | None = None) -> dict[str, Any]:
