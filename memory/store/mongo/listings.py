@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.asynchronous.database import AsyncDatabase
 
 from memory.api_keys import ApiKey
@@ -28,13 +27,6 @@ def api_key_doc(key: ApiKey) -> Doc:
 def api_key_from_doc(doc: Doc) -> ApiKey:
     fields = {name: value for name, value in doc.items() if name != "_id"}
     return ApiKey.model_validate({**fields, "key_id": doc["_id"]})
-
-
-async def api_key(
-    db: AsyncDatabase[Doc], key_id: str, session: AsyncClientSession | None = None
-) -> ApiKey | None:
-    doc = await db.api_keys.find_one({"_id": key_id}, session=session)
-    return None if doc is None else api_key_from_doc(doc)
 
 
 class MongoListings:
@@ -82,9 +74,6 @@ class MongoListings:
         ]
         views.sort(key=lambda v: (_desc(v[0]), v[1]))
         return [session_from_doc(view) for _, _, view in views[:limit]]
-
-    async def get_api_key(self, key_id: str) -> ApiKey | None:
-        return await api_key(self._db, key_id)
 
     async def list_api_keys(self) -> list[ApiKey]:
         cursor = self._db.api_keys.find({}).sort([("created_at", 1), ("_id", 1)])

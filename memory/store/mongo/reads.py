@@ -1,5 +1,6 @@
 """The reads the planners' snapshots are assembled from (memory.store.snapshots), inside the
-caller's transaction; and the context FIFO's query."""
+caller's transaction or, for the store calls that ask the same (SharedReads._read_once), on no
+session; and the context FIFO's query."""
 
 from __future__ import annotations
 
@@ -20,33 +21,15 @@ from memory.store.mongo.docs import (
     state_from_doc,
     ts,
 )
-from memory.store.mongo.lifecycle_reads import read_epochs
-from memory.store.mongo.listings import api_key
+from memory.store.mongo.listings import api_key_from_doc
 from memory.store.mongo.reembed import count_pending_reembeds, read_embedding_meta
+from memory.store.rules import erasure as er
 from memory.store.rules.recheck import reflection_text_key
 from memory.store.snapshots import SnapshotReads
 
-Session = AsyncClientSession | None
-
-
-async def read_state(
-    db: AsyncDatabase[Doc], session_id: str, agent_id: str, session: Session = None
-) -> SessionAgentState | None:
-    doc = await db.session_agents.find_one(
-        {"session_id": session_id, "agent_id": agent_id}, session=session
-    )
-    return None if doc is None else state_from_doc(doc)
-
-
-async def reflection(
-    db: AsyncDatabase[Doc], reflection_id: str, session: Session = None
-) -> Reflection | None:
-    doc = await db.reflections.find_one({"_id": reflection_id}, session=session)
-    return None if doc is None else reflection_from_doc(doc)
-
 
 class MongoReads(SnapshotReads):
-    def __init__(self, db: AsyncDatabase[Doc], session: AsyncClientSession) -> None:
+    def __init__(self, db: AsyncDatabase[Doc], session: AsyncClientSession | None) -> None:
         self.db = db
         self.s = session
 
@@ -60,7 +43,9 @@ class MongoReads(SnapshotReads):
         return frozenset([doc[field] async for doc in cursor])
 
     async def state(self, session_id: str, agent_id: str) -> SessionAgentState | None:
-        return await read_state(self.db, session_id, agent_id, self.s)
+        query = {"session_id": session_id, "agent_id": agent_id}
+        doc = await self.db.session_agents.find_one(query, session=self.s)
+        return None if doc is None else state_from_doc(doc)
 
     async def facts_by_id(self, fact_ids: Sequence[str]) -> list[Fact]:
         return await self._facts({"_id": {"$in": list(fact_ids)}})
@@ -105,7 +90,16 @@ class MongoReads(SnapshotReads):
         return frozenset(mine.get("user_ids", []) if mine else ())
 
     async def epochs(self, agent_id: str, user_ids: Sequence[str]) -> dict[str, int]:
-        return await read_epochs(self.db, agent_id, user_ids, self.s)
+        """Each user's effective epoch for the agent: its own row plus the all-agents one."""
+        epochs = dict.fromkeys(user_ids, 0)
+        if user_ids:
+            query = {
+                "agent_key": {"$in": [agent_id, er.ALL_AGENTS]},
+                "user_id": {"$in": list(user_ids)},
+            }
+            async for doc in self.db.erasures.find(query, session=self.s):
+                epochs[doc["user_id"]] += int(doc["epoch"])
+        return epochs
 
     async def valid_since(
         self, agent_id: str, since: datetime
@@ -134,7 +128,8 @@ class MongoReads(SnapshotReads):
         return await self._ids("messages", query, "message_id")
 
     async def reflection(self, reflection_id: str) -> Reflection | None:
-        return await reflection(self.db, reflection_id, self.s)
+        doc = await self.db.reflections.find_one({"_id": reflection_id}, session=self.s)
+        return None if doc is None else reflection_from_doc(doc)
 
     async def blob_version(self, key: str) -> int:
         doc = await self.db.consolidated.find_one({"_id": key}, {"version": 1}, session=self.s)
@@ -146,7 +141,8 @@ class MongoReads(SnapshotReads):
         return await self.db.reflections.count_documents(query, session=self.s)
 
     async def api_key(self, key_id: str) -> ApiKey | None:
-        return await api_key(self.db, key_id, self.s)
+        doc = await self.db.api_keys.find_one({"_id": key_id}, session=self.s)
+        return None if doc is None else api_key_from_doc(doc)
 
     async def reembed_pending(self, model: str) -> tuple[int, int]:
         return await count_pending_reembeds(self.db, model, self.s)

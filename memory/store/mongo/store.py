@@ -16,7 +16,7 @@ need no join.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -50,18 +50,12 @@ from memory.store.mongo.docs import (
     ts,
 )
 from memory.store.mongo.indexes import PLAIN_COLLECTIONS, REGULAR_INDEXES
-from memory.store.mongo.lifecycle_reads import export_data, read_epochs, user_agents
+from memory.store.mongo.lifecycle_reads import export_data, user_agents
 from memory.store.mongo.listings import MongoListings
-from memory.store.mongo.reads import (
-    MongoReads,
-    read_state,
-    recent_fact_docs,
-    reflection,
-)
+from memory.store.mongo.reads import MongoReads, recent_fact_docs
 from memory.store.mongo.reembed import (
     pending_reembeds,
     put_side_vectors,
-    read_embedding_meta,
 )
 from memory.store.mongo.search import AtlasMode, FactSearch, fact_match
 from memory.store.mongo.sessions import (
@@ -76,7 +70,7 @@ from memory.store.mongo.txn import run_transaction
 from memory.store.mongo.writes import apply_writes
 from memory.store.planned import PlannedStore
 from memory.store.rules import Plan, Request, check_query_dimension
-from memory.store.snapshots import read_snapshot
+from memory.store.snapshots import SnapshotReads, read_snapshot
 
 
 def _embedding_key(model: str, text_hash: str) -> str:
@@ -114,6 +108,9 @@ class MongoStore(MongoListings, PlannedStore):
 
         return await run_transaction(self._db, body)
 
+    async def _read_once[T](self, read: Callable[[SnapshotReads], Coroutine[Any, Any, T]]) -> T:
+        return await read(MongoReads(self._db, None))
+
     # ------------------------------------------------------------ lifecycle
 
     async def setup(self) -> None:
@@ -146,11 +143,6 @@ class MongoStore(MongoListings, PlannedStore):
 
     async def get_session(self, session_id: str, agent_id: str | None = None) -> SessionInfo | None:
         return await session_view(self._db, session_id, agent_id)
-
-    async def get_session_agent_state(
-        self, session_id: str, agent_id: str
-    ) -> SessionAgentState | None:
-        return await read_state(self._db, session_id, agent_id)
 
     async def load_messages(
         self, session_id: str, after_seq: int, upto_seq: int
@@ -241,10 +233,6 @@ class MongoStore(MongoListings, PlannedStore):
 
     # ------------------------------------------------------------ facts
 
-    async def _facts(self, fact_ids: list[str]) -> list[Fact]:
-        cursor = self._db.facts.find({"_id": {"$in": fact_ids}}, NO_VECTOR)
-        return [fact_from_doc(doc) async for doc in cursor]
-
     async def vector_search(
         self, query: Vector, flt: FactFilter, *, limit: int, min_score: float = -1.0
     ) -> list[ScoredFact]:
@@ -270,9 +258,6 @@ class MongoStore(MongoListings, PlannedStore):
             {"_id": {"$in": fact_ids}},
             {"$inc": {"access_count": 1}, "$set": {"last_accessed_at": ts(at)}},
         )
-
-    async def _read_embedding_meta(self) -> tuple[str, int] | None:
-        return await read_embedding_meta(self._db, None)
 
     # ------------------------------------------------------------ re-embedding
 
@@ -332,16 +317,10 @@ class MongoStore(MongoListings, PlannedStore):
         match = fact_match(flt)
         return 0 if match is None else await self._db.facts.count_documents(match)
 
-    async def get_reflection(self, reflection_id: str) -> Reflection | None:
-        return await reflection(self._db, reflection_id)
-
     # ------------------------------------------------------------ data lifecycle reads
 
     async def _user_agents(self, user_id: str) -> list[str]:
         return await user_agents(self._db, user_id)
-
-    async def _erasure_epochs(self, agent_id: str, user_ids: list[str]) -> dict[str, int]:
-        return await read_epochs(self._db, agent_id, user_ids)
 
     async def export_data(
         self, *, agent_id: str | None, user_id: str | None, messages: bool

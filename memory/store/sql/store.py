@@ -32,8 +32,8 @@ from memory.store.base import ReembedItem, Vector
 from memory.store.counts import ExportData
 from memory.store.planned import PlannedStore
 from memory.store.rules import Plan, Request, Write
-from memory.store.snapshots import read_snapshot
-from memory.store.sql import facts, reads
+from memory.store.snapshots import SnapshotReads, read_snapshot
+from memory.store.sql import facts
 from memory.store.sql import sessions as ss
 from memory.store.sql.db import Db
 from memory.store.sql.lifecycle_reads import export_data, user_agents
@@ -69,6 +69,9 @@ class SqlStore[D: Db](PlannedStore):
         """``body`` of a single statement, which needs no transaction of its own."""
         return await self._db_read(body)
 
+    async def _read_once[T](self, read: Callable[[SnapshotReads], Coroutine[Any, Any, T]]) -> T:
+        return await self._db_one(lambda db: read(SqlReads(db)))
+
     # ------------------------------------------------------------ agents
 
     async def upsert_agent(self, config: AgentConfig) -> None:
@@ -91,11 +94,6 @@ class SqlStore[D: Db](PlannedStore):
 
     async def get_session(self, session_id: str, agent_id: str | None = None) -> SessionInfo | None:
         return await self._db_read(lambda db: ss.session_view(db, session_id, agent_id))
-
-    async def get_session_agent_state(
-        self, session_id: str, agent_id: str
-    ) -> SessionAgentState | None:
-        return await self._db_one(lambda db: reads.read_state(db, session_id, agent_id))
 
     async def load_messages(
         self, session_id: str, after_seq: int, upto_seq: int
@@ -165,9 +163,6 @@ class SqlStore[D: Db](PlannedStore):
 
         return await self._db_one(get)
 
-    async def _facts(self, fact_ids: list[str]) -> list[Fact]:
-        return await self._db_one(lambda db: reads.facts_by_id(db, fact_ids))
-
     async def _recent_facts(self, flt: FactFilter, since: datetime, limit: int) -> list[Fact]:
         return await self._db_one(lambda db: facts.recent_facts(db, flt, since, limit))
 
@@ -180,9 +175,6 @@ class SqlStore[D: Db](PlannedStore):
 
     async def count_facts(self, flt: FactFilter) -> int:
         return await self._db_one(lambda db: facts.count_facts(db, flt))
-
-    async def _read_embedding_meta(self) -> tuple[str, int] | None:
-        return await self._db_one(reads.embedding_meta)
 
     # ------------------------------------------------------------ re-embedding
 
@@ -252,16 +244,10 @@ class SqlStore[D: Db](PlannedStore):
 
         return await self._db_one(get)
 
-    async def get_reflection(self, reflection_id: str) -> Reflection | None:
-        return await self._db_one(lambda db: reads.reflection(db, reflection_id))
-
     # ------------------------------------------------------------ data lifecycle reads
 
     async def _user_agents(self, user_id: str) -> list[str]:
         return await self._db_read(lambda db: user_agents(db, user_id))
-
-    async def _erasure_epochs(self, agent_id: str, user_ids: list[str]) -> dict[str, int]:
-        return await self._db_one(lambda db: reads.read_epochs(db, agent_id, user_ids))
 
     async def export_data(
         self, *, agent_id: str | None, user_id: str | None, messages: bool
@@ -279,9 +265,6 @@ class SqlStore[D: Db](PlannedStore):
         self, agent_id: str, *, user_id: str | None = None, limit: int = 100
     ) -> list[SessionInfo]:
         return await self._db_read(lambda db: ss.agent_sessions(db, agent_id, user_id, limit))
-
-    async def get_api_key(self, key_id: str) -> ApiKey | None:
-        return await self._db_one(lambda db: reads.api_key(db, key_id))
 
     async def list_api_keys(self) -> list[ApiKey]:
         async def load(db: Db) -> list[ApiKey]:
