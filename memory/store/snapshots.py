@@ -66,17 +66,17 @@ class SnapshotReads(LifecycleReads):
         """rules.recheck.reflection_text_key of the stored reflections of ``keys`` whose
         content is one of ``texts``."""
 
-    @abc.abstractmethod
     async def stored_message_ids(
         self, session_id: str, message_ids: Sequence[str]
-    ) -> frozenset[str]: ...
+    ) -> frozenset[str]:
+        return frozenset(await self.message_seqs(session_id, message_ids))
 
     @abc.abstractmethod
     async def reflection(self, reflection_id: str) -> Reflection | None: ...
 
-    @abc.abstractmethod
     async def blob_version(self, key: str) -> int:
         """The version of the scope key's consolidated blob, 0 without one."""
+        return (await self.blobs([key])).get(key, ("", 0))[1]
 
     @abc.abstractmethod
     async def buffered_among(self, key: str, reflection_ids: Sequence[str]) -> int:

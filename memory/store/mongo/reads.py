@@ -121,19 +121,9 @@ class MongoReads(SnapshotReads):
         doc = await self.db.sessions.find_one({"_id": session_id}, session=self.s)
         return None if doc is None else (int(doc["last_seq"]), opt_dt(doc.get("last_message_at")))
 
-    async def stored_message_ids(
-        self, session_id: str, message_ids: Sequence[str]
-    ) -> frozenset[str]:
-        query = {"session_id": session_id, "message_id": {"$in": list(message_ids)}}
-        return await self._ids("messages", query, "message_id")
-
     async def reflection(self, reflection_id: str) -> Reflection | None:
         doc = await self.db.reflections.find_one({"_id": reflection_id}, session=self.s)
         return None if doc is None else reflection_from_doc(doc)
-
-    async def blob_version(self, key: str) -> int:
-        doc = await self.db.consolidated.find_one({"_id": key}, {"version": 1}, session=self.s)
-        return 0 if doc is None else int(doc["version"])
 
     async def buffered_among(self, key: str, reflection_ids: Sequence[str]) -> int:
         ids = {"$in": list(reflection_ids)}
@@ -207,10 +197,6 @@ class MongoReads(SnapshotReads):
 
     async def reflection_count(self, key: str) -> int:
         return await self.db.reflections.count_documents({"scope_key": key}, session=self.s)
-
-    async def has_blob(self, key: str) -> bool:
-        doc = await self.db.consolidated.find_one({"_id": key}, {"_id": 1}, session=self.s)
-        return doc is not None
 
     async def cached_text_hashes(self, text_hashes: Sequence[str]) -> frozenset[str]:
         return await self._ids("embeddings", {"hash": {"$in": list(text_hashes)}}, "hash")

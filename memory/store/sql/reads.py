@@ -139,21 +139,10 @@ class SqlReads(SqlLifecycleReads, SnapshotReads):
             return None
         return int(row["last_seq"]), self.db.opt_time_of(row["last_message_at"])
 
-    async def stored_message_ids(
-        self, session_id: str, message_ids: Sequence[str]
-    ) -> frozenset[str]:
-        sql = "SELECT message_id FROM messages WHERE session_id = %s AND message_id"
-        return frozenset(await self.db.column_in(sql, message_ids, session_id))
-
     async def reflection(self, reflection_id: str) -> Reflection | None:
         sql = "SELECT * FROM reflections WHERE reflection_id = %s"
         row = await self.db.fetch_one(sql, (reflection_id,))
         return None if row is None else self.db.reflection(row)
-
-    async def blob_version(self, key: str) -> int:
-        sql = "SELECT version FROM consolidated WHERE scope_key = %s"
-        row = await self.db.fetch_one(sql, (key,))
-        return 0 if row is None else int(row["version"])
 
     async def buffered_among(self, key: str, reflection_ids: Sequence[str]) -> int:
         sql = (
