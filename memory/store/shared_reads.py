@@ -50,6 +50,10 @@ class SharedReads(MemoryStore):
     async def get_api_key(self, key_id: str) -> ApiKey | None:
         return await self._read_once(lambda reads: reads.api_key(key_id))
 
+    async def count_unabsorbed(self, key: ScopeKey) -> int:
+        counts = await self._read_once(lambda reads: reads.buffered_counts([key.key]))
+        return counts[key.key]
+
     # ------------------------------------------------------------ messages and sessions
 
     @abc.abstractmethod

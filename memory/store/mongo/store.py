@@ -285,11 +285,6 @@ class MongoStore(MongoListings, PlannedStore):
             cursor = cursor.limit(limit)
         return [reflection_from_doc(doc) async for doc in cursor]
 
-    async def count_unabsorbed(self, key: ScopeKey) -> int:
-        return await self._db.reflections.count_documents(
-            {"scope_key": key.key, "absorbed_into_version": None}
-        )
-
     async def get_consolidated(self, key: ScopeKey) -> ConsolidatedMemory | None:
         doc = await self._db.consolidated.find_one({"_id": key.key})
         return None if doc is None else consolidated_from_doc(doc)

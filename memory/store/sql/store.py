@@ -219,17 +219,6 @@ class SqlStore[D: Db](PlannedStore):
 
         return await self._db_one(load)
 
-    async def count_unabsorbed(self, key: ScopeKey) -> int:
-        async def count(db: Db) -> int:
-            row = await db.fetch_one(
-                "SELECT count(*) AS n FROM reflections WHERE scope_key = %s "
-                "AND absorbed_into_version IS NULL",
-                (key.key,),
-            )
-            return 0 if row is None else int(row["n"])
-
-        return await self._db_one(count)
-
     async def get_consolidated(self, key: ScopeKey) -> ConsolidatedMemory | None:
         async def get(db: Db) -> ConsolidatedMemory | None:
             row = await db.fetch_one("SELECT * FROM consolidated WHERE scope_key = %s", (key.key,))
