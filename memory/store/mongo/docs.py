@@ -45,6 +45,10 @@ def ts(value: datetime) -> str:
     return value.astimezone(UTC).isoformat(timespec="microseconds")
 
 
+def opt_ts(value: datetime | None) -> str | None:
+    return None if value is None else ts(value)
+
+
 def dt(value: str) -> datetime:
     return datetime.fromisoformat(value)
 
@@ -72,7 +76,7 @@ def fact_fields(fact: Fact) -> Doc:
         "source_session_id": fact.source_session_id,
         "source_message_ids": list(fact.source_message_ids),
         "formation_id": fact.formation_id,
-        "said_at": None if fact.said_at is None else ts(fact.said_at),
+        "said_at": opt_ts(fact.said_at),
         "formed_at": ts(fact.formed_at),
         "updated_at": ts(fact.updated_at),
         "version": fact.version,
@@ -83,12 +87,12 @@ def fact_fields(fact: Fact) -> Doc:
                     include={"version", "content", "reason", "source_message_ids", "formation_id"}
                 ),
                 "changed_at": ts(rev.changed_at),
-                "said_at": None if rev.said_at is None else ts(rev.said_at),
+                "said_at": opt_ts(rev.said_at),
             }
             for rev in fact.history
         ],
         "invalidated": fact.invalidated_at is not None,
-        "invalidated_at": None if fact.invalidated_at is None else ts(fact.invalidated_at),
+        "invalidated_at": opt_ts(fact.invalidated_at),
         "invalidated_by": fact.invalidated_by,
     }
 
@@ -96,7 +100,7 @@ def fact_fields(fact: Fact) -> Doc:
 def state_doc(state: SessionAgentState) -> Doc:
     return {
         **state.model_dump(exclude={"last_message_at"}),
-        "last_message_at": None if state.last_message_at is None else ts(state.last_message_at),
+        "last_message_at": opt_ts(state.last_message_at),
     }
 
 
@@ -116,8 +120,13 @@ def message_from_doc(doc: Mapping[str, Any]) -> StoredMessage:
     return from_record(StoredMessage, doc, dt)
 
 
-def session_from_doc(doc: Mapping[str, Any]) -> SessionInfo:
-    return from_record(SessionInfo, doc, dt, session_id=doc["_id"])
+def session_from_doc(doc: Mapping[str, Any], mine: Mapping[str, Any] | None = None) -> SessionInfo:
+    """The session; with the agent's session_agents document ``mine``, that agent's view: its
+    own participants and its own end (isolation)."""
+    if mine is None:
+        return from_record(SessionInfo, {**doc, "ended_at": None}, dt, session_id=doc["_id"])
+    view = {**doc, "user_ids": mine.get("user_ids", []), "ended_at": mine.get("ended_at")}
+    return from_record(SessionInfo, view, dt, session_id=doc["_id"])
 
 
 def state_from_doc(doc: Mapping[str, Any]) -> SessionAgentState:

@@ -27,12 +27,9 @@ async def session_view(
     if doc is None:
         return None
     if agent_id is None:
-        return session_from_doc({**doc, "ended_at": None})
+        return session_from_doc(doc)
     mine = await db.session_agents.find_one({"session_id": session_id, "agent_id": agent_id})
-    if mine is None:
-        return None
-    view = {**doc, "user_ids": mine.get("user_ids", []), "ended_at": mine.get("ended_at")}
-    return session_from_doc(view)
+    return None if mine is None else session_from_doc(doc, mine)
 
 
 async def end_session(db: AsyncDatabase[Doc], session_id: str, agent_id: str, at: datetime) -> None:
