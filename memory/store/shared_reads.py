@@ -1,6 +1,7 @@
 """The reading calls of the store contract whose rules are the same on every backend, written
-once: which reflections a listing holds and in what order, what a scope key never written reads
-as, which ids are asked for, the embedding meta's cache. Each backend answers one narrower query
+once (and the unplanned session ends and purges): which reflections a listing holds and in what
+order, what a scope key never written reads as, which ids are asked for, the embedding meta's
+cache, what ending an unknown session is. Each backend answers one narrower query
 per call (the abstract ``_`` methods) in its own database's terms, and the calls that are one of
 its snapshot reads (memory.store.snapshots) outside a transaction go through ``_read_once``."""
 
@@ -12,6 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from memory.api_keys import ApiKey
+from memory.errors import NotFoundError
 from memory.models import (
     Fact,
     FactFilter,
@@ -78,6 +80,15 @@ class SharedReads(MemoryStore):
         if limit <= 0:
             return []
         return await self._unfinished_ended_sessions(ended_before, after or ("", ""), limit)
+
+    @abc.abstractmethod
+    async def _end_session(self, session_id: str, agent_id: str, at: datetime) -> bool:
+        """Set the agent's ended_at = at, not purged; False when it has no such session."""
+
+    async def end_session(self, session_id: str, agent_id: str, at: datetime) -> None:
+        # Ending again (a resumed session) restarts the retention period of its memory.
+        if not await self._end_session(session_id, agent_id, at):
+            raise NotFoundError(f"no session {session_id} of agent {agent_id}")
 
     @abc.abstractmethod
     async def _purge_ended_sessions(self, ended_before: datetime, limit: int) -> list[str]:

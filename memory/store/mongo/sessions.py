@@ -9,7 +9,6 @@ from datetime import datetime
 from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.asynchronous.database import AsyncDatabase
 
-from memory.errors import NotFoundError
 from memory.models import SessionInfo, StoredMessage
 from memory.store.mongo.docs import Doc, message_from_doc, session_from_doc, ts
 from memory.store.mongo.txn import run_transaction
@@ -32,14 +31,12 @@ async def session_view(
     return None if mine is None else session_from_doc(doc, mine)
 
 
-async def end_session(db: AsyncDatabase[Doc], session_id: str, agent_id: str, at: datetime) -> None:
-    # Ending again (a resumed session) restarts the retention period of its memory.
+async def end_session(db: AsyncDatabase[Doc], session_id: str, agent_id: str, at: datetime) -> bool:
     result = await db.session_agents.update_one(
         {"session_id": session_id, "agent_id": agent_id},
         {"$set": {"ended_at": ts(at), "purged": False}},
     )
-    if result.matched_count == 0:
-        raise NotFoundError(f"no session {session_id} of agent {agent_id}")
+    return result.matched_count > 0
 
 
 async def purge_ended_sessions(

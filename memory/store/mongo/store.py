@@ -191,8 +191,8 @@ class MongoStore(MongoListings, PlannedStore):
         cursor = self._db.session_agents.find({"$and": terms}).sort(sort).limit(limit)
         return [state_from_doc(doc) async for doc in cursor]
 
-    async def end_session(self, session_id: str, agent_id: str, at: datetime) -> None:
-        await end_session(self._db, session_id, agent_id, at)
+    async def _end_session(self, session_id: str, agent_id: str, at: datetime) -> bool:
+        return await end_session(self._db, session_id, agent_id, at)
 
     async def _unfinished_ended_sessions(
         self, ended_before: datetime, after: tuple[str, str], limit: int

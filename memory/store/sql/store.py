@@ -132,8 +132,8 @@ class SqlStore[D: Db](PlannedStore):
             )
         )  # fmt: skip
 
-    async def end_session(self, session_id: str, agent_id: str, at: datetime) -> None:
-        await self._db_write(lambda db: ss.end_session(db, session_id, agent_id, at))
+    async def _end_session(self, session_id: str, agent_id: str, at: datetime) -> bool:
+        return await self._db_write(lambda db: ss.end_session(db, session_id, agent_id, at))
 
     async def _unfinished_ended_sessions(
         self, ended_before: datetime, after: tuple[str, str], limit: int
