@@ -116,6 +116,10 @@ def fact_from_doc(doc: Mapping[str, Any]) -> Fact:
     return from_record(Fact, doc, dt, fact_id=doc["_id"])
 
 
+def fact_and_vector(doc: Mapping[str, Any]) -> tuple[Fact, list[float]]:
+    return fact_from_doc(doc), [float(x) for x in doc["embedding"]]
+
+
 def message_from_doc(doc: Mapping[str, Any]) -> StoredMessage:
     return from_record(StoredMessage, doc, dt)
 

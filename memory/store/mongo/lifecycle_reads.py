@@ -11,7 +11,7 @@ from memory.store.counts import ExportData
 from memory.store.mongo.docs import (
     Doc,
     consolidated_from_doc,
-    fact_from_doc,
+    fact_and_vector,
     message_from_doc,
     reflection_from_doc,
 )
@@ -43,10 +43,7 @@ async def export_data(
             AgentConfig.model_validate({k: v for k, v in d.items() if k != "_id"})
             async for d in db.agents.find(agents_q, session=s).sort("_id", 1)
         ],
-        facts=[
-            (fact_from_doc(d), [float(x) for x in d["embedding"]])
-            async for d in db.facts.find(query, session=s).sort("ins", 1)
-        ],
+        facts=[fact_and_vector(d) async for d in db.facts.find(query, session=s).sort("ins", 1)],
         reflections=[
             reflection_from_doc(d)
             async for d in db.reflections.find(query, session=s).sort(

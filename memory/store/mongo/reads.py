@@ -15,6 +15,7 @@ from memory.models import Fact, FormationCommitResult, Reflection, SessionAgentS
 from memory.store.mongo.docs import (
     NO_VECTOR,
     Doc,
+    fact_and_vector,
     fact_from_doc,
     opt_dt,
     reflection_from_doc,
@@ -105,10 +106,7 @@ class MongoReads(SnapshotReads):
         self, agent_id: str, since: datetime
     ) -> list[tuple[Fact, Sequence[float]]]:
         changed = {"agent_id": agent_id, "invalidated": False, "updated_at": {"$gte": ts(since)}}
-        return [
-            (fact_from_doc(doc), [float(x) for x in doc["embedding"]])
-            async for doc in self.db.facts.find(changed, session=self.s)
-        ]
+        return [fact_and_vector(doc) async for doc in self.db.facts.find(changed, session=self.s)]
 
     async def reflection_texts(
         self, keys: Sequence[str], texts: Sequence[str]
