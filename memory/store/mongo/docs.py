@@ -34,6 +34,12 @@ NO_VECTOR = {"embedding": 0}
 EMBEDDING_META_ID = "embedding"  # the meta document of the stored (model, dimension)
 
 
+def compound_id(*parts: str) -> str:
+    """The _id of a document keyed by several strings (an embedding's model and text hash, an
+    erasure's agent and user): joined by the unit separator, which ids and hashes never hold."""
+    return "\x1f".join(parts)
+
+
 def insertion_order() -> ObjectId:
     """Tie-breaker for equal timestamps: ObjectIds made by one process increase, like rowids."""
     return ObjectId()

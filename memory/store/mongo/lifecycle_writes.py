@@ -7,12 +7,8 @@ from typing import assert_never
 from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.asynchronous.database import AsyncDatabase
 
-from memory.store.mongo.docs import Doc, opt_ts, reflection_doc, ts
+from memory.store.mongo.docs import Doc, compound_id, opt_ts, reflection_doc, ts
 from memory.store.rules import lifecycle_writes as lw
-
-
-def erasure_id(agent_key: str, user_id: str) -> str:
-    return f"{agent_key}\x1f{user_id}"
 
 
 async def update_session(
@@ -53,7 +49,7 @@ async def apply_lifecycle(
             await update_session(db, s, sid, {"$set": head})
         case lw.PutErasure() as e:
             await db.erasures.replace_one(
-                {"_id": erasure_id(e.agent_key, e.user_id)},
+                {"_id": compound_id(e.agent_key, e.user_id)},
                 {
                     "agent_key": e.agent_key, "user_id": e.user_id, "epoch": e.epoch,
                     "forgotten_at": ts(e.forgotten_at), "counts": e.counts_json,

@@ -43,6 +43,7 @@ from memory.store.counts import ExportData
 from memory.store.mongo.docs import (
     NO_VECTOR,
     Doc,
+    compound_id,
     consolidated_from_doc,
     fact_from_doc,
     reflection_from_doc,
@@ -71,10 +72,6 @@ from memory.store.mongo.writes import apply_writes
 from memory.store.planned import PlannedStore
 from memory.store.rules import Plan, Request, check_query_dimension
 from memory.store.snapshots import SnapshotReads, read_snapshot
-
-
-def _embedding_key(model: str, text_hash: str) -> str:
-    return f"{model}\x1f{text_hash}"
 
 
 class MongoStore(MongoListings, PlannedStore):
@@ -208,7 +205,7 @@ class MongoStore(MongoListings, PlannedStore):
         # float32 little-endian bytes: exact, and a quarter of an array of BSON doubles.
         ops = [
             ReplaceOne(
-                {"_id": _embedding_key(model, text_hash)},
+                {"_id": compound_id(model, text_hash)},
                 {
                     "model": model,
                     "hash": text_hash,
@@ -222,7 +219,7 @@ class MongoStore(MongoListings, PlannedStore):
             await self._db.embeddings.bulk_write(ops, ordered=False)
 
     async def get_embeddings(self, model: str, text_hashes: Sequence[str]) -> dict[str, Vector]:
-        keys = [_embedding_key(model, h) for h in dict.fromkeys(text_hashes)]
+        keys = [compound_id(model, h) for h in dict.fromkeys(text_hashes)]
         if not keys:
             return {}
         cursor = self._db.embeddings.find({"_id": {"$in": keys}})
