@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Coroutine, Sequence
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -71,7 +72,7 @@ from memory.store.mongo.txn import run_transaction
 from memory.store.mongo.writes import apply_writes
 from memory.store.planned import PlannedStore
 from memory.store.rules import Plan, Request, check_query_dimension
-from memory.store.snapshots import SnapshotReads, read_snapshot
+from memory.store.snapshots import SnapshotReads, run_planned
 
 
 class MongoStore(MongoListings, PlannedStore):
@@ -98,10 +99,10 @@ class MongoStore(MongoListings, PlannedStore):
         return cls(client, database, atlas_search=atlas_search, owns_client=True)
 
     async def _transact[S, R](self, request: Request[S], plan: Callable[[S], Plan[R]]) -> R:
-        async def body(session: AsyncClientSession) -> R:
-            planned = plan(await read_snapshot(MongoReads(self._db, session), request))
-            await apply_writes(self._db, session, planned.writes)
-            return planned.result
+        def body(s: AsyncClientSession) -> Coroutine[Any, Any, R]:
+            return run_planned(
+                MongoReads(self._db, s), request, plan, partial(apply_writes, self._db, s)
+            )
 
         return await run_transaction(self._db, body)
 

@@ -32,7 +32,7 @@ from memory.store.base import ReembedItem, Vector
 from memory.store.counts import ExportData
 from memory.store.planned import PlannedStore
 from memory.store.rules import Plan, Request, Write
-from memory.store.snapshots import SnapshotReads, read_snapshot
+from memory.store.snapshots import SnapshotReads, run_planned
 from memory.store.sql import facts
 from memory.store.sql import sessions as ss
 from memory.store.sql.db import Db
@@ -46,12 +46,9 @@ class SqlStore[D: Db](PlannedStore):
     """D: the backend's connection, which its own writes take."""
 
     async def _transact[S, R](self, request: Request[S], plan: Callable[[S], Plan[R]]) -> R:
-        async def body(db: D) -> R:
-            planned = plan(await read_snapshot(SqlReads(db), request))
-            await self._apply_writes(db, planned.writes)
-            return planned.result
-
-        return await self._db_write(body)
+        return await self._db_write(
+            lambda db: run_planned(SqlReads(db), request, plan, partial(self._apply_writes, db))
+        )
 
     @abc.abstractmethod
     async def _apply_writes(self, db: D, writes: Sequence[Write]) -> None:
