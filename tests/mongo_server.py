@@ -17,7 +17,20 @@ from mongoeco import SearchIndexModel as EcoSearchIndexModel
 from mongoeco.engines import MemoryEngine
 from mongoeco.wire.proxy import AsyncMongoEcoProxyServer
 
-from memory.store.mongo.indexes import plan_search_indexes, search_index_specs_without_filters
+from memory.store.mongo.indexes import SearchIndexSpec, plan_search_indexes, search_index_specs
+
+
+def search_index_specs_without_filters(dimension: int) -> list[SearchIndexSpec]:
+    """The store's Atlas Search definitions (mongo.indexes) minus the vector "filter" fields,
+    which mongoeco rejects (its $vectorSearch filters on any field anyway)."""
+    stripped: list[SearchIndexSpec] = []
+    for spec in search_index_specs(dimension):
+        definition = spec.definition
+        if spec.type == "vectorSearch":
+            fields = [f for f in definition["fields"] if f["type"] != "filter"]
+            definition = {**definition, "fields": fields}
+        stripped.append(SearchIndexSpec(spec.name, spec.type, definition))
+    return stripped
 
 
 @dataclass(frozen=True)

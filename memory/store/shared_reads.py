@@ -1,31 +1,60 @@
 """The reading calls of the store contract whose rules are the same on every backend, written
-once: which reflections a listing holds and in what order, what a scope key never written reads
-as, which ids are asked for, the embedding meta's cache. Each backend answers one narrower query
-per call (the abstract ``_`` methods) in its own database's terms."""
+once (and the unplanned session ends and purges): which reflections a listing holds and in what
+order, what a scope key never written reads as, which ids are asked for, the embedding meta's
+cache, what ending an unknown session is. Each backend answers one narrower query
+per call (the abstract ``_`` methods) in its own database's terms, and the calls that are one of
+its snapshot reads (memory.store.snapshots) outside a transaction go through ``_read_once``."""
 
 from __future__ import annotations
 
 import abc
-from collections.abc import Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from datetime import datetime
+from typing import Any
 
-from memory.models import Fact, FactFilter, Reflection, ScopeKey, StoredMessage
+from memory.api_keys import ApiKey
+from memory.errors import NotFoundError
+from memory.models import (
+    Fact,
+    FactFilter,
+    Reflection,
+    ScopeKey,
+    SessionAgentState,
+    StoredMessage,
+)
 from memory.store.base import MemoryStore
+from memory.store.snapshots import SnapshotReads
 
 
 class SharedReads(MemoryStore):
-    # ------------------------------------------------------------ embedding meta
+    @abc.abstractmethod
+    async def _read_once[T](self, read: Callable[[SnapshotReads], Coroutine[Any, Any, T]]) -> T:
+        """``read`` on the backend's snapshot reads, outside a planned transaction: the store
+        calls that ask what a planner's snapshot asks are answered by the same query."""
+
+    # ------------------------------------------------------------ single reads
 
     _meta: tuple[str, int] | None = None  # read once; changed only by a re-embed switch
 
-    @abc.abstractmethod
-    async def _read_embedding_meta(self) -> tuple[str, int] | None:
-        """The stored (model, dimension), read from the database."""
-
     async def embedding_meta(self) -> tuple[str, int] | None:
         if self._meta is None:
-            self._meta = await self._read_embedding_meta()
+            self._meta = await self._read_once(lambda reads: reads.embedding_meta())
         return self._meta
+
+    async def get_session_agent_state(
+        self, session_id: str, agent_id: str
+    ) -> SessionAgentState | None:
+        return await self._read_once(lambda reads: reads.state(session_id, agent_id))
+
+    async def get_reflection(self, reflection_id: str) -> Reflection | None:
+        return await self._read_once(lambda reads: reads.reflection(reflection_id))
+
+    async def get_api_key(self, key_id: str) -> ApiKey | None:
+        return await self._read_once(lambda reads: reads.api_key(key_id))
+
+    async def count_unabsorbed(self, key: ScopeKey) -> int:
+        counts = await self._read_once(lambda reads: reads.buffered_counts([key.key]))
+        return counts[key.key]
 
     # ------------------------------------------------------------ messages and sessions
 
@@ -53,6 +82,15 @@ class SharedReads(MemoryStore):
         return await self._unfinished_ended_sessions(ended_before, after or ("", ""), limit)
 
     @abc.abstractmethod
+    async def _end_session(self, session_id: str, agent_id: str, at: datetime) -> bool:
+        """Set the agent's ended_at = at, not purged; False when it has no such session."""
+
+    async def end_session(self, session_id: str, agent_id: str, at: datetime) -> None:
+        # Ending again (a resumed session) restarts the retention period of its memory.
+        if not await self._end_session(session_id, agent_id, at):
+            raise NotFoundError(f"no session {session_id} of agent {agent_id}")
+
+    @abc.abstractmethod
     async def _purge_ended_sessions(self, ended_before: datetime, limit: int) -> list[str]:
         """purge_ended_sessions with limit > 0."""
 
@@ -61,14 +99,13 @@ class SharedReads(MemoryStore):
 
     # ------------------------------------------------------------ facts
 
-    @abc.abstractmethod
-    async def _facts(self, fact_ids: list[str]) -> list[Fact]:
-        """The facts that exist among ``fact_ids`` (distinct, not empty), in any order."""
-
     async def get_facts(self, fact_ids: Sequence[str]) -> list[Fact]:
         ids = list(dict.fromkeys(fact_ids))
-        found = {fact.fact_id: fact for fact in await self._facts(ids)} if ids else {}
-        return [found[fact_id] for fact_id in ids if fact_id in found]  # in the order asked
+        if not ids:
+            return []
+        found = await self._read_once(lambda reads: reads.facts_by_id(ids))
+        by_id = {fact.fact_id: fact for fact in found}
+        return [by_id[fact_id] for fact_id in ids if fact_id in by_id]  # in the order asked
 
     @abc.abstractmethod
     async def _touch_facts(self, fact_ids: list[str], at: datetime) -> None:
@@ -140,9 +177,6 @@ class SharedReads(MemoryStore):
         stored = await self._stored_scope_versions(wanted) if wanted else {}
         return {key: stored.get(key, 0) for key in wanted}
 
-    @abc.abstractmethod
-    async def _erasure_epochs(self, agent_id: str, user_ids: list[str]) -> dict[str, int]:
-        """erasure_epochs for distinct users."""
-
     async def erasure_epochs(self, agent_id: str, user_ids: Sequence[str]) -> dict[str, int]:
-        return await self._erasure_epochs(agent_id, list(dict.fromkeys(user_ids)))
+        users = list(dict.fromkeys(user_ids))
+        return await self._read_once(lambda reads: reads.epochs(agent_id, users))

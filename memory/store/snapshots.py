@@ -8,7 +8,7 @@ with coroutines that never suspend, and runs the assembly with ``run_sync``."""
 from __future__ import annotations
 
 import abc
-from collections.abc import Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from datetime import datetime
 from typing import Any, cast
 
@@ -22,10 +22,12 @@ from memory.store.rules import (
     FactSnapshot,
     FormationRequest,
     FormationSnapshot,
+    Plan,
     RecordRequest,
     RecordSnapshot,
     ReflectionRequest,
     Request,
+    Write,
 )
 from memory.store.rules.reembed import SwitchRequest
 from memory.store.snapshots_lifecycle import LifecycleReads, read_lifecycle_snapshot
@@ -66,17 +68,17 @@ class SnapshotReads(LifecycleReads):
         """rules.recheck.reflection_text_key of the stored reflections of ``keys`` whose
         content is one of ``texts``."""
 
-    @abc.abstractmethod
     async def stored_message_ids(
         self, session_id: str, message_ids: Sequence[str]
-    ) -> frozenset[str]: ...
+    ) -> frozenset[str]:
+        return frozenset(await self.message_seqs(session_id, message_ids))
 
     @abc.abstractmethod
     async def reflection(self, reflection_id: str) -> Reflection | None: ...
 
-    @abc.abstractmethod
     async def blob_version(self, key: str) -> int:
         """The version of the scope key's consolidated blob, 0 without one."""
+        return (await self.blobs([key])).get(key, ("", 0))[1]
 
     @abc.abstractmethod
     async def buffered_among(self, key: str, reflection_ids: Sequence[str]) -> int:
@@ -155,6 +157,19 @@ async def read_snapshot[S](reads: SnapshotReads, request: Request[S]) -> S:
         case _:
             snapshot = await read_lifecycle_snapshot(reads, request)
     return cast(S, snapshot)
+
+
+async def run_planned[S, R](
+    reads: SnapshotReads,
+    request: Request[S],
+    plan: Callable[[S], Plan[R]],
+    apply: Callable[[Sequence[Write]], Coroutine[Any, Any, None]],
+) -> R:
+    """The body of every planned transaction (PlannedStore._transact), inside the backend's
+    transaction: the request's snapshot, the plan on it, its writes applied in order."""
+    planned = plan(await read_snapshot(reads, request))
+    await apply(planned.writes)
+    return planned.result
 
 
 def run_sync[R](coroutine: Coroutine[Any, Any, R]) -> R:

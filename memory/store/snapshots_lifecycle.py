@@ -94,8 +94,8 @@ class LifecycleReads(abc.ABC):
     async def reflection_count(self, key: str) -> int:
         """The reflections of a scope key, absorbed or not."""
 
-    @abc.abstractmethod
-    async def has_blob(self, key: str) -> bool: ...
+    async def has_blob(self, key: str) -> bool:
+        return key in await self.blobs([key])
 
     @abc.abstractmethod
     async def cached_text_hashes(self, text_hashes: Sequence[str]) -> frozenset[str]:

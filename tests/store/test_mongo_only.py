@@ -26,10 +26,9 @@ from memory.store.mongo.indexes import (
     VECTOR_INDEX,
     plan_search_indexes,
     search_index_specs,
-    search_index_specs_without_filters,
 )
 from memory.store.mongo.search import AtlasMode
-from tests.mongo_server import EcoServer, running_mongoeco
+from tests.mongo_server import EcoServer, running_mongoeco, search_index_specs_without_filters
 from tests.store.builders import (
     USER_KEY,
     Former,

@@ -34,6 +34,12 @@ NO_VECTOR = {"embedding": 0}
 EMBEDDING_META_ID = "embedding"  # the meta document of the stored (model, dimension)
 
 
+def compound_id(*parts: str) -> str:
+    """The _id of a document keyed by several strings (an embedding's model and text hash, an
+    erasure's agent and user): joined by the unit separator, which ids and hashes never hold."""
+    return "\x1f".join(parts)
+
+
 def insertion_order() -> ObjectId:
     """Tie-breaker for equal timestamps: ObjectIds made by one process increase, like rowids."""
     return ObjectId()
@@ -43,6 +49,10 @@ def ts(value: datetime) -> str:
     if value.tzinfo is None:
         raise InvalidInputError("timestamps must be timezone-aware (UTC)")
     return value.astimezone(UTC).isoformat(timespec="microseconds")
+
+
+def opt_ts(value: datetime | None) -> str | None:
+    return None if value is None else ts(value)
 
 
 def dt(value: str) -> datetime:
@@ -72,7 +82,7 @@ def fact_fields(fact: Fact) -> Doc:
         "source_session_id": fact.source_session_id,
         "source_message_ids": list(fact.source_message_ids),
         "formation_id": fact.formation_id,
-        "said_at": None if fact.said_at is None else ts(fact.said_at),
+        "said_at": opt_ts(fact.said_at),
         "formed_at": ts(fact.formed_at),
         "updated_at": ts(fact.updated_at),
         "version": fact.version,
@@ -83,12 +93,12 @@ def fact_fields(fact: Fact) -> Doc:
                     include={"version", "content", "reason", "source_message_ids", "formation_id"}
                 ),
                 "changed_at": ts(rev.changed_at),
-                "said_at": None if rev.said_at is None else ts(rev.said_at),
+                "said_at": opt_ts(rev.said_at),
             }
             for rev in fact.history
         ],
         "invalidated": fact.invalidated_at is not None,
-        "invalidated_at": None if fact.invalidated_at is None else ts(fact.invalidated_at),
+        "invalidated_at": opt_ts(fact.invalidated_at),
         "invalidated_by": fact.invalidated_by,
     }
 
@@ -96,7 +106,7 @@ def fact_fields(fact: Fact) -> Doc:
 def state_doc(state: SessionAgentState) -> Doc:
     return {
         **state.model_dump(exclude={"last_message_at"}),
-        "last_message_at": None if state.last_message_at is None else ts(state.last_message_at),
+        "last_message_at": opt_ts(state.last_message_at),
     }
 
 
@@ -112,12 +122,21 @@ def fact_from_doc(doc: Mapping[str, Any]) -> Fact:
     return from_record(Fact, doc, dt, fact_id=doc["_id"])
 
 
+def fact_and_vector(doc: Mapping[str, Any]) -> tuple[Fact, list[float]]:
+    return fact_from_doc(doc), [float(x) for x in doc["embedding"]]
+
+
 def message_from_doc(doc: Mapping[str, Any]) -> StoredMessage:
     return from_record(StoredMessage, doc, dt)
 
 
-def session_from_doc(doc: Mapping[str, Any]) -> SessionInfo:
-    return from_record(SessionInfo, doc, dt, session_id=doc["_id"])
+def session_from_doc(doc: Mapping[str, Any], mine: Mapping[str, Any] | None = None) -> SessionInfo:
+    """The session; with the agent's session_agents document ``mine``, that agent's view: its
+    own participants and its own end (isolation)."""
+    if mine is None:
+        return from_record(SessionInfo, {**doc, "ended_at": None}, dt, session_id=doc["_id"])
+    view = {**doc, "user_ids": mine.get("user_ids", []), "ended_at": mine.get("ended_at")}
+    return from_record(SessionInfo, view, dt, session_id=doc["_id"])
 
 
 def state_from_doc(doc: Mapping[str, Any]) -> SessionAgentState:

@@ -134,19 +134,6 @@ def search_index_specs(dimension: int) -> list[SearchIndexSpec]:
     ]
 
 
-def search_index_specs_without_filters(dimension: int) -> list[SearchIndexSpec]:
-    """The same definitions minus the vector "filter" fields, which mongoeco rejects (its
-    $vectorSearch filters on any field anyway)."""
-    stripped: list[SearchIndexSpec] = []
-    for spec in search_index_specs(dimension):
-        definition = spec.definition
-        if spec.type == "vectorSearch":
-            fields = [f for f in definition["fields"] if f["type"] != "filter"]
-            definition = {**definition, "fields": fields}
-        stripped.append(SearchIndexSpec(spec.name, spec.type, definition))
-    return stripped
-
-
 def _contains(existing: object, wanted: object) -> bool:
     """``wanted`` is part of ``existing``: servers may add defaults to a stored definition."""
     if isinstance(wanted, Mapping):

@@ -3,8 +3,6 @@ export), read inside the caller's transaction."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.asynchronous.database import AsyncDatabase
 
@@ -13,28 +11,12 @@ from memory.store.counts import ExportData
 from memory.store.mongo.docs import (
     Doc,
     consolidated_from_doc,
-    fact_from_doc,
+    fact_and_vector,
     message_from_doc,
     reflection_from_doc,
 )
-from memory.store.rules import erasure as er
 
 Session = AsyncClientSession | None
-
-
-async def read_epochs(
-    db: AsyncDatabase[Doc], agent_id: str, user_ids: Sequence[str], s: Session = None
-) -> dict[str, int]:
-    """Each user's effective epoch for the agent: its own row plus the all-agents one."""
-    epochs = dict.fromkeys(user_ids, 0)
-    if user_ids:
-        query = {
-            "agent_key": {"$in": [agent_id, er.ALL_AGENTS]},
-            "user_id": {"$in": list(user_ids)},
-        }
-        async for doc in db.erasures.find(query, session=s):
-            epochs[doc["user_id"]] += int(doc["epoch"])
-    return epochs
 
 
 async def user_agents(db: AsyncDatabase[Doc], user_id: str) -> list[str]:
@@ -61,10 +43,7 @@ async def export_data(
             AgentConfig.model_validate({k: v for k, v in d.items() if k != "_id"})
             async for d in db.agents.find(agents_q, session=s).sort("_id", 1)
         ],
-        facts=[
-            (fact_from_doc(d), [float(x) for x in d["embedding"]])
-            async for d in db.facts.find(query, session=s).sort("ins", 1)
-        ],
+        facts=[fact_and_vector(d) async for d in db.facts.find(query, session=s).sort("ins", 1)],
         reflections=[
             reflection_from_doc(d)
             async for d in db.reflections.find(query, session=s).sort(

@@ -7,12 +7,23 @@ from typing import assert_never
 from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.asynchronous.database import AsyncDatabase
 
-from memory.store.mongo.docs import Doc, reflection_doc, ts
+from memory.store.mongo.docs import Doc, compound_id, opt_ts, reflection_doc, ts
 from memory.store.rules import lifecycle_writes as lw
 
 
-def erasure_id(agent_key: str, user_id: str) -> str:
-    return f"{agent_key}\x1f{user_id}"
+async def update_session(
+    db: AsyncDatabase[Doc],
+    s: AsyncClientSession,
+    session_id: str,
+    update: Doc,
+    agents: Doc | None = None,
+) -> None:
+    """``update`` on the session document and on each agent's copy (the head, last_seq and
+    last_message_at, and the participants live in both), plus ``agents`` on the copies only."""
+    await db.sessions.update_one({"_id": session_id}, update, session=s)
+    await db.session_agents.update_many(
+        {"session_id": session_id}, update | (agents or {}), session=s
+    )
 
 
 async def apply_lifecycle(
@@ -25,7 +36,7 @@ async def apply_lifecycle(
                     {"_id": c.agent_id, **c.model_dump(mode="json")}, session=s
                 )
         case lw.SetFactAccess(fact_id=fact_id, access_count=n, last_accessed_at=at):
-            fields = {"access_count": n, "last_accessed_at": None if at is None else ts(at)}
+            fields = {"access_count": n, "last_accessed_at": opt_ts(at)}
             await db.facts.update_one({"_id": fact_id}, {"$set": fields}, session=s)
         case lw.ImportReflections(reflections=reflections):
             docs = [
@@ -35,11 +46,10 @@ async def apply_lifecycle(
             await db.reflections.insert_many(docs, session=s)
         case lw.SetSessionHead(session_id=sid, last_seq=seq, last_message_at=at):
             head = {"last_seq": seq, "last_message_at": ts(at)}
-            await db.sessions.update_one({"_id": sid}, {"$set": head}, session=s)
-            await db.session_agents.update_many({"session_id": sid}, {"$set": head}, session=s)
+            await update_session(db, s, sid, {"$set": head})
         case lw.PutErasure() as e:
             await db.erasures.replace_one(
-                {"_id": erasure_id(e.agent_key, e.user_id)},
+                {"_id": compound_id(e.agent_key, e.user_id)},
                 {
                     "agent_key": e.agent_key, "user_id": e.user_id, "epoch": e.epoch,
                     "forgotten_at": ts(e.forgotten_at), "counts": e.counts_json,
@@ -62,9 +72,8 @@ async def apply_lifecycle(
             await db.sessions.delete_many({"_id": in_ids}, session=s)
         case lw.DeleteUserMessages(session_id=sid, user_id=user_id):
             await db.messages.delete_many({"session_id": sid, "user_id": user_id}, session=s)
-            pull = {"$pull": {"user_ids": user_id}}  # session-wide and each agent's participants
-            await db.sessions.update_one({"_id": sid}, pull, session=s)
-            await db.session_agents.update_many({"session_id": sid}, pull, session=s)
+            # session-wide and each agent's participants
+            await update_session(db, s, sid, {"$pull": {"user_ids": user_id}})
         case lw.DeleteEmbeddings(text_hashes=hashes):
             await db.embeddings.delete_many({"hash": {"$in": list(hashes)}}, session=s)
         case _:

@@ -5,13 +5,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.asynchronous.database import AsyncDatabase
 
 from memory.api_keys import ApiKey
 from memory.directory import AgentUser
 from memory.models import SessionInfo
-from memory.store.mongo.docs import Doc, dt, session_from_doc, ts
+from memory.store.mongo.docs import Doc, dt, opt_ts, session_from_doc, ts
+
+
+def _active(session: Doc) -> str:
+    """A session's activity as stored: its last message, else its creation."""
+    return str(session.get("last_message_at") or session["created_at"])
 
 
 def _desc(stamp: str) -> tuple[int, ...]:
@@ -21,20 +25,13 @@ def _desc(stamp: str) -> tuple[int, ...]:
 
 def api_key_doc(key: ApiKey) -> Doc:
     fields = key.model_dump(mode="json", exclude={"key_id", "created_at", "revoked_at"})
-    revoked = None if key.revoked_at is None else ts(key.revoked_at)
-    return {"_id": key.key_id, **fields, "created_at": ts(key.created_at), "revoked_at": revoked}
+    times = {"created_at": ts(key.created_at), "revoked_at": opt_ts(key.revoked_at)}
+    return {"_id": key.key_id, **fields, **times}
 
 
 def api_key_from_doc(doc: Doc) -> ApiKey:
     fields = {name: value for name, value in doc.items() if name != "_id"}
     return ApiKey.model_validate({**fields, "key_id": doc["_id"]})
-
-
-async def api_key(
-    db: AsyncDatabase[Doc], key_id: str, session: AsyncClientSession | None = None
-) -> ApiKey | None:
-    doc = await db.api_keys.find_one({"_id": key_id}, session=session)
-    return None if doc is None else api_key_from_doc(doc)
 
 
 class MongoListings:
@@ -57,7 +54,7 @@ class MongoListings:
             return []
         seen: dict[str, tuple[int, str]] = {}  # user -> (sessions, last activity as stored)
         for doc, mine in await self._mine(agent_id):
-            active = doc.get("last_message_at") or doc["created_at"]
+            active = _active(doc)
             for user in mine.get("user_ids", []):
                 count, last = seen.get(user, (0, active))
                 seen[user] = (count + 1, max(last, active))
@@ -72,19 +69,9 @@ class MongoListings:
     ) -> list[SessionInfo]:
         if limit <= 0:
             return []
-        views = [
-            (
-                doc.get("last_message_at") or doc["created_at"],
-                doc["_id"],
-                {**doc, "user_ids": mine.get("user_ids", []), "ended_at": mine.get("ended_at")},
-            )
-            for doc, mine in await self._mine(agent_id, user_id)
-        ]
-        views.sort(key=lambda v: (_desc(v[0]), v[1]))
-        return [session_from_doc(view) for _, _, view in views[:limit]]
-
-    async def get_api_key(self, key_id: str) -> ApiKey | None:
-        return await api_key(self._db, key_id)
+        pairs = await self._mine(agent_id, user_id)
+        pairs.sort(key=lambda pair: (_desc(_active(pair[0])), pair[0]["_id"]))
+        return [session_from_doc(doc, mine) for doc, mine in pairs[:limit]]
 
     async def list_api_keys(self) -> list[ApiKey]:
         cursor = self._db.api_keys.find({}).sort([("created_at", 1), ("_id", 1)])

@@ -1,5 +1,6 @@
 """The reads the planners' snapshots are assembled from (memory.store.snapshots), inside the
-caller's transaction; and the context FIFO's query."""
+caller's transaction or, for the store calls that ask the same (SharedReads._read_once), on no
+session; and the context FIFO's query."""
 
 from __future__ import annotations
 
@@ -14,39 +15,22 @@ from memory.models import Fact, FormationCommitResult, Reflection, SessionAgentS
 from memory.store.mongo.docs import (
     NO_VECTOR,
     Doc,
+    fact_and_vector,
     fact_from_doc,
     opt_dt,
     reflection_from_doc,
     state_from_doc,
     ts,
 )
-from memory.store.mongo.lifecycle_reads import read_epochs
-from memory.store.mongo.listings import api_key
+from memory.store.mongo.listings import api_key_from_doc
 from memory.store.mongo.reembed import count_pending_reembeds, read_embedding_meta
+from memory.store.rules import erasure as er
 from memory.store.rules.recheck import reflection_text_key
 from memory.store.snapshots import SnapshotReads
 
-Session = AsyncClientSession | None
-
-
-async def read_state(
-    db: AsyncDatabase[Doc], session_id: str, agent_id: str, session: Session = None
-) -> SessionAgentState | None:
-    doc = await db.session_agents.find_one(
-        {"session_id": session_id, "agent_id": agent_id}, session=session
-    )
-    return None if doc is None else state_from_doc(doc)
-
-
-async def reflection(
-    db: AsyncDatabase[Doc], reflection_id: str, session: Session = None
-) -> Reflection | None:
-    doc = await db.reflections.find_one({"_id": reflection_id}, session=session)
-    return None if doc is None else reflection_from_doc(doc)
-
 
 class MongoReads(SnapshotReads):
-    def __init__(self, db: AsyncDatabase[Doc], session: AsyncClientSession) -> None:
+    def __init__(self, db: AsyncDatabase[Doc], session: AsyncClientSession | None) -> None:
         self.db = db
         self.s = session
 
@@ -60,7 +44,9 @@ class MongoReads(SnapshotReads):
         return frozenset([doc[field] async for doc in cursor])
 
     async def state(self, session_id: str, agent_id: str) -> SessionAgentState | None:
-        return await read_state(self.db, session_id, agent_id, self.s)
+        query = {"session_id": session_id, "agent_id": agent_id}
+        doc = await self.db.session_agents.find_one(query, session=self.s)
+        return None if doc is None else state_from_doc(doc)
 
     async def facts_by_id(self, fact_ids: Sequence[str]) -> list[Fact]:
         return await self._facts({"_id": {"$in": list(fact_ids)}})
@@ -105,16 +91,22 @@ class MongoReads(SnapshotReads):
         return frozenset(mine.get("user_ids", []) if mine else ())
 
     async def epochs(self, agent_id: str, user_ids: Sequence[str]) -> dict[str, int]:
-        return await read_epochs(self.db, agent_id, user_ids, self.s)
+        """Each user's effective epoch for the agent: its own row plus the all-agents one."""
+        epochs = dict.fromkeys(user_ids, 0)
+        if user_ids:
+            query = {
+                "agent_key": {"$in": [agent_id, er.ALL_AGENTS]},
+                "user_id": {"$in": list(user_ids)},
+            }
+            async for doc in self.db.erasures.find(query, session=self.s):
+                epochs[doc["user_id"]] += int(doc["epoch"])
+        return epochs
 
     async def valid_since(
         self, agent_id: str, since: datetime
     ) -> list[tuple[Fact, Sequence[float]]]:
         changed = {"agent_id": agent_id, "invalidated": False, "updated_at": {"$gte": ts(since)}}
-        return [
-            (fact_from_doc(doc), [float(x) for x in doc["embedding"]])
-            async for doc in self.db.facts.find(changed, session=self.s)
-        ]
+        return [fact_and_vector(doc) async for doc in self.db.facts.find(changed, session=self.s)]
 
     async def reflection_texts(
         self, keys: Sequence[str], texts: Sequence[str]
@@ -127,18 +119,9 @@ class MongoReads(SnapshotReads):
         doc = await self.db.sessions.find_one({"_id": session_id}, session=self.s)
         return None if doc is None else (int(doc["last_seq"]), opt_dt(doc.get("last_message_at")))
 
-    async def stored_message_ids(
-        self, session_id: str, message_ids: Sequence[str]
-    ) -> frozenset[str]:
-        query = {"session_id": session_id, "message_id": {"$in": list(message_ids)}}
-        return await self._ids("messages", query, "message_id")
-
     async def reflection(self, reflection_id: str) -> Reflection | None:
-        return await reflection(self.db, reflection_id, self.s)
-
-    async def blob_version(self, key: str) -> int:
-        doc = await self.db.consolidated.find_one({"_id": key}, {"version": 1}, session=self.s)
-        return 0 if doc is None else int(doc["version"])
+        doc = await self.db.reflections.find_one({"_id": reflection_id}, session=self.s)
+        return None if doc is None else reflection_from_doc(doc)
 
     async def buffered_among(self, key: str, reflection_ids: Sequence[str]) -> int:
         ids = {"$in": list(reflection_ids)}
@@ -146,7 +129,8 @@ class MongoReads(SnapshotReads):
         return await self.db.reflections.count_documents(query, session=self.s)
 
     async def api_key(self, key_id: str) -> ApiKey | None:
-        return await api_key(self.db, key_id, self.s)
+        doc = await self.db.api_keys.find_one({"_id": key_id}, session=self.s)
+        return None if doc is None else api_key_from_doc(doc)
 
     async def reembed_pending(self, model: str) -> tuple[int, int]:
         return await count_pending_reembeds(self.db, model, self.s)
@@ -211,10 +195,6 @@ class MongoReads(SnapshotReads):
 
     async def reflection_count(self, key: str) -> int:
         return await self.db.reflections.count_documents({"scope_key": key}, session=self.s)
-
-    async def has_blob(self, key: str) -> bool:
-        doc = await self.db.consolidated.find_one({"_id": key}, {"_id": 1}, session=self.s)
-        return doc is not None
 
     async def cached_text_hashes(self, text_hashes: Sequence[str]) -> frozenset[str]:
         return await self._ids("embeddings", {"hash": {"$in": list(text_hashes)}}, "hash")

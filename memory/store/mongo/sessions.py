@@ -9,7 +9,6 @@ from datetime import datetime
 from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.asynchronous.database import AsyncDatabase
 
-from memory.errors import NotFoundError
 from memory.models import SessionInfo, StoredMessage
 from memory.store.mongo.docs import Doc, message_from_doc, session_from_doc, ts
 from memory.store.mongo.txn import run_transaction
@@ -27,22 +26,17 @@ async def session_view(
     if doc is None:
         return None
     if agent_id is None:
-        return session_from_doc({**doc, "ended_at": None})
+        return session_from_doc(doc)
     mine = await db.session_agents.find_one({"session_id": session_id, "agent_id": agent_id})
-    if mine is None:
-        return None
-    view = {**doc, "user_ids": mine.get("user_ids", []), "ended_at": mine.get("ended_at")}
-    return session_from_doc(view)
+    return None if mine is None else session_from_doc(doc, mine)
 
 
-async def end_session(db: AsyncDatabase[Doc], session_id: str, agent_id: str, at: datetime) -> None:
-    # Ending again (a resumed session) restarts the retention period of its memory.
+async def end_session(db: AsyncDatabase[Doc], session_id: str, agent_id: str, at: datetime) -> bool:
     result = await db.session_agents.update_one(
         {"session_id": session_id, "agent_id": agent_id},
         {"$set": {"ended_at": ts(at), "purged": False}},
     )
-    if result.matched_count == 0:
-        raise NotFoundError(f"no session {session_id} of agent {agent_id}")
+    return result.matched_count > 0
 
 
 async def purge_ended_sessions(

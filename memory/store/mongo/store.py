@@ -16,8 +16,9 @@ need no join.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -43,6 +44,7 @@ from memory.store.counts import ExportData
 from memory.store.mongo.docs import (
     NO_VECTOR,
     Doc,
+    compound_id,
     consolidated_from_doc,
     fact_from_doc,
     reflection_from_doc,
@@ -50,18 +52,12 @@ from memory.store.mongo.docs import (
     ts,
 )
 from memory.store.mongo.indexes import PLAIN_COLLECTIONS, REGULAR_INDEXES
-from memory.store.mongo.lifecycle_reads import export_data, read_epochs, user_agents
+from memory.store.mongo.lifecycle_reads import export_data, user_agents
 from memory.store.mongo.listings import MongoListings
-from memory.store.mongo.reads import (
-    MongoReads,
-    read_state,
-    recent_fact_docs,
-    reflection,
-)
+from memory.store.mongo.reads import MongoReads, recent_fact_docs
 from memory.store.mongo.reembed import (
     pending_reembeds,
     put_side_vectors,
-    read_embedding_meta,
 )
 from memory.store.mongo.search import AtlasMode, FactSearch, fact_match
 from memory.store.mongo.sessions import (
@@ -76,11 +72,7 @@ from memory.store.mongo.txn import run_transaction
 from memory.store.mongo.writes import apply_writes
 from memory.store.planned import PlannedStore
 from memory.store.rules import Plan, Request, check_query_dimension
-from memory.store.snapshots import read_snapshot
-
-
-def _embedding_key(model: str, text_hash: str) -> str:
-    return f"{model}\x1f{text_hash}"
+from memory.store.snapshots import SnapshotReads, run_planned
 
 
 class MongoStore(MongoListings, PlannedStore):
@@ -107,12 +99,15 @@ class MongoStore(MongoListings, PlannedStore):
         return cls(client, database, atlas_search=atlas_search, owns_client=True)
 
     async def _transact[S, R](self, request: Request[S], plan: Callable[[S], Plan[R]]) -> R:
-        async def body(session: AsyncClientSession) -> R:
-            planned = plan(await read_snapshot(MongoReads(self._db, session), request))
-            await apply_writes(self._db, session, planned.writes)
-            return planned.result
+        def body(s: AsyncClientSession) -> Coroutine[Any, Any, R]:
+            return run_planned(
+                MongoReads(self._db, s), request, plan, partial(apply_writes, self._db, s)
+            )
 
         return await run_transaction(self._db, body)
+
+    async def _read_once[T](self, read: Callable[[SnapshotReads], Coroutine[Any, Any, T]]) -> T:
+        return await read(MongoReads(self._db, None))
 
     # ------------------------------------------------------------ lifecycle
 
@@ -146,11 +141,6 @@ class MongoStore(MongoListings, PlannedStore):
 
     async def get_session(self, session_id: str, agent_id: str | None = None) -> SessionInfo | None:
         return await session_view(self._db, session_id, agent_id)
-
-    async def get_session_agent_state(
-        self, session_id: str, agent_id: str
-    ) -> SessionAgentState | None:
-        return await read_state(self._db, session_id, agent_id)
 
     async def load_messages(
         self, session_id: str, after_seq: int, upto_seq: int
@@ -199,8 +189,8 @@ class MongoStore(MongoListings, PlannedStore):
         cursor = self._db.session_agents.find({"$and": terms}).sort(sort).limit(limit)
         return [state_from_doc(doc) async for doc in cursor]
 
-    async def end_session(self, session_id: str, agent_id: str, at: datetime) -> None:
-        await end_session(self._db, session_id, agent_id, at)
+    async def _end_session(self, session_id: str, agent_id: str, at: datetime) -> bool:
+        return await end_session(self._db, session_id, agent_id, at)
 
     async def _unfinished_ended_sessions(
         self, ended_before: datetime, after: tuple[str, str], limit: int
@@ -216,7 +206,7 @@ class MongoStore(MongoListings, PlannedStore):
         # float32 little-endian bytes: exact, and a quarter of an array of BSON doubles.
         ops = [
             ReplaceOne(
-                {"_id": _embedding_key(model, text_hash)},
+                {"_id": compound_id(model, text_hash)},
                 {
                     "model": model,
                     "hash": text_hash,
@@ -230,7 +220,7 @@ class MongoStore(MongoListings, PlannedStore):
             await self._db.embeddings.bulk_write(ops, ordered=False)
 
     async def get_embeddings(self, model: str, text_hashes: Sequence[str]) -> dict[str, Vector]:
-        keys = [_embedding_key(model, h) for h in dict.fromkeys(text_hashes)]
+        keys = [compound_id(model, h) for h in dict.fromkeys(text_hashes)]
         if not keys:
             return {}
         cursor = self._db.embeddings.find({"_id": {"$in": keys}})
@@ -240,10 +230,6 @@ class MongoStore(MongoListings, PlannedStore):
         }
 
     # ------------------------------------------------------------ facts
-
-    async def _facts(self, fact_ids: list[str]) -> list[Fact]:
-        cursor = self._db.facts.find({"_id": {"$in": fact_ids}}, NO_VECTOR)
-        return [fact_from_doc(doc) async for doc in cursor]
 
     async def vector_search(
         self, query: Vector, flt: FactFilter, *, limit: int, min_score: float = -1.0
@@ -271,9 +257,6 @@ class MongoStore(MongoListings, PlannedStore):
             {"$inc": {"access_count": 1}, "$set": {"last_accessed_at": ts(at)}},
         )
 
-    async def _read_embedding_meta(self) -> tuple[str, int] | None:
-        return await read_embedding_meta(self._db, None)
-
     # ------------------------------------------------------------ re-embedding
 
     async def reembed_pending(self, model: str, *, limit: int) -> list[ReembedItem]:
@@ -299,11 +282,6 @@ class MongoStore(MongoListings, PlannedStore):
         if limit is not None:
             cursor = cursor.limit(limit)
         return [reflection_from_doc(doc) async for doc in cursor]
-
-    async def count_unabsorbed(self, key: ScopeKey) -> int:
-        return await self._db.reflections.count_documents(
-            {"scope_key": key.key, "absorbed_into_version": None}
-        )
 
     async def get_consolidated(self, key: ScopeKey) -> ConsolidatedMemory | None:
         doc = await self._db.consolidated.find_one({"_id": key.key})
@@ -332,16 +310,10 @@ class MongoStore(MongoListings, PlannedStore):
         match = fact_match(flt)
         return 0 if match is None else await self._db.facts.count_documents(match)
 
-    async def get_reflection(self, reflection_id: str) -> Reflection | None:
-        return await reflection(self._db, reflection_id)
-
     # ------------------------------------------------------------ data lifecycle reads
 
     async def _user_agents(self, user_id: str) -> list[str]:
         return await user_agents(self._db, user_id)
-
-    async def _erasure_epochs(self, agent_id: str, user_ids: list[str]) -> dict[str, int]:
-        return await read_epochs(self._db, agent_id, user_ids)
 
     async def export_data(
         self, *, agent_id: str | None, user_id: str | None, messages: bool

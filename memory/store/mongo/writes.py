@@ -19,7 +19,7 @@ from memory.store.mongo.docs import (
     state_doc,
     ts,
 )
-from memory.store.mongo.lifecycle_writes import apply_lifecycle
+from memory.store.mongo.lifecycle_writes import apply_lifecycle, update_session
 from memory.store.mongo.listings import api_key_doc
 from memory.store.mongo.reembed import swap_side_vectors
 from memory.store.rules import lifecycle_writes as lw
@@ -82,26 +82,15 @@ async def _apply(db: AsyncDatabase[Doc], s: AsyncClientSession, write: w.Write) 
                 {"_id": state.session_id}, {"$push": {"agent_ids": state.agent_id}}, session=s
             )
         case w.AddSessionUsers(session_id=session_id, user_ids=user_ids):
-            await db.sessions.update_one(
-                {"_id": session_id},
-                {"$addToSet": {"user_ids": {"$each": list(user_ids)}}},
-                session=s,
-            )
-            await db.session_agents.update_many(
-                {"session_id": session_id},
-                {"$addToSet": {"user_ids": {"$each": list(user_ids)}}},
-                session=s,
-            )
+            add = {"$addToSet": {"user_ids": {"$each": list(user_ids)}}}
+            await update_session(db, s, session_id, add)
         case w.InsertMessages(messages=messages):
             docs = [message_doc(new.message, new.weighted_tokens) for new in messages]
             await db.messages.insert_many(docs, session=s)
         case w.AdvanceSession() as a:
             head = {"last_seq": a.last_seq, "last_message_at": ts(a.last_message_at)}
-            await db.sessions.update_one({"_id": a.session_id}, {"$set": head}, session=s)
             added = {"pending_messages": a.messages, "pending_weighted_tokens": a.weighted_tokens}
-            await db.session_agents.update_many(
-                {"session_id": a.session_id}, {"$inc": added, "$set": head}, session=s
-            )
+            await update_session(db, s, a.session_id, {"$set": head}, {"$inc": added})
         case w.PutConsolidated(blob=blob):
             sk = blob.scope_key
             await db.consolidated.replace_one(

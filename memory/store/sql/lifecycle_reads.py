@@ -88,10 +88,6 @@ class SqlLifecycleReads(LifecycleReads):
         row = await self.db.fetch_one(sql, (key,))
         return 0 if row is None else int(row["n"])
 
-    async def has_blob(self, key: str) -> bool:
-        sql = "SELECT 1 AS one FROM consolidated WHERE scope_key = %s"
-        return await self.db.fetch_one(sql, (key,)) is not None
-
     async def cached_text_hashes(self, text_hashes: Sequence[str]) -> frozenset[str]:
         sql = "SELECT DISTINCT text_hash FROM embedding_cache WHERE text_hash"
         return frozenset(await self.db.column_in(sql, text_hashes))

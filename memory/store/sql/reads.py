@@ -24,27 +24,11 @@ WHERE r.fact_id IS NULL AND f.embedding_model != %(model)s
 """
 
 
-async def read_state(db: Db, session_id: str, agent_id: str) -> SessionAgentState | None:
-    sql = STATE_SQL + " WHERE sa.session_id = %s AND sa.agent_id = %s"
-    row = await db.fetch_one(sql, (session_id, agent_id))
-    return None if row is None else db.state(row)
-
-
 async def facts_by_id(db: Db, ids: Sequence[str]) -> list[Fact]:
     """The facts that exist among ``ids``, in the order asked."""
     rows = await db.fetch_in(f"SELECT {db.fact_select} FROM facts AS f WHERE f.fact_id", ids)
     found = {fact.fact_id: fact for fact in map(db.fact, rows)}
     return [found[fid] for fid in ids if fid in found]
-
-
-async def reflection(db: Db, reflection_id: str) -> Reflection | None:
-    row = await db.fetch_one("SELECT * FROM reflections WHERE reflection_id = %s", (reflection_id,))
-    return None if row is None else db.reflection(row)
-
-
-async def api_key(db: Db, key_id: str) -> ApiKey | None:
-    row = await db.fetch_one("SELECT record FROM api_keys WHERE key_id = %s", (key_id,))
-    return None if row is None else db.model(ApiKey, row["record"])
 
 
 async def embedding_meta(db: Db) -> tuple[str, int] | None:
@@ -55,18 +39,6 @@ async def embedding_meta(db: Db) -> tuple[str, int] | None:
     if len(meta) < 2:
         return None
     return str(meta["embedding_model"]), int(meta["embedding_dimension"])
-
-
-async def read_epochs(db: Db, agent_id: str, user_ids: Sequence[str]) -> dict[str, int]:
-    """Each user's effective epoch for the agent: its own row plus the all-agents one."""
-    sql = (
-        "SELECT user_id, sum(epoch) AS epoch FROM erasures WHERE agent_key IN (%s, %s) AND user_id"
-    )
-    rows = await db.fetch_in(
-        sql, list(dict.fromkeys(user_ids)), agent_id, er.ALL_AGENTS, then="GROUP BY user_id"
-    )
-    found = {row["user_id"]: int(row["epoch"]) for row in rows}
-    return {user: found.get(user, 0) for user in user_ids}
 
 
 async def count_pending_reembeds(db: Db, model: str) -> tuple[int, int]:
@@ -80,7 +52,9 @@ class SqlReads(SqlLifecycleReads, SnapshotReads):
     """The snapshot reads of one transaction (the lifecycle ones are SqlLifecycleReads')."""
 
     async def state(self, session_id: str, agent_id: str) -> SessionAgentState | None:
-        return await read_state(self.db, session_id, agent_id)
+        sql = STATE_SQL + " WHERE sa.session_id = %s AND sa.agent_id = %s"
+        row = await self.db.fetch_one(sql, (session_id, agent_id))
+        return None if row is None else self.db.state(row)
 
     async def facts_by_id(self, fact_ids: Sequence[str]) -> list[Fact]:
         return await facts_by_id(self.db, fact_ids)
@@ -127,7 +101,16 @@ class SqlReads(SqlLifecycleReads, SnapshotReads):
         return frozenset(await self.db.column(sql, session_id, agent_id))
 
     async def epochs(self, agent_id: str, user_ids: Sequence[str]) -> dict[str, int]:
-        return await read_epochs(self.db, agent_id, user_ids)
+        """Each user's effective epoch for the agent: its own row plus the all-agents one."""
+        sql = (
+            "SELECT user_id, sum(epoch) AS epoch FROM erasures "
+            "WHERE agent_key IN (%s, %s) AND user_id"
+        )
+        rows = await self.db.fetch_in(
+            sql, list(dict.fromkeys(user_ids)), agent_id, er.ALL_AGENTS, then="GROUP BY user_id"
+        )
+        found = {row["user_id"]: int(row["epoch"]) for row in rows}
+        return {user: found.get(user, 0) for user in user_ids}
 
     async def valid_since(
         self, agent_id: str, since: datetime
@@ -156,19 +139,10 @@ class SqlReads(SqlLifecycleReads, SnapshotReads):
             return None
         return int(row["last_seq"]), self.db.opt_time_of(row["last_message_at"])
 
-    async def stored_message_ids(
-        self, session_id: str, message_ids: Sequence[str]
-    ) -> frozenset[str]:
-        sql = "SELECT message_id FROM messages WHERE session_id = %s AND message_id"
-        return frozenset(await self.db.column_in(sql, message_ids, session_id))
-
     async def reflection(self, reflection_id: str) -> Reflection | None:
-        return await reflection(self.db, reflection_id)
-
-    async def blob_version(self, key: str) -> int:
-        sql = "SELECT version FROM consolidated WHERE scope_key = %s"
-        row = await self.db.fetch_one(sql, (key,))
-        return 0 if row is None else int(row["version"])
+        sql = "SELECT * FROM reflections WHERE reflection_id = %s"
+        row = await self.db.fetch_one(sql, (reflection_id,))
+        return None if row is None else self.db.reflection(row)
 
     async def buffered_among(self, key: str, reflection_ids: Sequence[str]) -> int:
         sql = (
@@ -178,7 +152,8 @@ class SqlReads(SqlLifecycleReads, SnapshotReads):
         return len(await self.db.column_in(sql, reflection_ids, key))
 
     async def api_key(self, key_id: str) -> ApiKey | None:
-        return await api_key(self.db, key_id)
+        row = await self.db.fetch_one("SELECT record FROM api_keys WHERE key_id = %s", (key_id,))
+        return None if row is None else self.db.model(ApiKey, row["record"])
 
     async def reembed_pending(self, model: str) -> tuple[int, int]:
         return await count_pending_reembeds(self.db, model)

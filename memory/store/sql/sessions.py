@@ -7,7 +7,6 @@ from __future__ import annotations
 from datetime import datetime
 
 from memory.directory import AgentUser
-from memory.errors import NotFoundError
 from memory.models import SessionAgentState, SessionInfo
 from memory.store.sql.db import Db
 
@@ -123,15 +122,13 @@ async def cold_sessions(
     return [db.state(row) for row in await db.fetch(COLD_SESSIONS_SQL, params)]
 
 
-async def end_session(db: Db, session_id: str, agent_id: str, at: datetime) -> None:
-    # Ending again (a resumed session) restarts the retention period of its memory.
+async def end_session(db: Db, session_id: str, agent_id: str, at: datetime) -> bool:
     changed = await db.execute(
         "UPDATE session_agents SET ended_at = %s, purged = false "
         "WHERE session_id = %s AND agent_id = %s",
         (db.time(at), session_id, agent_id),
     )
-    if changed == 0:
-        raise NotFoundError(f"no session {session_id} of agent {agent_id}")
+    return changed > 0
 
 
 async def unfinished_ended(

@@ -32,8 +32,8 @@ from memory.store.base import ReembedItem, Vector
 from memory.store.counts import ExportData
 from memory.store.planned import PlannedStore
 from memory.store.rules import Plan, Request, Write
-from memory.store.snapshots import read_snapshot
-from memory.store.sql import facts, reads
+from memory.store.snapshots import SnapshotReads, run_planned
+from memory.store.sql import facts
 from memory.store.sql import sessions as ss
 from memory.store.sql.db import Db
 from memory.store.sql.lifecycle_reads import export_data, user_agents
@@ -46,12 +46,9 @@ class SqlStore[D: Db](PlannedStore):
     """D: the backend's connection, which its own writes take."""
 
     async def _transact[S, R](self, request: Request[S], plan: Callable[[S], Plan[R]]) -> R:
-        async def body(db: D) -> R:
-            planned = plan(await read_snapshot(SqlReads(db), request))
-            await self._apply_writes(db, planned.writes)
-            return planned.result
-
-        return await self._db_write(body)
+        return await self._db_write(
+            lambda db: run_planned(SqlReads(db), request, plan, partial(self._apply_writes, db))
+        )
 
     @abc.abstractmethod
     async def _apply_writes(self, db: D, writes: Sequence[Write]) -> None:
@@ -68,6 +65,9 @@ class SqlStore[D: Db](PlannedStore):
     async def _db_one[T](self, body: Body[D, T]) -> T:
         """``body`` of a single statement, which needs no transaction of its own."""
         return await self._db_read(body)
+
+    async def _read_once[T](self, read: Callable[[SnapshotReads], Coroutine[Any, Any, T]]) -> T:
+        return await self._db_one(lambda db: read(SqlReads(db)))
 
     # ------------------------------------------------------------ agents
 
@@ -91,11 +91,6 @@ class SqlStore[D: Db](PlannedStore):
 
     async def get_session(self, session_id: str, agent_id: str | None = None) -> SessionInfo | None:
         return await self._db_read(lambda db: ss.session_view(db, session_id, agent_id))
-
-    async def get_session_agent_state(
-        self, session_id: str, agent_id: str
-    ) -> SessionAgentState | None:
-        return await self._db_one(lambda db: reads.read_state(db, session_id, agent_id))
 
     async def load_messages(
         self, session_id: str, after_seq: int, upto_seq: int
@@ -134,8 +129,8 @@ class SqlStore[D: Db](PlannedStore):
             )
         )  # fmt: skip
 
-    async def end_session(self, session_id: str, agent_id: str, at: datetime) -> None:
-        await self._db_write(lambda db: ss.end_session(db, session_id, agent_id, at))
+    async def _end_session(self, session_id: str, agent_id: str, at: datetime) -> bool:
+        return await self._db_write(lambda db: ss.end_session(db, session_id, agent_id, at))
 
     async def _unfinished_ended_sessions(
         self, ended_before: datetime, after: tuple[str, str], limit: int
@@ -165,9 +160,6 @@ class SqlStore[D: Db](PlannedStore):
 
         return await self._db_one(get)
 
-    async def _facts(self, fact_ids: list[str]) -> list[Fact]:
-        return await self._db_one(lambda db: reads.facts_by_id(db, fact_ids))
-
     async def _recent_facts(self, flt: FactFilter, since: datetime, limit: int) -> list[Fact]:
         return await self._db_one(lambda db: facts.recent_facts(db, flt, since, limit))
 
@@ -180,9 +172,6 @@ class SqlStore[D: Db](PlannedStore):
 
     async def count_facts(self, flt: FactFilter) -> int:
         return await self._db_one(lambda db: facts.count_facts(db, flt))
-
-    async def _read_embedding_meta(self) -> tuple[str, int] | None:
-        return await self._db_one(reads.embedding_meta)
 
     # ------------------------------------------------------------ re-embedding
 
@@ -227,17 +216,6 @@ class SqlStore[D: Db](PlannedStore):
 
         return await self._db_one(load)
 
-    async def count_unabsorbed(self, key: ScopeKey) -> int:
-        async def count(db: Db) -> int:
-            row = await db.fetch_one(
-                "SELECT count(*) AS n FROM reflections WHERE scope_key = %s "
-                "AND absorbed_into_version IS NULL",
-                (key.key,),
-            )
-            return 0 if row is None else int(row["n"])
-
-        return await self._db_one(count)
-
     async def get_consolidated(self, key: ScopeKey) -> ConsolidatedMemory | None:
         async def get(db: Db) -> ConsolidatedMemory | None:
             row = await db.fetch_one("SELECT * FROM consolidated WHERE scope_key = %s", (key.key,))
@@ -252,16 +230,10 @@ class SqlStore[D: Db](PlannedStore):
 
         return await self._db_one(get)
 
-    async def get_reflection(self, reflection_id: str) -> Reflection | None:
-        return await self._db_one(lambda db: reads.reflection(db, reflection_id))
-
     # ------------------------------------------------------------ data lifecycle reads
 
     async def _user_agents(self, user_id: str) -> list[str]:
         return await self._db_read(lambda db: user_agents(db, user_id))
-
-    async def _erasure_epochs(self, agent_id: str, user_ids: list[str]) -> dict[str, int]:
-        return await self._db_one(lambda db: reads.read_epochs(db, agent_id, user_ids))
 
     async def export_data(
         self, *, agent_id: str | None, user_id: str | None, messages: bool
@@ -279,9 +251,6 @@ class SqlStore[D: Db](PlannedStore):
         self, agent_id: str, *, user_id: str | None = None, limit: int = 100
     ) -> list[SessionInfo]:
         return await self._db_read(lambda db: ss.agent_sessions(db, agent_id, user_id, limit))
-
-    async def get_api_key(self, key_id: str) -> ApiKey | None:
-        return await self._db_one(lambda db: reads.api_key(db, key_id))
 
     async def list_api_keys(self) -> list[ApiKey]:
         async def load(db: Db) -> list[ApiKey]:
