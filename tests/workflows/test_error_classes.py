@@ -50,7 +50,7 @@ def test_a_provider_retry_after_becomes_the_next_retry_delay() -> None:
 
 
 def test_the_workflows_non_retryable_list_is_derived_from_the_classes() -> None:
-    assert non_retryable_types() == PERMANENT
+    assert tuple(non_retryable_types()) == PERMANENT
     assert set(PERMANENT) == {
         CONFLICT,
         STALE_DECISION,
