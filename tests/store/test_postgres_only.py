@@ -14,6 +14,7 @@ from memory.store.postgres import PostgresStore
 from memory.store.postgres.codec import fact_body, terms_of
 from memory.store.postgres.schema import MIGRATIONS
 from memory.store.postgres.search import fact_count_sql
+from memory.store.rules.text import bm25, stemmed_tokens, tokenize
 from memory.store.sql.facts import fact_filter_sql
 from tests.conftest import fresh_schema
 from tests.store.builders import Former, add, at, unit, user_filter
@@ -165,8 +166,9 @@ async def test_fact_counts_follow_every_write_to_facts(postgres_dsn: str) -> Non
 
 
 async def test_migrations_keep_the_facts_of_an_older_database(postgres_dsn: str) -> None:
-    """A version-2 database's facts come through migrations 3-6: access counts move to
-    fact_access, the content column and the counts of text search are filled from them."""
+    """A version-2 database's facts come through migrations 3-7: access counts move to
+    fact_access, the content column and the counts of text search are filled from them, and
+    text search scores them as it scores facts stored since."""
     dsn = fresh_schema(postgres_dsn)
     fact = Fact(fact_id="f1", agent_id="a1", user_id="u1", scope="user", content="Rides a bike",
                 hash=content_hash("Rides a bike"), embedding_model="m", formed_at=at(0),
@@ -177,9 +179,39 @@ async def test_migrations_keep_the_facts_of_an_older_database(postgres_dsn: str)
     [kept] = await store.get_facts(["f1"])
     assert (kept.content, kept.access_count, kept.last_accessed_at) == ("Rides a bike", 3, at(60))
     [hit] = await store.text_search("bike", user_filter(), limit=5)
-    assert hit.fact.fact_id == "f1"
+    assert hit.fact.fact_id == "f1"  # no stored counts (migration 7): counted from its content
+    assert hit.score == pytest.approx(bm25(["bike"], {"f1": "Rides a bike"}, 1)["f1"])
     with psycopg.connect(dsn) as conn:
         sql, params = fact_count_sql(user_filter())
         row = conn.execute(sql.encode(), params).fetchone()
     assert row is not None and row[0] == 1
+    await store.close()
+
+
+async def test_text_search_scores_stored_counts_as_the_shared_bm25_of_the_contents(
+    postgres_dsn: str,
+) -> None:
+    """Text search reads each candidate's length and repeated stems from columns (migration 7),
+    never its content: its scores are still the shared BM25 of the candidates' contents, with
+    repeated and inflected words counted as stemming them counts them."""
+    store = PostgresStore(fresh_schema(postgres_dsn), pool_size=2)
+    await store.setup()
+    contents = {
+        "f1": "Bikes, bikes and more bikes: she rides her bike daily",
+        "f2": "Fixes bikes on Sundays",
+        "f3": "Riding to the lake on a Sunday, riding back at night",
+        "f4": "Plays chess",
+    }
+    former = await Former(store).start(messages=1)
+    await former.form(
+        *(add(fid, text, unit(1, i)) for i, (fid, text) in enumerate(contents.items()))
+    )
+    query = "bike riding on Sundays"
+    stems = set(stemmed_tokens(query))
+    matches = {fid: text for fid, text in contents.items() if stems & set(stemmed_tokens(text))}
+    expected = bm25(tokenize(query), matches, len(contents))
+    hits = await store.text_search(query, user_filter(), limit=5)
+    assert {h.fact.fact_id: h.score for h in hits} == pytest.approx(expected)
+    assert len(set(expected.values())) == len(expected)  # no tie: one right order
+    assert [h.fact.fact_id for h in hits] == sorted(expected, key=lambda f: -expected[f])
     await store.close()

@@ -3,6 +3,7 @@ stored whole as JSONB (``body``) beside the columns queries use."""
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 import numpy as np
@@ -51,6 +52,21 @@ def fact_from_row(row: Row) -> Fact:
 def terms_of(content: str) -> list[str]:
     """The lexemes of the text index: the content's Porter stems, each once."""
     return [term for term in dict.fromkeys(stemmed_tokens(content)) if term]  # no empty lexeme
+
+
+def text_columns(content: str) -> dict[str, object]:
+    """The text-search columns of a fact (named parameters): its lexemes (``terms``, under the
+    GIN index) and what BM25 counts of it beyond them (schema migration 7): the number of its
+    stemmed tokens (the ``len(words)`` of memory.store.rules.text) and the count of each stem
+    it holds more than once."""
+    tokens = stemmed_tokens(content)
+    freqs = Counter(term for term in tokens if term)
+    repeats = {term: n for term, n in freqs.items() if n > 1}
+    return {
+        "terms": list(freqs),
+        "term_count": len(tokens),
+        "term_repeats": Jsonb(repeats) if repeats else None,
+    }
 
 
 def vector_param(vector: Vector | Any) -> np.ndarray[Any, np.dtype[np.float32]]:

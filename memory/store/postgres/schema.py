@@ -266,6 +266,20 @@ MIGRATIONS: tuple[str, ...] = (
         SELECT agent_id, scope, CASE WHEN scope = 'user' THEN user_id ELSE '' END, count(*)
         FROM facts WHERE invalidated_at IS NULL GROUP BY 1, 2, 3;
     """,
+    # 7: what BM25 counts of a fact beyond its terms: how many stemmed tokens it has
+    # (term_count) and the stems it holds more than once, with their counts (term_repeats, NULL
+    # for none; usually a few function words). Text search reads the query stems' counts in
+    # SQL instead of fetching every candidate's content and stemming it (most of a search's
+    # time at 100k facts). Both are read for every candidate, with the terms: they stay in the
+    # row (MAIN), and the content and body are what TOAST moves out when a row outgrows its
+    # ~2 kB (a 384-d vector alone is 1.5 kB): one moved out costs a TOAST fetch per candidate
+    # and query stem (measured: 3x the buffer reads). Facts stored before keep NULLs until
+    # rewritten; search counts theirs from their content.
+    """
+    ALTER TABLE facts ADD COLUMN term_count integer, ADD COLUMN term_repeats jsonb;
+    ALTER TABLE facts ALTER COLUMN terms SET STORAGE MAIN,
+        ALTER COLUMN term_repeats SET STORAGE MAIN;
+    """,
 )
 
 _LOCK = 0x6D6E656D6F73  # "mnemos": the advisory lock that serialises migrations

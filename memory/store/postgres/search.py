@@ -8,7 +8,9 @@ with the caller's filter (agent, scopes, validity) in the same SQL statement.
 - text: the index finds the facts holding a query word's Porter stem (newest first, at most
   CANDIDATE_CAP); their scores are the shared BM25 (memory.store.rules.text) with N the count of
   the facts within the filter, never the whole table's: another agent's facts never move a
-  score, and the scale is the other backends'.
+  score, and the scale is the other backends'. The statement returns each candidate's counts of
+  the query stems and its length (schema migration 7), not its text: fetching and stemming a
+  thousand contents took most of a search's time at 100k facts.
 """
 
 from __future__ import annotations
@@ -21,19 +23,18 @@ from memory.models import FactFilter, ScoredFact
 from memory.store.base import Vector
 from memory.store.postgres.codec import FACT_SELECT, fact_from_row, vector_param
 from memory.store.postgres.db import PostgresDb
-from memory.store.postgres.pool import Conn, fetch
+from memory.store.postgres.pool import Conn, Row, fetch
 from memory.store.postgres.schema import hnsw_predicate
-from memory.store.rules.text import stem, stemmed_tokens, tokenize
-from memory.store.sql.facts import fact_filter_sql, ranked_text_hits
+from memory.store.rules.text import query_stems, stemmed_tokens, tokenize
+from memory.store.sql.facts import fact_filter_sql, ranked_counted_hits
 
 CANDIDATE_CAP = 1000
-STEMMED_CACHE = 50_000  # contents whose stems a worker keeps (~20 MB): the hot facts' texts
+STEMMED_CACHE = 10_000  # contents of facts stored before schema migration 7 (see _counted)
 
 
 @functools.lru_cache(maxsize=STEMMED_CACHE)
 def _stemmed(content: str) -> tuple[str, ...]:
-    """A candidate's stems for BM25: stemming a thousand candidates per search costs more than
-    the query (~5 ms), and the same facts come back search after search."""
+    """The stems of a fact stored before its counts were (schema migration 7)."""
     return tuple(stemmed_tokens(content))
 
 
@@ -79,32 +80,57 @@ async def vector_hits(
 
 
 def tsquery(query: str) -> tuple[list[str], str | None]:
-    """The query's words (at most MAX_TERMS) and the tsquery OR-ing their stems. A stem is a
-    \\w+ word, which holds no quote or backslash: quoting it keeps user text out of the tsquery
-    syntax."""
+    """The query's stems (of its first MAX_TERMS words), each once, and the tsquery OR-ing them.
+    A stem is a \\w+ word, which holds no quote or backslash: quoting it keeps user text out
+    of the tsquery syntax."""
     words = list(dict.fromkeys(tokenize(query)))[:MAX_TERMS]
-    stems = [s for s in dict.fromkeys(stem(word) for word in words) if s]
-    return words, " | ".join(f"'{s}'" for s in stems) or None
+    stems = [s for s in query_stems(words) if s]
+    return stems, " | ".join(f"'{s}'" for s in stems) or None
+
+
+def _counts(stems: list[str]) -> tuple[str, dict[str, object]]:
+    """A candidate's count of each query stem, in order, as an int[]: 0 unless its terms hold
+    the stem, else its repeat count or 1. Both are columns of the row (schema migration 7)."""
+    params: dict[str, object] = {}
+    counts = []
+    for i, s in enumerate(stems):
+        params |= {f"lex{i}": f"'{s}'", f"stem{i}": s}
+        counts.append(
+            f"CASE WHEN c.terms @@ %(lex{i})s::tsquery "
+            f"THEN coalesce((c.term_repeats ->> %(stem{i})s::text)::int, 1) ELSE 0 END"
+        )
+    return f"ARRAY[{', '.join(counts)}]", params
 
 
 async def text_hits(conn: Conn, query: str, flt: FactFilter, limit: int) -> list[ScoredFact]:
-    words, match = tsquery(query)
+    stems, match = tsquery(query)
     if match is None or limit <= 0:
         return []
     where, params = fact_filter_sql(flt)
     count, count_params = fact_count_sql(flt)
+    counts, stem_params = _counts(stems)
     rows = await fetch(
         conn,
-        # One statement: the candidates with their content (a column in the row the filter
-        # reads anyway, schema migration 5), and N (computed once, an InitPlan, and only when
-        # there is a candidate).
-        f"SELECT c.fact_id, c.content, ({count}) AS n "
-        "FROM (SELECT f.fact_id, f.ord, f.content FROM facts AS f "
+        # One statement: the candidates with their term counts (columns of the row the filter
+        # reads anyway, schema migration 7; the content only of facts stored before it), and N
+        # (computed once, an InitPlan, and only when there is a candidate).
+        f"SELECT c.fact_id, c.term_count, {counts} AS counts, c.content, ({count}) AS n "
+        "FROM (SELECT f.fact_id, f.ord, f.terms, f.term_count, f.term_repeats, "
+        "CASE WHEN f.term_count IS NULL THEN f.content END AS content FROM facts AS f "
         f"WHERE f.terms @@ %(match)s::tsquery AND {where} ORDER BY f.ord DESC LIMIT %(cap)s) "
         "AS c ORDER BY c.ord DESC",
-        {**params, **count_params, "match": match, "cap": CANDIDATE_CAP},
+        {**params, **count_params, **stem_params, "match": match, "cap": CANDIDATE_CAP},
     )
     if not rows:
         return []
-    docs = {row["fact_id"]: _stemmed(row["content"]) for row in rows}
-    return await ranked_text_hits(PostgresDb(conn), words, docs, int(rows[0]["n"]), limit)
+    docs = {row["fact_id"]: _counted(row, stems) for row in rows}
+    return await ranked_counted_hits(PostgresDb(conn), docs, int(rows[0]["n"]), limit)
+
+
+def _counted(row: Row, stems: list[str]) -> tuple[int, list[int]]:
+    """A candidate's length and query stem counts: its columns, or (a fact stored before schema
+    migration 7) counted from its content."""
+    if row["term_count"] is not None:
+        return int(row["term_count"]), row["counts"]
+    words = _stemmed(row["content"])
+    return len(words), [words.count(s) for s in stems]

@@ -13,7 +13,7 @@ from memory.store.postgres.codec import (
     UPSERT_ACCESS,
     fact_body,
     reflection_params,
-    terms_of,
+    text_columns,
     vector_param,
 )
 from memory.store.postgres.db import PostgresDb
@@ -26,14 +26,16 @@ from memory.store.sql.writes import apply_shared
 
 _INSERT_FACT = """
 INSERT INTO facts (fact_id, agent_id, user_id, scope, hash, said_at, updated_at,
-    invalidated_at, embedding, embedding_model, terms, body)
+    invalidated_at, embedding, embedding_model, terms, term_count, term_repeats, body)
 VALUES (%(fact_id)s, %(agent_id)s, %(user_id)s, %(scope)s, %(hash)s, %(said_at)s, %(updated_at)s,
-    %(invalidated_at)s, %(embedding)s, %(embedding_model)s, array_to_tsvector(%(terms)s), %(body)s)
+    %(invalidated_at)s, %(embedding)s, %(embedding_model)s, array_to_tsvector(%(terms)s),
+    %(term_count)s, %(term_repeats)s, %(body)s)
 """
 _UPDATE_FACT = """
 UPDATE facts SET hash = %(hash)s, said_at = %(said_at)s, updated_at = %(updated_at)s,
     invalidated_at = %(invalidated_at)s, embedding = coalesce(%(embedding)s, embedding),
-    embedding_model = %(embedding_model)s, terms = array_to_tsvector(%(terms)s), body = %(body)s
+    embedding_model = %(embedding_model)s, terms = array_to_tsvector(%(terms)s),
+    term_count = %(term_count)s, term_repeats = %(term_repeats)s, body = %(body)s
 WHERE fact_id = %(fact_id)s
 """
 
@@ -47,7 +49,7 @@ def _fact_params(put: w.PutFact) -> dict[str, object]:
         "invalidated_at": fact.invalidated_at,
         "embedding": None if put.embedding is None else vector_param(put.embedding),
         "embedding_model": fact.embedding_model,
-        "terms": terms_of(fact.content),
+        **text_columns(fact.content),
         "body": fact_body(fact),
     }
 

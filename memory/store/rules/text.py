@@ -52,21 +52,18 @@ def idf(n_docs: int, df: int) -> float:
 
 
 def bm25_scores(
-    terms: Sequence[str],
-    docs: Mapping[str, Sequence[str]],
-    idfs: Mapping[str, float],
-    avg_len: float,
+    docs: Mapping[str, tuple[int, Sequence[int]]], idfs: Sequence[float], avg_len: float
 ) -> dict[str, float]:
-    """BM25 of each candidate (id -> its terms, made like the query's) for the query terms, given
-    each term's idf; 0 for no term."""
+    """BM25 of each candidate (id -> its length in terms and how often it holds each query
+    term), given each query term's idf; 0 for no term."""
     avg_len = avg_len or 1.0
     scores: dict[str, float] = {}
-    for fid, words in docs.items():
-        length_norm = K1 * (1 - B + B * len(words) / avg_len)
+    for fid, (length, counts) in docs.items():
+        length_norm = K1 * (1 - B + B * length / avg_len)
         score = 0.0
-        for t in terms:
-            if n := words.count(t):
-                score += idfs.get(t, MIN_IDF) * n * (K1 + 1) / (n + length_norm)
+        for term_idf, n in zip(idfs, counts, strict=True):
+            if n:
+                score += term_idf * n * (K1 + 1) / (n + length_norm)
         scores[fid] = score
     return scores
 
@@ -78,17 +75,31 @@ def bm25(terms: Sequence[str], contents: Mapping[str, str], n_docs: int) -> dict
     )
 
 
+def query_stems(terms: Sequence[str]) -> list[str]:
+    """The query words' Porter stems, each once: the terms a candidate's counts are taken of."""
+    return list(dict.fromkeys(stem(t) for t in terms))
+
+
 def bm25_of_terms(
     terms: Sequence[str], docs: Mapping[str, Sequence[str]], n_docs: int
 ) -> dict[str, float]:
     """BM25 of each candidate (id -> its ``stemmed_tokens``) for the query's words; 0 for no
-    term. ``n_docs`` counts the searched collection: the caller's facts, never the whole store,
-    so another agent's data never moves a score. Document frequencies and the average length
-    are taken over the candidates (the matches), so a search never scans the caller's facts to
-    score them; with b = 0.15 the length average weighs little. Query words and fact words meet
-    by their Porter stems."""
-    terms = list(dict.fromkeys(stem(t) for t in terms))
+    term. Query words and fact words meet by their Porter stems; see ``bm25_of_counts``."""
+    stems = query_stems(terms)
+    counted = {fid: (len(words), [words.count(t) for t in stems]) for fid, words in docs.items()}
+    return bm25_of_counts(counted, n_docs)
+
+
+def bm25_of_counts(docs: Mapping[str, tuple[int, Sequence[int]]], n_docs: int) -> dict[str, float]:
+    """BM25 of each candidate (id -> its length in stemmed tokens and how often it holds each of
+    the ``query_stems``, in their order); 0 for no term. ``n_docs`` counts the searched
+    collection: the caller's facts, never the whole store, so another agent's data never moves
+    a score. Document frequencies and the average length are taken over the candidates (the
+    matches), so a search never scans the caller's facts to score them; with b = 0.15 the
+    length average weighs little. A store that keeps each fact's counts (PostgreSQL) scores
+    without reading or stemming the candidates' texts."""
     n_docs = max(n_docs, len(docs))
-    avg_len = sum(len(words) for words in docs.values()) / len(docs) if docs else 1.0
-    idfs = {t: idf(n_docs, sum(1 for words in docs.values() if t in words)) for t in terms}
-    return bm25_scores(terms, docs, idfs, avg_len)
+    avg_len = sum(length for length, _ in docs.values()) / len(docs) if docs else 1.0
+    terms = len(next(iter(docs.values()))[1]) if docs else 0
+    idfs = [idf(n_docs, sum(1 for _, counts in docs.values() if counts[i])) for i in range(terms)]
+    return bm25_scores(docs, idfs, avg_len)

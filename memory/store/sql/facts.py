@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from memory.models import Fact, FactFilter, ScoredFact
-from memory.store.rules.text import bm25_of_terms
+from memory.store.rules.text import bm25_of_counts, bm25_of_terms
 from memory.store.sql.db import Db
 from memory.store.sql.reads import facts_by_id
 
@@ -77,8 +77,19 @@ async def ranked_text_hits(
 ) -> list[ScoredFact]:
     """The ``limit`` best candidates (id -> stemmed terms, newest first) by the shared BM25
     with the filter's ``n_docs``, ties to the newer fact, with their facts."""
-    scores = bm25_of_terms(words, docs, n_docs)
-    order = {fid: i for i, fid in enumerate(docs)}
-    ranked = sorted(scores, key=lambda fid: (-scores[fid], order[fid]))[:limit]
+    return await best_scored(db, bm25_of_terms(words, docs, n_docs), limit)
+
+
+async def ranked_counted_hits(
+    db: Db, docs: Mapping[str, tuple[int, Sequence[int]]], n_docs: int, limit: int
+) -> list[ScoredFact]:
+    """``ranked_text_hits`` of candidates given by their term counts (``bm25_of_counts``)."""
+    return await best_scored(db, bm25_of_counts(docs, n_docs), limit)
+
+
+async def best_scored(db: Db, scores: Mapping[str, float], limit: int) -> list[ScoredFact]:
+    """The ``limit`` best of ``scores`` (newest first), ties to the newer fact (a stable sort),
+    with their facts."""
+    ranked = sorted(scores, key=lambda fid: -scores[fid])[:limit]
     facts = {fact.fact_id: fact for fact in await facts_by_id(db, ranked)}
     return [ScoredFact(fact=facts[f], score=max(0.0, scores[f])) for f in ranked if f in facts]
