@@ -1,5 +1,5 @@
 """The reading calls of the store contract whose rules are the same on every backend, written
-once (and the unplanned session ends and purges): which reflections a listing holds and in what
+once (and the unplanned session ends): which reflections a listing holds and in what
 order, what a scope key never written reads as, which ids are asked for, the embedding meta's
 cache, what ending an unknown session is. Each backend answers one narrower query
 per call (the abstract ``_`` methods) in its own database's terms, and the calls that are one of
@@ -89,13 +89,6 @@ class SharedReads(MemoryStore):
         # Ending again (a resumed session) restarts the retention period of its memory.
         if not await self._end_session(session_id, agent_id, at):
             raise NotFoundError(f"no session {session_id} of agent {agent_id}")
-
-    @abc.abstractmethod
-    async def _purge_ended_sessions(self, ended_before: datetime, limit: int) -> list[str]:
-        """purge_ended_sessions with limit > 0."""
-
-    async def purge_ended_sessions(self, ended_before: datetime, limit: int) -> list[str]:
-        return await self._purge_ended_sessions(ended_before, limit) if limit > 0 else []
 
     # ------------------------------------------------------------ facts
 

@@ -29,6 +29,7 @@ from memory.store.rules import (
     Request,
     Write,
 )
+from memory.store.rules.purge import PurgeRequest
 from memory.store.rules.reembed import SwitchRequest
 from memory.store.snapshots_lifecycle import LifecycleReads, read_lifecycle_snapshot
 
@@ -86,6 +87,10 @@ class SnapshotReads(LifecycleReads):
 
     @abc.abstractmethod
     async def api_key(self, key_id: str) -> ApiKey | None: ...
+
+    @abc.abstractmethod
+    async def ended_unpurged(self, ended_before: datetime, limit: int) -> list[tuple[str, str]]:
+        """rules.purge.PurgeRequest's pairs."""
 
     @abc.abstractmethod
     async def reembed_pending(self, model: str) -> tuple[int, int]:
@@ -154,6 +159,8 @@ async def read_snapshot[S](reads: SnapshotReads, request: Request[S]) -> S:
             snapshot = await reads.api_key(key_id)
         case SwitchRequest(model=model):
             snapshot = await reads.reembed_pending(model)
+        case PurgeRequest(ended_before=ended_before, limit=limit):
+            snapshot = await reads.ended_unpurged(ended_before, limit)
         case _:
             snapshot = await read_lifecycle_snapshot(reads, request)
     return cast(S, snapshot)

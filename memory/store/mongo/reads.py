@@ -132,6 +132,14 @@ class MongoReads(SnapshotReads):
         doc = await self.db.api_keys.find_one({"_id": key_id}, session=self.s)
         return None if doc is None else api_key_from_doc(doc)
 
+    async def ended_unpurged(self, ended_before: datetime, limit: int) -> list[tuple[str, str]]:
+        query = {"ended_at": {"$ne": None, "$lt": ts(ended_before)}, "purged": False}
+        cursor = self.db.session_agents.find(
+            query, {"session_id": 1, "agent_id": 1}, session=self.s
+        )
+        by_end = [("ended_at", 1), ("session_id", 1), ("agent_id", 1)]
+        return [(d["session_id"], d["agent_id"]) async for d in cursor.sort(by_end).limit(limit)]
+
     async def reembed_pending(self, model: str) -> tuple[int, int]:
         return await count_pending_reembeds(self.db, model, self.s)
 

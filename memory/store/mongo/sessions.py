@@ -1,17 +1,14 @@
 """Session reads and writes of the MongoDB backend that are per agent: an agent's view of a
-session, ending it, purging the session memory of ended (session, agent) pairs, and the
-migration of documents written when ending was session-wide."""
+session, ending it, the ended sessions with memory still to form, and the migration of documents written when ending was session-wide."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.asynchronous.database import AsyncDatabase
 
 from memory.models import SessionInfo, StoredMessage
 from memory.store.mongo.docs import Doc, message_from_doc, session_from_doc, ts
-from memory.store.mongo.txn import run_transaction
 
 
 async def find_messages(db: AsyncDatabase[Doc], query: Doc) -> list[StoredMessage]:
@@ -37,30 +34,6 @@ async def end_session(db: AsyncDatabase[Doc], session_id: str, agent_id: str, at
         {"$set": {"ended_at": ts(at), "purged": False}},
     )
     return result.matched_count > 0
-
-
-async def purge_ended_sessions(
-    db: AsyncDatabase[Doc], ended_before: datetime, limit: int
-) -> list[str]:
-    async def body(session: AsyncClientSession) -> list[str]:
-        cursor = (
-            db.session_agents.find(
-                {"ended_at": {"$ne": None, "$lt": ts(ended_before)}, "purged": False},
-                {"session_id": 1, "agent_id": 1},
-                session=session,
-            )
-            .sort([("ended_at", 1), ("session_id", 1), ("agent_id", 1)])
-            .limit(limit)
-        )
-        pairs = [(doc["session_id"], doc["agent_id"]) async for doc in cursor]
-        for session_id, agent_id in pairs:
-            mine = {"session_id": session_id, "agent_id": agent_id}
-            await db.reflections.delete_many({**mine, "scope": "session"}, session=session)
-            await db.consolidated.delete_many({**mine, "scope": "session"}, session=session)
-            await db.session_agents.update_one(mine, {"$set": {"purged": True}}, session=session)
-        return [session_id for session_id, _ in pairs]
-
-    return await run_transaction(db, body)
 
 
 async def migrate_session_agents(db: AsyncDatabase[Doc]) -> None:

@@ -64,7 +64,6 @@ from memory.store.mongo.sessions import (
     end_session,
     find_messages,
     migrate_session_agents,
-    purge_ended_sessions,
     session_view,
     unfinished_ended_sessions,
 )
@@ -196,9 +195,6 @@ class MongoStore(MongoListings, PlannedStore):
         self, ended_before: datetime, after: tuple[str, str], limit: int
     ) -> list[tuple[str, str]]:
         return await unfinished_ended_sessions(self._db, ended_before, after, limit)
-
-    async def _purge_ended_sessions(self, ended_before: datetime, limit: int) -> list[str]:
-        return await purge_ended_sessions(self._db, ended_before, limit)
 
     # ------------------------------------------------------------ embeddings cache
 

@@ -116,6 +116,9 @@ async def _apply(db: AsyncDatabase[Doc], s: AsyncClientSession, write: w.Write) 
             )
         case w.DeleteReflection(reflection_id=reflection_id):
             await db.reflections.delete_one({"_id": reflection_id}, session=s)
+        case w.MarkPurged(session_id=session_id, agent_id=agent_id):
+            mine = {"session_id": session_id, "agent_id": agent_id}
+            await db.session_agents.update_one(mine, {"$set": {"purged": True}}, session=s)
         case lw.LifecycleOp():
             await apply_lifecycle(db, s, write)
         case w.PutApiKey(key=key, new=new):

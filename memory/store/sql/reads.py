@@ -155,5 +155,14 @@ class SqlReads(SqlLifecycleReads, SnapshotReads):
         row = await self.db.fetch_one("SELECT record FROM api_keys WHERE key_id = %s", (key_id,))
         return None if row is None else self.db.model(ApiKey, row["record"])
 
+    async def ended_unpurged(self, ended_before: datetime, limit: int) -> list[tuple[str, str]]:
+        rows = await self.db.fetch(
+            "SELECT session_id, agent_id FROM session_agents "
+            "WHERE ended_at IS NOT NULL AND NOT purged AND ended_at < %s "
+            "ORDER BY ended_at, session_id, agent_id LIMIT %s",
+            (self.db.time(ended_before), limit),
+        )
+        return [(str(row["session_id"]), str(row["agent_id"])) for row in rows]
+
     async def reembed_pending(self, model: str) -> tuple[int, int]:
         return await count_pending_reembeds(self.db, model)

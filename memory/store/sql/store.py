@@ -137,9 +137,6 @@ class SqlStore[D: Db](PlannedStore):
     ) -> list[tuple[str, str]]:
         return await self._db_one(lambda db: ss.unfinished_ended(db, ended_before, after, limit))
 
-    async def _purge_ended_sessions(self, ended_before: datetime, limit: int) -> list[str]:
-        return await self._db_write(lambda db: ss.purge_ended(db, ended_before, limit))
-
     # ------------------------------------------------------------ embeddings cache
 
     async def put_embeddings(self, model: str, vectors: dict[str, Vector]) -> None:
