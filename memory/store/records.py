@@ -1,11 +1,11 @@
-"""Models from stored records (SQLite rows, MongoDB documents), for both backends: a model's
+"""Models from stored records (SQL rows, MongoDB documents) and back, for every backend: a model's
 fields taken by name, the timestamps through the backend's own conversion."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from pydantic import BaseModel
 
@@ -34,3 +34,22 @@ def from_record[M: BaseModel](
 def scope_key_of(record: Mapping[str, Any]) -> ScopeKey:
     """The scope key stored as the record's scope/agent_id/user_id/session_id fields."""
     return from_record(ScopeKey, record, datetime.fromisoformat)
+
+
+def to_record(
+    model: BaseModel, to_stored: Callable[[datetime], Any], **options: Any
+) -> dict[str, Any]:
+    """The model's fields as a record, the inverse of ``from_record``: every timestamp, nested
+    ones too, through ``to_stored``, sequences as lists; ``options`` are model_dump's (include,
+    exclude)."""
+    return cast(dict[str, Any], _stored(model.model_dump(**options), to_stored))
+
+
+def _stored(value: Any, to_stored: Callable[[datetime], Any]) -> Any:
+    if isinstance(value, datetime):
+        return to_stored(value)
+    if isinstance(value, dict):
+        return {name: _stored(item, to_stored) for name, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_stored(item, to_stored) for item in value]
+    return value

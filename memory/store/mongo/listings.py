@@ -10,7 +10,8 @@ from pymongo.asynchronous.database import AsyncDatabase
 from memory.api_keys import ApiKey
 from memory.directory import AgentUser
 from memory.models import SessionInfo
-from memory.store.mongo.docs import Doc, dt, opt_ts, session_from_doc, ts
+from memory.store.mongo.docs import Doc, dt, session_from_doc, ts
+from memory.store.records import to_record
 
 
 def _active(session: Doc) -> str:
@@ -24,9 +25,7 @@ def _desc(stamp: str) -> tuple[int, ...]:
 
 
 def api_key_doc(key: ApiKey) -> Doc:
-    fields = key.model_dump(mode="json", exclude={"key_id", "created_at", "revoked_at"})
-    times = {"created_at": ts(key.created_at), "revoked_at": opt_ts(key.revoked_at)}
-    return {"_id": key.key_id, **fields, **times}
+    return {"_id": key.key_id, **to_record(key, ts, exclude={"key_id"})}
 
 
 def api_key_from_doc(doc: Doc) -> ApiKey:
