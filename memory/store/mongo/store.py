@@ -39,7 +39,7 @@ from memory.models import (
     SessionInfo,
     StoredMessage,
 )
-from memory.store.base import ReembedItem, Vector
+from memory.store.base import Vector
 from memory.store.counts import ExportData
 from memory.store.mongo.docs import (
     NO_VECTOR,
@@ -55,10 +55,7 @@ from memory.store.mongo.indexes import PLAIN_COLLECTIONS, REGULAR_INDEXES
 from memory.store.mongo.lifecycle_reads import export_data, user_agents
 from memory.store.mongo.listings import MongoListings
 from memory.store.mongo.reads import MongoReads, recent_fact_docs
-from memory.store.mongo.reembed import (
-    pending_reembeds,
-    put_side_vectors,
-)
+from memory.store.mongo.reembed import MongoReembed
 from memory.store.mongo.search import AtlasMode, FactSearch, fact_match
 from memory.store.mongo.sessions import (
     end_session,
@@ -74,7 +71,7 @@ from memory.store.rules import Plan, Request, check_query_dimension
 from memory.store.snapshots import SnapshotReads, run_planned
 
 
-class MongoStore(MongoListings, PlannedStore):
+class MongoStore(MongoListings, MongoReembed, PlannedStore):
     """The store on one MongoDB database; the writing calls are planned (memory.store.planned)."""
 
     def __init__(
@@ -252,16 +249,6 @@ class MongoStore(MongoListings, PlannedStore):
             {"_id": {"$in": fact_ids}},
             {"$inc": {"access_count": 1}, "$set": {"last_accessed_at": ts(at)}},
         )
-
-    # ------------------------------------------------------------ re-embedding
-
-    async def reembed_pending(self, model: str, *, limit: int) -> list[ReembedItem]:
-        return (await pending_reembeds(self._db, model, max(limit, 0)))[0]
-
-    async def put_reembedded(
-        self, model: str, vectors: Sequence[tuple[ReembedItem, Vector]]
-    ) -> None:
-        await put_side_vectors(self._db, model, vectors)
 
     # ------------------------------------------------------------ reflections and blobs
 
