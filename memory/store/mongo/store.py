@@ -35,9 +35,6 @@ from memory.models import (
     Reflection,
     ScopeKey,
     ScoredFact,
-    SessionAgentState,
-    SessionInfo,
-    StoredMessage,
 )
 from memory.store.base import Vector
 from memory.store.counts import ExportData
@@ -48,7 +45,6 @@ from memory.store.mongo.docs import (
     consolidated_from_doc,
     fact_from_doc,
     reflection_from_doc,
-    state_from_doc,
     ts,
 )
 from memory.store.mongo.indexes import PLAIN_COLLECTIONS, REGULAR_INDEXES
@@ -57,13 +53,7 @@ from memory.store.mongo.listings import MongoListings
 from memory.store.mongo.reads import MongoReads, recent_fact_docs
 from memory.store.mongo.reembed import MongoReembed
 from memory.store.mongo.search import AtlasMode, FactSearch, fact_match
-from memory.store.mongo.sessions import (
-    end_session,
-    find_messages,
-    migrate_session_agents,
-    session_view,
-    unfinished_ended_sessions,
-)
+from memory.store.mongo.sessions import MongoSessions, migrate_session_agents
 from memory.store.mongo.txn import run_transaction
 from memory.store.mongo.writes import apply_writes
 from memory.store.planned import PlannedStore
@@ -71,7 +61,7 @@ from memory.store.rules import Plan, Request, check_query_dimension
 from memory.store.snapshots import SnapshotReads, run_planned
 
 
-class MongoStore(MongoListings, MongoReembed, PlannedStore):
+class MongoStore(MongoSessions, MongoListings, MongoReembed, PlannedStore):
     """The store on one MongoDB database; the writing calls are planned (memory.store.planned)."""
 
     def __init__(
@@ -134,64 +124,6 @@ class MongoStore(MongoListings, MongoReembed, PlannedStore):
         return None if doc is None else AgentConfig.model_validate(doc)
 
     # ------------------------------------------------------------ sessions and messages
-
-    async def get_session(self, session_id: str, agent_id: str | None = None) -> SessionInfo | None:
-        return await session_view(self._db, session_id, agent_id)
-
-    async def load_messages(
-        self, session_id: str, after_seq: int, upto_seq: int
-    ) -> list[StoredMessage]:
-        seqs = {"$gt": after_seq, "$lte": upto_seq}
-        return await find_messages(self._db, {"session_id": session_id, "seq": seqs})
-
-    async def _messages(self, session_id: str, message_ids: list[str]) -> list[StoredMessage]:
-        ids = {"$in": message_ids}
-        return await find_messages(self._db, {"session_id": session_id, "message_id": ids})
-
-    async def list_cold_sessions(
-        self,
-        *,
-        idle_before: datetime,
-        min_messages: int,
-        min_weighted_tokens: float,
-        after: tuple[datetime, str, str] | None,
-        limit: int,
-    ) -> list[SessionAgentState]:
-        # A keyset page over the (last_message_at, session_id, agent_id) index.
-        if limit <= 0:
-            return []
-        terms: list[Doc] = [
-            {"last_message_at": {"$lte": ts(idle_before)}},
-            {"pending_messages": {"$gte": 1}},
-            {
-                "$or": [
-                    {"pending_messages": {"$gte": min_messages}},
-                    {"pending_weighted_tokens": {"$gte": min_weighted_tokens}},
-                ]
-            },
-        ]
-        if after is not None:
-            at, sid, aid = ts(after[0]), after[1], after[2]
-            terms.append(
-                {
-                    "$or": [
-                        {"last_message_at": {"$gt": at}},
-                        {"last_message_at": at, "session_id": {"$gt": sid}},
-                        {"last_message_at": at, "session_id": sid, "agent_id": {"$gt": aid}},
-                    ]
-                }
-            )
-        sort: list[tuple[str, Any]] = [("last_message_at", 1), ("session_id", 1), ("agent_id", 1)]
-        cursor = self._db.session_agents.find({"$and": terms}).sort(sort).limit(limit)
-        return [state_from_doc(doc) async for doc in cursor]
-
-    async def _end_session(self, session_id: str, agent_id: str, at: datetime) -> bool:
-        return await end_session(self._db, session_id, agent_id, at)
-
-    async def _unfinished_ended_sessions(
-        self, ended_before: datetime, after: tuple[str, str], limit: int
-    ) -> list[tuple[str, str]]:
-        return await unfinished_ended_sessions(self._db, ended_before, after, limit)
 
     # ------------------------------------------------------------ embeddings cache
 
