@@ -37,7 +37,6 @@ from memory.models import (
     ScoredFact,
 )
 from memory.store.base import Vector
-from memory.store.counts import ExportData
 from memory.store.mongo.docs import (
     NO_VECTOR,
     Doc,
@@ -48,7 +47,7 @@ from memory.store.mongo.docs import (
     ts,
 )
 from memory.store.mongo.indexes import PLAIN_COLLECTIONS, REGULAR_INDEXES
-from memory.store.mongo.lifecycle_reads import export_data, user_agents
+from memory.store.mongo.lifecycle_reads import MongoLifecycleReads
 from memory.store.mongo.listings import MongoListings
 from memory.store.mongo.reads import MongoReads, recent_fact_docs
 from memory.store.mongo.reembed import MongoReembed
@@ -61,7 +60,7 @@ from memory.store.rules import Plan, Request, check_query_dimension
 from memory.store.snapshots import SnapshotReads, run_planned
 
 
-class MongoStore(MongoSessions, MongoListings, MongoReembed, PlannedStore):
+class MongoStore(MongoSessions, MongoListings, MongoLifecycleReads, MongoReembed, PlannedStore):
     """The store on one MongoDB database; the writing calls are planned (memory.store.planned)."""
 
     def __init__(
@@ -224,18 +223,3 @@ class MongoStore(MongoSessions, MongoListings, MongoReembed, PlannedStore):
     async def count_facts(self, flt: FactFilter) -> int:
         match = fact_match(flt)
         return 0 if match is None else await self._db.facts.count_documents(match)
-
-    # ------------------------------------------------------------ data lifecycle reads
-
-    async def _user_agents(self, user_id: str) -> list[str]:
-        return await user_agents(self._db, user_id)
-
-    async def export_data(
-        self, *, agent_id: str | None, user_id: str | None, messages: bool
-    ) -> ExportData:
-        async def body(session: AsyncClientSession) -> ExportData:
-            return await export_data(
-                self._db, session, agent_id=agent_id, user_id=user_id, messages=messages
-            )
-
-        return await run_transaction(self._db, body)
