@@ -41,14 +41,6 @@ class SnapshotReads(LifecycleReads):
     async def state(self, session_id: str, agent_id: str) -> SessionAgentState | None: ...
 
     @abc.abstractmethod
-    async def facts_by_id(self, fact_ids: Sequence[str]) -> list[Fact]:
-        """The facts that exist among ``fact_ids``, valid or not."""
-
-    @abc.abstractmethod
-    async def facts_with_hashes(self, agent_id: str, hashes: Sequence[str]) -> list[Fact]:
-        """The agent's facts, valid or not, whose content hash is one of ``hashes``."""
-
-    @abc.abstractmethod
     async def formation_done(self, formation_id: str) -> FormationCommitResult | None:
         """The recorded result of a formation committed before."""
 

@@ -24,7 +24,6 @@ from memory.store.mongo.docs import (
 )
 from memory.store.mongo.listings import api_key_from_doc
 from memory.store.mongo.reembed import count_pending_reembeds, read_embedding_meta
-from memory.store.rules import erasure as er
 from memory.store.rules.recheck import reflection_text_key
 from memory.store.snapshots import SnapshotReads
 
@@ -90,18 +89,6 @@ class MongoReads(SnapshotReads):
         mine = await self.db.session_agents.find_one(query, {"user_ids": 1}, session=self.s)
         return frozenset(mine.get("user_ids", []) if mine else ())
 
-    async def epochs(self, agent_id: str, user_ids: Sequence[str]) -> dict[str, int]:
-        """Each user's effective epoch for the agent: its own row plus the all-agents one."""
-        epochs = dict.fromkeys(user_ids, 0)
-        if user_ids:
-            query = {
-                "agent_key": {"$in": [agent_id, er.ALL_AGENTS]},
-                "user_id": {"$in": list(user_ids)},
-            }
-            async for doc in self.db.erasures.find(query, session=self.s):
-                epochs[doc["user_id"]] += int(doc["epoch"])
-        return epochs
-
     async def valid_since(
         self, agent_id: str, since: datetime
     ) -> list[tuple[Fact, Sequence[float]]]:
@@ -145,23 +132,15 @@ class MongoReads(SnapshotReads):
 
     # ------------------------------------------------------------ the lifecycle snapshots' own
 
-    async def stored_epoch(self, agent_key: str, user_id: str) -> int:
-        query = {"agent_key": agent_key, "user_id": user_id}
-        doc = await self.db.erasures.find_one(query, session=self.s)
-        return 0 if doc is None else int(doc["epoch"])
+    async def erasure_rows(
+        self, agent_keys: Sequence[str], user_ids: Sequence[str]
+    ) -> dict[tuple[str, str], int]:
+        query = {"agent_key": {"$in": list(agent_keys)}, "user_id": {"$in": list(user_ids)}}
+        cursor = self.db.erasures.find(query, session=self.s)
+        return {(d["agent_key"], d["user_id"]): int(d["epoch"]) async for d in cursor}
 
     async def existing_agents(self, agent_ids: Sequence[str]) -> frozenset[str]:
         return await self._ids("agents", {"_id": {"$in": list(agent_ids)}})
-
-    async def existing_facts(self, fact_ids: Sequence[str]) -> frozenset[str]:
-        return await self._ids("facts", {"_id": {"$in": list(fact_ids)}})
-
-    async def valid_fact_keys(self, agent_id: str, hash_: str) -> set[tuple[str, str, str, str]]:
-        query = {"agent_id": agent_id, "hash": hash_, "invalidated": False}
-        return {
-            (doc["agent_id"], doc.get("user_id") or "", doc["scope"], doc["hash"])
-            async for doc in self.db.facts.find(query, NO_VECTOR, session=self.s)
-        }
 
     async def blobs(self, keys: Sequence[str]) -> dict[str, tuple[str, int]]:
         cursor = self.db.consolidated.find({"_id": {"$in": list(keys)}}, session=self.s)

@@ -17,27 +17,20 @@ class SqlLifecycleReads(LifecycleReads):
     def __init__(self, db: Db) -> None:
         self.db = db
 
-    async def stored_epoch(self, agent_key: str, user_id: str) -> int:
-        sql = "SELECT epoch FROM erasures WHERE agent_key = %s AND user_id = %s"
-        row = await self.db.fetch_one(sql, (agent_key, user_id))
-        return 0 if row is None else int(row["epoch"])
+    async def erasure_rows(
+        self, agent_keys: Sequence[str], user_ids: Sequence[str]
+    ) -> dict[tuple[str, str], int]:
+        sql = "SELECT user_id, epoch FROM erasures WHERE agent_key = %s AND user_id"
+        users = list(dict.fromkeys(user_ids))
+        return {
+            (key, row["user_id"]): int(row["epoch"])
+            for key in agent_keys
+            for row in await self.db.fetch_in(sql, users, key)
+        }
 
     async def existing_agents(self, agent_ids: Sequence[str]) -> frozenset[str]:
         sql = "SELECT agent_id FROM agents WHERE agent_id"
         return frozenset(await self.db.column_in(sql, agent_ids))
-
-    async def existing_facts(self, fact_ids: Sequence[str]) -> frozenset[str]:
-        return frozenset(
-            await self.db.column_in("SELECT fact_id FROM facts WHERE fact_id", fact_ids)
-        )
-
-    async def valid_fact_keys(self, agent_id: str, hash_: str) -> set[tuple[str, str, str, str]]:
-        rows = await self.db.fetch(
-            "SELECT agent_id, coalesce(user_id, '') AS u, scope, hash FROM facts "
-            "WHERE agent_id = %s AND hash = %s AND invalidated_at IS NULL",
-            (agent_id, hash_),
-        )
-        return {(r["agent_id"], r["u"], r["scope"], r["hash"]) for r in rows}
 
     async def blobs(self, keys: Sequence[str]) -> dict[str, tuple[str, int]]:
         sql = f"SELECT scope_key, {self.db.content} AS content, version FROM consolidated WHERE scope_key"

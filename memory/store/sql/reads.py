@@ -8,7 +8,6 @@ from datetime import datetime
 
 from memory.api_keys import ApiKey
 from memory.models import Fact, FormationCommitResult, Reflection, SessionAgentState
-from memory.store.rules import erasure as er
 from memory.store.rules.recheck import reflection_text_key
 from memory.store.snapshots import SnapshotReads
 from memory.store.sql.db import Db
@@ -99,18 +98,6 @@ class SqlReads(SqlLifecycleReads, SnapshotReads):
     async def participants(self, session_id: str, agent_id: str) -> frozenset[str]:
         sql = "SELECT user_id FROM session_agent_users WHERE session_id = %s AND agent_id = %s"
         return frozenset(await self.db.column(sql, session_id, agent_id))
-
-    async def epochs(self, agent_id: str, user_ids: Sequence[str]) -> dict[str, int]:
-        """Each user's effective epoch for the agent: its own row plus the all-agents one."""
-        sql = (
-            "SELECT user_id, sum(epoch) AS epoch FROM erasures "
-            "WHERE agent_key IN (%s, %s) AND user_id"
-        )
-        rows = await self.db.fetch_in(
-            sql, list(dict.fromkeys(user_ids)), agent_id, er.ALL_AGENTS, then="GROUP BY user_id"
-        )
-        found = {row["user_id"]: int(row["epoch"]) for row in rows}
-        return {user: found.get(user, 0) for user in user_ids}
 
     async def valid_since(
         self, agent_id: str, since: datetime
