@@ -3,13 +3,15 @@ fields taken by name, the timestamps through the backend's own conversion."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, cast
 
+import numpy as np
 from pydantic import BaseModel
 
 from memory.models import ScopeKey
+from memory.store.base_lifecycle import Vector
 
 _TIMES = frozenset(
     {"created_at", "last_message_at", "ended_at", "formed_at", "updated_at", "invalidated_at"}
@@ -53,3 +55,14 @@ def _stored(value: Any, to_stored: Callable[[datetime], Any]) -> Any:
     if isinstance(value, list | tuple):
         return [_stored(item, to_stored) for item in value]
     return value
+
+
+def vector_bytes(vector: Vector | Sequence[float]) -> bytes:
+    """A vector stored as bytes: float32 little-endian, exact, and a quarter of an array of
+    doubles."""
+    return np.asarray(vector, dtype="<f4").reshape(-1).tobytes()
+
+
+def vector_of_bytes(data: bytes) -> Vector:
+    # A copy, so the array is writable and does not pin the row's buffer.
+    return np.frombuffer(data, dtype="<f4").astype(np.float32)

@@ -15,6 +15,7 @@ from typing import Any
 from memory.api_keys import ApiKey
 from memory.errors import NotFoundError
 from memory.models import (
+    ConsolidatedMemory,
     Fact,
     FactFilter,
     Reflection,
@@ -22,7 +23,7 @@ from memory.models import (
     SessionAgentState,
     StoredMessage,
 )
-from memory.store.base import MemoryStore
+from memory.store.base import MemoryStore, Vector
 from memory.store.snapshots import SnapshotReads
 
 
@@ -51,6 +52,9 @@ class SharedReads(MemoryStore):
 
     async def get_api_key(self, key_id: str) -> ApiKey | None:
         return await self._read_once(lambda reads: reads.api_key(key_id))
+
+    async def get_consolidated(self, key: ScopeKey) -> ConsolidatedMemory | None:
+        return (await self._read_once(lambda reads: reads.blobs([key.key]))).get(key.key)
 
     async def count_unabsorbed(self, key: ScopeKey) -> int:
         counts = await self._read_once(lambda reads: reads.buffered_counts([key.key]))
@@ -89,6 +93,24 @@ class SharedReads(MemoryStore):
         # Ending again (a resumed session) restarts the retention period of its memory.
         if not await self._end_session(session_id, agent_id, at):
             raise NotFoundError(f"no session {session_id} of agent {agent_id}")
+
+    # ------------------------------------------------------------ embeddings cache
+
+    @abc.abstractmethod
+    async def _put_embeddings(self, model: str, vectors: dict[str, Vector]) -> None:
+        """put_embeddings of at least one vector."""
+
+    async def put_embeddings(self, model: str, vectors: dict[str, Vector]) -> None:
+        if vectors:
+            await self._put_embeddings(model, vectors)
+
+    @abc.abstractmethod
+    async def _embeddings(self, model: str, text_hashes: list[str]) -> dict[str, Vector]:
+        """The cached vectors of ``model`` among ``text_hashes`` (distinct, not empty)."""
+
+    async def get_embeddings(self, model: str, text_hashes: Sequence[str]) -> dict[str, Vector]:
+        hashes = list(dict.fromkeys(text_hashes))
+        return await self._embeddings(model, hashes) if hashes else {}
 
     # ------------------------------------------------------------ facts
 

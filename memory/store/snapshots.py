@@ -71,7 +71,8 @@ class SnapshotReads(LifecycleReads):
 
     async def blob_version(self, key: str) -> int:
         """The version of the scope key's consolidated blob, 0 without one."""
-        return (await self.blobs([key])).get(key, ("", 0))[1]
+        blob = (await self.blobs([key])).get(key)
+        return 0 if blob is None else blob.version
 
     @abc.abstractmethod
     async def buffered_among(self, key: str, reflection_ids: Sequence[str]) -> int:

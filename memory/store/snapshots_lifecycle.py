@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from memory.ids import text_hash
-from memory.models import Fact, SessionAgentState
+from memory.models import ConsolidatedMemory, Fact, SessionAgentState
 from memory.store.rules import Request
 from memory.store.rules import erasure as er
 from memory.store.rules import imports as ri
@@ -68,8 +68,8 @@ class LifecycleReads(abc.ABC):
         """Unabsorbed reflections per scope key, 0 for a key without any."""
 
     @abc.abstractmethod
-    async def blobs(self, keys: Sequence[str]) -> dict[str, tuple[str, int]]:
-        """(content, version) of the consolidated blobs of these scope keys."""
+    async def blobs(self, keys: Sequence[str]) -> dict[str, ConsolidatedMemory]:
+        """The consolidated blobs of these scope keys, by key."""
 
     @abc.abstractmethod
     async def session_head(self, session_id: str) -> tuple[int, datetime | None] | None:
@@ -209,7 +209,8 @@ async def read_lifecycle_snapshot(reads: LifecycleReads, request: Request[Any]) 
         case ri.FactImportRequest():
             return await _facts(reads, request)
         case ri.BlobImportRequest(keys=keys, pairs=pairs):
-            return ri.BlobImportSnapshot(await reads.blobs(keys), await _pair_epochs(reads, pairs))
+            blobs = {key: (b.content, b.version) for key, b in (await reads.blobs(keys)).items()}
+            return ri.BlobImportSnapshot(blobs, await _pair_epochs(reads, pairs))
         case ri.ReflectionImportRequest(reflection_ids=ids, keys=keys, pairs=pairs):
             return ri.ReflectionImportSnapshot(
                 await reads.existing_reflections(ids), await reads.buffered_counts(keys),

@@ -11,10 +11,17 @@ from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.asynchronous.database import AsyncDatabase
 
 from memory.api_keys import ApiKey
-from memory.models import Fact, FormationCommitResult, Reflection, SessionAgentState
+from memory.models import (
+    ConsolidatedMemory,
+    Fact,
+    FormationCommitResult,
+    Reflection,
+    SessionAgentState,
+)
 from memory.store.mongo.docs import (
     NO_VECTOR,
     Doc,
+    consolidated_from_doc,
     fact_and_vector,
     fact_from_doc,
     opt_dt,
@@ -142,9 +149,9 @@ class MongoReads(SnapshotReads):
     async def existing_agents(self, agent_ids: Sequence[str]) -> frozenset[str]:
         return await self._ids("agents", {"_id": {"$in": list(agent_ids)}})
 
-    async def blobs(self, keys: Sequence[str]) -> dict[str, tuple[str, int]]:
+    async def blobs(self, keys: Sequence[str]) -> dict[str, ConsolidatedMemory]:
         cursor = self.db.consolidated.find({"_id": {"$in": list(keys)}}, session=self.s)
-        return {d["_id"]: (str(d["content"]), int(d["version"])) async for d in cursor}
+        return {doc["_id"]: consolidated_from_doc(doc) async for doc in cursor}
 
     async def session_users(self, session_id: str) -> tuple[str, ...]:
         doc = await self.db.sessions.find_one({"_id": session_id}, {"user_ids": 1}, session=self.s)

@@ -29,7 +29,6 @@ from pymongo.errors import CollectionInvalid
 
 from memory.models import (
     AgentConfig,
-    ConsolidatedMemory,
     Fact,
     FactFilter,
     Reflection,
@@ -41,7 +40,6 @@ from memory.store.mongo.docs import (
     NO_VECTOR,
     Doc,
     compound_id,
-    consolidated_from_doc,
     fact_from_doc,
     reflection_from_doc,
     ts,
@@ -56,6 +54,7 @@ from memory.store.mongo.sessions import MongoSessions, migrate_session_agents
 from memory.store.mongo.txn import run_transaction
 from memory.store.mongo.writes import apply_writes
 from memory.store.planned import PlannedStore
+from memory.store.records import vector_bytes, vector_of_bytes
 from memory.store.rules import Plan, Request, check_query_dimension
 from memory.store.snapshots import SnapshotReads, run_planned
 
@@ -122,36 +121,23 @@ class MongoStore(MongoSessions, MongoListings, MongoLifecycleReads, MongoReembed
         doc = await self._db.agents.find_one({"_id": agent_id}, {"_id": 0})
         return None if doc is None else AgentConfig.model_validate(doc)
 
-    # ------------------------------------------------------------ sessions and messages
-
     # ------------------------------------------------------------ embeddings cache
 
-    async def put_embeddings(self, model: str, vectors: dict[str, Vector]) -> None:
-        # float32 little-endian bytes: exact, and a quarter of an array of BSON doubles.
+    async def _put_embeddings(self, model: str, vectors: dict[str, Vector]) -> None:
         ops = [
             ReplaceOne(
                 {"_id": compound_id(model, text_hash)},
-                {
-                    "model": model,
-                    "hash": text_hash,
-                    "vector": np.asarray(vector, dtype="<f4").reshape(-1).tobytes(),
-                },
+                {"model": model, "hash": text_hash, "vector": vector_bytes(vector)},
                 upsert=True,
             )
             for text_hash, vector in vectors.items()
         ]
-        if ops:
-            await self._db.embeddings.bulk_write(ops, ordered=False)
+        await self._db.embeddings.bulk_write(ops, ordered=False)
 
-    async def get_embeddings(self, model: str, text_hashes: Sequence[str]) -> dict[str, Vector]:
-        keys = [compound_id(model, h) for h in dict.fromkeys(text_hashes)]
-        if not keys:
-            return {}
+    async def _embeddings(self, model: str, text_hashes: list[str]) -> dict[str, Vector]:
+        keys = [compound_id(model, text_hash) for text_hash in text_hashes]
         cursor = self._db.embeddings.find({"_id": {"$in": keys}})
-        return {
-            doc["hash"]: np.frombuffer(doc["vector"], dtype="<f4").astype(np.float32)
-            async for doc in cursor
-        }
+        return {doc["hash"]: vector_of_bytes(doc["vector"]) async for doc in cursor}
 
     # ------------------------------------------------------------ facts
 
@@ -196,10 +182,6 @@ class MongoStore(MongoSessions, MongoListings, MongoLifecycleReads, MongoReembed
         if limit is not None:
             cursor = cursor.limit(limit)
         return [reflection_from_doc(doc) async for doc in cursor]
-
-    async def get_consolidated(self, key: ScopeKey) -> ConsolidatedMemory | None:
-        doc = await self._db.consolidated.find_one({"_id": key.key})
-        return None if doc is None else consolidated_from_doc(doc)
 
     async def _stored_scope_versions(self, keys: Sequence[str]) -> dict[str, int]:
         cursor = self._db.scope_versions.find({"_id": {"$in": list(keys)}})

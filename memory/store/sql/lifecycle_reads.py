@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from memory.models import AgentConfig, Fact, SessionAgentState
+from memory.models import AgentConfig, ConsolidatedMemory, Fact, SessionAgentState
 from memory.store.counts import ExportData
 from memory.store.snapshots_lifecycle import LifecycleReads
 from memory.store.sql.db import Db
@@ -32,10 +32,9 @@ class SqlLifecycleReads(LifecycleReads):
         sql = "SELECT agent_id FROM agents WHERE agent_id"
         return frozenset(await self.db.column_in(sql, agent_ids))
 
-    async def blobs(self, keys: Sequence[str]) -> dict[str, tuple[str, int]]:
-        sql = f"SELECT scope_key, {self.db.content} AS content, version FROM consolidated WHERE scope_key"
-        rows = await self.db.fetch_in(sql, keys)
-        return {r["scope_key"]: (str(r["content"]), int(r["version"])) for r in rows}
+    async def blobs(self, keys: Sequence[str]) -> dict[str, ConsolidatedMemory]:
+        rows = await self.db.fetch_in("SELECT * FROM consolidated WHERE scope_key", keys)
+        return {row["scope_key"]: self.db.consolidated(row) for row in rows}
 
     async def session_users(self, session_id: str) -> tuple[str, ...]:
         sql = f"SELECT user_id FROM session_users WHERE session_id = %s ORDER BY {self.db.ord}"
