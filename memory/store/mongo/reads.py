@@ -196,13 +196,10 @@ class MongoReads(SnapshotReads):
     async def contents_elsewhere(
         self, agent_id: str, user_id: str, content_hashes: Sequence[str]
     ) -> list[str]:
-        fields = {"content": 1, "agent_id": 1, "user_id": 1}
-        cursor = self.db.facts.find({"hash": {"$in": list(content_hashes)}}, fields, session=self.s)
-        return [
-            d["content"]
-            async for d in cursor
-            if not (d["agent_id"] == agent_id and d.get("user_id") == user_id)
-        ]
+        mine = {"agent_id": agent_id, "user_id": user_id}
+        others = {"hash": {"$in": list(content_hashes)}, "$nor": [mine]}
+        cursor = self.db.facts.find(others, {"content": 1}, session=self.s)
+        return [doc["content"] async for doc in cursor]
 
 
 async def recent_fact_docs(
