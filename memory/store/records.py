@@ -10,7 +10,7 @@ from typing import Any, cast
 import numpy as np
 from pydantic import BaseModel
 
-from memory.models import ScopeKey
+from memory.models import ScopeKey, SessionAgentState
 from memory.store.base_lifecycle import Vector
 
 _TIMES = frozenset(
@@ -36,6 +36,14 @@ def from_record[M: BaseModel](
 def scope_key_of(record: Mapping[str, Any]) -> ScopeKey:
     """The scope key stored as the record's scope/agent_id/user_id/session_id fields."""
     return from_record(ScopeKey, record, datetime.fromisoformat)
+
+
+def state_of(record: Mapping[str, Any], to_time: Callable[[Any], datetime]) -> SessionAgentState:
+    """A (session, agent) state from its stored fields."""
+    # Sums of floats (increments, recomputations) can drift a hair below zero; the model
+    # forbids < 0.
+    tokens = max(0.0, float(record["pending_weighted_tokens"]))
+    return from_record(SessionAgentState, record, to_time, pending_weighted_tokens=tokens)
 
 
 def to_record(

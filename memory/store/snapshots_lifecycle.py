@@ -57,11 +57,8 @@ class LifecycleReads(abc.ABC):
 
     async def valid_fact_keys(self, agent_id: str, hash_: str) -> set[tuple[str, str, str, str]]:
         """(agent, user or "", scope, hash) of the agent's valid facts with this content hash."""
-        return {
-            (f.agent_id, f.user_id or "", f.scope, f.hash)
-            for f in await self.facts_with_hashes(agent_id, [hash_])
-            if f.invalidated_at is None
-        }
+        facts = await self.facts_with_hashes(agent_id, [hash_])
+        return {ri.dedup_key(fact) for fact in facts if fact.invalidated_at is None}
 
     @abc.abstractmethod
     async def buffered_counts(self, keys: Sequence[str]) -> dict[str, int]:

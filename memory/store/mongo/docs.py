@@ -23,7 +23,7 @@ from memory.models import (
     SessionInfo,
     StoredMessage,
 )
-from memory.store.records import from_record, scope_key_of, to_record
+from memory.store.records import from_record, scope_key_of, state_of, to_record
 
 Doc = dict[str, Any]
 
@@ -106,9 +106,7 @@ def session_from_doc(doc: Mapping[str, Any], mine: Mapping[str, Any] | None = No
 
 
 def state_from_doc(doc: Mapping[str, Any]) -> SessionAgentState:
-    # Sums of float $inc can drift a hair below zero; the model rejects negatives.
-    tokens = max(0.0, float(doc["pending_weighted_tokens"]))
-    return from_record(SessionAgentState, doc, dt, pending_weighted_tokens=tokens)
+    return state_of(doc, dt)
 
 
 def reflection_doc(reflection: Reflection) -> Doc:
