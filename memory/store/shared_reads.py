@@ -1,7 +1,7 @@
 """The reading calls of the store contract whose rules are the same on every backend, written
 once (and the unplanned session ends): which reflections a listing holds and in what
-order, what a scope key never written reads as, which ids are asked for, the embedding meta's
-cache, what ending an unknown session is. Each backend answers one narrower query
+order, what a scope key never written reads as, which ids and cached vectors are asked for, the
+embedding meta's cache, what ending an unknown session is. Each backend answers one narrower query
 per call (the abstract ``_`` methods) in its own database's terms, and the calls that are one of
 its snapshot reads (memory.store.snapshots) outside a transaction go through ``_read_once``."""
 
