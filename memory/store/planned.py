@@ -49,6 +49,7 @@ from memory.store.rules import (
     plan_record_messages,
     plan_revoke_api_key,
 )
+from memory.store.rules.purge import PurgeRequest, plan_purge
 from memory.store.rules.reembed import SwitchRequest, plan_switch
 
 # The reads of a formation, a consolidation and a search: each gets a span with its row count.
@@ -165,6 +166,11 @@ class PlannedStore(PlannedLifecycle):
             ReflectionRequest(reflection_id),
             lambda current: plan_delete_reflection(reflection_id, current),
         )
+
+    async def purge_ended_sessions(self, ended_before: datetime, limit: int) -> list[str]:
+        if limit <= 0:
+            return []
+        return await self._transact(PurgeRequest(ended_before, limit), plan_purge)
 
     # ------------------------------------------------------------ re-embedding
 

@@ -1,15 +1,17 @@
-"""Models from stored records (SQLite rows, MongoDB documents), for both backends: a model's
+"""Models from stored records (SQL rows, MongoDB documents) and back, for every backend: a model's
 fields taken by name, the timestamps through the backend's own conversion."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
+import numpy as np
 from pydantic import BaseModel
 
-from memory.models import ScopeKey
+from memory.models import ScopeKey, SessionAgentState
+from memory.store.base_lifecycle import Vector
 
 _TIMES = frozenset(
     {"created_at", "last_message_at", "ended_at", "formed_at", "updated_at", "invalidated_at"}
@@ -34,3 +36,41 @@ def from_record[M: BaseModel](
 def scope_key_of(record: Mapping[str, Any]) -> ScopeKey:
     """The scope key stored as the record's scope/agent_id/user_id/session_id fields."""
     return from_record(ScopeKey, record, datetime.fromisoformat)
+
+
+def state_of(record: Mapping[str, Any], to_time: Callable[[Any], datetime]) -> SessionAgentState:
+    """A (session, agent) state from its stored fields."""
+    # Sums of floats (increments, recomputations) can drift a hair below zero; the model
+    # forbids < 0.
+    tokens = max(0.0, float(record["pending_weighted_tokens"]))
+    return from_record(SessionAgentState, record, to_time, pending_weighted_tokens=tokens)
+
+
+def to_record(
+    model: BaseModel, to_stored: Callable[[datetime], Any], **options: Any
+) -> dict[str, Any]:
+    """The model's fields as a record, the inverse of ``from_record``: every timestamp, nested
+    ones too, through ``to_stored``, sequences as lists; ``options`` are model_dump's (include,
+    exclude)."""
+    return cast(dict[str, Any], _stored(model.model_dump(**options), to_stored))
+
+
+def _stored(value: Any, to_stored: Callable[[datetime], Any]) -> Any:
+    if isinstance(value, datetime):
+        return to_stored(value)
+    if isinstance(value, dict):
+        return {name: _stored(item, to_stored) for name, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_stored(item, to_stored) for item in value]
+    return value
+
+
+def vector_bytes(vector: Vector | Sequence[float]) -> bytes:
+    """A vector stored as bytes: float32 little-endian, exact, and a quarter of an array of
+    doubles."""
+    return np.asarray(vector, dtype="<f4").reshape(-1).tobytes()
+
+
+def vector_of_bytes(data: bytes) -> Vector:
+    # A copy, so the array is writable and does not pin the row's buffer.
+    return np.frombuffer(data, dtype="<f4").astype(np.float32)

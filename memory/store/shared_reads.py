@@ -1,7 +1,7 @@
 """The reading calls of the store contract whose rules are the same on every backend, written
-once (and the unplanned session ends and purges): which reflections a listing holds and in what
-order, what a scope key never written reads as, which ids are asked for, the embedding meta's
-cache, what ending an unknown session is. Each backend answers one narrower query
+once (and the unplanned session ends): which reflections a listing holds and in what
+order, what a scope key never written reads as, which ids and cached vectors are asked for, the
+embedding meta's cache, what ending an unknown session is. Each backend answers one narrower query
 per call (the abstract ``_`` methods) in its own database's terms, and the calls that are one of
 its snapshot reads (memory.store.snapshots) outside a transaction go through ``_read_once``."""
 
@@ -15,6 +15,7 @@ from typing import Any
 from memory.api_keys import ApiKey
 from memory.errors import NotFoundError
 from memory.models import (
+    ConsolidatedMemory,
     Fact,
     FactFilter,
     Reflection,
@@ -22,7 +23,7 @@ from memory.models import (
     SessionAgentState,
     StoredMessage,
 )
-from memory.store.base import MemoryStore
+from memory.store.base import MemoryStore, Vector
 from memory.store.snapshots import SnapshotReads
 
 
@@ -51,6 +52,9 @@ class SharedReads(MemoryStore):
 
     async def get_api_key(self, key_id: str) -> ApiKey | None:
         return await self._read_once(lambda reads: reads.api_key(key_id))
+
+    async def get_consolidated(self, key: ScopeKey) -> ConsolidatedMemory | None:
+        return (await self._read_once(lambda reads: reads.blobs([key.key]))).get(key.key)
 
     async def count_unabsorbed(self, key: ScopeKey) -> int:
         counts = await self._read_once(lambda reads: reads.buffered_counts([key.key]))
@@ -90,12 +94,23 @@ class SharedReads(MemoryStore):
         if not await self._end_session(session_id, agent_id, at):
             raise NotFoundError(f"no session {session_id} of agent {agent_id}")
 
-    @abc.abstractmethod
-    async def _purge_ended_sessions(self, ended_before: datetime, limit: int) -> list[str]:
-        """purge_ended_sessions with limit > 0."""
+    # ------------------------------------------------------------ embeddings cache
 
-    async def purge_ended_sessions(self, ended_before: datetime, limit: int) -> list[str]:
-        return await self._purge_ended_sessions(ended_before, limit) if limit > 0 else []
+    @abc.abstractmethod
+    async def _put_embeddings(self, model: str, vectors: dict[str, Vector]) -> None:
+        """put_embeddings of at least one vector."""
+
+    async def put_embeddings(self, model: str, vectors: dict[str, Vector]) -> None:
+        if vectors:
+            await self._put_embeddings(model, vectors)
+
+    @abc.abstractmethod
+    async def _embeddings(self, model: str, text_hashes: list[str]) -> dict[str, Vector]:
+        """The cached vectors of ``model`` among ``text_hashes`` (distinct, not empty)."""
+
+    async def get_embeddings(self, model: str, text_hashes: Sequence[str]) -> dict[str, Vector]:
+        hashes = list(dict.fromkeys(text_hashes))
+        return await self._embeddings(model, hashes) if hashes else {}
 
     # ------------------------------------------------------------ facts
 

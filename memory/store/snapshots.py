@@ -29,6 +29,7 @@ from memory.store.rules import (
     Request,
     Write,
 )
+from memory.store.rules.purge import PurgeRequest
 from memory.store.rules.reembed import SwitchRequest
 from memory.store.snapshots_lifecycle import LifecycleReads, read_lifecycle_snapshot
 
@@ -38,14 +39,6 @@ class SnapshotReads(LifecycleReads):
 
     @abc.abstractmethod
     async def state(self, session_id: str, agent_id: str) -> SessionAgentState | None: ...
-
-    @abc.abstractmethod
-    async def facts_by_id(self, fact_ids: Sequence[str]) -> list[Fact]:
-        """The facts that exist among ``fact_ids``, valid or not."""
-
-    @abc.abstractmethod
-    async def facts_with_hashes(self, agent_id: str, hashes: Sequence[str]) -> list[Fact]:
-        """The agent's facts, valid or not, whose content hash is one of ``hashes``."""
 
     @abc.abstractmethod
     async def formation_done(self, formation_id: str) -> FormationCommitResult | None:
@@ -78,7 +71,8 @@ class SnapshotReads(LifecycleReads):
 
     async def blob_version(self, key: str) -> int:
         """The version of the scope key's consolidated blob, 0 without one."""
-        return (await self.blobs([key])).get(key, ("", 0))[1]
+        blob = (await self.blobs([key])).get(key)
+        return 0 if blob is None else blob.version
 
     @abc.abstractmethod
     async def buffered_among(self, key: str, reflection_ids: Sequence[str]) -> int:
@@ -86,6 +80,10 @@ class SnapshotReads(LifecycleReads):
 
     @abc.abstractmethod
     async def api_key(self, key_id: str) -> ApiKey | None: ...
+
+    @abc.abstractmethod
+    async def ended_unpurged(self, ended_before: datetime, limit: int) -> list[tuple[str, str]]:
+        """rules.purge.PurgeRequest's pairs."""
 
     @abc.abstractmethod
     async def reembed_pending(self, model: str) -> tuple[int, int]:
@@ -154,6 +152,8 @@ async def read_snapshot[S](reads: SnapshotReads, request: Request[S]) -> S:
             snapshot = await reads.api_key(key_id)
         case SwitchRequest(model=model):
             snapshot = await reads.reembed_pending(model)
+        case PurgeRequest(ended_before=ended_before, limit=limit):
+            snapshot = await reads.ended_unpurged(ended_before, limit)
         case _:
             snapshot = await read_lifecycle_snapshot(reads, request)
     return cast(S, snapshot)

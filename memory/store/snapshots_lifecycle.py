@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from memory.ids import text_hash
-from memory.models import Fact, SessionAgentState
+from memory.models import ConsolidatedMemory, Fact, SessionAgentState
 from memory.store.rules import Request
 from memory.store.rules import erasure as er
 from memory.store.rules import imports as ri
@@ -24,33 +24,49 @@ class LifecycleReads(abc.ABC):
     async def embedding_meta(self) -> tuple[str, int] | None: ...
 
     @abc.abstractmethod
-    async def epochs(self, agent_id: str, user_ids: Sequence[str]) -> dict[str, int]:
-        """Each user's effective erasure epoch for the agent (its own and the all-agents one)."""
+    async def erasure_rows(
+        self, agent_keys: Sequence[str], user_ids: Sequence[str]
+    ) -> dict[tuple[str, str], int]:
+        """The stored epochs of the erasure rows (agent key, user) among those given."""
 
-    @abc.abstractmethod
+    async def epochs(self, agent_id: str, user_ids: Sequence[str]) -> dict[str, int]:
+        """Each user's effective erasure epoch for the agent (rules.erasure)."""
+        stored = await self.erasure_rows([agent_id, er.ALL_AGENTS], user_ids)
+        return er.effective_epochs(agent_id, user_ids, stored)
+
     async def stored_epoch(self, agent_key: str, user_id: str) -> int:
         """The epoch of one erasure row (agent or ALL_AGENTS), 0 without one."""
+        return (await self.erasure_rows([agent_key], [user_id])).get((agent_key, user_id), 0)
 
     @abc.abstractmethod
     async def existing_agents(self, agent_ids: Sequence[str]) -> frozenset[str]: ...
 
     @abc.abstractmethod
-    async def existing_facts(self, fact_ids: Sequence[str]) -> frozenset[str]: ...
+    async def facts_by_id(self, fact_ids: Sequence[str]) -> list[Fact]:
+        """The facts that exist among ``fact_ids``, valid or not."""
+
+    @abc.abstractmethod
+    async def facts_with_hashes(self, agent_id: str, hashes: Sequence[str]) -> list[Fact]:
+        """The agent's facts, valid or not, whose content hash is one of ``hashes``."""
+
+    async def existing_facts(self, fact_ids: Sequence[str]) -> frozenset[str]:
+        return frozenset(fact.fact_id for fact in await self.facts_by_id(fact_ids))
 
     @abc.abstractmethod
     async def existing_reflections(self, reflection_ids: Sequence[str]) -> frozenset[str]: ...
 
-    @abc.abstractmethod
     async def valid_fact_keys(self, agent_id: str, hash_: str) -> set[tuple[str, str, str, str]]:
         """(agent, user or "", scope, hash) of the agent's valid facts with this content hash."""
+        facts = await self.facts_with_hashes(agent_id, [hash_])
+        return {ri.dedup_key(fact) for fact in facts if fact.invalidated_at is None}
 
     @abc.abstractmethod
     async def buffered_counts(self, keys: Sequence[str]) -> dict[str, int]:
         """Unabsorbed reflections per scope key, 0 for a key without any."""
 
     @abc.abstractmethod
-    async def blobs(self, keys: Sequence[str]) -> dict[str, tuple[str, int]]:
-        """(content, version) of the consolidated blobs of these scope keys."""
+    async def blobs(self, keys: Sequence[str]) -> dict[str, ConsolidatedMemory]:
+        """The consolidated blobs of these scope keys, by key."""
 
     @abc.abstractmethod
     async def session_head(self, session_id: str) -> tuple[int, datetime | None] | None:
@@ -190,7 +206,8 @@ async def read_lifecycle_snapshot(reads: LifecycleReads, request: Request[Any]) 
         case ri.FactImportRequest():
             return await _facts(reads, request)
         case ri.BlobImportRequest(keys=keys, pairs=pairs):
-            return ri.BlobImportSnapshot(await reads.blobs(keys), await _pair_epochs(reads, pairs))
+            blobs = {key: (b.content, b.version) for key, b in (await reads.blobs(keys)).items()}
+            return ri.BlobImportSnapshot(blobs, await _pair_epochs(reads, pairs))
         case ri.ReflectionImportRequest(reflection_ids=ids, keys=keys, pairs=pairs):
             return ri.ReflectionImportSnapshot(
                 await reads.existing_reflections(ids), await reads.buffered_counts(keys),

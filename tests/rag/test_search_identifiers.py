@@ -25,7 +25,7 @@ from tests.fakes import WordHashEmbedder
 from tests.rag.builders import MemoryWriter, agent, at, session
 
 _CAPS = {
-    "sqlite": ("memory.store.sqlite.search", "_CANDIDATE_CAP"),
+    "sqlite": ("memory.store.sqlite.search", "CANDIDATE_CAP"),
     "postgres": ("memory.store.postgres.search", "CANDIDATE_CAP"),
     "mongo": ("memory.store.mongo.search", "CANDIDATE_CAP"),
 }

@@ -23,7 +23,7 @@ from memory.models import (
     SessionInfo,
     StoredMessage,
 )
-from memory.store.records import from_record, scope_key_of
+from memory.store.records import from_record, scope_key_of, state_of, to_record
 
 Doc = dict[str, Any]
 
@@ -70,52 +70,18 @@ def user_key(scope: str, user_id: str | None) -> str:
 
 
 def fact_fields(fact: Fact) -> Doc:
-    """A fact's stored fields but its vector, access counters and insertion order."""
-    return {
-        "agent_id": fact.agent_id,
-        "user_id": fact.user_id,
-        "user_key": user_key(fact.scope, fact.user_id),
-        "scope": fact.scope,
-        "content": fact.content,
-        "hash": fact.hash,
-        "embedding_model": fact.embedding_model,
-        "source_session_id": fact.source_session_id,
-        "source_message_ids": list(fact.source_message_ids),
-        "formation_id": fact.formation_id,
-        "said_at": opt_ts(fact.said_at),
-        "formed_at": ts(fact.formed_at),
-        "updated_at": ts(fact.updated_at),
-        "version": fact.version,
-        "previous_content": fact.previous_content,
-        "history": [
-            {
-                **rev.model_dump(
-                    include={"version", "content", "reason", "source_message_ids", "formation_id"}
-                ),
-                "changed_at": ts(rev.changed_at),
-                "said_at": opt_ts(rev.said_at),
-            }
-            for rev in fact.history
-        ],
-        "invalidated": fact.invalidated_at is not None,
-        "invalidated_at": opt_ts(fact.invalidated_at),
-        "invalidated_by": fact.invalidated_by,
-    }
+    """A fact's stored fields but its id, vector, access counters and insertion order."""
+    fields = to_record(fact, ts, exclude={"fact_id", "access_count", "last_accessed_at"})
+    derived = {"user_key": user_key(fact.scope, fact.user_id)}
+    return fields | derived | {"invalidated": fact.invalidated_at is not None}
 
 
 def state_doc(state: SessionAgentState) -> Doc:
-    return {
-        **state.model_dump(exclude={"last_message_at"}),
-        "last_message_at": opt_ts(state.last_message_at),
-    }
+    return to_record(state, ts)
 
 
 def message_doc(message: StoredMessage, weighted_tokens: float) -> Doc:
-    return {
-        **message.model_dump(exclude={"created_at"}),
-        "created_at": ts(message.created_at),
-        "weighted_tokens": weighted_tokens,
-    }
+    return to_record(message, ts) | {"weighted_tokens": weighted_tokens}
 
 
 def fact_from_doc(doc: Mapping[str, Any]) -> Fact:
@@ -140,29 +106,20 @@ def session_from_doc(doc: Mapping[str, Any], mine: Mapping[str, Any] | None = No
 
 
 def state_from_doc(doc: Mapping[str, Any]) -> SessionAgentState:
-    # Sums of float $inc can drift a hair below zero; the model rejects negatives.
-    tokens = max(0.0, float(doc["pending_weighted_tokens"]))
-    return from_record(SessionAgentState, doc, dt, pending_weighted_tokens=tokens)
+    return state_of(doc, dt)
 
 
 def reflection_doc(reflection: Reflection) -> Doc:
     """A new reflection, buffered (not yet absorbed into any blob)."""
     key = reflection.scope_key
-    return {
-        "_id": reflection.reflection_id,
-        "scope_key": key.key,
-        "scope": key.scope,
-        "agent_id": key.agent_id,
-        "user_id": key.user_id,
-        "session_id": key.session_id,
-        "content": reflection.content,
-        "source_session_id": reflection.source_session_id,
-        "source_message_ids": list(reflection.source_message_ids),
-        "formation_id": reflection.formation_id,
-        "formed_at": ts(reflection.formed_at),
-        "absorbed_into_version": None,
-        "ins": insertion_order(),
-    }
+    fields = to_record(reflection, ts, exclude={"reflection_id", "scope_key"})
+    stored = {"_id": reflection.reflection_id, "scope_key": key.key, **to_record(key, ts)}
+    return stored | fields | {"absorbed_into_version": None, "ins": insertion_order()}
+
+
+def consolidated_doc(blob: ConsolidatedMemory) -> Doc:
+    """A blob; its _id is its scope key's (written by replacing the document)."""
+    return to_record(blob.scope_key, ts) | to_record(blob, ts, exclude={"scope_key"})
 
 
 def reflection_from_doc(doc: Mapping[str, Any]) -> Reflection:

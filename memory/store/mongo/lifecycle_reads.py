@@ -1,5 +1,5 @@
-"""The data-lifecycle snapshots of the MongoDB backend (imports, forget_user, erasure epochs,
-export), read inside the caller's transaction."""
+"""The data-lifecycle reads of the MongoDB backend: the agents holding a user's data (forget_user
+of every agent) and the export, read in one transaction."""
 
 from __future__ import annotations
 
@@ -15,29 +15,42 @@ from memory.store.mongo.docs import (
     message_from_doc,
     reflection_from_doc,
 )
-
-Session = AsyncClientSession | None
-
-
-async def user_agents(db: AsyncDatabase[Doc], user_id: str) -> list[str]:
-    agents: set[str] = set()
-    for name in ("facts", "reflections", "consolidated"):
-        agents |= set(await db[name].distinct("agent_id", {"user_id": user_id}))
-    agents |= {
-        a for d in await db.sessions.find({"user_ids": user_id}).to_list() for a in d["agent_ids"]
-    }
-    return sorted(agents)
+from memory.store.mongo.txn import run_transaction
 
 
-async def export_data(
-    db: AsyncDatabase[Doc], s: Session, *, agent_id: str | None, user_id: str | None, messages: bool
+class MongoLifecycleReads:
+    _db: AsyncDatabase[Doc]
+
+    async def _user_agents(self, user_id: str) -> list[str]:
+        agents: set[str] = set()
+        for name in ("facts", "reflections", "consolidated"):
+            agents |= set(await self._db[name].distinct("agent_id", {"user_id": user_id}))
+        sessions = await self._db.sessions.find({"user_ids": user_id}).to_list()
+        return sorted(agents | {agent for doc in sessions for agent in doc["agent_ids"]})
+
+    async def export_data(
+        self, *, agent_id: str | None, user_id: str | None, messages: bool
+    ) -> ExportData:
+        async def body(s: AsyncClientSession) -> ExportData:
+            return await _export(self._db, s, agent_id, user_id, messages)
+
+        return await run_transaction(self._db, body)
+
+
+def _only(**fields: str | None) -> Doc:
+    """Documents whose fields equal those given (None: any value)."""
+    return {name: value for name, value in fields.items() if value is not None}
+
+
+async def _export(
+    db: AsyncDatabase[Doc],
+    s: AsyncClientSession,
+    agent_id: str | None,
+    user_id: str | None,
+    messages: bool,
 ) -> ExportData:
-    query: Doc = {}
-    if agent_id is not None:
-        query["agent_id"] = agent_id
-    if user_id is not None:
-        query["user_id"] = user_id
-    agents_q: Doc = {} if agent_id is None else {"_id": agent_id}
+    query = _only(agent_id=agent_id, user_id=user_id)
+    agents_q = _only(_id=agent_id)
     data = ExportData(
         agents=[
             AgentConfig.model_validate({k: v for k, v in d.items() if k != "_id"})
@@ -56,11 +69,7 @@ async def export_data(
         ],
     )
     if messages:
-        sq: Doc = {}
-        if agent_id is not None:
-            sq["agent_ids"] = agent_id
-        if user_id is not None:
-            sq["user_ids"] = user_id
+        sq = _only(agent_ids=agent_id, user_ids=user_id)
         sids = [d["_id"] async for d in db.sessions.find(sq, {"_id": 1}, session=s)]
         cursor = db.messages.find({"session_id": {"$in": sids}}, session=s)
         data.messages = [

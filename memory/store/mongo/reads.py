@@ -11,10 +11,17 @@ from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.asynchronous.database import AsyncDatabase
 
 from memory.api_keys import ApiKey
-from memory.models import Fact, FormationCommitResult, Reflection, SessionAgentState
+from memory.models import (
+    ConsolidatedMemory,
+    Fact,
+    FormationCommitResult,
+    Reflection,
+    SessionAgentState,
+)
 from memory.store.mongo.docs import (
     NO_VECTOR,
     Doc,
+    consolidated_from_doc,
     fact_and_vector,
     fact_from_doc,
     opt_dt,
@@ -24,7 +31,6 @@ from memory.store.mongo.docs import (
 )
 from memory.store.mongo.listings import api_key_from_doc
 from memory.store.mongo.reembed import count_pending_reembeds, read_embedding_meta
-from memory.store.rules import erasure as er
 from memory.store.rules.recheck import reflection_text_key
 from memory.store.snapshots import SnapshotReads
 
@@ -90,18 +96,6 @@ class MongoReads(SnapshotReads):
         mine = await self.db.session_agents.find_one(query, {"user_ids": 1}, session=self.s)
         return frozenset(mine.get("user_ids", []) if mine else ())
 
-    async def epochs(self, agent_id: str, user_ids: Sequence[str]) -> dict[str, int]:
-        """Each user's effective epoch for the agent: its own row plus the all-agents one."""
-        epochs = dict.fromkeys(user_ids, 0)
-        if user_ids:
-            query = {
-                "agent_key": {"$in": [agent_id, er.ALL_AGENTS]},
-                "user_id": {"$in": list(user_ids)},
-            }
-            async for doc in self.db.erasures.find(query, session=self.s):
-                epochs[doc["user_id"]] += int(doc["epoch"])
-        return epochs
-
     async def valid_since(
         self, agent_id: str, since: datetime
     ) -> list[tuple[Fact, Sequence[float]]]:
@@ -132,32 +126,32 @@ class MongoReads(SnapshotReads):
         doc = await self.db.api_keys.find_one({"_id": key_id}, session=self.s)
         return None if doc is None else api_key_from_doc(doc)
 
+    async def ended_unpurged(self, ended_before: datetime, limit: int) -> list[tuple[str, str]]:
+        query = {"ended_at": {"$ne": None, "$lt": ts(ended_before)}, "purged": False}
+        cursor = self.db.session_agents.find(
+            query, {"session_id": 1, "agent_id": 1}, session=self.s
+        )
+        by_end = [("ended_at", 1), ("session_id", 1), ("agent_id", 1)]
+        return [(d["session_id"], d["agent_id"]) async for d in cursor.sort(by_end).limit(limit)]
+
     async def reembed_pending(self, model: str) -> tuple[int, int]:
         return await count_pending_reembeds(self.db, model, self.s)
 
     # ------------------------------------------------------------ the lifecycle snapshots' own
 
-    async def stored_epoch(self, agent_key: str, user_id: str) -> int:
-        query = {"agent_key": agent_key, "user_id": user_id}
-        doc = await self.db.erasures.find_one(query, session=self.s)
-        return 0 if doc is None else int(doc["epoch"])
+    async def erasure_rows(
+        self, agent_keys: Sequence[str], user_ids: Sequence[str]
+    ) -> dict[tuple[str, str], int]:
+        query = {"agent_key": {"$in": list(agent_keys)}, "user_id": {"$in": list(user_ids)}}
+        cursor = self.db.erasures.find(query, session=self.s)
+        return {(d["agent_key"], d["user_id"]): int(d["epoch"]) async for d in cursor}
 
     async def existing_agents(self, agent_ids: Sequence[str]) -> frozenset[str]:
         return await self._ids("agents", {"_id": {"$in": list(agent_ids)}})
 
-    async def existing_facts(self, fact_ids: Sequence[str]) -> frozenset[str]:
-        return await self._ids("facts", {"_id": {"$in": list(fact_ids)}})
-
-    async def valid_fact_keys(self, agent_id: str, hash_: str) -> set[tuple[str, str, str, str]]:
-        query = {"agent_id": agent_id, "hash": hash_, "invalidated": False}
-        return {
-            (doc["agent_id"], doc.get("user_id") or "", doc["scope"], doc["hash"])
-            async for doc in self.db.facts.find(query, NO_VECTOR, session=self.s)
-        }
-
-    async def blobs(self, keys: Sequence[str]) -> dict[str, tuple[str, int]]:
+    async def blobs(self, keys: Sequence[str]) -> dict[str, ConsolidatedMemory]:
         cursor = self.db.consolidated.find({"_id": {"$in": list(keys)}}, session=self.s)
-        return {d["_id"]: (str(d["content"]), int(d["version"])) async for d in cursor}
+        return {doc["_id"]: consolidated_from_doc(doc) async for doc in cursor}
 
     async def session_users(self, session_id: str) -> tuple[str, ...]:
         doc = await self.db.sessions.find_one({"_id": session_id}, {"user_ids": 1}, session=self.s)
@@ -202,13 +196,10 @@ class MongoReads(SnapshotReads):
     async def contents_elsewhere(
         self, agent_id: str, user_id: str, content_hashes: Sequence[str]
     ) -> list[str]:
-        fields = {"content": 1, "agent_id": 1, "user_id": 1}
-        cursor = self.db.facts.find({"hash": {"$in": list(content_hashes)}}, fields, session=self.s)
-        return [
-            d["content"]
-            async for d in cursor
-            if not (d["agent_id"] == agent_id and d.get("user_id") == user_id)
-        ]
+        mine = {"agent_id": agent_id, "user_id": user_id}
+        others = {"hash": {"$in": list(content_hashes)}, "$nor": [mine]}
+        cursor = self.db.facts.find(others, {"content": 1}, session=self.s)
+        return [doc["content"] async for doc in cursor]
 
 
 async def recent_fact_docs(

@@ -1,7 +1,7 @@
 """Re-embedding on the MongoDB backend: side vectors in the fact_reembed collection (_id = fact id)
 until one transaction swaps them into the facts with the embedding meta (see
-MemoryStore.reembed_pending). Runs as an operator command, so it reads facts in id order in pages
-rather than with an index of its own."""
+MemoryStore.reembed_pending). Runs as an operator command: the pending facts are found by a
+lookup of each fact's side vector rather than with an index of their own."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from memory.store.mongo.docs import EMBEDDING_META_ID
 
 Doc = dict[str, Any]
 Session = AsyncClientSession | None
-_PAGE = 500
+_ID_ONLY = {"$project": {"_id": 1}}  # a side vector is only looked for, never read here
 
 
 async def read_embedding_meta(db: AsyncDatabase[Doc], session: Session) -> tuple[str, int] | None:
@@ -26,59 +26,50 @@ async def read_embedding_meta(db: AsyncDatabase[Doc], session: Session) -> tuple
     return None if doc is None else (doc["model"], int(doc["dimension"]))
 
 
-async def _side(db: AsyncDatabase[Doc], model: str, ids: list[str], s: Session) -> dict[str, str]:
-    """fact id -> content hash of the side vectors of ``model`` among ``ids``."""
-    cursor = db.fact_reembed.find({"_id": {"$in": ids}, "model": model}, {"hash": 1}, session=s)
-    return {doc["_id"]: doc["hash"] async for doc in cursor}
+def _pending(model: str) -> list[Doc]:
+    """The facts pending a re-embed into ``model``: their vector is another model's, and they
+    have no side vector of ``model`` made from their current content (its hash)."""
+    side = {"$expr": {"$and": [{"$eq": ["$_id", "$$id"]}, {"$eq": ["$hash", "$$hash"]}]}}
+    lookup = {"from": "fact_reembed", "let": {"id": "$_id", "hash": "$hash"}, "as": "side"}
+    return [
+        {"$match": {"embedding_model": {"$ne": model}}},
+        {"$lookup": {**lookup, "pipeline": [{"$match": {**side, "model": model}}, _ID_ONLY]}},
+        {"$match": {"side": {"$size": 0}}},
+    ]
 
 
-async def pending_reembeds(
-    db: AsyncDatabase[Doc], model: str, limit: int, s: Session = None
-) -> tuple[list[ReembedItem], int]:
-    """Up to ``limit`` pending facts (all of them when limit < 0) and the count of all facts."""
-    found: list[ReembedItem] = []
-    total, after = 0, ""
-    while True:
-        page = await (
-            db.facts.find(
-                {"_id": {"$gt": after}}, {"content": 1, "hash": 1, "embedding_model": 1}, session=s
+async def count_pending_reembeds(db: AsyncDatabase[Doc], model: str, s: Session) -> tuple[int, int]:
+    """(pending facts, all facts)."""
+    counted = [*_pending(model), {"$count": "n"}]
+    rows = await (await db.facts.aggregate(counted, session=s)).to_list()
+    return (int(rows[0]["n"]) if rows else 0), await db.facts.count_documents({}, session=s)
+
+
+class MongoReembed:
+    _db: AsyncDatabase[Doc]
+
+    async def reembed_pending(self, model: str, *, limit: int) -> list[ReembedItem]:
+        if limit <= 0:
+            return []
+        fields = {"content": 1, "hash": 1}
+        page: list[Doc] = [{"$sort": {"_id": 1}}, {"$limit": limit}, {"$project": fields}]
+        cursor = await self._db.facts.aggregate([*_pending(model), *page])
+        return [ReembedItem(doc["_id"], doc["content"], doc["hash"]) async for doc in cursor]
+
+    async def put_reembedded(
+        self, model: str, vectors: Sequence[tuple[ReembedItem, Vector]]
+    ) -> None:
+        if vectors:
+            await self._db.fact_reembed.bulk_write(
+                [
+                    ReplaceOne(
+                        {"_id": item.fact_id},
+                        {"model": model, "hash": item.hash, "embedding": [float(x) for x in v]},
+                        upsert=True,
+                    )
+                    for item, v in vectors
+                ]
             )
-            .sort("_id", 1)
-            .limit(_PAGE)
-            .to_list()
-        )
-        if not page:
-            return found, total
-        total += len(page)
-        after = page[-1]["_id"]
-        side = await _side(db, model, [doc["_id"] for doc in page], s)
-        for doc in page:
-            done = doc["embedding_model"] == model or side.get(doc["_id"]) == doc["hash"]
-            if not done and (limit < 0 or len(found) < limit):
-                found.append(ReembedItem(doc["_id"], doc["content"], doc["hash"]))
-
-
-async def put_side_vectors(
-    db: AsyncDatabase[Doc], model: str, vectors: Sequence[tuple[ReembedItem, Vector]]
-) -> None:
-    if vectors:
-        await db.fact_reembed.bulk_write(
-            [
-                ReplaceOne(
-                    {"_id": item.fact_id},
-                    {"model": model, "hash": item.hash, "embedding": [float(x) for x in vector]},
-                    upsert=True,
-                )
-                for item, vector in vectors
-            ]
-        )
-
-
-async def count_pending_reembeds(
-    db: AsyncDatabase[Doc], model: str, s: Session = None
-) -> tuple[int, int]:
-    left, total = await pending_reembeds(db, model, -1, s)
-    return len(left), total
 
 
 async def swap_side_vectors(

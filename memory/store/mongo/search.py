@@ -1,29 +1,19 @@
 """Fact search of the MongoDB store: Atlas ($vectorSearch, $search) or $text + numpy.
 
-Scores are computed here, not taken from the server, so that both paths, and both backends,
-share one scale:
-
-- vector: exact cosine in numpy between the query and the stored embeddings of the candidates
-  (Atlas reports (1 + cos) / 2, mongoeco raw cosine; the ANN candidates are re-ranked exactly).
-- text: Okapi BM25 on the shared scale (memory.store.rules.text). ``$text`` scores are not BM25 (mongoeco scores every match 1.0) and ``$search`` returns no
-  searchScore on mongoeco, so the server only selects candidates. N and the average length are
-  those of the facts the filter lets through (FTS5 uses the whole table), and the document
-  frequency n of each term is counted among the candidates: every filtered fact that holds a
-  query word is a candidate, so this is the filtered collection's count, exact up to
-  CANDIDATE_CAP candidates (beyond it, the best CANDIDATE_CAP by the server's own relevance).
-  Words match exactly (case and diacritics folded): unlike SQLite's porter tokenizer, neither
-  $text with language "none" nor lucene.standard stems.
+The server only selects candidates; their scores are the shared ones (memory.store.ranking):
+exact cosine of the stored embeddings, and the shared BM25 (memory.store.rules.text) with N the
+count of the facts the filter lets through. ``$text`` scores are not BM25 (mongoeco scores every
+match 1.0) and ``$search`` returns no searchScore on mongoeco. Words match exactly (case and
+diacritics folded): unlike SQLite's porter tokenizer, neither $text with language "none" nor
+lucene.standard stems, so a candidate holds a query word, and BM25 counts its stems.
 """
 
 from __future__ import annotations
 
-import asyncio
 import math
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from typing import Literal
 
-import numpy as np
-import numpy.typing as npt
 import structlog
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.errors import OperationFailure
@@ -32,14 +22,11 @@ from memory.models import FactFilter
 from memory.store.base import Vector
 from memory.store.mongo.docs import Doc
 from memory.store.mongo.indexes import TEXT_INDEX, VECTOR_INDEX
-from memory.store.rules.text import bm25, tokenize
+from memory.store.ranking import best, cosine_scores
+from memory.store.rules.filters import scope_branches
+from memory.store.rules.text import CANDIDATE_CAP, bm25, query_terms
 
 log = structlog.get_logger(__name__)
-
-CANDIDATE_CAP = 1000
-MAX_TERMS = 64
-# Above this many matrix cells the cosine product runs in a worker thread.
-_THREAD_CELLS = 1_000_000
 
 Scored = list[tuple[Doc, float]]
 AtlasMode = Literal["auto", "on", "off"]
@@ -48,11 +35,10 @@ AtlasMode = Literal["auto", "on", "off"]
 def fact_match(flt: FactFilter, *, valid_only: bool = True) -> Doc | None:
     """The valid facts (all, unless valid_only) a filter lets through, in the operator subset
     $vectorSearch's filter accepts ($and/$or/$eq); None when it lets nothing through."""
-    branches: list[Doc] = []
-    if flt.include_agent_scope:
-        branches.append({"scope": {"$eq": "agent"}})
-    if flt.user_id is not None:
-        branches.append({"$and": [{"scope": {"$eq": "user"}}, {"user_id": {"$eq": flt.user_id}}]})
+    branches = [
+        {"$and": [{field: {"$eq": value}} for field, value in branch.fields().items()]}
+        for branch in scope_branches(flt)
+    ]
     if not branches:
         return None
     validity: list[Doc] = [{"invalidated": {"$eq": False}}] if valid_only else []
@@ -61,50 +47,24 @@ def fact_match(flt: FactFilter, *, valid_only: bool = True) -> Doc | None:
 
 def search_filter(flt: FactFilter) -> list[Doc]:
     """The same filter as $search compound.filter clauses (only when fact_match is not None)."""
-    branches: list[Doc] = []
-    if flt.include_agent_scope:
-        branches.append({"equals": {"path": "scope", "value": "agent"}})
-    if flt.user_id is not None:
-        branches.append(
-            {
-                "compound": {
-                    "filter": [
-                        {"equals": {"path": "scope", "value": "user"}},
-                        {"equals": {"path": "user_id", "value": flt.user_id}},
-                    ]
-                }
-            }
-        )
+    branches = [
+        {"compound": {"filter": [_equals(f, v) for f, v in branch.fields().items()]}}
+        for branch in scope_branches(flt)
+    ]
     return [
-        {"equals": {"path": "agent_id", "value": flt.agent_id}},
-        {"equals": {"path": "invalidated", "value": False}},
+        _equals("agent_id", flt.agent_id),
+        _equals("invalidated", False),
         {"compound": {"should": branches, "minimumShouldMatch": 1}},
     ]
 
 
-def _cosine(query: Vector, matrix: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
-    q_norm = float(np.linalg.norm(query))
-    norms = np.linalg.norm(matrix, axis=1)
-    norms[norms == 0] = 1.0
-    scores = (matrix @ query) / (norms * (q_norm or 1.0))
-    return np.clip(scores, -1.0, 1.0).astype(np.float32, copy=False)
-
-
-async def cosine_scores(query: Vector, embeddings: Sequence[Sequence[float]]) -> list[float]:
-    if not embeddings:
-        return []
-    matrix = np.asarray(embeddings, dtype=np.float32)
-    if matrix.size > _THREAD_CELLS:
-        scores = await asyncio.to_thread(_cosine, query, matrix)
-    else:
-        scores = _cosine(query, matrix)
-    return [float(s) for s in scores]
+def _equals(path: str, value: object) -> Doc:
+    return {"equals": {"path": path, "value": value}}
 
 
 def _best(scored: Scored, limit: int, min_score: float = -math.inf) -> Scored:
-    kept = [(doc, s) for doc, s in scored if s >= min_score]
-    kept.sort(key=lambda item: (-item[1], item[0]["_id"]))
-    return kept[:limit]
+    """Equal scores by id."""
+    return best(sorted(scored, key=lambda item: item[0]["_id"]), limit, min_score)
 
 
 class FactSearch:
@@ -187,7 +147,7 @@ class FactSearch:
     # ------------------------------------------------------------ text
 
     async def text(self, query: str, flt: FactFilter, limit: int) -> Scored:
-        terms = list(dict.fromkeys(tokenize(query)))[:MAX_TERMS]
+        terms = query_terms(query)
         match = fact_match(flt)
         if not terms or match is None or limit <= 0:
             return []

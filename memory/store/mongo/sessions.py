@@ -1,66 +1,115 @@
-"""Session reads and writes of the MongoDB backend that are per agent: an agent's view of a
-session, ending it, purging the session memory of ended (session, agent) pairs, and the
-migration of documents written when ending was session-wide."""
+"""Sessions on the MongoDB backend, per agent: an agent's view of a session, its messages, the
+cold-sessions scan, ending it, the ended sessions with memory still to form, and the migration
+of documents written when ending was session-wide."""
 
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
-from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.asynchronous.database import AsyncDatabase
 
-from memory.models import SessionInfo, StoredMessage
-from memory.store.mongo.docs import Doc, message_from_doc, session_from_doc, ts
-from memory.store.mongo.txn import run_transaction
+from memory.models import SessionAgentState, SessionInfo, StoredMessage
+from memory.store.mongo.docs import Doc, message_from_doc, session_from_doc, state_from_doc, ts
 
 
-async def find_messages(db: AsyncDatabase[Doc], query: Doc) -> list[StoredMessage]:
-    """The session's messages matching ``query``, in seq order."""
-    return [message_from_doc(doc) async for doc in db.messages.find(query).sort("seq", 1)]
+class MongoSessions:
+    _db: AsyncDatabase[Doc]
 
+    async def get_session(self, session_id: str, agent_id: str | None = None) -> SessionInfo | None:
+        doc = await self._db.sessions.find_one({"_id": session_id})
+        if doc is None:
+            return None
+        if agent_id is None:
+            return session_from_doc(doc)
+        query = {"session_id": session_id, "agent_id": agent_id}
+        mine = await self._db.session_agents.find_one(query)
+        return None if mine is None else session_from_doc(doc, mine)
 
-async def session_view(
-    db: AsyncDatabase[Doc], session_id: str, agent_id: str | None
-) -> SessionInfo | None:
-    doc = await db.sessions.find_one({"_id": session_id})
-    if doc is None:
-        return None
-    if agent_id is None:
-        return session_from_doc(doc)
-    mine = await db.session_agents.find_one({"session_id": session_id, "agent_id": agent_id})
-    return None if mine is None else session_from_doc(doc, mine)
+    async def _find_messages(self, query: Doc) -> list[StoredMessage]:
+        """The session's messages matching ``query``, in seq order."""
+        cursor = self._db.messages.find(query).sort("seq", 1)
+        return [message_from_doc(doc) async for doc in cursor]
 
+    async def load_messages(
+        self, session_id: str, after_seq: int, upto_seq: int
+    ) -> list[StoredMessage]:
+        seqs = {"$gt": after_seq, "$lte": upto_seq}
+        return await self._find_messages({"session_id": session_id, "seq": seqs})
 
-async def end_session(db: AsyncDatabase[Doc], session_id: str, agent_id: str, at: datetime) -> bool:
-    result = await db.session_agents.update_one(
-        {"session_id": session_id, "agent_id": agent_id},
-        {"$set": {"ended_at": ts(at), "purged": False}},
-    )
-    return result.matched_count > 0
+    async def _messages(self, session_id: str, message_ids: list[str]) -> list[StoredMessage]:
+        ids = {"$in": message_ids}
+        return await self._find_messages({"session_id": session_id, "message_id": ids})
 
-
-async def purge_ended_sessions(
-    db: AsyncDatabase[Doc], ended_before: datetime, limit: int
-) -> list[str]:
-    async def body(session: AsyncClientSession) -> list[str]:
-        cursor = (
-            db.session_agents.find(
-                {"ended_at": {"$ne": None, "$lt": ts(ended_before)}, "purged": False},
-                {"session_id": 1, "agent_id": 1},
-                session=session,
+    async def list_cold_sessions(
+        self,
+        *,
+        idle_before: datetime,
+        min_messages: int,
+        min_weighted_tokens: float,
+        after: tuple[datetime, str, str] | None,
+        limit: int,
+    ) -> list[SessionAgentState]:
+        # A keyset page over the (last_message_at, session_id, agent_id) index.
+        if limit <= 0:
+            return []
+        terms: list[Doc] = [
+            {"last_message_at": {"$lte": ts(idle_before)}},
+            {"pending_messages": {"$gte": 1}},
+            {
+                "$or": [
+                    {"pending_messages": {"$gte": min_messages}},
+                    {"pending_weighted_tokens": {"$gte": min_weighted_tokens}},
+                ]
+            },
+        ]
+        if after is not None:
+            at, sid, aid = ts(after[0]), after[1], after[2]
+            terms.append(
+                {
+                    "$or": [
+                        {"last_message_at": {"$gt": at}},
+                        {"last_message_at": at, "session_id": {"$gt": sid}},
+                        {"last_message_at": at, "session_id": sid, "agent_id": {"$gt": aid}},
+                    ]
+                }
             )
-            .sort([("ended_at", 1), ("session_id", 1), ("agent_id", 1)])
-            .limit(limit)
-        )
-        pairs = [(doc["session_id"], doc["agent_id"]) async for doc in cursor]
-        for session_id, agent_id in pairs:
-            mine = {"session_id": session_id, "agent_id": agent_id}
-            await db.reflections.delete_many({**mine, "scope": "session"}, session=session)
-            await db.consolidated.delete_many({**mine, "scope": "session"}, session=session)
-            await db.session_agents.update_one(mine, {"$set": {"purged": True}}, session=session)
-        return [session_id for session_id, _ in pairs]
+        sort: list[tuple[str, Any]] = [("last_message_at", 1), ("session_id", 1), ("agent_id", 1)]
+        cursor = self._db.session_agents.find({"$and": terms}).sort(sort).limit(limit)
+        return [state_from_doc(doc) async for doc in cursor]
 
-    return await run_transaction(db, body)
+    async def _end_session(self, session_id: str, agent_id: str, at: datetime) -> bool:
+        result = await self._db.session_agents.update_one(
+            {"session_id": session_id, "agent_id": agent_id},
+            {"$set": {"ended_at": ts(at), "purged": False}},
+        )
+        return result.matched_count > 0
+
+    async def _unfinished_ended_sessions(
+        self, ended_before: datetime, after: tuple[str, str], limit: int
+    ) -> list[tuple[str, str]]:
+        """(session, agent) pairs ended by ``ended_before`` with unformed messages or a
+        non-empty session buffer, in order, after ``after``. Both kinds are few: session buffers
+        consolidate at a small threshold, and unformed messages are formed within minutes."""
+        buffered: Doc = {"scope": "session", "absorbed_into_version": None}
+        unformed: Doc = {"pending_messages": {"$gte": 1}}
+        pairs = {
+            (d["session_id"], d["agent_id"]) async for d in self._db.reflections.find(buffered)
+        }
+        pairs |= {
+            (d["session_id"], d["agent_id"]) async for d in self._db.session_agents.find(unformed)
+        }
+        # Ending is each agent's own: its session_agents document holds when it ended.
+        ended = {
+            "session_id": {"$in": sorted({s for s, _ in pairs})},
+            "ended_at": {"$ne": None, "$lte": ts(ended_before)},
+        }
+        done = {
+            (d["session_id"], d["agent_id"])
+            async for d in self._db.session_agents.find(ended, {"session_id": 1, "agent_id": 1})
+        }
+        found = sorted(p for p in pairs if p in done and p > after)
+        return found[:limit]
 
 
 async def migrate_session_agents(db: AsyncDatabase[Doc]) -> None:
@@ -79,26 +128,3 @@ async def migrate_session_agents(db: AsyncDatabase[Doc]) -> None:
         await db.sessions.update_one(
             {"_id": doc["_id"]}, {"$unset": {"ended_at": "", "purged": ""}}
         )
-
-
-async def unfinished_ended_sessions(
-    db: AsyncDatabase[Doc], ended_before: datetime, after: tuple[str, str], limit: int
-) -> list[tuple[str, str]]:
-    """(session, agent) pairs ended by ``ended_before`` with unformed messages or a non-empty
-    session buffer, in order, after ``after``. Both kinds are few: session buffers consolidate at a
-    small threshold, and unformed messages are formed within minutes."""
-    buffered: Doc = {"scope": "session", "absorbed_into_version": None}
-    unformed: Doc = {"pending_messages": {"$gte": 1}}
-    pairs = {(d["session_id"], d["agent_id"]) async for d in db.reflections.find(buffered)}
-    pairs |= {(d["session_id"], d["agent_id"]) async for d in db.session_agents.find(unformed)}
-    # Ending is each agent's own: its session_agents document holds when it ended.
-    ended = {
-        "session_id": {"$in": sorted({s for s, _ in pairs})},
-        "ended_at": {"$ne": None, "$lte": ts(ended_before)},
-    }
-    done = {
-        (d["session_id"], d["agent_id"])
-        async for d in db.session_agents.find(ended, {"session_id": 1, "agent_id": 1})
-    }
-    found = sorted(p for p in pairs if p in done and p > after)
-    return found[:limit]

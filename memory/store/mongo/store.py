@@ -29,53 +29,37 @@ from pymongo.errors import CollectionInvalid
 
 from memory.models import (
     AgentConfig,
-    ConsolidatedMemory,
     Fact,
     FactFilter,
     Reflection,
     ScopeKey,
     ScoredFact,
-    SessionAgentState,
-    SessionInfo,
-    StoredMessage,
 )
-from memory.store.base import ReembedItem, Vector
-from memory.store.counts import ExportData
+from memory.store.base import Vector
 from memory.store.mongo.docs import (
     NO_VECTOR,
     Doc,
     compound_id,
-    consolidated_from_doc,
     fact_from_doc,
     reflection_from_doc,
-    state_from_doc,
     ts,
 )
 from memory.store.mongo.indexes import PLAIN_COLLECTIONS, REGULAR_INDEXES
-from memory.store.mongo.lifecycle_reads import export_data, user_agents
+from memory.store.mongo.lifecycle_reads import MongoLifecycleReads
 from memory.store.mongo.listings import MongoListings
 from memory.store.mongo.reads import MongoReads, recent_fact_docs
-from memory.store.mongo.reembed import (
-    pending_reembeds,
-    put_side_vectors,
-)
+from memory.store.mongo.reembed import MongoReembed
 from memory.store.mongo.search import AtlasMode, FactSearch, fact_match
-from memory.store.mongo.sessions import (
-    end_session,
-    find_messages,
-    migrate_session_agents,
-    purge_ended_sessions,
-    session_view,
-    unfinished_ended_sessions,
-)
+from memory.store.mongo.sessions import MongoSessions, migrate_session_agents
 from memory.store.mongo.txn import run_transaction
 from memory.store.mongo.writes import apply_writes
 from memory.store.planned import PlannedStore
+from memory.store.records import vector_bytes, vector_of_bytes
 from memory.store.rules import Plan, Request, check_query_dimension
 from memory.store.snapshots import SnapshotReads, run_planned
 
 
-class MongoStore(MongoListings, PlannedStore):
+class MongoStore(MongoSessions, MongoListings, MongoLifecycleReads, MongoReembed, PlannedStore):
     """The store on one MongoDB database; the writing calls are planned (memory.store.planned)."""
 
     def __init__(
@@ -137,97 +121,23 @@ class MongoStore(MongoListings, PlannedStore):
         doc = await self._db.agents.find_one({"_id": agent_id}, {"_id": 0})
         return None if doc is None else AgentConfig.model_validate(doc)
 
-    # ------------------------------------------------------------ sessions and messages
-
-    async def get_session(self, session_id: str, agent_id: str | None = None) -> SessionInfo | None:
-        return await session_view(self._db, session_id, agent_id)
-
-    async def load_messages(
-        self, session_id: str, after_seq: int, upto_seq: int
-    ) -> list[StoredMessage]:
-        seqs = {"$gt": after_seq, "$lte": upto_seq}
-        return await find_messages(self._db, {"session_id": session_id, "seq": seqs})
-
-    async def _messages(self, session_id: str, message_ids: list[str]) -> list[StoredMessage]:
-        ids = {"$in": message_ids}
-        return await find_messages(self._db, {"session_id": session_id, "message_id": ids})
-
-    async def list_cold_sessions(
-        self,
-        *,
-        idle_before: datetime,
-        min_messages: int,
-        min_weighted_tokens: float,
-        after: tuple[datetime, str, str] | None,
-        limit: int,
-    ) -> list[SessionAgentState]:
-        # A keyset page over the (last_message_at, session_id, agent_id) index.
-        if limit <= 0:
-            return []
-        terms: list[Doc] = [
-            {"last_message_at": {"$lte": ts(idle_before)}},
-            {"pending_messages": {"$gte": 1}},
-            {
-                "$or": [
-                    {"pending_messages": {"$gte": min_messages}},
-                    {"pending_weighted_tokens": {"$gte": min_weighted_tokens}},
-                ]
-            },
-        ]
-        if after is not None:
-            at, sid, aid = ts(after[0]), after[1], after[2]
-            terms.append(
-                {
-                    "$or": [
-                        {"last_message_at": {"$gt": at}},
-                        {"last_message_at": at, "session_id": {"$gt": sid}},
-                        {"last_message_at": at, "session_id": sid, "agent_id": {"$gt": aid}},
-                    ]
-                }
-            )
-        sort: list[tuple[str, Any]] = [("last_message_at", 1), ("session_id", 1), ("agent_id", 1)]
-        cursor = self._db.session_agents.find({"$and": terms}).sort(sort).limit(limit)
-        return [state_from_doc(doc) async for doc in cursor]
-
-    async def _end_session(self, session_id: str, agent_id: str, at: datetime) -> bool:
-        return await end_session(self._db, session_id, agent_id, at)
-
-    async def _unfinished_ended_sessions(
-        self, ended_before: datetime, after: tuple[str, str], limit: int
-    ) -> list[tuple[str, str]]:
-        return await unfinished_ended_sessions(self._db, ended_before, after, limit)
-
-    async def _purge_ended_sessions(self, ended_before: datetime, limit: int) -> list[str]:
-        return await purge_ended_sessions(self._db, ended_before, limit)
-
     # ------------------------------------------------------------ embeddings cache
 
-    async def put_embeddings(self, model: str, vectors: dict[str, Vector]) -> None:
-        # float32 little-endian bytes: exact, and a quarter of an array of BSON doubles.
+    async def _put_embeddings(self, model: str, vectors: dict[str, Vector]) -> None:
         ops = [
             ReplaceOne(
                 {"_id": compound_id(model, text_hash)},
-                {
-                    "model": model,
-                    "hash": text_hash,
-                    "vector": np.asarray(vector, dtype="<f4").reshape(-1).tobytes(),
-                },
+                {"model": model, "hash": text_hash, "vector": vector_bytes(vector)},
                 upsert=True,
             )
             for text_hash, vector in vectors.items()
         ]
-        if ops:
-            await self._db.embeddings.bulk_write(ops, ordered=False)
+        await self._db.embeddings.bulk_write(ops, ordered=False)
 
-    async def get_embeddings(self, model: str, text_hashes: Sequence[str]) -> dict[str, Vector]:
-        keys = [compound_id(model, h) for h in dict.fromkeys(text_hashes)]
-        if not keys:
-            return {}
+    async def _embeddings(self, model: str, text_hashes: list[str]) -> dict[str, Vector]:
+        keys = [compound_id(model, text_hash) for text_hash in text_hashes]
         cursor = self._db.embeddings.find({"_id": {"$in": keys}})
-        return {
-            doc["hash"]: np.frombuffer(doc["vector"], dtype="<f4").astype(np.float32)
-            async for doc in cursor
-        }
+        return {doc["hash"]: vector_of_bytes(doc["vector"]) async for doc in cursor}
 
     # ------------------------------------------------------------ facts
 
@@ -257,16 +167,6 @@ class MongoStore(MongoListings, PlannedStore):
             {"$inc": {"access_count": 1}, "$set": {"last_accessed_at": ts(at)}},
         )
 
-    # ------------------------------------------------------------ re-embedding
-
-    async def reembed_pending(self, model: str, *, limit: int) -> list[ReembedItem]:
-        return (await pending_reembeds(self._db, model, max(limit, 0)))[0]
-
-    async def put_reembedded(
-        self, model: str, vectors: Sequence[tuple[ReembedItem, Vector]]
-    ) -> None:
-        await put_side_vectors(self._db, model, vectors)
-
     # ------------------------------------------------------------ reflections and blobs
 
     async def _reflections(
@@ -282,10 +182,6 @@ class MongoStore(MongoListings, PlannedStore):
         if limit is not None:
             cursor = cursor.limit(limit)
         return [reflection_from_doc(doc) async for doc in cursor]
-
-    async def get_consolidated(self, key: ScopeKey) -> ConsolidatedMemory | None:
-        doc = await self._db.consolidated.find_one({"_id": key.key})
-        return None if doc is None else consolidated_from_doc(doc)
 
     async def _stored_scope_versions(self, keys: Sequence[str]) -> dict[str, int]:
         cursor = self._db.scope_versions.find({"_id": {"$in": list(keys)}})
@@ -309,18 +205,3 @@ class MongoStore(MongoListings, PlannedStore):
     async def count_facts(self, flt: FactFilter) -> int:
         match = fact_match(flt)
         return 0 if match is None else await self._db.facts.count_documents(match)
-
-    # ------------------------------------------------------------ data lifecycle reads
-
-    async def _user_agents(self, user_id: str) -> list[str]:
-        return await user_agents(self._db, user_id)
-
-    async def export_data(
-        self, *, agent_id: str | None, user_id: str | None, messages: bool
-    ) -> ExportData:
-        async def body(session: AsyncClientSession) -> ExportData:
-            return await export_data(
-                self._db, session, agent_id=agent_id, user_id=user_id, messages=messages
-            )
-
-        return await run_transaction(self._db, body)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import random
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -12,13 +10,12 @@ from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError, OperationFailure, PyMongoError
 
-_ATTEMPTS = 40
-_FIRST_DELAY = 0.002
-_MAX_DELAY = 0.2
+from memory.store.retry import retry_conflicts
+
 _WRITE_CONFLICT = 112
 
 
-def _is_transient(exc: PyMongoError) -> bool:
+def _is_transient(exc: Exception) -> bool:
     """Another writer got in first; running the whole transaction again sees its writes.
 
     MongoDB labels write conflicts TransientTransactionError (code 112); mongoeco reports them
@@ -26,6 +23,8 @@ def _is_transient(exc: PyMongoError) -> bool:
     key inside a transaction means a concurrent transaction inserted the same key after our
     reads checked for it: the retry finds it and takes the "already there" branch.
     """
+    if not isinstance(exc, PyMongoError):
+        return False
     if exc.has_error_label("TransientTransactionError") or isinstance(exc, DuplicateKeyError):
         return True
     return isinstance(exc, OperationFailure) and (
@@ -58,18 +57,16 @@ async def run_transaction[T](
     """Run ``body`` in one transaction and commit; any exception aborts everything it wrote.
 
     ``with_transaction`` already retries labelled transient errors and unknown commit results;
-    the outer loop adds the unlabelled conflicts, with jittered exponential backoff so that
-    concurrent writers do not retry in lockstep.
+    retry_conflicts adds the unlabelled conflicts.
     """
-    delay = _FIRST_DELAY
-    for attempt in range(1, _ATTEMPTS + 1):
+
+    async def attempt() -> T:
         async with db.client.start_session() as session:
             try:
                 return await session.with_transaction(body)
             except PyMongoError as exc:
-                if attempt == _ATTEMPTS or not _is_transient(exc):
-                    raise
-                await _reset_server_transaction(session, db["meta"])
-        await asyncio.sleep(random.uniform(0, delay))
-        delay = min(delay * 2, _MAX_DELAY)
-    raise AssertionError("unreachable: the last attempt returns or raises")
+                if _is_transient(exc):
+                    await _reset_server_transaction(session, db["meta"])
+                raise
+
+    return await retry_conflicts(attempt, _is_transient, attempts=40, first_delay=0.002)

@@ -12,6 +12,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 from memory.store.mongo.docs import (
     EMBEDDING_META_ID,
     Doc,
+    consolidated_doc,
     fact_fields,
     insertion_order,
     message_doc,
@@ -92,16 +93,8 @@ async def _apply(db: AsyncDatabase[Doc], s: AsyncClientSession, write: w.Write) 
             added = {"pending_messages": a.messages, "pending_weighted_tokens": a.weighted_tokens}
             await update_session(db, s, a.session_id, {"$set": head}, {"$inc": added})
         case w.PutConsolidated(blob=blob):
-            sk = blob.scope_key
             await db.consolidated.replace_one(
-                {"_id": sk.key},
-                {
-                    **sk.model_dump(include={"scope", "agent_id", "user_id", "session_id"}),
-                    **blob.model_dump(include={"content", "version", "word_limit", "edited_by"}),
-                    "updated_at": ts(blob.updated_at),
-                },
-                upsert=True,
-                session=s,
+                {"_id": blob.scope_key.key}, consolidated_doc(blob), upsert=True, session=s
             )
         case w.AbsorbReflections(reflection_ids=ids, version=version):
             if ids:
@@ -116,6 +109,9 @@ async def _apply(db: AsyncDatabase[Doc], s: AsyncClientSession, write: w.Write) 
             )
         case w.DeleteReflection(reflection_id=reflection_id):
             await db.reflections.delete_one({"_id": reflection_id}, session=s)
+        case w.MarkPurged(session_id=session_id, agent_id=agent_id):
+            mine = {"session_id": session_id, "agent_id": agent_id}
+            await db.session_agents.update_one(mine, {"$set": {"purged": True}}, session=s)
         case lw.LifecycleOp():
             await apply_lifecycle(db, s, write)
         case w.PutApiKey(key=key, new=new):

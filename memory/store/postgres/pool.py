@@ -11,19 +11,16 @@ statements run in one REPEATABLE READ READ ONLY transaction (one snapshot).
 
 from __future__ import annotations
 
-import asyncio
-import random
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import psycopg
-import structlog
 from pgvector.psycopg import register_vector_async
 from psycopg import IsolationLevel, errors
 from psycopg.rows import DictRow, dict_row
 from psycopg_pool import AsyncConnectionPool
 
-log = structlog.get_logger(__name__)
+from memory.store.retry import retry_conflicts
 
 Conn = psycopg.AsyncConnection[DictRow]
 Row = dict[str, Any]
@@ -87,18 +84,12 @@ class PostgresPool:
 
     async def _write[T](self, body: Callable[[Conn], Awaitable[T]]) -> T:
         """``body`` in one SERIALIZABLE transaction, run again on a serialization conflict."""
-        for attempt in range(1, MAX_ATTEMPTS + 1):
-            try:
-                return await self._on_live_connection(
-                    body, IsolationLevel.SERIALIZABLE, read_only=False
-                )
-            except _RETRY as exc:
-                if attempt == MAX_ATTEMPTS:
-                    raise
-                log.debug("postgres_retry", attempt=attempt, error=type(exc).__name__)
-                # Jittered backoff: contenders spread out instead of colliding again.
-                await asyncio.sleep(random.uniform(0, min(0.2, 0.005 * 2**attempt)))
-        raise AssertionError("unreachable")
+        return await retry_conflicts(
+            lambda: self._on_live_connection(body, IsolationLevel.SERIALIZABLE, read_only=False),
+            lambda exc: isinstance(exc, _RETRY),
+            attempts=MAX_ATTEMPTS,
+            first_delay=0.01,
+        )
 
     async def _read[T](self, body: Callable[[Conn], Awaitable[T]]) -> T:
         """``body`` on one snapshot."""

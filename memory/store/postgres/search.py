@@ -25,10 +25,10 @@ from memory.store.postgres.codec import FACT_SELECT, fact_from_row, vector_param
 from memory.store.postgres.db import PostgresDb
 from memory.store.postgres.pool import Conn, Row, fetch
 from memory.store.postgres.schema import hnsw_predicate
-from memory.store.rules.text import query_stems, stemmed_tokens, tokenize
+from memory.store.rules.filters import scope_branches
+from memory.store.rules.text import CANDIDATE_CAP, query_stems, query_terms, stemmed_tokens
 from memory.store.sql.facts import fact_filter_sql, ranked_counted_hits
 
-CANDIDATE_CAP = 1000
 STEMMED_CACHE = 10_000  # contents of facts stored before schema migration 7 (see _counted)
 
 
@@ -38,18 +38,15 @@ def _stemmed(content: str) -> tuple[str, ...]:
     return tuple(stemmed_tokens(content))
 
 
-MAX_TERMS = 64
-
-
 def fact_count_sql(flt: FactFilter) -> tuple[str, dict[str, object]]:
     """How many valid facts the filter holds, from the deltas of fact_counts (migration 6)."""
     keys: list[str] = []
     params: dict[str, object] = {"cnt_agent": flt.agent_id}
-    if flt.include_agent_scope:
-        keys.append("(c.scope = 'agent' AND c.user_key = '')")
-    if flt.user_id is not None:
-        keys.append("(c.scope = 'user' AND c.user_key = %(cnt_user)s)")
-        params["cnt_user"] = flt.user_id
+    for branch in scope_branches(flt):
+        user = "''" if branch.user_id is None else "%(cnt_user)s"
+        keys.append(f"(c.scope = '{branch.scope}' AND c.user_key = {user})")
+        if branch.user_id is not None:
+            params["cnt_user"] = branch.user_id
     return (
         "SELECT coalesce(sum(c.n), 0) FROM fact_counts AS c "
         f"WHERE c.agent_id = %(cnt_agent)s AND ({' OR '.join(keys) or 'false'})",
@@ -83,8 +80,7 @@ def tsquery(query: str) -> tuple[list[str], str | None]:
     """The query's stems (of its first MAX_TERMS words), each once, and the tsquery OR-ing them.
     A stem is a \\w+ word, which holds no quote or backslash: quoting it keeps user text out
     of the tsquery syntax."""
-    words = list(dict.fromkeys(tokenize(query)))[:MAX_TERMS]
-    stems = [s for s in query_stems(words) if s]
+    stems = [s for s in query_stems(query_terms(query)) if s]
     return stems, " | ".join(f"'{s}'" for s in stems) or None
 
 

@@ -36,6 +36,14 @@ from memory.store.rules.writes import BumpScopeVersions, MoveCursor, Plan, Reque
 ALL_AGENTS = "*"  # the agent key of an erasure for every agent
 
 
+def effective_epochs(
+    agent_id: str, user_ids: Sequence[str], stored: Mapping[tuple[str, str], int]
+) -> dict[str, int]:
+    """Each user's epoch for the agent: the sum of its stored (agent key, user) epochs, the
+    agent's own and the all-agents one."""
+    return {u: stored.get((agent_id, u), 0) + stored.get((ALL_AGENTS, u), 0) for u in user_ids}
+
+
 # ---------------------------------------------------------------- the check at commit
 
 

@@ -101,7 +101,8 @@ def fact_import_request(facts: Sequence[Fact]) -> FactImportRequest:
     )
 
 
-def _dedup_key(fact: Fact) -> tuple[str, str, str, str]:
+def dedup_key(fact: Fact) -> tuple[str, str, str, str]:
+    """What two valid facts may not share: agent, user ("" for none), scope, content hash."""
     return (fact.agent_id, fact.user_id or "", fact.scope, fact.hash)
 
 
@@ -132,12 +133,12 @@ def plan_import_facts(
             counts.existing += 1
         elif _erased(snapshot.epochs, fact.agent_id, fact.user_id):
             counts.forgotten += 1
-        elif fact.invalidated_at is None and _dedup_key(fact) in valid:
+        elif fact.invalidated_at is None and dedup_key(fact) in valid:
             counts.duplicate += 1
         else:
             seen.add(fact.fact_id)
             if fact.invalidated_at is None:
-                valid.add(_dedup_key(fact))
+                valid.add(dedup_key(fact))
             writes.append(PutFact(fact, list(vector), new=True))
             if fact.access_count or fact.last_accessed_at is not None:
                 writes.append(SetFactAccess(fact.fact_id, fact.access_count, fact.last_accessed_at))

@@ -21,6 +21,10 @@ import snowballstemmer
 K1 = 1.2
 B = 0.15
 MIN_IDF = 1e-6
+# A query's words that count (the first ones), and the candidates a search scores: the matches
+# beyond it are left out (each backend keeps the newest, or its server's most relevant).
+MAX_TERMS = 64
+CANDIDATE_CAP = 1000
 
 _WORD = re.compile(r"\w+")
 _PORTER = snowballstemmer.stemmer("porter")
@@ -34,6 +38,11 @@ def tokenize(text: str) -> list[str]:
     decomposed = unicodedata.normalize("NFKD", text)
     folded = "".join(c for c in decomposed if not unicodedata.combining(c)).casefold()
     return _WORD.findall(folded)
+
+
+def query_terms(query: str) -> list[str]:
+    """The query's distinct words, in order, the first MAX_TERMS of them."""
+    return list(dict.fromkeys(tokenize(query)))[:MAX_TERMS]
 
 
 @lru_cache(maxsize=65536)

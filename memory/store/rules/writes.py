@@ -149,6 +149,14 @@ class PutApiKey:
 
 
 @dataclass(frozen=True)
+class MarkPurged:
+    """The agent's session memory of the session is gone; ending the session again clears it."""
+
+    session_id: str
+    agent_id: str
+
+
+@dataclass(frozen=True)
 class SwapSideVectors:
     """Every fact takes its side vector of ``model`` and ``model``; the embedding meta becomes
     (model, dimension); the side vectors go (rules.reembed checked that each fact has one)."""
@@ -176,6 +184,7 @@ Write = (
     | LifecycleWrite
     | PutApiKey
     | SwapSideVectors
+    | MarkPurged
 )
 
 

@@ -19,7 +19,7 @@ from pydantic import BaseModel
 
 from memory.models import ConsolidatedMemory, Fact, Reflection, SessionAgentState, StoredMessage
 from memory.store.base import Vector
-from memory.store.records import from_record
+from memory.store.records import from_record, state_of
 
 type Params = Sequence[object] | Mapping[str, object]
 
@@ -125,9 +125,7 @@ class Db(abc.ABC):
 
     def state(self, row: Row) -> SessionAgentState:
         """A row selected by sessions.STATE_SQL."""
-        # Sums of floats may drift a hair below zero after a recomputation; the model forbids < 0.
-        tokens = max(0.0, float(row["pending_weighted_tokens"]))
-        return self.record(SessionAgentState, row, pending_weighted_tokens=tokens)
+        return state_of(dict(row), self.time_of)
 
     def message(self, row: Row) -> StoredMessage:
         return self.record(StoredMessage, row)

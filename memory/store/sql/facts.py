@@ -8,6 +8,8 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from memory.models import Fact, FactFilter, ScoredFact
+from memory.store.ranking import best
+from memory.store.rules.filters import scope_branches
 from memory.store.rules.text import bm25_of_counts, bm25_of_terms
 from memory.store.sql.db import Db
 from memory.store.sql.reads import facts_by_id
@@ -23,11 +25,12 @@ def fact_filter_sql(
     """The WHERE terms (named parameters) of a FactFilter; valid facts only unless told."""
     scopes: list[str] = []
     params: dict[str, object] = {"flt_agent": flt.agent_id}
-    if flt.include_agent_scope:
-        scopes.append(f"{alias}.scope = 'agent'")
-    if flt.user_id is not None:
-        scopes.append(f"({alias}.scope = 'user' AND {alias}.user_id = %(flt_user)s)")
-        params["flt_user"] = flt.user_id
+    for branch in scope_branches(flt):
+        term = f"{alias}.scope = '{branch.scope}'"  # one of two literals: safe in the SQL text
+        if branch.user_id is not None:
+            term += f" AND {alias}.user_id = %(flt_user)s"
+            params["flt_user"] = branch.user_id
+        scopes.append(f"({term})")
     scope_sql = " OR ".join(scopes) or "false"
     validity = f" AND {alias}.invalidated_at IS NULL" if valid_only else ""
     return f"{alias}.agent_id = %(flt_agent)s{validity} AND ({scope_sql})", params
@@ -90,6 +93,6 @@ async def ranked_counted_hits(
 async def best_scored(db: Db, scores: Mapping[str, float], limit: int) -> list[ScoredFact]:
     """The ``limit`` best of ``scores`` (newest first), ties to the newer fact (a stable sort),
     with their facts."""
-    ranked = sorted(scores, key=lambda fid: -scores[fid])[:limit]
-    facts = {fact.fact_id: fact for fact in await facts_by_id(db, ranked)}
-    return [ScoredFact(fact=facts[f], score=max(0.0, scores[f])) for f in ranked if f in facts]
+    ranked = best(scores.items(), limit)
+    facts = {fact.fact_id: fact for fact in await facts_by_id(db, [f for f, _ in ranked])}
+    return [ScoredFact(fact=facts[f], score=max(0.0, s)) for f, s in ranked if f in facts]

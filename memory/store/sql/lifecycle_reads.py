@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from memory.models import AgentConfig, Fact, SessionAgentState
+from memory.models import AgentConfig, ConsolidatedMemory, Fact, SessionAgentState
 from memory.store.counts import ExportData
 from memory.store.snapshots_lifecycle import LifecycleReads
 from memory.store.sql.db import Db
@@ -17,32 +17,24 @@ class SqlLifecycleReads(LifecycleReads):
     def __init__(self, db: Db) -> None:
         self.db = db
 
-    async def stored_epoch(self, agent_key: str, user_id: str) -> int:
-        sql = "SELECT epoch FROM erasures WHERE agent_key = %s AND user_id = %s"
-        row = await self.db.fetch_one(sql, (agent_key, user_id))
-        return 0 if row is None else int(row["epoch"])
+    async def erasure_rows(
+        self, agent_keys: Sequence[str], user_ids: Sequence[str]
+    ) -> dict[tuple[str, str], int]:
+        sql = "SELECT user_id, epoch FROM erasures WHERE agent_key = %s AND user_id"
+        users = list(dict.fromkeys(user_ids))
+        return {
+            (key, row["user_id"]): int(row["epoch"])
+            for key in agent_keys
+            for row in await self.db.fetch_in(sql, users, key)
+        }
 
     async def existing_agents(self, agent_ids: Sequence[str]) -> frozenset[str]:
         sql = "SELECT agent_id FROM agents WHERE agent_id"
         return frozenset(await self.db.column_in(sql, agent_ids))
 
-    async def existing_facts(self, fact_ids: Sequence[str]) -> frozenset[str]:
-        return frozenset(
-            await self.db.column_in("SELECT fact_id FROM facts WHERE fact_id", fact_ids)
-        )
-
-    async def valid_fact_keys(self, agent_id: str, hash_: str) -> set[tuple[str, str, str, str]]:
-        rows = await self.db.fetch(
-            "SELECT agent_id, coalesce(user_id, '') AS u, scope, hash FROM facts "
-            "WHERE agent_id = %s AND hash = %s AND invalidated_at IS NULL",
-            (agent_id, hash_),
-        )
-        return {(r["agent_id"], r["u"], r["scope"], r["hash"]) for r in rows}
-
-    async def blobs(self, keys: Sequence[str]) -> dict[str, tuple[str, int]]:
-        sql = f"SELECT scope_key, {self.db.content} AS content, version FROM consolidated WHERE scope_key"
-        rows = await self.db.fetch_in(sql, keys)
-        return {r["scope_key"]: (str(r["content"]), int(r["version"])) for r in rows}
+    async def blobs(self, keys: Sequence[str]) -> dict[str, ConsolidatedMemory]:
+        rows = await self.db.fetch_in("SELECT * FROM consolidated WHERE scope_key", keys)
+        return {row["scope_key"]: self.db.consolidated(row) for row in rows}
 
     async def session_users(self, session_id: str) -> tuple[str, ...]:
         sql = f"SELECT user_id FROM session_users WHERE session_id = %s ORDER BY {self.db.ord}"

@@ -8,7 +8,6 @@ from datetime import datetime
 
 from memory.api_keys import ApiKey
 from memory.models import Fact, FormationCommitResult, Reflection, SessionAgentState
-from memory.store.rules import erasure as er
 from memory.store.rules.recheck import reflection_text_key
 from memory.store.snapshots import SnapshotReads
 from memory.store.sql.db import Db
@@ -100,18 +99,6 @@ class SqlReads(SqlLifecycleReads, SnapshotReads):
         sql = "SELECT user_id FROM session_agent_users WHERE session_id = %s AND agent_id = %s"
         return frozenset(await self.db.column(sql, session_id, agent_id))
 
-    async def epochs(self, agent_id: str, user_ids: Sequence[str]) -> dict[str, int]:
-        """Each user's effective epoch for the agent: its own row plus the all-agents one."""
-        sql = (
-            "SELECT user_id, sum(epoch) AS epoch FROM erasures "
-            "WHERE agent_key IN (%s, %s) AND user_id"
-        )
-        rows = await self.db.fetch_in(
-            sql, list(dict.fromkeys(user_ids)), agent_id, er.ALL_AGENTS, then="GROUP BY user_id"
-        )
-        found = {row["user_id"]: int(row["epoch"]) for row in rows}
-        return {user: found.get(user, 0) for user in user_ids}
-
     async def valid_since(
         self, agent_id: str, since: datetime
     ) -> list[tuple[Fact, Sequence[float]]]:
@@ -154,6 +141,15 @@ class SqlReads(SqlLifecycleReads, SnapshotReads):
     async def api_key(self, key_id: str) -> ApiKey | None:
         row = await self.db.fetch_one("SELECT record FROM api_keys WHERE key_id = %s", (key_id,))
         return None if row is None else self.db.model(ApiKey, row["record"])
+
+    async def ended_unpurged(self, ended_before: datetime, limit: int) -> list[tuple[str, str]]:
+        rows = await self.db.fetch(
+            "SELECT session_id, agent_id FROM session_agents "
+            "WHERE ended_at IS NOT NULL AND NOT purged AND ended_at < %s "
+            "ORDER BY ended_at, session_id, agent_id LIMIT %s",
+            (self.db.time(ended_before), limit),
+        )
+        return [(str(row["session_id"]), str(row["agent_id"])) for row in rows]
 
     async def reembed_pending(self, model: str) -> tuple[int, int]:
         return await count_pending_reembeds(self.db, model)

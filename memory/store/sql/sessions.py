@@ -1,5 +1,5 @@
 """Sessions in both SQL backends: an agent's view of a session, the cold-sessions scan, the ends
-the cold job finishes and the purge of ended (session, agent) memory, and the memory page's
+the cold job finishes, and the memory page's
 listings of an agent's users and sessions."""
 
 from __future__ import annotations
@@ -136,28 +136,6 @@ async def unfinished_ended(
 ) -> list[tuple[str, str]]:
     rows = await db.fetch(_UNFINISHED_ENDED_SQL, (db.time(ended_before), *after, limit))
     return [(str(row["session_id"]), str(row["agent_id"])) for row in rows]
-
-
-async def purge_ended(db: Db, ended_before: datetime, limit: int) -> list[str]:
-    """Delete the session-scoped memory of (session, agent) pairs ended before the time."""
-    rows = await db.fetch(
-        "SELECT session_id, agent_id FROM session_agents "
-        "WHERE ended_at IS NOT NULL AND NOT purged AND ended_at < %s "
-        "ORDER BY ended_at, session_id, agent_id LIMIT %s",
-        (db.time(ended_before), limit),
-    )
-    for row in rows:
-        pair = (row["session_id"], row["agent_id"])
-        for table in ("reflections", "consolidated"):
-            await db.execute(
-                f"DELETE FROM {table} WHERE session_id = %s AND agent_id = %s "
-                "AND scope = 'session'",
-                pair,
-            )
-        await db.execute(
-            "UPDATE session_agents SET purged = true WHERE session_id = %s AND agent_id = %s", pair
-        )
-    return [str(row["session_id"]) for row in rows]
 
 
 async def agent_sessions(

@@ -19,7 +19,6 @@ from memory.api_keys import ApiKey
 from memory.directory import AgentUser
 from memory.models import (
     AgentConfig,
-    ConsolidatedMemory,
     Fact,
     FactFilter,
     Reflection,
@@ -137,25 +136,21 @@ class SqlStore[D: Db](PlannedStore):
     ) -> list[tuple[str, str]]:
         return await self._db_one(lambda db: ss.unfinished_ended(db, ended_before, after, limit))
 
-    async def _purge_ended_sessions(self, ended_before: datetime, limit: int) -> list[str]:
-        return await self._db_write(lambda db: ss.purge_ended(db, ended_before, limit))
-
     # ------------------------------------------------------------ embeddings cache
 
-    async def put_embeddings(self, model: str, vectors: dict[str, Vector]) -> None:
-        if vectors:
-            await self._db_write(
-                lambda db: db.execute_many(
-                    "INSERT INTO embedding_cache (model, text_hash, vector) VALUES (%s, %s, %s) "
-                    "ON CONFLICT (model, text_hash) DO UPDATE SET vector = excluded.vector",
-                    [(model, text_hash, db.vector(v)) for text_hash, v in sorted(vectors.items())],
-                )
+    async def _put_embeddings(self, model: str, vectors: dict[str, Vector]) -> None:
+        await self._db_write(
+            lambda db: db.execute_many(
+                "INSERT INTO embedding_cache (model, text_hash, vector) VALUES (%s, %s, %s) "
+                "ON CONFLICT (model, text_hash) DO UPDATE SET vector = excluded.vector",
+                [(model, text_hash, db.vector(v)) for text_hash, v in sorted(vectors.items())],
             )
+        )
 
-    async def get_embeddings(self, model: str, text_hashes: Sequence[str]) -> dict[str, Vector]:
+    async def _embeddings(self, model: str, text_hashes: list[str]) -> dict[str, Vector]:
         async def get(db: Db) -> dict[str, Vector]:
             sql = "SELECT text_hash, vector FROM embedding_cache WHERE model = %s AND text_hash"
-            rows = await db.fetch_in(sql, list(dict.fromkeys(text_hashes)), model)
+            rows = await db.fetch_in(sql, text_hashes, model)
             return {row["text_hash"]: db.vector_of(row["vector"]) for row in rows}
 
         return await self._db_one(get)
@@ -215,13 +210,6 @@ class SqlStore[D: Db](PlannedStore):
             return [db.reflection(row) for row in rows]
 
         return await self._db_one(load)
-
-    async def get_consolidated(self, key: ScopeKey) -> ConsolidatedMemory | None:
-        async def get(db: Db) -> ConsolidatedMemory | None:
-            row = await db.fetch_one("SELECT * FROM consolidated WHERE scope_key = %s", (key.key,))
-            return None if row is None else db.consolidated(row)
-
-        return await self._db_one(get)
 
     async def _stored_scope_versions(self, keys: Sequence[str]) -> dict[str, int]:
         async def get(db: Db) -> dict[str, int]:

@@ -23,6 +23,7 @@ type SharedWrite = (
     | w.AbsorbReflections
     | w.DeleteReflection
     | w.PutApiKey
+    | w.MarkPurged
     | lw.InsertAgents
     | lw.SetSessionHead
     | lw.DeleteScope
@@ -128,6 +129,11 @@ async def apply_shared(db: Db, write: SharedWrite) -> None:
                 "INSERT INTO api_keys (key_id, record, created_at) VALUES (%s, %s, %s) "
                 "ON CONFLICT (key_id) DO UPDATE SET record = excluded.record",
                 (key.key_id, db.document(key), db.time(key.created_at)),
+            )
+        case w.MarkPurged(session_id=session_id, agent_id=agent_id):
+            await db.execute(
+                "UPDATE session_agents SET purged = true WHERE session_id = %s AND agent_id = %s",
+                (session_id, agent_id),
             )
         case _:
             await _apply_lifecycle(db, write)

@@ -1,17 +1,13 @@
-"""How SQLite stores values: timestamps as integer microseconds, vectors as float32 BLOBs, lists
-as JSON text; the rows are decoded by memory.store.sqlite.db.SQLiteDb."""
+"""How SQLite stores values: timestamps as integer microseconds, vectors as float32 BLOBs
+(memory.store.records.vector_bytes), lists as JSON text; the rows are decoded by memory.store.sqlite.db.SQLiteDb."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-
-import numpy as np
 
 from memory.errors import InvalidInputError
 from memory.models import Fact, FactRevision, Reflection
-from memory.store.base import Vector
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
@@ -26,15 +22,6 @@ def to_us(value: datetime) -> int:
 
 def from_us(value: int) -> datetime:
     return _EPOCH + timedelta(microseconds=value)
-
-
-def to_blob(vector: Vector | Sequence[float]) -> bytes:
-    return np.asarray(vector, dtype=np.float32).tobytes()
-
-
-def from_blob(blob: bytes) -> Vector:
-    # A copy, so the array is writable and does not pin the row's buffer.
-    return np.frombuffer(blob, dtype=np.float32).copy()
 
 
 def history_to_json(history: tuple[FactRevision, ...]) -> str:

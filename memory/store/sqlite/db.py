@@ -17,9 +17,9 @@ from pydantic import BaseModel
 
 from memory.models import ConsolidatedMemory, Fact, Reflection
 from memory.store.base import Vector
-from memory.store.records import scope_key_of
+from memory.store.records import scope_key_of, vector_bytes, vector_of_bytes
 from memory.store.sql.db import Db, Params, Row
-from memory.store.sqlite.codec import fact_columns, from_blob, from_us, to_blob, to_us
+from memory.store.sqlite.codec import fact_columns, from_us, to_us
 
 # Well under SQLite's limit on bound parameters per statement.
 CHUNK = 500
@@ -90,10 +90,10 @@ class SQLiteDb(Db):
         return cls.model_validate_json(value)
 
     def vector(self, vector: Vector | Sequence[float]) -> object:
-        return to_blob(vector)
+        return vector_bytes(vector)
 
     def vector_of(self, value: Any) -> Vector:
-        return from_blob(value)
+        return vector_of_bytes(value)
 
     def fact(self, row: Row) -> Fact:
         # History and provenance are JSON text; any extra selected column is ignored.

@@ -20,14 +20,12 @@ import numpy.typing as npt
 
 from memory.models import FactFilter, ScoredFact
 from memory.store.base import Vector
-from memory.store.rules.text import stemmed_tokens, tokenize
+from memory.store.rules.text import CANDIDATE_CAP, MAX_TERMS, query_terms, stemmed_tokens
 from memory.store.sql.facts import fact_filter_sql, ranked_text_hits
 from memory.store.sqlite.db import SQLiteDb
 from memory.store.sqlite.schema import fact_counter_key, facts_purge_key
 
 _WORD = re.compile(r"\w+")
-_MAX_TERMS = 64
-_CANDIDATE_CAP = 1000  # matches scored per query, newest first beyond it
 
 # User codes of matrix rows besides the users' own (>= 0): agent-scoped facts, and dead rows.
 _AGENT_SCOPE = -1
@@ -40,7 +38,7 @@ def fts_match_expression(query: str) -> str | None:
     syntax (operators, prefixes, columns, NEAR). None when the query has no word."""
     words = dict.fromkeys(word.casefold() for word in _WORD.findall(query))
     # Quoting is safe because a \\w+ word never holds a double quote.
-    return " OR ".join(f'"{word}"' for word in list(words)[:_MAX_TERMS]) or None
+    return " OR ".join(f'"{word}"' for word in list(words)[:MAX_TERMS]) or None
 
 
 async def text_search_tx(
@@ -61,15 +59,14 @@ async def text_search_tx(
             "SELECT f.fact_id FROM facts_fts JOIN facts AS f ON f.rowid = facts_fts.rowid "
             f"WHERE facts_fts MATCH %(match)s AND {where} "
             "ORDER BY facts_fts.rowid DESC LIMIT %(cap)s",  # newest first: FTS5's own order
-            {**params, "match": match, "cap": _CANDIDATE_CAP},
+            {**params, "match": match, "cap": CANDIDATE_CAP},
         )
     ]
     if not matched:
         return []
     agent = index.fresh(db.conn, flt.agent_id)
     docs = {fid: agent.terms[fid] for fid in matched if fid in agent.terms}
-    terms = list(dict.fromkeys(tokenize(query)))[:_MAX_TERMS]
-    return await ranked_text_hits(db, terms, docs, agent.count(flt), limit)
+    return await ranked_text_hits(db, query_terms(query), docs, agent.count(flt), limit)
 
 
 def _unit_rows(matrix: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:

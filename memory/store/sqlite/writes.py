@@ -8,10 +8,11 @@ import json
 import sqlite3
 from collections.abc import Iterable
 
+from memory.store.records import vector_bytes
 from memory.store.rules import lifecycle_writes as lw
 from memory.store.rules import writes as w
 from memory.store.sql.writes import apply_shared, bump_version
-from memory.store.sqlite.codec import history_to_json, reflection_params, to_blob, to_us
+from memory.store.sqlite.codec import history_to_json, reflection_params, to_us
 from memory.store.sqlite.db import SQLiteDb
 from memory.store.sqlite.reembed import swap_side_vectors
 from memory.store.sqlite.schema import fact_counter_key, facts_purge_key
@@ -38,7 +39,7 @@ def _put_fact(conn: sqlite3.Connection, put: w.PutFact, change_seq: int) -> None
     fact = put.fact
     params = {
         **fact.model_dump(include={"fact_id", "agent_id", "user_id", "scope", "content", "hash"}),
-        "embedding": None if put.embedding is None else to_blob(list(put.embedding)),
+        "embedding": None if put.embedding is None else vector_bytes(put.embedding),
         "embedding_model": fact.embedding_model,
         "source_session_id": fact.source_session_id,
         "source_message_ids": json.dumps(fact.source_message_ids),

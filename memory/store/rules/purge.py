@@ -1,0 +1,30 @@
+"""The purge of ended sessions' memory (MemoryStore.purge_ended_sessions), planned once for every
+backend: each (session, agent) pair the agent ended before the date loses its session scope
+(reflections and blob), oldest end first; another agent's memory of the same session stays."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from memory.models import ScopeKey
+from memory.store.rules.lifecycle_writes import DeleteScope
+from memory.store.rules.writes import MarkPurged, Plan, Request, Write
+
+
+@dataclass(frozen=True)
+class PurgeRequest(Request[list[tuple[str, str]]]):
+    """The (session, agent) pairs ended before ``ended_before`` and not purged yet, by their end
+    (then session, then agent), at most ``limit`` (> 0)."""
+
+    ended_before: datetime
+    limit: int
+
+
+def plan_purge(pairs: list[tuple[str, str]]) -> Plan[list[str]]:
+    """Returns the session id of each pair purged."""
+    writes: list[Write] = []
+    for session_id, agent_id in pairs:
+        writes += [DeleteScope(ScopeKey.session(agent_id, session_id).key)]
+        writes += [MarkPurged(session_id, agent_id)]
+    return Plan(tuple(writes), [session_id for session_id, _ in pairs])
