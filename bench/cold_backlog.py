@@ -64,10 +64,6 @@ class SlowLLM(LLMProvider):
         await asyncio.sleep(self.delay)
         return await self.inner.generate_structured(request, schema)
 
-    async def generate_text(self, request: LLMRequest) -> LLMResult[str]:
-        await asyncio.sleep(self.delay)
-        return await self.inner.generate_text(request)
-
 
 def session_messages(i: int, last: datetime) -> list[MessageIn]:
     """The sample conversation, made unique to session ``i`` and ending at ``last``."""

@@ -10,7 +10,7 @@ xml = await memory.memory_context("eve", "s1", user_id="alice")
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -73,6 +73,10 @@ class ForgetResult(BaseModel):
     workflow_executions_deleted: int | None  # None: no search attributes to find them by
 
 
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
 class MemoryClient:
     def __init__(
         self,
@@ -80,8 +84,13 @@ class MemoryClient:
         store: MemoryStore,
         settings: Settings,
         embedder: Embedder | None = None,
+        clock: Callable[[], datetime] = _utc_now,
     ) -> None:
         self.temporal = temporal
+        # What "now" is for this client: message dates are checked against it and the ages in
+        # contexts and search results ("3d ago") count from it. A replay of a dated conversation
+        # (bench/quality.py) asks "as of" its own time.
+        self.clock = clock
         self.store = store
         self.settings = settings
         self._embedder = embedder
@@ -133,7 +142,7 @@ class MemoryClient:
         except ValueError as e:
             raise InvalidInputError(f"invalid message: {e}") from e
         cfg = self.settings.formation
-        now = datetime.now(UTC)
+        now = self.clock()
         for offset, m in enumerate(parsed):
             if (why := misdated(m.created_at, now)) is not None:
                 raise InvalidInputError(f"invalid message at offset {offset}: {why}")
@@ -233,7 +242,7 @@ class MemoryClient:
         _check_id("session_id", session_id)
         if user_id is not None:
             _check_id("user_id", user_id)
-        now = datetime.now(UTC)
+        now = self.clock()
         session = await self.store.get_session(session_id, agent_id) or SessionInfo(
             session_id=session_id,
             agent_ids=(agent_id,),
@@ -252,7 +261,7 @@ class MemoryClient:
         cold-sessions job finishes the session should the workflow never run."""
         await self._agent(agent_id)
         session = await self._session(session_id, agent_id)
-        now = datetime.now(UTC)
+        now = self.clock()
         await self.store.end_session(session_id, agent_id, now)
         return await start_session_end(self.temporal, self.settings, session, agent_id, now)
 
@@ -279,7 +288,7 @@ class MemoryClient:
             agent=agent,
             session=session,
             user_id=user_id,
-            now=datetime.now(UTC),
+            now=self.clock(),
         )
         self.metrics.observe_cache(self.context_cache)
         return xml
@@ -309,7 +318,7 @@ class MemoryClient:
                 queries=[queries] if isinstance(queries, str) else list(queries),
                 top_k=top_k,
                 debug=debug,
-                now=datetime.now(UTC),
+                now=self.clock(),
             )
 
     # ------------------------------------------------------------ the search_facts tool

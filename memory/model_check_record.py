@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import statistics
 import time
-from collections.abc import Awaitable, Iterable
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -114,31 +114,19 @@ class Recorder(LLMProvider):
     async def generate_structured[M: BaseModel](
         self, request: LLMRequest, schema: type[M]
     ) -> LLMResult[M]:
-        return await self._call(request, self.inner.generate_structured(request, schema))
-
-    async def generate_text(self, request: LLMRequest) -> LLMResult[str]:
-        return await self._call(request, self.inner.generate_text(request))
-
-    async def _call[T](self, request: LLMRequest, call: Awaitable[LLMResult[T]]) -> LLMResult[T]:
         started = time.perf_counter()
         try:
-            result = await call
+            result = await self.inner.generate_structured(request, schema)
         except ProviderError as e:
             content = e.content if isinstance(e, MalformedOutputError) else None
             self._record(request, None, content, e, time.perf_counter() - started)
             raise
-        raw = result.raw if result.raw is not None else _dump(result.value)
+        raw = result.raw if result.raw is not None else result.value.model_dump_json()
         self._record(request, result.usage, raw, None, time.perf_counter() - started)
         return result
 
     async def close(self) -> None:
         await self.inner.close()
-
-
-def _dump(value: object) -> str:
-    if isinstance(value, BaseModel):
-        return value.model_dump_json()
-    return str(value)
 
 
 @dataclass

@@ -241,8 +241,7 @@ def _wrap(cls: type, name: str, wrapper: Callable[[AsyncMethod], AsyncMethod]) -
 
 
 def trace_llm_methods(cls: type) -> None:
-    for name in ("generate_structured", "generate_text"):
-        _wrap(cls, name, _traced_llm)
+    _wrap(cls, "generate_structured", _traced_llm)
 
 
 def trace_embed_method(cls: type) -> None:

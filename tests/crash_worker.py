@@ -66,10 +66,6 @@ class GatedLLM(LLMProvider):
         await self._gate(request)
         return await self.inner.generate_structured(request, schema)
 
-    async def generate_text(self, request: LLMRequest) -> LLMResult[str]:
-        await self._gate(request)
-        return await self.inner.generate_text(request)
-
 
 async def main() -> None:
     settings = Settings()

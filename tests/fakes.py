@@ -23,9 +23,10 @@ from memory.prompts import (
     ExtractReflectionsInput,
     PromptMessage,
 )
+from memory.prompts.consolidate import ConsolidatedSection, ConsolidatedSections
 from memory.prompts.decide_facts import ExistingFactShown, NewFactShown
 
-Reply = BaseModel | str | Exception | Callable[[LLMRequest], Any]
+Reply = BaseModel | dict[str, Any] | Exception | Callable[[LLMRequest], Any]
 
 _WORD = re.compile(r"[a-z0-9]+")
 
@@ -51,7 +52,7 @@ class WordHashEmbedder(Embedder):
 class ScriptedLLM(LLMProvider):
     """Replies per task from a queue; a default per task when the queue is empty.
 
-    A reply may be a model instance, a string (generate_text), an exception to raise, or a callable of
+    A reply may be a model instance, a dict of its fields, an exception to raise, or a callable of
     the request. Every request is recorded.
     """
 
@@ -68,7 +69,7 @@ class ScriptedLLM(LLMProvider):
     def calls(self, task: Task) -> list[LLMRequest]:
         return [r for r in self.requests if r.task == task]
 
-    async def _next(self, request: LLMRequest) -> BaseModel | str:
+    async def _next(self, request: LLMRequest) -> BaseModel | dict[str, Any]:
         self.requests.append(request)
         queue = self.queues[request.task]
         reply: Any = queue.pop(0) if queue else self.defaults.get(request.task)
@@ -95,19 +96,6 @@ class ScriptedLLM(LLMProvider):
                 model=request.model,
                 input_tokens=len(request.prompt) // 4,
                 output_tokens=10,
-            ),
-        )
-
-    async def generate_text(self, request: LLMRequest) -> LLMResult[str]:
-        value = await self._next(request)
-        assert isinstance(value, str)
-        return LLMResult(
-            value=value,
-            usage=Usage(
-                provider=self.name,
-                model=request.model,
-                input_tokens=len(request.prompt) // 4,
-                output_tokens=len(value) // 4,
             ),
         )
 
@@ -156,13 +144,17 @@ def transcript_of(request: LLMRequest) -> list[PromptMessage]:
     return request.task_input.messages
 
 
-def echo_consolidation(request: LLMRequest) -> str:
-    """A well-behaved consolidation: next VERSION line, old bullets, then the new reflections."""
+def echo_consolidation(request: LLMRequest) -> ConsolidatedSections:
+    """A well-behaved consolidation: the blob's bullets, then the new reflections, under NOTES."""
     p = request.task_input
     assert isinstance(p, ConsolidateInput)
-    old = [ln for ln in p.current_content.splitlines()[1:] if ln.startswith("- ")]
-    new = [f"- {r}" for r in p.reflections]
-    return "\n".join([f"VERSION: {p.next_version}", "[NOTES]", *old, *new])
+    old = [ln[2:] for ln in p.current_content.splitlines() if ln.startswith("- ")]
+    return consolidated(*old, *p.reflections)
+
+
+def consolidated(*items: str, title: str = "NOTES") -> ConsolidatedSections:
+    """A consolidation answer: one section holding ``items``."""
+    return ConsolidatedSections(sections=[ConsolidatedSection(title=title, items=list(items))])
 
 
 class Faults:

@@ -146,14 +146,19 @@ def test_the_exporters_come_from_otel_traces_exporter_and_a_missing_one_is_a_cle
 
 
 class _Unusable(LLMProvider):
+    """Answers its first call with something unusable and refuses the next."""
+
     name = "unusable"
+
+    def __init__(self) -> None:
+        self.calls = 0
 
     async def generate_structured[M: BaseModel](
         self, request: LLMRequest, schema: type[M]
     ) -> LLMResult[M]:
-        raise MalformedOutputError(f"not JSON: {request.prompt}", provider=self.name)
-
-    async def generate_text(self, request: LLMRequest) -> LLMResult[str]:
+        self.calls += 1
+        if self.calls == 1:
+            raise MalformedOutputError(f"not JSON: {request.prompt}", provider=self.name)
         raise ProviderError("rate limited", retryable=True, provider=self.name)
 
 
@@ -168,10 +173,11 @@ async def test_a_failed_llm_call_is_a_span_with_its_kind_of_failure_and_no_text(
         retry=Retry(attempt=2),
     ).model_copy(update={"prompt": f"the user said {SECRET_QUERY}"})
     spans.clear()
+    llm = _Unusable()
     with pytest.raises(MalformedOutputError):
-        await _Unusable().generate_structured(request, ExtractedFacts)
+        await llm.generate_structured(request, ExtractedFacts)
     with pytest.raises(ProviderError):
-        await _Unusable().generate_text(request)
+        await llm.generate_structured(request, ExtractedFacts)
     rejected, refused = spans.get_finished_spans()
     assert rejected.name == "llm extract_facts" and rejected.status.status_code == StatusCode.ERROR
     attributes = dict(rejected.attributes or {})

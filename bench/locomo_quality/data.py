@@ -79,6 +79,13 @@ class Conversation:
     def turns(self) -> list[Turn]:
         return [t for s in self.sessions for t in s.turns]
 
+    @property
+    def asked_at(self) -> datetime:
+        """When its questions are asked: a day after its last session began (LoCoMo asks after the
+        conversation). Ages in the memory ("said 8 May 2023, 2d ago") count from then, not from
+        the day the bench runs, so a question's context is the same on every run."""
+        return self.sessions[-1].started_at + timedelta(days=1)
+
 
 def slug(name: str) -> str:
     """A speaker's user_id: 'Caroline' -> 'caroline' (letters, digits, '-' and '.' kept)."""

@@ -74,12 +74,6 @@ def load_judge_prompt(path: Path | None) -> str:
     return text
 
 
-# The memory's ages ("said 3 March 2024, 997d ago") count from the wall clock: they change from
-# one day to the next while the question and its memories do not. The cache key leaves them out,
-# so a recorded answer still answers the same question tomorrow (the request sent keeps them).
-_AGE = re.compile(r"\b\d+[smhd] ago\b|\bjust now\b")
-
-
 class JsonFiles:
     """One JSON file per key under ``root`` (``root/ab/abcdef….json``), written atomically (tmp +
     rename), so an interrupted run never leaves half an entry."""
@@ -110,7 +104,7 @@ class DiskCache(JsonFiles):
     @staticmethod
     def key(request: dict[str, Any]) -> str:
         canonical = json.dumps(request, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-        return hashlib.sha256(_AGE.sub("<age>", canonical).encode()).hexdigest()
+        return hashlib.sha256(canonical.encode()).hexdigest()
 
     def get(self, key: str) -> str | None:
         entry = self._load(key)

@@ -6,7 +6,9 @@ Asking (docs/quality.md): a question is asked in the view of the user it is abou
 search_facts tool (its text is the tool's ``render`` of the same result), and the memory context
 of a new session of that user (``on_session_start``: the question opens a session that has no
 messages yet, so it has no session id to search with). A question asked in both views gets both
-contexts and the two ranked lists interleaved to 10.
+contexts and the two ranked lists interleaved to 10. Questions are asked as of a day after the
+conversation's last session (``Conversation.asked_at``), so the ages the memory shows are the
+conversation's, not the wall clock's.
 """
 
 from __future__ import annotations
@@ -14,8 +16,9 @@ from __future__ import annotations
 import asyncio
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from bench import locomo
@@ -129,12 +132,21 @@ async def ask(memory: MemoryClient, conv: Conversation, number: int, q: Question
     )
 
 
+def _stopped(at: datetime) -> Callable[[], datetime]:
+    return lambda: at
+
+
 async def ask_all(memory: MemoryClient, conversations: Sequence[Conversation]) -> list[Asked]:
-    return [
-        await ask(memory, conv, n, q)
-        for conv in conversations
-        for n, q in enumerate(conv.questions, start=1)
-    ]
+    """Every question, asked as of its conversation's ``asked_at``."""
+    asked = []
+    clock = memory.clock
+    try:
+        for conv in conversations:
+            memory.clock = _stopped(conv.asked_at)
+            asked += [await ask(memory, conv, n, q) for n, q in enumerate(conv.questions, 1)]
+    finally:
+        memory.clock = clock
+    return asked
 
 
 async def count_facts(memory: MemoryClient, conv: Conversation) -> int:

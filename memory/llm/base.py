@@ -1,4 +1,6 @@
-"""One interface for every LLM provider: structured output (a pydantic model) or plain text."""
+"""One interface for every LLM provider: structured output, a pydantic model. Every task answers
+bounded JSON (even consolidation, whose blob mnemos writes from the model's items), so a server
+that enforces the schema enforces it on every call."""
 
 from __future__ import annotations
 
@@ -131,9 +133,6 @@ class LLMProvider(abc.ABC):
     async def generate_structured[M: BaseModel](
         self, request: LLMRequest, schema: type[M]
     ) -> LLMResult[M]: ...
-
-    @abc.abstractmethod
-    async def generate_text(self, request: LLMRequest) -> LLMResult[str]: ...
 
     async def close(self) -> None:  # noqa: B027 - optional hook
         """Release HTTP clients."""

@@ -31,13 +31,13 @@ class GeminiProvider(LLMProvider):
         )
 
     async def _generate(
-        self, request: LLMRequest, schema: type[BaseModel] | None
+        self, request: LLMRequest, schema: type[BaseModel]
     ) -> types.GenerateContentResponse:
         config = types.GenerateContentConfig(
             system_instruction=request.system,
             temperature=request.temperature,
             max_output_tokens=request.max_output_tokens,
-            response_mime_type="application/json" if schema else None,
+            response_mime_type="application/json",
             response_schema=schema,
         )
         with provider_errors(self.name, [self._api_key]):
@@ -80,17 +80,6 @@ class GeminiProvider(LLMProvider):
         with provider_errors(self.name, [self._api_key]):
             value = parsed if isinstance(parsed, schema) else schema.model_validate_json(text)
         return LLMResult[M](value=value, usage=self._usage(request, response))
-
-    async def generate_text(self, request: LLMRequest) -> LLMResult[str]:
-        response = await self._generate(request, None)
-        text = self._text(response)
-        if (
-            response.candidates
-            and response.candidates[0].finish_reason == types.FinishReason.MAX_TOKENS
-        ):
-            # A cut-off blob would silently lose its tail; a retry is cheaper than that.
-            raise MalformedOutputError("gemini hit the output token limit", provider=self.name)
-        return LLMResult[str](value=text, usage=self._usage(request, response))
 
     async def close(self) -> None:
         await self._client.aio.aclose()

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
 
-from pydantic import BaseModel, TypeAdapter
+from pydantic import BaseModel
 
 from memory.errors import MalformedOutputError
 from memory.ids import normalize_text
@@ -21,6 +20,7 @@ from memory.prompts import (
     ExtractReflectionsInput,
     PromptMessage,
 )
+from memory.prompts.consolidate import MAX_ITEM_CHARS, ConsolidatedSection, ConsolidatedSections
 from memory.prompts.extract_facts import ExtractedFact, ExtractedFacts
 from memory.prompts.extract_reflections import ExtractedReflection, ExtractedReflections
 from memory.query_words import STOP_WORDS
@@ -296,29 +296,29 @@ def extract_reflections(p: ExtractReflectionsInput) -> ExtractedReflections:
     return ExtractedReflections.model_validate({f"{k}_reflections": v for k, v in found.items()})
 
 
-def consolidate(p: ConsolidateInput) -> str:
-    header = f"VERSION: {p.next_version}"
+def consolidate(p: ConsolidateInput) -> ConsolidatedSections:
+    """The blob's bullets then the new reflections, each once, the oldest dropped first to fit the
+    word limit; one section with no title (a rule cannot name what it does not understand)."""
+    header_words = len(f"VERSION: {p.next_version}".split())
     lines = [line.strip() for line in p.current_content.splitlines()]
-    lines = [line for line in lines if line.startswith("- ")]
-    lines += [f"- {' '.join(r.split())}" for r in p.reflections if r.strip()]
-    unique: dict[str, str] = {}  # keeps each line at its newest position: repeats are dropped last
-    for line in lines:
-        unique.pop(normalize_text(line[2:]), None)
-        unique[normalize_text(line[2:])] = line
+    items = [line[2:] for line in lines if line.startswith("- ")]
+    items += [" ".join(r.split()) for r in p.reflections if r.strip()]
+    unique: dict[str, str] = {}  # keeps each item at its newest position: repeats are dropped last
+    for item in items:
+        item = item[:MAX_ITEM_CHARS]
+        unique.pop(normalize_text(item), None)
+        unique[normalize_text(item)] = item
     kept = list(unique.values())
-    budget = p.word_limit - len(header.split())
-    while kept and sum(len(line.split()) for line in kept) > budget:
+    budget = p.word_limit - header_words
+    while kept and sum(len(f"- {item}".split()) for item in kept) > budget:
         if len(kept) == 1:
-            kept = [_truncate(kept[0], max(budget, 2))]
+            kept = [_truncate(kept[0], max(budget - 1, 1))]
             break
         kept.pop(0)  # oldest first
-    return "\n".join([header, *kept])
+    return ConsolidatedSections(sections=[ConsolidatedSection(title="", items=kept)])
 
 
-_TEXT = TypeAdapter(str)  # refuses a model, as a schema refuses text
-
-
-def _answer(request: LLMRequest) -> BaseModel | str:
+def _answer(request: LLMRequest) -> BaseModel:
     match request.task_input:
         case ExtractFactsInput() as p:
             return extract_facts(p)
@@ -334,28 +334,19 @@ class HeuristicProvider(LLMProvider):
     name = "heuristic"
     deterministic = True
 
-    def _run[T](self, request: LLMRequest, expect: Callable[[BaseModel | str], T]) -> LLMResult[T]:
+    async def generate_structured[M: BaseModel](
+        self, request: LLMRequest, schema: type[M]
+    ) -> LLMResult[M]:
         try:
-            value = expect(_answer(request))
+            # from_attributes: another model with the same fields passes.
+            value = schema.model_validate(_answer(request), from_attributes=True)
         except (TypeError, ValueError) as exc:
             # Another output than the task gives: guessing stores garbage.
             why = f"heuristic: cannot answer {request.task} that way: {exc!r}"
             raise MalformedOutputError(why, provider=self.name) from exc
-        output = value.model_dump_json() if isinstance(value, BaseModel) else str(value)
-        chars = (len(request.system) + len(request.prompt), len(output))
+        chars = (len(request.system) + len(request.prompt), len(value.model_dump_json()))
         tokens_in, tokens_out = (math.ceil(n / 4) for n in chars)
         usage = Usage(
             provider=self.name, model=MODEL, input_tokens=tokens_in, output_tokens=tokens_out
         )
-        return LLMResult[T](value=value, usage=usage)
-
-    async def generate_structured[M: BaseModel](
-        self, request: LLMRequest, schema: type[M]
-    ) -> LLMResult[M]:
-        # from_attributes: another model with the same fields passes; text does not.
-        return self._run(
-            request, lambda result: schema.model_validate(result, from_attributes=True)
-        )
-
-    async def generate_text(self, request: LLMRequest) -> LLMResult[str]:
-        return self._run(request, _TEXT.validate_python)
+        return LLMResult[M](value=value, usage=usage)

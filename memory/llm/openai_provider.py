@@ -184,17 +184,6 @@ class OpenAIProvider(LLMProvider):
             ) from None
         return LLMResult[M](value=value, usage=answer.usage, raw=answer.text)
 
-    async def generate_text(self, request: LLMRequest) -> LLMResult[str]:
-        answer = await self._stream(request)
-        if not answer.text:
-            raise MalformedOutputError(f"{self.name} returned no text", provider=self.name)
-        if answer.finish_reason == "length":
-            # A cut-off blob would silently lose its tail; a retry is cheaper than that.
-            raise MalformedOutputError(
-                f"{self.name} hit the output token limit", provider=self.name, content=answer.text
-            )
-        return LLMResult[str](value=answer.text, usage=answer.usage, raw=answer.text)
-
     async def close(self) -> None:
         await self._client.close()
 

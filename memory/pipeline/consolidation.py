@@ -1,7 +1,8 @@
 """Step 9: merge a scope's buffered reflections into its word-limited, versioned blob.
 
-A draft is validated before anything is stored: non-empty, first line ``VERSION: n+1``, within the
-word limit (plus a small tolerance). The store then replaces the blob and marks exactly the drafted
+The model answers sections of bounded items (memory.prompts.consolidate); mnemos writes the blob
+from them, with its ``VERSION: n+1`` line. A draft is checked before anything is stored: at least
+one item, within the word limit (plus a small tolerance). The store then replaces the blob and marks exactly the drafted
 reflections absorbed in one compare-and-set, so a reflection is absorbed once or stays buffered.
 """
 
@@ -16,31 +17,28 @@ from memory.llm.base import FIRST, LLMRequest, Retry
 from memory.lookup import require_agent
 from memory.pipeline.types import ConsolidationDraft, ConsolidationRequest, ConsolidationResult
 from memory.pipeline.usage import llm_call, words
-from memory.prompts.consolidate import VERSION_LINE, ConsolidateInput
+from memory.prompts.consolidate import (
+    VERSION_LINE,
+    ConsolidatedSections,
+    ConsolidateInput,
+    blob_text,
+)
 
-__all__ = ["VERSION_LINE", "apply", "draft", "validate_blob"]  # VERSION_LINE: read by management
+__all__ = ["VERSION_LINE", "apply", "checked_blob", "draft"]  # VERSION_LINE: read by management
 
 
-def validate_blob(text: str, *, next_version: int, word_limit: int, tolerance: float) -> str:
-    """The checked blob (surrounding whitespace and a wrapping code fence removed) or an error."""
-    body = text.strip()
-    if body.startswith("```"):
-        body = body.strip("`").removeprefix("text").strip()
-    if not body:
-        raise InvalidModelOutputError("consolidation returned an empty blob")
-    first = body.splitlines()[0]
-    match = VERSION_LINE.match(first)
-    if match is None or int(match.group(1)) != next_version:
-        raise InvalidModelOutputError(
-            f"consolidation must start with 'VERSION: {next_version}', got {first[:60]!r}"
-        )
+def checked_blob(
+    answer: ConsolidatedSections, *, next_version: int, word_limit: int, tolerance: float
+) -> str:
+    """The blob written from the model's sections, or an error a retry can fix."""
+    body = blob_text(answer, next_version)
+    if len(body.splitlines()) < 2 or not any(line.startswith("- ") for line in body.splitlines()):
+        raise InvalidModelOutputError("consolidation returned no items")
     limit = int(word_limit * (1 + tolerance))
     if words(body) > limit:
         raise InvalidModelOutputError(
             f"consolidated blob has {words(body)} words, over the limit of {limit}"
         )
-    if len(body.splitlines()) < 2:
-        raise InvalidModelOutputError("consolidated blob has a VERSION line and no content")
     return body
 
 
@@ -67,8 +65,8 @@ async def draft(deps: Deps, req: ConsolidationRequest, retry: Retry = FIRST) -> 
         temperature=deps.settings.models.temperature,
         retry=retry,
     )
-    result = await deps.llm.generate_text(request)
-    content = validate_blob(
+    result = await deps.llm.generate_structured(request, ConsolidatedSections)
+    content = checked_blob(
         result.value,
         next_version=base_version + 1,
         word_limit=word_limit,

@@ -1,19 +1,41 @@
 """Consolidate (seed 001 §7 with 002): merge a scope's buffered reflections into its word-limited,
-versioned blob. The output is plain text whose first line is ``VERSION: n+1``."""
+versioned blob.
+
+The model answers bounded list items (sections of short bullet points), never one free text: a
+grammar-constrained small model cannot loop inside an item past its bound, and nothing it writes
+can break the blob's shape. mnemos writes the blob itself (``blob_text``): its ``VERSION: n`` line,
+each section's ``[TITLE]`` line and its ``- `` bullets, the form the memory context shows (002)."""
 
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Annotated, Literal
+
+from pydantic import Field, StringConstraints
 
 from memory.models import AgentConfig
-from memory.prompts.common import ENVELOPE_TOKENS, PromptInput, Rendered, tag
+from memory.prompts.common import (
+    ENVELOPE_TOKENS,
+    MAX_TEXT_CHARS,
+    ModelOutput,
+    PromptInput,
+    Rendered,
+    one_line,
+    tag,
+)
 from memory.settings import Scope
 
-# The output's first line; the draft step checks it, management reads it.
+# The blob's first line; management reads it.
 VERSION_LINE = re.compile(r"^\s*VERSION:\s*(\d+)\s*$")
 
-SYSTEM = "You consolidate an AI agent's memory reflections into one concise, versioned summary."
+# A bullet is one insight, bounded as a reflection is.
+MAX_ITEM_CHARS = MAX_TEXT_CHARS
+MAX_TITLE_CHARS = 40
+# Bounds of the list, whatever the word limit: the limit itself is checked after parsing.
+MAX_SECTIONS = 8
+MAX_ITEMS_PER_SECTION = 24
+
+SYSTEM = "You consolidate an AI agent's memory reflections into one concise summary."
 
 TEMPLATE = """You are consolidating {scope} memory reflections of the agent {agent_name}.
 
@@ -29,14 +51,14 @@ Merge the new reflections into the existing memory, creating an updated summary.
 {focus}
 
 Rules:
-- The first line is exactly "VERSION: {next_version}".
-- Keep the section structure (lines like "[SECTION]" followed by "- " bullet points).
+- Answer with sections, each a short title in capitals (like PREFERENCES) and its items: one
+  insight per item, one sentence each. Keep the existing sections where they still fit.
 - Preserve important existing insights; integrate the new information.
 - Resolve contradictions: newer information wins. Drop what is outdated.
-- Never invent information.
+- Never invent information; never repeat an item.
 - At most {word_limit} words in total.
 
-Return ONLY the updated consolidated memory text."""
+Answer in JSON: {{"sections": [{{"title": "...", "items": ["...", "..."]}}]}}"""
 
 _CONSOLIDATE_FOCUS = {
     "agent": "Focus on persona evolution, project status and domain learnings: what should the agent always know?",
@@ -59,18 +81,65 @@ class ConsolidateInput(PromptInput):
         return self.current_version + 1
 
 
+Item = Annotated[str, StringConstraints(max_length=MAX_ITEM_CHARS)]
+
+
+class ConsolidatedSection(ModelOutput):
+    title: str = Field(
+        max_length=MAX_TITLE_CHARS, description="The section's title in capitals, e.g. PREFERENCES"
+    )
+    items: list[Item] = Field(
+        max_length=MAX_ITEMS_PER_SECTION, description="One insight per item, one sentence each"
+    )
+
+
+class ConsolidatedSections(ModelOutput):
+    """The output schema."""
+
+    sections: list[ConsolidatedSection] = Field(max_length=MAX_SECTIONS)
+
+
+_BULLET = re.compile(r"^[-*•](?:\s+|$)")  # a bullet the model wrote itself ("-5 °C" is no bullet)
+
+
+def blob_text(answer: ConsolidatedSections, next_version: int) -> str:
+    """The blob mnemos stores: ``VERSION: n``, then each section's ``[TITLE]`` and bullets.
+
+    Whitespace is collapsed, so an item is one line; a bullet or bracket the model added itself is
+    not doubled; a title given twice gathers its items under its first place; an item given twice
+    is kept once; empty items and sections are left out (a title-less section has no title line)."""
+    sections: dict[str, list[str]] = {}
+    seen: set[str] = set()
+    for section in answer.sections:
+        title = one_line(section.title).strip("[]# ").upper()
+        for raw in section.items:
+            item = _BULLET.sub("", one_line(raw))
+            if item and item.casefold() not in seen:
+                seen.add(item.casefold())
+                sections.setdefault(title, []).append(f"- {item}")
+    lines = [f"VERSION: {next_version}"]
+    for title, items in sections.items():
+        lines += [f"[{title}]", *items] if title else items
+    return "\n".join(lines)
+
+
+def _without_version(blob: str) -> str:
+    """The blob as the model reads it: its version is mnemos's business, not the model's."""
+    lines = blob.strip().splitlines()
+    return "\n".join(lines[1:] if lines and VERSION_LINE.match(lines[0]) else lines)
+
+
 def render(inp: ConsolidateInput) -> Rendered:
     return Rendered(
         system=SYSTEM,
         user=TEMPLATE.format(
             scope=inp.scope,
             agent_name=tag(inp.agent.name),
-            current=tag(inp.current_content) or "None yet",
+            current=tag(_without_version(inp.current_content)) or "None yet",
             reflections="\n".join(f"- {tag(r)}" for r in inp.reflections),
             focus=_CONSOLIDATE_FOCUS[inp.scope],
-            next_version=inp.next_version,
             word_limit=inp.word_limit,
         ),
-        # About 1.3 tokens a word, twice for the tolerance and the section lines.
+        # About 1.3 tokens a word, twice for the tolerance, the titles and the JSON around items.
         max_output_tokens=ENVELOPE_TOKENS + 2 * inp.word_limit,
     )

@@ -57,6 +57,8 @@ Examples (new fact / existing memory):
 - "Order A-2 ships on 3 May" / "Order A-1 ships on 3 May": ADD, another order.
 - "Alice likes sushi" / "Alice likes pizza": ADD, both hold.
 - "Alice lives in Berlin" / "Alice lives in Paris": UPDATE, she moved.
+- "Tom is an engineer at Acme" / "Tom works at Acme as an engineer": NONE, the same fact in other
+  words.
 
 merged_text: null, unless an UPDATE must combine details of both texts; then one sentence of at most
 {max_words} words. Never copy the lists, their numbers or their tags into it.

@@ -27,8 +27,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bench.locomo_quality.judge import DiskCache
-
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = Path(__file__).parent / "fixtures"
 RECORDED = FIXTURES / "real-model"
@@ -97,10 +95,13 @@ def test_a_recorded_small_model_forms_the_same_memories_offline(tmp_path: Path) 
     assert both["evidence_recall_at_10"] == 0.5
 
 
-def test_a_cached_answer_outlives_the_ages_in_its_prompt() -> None:
-    def asked(age: str, question: str = "Where?") -> dict[str, Any]:
-        said = f"- [user] Ana lives in Lisbon. (said 3 March 2024, {age})\n\nQuestion: {question}"
-        return {"model": MODEL, "messages": [{"role": "user", "content": said}]}
-
-    assert DiskCache.key(asked("979d ago")) == DiskCache.key(asked("980d ago"))
-    assert DiskCache.key(asked("979d ago")) != DiskCache.key(asked("979d ago", "When?"))
+def test_questions_are_asked_as_of_the_conversation_not_the_wall_clock() -> None:
+    """The recorded answer requests (the memory context and search results the model read) count
+    ages from a day after the last session (20 March 2024, 4:30 pm), whatever day they ran."""
+    asked = [
+        json.loads(path.read_text())["request"]["messages"][-1]["content"]
+        for path in (RECORDED / "eval").glob("*/*.json")
+    ]
+    answers = [text for text in asked if "search_facts results:" in text]
+    assert len(answers) == 4  # one per question; the rest are the judge's
+    assert all("(said 3 March 2024, 18d ago)" in text for text in answers)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -9,7 +10,7 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from memory.errors import InvalidInputError, NotFoundError
-from tests.harness import T0, Harness, conversation, reflections
+from tests.harness import T0, Harness, conversation, facts, reflections
 
 
 def message(**overrides: Any) -> dict[str, Any]:
@@ -93,3 +94,23 @@ async def test_the_client_hands_out_the_tool_and_the_monitoring_views(
     }
     stats = await memory.memory_stats("eve", "alice", "s1")
     assert [s.buffered_reflections for s in stats.scopes] == [0, 1, 1]
+
+
+async def test_ages_count_from_the_clients_clock(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """A replay of a dated conversation (bench/quality.py) asks as of its own time: the ages in
+    search results and contexts count from the client's clock, not from the wall clock."""
+    h = await Harness.create(time_env, tmp_path)
+    await h.record("s1", conversation(2))
+    h.llm.script("extract_facts", facts(("Alice lives in Lisbon", "user"), sources=[1]))
+    async with h.worker():
+        await h.form("s1")
+    memory = h.memory
+    memory.clock = lambda: T0 + timedelta(hours=3)  # the wall clock is a day after T0
+
+    [hit] = (await memory.search_facts("eve", "Alice lives in Lisbon", user_id="alice")).hits
+    context = await memory.on_session_start("eve", "s2", user_id="alice")
+
+    assert hit.said_at == T0 and hit.age == "3h ago"
+    assert "Alice lives in Lisbon" in context and "3h ago" in context

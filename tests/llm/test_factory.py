@@ -16,6 +16,7 @@ from memory.llm.base import LLMProvider, LLMRequest
 from memory.llm.gemini_provider import GeminiProvider
 from memory.llm.heuristic import HeuristicProvider
 from memory.llm.openai_provider import OpenAIProvider
+from memory.prompts.consolidate import ConsolidatedSections
 from memory.settings import EmbeddingSettings, ModelSettings, Settings
 from tests.fake_provider_server import FakeProviderServer, openai_chat
 from tests.fakes import CONSOLIDATE_INPUT
@@ -85,7 +86,7 @@ def test_an_explicit_provider_without_its_key_fails_at_once(provider: str, missi
 
 async def test_an_openai_compatible_server_gets_the_configured_key_and_model() -> None:
     with FakeProviderServer() as server:
-        server.script(openai_chat("VERSION: 1\n- Likes tea"))
+        server.script(openai_chat('{"sections": [{"title": "", "items": ["Likes tea"]}]}'))
         config = settings(
             provider="openai_compatible",
             base_url=server.openai_base_url,
@@ -95,13 +96,14 @@ async def test_an_openai_compatible_server_gets_the_configured_key_and_model() -
         llm = make_llm(config)
         model = choose_model(config, llm.name, "consolidation", tier=0)
         try:
-            result = await llm.generate_text(
-                LLMRequest(task_input=CONSOLIDATE_INPUT, model=model, system="s", prompt="p")
+            result = await llm.generate_structured(
+                LLMRequest(task_input=CONSOLIDATE_INPUT, model=model, system="s", prompt="p"),
+                ConsolidatedSections,
             )
         finally:
             await llm.close()
         [sent] = server.requests
-    assert result.value == "VERSION: 1\n- Likes tea"
+    assert result.value.sections[0].items == ["Likes tea"]
     assert result.usage.provider == "openai_compatible"
     assert sent.headers["authorization"] == "Bearer local-key"
     assert sent.body["model"] == "qwen2.5-7b-instruct"

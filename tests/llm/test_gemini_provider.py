@@ -11,6 +11,7 @@ import pytest
 from memory.errors import MalformedOutputError, ProviderError
 from memory.llm.base import LLMRequest, Usage
 from memory.llm.gemini_provider import GeminiProvider
+from memory.prompts.consolidate import ConsolidatedSections, blob_text
 from memory.prompts.decide_facts import FactDecision, FactDecisions
 from tests.fake_provider_server import FakeProviderServer, Reply, gemini_content, google_error
 from tests.fakes import CONSOLIDATE_INPUT, DECIDE_INPUT
@@ -89,20 +90,23 @@ async def test_structured_output_is_validated_and_usage_comes_from_usage_metadat
     assert decision_schema["properties"]["existing_index"]["nullable"] is True
 
 
-async def test_plain_text_has_no_json_mode(
+async def test_consolidation_answers_bounded_items_in_json_mode(
     server: FakeProviderServer, provider: GeminiProvider
 ) -> None:
-    server.script(gemini_content("VERSION: 4\n- Prefers tea", prompt_tokens=50, output_tokens=8))
+    answer = {"sections": [{"title": "PREFERENCES", "items": ["Prefers tea"]}]}
+    server.script(gemini_content(json.dumps(answer), prompt_tokens=50, output_tokens=8))
 
-    result = await provider.generate_text(
-        REQUEST.model_copy(update={"task_input": CONSOLIDATE_INPUT})
+    result = await provider.generate_structured(
+        REQUEST.model_copy(update={"task_input": CONSOLIDATE_INPUT}), ConsolidatedSections
     )
 
-    assert result.value == "VERSION: 4\n- Prefers tea"
+    assert blob_text(result.value, 4) == "VERSION: 4\n[PREFERENCES]\n- Prefers tea"
     assert (result.usage.input_tokens, result.usage.output_tokens) == (50, 8)
     [sent] = server.requests
-    assert "responseMimeType" not in sent.body["generationConfig"]
-    assert "responseSchema" not in sent.body["generationConfig"]
+    config = sent.body["generationConfig"]
+    assert config["responseMimeType"] == "application/json"
+    items = config["responseSchema"]["properties"]["sections"]["items"]["properties"]["items"]
+    assert items["items"]["type"] == "STRING"
 
 
 async def test_rate_limit_with_a_retry_after_header(
@@ -222,13 +226,13 @@ async def test_no_text_at_all_is_malformed_and_says_why(
     assert "SAFETY" in str(caught.value)
 
 
-async def test_text_cut_by_the_token_limit_is_malformed(
+async def test_an_answer_cut_by_the_token_limit_is_malformed(
     server: FakeProviderServer, provider: GeminiProvider
 ) -> None:
-    server.script(gemini_content("VERSION: 4\n- Pre", finish_reason="MAX_TOKENS"))
+    server.script(gemini_content('{"sections": [{"title": "PRE', finish_reason="MAX_TOKENS"))
 
     with pytest.raises(MalformedOutputError):
-        await provider.generate_text(REQUEST)
+        await provider.generate_structured(REQUEST, ConsolidatedSections)
 
 
 async def test_the_api_key_never_appears_in_the_error(

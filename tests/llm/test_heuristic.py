@@ -21,6 +21,7 @@ from memory.prompts import (
     PromptMessage,
     TaskInput,
 )
+from memory.prompts.consolidate import ConsolidatedSections, blob_text
 from memory.prompts.decide_facts import (
     ExistingFactShown,
     FactDecision,
@@ -271,7 +272,8 @@ async def test_reflections_already_in_memory_are_not_repeated_and_respect_max_wo
 
 async def consolidate(scope: Scope, **fields: Any) -> str:
     inp = ConsolidateInput(agent=EVE, scope=scope, **fields)
-    return (await llm.generate_text(request(inp))).value
+    answer = (await llm.generate_structured(request(inp), ConsolidatedSections)).value
+    return blob_text(answer, inp.next_version)
 
 
 async def test_consolidation_bumps_the_version_merges_and_deduplicates() -> None:
@@ -342,8 +344,6 @@ async def test_an_unknown_input_shape_is_refused_before_any_provider_sees_it(
 
 async def test_asking_for_the_wrong_kind_of_output_is_malformed() -> None:
     inp = facts_input(CONVERSATION)
-    with pytest.raises(MalformedOutputError):
-        await llm.generate_text(request(inp))
     with pytest.raises(MalformedOutputError):
         await llm.generate_structured(request(inp), FactDecisions)
     consolidate_input = ConsolidateInput(

@@ -12,6 +12,13 @@ import pytest
 from memory.errors import MalformedOutputError, ProviderError
 from memory.llm.base import LLMRequest, Usage
 from memory.llm.openai_provider import OpenAIProvider
+from memory.prompts.consolidate import (
+    MAX_ITEM_CHARS,
+    MAX_ITEMS_PER_SECTION,
+    MAX_SECTIONS,
+    ConsolidatedSections,
+    blob_text,
+)
 from memory.prompts.extract_facts import ExtractedFact, ExtractedFacts
 from tests.fake_provider_server import FakeProviderServer, Reply, openai_chat, openai_error
 from tests.fakes import CONSOLIDATE_INPUT, FACTS_INPUT
@@ -91,20 +98,23 @@ async def test_structured_output_is_validated_and_usage_comes_from_the_response(
     assert response_format["json_schema"]["schema"]["additionalProperties"] is False
 
 
-async def test_plain_text_uses_chat_completions_without_a_schema(
+async def test_consolidation_asks_for_bounded_items_not_free_text(
     server: FakeProviderServer, provider: OpenAIProvider
 ) -> None:
-    server.script(openai_chat("VERSION: 2\n- Prefers tea", prompt_tokens=20, completion_tokens=6))
+    answer = {"sections": [{"title": "PREFERENCES", "items": ["Prefers tea"]}]}
+    server.script(openai_chat(json.dumps(answer), prompt_tokens=20, completion_tokens=6))
 
-    result = await provider.generate_text(
-        REQUEST.model_copy(update={"task_input": CONSOLIDATE_INPUT})
+    result = await provider.generate_structured(
+        REQUEST.model_copy(update={"task_input": CONSOLIDATE_INPUT}), ConsolidatedSections
     )
 
-    assert result.value == "VERSION: 2\n- Prefers tea"
-    assert (result.usage.input_tokens, result.usage.output_tokens) == (20, 6)
+    assert blob_text(result.value, 1) == "VERSION: 1\n[PREFERENCES]\n- Prefers tea"
     [sent] = server.requests
-    assert sent.path == "/v1/chat/completions"
-    assert "response_format" not in sent.body
+    schema = sent.body["response_format"]["json_schema"]["schema"]
+    assert schema["properties"]["sections"]["maxItems"] == MAX_SECTIONS
+    items = schema["$defs"]["ConsolidatedSection"]["properties"]["items"]
+    assert items["maxItems"] == MAX_ITEMS_PER_SECTION
+    assert items["items"] == {"type": "string", "maxLength": MAX_ITEM_CHARS}
 
 
 def test_name_says_whether_it_is_openai_or_a_compatible_server() -> None:
@@ -234,13 +244,13 @@ async def test_output_cut_by_the_token_limit_is_malformed(
 ) -> None:
     server.script(
         openai_chat('{"facts": [', finish_reason="length"),
-        openai_chat("VERSION: 2\n- Pre", finish_reason="length"),
+        openai_chat('{"sections": [{"title": "PRE', finish_reason="length"),
     )
 
     with pytest.raises(MalformedOutputError):
         await provider.generate_structured(REQUEST, ExtractedFacts)
     with pytest.raises(MalformedOutputError):
-        await provider.generate_text(REQUEST)
+        await provider.generate_structured(REQUEST, ConsolidatedSections)
 
 
 async def test_a_refusal_is_not_retryable(
@@ -260,7 +270,7 @@ async def test_empty_text_is_malformed(
     server.script(openai_chat(""))
 
     with pytest.raises(MalformedOutputError):
-        await provider.generate_text(REQUEST)
+        await provider.generate_structured(REQUEST, ExtractedFacts)
 
 
 async def test_the_api_key_never_appears_in_the_error(

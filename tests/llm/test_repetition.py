@@ -11,7 +11,7 @@ from memory.errors import MalformedOutputError
 from memory.llm.base import LLMRequest
 from memory.llm.openai_provider import OpenAIProvider
 from memory.llm.repetition import LoopDetector
-from memory.prompts.consolidate import ConsolidateInput
+from memory.prompts.consolidate import ConsolidatedSections, ConsolidateInput
 from tests.fake_provider_server import FakeProviderServer, openai_chat
 from tests.fakes import CONSOLIDATE_INPUT
 
@@ -49,7 +49,8 @@ def test_a_repeated_sentence_is_a_loop_soon_after_its_third_copy() -> None:
 
 def test_distinct_list_items_with_shared_keys_and_a_restated_sentence_are_no_loop() -> None:
     assert not _feed(FACTS).looping
-    twice = "VERSION: 2\n[PROJECTS]\n- Budget is $65,000.\n- Budget is $65,000.\n- Deadline Jan 20."
+    items = ["Budget is $65,000.", "Budget is $65,000.", "Deadline Jan 20."]
+    twice = json.dumps({"sections": [{"title": "PROJECTS", "items": items}]})
     assert not _feed(twice).looping
 
 
@@ -57,10 +58,11 @@ async def test_the_provider_hangs_up_on_a_looping_answer_and_raises_malformed_ou
     assert isinstance(CONSOLIDATE_INPUT, ConsolidateInput)
     request = LLMRequest.of(CONSOLIDATE_INPUT, model="m")
     with FakeProviderServer() as server:
-        server.script(openai_chat("VERSION: 2\n" + LOOP, finish_reason="length"))
+        looping = '{"sections": [{"title": "TEAM", "items": ["' + LOOP
+        server.script(openai_chat(looping, finish_reason="length"))
         llm = OpenAIProvider(api_key=None, base_url=server.openai_base_url)
         with pytest.raises(MalformedOutputError) as caught:
-            await llm.generate_text(request)
+            await llm.generate_structured(request, ConsolidatedSections)
         await llm.close()
     assert "repeats itself" in str(caught.value)
     assert caught.value.content is not None

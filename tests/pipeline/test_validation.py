@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 
 from memory.errors import InvalidModelOutputError
-from memory.pipeline.consolidation import validate_blob
+from memory.pipeline.consolidation import checked_blob
 from memory.pipeline.dedup import resolve
 from memory.pipeline.types import NewFact, SimilarFact
+from memory.prompts.consolidate import ConsolidatedSection, ConsolidatedSections
 from memory.prompts.decide_facts import FactDecision
 
 NEW = [
@@ -111,28 +112,32 @@ def test_a_merged_text_that_echoes_the_prompt_or_runs_on_is_rejected(merged: str
         resolve([d(0, "UPDATE", 0, merged), d(1, "NONE", 1)], NEW, EXISTING, OFFERED, max_words=20)
 
 
-def test_a_valid_blob_passes_trimmed() -> None:
-    assert (
-        validate_blob("  VERSION: 2\n[NOTES]\n- a  ", next_version=2, word_limit=20, tolerance=0.1)
-        == "VERSION: 2\n[NOTES]\n- a"
+def test_the_blob_is_written_from_the_sections_with_the_next_version() -> None:
+    answer = ConsolidatedSections(
+        sections=[
+            ConsolidatedSection(title=" [preferences] ", items=["- Likes tea", "Answers\nbriefly"]),
+            ConsolidatedSection(title="", items=["Untitled point"]),
+            ConsolidatedSection(title="Preferences", items=["likes TEA", "Uses vim"]),
+            ConsolidatedSection(title="EMPTY", items=["  "]),
+        ]
+    )
+    assert checked_blob(answer, next_version=2, word_limit=20, tolerance=0.1) == (
+        "VERSION: 2\n[PREFERENCES]\n- Likes tea\n- Answers briefly\n- Uses vim\n- Untitled point"
     )
 
 
 @pytest.mark.parametrize(
-    ("text", "why"),
-    [
-        ("", "empty"),
-        ("VERSION: 3\n- a", "VERSION: 2"),
-        ("- a\n- b", "VERSION: 2"),
-        ("VERSION: 2", "no content"),
-        ("VERSION: 2\n" + "w " * 30, "over the limit"),
-    ],
+    ("items", "why"),
+    [([], "no items"), (["", " - "], "no items"), (["w " * 30], "over the limit")],
+    ids=["none", "blank", "over-limit"],
 )
-def test_an_invalid_blob_is_refused(text: str, why: str) -> None:
+def test_an_invalid_answer_is_refused(items: list[str], why: str) -> None:
+    answer = ConsolidatedSections(sections=[ConsolidatedSection(title="NOTES", items=items)])
     with pytest.raises(InvalidModelOutputError, match=why):
-        validate_blob(text, next_version=2, word_limit=20, tolerance=0.1)
+        checked_blob(answer, next_version=2, word_limit=20, tolerance=0.1)
 
 
 def test_the_word_limit_has_a_small_tolerance() -> None:
-    ok = "VERSION: 2\n" + "w " * 20  # 22 words ≤ 20 × 1.1
-    assert validate_blob(ok, next_version=2, word_limit=20, tolerance=0.1)
+    # VERSION: 2 / [NOTES] / - and 18 words: 22 words ≤ 20 × 1.1
+    answer = ConsolidatedSections(sections=[ConsolidatedSection(title="NOTES", items=["w " * 18])])
+    assert checked_blob(answer, next_version=2, word_limit=20, tolerance=0.1)

@@ -87,11 +87,13 @@ def checked() -> list[Recorded]:
     return load_recorded(CHECKED)
 
 
-# The schema name the OpenAI SDK sends for each structured task; consolidation is plain text.
+# The schema name the OpenAI SDK sends for each task (answers recorded before consolidation
+# answered JSON have no schema: those were consolidations too).
 _SCHEMAS = {
     "ExtractedFacts": "extract_facts",
     "FactDecisions": "decide_facts",
     "ExtractedReflections": "extract_reflections",
+    "ConsolidatedSections": "consolidate",
 }
 
 

@@ -9,9 +9,10 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from memory.models import AgentConfig, MessageIn
+from memory.prompts.consolidate import ConsolidatedSections
 from memory.prompts.decide_facts import FactDecision, FactDecisions
 from memory.settings import FactSettings, ReflectionSettings
-from tests.fakes import facts_input, reflections_input
+from tests.fakes import consolidated, facts_input, reflections_input
 from tests.harness import T0, Harness, conversation, facts, reflections
 
 # Every bench here runs on SQLite and on PostgreSQL.
@@ -192,13 +193,21 @@ async def test_session_buffer_at_threshold_is_consolidated(
     assert await h.buffered(h.key("session")) == []
 
 
+# Over the session blob's word limit (200, and its tolerance).
+TOO_LONG = consolidated(*(f"point {i} " + "word " * 12 for i in range(20)))
+
+
 @pytest.mark.parametrize(
     "bad",
-    ["", "VERSION: 7\n- wrong version", "no version line at all", "VERSION: 1\n" + "word " * 400],
-    ids=["empty", "wrong-version", "no-version", "over-limit"],
+    [
+        consolidated(),
+        consolidated("  ", "- "),
+        TOO_LONG,
+    ],
+    ids=["no-items", "blank-items", "over-limit"],
 )
 async def test_invalid_consolidation_output_never_replaces_the_blob(
-    time_env: WorkflowEnvironment, tmp_path: Path, bad: str
+    time_env: WorkflowEnvironment, tmp_path: Path, bad: ConsolidatedSections
 ) -> None:
     h = await Harness.create(time_env, tmp_path)
     await h.record("s1", conversation(4))
@@ -225,7 +234,8 @@ async def test_invalid_consolidation_is_retried_until_valid(
     h.llm.script(
         "extract_reflections", reflections(session=["a one", "b two", "c three", "d four"])
     )
-    h.llm.script("consolidate", "", "VERSION: 3\n- nope")
+    # Rejected for two different reasons (the same one twice would mean no retry can fix it).
+    h.llm.script("consolidate", consolidated(), TOO_LONG)
     async with h.worker():
         await h.form("s1")
         await h.consolidation_result(h.key("session"))
