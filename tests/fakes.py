@@ -52,8 +52,8 @@ class WordHashEmbedder(Embedder):
 class ScriptedLLM(LLMProvider):
     """Replies per task from a queue; a default per task when the queue is empty.
 
-    A reply may be a model instance, a dict of its fields, an exception to raise, or a callable of
-    the request. Every request is recorded.
+    A reply may be a model instance (or its fields as a dict), an exception to raise, or a callable
+    of the request returning one. Every request is recorded.
     """
 
     name = "scripted"

@@ -20,7 +20,12 @@ from memory.prompts import (
     ExtractReflectionsInput,
     PromptMessage,
 )
-from memory.prompts.consolidate import MAX_ITEM_CHARS, ConsolidatedSection, ConsolidatedSections
+from memory.prompts.consolidate import (
+    MAX_ITEM_CHARS,
+    ConsolidatedSection,
+    ConsolidatedSections,
+    version_line,
+)
 from memory.prompts.extract_facts import ExtractedFact, ExtractedFacts
 from memory.prompts.extract_reflections import ExtractedReflection, ExtractedReflections
 from memory.query_words import STOP_WORDS
@@ -299,7 +304,7 @@ def extract_reflections(p: ExtractReflectionsInput) -> ExtractedReflections:
 def consolidate(p: ConsolidateInput) -> ConsolidatedSections:
     """The blob's bullets then the new reflections, each once, the oldest dropped first to fit the
     word limit; one section with no title (a rule cannot name what it does not understand)."""
-    header_words = len(f"VERSION: {p.next_version}".split())
+    header_words = len(version_line(p.next_version).split())
     lines = [line.strip() for line in p.current_content.splitlines()]
     items = [line[2:] for line in lines if line.startswith("- ")]
     items += [" ".join(r.split()) for r in p.reflections if r.strip()]

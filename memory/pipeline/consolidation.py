@@ -32,7 +32,7 @@ def checked_blob(
 ) -> str:
     """The blob written from the model's sections, or an error a retry can fix."""
     body = blob_text(answer, next_version)
-    if len(body.splitlines()) < 2 or not any(line.startswith("- ") for line in body.splitlines()):
+    if not any(line.startswith("- ") for line in body.splitlines()):
         raise InvalidModelOutputError("consolidation returned no items")
     limit = int(word_limit * (1 + tolerance))
     if words(body) > limit:

@@ -99,6 +99,10 @@ class ConsolidatedSections(ModelOutput):
     sections: list[ConsolidatedSection] = Field(max_length=MAX_SECTIONS)
 
 
+def version_line(version: int) -> str:
+    return f"VERSION: {version}"
+
+
 _BULLET = re.compile(r"^[-*•](?:\s+|$)")  # a bullet the model wrote itself ("-5 °C" is no bullet)
 
 
@@ -117,7 +121,7 @@ def blob_text(answer: ConsolidatedSections, next_version: int) -> str:
             if item and item.casefold() not in seen:
                 seen.add(item.casefold())
                 sections.setdefault(title, []).append(f"- {item}")
-    lines = [f"VERSION: {next_version}"]
+    lines = [version_line(next_version)]
     for title, items in sections.items():
         lines += [f"[{title}]", *items] if title else items
     return "\n".join(lines)
