@@ -2,8 +2,9 @@
 
 The model answers sections of bounded items (memory.prompts.consolidate); mnemos writes the blob
 from them, with its ``VERSION: n+1`` line. A draft is checked before anything is stored: at least
-one item, within the word limit (plus a small tolerance). The store then replaces the blob and marks exactly the drafted
-reflections absorbed in one compare-and-set, so a reflection is absorbed once or stays buffered.
+one item, within the word limit (plus a small tolerance). The store then replaces the blob and
+marks exactly the drafted reflections absorbed in one compare-and-set, so a reflection is
+absorbed once or stays buffered.
 """
 
 from __future__ import annotations
