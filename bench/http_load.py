@@ -11,6 +11,15 @@ messages ingested per second; the error count (any non-2xx answer or transport e
 Targets (2 cores): 50 clients, 0 errors, context p99 <= 25 ms, search p99 <= 60 ms, ingest >= 300
 messages/s.
 
+By default a client sends its next request the moment the previous one answers (a closed loop: it
+measures the service saturated, and its latencies are mostly queueing). ``--think S`` makes each
+client pause S seconds after each turn, as an agent does while its LLM writes the next answer:
+the latencies then measure a service carrying that many live agents. ``--routes ingest`` sends
+only the messages (ingest capacity with formations running); the default sends all three.
+
+    .venv/bin/python bench/http_load.py --clients 50 --think 2 --seconds 60
+    .venv/bin/python bench/http_load.py --clients 50 --routes ingest --seconds 30
+
 All clients share one API key, so the server's default per-key budgets apply to all of them
 together (MNEMOS_RATE_LIMIT__*: 200 reads and 100 writes per second and server process, bursts of
 400 and 200; this machine serves far less). A 429 counts as an error and is also counted apart:
@@ -39,6 +48,7 @@ from datetime import UTC, datetime  # noqa: E402
 import httpx  # noqa: E402
 
 from bench.live_stack import live_stack  # noqa: E402
+from memory.settings import get_settings  # noqa: E402
 
 AGENT = "bench-agent"
 TOPICS = ["tea", "cycling", "Lisbon", "piano", "the garden", "chess", "hiking", "Python"]
@@ -53,9 +63,13 @@ class Tally:
     formations: int = 0
     samples: list[str] = field(default_factory=list)
 
+    counting_from: float = 0.0  # requests started before (the warm-up) are not counted
+
     def record(self, route: str, started: float, response: httpx.Response | None) -> bool:
-        self.latencies[route].append(time.perf_counter() - started)
         ok = response is not None and response.is_success
+        if started < self.counting_from:
+            return ok
+        self.latencies[route].append(time.perf_counter() - started)
         if not ok:
             self.errors[route] += 1
             self.rate_limited += response is not None and response.status_code == 429
@@ -77,47 +91,75 @@ async def _call(
     return response
 
 
-async def client(n: int, base: str, key: str, until: float, tally: Tally) -> None:
+def _turns_per_formation() -> int:
+    """Turns (a user and an agent message each) that reach the formation's message interval."""
+    return -(-get_settings().formation.message_interval // 2)
+
+
+def _turn(n: int, turn: int, user: str, session: str) -> list[dict[str, str]]:
+    topic = TOPICS[(n + turn) % len(TOPICS)]
+    now = datetime.now(UTC).isoformat()
+    return [
+        {
+            "message_id": f"{session}-{turn}-u",
+            "role": "user",
+            "content": f"I really enjoy {topic}; I practise it every week since {2000 + turn}.",
+            "created_at": now,
+            "user_id": user,
+        },
+        {
+            "message_id": f"{session}-{turn}-a",
+            "role": "agent",
+            "content": f"Noted that you enjoy {topic}.",
+            "created_at": now,
+        },
+    ]
+
+
+async def client(
+    n: int, base: str, key: str, until: float, tally: Tally, args: argparse.Namespace
+) -> None:
     user, session = f"user-{n}", f"session-{n}"
     headers = {"Authorization": f"Bearer {key}"}
     prefix = f"{base}/v1/agents/{AGENT}"
+    routes = set(args.routes.split(","))
     async with httpx.AsyncClient(headers=headers, timeout=30) as http:
-        for turn in itertools.count():
+        # Sessions already under way, each at its own point: client n has recorded n/clients of a
+        # formation's worth of turns, so thresholds are reached evenly over time, not by every
+        # session at once (in the warm-up, not counted).
+        prefill = n * _turns_per_formation() // args.clients
+        if prefill:
+            done = [m for t in range(prefill) for m in _turn(n, t, user, session)]
+            await _call(
+                http, tally, "ingest", "POST", f"{prefix}/sessions/{session}/messages",
+                json={"messages": done},
+            )  # fmt: skip
+        if args.think:  # agents start at different moments, not in one burst
+            await asyncio.sleep(args.think * n / args.clients)
+        for turn in itertools.count(prefill):
             if time.perf_counter() >= until:
                 return
-            topic = TOPICS[(n + turn) % len(TOPICS)]
-            now = datetime.now(UTC).isoformat()
-            messages = [
-                {
-                    "message_id": f"{session}-{turn}-u",
-                    "role": "user",
-                    "content": f"I really enjoy {topic}; I practise it every week since {2000 + turn}.",
-                    "created_at": now,
-                    "user_id": user,
-                },
-                {
-                    "message_id": f"{session}-{turn}-a",
-                    "role": "agent",
-                    "content": f"Noted that you enjoy {topic}.",
-                    "created_at": now,
-                },
-            ]
+            messages = _turn(n, turn, user, session)
             r = await _call(
                 http, tally, "ingest", "POST", f"{prefix}/sessions/{session}/messages",
                 json={"messages": messages},
             )  # fmt: skip
-            if r is not None and r.is_success:
+            if r is not None and r.is_success and time.perf_counter() >= tally.counting_from:
                 tally.messages += r.json()["recorded"]["inserted"]
                 tally.formations += bool((r.json()["formation"] or {}).get("started"))
-            await _call(
-                http, tally, "context", "GET", f"{prefix}/sessions/{session}/context",
-                params={"user_id": user},
-            )  # fmt: skip
-            await _call(
-                http, tally, "search", "POST", f"{prefix}/search",
-                json={"queries": [f"what does the user enjoy about {topic}?"], "user_id": user,
-                      "session_id": session},
-            )  # fmt: skip
+            if "context" in routes:
+                await _call(
+                    http, tally, "context", "GET", f"{prefix}/sessions/{session}/context",
+                    params={"user_id": user},
+                )  # fmt: skip
+            if "search" in routes:
+                await _call(
+                    http, tally, "search", "POST", f"{prefix}/search",
+                    json={"queries": [f"what does the user enjoy about {TOPICS[(n + turn) % len(TOPICS)]}?"],
+                          "user_id": user, "session_id": session},
+                )  # fmt: skip
+            if args.think:
+                await asyncio.sleep(args.think)
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -128,7 +170,8 @@ def _pct(values: list[float], q: float) -> float:
 def report(tally: Tally, seconds: float, args: argparse.Namespace) -> None:
     print(
         f"{args.clients} clients, {args.servers} server process(es), {args.workers} worker(s), "
-        f"{seconds:.1f} s"
+        f"think {args.think:g} s, routes {args.routes}, {seconds:.1f} s counted after a "
+        f"{args.warmup:g} s warm-up"
     )
     print(f"{'route':<9}{'requests':>9}{'req/s':>9}{'p50 ms':>9}{'p99 ms':>9}{'errors':>8}")
     for route in ("ingest", "context", "search"):
@@ -163,16 +206,17 @@ async def main(args: argparse.Namespace) -> None:
                     f"{stack.urls[0]}/v1/agents", json={"agent_id": AGENT, "name": "Bench"}
                 )
                 r.raise_for_status()
-            tally = Tally()
             started = time.perf_counter()
-            until = started + args.seconds
+            # The warm-up (first query embeddings, connections, caches) is run, not counted.
+            tally = Tally(counting_from=started + args.warmup)
+            until = tally.counting_from + args.seconds
             await asyncio.gather(
                 *(
-                    client(n, stack.urls[n % len(stack.urls)], stack.api_key, until, tally)
+                    client(n, stack.urls[n % len(stack.urls)], stack.api_key, until, tally, args)
                     for n in range(args.clients)
                 )
             )
-            report(tally, time.perf_counter() - started, args)
+            report(tally, time.perf_counter() - tally.counting_from, args)
 
 
 if __name__ == "__main__":
@@ -181,4 +225,15 @@ if __name__ == "__main__":
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--servers", type=int, default=2)
     parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument(
+        "--warmup", type=float, default=10.0, help="seconds run first and not counted"
+    )
+    parser.add_argument(
+        "--think", type=float, default=0.0, help="seconds each client pauses after a turn"
+    )
+    parser.add_argument(
+        "--routes",
+        default="ingest,context,search",
+        help="ingest is always sent; add context, search",
+    )
     asyncio.run(main(parser.parse_args()))

@@ -34,10 +34,11 @@ from memory.rag import SearchResult, search_facts
 from memory.settings import Settings, get_settings
 from memory.store import MemoryStore, open_store
 from memory.store.counts import ForgetCounts
-from memory.triggers import formation_due
+from memory.triggers import HeldTriggers, formation_due
 from runtime.connection import connect
 from runtime.erasure import delete_user_executions
 from runtime.starts import start_formation, start_session_end
+from workflows.naming import formation_workflow_id
 from workflows.summary import FormationSummary, SessionEndSummary
 
 _ID = TypeAdapter(Id)
@@ -96,6 +97,7 @@ class MemoryClient:
         self._embedder = embedder
         self.context_cache = ContextCache()
         self.metrics = ClientMetrics(client_meter(temporal))
+        self.held_triggers = HeldTriggers(settings.formation.trigger_hold_seconds)
 
     @classmethod
     async def connect(cls, settings: Settings | None = None) -> MemoryClient:
@@ -189,6 +191,14 @@ class MemoryClient:
                 started=False,
                 reason=f"{state.pending_messages} messages / {state.pending_weighted_tokens:.0f} weighted tokens pending",
             )
+        if self.held_triggers.holds(agent_id, session_id, state.cursor_seq):
+            # Its formation has not committed since this process asked: asking again on every
+            # turn would only cost Temporal and the workers a task each (memory.triggers).
+            return FormationTrigger(
+                started=False,
+                workflow_id=formation_workflow_id(agent_id, session_id),
+                reason="requested already: the formation underway forms these messages",
+            )
         session = await self._session(session_id, agent_id)
         wait = self.settings.temporal.schedule_wait_seconds
         try:
@@ -207,6 +217,7 @@ class MemoryClient:
             return FormationTrigger(
                 started=False, deferred=True, reason=f"deferred ({reason} within {wait:g} s)"
             )
+        self.held_triggers.sent(agent_id, session_id, state.cursor_seq)
         return FormationTrigger(started=True, workflow_id=handle.id, reason="threshold reached")
 
     async def form_memories(

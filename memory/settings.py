@@ -38,6 +38,13 @@ class FormationSettings(_Group):
     min_messages: int = Field(
         4, ge=1, description="Never form memories from fewer messages than this"
     )
+    trigger_hold_seconds: float = Field(
+        30.0,
+        ge=0,
+        description="A due session's formation is requested once per server process until it "
+        "commits (it then forms what arrived meanwhile itself), at most this long; 0: every due "
+        "turn requests it",
+    )
     weight_user: float = Field(1.0, ge=0, description="Token weight of user messages")
     weight_tool: float = Field(0.5, ge=0, description="Token weight of tool results")
     weight_agent: float = Field(0.2, ge=0, description="Token weight of agent messages")

@@ -112,6 +112,7 @@ class Harness:
     agent: AgentConfig = field(default_factory=lambda: AgentConfig(agent_id="eve", name="Eve"))
     # What the worker's activities use instead of ``store`` (e.g. a failing proxy).
     worker_store: MemoryStore | None = None
+    _memory: MemoryClient | None = field(default=None, init=False, repr=False)
 
     @staticmethod
     async def open_store(tmp_path: Path) -> MemoryStore:
@@ -178,7 +179,18 @@ class Harness:
 
     @property
     def memory(self) -> MemoryClient:
-        return MemoryClient(self.client, self.store, self.settings, embedder=self.embedder)
+        """One client, as one backend process has (it holds the triggers it sent); a new one when
+        a test swaps the Temporal client, store or settings."""
+        m = self._memory
+        if m is None or (m.temporal, m.store, m.settings) != (
+            self.client,
+            self.store,
+            self.settings,
+        ):
+            m = self._memory = MemoryClient(
+                self.client, self.store, self.settings, embedder=self.embedder
+            )
+        return m
 
     def worker(self) -> Worker:
         return build_worker(self.client, self.deps, self.settings)

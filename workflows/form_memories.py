@@ -55,6 +55,10 @@ SPLIT_WINDOWS = "split-windows"
 # activities: run by this worker inside the workflow task, recorded as markers, with no round trip
 # through the server's task queues (bench/formation.py). Older histories scheduled them.
 LOCAL_READS = "local-store-reads"
+# From it on, a pass whose commit left the session due again goes round once more by itself: the
+# hot path sends one request per formation, not one per turn (memory.triggers.HeldTriggers), so
+# what arrived during the pass is formed now, not at the next turn. Older histories ended there.
+DUE_AFTER_COMMIT = "due-after-commit"
 _BACKOFF_FIRST_SECONDS = 0.2
 _BACKOFF_MAX_SECONDS = 10.0
 
@@ -96,6 +100,8 @@ class FormMemoriesWorkflow:
         self._stale_seconds = 600.0
         # Scope keys the drain's commits made due, requested once when the drain ends.
         self._due: dict[str, ScopeKey] = {}
+        # The last pass's commit left the session due (CommitResult.due_after).
+        self._due_after = False
 
     @workflow.signal
     def request(self, force: bool = False) -> None:
@@ -115,7 +121,7 @@ class FormMemoriesWorkflow:
         force = req.force
         limit = req.max_messages  # None: the settings' window; set while a split part drains
         while True:
-            self._requested, self._force = False, False
+            self._requested, self._force, self._due_after = False, False, False
             window = await self._load(
                 req.model_copy(update={"force": force, "max_messages": limit})
             )
@@ -132,6 +138,8 @@ class FormMemoriesWorkflow:
                 force = True  # drain a backlog longer than one window before anything else
             elif self._requested:
                 force, limit = self._force, None
+            elif self._due_after and workflow.patched(DUE_AFTER_COMMIT):
+                force, limit = False, None
             else:
                 await self._request_consolidation()  # once per drain; a request may arrive
                 if not self._requested:
@@ -322,6 +330,7 @@ class FormMemoriesWorkflow:
                 raise
             summary.add_decisions(decided.decisions)
             summary.add_commit(window.message_count, committed)
+            self._due_after = committed.due_after
             due = committed.due_for_consolidation
             if due and workflow.patched(SPLIT_WINDOWS):
                 self._due.update((key.key, key) for key in due)  # requested when the drain ends

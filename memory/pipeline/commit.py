@@ -31,6 +31,7 @@ from memory.pipeline.types import (
     NewReflection,
     Window,
 )
+from memory.triggers import formation_due
 
 
 def fact_ops(
@@ -187,4 +188,5 @@ async def commit(
         reflections_added=result.reflections_added,
         due_for_consolidation=due,
         pending_messages=result.state.pending_messages if result.state else 0,
+        due_after=result.state is not None and formation_due(result.state, deps.settings.formation),
     )

@@ -153,6 +153,11 @@ class CommitResult(_T):
     due_for_consolidation: list[ScopeKey]
     embedding_calls: int = Field(0, description="Always 0 now: the decide step embeds")
     pending_messages: int = 0
+    due_after: bool = Field(
+        False,
+        description="What arrived while this window formed is due by itself: the formation goes "
+        "round once more (the hot path held its repeated requests back)",
+    )
 
 
 class ConsolidationRequest(_T):

@@ -14,6 +14,7 @@ import sys
 import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
@@ -23,6 +24,7 @@ from memory.errors import MalformedOutputError
 from memory.llm.base import LLMRequest
 from memory.prompts.decide_facts import FactDecision, FactDecisions
 from memory.prompts.extract_facts import ExtractedFacts
+from memory.settings import FormationSettings
 from tests.fakes import transcript_of
 from tests.harness import (
     CORRECTION,
@@ -42,7 +44,7 @@ HERE = Path(__file__).parent
 
 
 @contextlib.asynccontextmanager
-async def _harness() -> AsyncIterator[Harness]:
+async def _harness(**settings: Any) -> AsyncIterator[Harness]:
     """A harness on a fresh time-skipping server, shut down after the recording."""
     env = await WorkflowEnvironment.start_time_skipping(
         test_server_existing_path=str(temporal_test_server()),
@@ -50,7 +52,7 @@ async def _harness() -> AsyncIterator[Harness]:
     )
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            yield await Harness.create(env, Path(tmp))
+            yield await Harness.create(env, Path(tmp), **settings)
     finally:
         await env.shutdown()
 
@@ -182,6 +184,35 @@ async def record_local_reads() -> None:
         print(f"recorded local_reads/{path.name} ({len(history.events)} events)")
 
 
+async def record_due_after() -> None:
+    """due_after/: FormMemories whose commit left the session due (messages recorded during its
+    pass, the hot path's second trigger held back) and went round by itself (DUE_AFTER_COMMIT)."""
+    async with _harness(formation=FormationSettings(message_interval=4)) as h:
+        entered, release = asyncio.Event(), asyncio.Event()
+
+        async def gated(request: LLMRequest) -> ExtractedFacts:
+            if not entered.is_set():
+                entered.set()
+                await release.wait()
+            return facts()
+
+        h.llm.defaults["extract_facts"] = gated
+        await h.record("s1", conversation(4))
+        async with h.worker():
+            first = await h.memory.maybe_form_memories("eve", "s1")
+            await entered.wait()
+            await h.record("s1", conversation(4, start=4))
+            held = await h.memory.maybe_form_memories("eve", "s1")
+            assert first.started and not held.started
+            release.set()
+            await h.client.get_workflow_handle(first.workflow_id or "").result()
+        (HERE / "due_after").mkdir(exist_ok=True)
+        history = await h.client.get_workflow_handle(first.workflow_id or "").fetch_history()
+        path = HERE / "due_after" / "form_memories_due_after.json"
+        path.write_text(history.to_json())
+        print(f"recorded due_after/{path.name} ({len(history.events)} events)")
+
+
 if __name__ == "__main__":
     wanted = set(sys.argv[1:])
     if wanted == {"degraded"}:
@@ -190,5 +221,7 @@ if __name__ == "__main__":
         asyncio.run(record_split())
     elif wanted == {"local_reads"}:
         asyncio.run(record_local_reads())
+    elif wanted == {"due_after"}:
+        asyncio.run(record_due_after())
     else:
         asyncio.run(record(wanted))

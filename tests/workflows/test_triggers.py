@@ -7,6 +7,7 @@ import asyncio
 import re
 from pathlib import Path
 
+import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from memory.llm.base import LLMRequest
@@ -32,10 +33,17 @@ async def test_maybe_form_waits_for_the_thresholds(
     assert state is not None and state.cursor_seq == 6
 
 
+@pytest.mark.parametrize("hold", [30.0, 0.0], ids=["held", "signalled"])
 async def test_messages_recorded_during_a_run_are_formed_by_a_follow_up(
-    time_env: WorkflowEnvironment, tmp_path: Path
+    time_env: WorkflowEnvironment, tmp_path: Path, hold: float
 ) -> None:
-    h = await Harness.create(time_env, tmp_path, formation=FormationSettings(message_interval=4))
+    """Held (the default): the second trigger is not sent, and the run goes round by itself
+    because its commit left the session due. Signalled (hold 0): the signal makes it go round."""
+    h = await Harness.create(
+        time_env,
+        tmp_path,
+        formation=FormationSettings(message_interval=4, trigger_hold_seconds=hold),
+    )
     entered, release = asyncio.Event(), asyncio.Event()
 
     async def gated(request: LLMRequest) -> ExtractedFacts:
@@ -54,9 +62,45 @@ async def test_messages_recorded_during_a_run_are_formed_by_a_follow_up(
         release.set()
         summary = await h.client.get_workflow_handle(first.workflow_id or "").result()
     assert second.workflow_id == first.workflow_id
+    assert second.started is (hold == 0)
     seqs = [[m.seq for m in facts_input(r).messages] for r in h.llm.calls("extract_facts")]
     assert seqs == [[1, 2, 3, 4], [5, 6, 7, 8]]  # each message formed once, in order
     assert summary["formations"] == 2
+    state = await h.store.get_session_agent_state("s1", "eve")
+    assert state is not None and state.cursor_seq == 8 and state.pending_messages == 0
+
+
+async def test_a_held_trigger_is_sent_again_once_the_cursor_moves(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """Messages that arrive during a run but are not due at its commit wait, and the next due turn
+    asks again: the request was held only until its formation committed."""
+    h = await Harness.create(time_env, tmp_path, formation=FormationSettings(message_interval=4))
+    entered, release = asyncio.Event(), asyncio.Event()
+
+    async def gated(request: LLMRequest) -> ExtractedFacts:
+        if not entered.is_set():
+            entered.set()
+            await release.wait()
+        return facts()
+
+    h.llm.defaults["extract_facts"] = gated
+    await h.record("s1", conversation(4))
+    async with h.worker():
+        first = await h.memory.maybe_form_memories("eve", "s1")
+        await entered.wait()
+        await h.record("s1", conversation(2, start=4))
+        held = await h.memory.maybe_form_memories("eve", "s1")  # due: 6 pending, cursor at 0
+        release.set()
+        summary = await h.client.get_workflow_handle(first.workflow_id or "").result()
+        assert summary["formations"] == 1  # messages 5-6 alone are not due
+        await h.record("s1", conversation(2, start=6))
+        again = await h.memory.maybe_form_memories("eve", "s1")
+        await h.client.get_workflow_handle(again.workflow_id or "").result()
+    assert first.started and not held.started and again.started
+    assert "requested already" in held.reason
+    seqs = [[m.seq for m in facts_input(r).messages] for r in h.llm.calls("extract_facts")]
+    assert seqs == [[1, 2, 3, 4], [5, 6, 7, 8]]
     state = await h.store.get_session_agent_state("s1", "eve")
     assert state is not None and state.cursor_seq == 8 and state.pending_messages == 0
 

@@ -78,15 +78,7 @@ class SQLiteStore(SQLiteThread, SqlStore[SQLiteDb]):
         if self._closed:
             return
         self._closed = True
-
-        def close_connection(_: sqlite3.Connection) -> None:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
-
-        if self._conn is not None:
-            await self._call(close_connection)
-        self._executor.shutdown(wait=False)
+        await self._close_connections()
 
     # ------------------------------------------------------------ facts
 
