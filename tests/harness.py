@@ -3,6 +3,7 @@ server, scripted LLM and word-hash embeddings so every branch can be driven."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -14,8 +15,9 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from client.memory_client import MemoryClient
+from client.memory_client import FormationTrigger, MemoryClient
 from memory.deps import Deps
+from memory.llm.base import LLMRequest
 from memory.models import AgentConfig, Fact, FactFilter, MessageIn, Reflection, ScopeKey
 from memory.prompts.decide_facts import FactDecision, FactDecisions
 from memory.prompts.extract_facts import ExtractedFact, ExtractedFacts
@@ -79,6 +81,40 @@ def conversation(
             )
         )
     return out
+
+
+@dataclass
+class FirstExtractionGate:
+    """Holds the first extract_facts call until released, so a test can act while a formation
+    is inside its pass (``await gate.entered.wait()``, then ``gate.release.set()``)."""
+
+    entered: asyncio.Event = field(default_factory=asyncio.Event)
+    release: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def __call__(self, request: LLMRequest) -> ExtractedFacts:
+        if not self.entered.is_set():
+            self.entered.set()
+            await self.release.wait()
+        return facts()
+
+
+def gate_first_extraction(h: Harness) -> FirstExtractionGate:
+    gate = FirstExtractionGate()
+    h.llm.defaults["extract_facts"] = gate
+    return gate
+
+
+async def triggered_during_a_pass(
+    h: Harness, gate: FirstExtractionGate, session: str, during: Sequence[MessageIn]
+) -> tuple[FormationTrigger, FormationTrigger]:
+    """The hot trigger, then ``during`` recorded and the trigger again while the formation it
+    started is held inside its first extraction, which then goes on. Inside ``h.worker()``."""
+    first = await h.memory.maybe_form_memories(h.agent.agent_id, session)
+    await gate.entered.wait()
+    await h.record(session, during)
+    second = await h.memory.maybe_form_memories(h.agent.agent_id, session)
+    gate.release.set()
+    return first, second
 
 
 # What the model decides for the correction of a_fact_then_its_correction.

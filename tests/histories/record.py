@@ -32,7 +32,9 @@ from tests.harness import (
     a_fact_then_its_correction,
     conversation,
     facts,
+    gate_first_extraction,
     reflections,
+    triggered_during_a_pass,
 )
 from workflows.naming import (
     consolidation_workflow_id,
@@ -188,23 +190,11 @@ async def record_due_after() -> None:
     """due_after/: FormMemories whose commit left the session due (messages recorded during its
     pass, the hot path's second trigger held back) and went round by itself (DUE_AFTER_COMMIT)."""
     async with _harness(formation=FormationSettings(message_interval=4)) as h:
-        entered, release = asyncio.Event(), asyncio.Event()
-
-        async def gated(request: LLMRequest) -> ExtractedFacts:
-            if not entered.is_set():
-                entered.set()
-                await release.wait()
-            return facts()
-
-        h.llm.defaults["extract_facts"] = gated
+        gate = gate_first_extraction(h)
         await h.record("s1", conversation(4))
         async with h.worker():
-            first = await h.memory.maybe_form_memories("eve", "s1")
-            await entered.wait()
-            await h.record("s1", conversation(4, start=4))
-            held = await h.memory.maybe_form_memories("eve", "s1")
+            first, held = await triggered_during_a_pass(h, gate, "s1", conversation(4, start=4))
             assert first.started and not held.started
-            release.set()
             await h.client.get_workflow_handle(first.workflow_id or "").result()
         (HERE / "due_after").mkdir(exist_ok=True)
         history = await h.client.get_workflow_handle(first.workflow_id or "").fetch_history()

@@ -38,7 +38,7 @@ from runtime.schedule import (
     trigger_schedule,
 )
 from tests.fakes import facts_input, permanent
-from tests.harness import Harness, facts, reflections
+from tests.harness import Harness, facts, gate_first_extraction, reflections
 from worker import run_worker
 from workflows.cold_sessions import ColdSessionsInput, ColdSessionsResult
 from workflows.naming import COLD_SESSIONS_WORKFLOW, OUTCOME, formation_workflow_id
@@ -178,21 +178,13 @@ async def test_a_hot_trigger_racing_a_cold_run_forms_each_message_once(
 ) -> None:
     h = await harness(dev_env, tmp_path, formation=FormationSettings(message_interval=4))
     cleanup.append((h.client, h.settings))
-    entered, release = asyncio.Event(), asyncio.Event()
-
-    async def gated(request: LLMRequest) -> ExtractedFacts:
-        if not entered.is_set():
-            entered.set()
-            await release.wait()
-        return facts()
-
-    h.llm.defaults["extract_facts"] = gated
+    gate = gate_first_extraction(h)
     messages = chat("s1", 8, minutes_ago=30)
     await h.record("s1", messages[:4])
     await ensure_schedule(h.client, h.settings)
     async with h.worker():
         hot = await h.memory.maybe_form_memories("eve", "s1")
-        await entered.wait()  # the hot run is inside extract_facts of messages 1-4
+        await gate.entered.wait()  # the hot run is inside extract_facts of messages 1-4
         await h.record("s1", messages[4:])  # still idle for the cold job: sent 30 minutes ago
         cold = await trigger_schedule(h.client, h.settings)
         formation = h.client.get_workflow_handle(formation_workflow_id("eve", "s1"))
@@ -208,7 +200,7 @@ async def test_a_hot_trigger_racing_a_cold_run_forms_each_message_once(
             return len(signals) == 2
 
         await until(cold_request_arrived, "the cold run's request reaching the hot run")
-        release.set()
+        gate.release.set()
         result = await asyncio.wait_for(cold.result(), 60)
         summary = await formation.result()
     assert hot.started

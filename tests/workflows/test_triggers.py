@@ -11,10 +11,15 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from memory.llm.base import LLMRequest
-from memory.prompts.extract_facts import ExtractedFacts
 from memory.settings import FormationSettings, ReflectionSettings
 from tests.fakes import facts_input, transcript_of
-from tests.harness import Harness, conversation, facts, reflections
+from tests.harness import (
+    Harness,
+    conversation,
+    gate_first_extraction,
+    reflections,
+    triggered_during_a_pass,
+)
 
 
 async def test_maybe_form_waits_for_the_thresholds(
@@ -44,22 +49,10 @@ async def test_messages_recorded_during_a_run_are_formed_by_a_follow_up(
         tmp_path,
         formation=FormationSettings(message_interval=4, trigger_hold_seconds=hold),
     )
-    entered, release = asyncio.Event(), asyncio.Event()
-
-    async def gated(request: LLMRequest) -> ExtractedFacts:
-        if not entered.is_set():
-            entered.set()
-            await release.wait()
-        return facts()
-
-    h.llm.defaults["extract_facts"] = gated
+    gate = gate_first_extraction(h)
     await h.record("s1", conversation(4))
     async with h.worker():
-        first = await h.memory.maybe_form_memories("eve", "s1")
-        await entered.wait()  # the run is inside extract_facts of messages 1-4
-        await h.record("s1", conversation(4, start=4))
-        second = await h.memory.maybe_form_memories("eve", "s1")  # signals the running workflow
-        release.set()
+        first, second = await triggered_during_a_pass(h, gate, "s1", conversation(4, start=4))
         summary = await h.client.get_workflow_handle(first.workflow_id or "").result()
     assert second.workflow_id == first.workflow_id
     assert second.started is (hold == 0)
@@ -76,22 +69,11 @@ async def test_a_held_trigger_is_sent_again_once_the_cursor_moves(
     """Messages that arrive during a run but are not due at its commit wait, and the next due turn
     asks again: the request was held only until its formation committed."""
     h = await Harness.create(time_env, tmp_path, formation=FormationSettings(message_interval=4))
-    entered, release = asyncio.Event(), asyncio.Event()
-
-    async def gated(request: LLMRequest) -> ExtractedFacts:
-        if not entered.is_set():
-            entered.set()
-            await release.wait()
-        return facts()
-
-    h.llm.defaults["extract_facts"] = gated
+    gate = gate_first_extraction(h)
     await h.record("s1", conversation(4))
     async with h.worker():
-        first = await h.memory.maybe_form_memories("eve", "s1")
-        await entered.wait()
-        await h.record("s1", conversation(2, start=4))
-        held = await h.memory.maybe_form_memories("eve", "s1")  # due: 6 pending, cursor at 0
-        release.set()
+        # The second trigger is due (6 pending) with the cursor still at 0: held.
+        first, held = await triggered_during_a_pass(h, gate, "s1", conversation(2, start=4))
         summary = await h.client.get_workflow_handle(first.workflow_id or "").result()
         assert summary["formations"] == 1  # messages 5-6 alone are not due
         await h.record("s1", conversation(2, start=6))
