@@ -50,9 +50,10 @@ class SnapshotReads(LifecycleReads):
 
     @abc.abstractmethod
     async def valid_since(
-        self, agent_id: str, since: datetime
+        self, agent_id: str, since: datetime, owners: Sequence[str]
     ) -> list[tuple[Fact, Sequence[float]]]:
-        """The agent's valid facts updated at or after ``since``, with their vectors."""
+        """The agent's valid facts updated at or after ``since`` whose user id is one of
+        ``owners`` ("": no user id, the agent's own), with their vectors."""
 
     @abc.abstractmethod
     async def reflection_texts(
@@ -94,8 +95,8 @@ async def _formation(reads: SnapshotReads, req: FormationRequest) -> FormationSn
     facts = {f.fact_id: f for f in await reads.facts_by_id(req.fact_ids)}
     facts |= {f.fact_id: f for f in await reads.facts_with_hashes(req.agent_id, req.hashes)}
     recent: list[tuple[Fact, Sequence[float]]] = []
-    if req.recent_since is not None:
-        recent = await reads.valid_since(req.agent_id, req.recent_since)
+    if req.recent_since is not None and req.recent_owners:
+        recent = await reads.valid_since(req.agent_id, req.recent_since, req.recent_owners)
     texts: frozenset[tuple[str, str]] = frozenset()
     if req.reflection_texts:
         texts = await reads.reflection_texts(req.scope_keys, req.reflection_texts)

@@ -34,6 +34,28 @@ async def test_add_similar_to_a_fact_committed_since_is_stale(store: MemoryStore
     assert (await store.commit_formation(other)).facts_added == 1
 
 
+async def test_only_facts_of_the_adds_owner_are_rechecked(store: MemoryStore) -> None:
+    """A similar fact another user formed meanwhile is not this add's candidate (scopes are
+    per owner), so it never makes the decision stale; the agent's own facts are rechecked
+    against the agent's own adds."""
+    one, two = await Former(store, "s1").start(), await Former(store, "s2").start()
+    three = await Former(store, "s3").start()
+    await one.form(
+        add("f1", "The offsite is in Lisbon", unit(1, 0), user_id="u2"),
+        add("f2", "Replies in French", unit(0, 1), scope="agent"),
+    )
+    other_user = rechecked(
+        two.next_commit(add("f3", "The offsite is in Porto", unit(1, 0.1))), 90, {}
+    )
+    assert (await store.commit_formation(other_user)).facts_added == 1
+
+    same_owner = rechecked(
+        three.next_commit(add("f4", "Answers in French", unit(0.1, 1), scope="agent")), 90, {}
+    )
+    with pytest.raises(StaleDecisionError):
+        await store.commit_formation(same_owner)
+
+
 async def test_fact_the_decision_saw_does_not_make_it_stale(store: MemoryStore) -> None:
     one, two = await Former(store, "s1").start(), await Former(store, "s2").start()
     await one.form(add("f1", "The offsite is in Lisbon", unit(1, 0)))

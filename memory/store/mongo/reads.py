@@ -97,9 +97,15 @@ class MongoReads(SnapshotReads):
         return frozenset(mine.get("user_ids", []) if mine else ())
 
     async def valid_since(
-        self, agent_id: str, since: datetime
+        self, agent_id: str, since: datetime, owners: Sequence[str]
     ) -> list[tuple[Fact, Sequence[float]]]:
-        changed = {"agent_id": agent_id, "invalidated": False, "updated_at": {"$gte": ts(since)}}
+        users: list[str | None] = [o for o in owners if o] + ([None] if "" in owners else [])
+        changed = {
+            "agent_id": agent_id,
+            "invalidated": False,
+            "updated_at": {"$gte": ts(since)},
+            "user_id": {"$in": users},  # None matches a missing or null user id
+        }
         return [fact_and_vector(doc) async for doc in self.db.facts.find(changed, session=self.s)]
 
     async def reflection_texts(

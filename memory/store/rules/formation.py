@@ -106,6 +106,10 @@ class FormationRequest(Request[FormationSnapshot]):
     new_cursor: int  # pending messages (count, weighted tokens) after this seq
     users: tuple[str, ...] = ()  # their erasure epochs (rules.erasure)
     recent_since: datetime | None = None  # the agent's valid facts updated since, with vectors
+    # ... of these owners only (a user id; "" the agent's own facts): an add is re-checked against
+    # the facts of its own owner (rules.recheck.check_add), so a busy agent's commit does not read
+    # every fact its other users formed in the last minute inside its write transaction.
+    recent_owners: tuple[str, ...] = ()
     # Reflections of these keys with one of these contents (raw and normalised), absorbed or not.
     reflection_texts: tuple[str, ...] = ()
 
@@ -123,6 +127,9 @@ def formation_request(commit: FormationCommit) -> FormationRequest:
         new_cursor=commit.new_cursor,
         users=commit_users(commit),
         recent_since=recent_since(commit.recheck),
+        recent_owners=tuple(
+            sorted({op.user_id or "" for op in commit.fact_ops if isinstance(op, FactAdd)})
+        ),
         reflection_texts=tuple(
             dict.fromkeys(
                 text

@@ -100,12 +100,14 @@ class SqlReads(SqlLifecycleReads, SnapshotReads):
         return frozenset(await self.db.column(sql, session_id, agent_id))
 
     async def valid_since(
-        self, agent_id: str, since: datetime
+        self, agent_id: str, since: datetime, owners: Sequence[str]
     ) -> list[tuple[Fact, Sequence[float]]]:
-        rows = await self.db.fetch(
+        rows = await self.db.fetch_in(
             f"SELECT {self.db.fact_select}, f.embedding FROM facts AS f WHERE f.agent_id = %s "
-            "AND f.invalidated_at IS NULL AND f.updated_at >= %s",
-            (agent_id, self.db.time(since)),
+            "AND f.invalidated_at IS NULL AND f.updated_at >= %s AND COALESCE(f.user_id, '')",
+            owners,
+            agent_id,
+            self.db.time(since),
         )
         return [(self.db.fact(r), self.db.vector_of(r["embedding"]).tolist()) for r in rows]
 
