@@ -169,7 +169,8 @@ def _pct(values: list[float], q: float) -> float:
 
 def report(tally: Tally, seconds: float, args: argparse.Namespace) -> None:
     print(
-        f"{args.clients} clients, {args.servers} server process(es), {args.workers} worker(s), "
+        f"{args.clients} clients, {args.servers} server process(es), {args.workers} worker(s) "
+        f"at nice {args.worker_nice}, "
         f"think {args.think:g} s, routes {args.routes}, {seconds:.1f} s counted after a "
         f"{args.warmup:g} s warm-up"
     )
@@ -197,7 +198,11 @@ def report(tally: Tally, seconds: float, args: argparse.Namespace) -> None:
 async def main(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory(prefix="mnemos-bench-http-") as tmp:
         async with live_stack(
-            Path(tmp), AGENT, workers=args.workers, servers=args.servers
+            Path(tmp),
+            AGENT,
+            workers=args.workers,
+            servers=args.servers,
+            worker_nice=args.worker_nice,
         ) as stack:
             async with httpx.AsyncClient(
                 headers={"Authorization": f"Bearer {stack.api_key}"}
@@ -225,6 +230,9 @@ if __name__ == "__main__":
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--servers", type=int, default=2)
     parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument(
+        "--worker-nice", type=int, default=0, help="run the workers at this nice level"
+    )
     parser.add_argument(
         "--warmup", type=float, default=10.0, help="seconds run first and not counted"
     )

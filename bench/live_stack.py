@@ -62,8 +62,10 @@ async def _ready(url: str, procs: Sequence[asyncio.subprocess.Process]) -> None:
 
 @contextlib.asynccontextmanager
 async def live_stack(
-    data_dir: Path, agent_id: str, *, workers: int = 1, servers: int = 1
+    data_dir: Path, agent_id: str, *, workers: int = 1, servers: int = 1, worker_nice: int = 0
 ) -> AsyncIterator[Stack]:
+    """``worker_nice``: the workers' CPU priority below the API's (nice), as an operator sharing
+    cores between them would set it."""
     temporal_port = free_port()
     env = {
         **os.environ,
@@ -88,7 +90,11 @@ async def live_stack(
             for _ in range(workers):
                 procs.append(
                     await asyncio.create_subprocess_exec(
-                        _mnemos(), "worker", env=env, stdout=logs[0], stderr=logs[0]
+                        *(["nice", "-n", str(worker_nice)] if worker_nice else []),
+                        *(_mnemos(), "worker"),
+                        env=env,
+                        stdout=logs[0],
+                        stderr=logs[0],
                     )
                 )
             urls = []
