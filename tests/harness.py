@@ -218,10 +218,11 @@ class Harness:
         """One client, as one backend process has (it holds the triggers it sent); a new one when
         a test swaps the Temporal client, store or settings."""
         m = self._memory
-        if m is None or (m.temporal, m.store, m.settings) != (
-            self.client,
-            self.store,
-            self.settings,
+        if (
+            m is None
+            or m.temporal is not self.client
+            or m.store is not self.store
+            or m.settings is not self.settings
         ):
             m = self._memory = MemoryClient(
                 self.client, self.store, self.settings, embedder=self.embedder
