@@ -10,8 +10,19 @@ import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+from temporalio.client import Client
+
 from cli.binaries import temporal_cli
 from workflows.naming import ALL_KEYS
+
+
+async def _answers(target: str) -> bool:
+    """Whether the Temporal server at ``target`` answers a client's connect (its system info)."""
+    try:
+        await Client.connect(target)
+    except RuntimeError:
+        return False
+    return True
 
 
 def _port_open(host: str, port: int) -> bool:
@@ -58,11 +69,13 @@ async def dev_server(
                 raise RuntimeError(
                     f"temporal dev server exited with {proc.returncode}; see {log_path}"
                 )
-            if _port_open(host, port):
+            # An open port is not yet a server that answers: on a loaded machine a client
+            # connecting right then failed ("Failed client connect"), so wait for an answer.
+            if _port_open(host, port) and await _answers(f"{host}:{port}"):
                 break
             await asyncio.sleep(0.2)
         else:
-            raise TimeoutError("temporal dev server did not open its port within 30 s")
+            raise TimeoutError("temporal dev server did not answer within 30 s")
         yield True
     finally:
         if proc.returncode is None:
