@@ -276,24 +276,33 @@ async def search_facts(
 
     searches: list[_Search] = []
     if flt is not None:  # no scope on: nothing to search, and no store call
-        calls: list[Awaitable[_Search]] = []
-        if mode != "text":
+
+        async def vector_half() -> list[_Search]:
             stage = time.perf_counter()
             vectors = await _embed(store, embedder, cleaned)
             timings["embed"] = _ms(stage)
-            calls += [
+            return list(await asyncio.gather(*(
                 _vector(store, i, q, v, flt, limit=limit, threshold=gates["semantic"],
                         debug=debug)
                 for i, (q, v) in enumerate(zip(cleaned, vectors, strict=True))
-            ]  # fmt: skip
-        if mode != "vector":
-            calls += [
+            )))  # fmt: skip
+
+        async def text_half() -> list[_Search]:
+            return list(await asyncio.gather(*(
                 _text(store, i, q, words, flt, limit=limit, threshold=gates["text"])
                 for i, q in enumerate(cleaned)
                 for words in text_queries(q)
-            ]
-        stage = time.perf_counter()
-        searches = list(await asyncio.gather(*calls))
+            )))  # fmt: skip
+
+        # The text half needs no vector: it runs while the queries are embedded (the embedding
+        # is most of a search's time, ~8 ms a query on one core with the default MiniLM).
+        halves: list[Awaitable[list[_Search]]] = []
+        if mode != "text":
+            halves.append(vector_half())
+        if mode != "vector":
+            halves.append(text_half())
+        stage = time.perf_counter()  # "search" spans both halves, the embedding included
+        searches = [s for half in await asyncio.gather(*halves) for s in half]
         timings["search"] = _ms(stage)
 
     stage = time.perf_counter()
