@@ -1,8 +1,9 @@
 """search_facts: hybrid retrieval over the facts one agent turn may see (002 "search_facts").
 
 Pipeline, for 1..max_queries queries:
-1. one embedding call for all queries (vector and hybrid modes);
-2. per query, vector search and text search at once, both pre-filtered inside the store by the
+1. one embedding call for all queries (vector and hybrid modes), while the text searches, which
+   need no vector, already run;
+2. per query, vector search and text search, both pre-filtered inside the store by the
    scopes the turn may see (``visible_scopes``: toggles and the group-chat rule). Each fetches
    top_k × candidate_multiplier candidates. The text search gets the query's content words and,
    when the query holds identifiers ("number 4711", "order A-17": ``memory.identifiers``), a
@@ -57,7 +58,7 @@ from pydantic import BaseModel, ConfigDict
 
 from memory.context import age_suffix, visible_scopes
 from memory.embedding.base import Embedder
-from memory.errors import EmbeddingMismatchError, InvalidInputError
+from memory.errors import EmbeddingMismatchError
 from memory.fusion import (
     Fused,
     RankedList,
@@ -68,14 +69,13 @@ from memory.fusion import (
     with_session_prior,
 )
 from memory.identifiers import identifier_keys
-from memory.input_rules import require_storable
 from memory.models import AgentConfig, FactFilter, FactScope, ScoredFact, SessionInfo
 from memory.query_words import text_queries
+from memory.search_input import check_top_k, clean_queries
 from memory.settings import RagSettings, Settings
 from memory.store.base import MemoryStore, Vector
 
 SearchMode = Literal["hybrid", "vector", "text"]
-MAX_QUERY_CHARS = 2000
 
 # How much each list counts in the fused score (hybrid mode). On LoCoMo (MiniLM + BM25) any vector
 # weight in 0.3–0.5 beats both single methods at every cut; 0.4 is the middle of that plateau.
@@ -138,40 +138,6 @@ class SearchDebug(_Out):
 class SearchResult(_Out):
     hits: list[SearchHit]
     debug: SearchDebug | None = None
-
-
-# ------------------------------------------------------------------ validation
-
-
-def clean_queries(queries: Sequence[str], settings: RagSettings) -> list[str]:
-    """Stripped, deduplicated (case-insensitively, first spelling kept); 1..max_queries given."""
-    if isinstance(queries, str):
-        raise InvalidInputError("queries must be a list of strings, not one string")
-    if not 1 <= len(queries) <= settings.max_queries:
-        raise InvalidInputError(
-            f"search_facts takes 1 to {settings.max_queries} queries, got {len(queries)}"
-        )
-    kept: dict[str, str] = {}
-    for position, query in enumerate(queries, start=1):
-        if not isinstance(query, str):
-            raise InvalidInputError(f"query {position} is not a string")
-        text = require_storable(query, f"query {position}").strip()
-        if not text:
-            raise InvalidInputError(f"query {position} is empty")
-        if len(text) > MAX_QUERY_CHARS:
-            raise InvalidInputError(f"query {position} is longer than {MAX_QUERY_CHARS} characters")
-        kept.setdefault(text.casefold(), text)
-    return list(kept.values())
-
-
-def check_top_k(top_k: int | None, settings: RagSettings) -> int:
-    if top_k is None:
-        return settings.top_k_default
-    if not settings.top_k_min <= top_k <= settings.top_k_max:
-        raise InvalidInputError(
-            f"top_k must be between {settings.top_k_min} and {settings.top_k_max}, got {top_k}"
-        )
-    return top_k
 
 
 # ------------------------------------------------------------------ search

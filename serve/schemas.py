@@ -10,7 +10,7 @@ from pydantic.config import JsonDict
 from client.memory_client import FormationTrigger
 from memory.input_rules import NOT_BLANK, StorableStr, WholeInt
 from memory.models import Id, MessageIn, RecordOutcome
-from memory.rag import MAX_QUERY_CHARS
+from memory.search_input import MAX_QUERY_CHARS
 
 # Stated in the schema; the handlers check it with a clearer message than a pattern's.
 _NOT_BLANK: JsonDict = {"pattern": NOT_BLANK}

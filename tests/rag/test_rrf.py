@@ -8,7 +8,8 @@ from memory.errors import InvalidInputError
 from memory.fusion import FLOOR, RankedList, Source, fuse, normalized, rrf_scores
 from memory.models import Fact, ScoredFact
 from memory.query_words import content_words
-from memory.rag import HYBRID_WEIGHTS, check_top_k, clean_queries
+from memory.rag import HYBRID_WEIGHTS
+from memory.search_input import check_top_k, clean_queries
 from memory.settings import RagSettings
 from tests.rag.builders import T0
 
