@@ -183,12 +183,14 @@ def serve(
         print(f"  export MNEMOS_MODELS__OPENAI_{purpose}={MODEL_ALIAS}")
     sys.stdout.flush()
     with subprocess.Popen(args) as proc:
-        # Stopped with SIGTERM (kill PID), the server goes with it. xllamacpp's server ignores
-        # SIGTERM (llama.cpp's handler sets a flag its embedding never reads), so it is killed
-        # after a grace period: a model server has nothing to flush.
+        # Stopped with SIGTERM (kill PID), the server goes with it: asked to stop (both servers
+        # exit within a second), then killed if still there after a grace period, so no model
+        # server is left holding the cores. It has nothing to flush.
         def stop(*_: object) -> None:
             proc.terminate()
-            threading.Timer(STOP_GRACE_SECONDS, proc.kill).start()
+            killer = threading.Timer(STOP_GRACE_SECONDS, proc.kill)
+            killer.daemon = True  # never keeps this script alive once the server is gone
+            killer.start()
 
         signal.signal(signal.SIGTERM, stop)
         try:
