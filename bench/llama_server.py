@@ -89,8 +89,9 @@ def _extract_llama_cpp(sdist: Path, into: Path) -> Path:
 
 
 def build(cache: Path) -> Path:
-    """The path of a native ``llama-server`` under ``cache``, built now when it is not there."""
-    binary = cache / "llama-server" / "llama-server"
+    """The path of a native ``llama-server`` under ``cache``, built now when it is not there.
+    Kept per source version: a new pin builds anew rather than serving the old binary."""
+    binary = cache / f"llama-server-{SOURCE_VERSION}" / "llama-server"
     if binary.exists():
         return binary
     if not shutil.which("cmake"):
