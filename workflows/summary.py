@@ -8,7 +8,7 @@ from collections import Counter
 
 from pydantic import BaseModel, Field
 
-from memory.pipeline.predecide import by_rule
+from memory.pipeline.predecide import by_rule, refused
 from memory.pipeline.types import DEGRADED, CommitResult, Decision, LlmCall
 
 _MEMO_DEGRADED = 40
@@ -41,6 +41,11 @@ class FormationSummary(BaseModel):
         0, description="Dedup decisions that needed no model (memory/pipeline/predecide.py)"
     )
     decisions_by_model: int = Field(0, description="Dedup decisions the model made")
+    decisions_refused: int = Field(
+        0,
+        description="Of the decisions by rule, the model's UPDATE, DELETE or NONE refused because "
+        "the two facts say nothing in common (the new fact was added)",
+    )
     duration_ms: int = 0
     degraded: list[DegradedStep] = Field(default_factory=list)
     splits: int = Field(0, description="Windows split because a step could not carry them")
@@ -72,6 +77,7 @@ class FormationSummary(BaseModel):
         self.decisions = dict(counts)
         rule = sum(by_rule(d) for d in decisions)
         self.decisions_by_rule += rule
+        self.decisions_refused += sum(refused(d) for d in decisions)
         # A fallback's decisions (degraded) were made by neither.
         self.decisions_by_model += (
             sum(not d.reasoning.startswith(DEGRADED) for d in decisions) - rule
@@ -101,7 +107,7 @@ class FormationSummary(BaseModel):
             "decisions_by_model": self.decisions_by_model,
             "tokens_in": tokens_in,
             "tokens_out": tokens_out,
-        } | self._degraded_memo()
+        } | self._exceptions_memo()
 
     def _degraded_note(self) -> str:
         if not self.degraded:
@@ -113,10 +119,12 @@ class FormationSummary(BaseModel):
             f"{last.reason[:200]}"
         )
 
-    def _degraded_memo(self) -> dict[str, object]:
+    def _exceptions_memo(self) -> dict[str, object]:
+        # Only what happened: a run with neither has the memo runs before these keys had.
+        refused = {"decisions_refused": self.decisions_refused} if self.decisions_refused else {}
         # The newest windows only: a memo is small (a long backlog could degrade window by window).
         recent = self.degraded[-_MEMO_DEGRADED:]
-        return {"degraded": [d.model_dump() for d in recent]} if recent else {}
+        return refused | ({"degraded": [d.model_dump() for d in recent]} if recent else {})
 
 
 class ConsolidationSummary(BaseModel):

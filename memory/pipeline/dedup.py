@@ -2,7 +2,10 @@
 
 Existing facts are shown to the model by short indices, never by id, and every index it returns is
 checked: a decision naming a fact that was not offered as that fact's candidate is rejected (the step is
-retried), never guessed.
+retried), never guessed. A well-formed UPDATE, DELETE or NONE of a fact that says nothing in common
+with the new one (memory/llm/fact_decisions.py nothing_in_common) is refused: the new fact is ADDed,
+the other left as it was. Distinct facts never overwrite each other, nor is one dropped as the other's
+duplicate, on a model's word alone.
 
 The step also embeds the texts its decisions store (ADD texts, UPDATE merges) through the
 content-addressed cache: the commit only reads those vectors, so the store write never waits on the
@@ -17,8 +20,9 @@ from memory.deps import Deps
 from memory.errors import InvalidModelOutputError
 from memory.llm import choose_model
 from memory.llm.base import FIRST, LLMRequest, Retry
+from memory.llm.fact_decisions import nothing_in_common
 from memory.pipeline.embed_cache import embed_cached
-from memory.pipeline.predecide import predecide
+from memory.pipeline.predecide import REFUSED, predecide
 from memory.pipeline.types import (
     DEGRADED,
     CandidatesResult,
@@ -166,6 +170,16 @@ def resolve(
                 f"which was not offered as its candidate"
             )
         target = existing[d.existing_index]
+        if nothing_in_common(fact.content, target.content, numbers=d.event == "NONE"):
+            # Not rejected for a retry: the answer is well formed, and a model that read the
+            # two facts as one would read them so again. The new fact is kept beside the other.
+            out[fact.index] = Decision(
+                new_index=fact.index,
+                event="ADD",
+                final_text=fact.content,
+                reasoning=f"{REFUSED} {d.event} of {target.fact_id}: nothing in common",
+            )
+            continue
         text = None
         if d.event == "UPDATE":
             text = _merged(d.merged_text, fact, max_words) if d.merged_text else fact.content

@@ -33,6 +33,8 @@ from memory.pipeline.types import CandidatesResult, Decision, NewFact, SimilarFa
 RULE = "rule"
 NO_CANDIDATE = f"{RULE}: no similar fact"
 SAME_TEXT = f"{RULE}: states a stored fact again"
+# A model's UPDATE, DELETE or NONE the rules refused (dedup.resolve): the fact is ADDed instead.
+REFUSED = f"{RULE}: refused the model's"
 
 # Words whose presence never changes what a fact says. Negations, tense and prepositions do
 # ("is" / "was", "for" / "by"), so they stay.
@@ -89,3 +91,7 @@ def predecide(
 
 def by_rule(decision: Decision) -> bool:
     return decision.reasoning.startswith(f"{RULE}:")
+
+
+def refused(decision: Decision) -> bool:
+    return decision.reasoning.startswith(REFUSED)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from memory.llm.base import LLMRequest
-from memory.llm.fact_decisions import numbered_apart, split_statement
+from memory.llm.fact_decisions import nothing_in_common, numbered_apart, split_statement
 from memory.llm.heuristic import HeuristicProvider
 from memory.prompts.decide_facts import (
     DecideFactsInput,
@@ -140,3 +140,84 @@ def test_numbered_apart_tells_numbered_things_apart_and_nothing_else() -> None:
     assert numbered_apart("Order A-2 ships on 3 May", "Order A-1 ships on 3 May")
     assert not numbered_apart("Ben's birthday is 3 May", "Anna's birthday is 3 May")  # names
     assert not any(numbered_apart(new, old) for old, new in NEW_VALUE + SAME + NO_LONGER)
+
+
+# Changes a real 1.5B model made that the rule refuses (new fact, the fact it would have changed):
+# samples/corrections.json on the native build, and LoCoMo conv-30 (data/decide-locomo.jsonl).
+MODEL_OVERWRITES = [
+    (
+        "The total budget for the Mars Festival was raised to $70,000.",
+        "The Mars Festival opens on March 15, 2027 in Lisbon.",
+    ),
+    ("Gina appreciates Jon's help and support.", "Gina found a place with great natural light."),
+    (
+        "Jon is determined to find the right spot - when I do, I'm sure the rest will follow!",
+        "Jon is passionate about dancing and wants to share it with others.",
+    ),
+    ("The Mars Festival budget is now $70,000.", "The Mars Festival takes place in Lisbon."),
+]
+# Corrections as the bundled samples and check-model state them: each shares what it corrects.
+SAMPLE_CORRECTIONS = [
+    (
+        "The total budget for the Mars Festival was raised to $70,000.",
+        "The total budget is $50,000.",
+    ),
+    (
+        "Carla Reyes replaces Bob Martins as our head of logistics from December.",
+        "Bob Martins is our head of logistics.",
+    ),
+    ("Carla Reyes is our new Head of Logistics.", "Bob Martins is our Head of Logistics."),
+    (
+        "The vendor contract deadline moved to January 20, 2027.",
+        "The vendor contract deadline is January 24, 2027.",
+    ),
+    (
+        "Alice's new email address is alice.m@acme-robotics.example.",
+        "Alice's email is alice@acme-robotics.example.",
+    ),
+    (
+        "The Mars Festival opening is scheduled for March 22, 2027.",
+        "The Mars Festival opens on March 15, 2027 in Lisbon.",
+    ),
+    ("The Mars Festival budget is now $70,000.", "The Mars Festival budget is $50,000."),
+]
+
+
+@pytest.mark.parametrize(("new", "old"), MODEL_OVERWRITES)
+def test_a_change_between_facts_that_say_nothing_in_common_is_refused(new: str, old: str) -> None:
+    assert nothing_in_common(new, old, numbers=False)
+    assert nothing_in_common(new, old, numbers=True)
+
+
+@pytest.mark.parametrize(
+    ("old", "new"), NEW_VALUE + NO_LONGER + SAME + [(o, n) for n, o in SAMPLE_CORRECTIONS]
+)
+def test_a_correction_shares_what_it_corrects(old: str, new: str) -> None:
+    assert not nothing_in_common(new, old, numbers=False)
+
+
+def test_a_number_in_common_counts_only_for_a_restatement() -> None:
+    new, old = "Alice was born on March 3.", "Alice's birthday is on March 3."
+    assert nothing_in_common(new, old, numbers=False)
+    assert not nothing_in_common(new, old, numbers=True)
+
+
+def test_a_name_is_evidence_only_outside_whom_the_facts_are_about() -> None:
+    # "Alice" says whom both concern; "Lisbon" is something said of her.
+    assert nothing_in_common("Alice moved to Berlin", "Alice lives in Paris", numbers=False)
+    assert not nothing_in_common("Alice moved to Lisbon", "Alice lives in Lisbon", numbers=False)
+    # Bob is whom the stored fact is about: naming him is not enough to replace it.
+    assert nothing_in_common(
+        "Carla Reyes replaces Bob Martins.", "Bob Martins is our Head of Logistics.", numbers=False
+    )
+
+
+@pytest.mark.parametrize(
+    ("stored", "new"), ANOTHER_THING + BOTH_HOLD + NEW_VALUE + SAME + NO_LONGER
+)
+async def test_the_offline_rules_never_make_a_change_the_guard_refuses(
+    stored: str, new: str
+) -> None:
+    """The guard is for a model's word: the rules' own decisions pass it unchanged."""
+    event, _ = await decide(stored, new)
+    assert event == "ADD" or not nothing_in_common(new, stored, numbers=event == "NONE")

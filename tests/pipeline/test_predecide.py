@@ -3,8 +3,10 @@ everything else (a correction, a restatement in other words) left to the model."
 
 from __future__ import annotations
 
+from memory.pipeline.dedup import resolve
 from memory.pipeline.predecide import by_rule, predecide, words
 from memory.pipeline.types import CandidatesResult, Decision, NewFact, SimilarFact
+from memory.prompts.decide_facts import FactDecision
 from workflows.summary import FormationSummary
 
 
@@ -79,3 +81,27 @@ def test_the_formation_summary_counts_decisions_by_rule_and_by_model() -> None:
     assert (summary.decisions_by_rule, summary.decisions_by_model) == (2, 1)
     memo = summary.memo()
     assert memo["decisions_by_rule"] == 2 and memo["decisions_by_model"] == 1
+    assert "decisions_refused" not in memo  # none refused: the memo reads as it always did
+
+
+def test_the_formation_summary_counts_the_models_changes_the_rule_refused() -> None:
+    summary = FormationSummary()
+    [refused] = resolve(
+        [FactDecision(new_fact_index=0, event="UPDATE", existing_index=0, merged_text=None)],
+        [_fact(0, "Gina appreciates Jon's help and support.")],
+        [
+            SimilarFact(
+                fact_id="f-light",
+                content="Gina found a place with great natural light.",
+                version=1,
+                similarity=0.7,
+            )
+        ],
+        {0: {0}},
+    )
+
+    summary.add_decisions([refused])
+
+    assert (refused.event, refused.existing_id) == ("ADD", None)
+    assert (summary.decisions_by_rule, summary.decisions_by_model) == (1, 0)
+    assert summary.decisions_refused == 1 and summary.memo()["decisions_refused"] == 1

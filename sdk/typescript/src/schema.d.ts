@@ -829,6 +829,12 @@ export interface components {
              */
             decisions_by_model?: number;
             /**
+             * Decisions Refused
+             * @description Of the decisions by rule, the model's UPDATE, DELETE or NONE refused because the two facts say nothing in common (the new fact was added)
+             * @default 0
+             */
+            decisions_refused?: number;
+            /**
              * Duration Ms
              * @default 0
              */
