@@ -29,7 +29,7 @@ from cli.common import JsonOption, emit, fail, load_settings, progress, run
 from memory.deps import Deps
 from memory.embedding import make_embedder
 from memory.llm import choose_model, make_llm, resolve_provider
-from memory.model_check import STEPS, CheckReport, check_model
+from memory.model_check import SECOND_LOOKS, STEPS, CheckReport, check_model
 from memory.model_check_cases import CaseResult, Support, probe_structured, run_cases
 from memory.model_check_record import CallRecord, Recorder, StepFigures
 from memory.settings import Settings
@@ -73,9 +73,11 @@ async def _check(
 
 def _verdicts(q: Qualification, threshold: float) -> dict[str, tuple[StepFigures, str]]:
     out = {}
-    for step in STEPS:
+    # The second look at a possible restatement is asked only when a decision needs it.
+    called = [s for s in SECOND_LOOKS if any(c.task == s for c in q.calls)]
+    for step in (*STEPS, *called):
         figures = StepFigures.of(c for c in q.calls if c.task == step)
-        fallbacks = q.report.steps[step].fallbacks
+        fallbacks = _fallbacks(q, step)
         if not figures.calls:
             verdict = "FAIL: never called"
         elif not figures.valid:
@@ -88,6 +90,11 @@ def _verdicts(q: Qualification, threshold: float) -> dict[str, tuple[StepFigures
             verdict = "PASS"
         out[step] = (figures, verdict)
     return out
+
+
+def _fallbacks(q: Qualification, step: str) -> int:
+    """How often the step's fallback was taken (a second look has none: its decision stands)."""
+    return q.report.steps[step].fallbacks if step in q.report.steps else 0
 
 
 def _step_line(step: str, f: StepFigures, verdict: str) -> str:
@@ -159,8 +166,7 @@ def check_model_command(
         "threshold": threshold,
         "structured_output": {"server": q.support, "note": q.support_note, "used": q.mode},
         "steps": {
-            step: dataclasses.asdict(f)
-            | {"verdict": v, "fallbacks": q.report.steps[step].fallbacks}
+            step: dataclasses.asdict(f) | {"verdict": v, "fallbacks": _fallbacks(q, step)}
             for step, (f, v) in verdicts.items()
         },
         "cases": [dataclasses.asdict(c) for c in q.cases],

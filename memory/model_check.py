@@ -34,6 +34,9 @@ from memory.pipeline.types import (
 )
 
 STEPS = ("extract_facts", "decide_facts", "extract_reflections", "consolidate")
+# Asked by decide_facts only when the model kept a fact that may state a stored one again
+# (memory/pipeline/restatements.py): reported when called, never required.
+SECOND_LOOKS = ("same_fact",)
 
 
 @dataclass

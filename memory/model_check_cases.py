@@ -31,7 +31,8 @@ from memory.llm.base import LLMProvider, LLMRequest, Retry
 from memory.model_check_record import Recorder
 from memory.models import AgentConfig
 from memory.pipeline.dedup import resolve
-from memory.pipeline.types import NewFact, SimilarFact
+from memory.pipeline.restatements import second_look
+from memory.pipeline.types import Decision, NewFact, SimilarFact
 from memory.prompts import DecideFactsInput, ExtractFactsInput, PromptMessage, TaskInput
 from memory.prompts.decide_facts import ExistingFactShown, FactDecisions, NewFactShown
 from memory.prompts.extract_facts import ExtractedFacts
@@ -141,24 +142,31 @@ async def decide_case(
         max_words=settings.facts.max_words,
     )
 
-    def check(answer: FactDecisions) -> str:
+    def check(answer: FactDecisions) -> Decision:
         [decision] = resolve(
             answer.decisions, [new], existing, offered, max_words=settings.facts.max_words
         )
-        target = (
-            [e.fact_id for e in existing].index(decision.existing_id)
-            if decision.existing_id
-            else None
-        )
-        return decision.event + (f" of {target}" if target is not None else "")
+        return decision
 
     got = await _ask(llm, settings, task, "fast", FactDecisions, check, attempts)
+    if isinstance(got, Decision):  # as formation takes it: a kept restatement is looked at again
+        model = choose_model(settings, llm.name, "fast", 0)
+        before = len(llm.calls) if isinstance(llm, Recorder) else 0
+        [got], again = await second_look(llm, model, [got], [new], {0: existing})
+        if isinstance(llm, Recorder):
+            for made in llm.calls[before:][: len(again)]:
+                made.valid = True
+    said = _said(got, existing) if isinstance(got, Decision) else "no valid answer"
     expected = case.event + (
         f" of {case.existing_index}" if case.existing_index is not None else ""
     )
-    return CaseResult(
-        case.name, "decide_facts", expected, str(got or "no valid answer"), got == expected
-    )
+    return CaseResult(case.name, "decide_facts", expected, said, said == expected)
+
+
+def _said(decision: Decision, existing: list[SimilarFact]) -> str:
+    ids = [e.fact_id for e in existing]
+    target = ids.index(decision.existing_id) if decision.existing_id else None
+    return decision.event + (f" of {target}" if target is not None else "")
 
 
 async def relative_date_case(llm: LLMProvider, settings: Settings, attempts: int) -> CaseResult:

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict
 from memory import tracing
 from memory.prompts import TaskInput, render
 
-Task = Literal["extract_facts", "decide_facts", "extract_reflections", "consolidate"]
+Task = Literal["extract_facts", "decide_facts", "extract_reflections", "consolidate", "same_fact"]
 
 _REPAIR = (
     "\n\nThis is attempt {attempt}: an earlier answer was rejected{why}. Answer again, briefly, "

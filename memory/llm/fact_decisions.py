@@ -37,6 +37,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from memory.prompts.decide_facts import DecideFactsInput, FactDecision, FactDecisions
+from memory.prompts.same_fact import SameFact, SameFactInput
+from memory.tense import sentence_tense
 
 Event = Literal["ADD", "UPDATE", "DELETE", "NONE"]
 
@@ -343,6 +345,33 @@ def nothing_in_common(new: str, old: str, *, numbers: bool) -> bool:
     return not shared - a.subject - b.subject
 
 
+def may_restate(new: str, stored: str) -> bool:
+    """Whether a new fact may state a stored one again in other words, so that a model is asked
+    (memory/pipeline/restatements.py): the same numbers and names, at least one of them a value
+    (not only whom the facts are about), no denial on one side only, no more content words than
+    the stored fact (a restatement adds nothing), no word they share in another tense ("The user
+    worked at Google" / "… works at Google"), and no subject that each names a part of the other
+    lacks ("the review meeting" / "the budget meeting", "Alice's sister" / "Alice's").
+
+    "Alice was born on March 3." / "Alice's birthday is on March 3." may; "Alice's flight was
+    cancelled on March 3." / "Alice's flight is on March 3." may not (it adds "cancelled"), nor
+    "Alice was born in March." (other numbers). A model's yes decides the rest."""
+    a, b = _said(new), _said(stored)
+    if parse_fact(new).negated != parse_fact(stored).negated:
+        return False
+    if a.common & b.common and sentence_tense(new) != sentence_tense(stored):
+        return False  # the same words in another tense: "worked at Google" for "works at"
+    if a.numbers != b.numbers or a.names != b.names or len(a.common) > len(b.common):
+        return False
+    if a.subject is not None and b.subject is not None:
+        if a.subject - b.subject and b.subject - a.subject:
+            return False
+        about = a.subject | b.subject
+    else:
+        about = frozenset()
+    return bool(a.numbers or a.names - about)
+
+
 def compare(new: ParsedFact, old: ParsedFact) -> tuple[Event, float]:
     """The event a new fact makes of one stored fact, with how alike they are (to rank several)."""
     core, full = (
@@ -387,6 +416,11 @@ def _decide(index: int, content: str, existing: list[tuple[int, str]]) -> FactDe
     _, _, best, event = min(matches)
     # The new fact's own text is stored: the rules never merge, so they send no merged_text.
     return FactDecision(new_fact_index=index, event=event, existing_index=best, merged_text=None)
+
+
+def same_fact(p: SameFactInput) -> SameFact:
+    """The offline answer: the same fact when the rules read it as a duplicate (NONE)."""
+    return SameFact(same=compare(parse_fact(p.new), parse_fact(p.stored))[0] == "NONE")
 
 
 def decide_facts(p: DecideFactsInput) -> FactDecisions:

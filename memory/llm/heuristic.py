@@ -12,13 +12,14 @@ from pydantic import BaseModel
 from memory.errors import MalformedOutputError
 from memory.ids import normalize_text
 from memory.llm.base import LLMProvider, LLMRequest, LLMResult, Usage
-from memory.llm.fact_decisions import decide_facts
+from memory.llm.fact_decisions import decide_facts, same_fact
 from memory.prompts import (
     ConsolidateInput,
     DecideFactsInput,
     ExtractFactsInput,
     ExtractReflectionsInput,
     PromptMessage,
+    SameFactInput,
 )
 from memory.prompts.consolidate import (
     MAX_ITEM_CHARS,
@@ -333,6 +334,8 @@ def _answer(request: LLMRequest) -> BaseModel:
             return extract_reflections(p)
         case ConsolidateInput() as p:
             return consolidate(p)
+        case SameFactInput() as p:
+            return same_fact(p)
 
 
 class HeuristicProvider(LLMProvider):

@@ -1,4 +1,5 @@
-"""Step 5: one batched ADD / UPDATE / DELETE / NONE decision for the facts that have similar ones.
+"""Step 5: one batched ADD / UPDATE / DELETE / NONE decision for the facts that have similar ones,
+and a yes/no second look at a kept fact that may state a stored one again (restatements.py).
 
 Existing facts are shown to the model by short indices, never by id, and every index it returns is
 checked: a decision naming a fact that was not offered as that fact's candidate is rejected (the step is
@@ -23,6 +24,7 @@ from memory.llm.base import FIRST, LLMRequest, Retry
 from memory.llm.fact_decisions import nothing_in_common
 from memory.pipeline.embed_cache import embed_cached
 from memory.pipeline.predecide import REFUSED, predecide
+from memory.pipeline.restatements import second_look
 from memory.pipeline.types import (
     DEGRADED,
     CandidatesResult,
@@ -134,8 +136,10 @@ async def _decide(
     )
     result = await deps.llm.generate_structured(request, FactDecisions)
     max_words = deps.settings.facts.max_words
-    decisions += resolve(result.value.decisions, contested, existing, offered, max_words=max_words)
-    return sorted(decisions, key=lambda d: d.new_index), [llm_call(request, result.usage)]
+    resolved = checked(result.value.decisions, contested, existing, offered, max_words=max_words)
+    looked, again = await second_look(deps.llm, request.model, resolved, contested, asked)
+    decisions += in_message_order(looked)
+    return sorted(decisions, key=lambda d: d.new_index), [llm_call(request, result.usage), *again]
 
 
 def resolve(
@@ -146,13 +150,21 @@ def resolve(
     *,
     max_words: int = 30,
 ) -> list[Decision]:
-    """Validate the model's decisions and map indices back to fact ids, in message order.
-    Raises InvalidModelOutputError.
+    """The model's decisions checked (``checked``) and put in message order (``in_message_order``).
+    Raises InvalidModelOutputError."""
+    return in_message_order(checked(raw, contested, existing, offered, max_words=max_words))
 
-    Several new facts may change one existing fact (a correction of a correction): they apply in
-    the order the facts were said, each a version of that fact, so the later statement wins and
-    the history keeps the others. Only the last of them may retire it (DELETE); an earlier DELETE
-    becomes an UPDATE, the version it stated kept in the history."""
+
+def checked(
+    raw: list[FactDecision],
+    contested: list[NewFact],
+    existing: list[SimilarFact],
+    offered: dict[int, set[int]],
+    *,
+    max_words: int = 30,
+) -> list[Decision]:
+    """Validate the model's decisions and map indices back to fact ids, by new fact index.
+    Raises InvalidModelOutputError."""
     by_index = {f.index: f for f in contested}
     out: dict[int, Decision] = {}
     for d in raw:
@@ -195,7 +207,7 @@ def resolve(
     missing = sorted(set(by_index) - set(out))
     if missing:
         raise InvalidModelOutputError(f"no decision for new facts {missing}")
-    return _in_message_order([out[i] for i in sorted(out)])
+    return [out[i] for i in sorted(out)]
 
 
 def _merged(text: str, fact: NewFact, max_words: int) -> str:
@@ -216,8 +228,11 @@ def _merged(text: str, fact: NewFact, max_words: int) -> str:
     return merged
 
 
-def _in_message_order(decisions: list[Decision]) -> list[Decision]:
-    """Of the changes to one existing fact, only the last may retire it."""
+def in_message_order(decisions: list[Decision]) -> list[Decision]:
+    """Several new facts may change one existing fact (a correction of a correction): they apply
+    in the order the facts were said, each a version of that fact, so the later statement wins and
+    the history keeps the others. Only the last of them may retire it (DELETE); an earlier DELETE
+    becomes an UPDATE, the version it stated kept in the history."""
     last: dict[str, int] = {}
     for d in decisions:
         if d.event in ("UPDATE", "DELETE") and d.existing_id is not None:

@@ -11,15 +11,26 @@ from typing import Annotated
 
 from pydantic import Field
 
-from memory.prompts import consolidate, decide_facts, extract_facts, extract_reflections
+from memory.prompts import (
+    consolidate,
+    decide_facts,
+    extract_facts,
+    extract_reflections,
+    same_fact,
+)
 from memory.prompts.common import PromptMessage, Rendered, tag
 from memory.prompts.consolidate import ConsolidateInput
 from memory.prompts.decide_facts import DecideFactsInput
 from memory.prompts.extract_facts import ExtractFactsInput
 from memory.prompts.extract_reflections import ExtractReflectionsInput
+from memory.prompts.same_fact import SameFactInput
 
 TaskInput = Annotated[
-    ExtractFactsInput | DecideFactsInput | ExtractReflectionsInput | ConsolidateInput,
+    ExtractFactsInput
+    | DecideFactsInput
+    | ExtractReflectionsInput
+    | ConsolidateInput
+    | SameFactInput,
     Field(discriminator="task"),
 ]
 
@@ -34,6 +45,8 @@ def render(inp: TaskInput) -> Rendered:
             return extract_reflections.render(inp)
         case ConsolidateInput():
             return consolidate.render(inp)
+        case SameFactInput():
+            return same_fact.render(inp)
 
 
 __all__ = [
@@ -43,6 +56,7 @@ __all__ = [
     "ExtractReflectionsInput",
     "PromptMessage",
     "Rendered",
+    "SameFactInput",
     "TaskInput",
     "render",
     "tag",

@@ -6,7 +6,12 @@ from __future__ import annotations
 import pytest
 
 from memory.llm.base import LLMRequest
-from memory.llm.fact_decisions import nothing_in_common, numbered_apart, split_statement
+from memory.llm.fact_decisions import (
+    may_restate,
+    nothing_in_common,
+    numbered_apart,
+    split_statement,
+)
 from memory.llm.heuristic import HeuristicProvider
 from memory.prompts.decide_facts import (
     DecideFactsInput,
@@ -221,3 +226,37 @@ async def test_the_offline_rules_never_make_a_change_the_guard_refuses(
     """The guard is for a model's word: the rules' own decisions pass it unchanged."""
     event, _ = await decide(stored, new)
     assert event == "ADD" or not nothing_in_common(new, stored, numbers=event == "NONE")
+
+
+# (new, stored): a model is asked whether the new one states the stored one again.
+MAY_RESTATE = [
+    ("Alice was born on March 3.", "Alice's birthday is on March 3."),
+    ("Sam has a dog named Max.", "Sam's dog is called Max."),
+    ("Tom is an engineer at Acme.", "Tom works at Acme as an engineer."),
+    (
+        "The vendor contracts are due January 20, 2027.",
+        "The vendor contract deadline is January 20, 2027.",
+    ),
+]
+# Never asked: another value, a denial, a detail added, another thing, nothing but the person.
+NEVER_ASKED = [
+    ("Alice was born in March.", "Alice's birthday is on March 3."),
+    ("Alice's flight was cancelled on March 3.", "Alice's flight is on March 3."),
+    ("The review meeting is on March 3.", "The budget meeting is on March 3."),
+    ("Alice's sister was born on March 3.", "Alice's birthday is on March 3."),
+    ("Alice no longer works at Acme.", "Alice works at Acme."),
+    ("Alice works at Acme as an engineer.", "Alice works at Acme."),
+    ("Alice enjoys hiking.", "Alice likes to hike."),
+    ("The user worked at Google.", "The user works at Google."),
+    *((new, old) for old, new in NEW_VALUE),
+]
+
+
+@pytest.mark.parametrize(("new", "stored"), MAY_RESTATE)
+def test_a_restatement_in_other_words_may_be_asked_about(new: str, stored: str) -> None:
+    assert may_restate(new, stored)
+
+
+@pytest.mark.parametrize(("new", "stored"), NEVER_ASKED)
+def test_a_change_is_never_asked_about(new: str, stored: str) -> None:
+    assert not may_restate(new, stored)

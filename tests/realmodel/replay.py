@@ -94,6 +94,7 @@ _SCHEMAS = {
     "FactDecisions": "decide_facts",
     "ExtractedReflections": "extract_reflections",
     "ConsolidatedSections": "consolidate",
+    "SameFact": "same_fact",
 }
 
 

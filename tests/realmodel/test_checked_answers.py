@@ -52,13 +52,16 @@ async def test_the_real_answers_form_the_sample_conversation_through_the_workflo
             formed = await h.form(session_id)
 
     assert formed.degraded == [] and formed.formations == 1
-    # The schema makes a user fact's speaker an enum of the window's speaker ids: the model's
-    # three user facts are alice's (an earlier recording named her "Alice" and lost them).
-    assert formed.facts_extracted == 4 and formed.facts_added == 4
+    # This recording (2026-11-26, a cold server) kept the festival's two facts, both in agent
+    # scope, and missed Alice's job: what a 1.5B model gives, replayed as it is.
+    assert formed.facts_extracted == 2 and formed.facts_added == 2
     assert formed.reflections_added >= 1
     stored = await h.all_facts(user_id="alice")  # the agent's facts and alice's
-    users = [f for f in stored if f.scope == "user"]
-    assert len(stored) == 4 and len(users) == 3 and {f.user_id for f in users} == {"alice"}
+    assert sorted(f.content for f in stored) == [
+        "The Mars Festival opens on March 15, 2027 in Lisbon.",
+        "The total budget is $50,000.",
+    ]
+    assert {f.scope for f in stored} == {"agent"}
     assert stored and all(f.source_message_ids for f in stored)
     said = {m.message_id for m in messages}
     assert all(set(f.source_message_ids) <= said for f in stored)
@@ -92,7 +95,9 @@ def test_check_model_replayed_offline_gives_the_real_runs_verdicts(
     # The model kept "yesterday"; formation's date rule (memory/dates.py) resolves it.
     passed = {c["name"]: c["passed"] for c in replayed["cases"]}
     assert passed == {
-        "duplicate": False,  # the model said ADD for "Alice was born on March 3."
+        # The model said ADD for "Alice was born on March 3."; asked once more, of that pair
+        # alone, it said the same fact (memory/pipeline/restatements.py): NONE.
+        "duplicate": True,
         "correction": True,
         "new fact": True,
         "relative date": True,
@@ -102,4 +107,5 @@ def test_check_model_replayed_offline_gives_the_real_runs_verdicts(
     assert "9 March 2026" in next(
         c["got"] for c in replayed["cases"] if c["name"] == "relative date"
     )
-    assert result.exit_code == 0 and replayed["passed"] is True, result.stdout  # 4/5 ≥ 0.8
+    assert result.exit_code == 0 and replayed["passed"] is True, result.stdout  # 5/5
+    assert steps["same_fact"]["calls"] == 1 == steps["same_fact"]["valid"]

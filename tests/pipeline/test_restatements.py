@@ -1,0 +1,118 @@
+"""A restatement is NONE (issue #22): after the batched decision kept a fact that may state a
+stored one again, that one pair is asked once more, and a yes makes the decision NONE. The pair is
+asked only where the rules allow a restatement; an unreadable answer keeps the first decision."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memory.deps import Deps
+from memory.errors import MalformedOutputError
+from memory.llm.base import LLMRequest
+from memory.pipeline import dedup
+from memory.pipeline.types import CandidatesResult, NewFact, SimilarFact
+from memory.prompts.same_fact import SameFactInput
+from memory.settings import Settings
+from memory.store.sqlite import SQLiteStore
+from tests.fakes import ScriptedLLM, WordHashEmbedder
+from tests.realmodel.identifier_cases import AGENT, window
+
+LIBRARY = SimilarFact(
+    fact_id="f-library", content="Alice works at the city library.", version=1, similarity=0.6
+)
+BIRTHDAY = SimilarFact(
+    fact_id="f-birthday", content="Alice's birthday is on March 3.", version=2, similarity=0.8
+)
+looped = MalformedOutputError("the answer repeated itself")
+FLIGHT = SimilarFact(
+    fact_id="f-flight", content="Alice's flight is on March 3.", version=1, similarity=0.9
+)
+
+
+@pytest.fixture
+async def deps(tmp_path: Path) -> Deps:
+    store = SQLiteStore(tmp_path / "mnemos.db")
+    await store.setup()
+    await store.upsert_agent(AGENT)
+    return Deps(settings=Settings(), store=store, llm=ScriptedLLM(), embedder=WordHashEmbedder())
+
+
+async def _decide(
+    deps: Deps,
+    said: str,
+    stored: list[SimilarFact],
+    event: str,
+    target: int | None,
+    same: dict[str, bool] | Exception,
+) -> tuple[str, str | None, str]:
+    llm = deps.llm
+    assert isinstance(llm, ScriptedLLM)
+    answer = {"new_fact_index": 0, "event": event, "existing_index": target, "merged_text": None}
+    llm.script("decide_facts", {"decisions": [answer]})
+    llm.script("same_fact", same)
+    new = [NewFact(index=0, content=said, scope="user")]
+    decided = await dedup.decide(deps, window(), new, CandidatesResult(by_new_index={0: stored}))
+    [d] = decided.decisions
+    # Every call answered is counted in the formation's usage, the second look's too.
+    answered = [r.task for r in llm.requests if r.task == "decide_facts" or same is not looped]
+    assert [c.task for c in decided.llm] == answered
+    return d.event, d.existing_id, d.reasoning
+
+
+def _asked(deps: Deps) -> list[tuple[str, str]]:
+    assert isinstance(deps.llm, ScriptedLLM)
+    pairs = [r.task_input for r in deps.llm.calls("same_fact")]
+    return [(p.stored, p.new) for p in pairs if isinstance(p, SameFactInput)]
+
+
+async def test_a_restatement_the_model_added_is_none_when_it_says_the_same(deps: Deps) -> None:
+    said = "Alice was born on March 3."
+    got = await _decide(deps, said, [LIBRARY, BIRTHDAY], "ADD", None, {"same": True})
+    assert got == ("NONE", "f-birthday", "restates f-birthday")
+    assert _asked(deps) == [(BIRTHDAY.content, said)]  # the pair that may restate, not the other
+
+
+async def test_a_restatement_the_model_updated_is_none_when_it_says_the_same(deps: Deps) -> None:
+    got = await _decide(deps, "Alice was born on March 3.", [BIRTHDAY], "UPDATE", 0, {"same": True})
+    assert got == ("NONE", "f-birthday", "restates f-birthday")
+
+
+async def test_a_no_keeps_the_first_decision(deps: Deps) -> None:
+    got = await _decide(
+        deps, "Alice was born on March 3.", [BIRTHDAY], "ADD", None, {"same": False}
+    )
+    assert got == ("ADD", None, "")
+
+
+async def test_an_unreadable_answer_keeps_the_first_decision(deps: Deps) -> None:
+    got = await _decide(deps, "Alice was born on March 3.", [BIRTHDAY], "ADD", None, looped)
+    assert got == ("ADD", None, "")
+
+
+@pytest.mark.parametrize(
+    ("said", "event", "target"),
+    [
+        ("Alice's flight was cancelled on March 3.", "UPDATE", 0),  # adds "cancelled"
+        ("Alice's flight is on March 4.", "UPDATE", 0),  # another date
+        ("Alice no longer has a flight on March 3.", "DELETE", 0),  # not kept: retired
+    ],
+)
+async def test_a_change_is_never_asked_about(
+    deps: Deps, said: str, event: str, target: int
+) -> None:
+    got = await _decide(deps, said, [FLIGHT], event, target, {"same": True})
+    assert got[:2] == (event, "f-flight") and _asked(deps) == []
+
+
+async def test_the_offline_provider_answers_by_its_rules() -> None:
+    from memory.llm.heuristic import HeuristicProvider
+    from memory.prompts.same_fact import SameFact
+
+    async def same(stored: str, new: str) -> bool:
+        request = LLMRequest.of(SameFactInput(stored=stored, new=new), model="heuristic-rules-v1")
+        return (await HeuristicProvider().generate_structured(request, SameFact)).value.same
+
+    assert await same("Alice likes pizza.", "alice likes pizza")
+    assert not await same("Alice lives in Paris", "Alice lives in Berlin")
