@@ -13,7 +13,16 @@ from typing import Any
 
 import pytest
 
-from tests.fake_provider_server import Received, Reply, openai_chat
+from memory.deps import Deps
+from memory.errors import MnemosError
+from memory.llm.openai_provider import OpenAIProvider
+from memory.pipeline import dedup
+from memory.pipeline.types import CandidatesResult, DecisionsResult, NewFact
+from memory.settings import Settings
+from memory.store.sqlite import SQLiteStore
+from tests.fake_provider_server import FakeProviderServer, Received, Reply, openai_chat
+from tests.fakes import WordHashEmbedder
+from tests.realmodel.identifier_cases import AGENT, window
 
 FILE = "qwen2.5-coder-1.5b-q4km.jsonl"
 ENV = "MNEMOS_REAL_MODEL_DATA"  # a directory holding FILE, when ../shared is elsewhere
@@ -125,3 +134,36 @@ class Replayer:
         answer = next(self._cycles[task_of(request)])
         self.served.append(answer)
         return answer.reply()
+
+
+async def decide_replayed(
+    line: dict[str, Any], facts: list[NewFact], candidates: CandidatesResult, tmp_path: Path
+) -> tuple[DecisionsResult | MnemosError, list[Received]]:
+    """A recorded decide answer (``content``, ``usage``, ``finish_reason``) served back through the
+    fake OpenAI-compatible server into the pipeline's own decision step on a fresh SQLite store:
+    its result (or the error that rejects the answer: the step would be retried) and the requests
+    the model got (none when the rules decided everything)."""
+    store = SQLiteStore(tmp_path / "mnemos.db")
+    await store.setup()
+    await store.upsert_agent(AGENT)
+    with FakeProviderServer() as server:
+        server.script(
+            openai_chat(
+                line["content"],
+                model="qwen2.5-coder-1.5b-q4km",
+                prompt_tokens=line["usage"]["prompt_tokens"],
+                completion_tokens=line["usage"]["completion_tokens"],
+                finish_reason=line["finish_reason"],
+            )
+        )
+        llm = OpenAIProvider(api_key=None, base_url=server.openai_base_url)
+        deps = Deps(settings=Settings(), store=store, llm=llm, embedder=WordHashEmbedder())
+        try:
+            outcome: DecisionsResult | MnemosError = await dedup.decide(
+                deps, window(), facts, candidates
+            )
+        except MnemosError as exc:
+            outcome = exc
+        finally:
+            await deps.close()
+        return outcome, server.requests

@@ -13,15 +13,9 @@ from typing import Any
 
 import pytest
 
-from memory.deps import Deps
 from memory.errors import MnemosError
-from memory.llm.openai_provider import OpenAIProvider
-from memory.pipeline import dedup
-from memory.settings import Settings
-from memory.store.sqlite import SQLiteStore
-from tests.fake_provider_server import FakeProviderServer, openai_chat
-from tests.fakes import WordHashEmbedder
-from tests.realmodel.identifier_cases import AGENT, CASES, Case, window
+from tests.realmodel.identifier_cases import CASES, Case
+from tests.realmodel.replay import decide_replayed
 
 DATA = Path(__file__).parent / "data" / "decide-identifiers.jsonl"
 RECORDED: dict[str, dict[str, Any]] = {
@@ -58,29 +52,13 @@ def test_the_recordings_cover_both_kinds_of_pair() -> None:
 async def test_a_recorded_decision_through_the_pipeline(name: str, tmp_path: Path) -> None:
     case: Case = BY_NAME[name]
     line = RECORDED[name]
-    store = SQLiteStore(tmp_path / "mnemos.db")
-    await store.setup()
-    await store.upsert_agent(AGENT)
-    with FakeProviderServer() as server:
-        server.script(
-            openai_chat(
-                line["content"],
-                model="qwen2.5-coder-1.5b-q4km",
-                prompt_tokens=line["usage"]["prompt_tokens"],
-                completion_tokens=line["usage"]["completion_tokens"],
-                finish_reason=line["finish_reason"],
-            )
-        )
-        llm = OpenAIProvider(api_key=None, base_url=server.openai_base_url)
-        deps = Deps(settings=Settings(), store=store, llm=llm, embedder=WordHashEmbedder())
-        try:
-            decided = await dedup.decide(deps, window(), case.facts(), case.candidates())
-        except MnemosError as exc:  # an answer the pipeline rejects: the step is retried
-            outcome: list[str] | str = f"rejected: {exc}"
-        else:
-            outcome = [d.event for d in decided.decisions]
-        requests = server.requests
-    await deps.close()
+    decided, requests = await decide_replayed(line, case.facts(), case.candidates(), tmp_path)
+    # An answer the pipeline rejects: the step is retried.
+    outcome = (
+        f"rejected: {decided}"
+        if isinstance(decided, MnemosError)
+        else [d.event for d in decided.decisions]
+    )
     if not requests:
         # Decided by rule (memory/pipeline/predecide.py), the model not asked: the same words
         # again are NONE, another numbered thing is ADD; its recorded answer never reaches the

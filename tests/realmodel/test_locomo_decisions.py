@@ -16,17 +16,10 @@ from typing import Any
 
 import pytest
 
-from memory.deps import Deps
 from memory.errors import MnemosError
-from memory.llm.openai_provider import OpenAIProvider
-from memory.pipeline import dedup
 from memory.pipeline.predecide import refused
 from memory.pipeline.types import CandidatesResult, NewFact, SimilarFact
-from memory.settings import Settings
-from memory.store.sqlite import SQLiteStore
-from tests.fake_provider_server import FakeProviderServer, openai_chat
-from tests.fakes import WordHashEmbedder
-from tests.realmodel.identifier_cases import AGENT, window
+from tests.realmodel.replay import decide_replayed
 
 DATA = Path(__file__).parent / "data" / "decide-locomo.jsonl"
 RECORDED = [json.loads(line) for line in DATA.read_text().splitlines() if line]
@@ -82,28 +75,10 @@ WRONG = {
 
 async def _decide(line: dict[str, Any], tmp_path: Path) -> list[tuple[str, str, int, int]] | str:
     new, candidates = _shown(line["messages"][1]["content"])
-    store = SQLiteStore(tmp_path / "mnemos.db")
-    await store.setup()
-    await store.upsert_agent(AGENT)
-    with FakeProviderServer() as server:
-        server.script(
-            openai_chat(
-                line["content"],
-                model="qwen2.5-coder-1.5b-instruct-q4_k_m",
-                prompt_tokens=line["usage"]["prompt_tokens"],
-                completion_tokens=line["usage"]["completion_tokens"],
-                finish_reason=line["finish_reason"],
-            )
-        )
-        llm = OpenAIProvider(api_key=None, base_url=server.openai_base_url)
-        deps = Deps(settings=Settings(), store=store, llm=llm, embedder=WordHashEmbedder())
-        try:
-            decided = await dedup.decide(deps, window(), new, candidates)
-        except MnemosError:
-            return "rejected"
-        finally:
-            await deps.close()
-        [request] = server.requests
+    decided, requests = await decide_replayed(line, new, candidates, tmp_path)
+    if isinstance(decided, MnemosError):
+        return "rejected"
+    [request] = requests
     prompt = request.body["messages"][1]["content"]
     for tag in ("new_facts", "existing_memories", "candidates"):  # shown what it was shown
         assert _block(prompt, tag) == _block(line["messages"][1]["content"], tag)
