@@ -136,7 +136,9 @@ async def _decide(
     )
     result = await deps.llm.generate_structured(request, FactDecisions)
     max_words = deps.settings.facts.max_words
-    resolved = checked(result.value.decisions, contested, existing, offered, max_words=max_words)
+    resolved = resolve(
+        result.value.decisions, contested, existing, offered, max_words=max_words, ordered=False
+    )
     looked, again = await second_look(deps.llm, request.model, resolved, contested, asked)
     decisions += in_message_order(looked)
     return sorted(decisions, key=lambda d: d.new_index), [llm_call(request, result.usage), *again]
@@ -149,22 +151,11 @@ def resolve(
     offered: dict[int, set[int]],
     *,
     max_words: int = 30,
+    ordered: bool = True,
 ) -> list[Decision]:
-    """The model's decisions checked (``checked``) and put in message order (``in_message_order``).
-    Raises InvalidModelOutputError."""
-    return in_message_order(checked(raw, contested, existing, offered, max_words=max_words))
-
-
-def checked(
-    raw: list[FactDecision],
-    contested: list[NewFact],
-    existing: list[SimilarFact],
-    offered: dict[int, set[int]],
-    *,
-    max_words: int = 30,
-) -> list[Decision]:
-    """Validate the model's decisions and map indices back to fact ids, by new fact index.
-    Raises InvalidModelOutputError."""
+    """Validate the model's decisions and map indices back to fact ids; ``ordered``, put them in
+    message order (``in_message_order``), else by new fact index (the caller orders them when it
+    has looked at them again). Raises InvalidModelOutputError."""
     by_index = {f.index: f for f in contested}
     out: dict[int, Decision] = {}
     for d in raw:
@@ -207,7 +198,8 @@ def checked(
     missing = sorted(set(by_index) - set(out))
     if missing:
         raise InvalidModelOutputError(f"no decision for new facts {missing}")
-    return [out[i] for i in sorted(out)]
+    decisions = [out[i] for i in sorted(out)]
+    return in_message_order(decisions) if ordered else decisions
 
 
 def _merged(text: str, fact: NewFact, max_words: int) -> str:
