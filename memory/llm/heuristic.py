@@ -23,6 +23,8 @@ from memory.prompts import (
 )
 from memory.prompts.consolidate import (
     MAX_ITEM_CHARS,
+    MAX_ITEMS_PER_SECTION,
+    MAX_SECTIONS,
     ConsolidatedSection,
     ConsolidatedSections,
     version_line,
@@ -321,7 +323,15 @@ def consolidate(p: ConsolidateInput) -> ConsolidatedSections:
             kept = [_truncate(kept[0], max(budget - 1, 1))]
             break
         kept.pop(0)  # oldest first
-    return ConsolidatedSections(sections=[ConsolidatedSection(title="", items=kept)])
+    # Within the answer's bounds too: untitled sections of at most 24 items each, which the blob
+    # writes as one list (blob_text gathers a title's items); beyond 8 of them, the oldest go.
+    kept = kept[-MAX_SECTIONS * MAX_ITEMS_PER_SECTION :]
+    chunks = [
+        kept[i : i + MAX_ITEMS_PER_SECTION] for i in range(0, len(kept), MAX_ITEMS_PER_SECTION)
+    ]
+    return ConsolidatedSections(
+        sections=[ConsolidatedSection(title="", items=chunk) for chunk in chunks or [[]]]
+    )
 
 
 def _answer(request: LLMRequest) -> BaseModel:

@@ -303,6 +303,21 @@ async def test_consolidation_drops_the_oldest_lines_to_stay_within_the_word_limi
     assert len(text.split()) <= 20
 
 
+async def test_consolidation_of_many_reflections_stays_within_the_answers_bounds() -> None:
+    """A LoCoMo session's agent reflections (33 in one consolidation) once overflowed the 24
+    items a section may hold: the answer was refused and the consolidation took its fallback."""
+    reflections = [f"Jon said: insight number {i} about the studio" for i in range(200)]
+    blank = {"current_content": "", "current_version": 0, "word_limit": 10_000}
+    text = await consolidate("agent", reflections=reflections, **blank)
+    lines = text.splitlines()
+    assert lines[0] == "VERSION: 1"
+    kept = [line.removeprefix("- ") for line in lines[1:]]
+    assert len(kept) == 8 * 24  # every item the bounds can hold, the newest
+    assert kept == reflections[-len(kept) :]
+    text = await consolidate("agent", reflections=reflections[:33], **blank)
+    assert len(text.splitlines()) == 1 + 33  # all of them, as one list
+
+
 async def test_same_input_same_output_whatever_the_prompt() -> None:
     inp = facts_input(CONVERSATION)
     first = await HeuristicProvider().generate_structured(request(inp, "prompt A"), ExtractedFacts)
