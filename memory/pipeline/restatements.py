@@ -33,6 +33,10 @@ async def second_look(
 ) -> tuple[list[Decision], list[LlmCall]]:
     """The decisions, each model ADD or UPDATE of a fact that a stored candidate may already
     state asked about once more; and the calls that took."""
+    if llm.deterministic:
+        # The offline rules answered NONE wherever they read a restatement, and asked again
+        # they read it the same way (fact_decisions.same_fact is their NONE): no call to make.
+        return decisions, []
     said = {f.index: f.content for f in facts}
     out: list[Decision] = []
     calls: list[LlmCall] = []

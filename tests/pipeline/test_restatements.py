@@ -11,9 +11,10 @@ import pytest
 from memory.deps import Deps
 from memory.errors import MalformedOutputError
 from memory.llm.base import LLMRequest
+from memory.llm.heuristic import HeuristicProvider
 from memory.pipeline import dedup
 from memory.pipeline.types import CandidatesResult, NewFact, SimilarFact
-from memory.prompts.same_fact import SameFactInput
+from memory.prompts.same_fact import SameFact, SameFactInput
 from memory.settings import Settings
 from memory.store.sqlite import SQLiteStore
 from tests.fakes import ScriptedLLM, WordHashEmbedder
@@ -107,12 +108,21 @@ async def test_a_change_is_never_asked_about(
 
 
 async def test_the_offline_provider_answers_by_its_rules() -> None:
-    from memory.llm.heuristic import HeuristicProvider
-    from memory.prompts.same_fact import SameFact
-
     async def same(stored: str, new: str) -> bool:
         request = LLMRequest.of(SameFactInput(stored=stored, new=new), model="heuristic-rules-v1")
         return (await HeuristicProvider().generate_structured(request, SameFact)).value.same
 
     assert await same("Alice likes pizza.", "alice likes pizza")
     assert not await same("Alice lives in Paris", "Alice lives in Berlin")
+
+
+async def test_the_offline_rules_are_not_asked_twice(deps: Deps) -> None:
+    """Their decision already says NONE wherever they read a restatement."""
+    offline = Deps(
+        settings=deps.settings, store=deps.store, llm=HeuristicProvider(), embedder=deps.embedder
+    )
+    new = [NewFact(index=0, content="Alice was born on March 3.", scope="user")]
+    candidates = CandidatesResult(by_new_index={0: [BIRTHDAY]})
+    decided = await dedup.decide(offline, window(), new, candidates)
+    assert [d.event for d in decided.decisions] == ["ADD"]
+    assert [c.task for c in decided.llm] == ["decide_facts"]
