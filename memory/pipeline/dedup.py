@@ -4,7 +4,7 @@ and a yes/no second look at a kept fact that may state a stored one again (resta
 Existing facts are shown to the model by short indices, never by id, and every index it returns is
 checked: a decision naming a fact that was not offered as that fact's candidate is rejected (the step is
 retried), never guessed. A well-formed UPDATE, DELETE or NONE of a fact that says nothing in common
-with the new one (memory/llm/fact_decisions.py nothing_in_common) is refused: the new fact is ADDed,
+with the new one (memory/llm/fact_overlap.py nothing_in_common) is refused: the new fact is ADDed,
 the other left as it was. Distinct facts never overwrite each other, nor is one dropped as the other's
 duplicate, on a model's word alone.
 
@@ -21,7 +21,7 @@ from memory.deps import Deps
 from memory.errors import InvalidModelOutputError
 from memory.llm import choose_model
 from memory.llm.base import FIRST, LLMRequest, Retry
-from memory.llm.fact_decisions import nothing_in_common
+from memory.llm.fact_overlap import nothing_in_common
 from memory.pipeline.embed_cache import embed_cached
 from memory.pipeline.predecide import REFUSED, predecide
 from memory.pipeline.restatements import second_look

@@ -4,7 +4,7 @@ The batched decision asks a model to compare several facts at once; a small one 
 UPDATE for a fact stated again in other words ("Alice was born on March 3." beside "Alice's
 birthday is on March 3."), yet says "the same fact" when asked only that, of one pair (measured,
 docs/local_models.md). So where the model added or updated a fact and the rules see that it may
-state a stored candidate again (memory/llm/fact_decisions.py ``may_restate``: the same numbers
+state a stored candidate again (memory/llm/fact_overlap.py ``may_restate``: the same numbers
 and names, nothing denied, nothing added), that one pair is asked; a yes makes the decision NONE.
 
 Failing towards the model's first answer: an answer that cannot be read keeps the decision as it
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from memory.errors import InvalidModelOutputError, MalformedOutputError
 from memory.llm.base import LLMProvider, LLMRequest
-from memory.llm.fact_decisions import may_restate
+from memory.llm.fact_overlap import may_restate
 from memory.pipeline.predecide import refused
 from memory.pipeline.types import Decision, LlmCall, NewFact, SimilarFact
 from memory.pipeline.usage import llm_call

@@ -6,12 +6,8 @@ from __future__ import annotations
 import pytest
 
 from memory.llm.base import LLMRequest
-from memory.llm.fact_decisions import (
-    may_restate,
-    nothing_in_common,
-    numbered_apart,
-    split_statement,
-)
+from memory.llm.fact_decisions import numbered_apart, split_statement
+from memory.llm.fact_overlap import may_restate, nothing_in_common
 from memory.llm.heuristic import HeuristicProvider
 from memory.prompts.decide_facts import (
     DecideFactsInput,
