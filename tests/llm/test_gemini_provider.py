@@ -13,6 +13,7 @@ from memory.llm.base import LLMRequest, Usage
 from memory.llm.gemini_provider import GeminiProvider
 from memory.prompts.consolidate import ConsolidatedSections, blob_text
 from memory.prompts.decide_facts import FactDecision, FactDecisions
+from memory.prompts.same_fact import SameFact, SameFactInput
 from tests.fake_provider_server import FakeProviderServer, Reply, gemini_content, google_error
 from tests.fakes import CONSOLIDATE_INPUT, DECIDE_INPUT
 
@@ -107,6 +108,21 @@ async def test_consolidation_answers_bounded_items_in_json_mode(
     assert config["responseMimeType"] == "application/json"
     items = config["responseSchema"]["properties"]["sections"]["items"]["properties"]["items"]
     assert items["items"]["type"] == "STRING"
+
+
+async def test_the_second_look_at_a_restatement_answers_a_boolean(
+    server: FakeProviderServer, provider: GeminiProvider
+) -> None:
+    server.script(gemini_content('{"same": true}', prompt_tokens=60, output_tokens=4))
+    pair = SameFactInput(stored="Alice's birthday is on March 3.", new="Alice was born on March 3.")
+
+    result = await provider.generate_structured(LLMRequest.of(pair, model="gemini-x"), SameFact)
+
+    assert result.value.same is True
+    [sent] = server.requests
+    schema = sent.body["generationConfig"]["responseSchema"]
+    assert schema["properties"]["same"]["type"] == "BOOLEAN" and schema["required"] == ["same"]
+    assert "Alice was born on March 3." in json.dumps(sent.body["contents"])
 
 
 async def test_rate_limit_with_a_retry_after_header(
