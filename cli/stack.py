@@ -31,15 +31,28 @@ def _port_open(host: str, port: int) -> bool:
         return s.connect_ex((host, port)) == 0
 
 
+def _spare_port(host: str, preferred: int) -> int:
+    """``preferred`` when it can be bound, else one the OS picks: a port derived from the gRPC one
+    may be some other process's already (a dev server on a random port, tests in parallel)."""
+    with socket.socket() as s:
+        try:
+            s.bind((host, preferred))
+        except OSError:
+            s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
 def dev_server_command(data_dir: Path, *, host: str, port: int, ui_port: int) -> list[str]:
+    # Ports of our choosing: otherwise start-dev opens random ones for metrics and the HTTP API;
+    # next to the gRPC port when they are free (7243 and 7244 for `make run`).
+    http_port, metrics_port = _spare_port(host, port + 10), _spare_port(host, port + 11)
     cmd = [
         str(temporal_cli()), "server", "start-dev",
         "--ip", host, "--port", str(port), "--ui-port", str(ui_port),
         "--db-filename", str(data_dir / "temporal.db"),
         "--sqlite-pragma", "journal_mode=wal", "--sqlite-pragma", "synchronous=1",
         "--ui-disable-news-fetch", "--log-level", "warn",
-        # Fixed ports: otherwise start-dev opens random ones for metrics and the HTTP API.
-        "--http-port", str(port + 10), "--metrics-port", str(port + 11),
+        "--http-port", str(http_port), "--metrics-port", str(metrics_port),
     ]  # fmt: skip
     for key in ALL_KEYS:
         cmd += ["--search-attribute", f"{key.name}=Keyword"]
