@@ -3,6 +3,8 @@ decision (memory/pipeline/dedup.py, memory/pipeline/restatements.py).
 
 - ``nothing_in_common``: no word but the names both are about; a model's change of one by the
   other is refused.
+- ``keeps_the_thing``: a change names the stored fact's attribute or its verb; one that names
+  neither is another fact about the same person, and a model's change is refused too.
 - ``may_restate``: the same numbers and names, nothing added, denied or in another tense; a model
   is asked whether the new fact states the stored one again.
 
@@ -104,6 +106,28 @@ def nothing_in_common(new: str, old: str, *, numbers: bool) -> bool:
     if a.subject is None or b.subject is None:
         return True  # no statement to tell whom a fact is about: any name may be
     return not shared - a.subject - b.subject
+
+
+def keeps_the_thing(new: str, old: str) -> bool:
+    """Whether a change of ``old`` by ``new`` names what ``old`` is about: a word of its subject
+    other than a name ("the total budget", "the wifi password", "locker 17's code") or its verb
+    ("lives in", "works at", "opens"). A new value of an attribute names the attribute; a fact
+    about the same person that names neither is another fact about them: "Gina's clothing store
+    looks great" is no new value of "Gina launched an ad campaign for her clothing store", nor
+    "Jon is considering Marley flooring for his dance studio" of "Jon started a dance studio".
+
+    A stored fact that names nothing checkable (no split, or only a name and "is": "Alice is 30")
+    is kept to ``nothing_in_common`` alone. Verbs that hold many values ("likes") are no attribute."""
+    statement = split_statement(old)
+    if statement is None:
+        return True
+    said = _said(old)
+    thing = {_root(w) for w in statement.subject} | set(statement.relation)
+    thing = {w for w in thing if w not in _NOT_EVIDENCE} - said.names
+    if not thing:
+        return True
+    new_said = _said(new)
+    return bool(thing & (new_said.common | new_said.names))
 
 
 def may_restate(new: str, stored: str) -> bool:

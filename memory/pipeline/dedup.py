@@ -4,7 +4,8 @@ and a yes/no second look at a kept fact that may state a stored one again (resta
 Existing facts are shown to the model by short indices, never by id, and every index it returns is
 checked: a decision naming a fact that was not offered as that fact's candidate is rejected (the step is
 retried), never guessed. A well-formed UPDATE, DELETE or NONE of a fact that says nothing in common
-with the new one (memory/llm/fact_overlap.py nothing_in_common) is refused: the new fact is ADDed,
+with the new one, or a change that names neither the stored fact's attribute nor its verb
+(memory/llm/fact_overlap.py), is refused: the new fact is ADDed,
 the other left as it was. Distinct facts never overwrite each other, nor is one dropped as the other's
 duplicate, on a model's word alone.
 
@@ -21,7 +22,7 @@ from memory.deps import Deps
 from memory.errors import InvalidModelOutputError
 from memory.llm import choose_model
 from memory.llm.base import FIRST, LLMRequest, Retry
-from memory.llm.fact_overlap import nothing_in_common
+from memory.llm.fact_overlap import keeps_the_thing, nothing_in_common
 from memory.pipeline.embed_cache import embed_cached
 from memory.pipeline.predecide import REFUSED, predecide
 from memory.pipeline.restatements import second_look
@@ -173,14 +174,14 @@ def resolve(
                 f"which was not offered as its candidate"
             )
         target = existing[d.existing_index]
-        if nothing_in_common(fact.content, target.content, numbers=d.event == "NONE"):
+        if why := _refusal(d.event, fact.content, target.content):
             # Not rejected for a retry: the answer is well formed, and a model that read the
             # two facts as one would read them so again. The new fact is kept beside the other.
             out[fact.index] = Decision(
                 new_index=fact.index,
                 event="ADD",
                 final_text=fact.content,
-                reasoning=f"{REFUSED} {d.event} of {target.fact_id}: nothing in common",
+                reasoning=f"{REFUSED} {d.event} of {target.fact_id}: {why}",
             )
             continue
         text = None
@@ -200,6 +201,15 @@ def resolve(
         raise InvalidModelOutputError(f"no decision for new facts {missing}")
     decisions = [out[i] for i in sorted(out)]
     return in_message_order(decisions) if ordered else decisions
+
+
+def _refusal(event: str, new: str, stored: str) -> str | None:
+    """Why the rules refuse a model's UPDATE, DELETE or NONE of ``stored`` by ``new``, if they do."""
+    if nothing_in_common(new, stored, numbers=event == "NONE"):
+        return "nothing in common"
+    if event != "NONE" and not keeps_the_thing(new, stored):
+        return "names neither its attribute nor its verb"
+    return None
 
 
 def _merged(text: str, fact: NewFact, max_words: int) -> str:

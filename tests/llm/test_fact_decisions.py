@@ -7,7 +7,7 @@ import pytest
 
 from memory.llm.base import LLMRequest
 from memory.llm.fact_decisions import numbered_apart, split_statement
-from memory.llm.fact_overlap import may_restate, nothing_in_common
+from memory.llm.fact_overlap import keeps_the_thing, may_restate, nothing_in_common
 from memory.llm.heuristic import HeuristicProvider
 from memory.prompts.decide_facts import (
     DecideFactsInput,
@@ -197,6 +197,28 @@ def test_a_correction_shares_what_it_corrects(old: str, new: str) -> None:
     assert not nothing_in_common(new, old, numbers=False)
 
 
+@pytest.mark.parametrize(
+    ("old", "new"), NEW_VALUE + NO_LONGER + [(o, n) for n, o in SAMPLE_CORRECTIONS]
+)
+def test_a_correction_names_the_attribute_or_the_verb_it_corrects(old: str, new: str) -> None:
+    assert keeps_the_thing(new, old)
+
+
+@pytest.mark.parametrize(
+    ("new", "old"),
+    [  # LoCoMo conv-30: the real model's UPDATEs (tests/realmodel/data/decide-locomo.jsonl)
+        (
+            "Gina's clothing store looks great.",
+            "Gina launched an ad campaign for her clothing store.",
+        ),
+        ("Jon is considering Marley flooring for his dance studio.", "Jon started a dance studio."),
+    ],
+)
+def test_another_fact_about_the_same_person_is_no_new_value(new: str, old: str) -> None:
+    assert not nothing_in_common(new, old, numbers=False)  # they share "clothing store", "studio"
+    assert not keeps_the_thing(new, old)  # but not what the stored fact says of them
+
+
 def test_a_number_in_common_counts_only_for_a_restatement() -> None:
     new, old = "Alice was born on March 3.", "Alice's birthday is on March 3."
     assert nothing_in_common(new, old, numbers=False)
@@ -222,6 +244,7 @@ async def test_the_offline_rules_never_make_a_change_the_guard_refuses(
     """The guard is for a model's word: the rules' own decisions pass it unchanged."""
     event, _ = await decide(stored, new)
     assert event == "ADD" or not nothing_in_common(new, stored, numbers=event == "NONE")
+    assert event in ("ADD", "NONE") or keeps_the_thing(new, stored)
 
 
 # (new, stored): a model is asked whether the new one states the stored one again.
