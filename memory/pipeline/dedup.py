@@ -5,9 +5,9 @@ Existing facts are shown to the model by short indices, never by id, and every i
 checked: a decision naming a fact that was not offered as that fact's candidate is rejected (the step is
 retried), never guessed. A well-formed UPDATE, DELETE or NONE of a fact that says nothing in common
 with the new one, or a change that names neither the stored fact's attribute nor its verb
-(memory/llm/fact_overlap.py), is refused: the new fact is ADDed,
-the other left as it was. Distinct facts never overwrite each other, nor is one dropped as the other's
-duplicate, on a model's word alone.
+(memory/llm/fact_overlap.py), is refused: the new fact is ADDed, the other left as it was. Where the
+rules can see that two facts say different things, a model's word alone neither replaces one with
+the other nor drops one as the other's duplicate.
 
 The step also embeds the texts its decisions store (ADD texts, UPDATE merges) through the
 content-addressed cache: the commit only reads those vectors, so the store write never waits on the
