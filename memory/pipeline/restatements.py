@@ -48,7 +48,7 @@ async def second_look(
         request = LLMRequest.of(
             SameFactInput(stored=stored.content, new=said[decision.new_index]),
             model=model,
-            temperature=0.0,
+            temperature=0.0,  # one yes/no: the likeliest answer, the same on every retry
         )
         try:
             result = await llm.generate_structured(request, SameFact)
