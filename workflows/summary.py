@@ -44,8 +44,8 @@ class FormationSummary(BaseModel):
     decisions_refused: int = Field(
         0,
         description="Of the decisions by rule, the model's UPDATE, DELETE or NONE refused because "
-        "the two facts say nothing in common, or the change names neither the stored fact's "
-        "attribute nor its verb (the new fact was added)",
+        "it names no stored fact, the two facts say nothing in common, or the change names "
+        "neither the stored fact's attribute nor its verb (the new fact was added)",
     )
     duration_ms: int = 0
     degraded: list[DegradedStep] = Field(default_factory=list)

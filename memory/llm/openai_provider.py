@@ -25,6 +25,7 @@ from memory.llm.context_fit import output_cap
 from memory.llm.errors import provider_errors, redact
 from memory.llm.repetition import LoopDetector
 from memory.llm.schema import Mode, response_format
+from memory.prompts.decide_facts import DecideFactsInput
 
 # Local OpenAI-compatible servers (vLLM, llama.cpp, Ollama) usually ignore the key, but the SDK
 # refuses to start without one.
@@ -163,8 +164,9 @@ class OpenAIProvider(LLMProvider):
         self, request: LLMRequest, schema: type[M]
     ) -> LLMResult[M]:
         mode = self.options.structured_output
+        decisions = _decisions(request) if self.name == "openai_compatible" else None
         answer = await self._stream(
-            request, response_format=response_format(schema, mode, _speakers(request))
+            request, response_format=response_format(schema, mode, _speakers(request), decisions)
         )
         if answer.finish_reason == "length":
             raise MalformedOutputError(
@@ -198,6 +200,13 @@ def _cached(usage: Any, timings: Any) -> int | None:
     if isinstance(timings, dict) and isinstance(timings.get("cache_n"), int):
         return int(timings["cache_n"])
     return None
+
+
+def _decisions(request: LLMRequest) -> DecideFactsInput | None:
+    """The decide step's input, whose answer a compatible server is asked to narrow to its own
+    indices (decision_schema.py: prefixItems is not in hosted OpenAI's strict subset)."""
+    inp = request.task_input
+    return inp if isinstance(inp, DecideFactsInput) else None
 
 
 def _speakers(request: LLMRequest) -> list[str] | None:

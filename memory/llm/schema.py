@@ -5,8 +5,10 @@ llama.cpp compiles it into a grammar that masks every token the schema forbids (
 the same through their own grammar engines; hosted OpenAI through strict structured outputs). So
 the schema is the contract a small model cannot break: event names are enums, texts and lists are
 bounded (``maxLength`` / ``maxItems``), every property is required (null where absent) and no
-other property is allowed. What a grammar cannot express (an index that must name an offered
-candidate, a word limit) is checked after parsing, and a violation is retried.
+other property is allowed. Against OpenAI-compatible servers the decide step's schema is also
+narrowed to the request: each decision's index one of its own candidates (decision_schema.py).
+What a grammar cannot express (a word limit) or a server was not asked to enforce is checked after
+parsing, and a violation is retried.
 """
 
 from __future__ import annotations
@@ -16,6 +18,9 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel
+
+from memory.llm.decision_schema import narrowed_decisions
+from memory.prompts.decide_facts import DecideFactsInput
 
 Mode = Literal["json_schema", "json_object"]
 
@@ -76,12 +81,19 @@ def _strict(node: Any) -> None:
 
 
 def response_format(
-    model: type[BaseModel], mode: Mode, speakers: Sequence[str] | None = None
+    model: type[BaseModel],
+    mode: Mode,
+    speakers: Sequence[str] | None = None,
+    decisions: DecideFactsInput | None = None,
 ) -> dict[str, Any]:
-    """The ``response_format`` of a chat completion asking for this model's JSON."""
+    """The ``response_format`` of a chat completion asking for this model's JSON; with
+    ``decisions`` (the decide step's input), its answer narrowed to that request
+    (decision_schema.py)."""
     if mode == "json_object":
         return {"type": "json_object"}
     schema = strict_schema(model, speakers)
+    if decisions is not None:
+        schema = narrowed_decisions(schema, decisions)
     return {
         "type": "json_schema",
         "json_schema": {"name": model.__name__, "strict": True, "schema": schema},

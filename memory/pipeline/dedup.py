@@ -2,8 +2,11 @@
 and a yes/no second look at a kept fact that may state a stored one again (restatements.py).
 
 Existing facts are shown to the model by short indices, never by id, and every index it returns is
-checked: a decision naming a fact that was not offered as that fact's candidate is rejected (the step is
-retried), never guessed. A well-formed UPDATE, DELETE or NONE of a fact that says nothing in common
+checked: an UPDATE, DELETE or NONE naming no fact, or a fact that was not offered as that new fact's
+candidate, changes nothing, and the new fact is ADDed (never guessed, nor retried: the model
+answered the same way again). An answer deciding a new fact twice, not at all or one not asked
+about is rejected and retried; a grammar-enforcing server cannot emit one
+(memory/llm/decision_schema.py). A well-formed UPDATE, DELETE or NONE of a fact that says nothing in common
 with the new one, or a change that names neither the stored fact's attribute nor its verb
 (memory/llm/fact_overlap.py), is refused: the new fact is ADDed, the other left as it was. Where the
 rules can see that two facts say different things, a model's word alone neither replaces one with
@@ -168,13 +171,20 @@ def resolve(
         if d.event == "ADD":
             out[fact.index] = Decision(new_index=fact.index, event="ADD", final_text=fact.content)
             continue
-        if d.existing_index is None or d.existing_index not in offered[fact.index]:
-            raise InvalidModelOutputError(
-                f"{d.event} for new fact {fact.index} names existing index {d.existing_index}, "
-                f"which was not offered as its candidate"
+        index = d.existing_index
+        if index is None or index not in offered[fact.index]:
+            # The model named nothing this new fact may change: nothing changes, it is kept.
+            # Retried, the 1.5B model answered the same way, and the fallback then added the
+            # whole batch undecided (decision_schema.py says why no grammar forces an index).
+            out[fact.index] = Decision(
+                new_index=fact.index,
+                event="ADD",
+                final_text=fact.content,
+                reasoning=f"{REFUSED} {d.event}: {_unchangeable(index)}",
             )
-        target = existing[d.existing_index]
-        if why := _refusal(d.event, fact.content, target.content):
+            continue
+        target = existing[index]
+        if why := _refusal(d.event, fact.content, target.content, d.merged_text):
             # Not rejected for a retry: the answer is well formed, and a model that read the
             # two facts as one would read them so again. The new fact is kept beside the other.
             out[fact.index] = Decision(
@@ -203,12 +213,24 @@ def resolve(
     return in_message_order(decisions) if ordered else decisions
 
 
-def _refusal(event: str, new: str, stored: str) -> str | None:
+def _unchangeable(existing_index: int | None) -> str:
+    """Why a change may not touch the fact the model named (none, or one not offered)."""
+    if existing_index is None:
+        return "it names no stored fact"
+    return f"existing index {existing_index} is not a candidate of this new fact"
+
+
+def _refusal(event: str, new: str, stored: str, merged: str | None = None) -> str | None:
     """Why the rules refuse a model's UPDATE, DELETE or NONE of ``stored`` by ``new``, if they do."""
     if nothing_in_common(new, stored, numbers=event == "NONE"):
         return "nothing in common"
     if event != "NONE" and not keeps_the_thing(new, stored):
         return "names neither its attribute nor its verb"
+    if event == "UPDATE" and merged and nothing_in_common(new, merged, numbers=True):
+        # The 1.5B model "merged" the text of a fact it was shown but not offered ("Jon plans to
+        # perform at a nearby festival" for "Jon is looking for the right type of flooring"):
+        # a merge that says nothing the new fact says is another fact's, read by mistake.
+        return "its merged text says nothing the new fact says"
     return None
 
 

@@ -6,6 +6,10 @@ at a running server; the raw HTTP answer is kept byte for byte. One JSON object 
 
 Run (a server on BASE_URL, e.g. llama.cpp's):
 ``.venv/bin/python -m tests.realmodel.record_decisions --base-url URL --out FILE``
+
+With ``--locomo FILE`` (data/decide-locomo.jsonl) the prompts of that file are asked again
+instead, each rebuilt from the new facts and candidates it showed (replay.shown), so the model
+answers today's prompt and schema on the same LoCoMo decisions.
 """
 
 from __future__ import annotations
@@ -21,15 +25,18 @@ from typing import Any
 
 import httpx2 as httpx
 import openai
+from pydantic import BaseModel
 
 from memory.deps import Deps
-from memory.errors import MnemosError
+from memory.errors import MalformedOutputError, MnemosError
+from memory.llm.base import LLMProvider, LLMRequest, LLMResult
 from memory.llm.openai_provider import OpenAIProvider
 from memory.pipeline import dedup
 from memory.settings import Settings
 from memory.store.sqlite import SQLiteStore
 from tests.fakes import WordHashEmbedder
 from tests.realmodel.identifier_cases import AGENT, CASES, Case, window
+from tests.realmodel.replay import shown
 
 
 async def record(case: Case, base_url: str, store: SQLiteStore) -> dict[str, Any]:
@@ -71,6 +78,101 @@ async def record(case: Case, base_url: str, store: SQLiteStore) -> dict[str, Any
     }
 
 
+class _Kept(LLMProvider):
+    """mnemos's OpenAI-compatible provider, each call's request body and answer kept (its answers
+    stream, so they are kept as the provider assembled them rather than off the wire)."""
+
+    name = "openai_compatible"
+
+    def __init__(self, base_url: str) -> None:
+        self.sent: list[dict[str, Any]] = []
+        self.answers: list[dict[str, Any]] = []
+
+        async def keep(request: httpx.Request) -> None:
+            self.sent.append(json.loads(request.content))
+
+        self._inner = OpenAIProvider(api_key=None, base_url=base_url)
+        self._inner._client = openai.AsyncOpenAI(  # its own settings, with a recorder
+            api_key="no-key",
+            base_url=base_url,
+            max_retries=0,
+            http_client=httpx.AsyncClient(timeout=900, event_hooks={"request": [keep]}),
+        )
+
+    async def generate_structured[M: BaseModel](
+        self, request: LLMRequest, schema: type[M]
+    ) -> LLMResult[M]:
+        try:
+            result = await self._inner.generate_structured(request, schema)
+        except MalformedOutputError as exc:
+            self.answers.append({"content": exc.content, "finish_reason": "cut", "usage": {}})
+            raise
+        usage = {
+            "prompt_tokens": result.usage.input_tokens,
+            "completion_tokens": result.usage.output_tokens,
+        }
+        self.answers.append(
+            {"content": result.raw, "finish_reason": "stop", "usage": usage,
+             "seconds": result.usage.seconds}
+        )  # fmt: skip
+        return result
+
+    async def close(self) -> None:
+        await self._inner.close()
+
+
+async def record_locomo(
+    recorded: dict[str, Any], base_url: str, store: SQLiteStore
+) -> dict[str, Any]:
+    """A decide-locomo.jsonl prompt asked again through today's decision step."""
+    llm = _Kept(base_url)
+    deps = Deps(settings=Settings(), store=store, llm=llm, embedder=WordHashEmbedder())
+    facts, candidates = shown(recorded["messages"][1]["content"])
+    started = time.monotonic()
+    try:
+        result = await dedup.decide(deps, window(), facts, candidates)
+        decided: list[str] | str = [d.event for d in result.decisions]
+    except MnemosError as exc:
+        decided = f"rejected: {exc}"
+    seconds = round(time.monotonic() - started, 1)
+    await llm.close()
+    if not llm.answers:
+        raise SystemExit(f"line {recorded['n']}: no answer from the server ({decided})")
+    request, (first, *rest) = llm.sent[0], llm.answers
+    return {
+        "n": recorded["n"],
+        "task": "decide_facts",
+        "source": f"the prompt of decide-locomo.jsonl line {recorded['n']}, asked again",
+        "decided": decided,
+        "messages": request["messages"],
+        "response_format": request.get("response_format"),
+        "max_tokens": request.get("max_tokens"),
+        "temperature": request.get("temperature"),
+        **first,
+        "then": rest,
+        "seconds": seconds,
+    }
+
+
+async def main_locomo(base_url: str, source: Path, out: Path) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        store = SQLiteStore(Path(tmp) / "mnemos.db")
+        await store.setup()
+        await store.upsert_agent(AGENT)
+        done = {json.loads(x)["n"] for x in out.read_text().splitlines()} if out.exists() else set()
+        with out.open("a") as f:  # resumable, as main()
+            for recorded in map(json.loads, source.read_text().splitlines()):
+                if recorded["n"] in done:
+                    continue
+                line = await record_locomo(recorded, base_url, store)
+                f.write(json.dumps(line) + "\n")
+                f.flush()
+                print(
+                    line["n"], line["decided"], line["finish_reason"], line["seconds"], flush=True
+                )
+        await store.close()
+
+
 async def main(base_url: str, out: Path) -> None:
     commit = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
@@ -107,5 +209,9 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--base-url", required=True, help="an OpenAI-compatible /v1 URL")
     parser.add_argument("--out", type=Path, required=True, help="the JSON lines file to write")
+    parser.add_argument("--locomo", type=Path, help="ask the prompts of this file again")
     args = parser.parse_args()
-    asyncio.run(main(args.base_url, args.out))
+    if args.locomo:
+        asyncio.run(main_locomo(args.base_url, args.locomo, args.out))
+    else:
+        asyncio.run(main(args.base_url, args.out))

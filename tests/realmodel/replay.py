@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,13 +18,14 @@ from memory.deps import Deps
 from memory.errors import MnemosError
 from memory.llm.openai_provider import OpenAIProvider
 from memory.pipeline import dedup
-from memory.pipeline.types import CandidatesResult, DecisionsResult, NewFact
+from memory.pipeline.types import CandidatesResult, DecisionsResult, NewFact, SimilarFact
 from memory.settings import Settings
 from memory.store.sqlite import SQLiteStore
 from tests.fake_provider_server import FakeProviderServer, Received, Reply, openai_chat
 from tests.fakes import WordHashEmbedder
 from tests.realmodel.identifier_cases import AGENT, window
 
+_ITEM = re.compile(r"^(\d+)\. (.*)$")
 FILE = "qwen2.5-coder-1.5b-q4km.jsonl"
 ENV = "MNEMOS_REAL_MODEL_DATA"  # a directory holding FILE, when ../shared is elsewhere
 
@@ -139,7 +141,8 @@ class Replayer:
 async def decide_replayed(
     line: dict[str, Any], facts: list[NewFact], candidates: CandidatesResult, tmp_path: Path
 ) -> tuple[DecisionsResult | MnemosError, list[Received]]:
-    """A recorded decide answer (``content``, ``usage``, ``finish_reason``) served back through the
+    """A recorded decide answer (``content``, ``usage``, ``finish_reason``; ``then``, the answers
+    to the step's further calls, its second looks) served back through the
     fake OpenAI-compatible server into the pipeline's own decision step on a fresh SQLite store:
     its result (or the error that rejects the answer: the step would be retried) and the requests
     the model got (none when the rules decided everything)."""
@@ -148,12 +151,15 @@ async def decide_replayed(
     await store.upsert_agent(AGENT)
     with FakeProviderServer() as server:
         server.script(
-            openai_chat(
-                line["content"],
-                model="qwen2.5-coder-1.5b-q4km",
-                prompt_tokens=line["usage"]["prompt_tokens"],
-                completion_tokens=line["usage"]["completion_tokens"],
-                finish_reason=line["finish_reason"],
+            *(
+                openai_chat(
+                    answer["content"],
+                    model="qwen2.5-coder-1.5b-q4km",
+                    prompt_tokens=answer["usage"]["prompt_tokens"],
+                    completion_tokens=answer["usage"]["completion_tokens"],
+                    finish_reason=answer["finish_reason"],
+                )
+                for answer in [line, *line.get("then", [])]
             )
         )
         llm = OpenAIProvider(api_key=None, base_url=server.openai_base_url)
@@ -167,3 +173,26 @@ async def decide_replayed(
         finally:
             await deps.close()
         return outcome, server.requests
+
+
+def block(prompt: str, tag: str) -> str:
+    return prompt.split(f"<{tag}>")[1].split(f"</{tag}>")[0]
+
+
+def shown(prompt: str) -> tuple[list[NewFact], CandidatesResult]:
+    """The new facts and each one's candidates, as the recorded prompt showed them."""
+    new = [
+        NewFact(index=int(m[1]), content=m[2], scope="user")
+        for m in map(_ITEM.match, block(prompt, "new_facts").strip().splitlines())
+        if m
+    ]
+    stored = {
+        int(m[1]): SimilarFact(fact_id=f"stored-{m[1]}", content=m[2], version=1, similarity=0.8)
+        for m in map(_ITEM.match, block(prompt, "existing_memories").strip().splitlines())
+        if m
+    }
+    by_new: dict[int, list[SimilarFact]] = {}
+    for line in block(prompt, "candidates").strip().splitlines():
+        head, _, listed = line.partition(": existing ")
+        by_new[int(head.removeprefix("new fact "))] = [stored[int(i)] for i in listed.split(", ")]
+    return new, CandidatesResult(by_new_index=by_new)

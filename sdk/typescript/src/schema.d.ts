@@ -830,7 +830,7 @@ export interface components {
             decisions_by_model?: number;
             /**
              * Decisions Refused
-             * @description Of the decisions by rule, the model's UPDATE, DELETE or NONE refused because the two facts say nothing in common, or the change names neither the stored fact's attribute nor its verb (the new fact was added)
+             * @description Of the decisions by rule, the model's UPDATE, DELETE or NONE refused because it names no stored fact, the two facts say nothing in common, or the change names neither the stored fact's attribute nor its verb (the new fact was added)
              * @default 0
              */
             decisions_refused?: number;
