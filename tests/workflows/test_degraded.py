@@ -40,13 +40,13 @@ async def test_decisions_that_stay_invalid_add_the_facts_unmerged_and_flagged(
             ("Bob Martins leads logistics", "agent"),
         ),
     )
-    # An index never offered, on every attempt.
-    never_offered = FactDecisions(
+    # A decision for a new fact that was never shown, on every attempt.
+    never_shown = FactDecisions(
         decisions=[
-            FactDecision(new_fact_index=0, event="UPDATE", existing_index=3, merged_text="x")
+            FactDecision(new_fact_index=4, event="UPDATE", existing_index=0, merged_text="x")
         ]
     )
-    h.llm.defaults["decide_facts"] = never_offered
+    h.llm.defaults["decide_facts"] = never_shown
     h.llm.script("extract_reflections", reflections(user=["prefers bullets"]))
     async with h.worker():
         summary = await h.form("s1")
@@ -59,7 +59,7 @@ async def test_decisions_that_stay_invalid_add_the_facts_unmerged_and_flagged(
     assert len(h.llm.calls("decide_facts")) == 2
     [step] = summary.degraded
     assert (step.step, step.after_seq, step.upto_seq) == ("decide_fact_changes", 0, 4)
-    assert "not offered" in step.reason
+    assert "unknown new fact index 4" in step.reason
     assert "DEGRADED" in summary.memo()["summary"]  # type: ignore[operator]
     assert summary.decisions == {"ADD": 2}
     assert sorted(f.content for f in await h.all_facts()) == [

@@ -101,7 +101,27 @@ async def test_none_writes_nothing_for_that_fact(
     ]
 
 
-async def test_a_decision_naming_an_unknown_fact_is_rejected_and_retried(
+async def test_a_change_of_a_fact_never_shown_changes_nothing_and_keeps_the_new_fact(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """The model named index 7, which no fact has: nothing is guessed, nothing retried (a small
+    model named the same again when asked again); the new fact is added, the stored one kept."""
+    h = await seeded(time_env, tmp_path, "Alice works at Acme Robotics")
+    await h.record("s1", conversation(4))
+    h.llm.script("extract_facts", facts(("Alice works at Acme Robotics as CTO", "user")))
+    h.llm.script(
+        "decide_facts", FactDecisions(decisions=[decision(0, "UPDATE", 7, "invented target")])
+    )
+    async with h.worker():
+        await h.form("s1")
+    assert len(h.llm.calls("decide_facts")) == 1
+    assert sorted(f.content for f in await h.all_facts()) == [
+        "Alice works at Acme Robotics",
+        "Alice works at Acme Robotics as CTO",
+    ]
+
+
+async def test_a_decision_for_a_fact_not_asked_about_is_rejected_and_retried(
     time_env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
     h = await seeded(time_env, tmp_path, "Alice works at Acme Robotics")
@@ -109,9 +129,7 @@ async def test_a_decision_naming_an_unknown_fact_is_rejected_and_retried(
     h.llm.script("extract_facts", facts(("Alice works at Acme Robotics as CTO", "user")))
     h.llm.script(
         "decide_facts",
-        FactDecisions(
-            decisions=[decision(0, "UPDATE", 7, "invented target")]
-        ),  # index 7 was never shown
+        FactDecisions(decisions=[decision(3, "ADD", None, None)]),  # new fact 3 was never shown
         FactDecisions(decisions=[decision(0, "UPDATE", 0, "Alice works at Acme Robotics as CTO")]),
     )
     async with h.worker():
