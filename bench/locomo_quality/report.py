@@ -83,6 +83,7 @@ def figures(
         "llm_tokens_per_100_messages": per_100(run.stats.llm_tokens, messages),
         "failed_runs": len(run.stats.failed),
         "degraded_runs": len(run.stats.degraded),
+        "decisions": dict(sorted(run.stats.decisions.items())),
         "workflows": dict(sorted(run.stats.closed.items())),
         "baseline_evidence_recall_at_10": base_recall["overall"],
         "baseline_answer_token_recall": base_tokens["overall"],
@@ -142,6 +143,8 @@ def table(out: dict[str, Any]) -> str:
         f"{out['llm_calls_per_100_messages']} and tokens {out['llm_tokens_per_100_messages']} "
         "per 100 messages",
         f"workflows: {workflows}; failed {out['failed_runs']}, degraded {out['degraded_runs']}",
+        "dedup decisions: "
+        + (", ".join(f"{k} {v}" for k, v in out["decisions"].items() if v) or "none"),
         f"wall: {out['wall_seconds']} s ({out['formation_seconds']} s recording and forming)",
     ]
     if out["answer_model"]:

@@ -57,6 +57,8 @@ class WorkflowStats:
     degraded: list[str] = field(default_factory=list)
     llm_calls: int = 0
     llm_tokens: int = 0
+    # The dedup decisions: events stored, and who decided (rule, model, the model refused).
+    decisions: Counter[str] = field(default_factory=Counter)
 
 
 def provider_env(provider: str | None) -> dict[str, str]:
@@ -171,6 +173,13 @@ class Stack:
             if summary is not None:
                 stats.llm_calls += len(summary.llm_calls)
                 stats.llm_tokens += sum(c.input_tokens + c.output_tokens for c in summary.llm_calls)
+            if isinstance(summary, FormationSummary):
+                stats.decisions.update(summary.decisions)
+                stats.decisions.update(
+                    by_rule=summary.decisions_by_rule,
+                    by_model=summary.decisions_by_model,
+                    refused=summary.decisions_refused,
+                )
         return stats
 
 

@@ -76,6 +76,8 @@ def test_a_recorded_small_model_forms_the_same_memories_offline(tmp_path: Path) 
     # What the 1.5B model kept, measured as on LoCoMo: 7 of 8 evidence turns among the top facts;
     # its own judge found 2 of 4 answers right (it judged "Biscuit" wrong for Ben's dog).
     assert out["facts"] == 11
+    # 10 of the 11 facts had no similar stored fact; the model ADDed the other.
+    assert out["decisions"] == {"ADD": 11, "by_model": 1, "by_rule": 10, "refused": 0}
     assert out["evidence_recall_at_10"] == 0.875
     assert out["j"] == 0.5
 
