@@ -29,6 +29,7 @@ class Reply:
     body: Any = None  # JSON-encoded, unless bytes (sent as they are)
     headers: Mapping[str, str] = field(default_factory=dict)
     delay: float = 0.0  # seconds before answering: a server slower than the client's timeout
+    content_type: str = "application/json"  # of a bytes body
 
 
 @dataclass(frozen=True)
@@ -281,7 +282,7 @@ class FakeProviderServer:
                 payload = (
                     reply.body if isinstance(reply.body, bytes) else json.dumps(reply.body).encode()
                 )
-                content_type = "application/json"
+                content_type = reply.content_type
                 streamed = isinstance(body, dict) and body.get("stream") is True
                 if streamed and isinstance(reply.body, dict) and "choices" in reply.body:
                     # A scripted completion, sent as the client asked: streamed.

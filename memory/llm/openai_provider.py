@@ -179,6 +179,15 @@ class OpenAIProvider(LLMProvider):
         try:
             value = schema.model_validate_json(answer.text)
         except pydantic.ValidationError as e:
+            if answer.finish_reason is None:
+                # No finish reason: the stream ended before the answer did (the server went away
+                # mid-answer). A transport failure, retried as one: not the model's output to
+                # reject, nor a reason to sample hotter.
+                raise ProviderError(
+                    f"{self.name} answer stream ended before the answer (no finish reason)",
+                    retryable=True,
+                    provider=self.name,
+                ) from None
             raise MalformedOutputError(
                 f"{self.name} output does not fit the schema: {redact(str(e))}",
                 provider=self.name,

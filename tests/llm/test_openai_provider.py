@@ -20,7 +20,13 @@ from memory.prompts.consolidate import (
     blob_text,
 )
 from memory.prompts.extract_facts import ExtractedFact, ExtractedFacts
-from tests.fake_provider_server import FakeProviderServer, Reply, openai_chat, openai_error
+from tests.fake_provider_server import (
+    FakeProviderServer,
+    Reply,
+    as_stream,
+    openai_chat,
+    openai_error,
+)
 from tests.fakes import CONSOLIDATE_INPUT, FACTS_INPUT
 
 API_KEY = "sk-test-0123456789abcdefghij"
@@ -226,6 +232,25 @@ async def test_output_that_does_not_fit_the_schema_is_malformed(
 
     assert caught.value.retryable
     assert len(server.requests) == 1
+
+
+async def test_a_stream_that_ends_mid_answer_is_a_retryable_provider_error(
+    server: FakeProviderServer, provider: OpenAIProvider
+) -> None:
+    """Seen when a llama.cpp server was stopped mid-answer: the events ended after
+    '{"decisions": [{"new_fact_index": 0, "' with no finish reason. The server failed, not the
+    model: a plain retry, not a rejection that samples hotter."""
+    whole = as_stream(openai_chat('{"facts": [{"content": "Alice likes tea"}]}').body)
+    events = whole.decode().split("\n\n")
+    cut = "\n\n".join(e for e in events[:3]) + "\n\n"  # two pieces of content, then nothing
+    server.script(Reply(body=cut.encode(), content_type="text/event-stream"))
+
+    with pytest.raises(ProviderError) as caught:
+        await provider.generate_structured(REQUEST, ExtractedFacts)
+
+    assert not isinstance(caught.value, MalformedOutputError)
+    assert caught.value.retryable
+    assert "ended before the answer" in str(caught.value)
 
 
 async def test_a_body_that_is_not_json_is_a_retryable_provider_error(
