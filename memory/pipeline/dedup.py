@@ -176,23 +176,13 @@ def resolve(
             # The model named nothing this new fact may change: nothing changes, it is kept.
             # Retried, the 1.5B model answered the same way, and the fallback then added the
             # whole batch undecided (decision_schema.py says why no grammar forces an index).
-            out[fact.index] = Decision(
-                new_index=fact.index,
-                event="ADD",
-                final_text=fact.content,
-                reasoning=f"{REFUSED} {d.event}: {_unchangeable(index)}",
-            )
+            out[fact.index] = _kept(fact, f"{d.event}: {_unchangeable(index)}")
             continue
         target = existing[index]
         if why := _refusal(d.event, fact.content, target.content, d.merged_text):
             # Not rejected for a retry: the answer is well formed, and a model that read the
             # two facts as one would read them so again. The new fact is kept beside the other.
-            out[fact.index] = Decision(
-                new_index=fact.index,
-                event="ADD",
-                final_text=fact.content,
-                reasoning=f"{REFUSED} {d.event} of {target.fact_id}: {why}",
-            )
+            out[fact.index] = _kept(fact, f"{d.event} of {target.fact_id}: {why}")
             continue
         text = None
         if d.event == "UPDATE":
@@ -211,6 +201,16 @@ def resolve(
         raise InvalidModelOutputError(f"no decision for new facts {missing}")
     decisions = [out[i] for i in sorted(out)]
     return in_message_order(decisions) if ordered else decisions
+
+
+def _kept(fact: NewFact, refusal: str) -> Decision:
+    """The new fact ADDed as said, the model's change refused (``refusal``: which, and why)."""
+    return Decision(
+        new_index=fact.index,
+        event="ADD",
+        final_text=fact.content,
+        reasoning=f"{REFUSED} {refusal}",
+    )
 
 
 def _unchangeable(existing_index: int | None) -> str:
