@@ -238,6 +238,12 @@ class ModelSettings(_Group):
         " (the server enforces the schema, e.g. llama.cpp's grammar) or json_object (JSON only,"
         " validated here) for servers without schema support; `mnemos check-model` says which works",
     )
+    narrow_decisions: bool = Field(
+        True,
+        description="OpenAI-compatible servers get the dedup step's schema narrowed to each request"
+        " (one decision per new fact, in order, as prefixItems, each index a shown fact's or null):"
+        " turn off for a server whose grammar engine rejects prefixItems",
+    )
     repeat_penalty: float | None = Field(
         1.1,
         ge=0,

@@ -72,6 +72,7 @@ def make_llm(settings: Settings) -> LLMProvider:
                 name=name,
                 options=ServerOptions(
                     structured_output=models.structured_output,
+                    narrow_decisions=models.narrow_decisions,
                     repeat_penalty=models.repeat_penalty,
                     frequency_penalty=models.frequency_penalty,
                     context_tokens=models.context_tokens,

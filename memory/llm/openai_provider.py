@@ -37,6 +37,7 @@ class ServerOptions:
     """How requests are shaped for the server (settings ``models.*``, see memory/settings.py)."""
 
     structured_output: Mode = "json_schema"
+    narrow_decisions: bool = True  # compatible servers only: see _decisions
     repeat_penalty: float | None = None  # llama.cpp's, sent in the body to compatible servers
     frequency_penalty: float | None = None
     context_tokens: int | None = None  # the server's context: answers capped to fit (context_fit)
@@ -164,7 +165,8 @@ class OpenAIProvider(LLMProvider):
         self, request: LLMRequest, schema: type[M]
     ) -> LLMResult[M]:
         mode = self.options.structured_output
-        decisions = _decisions(request) if self.name == "openai_compatible" else None
+        narrow = self.options.narrow_decisions and self.name == "openai_compatible"
+        decisions = _decisions(request) if narrow else None
         answer = await self._stream(
             request, response_format=response_format(schema, mode, _speakers(request), decisions)
         )

@@ -8,10 +8,11 @@ import json
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+import pytest
 from jsonschema import Draft202012Validator
 
 from memory.llm.base import LLMRequest
-from memory.llm.openai_provider import OpenAIProvider
+from memory.llm.openai_provider import OpenAIProvider, ServerOptions
 from memory.models import AgentConfig
 from memory.prompts import ExtractFactsInput, PromptMessage
 from memory.prompts.decide_facts import (
@@ -72,11 +73,16 @@ def _decide_input() -> DecideFactsInput:
     )
 
 
-async def _sent_schema(name: Literal["openai", "openai_compatible"]) -> dict[str, Any]:
+async def _sent_schema(
+    name: Literal["openai", "openai_compatible"], narrow: bool = True
+) -> dict[str, Any]:
     answer = {"decisions": [_d(0, "ADD", None), _d(2, "ADD", None)]}
     with FakeProviderServer() as server:
         server.script(openai_chat(json.dumps(answer)))
-        llm = OpenAIProvider(api_key=None, base_url=server.openai_base_url, name=name)
+        options = ServerOptions(narrow_decisions=narrow)
+        llm = OpenAIProvider(
+            api_key=None, base_url=server.openai_base_url, name=name, options=options
+        )
         request = LLMRequest.of(_decide_input(), model="m")
         await llm.generate_structured(request, FactDecisions)
         await llm.close()
@@ -119,8 +125,16 @@ async def test_a_compatible_server_decides_each_new_fact_once_in_order() -> None
         assert not validator.is_valid({"decisions": decisions}), what
 
 
-async def test_hosted_openai_gets_the_shared_decision_schema() -> None:
-    """prefixItems is not in hosted OpenAI's strict subset: the index checks after parsing stay."""
-    schema = await _sent_schema("openai")
+@pytest.mark.parametrize(
+    ("name", "narrow"),
+    [("openai", True), ("openai_compatible", False)],
+    ids=["hosted-openai", "narrowing-off"],
+)
+async def test_the_shared_decision_schema_where_not_narrowed(
+    name: Literal["openai", "openai_compatible"], narrow: bool
+) -> None:
+    """prefixItems is not in hosted OpenAI's strict subset, and a compatible server's grammar
+    engine may reject it (MNEMOS_MODELS__NARROW_DECISIONS=false): the checks after parsing stay."""
+    schema = await _sent_schema(name, narrow)
     assert schema["properties"]["decisions"]["items"] == {"$ref": "#/$defs/FactDecision"}
     assert "prefixItems" not in json.dumps(schema)
