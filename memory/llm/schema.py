@@ -6,7 +6,8 @@ the same through their own grammar engines; hosted OpenAI through strict structu
 the schema is the contract a small model cannot break: event names are enums, texts and lists are
 bounded (``maxLength`` / ``maxItems``), every property is required (null where absent) and no
 other property is allowed. Against OpenAI-compatible servers the decide step's schema is also
-narrowed to the request: each decision's index one of its own candidates (decision_schema.py).
+narrowed to the request: one decision per new fact, in order, each index a shown fact's or null
+(decision_schema.py).
 What a grammar cannot express (a word limit) or a server was not asked to enforce is checked after
 parsing, and a violation is retried.
 """
