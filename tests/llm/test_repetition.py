@@ -47,6 +47,40 @@ def test_a_repeated_sentence_is_a_loop_soon_after_its_third_copy() -> None:
     assert seen < len(LOOP) // 10  # cut at about the third copy, not at the end
 
 
+def _pretty_facts(contents: list[str], source: int = 3) -> str:
+    """Facts as the 1.5B model writes them: pretty-printed, a word to a line."""
+    facts = [
+        {"content": c, "scope": "user", "speaker": "jon", "sources": [source]} for c in contents
+    ]
+    return json.dumps({"facts": facts}, indent=2)
+
+
+def test_facts_of_one_message_about_one_person_are_no_loop() -> None:
+    """Cut as a loop five times in one LoCoMo conversation: the glue between two pretty-printed
+    items ("scope": "user", "speaker": "jon", "sources": [ 3 ] }, { "content": "Jon) is a
+    dozen words, so three facts of message 3 that began with "Jon" repeated a 12-word span."""
+    said = [
+        "Jon lost his job as a banker in January 2023.",
+        "Jon is starting a dance studio.",
+        "Jon is passionate about dancing.",
+        "Jon is looking for the right flooring.",
+        "Jon wants to share dancing with others.",
+    ]
+    assert not _feed(_pretty_facts(said)).looping
+
+
+def test_a_fact_written_again_and_again_is_a_loop() -> None:
+    looped = _pretty_facts(["Jon is passionate about dancing and teaching others."] * 12)
+    detector = LoopDetector()
+    seen = 0
+    for i in range(0, len(looped), 7):
+        seen = i + 7
+        if detector.feed(looped[i : i + 7]):
+            break
+    assert detector.looping
+    assert seen < len(looped) // 2  # by the fourth copy of twelve
+
+
 def test_distinct_list_items_with_shared_keys_and_a_restated_sentence_are_no_loop() -> None:
     assert not _feed(FACTS).looping
     items = ["Budget is $65,000.", "Budget is $65,000.", "Deadline Jan 20."]
