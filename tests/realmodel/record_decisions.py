@@ -32,50 +32,12 @@ from memory.errors import MalformedOutputError, MnemosError
 from memory.llm.base import LLMProvider, LLMRequest, LLMResult
 from memory.llm.openai_provider import OpenAIProvider
 from memory.pipeline import dedup
+from memory.pipeline.types import CandidatesResult, NewFact
 from memory.settings import Settings
 from memory.store.sqlite import SQLiteStore
 from tests.fakes import WordHashEmbedder
 from tests.realmodel.identifier_cases import AGENT, CASES, Case, window
 from tests.realmodel.replay import shown
-
-
-async def record(case: Case, base_url: str, store: SQLiteStore) -> dict[str, Any]:
-    exchanges: list[tuple[dict[str, Any], dict[str, Any]]] = []
-
-    async def keep(response: httpx.Response) -> None:
-        await response.aread()
-        exchanges.append((json.loads(response.request.content), response.json()))
-
-    provider = OpenAIProvider(api_key=None, base_url=base_url)
-    provider._client = openai.AsyncOpenAI(  # the provider's own settings, with a recorder
-        api_key="no-key",
-        base_url=base_url,
-        max_retries=0,
-        http_client=httpx.AsyncClient(timeout=900, event_hooks={"response": [keep]}),
-    )
-    deps = Deps(settings=Settings(), store=store, llm=provider, embedder=WordHashEmbedder())
-    started = time.monotonic()
-    try:
-        result = await dedup.decide(deps, window(), case.facts(), case.candidates())
-        decided: list[str] | str = [d.event for d in result.decisions]
-    except MnemosError as exc:
-        decided = f"rejected: {exc}"
-    seconds = round(time.monotonic() - started, 1)
-    [(request, response)] = exchanges
-    choice = response["choices"][0]
-    return {
-        "case": case.name,
-        "right": list(case.right),
-        "decided": decided,
-        "messages": request["messages"],
-        "max_completion_tokens": request.get("max_completion_tokens"),
-        "temperature": request.get("temperature"),
-        "content": choice["message"]["content"],
-        "finish_reason": choice["finish_reason"],
-        "usage": response.get("usage", {}),
-        "timings": response.get("timings", {}),
-        "seconds": seconds,
-    }
 
 
 class _Kept(LLMProvider):
@@ -121,23 +83,46 @@ class _Kept(LLMProvider):
         await self._inner.close()
 
 
-async def record_locomo(
-    recorded: dict[str, Any], base_url: str, store: SQLiteStore
-) -> dict[str, Any]:
-    """A decide-locomo.jsonl prompt asked again through today's decision step."""
-    llm = _Kept(base_url)
+async def _decided(
+    llm: _Kept, store: SQLiteStore, facts: list[NewFact], candidates: CandidatesResult
+) -> tuple[list[str] | str, float]:
+    """What the pipeline's own decision step made of the model's answer, and how long it took."""
     deps = Deps(settings=Settings(), store=store, llm=llm, embedder=WordHashEmbedder())
-    facts, candidates = shown(recorded["messages"][1]["content"])
     started = time.monotonic()
     try:
         result = await dedup.decide(deps, window(), facts, candidates)
         decided: list[str] | str = [d.event for d in result.decisions]
     except MnemosError as exc:
         decided = f"rejected: {exc}"
-    seconds = round(time.monotonic() - started, 1)
     await llm.close()
     if not llm.answers:
-        raise SystemExit(f"line {recorded['n']}: no answer from the server ({decided})")
+        raise SystemExit(f"no answer from the server ({decided})")
+    return decided, round(time.monotonic() - started, 1)
+
+
+async def record(case: Case, base_url: str, store: SQLiteStore) -> dict[str, Any]:
+    llm = _Kept(base_url)
+    decided, seconds = await _decided(llm, store, case.facts(), case.candidates())
+    request, (first, *_) = llm.sent[0], llm.answers
+    return {
+        "case": case.name,
+        "right": list(case.right),
+        "decided": decided,
+        "messages": request["messages"],
+        "max_tokens": request.get("max_tokens"),
+        "temperature": request.get("temperature"),
+        **first,
+        "seconds": seconds,
+    }
+
+
+async def record_locomo(
+    recorded: dict[str, Any], base_url: str, store: SQLiteStore
+) -> dict[str, Any]:
+    """A decide-locomo.jsonl prompt asked again through today's decision step."""
+    llm = _Kept(base_url)
+    facts, candidates = shown(recorded["messages"][1]["content"])
+    decided, seconds = await _decided(llm, store, facts, candidates)
     request, (first, *rest) = llm.sent[0], llm.answers
     return {
         "n": recorded["n"],
