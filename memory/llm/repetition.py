@@ -10,9 +10,9 @@ for malformed output (the retry then samples hotter).
 The unit is the word (whitespace-separated), and the JSON between values is skipped: keys, braces
 and brackets, numbers and null. A model pretty-prints its answer, a word to a line, so the glue
 between two list items is a dozen words by itself ("scope": "user", "speaker": "jon", "sources":
-[ 3 ] }, { "content": "Jon); counted, three facts of one message that began with the same name
-were cut as a loop (five extractions of one LoCoMo conversation on the 1.5B model, each retried
-hotter). Skipped, a loop is text said again: the values, the fact's words.
+[ 3 ] }, { "content": "Jon); counted, three distinct facts of one message that began with the
+same name made a 12-word span occur three times, a loop by this rule
+(tests/llm/test_repetition.py). Skipped, a loop is text said again: the values, the fact's words.
 """
 
 from __future__ import annotations

@@ -56,9 +56,9 @@ def _pretty_facts(contents: list[str], source: int = 3) -> str:
 
 
 def test_facts_of_one_message_about_one_person_are_no_loop() -> None:
-    """Cut as a loop five times in one LoCoMo conversation: the glue between two pretty-printed
-    items ("scope": "user", "speaker": "jon", "sources": [ 3 ] }, { "content": "Jon) is a
-    dozen words, so three facts of message 3 that began with "Jon" repeated a 12-word span."""
+    """The glue between two pretty-printed items ("scope": "user", "speaker": "jon", "sources":
+    [ 3 ] }, { "content": "Jon) is a dozen words, so, counted, three facts of message 3 that
+    began with "Jon" repeated a 12-word span: cut as a loop, though nothing was said twice."""
     said = [
         "Jon lost his job as a banker in January 2023.",
         "Jon is starting a dance studio.",
