@@ -36,15 +36,18 @@ def _feed(text: str, piece: int = 7) -> LoopDetector:
     return detector
 
 
-def test_a_repeated_sentence_is_a_loop_soon_after_its_third_copy() -> None:
+def _cut_at(text: str, piece: int) -> int | None:
+    """How many characters had streamed when the answer was cut as a loop (None: never)."""
     detector = LoopDetector()
-    seen = 0
-    for i in range(0, len(LOOP), 5):
-        seen = i + 5
-        if detector.feed(LOOP[i : i + 5]):
-            break
-    assert detector.looping
-    assert seen < len(LOOP) // 10  # cut at about the third copy, not at the end
+    for i in range(0, len(text), piece):
+        if detector.feed(text[i : i + piece]):
+            return i + piece
+    return None
+
+
+def test_a_repeated_sentence_is_a_loop_soon_after_its_third_copy() -> None:
+    cut = _cut_at(LOOP, 5)
+    assert cut is not None and cut < len(LOOP) // 10  # at about the third copy, not at the end
 
 
 def _pretty_facts(contents: list[str], source: int = 3) -> str:
@@ -71,14 +74,8 @@ def test_facts_of_one_message_about_one_person_are_no_loop() -> None:
 
 def test_a_fact_written_again_and_again_is_a_loop() -> None:
     looped = _pretty_facts(["Jon is passionate about dancing and teaching others."] * 12)
-    detector = LoopDetector()
-    seen = 0
-    for i in range(0, len(looped), 7):
-        seen = i + 7
-        if detector.feed(looped[i : i + 7]):
-            break
-    assert detector.looping
-    assert seen < len(looped) // 2  # by the fourth copy of twelve
+    cut = _cut_at(looped, 7)
+    assert cut is not None and cut < len(looped) // 2  # by the fourth copy of twelve
 
 
 def test_distinct_list_items_with_shared_keys_and_a_restated_sentence_are_no_loop() -> None:
