@@ -67,7 +67,8 @@ class _Kept(LLMProvider):
         try:
             result = await self._inner.generate_structured(request, schema)
         except MalformedOutputError as exc:
-            self.answers.append({"content": exc.content, "finish_reason": "cut", "usage": {}})
+            # finish_reason as the step saw it: the answer was rejected (cut as a loop, or unparsable)
+            self.answers.append({"content": exc.content, "finish_reason": "rejected", "usage": {}})
             raise
         usage = {
             "prompt_tokens": result.usage.input_tokens,
