@@ -264,6 +264,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 "model_answers_replayed": proxy.store.hits,
                 "model_answers_asked": proxy.store.misses,
                 "model_answers_missing": len(proxy.store.missing),
+                "model_answers_cut": len(proxy.store.cut),
             }
             if proxy is not None
             else {}

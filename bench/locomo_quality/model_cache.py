@@ -8,7 +8,8 @@ interrupted run resumes instead of starting over.
 
 Streamed answers are passed through chunk by chunk (the provider cuts a stream that repeats
 itself; a cut closes the connection here too, which stops the model) and kept only when the model
-finished them. Requests go to the model one at a time, as a one-slot llama.cpp server serves them
+finished them; a cut answer is kept apart, under ``cut/``, with its request, to be read (was it
+really a loop?) and never replayed. Requests go to the model one at a time, as a one-slot llama.cpp server serves them
 anyway; a waiting request waits here rather than in the server's queue.
 
 With no upstream the proxy only replays (tests: a recorded real model, offline): a request it has
@@ -38,6 +39,8 @@ class AnswerStore(JsonFiles):
         self.hits = 0
         self.misses = 0  # asked of the model
         self.missing: list[str] = []  # replay only: requests with no recorded answer
+        self.cut: list[str] = []  # answers the client stopped reading before the model finished
+        self._cut_files = JsonFiles(root / "cut")
 
     @staticmethod
     def key(body: bytes) -> str:
@@ -65,6 +68,16 @@ class AnswerStore(JsonFiles):
             else {"content_type": content_type, "body": json.loads(text)}
         )
         self._save(key, saved, indent=1)
+
+    def keep_cut(self, key: str, content_type: str, body: bytes, request: bytes) -> None:
+        """What the model had written when the client cut it, beside the request that asked."""
+        text = body.decode("utf-8", "replace")
+        if content_type.startswith("text/event-stream"):
+            answer: Any = _assembled(text[: text.rfind("\n\n") + 1])  # whole events only
+        else:
+            answer = text
+        self._cut_files._save(key, {"request": json.loads(request), "answer": answer}, indent=1)
+        self.cut.append(key)
 
 
 def _assembled(sse: str) -> dict[str, Any]:
@@ -138,7 +151,10 @@ def _handler(upstream: str | None, store: AnswerStore, one_at_a_time: threading.
                             self.wfile.write(chunk)
                             self.wfile.flush()
                         except (BrokenPipeError, ConnectionResetError):
-                            return  # the client cut the answer: not finished, not kept
+                            # The client cut the answer: not finished, never replayed.
+                            if key is not None and resp.status == 200 and body is not None:
+                                store.keep_cut(key, content_type, bytes(kept), body)
+                            return
                     if key is not None and resp.status == 200 and method == "POST":
                         store.put(key, content_type, bytes(kept))
                 finally:
