@@ -265,6 +265,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 "model_answers_asked": proxy.store.misses,
                 "model_answers_missing": len(proxy.store.missing),
                 "model_answers_cut": len(proxy.store.cut),
+                "model_requests_abandoned": proxy.store.abandoned,
             }
             if proxy is not None
             else {}

@@ -22,6 +22,8 @@ import contextlib
 import hashlib
 import http.client
 import json
+import select
+import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -40,6 +42,7 @@ class AnswerStore(JsonFiles):
         self.misses = 0  # asked of the model
         self.missing: list[str] = []  # replay only: requests with no recorded answer
         self.cut: list[str] = []  # answers the client stopped reading before the model finished
+        self.abandoned = 0  # requests whose client had gone before the model was free
         self._cut_files = JsonFiles(root / "cut")
 
     @staticmethod
@@ -108,6 +111,18 @@ def _replayed_stream(answer: dict[str, Any]) -> bytes:
     return "".join(lines).encode()
 
 
+def client_gone(sock: socket.socket) -> bool:
+    """Whether the client closed its connection: it has sent its whole request, so the socket is
+    readable only at its end (or on a reset)."""
+    readable, _, _ = select.select([sock], [], [], 0)
+    if not readable:
+        return False
+    try:
+        return sock.recv(1, socket.MSG_PEEK) == b""
+    except OSError:
+        return True
+
+
 def _handler(upstream: str | None, store: AnswerStore, one_at_a_time: threading.Lock) -> type:
     target = urlsplit(upstream or "http://127.0.0.1")
     base_path = target.path.rstrip("/")
@@ -134,6 +149,11 @@ def _handler(upstream: str | None, store: AnswerStore, one_at_a_time: threading.
             if path.startswith("/v1"):
                 path = path[len("/v1") :]
             with one_at_a_time:
+                if client_gone(self.connection):
+                    # It timed out waiting for the model (the worker's attempt has failed and its
+                    # retry is queued too): asking now would cost an answer nobody reads.
+                    store.abandoned += 1
+                    return
                 store.misses += 1
                 conn = http.client.HTTPConnection(host, port, timeout=3600)
                 try:

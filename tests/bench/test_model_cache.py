@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import socket
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -18,7 +19,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from bench.locomo_quality.model_cache import RecordingProxy
+from bench.locomo_quality.model_cache import RecordingProxy, client_gone
 
 REQUEST = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "facts?"}]}
 MORE_CHUNKS = 500  # far more than a socket buffer absorbs after the client has gone
@@ -129,3 +130,15 @@ def test_a_finished_answer_is_replayed_without_asking_the_model(tmp_path: Path) 
         assert b"Ann likes tea" in first
     finally:
         upstream.close()
+
+
+def test_a_request_whose_client_has_gone_is_not_asked_of_the_model() -> None:
+    """A worker whose call timed out while the model served another closes its connection; the
+    proxy sees that before it forwards the request, so the model's time goes to the retry only."""
+    ours, clients = socket.socketpair()
+    with ours, clients:
+        clients.sendall(b"POST /v1/chat/completions HTTP/1.0\r\n\r\n")
+        ours.recv(65536)  # the proxy has read the whole request
+        assert not client_gone(ours)  # still waiting for its answer
+        clients.close()
+        assert client_gone(ours)
