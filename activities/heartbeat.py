@@ -24,12 +24,16 @@ async def heartbeating[T](work: Awaitable[T]) -> T:
         return await work
     every = max(timeout / 3, timedelta(milliseconds=100)).total_seconds()
 
+    # What the previous attempt recorded (why its answer was rejected, and how many were) is sent
+    # on: an attempt that then fails otherwise (a timeout) leaves it to the next attempt intact.
+    inherited = tuple(activity.info().heartbeat_details)
+
     async def beat() -> None:
         # The server times a step's heartbeat from its start: the first beat can wait an interval,
         # and the short steps (most store steps) end before sending one (a request each saved).
         while True:
             await asyncio.sleep(every)
-            activity.heartbeat()
+            activity.heartbeat(*inherited)
 
     beater = asyncio.create_task(beat())
     try:
@@ -39,12 +43,17 @@ async def heartbeating[T](work: Awaitable[T]) -> T:
 
 
 def this_attempt() -> Retry:
-    """Temporal's attempt number and, when the previous attempt recorded it, why its output was
-    rejected: the LLM request of a retry differs from the failed one (memory.llm.base.Retry)."""
+    """Temporal's attempt number and what earlier attempts recorded: how many answers were rejected
+    and why the last was. A retry after a rejection differs from the failed request; one after a
+    provider failure is the same request (memory.llm.base.Retry)."""
     info = activity.info()
     details = info.heartbeat_details
     rejected = details[0] if details and isinstance(details[0], str) else None
-    return Retry(attempt=info.attempt, rejected=rejected)
+    if len(details) >= 2 and isinstance(details[1], int):
+        rejections: int | None = details[1]
+    else:  # nothing recorded: no answer was rejected; only a reason: an older worker's record
+        rejections = 0 if rejected is None else None
+    return Retry(attempt=info.attempt, rejected=rejected, rejections=rejections)
 
 
 @contextmanager
@@ -64,9 +73,10 @@ def noting_rejection(*, deterministic: bool = False) -> Iterator[None]:
             raise UnusableOutputError(
                 f"deterministic provider, no retry can change it: {why}"
             ) from e
-        if why == this_attempt().rejected:
+        earlier = this_attempt()
+        if why == earlier.rejected:
             raise UnusableOutputError(f"rejected the same way twice: {why}") from e
-        activity.heartbeat(why)
+        activity.heartbeat(why, earlier.rejected_before + 1)
         raise
 
 

@@ -15,31 +15,42 @@ from memory.prompts import TaskInput, render
 
 Task = Literal["extract_facts", "decide_facts", "extract_reflections", "consolidate", "same_fact"]
 
-_REPAIR = (
-    "\n\nThis is attempt {attempt}: an earlier answer was rejected{why}. Answer again, briefly, "
-    "following the rules above exactly."
-)
+# Counts rejected answers, not attempts: a retry after a provider failure is the same request.
+_REPAIR = "\n\n{rejected} rejected{why}. Answer again, briefly, following the rules above exactly."
 # Each retry samples a little hotter: at temperature 0 the same request gets the same answer.
 _TEMPERATURE_STEP = 0.3
 
 
 class Retry(BaseModel):
-    """Which attempt of a step this is (Temporal's count) and why the previous one was rejected,
-    when known. A retry never sends the failed request again byte for byte."""
+    """Which attempt of a step this is (Temporal's count), how many of the earlier attempts' answers
+    were rejected, and why the last one was, when known.
+
+    A retry after a rejected answer never sends the failed request again byte for byte: it says
+    why and samples hotter, since at temperature 0 the same request gets the same answer. A retry
+    after a failure of the provider (a timeout, a 5xx, a rate limit) sends the same request: no
+    answer was wrong, and a note saying one was would be untrue."""
 
     model_config = ConfigDict(frozen=True)
 
     attempt: int = 1
     rejected: str | None = None
+    # None: not known (an attempt run by an older worker), so every earlier attempt counts.
+    rejections: int | None = None
+
+    @property
+    def rejected_before(self) -> int:
+        return self.attempt - 1 if self.rejections is None else self.rejections
 
     def prompt(self, prompt: str) -> str:
-        if self.attempt <= 1:
+        if self.rejected_before == 0:
             return prompt
-        why = f": {escape(self.rejected[:300])}" if self.rejected else ""
-        return prompt + _REPAIR.format(attempt=self.attempt, why=why)
+        n = self.rejected_before
+        rejected = "An earlier answer was" if n == 1 else f"{n} earlier answers were"
+        why = f" (the last: {escape(self.rejected[:300])})" if self.rejected else ""
+        return prompt + _REPAIR.format(rejected=rejected, why=why)
 
     def temperature(self, temperature: float) -> float:
-        hotter = round(min(1.0, temperature + _TEMPERATURE_STEP * (self.attempt - 1)), 2)
+        hotter = round(min(1.0, temperature + _TEMPERATURE_STEP * self.rejected_before), 2)
         return max(temperature, hotter)
 
 

@@ -79,7 +79,8 @@ def test_a_retry_differs_from_the_failed_request() -> None:
         DECIDE_INPUT, model="m", retry=Retry(attempt=2, rejected="existing index 3 <not offered>")
     )
     assert second.prompt.startswith(first.prompt) and second.prompt != first.prompt
-    assert "attempt 2" in second.prompt and "&lt;not offered&gt;" in second.prompt
+    assert "An earlier answer was rejected" in second.prompt
+    assert "&lt;not offered&gt;" in second.prompt
     assert (first.temperature, second.temperature) == (0.0, 0.3)
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from temporalio.testing import WorkflowEnvironment
 
-from memory.errors import InvalidModelOutputError, MalformedOutputError
+from memory.errors import InvalidModelOutputError, MalformedOutputError, ProviderError
 from memory.llm.base import LLMRequest
 from memory.llm.heuristic import HeuristicProvider
 from memory.models import MessageIn
@@ -90,7 +90,45 @@ async def test_retries_after_invalid_output_never_repeat_the_request(
     sent = [(r.prompt, r.temperature) for r in h.llm.calls("decide_facts")]
     assert len(sent) == 5 and len(set(sent)) == 5
     assert [t for _, t in sent] == [0.0, 0.3, 0.6, 0.9, 1.0]
-    assert "attempt 2" in sent[1][0] and "attempt 2" not in sent[0][0]
+    assert "An earlier answer was rejected (the last: existing index 3" in sent[1][0]
+    assert "2 earlier answers were rejected (the last: existing index 4" in sent[2][0]
+    assert "rejected" not in sent[0][0]
+
+
+async def test_a_retry_after_a_provider_failure_sends_the_same_request(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """A timeout is no wrong answer: its retry is the request again, not a hotter one saying an
+    answer was rejected. A rejection is remembered across a timeout that follows it."""
+    h = await seeded(time_env, tmp_path, "Alice works at Acme Robotics")
+    await h.record("s1", conversation(4))
+    h.llm.script("extract_facts", facts(("Alice works at Acme Robotics as CTO", "user")))
+    outcomes = iter(
+        [
+            ProviderError("timed out", retryable=True),
+            InvalidModelOutputError("existing index 3 was not offered"),
+            ProviderError("timed out", retryable=True),
+        ]
+    )
+
+    def timeout_rejection_timeout_then_answer(request: LLMRequest) -> FactDecisions:
+        if (failure := next(outcomes, None)) is not None:
+            raise failure
+        return FactDecisions(
+            decisions=[
+                FactDecision(new_fact_index=0, event="ADD", existing_index=None, merged_text=None)
+            ]
+        )
+
+    h.llm.defaults["decide_facts"] = timeout_rejection_timeout_then_answer
+    async with h.worker():
+        summary = await h.form("s1")
+    sent = [(r.prompt, r.temperature) for r in h.llm.calls("decide_facts")]
+    assert len(sent) == 4
+    assert sent[1] == sent[0] and sent[0][1] == 0.0 and "rejected" not in sent[0][0]
+    assert sent[3] == sent[2] and sent[2][1] == 0.3
+    assert "An earlier answer was rejected (the last: existing index 3" in sent[2][0]
+    assert summary.degraded == []
 
 
 async def test_extraction_that_stays_invalid_is_split_and_each_message_passed_over_visibly(
