@@ -96,7 +96,12 @@ def build_worker(
 def build_llm_worker(client: Client, deps: Deps, settings: Settings) -> Worker | None:
     """Workers of the LLM queue, when one is configured: only the LLM-bound activities, at most
     ``llm_activities_per_second`` across every worker of the queue (the provider's quota), so the
-    store steps and the workflows on the main queue never wait behind it."""
+    store steps and the workflows on the main queue never wait behind it.
+
+    ``llm_concurrency`` caps the steps one worker runs at once. A local server with one slot
+    answers one request at a time: without the cap, concurrent formations' calls queue at the
+    server while their start-to-close timeouts run, and time out there; with it they wait in
+    the task queue, where no timeout runs (no schedule-to-start timeout is set)."""
     queue = settings.temporal.llm_task_queue
     if not queue:
         return None
@@ -112,6 +117,7 @@ def build_llm_worker(client: Client, deps: Deps, settings: Settings) -> Worker |
             consolidation.draft_consolidation,
         ],
         max_task_queue_activities_per_second=settings.temporal.llm_activities_per_second,
+        max_concurrent_activities=settings.temporal.llm_concurrency,
         interceptors=[MetricsInterceptor(), HeartbeatInterceptor()],
         deployment_config=versioning.deployment_config(settings.temporal),  # the same version
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
 
 class _Group(BaseModel):
@@ -23,6 +23,12 @@ class TemporalSettings(_Group):
         None,
         gt=0,
         description="Rate limit of the LLM queue across its workers (provider quota / s)",
+    )
+    llm_concurrency: int | None = Field(
+        None,
+        ge=1,
+        description="LLM steps a worker of the LLM queue runs at once (a local model server's "
+        "slots); the others wait in the queue, where their timeout does not run",
     )
     ui_url: str = Field("http://127.0.0.1:8233", description="Temporal Web UI, for links")
     search_attributes: bool = Field(
@@ -72,3 +78,13 @@ class TemporalSettings(_Group):
     @classmethod
     def _unset_when_empty(cls, value: object) -> object:
         return value or None  # BUILD_ID= (e.g. compose's ${MNEMOS_BUILD_ID:-}): unversioned
+
+    @model_validator(mode="after")
+    def _concurrency_needs_its_queue(self) -> TemporalSettings:
+        if self.llm_concurrency is not None and not self.llm_task_queue:
+            # On the main queue a cap would hold back the store steps and the workflows too.
+            raise ValueError(
+                "llm_concurrency caps the workers of the LLM queue: set llm_task_queue as well "
+                "(e.g. MNEMOS_TEMPORAL__LLM_TASK_QUEUE=mnemos-llm)"
+            )
+        return self
