@@ -5,7 +5,9 @@ In one process, against a scratch SQLite store (nothing is written to yours), it
 1. asks the server whether it enforces a JSON schema, and says which mode the run uses;
 2. forms the bundled transcripts (samples/*.json) through the four LLM steps and consolidates;
 3. runs fixed cases with known right answers (memory/model_check_cases.py): a duplicate, a
-   correction, a new fact, a relative date, a user-vs-agent scope choice.
+   correction, a new fact, a relative date, a user-vs-agent scope choice, a consolidation of
+   three reflections (so consolidation is judged even when the transcripts' reflections are
+   all dropped).
 Per step it prints the model calls, how many answers were valid, time per call, tokens and
 tokens/s, and PASS or FAIL: a step never called FAILs (it has shown nothing), as does one below
 the validity threshold or one whose fallback was taken. Exit code 1 on any FAIL or when the cases'

@@ -8,7 +8,11 @@ way the pipeline does (``dedup.resolve`` for decisions), then compares it with t
   fact it corrects (not of its neighbour), a different fact next to a similar one is an ADD;
 - extract_facts: a relative date ("yesterday") ends as the absolute date (the model's, or the
   pipeline's rule in memory/dates.py on what the model kept), and a personal
-  fact is user scope while a fact about the shared world is agent scope.
+  fact is user scope while a fact about the shared world is agent scope;
+- consolidate: three reflections of a user merged into a blob the pipeline accepts (items, the
+  word limit) that keeps each of them. So the step is exercised whatever the transcripts' own
+  reflections give: a model whose reflections are all dropped still has its consolidation
+  judged, rather than failed as never called.
 
 It also asks the server whether it enforces a JSON schema (llama.cpp, vLLM and Ollama do; an
 older server may ignore ``response_format`` and answer free JSON).
@@ -30,10 +34,18 @@ from memory.llm import Purpose, choose_model
 from memory.llm.base import LLMProvider, LLMRequest, Retry
 from memory.model_check_record import Recorder
 from memory.models import AgentConfig
+from memory.pipeline.consolidation import checked_blob
 from memory.pipeline.dedup import resolve
 from memory.pipeline.restatements import second_look
 from memory.pipeline.types import Decision, NewFact, SimilarFact
-from memory.prompts import DecideFactsInput, ExtractFactsInput, PromptMessage, TaskInput
+from memory.prompts import (
+    ConsolidateInput,
+    DecideFactsInput,
+    ExtractFactsInput,
+    PromptMessage,
+    TaskInput,
+)
+from memory.prompts.consolidate import ConsolidatedSections
 from memory.prompts.decide_facts import ExistingFactShown, FactDecisions, NewFactShown
 from memory.prompts.extract_facts import ExtractedFacts
 from memory.settings import Settings
@@ -214,6 +226,42 @@ async def scope_case(llm: LLMProvider, settings: Settings, attempts: int) -> Cas
     )  # fmt: skip
 
 
+# A user's reflections as formation buffers them, and a word each that the blob must keep.
+_REFLECTIONS = (
+    ("Sam prefers short answers in bullet points.", "bullet"),
+    ("Sam is vegetarian and asks for recipes without meat.", "vegetarian"),
+    ("Sam works night shifts and reads messages after 18:00.", "night"),
+)
+
+
+async def consolidation_case(llm: LLMProvider, settings: Settings, attempts: int) -> CaseResult:
+    cfg = settings.reflections
+    task = ConsolidateInput(
+        agent=AGENT,
+        scope="user",
+        current_content="",
+        current_version=0,
+        reflections=[text for text, _ in _REFLECTIONS],
+        word_limit=cfg.word_limit("user"),
+    )
+
+    def check(answer: ConsolidatedSections) -> str:
+        blob = checked_blob(
+            answer,
+            next_version=task.next_version,
+            word_limit=task.word_limit,
+            tolerance=cfg.word_limit_tolerance,
+        ).lower()
+        kept = [word for _, word in _REFLECTIONS if word in blob]
+        return "keeps " + (", ".join(kept) if kept else "none of them")
+
+    got = await _ask(llm, settings, task, "consolidation", ConsolidatedSections, check, attempts)
+    expected = "keeps " + ", ".join(word for _, word in _REFLECTIONS)
+    return CaseResult(
+        "consolidation", "consolidate", expected, str(got or "no valid answer"), got == expected
+    )
+
+
 async def run_cases(llm: LLMProvider, settings: Settings, attempts: int = 3) -> list[CaseResult]:
     cases: list[tuple[str, Callable[[], Awaitable[CaseResult]]]] = [
         *[
@@ -222,6 +270,7 @@ async def run_cases(llm: LLMProvider, settings: Settings, attempts: int = 3) -> 
         ],
         ("case relative date", lambda: relative_date_case(llm, settings, attempts)),
         ("case scope", lambda: scope_case(llm, settings, attempts)),
+        ("case consolidation", lambda: consolidation_case(llm, settings, attempts)),
     ]
     results = []
     for what, run in cases:
