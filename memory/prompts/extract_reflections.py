@@ -50,46 +50,32 @@ Guidelines:
 - At most {max_words} words per reflection.
 - Return empty lists where nothing meaningful applies."""
 
-# Questions, not lists of topics: a small model copied the lists themselves as its reflections,
-# citing nothing ("current status of ongoing tasks and tool calls; …"), on every sample of
-# docs/local_models.md; asked these questions, it wrote about the conversation.
 _SCOPE_SECTIONS = {
     "agent": """
 ### AGENT REFLECTIONS (broadest scope, extract first)
-What should the agent always have in context across ALL conversations? Did this conversation change
-its persona, character or communication style, show a project, plan, idea or roadmap it follows, or
-teach it something about its community or its domain that holds for everyone?
+What the agent should always have in context across ALL conversations:
+- updates to its persona, character or communication style
+- ongoing projects, plans, ideas, roadmaps; learnings about its community as a whole
+- domain knowledge and insights that apply universally
 """,
     "user": """
 ### USER REFLECTIONS (exclude what the agent reflections hold)
-What is specific to ONE USER, the one who said it? Did they state a preference or a directive
-("always respond in Spanish"), show their expertise or communication style, or say how the agent
-should interact with them?
+What is specific to ONE USER, the one who said it:
+- preferences and directives ("always respond in Spanish"), expertise and communication style
+- user-specific context that should always be present; how to interact with this user
 """,
     "session": """
 ### SESSION REFLECTIONS (exclude what agent and user reflections hold)
-What is specific to THIS SESSION? Where do its ongoing tasks and tool calls stand, what was asked
-for this session only, what has happened so far, which assets (URLs, images) should be kept at
-hand?
+What is specific to THIS SESSION:
+- current status of ongoing tasks and tool calls; instructions given for this session
+- what has happened so far (a rolling summary); assets to keep at hand (URLs, images)
 """,
 }
 
 
-# The sections' former lists of topics, which the model copied: an answer in their words is an
-# echo still (answers recorded under them are replayed in tests; a model may know the phrasing).
-_FORMER_SECTIONS = """
-- updates to its persona, character or communication style
-- ongoing projects, plans, ideas, roadmaps; learnings about its community as a whole
-- domain knowledge and insights that apply universally
-- preferences and directives, expertise and communication style
-- user-specific context that should always be present; how to interact with this user
-- current status of ongoing tasks and tool calls; instructions given for this session
-- what has happened so far (a rolling summary); assets to keep at hand (URLs, images)
-"""
-
-# What the model is told (or was), as opposed to what it reads: an answer made of these words is
-# an echo (memory.pipeline.echoes).
-INSTRUCTIONS = SYSTEM + TEMPLATE + "".join(_SCOPE_SECTIONS.values()) + _FORMER_SECTIONS
+# What the model is told, as opposed to what it reads: an answer made of these words is an echo
+# (memory.pipeline.echoes).
+INSTRUCTIONS = SYSTEM + TEMPLATE + "".join(_SCOPE_SECTIONS.values())
 
 # Reflections of one scope from one window: a handful is what a window holds.
 MAX_REFLECTIONS = 8

@@ -1,7 +1,6 @@
 """Items that repeat the prompt's instructions are not memory (memory/pipeline/echoes.py). The
 echoes here are what Qwen2.5-Coder-1.5B answered on the quality bench's hand-made conversation
-(tests/bench/fixtures/real-model), citing no message, when the reflection prompt's sections were
-lists of topics; they are questions now, and the lists' words still count as the prompt's."""
+(tests/bench/fixtures/real-model), citing no message."""
 
 from __future__ import annotations
 
@@ -29,16 +28,6 @@ WINDOW = [
     ],
 )
 def test_a_reflection_that_repeats_the_instructions_is_an_echo(echo: str) -> None:
-    assert echoes_instructions(echo, False, INSTRUCTIONS, WINDOW)
-
-
-def test_an_echo_of_todays_questions_is_an_echo() -> None:
-    """Asked the questions, the model still once answered with them (the short transcript of
-    tests/realmodel, 2026-11-26), citing nothing."""
-    echo = (
-        "The agent should always have in context across ALL conversations about its persona, "
-        "style, project planning, roadmap, and community/domain knowledge."
-    )
     assert echoes_instructions(echo, False, INSTRUCTIONS, WINDOW)
 
 

@@ -3,8 +3,8 @@ cores, recorded by `mnemos check-model --record`, tests/realmodel/data/), replay
 fake OpenAI-compatible server:
 
 - through FormMemories and its real activities: the short conversation forms with no degraded
-  step, its facts cite the messages they came from, a reflection that only repeats the prompt
-  is dropped and the others are buffered;
+  step, its facts cite the messages they came from, and reflections that only repeat the
+  prompt's section descriptions are dropped;
 - through `mnemos check-model`, offline: the same verdicts as the real run.
 """
 
@@ -53,7 +53,7 @@ async def test_the_real_answers_form_the_sample_conversation_through_the_workflo
             formed = await h.form(session_id)
 
     assert formed.degraded == [] and formed.formations == 1
-    # This recording (2026-11-26 14:36, a cold server on an AVX2 CPU) kept four facts, Alice's
+    # This recording (2026-11-26 14:15, a cold server on an AVX2 CPU) kept four facts, Alice's
     # job in agent scope and the festival's in hers: what a 1.5B model gives, replayed as it is.
     assert formed.facts_extracted == 4 and formed.facts_added == 4
     stored = await h.all_facts(user_id="alice")  # the agent's facts and alice's
@@ -63,11 +63,9 @@ async def test_the_real_answers_form_the_sample_conversation_through_the_workflo
         ("The total budget is $50,000.", "user"),
         ("The vendor contract deadline is January 10, 2027.", "user"),
     }
-    # Of its three reflections one repeats the prompt's question and cites nothing ("The agent
-    # should always have in context across ALL conversations about its persona, …"): dropped.
-    # The other two cite messages and are buffered (one of them invents "art projects": a 1.5B
-    # model's reflections, replayed as they are).
-    assert formed.reflections_added == 2
+    # Its five reflections only repeat the prompt's descriptions of the three sections ("what
+    # has happened so far (a rolling summary); …"): dropped as echoes, none buffered.
+    assert formed.reflections_added == 0
     assert stored and all(f.source_message_ids for f in stored)
     said = {m.message_id for m in messages}
     assert all(set(f.source_message_ids) <= said for f in stored)
@@ -115,6 +113,6 @@ def test_check_model_replayed_offline_gives_the_real_runs_verdicts(
         c["got"] for c in replayed["cases"] if c["name"] == "relative date"
     )
     assert result.exit_code == 0 and replayed["passed"] is True, result.stdout  # 6/6
-    # The case and the transcript's two scopes that kept reflections (agent and session).
-    assert steps["consolidate"]["calls"] == 3 == steps["consolidate"]["valid"]
+    # The transcript's reflections were all dropped: the case alone exercised consolidation.
+    assert steps["consolidate"]["calls"] == 1 == steps["consolidate"]["valid"]
     assert steps["same_fact"]["calls"] == 1 == steps["same_fact"]["valid"]
