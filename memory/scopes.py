@@ -8,6 +8,9 @@
   another user than the window's single one, is never anyone's user memory. Personal content that
   cannot be user memory is never promoted to agent memory: a fact is dropped, a reflection stays
   in this session's memory.
+- Agent memory is what any user of the agent may read, so an item the model put there that names
+  a user of the window ("Alice is the CTO of Acme Robotics") is that user's, whatever the model
+  said: placed as theirs by the rule above. A model's scope is a classification, not a permission.
 
 ``formable_scopes`` is what a formation window may write, and ``place_fact``/``place_reflection``
 where one extracted item goes (the models and the heuristic classify into every scope; this
@@ -18,8 +21,10 @@ stored facts a new fact is compared with.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from memory.models import (
     AgentConfig,
@@ -60,6 +65,31 @@ def sole_speaker(messages: Sequence[StoredMessage], window_user: str | None) -> 
     no message is anonymous: then an item whose speaker the model left out can only be theirs."""
     users = {m.user_id for m in messages if m.role == "user"}
     return window_user if window_user is not None and users == {window_user} else None
+
+
+def users_named(text: str, messages: Sequence[StoredMessage]) -> frozenset[str]:
+    """The window's users (their ids) that ``text`` names, by the name their messages carry or by
+    their user id, as whole words in any case: "Alice's new job" names the user alice."""
+    labels: dict[str, set[str]] = {}
+    for m in messages:
+        if m.role == "user" and m.user_id is not None:
+            labels.setdefault(m.user_id, {m.user_id}).update([m.name] if m.name else [])
+    return frozenset(
+        user
+        for user, names in labels.items()
+        if any(re.search(rf"(?<!\w){re.escape(n)}(?!\w)", text, re.IGNORECASE) for n in names)
+    )
+
+
+def as_owned[S: Scope](
+    scope: S, speaker: str | None, text: str, messages: Sequence[StoredMessage]
+) -> tuple[S | Literal["user"], str | None]:
+    """(scope, speaker) of an extracted item as the rules read it: one the model put in agent
+    memory that names a user of the window is that user's (naming several, nobody's, so it is
+    never kept as user memory); anything else stays as classified."""
+    if scope == "agent" and (named := users_named(text, messages)):
+        return "user", next(iter(named)) if len(named) == 1 else None
+    return scope, speaker
 
 
 def place_fact(

@@ -24,7 +24,7 @@ from memory.pipeline.usage import llm_call, words
 from memory.pipeline.window import answer_is_full, window_agent, window_messages
 from memory.prompts.common import MAX_ITEMS
 from memory.prompts.extract_facts import INSTRUCTIONS, ExtractedFacts, ExtractFactsInput
-from memory.scopes import dedup_filter, place_fact, sole_speaker
+from memory.scopes import as_owned, dedup_filter, place_fact, sole_speaker
 from memory.settings import FactSettings
 
 # A model that overshoots the word limit a little still wrote a usable fact; far beyond, it wrote prose.
@@ -62,8 +62,8 @@ async def extract_facts(deps: Deps, window: Window, retry: Retry = FIRST) -> Ext
     said = [m.content for m in messages]
     for fact in result.value.facts:
         text = " ".join(fact.content.split())
-        speaker = fact.speaker or only
-        scope = place_fact(fact.scope, speaker, window.user_id, window.fact_scopes)
+        owned, speaker = as_owned(fact.scope, fact.speaker or only, text, messages)
+        scope = place_fact(owned, speaker, window.user_id, window.fact_scopes)
         if (
             not text
             or scope is None

@@ -22,7 +22,7 @@ from memory.prompts.extract_reflections import (
     ExtractedReflections,
     ExtractReflectionsInput,
 )
-from memory.scopes import place_reflection, sole_speaker
+from memory.scopes import as_owned, place_reflection, sole_speaker
 from memory.settings import Scope
 
 _WORD_SLACK = 1.25
@@ -84,9 +84,9 @@ async def extract_reflections(
     for classified, items in by_scope:
         for item in items:
             # A disabled scope is never written, whatever the model returned (memory.scopes).
-            speaker = item.speaker or only
-            scope = place_reflection(classified, speaker, window.user_id, window.reflection_scopes)
             text = " ".join(item.content.split())
+            owned, speaker = as_owned(classified, item.speaker or only, text, messages)
+            scope = place_reflection(owned, speaker, window.user_id, window.reflection_scopes)
             key = content_hash(text)
             if (
                 scope

@@ -52,7 +52,8 @@ def test_answers_that_loop_fail_the_decision_step_and_the_check(
     assert steps["decide_facts"]["verdict"].startswith("FAIL")
     assert steps["extract_facts"]["valid"] >= 2 and steps["extract_facts"]["tokens_in"] > 0
     assert [c["name"] for c in report["cases"]] == [
-        "duplicate", "correction", "new fact", "relative date", "user vs agent scope"
+        "duplicate", "correction", "new fact", "relative date", "user vs agent scope",
+        "consolidation",
     ]  # fmt: skip
     assert not any(c["passed"] for c in report["cases"] if c["step"] == "decide_facts")
     # Every call recorded, the invalid ones with what the model said and why it was rejected.

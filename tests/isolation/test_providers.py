@@ -1,6 +1,7 @@
 """The scope rule holds whatever the model answers: through the real OpenAI and Gemini SDKs against
 the local fake server, a model that puts items in a forbidden scope gets them filtered, never
-stored (a personal reflection is kept in the session, never promoted)."""
+stored (a personal reflection is kept in the session, never promoted), and an item it puts in
+agent memory that names the window's user is that user's."""
 
 from __future__ import annotations
 
@@ -75,8 +76,15 @@ async def test_items_in_a_forbidden_scope_are_filtered_not_stored(
     prompts = [json.dumps(r.body) for r in server.requests]
     assert len(prompts) == 2  # extract facts, extract reflections: nothing kept to decide on
     assert all("NEVER a person's private details" in p for p in prompts)
-    for user in ("alice", "bob", None):  # nothing stored, in any scope
+    # Bob's email is nobody's memory here; alice's divorce, put in agent memory (off), is hers.
+    for user in ("bob", None):
         assert await bench.store.list_facts(FactFilter(agent_id="eve", user_id=user)) == []
+    [hers] = await bench.store.list_facts(FactFilter(agent_id="eve", user_id="alice"))
+    assert (hers.content, hers.scope, hers.user_id) == (
+        "Alice is getting divorced",
+        "user",
+        "alice",
+    )
     for key in (ScopeKey.agent("eve"), ScopeKey.user("eve", "alice"), ScopeKey.user("eve", "bob")):
         assert await bench.store.unabsorbed_reflections(key) == []
     session = await bench.store.unabsorbed_reflections(ScopeKey.session("eve", "s1"))
@@ -84,3 +92,39 @@ async def test_items_in_a_forbidden_scope_are_filtered_not_stored(
         "Bob wants answers in French",  # personal, not alice's: kept where it was said
         "Planning the festival",
     ]
+
+
+async def test_a_users_news_put_in_agent_memory_never_reaches_another_user(
+    server: FakeProviderServer, tmp_path: Path
+) -> None:
+    """Agent memory on: the model classifies alice's job and her plans as the agent's, which every
+    user of the agent reads (a real 1.5B model did so with "Alice is the CTO of Acme Robotics.",
+    tests/realmodel). They name her, so they are hers: bob's turns never see them, hers do."""
+    open_eve = AgentConfig(agent_id="eve", name="Eve")
+    answers = (
+        {"facts": [{"content": "Alice is the CTO of Acme Robotics.", "scope": "agent"}]},
+        {
+            "agent_reflections": [{"content": "Alice is planning a festival in Lisbon"}],
+            "user_reflections": [],
+            "session_reflections": [],
+        },
+    )
+    server.script(*[openai_chat(json.dumps(a)) for a in answers])
+    store = SQLiteStore(tmp_path / "mnemos.db")
+    await store.setup()
+    b = await Bench.create(store, [open_eve])
+    b.llm = OpenAIProvider(api_key="sk-test", base_url=server.openai_base_url, timeout=10)
+    try:
+        await b.say("eve", "s1", "I'm the CTO of Acme Robotics, and I plan a festival in Lisbon.", user_id="alice")  # fmt: skip
+        await b.form("s1", "eve")
+        await b.say("eve", "s2", "Hello!", user_id="bob")
+
+        bob_sees = await b.seen_by("eve", "s2", "bob", ["CTO", "Acme", "festival", "Lisbon"])
+        assert "CTO" not in bob_sees and "Lisbon" not in bob_sees
+        assert await store.list_facts(FactFilter(agent_id="eve", user_id=None)) == []
+        alice_sees = await b.seen_by("eve", "s1", "alice", ["CTO", "festival"])
+        assert "Alice is the CTO of Acme Robotics." in alice_sees
+        assert "Alice is planning a festival in Lisbon" in alice_sees
+    finally:
+        await b.llm.close()
+        await store.close()

@@ -53,12 +53,13 @@ async def test_the_real_answers_form_the_sample_conversation_through_the_workflo
             formed = await h.form(session_id)
 
     assert formed.degraded == [] and formed.formations == 1
-    # This recording (2026-11-26 14:15, a cold server on an AVX2 CPU) kept four facts, Alice's
-    # job in agent scope and the festival's in hers: what a 1.5B model gives, replayed as it is.
+    # This recording (2026-11-26 14:15, a cold server on an AVX2 CPU) kept four facts, all of them
+    # Alice's: what a 1.5B model gives, replayed as it is. It put her job in agent memory, which
+    # every user of the agent reads; the fact names her, so it is hers (memory/scopes.py).
     assert formed.facts_extracted == 4 and formed.facts_added == 4
     stored = await h.all_facts(user_id="alice")  # the agent's facts and alice's
     assert {(f.content, f.scope) for f in stored} == {
-        ("Alice is the CTO of Acme Robotics.", "agent"),
+        ("Alice is the CTO of Acme Robotics.", "user"),
         ("The Mars Festival opens on March 15, 2027 in Lisbon.", "user"),
         ("The total budget is $50,000.", "user"),
         ("The vendor contract deadline is January 10, 2027.", "user"),
