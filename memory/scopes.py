@@ -69,7 +69,8 @@ def sole_speaker(messages: Sequence[StoredMessage], window_user: str | None) -> 
 
 def users_named(text: str, messages: Sequence[StoredMessage]) -> frozenset[str]:
     """The window's users (their ids) that ``text`` names, by the name their messages carry or by
-    their user id, as whole words in any case: "Alice's new job" names the user alice."""
+    their user id, as whole words in any case: "Alice's new job" names the user alice. A name that
+    is also a word ("Will") claims the sentences using it: for agent memory, the safe side."""
     labels: dict[str, set[str]] = {}
     for m in messages:
         if m.role == "user" and m.user_id is not None:
