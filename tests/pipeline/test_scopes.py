@@ -5,7 +5,14 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from memory.models import AgentConfig, Role, ScopeKey, SessionInfo, StoredMessage
-from memory.scopes import formable_scopes, place_fact, sole_speaker, visible_scopes
+from memory.scopes import (
+    as_owned,
+    formable_scopes,
+    place_fact,
+    sole_speaker,
+    users_named,
+    visible_scopes,
+)
 
 T = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -58,10 +65,10 @@ def test_scope_key_constructors_build_the_keys_of_each_scope() -> None:
     )
 
 
-def _said(user_id: str | None, role: Role = "user") -> StoredMessage:
+def _said(user_id: str | None, role: Role = "user", name: str | None = None) -> StoredMessage:
     return StoredMessage(
         session_id="s1", seq=1, message_id="m1", role=role, content="hi",
-        created_at=datetime(2026, 1, 1, tzinfo=UTC), user_id=user_id,
+        created_at=datetime(2026, 1, 1, tzinfo=UTC), user_id=user_id, name=name,
     )  # fmt: skip
 
 
@@ -75,3 +82,23 @@ def test_a_left_out_speaker_is_the_windows_user_only_when_nobody_else_spoke() ->
     assert (
         place_fact("user", sole_speaker([alice, _said(None)], "alice"), "alice", ("user",)) is None
     )
+
+
+def test_agent_memory_that_names_a_user_of_the_window_is_theirs() -> None:
+    window = [
+        _said("u-17", name="Alice Martin"),
+        _said(None, role="agent", name="Bob"),  # the agent's name is nobody's user memory
+        _said("carol"),
+    ]
+    assert users_named("Alice Martin's new job is at Acme", window) == {"u-17"}
+    assert users_named("carol prefers tea; so does CAROL", window) == {"carol"}
+    assert users_named("Bob runs the front desk", window) == frozenset()
+    assert users_named("Caroline likes jazz", window) == frozenset()  # a whole word only
+
+    assert as_owned("agent", None, "Alice Martin is the CTO of Acme", window) == ("user", "u-17")
+    # Naming two users: nobody's, so never kept as user memory (a fact is dropped).
+    assert as_owned("agent", None, "Alice Martin and carol are friends", window) == ("user", None)
+    assert place_fact("user", None, "u-17", ("agent", "user")) is None
+    # Not named, or not classified as agent memory: as the model said.
+    assert as_owned("agent", None, "The desk opens at 8:00", window) == ("agent", None)
+    assert as_owned("session", None, "carol asked for a summary", window) == ("session", None)
