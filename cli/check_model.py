@@ -102,11 +102,13 @@ def _fallbacks(q: Qualification, step: str) -> int:
 def _step_line(step: str, f: StepFigures, verdict: str) -> str:
     gen = f"{f.generated_per_s:.1f}" if f.generated_per_s is not None else "-"
     read = f"{f.prompt_per_s:.1f}" if f.prompt_per_s is not None else "-"
+    # A valid answer may still give formation nothing: items it dropped (echoes of the prompt).
+    kept = f"  kept {f.kept} of {f.items} items" if f.items is not None else ""
     return (
         f"{step:<20} valid {f.valid}/{f.calls}  s/call p50 {f.seconds_p50:.1f} max "
         f"{f.seconds_max:.1f}  tokens {f.tokens_in} in ({f.tokens_cached} cached) / "
         f"{f.tokens_out} out  "
-        f"tok/s gen {gen} prompt {read}  {verdict}"
+        f"tok/s gen {gen} prompt {read}{kept}  {verdict}"
     )
 
 

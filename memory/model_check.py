@@ -113,6 +113,20 @@ async def attempt[T](
     return None, rejected or "unusable output"
 
 
+def _count_kept(recorder: Recorder | None, task: str, kept: int) -> None:
+    """Note on the step's accepted call how many items its answer held and how many formation
+    kept: a model whose every reflection echoes the prompt answers validly and keeps nothing."""
+    accepted = [c for c in recorder.calls if c.task == task and c.valid] if recorder else []
+    if not accepted:
+        return
+    try:
+        answer = json.loads(accepted[-1].content)
+    except ValueError:
+        return
+    lists = [v for v in answer.values() if isinstance(v, list)] if isinstance(answer, dict) else []
+    accepted[-1].items, accepted[-1].kept = sum(len(v) for v in lists), kept
+
+
 async def form_session(
     deps: Deps, agent_id: str, session_id: str, report: CheckReport, attempts: int = 3
 ) -> set[ScopeKey]:
@@ -166,6 +180,10 @@ async def _form_window(deps: Deps, w: Window, report: CheckReport, attempts: int
     if reflected is None:
         report.degraded.append(f"{w.formation_id} extract_reflections: {why}")
         reflected = ReflectionsResult(reflections=[])
+    else:
+        _count_kept(rec, "extract_reflections", len(reflected.reflections))
+    if extracted.llm:
+        _count_kept(rec, "extract_facts", len(new))
     done = await commit.commit(
         deps, w, new, decided.decisions, reflected.reflections, datetime.now(UTC)
     )

@@ -37,6 +37,10 @@ class CallRecord:
     cached_tokens: int | None = None  # prompt tokens the server's prefix cache supplied
     error: str | None = None
     valid: bool = False  # set by the step: the answer passed the schema and the step's checks
+    # Set by a transcript's extraction steps: the items the answer held, and those formation kept
+    # (the others were echoes of the prompt, over the word limit, ungrounded, or duplicates).
+    items: int | None = None
+    kept: int | None = None
 
     @property
     def generated_per_s(self) -> float | None:
@@ -142,6 +146,8 @@ class StepFigures:
     tokens_out: int
     generated_per_s: float | None
     prompt_per_s: float | None
+    items: int | None = None  # over the calls that counted them (transcripts' extractions)
+    kept: int | None = None
 
     @classmethod
     def of(cls, calls: Iterable[CallRecord]) -> StepFigures:
@@ -149,6 +155,7 @@ class StepFigures:
         seconds = [c.seconds for c in done]
         gen = [s for c in done if (s := c.generated_per_s) is not None]
         read = [s for c in done if (s := c.prompt_per_s) is not None]
+        counted = [c for c in done if c.items is not None and c.kept is not None]
         return cls(
             calls=len(done),
             valid=sum(c.valid for c in done),
@@ -159,6 +166,8 @@ class StepFigures:
             tokens_out=sum(c.completion_tokens for c in done),
             generated_per_s=_round(statistics.median(gen)) if gen else None,
             prompt_per_s=_round(statistics.median(read)) if read else None,
+            items=sum(c.items or 0 for c in counted) if counted else None,
+            kept=sum(c.kept or 0 for c in counted) if counted else None,
         )
 
     @property

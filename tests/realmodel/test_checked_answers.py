@@ -117,3 +117,6 @@ def test_check_model_replayed_offline_gives_the_real_runs_verdicts(
     # The transcript's reflections were all dropped: the case alone exercised consolidation.
     assert steps["consolidate"]["calls"] == 1 == steps["consolidate"]["valid"]
     assert steps["same_fact"]["calls"] == 1 == steps["same_fact"]["valid"]
+    # Valid is not kept: the reflections' five items all echoed the prompt, and the output says so.
+    assert (steps["extract_reflections"]["kept"], steps["extract_reflections"]["items"]) == (0, 5)
+    assert (steps["extract_facts"]["kept"], steps["extract_facts"]["items"]) == (4, 4)
