@@ -9,8 +9,9 @@ interrupted run resumes instead of starting over.
 Streamed answers are passed through chunk by chunk (the provider cuts a stream that repeats
 itself; a cut closes the connection here too, which stops the model) and kept only when the model
 finished them; a cut answer is kept apart, under ``cut/``, with its request, to be read (was it
-really a loop?) and never replayed. Requests go to the model one at a time, as a one-slot llama.cpp server serves them
-anyway; a waiting request waits here rather than in the server's queue.
+really a loop?) and never replayed. Requests go to the model one at a time, as a one-slot
+llama.cpp server serves them anyway; a waiting request waits here rather than in the server's
+queue, and one whose client has gone meanwhile is dropped.
 
 With no upstream the proxy only replays (tests: a recorded real model, offline): a request it has
 no answer for gets a 502 problem naming its key, and is counted in ``store.missing``.
