@@ -10,7 +10,9 @@
   in this session's memory.
 - Agent memory is what any user of the agent may read, so an item the model put there that names
   a user of the window ("Alice is the CTO of Acme Robotics") is that user's, whatever the model
-  said: placed as theirs by the rule above. A model's scope is a classification, not a permission.
+  said: placed as theirs by the rule above; and one that names a person's private detail
+  ("Dana was diagnosed with asthma", memory/privacy.py) is its speaker's. A model's scope is a
+  classification, not a permission.
 
 ``formable_scopes`` is what a formation window may write, and ``place_fact``/``place_reflection``
 where one extracted item goes (the models and the heuristic classify into every scope; this
@@ -34,6 +36,7 @@ from memory.models import (
     SessionInfo,
     StoredMessage,
 )
+from memory.privacy import private_detail
 from memory.settings import Scope
 
 
@@ -85,11 +88,17 @@ def users_named(text: str, messages: Sequence[StoredMessage]) -> frozenset[str]:
 def as_owned[S: Scope](
     scope: S, speaker: str | None, text: str, messages: Sequence[StoredMessage]
 ) -> tuple[S | Literal["user"], str | None]:
-    """(scope, speaker) of an extracted item as the rules read it: one the model put in agent
-    memory that names a user of the window is that user's (naming several, nobody's, so it is
-    never kept as user memory); anything else stays as classified."""
-    if scope == "agent" and (named := users_named(text, messages)):
+    """(scope, speaker) of an extracted item as the rules read it. One the model put in agent
+    memory is personal content when it names a user of the window (that user's; naming several,
+    nobody's, so it is never kept as user memory) or a person's private detail (its speaker's:
+    what a user tells of somebody else's health or family is theirs to be reminded of, not every
+    user's to read). Anything else stays as classified."""
+    if scope != "agent":
+        return scope, speaker
+    if named := users_named(text, messages):
         return "user", next(iter(named)) if len(named) == 1 else None
+    if private_detail(text) is not None:
+        return "user", speaker
     return scope, speaker
 
 

@@ -68,6 +68,26 @@ async def test_case_2_an_anonymous_speaker_is_nobodys_user_memory(bench: Bench) 
     assert "Evilbank" not in seen and "guest@evil.example" not in seen
 
 
+async def test_somebody_elses_private_detail_told_by_a_user_is_that_users_memory_only(
+    bench: Bench,
+) -> None:
+    # Said of a third party, in the third person: a specific, dated statement that the offline
+    # provider classifies as agent memory (and a model may), which every user of eve would read.
+    told = "Dana from accounting was diagnosed with asthma in March 2024."
+    await bench.say("eve", "bob-1", told, user_id="bob")
+    await bench.say("eve", "bob-1", "The office kitchen closes at 17:00 since 2025.", user_id="bob")
+    await bench.form("bob-1", "eve")
+    for user in ("carol", "bob"):
+        await bench.say("eve", f"{user}-2", "Hello, how are you today?", user_id=user)
+        await bench.form(f"{user}-2", "eve")
+
+    carol = await bench.seen_by("eve", "carol-2", "carol", ["Dana asthma", "office kitchen"])
+    assert "asthma" not in carol
+    assert "17:00" in carol  # the office's hours are the agent's, for every user
+    bob = await bench.seen_by("eve", "bob-2", "bob", ["Dana asthma"])
+    assert "asthma" in bob  # what bob told is his to be reminded of
+
+
 async def test_case_4_a_late_agent_forms_nothing_of_what_was_said_before_it_joined(
     bench: Bench,
 ) -> None:

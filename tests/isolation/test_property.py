@@ -25,11 +25,14 @@ from tests.isolation.bench import Bench
 AGENTS = ("eve", "max")
 USERS = ("alice", "bob", "carol")
 SESSIONS = ("s0", "s1", "s2")
-# Personal statements only: each becomes user memory, session memory, or nothing.
+# Personal statements only: each becomes user memory, session memory, or nothing. The last is
+# somebody else's private detail told in the third person, which the offline provider classifies
+# as agent memory: the rules (memory/privacy.py) make it its speaker's.
 TEMPLATES = (
     "My secret code is {token} since 2020.",
     "Please always call me {token}.",
     "I really like {token} and my doctor knows it.",
+    "Dana was diagnosed with {token} in 2020.",
 )
 
 

@@ -102,3 +102,19 @@ def test_agent_memory_that_names_a_user_of_the_window_is_theirs() -> None:
     # Not named, or not classified as agent memory: as the model said.
     assert as_owned("agent", None, "The desk opens at 8:00", window) == ("agent", None)
     assert as_owned("session", None, "carol asked for a summary", window) == ("session", None)
+
+
+def test_agent_memory_that_tells_a_persons_private_detail_is_its_speakers() -> None:
+    window = [_said("carol")]
+    # Somebody else's health, told by carol: hers to be reminded of, not every user's to read.
+    said = "Dana was diagnosed with asthma in 2024."
+    assert as_owned("agent", "carol", said, window) == ("user", "carol")
+    assert place_fact("user", "carol", "carol", ("agent", "user")) == "user"
+    # With no speaker to own it (a group chat, a guest), it is nobody's: a fact is dropped.
+    assert as_owned("agent", None, said, window) == ("user", None)
+    assert place_fact("user", None, None, ("agent",)) is None
+    # What the agent's work is stays the agent's.
+    assert as_owned("agent", "carol", "The clinic offers allergy testing", window) == (
+        "agent",
+        "carol",
+    )

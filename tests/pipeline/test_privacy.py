@@ -1,0 +1,51 @@
+"""What agent memory never holds (memory/privacy.py): a person's private details, found by phrases
+that are about a person almost wherever they occur, and not the words a business says of its
+services."""
+
+from __future__ import annotations
+
+import pytest
+
+from memory.privacy import private_detail
+
+
+@pytest.mark.parametrize(
+    ("text", "category"),
+    [
+        ("Dana was diagnosed with asthma in 2024.", "health"),
+        ("Dana is pregnant with twins.", "health"),
+        ("Sam is allergic to penicillin.", "health"),
+        ("Ben's wife Sara works at Lumen Labs.", "family"),
+        ("Her younger sister lives in Porto.", "family"),
+        ("Jon has two kids.", "family"),
+        ("Bob got divorced in 2023.", "relationships"),
+        ("Jon and Gina started dating in May.", "relationships"),
+        ("Dana's salary is 90,000 EUR.", "finances"),
+        ("Jon owes the bank 3,000 dollars.", "finances"),
+        ("Contact Ben at ben.k@mail.example.com", "contact data"),
+        ("Gina\u2019s phone number is 555-0101.", "contact data"),  # a typographic apostrophe
+        ("The wifi password is hunter2.", "identity"),
+        ("Sam came out as gay in 2019.", "identity"),
+    ],
+)
+def test_a_persons_private_detail_is_found(text: str, category: str) -> None:
+    assert private_detail(text) == category
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The clinic's front desk opens at 8:00 on weekdays.",  # check-model's agent-scope case
+        "The clinic offers allergy testing on Mondays.",
+        "Mortgage rates at the bank are 4.1% in 2026.",
+        "Smith & Sons sells hardware since 1950.",
+        "The children's books are on the second floor.",
+        "Current affairs are discussed on Fridays.",
+        "Email support is available from 9:00.",
+        "The Mars Festival opens on March 15, 2027 in Lisbon.",
+        "Acme Robotics has 40 employees in Berlin.",
+        "Gina launched an ad campaign for her clothing store.",
+    ],
+)
+def test_what_a_business_says_of_its_work_is_no_private_detail(text: str) -> None:
+    assert private_detail(text) is None
