@@ -1,7 +1,8 @@
 """The scope rule holds whatever the model answers: through the real OpenAI and Gemini SDKs against
 the local fake server, a model that puts items in a forbidden scope gets them filtered, never
 stored (a personal reflection is kept in the session, never promoted), and an item it puts in
-agent memory that names the window's user is that user's."""
+agent memory that names the window's user is that user's, one that tells a third party's private
+detail its speaker's."""
 
 from __future__ import annotations
 
@@ -125,6 +126,42 @@ async def test_a_users_news_put_in_agent_memory_never_reaches_another_user(
         alice_sees = await b.seen_by("eve", "s1", "alice", ["CTO", "festival"])
         assert "Alice is the CTO of Acme Robotics." in alice_sees
         assert "Alice is planning a festival in Lisbon" in alice_sees
+    finally:
+        await b.llm.close()
+        await store.close()
+
+
+async def test_a_third_partys_private_detail_put_in_agent_memory_stays_with_its_speaker(
+    server: FakeProviderServer, tmp_path: Path
+) -> None:
+    """Agent memory on: the model classifies what bob tells of a colleague's pregnancy and her
+    husband as the agent's. She is no user here, so no name rule applies; the private details
+    (memory/privacy.py) make them bob's: carol's turns never see them, his do."""
+    open_eve = AgentConfig(agent_id="eve", name="Eve")
+    answers = (
+        {"facts": [{"content": "Dana from accounting is pregnant.", "scope": "agent"}]},
+        {
+            "agent_reflections": [{"content": "Dana's husband lost his job at the port"}],
+            "user_reflections": [],
+            "session_reflections": [],
+        },
+    )
+    server.script(*[openai_chat(json.dumps(a)) for a in answers])
+    store = SQLiteStore(tmp_path / "mnemos.db")
+    await store.setup()
+    b = await Bench.create(store, [open_eve])
+    b.llm = OpenAIProvider(api_key="sk-test", base_url=server.openai_base_url, timeout=10)
+    try:
+        await b.say("eve", "s1", "Dana from accounting is pregnant, and her husband lost his job at the port.", user_id="bob")  # fmt: skip
+        await b.form("s1", "eve")
+        await b.say("eve", "s2", "Hello!", user_id="carol")
+
+        carol_sees = await b.seen_by("eve", "s2", "carol", ["Dana", "pregnant", "husband"])
+        assert "pregnant" not in carol_sees and "husband" not in carol_sees
+        assert await store.list_facts(FactFilter(agent_id="eve", user_id=None)) == []
+        bob_sees = await b.seen_by("eve", "s1", "bob", ["Dana pregnant"])
+        assert "Dana from accounting is pregnant." in bob_sees
+        assert "Dana's husband lost his job at the port" in bob_sees
     finally:
         await b.llm.close()
         await store.close()
