@@ -165,6 +165,15 @@ def visible_scopes(
     return VisibleScopes(fact_filter=fact_filter, keys=keys)
 
 
+def may_rewrite(new_scope: FactScope, stored_scope: FactScope) -> bool:
+    """Whether a decision may UPDATE a stored fact of ``stored_scope`` with a new fact of
+    ``new_scope``. An update writes the new fact's words into the stored fact, which keeps its
+    scope; a user's fact meets the agent's facts among its candidates (``dedup_filter``), and its
+    words never go into the memory every user of the agent reads. (A DELETE may retire an agent
+    fact: the correction it adds stays the user's.)"""
+    return not (new_scope == "user" and stored_scope == "agent")
+
+
 def dedup_filter(
     agent_id: str, fact_scopes: tuple[FactScope, ...], user_id: str | None
 ) -> FactFilter:

@@ -10,7 +10,8 @@ about is rejected and retried; a grammar-enforcing server cannot emit one
 with the new one, or a change that names neither the stored fact's attribute nor its verb
 (memory/llm/fact_overlap.py), is refused: the new fact is ADDed, the other left as it was. Where the
 rules can see that two facts say different things, a model's word alone neither replaces one with
-the other nor drops one as the other's duplicate.
+the other nor drops one as the other's duplicate. And a user's fact never UPDATEs a fact in agent
+scope (memory/scopes.py ``may_rewrite``): its words would reach every user; it is ADDed as theirs.
 
 The step also embeds the texts its decisions store (ADD texts, UPDATE merges) through the
 content-addressed cache: the commit only reads those vectors, so the store write never waits on the
@@ -26,6 +27,7 @@ from memory.errors import InvalidModelOutputError
 from memory.llm import choose_model
 from memory.llm.base import FIRST, LLMRequest, Retry
 from memory.llm.fact_overlap import keeps_the_thing, nothing_in_common
+from memory.models import FactScope
 from memory.pipeline.embed_cache import embed_cached
 from memory.pipeline.predecide import REFUSED, predecide
 from memory.pipeline.restatements import second_look
@@ -48,7 +50,9 @@ from memory.prompts.decide_facts import (
     FactDecisions,
     NewFactShown,
 )
+from memory.scopes import may_rewrite
 
+_NOT_SHARED = "a user's fact never rewrites the agent's memory, which every user reads"
 # A model that overshoots the word limit a little still wrote a usable text; far beyond, it looped.
 _WORD_SLACK = 1.25
 # What a merged text must not carry: the prompt's list numbering, tags and candidate notes.
@@ -141,7 +145,13 @@ async def _decide(
     result = await deps.llm.generate_structured(request, FactDecisions)
     max_words = deps.settings.facts.max_words
     resolved = resolve(
-        result.value.decisions, contested, existing, offered, max_words=max_words, ordered=False
+        result.value.decisions,
+        contested,
+        existing,
+        offered,
+        max_words=max_words,
+        ordered=False,
+        agent_facts=await _agent_facts(deps, contested, existing),
     )
     looked, again = await second_look(deps.llm, request.model, resolved, contested, asked)
     decisions += in_message_order(looked)
@@ -156,10 +166,12 @@ def resolve(
     *,
     max_words: int = 30,
     ordered: bool = True,
+    agent_facts: frozenset[str] = frozenset(),
 ) -> list[Decision]:
     """Validate the model's decisions and map indices back to fact ids; ``ordered``, put them in
     message order (``in_message_order``), else by new fact index (the caller orders them when it
-    has looked at them again). Raises InvalidModelOutputError."""
+    has looked at them again). ``agent_facts``: the ids of the existing facts in agent scope,
+    which a user's fact may not rewrite (scopes.may_rewrite). Raises InvalidModelOutputError."""
     by_index = {f.index: f for f in contested}
     out: dict[int, Decision] = {}
     for d in raw:
@@ -179,6 +191,11 @@ def resolve(
             out[fact.index] = _kept(fact, f"{d.event}: {_unchangeable(index)}")
             continue
         target = existing[index]
+        stored_scope: FactScope = "agent" if target.fact_id in agent_facts else "user"
+        if d.event == "UPDATE" and not may_rewrite(fact.scope, stored_scope):
+            # Not retried: the model was right that they meet; the rules say where words may go.
+            out[fact.index] = _kept(fact, f"UPDATE of {target.fact_id}: {_NOT_SHARED}")
+            continue
         if why := _refusal(d.event, fact.content, target.content, d.merged_text):
             # Not rejected for a retry: the answer is well formed, and a model that read the
             # two facts as one would read them so again. The new fact is kept beside the other.
@@ -201,6 +218,17 @@ def resolve(
         raise InvalidModelOutputError(f"no decision for new facts {missing}")
     decisions = [out[i] for i in sorted(out)]
     return in_message_order(decisions) if ordered else decisions
+
+
+async def _agent_facts(
+    deps: Deps, contested: list[NewFact], existing: list[SimilarFact]
+) -> frozenset[str]:
+    """The ids of the shown facts in agent scope, read only when a user's fact is among those
+    decided (a fact's scope never changes, so reading it before the commit is safe)."""
+    if not existing or all(f.scope != "user" for f in contested):
+        return frozenset()
+    stored = await deps.store.get_facts([c.fact_id for c in existing])
+    return frozenset(f.fact_id for f in stored if f.scope == "agent")
 
 
 def _kept(fact: NewFact, refusal: str) -> Decision:

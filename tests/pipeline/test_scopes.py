@@ -8,6 +8,7 @@ from memory.models import AgentConfig, Role, ScopeKey, SessionInfo, StoredMessag
 from memory.scopes import (
     as_owned,
     formable_scopes,
+    may_rewrite,
     place_fact,
     sole_speaker,
     users_named,
@@ -118,3 +119,9 @@ def test_agent_memory_that_tells_a_persons_private_detail_is_its_speakers() -> N
         "agent",
         "carol",
     )
+
+
+def test_a_users_fact_never_rewrites_the_agents_memory() -> None:
+    assert not may_rewrite("user", "agent")  # its words would reach every user
+    assert may_rewrite("user", "user") and may_rewrite("agent", "agent")
+    assert may_rewrite("agent", "user")  # shared words written into this user's own fact
