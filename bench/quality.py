@@ -40,9 +40,11 @@ import asyncio
 import contextlib
 import json
 import os
+import signal
 import sys
 import tempfile
 import time
+from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -279,10 +281,23 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
+async def _stoppable[T](work: Coroutine[Any, Any, T]) -> T:
+    """``work``, cancelled by SIGTERM: its stack then stops the dev server and the workers it
+    started. Ended by the signal's default action instead, they outlived this process, and the
+    workers went on forming, calling the model server, for a run nobody would read."""
+    task = asyncio.current_task()
+    assert task is not None
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+    return await work
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
-        out = asyncio.run(run(args))
+        out = asyncio.run(_stoppable(run(args)))
+    except asyncio.CancelledError:
+        print("error: terminated; the workers and the dev server were stopped", file=sys.stderr)
+        return 128 + signal.SIGTERM
     except (DataError, JudgePromptError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

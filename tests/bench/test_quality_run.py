@@ -5,6 +5,8 @@ the offline heuristic provider, answers and judge verdicts from a local OpenAI-c
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -68,3 +70,52 @@ def test_the_bench_measures_a_tiny_conversation_through_the_product(tmp_path: Pa
     assert ["D1:3"] in [f["sources"] for f in lives["facts"]]
     both = rows["Which cities do Ana's sister and Ben's marathon take them to?"]
     assert both["views"] == ["ana", "ben"]
+
+
+def _children(pid: int) -> set[int]:
+    return {
+        int(child)
+        for task in Path(f"/proc/{pid}/task").iterdir()
+        for child in (task / "children").read_text().split()
+    }
+
+
+def _running(pid: int) -> bool:
+    """Alive, not a zombie waiting to be reaped."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+
+
+def test_a_terminated_bench_stops_the_dev_server_and_workers_it_started(tmp_path: Path) -> None:
+    """SIGTERM (a `timeout`, a CI job cancelled) mid-run: left running, the workers would go on
+    forming, calling the model server, for a run nobody reads."""
+    errors = tmp_path / "stderr.txt"
+    with errors.open("w") as stderr:
+        bench = subprocess.Popen(
+            [
+                sys.executable, "bench/quality.py", "--data", str(TINY), "--workers", "1",
+                "--cache", str(tmp_path / "cache"),
+            ],
+            cwd=ROOT, stdout=subprocess.PIPE, stderr=stderr, text=True,
+        )  # fmt: skip
+    spawned: set[int] = set()
+    try:
+        assert bench.stdout is not None
+        started = bench.stdout.readline()  # printed once the dev server and the worker run
+        assert started.startswith("recording"), started + errors.read_text()[-3000:]
+        spawned = _children(bench.pid)
+        assert len(spawned) >= 2  # the dev server and the worker
+        bench.send_signal(signal.SIGTERM)
+        bench.wait(timeout=90)
+        left = [pid for pid in spawned if _running(pid)]
+    finally:
+        bench.kill()
+        for pid in spawned:  # whatever the outcome, nothing of this test outlives it
+            if _running(pid):
+                os.kill(pid, signal.SIGKILL)
+    assert bench.returncode == 128 + signal.SIGTERM, errors.read_text()[-3000:]
+    assert "terminated" in errors.read_text()
+    assert left == []
