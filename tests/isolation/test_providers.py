@@ -6,6 +6,7 @@ detail its speaker's."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -95,17 +96,16 @@ async def test_items_in_a_forbidden_scope_are_filtered_not_stored(
     ]
 
 
-async def test_a_users_news_put_in_agent_memory_never_reaches_another_user(
-    server: FakeProviderServer, tmp_path: Path
-) -> None:
-    """Agent memory on: the model classifies alice's job and her plans as the agent's, which every
-    user of the agent reads (a real 1.5B model did so with "Alice is the CTO of Acme Robotics.",
-    tests/realmodel). They name her, so they are hers: bob's turns never see them, hers do."""
-    open_eve = AgentConfig(agent_id="eve", name="Eve")
+@contextlib.asynccontextmanager
+async def agent_memory_on(
+    server: FakeProviderServer, tmp_path: Path, fact: str, agent_reflection: str
+) -> AsyncIterator[Bench]:
+    """Eve with agent memory on, formed through the OpenAI SDK by a model that answers one fact
+    and one reflection, both classified as the agent's."""
     answers = (
-        {"facts": [{"content": "Alice is the CTO of Acme Robotics.", "scope": "agent"}]},
+        {"facts": [{"content": fact, "scope": "agent"}]},
         {
-            "agent_reflections": [{"content": "Alice is planning a festival in Lisbon"}],
+            "agent_reflections": [{"content": agent_reflection}],
             "user_reflections": [],
             "session_reflections": [],
         },
@@ -113,55 +113,48 @@ async def test_a_users_news_put_in_agent_memory_never_reaches_another_user(
     server.script(*[openai_chat(json.dumps(a)) for a in answers])
     store = SQLiteStore(tmp_path / "mnemos.db")
     await store.setup()
-    b = await Bench.create(store, [open_eve])
+    b = await Bench.create(store, [AgentConfig(agent_id="eve", name="Eve")])
     b.llm = OpenAIProvider(api_key="sk-test", base_url=server.openai_base_url, timeout=10)
     try:
+        yield b
+    finally:
+        await b.llm.close()
+        await store.close()
+
+
+async def test_a_users_news_put_in_agent_memory_never_reaches_another_user(
+    server: FakeProviderServer, tmp_path: Path
+) -> None:
+    """The model classifies alice's job and her plans as the agent's, which every user of the
+    agent reads (a real 1.5B model did so with "Alice is the CTO of Acme Robotics.",
+    tests/realmodel). They name her, so they are hers: bob's turns never see them, hers do."""
+    job, plan = "Alice is the CTO of Acme Robotics.", "Alice is planning a festival in Lisbon"
+    async with agent_memory_on(server, tmp_path, job, plan) as b:
         await b.say("eve", "s1", "I'm the CTO of Acme Robotics, and I plan a festival in Lisbon.", user_id="alice")  # fmt: skip
         await b.form("s1", "eve")
         await b.say("eve", "s2", "Hello!", user_id="bob")
 
         bob_sees = await b.seen_by("eve", "s2", "bob", ["CTO", "Acme", "festival", "Lisbon"])
         assert "CTO" not in bob_sees and "Lisbon" not in bob_sees
-        assert await store.list_facts(FactFilter(agent_id="eve", user_id=None)) == []
+        assert await b.store.list_facts(FactFilter(agent_id="eve", user_id=None)) == []
         alice_sees = await b.seen_by("eve", "s1", "alice", ["CTO", "festival"])
-        assert "Alice is the CTO of Acme Robotics." in alice_sees
-        assert "Alice is planning a festival in Lisbon" in alice_sees
-    finally:
-        await b.llm.close()
-        await store.close()
+        assert job in alice_sees and plan in alice_sees
 
 
 async def test_a_third_partys_private_detail_put_in_agent_memory_stays_with_its_speaker(
     server: FakeProviderServer, tmp_path: Path
 ) -> None:
-    """Agent memory on: the model classifies what bob tells of a colleague's pregnancy and her
-    husband as the agent's. She is no user here, so no name rule applies; the private details
+    """The model classifies what bob tells of a colleague's pregnancy and her husband as the
+    agent's. She is no user here, so no name rule applies; the private details
     (memory/privacy.py) make them bob's: carol's turns never see them, his do."""
-    open_eve = AgentConfig(agent_id="eve", name="Eve")
-    answers = (
-        {"facts": [{"content": "Dana from accounting is pregnant.", "scope": "agent"}]},
-        {
-            "agent_reflections": [{"content": "Dana's husband lost his job at the port"}],
-            "user_reflections": [],
-            "session_reflections": [],
-        },
-    )
-    server.script(*[openai_chat(json.dumps(a)) for a in answers])
-    store = SQLiteStore(tmp_path / "mnemos.db")
-    await store.setup()
-    b = await Bench.create(store, [open_eve])
-    b.llm = OpenAIProvider(api_key="sk-test", base_url=server.openai_base_url, timeout=10)
-    try:
+    news, husband = "Dana from accounting is pregnant.", "Dana's husband lost his job at the port"
+    async with agent_memory_on(server, tmp_path, news, husband) as b:
         await b.say("eve", "s1", "Dana from accounting is pregnant, and her husband lost his job at the port.", user_id="bob")  # fmt: skip
         await b.form("s1", "eve")
         await b.say("eve", "s2", "Hello!", user_id="carol")
 
         carol_sees = await b.seen_by("eve", "s2", "carol", ["Dana", "pregnant", "husband"])
         assert "pregnant" not in carol_sees and "husband" not in carol_sees
-        assert await store.list_facts(FactFilter(agent_id="eve", user_id=None)) == []
+        assert await b.store.list_facts(FactFilter(agent_id="eve", user_id=None)) == []
         bob_sees = await b.seen_by("eve", "s1", "bob", ["Dana pregnant"])
-        assert "Dana from accounting is pregnant." in bob_sees
-        assert "Dana's husband lost his job at the port" in bob_sees
-    finally:
-        await b.llm.close()
-        await store.close()
+        assert news in bob_sees and husband in bob_sees
