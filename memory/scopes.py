@@ -165,12 +165,12 @@ def visible_scopes(
     return VisibleScopes(fact_filter=fact_filter, keys=keys)
 
 
-def may_rewrite(new_scope: FactScope, stored_scope: FactScope) -> bool:
-    """Whether a decision may UPDATE a stored fact of ``stored_scope`` with a new fact of
-    ``new_scope``. An update writes the new fact's words into the stored fact, which keeps its
-    scope; a user's fact meets the agent's facts among its candidates (``dedup_filter``), and its
-    words never go into the memory every user of the agent reads. (A DELETE may retire an agent
-    fact: the correction it adds stays the user's.)"""
+def may_change(new_scope: FactScope, stored_scope: FactScope) -> bool:
+    """Whether a decision may UPDATE or DELETE a stored fact of ``stored_scope`` for a new fact
+    of ``new_scope``. A user's fact meets the agent's facts among its candidates
+    (``dedup_filter``), but it changes only what is the user's: an UPDATE would write its words
+    into the memory every user of the agent reads (the stored fact keeps its scope), a DELETE
+    would take a fact from every user for what one of them said of themselves."""
     return not (new_scope == "user" and stored_scope == "agent")
 
 

@@ -10,8 +10,8 @@ about is rejected and retried; a grammar-enforcing server cannot emit one
 with the new one, or a change that names neither the stored fact's attribute nor its verb
 (memory/llm/fact_overlap.py), is refused: the new fact is ADDed, the other left as it was. Where the
 rules can see that two facts say different things, a model's word alone neither replaces one with
-the other nor drops one as the other's duplicate. And a user's fact never UPDATEs a fact in agent
-scope (memory/scopes.py ``may_rewrite``): its words would reach every user; it is ADDed as theirs.
+the other nor drops one as the other's duplicate. And a user's fact never UPDATEs or DELETEs a fact
+in agent scope (memory/scopes.py ``may_change``), which every user reads; it is ADDed as theirs.
 
 The step also embeds the texts its decisions store (ADD texts, UPDATE merges) through the
 content-addressed cache: the commit only reads those vectors, so the store write never waits on the
@@ -50,9 +50,9 @@ from memory.prompts.decide_facts import (
     FactDecisions,
     NewFactShown,
 )
-from memory.scopes import may_rewrite
+from memory.scopes import may_change
 
-_NOT_SHARED = "a user's fact never rewrites the agent's memory, which every user reads"
+_NOT_SHARED = "a user's fact never changes the agent's memory, which every user reads"
 # A model that overshoots the word limit a little still wrote a usable text; far beyond, it looped.
 _WORD_SLACK = 1.25
 # What a merged text must not carry: the prompt's list numbering, tags and candidate notes.
@@ -171,7 +171,7 @@ def resolve(
     """Validate the model's decisions and map indices back to fact ids; ``ordered``, put them in
     message order (``in_message_order``), else by new fact index (the caller orders them when it
     has looked at them again). ``agent_facts``: the ids of the existing facts in agent scope,
-    which a user's fact may not rewrite (scopes.may_rewrite). Raises InvalidModelOutputError."""
+    which a user's fact may not change (scopes.may_change). Raises InvalidModelOutputError."""
     by_index = {f.index: f for f in contested}
     out: dict[int, Decision] = {}
     for d in raw:
@@ -192,9 +192,10 @@ def resolve(
             continue
         target = existing[index]
         stored_scope: FactScope = "agent" if target.fact_id in agent_facts else "user"
-        if d.event == "UPDATE" and not may_rewrite(fact.scope, stored_scope):
-            # Not retried: the model was right that they meet; the rules say where words may go.
-            out[fact.index] = _kept(fact, f"UPDATE of {target.fact_id}: {_NOT_SHARED}")
+        if d.event != "NONE" and not may_change(fact.scope, stored_scope):
+            # Not retried: the model may be right that they meet; whose memory changes is the
+            # rules' to say.
+            out[fact.index] = _kept(fact, f"{d.event} of {target.fact_id}: {_NOT_SHARED}")
             continue
         if why := _refusal(d.event, fact.content, target.content, d.merged_text):
             # Not rejected for a retry: the answer is well formed, and a model that read the

@@ -8,7 +8,7 @@ from memory.models import AgentConfig, Role, ScopeKey, SessionInfo, StoredMessag
 from memory.scopes import (
     as_owned,
     formable_scopes,
-    may_rewrite,
+    may_change,
     place_fact,
     sole_speaker,
     users_named,
@@ -121,7 +121,7 @@ def test_agent_memory_that_tells_a_persons_private_detail_is_its_speakers() -> N
     )
 
 
-def test_a_users_fact_never_rewrites_the_agents_memory() -> None:
-    assert not may_rewrite("user", "agent")  # its words would reach every user
-    assert may_rewrite("user", "user") and may_rewrite("agent", "agent")
-    assert may_rewrite("agent", "user")  # shared words written into this user's own fact
+def test_a_users_fact_never_changes_the_agents_memory() -> None:
+    assert not may_change("user", "agent")  # every user reads it
+    assert may_change("user", "user") and may_change("agent", "agent")
+    assert may_change("agent", "user")  # shared words written into this user's own fact

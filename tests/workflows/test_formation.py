@@ -286,12 +286,14 @@ async def test_facts_over_the_word_limit_and_duplicates_are_dropped(
     assert [f.content for f in await h.all_facts()] == ["Alice lives in Lisbon"]
 
 
-async def test_a_users_fact_never_rewrites_the_agents_memory(
-    time_env: WorkflowEnvironment, tmp_path: Path
+@pytest.mark.parametrize("event", ["UPDATE", "DELETE"])
+async def test_a_users_fact_never_changes_the_agents_memory(
+    time_env: WorkflowEnvironment, tmp_path: Path, event: str
 ) -> None:
     """A user's new fact meets the agent's facts among its candidates (scopes.dedup_filter), and
-    a model may answer UPDATE of one: that would write the user's words into the memory every
-    user of the agent reads. Refused: the user's fact is added as theirs, the agent's stays."""
+    a model may answer UPDATE or DELETE of one: the first would write the user's words into the
+    memory every user of the agent reads, the second take that fact from every user. Refused:
+    the user's fact is added as theirs, the agent's stays."""
     h = await Harness.create(time_env, tmp_path)
     shared = "The office cafe is Blue Bottle on Main Street"
     await h.record("s0", conversation(4, prefix="a"))
@@ -301,7 +303,7 @@ async def test_a_users_fact_never_rewrites_the_agents_memory(
     await h.record("s1", conversation(4))
     hers = "Alice's favourite cafe is Blue Bottle on Main Street"
     h.llm.script("extract_facts", facts((hers, "user")))
-    h.llm.script("decide_facts", FactDecisions(decisions=[decision(0, "UPDATE", 0, hers)]))
+    h.llm.script("decide_facts", FactDecisions(decisions=[decision(0, event, 0, hers)]))
     async with h.worker():
         summary = await h.form("s1")
 
@@ -311,4 +313,4 @@ async def test_a_users_fact_never_rewrites_the_agents_memory(
         (hers, "user"),
         (shared, "agent"),
     ]
-    assert summary.facts_updated == 0 and summary.facts_added == 1
+    assert (summary.facts_updated, summary.facts_invalidated, summary.facts_added) == (0, 0, 1)
