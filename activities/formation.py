@@ -116,5 +116,6 @@ class FormationActivities:
             facts_updated=out.facts_updated,
             facts_invalidated=out.facts_invalidated,
             reflections_added=out.reflections_added,
+            discarded_for_erasure=out.discarded_for_erasure,
         )
         return out

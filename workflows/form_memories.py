@@ -59,6 +59,10 @@ LOCAL_READS = "local-store-reads"
 # hot path sends one request per formation, not one per turn (memory.triggers.HeldTriggers), so
 # what arrived during the pass is formed now, not at the next turn. Older histories ended there.
 DUE_AFTER_COMMIT = "due-after-commit"
+# From it on, a pass whose commit was discarded because a user of its window was forgotten meanwhile
+# (nothing written, not even the cursor) loads its window again, without that user's messages, and
+# forms the others' as it was asked. Older histories moved the cursor past the whole window.
+AGAIN_AFTER_ERASURE = "again-after-erasure"
 _BACKOFF_FIRST_SECONDS = 0.2
 _BACKOFF_MAX_SECONDS = 10.0
 
@@ -102,6 +106,8 @@ class FormMemoriesWorkflow:
         self._due: dict[str, ScopeKey] = {}
         # The last pass's commit left the session due (CommitResult.due_after).
         self._due_after = False
+        # The last pass's commit was discarded for an erasure: its window is formed again.
+        self._form_again = False
 
     @workflow.signal
     def request(self, force: bool = False) -> None:
@@ -122,6 +128,7 @@ class FormMemoriesWorkflow:
         limit = req.max_messages  # None: the settings' window; set while a split part drains
         while True:
             self._requested, self._force, self._due_after = False, False, False
+            self._form_again = False
             window = await self._load(
                 req.model_copy(update={"force": force, "max_messages": limit})
             )
@@ -136,6 +143,8 @@ class FormMemoriesWorkflow:
                     summary.splits += 1
             if split or (window is not None and window.more_pending):
                 force = True  # drain a backlog longer than one window before anything else
+            elif self._form_again:
+                pass  # the same window again, as it was asked (force and limit unchanged)
             elif self._requested:
                 force, limit = self._force, None
             elif self._due_after and workflow.patched(DUE_AFTER_COMMIT):
@@ -328,6 +337,14 @@ class FormMemoriesWorkflow:
                     )
                     return
                 raise
+            if committed.discarded_for_erasure and workflow.patched(AGAIN_AFTER_ERASURE):
+                # Nothing was written: the messages of this window that remain are formed again.
+                workflow.logger.info(
+                    "user forgotten during formation: window formed again",
+                    extra={"formation": window.formation_id},
+                )
+                self._form_again = True
+                return
             summary.add_decisions(decided.decisions)
             summary.add_commit(window.message_count, committed)
             self._due_after = committed.due_after

@@ -189,4 +189,5 @@ async def commit(
         due_for_consolidation=due,
         pending_messages=result.state.pending_messages if result.state else 0,
         due_after=result.state is not None and formation_due(result.state, deps.settings.formation),
+        discarded_for_erasure=result.discarded_for_erasure,
     )

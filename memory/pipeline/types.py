@@ -158,6 +158,11 @@ class CommitResult(_T):
         description="What arrived while this window formed is due by itself: the formation goes "
         "round once more (the hot path held its repeated requests back)",
     )
+    discarded_for_erasure: bool = Field(
+        False,
+        description="A user of the window was forgotten during the pass: nothing was written, "
+        "not even the cursor; the window is formed again without their messages",
+    )
 
 
 class ConsolidationRequest(_T):

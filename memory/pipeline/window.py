@@ -87,5 +87,10 @@ async def window_agent(deps: Deps, window: Window) -> AgentConfig:
 async def window_messages(deps: Deps, window: Window) -> list[StoredMessage]:
     """The window's messages, loaded once per pass on this worker (memory/pipeline/transcripts.py)."""
     return await deps.transcripts.messages(
-        deps.store, window.formation_id, window.session_id, window.after_seq, window.upto_seq
+        deps.store,
+        window.formation_id,
+        window.session_id,
+        window.after_seq,
+        window.upto_seq,
+        window.user_epochs,
     )

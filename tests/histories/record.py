@@ -13,6 +13,7 @@ import contextlib
 import sys
 import tempfile
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ from memory.settings import FormationSettings
 from tests.fakes import transcript_of
 from tests.harness import (
     CORRECTION,
+    T0,
     Harness,
     a_fact_then_its_correction,
     conversation,
@@ -203,6 +205,26 @@ async def record_due_after() -> None:
         print(f"recorded due_after/{path.name} ({len(history.events)} events)")
 
 
+async def record_again_after_erasure() -> None:
+    """again_after_erasure/: FormMemories whose commit was discarded because a user of its group
+    chat was forgotten during the pass, and which formed the window again (AGAIN_AFTER_ERASURE)."""
+    async with _harness() as h:
+        gate = gate_first_extraction(h)
+        await h.record("g", conversation(2))
+        await h.record("g", conversation(2, start=2, user="bob", prefix="b"))
+        async with h.worker():
+            run = await h.start("g")
+            await gate.entered.wait()
+            await h.store.forget_user("alice", agent_id="eve", at=T0 + timedelta(hours=1))
+            gate.release.set()
+            await run.result()
+        (HERE / "again_after_erasure").mkdir(exist_ok=True)
+        history = await run.fetch_history()
+        path = HERE / "again_after_erasure" / "form_memories_again_after_erasure.json"
+        path.write_text(history.to_json())
+        print(f"recorded again_after_erasure/{path.name} ({len(history.events)} events)")
+
+
 if __name__ == "__main__":
     wanted = set(sys.argv[1:])
     if wanted == {"degraded"}:
@@ -213,5 +235,7 @@ if __name__ == "__main__":
         asyncio.run(record_local_reads())
     elif wanted == {"due_after"}:
         asyncio.run(record_due_after())
+    elif wanted == {"again_after_erasure"}:
+        asyncio.run(record_again_after_erasure())
     else:
         asyncio.run(record(wanted))

@@ -156,7 +156,14 @@ async def test_a_formation_committed_after_the_forget_writes_nothing_of_the_user
     assert (group_result.facts_added, group_result.reflections_added) == (0, 0)
     assert await store.get_facts(["n1", "n2"]) == []
     assert await store.list_reflections(USER_KEY, include_absorbed=True) == []
-    # The group chat's cursor moved past the window: nothing to form again.
+    # Not even the group chat's cursor moved: u2's message is still to be formed, by a window
+    # loaded again, which carries the new epochs and commits.
+    state = await store.get_session_agent_state("g", "a1")
+    assert state is not None and (state.cursor_seq, state.pending_messages) == (0, 1)
+    again = commit(
+        session_id="g", new_cursor=2, ops=[add("n4", "Likes sailing too", unit(0, 1), user_id="u2")]
+    ).model_copy(update={"user_epochs": await store.erasure_epochs("a1", ["u2"])})
+    assert (await store.commit_formation(again)).facts_added == 1
     state = await store.get_session_agent_state("g", "a1")
     assert state is not None and (state.cursor_seq, state.pending_messages) == (2, 0)
 

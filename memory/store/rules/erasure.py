@@ -4,7 +4,9 @@ erasure epoch that keeps a formation running meanwhile from writing them again.
 Erasure epochs: ``erasures(agent or "*", user)`` counts the user's erasures; a user's effective
 epoch for an agent is the sum of both rows. A formation window records it per user of the
 session when it is loaded (FormationCommit.user_epochs); a commit whose users' epochs moved since
-writes no fact and no reflection (it still moves the cursor: those messages are gone).
+writes nothing, not even the cursor: its window is loaded again, without the forgotten user's
+messages, and the other users' messages in it are formed then (a group chat's do not go with
+the user who was forgotten).
 """
 
 from __future__ import annotations
@@ -60,12 +62,9 @@ def erased_since(commit: FormationCommit, epochs: Mapping[str, int]) -> bool:
     return any(epochs.get(u, 0) != commit.user_epochs.get(u, 0) for u in commit_users(commit))
 
 
-def without_memories(commit: FormationCommit) -> FormationCommit:
-    return commit.model_copy(update={"fact_ops": [], "reflections": []})
-
-
 def discarded(commit: FormationCommit) -> Plan[FormationCommitResult]:
-    """The session went with the user: nothing to write, not even the cursor."""
+    """Nothing to write, not even the cursor: the session went with the user, or its window is
+    formed again without the user's messages."""
     return Plan(
         (), FormationCommitResult(formation_id=commit.formation_id, discarded_for_erasure=True)
     )

@@ -53,7 +53,7 @@ from memory.store.rules.checks import (
     commit_dimension,
 )
 from memory.store.rules.derived import fact_scope_key
-from memory.store.rules.erasure import commit_users, discarded, erased_since, without_memories
+from memory.store.rules.erasure import commit_users, discarded, erased_since
 from memory.store.rules.recheck import (
     RecentFacts,
     check_add,
@@ -307,11 +307,8 @@ def plan_formation(
 ) -> Plan[FormationCommitResult]:
     if snapshot.done is not None:
         return Plan((), snapshot.done.model_copy(update={"already_committed": True}))
-    erased = erased_since(commit, snapshot.epochs)
-    if erased:
-        if snapshot.state is None:
-            return discarded(commit)
-        commit = without_memories(commit)
+    if erased_since(commit, snapshot.epochs):
+        return discarded(commit)
     state = check_cursor(snapshot.state, commit)
     _check_owners(commit, snapshot.participants)
     writes: list[Write] = []
@@ -355,7 +352,6 @@ def plan_formation(
         facts_invalidated=facts.counts["invalidated"],
         facts_duplicate=facts.counts["duplicate"],
         reflections_added=len(reflections),
-        discarded_for_erasure=erased,
         buffered={key: snapshot.buffered.get(key, 0) + added[key] for key in sorted(keys)},
         state=after,
     )

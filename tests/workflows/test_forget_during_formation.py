@@ -1,0 +1,67 @@
+"""A user forgotten while a formation of their group chat runs: nothing of theirs is written, and
+the other users' messages of that window are still formed (in the same run), from a transcript
+read again without the forgotten user's messages."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+from temporalio.testing import WorkflowEnvironment
+
+from memory.llm.base import LLMRequest
+from memory.models import MessageIn
+from memory.prompts.extract_facts import ExtractedFact, ExtractedFacts
+from tests.fakes import facts_input
+from tests.harness import T0, FirstExtractionGate, Harness
+
+ALICE = "The printer on floor 3 is broken"
+BOB = "Our office moves to Oslo in May"
+
+
+def _message(n: int, user: str, content: str) -> MessageIn:
+    return MessageIn(
+        message_id=f"g{n}",
+        role="user",
+        content=content,
+        created_at=T0 + timedelta(minutes=n),
+        user_id=user,
+    )
+
+
+class _EveryMessageAFact(FirstExtractionGate):
+    """An agent fact of each message, citing it; the first call held until released."""
+
+    async def __call__(self, request: LLMRequest) -> ExtractedFacts:
+        await super().__call__(request)
+        return ExtractedFacts(
+            facts=[
+                ExtractedFact(content=m.content, scope="agent", sources=[n])
+                for n, m in enumerate(facts_input(request).messages, start=1)
+            ]
+        )
+
+
+async def test_a_user_forgotten_during_formation_leaves_the_others_messages_formed(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    h = await Harness.create(time_env, tmp_path)
+    gate = _EveryMessageAFact()
+    h.llm.defaults["extract_facts"] = gate
+    await h.record("g", [_message(1, "alice", ALICE), _message(2, "bob", BOB)])
+    async with h.worker():
+        run = await h.start("g")
+        await gate.entered.wait()  # the pass read both messages
+        await h.store.forget_user("alice", agent_id="eve", at=T0 + timedelta(hours=1))
+        gate.release.set()
+        await run.result()
+
+    # The second pass read the window again: alice's message is gone from its transcript.
+    transcripts = [
+        [m.content for m in facts_input(r).messages] for r in h.llm.calls("extract_facts")
+    ]
+    assert transcripts == [[ALICE, BOB], [BOB]]
+    formed = [(f.content, f.source_message_ids) for f in await h.all_facts(user_id=None)]
+    assert formed == [(BOB, ("g2",))]
+    state = await h.store.get_session_agent_state("g", "eve")
+    assert state is not None and (state.cursor_seq, state.pending_messages) == (2, 0)
