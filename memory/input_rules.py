@@ -10,6 +10,7 @@ input error and never reaches storage.
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 from typing import Annotated
 
@@ -46,9 +47,16 @@ def require_storable(text: str, what: str) -> str:
 # For the JSON Schema only (the validators say what is wrong more clearly than a regex): no NUL.
 # Unpaired surrogates cannot be stated portably in a pattern; the descriptions name them.
 NO_NUL = r"^[^\x00]*$"
-_CONTROL = r"\x00-\x08\x0b\x0c\x0e-\x1f\x7f"
-# Something besides whitespace, and no control character but tab, newline and carriage return.
-READABLE = f"^[^{_CONTROL}]*[^\\s{_CONTROL}][^{_CONTROL}]*$"
+# Control characters (C0, DEL and C1: U+009B is a terminal's escape as much as ESC) other than
+# tab, newline and carriage return; and the format characters that show nothing by themselves.
+_CONTROL = r"\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f"
+_INVISIBLE = r"\u00ad\u200b-\u200f\u2060-\u2064\ufeff"
+# Something visible, and no control character but tab, newline and carriage return.
+READABLE = f"^[^{_CONTROL}]*[^\\s{_CONTROL}{_INVISIBLE}][^{_CONTROL}]*$"
+# No control character but tab, newline and carriage return.
+NO_CONTROL = f"^[^{_CONTROL}]*$"
+CONTROL_CHARACTER = re.compile(f"[{_CONTROL}]")
+VISIBLE_CHARACTER = re.compile(f"[^\\s{_CONTROL}{_INVISIBLE}]")
 # Something besides whitespace, and no NUL.
 NOT_BLANK = r"^[^\x00]*[^\s\x00][^\x00]*$"
 

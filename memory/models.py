@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from datetime import datetime
 from typing import Annotated, Literal
 
@@ -16,7 +15,15 @@ from pydantic import (
     StringConstraints,
 )
 
-from memory.input_rules import READABLE, StorableStr, WholeInt, not_a_number
+from memory.input_rules import (
+    CONTROL_CHARACTER,
+    NO_CONTROL,
+    READABLE,
+    VISIBLE_CHARACTER,
+    StorableStr,
+    WholeInt,
+    not_a_number,
+)
 from memory.settings import Scope
 
 # Ids are opaque strings chosen by the agent backend; we only insist they are safe to put in a
@@ -60,19 +67,23 @@ class AgentConfig(_Model):
     tier: WholeInt = Field(0, ge=0, le=10, description="0 = standard models, ≥1 = premium models")
 
 
-# Control characters other than tab, newline and carriage return (NUL included).
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+def _no_control(text: str, what: str) -> str:
+    if (bad := CONTROL_CHARACTER.search(text)) is not None:
+        raise ValueError(
+            f"{what} holds control character U+{ord(bad.group()):04X} at offset {bad.start()} "
+            "(only tab, newline and carriage return are allowed)"
+        )
+    return text
 
 
 def _readable(content: str) -> str:
-    if not content.strip():
-        raise ValueError("content is empty after trimming whitespace")
-    if (bad := _CONTROL.search(content)) is not None:
-        raise ValueError(
-            f"content holds control character U+{ord(bad.group()):04X} at offset {bad.start()} "
-            "(only tab, newline and carriage return are allowed)"
-        )
-    return content
+    if VISIBLE_CHARACTER.search(content) is None:
+        raise ValueError("content is empty: only whitespace or invisible characters")
+    return _no_control(content, "content")
+
+
+def _name(name: str) -> str:
+    return _no_control(name, "name")
 
 
 class MessageIn(_Model):
@@ -89,8 +100,11 @@ class MessageIn(_Model):
     )
     created_at: InputDatetime
     user_id: Id | None = Field(None, description="The user who wrote it (role user)")
-    name: StorableStr | None = Field(
-        None, max_length=200, description="Display name of the speaker"
+    name: Annotated[StorableStr, AfterValidator(_name)] | None = Field(
+        None,
+        max_length=200,
+        description="Display name of the speaker",
+        json_schema_extra={"pattern": NO_CONTROL},
     )
 
 

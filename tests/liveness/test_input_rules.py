@@ -1,4 +1,4 @@
-"""Issue #12 case 7 and #21, odd input: content empty after trimming or holding control characters,
+"""Issue #12 case 7 and #21, odd input: content with nothing visible or holding control characters,
 or a timestamp more than a day ahead or before 1970, gets a clear InvalidInputError naming the
 offset and stores nothing (not even the valid messages of the call)."""
 
@@ -30,11 +30,13 @@ def message(message_id: str = "m1", **overrides: Any) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("content", "why"),
     [
-        ("   \n\t  ", "empty after trimming"),
+        ("   \n\t  ", "only whitespace or invisible characters"),
+        ("\u200b\u2060\ufeff \u00ad", "only whitespace or invisible characters"),
         ("abc\x00def", "NUL character at offset 3"),
         ("bell\x07", "U\\+0007"),
         ("\x1b[31mred", "U\\+001B"),
         ("del\x7f", "U\\+007F"),
+        ("\x9b31mMy door code is 7777.", "U\\+009B"),  # a terminal's CSI, in one character
     ],
 )
 async def test_unreadable_content_is_refused_and_nothing_is_stored(
@@ -46,11 +48,20 @@ async def test_unreadable_content_is_refused_and_nothing_is_stored(
     assert await h.store.get_session("s1") is None  # not even the valid message
 
 
+async def test_a_speakers_name_with_a_control_character_is_refused(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    h = await Harness.create(time_env, tmp_path)
+    with pytest.raises(InvalidInputError, match="name holds control character U\\+001B"):
+        await h.memory.record_messages("eve", "s1", [message(name="Al\x1b[2J\x07ice")])
+    assert await h.store.get_session("s1") is None
+
+
 async def test_tabs_newlines_and_carriage_returns_are_content(
     time_env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
     h = await Harness.create(time_env, tmp_path)
-    text = "line one\r\n\tline two\n"
+    text = "line one\r\n\tline two\n\u200b"  # a zero-width space beside words is content
     outcome = await h.memory.record_messages("eve", "s1", [message(content=text)])
     assert outcome.inserted == 1
     [stored] = await h.store.load_messages("s1", 0, 1)
