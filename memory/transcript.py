@@ -3,16 +3,27 @@ fit one formation's budget (``formation.max_tokens_per_run``)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from memory.models import StoredMessage
 from memory.prompts.common import PromptMessage, one_line
 
 
+GUEST = "guest"
+
+
 def speaker(message: StoredMessage) -> str:
-    """The speaker's display name, on one line."""
+    """The speaker's display name, on one line. A user message carries the id of the agent it was
+    recorded for, never its speaker's: a guest (no user id, no name) is shown as one, not as the
+    agent, whose memory would otherwise say the agent said it."""
     name = one_line(message.name or "")
-    return name or message.user_id or message.agent_id or message.role
+    if message.role == "user":
+        return name or message.user_id or GUEST
+    return name or message.agent_id or message.role
+
+
+_MARKER = re.compile(r"\s*\[truncated: \d+ more characters\]")
 
 
 def shown(content: str, max_chars: int | None) -> str:
@@ -20,6 +31,12 @@ def shown(content: str, max_chars: int | None) -> str:
     if max_chars is None or len(content) <= max_chars:
         return content
     return f"{content[:max_chars]} [truncated: {len(content) - max_chars} more characters]"
+
+
+def as_said(text: str) -> str:
+    """An extracted item's text on one line, without the cut markers of ``shown``: the prompt
+    said them, nobody in the conversation did (a model copies them with the words they follow)."""
+    return " ".join(_MARKER.sub(" ", text).split())
 
 
 def prompt_messages(

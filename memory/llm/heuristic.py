@@ -231,6 +231,10 @@ def _user_messages(messages: list[PromptMessage]) -> list[tuple[str, str | None,
 
 
 _FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|my|me|mine|myself)\b", re.IGNORECASE)
+# English function words in a sentence these rules can read: two, or a fifth of its words
+# ("Project Atlas launches on May 3" has one in five). "Ich wohne seit 2019 in München" has one
+# in six; Spanish, French and Italian sentences have none.
+_ENGLISH_WORDS, _ENGLISH_SHARE = 2, 0.2
 _MIN_FACT_WORDS = 4  # "Hi Eve!" names someone and says nothing
 
 
@@ -239,6 +243,13 @@ def _without_self_introduction(sentence: str, speaker: str) -> str:
     return re.sub(
         rf"^(?:Hi|Hello|Hey)?[^.!?]*?\bI(?:'m| am) {re.escape(speaker)}\b[,;]?\s*", "", sentence
     ).strip()
+
+
+def _readable(sentence: str) -> bool:
+    """Whether the sentence is English, the only language these rules read."""
+    words = [w for w in tokenize(sentence) if not w.isdigit()]
+    english = sum(w in STOP_WORDS for w in words)
+    return english >= _ENGLISH_WORDS or english >= _ENGLISH_SHARE * len(words) > 0
 
 
 def extract_facts(p: ExtractFactsInput) -> ExtractedFacts:
@@ -255,9 +266,10 @@ def extract_facts(p: ExtractFactsInput) -> ExtractedFacts:
             ):
                 continue
             # Only a specific statement about the world or the work is the agent's; anything
-            # else a user tells is theirs (the safe side: user memory reaches nobody else).
+            # else a user tells is theirs (the safe side: user memory reaches nobody else),
+            # and so is a sentence in a language whose "I" and "my" these rules cannot see.
             first_person = bool(_FIRST_PERSON.search(sentence))
-            personal = first_person or not specific
+            personal = first_person or not specific or not _readable(sentence)
             text = third_person(sentence, speaker)
             if personal and not first_person and speaker not in text:
                 text = f"{speaker} said: {text}"  # a fact names who it is about

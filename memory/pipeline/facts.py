@@ -61,7 +61,7 @@ async def extract_facts(deps: Deps, window: Window, retry: Retry = FIRST) -> Ext
     only = sole_speaker(messages, window.user_id)
     said = [m.content for m in messages]
     for fact in result.value.facts:
-        text = " ".join(fact.content.split())
+        text = transcript.as_said(fact.content)
         owned, speaker = as_owned(fact.scope, fact.speaker or only, text, messages)
         scope = place_fact(owned, speaker, window.user_id, window.fact_scopes)
         if (

@@ -84,7 +84,7 @@ async def extract_reflections(
     for classified, items in by_scope:
         for item in items:
             # A disabled scope is never written, whatever the model returned (memory.scopes).
-            text = " ".join(item.content.split())
+            text = transcript.as_said(item.content)
             owned, speaker = as_owned(classified, item.speaker or only, text, messages)
             scope = place_reflection(owned, speaker, window.user_id, window.reflection_scopes)
             key = content_hash(text)

@@ -68,6 +68,34 @@ async def test_case_2_an_anonymous_speaker_is_nobodys_user_memory(bench: Bench) 
     assert "Evilbank" not in seen and "guest@evil.example" not in seen
 
 
+async def test_what_a_user_says_in_a_language_the_rules_cannot_read_stays_theirs(
+    bench: Bench,
+) -> None:
+    said = {
+        "Telefonnummer": "Ich wohne seit 2019 in München und meine Telefonnummer ist 0176 1234567.",
+        "Sevilla": "Mi número de teléfono es 612 345 678 y vivo en Sevilla desde 2015.",
+    }
+    for text in said.values():
+        await bench.say("eve", "alice-1", text, user_id="alice")
+    await bench.form("alice-1", "eve")
+    await bench.say("eve", "bob-1", "Hello, what do you know?", user_id="bob")
+    await bench.say("eve", "alice-2", "Hello again.", user_id="alice")
+
+    seen_by_bob = await bench.seen_by("eve", "bob-1", "bob", list(said))
+    assert not any(word in seen_by_bob for word in said)
+    seen_by_alice = await bench.seen_by("eve", "alice-2", "alice", list(said))
+    assert all(word in seen_by_alice for word in said)
+
+
+async def test_a_guest_without_a_name_is_shown_as_a_guest_never_as_the_agent(bench: Bench) -> None:
+    await bench.say("eve", "s1", "I live in Paris since 2019.", user_id=None)
+    stored = await bench.store.load_messages("s1", 0, 1)
+    assert [m.name for m in transcript.prompt_messages(stored)] == ["guest"]
+    await bench.form("s1", "eve")
+    seen = await bench.seen_by("eve", "s1", None, ["Paris"])
+    assert "Paris" in seen and "eve" not in seen.lower()  # not "Eve lives in Paris"
+
+
 async def test_somebody_elses_private_detail_told_by_a_user_is_that_users_memory_only(
     bench: Bench,
 ) -> None:

@@ -8,10 +8,12 @@ from pathlib import Path
 
 from temporalio.testing import WorkflowEnvironment
 
+from memory.llm.base import LLMRequest
 from memory.models import MessageIn
-from memory.prompts.extract_facts import ExtractFactsInput
+from memory.prompts.extract_facts import ExtractedFacts, ExtractFactsInput
 from memory.settings import FormationSettings
-from tests.harness import T0, Harness
+from tests.fakes import facts_input
+from tests.harness import T0, Harness, facts
 
 BUDGET_TOKENS = 100  # 400 characters at 4 characters per token
 
@@ -57,3 +59,25 @@ async def test_windows_fit_the_budget_and_a_huge_message_is_truncated_in_the_pro
     assert all(sum(len(c) for c in w) <= 400 for w in shown if w is not alone)
     [stored] = [m for m in await h.store.load_messages("s1", 0, 7) if m.message_id == "m99"]
     assert stored.content == huge
+
+
+async def test_a_model_that_copies_the_truncation_marker_stores_the_words_not_the_marker(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    h = await Harness.create(
+        time_env, tmp_path, formation=FormationSettings(max_tokens_per_run=BUDGET_TOKENS)
+    )
+
+    def copy_the_tail(request: LLMRequest) -> ExtractedFacts:
+        # What a model does with a cut message: its last words, the marker with them.
+        shown = facts_input(request).messages[0].content
+        return facts((shown[-60:], "user"), sources=[1])
+
+    h.llm.defaults["extract_facts"] = copy_the_tail
+    message = "I planned my trip to Lisbon for May 2027. " * 30
+    await h.record("s1", [said(0, message)])
+    async with h.worker():
+        await h.form("s1")
+
+    [fact] = await h.all_facts()
+    assert "truncated" not in fact.content and fact.content in message  # what was said
