@@ -5,7 +5,7 @@ backends)."""
 from __future__ import annotations
 
 from memory.ids import formation_id
-from memory.models import FactUpdate
+from memory.models import FactInvalidate, FactUpdate
 from memory.store.base import MemoryStore
 from tests.store.builders import USER_KEY, Former, add, at, msg, record, reflection, unit
 
@@ -53,6 +53,46 @@ async def test_an_update_cites_its_messages_first_and_keeps_the_old_in_history(
     [revision] = fact.history
     assert (revision.content, revision.source_message_ids) == ("Alice lives in Paris", ("m1",))
     assert (revision.said_at, revision.formation_id) == (at(10), formation_id("s1", "a1", 0, 1))
+
+
+async def test_a_statement_said_before_the_current_version_does_not_replace_it(
+    store: MemoryStore,
+) -> None:
+    """A message recorded late (its created_at before the fact's said_at): the later statement
+    stays current, and the earlier one is kept, in the history or as a replaced fact."""
+    former = await Former(store).start()
+    newer = add("f1", "Alice's phone number is 555-9999", unit(1, 0)).model_copy(
+        update={"source_message_ids": ("m2",), "said_at": at(50)}
+    )
+    await former.form(newer)
+    older = FactUpdate(
+        fact_id="f1", expected_version=1, content="Alice's phone number is 555-1234",
+        embedding=unit(1, 0), reason="changed", source_message_ids=("m1",), said_at=at(10),
+    )  # fmt: skip
+    await former.form(older)
+
+    [fact] = await store.get_facts(["f1"])
+    assert (fact.content, fact.said_at, fact.source_message_ids) == (
+        "Alice's phone number is 555-9999",
+        at(50),
+        ("m2",),
+    )
+    [revision] = fact.history
+    assert (revision.content, revision.said_at, revision.source_message_ids) == (
+        "Alice's phone number is 555-1234",
+        at(10),
+        ("m1",),
+    )
+    # Retired (DELETE) by what was said before it: it stands; the earlier statement is kept,
+    # replaced by it.
+    gone = add("f2", "Alice no longer has a phone", unit(0, 1)).model_copy(
+        update={"source_message_ids": ("m0",), "said_at": at(5)}
+    )
+    retire = FactInvalidate(fact_id="f1", expected_version=2, replaced_by="f2")
+    await former.form(gone, retire)
+    current, earlier = await store.get_facts(["f1", "f2"])
+    assert (current.content, current.invalidated_at) == ("Alice's phone number is 555-9999", None)
+    assert earlier.invalidated_by == "f1"
 
 
 async def test_a_fact_without_provenance_reads_back_without_it(store: MemoryStore) -> None:

@@ -20,6 +20,10 @@ nothing written. The rules:
   when its new content is another valid fact's, the updated fact is invalidated in favour of
   that one (a duplicate). An invalidation names the add of this commit that replaces the fact;
   that add may have resolved to an existing fact (duplicate or revived), maybe this very one.
+- An update or invalidation by a statement said before the fact's current version (a message
+  recorded late) does not replace it: an update keeps the earlier statement in the fact's
+  history (version + 1, content unchanged); an invalidation marks the earlier statement's new
+  fact as replaced by the stored one.
 - An add that would be new is re-checked against the agent's facts committed since the commit's
   candidates were read (``recheck``): one as similar as a candidate is StaleDecisionError.
 - Reflections are inserted by id (existing ids are left alone), and not when their text is
@@ -61,7 +65,7 @@ from memory.store.rules.recheck import (
     reflection_text_key,
     unseen_reflections,
 )
-from memory.store.rules.versions import Provenance, rewritten
+from memory.store.rules.versions import Provenance, rewritten, said_before, told_before
 from memory.store.rules.writes import (
     BumpScopeVersions,
     InsertReflections,
@@ -246,6 +250,12 @@ class _FactPlanner:
 
     def _update(self, op: FactUpdate) -> None:
         fact = self._current(op.fact_id, op.expected_version)
+        if said_before(op.said_at, fact):
+            source = Provenance(op.source_message_ids, self.commit.formation_id, op.said_at)
+            at = self.commit.committed_at
+            self._put(told_before(fact, content=op.content, at=at, provenance=source), None)
+            self.counts["updated"] += 1
+            return
         hash_ = content_hash(op.content)
         duplicate = None
         if hash_ != fact.hash:
@@ -265,6 +275,12 @@ class _FactPlanner:
             raise InvalidInputError(f"{op.replaced_by} is not a fact added by this commit")
         if replacement == fact.fact_id:
             # The replacement turned out to be this very fact (same content): nothing to replace.
+            return
+        if replacement == op.replaced_by and said_before(self.facts[replacement].said_at, fact):
+            # Retired by what was said before it: the later statement stands, and the earlier
+            # one, new in this commit, is kept as replaced by it.
+            self._mark_invalid(self.facts[replacement], fact.fact_id)
+            self.counts["invalidated"] += 1
             return
         self._mark_invalid(fact, replacement)
         self.counts["invalidated"] += 1

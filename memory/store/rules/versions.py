@@ -62,3 +62,26 @@ def rewritten(
             "invalidated_by": None,
         }
     )
+
+
+def said_before(said_at: datetime | None, fact: Fact) -> bool:
+    """Whether a statement was said before the fact's current version was (a message recorded
+    late, an older conversation imported after a newer one): it must not replace it."""
+    return said_at is not None and fact.said_at is not None and said_at < fact.said_at
+
+
+def told_before(fact: Fact, *, content: str, at: datetime, provenance: Provenance) -> Fact:
+    """The fact, its content unchanged, with an earlier statement of it learnt late kept in its
+    history: the later statement stays current, and nothing said is lost."""
+    revision = FactRevision(
+        version=fact.version,
+        content=content,
+        changed_at=at,
+        reason="said before the current version, learnt later",
+        source_message_ids=provenance.source_message_ids,
+        formation_id=provenance.formation_id,
+        said_at=provenance.said_at,
+    )
+    return fact.model_copy(
+        update={"updated_at": at, "version": fact.version + 1, "history": (*fact.history, revision)}
+    )
