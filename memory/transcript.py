@@ -9,7 +9,6 @@ from collections.abc import Sequence
 from memory.models import StoredMessage
 from memory.prompts.common import PromptMessage, one_line
 
-
 GUEST = "guest"
 
 

@@ -79,14 +79,14 @@ async def test_recent_facts_keep_to_the_filter(store: MemoryStore) -> None:
         said("replaced", 40),
     )
     await former.form(
-        said("replacement", 5),
+        said("replacement", 45),  # said after what it replaces (else it would not)
         FactInvalidate(fact_id="replaced", expected_version=1, replaced_by="replacement"),
     )
     other = await Former(store, "s-a2", "a2").start()
     await other.form(said("a2s", 50), said("a2-agent", 60, scope="agent"))
 
-    assert await _ids(store, since=0) == ["agents", "mine", "replacement"]
-    assert await _ids(store, since=0, agent_scope=False) == ["mine", "replacement"]
+    assert await _ids(store, since=0) == ["replacement", "agents", "mine"]
+    assert await _ids(store, since=0, agent_scope=False) == ["replacement", "mine"]
     assert await _ids(store, since=0, user_id="u2") == ["u2s", "agents"]
     assert await _ids(store, since=0, user_id=None) == ["agents"]
     assert await _ids(store, since=0, agent_id="a2") == ["a2-agent", "a2s"]
