@@ -3,6 +3,8 @@ with the store's model unless the source's vectors are of that model), reflectio
 
 Every store call inserts by id only what is absent, so running an import again writes nothing
 twice and an interrupted import resumes: records already written come back as ``existing``.
+A batch is checked whole before the first write (``records.check_batch``, the embedder against
+the store), so bad input is refused with nothing written.
 """
 
 from __future__ import annotations
@@ -14,22 +16,26 @@ from datetime import datetime
 import numpy as np
 
 from memory.deps import Deps
+from memory.errors import EmbeddingMismatchError
 from memory.lifecycle.records import (
     ConsolidatedImport,
     FactImport,
     ImportBatch,
+    MessageImport,
     ReflectionImport,
     SourceRef,
+    check_batch,
     consolidated_of,
     fact_of,
     reflection_of,
 )
-from memory.models import AgentConfig, Reflection
+from memory.models import AgentConfig, Reflection, ScopeKey
 from memory.pipeline import consolidation
 from memory.pipeline.embed_cache import embed_cached
 from memory.pipeline.types import ConsolidationRequest
-from memory.store.base import Vector
+from memory.store.base import MemoryStore, Vector
 from memory.store.counts import ImportCounts
+from memory.store.rules.imports import gone_with_users
 
 CHUNK = 500
 
@@ -51,14 +57,39 @@ def _chunks[T](items: Sequence[T]) -> list[Sequence[T]]:
     return [items[i : i + CHUNK] for i in range(0, len(items), CHUNK)]
 
 
+def _dimension(deps: Deps, meta: tuple[str, int] | None) -> int:
+    """The embedder's dimension; 0 while unknown (an API model measured on its first call)."""
+    if deps.embedder.dimension:
+        return deps.embedder.dimension
+    return meta[1] if meta is not None and meta[0] == deps.embedder.model else 0
+
+
+async def _check_embedder(deps: Deps, batch: ImportBatch) -> None:
+    """Facts are written with the embedder's vectors: into a store of another model or dimension
+    they would fail at the first write, after the agents and blobs (refused here, before)."""
+    meta = await deps.store.embedding_meta() if batch.facts else None
+    if meta is None:
+        return
+    model, dimension = deps.embedder.model, _dimension(deps, meta)
+    if meta != (model, dimension):
+        raise EmbeddingMismatchError(
+            f"nothing imported: the store's facts are embedded as {meta[0]}/{meta[1]}, the "
+            f"configured embedder makes {model}/{dimension or '?'}: import with the store's "
+            "embedder (or re-embed the store first)"
+        )
+
+
 async def _vectors(deps: Deps, facts: Sequence[FactImport]) -> tuple[list[Vector], int]:
-    """The source's vector where its model (and dimension) is the store's, else a new one."""
+    """The source's vector where it is of the embedder's model and dimension (and finite), else a
+    new one: a vector of another size, even under the model's name, would set the dimension of a
+    fresh store and make every later formation fail."""
     model = deps.embedder.model
-    meta = await deps.store.embedding_meta()
+    dimension = _dimension(deps, await deps.store.embedding_meta())
     reusable = [
         f.embedding is not None
         and f.embedding_model == model
-        and (meta is None or len(f.embedding) == meta[1])
+        and len(f.embedding) == dimension > 0
+        and bool(np.isfinite(f.embedding).all())
         for f in facts
     ]
     texts = [f.content for f, ok in zip(facts, reusable, strict=True) if not ok]
@@ -68,6 +99,62 @@ async def _vectors(deps: Deps, facts: Sequence[FactImport]) -> tuple[list[Vector
         for f, ok in zip(facts, reusable, strict=True)
     ]
     return vectors, len(texts)
+
+
+async def _sessions_gone(store: MemoryStore, batch: ImportBatch) -> set[str]:
+    """The sessions of the batch's session memory that forget_user deleted whole (the store's
+    import_messages skips their messages; their session memory is skipped here, the store cannot
+    tell: the session is gone). Who took part is read from the batch's messages (and what the
+    store still has of the session); session memory without messages in the batch is imported."""
+    keys = [b.scope_key for b in batch.consolidated] + [r.scope_key for r in batch.reflections]
+    agents: dict[str, set[str]] = {}
+    for key in keys:
+        if key.scope == "session" and key.session_id is not None:
+            agents.setdefault(key.session_id, set()).add(key.agent_id)
+    users: dict[str, set[str]] = {}
+    for m in (i.message for i in batch.messages):
+        if m.session_id not in agents:
+            continue
+        users.setdefault(m.session_id, set())
+        if m.user_id:
+            users[m.session_id].add(m.user_id)
+        if m.agent_id:
+            agents[m.session_id].add(m.agent_id)
+    gone = set()
+    for session_id, session_users in users.items():
+        session_agents = agents[session_id]
+        if (stored := await store.get_session(session_id)) is not None:
+            session_users |= set(stored.user_ids)
+            session_agents |= set(stored.agent_ids)
+        epochs = {
+            (agent_id, user_id): epoch
+            for agent_id in session_agents
+            for user_id, epoch in (
+                await store.erasure_epochs(agent_id, sorted(session_users))
+            ).items()
+        }
+        if gone_with_users(epochs, sorted(session_agents), sorted(session_users)):
+            gone.add(session_id)
+    return gone
+
+
+def _in_gone(key: ScopeKey, gone: set[str]) -> bool:
+    return key.scope == "session" and key.session_id in gone
+
+
+def _by_session(messages: Sequence[MessageImport]) -> list[list[MessageImport]]:
+    """Chunks of whole sessions (a session bigger than a chunk is one chunk): the store judges a
+    session against all of the file's messages of it (rules.imports.plan_import_session)."""
+    sessions: dict[str, list[MessageImport]] = {}
+    for m in messages:
+        sessions.setdefault(m.message.session_id, []).append(m)
+    chunks: list[list[MessageImport]] = []
+    for session in sessions.values():
+        if chunks and len(chunks[-1]) + len(session) <= CHUNK:
+            chunks[-1].extend(session)
+        else:
+            chunks.append(list(session))
+    return chunks
 
 
 def shard_reflections(blob: ConsolidatedImport) -> list[Reflection]:
@@ -106,15 +193,25 @@ async def write_batch(
     now: datetime,
     progress: Progress = lambda what, n: None,
 ) -> ImportReport:
+    """Writes the batch: agents, blobs, facts, reflections, messages, each kind in chunks of one
+    store transaction. Bad input (a record recording would refuse, an embedder the store's facts
+    do not match) raises before the first write. Afterwards, a failure of the store, of the
+    embedder or of the consolidation LLM leaves the chunks written before it in place: run the
+    import again, it writes what is missing."""
+    check_batch(batch, now=now)
+    await _check_embedder(deps, batch)
     report = ImportReport()
     store = deps.store
+    gone = await _sessions_gone(store, batch)
     configs = [a.config or AgentConfig(agent_id=a.agent_id, name=a.agent_id) for a in batch.agents]
     report.add("agents", await store.import_agents(configs))
     progress("agents", len(configs))
 
     merge_with_llm = deps.llm.name != "heuristic"
     to_merge = [b for b in batch.consolidated if b.needs_merge and merge_with_llm]
-    direct = [b for b in batch.consolidated if b not in to_merge]
+    forgotten = [b for b in batch.consolidated if _in_gone(b.scope_key, gone)]
+    direct = [b for b in batch.consolidated if b not in to_merge and b not in forgotten]
+    report.blobs.update(dict.fromkeys((b.scope_key.key for b in forgotten), "forgotten"))
     outcome = await store.import_consolidated([consolidated_of(b) for b in direct])
     report.blobs.update(outcome)
     for blob in to_merge:
@@ -142,11 +239,14 @@ async def write_batch(
 
     written = {k for k, v in report.blobs.items() if v in ("inserted", "existing")}
     for r_chunk in _chunks(batch.reflections):
-        reflections = [_buffered_unless(r, written) for r in r_chunk]
-        report.add("reflections", await store.import_reflections(reflections))
+        kept = [r for r in r_chunk if not _in_gone(r.scope_key, gone)]
+        report.add("reflections", ImportCounts(forgotten=len(r_chunk) - len(kept)))
+        reflections = [_buffered_unless(r, written) for r in kept]
+        if reflections:
+            report.add("reflections", await store.import_reflections(reflections))
         progress("reflections", len(r_chunk))
 
-    for m_chunk in _chunks(batch.messages):
+    for m_chunk in _by_session(batch.messages):
         report.add("messages", await store.import_messages([m.message for m in m_chunk]))
         progress("messages", len(m_chunk))
     return report

@@ -67,9 +67,10 @@ class LifecycleContract(abc.ABC):
     ) -> list[ForgetCounts]:
         """Hard-delete the user's memories of one agent (None: of every agent, after a tombstone
         for all agents): facts with their history, user-scope reflections and blob, messages
-        (sessions the user was alone in go whole), embedding-cache entries of their texts no
-        other fact holds. One transaction per agent, each writing the erasure tombstone whose
-        epoch a formation commit checks (FormationCommit.user_epochs)."""
+        carrying the user's id whatever their role (sessions holding no other user's data go
+        whole), embedding-cache entries of their texts no other fact holds. One transaction per
+        agent, each writing the erasure tombstone whose epoch a formation commit checks
+        (FormationCommit.user_epochs)."""
 
     @abc.abstractmethod
     async def erasure_epochs(self, agent_id: str, user_ids: Sequence[str]) -> dict[str, int]:
@@ -81,7 +82,9 @@ class LifecycleContract(abc.ABC):
     ) -> ExportData:
         """Everything ``mnemos export`` writes, filtered, in one read snapshot: agents; facts
         (invalidated ones too) with their vectors; reflections (absorbed too); blobs; messages
-        on request. With user_id: only that user's facts, user-scope memory and messages."""
+        on request. With user_id: only that user's facts and user-scope memory, and of the
+        messages those rules.erasure.exported_messages keeps: the user's own (whatever their
+        role), and the agent's only in sessions the user was the only user of."""
 
     # ------------------------------------------------------------ who an agent talks with
 

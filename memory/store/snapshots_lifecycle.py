@@ -96,11 +96,16 @@ class LifecycleReads(abc.ABC):
 
     @abc.abstractmethod
     async def user_session_ids(self, user_id: str, agent_id: str) -> list[str]:
-        """The sessions of the agent the user is a user of."""
+        """The sessions of the agent holding the user's data: those the user is a user of, and
+        those with a message carrying the user's id (whatever its role)."""
 
     @abc.abstractmethod
     async def message_counts(self, session_id: str, user_id: str) -> tuple[int, int]:
-        """(all messages, those the user said) of a session."""
+        """(all messages, those carrying the user's id) of a session."""
+
+    @abc.abstractmethod
+    async def message_users(self, session_id: str) -> list[str]:
+        """The user ids the session's messages carry, whatever their role."""
 
     @abc.abstractmethod
     async def user_facts(self, agent_id: str, user_id: str) -> list[Fact]:
@@ -145,16 +150,28 @@ async def _facts(reads: LifecycleReads, req: ri.FactImportRequest) -> ri.FactImp
 async def _session(reads: LifecycleReads, req: ri.SessionImportRequest) -> ri.SessionImportSnapshot:
     sid = req.session_id
     head = await reads.session_head(sid)
+    users = await reads.session_users(sid)
+    states = await reads.session_states(sid)
+    # Every agent and user of the session, stored or imported: a forgotten user's messages are
+    # deleted from every session of the agent, whichever agent recorded them (rules.imports).
+    agents = tuple(dict.fromkeys((*(s.agent_id for s in states), *req.agent_ids)))
+    everyone = tuple(dict.fromkeys((*users, *req.user_ids)))
+    if not everyone:
+        epochs: dict[ri.Pair, int] = {}
+    elif agents:
+        epochs = await _pair_epochs(reads, [(a, u) for a in agents for u in everyone])
+    else:
+        epochs = await reads.erasure_rows([er.ALL_AGENTS], everyone)
     return ri.SessionImportSnapshot(
         exists=head is not None,
         last_seq=0 if head is None else head[0],
         last_message_at=None if head is None else head[1],
-        user_ids=await reads.session_users(sid),
-        states={s.agent_id: s for s in await reads.session_states(sid)},
+        user_ids=users,
+        states={s.agent_id: s for s in states},
         stored=await reads.message_seqs(sid, req.message_ids),
+        stored_all=await reads.pending_after(sid, 0),  # seqs start at 1: every message
         taken=await reads.taken_seqs(sid, req.seqs),
-        pending_after_max=await reads.pending_after(sid, req.max_seq),
-        epochs=await _pair_epochs(reads, req.pairs),
+        epochs=epochs,
     )
 
 
@@ -168,10 +185,11 @@ async def _user_sessions(reads: LifecycleReads, req: er.ForgetRequest) -> list[e
         for state in states:
             n, w = await reads.pending_after(sid, state.cursor_seq, except_user=req.user_id)
             pending.append((state, n, w))
+        participants, said_by = await reads.session_users(sid), await reads.message_users(sid)
         sessions.append(
             er.UserSession(
                 session_id=sid,
-                user_ids=await reads.session_users(sid),
+                user_ids=tuple(sorted(er.session_users(participants, said_by))),
                 agent_ids=tuple(s.agent_id for s in states),
                 messages=messages,
                 user_messages=mine,

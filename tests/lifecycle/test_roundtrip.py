@@ -20,7 +20,15 @@ from memory.store.sqlite import SQLiteStore
 from tests.harness import Harness
 from tests.lifecycle.test_forget import _two_users
 
-NOW = datetime(2026, 11, 22, tzinfo=UTC)
+NOW = datetime(2026, 11, 22, tzinfo=UTC)  # the export's time, in its header
+
+
+def _import_time() -> datetime:
+    """The harness records and forms at the real time: an import is never dated before them
+    (recorded timestamps more than a day ahead of the import are refused)."""
+    return datetime.now(UTC)
+
+
 QUERIES = ["green tea", "morning", "French", "night owl"]
 
 
@@ -52,8 +60,8 @@ async def test_export_then_import_into_an_empty_store_gives_the_same_memory(
     batch = to_import(read_export(exported))
     assert len(batch.facts) == 3 and len(batch.messages) == 8
 
-    report = await write_batch(deps, batch, now=NOW)
-    again = await write_batch(deps, batch, now=NOW)
+    report = await write_batch(deps, batch, now=_import_time())
+    again = await write_batch(deps, batch, now=_import_time())
 
     assert report.counts["facts"].inserted == 3 and report.embedded == 0  # same model: kept
     assert {k: c.inserted for k, c in again.counts.items()} == dict.fromkeys(again.counts, 0)
@@ -93,7 +101,7 @@ async def test_an_export_written_before_provenance_still_imports(
     await empty.setup()
     deps = Deps(settings=h.settings, store=empty, llm=h.llm, embedder=h.embedder)
     batch = to_import(read_export(old))
-    report = await write_batch(deps, batch, now=NOW)
+    report = await write_batch(deps, batch, now=_import_time())
     assert report.counts["facts"].inserted == 3
     for fact in await empty.get_facts([f.fact_id for f in batch.facts]):
         assert (fact.source_message_ids, fact.said_at, fact.formation_id) == ((), None, None)

@@ -27,6 +27,9 @@ REGULAR_INDEXES: dict[str, list[IndexModel]] = {
     "messages": [
         IndexModel([("session_id", ASCENDING), ("message_id", ASCENDING)], unique=True),
         IndexModel([("session_id", ASCENDING), ("seq", ASCENDING)], unique=True),
+        # forget_user and export find a user's sessions by the messages carrying the user's id,
+        # whatever their role (participants are only those who spoke with role "user").
+        IndexModel([("user_id", ASCENDING), ("session_id", ASCENDING)], name="messages_user"),
     ],
     "session_agents": [
         IndexModel([("session_id", ASCENDING), ("agent_id", ASCENDING)], unique=True),

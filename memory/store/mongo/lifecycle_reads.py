@@ -15,7 +15,9 @@ from memory.store.mongo.docs import (
     message_from_doc,
     reflection_from_doc,
 )
+from memory.store.mongo.reads import user_sessions
 from memory.store.mongo.txn import run_transaction
+from memory.store.rules import erasure as er
 
 
 class MongoLifecycleReads:
@@ -25,7 +27,9 @@ class MongoLifecycleReads:
         agents: set[str] = set()
         for name in ("facts", "reflections", "consolidated"):
             agents |= set(await self._db[name].distinct("agent_id", {"user_id": user_id}))
-        sessions = await self._db.sessions.find({"user_ids": user_id}).to_list()
+        sessions = await self._db.sessions.find(
+            await user_sessions(self._db, None, user_id)
+        ).to_list()
         return sorted(agents | {agent for doc in sessions for agent in doc["agent_ids"]})
 
     async def export_data(
@@ -69,10 +73,15 @@ async def _export(
         ],
     )
     if messages:
-        sq = _only(agent_ids=agent_id, user_ids=user_id)
-        sids = [d["_id"] async for d in db.sessions.find(sq, {"_id": 1}, session=s)]
-        cursor = db.messages.find({"session_id": {"$in": sids}}, session=s)
+        sq = _only(agent_ids=agent_id)
+        if user_id is not None:
+            sq |= await user_sessions(db, s, user_id)
+        docs = [d async for d in db.sessions.find(sq, {"user_ids": 1}, session=s)]
+        cursor = db.messages.find({"session_id": {"$in": [d["_id"] for d in docs]}}, session=s)
         data.messages = [
             message_from_doc(d) async for d in cursor.sort([("session_id", 1), ("seq", 1)])
         ]
+        if user_id is not None:
+            participants = {d["_id"]: d.get("user_ids", []) for d in docs}
+            data.messages = er.exported_messages(user_id, data.messages, participants)
     return data

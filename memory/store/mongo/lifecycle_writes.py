@@ -59,6 +59,7 @@ async def apply_lifecycle(
             )  # fmt: skip
         case lw.DeleteFacts(fact_ids=ids):
             await db.facts.delete_many({"_id": {"$in": list(ids)}}, session=s)
+            await db.fact_reembed.delete_many({"_id": {"$in": list(ids)}}, session=s)
         case lw.DeleteScope(key=key):
             await db.reflections.delete_many({"scope_key": key}, session=s)
             await db.consolidated.delete_many({"_id": key}, session=s)

@@ -181,14 +181,20 @@ class MongoReads(SnapshotReads):
         return frozenset([int(m["seq"]) async for m in cursor])
 
     async def user_session_ids(self, user_id: str, agent_id: str) -> list[str]:
-        query = {"user_ids": user_id, "agent_ids": agent_id}
-        return [d["_id"] async for d in self.db.sessions.find(query, {"_id": 1}, session=self.s)]
+        query = {"agent_ids": agent_id} | await user_sessions(self.db, self.s, user_id)
+        cursor = self.db.sessions.find(query, {"_id": 1}, session=self.s).sort("_id", 1)
+        return [d["_id"] async for d in cursor]
 
     async def message_counts(self, session_id: str, user_id: str) -> tuple[int, int]:
         count = self.db.messages.count_documents
         everyone = await count({"session_id": session_id}, session=self.s)
         mine = await count({"session_id": session_id, "user_id": user_id}, session=self.s)
         return everyone, mine
+
+    async def message_users(self, session_id: str) -> list[str]:
+        query = {"session_id": session_id, "user_id": {"$ne": None}}
+        users = await self.db.messages.distinct("user_id", query, session=self.s)
+        return sorted(users)
 
     async def user_facts(self, agent_id: str, user_id: str) -> list[Fact]:
         return await self._facts({"agent_id": agent_id, "user_id": user_id})
@@ -206,6 +212,13 @@ class MongoReads(SnapshotReads):
         others = {"hash": {"$in": list(content_hashes)}, "$nor": [mine]}
         cursor = self.db.facts.find(others, {"content": 1}, session=self.s)
         return [doc["content"] async for doc in cursor]
+
+
+async def user_sessions(db: AsyncDatabase[Doc], s: AsyncClientSession | None, user_id: str) -> Doc:
+    """The query of the sessions holding a user's data: those they are a user of, and those with
+    a message carrying their id, whatever its role (index messages_user)."""
+    said = await db.messages.distinct("session_id", {"user_id": user_id}, session=s)
+    return {"$or": [{"user_ids": user_id}, {"_id": {"$in": said}}]}
 
 
 async def recent_fact_docs(

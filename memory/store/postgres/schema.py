@@ -280,6 +280,12 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE facts ALTER COLUMN terms SET STORAGE MAIN,
         ALTER COLUMN term_repeats SET STORAGE MAIN;
     """,
+    # 8: forget_user and export find a user's sessions by the messages carrying the user's id,
+    # whatever their role (participants are only those who spoke with role "user").
+    """
+    CREATE INDEX IF NOT EXISTS messages_user ON messages (user_id, session_id)
+        WHERE user_id IS NOT NULL;
+    """,
 )
 
 _LOCK = 0x6D6E656D6F73  # "mnemos": the advisory lock that serialises migrations

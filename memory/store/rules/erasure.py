@@ -11,7 +11,8 @@ the user who was forgotten).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -23,6 +24,7 @@ from memory.models import (
     FormationCommitResult,
     ScopeKey,
     SessionAgentState,
+    StoredMessage,
 )
 from memory.store.counts import ForgetCounts
 from memory.store.rules.lifecycle_writes import (
@@ -70,6 +72,37 @@ def discarded(commit: FormationCommit) -> Plan[FormationCommitResult]:
     )
 
 
+# ---------------------------------------------------------------- a user's sessions
+
+
+def session_users(participants: Iterable[str], message_users: Iterable[str | None]) -> set[str]:
+    """Everyone a session holds data of: its participants (who spoke with role "user") and every
+    user id its messages carry, whatever their role (a message takes a user_id with any role;
+    participation, which decides group chat, is left as it is)."""
+    return {*participants, *(u for u in message_users if u is not None)}
+
+
+def alone_in(user_id: str, users: Iterable[str]) -> bool:
+    """The session holds no other user's data: forget takes it whole, export takes it all."""
+    return set(users) <= {user_id}
+
+
+def exported_messages(
+    user_id: str, messages: Sequence[StoredMessage], participants: Mapping[str, Iterable[str]]
+) -> list[StoredMessage]:
+    """A user's export of the messages of their sessions (``participants`` by session id): the
+    messages carrying their id, whatever the role, and all of a session they are alone in. In a
+    shared session the agent's replies stay out: they may carry other users' words."""
+    said: dict[str, list[str | None]] = defaultdict(list)
+    for m in messages:
+        said[m.session_id].append(m.user_id)
+    alone = {
+        sid: alone_in(user_id, session_users(participants.get(sid, ()), users))
+        for sid, users in said.items()
+    }
+    return [m for m in messages if m.user_id == user_id or alone[m.session_id]]
+
+
 # ---------------------------------------------------------------- forget_user
 
 
@@ -92,10 +125,11 @@ def cache_candidates(facts: Sequence[_Fact]) -> tuple[tuple[str, ...], tuple[str
 
 @dataclass(frozen=True)
 class UserSession:
-    """A session the user took part in, as forget_user needs it."""
+    """A session holding the user's data (participation or a message carrying their id), as
+    forget_user needs it."""
 
     session_id: str
-    user_ids: tuple[str, ...]
+    user_ids: tuple[str, ...]  # session_users: the participants and the messages' user ids
     agent_ids: tuple[str, ...]
     messages: int  # all of the session's messages
     user_messages: int  # the user's own
@@ -147,7 +181,7 @@ def plan_forget(
     whole = [
         s
         for s in snapshot.sessions
-        if s.user_ids == (user_id,) and (req.all_agents or s.agent_ids == (agent_id,))
+        if alone_in(user_id, s.user_ids) and (req.all_agents or s.agent_ids == (agent_id,))
     ]
     keys = {user_key}
     if whole:

@@ -55,7 +55,8 @@ class PutErasure(LifecycleOp):
 
 @dataclass(frozen=True)
 class DeleteFacts(LifecycleOp):
-    """Hard delete, with text-index rows, vectors and history (the vector caches reload)."""
+    """Hard delete, with text-index rows (none of their terms left in the index), vectors,
+    re-embedding side vectors and history (the vector caches reload)."""
 
     agent_id: str
     fact_ids: tuple[str, ...]

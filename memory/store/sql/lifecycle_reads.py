@@ -6,11 +6,25 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from memory.models import AgentConfig, ConsolidatedMemory, Fact, SessionAgentState
+from memory.models import (
+    AgentConfig,
+    ConsolidatedMemory,
+    Fact,
+    SessionAgentState,
+    StoredMessage,
+)
 from memory.store.counts import ExportData
+from memory.store.rules import erasure as er
 from memory.store.snapshots_lifecycle import LifecycleReads
 from memory.store.sql.db import Db
 from memory.store.sql.sessions import STATE_SQL
+
+# The sessions holding a user's data (%(user)s): those they are a user of, and those with a
+# message carrying their id, whatever its role (index messages_user).
+USER_SESSIONS = (
+    "(SELECT session_id FROM session_users WHERE user_id = %(user)s "
+    "UNION SELECT session_id FROM messages WHERE user_id = %(user)s)"
+)
 
 
 class SqlLifecycleReads(LifecycleReads):
@@ -55,10 +69,11 @@ class SqlLifecycleReads(LifecycleReads):
 
     async def user_session_ids(self, user_id: str, agent_id: str) -> list[str]:
         sql = (
-            "SELECT su.session_id FROM session_users AS su JOIN session_agents AS sa "
-            "ON sa.session_id = su.session_id WHERE su.user_id = %s AND sa.agent_id = %s"
+            "SELECT session_id FROM session_agents WHERE agent_id = %(agent)s "
+            f"AND session_id IN {USER_SESSIONS} ORDER BY session_id"
         )
-        return [str(sid) for sid in await self.db.column(sql, user_id, agent_id)]
+        rows = await self.db.fetch(sql, {"user": user_id, "agent": agent_id})
+        return [str(row["session_id"]) for row in rows]
 
     async def message_counts(self, session_id: str, user_id: str) -> tuple[int, int]:
         row = await self.db.fetch_one(
@@ -68,6 +83,13 @@ class SqlLifecycleReads(LifecycleReads):
         )
         assert row is not None
         return int(row["n"]), int(row["mine"])
+
+    async def message_users(self, session_id: str) -> list[str]:
+        sql = (
+            "SELECT DISTINCT user_id FROM messages WHERE session_id = %s AND user_id IS NOT NULL "
+            "ORDER BY user_id"
+        )
+        return [str(user) for user in await self.db.column(sql, session_id)]
 
     async def user_facts(self, agent_id: str, user_id: str) -> list[Fact]:
         sql = (
@@ -98,13 +120,12 @@ class SqlLifecycleReads(LifecycleReads):
 async def user_agents(db: Db, user_id: str) -> list[str]:
     """The agents holding any of the user's data: facts, reflections, blobs or sessions."""
     sql = (
-        "SELECT agent_id FROM facts WHERE user_id = %s UNION "
-        "SELECT agent_id FROM reflections WHERE user_id = %s UNION "
-        "SELECT agent_id FROM consolidated WHERE user_id = %s UNION "
-        "SELECT sa.agent_id FROM session_agents AS sa JOIN session_users AS su "
-        "ON su.session_id = sa.session_id WHERE su.user_id = %s ORDER BY 1"
+        "SELECT agent_id FROM facts WHERE user_id = %(user)s UNION "
+        "SELECT agent_id FROM reflections WHERE user_id = %(user)s UNION "
+        "SELECT agent_id FROM consolidated WHERE user_id = %(user)s UNION "
+        f"SELECT agent_id FROM session_agents WHERE session_id IN {USER_SESSIONS} ORDER BY 1"
     )
-    return [str(agent) for agent in await db.column(sql, *(user_id,) * 4)]
+    return [str(row["agent_id"]) for row in await db.fetch(sql, {"user": user_id})]
 
 
 async def export_data(
@@ -137,13 +158,31 @@ async def export_data(
         consolidated=[db.consolidated(r) for r in blobs],
     )
     if messages:
-        rows = await db.fetch(
-            "SELECT * FROM messages WHERE (CAST(%(agent)s AS TEXT) IS NULL OR session_id IN "
-            "(SELECT session_id FROM session_agents WHERE agent_id = %(agent)s)) "
-            "AND (CAST(%(user)s AS TEXT) IS NULL OR session_id IN "
-            "(SELECT session_id FROM session_users WHERE user_id = %(user)s)) "
-            "ORDER BY session_id, seq",
-            {"agent": agent_id, "user": user_id},
-        )
-        data.messages = [db.message(r) for r in rows]
+        data.messages = await _export_messages(db, agent_id, user_id)
     return data
+
+
+async def _export_messages(
+    db: Db, agent_id: str | None, user_id: str | None
+) -> list[StoredMessage]:
+    """The messages of the agent's sessions (every session without one); with a user, of the
+    sessions holding that user's data, those rules.erasure.exported_messages keeps."""
+    params = {"agent": agent_id, "user": user_id}
+    of_agent = (
+        "(CAST(%(agent)s AS TEXT) IS NULL OR session_id IN "
+        "(SELECT session_id FROM session_agents WHERE agent_id = %(agent)s))"
+    )
+    if user_id is None:
+        sql = f"SELECT * FROM messages WHERE {of_agent} ORDER BY session_id, seq"
+        return [db.message(r) for r in await db.fetch(sql, params)]
+    sessions = f"{of_agent} AND session_id IN {USER_SESSIONS}"
+    rows = await db.fetch(
+        f"SELECT * FROM messages WHERE {sessions} ORDER BY session_id, seq", params
+    )
+    users = await db.fetch(
+        f"SELECT session_id, user_id FROM session_users WHERE {sessions}", params
+    )
+    participants: dict[str, list[str]] = {}
+    for row in users:
+        participants.setdefault(str(row["session_id"]), []).append(str(row["user_id"]))
+    return er.exported_messages(user_id, [db.message(r) for r in rows], participants)

@@ -3,7 +3,7 @@ that they sort and compare exactly; vectors are float32 BLOBs; fact history is J
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 DDL = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -77,6 +77,10 @@ CREATE TABLE IF NOT EXISTS messages (
     UNIQUE (session_id, seq),
     UNIQUE (session_id, message_id)
 );
+-- Schema 5: forget_user and export find a user's sessions by the messages carrying the user's id,
+-- whatever their role (participants are only those who spoke with role "user").
+CREATE INDEX IF NOT EXISTS messages_user ON messages (user_id, session_id)
+    WHERE user_id IS NOT NULL;
 
 CREATE TABLE IF NOT EXISTS facts (
     rowid             INTEGER PRIMARY KEY,      -- the FTS5 content rowid

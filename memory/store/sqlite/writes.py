@@ -136,6 +136,12 @@ async def _apply(db: SQLiteDb, write: w.Write, stamps: dict[str, int]) -> None:
         case lw.DeleteFacts(agent_id=agent_id, fact_ids=ids):
             # The FTS rows go with them (facts_fts_delete trigger); history is in the row.
             await db.execute_in("DELETE FROM facts WHERE fact_id", ids)
+            await db.execute_in("DELETE FROM fact_reembed WHERE fact_id", ids)
+            # FTS5 without its secure-delete option (off by default, absent before SQLite 3.42)
+            # only appends a delete marker: the erased terms stay in facts_fts_data until a
+            # merge rewrites their segments.
+            # 'optimize' merges them all into one, now, in the erasure's own transaction.
+            conn.execute("INSERT INTO facts_fts (facts_fts) VALUES ('optimize')")
             await bump_version(db, facts_purge_key(agent_id))
         case _:
             await apply_shared(db, write)

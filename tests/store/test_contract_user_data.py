@@ -1,0 +1,137 @@
+"""Contract: what forget_user erases and a user's export holds reach every message carrying the
+user's id, whatever its role (a message takes a user_id with any role; only role "user" makes a
+participant), and no other user's words; forget leaves no side vector of an erased fact."""
+
+from __future__ import annotations
+
+import pytest
+
+from memory.models import MessageIn
+from memory.store.base import MemoryStore
+from memory.store.mongo import MongoStore
+from memory.store.sql.store import SqlStore
+from tests.store.builders import Former, add, at, record, unit, vec
+
+NEW = "new-model"
+
+
+def msg(
+    message_id: str, content: str, *, role: str = "user", user_id: str | None, seconds: float
+) -> MessageIn:
+    """A message as recorded, its user id kept whatever its role (builders.msg keeps it for role
+    user only)."""
+    return MessageIn.model_validate(
+        {
+            "message_id": message_id, "role": role, "content": content,
+            "created_at": at(seconds), "user_id": user_id,
+        }
+    )  # fmt: skip
+
+
+async def _sessions(store: MemoryStore) -> None:
+    """s1 (a1): u2 speaks, u1's words come relayed (role other). s2 (a1): u1 alone, as a tool's
+    output, and the agent's answer. s4 (a1): u1 speaks, u2's words come as a tool's output.
+    s3 (a2): u1 alone, as a tool's output."""
+    await record(store, "s1", "a1", [
+        msg("x1", "hi from u2", user_id="u2", seconds=1),
+        msg("x2", "u1: my PIN is 9911", role="other", user_id="u1", seconds=2),
+    ])  # fmt: skip
+    await record(store, "s2", "a1", [
+        msg("y1", "u1 form: SSN 123-45-6789", role="tool", user_id="u1", seconds=1),
+        msg("y2", "Thanks, noted", role="agent", user_id=None, seconds=2),
+    ])  # fmt: skip
+    await record(store, "s4", "a1", [
+        msg("z1", "hi from u1", user_id="u1", seconds=1),
+        msg("z2", "u2 form: allergic to nuts", role="tool", user_id="u2", seconds=2),
+    ])  # fmt: skip
+    await record(store, "s3", "a2", [
+        msg("w1", "u1 form for a2", role="tool", user_id="u1", seconds=1),
+    ])  # fmt: skip
+
+
+async def _said(store: MemoryStore, session_id: str) -> list[tuple[str | None, str]]:
+    return [(m.user_id, m.message_id) for m in await store.load_messages(session_id, 0, 100)]
+
+
+async def test_forget_erases_the_users_messages_whatever_their_role(store: MemoryStore) -> None:
+    await _sessions(store)
+
+    [counts] = await store.forget_user("u1", agent_id="a1", at=at(100))
+
+    # s2 had no other user: it goes whole (2 messages); in s1 and s4 only u1's message goes.
+    assert (counts.sessions, counts.messages) == (1, 2 + 1 + 1)
+    assert await _said(store, "s1") == [("u2", "x1")]
+    assert await store.get_session("s2") is None
+    # u2's words in s4 are u2's, though u2 is not a participant there: they stay.
+    assert await _said(store, "s4") == [("u2", "z2")]
+    assert await _said(store, "s3") == [("u1", "w1")]  # another agent's, with --agent
+    # Who takes part in the group chat is unchanged; what a1 has to form is what is left.
+    s1 = await store.get_session("s1", "a1")
+    assert s1 is not None and s1.user_ids == ("u2",)
+    state = await store.get_session_agent_state("s1", "a1")
+    assert state is not None and state.pending_messages == 1
+
+
+async def test_forget_of_every_agent_finds_the_agents_through_the_messages(
+    store: MemoryStore,
+) -> None:
+    await _sessions(store)
+
+    counts = await store.forget_user("u1", agent_id=None, at=at(100))
+
+    assert [(c.agent_id, c.sessions, c.messages) for c in counts] == [("a1", 1, 4), ("a2", 1, 1)]
+    assert await store.get_session("s3") is None
+    assert await _said(store, "s1") == [("u2", "x1")]
+    assert await _said(store, "s4") == [("u2", "z2")]
+
+
+async def test_a_users_export_holds_their_messages_and_no_other_users(store: MemoryStore) -> None:
+    await record(store, "g1", "a1", [
+        msg("g1-1", "u1: hello", user_id="u1", seconds=1),
+        msg("g1-2", "u2: my divorce papers came today", user_id="u2", seconds=2),
+        msg("g1-3", "Sorry to hear about the divorce", role="agent", user_id=None, seconds=3),
+    ])  # fmt: skip
+    await record(store, "s2", "a1", [
+        msg("s2-1", "u1 form: SSN 123-45-6789", role="tool", user_id="u1", seconds=1),
+        msg("s2-2", "Thanks, noted", role="agent", user_id=None, seconds=2),
+    ])  # fmt: skip
+    await record(store, "s6", "a2", [
+        msg("s6-1", "u1 to a2", user_id="u1", seconds=1),
+        msg("s6-2", "a2 answers", role="agent", user_id=None, seconds=2),
+    ])  # fmt: skip
+
+    async def exported(agent_id: str | None, user_id: str | None) -> list[str]:
+        data = await store.export_data(agent_id=agent_id, user_id=user_id, messages=True)
+        return [m.message_id for m in data.messages]
+
+    # u1's own, and the agent's answers only where u1 was the only user: the reply in the group
+    # chat may repeat u2's words.
+    assert await exported("a1", "u1") == ["g1-1", "s2-1", "s2-2"]
+    assert await exported(None, "u1") == ["g1-1", "s2-1", "s2-2", "s6-1", "s6-2"]
+    assert await exported("a1", "u2") == ["g1-2"]
+    assert await exported("a1", None) == ["g1-1", "g1-2", "g1-3", "s2-1", "s2-2"]
+
+
+async def _side_vectors(store: MemoryStore) -> set[str]:
+    """The facts with a re-embedding side vector, from the backend's own tables (no store call
+    lists them)."""
+    if isinstance(store, MongoStore):
+        return set(await store._db.fact_reembed.distinct("_id"))
+    assert isinstance(store, SqlStore)
+    return set(await store._db_read(lambda db: db.column("SELECT fact_id FROM fact_reembed")))
+
+
+@pytest.mark.parametrize("agent_id", ["a1", None])
+async def test_forget_deletes_the_side_vectors_of_the_erased_facts(
+    store: MemoryStore, agent_id: str | None
+) -> None:
+    former = await Former(store).start(2)
+    await former.form(add("f1", "Has epilepsy", unit(1, 0)))
+    await former.form(add("f2", "Answers in French", unit(0, 1), scope="agent"))
+    items = await store.reembed_pending(NEW, limit=10)
+    await store.put_reembedded(NEW, [(item, vec(0, 1)) for item in items])
+    assert await _side_vectors(store) == {"f1", "f2"}
+
+    await store.forget_user("u1", agent_id=agent_id, at=at(500))
+
+    assert await _side_vectors(store) == {"f2"}

@@ -1,0 +1,41 @@
+"""SQLite: what forget_user erases leaves no trace in the full-text index (FTS5 without
+secure-delete keeps a deleted row's terms in its segments until they are merged)."""
+
+from __future__ import annotations
+
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+
+from memory.store.sqlite import SQLiteStore
+from tests.store.builders import Former, add, at, unit, user_filter
+
+
+def _index_blocks(path: Path) -> bytes:
+    """Every segment of the FTS index as stored: terms are in clear in them."""
+    with closing(sqlite3.connect(path)) as conn:
+        return b"".join(
+            row[0] for row in conn.execute("SELECT block FROM facts_fts_data") if row[0]
+        )
+
+
+async def test_forget_leaves_none_of_the_erased_words_in_the_text_index(tmp_path: Path) -> None:
+    path = tmp_path / "mnemos.db"
+    store = SQLiteStore(path)
+    await store.setup()
+    try:
+        former = await Former(store).start(2)
+        await former.form(add("f1", "Zyxquorp diagnosis from Dr Pennywhistle", unit(1, 0)))
+        await former.form(add("f2", "Answers in French", unit(0, 1), scope="agent"))
+        assert b"zyxquorp" in _index_blocks(path)
+
+        await store.forget_user("u1", agent_id="a1", at=at(500))
+
+        # The index still serves what stays.
+        hits = await store.text_search("french", user_filter(), limit=5)
+        assert [h.fact.fact_id for h in hits] == ["f2"]
+    finally:
+        await store.close()
+    blocks = _index_blocks(path)
+    assert b"french" in blocks
+    assert b"zyxquorp" not in blocks and b"pennywhistl" not in blocks  # porter stem
