@@ -16,11 +16,12 @@ from rich.progress import Progress
 
 from cli.common import JsonOption, check_id, emit, fail, load_settings, run, temporal_of
 from memory.deps import Deps, open_deps
+from memory.errors import InvalidInputError
 from memory.lifecycle import export as export_format
 from memory.lifecycle.exporting import export_store
 from memory.lifecycle.mem0 import load_items, map_mem0
 from memory.lifecycle.plan import plan, render
-from memory.lifecycle.records import ImportBatch
+from memory.lifecycle.records import ImportBatch, check_batch
 from memory.lifecycle.writer import ImportReport, write_batch
 from memory.settings import Settings
 from memory.store import open_store
@@ -115,6 +116,12 @@ async def _store_model(settings: Settings) -> str:
 
 def _finish(settings: Settings, batches: list[ImportBatch], dry_run: bool, as_json: bool) -> None:
     if dry_run:
+        # What the import would refuse is what the dry run says first: nothing would be written.
+        try:
+            for batch in batches:
+                check_batch(batch, now=_now())
+        except InvalidInputError as err:
+            fail(str(err))
         p = plan(batches)
         model = run(_store_model(settings), settings)
         emit(p, as_json=as_json, text=lambda: render(p, store_model=model))

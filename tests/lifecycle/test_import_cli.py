@@ -187,3 +187,20 @@ async def test_forget_erases_the_store_even_when_temporal_is_down(tmp_path: Path
     assert result.exit_code == 1
     assert "erased from the store" in result.stderr and "again" in result.stderr
     assert rows(db, "SELECT * FROM facts WHERE user_id = 'alice'") == []
+
+
+async def test_a_dry_run_refuses_what_the_import_would_and_writes_nothing(tmp_path: Path) -> None:
+    dump = tmp_path / "mem0.json"
+    bad = [*ITEMS, {**ITEMS[0], "id": "8c2b1f0e-1a2b-4c3d-9e8f-0000000000ff", "memory": "\x1b[2J"}]
+    dump.write_text(json.dumps({"results": bad}))
+    env = env_of(tmp_path)
+
+    dry = await mnemos(env, "import", "mem0", str(dump), "--agent", "chef", "--dry-run")
+    real = await mnemos(env, "import", "mem0", str(dump), "--agent", "chef")
+
+    for result in (dry, real):
+        assert result.exit_code == 1 and "nothing imported" in result.stderr
+        assert "U+001B" in result.stderr
+    assert not (tmp_path / "mnemos.db").exists() or not rows(
+        tmp_path / "mnemos.db", "SELECT * FROM facts"
+    )
