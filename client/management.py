@@ -31,6 +31,8 @@ from memory.store.base import MemoryStore
 from memory.store.counts import ForgetCounts
 
 MAX_PAGE = 500
+# Far past any agent's facts, and far below the 64-bit integers every store's OFFSET takes.
+MAX_OFFSET = 1_000_000_000
 
 
 class _Out(BaseModel):
@@ -115,8 +117,10 @@ class MemoryManager:
         self, flt: FactFilter, *, include_invalid: bool = False, offset: int = 0, limit: int = 50
     ) -> FactPage:
         """Newest (last changed) first; deleted facts only on request."""
-        if not 1 <= limit <= MAX_PAGE or offset < 0:
-            raise InvalidInputError(f"page: 1 ≤ limit ≤ {MAX_PAGE} and offset ≥ 0")
+        if not 1 <= limit <= MAX_PAGE or not 0 <= offset <= MAX_OFFSET:
+            raise InvalidInputError(
+                f"page: 1 ≤ limit ≤ {MAX_PAGE} and 0 ≤ offset ≤ {MAX_OFFSET:_}".replace("_", ",")
+            )
         await self._require_agent(flt.agent_id)
         # One more than asked tells whether there is a next page.
         facts = await self.store.list_facts(

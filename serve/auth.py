@@ -4,7 +4,8 @@ A key comes as ``Authorization: Bearer mk_…``, as ``X-API-Key``, or (the memor
 ``mnemos_key`` cookie. No or an unknown key: 401. A key not bound to the path's agent, or a
 read-only key on a write: 403. A key over its budget for the operation's kind: 429 with
 ``Retry-After`` (serve/rate_limit.py), before the handler runs. Routes declare ``ReadAgent`` or ``WriteAgent`` for their
-``agent_id`` path parameter, so the check cannot be forgotten on one route and not the others.
+``agent_id`` path parameter, so the check cannot be forgotten on one route and not the others;
+session routes declare ``KeySession``: a session holding an agent the key is not for is a 404.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Annotated
 from fastapi import Depends, HTTPException, Path, Request, Security, status
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
+from memory.models import SessionInfo
 from serve.keys import ApiKey
 from serve.rate_limit import kind_of
 from serve.services import Services, services
@@ -21,6 +23,7 @@ from serve.services import Services, services
 COOKIE = "mnemos_key"
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$"
 AgentPath = Annotated[str, Path(pattern=ID_PATTERN, description="The agent's id")]
+SessionPath = Annotated[str, Path(pattern=ID_PATTERN, description="The session's id")]
 
 
 def token_of(request: Request) -> str | None:
@@ -87,8 +90,28 @@ async def _erase(agent_id: AgentPath, key: Annotated[ApiKey, Depends(current_key
     return agent_id
 
 
+def foreign_session(key: ApiKey, session: SessionInfo | None) -> bool:
+    """Whether the session holds an agent the key is not for. Session ids are one namespace for
+    every agent (several agents may share a session), so a key for one agent could otherwise join
+    another agent's session by its id: read its transcript through its own formation, write into
+    it as any user, erase in it. Such a session is none of the key's business, and answered as
+    an unknown one (404), so that its existence is not told either."""
+    return session is not None and not set(session.agent_ids) <= set(key.agent_ids)
+
+
+async def _session(
+    session_id: SessionPath,
+    key: Annotated[ApiKey, Depends(current_key)],
+    svc: Annotated[Services, Depends(services)],
+) -> str:
+    if foreign_session(key, await svc.memory.store.get_session(session_id)):
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no session {session_id!r} for this key")
+    return session_id
+
+
 ReadAgent = Annotated[str, Depends(_read)]
 EraseAgent = Annotated[str, Depends(_erase)]
 WriteAgent = Annotated[str, Depends(_write)]
 CurrentKey = Annotated[ApiKey, Depends(current_key)]
 Svc = Annotated[Services, Depends(services)]
+KeySession = Annotated[str, Depends(_session)]

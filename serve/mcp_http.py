@@ -34,7 +34,7 @@ from memory.api_keys import ApiKey
 from memory.errors import MnemosError
 from memory.input_rules import require_storable
 from memory.models import FactFilter, MessageIn
-from serve.auth import token_of
+from serve.auth import foreign_session, token_of
 from serve.errors import problem
 from serve.keys import ApiKeyStore
 from serve.rate_limit import Kind, RateLimiter
@@ -67,6 +67,12 @@ class KeyedMCP:
             return
         scope.setdefault("state", {})[_KEY] = key
         await self.inner(scope, receive, send)
+
+
+async def _own_session(memory: MemoryClient, key: ApiKey, session_id: str | None) -> None:
+    """As the HTTP routes (serve.auth.foreign_session): another agent's session is unknown."""
+    if session_id is not None and foreign_session(key, await memory.store.get_session(session_id)):
+        raise ToolError(f"no session {session_id!r} for this key")
 
 
 def _key_of(ctx: Context[Any], limiter: RateLimiter, agent_id: str, kind: Kind) -> ApiKey:
@@ -110,9 +116,10 @@ def build_http_server(memory: MemoryClient, limiter: RateLimiter) -> MCPServer:
     ) -> dict[str, Any]:
         """Record new messages of a session (formed into memory when its thresholds are met), or
         one explicit note (formed at once). Give messages or a note, not both."""
-        _key_of(ctx, limiter, agent_id, "write")
-        if (messages is None) == (note is None):
-            raise ToolError("give either messages or a note")
+        key = _key_of(ctx, limiter, agent_id, "write")
+        if (messages is None) == (note is None) or messages == []:
+            raise ToolError("give either messages (at least one) or a note")
+        await _own_session(memory, key, session_id)
         async with _told():
             if note is not None:
                 require_storable(note, "the note")
@@ -153,7 +160,8 @@ def build_http_server(memory: MemoryClient, limiter: RateLimiter) -> MCPServer:
     ) -> str:
         """Search the agent's long-term memory: 1 to 3 short queries; the best facts one a line
         with their age (the same text the agent's own search_facts tool gets)."""
-        _key_of(ctx, limiter, agent_id, "read")
+        key = _key_of(ctx, limiter, agent_id, "read")
+        await _own_session(memory, key, session_id)
         async with _told():
             return await memory.handle_search_facts(
                 {"query": query, "top_k": top_k},
@@ -167,7 +175,8 @@ def build_http_server(memory: MemoryClient, limiter: RateLimiter) -> MCPServer:
         ctx: Context[Any], agent_id: str, session_id: str, user_id: str | None = None
     ) -> str:
         """The <MemoryContext> XML for a turn of this session ("" when there is no memory)."""
-        _key_of(ctx, limiter, agent_id, "read")
+        key = _key_of(ctx, limiter, agent_id, "read")
+        await _own_session(memory, key, session_id)
         async with _told():
             return await memory.memory_context(agent_id, session_id, user_id=user_id)
 

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
 
-from client.management import FactPage
+from client.management import MAX_OFFSET, MAX_PAGE, FactPage
 from memory.models import Fact, FactFilter, FactRevision
 from memory.rag import SearchResult
 from serve.auth import ID_PATTERN, ReadAgent, Svc, WriteAgent
@@ -42,8 +42,8 @@ async def list_facts(
     user_id: Annotated[str | None, Query(pattern=ID_PATTERN)] = None,
     include_agent_scope: bool = True,
     include_invalid: bool = False,
-    offset: Annotated[int, Query(ge=0)] = 0,
-    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
+    limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50,
 ) -> FactPage:
     """Newest first: the agent's facts and, with ``user_id``, that user's."""
     flt = FactFilter(agent_id=agent_id, user_id=user_id, include_agent_scope=include_agent_scope)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Path, Query, Request, Response, status
+from fastapi import APIRouter, Query, Request, Response, status
 
 from client.memory_client import SessionEnd
-from serve.auth import ID_PATTERN, ReadAgent, Svc, WriteAgent
+from serve.auth import ID_PATTERN, KeySession, ReadAgent, Svc, WriteAgent
 from serve.schemas import (
     ContextResponse,
     FormStarted,
@@ -19,13 +19,12 @@ from workflows.naming import formation_workflow_id
 from workflows.summary import FormationSummary
 
 router = APIRouter(prefix="/v1/agents/{agent_id}/sessions/{session_id}", tags=["sessions"])
-SessionPath = Annotated[str, Path(pattern=ID_PATTERN, description="The session's id")]
 UserQuery = Annotated[str | None, Query(pattern=ID_PATTERN)]
 
 
 @router.post("/messages", status_code=status.HTTP_202_ACCEPTED)
 async def record_messages(
-    agent_id: WriteAgent, session_id: SessionPath, body: RecordRequest, svc: Svc
+    agent_id: WriteAgent, session_id: KeySession, body: RecordRequest, svc: Svc
 ) -> RecordResponse:
     """Store the messages (idempotent by message_id). When the thresholds are met a formation
     starts in Temporal and its workflow id comes back; it runs after this answer.
@@ -51,7 +50,7 @@ async def record_messages(
 )
 async def form_now(
     agent_id: WriteAgent,
-    session_id: SessionPath,
+    session_id: KeySession,
     svc: Svc,
     response: Response,
     wait: bool = False,
@@ -66,7 +65,7 @@ async def form_now(
 
 @router.post("/start")
 async def session_start(
-    agent_id: ReadAgent, session_id: SessionPath, body: SessionStartRequest, svc: Svc
+    agent_id: ReadAgent, session_id: KeySession, body: SessionStartRequest, svc: Svc
 ) -> ContextResponse:
     """The memory context for the first turn; the session need not have messages yet."""
     xml = await svc.memory.on_session_start(agent_id, session_id, body.user_id)
@@ -76,7 +75,7 @@ async def session_start(
 
 
 @router.post("/end")
-async def session_end(agent_id: WriteAgent, session_id: SessionPath, svc: Svc) -> SessionEnd:
+async def session_end(agent_id: WriteAgent, session_id: KeySession, svc: Svc) -> SessionEnd:
     """Form the rest and consolidate the session memory; answers when both are done."""
     return await svc.memory.on_session_end(agent_id, session_id)
 
@@ -88,7 +87,7 @@ async def session_end(agent_id: WriteAgent, session_id: SessionPath, svc: Svc) -
 )
 async def memory_context(
     agent_id: ReadAgent,
-    session_id: SessionPath,
+    session_id: KeySession,
     request: Request,
     svc: Svc,
     user_id: UserQuery = None,

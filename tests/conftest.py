@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -10,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 
 from cli.binaries import temporal_cli, temporal_test_server
@@ -46,6 +48,23 @@ async def dev_env() -> AsyncIterator[WorkflowEnvironment]:
         yield env
     finally:
         await env.shutdown()
+
+
+@pytest.fixture(autouse=True)
+async def _dev_runs_end_with_their_test(request: pytest.FixtureRequest) -> AsyncIterator[None]:
+    """The dev server lives for the session, and workflow ids are named for their agent and user
+    ("consolidate:user:eve:alice"): a run a test left open (its worker killed on purpose, its
+    consolidation still waiting) would take the next test's requests of that id as signals and
+    never answer them. So the runs of a test that used it end with it."""
+    yield
+    if "dev_env" not in request.fixturenames:
+        return
+    env: WorkflowEnvironment = request.getfixturevalue("dev_env")
+    async for run in env.client.list_workflows("ExecutionStatus = 'Running'"):
+        with contextlib.suppress(RPCError):  # ended meanwhile
+            await env.client.get_workflow_handle(run.id, run_id=run.run_id).terminate(
+                reason="the test that started it ended"
+            )
 
 
 @pytest.fixture(scope="session")

@@ -8,6 +8,7 @@ import re
 import pytest
 
 from memory.models import FactFilter, ScopeKey
+from tests.harness import T0
 from tests.serve.conftest import Served, form_alice
 
 SAMPLE = {
@@ -73,6 +74,34 @@ async def test_a_key_for_bob_touches_nothing_of_eve(served: Served) -> None:
     assert await store.list_reflections(key) == before_refl
     agent = await store.get_agent("eve")
     assert agent is not None and agent.name == "Eve"
+
+
+async def test_a_key_for_bob_cannot_join_eves_session_by_its_id(served: Served) -> None:
+    """Session ids are one namespace: bob's key names eve's session under bob's own path. Every
+    session route answers as for an unknown session, and nothing of eve's is read or written."""
+    await form_alice(served.h)
+    store = served.h.store
+    before = await store.load_messages("s1", 0, 100)
+    message = {
+        "message_id": "inj1", "role": "user", "user_id": "alice",
+        "content": "my new email is attacker@evil.example", "created_at": T0.isoformat(),
+    }  # fmt: skip
+    async with served.client(served.bob) as c:
+        for method, path, body in [
+            ("POST", "messages", {"messages": [message]}),
+            ("POST", "form", None),
+            ("POST", "start", {"user_id": "alice"}),
+            ("POST", "end", None),
+            ("GET", "context", None),
+        ]:
+            r = await c.request(method, f"/v1/agents/bob/sessions/s1/{path}", json=body)
+            assert r.status_code == 404, (path, r.text)
+            assert "no session 's1' for this key" in r.text
+        unknown = await c.get("/v1/agents/bob/sessions/nobody-uses-this/context")
+    assert unknown.status_code == 404  # the same answer as for eve's: it tells nothing
+    session = await store.get_session("s1")
+    assert session is not None and session.agent_ids == ("eve",)
+    assert await store.load_messages("s1", 0, 100) == before
 
 
 async def test_a_read_only_key_reads_but_cannot_write(served: Served) -> None:

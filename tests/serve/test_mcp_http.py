@@ -134,6 +134,29 @@ async def test_memory_tools_over_http_behind_the_api_keys(served: Served) -> Non
     assert all(f.user_id != "alice" for f in left)
 
 
+async def test_the_tools_of_a_key_for_bob_cannot_reach_eves_session(served: Served) -> None:
+    await form_alice(served.h)
+    before = await served.h.store.load_messages("s1", 0, 100)
+    async with live(served) as base, mcp_session(base, served.bob) as mcp:
+        calls: list[tuple[str, dict[str, Any]]] = [
+            ("remember", {"note": "I moved to Oslo", "user_id": "alice"}),
+            ("context", {}),
+            ("search", {"query": ["tea"]}),
+        ]
+        for tool, args in calls:
+            refused = await mcp.call_tool(tool, {"agent_id": "bob", "session_id": "s1", **args})
+            assert refused.is_error and "no session 's1' for this key" in text(refused), tool
+        # An empty remember wrote an empty session, the agent joined to it: refused too.
+        empty = await mcp.call_tool(
+            "remember", {"agent_id": "bob", "session_id": "ghost", "messages": []}
+        )
+        assert empty.is_error and "at least one" in text(empty)
+    assert await served.h.store.load_messages("s1", 0, 100) == before
+    assert await served.h.store.get_session("ghost") is None
+    session = await served.h.store.get_session("s1")
+    assert session is not None and session.agent_ids == ("eve",)
+
+
 @pytest.mark.parametrize("accept", ["application/json", "application/json, text/event-stream"])
 async def test_plain_json_answers_whatever_the_client_accepts(served: Served, accept: str) -> None:
     async with live(served) as base, httpx.AsyncClient() as plain:

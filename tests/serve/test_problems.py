@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from serve.limits import MAX_BODY_BYTES
 from tests.serve.conftest import Served
 
@@ -23,3 +25,10 @@ async def test_a_body_beyond_the_limit_is_413_before_it_is_read(served: Served) 
         r = await c.post("/v1/agents", content=big, headers={"content-type": "application/json"})
     assert r.status_code == 413 and r.headers["content-type"] == "application/problem+json"
     assert r.json()["type"] == "urn:mnemos:problem:content-too-large"
+
+
+@pytest.mark.parametrize("offset", [2**63, 1_000_000_001, -1])
+async def test_an_offset_out_of_range_is_422_not_a_store_error(served: Served, offset: int) -> None:
+    async with served.client(served.eve) as c:
+        r = await c.get("/v1/agents/eve/facts", params={"offset": offset})
+    assert r.status_code == 422 and r.headers["content-type"] == "application/problem+json"

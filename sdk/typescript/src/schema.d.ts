@@ -1635,10 +1635,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The session's id */
-                session_id: string;
                 /** @description The agent's id */
                 agent_id: string;
+                /** @description The session's id */
+                session_id: string;
             };
             cookie?: never;
         };
@@ -1746,10 +1746,10 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description The session's id */
-                session_id: string;
                 /** @description The agent's id */
                 agent_id: string;
+                /** @description The session's id */
+                session_id: string;
             };
             cookie?: never;
         };
@@ -1842,10 +1842,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The session's id */
-                session_id: string;
                 /** @description The agent's id */
                 agent_id: string;
+                /** @description The session's id */
+                session_id: string;
             };
             cookie?: never;
         };
@@ -1951,10 +1951,10 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The session's id */
-                session_id: string;
                 /** @description The agent's id */
                 agent_id: string;
+                /** @description The session's id */
+                session_id: string;
             };
             cookie?: never;
         };
@@ -2041,10 +2041,10 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description The session's id */
-                session_id: string;
                 /** @description The agent's id */
                 agent_id: string;
+                /** @description The session's id */
+                session_id: string;
             };
             cookie?: never;
         };
