@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 
+from memory import ids
 from memory.deps import Deps
 from memory.errors import InvalidModelOutputError
 from memory.llm import choose_model
@@ -86,6 +87,7 @@ async def decide(
 ) -> DecisionsResult:
     """Decide, then embed the texts to store (one embedding call at most, none when cached)."""
     decisions, llm = await _decide(deps, window, facts, candidates, retry)
+    decisions = through_window(window, decisions)
     _, calls = await embed_cached(deps.store, deps.embedder, stored_texts(facts, decisions))
     return DecisionsResult(decisions=decisions, llm=llm, embedding_calls=calls)
 
@@ -279,6 +281,34 @@ def _merged(text: str, fact: NewFact, max_words: int) -> str:
             f"write only the merged fact, or null"
         )
     return merged
+
+
+def through_window(window: Window, decisions: list[Decision]) -> list[Decision]:
+    """Decisions about an earlier new fact of the window (facts._said_earlier), made to the fact
+    that holds it once the commit applies them in order: that fact's own add, or the stored fact
+    its decision changed or found it to be (an UPDATE or NONE of it). One that holds nothing
+    (a NONE naming no fact) leaves the later fact to be ADDed, its change refused."""
+    index = {ids.fact_id(window.formation_id, d.new_index): d.new_index for d in decisions}
+    holder: dict[int, tuple[str, int] | None] = {}
+    out: list[Decision] = []
+    for d in sorted(decisions, key=lambda d: d.new_index):
+        earlier = index.get(d.existing_id or "")
+        if earlier is not None and d.event != "ADD":
+            held = holder.get(earlier)
+            if held is None:
+                d = Decision(
+                    new_index=d.new_index,
+                    event="ADD",
+                    reasoning=f"{REFUSED} {d.event}: the earlier fact it names was not kept",
+                )
+            else:
+                d = d.model_copy(update={"existing_id": held[0], "expected_version": held[1]})
+        if d.event in ("ADD", "DELETE"):
+            holder[d.new_index] = (ids.fact_id(window.formation_id, d.new_index), 1)
+        elif d.existing_id is not None and d.expected_version is not None:
+            holder[d.new_index] = (d.existing_id, d.expected_version)
+        out.append(d)
+    return out
 
 
 def in_message_order(decisions: list[Decision]) -> list[Decision]:

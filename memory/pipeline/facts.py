@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from memory import transcript
+import numpy as np
+
+from memory import ids, transcript
 from memory.dates import resolve_relative_dates
 from memory.deps import Deps
 from memory.embedding.base import Embedder
@@ -26,6 +28,7 @@ from memory.prompts.common import MAX_ITEMS
 from memory.prompts.extract_facts import INSTRUCTIONS, ExtractedFacts, ExtractFactsInput
 from memory.scopes import as_owned, dedup_filter, place_fact, sole_speaker
 from memory.settings import FactSettings
+from memory.store.base import Vector
 
 # A model that overshoots the word limit a little still wrote a usable fact; far beyond, it wrote prose.
 _WORD_SLACK = 1.25
@@ -111,14 +114,17 @@ async def find_candidates(deps: Deps, window: Window, facts: list[NewFact]) -> C
     if not facts or not cfg.dedup_enabled:
         return CandidatesResult(by_new_index={})
     vectors, calls = await embed_cached(deps.store, deps.embedder, [f.content for f in facts])
+    gate = dedup_gate(cfg, deps.embedder)
     found = await deps.store.vector_searches(
         [vectors[f.content] for f in facts],
         dedup_filter(window.agent_id, window.fact_scopes, window.user_id),
         limit=cfg.dedup_candidates,
-        min_score=dedup_gate(cfg, deps.embedder),
+        min_score=gate,
     )
-    by_index = {
-        f.index: [
+    earlier = _said_earlier(window, facts, vectors, gate)
+    by_index: dict[int, list[SimilarFact]] = {}
+    for f, hits in zip(facts, found, strict=True):
+        stored = [
             SimilarFact(
                 fact_id=s.fact.fact_id,
                 content=s.fact.content,
@@ -127,7 +133,37 @@ async def find_candidates(deps: Deps, window: Window, facts: list[NewFact]) -> C
             )
             for s in hits
         ]
-        for f, hits in zip(facts, found, strict=True)
-        if hits
-    }
+        similar = sorted([*stored, *earlier.get(f.index, [])], key=lambda c: -c.similarity)
+        if similar:
+            by_index[f.index] = similar[: cfg.dedup_candidates]
     return CandidatesResult(by_new_index=by_index, embedding_calls=calls)
+
+
+def _said_earlier(
+    window: Window, facts: list[NewFact], vectors: dict[str, Vector], gate: float
+) -> dict[int, list[SimilarFact]]:
+    """The window's earlier new facts as candidates of each later one of the same scope: a
+    correction said within one window ("my number is 555-1234", then "sorry, 555-9999") is
+    decided as it would be across two. Each stands for the fact its add will write (its
+    deterministic id, version 1); dedup.through_window retargets a decision about one that was
+    not added."""
+    unit = {f.index: _unit(vectors[f.content]) for f in facts}
+    out: dict[int, list[SimilarFact]] = {}
+    for j, later in enumerate(facts):
+        for before in facts[:j]:
+            score = float(np.dot(unit[later.index], unit[before.index]))
+            if before.scope == later.scope and score >= gate:
+                out.setdefault(later.index, []).append(
+                    SimilarFact(
+                        fact_id=ids.fact_id(window.formation_id, before.index),
+                        content=before.content,
+                        version=1,
+                        similarity=score,
+                    )
+                )
+    return out
+
+
+def _unit(vector: Vector) -> Vector:
+    norm = float(np.linalg.norm(vector))
+    return vector / norm if norm else vector

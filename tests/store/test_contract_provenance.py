@@ -114,3 +114,30 @@ async def test_a_facts_source_messages_are_read_back_by_id(store: MemoryStore) -
     ]
     assert await store.get_messages("s1", []) == []
     assert await store.get_messages("missing", ["m1"]) == []
+
+
+async def test_a_fact_added_by_a_commit_is_corrected_by_a_later_op_of_the_same_commit(
+    store: MemoryStore,
+) -> None:
+    """A correction within one window: the op names the new fact's id, and applies to the fact
+    that add resolved to (itself, or the stored fact it turned out to repeat)."""
+    former = await Former(store).start()
+    await former.form(add("f1", "Alice's locker is blue", unit(0, 1)))
+
+    def corrected(fact_id: str, content: str) -> FactUpdate:
+        return FactUpdate(
+            fact_id=fact_id, expected_version=1, content=content, embedding=unit(1, 0),
+            reason="corrected", source_message_ids=("m2",), said_at=at(20),
+        )  # fmt: skip
+
+    await former.form(
+        add("n1", "Alice's phone number is 555-1234", unit(1, 0)),
+        corrected("n1", "Alice's phone number is 555-9999"),
+        add("n2", "Alice's locker is blue", unit(0, 1)),  # repeats f1: resolves to it
+        corrected("n2", "Alice's locker is green"),
+    )
+    phone, locker = await store.get_facts(["n1", "f1"])
+    assert (phone.content, phone.version) == ("Alice's phone number is 555-9999", 2)
+    assert [r.content for r in phone.history] == ["Alice's phone number is 555-1234"]
+    assert (locker.content, locker.version) == ("Alice's locker is green", 2)
+    assert await store.get_facts(["n2"]) == []

@@ -20,6 +20,9 @@ nothing written. The rules:
   when its new content is another valid fact's, the updated fact is invalidated in favour of
   that one (a duplicate). An invalidation names the add of this commit that replaces the fact;
   that add may have resolved to an existing fact (duplicate or revived), maybe this very one.
+- An update or invalidation may name a fact added earlier in the same commit (a correction
+  within one window); it applies to the fact that add resolved to (itself, a duplicate or a
+  revived one), whatever that one's version.
 - An update or invalidation by a statement said before the fact's current version (a message
   recorded late) does not replace it: an update keeps the earlier statement in the fact's
   history (version + 1, content unchanged); an invalidation marks the earlier statement's new
@@ -187,6 +190,10 @@ class _FactPlanner:
         self.touched.add(fact_scope_key(fact))
 
     def _current(self, fact_id: str, expected_version: int) -> Fact:
+        if (holder := self.resolved.get(fact_id)) is not None:
+            # A fact this commit added (a correction within its window): the op was decided
+            # against that new fact, and applies to whichever fact its add resolved to.
+            return self.facts[holder]
         fact = self.facts.get(fact_id)
         if fact is None or fact.agent_id != self.commit.agent_id:
             raise NotFoundError(f"no fact {fact_id} of agent {self.commit.agent_id}")
