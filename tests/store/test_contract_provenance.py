@@ -31,19 +31,38 @@ async def test_a_formed_fact_keeps_its_sources_formation_and_time(store: MemoryS
     )
 
 
+async def _said_then_changed(
+    store: MemoryStore, first: tuple[str, str, float], change: tuple[str, str, float]
+) -> Former:
+    """Fact f1 formed from (text, message, said at), then UPDATEd by the second."""
+    former = await Former(store).start()
+    text, message, seconds = first
+    await former.form(
+        add("f1", text, unit(1, 0)).model_copy(
+            update={"source_message_ids": (message,), "said_at": at(seconds)}
+        )
+    )
+    text, message, seconds = change
+    await former.form(
+        FactUpdate(
+            fact_id="f1",
+            expected_version=1,
+            content=text,
+            embedding=unit(1, 0),
+            reason="changed",
+            source_message_ids=(message,),
+            said_at=at(seconds),
+        )
+    )
+    return former
+
+
 async def test_an_update_cites_its_messages_first_and_keeps_the_old_in_history(
     store: MemoryStore,
 ) -> None:
-    former = await Former(store).start()
-    first = add("f1", "Alice lives in Paris", unit(1, 0)).model_copy(
-        update={"source_message_ids": ("m1",), "said_at": at(10)}
+    await _said_then_changed(
+        store, ("Alice lives in Paris", "m1", 10), ("Alice lives in Berlin", "m5", 50)
     )
-    await former.form(first)
-    moved = FactUpdate(
-        fact_id="f1", expected_version=1, content="Alice lives in Berlin",
-        embedding=unit(1, 0), reason="moved", source_message_ids=("m5",), said_at=at(50),
-    )  # fmt: skip
-    await former.form(moved)
 
     [fact] = await store.get_facts(["f1"])
     assert (fact.version, fact.content) == (2, "Alice lives in Berlin")
@@ -60,16 +79,10 @@ async def test_a_statement_said_before_the_current_version_does_not_replace_it(
 ) -> None:
     """A message recorded late (its created_at before the fact's said_at): the later statement
     stays current, and the earlier one is kept, in the history or as a replaced fact."""
-    former = await Former(store).start()
-    newer = add("f1", "Alice's phone number is 555-9999", unit(1, 0)).model_copy(
-        update={"source_message_ids": ("m2",), "said_at": at(50)}
-    )
-    await former.form(newer)
-    older = FactUpdate(
-        fact_id="f1", expected_version=1, content="Alice's phone number is 555-1234",
-        embedding=unit(1, 0), reason="changed", source_message_ids=("m1",), said_at=at(10),
+    former = await _said_then_changed(
+        store, ("Alice's phone number is 555-9999", "m2", 50),
+        ("Alice's phone number is 555-1234", "m1", 10),
     )  # fmt: skip
-    await former.form(older)
 
     [fact] = await store.get_facts(["f1"])
     assert (fact.content, fact.said_at, fact.source_message_ids) == (
