@@ -27,7 +27,8 @@ router = APIRouter(prefix="/ui", include_in_schema=False)
 templates = Jinja2Templates(directory=Path(__file__).resolve().parent / "templates")
 OptId = Annotated[str | None, Query(pattern=ID_PATTERN)]
 FormId = Annotated[str | None, Form(pattern=ID_PATTERN)]
-Notice = Annotated[str | None, Query(max_length=500)]
+NOTICE_CHARS = 500
+Notice = Annotated[str | None, Query(max_length=NOTICE_CHARS)]
 
 
 class Denied(Exception):
@@ -46,8 +47,22 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(Denied, _denied)
 
 
+# The page is its own HTML, one stylesheet and forms to itself: nothing else may load or run in
+# it (what a user said is escaped; this holds if an escape is ever missed), and no other site
+# may frame it.
+_HEADERS = {
+    "Content-Security-Policy": "default-src 'none'; style-src 'self'; form-action 'self'; "
+    "frame-ancestors 'none'; base-uri 'none'",
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+}
+
+
 def _page(request: Request, name: str, context: dict[str, object], code: int = 200) -> Response:
-    return templates.TemplateResponse(request, name, context, status_code=code)
+    page = templates.TemplateResponse(request, name, context, status_code=code)
+    page.headers.update(_HEADERS)
+    return page
 
 
 async def _key(request: Request, svc: Svc, agent_id: str | None, *, write: bool) -> ApiKey:
@@ -67,6 +82,9 @@ async def _key(request: Request, svc: Svc, agent_id: str | None, *, write: bool)
 
 
 def _back(url: str, **params: str | None) -> RedirectResponse:
+    if (notice := params.get("notice")) and len(notice) > NOTICE_CHARS:
+        # An error that echoes a long input: the page it goes back to must still take it.
+        params["notice"] = notice[: NOTICE_CHARS - 1] + "…"
     query = urlencode({k: v for k, v in params.items() if v})
     return RedirectResponse(f"{url}?{query}" if query else url, status_code=303)
 

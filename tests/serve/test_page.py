@@ -151,6 +151,12 @@ async def test_memory_text_is_escaped_on_the_page(served: Served) -> None:
         page = await c.get(f"/ui/agents/eve/facts/{fact.fact_id}")
         assert "<script>alert(1)</script>" not in page.text
         assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page.text
+        # And were an escape ever missed, nothing but the page's own stylesheet loads or runs,
+        # and no other site frames it.
+        policy = page.headers["content-security-policy"]
+        assert "default-src 'none'" in policy and "frame-ancestors 'none'" in policy
+        assert "script-src" not in policy
+        assert page.headers["x-content-type-options"] == "nosniff"
 
 
 async def test_the_search_box_shows_the_fused_rank_and_both_scores(served: Served) -> None:
@@ -202,3 +208,15 @@ async def test_a_fact_opens_the_messages_it_came_from(served: Served) -> None:
     assert "message 0 from the user" in sources and "message 2 from the user" in sources
     assert "message 1 from the agent" not in sources  # not cited
     assert 'id="said"' in page.text
+
+
+async def test_an_error_echoing_a_long_input_still_lands_on_the_page(served: Served) -> None:
+    async with browser(served, served.eve) as c:
+        r = await c.post(
+            "/ui/agents/eve/facts/" + "y" * 600 + "/edit",
+            data={"content": "hi"},
+            follow_redirects=True,
+        )
+    # The page of an unknown fact (an HTML page), not a 422 problem for a notice too long.
+    assert r.status_code == 404 and r.headers["content-type"].startswith("text/html")
+    assert "No fact yyyy" in r.text
