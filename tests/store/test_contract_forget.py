@@ -190,3 +190,26 @@ async def test_a_consolidation_drafted_before_the_forget_cannot_commit(store: Me
             absorbed_ids=drafted_from, at=at(301),
         )  # fmt: skip
     assert await store.get_consolidated(USER_KEY) is None
+
+
+async def test_forget_takes_the_agents_session_memory_of_a_session_another_agent_shares(
+    store: MemoryStore,
+) -> None:
+    """u1 alone with a1 and a2 in s5: forgetting u1 for a1 leaves the session (a2's) but not
+    a1's session memory of it, which only u1's words formed."""
+    await record(store, "s5", "a1", [msg("s5-1", "my PIN is 4711", seconds=1)])
+    await record(store, "s5", "a2", [msg("s5-2", "hello", seconds=2)])
+    mine, theirs = ScopeKey.session("a1", "s5"), ScopeKey.session("a2", "s5")
+    for agent, key, joined_at in (("a1", mine, 0), ("a2", theirs, 1)):
+        former = Former(store, "s5", agent)
+        former.cursor = joined_at  # a late agent forms what is said after it joined
+        formed = await former.form(
+            reflections=[reflection(key, 0, "u1 told a PIN", session_id="s5")]
+        )
+        assert formed.reflections_added == 1
+
+    await store.forget_user("u1", agent_id="a1", at=at(100))
+
+    assert await store.list_reflections(mine, include_absorbed=True) == []
+    assert [r.content for r in await store.list_reflections(theirs)] == ["u1 told a PIN"]
+    assert await store.get_session("s5") is not None

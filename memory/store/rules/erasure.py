@@ -187,6 +187,13 @@ def plan_forget(
     if whole:
         writes.append(DeleteSessions(tuple(s.session_id for s in whole)))
         keys |= {f"session:{a}:{s.session_id}" for s in whole for a in s.agent_ids}
+    # A session the user was alone in that stays for another agent: this agent's memory of it
+    # was formed of the user's words only, and goes with them.
+    for s in snapshot.sessions:
+        if s not in whole and alone_in(user_id, s.user_ids) and agent_id in s.agent_ids:
+            session_key = ScopeKey.session(agent_id, s.session_id).key
+            writes.append(DeleteScope(session_key))
+            keys.add(session_key)
     messages = sum(s.messages for s in whole)
     for s in snapshot.sessions:
         if s in whole or (user_id not in s.user_ids and not s.user_messages):
