@@ -12,6 +12,7 @@ from temporalio.exceptions import ApplicationError
 from memory import errors
 from memory.errors import (
     ConflictError,
+    InputRefusedError,
     InvalidModelOutputError,
     MalformedOutputError,
     MnemosError,
@@ -65,6 +66,7 @@ def classified() -> Iterator[None]:
 # run (README "When the model misbehaves", docs/backlog.md).
 UNUSABLE_OUTPUT = frozenset(
     {
+        InputRefusedError.type_name(),  # an input the provider refuses: no retry changes it
         InvalidModelOutputError.type_name(),
         MalformedOutputError.type_name(),
         UnusableOutputError.type_name(),

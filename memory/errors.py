@@ -74,6 +74,17 @@ class MalformedOutputError(ProviderError):
         self.content = content
 
 
+class InputRefusedError(ProviderError):
+    """The provider refused this input (a content filter, a model's refusal): the same request
+    is refused again, and another request may not be. The workflow splits the window down to
+    the message it refuses and passes that one over, visibly; the others are formed."""
+
+    error_type = "InputRefused"
+
+    def __init__(self, message: str, *, provider: str = "") -> None:
+        super().__init__(message, retryable=False, provider=provider)
+
+
 class InvalidModelOutputError(MnemosError):
     """Well-formed output that fails our checks (an unknown fact index, a blob over its word limit)."""
 

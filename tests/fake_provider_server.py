@@ -96,9 +96,12 @@ def gemini_content(
 
 
 def openai_error(
-    status: int, message: str = "failed", headers: Mapping[str, str] | None = None
+    status: int,
+    message: str = "failed",
+    headers: Mapping[str, str] | None = None,
+    code: str | None = None,
 ) -> Reply:
-    body = {"error": {"message": message, "type": "test_error", "param": None, "code": None}}
+    body = {"error": {"message": message, "type": "test_error", "param": None, "code": code}}
     return Reply(status=status, body=body, headers=headers or {})
 
 

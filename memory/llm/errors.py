@@ -21,7 +21,7 @@ import openai
 import pydantic
 from google.genai import errors as genai_errors
 
-from memory.errors import MalformedOutputError, ProviderError
+from memory.errors import InputRefusedError, MalformedOutputError, ProviderError
 
 # 408 request timeout, 409 lock/conflict, 429 rate limit: the same request may succeed later.
 _RETRYABLE_STATUSES = frozenset({408, 409, 429})
@@ -110,7 +110,12 @@ def to_provider_error(
                 f"{provider} output does not fit the schema: {detail}", provider=provider
             )
         case openai.ContentFilterFinishReasonError():
-            return failed(f"refused: {detail}", retryable=False)
+            return InputRefusedError(f"{provider} refused: {detail}", provider=provider)
+        case openai.APIStatusError() if getattr(exc, "code", None) == "content_filter":
+            # Azure OpenAI's content filter: HTTP 400 whose error code names it.
+            return InputRefusedError(
+                f"{provider} refused: {redact(exc.message, secrets)}", provider=provider
+            )
         case openai.APIStatusError():
             retry_after = parse_retry_after(dict(exc.response.headers))
             return _status_error(

@@ -6,7 +6,7 @@ from google import genai
 from google.genai import types
 from pydantic import BaseModel
 
-from memory.errors import MalformedOutputError
+from memory.errors import InputRefusedError, MalformedOutputError
 from memory.llm.base import LLMProvider, LLMRequest, LLMResult, Usage
 from memory.llm.errors import provider_errors
 
@@ -51,6 +51,11 @@ class GeminiProvider(LLMProvider):
             candidate = response.candidates[0] if response.candidates else None
             reason = candidate.finish_reason if candidate else None
             blocked = response.prompt_feedback.block_reason if response.prompt_feedback else None
+            if blocked is not None:
+                # The prompt itself was blocked (safety): asked again, it is blocked again.
+                raise InputRefusedError(
+                    f"gemini refused: block_reason={blocked}", provider=self.name
+                )
             raise MalformedOutputError(
                 f"gemini returned no text (finish_reason={reason}, block_reason={blocked})",
                 provider=self.name,

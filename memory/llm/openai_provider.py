@@ -19,7 +19,7 @@ import pydantic
 from openai.types.chat import ChatCompletionMessageParam
 from pydantic import BaseModel
 
-from memory.errors import MalformedOutputError, ProviderError
+from memory.errors import InputRefusedError, MalformedOutputError, ProviderError
 from memory.llm.base import LLMProvider, LLMRequest, LLMResult, Usage
 from memory.llm.context_fit import output_cap
 from memory.llm.errors import provider_errors, redact
@@ -126,9 +126,8 @@ class OpenAIProvider(LLMProvider):
                             loop.feed(choice.delta.content)
                         finish = choice.finish_reason or finish
                         if getattr(choice.delta, "refusal", None):
-                            raise ProviderError(
+                            raise InputRefusedError(
                                 f"{self.name} refused: {redact(choice.delta.refusal or '')}",
-                                retryable=False,
                                 provider=self.name,
                             )
                     if loop.looping:

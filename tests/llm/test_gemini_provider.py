@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
-from memory.errors import MalformedOutputError, ProviderError
+from memory.errors import InputRefusedError, MalformedOutputError, ProviderError
 from memory.llm.base import LLMRequest, Usage
 from memory.llm.gemini_provider import GeminiProvider
 from memory.prompts.consolidate import ConsolidatedSections, blob_text
@@ -240,6 +240,18 @@ async def test_no_text_at_all_is_malformed_and_says_why(
         await provider.generate_structured(REQUEST, FactDecisions)
 
     assert "SAFETY" in str(caught.value)
+
+
+async def test_a_blocked_prompt_is_a_refusal_of_the_input(
+    server: FakeProviderServer, provider: GeminiProvider
+) -> None:
+    """Asked again, a blocked prompt is blocked again: the workflow splits its window instead."""
+    server.script(Reply(body={"candidates": [], "promptFeedback": {"blockReason": "SAFETY"}}))
+
+    with pytest.raises(InputRefusedError) as caught:
+        await provider.generate_structured(REQUEST, FactDecisions)
+
+    assert "SAFETY" in str(caught.value) and not caught.value.retryable
 
 
 async def test_an_answer_cut_by_the_token_limit_is_malformed(

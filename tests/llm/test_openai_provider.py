@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
-from memory.errors import MalformedOutputError, ProviderError
+from memory.errors import InputRefusedError, MalformedOutputError, ProviderError
 from memory.llm.base import LLMRequest, Usage
 from memory.llm.openai_provider import OpenAIProvider
 from memory.prompts.consolidate import (
@@ -285,8 +285,26 @@ async def test_a_refusal_is_not_retryable(
 
     error = await failure(provider)
 
-    assert not error.retryable
+    # No retry of this input helps: the workflow splits its window down to the message refused.
+    assert isinstance(error, InputRefusedError) and not error.retryable
     assert "refused" in str(error)
+
+
+async def test_a_content_filters_400_is_a_refusal_of_the_input_not_a_failure_of_the_call(
+    server: FakeProviderServer, provider: OpenAIProvider
+) -> None:
+    """Azure OpenAI answers a filtered prompt with HTTP 400 and the code content_filter; another
+    400 (a bad parameter) fails every request alike, and is no refusal of one input."""
+    server.script(
+        openai_error(400, "The response was filtered", code="content_filter"),
+        openai_error(400, "Unsupported parameter: 'temperature'"),
+    )
+
+    refused = await failure(provider)
+    bad = await failure(provider)
+
+    assert isinstance(refused, InputRefusedError) and "filtered" in str(refused)
+    assert not isinstance(bad, InputRefusedError) and not bad.retryable
 
 
 async def test_empty_text_is_malformed(
