@@ -148,7 +148,8 @@ class MemoryStore(LifecycleContract):
     @abc.abstractmethod
     async def purge_ended_sessions(self, ended_before: datetime, limit: int) -> list[str]:
         """Delete the session-scoped reflections and blobs of each (agent, session) the agent
-        ended before the date (another agent's session memory is left alone), oldest first, at
+        ended before the date, with no message since the date (recording into an ended session
+        makes it purgeable again; another agent's session memory is left alone), oldest first, at
         most ``limit``; return their session ids, one per purged (agent, session)."""
 
     # ------------------------------------------------------------ embeddings cache

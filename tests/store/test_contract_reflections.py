@@ -8,7 +8,17 @@ import pytest
 from memory.errors import ConflictError
 from memory.models import ConsolidatedMemory, ScopeKey
 from memory.store.base import MemoryStore
-from tests.store.builders import AGENT_KEY, USER_KEY, Former, add, at, reflection, unit
+from tests.store.builders import (
+    AGENT_KEY,
+    USER_KEY,
+    Former,
+    add,
+    at,
+    msg,
+    record,
+    reflection,
+    unit,
+)
 
 SESSION_KEY = ScopeKey(scope="session", agent_id="a1", session_id="s1")
 
@@ -176,3 +186,24 @@ async def test_purge_deletes_session_memory_of_sessions_ended_before(store: Memo
     assert await store.count_unabsorbed(USER_KEY) == 3  # user memory outlives sessions
     assert await store.purge_ended_sessions(at(200), limit=10) == []
     assert await store.purge_ended_sessions(at(1000), limit=10) == ["s2"]
+
+
+async def test_memory_of_what_is_said_after_a_purge_is_purged_in_its_turn(
+    store: MemoryStore,
+) -> None:
+    """A message recorded into a session ended and purged long ago: what is formed of it is the
+    session's memory again, purged once the session has been quiet past the date (it was kept
+    for ever: the pair stayed marked purged)."""
+    key = ScopeKey(scope="session", agent_id="a1", session_id="s1")
+    former = await Former(store).start(messages=1)
+    await store.end_session("s1", "a1", at(100))
+    assert await store.purge_ended_sessions(at(200), limit=10) == ["s1"]
+
+    await record(store, "s1", "a1", [msg("late", "one more thing", seconds=300)])
+    await former.form(reflections=[reflection(key, 1, "said after the purge")])
+
+    # Said after the date: not purged yet. Quiet past a later date: purged.
+    assert await store.purge_ended_sessions(at(250), limit=10) == []
+    assert await store.count_unabsorbed(key) == 1
+    assert await store.purge_ended_sessions(at(400), limit=10) == ["s1"]
+    assert await store.count_unabsorbed(key) == 0

@@ -133,7 +133,8 @@ class MongoReads(SnapshotReads):
         return None if doc is None else api_key_from_doc(doc)
 
     async def ended_unpurged(self, ended_before: datetime, limit: int) -> list[tuple[str, str]]:
-        query = {"ended_at": {"$ne": None, "$lt": ts(ended_before)}, "purged": False}
+        quiet = [{"last_message_at": None}, {"last_message_at": {"$lt": ts(ended_before)}}]
+        query = {"ended_at": {"$ne": None, "$lt": ts(ended_before)}, "purged": False, "$or": quiet}
         cursor = self.db.session_agents.find(
             query, {"session_id": 1, "agent_id": 1}, session=self.s
         )

@@ -92,6 +92,10 @@ async def _apply(db: AsyncDatabase[Doc], s: AsyncClientSession, write: w.Write) 
             head = {"last_seq": a.last_seq, "last_message_at": ts(a.last_message_at)}
             added = {"pending_messages": a.messages, "pending_weighted_tokens": a.weighted_tokens}
             await update_session(db, s, a.session_id, {"$set": head}, {"$inc": added})
+            # Memory formed of what is said now is the session's again: purged anew later.
+            await db.session_agents.update_many(
+                {"session_id": a.session_id, "purged": True}, {"$set": {"purged": False}}, session=s
+            )
         case w.PutConsolidated(blob=blob):
             await db.consolidated.replace_one(
                 {"_id": blob.scope_key.key}, consolidated_doc(blob), upsert=True, session=s

@@ -1,6 +1,9 @@
 """The purge of ended sessions' memory (MemoryStore.purge_ended_sessions), planned once for every
-backend: each (session, agent) pair the agent ended before the date loses its session scope
-(reflections and blob), oldest end first; another agent's memory of the same session stays."""
+backend: each (session, agent) pair the agent ended before the date, and where nothing was said
+since the date, loses its session scope (reflections and blob), oldest end first; another
+agent's memory of the same session stays. A message recorded into an ended session makes its
+pairs unpurged again (AdvanceSession): what is formed of it is purged in its turn, once the
+session has been quiet as long."""
 
 from __future__ import annotations
 

@@ -148,8 +148,9 @@ class SqlReads(SqlLifecycleReads, SnapshotReads):
         rows = await self.db.fetch(
             "SELECT session_id, agent_id FROM session_agents "
             "WHERE ended_at IS NOT NULL AND NOT purged AND ended_at < %s "
+            "AND (last_message_at IS NULL OR last_message_at < %s) "
             "ORDER BY ended_at, session_id, agent_id LIMIT %s",
-            (self.db.time(ended_before), limit),
+            (self.db.time(ended_before), self.db.time(ended_before), limit),
         )
         return [(str(row["session_id"]), str(row["agent_id"])) for row in rows]
 

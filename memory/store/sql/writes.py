@@ -114,8 +114,8 @@ async def apply_shared(db: Db, write: SharedWrite) -> None:
             )
             await db.execute(
                 "UPDATE session_agents SET pending_messages = pending_messages + %s, "
-                "pending_weighted_tokens = pending_weighted_tokens + %s, last_message_at = %s "
-                "WHERE session_id = %s",
+                "pending_weighted_tokens = pending_weighted_tokens + %s, last_message_at = %s, "
+                "purged = false WHERE session_id = %s",
                 (a.messages, a.weighted_tokens, last_at, a.session_id),
             )
         case w.AbsorbReflections(reflection_ids=ids, version=version):
