@@ -111,11 +111,27 @@ async def test_a_window_over_the_bound_forms_every_fact(
     assert await _cursor(h) == 100
 
 
+def refuses_one(request: LLMRequest) -> ExtractedFacts:
+    """A content filter refusing every request that holds one message (the run used to fail,
+    every time, with the whole window pending)."""
+    if any("unreadable" in m.content for m in transcript_of(request)):
+        raise InputRefusedError("openai refused: I can't help with that.")
+    return one_fact_per_message(request)
+
+
+@pytest.mark.parametrize(
+    ("model", "why"),
+    [(unreadable_message, "does not fit the schema"), (refuses_one, "refused")],
+    ids=["unusable-output", "input-refused"],
+)
 async def test_a_single_unextractable_message_is_passed_over_visibly_and_the_rest_formed(
-    time_env: WorkflowEnvironment, tmp_path: Path
+    time_env: WorkflowEnvironment,
+    tmp_path: Path,
+    model: Callable[[LLMRequest], ExtractedFacts],
+    why: str,
 ) -> None:
     h = await Harness.create(time_env, tmp_path)
-    h.llm.defaults["extract_facts"] = unreadable_message
+    h.llm.defaults["extract_facts"] = model
     h.llm.defaults["decide_facts"] = add_all
     await h.record("s1", stated(8, poison=6))
     async with h.worker():
@@ -123,7 +139,7 @@ async def test_a_single_unextractable_message_is_passed_over_visibly_and_the_res
 
     [over] = summary.degraded
     assert (over.step, over.after_seq, over.upto_seq) == ("extract_facts", 5, 6)
-    assert "does not fit the schema" in over.reason
+    assert why in over.reason
     assert summary.passed_over == 1
     memo = summary.memo()
     assert "1 message(s) passed over" in memo["summary"]  # type: ignore[operator]
@@ -131,32 +147,6 @@ async def test_a_single_unextractable_message_is_passed_over_visibly_and_the_res
     formed = {f.content for f in await h.all_facts()}
     assert formed == {f"Alice: My favourite number {i} is {i * 7}." for i in range(8) if i != 5}
     assert await _cursor(h) == 8
-
-
-async def test_a_message_the_provider_refuses_is_passed_over_and_the_rest_formed(
-    time_env: WorkflowEnvironment, tmp_path: Path
-) -> None:
-    """A content filter refuses every request holding one message: the session's memory does
-    not stop there (the run failed, every time, with the whole window pending)."""
-
-    def refuses_one(request: LLMRequest) -> ExtractedFacts:
-        if any("unreadable" in m.content for m in transcript_of(request)):
-            raise InputRefusedError("openai refused: I can't help with that.")
-        return one_fact_per_message(request)
-
-    h = await Harness.create(time_env, tmp_path)
-    h.llm.defaults["extract_facts"] = refuses_one
-    h.llm.defaults["decide_facts"] = add_all
-    await h.record("s1", stated(6, poison=4))
-    async with h.worker():
-        summary = await h.form("s1")
-
-    [over] = summary.degraded
-    assert (over.step, over.after_seq, over.upto_seq) == ("extract_facts", 3, 4)
-    assert "refused" in over.reason and summary.passed_over == 1
-    formed = {f.content for f in await h.all_facts()}
-    assert formed == {f"Alice: My favourite number {i} is {i * 7}." for i in range(6) if i != 3}
-    assert await _cursor(h) == 6
 
 
 async def test_a_backlog_of_1000_messages_drains_in_one_run_and_consolidates_once(
