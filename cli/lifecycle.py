@@ -18,10 +18,11 @@ from cli.common import JsonOption, check_id, emit, fail, load_settings, run, tem
 from memory.deps import Deps, open_deps
 from memory.errors import InvalidInputError
 from memory.lifecycle import export as export_format
+from memory.lifecycle.checks import check_batch
 from memory.lifecycle.exporting import export_store
 from memory.lifecycle.mem0 import load_items, map_mem0
 from memory.lifecycle.plan import plan, render
-from memory.lifecycle.records import ImportBatch, check_batch
+from memory.lifecycle.records import ImportBatch
 from memory.lifecycle.writer import ImportReport, write_batch
 from memory.settings import Settings
 from memory.store import open_store

@@ -3,7 +3,7 @@ with the store's model unless the source's vectors are of that model), reflectio
 
 Every store call inserts by id only what is absent, so running an import again writes nothing
 twice and an interrupted import resumes: records already written come back as ``existing``.
-A batch is checked whole before the first write (``records.check_batch``, the embedder against
+A batch is checked whole before the first write (``checks.check_batch``, the embedder against
 the store), so bad input is refused with nothing written.
 """
 
@@ -17,6 +17,7 @@ import numpy as np
 
 from memory.deps import Deps
 from memory.errors import EmbeddingMismatchError
+from memory.lifecycle.checks import check_batch
 from memory.lifecycle.records import (
     ConsolidatedImport,
     FactImport,
@@ -24,7 +25,6 @@ from memory.lifecycle.records import (
     MessageImport,
     ReflectionImport,
     SourceRef,
-    check_batch,
     consolidated_of,
     fact_of,
     reflection_of,
