@@ -118,9 +118,7 @@ class MemoryManager:
     ) -> FactPage:
         """Newest (last changed) first; deleted facts only on request."""
         if not 1 <= limit <= MAX_PAGE or not 0 <= offset <= MAX_OFFSET:
-            raise InvalidInputError(
-                f"page: 1 ≤ limit ≤ {MAX_PAGE} and 0 ≤ offset ≤ {MAX_OFFSET:_}".replace("_", ",")
-            )
+            raise InvalidInputError(f"page: 1 ≤ limit ≤ {MAX_PAGE} and 0 ≤ offset ≤ {MAX_OFFSET:,}")
         await self._require_agent(flt.agent_id)
         # One more than asked tells whether there is a next page.
         facts = await self.store.list_facts(
