@@ -161,10 +161,14 @@ class SessionActivities:
         return await self.start_cold_formations(req)
 
     @activity.defn(name="find_unfinished_ended_sessions")
-    async def find_unfinished_ended_sessions(self, ended_before: datetime, limit: int) -> EndedPage:
+    async def find_unfinished_ended_sessions(
+        self, ended_before: datetime, limit: int, after: tuple[str, str] | None = None
+    ) -> EndedPage:
+        """A page of ended sessions to finish, strictly after ``after`` (session_id, agent_id);
+        runs scheduled before FINISH_ENDED_PAGES pass no cursor and read the first page."""
         with classified():
             found = await self.deps.store.list_unfinished_ended_sessions(
-                ended_before=ended_before, after=None, limit=limit
+                ended_before=ended_before, after=after, limit=limit
             )
         return EndedPage(sessions=found, ended_before=ended_before)
 

@@ -7,7 +7,8 @@ oldest first, page by page, until the end: a backlog of any size is drained, and
 (there is no date window). Every few pages it continues as new, carrying the cut, the index cursor
 and the totals, so its history stays small. Formed sessions leave the index; a session that failed
 stays in it behind the cursor, and the next scheduled run, which starts from the beginning again,
-tries it once more.
+tries it once more. Then it walks the ended sessions left unfinished (an end whose workflow never
+ran or failed) the same way, and starts their ends.
 """
 
 from __future__ import annotations
@@ -43,6 +44,10 @@ _FORMATION_WAIT_LLM_TIMEOUTS = 4
 START_ONLY = "cold-sessions-start-only"
 # Ended sessions whose session buffer is not empty get their EndSession started, from this on.
 FINISH_ENDED = "cold-sessions-finish-ended"
+# Every page of unfinished ended sessions in one scheduled execution (carrying its cursor across
+# continue-as-new), from this on; before it, the first page only, so ends that stayed unfinished
+# (still running, or failing) filled that page in every run and the ones after it never started.
+FINISH_ENDED_PAGES = "cold-sessions-finish-ended-pages"
 # Failed sessions kept by name in the result; the count is always exact.
 _FAILURES_SHOWN = 20
 
@@ -113,6 +118,8 @@ class ColdSessionsInput(BaseModel):
     idle_before: datetime | None = None
     after: ColdCursor | None = None
     purge_done: bool = False
+    cold_done: bool = False
+    ended_after: tuple[str, str] | None = None
     so_far: ColdSessionsResult | None = None
 
     @classmethod
@@ -167,7 +174,7 @@ class ColdSessionsWorkflow:
                     self._continue(inp, result, idle_before, after=None, purge_done=False)
 
         after = inp.after
-        while True:
+        while not inp.cold_done:
             page: ColdPage = await workflow.execute_activity_method(
                 SessionActivities.find_cold_sessions,
                 ColdPageRequest(
@@ -190,7 +197,10 @@ class ColdSessionsWorkflow:
                 self._continue(inp, result, idle_before, after=after, purge_done=True)
 
         if workflow.patched(FINISH_ENDED):
-            await self._finish_ended(inp, idle_before, result)
+            if workflow.patched(FINISH_ENDED_PAGES):
+                await self._finish_ended_pages(inp, idle_before, result, pages)
+            else:
+                await self._finish_ended(inp, idle_before, result)
         workflow.upsert_memo({"summary": result.summary(), "failed": result.failed})
         if inp.search_attributes:
             workflow.upsert_search_attributes(
@@ -230,8 +240,8 @@ class ColdSessionsWorkflow:
         inp: ColdSessionsInput, idle_before: datetime, result: ColdSessionsResult
     ) -> None:
         """Start the EndSession of sessions ended (before the idle cut) whose session scope
-        still buffers reflections: an end whose workflow never ran or failed. One page per run;
-        the next scheduled run takes the next."""
+        still buffers reflections: an end whose workflow never ran or failed. The first page
+        only: runs scheduled before FINISH_ENDED_PAGES."""
         store = options.store(inp.retries)
         page: EndedPage = await workflow.execute_activity_method(
             SessionActivities.find_unfinished_ended_sessions,
@@ -248,6 +258,43 @@ class ColdSessionsWorkflow:
         result.ends_started += sum(1 for o in outcomes if o.outcome == "started")
         result.add([o for o in outcomes if o.outcome != "started"])
 
+    async def _finish_ended_pages(
+        self,
+        inp: ColdSessionsInput,
+        idle_before: datetime,
+        result: ColdSessionsResult,
+        pages: int,
+    ) -> None:
+        """Start the EndSession of every session ended (before the idle cut) with unformed
+        messages or a session buffer not empty: an end whose workflow never ran or failed. Page by
+        page after a cursor, so that ends still running or failing do not hold back the others."""
+        store = options.store(inp.retries)
+        size = inp.sessions.cold_page_size
+        after = inp.ended_after
+        while True:
+            page: EndedPage = await workflow.execute_activity_method(
+                SessionActivities.find_unfinished_ended_sessions,
+                args=[idle_before, size, after],
+                **store,
+            )
+            result.pages += 1
+            pages += 1
+            if page.sessions:
+                outcomes: list[SessionOutcome] = await workflow.execute_activity_method(
+                    SessionActivities.start_session_ends,
+                    args=[page, inp.sessions.cold_concurrency],
+                    **store,
+                )
+                result.ends_started += sum(1 for o in outcomes if o.outcome == "started")
+                result.add([o for o in outcomes if o.outcome != "started"])
+                after = page.sessions[-1]
+            if len(page.sessions) < size:
+                return
+            if self._should_continue(inp, pages):
+                self._continue(
+                    inp, result, idle_before, after=None, purge_done=True, ended_after=after
+                )
+
     @staticmethod
     def _should_continue(inp: ColdSessionsInput, pages: int) -> bool:
         return pages >= inp.pages_per_run or workflow.info().is_continue_as_new_suggested()
@@ -260,6 +307,7 @@ class ColdSessionsWorkflow:
         *,
         after: ColdCursor | None,
         purge_done: bool,
+        ended_after: tuple[str, str] | None = None,
     ) -> NoReturn:
         workflow.upsert_memo({"summary": f"in progress: {result.summary()}"})
         workflow.continue_as_new(
@@ -268,6 +316,8 @@ class ColdSessionsWorkflow:
                     "idle_before": idle_before,
                     "after": after,
                     "purge_done": purge_done,
+                    "cold_done": ended_after is not None,
+                    "ended_after": ended_after,
                     "so_far": result,
                 }
             )

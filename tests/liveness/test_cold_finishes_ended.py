@@ -75,6 +75,53 @@ async def test_cold_job_finishes_an_end_that_never_ran(
     assert still_open is not None and still_open.pending_messages == 2  # not ended: left alone
 
 
+async def test_cold_job_finishes_every_page_of_ended_sessions(
+    dev_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """Ended sessions past the first page are finished in the same run: before, one page a run
+    was read from the start, so ends still running or failing there held back all others."""
+    temporal = TemporalSettings(
+        address=dev_env.client.service_client.config.target_host,
+        task_queue=f"ended-{uuid.uuid4().hex[:8]}",
+        search_attributes=False,
+    )
+    h = await Harness.create(dev_env, tmp_path, temporal=temporal)
+    h.llm.defaults["extract_facts"] = facts(("Alice drinks green tea", "user"))
+    h.llm.defaults["extract_reflections"] = reflections(session=["the user is planning a trip"])
+    an_hour_ago = datetime.now(UTC) - timedelta(hours=1)
+    ended = [f"ended-{i}" for i in range(3)]
+    for s in ended:
+        await h.record(s, chat(s, 2, an_hour_ago))
+        await h.store.end_session(s, "eve", an_hour_ago + timedelta(minutes=1))
+    inp = ColdSessionsInput.from_settings(h.settings)
+    one_a_page = inp.sessions.model_copy(update={"cold_page_size": 1})
+    # Two pages a run: the third page is read by the run it continued as.
+    inp = inp.model_copy(update={"sessions": one_a_page, "pages_per_run": 2})
+
+    async with h.worker():
+        job = await h.client.execute_workflow(
+            COLD_SESSIONS_WORKFLOW,
+            inp,
+            id=f"cold-test-{uuid.uuid4().hex[:6]}",
+            task_queue=h.settings.temporal.task_queue,
+            result_type=ColdSessionsResult,
+        )
+        for s in ended:
+            handle = h.client.get_workflow_handle(
+                session_end_workflow_id("eve", s), result_type=SessionEndSummary
+            )
+            await asyncio.wait_for(handle.result(), 60)
+
+    assert (job.ends_started, job.failed, job.retry_later) == (3, 0, 0)
+    assert job.runs > 1
+    assert (
+        await h.store.list_unfinished_ended_sessions(
+            ended_before=datetime.now(UTC), after=None, limit=10
+        )
+        == []
+    )
+
+
 class _Unreachable:
     """A Temporal client whose server is restarting."""
 

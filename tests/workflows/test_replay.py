@@ -15,7 +15,8 @@ from memory.settings import CodecSettings
 from runtime.codec import data_converter
 from worker import WORKFLOWS
 
-# cold_sessions/: ColdSessions before and after its START_ONLY patch; degraded/: the fallbacks of
+# cold_sessions/: ColdSessions before and after its START_ONLY patch, and finishing ended
+# sessions before and after FINISH_ENDED_PAGES (record_cold.py); degraded/: the fallbacks of
 # issue #12 and a run that failed on invalid output before them; split/: a window split down to
 # one message passed over (issue #21); due_after/: a run that went round because its commit left
 # the session due, its second trigger held back; again_after_erasure/: a run whose commit was
