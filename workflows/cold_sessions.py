@@ -277,7 +277,6 @@ class ColdSessionsWorkflow:
                 args=[idle_before, size, after],
                 **store,
             )
-            result.pages += 1
             pages += 1
             if page.sessions:
                 outcomes: list[SessionOutcome] = await workflow.execute_activity_method(

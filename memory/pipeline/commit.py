@@ -140,7 +140,11 @@ async def commit(
 ) -> CommitResult:
     """``keep_cursor``: a re-formed window (memory/reform.py) writes its memories and leaves the
     cursor where it is, which must still be ``keep_cursor``."""
-    as_lists = await _cached_vectors(deps, stored_texts(facts, decisions))
+    texts = stored_texts(facts, decisions)
+    as_lists = await _cached_vectors(deps, texts)
+    # Every text this formation may have cached a vector of: its facts (candidate search) and
+    # the texts it stores (UPDATE merges included).
+    embedded = dict.fromkeys(text_hash(t) for t in [*(f.content for f in facts), *texts])
     per_scope: dict[str, int] = {}
     stored: list[Reflection] = []
     for r in reflections:
@@ -169,6 +173,7 @@ async def commit(
             committed_at=now,
             user_epochs=window.user_epochs,
             recheck=_recheck(deps, window, candidates),
+            embedded_text_hashes=list(embedded),
         )
     )
     # The commit counted the buffers it added to: no second read, and on a retried commit the

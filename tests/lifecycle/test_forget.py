@@ -8,7 +8,9 @@ from pathlib import Path
 
 from temporalio.testing import WorkflowEnvironment
 
+from memory.ids import text_hash
 from memory.llm.base import LLMRequest
+from memory.prompts.decide_facts import FactDecision, FactDecisions
 from memory.prompts.extract_facts import ExtractedFacts
 from tests.harness import Harness, conversation, facts, reflections
 
@@ -88,3 +90,35 @@ async def test_a_formation_running_when_the_user_is_forgotten_writes_nothing_of_
     assert await h.store.list_reflections(h.key("user"), include_absorbed=True) == []
     assert await h.store.list_reflections(h.key("agent"), include_absorbed=True) == []
     assert await h.store.get_session("s1") is None
+
+
+async def test_after_forget_no_vector_of_a_restated_sentence_is_left(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """A restatement is embedded to find its candidates, decided NONE, never stored: its vector
+    used to stay in the embedding cache after the user was forgotten (an embedding can be read
+    back towards its text)."""
+    h = await Harness.create(time_env, tmp_path)
+    restated = "Alice has green tea each morning"
+    h.llm.script("extract_facts", facts((ALICE_FACT, "user"), sources=[1]))
+    h.llm.script("extract_facts", facts((restated, "user"), sources=[1]))
+    h.llm.script(
+        "decide_facts",
+        FactDecisions(
+            decisions=[
+                FactDecision(new_fact_index=0, event="NONE", existing_index=0, merged_text=None)
+            ]
+        ),
+    )
+    await h.record("s1", conversation(4))
+    await h.record("s2", conversation(4, prefix="b"))
+    async with h.worker():
+        await h.form("s1")
+        second = await h.form("s2")
+    assert second.decisions == {"NONE": 1}
+
+    await h.memory.forget_user("eve", "alice")
+
+    model = h.deps.embedder.model
+    hashes = [text_hash(t) for t in (ALICE_FACT, restated)]
+    assert await h.store.get_embeddings(model, hashes) == {}

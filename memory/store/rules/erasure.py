@@ -35,7 +35,14 @@ from memory.store.rules.lifecycle_writes import (
     DeleteUserMessages,
     PutErasure,
 )
-from memory.store.rules.writes import BumpScopeVersions, MoveCursor, Plan, Request, Write
+from memory.store.rules.writes import (
+    BumpScopeVersions,
+    MoveCursor,
+    Plan,
+    PutFact,
+    Request,
+    Write,
+)
 
 ALL_AGENTS = "*"  # the agent key of an erasure for every agent
 
@@ -65,11 +72,23 @@ def erased_since(commit: FormationCommit, epochs: Mapping[str, int]) -> bool:
 
 
 def discarded(commit: FormationCommit) -> Plan[FormationCommitResult]:
-    """Nothing to write, not even the cursor: the session went with the user, or its window is
-    formed again without the user's messages."""
+    """No memory written, not even the cursor: the session went with the user, or its window is
+    formed again without the user's messages. The vectors the formation cached go too."""
     return Plan(
-        (), FormationCommitResult(formation_id=commit.formation_id, discarded_for_erasure=True)
+        unstored_embeddings(commit, ()),
+        FormationCommitResult(formation_id=commit.formation_id, discarded_for_erasure=True),
     )
+
+
+def unstored_embeddings(commit: FormationCommit, writes: Sequence[Write]) -> tuple[Write, ...]:
+    """Drop the cache entries of texts the formation embedded that these writes do not store:
+    a restatement decided NONE, a change refused, an add found already stored. Only the
+    formation's own retries needed them, and as no fact holds their text, forget_user (which
+    drops the entries of the user's facts' texts) could never find them: the vector of a
+    forgotten user's sentence would stay."""
+    stored = {text_hash(w.fact.content) for w in writes if isinstance(w, PutFact)}
+    dropped = tuple(sorted(set(commit.embedded_text_hashes) - stored))
+    return (DeleteEmbeddings(dropped),) if dropped else ()
 
 
 # ---------------------------------------------------------------- a user's sessions

@@ -60,7 +60,12 @@ from memory.store.rules.checks import (
     commit_dimension,
 )
 from memory.store.rules.derived import fact_scope_key
-from memory.store.rules.erasure import commit_users, discarded, erased_since
+from memory.store.rules.erasure import (
+    commit_users,
+    discarded,
+    erased_since,
+    unstored_embeddings,
+)
 from memory.store.rules.recheck import (
     RecentFacts,
     check_add,
@@ -378,5 +383,6 @@ def plan_formation(
         buffered={key: snapshot.buffered.get(key, 0) + added[key] for key in sorted(keys)},
         state=after,
     )
+    writes += unstored_embeddings(commit, writes)
     writes.append(RecordFormation(result, commit.committed_at))
     return Plan(tuple(writes), result)
