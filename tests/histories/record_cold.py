@@ -12,32 +12,18 @@ import asyncio
 import sys
 import tempfile
 import uuid
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from cli.binaries import temporal_cli
-from memory.models import MessageIn
-from tests.harness import Harness, facts, reflections
+from tests.harness import T0, Harness, conversation, facts, reflections
 from workflows.cold_sessions import ColdSessionsInput, ColdSessionsResult
 from workflows.naming import COLD_SESSIONS_WORKFLOW
 
 HERE = Path(__file__).parent / "cold_sessions"
-
-
-def _chat(session: str, at: datetime) -> list[MessageIn]:
-    return [
-        MessageIn(
-            message_id=f"{session}-{i}",
-            role="user" if i % 2 == 0 else "agent",
-            content=f"{session} message {i}",
-            created_at=at + timedelta(seconds=i),
-            user_id="alice" if i % 2 == 0 else None,
-        )
-        for i in range(2)
-    ]
 
 
 async def record(name: str) -> None:
@@ -51,10 +37,9 @@ async def record(name: str) -> None:
             h = await Harness.create(env, Path(tmp))
             h.llm.defaults["extract_facts"] = facts(("Alice drinks green tea", "user"))
             h.llm.defaults["extract_reflections"] = reflections(session=["a trip is planned"])
-            an_hour_ago = datetime.now(UTC) - timedelta(hours=1)
             for s in ("ended-a", "ended-b", "ended-c"):
-                await h.record(s, _chat(s, an_hour_ago))
-                await h.store.end_session(s, "eve", an_hour_ago + timedelta(minutes=1))
+                await h.record(s, conversation(2, prefix=f"{s}-"))
+                await h.store.end_session(s, "eve", T0 + timedelta(hours=1))
             inp = ColdSessionsInput.from_settings(h.settings)
             inp = inp.model_copy(
                 update={"sessions": inp.sessions.model_copy(update={"cold_page_size": 1})}

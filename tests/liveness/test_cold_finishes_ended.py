@@ -16,7 +16,7 @@ from temporalio.testing import ActivityEnvironment, WorkflowEnvironment
 from activities.sessions import EndedPage, SessionActivities
 from memory.models import MessageIn
 from memory.settings import TemporalSettings
-from tests.harness import Harness, facts, reflections
+from tests.harness import T0, Harness, conversation, facts, reflections
 from workflows.cold_sessions import ColdSessionsInput, ColdSessionsResult
 from workflows.naming import COLD_SESSIONS_WORKFLOW, session_end_workflow_id
 from workflows.summary import SessionEndSummary
@@ -35,9 +35,8 @@ def chat(session: str, n: int, at: datetime) -> list[MessageIn]:
     ]
 
 
-async def test_cold_job_finishes_an_end_that_never_ran(
-    dev_env: WorkflowEnvironment, tmp_path: Path
-) -> None:
+async def _harness(dev_env: WorkflowEnvironment, tmp_path: Path) -> Harness:
+    """On the dev server (the job starts other workflows), a task queue of the test's own."""
     temporal = TemporalSettings(
         address=dev_env.client.service_client.config.target_host,
         task_queue=f"ended-{uuid.uuid4().hex[:8]}",
@@ -46,6 +45,13 @@ async def test_cold_job_finishes_an_end_that_never_ran(
     h = await Harness.create(dev_env, tmp_path, temporal=temporal)
     h.llm.defaults["extract_facts"] = facts(("Alice drinks green tea", "user"))
     h.llm.defaults["extract_reflections"] = reflections(session=["the user is planning a trip"])
+    return h
+
+
+async def test_cold_job_finishes_an_end_that_never_ran(
+    dev_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    h = await _harness(dev_env, tmp_path)
     an_hour_ago = datetime.now(UTC) - timedelta(hours=1)
     await h.record("ended", chat("ended", 2, an_hour_ago))  # below every cold threshold
     await h.record("open", chat("open", 2, an_hour_ago))
@@ -80,19 +86,11 @@ async def test_cold_job_finishes_every_page_of_ended_sessions(
 ) -> None:
     """Ended sessions past the first page are finished in the same run: before, one page a run
     was read from the start, so ends still running or failing there held back all others."""
-    temporal = TemporalSettings(
-        address=dev_env.client.service_client.config.target_host,
-        task_queue=f"ended-{uuid.uuid4().hex[:8]}",
-        search_attributes=False,
-    )
-    h = await Harness.create(dev_env, tmp_path, temporal=temporal)
-    h.llm.defaults["extract_facts"] = facts(("Alice drinks green tea", "user"))
-    h.llm.defaults["extract_reflections"] = reflections(session=["the user is planning a trip"])
-    an_hour_ago = datetime.now(UTC) - timedelta(hours=1)
+    h = await _harness(dev_env, tmp_path)
     ended = [f"ended-{i}" for i in range(3)]
     for s in ended:
-        await h.record(s, chat(s, 2, an_hour_ago))
-        await h.store.end_session(s, "eve", an_hour_ago + timedelta(minutes=1))
+        await h.record(s, conversation(2, prefix=f"{s}-"))
+        await h.store.end_session(s, "eve", T0 + timedelta(hours=1))
     inp = ColdSessionsInput.from_settings(h.settings)
     one_a_page = inp.sessions.model_copy(update={"cold_page_size": 1})
     # Two pages a run: the third page is read by the run it continued as.
@@ -107,19 +105,18 @@ async def test_cold_job_finishes_every_page_of_ended_sessions(
             result_type=ColdSessionsResult,
         )
         for s in ended:
-            handle = h.client.get_workflow_handle(
-                session_end_workflow_id("eve", s), result_type=SessionEndSummary
-            )
-            await asyncio.wait_for(handle.result(), 60)
+            await asyncio.wait_for(h.client.get_workflow_handle(end_id(s)).result(), 60)
 
     assert (job.ends_started, job.failed, job.retry_later) == (3, 0, 0)
     assert job.runs > 1
-    assert (
-        await h.store.list_unfinished_ended_sessions(
-            ended_before=datetime.now(UTC), after=None, limit=10
-        )
-        == []
+    unfinished = await h.store.list_unfinished_ended_sessions(
+        ended_before=datetime.now(UTC), after=None, limit=10
     )
+    assert unfinished == []
+
+
+def end_id(session: str) -> str:
+    return session_end_workflow_id("eve", session)
 
 
 class _Unreachable:
