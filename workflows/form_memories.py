@@ -63,6 +63,10 @@ DUE_AFTER_COMMIT = "due-after-commit"
 # (nothing written, not even the cursor) loads its window again, without that user's messages, and
 # forms the others' as it was asked. Older histories moved the cursor past the whole window.
 AGAIN_AFTER_ERASURE = "again-after-erasure"
+# From it on, a forced request (a session end, the cold job) that arrived during a pass whose
+# window is formed again forces that pass: older runs reset it and, their window below the
+# formation threshold once the forgotten user's messages were gone, ended with it unformed.
+AGAIN_KEEPS_FORCE = "again-keeps-force"
 _BACKOFF_FIRST_SECONDS = 0.2
 _BACKOFF_MAX_SECONDS = 10.0
 
@@ -144,7 +148,9 @@ class FormMemoriesWorkflow:
             if split or (window is not None and window.more_pending):
                 force = True  # drain a backlog longer than one window before anything else
             elif self._form_again:
-                pass  # the same window again, as it was asked (force and limit unchanged)
+                # The same window again, as it was asked, or forced if asked so meanwhile.
+                if self._force and workflow.patched(AGAIN_KEEPS_FORCE):
+                    force = True
             elif self._requested:
                 force, limit = self._force, None
             elif self._due_after and workflow.patched(DUE_AFTER_COMMIT):

@@ -205,24 +205,32 @@ async def record_due_after() -> None:
         print(f"recorded due_after/{path.name} ({len(history.events)} events)")
 
 
-async def record_again_after_erasure() -> None:
+async def record_again_after_erasure(*, forced: bool = False) -> None:
     """again_after_erasure/: FormMemories whose commit was discarded because a user of its group
-    chat was forgotten during the pass, and which formed the window again (AGAIN_AFTER_ERASURE)."""
-    async with _harness() as h:
+    chat was forgotten during the pass, and which formed the window again (AGAIN_AFTER_ERASURE);
+    ``forced``: started by a turn, a forced request (the session's end) arriving during that
+    pass, the window below the threshold once alice's message is gone (AGAIN_KEEPS_FORCE)."""
+    settings: dict[str, Any] = {}
+    if forced:
+        settings["formation"] = FormationSettings(min_messages=4, message_interval=4)
+    async with _harness(**settings) as h:
         gate = gate_first_extraction(h)
         await h.record("g", conversation(2))
         await h.record("g", conversation(2, start=2, user="bob", prefix="b"))
         async with h.worker():
-            run = await h.start("g")
+            run = await h.start("g", force=not forced)
             await gate.entered.wait()
             await h.store.forget_user("alice", agent_id="eve", at=T0 + timedelta(hours=1))
+            if forced:
+                await h.start("g", force=True)
             gate.release.set()
-            await run.result()
+            summary = await run.result()
         (HERE / "again_after_erasure").mkdir(exist_ok=True)
         history = await run.fetch_history()
-        path = HERE / "again_after_erasure" / "form_memories_again_after_erasure.json"
+        name = "form_memories_again_forced" if forced else "form_memories_again_after_erasure"
+        path = HERE / "again_after_erasure" / f"{name}.json"
         path.write_text(history.to_json())
-        print(f"recorded again_after_erasure/{path.name} ({len(history.events)} events)")
+        print(f"recorded again_after_erasure/{path.name} ({len(history.events)} events): {summary}")
 
 
 if __name__ == "__main__":
@@ -237,5 +245,7 @@ if __name__ == "__main__":
         asyncio.run(record_due_after())
     elif wanted == {"again_after_erasure"}:
         asyncio.run(record_again_after_erasure())
+    elif wanted == {"again_forced"}:
+        asyncio.run(record_again_after_erasure(forced=True))
     else:
         asyncio.run(record(wanted))

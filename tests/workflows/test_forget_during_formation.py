@@ -12,6 +12,7 @@ from temporalio.testing import WorkflowEnvironment
 from memory.llm.base import LLMRequest
 from memory.models import MessageIn
 from memory.prompts.extract_facts import ExtractedFact, ExtractedFacts
+from memory.settings import FormationSettings
 from tests.fakes import facts_input
 from tests.harness import T0, FirstExtractionGate, Harness
 
@@ -65,3 +66,37 @@ async def test_a_user_forgotten_during_formation_leaves_the_others_messages_form
     assert formed == [(BOB, ("g2",))]
     state = await h.store.get_session_agent_state("g", "eve")
     assert state is not None and (state.cursor_seq, state.pending_messages) == (2, 0)
+
+
+async def test_a_forced_request_during_that_pass_forms_what_the_others_said(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """The session ends (a forced request) while the pass runs: the window formed again, now
+    below the formation threshold without alice's messages, is formed all the same."""
+    h = await Harness.create(
+        time_env, tmp_path, formation=FormationSettings(min_messages=4, message_interval=4)
+    )
+    gate = _EveryMessageAFact()
+    h.llm.defaults["extract_facts"] = gate
+    said = [
+        "I moved to Lisbon",
+        "The printer on floor 3 is broken",
+        "My sister is visiting in June",
+        "Our office moves to Oslo in May",
+        "I am allergic to peanuts",
+        "The quarterly report is due Friday",
+    ]
+    users = ["alice", "bob"] * 3
+    await h.record("g", [_message(n, users[n - 1], text) for n, text in enumerate(said, 1)])
+    async with h.worker():
+        run = await h.start("g", force=False)  # a turn: due at six messages
+        await gate.entered.wait()
+        await h.store.forget_user("alice", agent_id="eve", at=T0 + timedelta(hours=1))
+        await h.start("g", force=True)  # as EndSession asks: form everything left
+        gate.release.set()
+        await run.result()
+
+    formed = sorted(f.content for f in await h.all_facts(user_id=None))
+    assert formed == sorted(said[1::2])  # bob's
+    state = await h.store.get_session_agent_state("g", "eve")
+    assert state is not None and (state.cursor_seq, state.pending_messages) == (6, 0)

@@ -20,7 +20,8 @@ from worker import WORKFLOWS
 # issue #12 and a run that failed on invalid output before them; split/: a window split down to
 # one message passed over (issue #21); due_after/: a run that went round because its commit left
 # the session due, its second trigger held back; again_after_erasure/: a run whose commit was
-# discarded for an erasure and that formed its window again (subfolders, so that the
+# discarded for an erasure and that formed its window again, forced by a request that came
+# meanwhile in one of them (subfolders, so that the
 # CLI's replay test of the top folder keeps its own count).
 HISTORIES = sorted((Path(__file__).parent.parent / "histories").glob("**/*.json"))
 
