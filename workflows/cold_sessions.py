@@ -118,8 +118,10 @@ class ColdSessionsInput(BaseModel):
     idle_before: datetime | None = None
     after: ColdCursor | None = None
     purge_done: bool = False
-    cold_done: bool = False
-    ended_after: tuple[str, str] | None = None
+    # Left out of the payload while unset: the schedule's input stays what workers built before
+    # FINISH_ENDED_PAGES decode (extra="forbid"), during a rolling deploy or a rollback.
+    cold_done: bool = Field(False, exclude_if=lambda done: not done)
+    ended_after: tuple[str, str] | None = Field(None, exclude_if=lambda after: after is None)
     so_far: ColdSessionsResult | None = None
 
     @classmethod

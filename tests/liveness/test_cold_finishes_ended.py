@@ -5,17 +5,19 @@ its EndSession; and a transport error while starting is "try again later", not a
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from pydantic_core import to_json
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.testing import ActivityEnvironment, WorkflowEnvironment
 
 from activities.sessions import EndedPage, SessionActivities
 from memory.models import MessageIn
-from memory.settings import TemporalSettings
+from memory.settings import Settings, TemporalSettings
 from tests.harness import T0, Harness, conversation, facts, reflections
 from workflows.cold_sessions import ColdSessionsInput, ColdSessionsResult
 from workflows.naming import COLD_SESSIONS_WORKFLOW, session_end_workflow_id
@@ -142,3 +144,14 @@ async def test_transport_error_is_try_again_later_not_a_failed_session(
     result = ColdSessionsResult()
     result.add([outcome])
     assert (result.failed, result.retry_later) == (0, 1)
+
+
+def test_the_schedules_input_decodes_in_workers_built_before_the_ended_pages() -> None:
+    """Workers of the build before FINISH_ENDED_PAGES forbid unknown fields: the schedule's
+    input (and a run's until it walks the ended pages) carries none of the new ones."""
+    payload = json.loads(to_json(ColdSessionsInput.from_settings(Settings())))
+    assert not {"cold_done", "ended_after"} & set(payload)
+    walking = ColdSessionsInput.from_settings(Settings()).model_copy(
+        update={"cold_done": True, "ended_after": ("s1", "eve")}
+    )
+    assert ColdSessionsInput.model_validate_json(to_json(walking)) == walking
