@@ -8,12 +8,12 @@ from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 from temporalio.common import SearchAttributeKey
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from cli.binaries import temporal_cli
 from memory.store.base import MemoryStore
 from memory.store.sqlite import SQLiteStore
+from runtime.payloads import payload_data_converter
 
 
 @contextlib.asynccontextmanager
@@ -24,7 +24,7 @@ async def dev_server(
     env = await WorkflowEnvironment.start_local(
         search_attributes=search_attributes,
         dev_server_existing_path=str(temporal_cli()),
-        data_converter=pydantic_data_converter,
+        data_converter=payload_data_converter,
         dev_server_database_filename=str(data_dir / "temporal.db"),
         dev_server_extra_args=[
             "--sqlite-pragma",

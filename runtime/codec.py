@@ -16,7 +16,6 @@ from collections.abc import Mapping, Sequence
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from temporalio.api.common.v1 import Payload
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.converter import (
     DataConverter,
     DefaultFailureConverterWithEncodedAttributes,
@@ -24,6 +23,7 @@ from temporalio.converter import (
 )
 
 from memory.settings import CodecSettings
+from runtime.payloads import payload_data_converter
 
 ENCODING = b"binary/encrypted"
 KEY_ID = "encryption-key-id"
@@ -104,9 +104,9 @@ def data_converter(cfg: CodecSettings) -> DataConverter:
     (they can quote personal text)."""
     codec = AesGcmCodec.from_settings(cfg)
     if codec is None:
-        return pydantic_data_converter
+        return payload_data_converter
     return dataclasses.replace(
-        pydantic_data_converter,
+        payload_data_converter,
         payload_codec=codec,
         failure_converter_class=DefaultFailureConverterWithEncodedAttributes,
     )

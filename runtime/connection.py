@@ -24,13 +24,13 @@ from temporalio.api.operatorservice.v1 import (
     ListSearchAttributesRequest,
 )
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.envconfig import ClientConfigProfile, ClientConnectConfig
 
 from memory.errors import InvalidInputError
 from memory.settings import CodecSettings, TemporalSettings
 from runtime import tracing
 from runtime.codec import data_converter
+from runtime.payloads import payload_data_converter
 from workflows.naming import ALL_KEYS
 
 
@@ -62,7 +62,7 @@ async def connect(
 ) -> Client:
     """A client whose payloads are encrypted when ``codec`` holds a key (runtime.codec), traced
     when tracing is on (runtime.tracing); workers built on it inherit both."""
-    converter = pydantic_data_converter if codec is None else data_converter(codec)
+    converter = payload_data_converter if codec is None else data_converter(codec)
     return await Client.connect(
         **connect_config(cfg, local=local),
         data_converter=converter,

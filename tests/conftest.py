@@ -10,12 +10,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 
 from cli.binaries import temporal_cli, temporal_test_server
 from memory.store.base import MemoryStore
+from runtime.payloads import payload_data_converter
 from workflows.naming import ALL_KEYS
 
 if TYPE_CHECKING:
@@ -27,7 +27,7 @@ async def time_env() -> AsyncIterator[WorkflowEnvironment]:
     """Time-skipping server: timers and retry backoffs pass instantly. No Schedules."""
     env = await WorkflowEnvironment.start_time_skipping(
         test_server_existing_path=str(temporal_test_server()),
-        data_converter=pydantic_data_converter,
+        data_converter=payload_data_converter,
     )
     try:
         yield env
@@ -40,7 +40,7 @@ async def dev_env() -> AsyncIterator[WorkflowEnvironment]:
     """The real dev server (in memory), with our search attributes: Schedules, real workers."""
     env = await WorkflowEnvironment.start_local(
         dev_server_existing_path=str(temporal_cli()),
-        data_converter=pydantic_data_converter,
+        data_converter=payload_data_converter,
         search_attributes=ALL_KEYS,
         dev_server_extra_args=["--ui-disable-news-fetch"],
     )

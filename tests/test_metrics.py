@@ -15,7 +15,6 @@ import temporalio.worker
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.exceptions import ApplicationError
 from temporalio.runtime import Runtime
 from temporalio.testing import WorkflowEnvironment
@@ -27,6 +26,7 @@ from memory.models import ScopeKey
 from memory.pipeline.types import ConsolidationDraft
 from memory.settings import Settings, TemporalSettings
 from runtime import metrics
+from runtime.payloads import payload_data_converter
 from tests import grafana
 from tests.harness import Harness, conversation, facts, reflections
 
@@ -67,7 +67,7 @@ async def test_one_endpoint_serves_sdk_and_mnemos_metrics(
     # worker built on it picks the interceptor up; worker.py may give it to the Worker too).
     client = await Client.connect(
         dev_env.client.service_client.config.target_host,
-        data_converter=pydantic_data_converter,
+        data_converter=payload_data_converter,
         runtime=runtime,
         interceptors=[metrics.MetricsInterceptor()],
     )

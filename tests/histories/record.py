@@ -17,7 +17,6 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from cli.binaries import temporal_test_server
@@ -26,6 +25,7 @@ from memory.llm.base import LLMRequest
 from memory.prompts.decide_facts import FactDecision, FactDecisions
 from memory.prompts.extract_facts import ExtractedFacts
 from memory.settings import FormationSettings
+from runtime.payloads import payload_data_converter
 from tests.fakes import transcript_of
 from tests.harness import (
     CORRECTION,
@@ -52,7 +52,7 @@ async def _harness(**settings: Any) -> AsyncIterator[Harness]:
     """A harness on a fresh time-skipping server, shut down after the recording."""
     env = await WorkflowEnvironment.start_time_skipping(
         test_server_existing_path=str(temporal_test_server()),
-        data_converter=pydantic_data_converter,
+        data_converter=payload_data_converter,
     )
     try:
         with tempfile.TemporaryDirectory() as tmp:

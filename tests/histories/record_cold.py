@@ -15,10 +15,10 @@ import uuid
 from datetime import timedelta
 from pathlib import Path
 
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from cli.binaries import temporal_cli
+from runtime.payloads import payload_data_converter
 from tests.harness import T0, Harness, conversation, facts, reflections
 from workflows.cold_sessions import ColdSessionsInput, ColdSessionsResult
 from workflows.naming import COLD_SESSIONS_WORKFLOW
@@ -29,7 +29,7 @@ HERE = Path(__file__).parent / "cold_sessions"
 async def record(name: str) -> None:
     env = await WorkflowEnvironment.start_local(
         dev_server_existing_path=str(temporal_cli()),
-        data_converter=pydantic_data_converter,
+        data_converter=payload_data_converter,
         dev_server_extra_args=["--ui-disable-news-fetch"],
     )
     try:

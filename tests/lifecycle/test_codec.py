@@ -10,13 +10,13 @@ import pytest
 from pydantic import ValidationError
 from temporalio.api.common.v1 import Payload
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer
 
 from memory.models import ScopeKey
 from memory.settings import CodecSettings, Settings
 from runtime.codec import ENCODING, KEY_ID, AesGcmCodec, CodecError, data_converter
+from runtime.payloads import payload_data_converter
 from tests.harness import Harness, conversation, facts
 from worker import WORKFLOWS
 
@@ -49,7 +49,7 @@ async def test_round_trip_hides_the_text_and_names_the_key() -> None:
 
 
 async def test_without_a_key_payloads_stay_plain_json() -> None:
-    assert data_converter(CodecSettings()) is pydantic_data_converter
+    assert data_converter(CodecSettings()) is payload_data_converter
     payload = await encode(CodecSettings(), SECRET)
     assert payload.metadata["encoding"] == b"json/plain"
     # and a keyed reader still reads what was written before encryption was turned on
@@ -157,6 +157,6 @@ async def test_a_formation_history_holds_no_plaintext_with_the_codec_on(
     # The encrypted history replays with the key (replay tests, `mnemos replay`), not without.
     history = await time_env.client.get_workflow_handle(sealed.id).fetch_history()
     await Replayer(workflows=list(WORKFLOWS), data_converter=converter).replay_workflow(history)
-    plain_replayer = Replayer(workflows=list(WORKFLOWS), data_converter=pydantic_data_converter)
+    plain_replayer = Replayer(workflows=list(WORKFLOWS), data_converter=payload_data_converter)
     with pytest.raises(RuntimeError, match="Failed decoding arguments"):
         await plain_replayer.replay_workflow(history)

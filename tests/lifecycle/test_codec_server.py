@@ -11,12 +11,12 @@ import pytest
 import typer
 from google.protobuf import json_format
 from temporalio.api.common.v1 import Payloads
-from temporalio.contrib.pydantic import pydantic_data_converter
 from typer.testing import CliRunner
 
 from memory.settings import CodecSettings, get_settings
 from runtime.codec import data_converter
 from runtime.codec_server import codec_app, codec_server
+from runtime.payloads import payload_data_converter
 
 UI = "http://127.0.0.1:8233"
 
@@ -48,9 +48,7 @@ async def test_decode_returns_the_plain_payload_the_ui_shows() -> None:
     assert r.headers["access-control-allow-origin"] == UI
     [payload] = json_format.Parse(r.content, Payloads()).payloads
     assert payload.metadata["encoding"] == b"json/plain"
-    assert await pydantic_data_converter.decode([payload], [str]) == [
-        "Alice's passport is X1234567"
-    ]
+    assert await payload_data_converter.decode([payload], [str]) == ["Alice's passport is X1234567"]
     # the JSON shape is the protocol's: {"payloads": [{"metadata": {...}, "data": "<base64>"}]}
     assert set(json.loads(r.content)) == {"payloads"}
 
@@ -58,7 +56,7 @@ async def test_decode_returns_the_plain_payload_the_ui_shows() -> None:
 async def test_encode_then_decode_round_trips() -> None:
     cfg = settings()
     plain = json_format.MessageToJson(
-        Payloads(payloads=await pydantic_data_converter.encode(["hello"]))
+        Payloads(payloads=await payload_data_converter.encode(["hello"]))
     )
     async with client(cfg) as http:
         sealed = await http.post("/encode", content=plain)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from cli.binaries import temporal_cli
+from runtime.payloads import payload_data_converter
 
 
 def free_port() -> int:
@@ -27,7 +27,7 @@ class RestartableServer:
     async def start(self) -> WorkflowEnvironment:
         self.env = await WorkflowEnvironment.start_local(
             port=self.port,
-            data_converter=pydantic_data_converter,
+            data_converter=payload_data_converter,
             dev_server_existing_path=str(temporal_cli()),
             dev_server_database_filename=str(self.database),
             dev_server_extra_args=["--ui-disable-news-fetch"],

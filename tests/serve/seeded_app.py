@@ -19,10 +19,10 @@ from typing import Any
 from fastapi import FastAPI
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Worker
 
 from memory.api_keys import ApiKey, digest
+from runtime.payloads import payload_data_converter
 from serve.app import create_app
 from serve.keys import StoreKeyStore
 from tests.harness import Harness
@@ -117,7 +117,7 @@ def seeded_app(temporal_address: str, tmp_path: Path) -> SeededApp:
     owner = LoopThread()
 
     async def build() -> SeededApp:
-        client = await Client.connect(temporal_address, data_converter=pydantic_data_converter)
+        client = await Client.connect(temporal_address, data_converter=payload_data_converter)
         h = await Harness.create(_Env(client), tmp_path)  # type: ignore[arg-type]
         await form_alice(h)  # with a worker of its own, stopped when it returns
         worker = h.worker()

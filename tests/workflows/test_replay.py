@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 from temporalio.client import WorkflowHistory
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
 from memory.settings import CodecSettings
 from runtime.codec import data_converter
+from runtime.payloads import payload_data_converter
 from worker import WORKFLOWS
 
 # cold_sessions/: ColdSessions before and after its START_ONLY patch, and finishing ended
@@ -33,7 +33,7 @@ def test_histories_are_committed() -> None:
 # With a codec key set, histories written before it (plain payloads) must still replay: the
 # codec passes unencrypted payloads through. Encrypted histories: tests/lifecycle/test_codec.py.
 CONVERTERS = {
-    "plain": pydantic_data_converter,
+    "plain": payload_data_converter,
     "codec": data_converter(CodecSettings(key=base64.b64encode(bytes(range(32))).decode())),
 }
 

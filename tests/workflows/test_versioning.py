@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHistory
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer
 from temporalio.workflow import NondeterminismError
@@ -21,6 +20,7 @@ from memory.deps import Deps
 from memory.llm.base import LLMRequest
 from memory.settings import Settings
 from runtime import versioning
+from runtime.payloads import payload_data_converter
 from tests.harness import Harness, conversation, facts, reflections
 from tests.workflows import upgraded
 from worker import build_worker
@@ -87,9 +87,9 @@ async def test_a_formation_begun_by_build_a_is_finished_by_patched_build_b(
 
     # The history replays on B's code; the same change without its patch would break this run.
     await Replayer(
-        workflows=list(upgraded.PATCHED), data_converter=pydantic_data_converter
+        workflows=list(upgraded.PATCHED), data_converter=payload_data_converter
     ).replay_workflow(history)
     with pytest.raises(NondeterminismError):
         await Replayer(
-            workflows=list(upgraded.UNPATCHED), data_converter=pydantic_data_converter
+            workflows=list(upgraded.UNPATCHED), data_converter=payload_data_converter
         ).replay_workflow(history)
