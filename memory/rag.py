@@ -202,8 +202,10 @@ async def _text(
 
 
 async def _embed(store: MemoryStore, embedder: Embedder, queries: list[str]) -> list[Vector]:
-    """One embedding call for every query, in the model the stored facts were embedded with."""
-    meta, batch = await asyncio.gather(store.embedding_meta(), embedder.embed(queries))
+    """One embedding call for every query, in the model the stored facts were embedded with.
+    The model is read afresh (one small read beside the embedding call): a re-embed run in
+    another process switches it, and a cached one would compare vectors of two models."""
+    meta, batch = await asyncio.gather(store.embedding_meta(fresh=True), embedder.embed(queries))
     if meta is not None and meta != (batch.model, batch.dimension):
         raise EmbeddingMismatchError(
             f"facts are stored as {meta[0]}/{meta[1]}, queries embedded as "

@@ -209,8 +209,9 @@ class MemoryStore(LifecycleContract):
         """access_count += 1 and last_accessed_at = at for each id."""
 
     @abc.abstractmethod
-    async def embedding_meta(self) -> tuple[str, int] | None:
-        """(model, dimension) of the stored fact vectors, or None before the first fact."""
+    async def embedding_meta(self, *, fresh: bool = False) -> tuple[str, int] | None:
+        """(model, dimension) of the stored fact vectors, or None before the first fact. Cached;
+        ``fresh`` reads it again (a re-embed in another process may have switched the model)."""
 
     # ------------------------------------------------------------ re-embedding (mnemos reembed)
     # A re-embed writes each fact's new vector to a side record (keyed by fact, tagged with the

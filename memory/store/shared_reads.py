@@ -35,10 +35,10 @@ class SharedReads(MemoryStore):
 
     # ------------------------------------------------------------ single reads
 
-    _meta: tuple[str, int] | None = None  # read once; changed only by a re-embed switch
+    _meta: tuple[str, int] | None = None  # changed only by a re-embed switch
 
-    async def embedding_meta(self) -> tuple[str, int] | None:
-        if self._meta is None:
+    async def embedding_meta(self, *, fresh: bool = False) -> tuple[str, int] | None:
+        if fresh or self._meta is None:
             self._meta = await self._read_once(lambda reads: reads.embedding_meta())
         return self._meta
 

@@ -81,8 +81,7 @@ class PostgresStore(PostgresPool, SqlStore[PostgresDb]):
         cached = await self.embedding_meta()
         if hits := await search(cached):
             return hits
-        self._meta = None
-        fresh = await self.embedding_meta()
+        fresh = await self.embedding_meta(fresh=True)
         return [] if fresh == cached else await search(fresh)
 
     async def text_search(self, query: str, flt: FactFilter, *, limit: int) -> list[ScoredFact]:
