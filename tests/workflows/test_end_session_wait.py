@@ -1,0 +1,60 @@
+"""EndSession waits on its formation with durable timers: the whole budget of a slow local model
+(a 600 s LLM timeout allows ~13.5 h) fits its history, far below Temporal's hard limit of 51,200
+events, at which the server terminates a run (at 10 s a look, it came to ~53,000)."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from pathlib import Path
+
+import pytest
+from temporalio import workflow
+from temporalio.client import WorkflowFailureError
+from temporalio.testing import WorkflowEnvironment
+
+from memory.pipeline.types import FormationRequest
+from memory.settings import RetrySettings, TemporalSettings
+from tests.harness import Harness, conversation
+from worker import build_worker
+from workflows.consolidate_scope import ConsolidateScopeWorkflow
+from workflows.end_session import EndSessionWorkflow
+from workflows.naming import FORM_WORKFLOW
+from workflows.summary import FormationSummary
+
+
+@workflow.defn(name=FORM_WORKFLOW)
+class _StillDraining:
+    """A formation that never ends (a drain behind a model slower than every budget)."""
+
+    @workflow.signal
+    def request(self, force: bool = False) -> None:
+        pass
+
+    @workflow.run
+    async def run(self, req: FormationRequest) -> FormationSummary:
+        await workflow.wait_condition(lambda: False)
+        return FormationSummary()
+
+
+async def test_a_wait_through_the_whole_budget_keeps_a_short_history(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    h = await Harness.create(
+        time_env,
+        tmp_path,
+        temporal=TemporalSettings(
+            task_queue=f"end-{uuid.uuid4().hex[:8]}", search_attributes=False
+        ),
+        retries=RetrySettings(llm_timeout_seconds=600),
+    )
+    await h.record("s1", conversation(2))
+    workflows = [_StillDraining, EndSessionWorkflow, ConsolidateScopeWorkflow]
+    async with build_worker(h.client, h.deps, h.settings, workflows=workflows):
+        handle = await h.memory.end_session("eve", "s1")
+        with pytest.raises(WorkflowFailureError) as failed:
+            await asyncio.wait_for(handle.result(), 600)
+        history = await handle.fetch_history()
+
+    assert "still running after" in str(failed.value.cause)
+    assert len(history.events) < 15_000
