@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Sequence
+from datetime import timedelta
 
 from temporalio.client import Client
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker, WorkflowRunner
@@ -90,6 +91,7 @@ def build_worker(
         ],
         interceptors=[MetricsInterceptor(), HeartbeatInterceptor()],
         deployment_config=versioning.deployment_config(settings.temporal),
+        graceful_shutdown_timeout=_grace(settings),
     )
 
 
@@ -120,7 +122,14 @@ def build_llm_worker(client: Client, deps: Deps, settings: Settings) -> Worker |
         max_concurrent_activities=settings.temporal.llm_concurrency,
         interceptors=[MetricsInterceptor(), HeartbeatInterceptor()],
         deployment_config=versioning.deployment_config(settings.temporal),  # the same version
+        graceful_shutdown_timeout=_grace(settings),
     )
+
+
+def _grace(settings: Settings) -> timedelta:
+    """A stopped worker lets the steps it runs finish (an LLM call is paid for, and cancelled it
+    counts against the step's attempts) before it cancels them."""
+    return timedelta(seconds=settings.temporal.shutdown_grace_seconds)
 
 
 @contextlib.asynccontextmanager

@@ -54,6 +54,12 @@ class TemporalSettings(_Group):
         description="Run workflow code in the Temporal SDK's sandbox (per-run module isolation, "
         "checks on non-deterministic calls); replays and the workflow tests always do",
     )
+    shutdown_grace_seconds: float = Field(
+        25,
+        ge=0,
+        description="On stop (SIGTERM), steps in flight get this long to finish before they are "
+        "cancelled and retried elsewhere; keep it below the deployment's grace period",
+    )
     # Worker versioning (runtime/versioning.py, docs/operating.md "Rolling out a change").
     build_id: str | None = Field(
         None,
