@@ -49,9 +49,20 @@ def fact_from_row(row: Row) -> Fact:
     )
 
 
+# The longest lexeme PostgreSQL holds (MAXSTRLEN - 1 bytes): a longer one fails array_to_tsvector
+# and a tsquery. Such a word (legal input: 1,100 Cyrillic letters are 2,200 bytes) is left out of
+# the index and of the query, as to_tsvector leaves it out: it finds nothing, and fails nothing.
+MAX_LEXEME_BYTES = 2046
+
+
+def is_lexeme(stem: str) -> bool:
+    """Whether PostgreSQL can hold the stem as a lexeme: not empty, at most MAX_LEXEME_BYTES."""
+    return bool(stem) and len(stem.encode()) <= MAX_LEXEME_BYTES
+
+
 def terms_of(content: str) -> list[str]:
     """The lexemes of the text index: the content's Porter stems, each once."""
-    return [term for term in dict.fromkeys(stemmed_tokens(content)) if term]  # no empty lexeme
+    return [term for term in dict.fromkeys(stemmed_tokens(content)) if is_lexeme(term)]
 
 
 def text_columns(content: str) -> dict[str, object]:
@@ -60,7 +71,7 @@ def text_columns(content: str) -> dict[str, object]:
     stemmed tokens (the ``len(words)`` of memory.store.rules.text) and the count of each stem
     it holds more than once."""
     tokens = stemmed_tokens(content)
-    freqs = Counter(term for term in tokens if term)
+    freqs = Counter(term for term in tokens if is_lexeme(term))  # the length counts every word
     repeats = {term: n for term, n in freqs.items() if n > 1}
     return {
         "terms": list(freqs),

@@ -21,7 +21,7 @@ import numpy as np
 
 from memory.models import FactFilter, ScoredFact
 from memory.store.base import Vector
-from memory.store.postgres.codec import FACT_SELECT, fact_from_row, vector_param
+from memory.store.postgres.codec import FACT_SELECT, fact_from_row, is_lexeme, vector_param
 from memory.store.postgres.db import PostgresDb
 from memory.store.postgres.pool import Conn, Row, fetch
 from memory.store.postgres.schema import hnsw_predicate
@@ -79,8 +79,8 @@ async def vector_hits(
 def tsquery(query: str) -> tuple[list[str], str | None]:
     """The query's stems (of its first MAX_TERMS words), each once, and the tsquery OR-ing them.
     A stem is a \\w+ word, which holds no quote or backslash: quoting it keeps user text out
-    of the tsquery syntax."""
-    stems = [s for s in query_stems(query_terms(query)) if s]
+    of the tsquery syntax. A stem too long for a lexeme is left out: no fact's index holds it."""
+    stems = [s for s in query_stems(query_terms(query)) if is_lexeme(s)]
     return stems, " | ".join(f"'{s}'" for s in stems) or None
 
 
