@@ -12,7 +12,7 @@ from datetime import datetime
 
 from memory.models import ScopeKey
 from memory.store.rules.lifecycle_writes import DeleteScope
-from memory.store.rules.writes import MarkPurged, Plan, Request, Write
+from memory.store.rules.writes import BumpScopeVersions, MarkPurged, Plan, Request, Write
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,11 @@ class PurgeRequest(Request[list[tuple[str, str]]]):
 def plan_purge(pairs: list[tuple[str, str]]) -> Plan[list[str]]:
     """Returns the session id of each pair purged."""
     writes: list[Write] = []
+    keys: set[str] = set()
     for session_id, agent_id in pairs:
-        writes += [DeleteScope(ScopeKey.session(agent_id, session_id).key)]
-        writes += [MarkPurged(session_id, agent_id)]
+        key = ScopeKey.session(agent_id, session_id).key
+        writes += [DeleteScope(key), MarkPurged(session_id, agent_id)]
+        keys.add(key)
+    if keys:  # a cached context of these sessions (memory.context_cache) shows the purged memory
+        writes.append(BumpScopeVersions(tuple(sorted(keys))))
     return Plan(tuple(writes), [session_id for session_id, _ in pairs])
