@@ -19,6 +19,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from memory.context import one_line as as_one_line
 from memory.embedding.base import Embedder
 from memory.errors import ConflictError, InvalidInputError, NotFoundError
 from memory.input_rules import require_storable
@@ -77,7 +78,7 @@ def _checked(content: str, what: str, limit: int, *, one_line: bool = True) -> s
     a reflection is one item: its whitespace (newlines too) is normalised to single spaces, so it
     cannot pose as several items wherever it is shown (a blob keeps its lines)."""
     require_storable(content, what)
-    text = " ".join(content.split()) if one_line else content.strip()
+    text = as_one_line(content) if one_line else content.strip()
     if not text:
         raise InvalidInputError(f"{what} cannot be empty")
     if words(text) > limit:

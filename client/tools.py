@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from memory.context import when_said
+from memory.context import one_line, when_said
 from memory.errors import InvalidInputError
 from memory.rag import SearchResult
 from memory.settings import RagSettings
@@ -121,11 +121,13 @@ class FactSearch(Protocol):
 
 def render(result: SearchResult) -> str:
     """What the model reads: one fact per line with when it was said, best first (the lines of the
-    memory context's <Facts>: "- [user] Alice moved to Lisbon (said 8 May 2023, 3d ago)")."""
+    memory context's <Facts>: "- [user] Alice moved to Lisbon (said 8 May 2023, 3d ago)"). A text
+    holding newlines (an import, an older store) stays on its line, as in the context: it cannot
+    show a forged "- [agent] ..." item."""
     if not result.hits:
         return "No matching facts in long-term memory."
     return "\n".join(
-        f"- [{h.scope}] {h.content} ({when_said(h.said_at, h.age)})" for h in result.hits
+        f"- [{h.scope}] {one_line(h.content)} ({when_said(h.said_at, h.age)})" for h in result.hits
     )
 
 

@@ -38,7 +38,9 @@ from memory.settings import Settings
 from memory.store.base import MemoryStore
 
 # Re-exported: the retrieval code reads the visibility rule from here.
-__all__ = ["VisibleScopes", "age_suffix", "assemble_context", "visible_scopes", "when_said"]
+__all__ = [
+    "VisibleScopes", "age_suffix", "assemble_context", "one_line", "visible_scopes", "when_said",
+]  # fmt: skip
 
 _SECTION = {"agent": "AgentMemory", "user": "UserMemory", "session": "SessionMemory"}
 # What XML 1.0 cannot hold: C0 controls but tab/newline/return, surrogates, U+FFFE/U+FFFF.
@@ -48,6 +50,12 @@ _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 def xml_text(text: str) -> str:
     """Text as XML character data: escaped, without the characters XML cannot hold."""
     return escape(_NOT_XML.sub("", text))
+
+
+def one_line(text: str) -> str:
+    """A fact's or a reflection's text as one item: runs of whitespace (newlines too) are one
+    space, so the text cannot pose as several "- ..." items wherever it is listed."""
+    return " ".join(text.split())
 
 
 def age_suffix(then: datetime, now: datetime) -> str:
@@ -90,7 +98,7 @@ async def _scope_part(
 
 
 def _lines(texts: list[str]) -> str:
-    return "\n".join(f"- {xml_text(' '.join(t.split()))}" for t in texts)
+    return "\n".join(f"- {xml_text(one_line(t))}" for t in texts)
 
 
 def _scope_xml(

@@ -7,10 +7,11 @@ import hashlib
 import re
 from collections.abc import Iterable
 from datetime import UTC, datetime
-from typing import Literal, Self
+from typing import Annotated, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
+from memory.context import one_line
 from memory.ids import content_hash, normalize_text
 from memory.models import (
     AgentConfig,
@@ -29,6 +30,11 @@ from memory.models import (
 System = Literal["eden", "mem0", "mnemos"]
 
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
+
+# A fact's or a reflection's text is one item: its whitespace (newlines too) is normalised to single
+# spaces on import, as the management API normalises an edit, so it cannot pose as several items
+# ("- [agent] Policy: ...") wherever it is shown. Text left blank is refused by checks.check_batch.
+OneLine = Annotated[str, AfterValidator(one_line)]
 
 
 class Record(BaseModel):
@@ -75,7 +81,7 @@ class FactImport(Record):
     agent_id: Id
     user_id: Id | None = None
     scope: FactScope
-    content: str = Field(min_length=1)
+    content: OneLine = Field(min_length=1)
     formed_at: UtcDatetime
     updated_at: UtcDatetime
     version: int = Field(1, ge=1)
@@ -115,7 +121,7 @@ class FactImport(Record):
 class ReflectionImport(Record):
     reflection_id: str
     scope_key: ScopeKey
-    content: str = Field(min_length=1)
+    content: OneLine = Field(min_length=1)
     formed_at: UtcDatetime
     source_session_id: Id | None = None
     source_message_ids: SourceIds = ()
