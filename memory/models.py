@@ -224,6 +224,8 @@ class FactRevision(_Model):
     content: str
     changed_at: UtcDatetime
     reason: str = ""
+    # Its messages' session (ids are unique per session only); None: stored before this field.
+    source_session_id: Id | None = None
     source_message_ids: SourceIds = ()
     formation_id: str | None = None
     said_at: UtcDatetime | None = None

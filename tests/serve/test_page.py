@@ -10,11 +10,12 @@ from pathlib import Path
 import httpx
 from temporalio.testing import WorkflowEnvironment
 
-from memory.models import ScopeKey
+from memory.models import FactUpdate, ScopeKey
 from serve.app import create_app
 from serve.keys import StoreKeyStore
 from tests.harness import Harness, conversation
 from tests.serve.conftest import Served, form_alice
+from tests.store.builders import Former, add, at, msg, record, unit
 
 
 def browser(served: Served, token: str | None) -> httpx.AsyncClient:
@@ -208,6 +209,32 @@ async def test_a_fact_opens_the_messages_it_came_from(served: Served) -> None:
     assert "message 0 from the user" in sources and "message 2 from the user" in sources
     assert "message 1 from the agent" not in sources  # not cited
     assert 'id="said"' in page.text
+
+
+async def test_a_version_said_in_another_session_opens_that_sessions_message(
+    served: Served,
+) -> None:
+    """Message ids repeat across sessions (both have an m1): the version said in s2 shows s2's
+    message, not s1's m1; the earlier version keeps its session in the history."""
+    store = served.h.store
+    await record(store, "s1", "eve", [msg("m1", "I live in Paris", seconds=10)])
+    await record(store, "s2", "eve", [msg("m1", "I moved to Berlin", seconds=500)])
+    paris = add("f1", "Alice lives in Paris", unit(1, 0))
+    await Former(store, "s1", "eve").form(
+        paris.model_copy(update={"source_message_ids": ("m1",), "said_at": at(10)})
+    )
+    berlin = FactUpdate(
+        fact_id="f1", expected_version=1, content="Alice lives in Berlin", embedding=unit(1, 0),
+        reason="moved", source_message_ids=("m1",), said_at=at(500),
+    )  # fmt: skip
+    await Former(store, "s2", "eve").form(berlin)
+    async with browser(served, served.eve) as c:
+        page = (await c.get("/ui/agents/eve/facts/f1")).text
+    sources = page.split('id="sources"')[1].split("</table>")[0]
+    assert "I moved to Berlin" in sources and "I live in Paris" not in sources
+    assert '<code id="source-session">s2</code>' in page
+    history = page.split('class="history"')[1].split("</table>")[0]
+    assert "Alice lives in Paris" in history and "session s1: m1" in history
 
 
 async def test_an_error_echoing_a_long_input_still_lands_on_the_page(served: Served) -> None:

@@ -105,9 +105,9 @@ async def test_edit_fact_makes_a_new_searchable_version(store: MemoryStore) -> N
     # The revision keeps the replaced version's provenance; the edit keeps the fact's own.
     revision = FactRevision(
         version=1, content="Works at Acme", changed_at=at(500), reason="typo",
-        formation_id=edited.formation_id,
+        source_session_id="s1", formation_id=edited.formation_id,
     )  # fmt: skip
-    assert edited.formation_id is not None
+    assert (edited.formation_id is not None, edited.source_session_id) == (True, "s1")
     assert edited.history == (revision,)
     assert edited.hash == content_hash("Works at Globex")
     assert (edited.formed_at, edited.updated_at, edited.invalidated_at) == (at(100), at(500), None)

@@ -1,6 +1,6 @@
 """Contract: every fact and reflection says which messages it came from, which formation wrote it
-and when it was said; an update keeps the earlier version's provenance in the history (both
-backends)."""
+and when it was said; an update keeps the earlier version's provenance in the history (every
+backend)."""
 
 from __future__ import annotations
 
@@ -72,6 +72,65 @@ async def test_an_update_cites_its_messages_first_and_keeps_the_old_in_history(
     [revision] = fact.history
     assert (revision.content, revision.source_message_ids) == ("Alice lives in Paris", ("m1",))
     assert (revision.said_at, revision.formation_id) == (at(10), formation_id("s1", "a1", 0, 1))
+    assert fact.source_session_id == revision.source_session_id == "s1"
+
+
+async def test_an_update_from_another_session_cites_that_sessions_messages_only(
+    store: MemoryStore,
+) -> None:
+    """Message ids are unique within a session only (both sessions have an m1): the version said
+    in s2 cites s2's messages, under s2; the earlier version's stay, with s1, in its revision."""
+    await record(store, "s1", "a1", [msg("m1", "I live in Paris", seconds=10)])
+    moved = [msg("m1", "I moved to Berlin", seconds=500), msg("m2", "last week", seconds=510)]
+    await record(store, "s2", "a1", moved)
+    await Former(store, "s1").form(
+        add("f1", "Alice lives in Paris", unit(1, 0)).model_copy(
+            update={"source_message_ids": ("m1",), "said_at": at(10)}
+        )
+    )
+    berlin = FactUpdate(
+        fact_id="f1", expected_version=1, content="Alice lives in Berlin", embedding=unit(1, 0),
+        reason="moved", source_message_ids=("m2", "m1"), said_at=at(510),
+    )  # fmt: skip
+    await Former(store, "s2").form(berlin)
+
+    [fact] = await store.get_facts(["f1"])
+    assert (fact.content, fact.source_session_id) == ("Alice lives in Berlin", "s2")
+    assert fact.source_message_ids == ("m2", "m1")  # s2's only: no s1 id listed under s2
+    assert (fact.said_at, fact.formation_id) == (at(510), formation_id("s2", "a1", 0, 1))
+    cited = await store.get_messages(fact.source_session_id or "", fact.source_message_ids)
+    assert [m.content for m in cited] == ["I moved to Berlin", "last week"]
+    [revision] = fact.history
+    assert (revision.content, revision.source_session_id) == ("Alice lives in Paris", "s1")
+    assert (revision.source_message_ids, revision.said_at) == (("m1",), at(10))
+    assert revision.formation_id == formation_id("s1", "a1", 0, 1)
+
+
+async def test_an_earlier_statement_from_another_session_is_kept_with_its_session(
+    store: MemoryStore,
+) -> None:
+    """An older conversation imported after a newer one: its statement goes to the history (it
+    does not replace the later one), naming the session its messages are in."""
+    await record(store, "s1", "a1", [msg("m1", "I moved to Berlin", seconds=500)])
+    await record(store, "s2", "a1", [msg("m1", "I live in Paris", seconds=10)])
+    await Former(store, "s1").form(
+        add("f1", "Alice lives in Berlin", unit(1, 0)).model_copy(
+            update={"source_message_ids": ("m1",), "said_at": at(500)}
+        )
+    )
+    paris = FactUpdate(
+        fact_id="f1", expected_version=1, content="Alice lives in Paris", embedding=unit(1, 0),
+        reason="moved", source_message_ids=("m1",), said_at=at(10),
+    )  # fmt: skip
+    await Former(store, "s2").form(paris)
+
+    [fact] = await store.get_facts(["f1"])
+    assert (fact.content, fact.source_session_id, fact.source_message_ids) == (
+        "Alice lives in Berlin", "s1", ("m1",),
+    )  # fmt: skip
+    [revision] = fact.history
+    assert (revision.content, revision.source_session_id) == ("Alice lives in Paris", "s2")
+    assert (revision.source_message_ids, revision.said_at) == (("m1",), at(10))
 
 
 async def test_a_statement_said_before_the_current_version_does_not_replace_it(

@@ -68,10 +68,12 @@ async def test_locker_101_then_102_then_103_ends_at_103_and_the_email_is_formed(
         (True, False),
         (False, True),
     ]
-    # Provenance through the whole path: each version cites what it was formed from.
-    assert lockers[0].source_message_ids == ("k2", "k1", "k0")
+    # Provenance through the whole path: each version cites what it was formed from, in the
+    # session it was said in (k0 is s0's: the versions said in s1 cite s1's messages only).
+    assert (lockers[0].source_session_id, lockers[0].source_message_ids) == ("s1", ("k2", "k1"))
     assert lockers[0].said_at == T0 + timedelta(minutes=2)
-    assert [r.source_message_ids for r in lockers[0].history] == [("k0",), ("k1", "k0")]
+    sources = [(r.source_session_id, r.source_message_ids) for r in lockers[0].history]
+    assert sources == [("s0", ("k0",)), ("s1", ("k1",))]
     [email] = [f for f in valid if "kay@example.com" in f.content]
     assert (email.source_message_ids, email.said_at) == (("k3",), T0 + timedelta(minutes=3))
     state = await store.get_session_agent_state("s1", "eve")

@@ -222,11 +222,14 @@ class _FactPlanner:
         found.sort(key=lambda f: (f.invalidated_at or f.updated_at, f.fact_id), reverse=True)
         return found[0] if found else None
 
+    def _source(self, op: FactAdd | FactUpdate) -> Provenance:
+        formation, session = self.commit.formation_id, self.commit.session_id
+        return Provenance(op.source_message_ids, formation, op.said_at, session)
+
     def _rewrite(self, fact: Fact, op: FactAdd | FactUpdate, reason: str) -> None:
         at, model = self.commit.committed_at, self.commit.embedding_model
-        source = Provenance(op.source_message_ids, self.commit.formation_id, op.said_at)
         new = rewritten(
-            fact, content=op.content, model=model, at=at, reason=reason, provenance=source
+            fact, content=op.content, model=model, at=at, reason=reason, provenance=self._source(op)
         )
         self._put(new, op.embedding)
 
@@ -263,8 +266,7 @@ class _FactPlanner:
     def _update(self, op: FactUpdate) -> None:
         fact = self._current(op.fact_id, op.expected_version)
         if said_before(op.said_at, fact):
-            source = Provenance(op.source_message_ids, self.commit.formation_id, op.said_at)
-            at = self.commit.committed_at
+            at, source = self.commit.committed_at, self._source(op)
             self._put(told_before(fact, content=op.content, at=at, provenance=source), None)
             self.counts["updated"] += 1
             return

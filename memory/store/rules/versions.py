@@ -17,6 +17,7 @@ class Provenance:
     source_message_ids: tuple[str, ...] = ()
     formation_id: str | None = None
     said_at: datetime | None = None
+    session_id: str | None = None  # the session the messages are in (the formation's)
 
 
 def rewritten(
@@ -29,25 +30,19 @@ def rewritten(
     provenance: Provenance | None = None,
 ) -> Fact:
     """A new version of the fact with this content, valid, its old content and provenance kept
-    in history. A formed version cites its own messages first, then the earlier version's (it
-    is still the same fact), at most MAX_SOURCES; a manual edit keeps the sources it had."""
+    in history (see ``_sourced`` for a formed version's); a manual edit keeps the sources it
+    had."""
     revision = FactRevision(
         version=fact.version,
         content=fact.content,
         changed_at=at,
         reason=reason,
+        source_session_id=fact.source_session_id,
         source_message_ids=fact.source_message_ids,
         formation_id=fact.formation_id,
         said_at=fact.said_at,
     )
-    sourced: dict[str, object] = {}
-    if provenance is not None:
-        ids = (*provenance.source_message_ids, *fact.source_message_ids)
-        sourced = {
-            "source_message_ids": tuple(dict.fromkeys(ids))[:MAX_SOURCES],
-            "formation_id": provenance.formation_id,
-            "said_at": provenance.said_at or fact.said_at,
-        }
+    sourced = {} if provenance is None else _sourced(fact, provenance)
     return fact.model_copy(
         update={
             **sourced,
@@ -64,6 +59,28 @@ def rewritten(
     )
 
 
+def _sourced(fact: Fact, provenance: Provenance) -> dict[str, object]:
+    """A formed version's provenance. Formed in the session the fact's sources are in, it cites
+    its own messages first, then the earlier version's (it is still the same fact), at most
+    MAX_SOURCES. Formed in another session, it cites its own only, in that session: message ids
+    are unique within a session only, so the earlier ids cannot be listed under the new session
+    (nor the new ones under the old); the earlier version's are kept, with their session, in
+    its revision. Its said_at is then its own messages' time alone (None if not known)."""
+    if provenance.session_id != fact.source_session_id:
+        return {
+            "source_session_id": provenance.session_id,
+            "source_message_ids": provenance.source_message_ids[:MAX_SOURCES],
+            "formation_id": provenance.formation_id,
+            "said_at": provenance.said_at,
+        }
+    ids = (*provenance.source_message_ids, *fact.source_message_ids)
+    return {
+        "source_message_ids": tuple(dict.fromkeys(ids))[:MAX_SOURCES],
+        "formation_id": provenance.formation_id,
+        "said_at": provenance.said_at or fact.said_at,
+    }
+
+
 def said_before(said_at: datetime | None, fact: Fact) -> bool:
     """Whether a statement was said before the fact's current version was (a message recorded
     late, an older conversation imported after a newer one): it must not replace it."""
@@ -78,6 +95,7 @@ def told_before(fact: Fact, *, content: str, at: datetime, provenance: Provenanc
         content=content,
         changed_at=at,
         reason="said before the current version, learnt later",
+        source_session_id=provenance.session_id,
         source_message_ids=provenance.source_message_ids,
         formation_id=provenance.formation_id,
         said_at=provenance.said_at,

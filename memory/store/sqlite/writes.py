@@ -27,10 +27,11 @@ VALUES (:fact_id, :agent_id, :user_id, :scope, :content, :hash, :embedding, :emb
 """
 _UPDATE_FACT = """
 UPDATE facts SET content = :content, hash = :hash, embedding = coalesce(:embedding, embedding),
-    embedding_model = :embedding_model, source_message_ids = :source_message_ids,
-    formation_id = :formation_id, said_at = :said_at, updated_at = :updated_at, version = :version,
-    previous_content = :previous_content, history = :history, invalidated_at = :invalidated_at,
-    invalidated_by = :invalidated_by, change_seq = :change_seq
+    embedding_model = :embedding_model, source_session_id = :source_session_id,
+    source_message_ids = :source_message_ids, formation_id = :formation_id, said_at = :said_at,
+    updated_at = :updated_at, version = :version, previous_content = :previous_content,
+    history = :history, invalidated_at = :invalidated_at, invalidated_by = :invalidated_by,
+    change_seq = :change_seq
 WHERE fact_id = :fact_id
 """
 

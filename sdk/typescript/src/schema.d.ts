@@ -685,6 +685,8 @@ export interface components {
              * @default
              */
             reason?: string;
+            /** Source Session Id */
+            source_session_id?: string | null;
             /**
              * Source Message Ids
              * @default []
