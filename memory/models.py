@@ -382,11 +382,7 @@ class FormationCommit(_Model):
     recheck: AddRecheck | None = Field(
         None, description="Re-check the adds against facts committed since the candidates read"
     )
-    embedded_text_hashes: list[str] = Field(
-        default_factory=list,
-        description="Embedding-cache keys (text_hash) of every text the formation embedded: "
-        "those the commit does not store are dropped with it",
-    )
+    embedded_text_hashes: list[str] = []  # cache keys of its texts: see rules.erasure
 
 
 class FormationCommitResult(_Model):

@@ -50,3 +50,21 @@ async def test_a_commit_discarded_for_an_erasure_drops_every_vector_it_cached(
     assert result.discarded_for_erasure
     assert await store.get_facts(["f1"]) == []
     assert await _cached(store) == set()
+
+
+async def test_the_text_of_an_add_found_already_stored_stays_cached(store: MemoryStore) -> None:
+    """Its commit wrote nothing for it, but a retry of that commit reads its vector again
+    before it learns the commit is done."""
+    await record(store, "s1", "a1", [msg("s1-1", "I like green tea", seconds=1)])
+    await record(store, "s2", "a1", [msg("s2-1", "I like green tea", seconds=2)])
+    await store.put_embeddings(MODEL, {text_hash(STORED): vec(1)})
+    first = commit(ops=[add("f1", STORED, unit(1))])
+    again = commit(session_id="s2", ops=[add("f2", STORED, unit(1))]).model_copy(
+        update={"embedded_text_hashes": [text_hash(STORED)]}
+    )
+
+    await store.commit_formation(first)
+    result = await store.commit_formation(again)
+
+    assert (result.facts_added, result.facts_duplicate) == (0, 1)
+    assert await _cached(store) == {STORED}

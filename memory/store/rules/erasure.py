@@ -20,6 +20,7 @@ from memory.ids import content_hash, text_hash
 from memory.models import Fact as _Fact
 from memory.models import (
     FactAdd,
+    FactUpdate,
     FormationCommit,
     FormationCommitResult,
     ScopeKey,
@@ -75,19 +76,26 @@ def discarded(commit: FormationCommit) -> Plan[FormationCommitResult]:
     """No memory written, not even the cursor: the session went with the user, or its window is
     formed again without the user's messages. The vectors the formation cached go too."""
     return Plan(
-        unstored_embeddings(commit, ()),
+        unstored_embeddings(commit, (), discarded=True),
         FormationCommitResult(formation_id=commit.formation_id, discarded_for_erasure=True),
     )
 
 
-def unstored_embeddings(commit: FormationCommit, writes: Sequence[Write]) -> tuple[Write, ...]:
-    """Drop the cache entries of texts the formation embedded that these writes do not store:
-    a restatement decided NONE, a change refused, an add found already stored. Only the
-    formation's own retries needed them, and as no fact holds their text, forget_user (which
-    drops the entries of the user's facts' texts) could never find them: the vector of a
-    forgotten user's sentence would stay."""
-    stored = {text_hash(w.fact.content) for w in writes if isinstance(w, PutFact)}
-    dropped = tuple(sorted(set(commit.embedded_text_hashes) - stored))
+def unstored_embeddings(
+    commit: FormationCommit, writes: Sequence[Write], *, discarded: bool = False
+) -> tuple[Write, ...]:
+    """Drop the cache entries of texts the formation embedded for nothing it keeps: a
+    restatement decided NONE, a fact left undecided. Only its own retries needed them, and as no
+    fact holds their text, forget_user (which drops the entries of the user's facts' texts) could
+    never find them: the vector of a forgotten user's sentence would stay. The texts of its ops
+    stay cached even when not written (an add found already stored): a retried commit reads
+    them again before it learns it is done. Discarded (no ops written), every entry goes."""
+    kept: set[str] = set()
+    if not discarded:
+        texts = [op.content for op in commit.fact_ops if isinstance(op, FactAdd | FactUpdate)]
+        texts += [w.fact.content for w in writes if isinstance(w, PutFact)]
+        kept = {text_hash(t) for t in texts}
+    dropped = tuple(sorted(set(commit.embedded_text_hashes) - kept))
     return (DeleteEmbeddings(dropped),) if dropped else ()
 
 
