@@ -23,6 +23,7 @@ from memory.models import (
     Reflection,
 )
 from memory.pipeline.dedup import stored_texts
+from memory.pipeline.facts import dedup_gate
 from memory.pipeline.types import (
     CandidatesResult,
     CommitResult,
@@ -122,7 +123,7 @@ def _recheck(deps: Deps, window: Window, candidates: CandidatesResult | None) ->
     return AddRecheck(
         candidates_read_at=candidates.read_at,
         seen=seen,
-        similarity=cfg.dedup_similarity_threshold,
+        similarity=dedup_gate(cfg, deps.embedder),  # the gate the candidates were read at
         floors=floors,
     )
 
