@@ -77,6 +77,9 @@ async def reform(
     original = ids.formation_id(session_id, agent_id, after_seq, upto_seq)
     # The facts the decide fallback added unmerged, left out of the candidates.
     flagged = {ids.fact_id(original, i) for i in range(deps.settings.facts.max_per_formation)}
+    # The users' erasure epochs now: a commit checks them (a user forgotten once is at 1, and a
+    # window without them would be discarded as if formed before that erasure).
+    epochs = await deps.store.erasure_epochs(agent_id, session.user_ids)
     report = CheckReport()
     done: list[CommitResult] = []
     still: list[StillDegraded] = []
@@ -94,6 +97,7 @@ async def reform(
             message_count=upto - after,
             fact_scopes=fact_scopes,
             reflection_scopes=reflection_scopes,
+            user_epochs=epochs,
             agent=agent,
         )
         try:

@@ -120,3 +120,24 @@ async def test_reforming_a_range_splits_it_and_reports_what_stays_unusable(
     ]
     state = await store.get_session_agent_state("s1", "eve")
     assert state is not None and state.cursor_seq == 4
+
+
+async def test_reforming_the_window_of_a_user_forgotten_once_writes_its_facts(
+    store: MemoryStore,
+) -> None:
+    """kay asked to be forgotten once and came back (erasure epoch 1): the re-formed window's
+    commit carried no epochs, and was discarded as if loaded before that erasure."""
+    await store.upsert_agent(AgentConfig(agent_id="eve", name="Eve"))
+    await store.forget_user("kay", agent_id="eve", at=T0 - timedelta(days=1))
+    await store.record_messages(
+        "s1", "eve", [said(0, "TOKEN: my locker code is 4411.")], weights={"user": 1.0},
+        chars_per_token=4.0, now=T0,
+    )  # fmt: skip
+    embedder = WordHashEmbedder()
+    unread = Deps(settings=Settings(), store=store, llm=ReadsNoTokens(), embedder=embedder)
+    await form_session(unread, "eve", "s1", CheckReport())  # passed over
+    deps = Deps(settings=Settings(), store=store, llm=HeuristicProvider(), embedder=embedder)
+
+    again = await reform(deps, "eve", "s1", 0, 1)
+
+    assert (again.commit.facts_added, again.commit.discarded_for_erasure) == (1, False)
