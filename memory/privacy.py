@@ -26,6 +26,7 @@ _PHRASES: dict[str, tuple[str, ...]] = {
     "health": (
         r"diagnosed",
         r"pregnan(?:t|cy)",
+        r"expecting (?:a baby|twins|triplets|a child|our first)",
         r"miscarriage",
         r"allergic",
         r"diabetic",
@@ -72,6 +73,10 @@ _PHRASES: dict[str, tuple[str, ...]] = {
         _WHOSE + r"(?:phone|mobile|cell)(?: number)?",
         r"home address",
         r"lives at",
+        # A household's, said as "we" (the offline provider reads only "I" and "my" as personal).
+        r"(?:call|text|reach|ring) (?:us|me) (?:at|on)",
+        _WHOSE + r"(?:flat|apartment|condo)",
+        r"(?:we|I|they|he|she) (?:moved|relocated) (?:in)?to \d+",
     ),
     "identity": (
         r"passwords?",

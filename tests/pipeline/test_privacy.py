@@ -26,6 +26,11 @@ from memory.privacy import private_detail
         ("Gina\u2019s phone number is 555-0101.", "contact data"),  # a typographic apostrophe
         ("The wifi password is hunter2.", "identity"),
         ("Sam came out as gay in 2019.", "identity"),
+        # A household's details, said as "we": the offline provider reads only "I"/"my" as personal.
+        ("We moved to 12 Elm Street in Lisbon last year.", "contact data"),
+        ("Call us at +1 555 0100 after 6pm.", "contact data"),
+        ("Our flat is at 12 Elm Street, Lisbon.", "contact data"),
+        ("We are expecting twins in March 2026.", "health"),
     ],
 )
 def test_a_persons_private_detail_is_found(text: str, category: str) -> None:
@@ -45,6 +50,9 @@ def test_a_persons_private_detail_is_found(text: str, category: str) -> None:
         "The Mars Festival opens on March 15, 2027 in Lisbon.",
         "Acme Robotics has 40 employees in Berlin.",
         "Gina launched an ad campaign for her clothing store.",
+        "The office moved to 12 Elm Street in May.",
+        "The support line is +1 555 0100 on weekdays.",
+        "Our home page lists the prices.",
     ],
 )
 def test_what_a_business_says_of_its_work_is_no_private_detail(text: str) -> None:
