@@ -213,3 +213,20 @@ async def test_forget_takes_the_agents_session_memory_of_a_session_another_agent
     assert await store.list_reflections(mine, include_absorbed=True) == []
     assert [r.content for r in await store.list_reflections(theirs)] == ["u1 told a PIN"]
     assert await store.get_session("s5") is not None
+
+
+async def test_a_session_id_used_again_after_the_forget_is_formed(store: MemoryStore) -> None:
+    """forget_user deleted s1 whole; the backend used the id again, its seqs from 1 again: the
+    first window's formation id used to find the old commit's record and be taken as done."""
+    await record(store, "s1", "a1", [msg("s1-1", "I love sailing", seconds=1)])
+    await store.commit_formation(commit(ops=[add("f1", "Loves sailing", unit(1))]))
+    await store.forget_user("u1", agent_id="a1", at=at(50))
+
+    await record(store, "s1", "a1", [msg("s1-1b", "I moved to Oslo", seconds=60)])
+    again = commit(ops=[add("f2", "Lives in Oslo", unit(0, 1))], seconds=120)
+    again = again.model_copy(update={"user_epochs": await store.erasure_epochs("a1", ["u1"])})
+    result = await store.commit_formation(again)
+
+    assert (result.already_committed, result.facts_added) == (False, 1)
+    state = await store.get_session_agent_state("s1", "a1")
+    assert state is not None and state.cursor_seq == 1

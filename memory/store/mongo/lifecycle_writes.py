@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import assert_never
 
 from pymongo.asynchronous.client_session import AsyncClientSession
@@ -63,7 +64,11 @@ async def apply_lifecycle(
         case lw.DeleteScope(key=key):
             await db.reflections.delete_many({"scope_key": key}, session=s)
             await db.consolidated.delete_many({"_id": key}, session=s)
-        case lw.DeleteSessions(session_ids=ids):
+        case lw.DeleteSessions(session_ids=ids, formations=formations):
+            for prefix in formations:
+                await db.formation_commits.delete_many(
+                    {"_id": {"$regex": f"^{re.escape(prefix)}"}}, session=s
+                )
             in_ids = {"$in": list(ids)}
             scoped = {"session_id": in_ids, "scope": "session"}
             await db.reflections.delete_many(scoped, session=s)

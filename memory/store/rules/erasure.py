@@ -212,7 +212,8 @@ def plan_forget(
     ]
     keys = {user_key}
     if whole:
-        writes.append(DeleteSessions(tuple(s.session_id for s in whole)))
+        formations = tuple(f"{a}:{s.session_id}:" for s in whole for a in s.agent_ids)
+        writes.append(DeleteSessions(tuple(s.session_id for s in whole), formations))
         keys |= {f"session:{a}:{s.session_id}" for s in whole for a in s.agent_ids}
     # A session the user was alone in that stays for another agent: this agent's memory of it
     # was formed of the user's words only, and goes with them.

@@ -71,9 +71,13 @@ class DeleteScope(LifecycleOp):
 
 @dataclass(frozen=True)
 class DeleteSessions(LifecycleOp):
-    """Whole sessions: messages, agents' states, users, session-scope reflections and blobs."""
+    """Whole sessions: messages, agents' states, users, session-scope reflections and blobs, and
+    the records of their formations (ids starting with these "agent:session:" prefixes): a
+    session id used again restarts its seqs, and its first window's formation id would find
+    the old record and be taken as committed, nothing written, the cursor never moved."""
 
     session_ids: tuple[str, ...]
+    formations: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

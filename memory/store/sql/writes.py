@@ -166,13 +166,18 @@ async def _apply_lifecycle(
         case lw.DeleteScope(key=key):
             await db.execute("DELETE FROM reflections WHERE scope_key = %s", (key,))
             await db.execute("DELETE FROM consolidated WHERE scope_key = %s", (key,))
-        case lw.DeleteSessions(session_ids=ids):
+        case lw.DeleteSessions(session_ids=ids, formations=formations):
             # messages, session_agents and session users go by ON DELETE CASCADE.
             for table in ("reflections", "consolidated"):
                 await db.execute_in(
                     f"DELETE FROM {table} WHERE scope = 'session' AND session_id", ids
                 )
             await db.execute_in("DELETE FROM sessions WHERE session_id", ids)
+            for prefix in formations:  # substr, not LIKE: ids may hold "_"
+                await db.execute(
+                    "DELETE FROM formation_commits WHERE substr(formation_id, 1, %s) = %s",
+                    (len(prefix), prefix),
+                )
         case lw.DeleteUserMessages(session_id=sid, user_id=user_id):
             # The messages, then the user in the session and among each agent's participants.
             for table in ("messages", "session_users", "session_agent_users"):
