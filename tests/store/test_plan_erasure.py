@@ -48,7 +48,8 @@ def test_forget_deletes_lone_sessions_whole_and_the_users_part_of_shared_ones() 
     plan = plan_forget(ForgetRequest("a1", "u1", all_agents=False), snapshot, at=at(0))
 
     assert isinstance(plan.writes[0], PutErasure) and plan.writes[0].epoch == 3
-    assert DeleteSessions(("s1",)) in plan.writes  # another agent's session stays for it
+    # Another agent's session stays for it; the records of the formations go with the session.
+    assert DeleteSessions(("s1",), ("a1:s1:",)) in plan.writes
     assert DeleteUserMessages("s2", "u1") in plan.writes
     assert DeleteUserMessages("s3", "u1") in plan.writes
     moved = [w.state for w in plan.writes if isinstance(w, MoveCursor)]
@@ -60,4 +61,4 @@ def test_forget_deletes_lone_sessions_whole_and_the_users_part_of_shared_ones() 
     assert (counts.reflections, counts.blobs, counts.epoch) == (3, 1, 3)
     # For every agent, a session the user was alone in goes whole whatever its agents.
     every = plan_forget(ForgetRequest("a1", "u1", all_agents=True), snapshot, at=at(0))
-    assert DeleteSessions(("s1", "s2")) in every.writes
+    assert DeleteSessions(("s1", "s2"), ("a1:s1:", "a1:s2:", "b1:s2:")) in every.writes
