@@ -136,6 +136,32 @@ def to_provider_error(
             return _status_error(exc.code, message, retry_after, provider=provider)
         case genai_errors.UnknownApiResponseError() | json.JSONDecodeError():  # the HTTP body
             return failed(f"sent a non-JSON response: {detail}", retryable=True)
+        case openai.APIError():
+            # Plain APIError (after its subclasses above): an SSE error event in a streamed answer
+            # whose HTTP status was 200. The server failed mid-answer; a retry may succeed.
+            status = _body_status(exc.body)
+            where = f" ({status})" if status is not None else ""
+            return ProviderError(
+                f"{provider} stream error{where}: {redact(exc.message, secrets)}",
+                retryable=True,
+                status=status,
+                provider=provider,
+            )
+    return None
+
+
+def _body_status(body: object) -> int | None:
+    """The HTTP-like status an error event's body carries in ``status`` or ``code``, if any."""
+    if not isinstance(body, dict):
+        return None
+    for key in ("status", "code"):
+        value = body.get(key)
+        if isinstance(value, bool):
+            continue
+        if isinstance(value, int) or (isinstance(value, str) and value.isdigit()):
+            number = int(value)
+            if 100 <= number <= 599:
+                return number
     return None
 
 

@@ -253,6 +253,29 @@ async def test_a_stream_that_ends_mid_answer_is_a_retryable_provider_error(
     assert "ended before the answer" in str(caught.value)
 
 
+async def test_an_error_event_mid_stream_is_a_retryable_provider_error_with_the_key_redacted(
+    server: FakeProviderServer, provider: OpenAIProvider
+) -> None:
+    """OpenAI, vLLM and llama.cpp end a stream that failed after its 200 with an SSE error event;
+    the SDK raises a plain openai.APIError for it, which must not escape unmapped (unredacted)."""
+    whole = as_stream(openai_chat('{"facts": [{"content": "Alice likes tea"}]}').body)
+    events = whole.decode().split("\n\n")
+    error = {
+        "error": {"message": f"overloaded (key {API_KEY})", "type": "server_error", "code": 503}
+    }
+    body = "\n\n".join(events[:2]) + f"\n\ndata: {json.dumps(error)}\n\n"
+    server.script(Reply(body=body.encode(), content_type="text/event-stream"))
+
+    with pytest.raises(ProviderError) as caught:
+        await provider.generate_structured(REQUEST, ExtractedFacts)
+
+    assert not isinstance(caught.value, MalformedOutputError)
+    assert caught.value.retryable and caught.value.status == 503
+    assert "overloaded" in str(caught.value)
+    assert API_KEY not in str(caught.value) and "[redacted]" in str(caught.value)
+    assert caught.value.__cause__ is None and caught.value.__suppress_context__
+
+
 async def test_a_body_that_is_not_json_is_a_retryable_provider_error(
     server: FakeProviderServer, provider: OpenAIProvider
 ) -> None:
