@@ -269,6 +269,26 @@ class RetrySettings(_Group):
         5, gt=0, description="Largest retry delay of a store step (a dead worker costs this too)"
     )
 
+    @model_validator(mode="after")
+    def _consistent(self) -> Self:
+        # Temporal refuses such a retry policy only when a workflow schedules the step: each
+        # workflow task would fail, and be retried, forever. Refuse it at start instead.
+        for step, initial, maximum in (
+            ("llm", self.llm_initial_interval_seconds, self.llm_max_interval_seconds),
+            ("store", self.store_initial_interval_seconds, self.store_max_interval_seconds),
+        ):
+            if initial > maximum:
+                raise ValueError(
+                    f"{step}_initial_interval_seconds ({initial:g}) must not exceed "
+                    f"{step}_max_interval_seconds ({maximum:g})"
+                )
+        if self.llm_heartbeat_seconds >= self.llm_timeout_seconds:
+            raise ValueError(
+                f"llm_heartbeat_seconds ({self.llm_heartbeat_seconds:g}) must be less than "
+                f"llm_timeout_seconds ({self.llm_timeout_seconds:g})"
+            )
+        return self
+
 
 class StoreSettings(_Group):
     backend: Literal["sqlite", "postgres", "mongo"] = Field(

@@ -48,6 +48,39 @@ def test_an_invalid_value_names_the_field(monkeypatch: pytest.MonkeyPatch) -> No
         Settings()
 
 
+@pytest.mark.parametrize(
+    ("variable", "value", "fields"),
+    [
+        (
+            "STORE_INITIAL_INTERVAL_SECONDS",
+            "10",
+            "store_initial_interval_seconds.*store_max_interval_seconds",
+        ),
+        (
+            "LLM_INITIAL_INTERVAL_SECONDS",
+            "120",
+            "llm_initial_interval_seconds.*llm_max_interval_seconds",
+        ),
+        ("LLM_HEARTBEAT_SECONDS", "180", "llm_heartbeat_seconds.*llm_timeout_seconds"),
+    ],
+)
+def test_inconsistent_retry_timings_are_refused_at_start(
+    monkeypatch: pytest.MonkeyPatch, variable: str, value: str, fields: str
+) -> None:
+    """Temporal refuses an initial retry interval above the maximum only when a workflow schedules
+    the step, failing its workflow task forever: refuse it when the settings load."""
+    monkeypatch.setenv(f"MNEMOS_RETRIES__{variable}", value)
+    with pytest.raises(ValidationError, match=fields):
+        Settings()
+
+
+def test_an_initial_retry_interval_equal_to_the_maximum_is_accepted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("MNEMOS_RETRIES__STORE_INITIAL_INTERVAL_SECONDS", "5")
+    assert Settings().retries.store_initial_interval_seconds == 5
+
+
 def test_mongo_backend_needs_a_uri(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MNEMOS_STORE__BACKEND", "mongo")
     with pytest.raises(ValidationError, match="mongodb_uri"):
