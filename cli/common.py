@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
+import os
+import re
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Annotated, Any, NoReturn
@@ -13,6 +15,7 @@ from typing import Annotated, Any, NoReturn
 import typer
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import to_jsonable_python
+from pydantic_settings import SettingsError
 from rich.console import Console
 from temporalio.client import Client, WorkflowFailureError
 from temporalio.service import RPCError
@@ -45,12 +48,43 @@ def _validation_line(err: ValidationError) -> str:
     return "; ".join(parts) + more
 
 
+def _settings_error_line(err: SettingsError) -> str:
+    """What pydantic-settings could not parse (a structured variable that is no JSON), by field and
+    variable name. Never the value, which may be a secret: values of MNEMOS_* variables are cut
+    out of the cause's message too."""
+    match = re.search(r'field "([^"]+)"', str(err))
+    field = match.group(1) if match else None
+    variables = sorted(
+        name
+        for name in os.environ
+        if field is not None
+        and (
+            name.upper() == f"MNEMOS_{field.upper()}"
+            or name.upper().startswith(f"MNEMOS_{field.upper()}__")
+        )
+    )
+    where = field or "environment"
+    if variables:
+        where += f" ({', '.join(variables)})"
+    cause = err.__cause__
+    if cause is None:
+        return f"{where}: {err}"
+    detail = str(cause)
+    for name, value in os.environ.items():
+        if name.upper().startswith("MNEMOS_") and len(value) >= 3:
+            detail = detail.replace(value, "[redacted]")
+    kind = "not valid JSON" if isinstance(cause, json.JSONDecodeError) else "cannot be parsed"
+    return f"{where}: {kind} ({detail})"
+
+
 def load_settings() -> Settings:
     """Settings from MNEMOS_* variables, read fresh (a test or a shell may change them)."""
     try:
         settings = Settings()
     except ValidationError as e:
         fail(f"invalid settings: {_validation_line(e)}")
+    except SettingsError as e:
+        fail(f"invalid settings: {_settings_error_line(e)}")
     configure_logging("warning" if settings.log_level == "info" else settings.log_level)
     return settings
 
