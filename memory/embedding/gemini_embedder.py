@@ -1,4 +1,4 @@
-"""Gemini embeddings: ``embed_content`` with every text of a batch in one call."""
+"""Gemini embeddings: ``embed_content`` with the texts of a batch, at most 100 per call."""
 
 from __future__ import annotations
 
@@ -14,12 +14,15 @@ from memory.llm.errors import provider_errors
 from memory.llm.gemini_provider import gemini_http_options
 
 _PROVIDER = "gemini"
+# batchEmbedContents refuses more requests than this in one call.
+MAX_TEXTS_PER_CALL = 100
 
 
 class GeminiEmbedder(Embedder):
     """Reduced dimensions of gemini-embedding-001 are not unit-norm, hence ``normalize``.
 
-    The Gemini API takes at most 100 texts per call: keep batches at or under that."""
+    The Gemini API takes at most 100 texts per call: ``embed`` splits a larger batch into calls
+    of at most that many, in order, and returns one batch of all their vectors."""
 
     def __init__(
         self,
@@ -43,6 +46,15 @@ class GeminiEmbedder(Embedder):
                 np.zeros((0, self.dimension), np.float32), self.model, self.dimension
             )
         config = types.EmbedContentConfig(output_dimensionality=self.dimension)
+        rows: list[list[float]] = []
+        for start in range(0, len(texts), MAX_TEXTS_PER_CALL):
+            rows.extend(await self._embed_call(texts[start : start + MAX_TEXTS_PER_CALL], config))
+        vectors = normalize(np.array(rows, dtype=np.float32))
+        return EmbeddingBatch(vectors=vectors, model=self.model, dimension=self.dimension)
+
+    async def _embed_call(
+        self, texts: Sequence[str], config: types.EmbedContentConfig
+    ) -> list[list[float]]:
         with provider_errors(_PROVIDER, [self._api_key]):
             response = await self._client.aio.models.embed_content(
                 model=self.model, contents=list(texts), config=config
@@ -55,8 +67,7 @@ class GeminiEmbedder(Embedder):
                 retryable=True,
                 provider=_PROVIDER,
             )
-        vectors = normalize(np.array(rows, dtype=np.float32))
-        return EmbeddingBatch(vectors=vectors, model=self.model, dimension=self.dimension)
+        return rows
 
     async def close(self) -> None:
         await self._client.aio.aclose()

@@ -179,6 +179,24 @@ async def test_gemini_one_call_per_batch_with_the_configured_dimension(
     assert {item["model"] for item in sent.body["requests"]} == {"models/gemini-embedding-001"}
 
 
+async def test_gemini_splits_a_batch_of_more_than_100_texts_into_calls_of_at_most_100(
+    server: FakeProviderServer, gemini_embedder: GeminiEmbedder
+) -> None:
+    """batchEmbedContents takes at most 100 requests; an import embeds up to 500 facts at once."""
+    texts = [f"Alice owns bicycle number {i}" for i in range(250)]
+
+    batch = await gemini_embedder.embed(texts)
+
+    assert batch.vectors.shape == (250, 256)
+    assert_unit_rows_pointing_at(batch.vectors, texts)
+    sent = [
+        [item["content"]["parts"][0]["text"] for item in r.body["requests"]]
+        for r in server.requests
+    ]
+    assert [len(call) for call in sent] == [100, 100, 50]
+    assert [text for call in sent for text in call] == texts
+
+
 async def test_gemini_no_texts_no_call(
     server: FakeProviderServer, gemini_embedder: GeminiEmbedder
 ) -> None:
