@@ -29,11 +29,11 @@ with workflow.unsafe.imports_passed_through():
 _LLM_STEPS_WAITED = 16
 _POLL_FIRST_SECONDS = 0.5
 _POLL_MAX_SECONDS = 10.0
-# From it on, a wait longer than _POLL_SLOWER_AFTER looks once a minute: at 10 s a look, the
+# From it on, a wait longer than _POLL_SLOWER_AFTER_SECONDS looks once a minute: at 10 s a look, the
 # budget of a slow local model (a 600 s LLM timeout: ~13 h) took ~4,800 looks, ~40k history
 # events, near Temporal's hard limit of 51,200, which terminates the run.
 POLL_SLOWER = "end-session-poll-slower"
-_POLL_SLOWER_AFTER = timedelta(minutes=10)
+_POLL_SLOWER_AFTER_SECONDS = 600.0
 _POLL_SLOW_SECONDS = 60.0
 
 
@@ -56,7 +56,8 @@ async def _polled[T](look: Any, workflow_id: str, r: RetrySettings) -> T:
             raise ApplicationError(f"{workflow_id} still running after {budget:.0f} s")
         await workflow.sleep(timedelta(seconds=pause))
         cap = _POLL_MAX_SECONDS
-        if workflow.now() - started >= _POLL_SLOWER_AFTER and workflow.patched(POLL_SLOWER):
+        waited = (workflow.now() - started).total_seconds()
+        if waited >= _POLL_SLOWER_AFTER_SECONDS and workflow.patched(POLL_SLOWER):
             cap = _POLL_SLOW_SECONDS
         pause = min(pause * 2, cap)
 
