@@ -4,8 +4,9 @@ Every worker calls ``ensure_schedule`` at start-up (unless ``temporal.schedule_o
 and ``mnemos schedule ensure`` (``make schedule``) does the same by hand; ``mnemos schedule
 show|pause|unpause|trigger`` do the rest. The schedule runs ``ColdSessions`` every
 ``sessions.cold_scan_every_minutes`` with overlap policy skip: a run still draining a backlog is
-never doubled, the next firing after it ends picks up what remains. An operator's pause survives
-updates and worker restarts.
+never doubled, the next firing after it ends picks up what remains. Each execution is bounded
+(``EXECUTION_TIMEOUT``), so a run that can never finish does not skip every later firing. An
+operator's pause survives updates and worker restarts.
 """
 
 from __future__ import annotations
@@ -44,6 +45,15 @@ EnsureOutcome = Literal["created", "updated", "unchanged"]
 # Temporal's smallest catch-up window. A firing missed while the server was down is not worth
 # replaying: the next one covers the same sessions.
 _MIN_CATCHUP = timedelta(seconds=10)
+# The longest one scheduled execution may last, over its whole continue-as-new chain. Overlap skip
+# means every firing is skipped while a run is open: without a bound, a run whose workflow task
+# keeps failing (a bug, a NondeterminismError, an input it cannot decode) stays Running forever and
+# the job stops for good. Generous on purpose: a healthy run only starts formations (it does not
+# wait on them), a page takes a few seconds, so six hours drain a backlog of hundreds of
+# thousands of cold sessions; and a run cut short loses nothing: the next firing walks the index again from the
+# start, and what was formed has left it. A fixed bound, not a multiple of the interval: a wedged
+# run holds the job at most this long, whatever the interval.
+EXECUTION_TIMEOUT = timedelta(hours=6)
 
 
 def schedule_id(settings: Settings) -> str:
@@ -59,6 +69,7 @@ def cold_sessions_schedule(settings: Settings) -> Schedule:
             ColdSessionsInput.from_settings(settings),
             id=cold_sessions_workflow_id(queue),
             task_queue=queue,
+            execution_timeout=EXECUTION_TIMEOUT,
         ),
         spec=ScheduleSpec(intervals=[ScheduleIntervalSpec(every=every)]),
         policy=SchedulePolicy(
@@ -77,6 +88,8 @@ async def _same(client: Client, current: Schedule, desired: Schedule) -> bool:
         now.workflow == want.workflow
         and now.id == want.id
         and now.task_queue == want.task_queue
+        and now.execution_timeout == want.execution_timeout
+        and now.run_timeout == want.run_timeout
         and list(now.args) == await client.data_converter.encode(want.args)
         and [i.every for i in current.spec.intervals] == [i.every for i in desired.spec.intervals]
         and current.policy.overlap == desired.policy.overlap
