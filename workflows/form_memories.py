@@ -37,6 +37,16 @@ with workflow.unsafe.imports_passed_through():
         Window,
     )
     from workflows import options
+    from workflows.form_versions import (
+        AGAIN_AFTER_ERASURE,
+        AGAIN_KEEPS_FORCE,
+        CAN_KEEPS_FORCE,
+        DEGRADED_FALLBACKS,
+        DUE_AFTER_COMMIT,
+        LOCAL_READS,
+        SPLIT_WINDOWS,
+        STALE_BACKOFF,
+    )
     from workflows.naming import AGENT_ID, DEGRADED_METRIC, FORM_WORKFLOW, OUTCOME
     from workflows.summary import FormationSummary
 
@@ -45,28 +55,6 @@ with workflow.unsafe.imports_passed_through():
 # ``retries.stale_decision_seconds`` have passed, so contending sessions commit one after another
 # instead of going stale in lockstep.
 _DECISION_ATTEMPTS = 3
-# Histories recorded before the fallbacks fail the run where these take them (workflow.patched).
-DEGRADED_FALLBACKS = "degraded-fallbacks"
-STALE_BACKOFF = "stale-decision-backoff"
-# Histories recorded before it took the whole-window fallback of an extraction, and requested
-# consolidation after every window instead of once per drain.
-SPLIT_WINDOWS = "split-windows"
-# From it on, a pass's two short store reads (its window, the dedup candidates) are local
-# activities: run by this worker inside the workflow task, recorded as markers, with no round trip
-# through the server's task queues (bench/formation.py). Older histories scheduled them.
-LOCAL_READS = "local-store-reads"
-# From it on, a pass whose commit left the session due again goes round once more by itself: the
-# hot path sends one request per formation, not one per turn (memory.triggers.HeldTriggers), so
-# what arrived during the pass is formed now, not at the next turn. Older histories ended there.
-DUE_AFTER_COMMIT = "due-after-commit"
-# From it on, a pass whose commit was discarded because a user of its window was forgotten meanwhile
-# (nothing written, not even the cursor) loads its window again, without that user's messages, and
-# forms the others' as it was asked. Older histories moved the cursor past the whole window.
-AGAIN_AFTER_ERASURE = "again-after-erasure"
-# From it on, a forced request (a session end, the cold job) that arrived during a pass whose
-# window is formed again forces that pass: older runs reset it and, their window below the
-# formation threshold once the forgotten user's messages were gone, ended with it unformed.
-AGAIN_KEEPS_FORCE = "again-keeps-force"
 _BACKOFF_FIRST_SECONDS = 0.2
 _BACKOFF_MAX_SECONDS = 10.0
 
@@ -161,7 +149,10 @@ class FormMemoriesWorkflow:
                     break
                 force, limit = self._force, None
             if workflow.info().is_continue_as_new_suggested():
-                await self._request_consolidation()
+                await self._request_consolidation()  # a request may arrive meanwhile
+                forced = self._requested and self._force
+                if forced and not force and workflow.patched(CAN_KEEPS_FORCE):
+                    force = True
                 if workflow.patched(SPLIT_WINDOWS):
                     self._record(summary, started)  # each run of a long drain says what it did
                 workflow.continue_as_new(

@@ -1,0 +1,29 @@
+"""The patch ids of FormMemories (``workflow.patched``), each with what it changed: a run recorded
+before a patch replays its old path, so deployed workers' runs in flight keep replaying."""
+
+# Histories recorded before the fallbacks fail the run where these take them (workflow.patched).
+DEGRADED_FALLBACKS = "degraded-fallbacks"
+STALE_BACKOFF = "stale-decision-backoff"
+# Histories recorded before it took the whole-window fallback of an extraction, and requested
+# consolidation after every window instead of once per drain.
+SPLIT_WINDOWS = "split-windows"
+# From it on, a pass's two short store reads (its window, the dedup candidates) are local
+# activities: run by this worker inside the workflow task, recorded as markers, with no round trip
+# through the server's task queues (bench/formation.py). Older histories scheduled them.
+LOCAL_READS = "local-store-reads"
+# From it on, a pass whose commit left the session due again goes round once more by itself: the
+# hot path sends one request per formation, not one per turn (memory.triggers.HeldTriggers), so
+# what arrived during the pass is formed now, not at the next turn. Older histories ended there.
+DUE_AFTER_COMMIT = "due-after-commit"
+# From it on, a pass whose commit was discarded because a user of its window was forgotten meanwhile
+# (nothing written, not even the cursor) loads its window again, without that user's messages, and
+# forms the others' as it was asked. Older histories moved the cursor past the whole window.
+AGAIN_AFTER_ERASURE = "again-after-erasure"
+# From it on, a forced request (a session end, the cold job) that arrived during a pass whose
+# window is formed again forces that pass: older runs reset it and, their window below the
+# formation threshold once the forgotten user's messages were gone, ended with it unformed.
+AGAIN_KEEPS_FORCE = "again-keeps-force"
+# From it on, a forced request that arrived while a run continuing as new requested consolidation
+# forces the next run: older runs continued with the force decided before that await, and the next
+# one, its messages below the formation threshold, ended with them unformed.
+CAN_KEEPS_FORCE = "can-keeps-force"
