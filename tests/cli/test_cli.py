@@ -12,7 +12,6 @@ import asyncio
 import json
 import os
 import signal
-import socket
 import sqlite3
 import sys
 import urllib.request
@@ -31,29 +30,14 @@ from typer.testing import CliRunner, Result
 
 from cli import common as cli_common
 from cli.app import app
-from memory.logging import configure_logging
 from memory.settings import Settings
+from tests.cli.conftest import free_port
 from workflows.naming import cold_sessions_schedule_id, formation_workflow_id
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 SAMPLE = ROOT / "samples" / "conversation.json"
 HISTORIES = ROOT / "tests" / "histories"
 runner = CliRunner()
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-@pytest.fixture(autouse=True)
-def _logging_outside_the_runner(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The CLI points logging at the stderr it sees, which under the runner is a buffer closed
-    after the call, where later log lines of other tests would land. Configure it once here."""
-    configure_logging("warning")
-    monkeypatch.setattr(cli_common, "configure_logging", lambda level: None)
 
 
 def mnemos(env: dict[str, str], *args: str) -> Result:
@@ -79,7 +63,7 @@ def offline(tmp_path: Path) -> dict[str, str]:
     """Settings of a store-only command: nothing listens at the Temporal address."""
     return {
         "MNEMOS_STORE__SQLITE_PATH": str(tmp_path / "mnemos.db"),
-        "MNEMOS_TEMPORAL__ADDRESS": f"127.0.0.1:{_free_port()}",
+        "MNEMOS_TEMPORAL__ADDRESS": f"127.0.0.1:{free_port()}",
         "MNEMOS_MODELS__PROVIDER": "heuristic",
     }
 
@@ -202,7 +186,7 @@ async def stack(
     dev_env: WorkflowEnvironment, tmp_path_factory: pytest.TempPathFactory
 ) -> AsyncIterator[Stack]:
     home = tmp_path_factory.mktemp("cli-stack")
-    bind = f"127.0.0.1:{_free_port()}"
+    bind = f"127.0.0.1:{free_port()}"
     queue = f"cli-{uuid.uuid4().hex[:8]}"
     env = {
         "MNEMOS_STORE__SQLITE_PATH": str(home / "mnemos.db"),

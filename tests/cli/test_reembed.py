@@ -6,36 +6,20 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 from pathlib import Path
 
 import numpy as np
-import pytest
 from typer.testing import CliRunner
 
-from cli import common as cli_common
 from cli.app import app
 from memory.embedding.local import DIMENSION, MODEL, LocalMiniLMEmbedder
-from memory.logging import configure_logging
 from memory.models import FactFilter
 from memory.store.sqlite import SQLiteStore
+from tests.cli.conftest import free_port
 from tests.store.builders import Former, add, unit
 
 runner = CliRunner()
 OLD = "test-model"
-
-
-@pytest.fixture(autouse=True)
-def _logging_outside_the_runner(monkeypatch: pytest.MonkeyPatch) -> None:
-    configure_logging("warning")
-    monkeypatch.setattr(cli_common, "configure_logging", lambda level: None)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 async def _old_store(path: Path) -> None:
@@ -75,7 +59,7 @@ def test_reembed_switches_the_store_to_the_configured_model(tmp_path: Path) -> N
     asyncio.run(_old_store(db))
     env = {
         "MNEMOS_STORE__SQLITE_PATH": str(db),
-        "MNEMOS_TEMPORAL__ADDRESS": f"127.0.0.1:{_free_port()}",
+        "MNEMOS_TEMPORAL__ADDRESS": f"127.0.0.1:{free_port()}",
         "MNEMOS_MODELS__PROVIDER": "heuristic",
         "MNEMOS_EMBEDDING__PROVIDER": "local",
     }

@@ -10,19 +10,20 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.cli.test_cli import ROOT, _free_port
+from tests.cli.conftest import free_port
+from tests.cli.test_cli import ROOT
 
 
 def test_up_runs_the_demo_stack_and_exits(tmp_path: Path) -> None:
     env = {
         **os.environ,
         "MNEMOS_STORE__SQLITE_PATH": str(tmp_path / "data" / "mnemos.db"),
-        "MNEMOS_TEMPORAL__ADDRESS": f"127.0.0.1:{_free_port()}",
-        "MNEMOS_TEMPORAL__UI_URL": f"http://127.0.0.1:{_free_port()}",
+        "MNEMOS_TEMPORAL__ADDRESS": f"127.0.0.1:{free_port()}",
+        "MNEMOS_TEMPORAL__UI_URL": f"http://127.0.0.1:{free_port()}",
         "MNEMOS_TEMPORAL__METRICS_BIND": "",
         "MNEMOS_MODELS__PROVIDER": "heuristic",
     }
-    api_port = _free_port()
+    api_port = free_port()
     env["MNEMOS_API_PORT"] = str(api_port)
     done = subprocess.run(
         [sys.executable, "-m", "cli", "up", "--exit"],

@@ -10,7 +10,6 @@ import asyncio
 import dataclasses
 import time
 import uuid
-from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -55,15 +54,6 @@ async def harness(env: WorkflowEnvironment, tmp_path: Path) -> Harness:
         search_attributes=False,
     )
     return await Harness.create(env, tmp_path, temporal=temporal)
-
-
-@pytest.fixture
-async def cleanup() -> AsyncIterator[list[tuple[Client, Settings]]]:
-    """Schedules to delete after the test, so none keeps firing at a queue nobody polls."""
-    schedules: list[tuple[Client, Settings]] = []
-    yield schedules
-    for client, settings in schedules:
-        await client.get_schedule_handle(schedule_id(settings)).delete()
 
 
 def _action(schedule: Any) -> ScheduleActionStartWorkflow:

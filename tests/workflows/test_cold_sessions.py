@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -34,7 +34,6 @@ from runtime.schedule import (
     describe_schedule,
     ensure_schedule,
     pause_schedule,
-    schedule_id,
     trigger_schedule,
 )
 from tests.fakes import facts_input, permanent
@@ -76,15 +75,6 @@ async def harness(env: WorkflowEnvironment, tmp_path: Path, **overrides: Any) ->
         search_attributes=True,
     )
     return await Harness.create(env, tmp_path, temporal=temporal, **overrides)
-
-
-@pytest.fixture
-async def cleanup() -> AsyncIterator[list[tuple[Client, Settings]]]:
-    """Schedules to delete after the test, so none keeps firing at a queue nobody polls."""
-    schedules: list[tuple[Client, Settings]] = []
-    yield schedules
-    for client, settings in schedules:
-        await client.get_schedule_handle(schedule_id(settings)).delete()
 
 
 async def formation_result(h: Harness, session: str) -> Any:
