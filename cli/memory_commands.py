@@ -80,6 +80,8 @@ async def _form(
         recorded: RecordOutcome | None = None
         if isinstance(source, Transcript):
             transcript = source
+            # Refused messages change nothing: checked before the agent is registered.
+            memory.checked_messages(transcript.messages)
             if transcript.agent is not None:
                 await memory.register_agent(transcript.agent)
             agent_id = (

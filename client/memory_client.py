@@ -139,15 +139,9 @@ class MemoryClient:
         InvalidInputError naming the offset before anything is written (``MessageIn``)."""
         await self._agent(agent_id)
         _check_id("session_id", session_id)
-        try:
-            parsed = _MESSAGES.validate_python(list(messages))
-        except ValueError as e:
-            raise InvalidInputError(f"invalid message: {e}") from e
-        cfg = self.settings.formation
         now = self.clock()
-        for offset, m in enumerate(parsed):
-            if (why := misdated(m.created_at, now)) is not None:
-                raise InvalidInputError(f"invalid message at offset {offset}: {why}")
+        parsed = self.checked_messages(messages, now)
+        cfg = self.settings.formation
         return await self.store.record_messages(
             session_id,
             agent_id,
@@ -156,6 +150,21 @@ class MemoryClient:
             chars_per_token=cfg.chars_per_token,
             now=now,
         )
+
+    def checked_messages(
+        self, messages: Sequence[MessageIn | dict[str, Any]], now: datetime | None = None
+    ) -> list[MessageIn]:
+        """The messages parsed and checked as record_messages checks them, writing nothing:
+        InvalidInputError naming the offset of the first one refused."""
+        try:
+            parsed = _MESSAGES.validate_python(list(messages))
+        except ValueError as e:
+            raise InvalidInputError(f"invalid message: {e}") from e
+        at = now or self.clock()
+        for offset, m in enumerate(parsed):
+            if (why := misdated(m.created_at, at)) is not None:
+                raise InvalidInputError(f"invalid message at offset {offset}: {why}")
+        return parsed
 
     # ------------------------------------------------------------ formation
 
