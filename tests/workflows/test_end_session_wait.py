@@ -13,8 +13,10 @@ from temporalio import workflow
 from temporalio.client import WorkflowFailureError
 from temporalio.testing import WorkflowEnvironment
 
+from cli.binaries import temporal_test_server
 from memory.pipeline.types import FormationRequest
 from memory.settings import RetrySettings, TemporalSettings
+from runtime.payloads import payload_data_converter
 from tests.harness import Harness, conversation
 from worker import build_worker
 from workflows.consolidate_scope import ConsolidateScopeWorkflow
@@ -37,11 +39,22 @@ class _StillDraining:
         return FormationSummary()
 
 
-async def test_a_wait_through_the_whole_budget_keeps_a_short_history(
-    time_env: WorkflowEnvironment, tmp_path: Path
-) -> None:
+async def test_a_wait_through_the_whole_budget_keeps_a_short_history(tmp_path: Path) -> None:
+    # A time-skipping server of its own: the stand-in formation never ends, and the wait skips
+    # the server's clock ~13 h ahead; on the shared one a later test's form:eve:s1 would join it.
+    env = await WorkflowEnvironment.start_time_skipping(
+        test_server_existing_path=str(temporal_test_server()),
+        data_converter=payload_data_converter,
+    )
+    try:
+        await _wait_through_the_budget(env, tmp_path)
+    finally:
+        await env.shutdown()
+
+
+async def _wait_through_the_budget(env: WorkflowEnvironment, tmp_path: Path) -> None:
     h = await Harness.create(
-        time_env,
+        env,
         tmp_path,
         temporal=TemporalSettings(
             task_queue=f"end-{uuid.uuid4().hex[:8]}", search_attributes=False
