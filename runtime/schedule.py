@@ -50,9 +50,9 @@ _MIN_CATCHUP = timedelta(seconds=10)
 # keeps failing (a bug, a NondeterminismError, an input it cannot decode) stays Running forever and
 # the job stops for good. Generous on purpose: a healthy run only starts formations (it does not
 # wait on them), a page takes a few seconds, so six hours drain a backlog of hundreds of
-# thousands of cold sessions; and a run cut short loses nothing: the next firing walks the index again from the
-# start, and what was formed has left it. A fixed bound, not a multiple of the interval: a wedged
-# run holds the job at most this long, whatever the interval.
+# thousands of cold sessions; and a run cut short loses nothing: the next firing walks the index
+# again from the start, and what was formed has left it. A fixed bound, not a multiple of the
+# interval: a wedged run holds the job at most this long, whatever the interval.
 EXECUTION_TIMEOUT = timedelta(hours=6)
 
 
