@@ -33,9 +33,8 @@ from memory.models import AgentConfig, Reflection, ScopeKey
 from memory.pipeline import consolidation
 from memory.pipeline.embed_cache import embed_cached
 from memory.pipeline.types import ConsolidationRequest
-from memory.store.base import MemoryStore, Vector
-from memory.store.counts import ImportCounts
-from memory.store.rules.imports import gone_with_users
+from memory.store.base import Vector
+from memory.store.counts import BlobImport, ImportCounts, SessionPeople
 
 CHUNK = 500
 
@@ -101,45 +100,32 @@ async def _vectors(deps: Deps, facts: Sequence[FactImport]) -> tuple[list[Vector
     return vectors, len(texts)
 
 
-async def _sessions_gone(store: MemoryStore, batch: ImportBatch) -> set[str]:
-    """The sessions of the batch's session memory that forget_user deleted whole (the store's
-    import_messages skips their messages; their session memory is skipped here, the store cannot
-    tell: the session is gone). Who took part is read from the batch's messages (and what the
-    store still has of the session); session memory without messages in the batch is imported."""
+def session_people(batch: ImportBatch) -> tuple[SessionPeople, ...]:
+    """The sessions of the batch's session memory that the batch has messages of, each with the
+    agents and users those show: the store judges in the import's transaction whether
+    forget_user deleted the session whole (its session memory is then not imported). Session
+    memory without messages in the batch is imported: nothing says who took part."""
     keys = [b.scope_key for b in batch.consolidated] + [r.scope_key for r in batch.reflections]
-    agents: dict[str, set[str]] = {}
+    agents: dict[str, dict[str, None]] = {}
     for key in keys:
         if key.scope == "session" and key.session_id is not None:
-            agents.setdefault(key.session_id, set()).add(key.agent_id)
-    users: dict[str, set[str]] = {}
+            agents.setdefault(key.session_id, {})[key.agent_id] = None
+    users: dict[str, dict[str, None]] = {}
     for m in (i.message for i in batch.messages):
         if m.session_id not in agents:
             continue
-        users.setdefault(m.session_id, set())
+        users.setdefault(m.session_id, {})
         if m.user_id:
-            users[m.session_id].add(m.user_id)
+            users[m.session_id][m.user_id] = None
         if m.agent_id:
-            agents[m.session_id].add(m.agent_id)
-    gone = set()
-    for session_id, session_users in users.items():
-        session_agents = agents[session_id]
-        if (stored := await store.get_session(session_id)) is not None:
-            session_users |= set(stored.user_ids)
-            session_agents |= set(stored.agent_ids)
-        epochs = {
-            (agent_id, user_id): epoch
-            for agent_id in session_agents
-            for user_id, epoch in (
-                await store.erasure_epochs(agent_id, sorted(session_users))
-            ).items()
-        }
-        if gone_with_users(epochs, sorted(session_agents), sorted(session_users)):
-            gone.add(session_id)
-    return gone
+            agents[m.session_id][m.agent_id] = None
+    return tuple((sid, tuple(agents[sid]), tuple(u)) for sid, u in users.items())
 
 
-def _in_gone(key: ScopeKey, gone: set[str]) -> bool:
-    return key.scope == "session" and key.session_id in gone
+def _among(people: tuple[SessionPeople, ...], keys: Sequence[ScopeKey]) -> list[SessionPeople]:
+    """The sessions of these scope keys: a write judges only the sessions it writes memory of."""
+    sessions = {k.session_id for k in keys if k.scope == "session"}
+    return [p for p in people if p[0] in sessions]
 
 
 def _by_session(messages: Sequence[MessageImport]) -> list[list[MessageImport]]:
@@ -176,14 +162,19 @@ def shard_reflections(blob: ConsolidatedImport) -> list[Reflection]:
     ]
 
 
-async def _merge(deps: Deps, blob: ConsolidatedImport, now: datetime, report: ImportReport) -> None:
+async def _merge(
+    deps: Deps, blob: ConsolidatedImport, now: datetime, people: tuple[SessionPeople, ...]
+) -> BlobImport:
     """Shards → buffered reflections → one consolidation run (the LLM merges them)."""
-    report.add("reflections", await deps.store.import_reflections(shard_reflections(blob)))
+    shards = shard_reflections(blob)
+    counts = await deps.store.import_reflections(shards, sessions=_among(people, [blob.scope_key]))
+    if counts.forgotten == len(shards):
+        return "forgotten"
     req = ConsolidationRequest(key=blob.scope_key, force=True)
     d = await consolidation.draft(deps, req)
     if d.content is not None:
         await consolidation.apply(deps, d, now)
-    report.merged.append(blob.scope_key.key)
+    return "inserted"
 
 
 async def write_batch(
@@ -193,32 +184,45 @@ async def write_batch(
     now: datetime,
     progress: Progress = lambda what, n: None,
 ) -> ImportReport:
-    """Writes the batch: agents, blobs, facts, reflections, messages, each kind in chunks of one
+    """Writes the batch: agents, messages, blobs, facts, reflections, each kind in chunks of one
     store transaction. Bad input (a record recording would refuse, an embedder the store's facts
     do not match) raises before the first write. Afterwards, a failure of the store, of the
     embedder or of the consolidation LLM leaves the chunks written before it in place: run the
-    import again, it writes what is missing."""
+    import again, it writes what is missing.
+
+    Messages go before session memory, and each write of session memory judges in its own
+    transaction whether forget_user deleted the session whole (``session_people``): a forget
+    that lands at any point of the import leaves nothing of the user. Were session memory first,
+    a forget between it and the messages would not find the session (not stored yet) and leave
+    its memory behind."""
     check_batch(batch, now=now)
     await _check_embedder(deps, batch)
     report = ImportReport()
     store = deps.store
-    gone = await _sessions_gone(store, batch)
+    people = session_people(batch)
     configs = [a.config or AgentConfig(agent_id=a.agent_id, name=a.agent_id) for a in batch.agents]
     report.add("agents", await store.import_agents(configs))
     progress("agents", len(configs))
 
+    for m_chunk in _by_session(batch.messages):
+        report.add("messages", await store.import_messages([m.message for m in m_chunk]))
+        progress("messages", len(m_chunk))
+
     merge_with_llm = deps.llm.name != "heuristic"
     to_merge = [b for b in batch.consolidated if b.needs_merge and merge_with_llm]
-    forgotten = [b for b in batch.consolidated if _in_gone(b.scope_key, gone)]
-    direct = [b for b in batch.consolidated if b not in to_merge and b not in forgotten]
-    report.blobs.update(dict.fromkeys((b.scope_key.key for b in forgotten), "forgotten"))
-    outcome = await store.import_consolidated([consolidated_of(b) for b in direct])
+    direct = [b for b in batch.consolidated if b not in to_merge]
+    sessions = _among(people, [b.scope_key for b in direct])
+    outcome = await store.import_consolidated(
+        [consolidated_of(b) for b in direct], sessions=sessions
+    )
     report.blobs.update(outcome)
     for blob in to_merge:
         key = blob.scope_key.key
         if await store.get_consolidated(blob.scope_key) is None:
-            await _merge(deps, blob, now, report)
-            report.blobs[key] = "inserted"
+            merged = await _merge(deps, blob, now, people)
+            report.blobs[key] = merged
+            if merged == "inserted":
+                report.merged.append(key)
         elif await store.get_reflection(shard_reflections(blob)[0].reflection_id) is not None:
             report.blobs[key] = "existing"  # merged by an earlier run
         else:
@@ -239,16 +243,10 @@ async def write_batch(
 
     written = {k for k, v in report.blobs.items() if v in ("inserted", "existing")}
     for r_chunk in _chunks(batch.reflections):
-        kept = [r for r in r_chunk if not _in_gone(r.scope_key, gone)]
-        report.add("reflections", ImportCounts(forgotten=len(r_chunk) - len(kept)))
-        reflections = [_buffered_unless(r, written) for r in kept]
-        if reflections:
-            report.add("reflections", await store.import_reflections(reflections))
+        reflections = [_buffered_unless(r, written) for r in r_chunk]
+        sessions = _among(people, [r.scope_key for r in reflections])
+        report.add("reflections", await store.import_reflections(reflections, sessions=sessions))
         progress("reflections", len(r_chunk))
-
-    for m_chunk in _by_session(batch.messages):
-        report.add("messages", await store.import_messages([m.message for m in m_chunk]))
-        progress("messages", len(m_chunk))
     return report
 
 

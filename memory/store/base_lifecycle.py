@@ -22,7 +22,13 @@ from memory.models import (
     SessionInfo,
     StoredMessage,
 )
-from memory.store.counts import BlobImport, ExportData, ForgetCounts, ImportCounts
+from memory.store.counts import (
+    BlobImport,
+    ExportData,
+    ForgetCounts,
+    ImportCounts,
+    SessionPeople,
+)
 
 Vector = npt.NDArray[np.float32]
 
@@ -45,15 +51,20 @@ class LifecycleContract(abc.ABC):
 
     @abc.abstractmethod
     async def import_consolidated(
-        self, blobs: Sequence[ConsolidatedMemory]
+        self, blobs: Sequence[ConsolidatedMemory], *, sessions: Sequence[SessionPeople] = ()
     ) -> dict[str, BlobImport]:
         """By scope key: "inserted" when the scope had no blob (its version bumped), "existing"
-        for the same content and version (a re-run), "conflict" otherwise (the live blob wins)."""
+        for the same content and version (a re-run), "conflict" otherwise (the live blob wins),
+        "forgotten" for a user erased, or for session memory of a session forget_user deleted
+        whole: ``sessions`` says who took part in each (the file's messages), checked in the
+        call's transaction with what the store holds of it."""
 
     @abc.abstractmethod
-    async def import_reflections(self, reflections: Sequence[Reflection]) -> ImportCounts:
+    async def import_reflections(
+        self, reflections: Sequence[Reflection], *, sessions: Sequence[SessionPeople] = ()
+    ) -> ImportCounts:
         """Insert each reflection whose id is absent, absorbed_into_version as given; the counts
-        carry the buffered count of each touched scope key."""
+        carry the buffered count of each touched scope key. Forgotten: as import_consolidated."""
 
     @abc.abstractmethod
     async def import_messages(self, messages: Sequence[StoredMessage]) -> ImportCounts:

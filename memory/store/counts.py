@@ -11,6 +11,10 @@ from memory.models import AgentConfig, ConsolidatedMemory, Fact, Reflection, Sto
 
 BlobImport = Literal["inserted", "existing", "conflict", "forgotten"]
 
+# A session of an import's session memory, with the agents and users the file's messages show in
+# it: whether forget_user deleted it whole is judged in the import's own transaction.
+SessionPeople = tuple[str, tuple[str, ...], tuple[str, ...]]  # (session, agents, users)
+
 
 class ImportCounts(BaseModel):
     inserted: int = 0

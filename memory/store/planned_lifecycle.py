@@ -14,13 +14,14 @@ import numpy as np
 
 from memory.models import AgentConfig, ConsolidatedMemory, Fact, Reflection, StoredMessage
 from memory.store.base import Vector
-from memory.store.counts import BlobImport, ForgetCounts, ImportCounts
+from memory.store.counts import BlobImport, ForgetCounts, ImportCounts, SessionPeople
 from memory.store.rules.erasure import (
     EraseAllRequest,
     ForgetRequest,
     plan_erase_all,
     plan_forget,
 )
+from memory.store.rules.import_sessions import plan_import_session, session_import_request
 from memory.store.rules.imports import (
     AgentsRequest,
     BlobImportRequest,
@@ -30,8 +31,6 @@ from memory.store.rules.imports import (
     plan_import_consolidated,
     plan_import_facts,
     plan_import_reflections,
-    plan_import_session,
-    session_import_request,
 )
 from memory.store.rules.writes import Plan, Request
 from memory.store.shared_reads import SharedReads
@@ -58,7 +57,7 @@ class PlannedLifecycle(SharedReads):
         )
 
     async def import_consolidated(
-        self, blobs: Sequence[ConsolidatedMemory]
+        self, blobs: Sequence[ConsolidatedMemory], *, sessions: Sequence[SessionPeople] = ()
     ) -> dict[str, BlobImport]:
         keys = tuple(dict.fromkeys(b.scope_key.key for b in blobs))
         pairs = tuple(
@@ -67,16 +66,19 @@ class PlannedLifecycle(SharedReads):
             )
         )
         return await self._transact(
-            BlobImportRequest(keys, pairs),
+            BlobImportRequest(keys, pairs, tuple(sessions)),
             lambda snapshot: plan_import_consolidated(blobs, snapshot),
         )
 
-    async def import_reflections(self, reflections: Sequence[Reflection]) -> ImportCounts:
+    async def import_reflections(
+        self, reflections: Sequence[Reflection], *, sessions: Sequence[SessionPeople] = ()
+    ) -> ImportCounts:
         keys = [r.scope_key for r in reflections]
         request = ReflectionImportRequest(
             reflection_ids=tuple(dict.fromkeys(r.reflection_id for r in reflections)),
             keys=tuple(dict.fromkeys(k.key for k in keys)),
             pairs=tuple(dict.fromkeys((k.agent_id, k.user_id) for k in keys if k.user_id)),
+            sessions=tuple(sessions),
         )
         return await self._transact(
             request, lambda snapshot: plan_import_reflections(reflections, snapshot)

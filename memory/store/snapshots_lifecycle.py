@@ -12,8 +12,10 @@ from typing import Any
 
 from memory.ids import text_hash
 from memory.models import ConsolidatedMemory, Fact, SessionAgentState
+from memory.store.counts import SessionPeople
 from memory.store.rules import Request
 from memory.store.rules import erasure as er
+from memory.store.rules import import_sessions as rs
 from memory.store.rules import imports as ri
 
 
@@ -147,7 +149,23 @@ async def _facts(reads: LifecycleReads, req: ri.FactImportRequest) -> ri.FactImp
     )  # fmt: skip
 
 
-async def _session(reads: LifecycleReads, req: ri.SessionImportRequest) -> ri.SessionImportSnapshot:
+async def _gone_sessions(
+    reads: LifecycleReads, sessions: Sequence[SessionPeople]
+) -> frozenset[str]:
+    """The sessions of an import's session memory that forget_user deleted whole: each judged
+    with its agents and users, the file's and what the store still holds of it."""
+    gone = set()
+    for session_id, file_agents, file_users in sessions:
+        stored = await reads.session_states(session_id)
+        agents = tuple(dict.fromkeys((*file_agents, *(s.agent_id for s in stored))))
+        users = tuple(dict.fromkeys((*file_users, *await reads.session_users(session_id))))
+        epochs = await _pair_epochs(reads, [(a, u) for a in agents for u in users])
+        if rs.gone_with_users(epochs, agents, users):
+            gone.add(session_id)
+    return frozenset(gone)
+
+
+async def _session(reads: LifecycleReads, req: rs.SessionImportRequest) -> rs.SessionImportSnapshot:
     sid = req.session_id
     head = await reads.session_head(sid)
     users = await reads.session_users(sid)
@@ -162,7 +180,7 @@ async def _session(reads: LifecycleReads, req: ri.SessionImportRequest) -> ri.Se
         epochs = await _pair_epochs(reads, [(a, u) for a in agents for u in everyone])
     else:
         epochs = await reads.erasure_rows([er.ALL_AGENTS], everyone)
-    return ri.SessionImportSnapshot(
+    return rs.SessionImportSnapshot(
         exists=head is not None,
         last_seq=0 if head is None else head[0],
         last_message_at=None if head is None else head[1],
@@ -223,15 +241,16 @@ async def read_lifecycle_snapshot(reads: LifecycleReads, request: Request[Any]) 
             return await reads.existing_agents(ids)
         case ri.FactImportRequest():
             return await _facts(reads, request)
-        case ri.BlobImportRequest(keys=keys, pairs=pairs):
+        case ri.BlobImportRequest(keys=keys, pairs=pairs, sessions=sessions):
             blobs = {key: (b.content, b.version) for key, b in (await reads.blobs(keys)).items()}
-            return ri.BlobImportSnapshot(blobs, await _pair_epochs(reads, pairs))
+            epochs = await _pair_epochs(reads, pairs)
+            return ri.BlobImportSnapshot(blobs, epochs, await _gone_sessions(reads, sessions))
         case ri.ReflectionImportRequest(reflection_ids=ids, keys=keys, pairs=pairs):
             return ri.ReflectionImportSnapshot(
                 await reads.existing_reflections(ids), await reads.buffered_counts(keys),
-                await _pair_epochs(reads, pairs),
+                await _pair_epochs(reads, pairs), await _gone_sessions(reads, request.sessions),
             )  # fmt: skip
-        case ri.SessionImportRequest():
+        case rs.SessionImportRequest():
             return await _session(reads, request)
         case er.ForgetRequest():
             return await _forget(reads, request)

@@ -8,6 +8,7 @@ import io
 import json
 from collections.abc import Iterable
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,6 +22,7 @@ from memory.llm.heuristic import HeuristicProvider
 from memory.models import ScopeKey
 from memory.settings import Settings
 from memory.store.base import MemoryStore
+from memory.store.sqlite import SQLiteStore
 from tests.fakes import WordHashEmbedder
 from tests.store.builders import MODEL, USER_KEY, Former, add, at, msg, record, reflection, unit
 
@@ -265,3 +267,59 @@ async def test_a_file_breaking_the_input_rules_is_refused_with_nothing_written(
     assert await store.get_consolidated(USER_KEY) is None
     assert await store.get_facts(["f1", "f9"]) == []
     assert await store.get_session("s1") is None
+
+
+# ---------------------------------------------------------------- a forget during the import
+
+IMPORT_CALLS = [
+    "import_agents", "import_messages", "import_consolidated", "import_facts", "import_reflections"
+]  # fmt: skip
+
+
+async def alone_with_the_agent(tmp_path: Path) -> list[str]:
+    """The export of another store: u1 alone with a1 in s1, a fact of u1, and session memory
+    (a blob and a buffered reflection) that retells what u1 said."""
+    source = SQLiteStore(tmp_path / "source.db")
+    await source.setup()
+    try:
+        await record(source, "s1", "a1", [
+            msg("m1", "I was diagnosed with asthma", user_id="u1", seconds=1),
+            msg("m2", "Sorry to hear about your asthma", role="agent", seconds=2),
+        ])  # fmt: skip
+        absorbed = reflection(SESSION_KEY, 1, "The user talked about their asthma")
+        buffered = reflection(SESSION_KEY, 2, "The user's asthma came up again")
+        await Former(source).form(add("f1", "Has asthma", unit(1)), reflections=[absorbed])
+        await source.commit_consolidation(
+            SESSION_KEY, expected_version=0, content="Asthma talk", word_limit=100,
+            absorbed_ids=[absorbed.reflection_id], at=at(200),
+        )  # fmt: skip
+        await source.import_reflections([buffered])
+        return await export_lines(source)
+    finally:
+        await source.close()
+
+
+@pytest.mark.parametrize("after", IMPORT_CALLS)
+async def test_a_forget_landing_during_an_import_leaves_nothing_of_the_user(
+    store: MemoryStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, after: str
+) -> None:
+    lines = await alone_with_the_agent(tmp_path)
+    call = getattr(store, after)
+    forgot: list[object] = []
+
+    async def then_forget(*args: Any, **kwargs: Any) -> Any:
+        result = await call(*args, **kwargs)
+        if not forgot:  # u1 is forgotten once, right after this call of the import commits
+            forgot.append(await store.forget_user("u1", agent_id="a1", at=at(300)))
+        return result
+
+    monkeypatch.setattr(store, after, then_forget)
+
+    await import_lines(store, lines)
+
+    assert forgot, f"the import never called {after}"
+    assert await store.get_session("s1") is None
+    assert await store.load_messages("s1", 0, 10) == []
+    assert await store.get_consolidated(SESSION_KEY) is None
+    assert await store.list_reflections(SESSION_KEY, include_absorbed=True) == []
+    assert await store.get_facts(["f1"]) == []

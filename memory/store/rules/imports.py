@@ -4,10 +4,8 @@ with an erasure tombstone is never imported again."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 
 from memory.errors import EmbeddingMismatchError, InvalidInputError
 from memory.models import (
@@ -15,26 +13,17 @@ from memory.models import (
     ConsolidatedMemory,
     Fact,
     Reflection,
-    SessionAgentState,
-    StoredMessage,
+    ScopeKey,
 )
-from memory.store.counts import BlobImport, ImportCounts
+from memory.store.counts import BlobImport, ImportCounts, SessionPeople
 from memory.store.rules.derived import fact_scope_key
-from memory.store.rules.erasure import ALL_AGENTS
 from memory.store.rules.lifecycle_writes import (
     ImportReflections,
     InsertAgents,
     SetFactAccess,
-    SetSessionHead,
 )
 from memory.store.rules.writes import (
-    AddSessionAgent,
-    AddSessionUsers,
     BumpScopeVersions,
-    CreateSession,
-    InsertMessages,
-    MoveCursor,
-    NewMessage,
     Plan,
     PutConsolidated,
     PutFact,
@@ -157,12 +146,20 @@ def plan_import_facts(
 class BlobImportSnapshot:
     stored: Mapping[str, tuple[str, int]]  # scope key -> (content, version)
     epochs: Mapping[Pair, int]
+    gone: frozenset[str] = frozenset()  # sessions forget_user deleted whole
 
 
 @dataclass(frozen=True)
 class BlobImportRequest(Request[BlobImportSnapshot]):
     keys: tuple[str, ...]
     pairs: tuple[Pair, ...]
+    sessions: tuple[SessionPeople, ...] = ()
+
+
+def _gone(key: ScopeKey, gone: frozenset[str]) -> bool:
+    """Session memory of a session forget_user deleted whole (the session cannot tell: it is
+    gone, so who took part comes from the file, ``SessionPeople``)."""
+    return key.scope == "session" and key.session_id in gone
 
 
 def plan_import_consolidated(
@@ -176,7 +173,7 @@ def plan_import_consolidated(
         stored = snapshot.stored.get(key.key)
         if key.key in outcome:
             continue
-        if _erased(snapshot.epochs, key.agent_id, key.user_id):
+        if _erased(snapshot.epochs, key.agent_id, key.user_id) or _gone(key, snapshot.gone):
             outcome[key.key] = "forgotten"
         elif stored is None:
             outcome[key.key] = "inserted"
@@ -194,6 +191,7 @@ class ReflectionImportSnapshot:
     existing: frozenset[str]
     buffered: Mapping[str, int]  # scope key -> unabsorbed count before the call
     epochs: Mapping[Pair, int]
+    gone: frozenset[str] = frozenset()  # sessions forget_user deleted whole
 
 
 @dataclass(frozen=True)
@@ -201,6 +199,7 @@ class ReflectionImportRequest(Request[ReflectionImportSnapshot]):
     reflection_ids: tuple[str, ...]
     keys: tuple[str, ...]
     pairs: tuple[Pair, ...]
+    sessions: tuple[SessionPeople, ...] = ()
 
 
 def plan_import_reflections(
@@ -212,7 +211,7 @@ def plan_import_reflections(
         key = r.scope_key
         if r.reflection_id in snapshot.existing or r.reflection_id in new:
             counts.existing += 1
-        elif _erased(snapshot.epochs, key.agent_id, key.user_id):
+        elif _erased(snapshot.epochs, key.agent_id, key.user_id) or _gone(key, snapshot.gone):
             counts.forgotten += 1
         else:
             new[r.reflection_id] = r
@@ -226,163 +225,4 @@ def plan_import_reflections(
     if new:
         writes.append(ImportReflections(tuple(new.values())))
         writes.append(BumpScopeVersions(tuple(sorted({r.scope_key.key for r in new.values()}))))
-    return Plan(tuple(writes), counts)
-
-
-# ---------------------------------------------------------------- messages
-
-# Imported messages count as formed (the cursor moves past them); their weighted tokens are
-# only kept for pending recounts, at weight 1.
-_CHARS_PER_TOKEN = 4.0
-
-
-def erased_in_session(epochs: Mapping[Pair, int], agent_ids: Sequence[str], user_id: str) -> bool:
-    """Whether forget_user deleted the user's messages in a session of these agents: all of them
-    go, whichever agent recorded them, when the user is forgotten for any agent of the session.
-    A session of no known agent is checked against the all-agents erasure only."""
-    return any(epochs.get((a, user_id), 0) > 0 for a in agent_ids or (ALL_AGENTS,))
-
-
-def gone_with_users(
-    epochs: Mapping[Pair, int], agent_ids: Sequence[str], user_ids: Sequence[str]
-) -> bool:
-    """Whether forget_user deleted the session whole, with its agents' states and session memory:
-    it had users, and each was forgotten for each of its agents (rules.erasure.plan_forget takes
-    a session whole when its only user goes for its only agent, or for every agent). ``epochs``:
-    the effective epoch of every (agent, user) pair, (ALL_AGENTS, user) for no known agent."""
-    agents = agent_ids or (ALL_AGENTS,)
-    return bool(user_ids) and all(epochs.get((a, u), 0) > 0 for a in agents for u in user_ids)
-
-
-@dataclass(frozen=True)
-class SessionImportSnapshot:
-    exists: bool
-    last_seq: int
-    last_message_at: datetime | None
-    user_ids: tuple[str, ...]
-    states: Mapping[str, SessionAgentState]  # by agent
-    stored: Mapping[str, int]  # message id -> seq, of the request's ids
-    stored_all: tuple[int, float]  # (count, weighted tokens) of every stored message
-    taken: frozenset[int]  # of the request's seqs, those held by a stored message
-    # Effective erasure epochs of each agent (stored or the request's) with each user (stored
-    # or the request's); (ALL_AGENTS, user) when there is no agent at all.
-    epochs: Mapping[Pair, int]
-
-
-@dataclass(frozen=True)
-class SessionImportRequest(Request[SessionImportSnapshot]):
-    session_id: str
-    agent_ids: tuple[str, ...]
-    user_ids: tuple[str, ...]
-    message_ids: tuple[str, ...]
-    seqs: tuple[int, ...]
-    max_seq: int
-
-
-def session_import_request(
-    session_id: str, messages: Sequence[StoredMessage]
-) -> SessionImportRequest:
-    return SessionImportRequest(
-        session_id=session_id,
-        agent_ids=tuple(dict.fromkeys(m.agent_id for m in messages if m.agent_id)),
-        user_ids=tuple(dict.fromkeys(m.user_id for m in messages if m.user_id)),
-        message_ids=tuple(m.message_id for m in messages),
-        seqs=tuple(m.seq for m in messages),
-        max_seq=max(m.seq for m in messages),
-    )
-
-
-def _tokens(message: StoredMessage) -> int:
-    return math.ceil(len(message.content) / _CHARS_PER_TOKEN)
-
-
-def _formed_upto(
-    state: SessionAgentState,
-    new: Sequence[StoredMessage],
-    stored_seqs: Sequence[int],
-    max_seq: int,
-) -> MoveCursor | None:
-    """The agent's cursor past the imported messages, which count as formed, but never past a
-    stored message it has not formed yet: that one, and everything after it, is formed as usual
-    (the imported messages among them too: better formed twice, deduplicated, than never)."""
-    unformed = [seq for seq in stored_seqs if seq > state.cursor_seq]
-    if not unformed:
-        # Nothing stored after the cursor: nothing is pending once it passes the file's messages.
-        cursor, pending, tokens = max(state.cursor_seq, max_seq), 0, 0.0
-    else:
-        first = min(unformed)
-        cursor = max([state.cursor_seq, *(m.seq for m in new if m.seq < first)])
-        after = [m for m in new if m.seq > cursor]
-        pending = state.pending_messages + len(after)
-        tokens = state.pending_weighted_tokens + sum(_tokens(m) for m in after)
-    update = {"cursor_seq": cursor, "pending_messages": pending, "pending_weighted_tokens": tokens}
-    if all(getattr(state, k) == v for k, v in update.items()):
-        return None
-    return MoveCursor(state.model_copy(update=update))
-
-
-def plan_import_session(
-    req: SessionImportRequest,
-    messages: Sequence[StoredMessage],
-    snapshot: SessionImportSnapshot,
-) -> Plan[ImportCounts]:
-    """One session's messages by (session, message id), seqs kept; the session, its agents and
-    users created as needed; each agent's cursor moved past the imported messages so that the
-    cold-sessions job does not form them a second time.
-
-    Never brings back what forget_user deleted: a session it deleted whole (its every user
-    forgotten, ``gone_with_users``) is skipped whole, the agents' messages too; in another, a
-    forgotten user's messages (``erased_in_session``), whatever their agent_id says. A stored
-    session holding messages the file does not is another conversation under the same id (or
-    has moved on since the export): the file's messages are conflicts and nothing is written,
-    so that no agent's session gains users or loses unformed messages."""
-    counts = ImportCounts()
-    agents = tuple(dict.fromkeys((*snapshot.states, *req.agent_ids)))
-    users = tuple(dict.fromkeys((*snapshot.user_ids, *req.user_ids)))
-    gone = gone_with_users(snapshot.epochs, agents, users)
-    disagree = snapshot.stored_all[0] > len(snapshot.stored)
-    new: dict[str, StoredMessage] = {}
-    seqs = set(snapshot.taken)
-    for m in sorted(messages, key=lambda m: m.seq):
-        if m.message_id in snapshot.stored or m.message_id in new:
-            counts.existing += 1
-        elif gone or (m.user_id and erased_in_session(snapshot.epochs, agents, m.user_id)):
-            counts.forgotten += 1
-        elif disagree or m.seq in seqs:
-            counts.conflict += 1
-        else:
-            seqs.add(m.seq)
-            new[m.message_id] = m
-    counts.inserted = len(new)
-    if not new:
-        return Plan((), counts)
-    first = min(new.values(), key=lambda m: m.seq)
-    last_at = max(m.created_at for m in new.values())
-    head_at = (
-        last_at if snapshot.last_message_at is None else max(last_at, snapshot.last_message_at)
-    )
-    head_seq = max(snapshot.last_seq, req.max_seq)
-    writes: list[Write] = []
-    if not snapshot.exists:
-        writes.append(CreateSession(req.session_id, first.created_at))
-    # Here the stored session holds no message the file does not: ``stored`` is all of them.
-    stored_seqs = tuple(snapshot.stored.values())
-    for agent_id in agents:
-        state = snapshot.states.get(agent_id)
-        if state is None:
-            # A new agent has formed none of the stored messages: all are pending for it.
-            state = SessionAgentState(
-                session_id=req.session_id, agent_id=agent_id, cursor_seq=0, last_seq=head_seq,
-                pending_messages=snapshot.stored_all[0],
-                pending_weighted_tokens=snapshot.stored_all[1], last_message_at=head_at,
-            )  # fmt: skip
-            writes.append(AddSessionAgent(state))
-        if (move := _formed_upto(state, tuple(new.values()), stored_seqs, req.max_seq)) is not None:
-            writes.append(move)
-    # After the agents join: the users of the imported messages are the session's and each of its
-    # agents' participants (the imported history is theirs), added once each.
-    if new_users := tuple(dict.fromkeys(m.user_id for m in new.values() if m.user_id)):
-        writes.append(AddSessionUsers(req.session_id, new_users))
-    writes.append(InsertMessages(tuple(NewMessage(m, _tokens(m)) for m in new.values())))
-    writes.append(SetSessionHead(req.session_id, head_seq, head_at))
     return Plan(tuple(writes), counts)
