@@ -17,7 +17,10 @@ class ModelSettings(_Group):
 
     provider: Literal["auto", "openai", "gemini", "openai_compatible", "heuristic"] = Field(
         "auto",
-        description="LLM provider; auto = gemini if GEMINI_API_KEY, openai if OPENAI_API_KEY, else heuristic",
+        description="LLM provider; auto = the first that applies: models.base_url set →"
+        " openai_compatible at it; models.api_key set → its vendor (gemini for a Google AIza… key,"
+        " else openai); GEMINI_API_KEY or GOOGLE_API_KEY → gemini; OPENAI_API_KEY → openai; else"
+        " heuristic (memory/llm/selection.py)",
     )
     fast: str = Field("gemini-3-flash-preview", description="Fact extraction and dedup decisions")
     standard: str = Field("gemini-3-flash-preview", description="Reflections/consolidation, tier 0")
@@ -27,9 +30,16 @@ class ModelSettings(_Group):
         "gpt-4.1-mini", description="Standard model when the provider is OpenAI"
     )
     openai_premium: str = Field("gpt-4.1", description="Premium model when the provider is OpenAI")
-    base_url: str | None = Field(None, description="Base URL of an OpenAI-compatible server")
+    base_url: str | None = Field(
+        None,
+        description="Base URL of an OpenAI-compatible server (Ollama, vLLM, llama.cpp…); under"
+        " provider auto it wins over every vendor key in the environment",
+    )
     api_key: SecretStr | None = Field(
-        None, description="Key for the OpenAI-compatible server (else the provider's env key)"
+        None,
+        description="Key sent to the provider; wins over the vendor's variable, the fallback when"
+        " unset (GEMINI_API_KEY or GOOGLE_API_KEY for gemini, OPENAI_API_KEY for openai and"
+        " openai_compatible)",
     )
     request_timeout_seconds: float = Field(60, gt=0, description="HTTP timeout of one LLM call")
     temperature: float = Field(0.0, ge=0, le=2, description="Sampling temperature")

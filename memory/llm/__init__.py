@@ -6,68 +6,51 @@ importing this package stays cheap for workflow code and for the offline heurist
 
 from __future__ import annotations
 
-import os
 from typing import Literal
 
 from memory.errors import ProviderError
 from memory.llm.base import LLMProvider
 from memory.llm.heuristic import MODEL as HEURISTIC_MODEL
 from memory.llm.heuristic import HeuristicProvider
+from memory.llm.selection import gemini_api_key, openai_api_key, resolve_provider, select
 from memory.settings import Settings
 
 Purpose = Literal["fast", "reflection", "consolidation"]
 
 
-def gemini_api_key() -> str | None:
-    return os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY") or None
-
-
-def openai_api_key() -> str | None:
-    return os.environ.get("OPENAI_API_KEY") or None
-
-
-def resolve_provider(settings: Settings) -> str:
-    """The provider ``make_llm`` builds: "auto" resolved from the keys in the environment."""
-    models = settings.models
-    if models.provider != "auto":
-        return models.provider
-    if gemini_api_key():
-        return "gemini"
-    if openai_api_key():
-        return "openai_compatible" if models.base_url else "openai"
-    return "openai_compatible" if models.base_url else "heuristic"
-
-
 def make_llm(settings: Settings) -> LLMProvider:
+    """The provider ``select`` chooses (the auto order is in selection.resolve_provider)."""
     models = settings.models
-    configured_key = models.api_key.get_secret_value() if models.api_key else None
-    match resolve_provider(settings):
+    chosen = select(settings)
+    match chosen.provider:
         case "gemini":
             from memory.llm.gemini_provider import GeminiProvider
 
-            key = configured_key or gemini_api_key()
-            if not key:
+            if not chosen.api_key:
                 raise ProviderError(
-                    "GEMINI_API_KEY (or GOOGLE_API_KEY) is not set",
+                    "GEMINI_API_KEY (or GOOGLE_API_KEY, or MNEMOS_MODELS__API_KEY) is not set",
                     retryable=False,
                     provider="gemini",
                 )
-            return GeminiProvider(api_key=key, timeout=models.request_timeout_seconds)
+            return GeminiProvider(api_key=chosen.api_key, timeout=models.request_timeout_seconds)
         case "openai" | "openai_compatible" as name:
             from memory.llm.openai_provider import OpenAIProvider, ServerOptions
 
-            key = configured_key or openai_api_key()
-            if name == "openai" and not key:
-                raise ProviderError("OPENAI_API_KEY is not set", retryable=False, provider=name)
-            if name == "openai_compatible" and not models.base_url:
+            if name == "openai" and not chosen.api_key:
+                raise ProviderError(
+                    "OPENAI_API_KEY (or MNEMOS_MODELS__API_KEY) is not set",
+                    retryable=False,
+                    provider=name,
+                )
+            if name == "openai_compatible" and not chosen.base_url:
                 raise ProviderError(
                     "models.base_url is required for openai_compatible",
                     retryable=False,
                     provider=name,
                 )
             return OpenAIProvider(
-                api_key=key,
-                base_url=models.base_url if name == "openai_compatible" else None,
+                api_key=chosen.api_key,
+                base_url=chosen.base_url,
                 timeout=models.request_timeout_seconds,
                 name=name,
                 options=ServerOptions(
@@ -96,4 +79,12 @@ def choose_model(settings: Settings, provider_name: str, purpose: Purpose, tier:
     return models.openai_standard if use_openai else models.standard
 
 
-__all__ = ["LLMProvider", "choose_model", "make_llm", "resolve_provider"]
+__all__ = [
+    "LLMProvider",
+    "choose_model",
+    "gemini_api_key",
+    "make_llm",
+    "openai_api_key",
+    "resolve_provider",
+    "select",
+]

@@ -23,6 +23,28 @@ from google.genai import errors as genai_errors
 
 from memory.errors import InputRefusedError, MalformedOutputError, ProviderError
 
+# Transport failures, retryable. google-genai sends through httpx2 by default and through httpx
+# when GOOGLE_GENAI_HTTP_CLIENT=httpx (or an httpx client is passed in); the two packages share no
+# exception classes, so both are listed. httpx is only an optional extra of the SDK: absent, no
+# client can raise it.
+_TIMEOUTS: tuple[type[BaseException], ...] = (
+    openai.APITimeoutError,
+    httpx2.TimeoutException,
+    TimeoutError,
+)
+_CONNECTION_FAILURES: tuple[type[BaseException], ...] = (
+    openai.APIConnectionError,
+    httpx2.TransportError,
+    ConnectionError,
+)
+try:
+    import httpx
+except ImportError:  # pragma: no cover - httpx is installed wherever the tests run
+    pass
+else:
+    _TIMEOUTS += (httpx.TimeoutException,)
+    _CONNECTION_FAILURES += (httpx.TransportError,)
+
 # 408 request timeout, 409 lock/conflict, 429 rate limit: the same request may succeed later.
 _RETRYABLE_STATUSES = frozenset({408, 409, 429})
 # Key shapes of OpenAI (sk-…) and Google (AIza…), redacted even when we were not told the key.
@@ -123,10 +145,11 @@ def to_provider_error(
             )
         case openai.APIResponseValidationError():
             return failed(f"sent an unexpected response: {detail}", retryable=True)
-        case openai.APITimeoutError() | httpx2.TimeoutException() | TimeoutError():
+        case _ if isinstance(exc, _TIMEOUTS):  # before the connection failures: a subclass
             return failed(f"timed out ({type(exc).__name__})", retryable=True)
-        case openai.APIConnectionError() | httpx2.TransportError() | ConnectionError():
-            return failed(f"connection failed: {detail}", retryable=True)
+        case _ if isinstance(exc, _CONNECTION_FAILURES):
+            # The name too: a closed connection (ReadError, RemoteProtocolError) has no text.
+            return failed(f"connection failed ({type(exc).__name__}): {detail}", retryable=True)
         case genai_errors.APIError():
             message = redact(f"{exc.status or ''} {exc.message or ''}".strip(), secrets)
             headers = dict(exc.response.headers) if exc.response is not None else {}
