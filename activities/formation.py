@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
+from pydantic import TypeAdapter
 from structlog.stdlib import BoundLogger
 from temporalio import activity
 
 from activities.errors import classified
 from activities.heartbeat import heartbeating, noting_rejection, this_attempt
+from memory.degraded import DegradedStep, degraded_windows
 from memory.deps import Deps
 from memory.logging import get_logger
 from memory.pipeline import commit, dedup, facts, reflections, window
@@ -23,6 +26,13 @@ from memory.pipeline.types import (
     NewReflection,
     ReflectionsResult,
     Window,
+)
+
+# The SDK types an activity's arguments only when as many are given as it takes: the five
+# commit_formation took before ``degraded`` (scheduled by older workflow code, and by this code
+# for a window with nothing degraded) arrive as plain JSON values, typed here.
+_COMMIT_ARGS = TypeAdapter(
+    tuple[Window, list[NewFact], list[Decision], list[NewReflection], CandidatesResult | None]
 )
 
 
@@ -103,11 +113,26 @@ class FormationActivities:
         decisions: list[Decision],
         new_reflections: list[NewReflection],
         candidates: CandidatesResult | None = None,
+        degraded: list[DegradedStep] | None = None,
     ) -> CommitResult:
+        """``degraded``: the window's steps that took their fallback or passed a message over
+        (none from workflow code older than it), recorded once the memories are committed."""
+        if not isinstance(w, Window):  # five (or four) arguments, untyped: _COMMIT_ARGS
+            given: Any = (w, new_facts, decisions, new_reflections, candidates)
+            w, new_facts, decisions, new_reflections, candidates = _COMMIT_ARGS.validate_python(
+                given, extra="ignore"
+            )
         with classified():
             out = await commit.commit(
                 self.deps, w, new_facts, decisions, new_reflections, datetime.now(UTC), candidates
             )
+            if degraded and not out.discarded_for_erasure:
+                # Its own transaction, after the commit's: a retry finds the commit done and
+                # records again, and the store writes each window once.
+                records = degraded_windows(
+                    w.agent_id, w.session_id, w.formation_id, degraded, datetime.now(UTC)
+                )
+                await self.deps.store.record_degraded(records)
         _log(w).info(
             "formation committed",
             formation_id=w.formation_id,
@@ -117,5 +142,6 @@ class FormationActivities:
             facts_invalidated=out.facts_invalidated,
             reflections_added=out.reflections_added,
             discarded_for_erasure=out.discarded_for_erasure,
+            degraded=[d.step for d in degraded or ()],
         )
         return out

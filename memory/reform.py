@@ -6,7 +6,9 @@ FormMemories splits a window (docs/backlog.md); messages that stay unusable are 
 The facts the fallback added unmerged are left out of the candidates: the new decisions compare
 the window's facts with what was stored before, so an UPDATE or DELETE of an older fact converges
 on the flagged copy (the store's duplicate rule) instead of keeping two contradicting facts. The
-commit writes the memories and leaves the cursor where it is."""
+commit writes the memories and leaves the cursor where it is. The store's records of the
+degraded windows (memory/degraded.py) within what was re-formed are marked so, for the steps
+that ran again."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from memory import ids
+from memory.degraded import reform_steps
 from memory.deps import Deps
 from memory.errors import InvalidInputError, InvalidModelOutputError
 from memory.lookup import require_agent, require_session
@@ -37,6 +40,18 @@ class Reformed:
     commit: CommitResult
     report: CheckReport
     still_degraded: list[StillDegraded] = field(default_factory=list)
+    marked: int = 0  # degraded records marked re-formed
+
+
+def _spans(parts: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Adjacent re-formed parts joined: a window re-formed in halves was re-formed whole."""
+    spans: list[tuple[int, int]] = []
+    for after, upto in sorted(parts):
+        if spans and spans[-1][1] == after:
+            spans[-1] = (spans[-1][0], upto)
+        else:
+            spans.append((after, upto))
+    return spans
 
 
 def _total(results: list[CommitResult]) -> CommitResult:
@@ -82,6 +97,7 @@ async def reform(
     epochs = await deps.store.erasure_epochs(agent_id, session.user_ids)
     report = CheckReport()
     done: list[CommitResult] = []
+    formed: list[tuple[int, int]] = []
     still: list[StillDegraded] = []
     parts = [(after_seq, upto_seq)]
     while parts:
@@ -106,6 +122,7 @@ async def reform(
                     deps, w, flagged, report, with_reflections, attempts, state.cursor_seq
                 )
             )
+            formed.append((after, upto))
         except InvalidModelOutputError as e:
             if upto - after > 1:
                 middle = after + (upto - after) // 2
@@ -114,7 +131,12 @@ async def reform(
                 still.append(StillDegraded(after, upto, str(e)))
     if not done:
         raise InvalidModelOutputError(f"{still[0].reason} (messages {after_seq + 1}-{upto_seq})")
-    return Reformed(commit=_total(done), report=report, still_degraded=still)
+    marked, steps, now = 0, reform_steps(with_reflections), datetime.now(UTC)
+    for after, upto in _spans(formed):
+        marked += await deps.store.mark_reformed(
+            agent_id, session_id, after, upto, steps=steps, at=now
+        )
+    return Reformed(commit=_total(done), report=report, still_degraded=still, marked=marked)
 
 
 async def _reform_window(

@@ -9,7 +9,9 @@ stores that range's memories.
 A backlog drains window after window without waiting. A window whose extraction cannot carry it
 (its answer overflowed or filled its bound, or stayed unusable) is split: the pass is dropped
 uncommitted and the window loaded again with half its messages, down to one message; the drain forms
-the rest. A single message that no retry can extract is passed over, visibly (docs/backlog.md).
+the rest. A single message that no retry can extract is passed over, visibly (docs/backlog.md):
+in the run's summary, memo and metric, and in the store with the window's memories
+(memory/degraded.py), where `mnemos degraded` finds it and re-forms it.
 """
 
 from __future__ import annotations
@@ -289,6 +291,7 @@ class FormMemoriesWorkflow:
             return ReflectionsResult(reflections=[])
 
     async def _form(self, window: Window, summary: FormationSummary) -> None:
+        mark = len(summary.degraded)  # this window's degraded steps are those noted from here
         extracted = await self._extract(window, summary)
         summary.llm_calls += extracted.llm
         summary.facts_extracted += len(extracted.facts)
@@ -310,6 +313,9 @@ class FormMemoriesWorkflow:
                 extracted_reflections = await self._reflect(window, formed, summary)
                 summary.llm_calls += extracted_reflections.llm
                 reflections = extracted_reflections
+            # Recorded in the store with the memories, where they outlast the run and its memo;
+            # none: the arguments of older code (the same command, replayed or not).
+            steps = summary.degraded[mark:]
             try:
                 committed: CommitResult = await workflow.execute_activity_method(
                     FormationActivities.commit_formation,
@@ -319,6 +325,7 @@ class FormMemoriesWorkflow:
                         decided.decisions,
                         reflections.reflections,
                         candidates,
+                        *([steps] if steps else []),
                     ],
                     **self._store,
                 )

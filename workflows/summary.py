@@ -8,19 +8,12 @@ from collections import Counter
 
 from pydantic import BaseModel, Field
 
+from memory.degraded import REASON_CHARS, DegradedStep
 from memory.pipeline.predecide import by_rule, refused
 from memory.pipeline.types import DEGRADED, CommitResult, Decision, LlmCall
 
+# The newest windows only: a memo is small. Every window is in the store (memory/degraded.py).
 _MEMO_DEGRADED = 40
-
-
-class DegradedStep(BaseModel):
-    """A window whose LLM step took its fallback: which messages, which step, why."""
-
-    after_seq: int
-    upto_seq: int
-    step: str
-    reason: str
 
 
 class FormationSummary(BaseModel):
@@ -56,7 +49,9 @@ class FormationSummary(BaseModel):
 
     def add_degraded(self, after_seq: int, upto_seq: int, step: str, reason: str) -> None:
         self.degraded.append(
-            DegradedStep(after_seq=after_seq, upto_seq=upto_seq, step=step, reason=reason[:300])
+            DegradedStep(
+                after_seq=after_seq, upto_seq=upto_seq, step=step, reason=reason[:REASON_CHARS]
+            )
         )
 
     def add_commit(self, messages: int, c: CommitResult) -> None:
@@ -123,7 +118,7 @@ class FormationSummary(BaseModel):
     def _exceptions_memo(self) -> dict[str, object]:
         # Only what happened: a run with neither has the memo runs before these keys had.
         refused = {"decisions_refused": self.decisions_refused} if self.decisions_refused else {}
-        # The newest windows only: a memo is small (a long backlog could degrade window by window).
+        # A long backlog could degrade window by window.
         recent = self.degraded[-_MEMO_DEGRADED:]
         return refused | ({"degraded": [d.model_dump() for d in recent]} if recent else {})
 

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from memory.degraded import DegradedWindow
 from memory.models import (
     AgentConfig,
     ConsolidatedMemory,
@@ -344,3 +345,43 @@ class MemoryStore(LifecycleContract):
     @abc.abstractmethod
     async def delete_reflection(self, reflection_id: str) -> None:
         """Remove a buffered reflection. ConflictError once absorbed; NotFoundError when unknown."""
+
+    # ------------------------------------------------------------ degraded windows (mnemos degraded)
+    # The lasting record of the windows formed degraded (memory/degraded.py): a run's memo keeps
+    # only its newest windows, is written at its end, and goes with the namespace's retention.
+
+    @abc.abstractmethod
+    async def record_degraded(self, windows: Sequence[DegradedWindow]) -> int:
+        """Insert each window whose key (agent, session, after_seq, upto_seq, step) is not stored
+        yet; a stored one is left as it is (a retried commit activity writes nothing twice). Only
+        windows degraded.recordable keeps: the agent's cursor in the session at or past upto_seq
+        (a session forget_user deleted gets none). One transaction; returns how many were
+        inserted."""
+
+    @abc.abstractmethod
+    async def list_degraded(
+        self,
+        *,
+        agent_id: str | None = None,
+        session_id: str | None = None,
+        include_reformed: bool = False,
+        limit: int = 100,
+    ) -> list[DegradedWindow]:
+        """The records (of the agent, of the session, when given), newest degraded_at first, then
+        by agent, session, after_seq descending and step; re-formed ones only on request; at
+        most ``limit``."""
+
+    @abc.abstractmethod
+    async def mark_reformed(
+        self,
+        agent_id: str,
+        session_id: str,
+        after_seq: int,
+        upto_seq: int,
+        *,
+        steps: Sequence[str],
+        at: datetime,
+    ) -> int:
+        """reformed_at = at for the records of these steps within the range (their after_seq >=
+        after_seq and upto_seq <= upto_seq) not re-formed yet (an earlier date stays); returns
+        how many."""

@@ -1,16 +1,19 @@
-"""`mnemos degraded list|reform`: find a degraded window through Temporal visibility, re-form one."""
+"""`mnemos degraded list|reform`: find a degraded window in the store (and, degraded before the
+store recorded them, through Temporal visibility), re-form one and see it marked re-formed."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import uuid
+from datetime import datetime
 from pathlib import Path
 
 from temporalio.testing import WorkflowEnvironment
 from typer.testing import CliRunner
 
 from cli.app import app
+from memory.degraded import DegradedWindow
 from memory.deps import Deps
 from memory.embedding import make_embedder
 from memory.llm.base import LLMRequest
@@ -20,6 +23,7 @@ from memory.models import AgentConfig, FactFilter
 from memory.settings import EmbeddingSettings, Settings, TemporalSettings
 from memory.store.sqlite import SQLiteStore
 from tests.harness import T0, Harness, conversation
+from tests.store.builders import at, commit, msg, record
 from tests.store.test_reform import UndecidedHeuristic, said
 
 runner = CliRunner()
@@ -29,6 +33,15 @@ def _cut_off(request: LLMRequest) -> None:
     from memory.errors import MalformedOutputError
 
     raise MalformedOutputError("output hit the token limit (finish_reason=length)")
+
+
+def _window(agent: str, session: str, after: int, step: str, when: datetime) -> DegradedWindow:
+    """A window's degraded step as the formation's commit records it."""
+    return DegradedWindow(
+        agent_id=agent, session_id=session, after_seq=after, upto_seq=after + 1, step=step,
+        reason="output hit the token limit", formation_id=f"{agent}:{session}:{after}",
+        degraded_at=when,
+    )  # fmt: skip
 
 
 async def test_degraded_list_names_the_window_its_step_and_why(
@@ -51,23 +64,54 @@ async def test_degraded_list_names_the_window_its_step_and_why(
         "MNEMOS_STORE__SQLITE_PATH": str(tmp_path / "mnemos.db"),
         "MNEMOS_LOG_LEVEL": "warning",
     }
-    rows: list[dict[str, object]] = []
-    for _ in range(100):  # visibility lags the close by a moment
-        result = await asyncio.to_thread(
-            runner.invoke, app, ["degraded", "list", "--session", session, "--json"], env=env
-        )
+    args = ["degraded", "list", "--session", session, "--json"]
+    # The windows as a store that had not recorded them sees them (degraded before it did):
+    # from the run's memo, once visibility has it (it lags the close by a moment).
+    older = env | {"MNEMOS_STORE__SQLITE_PATH": str(tmp_path / "older.db")}
+    memo: list[dict[str, object]] = []
+    for _ in range(100):
+        result = await asyncio.to_thread(runner.invoke, app, args, env=older)
         assert result.exit_code == 0, result.stdout + result.stderr
-        if rows := json.loads(result.stdout):
+        if memo := json.loads(result.stdout):
             break
         await asyncio.sleep(0.1)
+    assert [(r["after_seq"], r["source"]) for r in memo] == [(i, "memo") for i in range(4)]
+
+    # The store recorded each window with its memories: listed once, newest first, from it.
+    result = await asyncio.to_thread(runner.invoke, app, args, env=env)
+    assert result.exit_code == 0, result.stdout + result.stderr
+    rows = json.loads(result.stdout)
     assert [(r["agent"], r["session"], r["after_seq"], r["upto_seq"], r["step"]) for r in rows] == [
-        ("eve", session, i, i + 1, "extract_facts") for i in range(4)
+        ("eve", session, i, i + 1, "extract_facts") for i in reversed(range(4))
     ]
+    assert {r["source"] for r in rows} == {"store"}
     assert "token limit" in str(rows[0]["reason"])
     text = await asyncio.to_thread(
         runner.invoke, app, ["degraded", "list", "--session", session], env=env
     )
-    assert text.stdout.startswith(f"eve {session} --after 0 --upto 1  extract_facts:")
+    assert text.stdout.startswith(f"eve {session} --after 3 --upto 4  extract_facts:")
+
+
+async def test_degraded_list_reads_every_window_the_store_recorded(tmp_path: Path) -> None:
+    """41 windows of one long run (its memo keeps the newest 40), listed from the store alone:
+    no run needed (it failed, or retention deleted it)."""
+    store = SQLiteStore(tmp_path / "mnemos.db")
+    await store.setup()
+    await record(store, "s1", "a1", [msg(f"m{i}", seconds=i) for i in range(41)])
+    await store.commit_formation(commit(new_cursor=41))
+    await store.record_degraded(
+        [_window("a1", "s1", i, "extract_facts", at(200 + i)) for i in range(41)]
+    )
+    await store.close()
+    env = {"MNEMOS_STORE__SQLITE_PATH": str(tmp_path / "mnemos.db"), "MNEMOS_LOG_LEVEL": "warning"}
+
+    args = ["degraded", "list", "--no-memos", "--json"]
+    result = await asyncio.to_thread(runner.invoke, app, args, env=env)
+
+    assert result.exit_code == 0, result.stdout + result.stderr
+    rows = json.loads(result.stdout)
+    assert [r["after_seq"] for r in rows] == list(reversed(range(41)))
+    assert rows[0]["formation_id"] == "a1:s1:40" and rows[0]["reformed_at"] is None
 
 
 async def test_degraded_reform_converges_on_one_fact(tmp_path: Path) -> None:
@@ -95,6 +139,8 @@ async def test_degraded_reform_converges_on_one_fact(tmp_path: Path) -> None:
         return sorted(f.content for f in valid if "budget" in f.content)
 
     assert len(await budgets()) == 2
+    # The decide step's fallback, as the formation's commit recorded it.
+    await store.record_degraded([_window("eve", "s1", 0, "decide_fact_changes", T0)])
     env = {
         "MNEMOS_STORE__SQLITE_PATH": str(tmp_path / "mnemos.db"),
         "MNEMOS_MODELS__PROVIDER": "heuristic",
@@ -105,5 +151,15 @@ async def test_degraded_reform_converges_on_one_fact(tmp_path: Path) -> None:
     result = await asyncio.to_thread(runner.invoke, app, args, env=env)
     assert result.exit_code == 0, result.stdout + result.stderr
     assert result.stdout.startswith("re-formed messages 1-1:")
+    assert "1 degraded record(s) of extract_facts, decide_fact_changes marked" in result.stdout
     assert await budgets() == ["The festival budget is $65,000."]
     await store.close()
+
+    listed = ["degraded", "list", "--no-memos"]
+    result = await asyncio.to_thread(runner.invoke, app, listed, env=env)
+    assert result.stdout.strip() == "no degraded windows"
+    result = await asyncio.to_thread(runner.invoke, app, [*listed, "--all", "--json"], env=env)
+    [row] = json.loads(result.stdout)
+    assert (row["session"], row["step"], row["reformed_at"] is not None) == (
+        "s1", "decide_fact_changes", True,
+    )  # fmt: skip

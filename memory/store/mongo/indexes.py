@@ -90,6 +90,15 @@ REGULAR_INDEXES: dict[str, list[IndexModel]] = {
         IndexModel([("session_id", ASCENDING)]),
     ],
     "consolidated": [IndexModel([("session_id", ASCENDING)])],
+    # Degraded windows (memory/degraded.py), keyed by _id: a session's (forget_user deletes
+    # them, a re-form marks a range of them), and the newest first for `mnemos degraded list`.
+    "degraded_windows": [
+        IndexModel(
+            [("session_id", ASCENDING), ("agent_id", ASCENDING), ("after_seq", ASCENDING)],
+            name="degraded_session",
+        ),
+        IndexModel([("degraded_at", DESCENDING)], name="degraded_newest"),
+    ],
 }
 
 # consolidated is keyed by _id = ScopeKey.key: _id is its unique scope-key index.

@@ -8,6 +8,7 @@ from typing import assert_never
 from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.asynchronous.database import AsyncDatabase
 
+from memory.degraded import ERASED_REASON
 from memory.store.mongo.docs import Doc, compound_id, opt_ts, reflection_doc, ts
 from memory.store.rules import lifecycle_writes as lw
 
@@ -73,11 +74,15 @@ async def apply_lifecycle(
             scoped = {"session_id": in_ids, "scope": "session"}
             await db.reflections.delete_many(scoped, session=s)
             await db.consolidated.delete_many(scoped, session=s)
+            await db.degraded_windows.delete_many({"session_id": in_ids}, session=s)
             await db.messages.delete_many({"session_id": in_ids}, session=s)
             await db.session_agents.delete_many({"session_id": in_ids}, session=s)
             await db.sessions.delete_many({"_id": in_ids}, session=s)
         case lw.DeleteUserMessages(session_id=sid, user_id=user_id):
             await db.messages.delete_many({"session_id": sid, "user_id": user_id}, session=s)
+            await db.degraded_windows.update_many(
+                {"session_id": sid}, {"$set": {"reason": ERASED_REASON}}, session=s
+            )
             # session-wide and each agent's participants
             await update_session(db, s, sid, {"$pull": {"user_ids": user_id}})
         case lw.DeleteEmbeddings(text_hashes=hashes):

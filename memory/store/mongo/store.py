@@ -36,6 +36,7 @@ from memory.models import (
     ScoredFact,
 )
 from memory.store.base import Vector
+from memory.store.mongo.degraded import MongoDegraded
 from memory.store.mongo.docs import (
     NO_VECTOR,
     Doc,
@@ -59,7 +60,9 @@ from memory.store.rules import Plan, Request, check_query_dimension
 from memory.store.snapshots import SnapshotReads, run_planned
 
 
-class MongoStore(MongoSessions, MongoListings, MongoLifecycleReads, MongoReembed, PlannedStore):
+class MongoStore(
+    MongoSessions, MongoListings, MongoLifecycleReads, MongoReembed, MongoDegraded, PlannedStore
+):
     """The store on one MongoDB database; the writing calls are planned (memory.store.planned)."""
 
     def __init__(

@@ -286,6 +286,24 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX IF NOT EXISTS messages_user ON messages (user_id, session_id)
         WHERE user_id IS NOT NULL;
     """,
+    # 9: the lasting record of degraded windows (memory/degraded.py; a run's memo keeps its
+    # newest only, until the namespace's retention deletes the run). Few rows (degrading is the
+    # exception): listed newest first by the index; forget_user deletes by the key's session.
+    """
+    CREATE TABLE degraded_windows (
+        session_id   text NOT NULL,
+        agent_id     text NOT NULL,
+        after_seq    bigint NOT NULL,
+        upto_seq     bigint NOT NULL,
+        step         text NOT NULL,
+        reason       text NOT NULL,
+        formation_id text NOT NULL,
+        degraded_at  timestamptz NOT NULL,
+        reformed_at  timestamptz,
+        PRIMARY KEY (session_id, agent_id, after_seq, upto_seq, step)
+    );
+    CREATE INDEX degraded_windows_newest ON degraded_windows (degraded_at);
+    """,
 )
 
 _LOCK = 0x6D6E656D6F73  # "mnemos": the advisory lock that serialises migrations

@@ -71,7 +71,8 @@ class DeleteScope(LifecycleOp):
 
 @dataclass(frozen=True)
 class DeleteSessions(LifecycleOp):
-    """Whole sessions: messages, agents' states, users, session-scope reflections and blobs, and
+    """Whole sessions: messages, agents' states, users, session-scope reflections and blobs,
+    their degraded windows (whose reasons may quote the model's output about the user), and
     the records of their formations (ids starting with these "agent:session:" prefixes): a
     session id used again restarts its seqs, and its first window's formation id would find
     the old record and be taken as committed, nothing written, the cursor never moved."""
@@ -82,7 +83,9 @@ class DeleteSessions(LifecycleOp):
 
 @dataclass(frozen=True)
 class DeleteUserMessages(LifecycleOp):
-    """One user's messages in a session the others keep, and the user's participation."""
+    """One user's messages in a session the others keep, and the user's participation; the
+    reasons of the session's degraded windows become degraded.ERASED_REASON (they may quote
+    the model's output about the user)."""
 
     session_id: str
     user_id: str

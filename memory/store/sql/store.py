@@ -16,6 +16,7 @@ from functools import partial
 from typing import Any
 
 from memory.api_keys import ApiKey
+from memory.degraded import DegradedWindow
 from memory.directory import AgentUser
 from memory.models import (
     AgentConfig,
@@ -32,7 +33,7 @@ from memory.store.counts import ExportData
 from memory.store.planned import PlannedStore
 from memory.store.rules import Plan, Request, Write
 from memory.store.snapshots import SnapshotReads, run_planned
-from memory.store.sql import facts
+from memory.store.sql import degraded, facts
 from memory.store.sql import sessions as ss
 from memory.store.sql.db import Db
 from memory.store.sql.lifecycle_reads import export_data, user_agents
@@ -228,6 +229,39 @@ class SqlStore[D: Db](PlannedStore):
     ) -> ExportData:
         return await self._db_read(
             partial(export_data, agent_id=agent_id, user_id=user_id, messages=messages)
+        )
+
+    # ------------------------------------------------------------ degraded windows
+
+    async def record_degraded(self, windows: Sequence[DegradedWindow]) -> int:
+        return await self._db_write(lambda db: degraded.record_degraded(db, windows))
+
+    async def list_degraded(
+        self,
+        *,
+        agent_id: str | None = None,
+        session_id: str | None = None,
+        include_reformed: bool = False,
+        limit: int = 100,
+    ) -> list[DegradedWindow]:
+        return await self._db_one(
+            lambda db: degraded.list_degraded(db, agent_id, session_id, include_reformed, limit)
+        )
+
+    async def mark_reformed(
+        self,
+        agent_id: str,
+        session_id: str,
+        after_seq: int,
+        upto_seq: int,
+        *,
+        steps: Sequence[str],
+        at: datetime,
+    ) -> int:
+        return await self._db_write(
+            lambda db: degraded.mark_reformed(
+                db, agent_id, session_id, after_seq, upto_seq, steps, at
+            )
         )
 
     # ------------------------------------------------------------ listings and API keys

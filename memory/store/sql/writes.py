@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import assert_never
 
+from memory.degraded import ERASED_REASON
 from memory.store.rules import lifecycle_writes as lw
 from memory.store.rules import writes as w
 from memory.store.sql.db import Db
@@ -172,6 +173,7 @@ async def _apply_lifecycle(
                 await db.execute_in(
                     f"DELETE FROM {table} WHERE scope = 'session' AND session_id", ids
                 )
+            await db.execute_in("DELETE FROM degraded_windows WHERE session_id", ids)
             await db.execute_in("DELETE FROM sessions WHERE session_id", ids)
             for prefix in formations:  # substr, not LIKE: ids may hold "_"
                 await db.execute(
@@ -184,6 +186,10 @@ async def _apply_lifecycle(
                 await db.execute(
                     f"DELETE FROM {table} WHERE session_id = %s AND user_id = %s", (sid, user_id)
                 )
+            await db.execute(
+                "UPDATE degraded_windows SET reason = %s WHERE session_id = %s",
+                (ERASED_REASON, sid),
+            )
         case lw.DeleteEmbeddings(text_hashes=hashes):
             await db.execute_in("DELETE FROM embedding_cache WHERE text_hash", hashes)
         case _:

@@ -3,7 +3,7 @@ that they sort and compare exactly; vectors are float32 BLOBs; fact history is J
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 DDL = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -281,4 +281,24 @@ CREATE TABLE IF NOT EXISTS erasures (
     counts       TEXT NOT NULL,
     PRIMARY KEY (agent_key, user_id)
 ) WITHOUT ROWID;
+"""
+
+
+# Schema 5 → 6: the lasting record of degraded windows (memory/degraded.py; a run's memo keeps
+# its newest only, until the namespace's retention deletes the run). Created by every setup:
+# older files gain it. Few rows (degrading is the exception): listed newest first by the index.
+DEGRADED_DDL = """
+CREATE TABLE IF NOT EXISTS degraded_windows (
+    session_id   TEXT NOT NULL,
+    agent_id     TEXT NOT NULL,
+    after_seq    INTEGER NOT NULL,
+    upto_seq     INTEGER NOT NULL,
+    step         TEXT NOT NULL,
+    reason       TEXT NOT NULL,
+    formation_id TEXT NOT NULL,
+    degraded_at  INTEGER NOT NULL,
+    reformed_at  INTEGER,                       -- set by `mnemos degraded reform`
+    PRIMARY KEY (session_id, agent_id, after_seq, upto_seq, step)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS degraded_windows_newest ON degraded_windows (degraded_at);
 """

@@ -23,6 +23,7 @@ from memory.store.sqlite.schema import (
     ADDED_COLUMNS,
     AFTER_ADDED_COLUMNS,
     DDL,
+    DEGRADED_DDL,
     ERASURES_DDL,
     MIGRATE_1_TO_2,
     SCHEMA_VERSION,
@@ -61,7 +62,7 @@ class SQLiteStore(SQLiteThread, SqlStore[SQLiteDb]):
             columns = {row[1] for row in conn.execute("PRAGMA table_info(session_agents)")}
             if needs_migration(columns):
                 conn.executescript(MIGRATE_1_TO_2)
-            conn.executescript(DDL + ERASURES_DDL)
+            conn.executescript(DDL + ERASURES_DDL + DEGRADED_DDL)
             for table, column, declaration in ADDED_COLUMNS:
                 if column not in {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}:
                     conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")

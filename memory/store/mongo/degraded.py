@@ -1,0 +1,88 @@
+"""Degraded windows (memory/degraded.py) on the MongoDB backend: one ``degraded_windows``
+document per key, _id the key's compound id; forget_user's DeleteSessions deletes a session's
+with it (memory.store.mongo.lifecycle_writes)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from pymongo.asynchronous.client_session import AsyncClientSession
+from pymongo.asynchronous.database import AsyncDatabase
+
+from memory.degraded import DegradedWindow, recordable
+from memory.store.mongo.docs import Doc, compound_id, dt, opt_dt, ts
+from memory.store.mongo.txn import run_transaction
+from memory.store.records import to_record
+
+
+def _doc(w: DegradedWindow) -> Doc:
+    key = compound_id(w.session_id, w.agent_id, str(w.after_seq), str(w.upto_seq), w.step)
+    return {"_id": key, **to_record(w, ts)}
+
+
+def _window(doc: Doc) -> DegradedWindow:
+    times = {"degraded_at": dt(doc["degraded_at"]), "reformed_at": opt_dt(doc.get("reformed_at"))}
+    return DegradedWindow.model_validate({**doc, **times})
+
+
+class MongoDegraded:
+    _db: AsyncDatabase[Doc]
+
+    async def record_degraded(self, windows: Sequence[DegradedWindow]) -> int:
+        pairs = sorted({(w.agent_id, w.session_id) for w in windows})
+
+        async def body(s: AsyncClientSession) -> int:
+            cursors: dict[tuple[str, str], int] = {}
+            for agent_id, session_id in pairs:
+                query = {"session_id": session_id, "agent_id": agent_id}
+                state = await self._db.session_agents.find_one(query, session=s)
+                if state is not None:
+                    cursors[agent_id, session_id] = int(state["cursor_seq"])
+            inserted = 0
+            for w in recordable(windows, cursors):
+                doc = _doc(w)
+                done = await self._db.degraded_windows.update_one(
+                    {"_id": doc["_id"]}, {"$setOnInsert": doc}, upsert=True, session=s
+                )
+                inserted += done.upserted_id is not None
+            return inserted
+
+        return await run_transaction(self._db, body)
+
+    async def list_degraded(
+        self,
+        *,
+        agent_id: str | None = None,
+        session_id: str | None = None,
+        include_reformed: bool = False,
+        limit: int = 100,
+    ) -> list[DegradedWindow]:
+        if limit <= 0:
+            return []
+        query: Doc = {} if include_reformed else {"reformed_at": None}
+        query |= {} if agent_id is None else {"agent_id": agent_id}
+        query |= {} if session_id is None else {"session_id": session_id}
+        order = [("degraded_at", -1), ("agent_id", 1), ("session_id", 1), ("after_seq", -1)]
+        cursor = self._db.degraded_windows.find(query).sort([*order, ("step", 1)]).limit(limit)
+        return [_window(doc) async for doc in cursor]
+
+    async def mark_reformed(
+        self,
+        agent_id: str,
+        session_id: str,
+        after_seq: int,
+        upto_seq: int,
+        *,
+        steps: Sequence[str],
+        at: datetime,
+    ) -> int:
+        done = await self._db.degraded_windows.update_many(
+            {
+                "session_id": session_id, "agent_id": agent_id, "step": {"$in": list(steps)},
+                "after_seq": {"$gte": after_seq}, "upto_seq": {"$lte": upto_seq},
+                "reformed_at": None,
+            },
+            {"$set": {"reformed_at": ts(at)}},
+        )  # fmt: skip
+        return done.modified_count

@@ -1,0 +1,81 @@
+"""Degraded windows (memory/degraded.py) in the table ``degraded_windows`` of both SQL backends,
+keyed by (session, agent, after_seq, upto_seq, step); forget_user's DeleteSessions deletes a
+session's with it (memory.store.sql.writes)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from memory.degraded import DegradedWindow, recordable
+from memory.store.sql.db import Db, Row
+
+
+async def record_degraded(db: Db, windows: Sequence[DegradedWindow]) -> int:
+    cursors: dict[tuple[str, str], int] = {}
+    for agent_id, session_id in sorted({(w.agent_id, w.session_id) for w in windows}):
+        row = await db.fetch_one(
+            "SELECT cursor_seq FROM session_agents WHERE session_id = %s AND agent_id = %s",
+            (session_id, agent_id),
+        )
+        if row is not None:
+            cursors[agent_id, session_id] = int(row["cursor_seq"])
+    inserted = 0
+    for w in recordable(windows, cursors):
+        inserted += await db.execute(
+            "INSERT INTO degraded_windows (session_id, agent_id, after_seq, upto_seq, step, "
+            "reason, formation_id, degraded_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) "
+            "ON CONFLICT DO NOTHING",
+            (
+                w.session_id, w.agent_id, w.after_seq, w.upto_seq, w.step, w.reason,
+                w.formation_id, db.time(w.degraded_at),
+            ),
+        )  # fmt: skip
+    return inserted
+
+
+def _window(db: Db, row: Row) -> DegradedWindow:
+    return db.record(
+        DegradedWindow,
+        row,
+        degraded_at=db.time_of(row["degraded_at"]),
+        reformed_at=db.opt_time_of(row["reformed_at"]),
+    )
+
+
+async def list_degraded(
+    db: Db, agent_id: str | None, session_id: str | None, include_reformed: bool, limit: int
+) -> list[DegradedWindow]:
+    if limit <= 0:
+        return []
+    terms = ["reformed_at IS NULL"] if not include_reformed else ["1 = 1"]
+    params: dict[str, object] = {"agent": agent_id, "session": session_id, "limit": limit}
+    if agent_id is not None:
+        terms.append("agent_id = %(agent)s")
+    if session_id is not None:
+        terms.append("session_id = %(session)s")
+    rows = await db.fetch(
+        f"SELECT * FROM degraded_windows WHERE {' AND '.join(terms)} "
+        "ORDER BY degraded_at DESC, agent_id, session_id, after_seq DESC, step LIMIT %(limit)s",
+        params,
+    )
+    return [_window(db, row) for row in rows]
+
+
+async def mark_reformed(
+    db: Db,
+    agent_id: str,
+    session_id: str,
+    after_seq: int,
+    upto_seq: int,
+    steps: Sequence[str],
+    at: datetime,
+) -> int:
+    marked = 0
+    for step in dict.fromkeys(steps):
+        marked += await db.execute(
+            "UPDATE degraded_windows SET reformed_at = %s WHERE session_id = %s AND agent_id = %s "
+            "AND step = %s AND after_seq >= %s AND upto_seq <= %s AND reformed_at IS NULL",
+            (db.time(at), session_id, agent_id, step, after_seq, upto_seq),
+        )
+    return marked

@@ -1,0 +1,212 @@
+"""Contract: the lasting record of degraded windows (memory/degraded.py), on every backend. What
+`mnemos degraded list` shows however long ago the window degraded, once per window whatever the
+retries, until re-formed; gone with the session forget_user deletes."""
+
+from __future__ import annotations
+
+from memory.degraded import ERASED_REASON, FACT_STEPS, DegradedWindow
+from memory.deps import Deps
+from memory.model_check import CheckReport, form_session
+from memory.models import AgentConfig
+from memory.reform import reform
+from memory.settings import Settings
+from memory.store.base import MemoryStore
+from tests.fakes import WordHashEmbedder
+from tests.store.builders import Former, at, msg, record
+from tests.store.test_reform import T0, ReadsNoTokens, said
+
+
+def window(
+    after: int,
+    step: str = "extract_facts",
+    *,
+    upto: int | None = None,
+    seconds: float = 200,
+    reason: str = "output hit the token limit",
+    session_id: str = "s1",
+    agent_id: str = "a1",
+) -> DegradedWindow:
+    return DegradedWindow(
+        agent_id=agent_id, session_id=session_id, after_seq=after,
+        upto_seq=after + 1 if upto is None else upto, step=step, reason=reason,
+        formation_id=f"{agent_id}:{session_id}:{after}", degraded_at=at(seconds),
+    )  # fmt: skip
+
+
+def keys(found: list[DegradedWindow]) -> list[tuple[str, int, int, str]]:
+    return [(w.session_id, w.after_seq, w.upto_seq, w.step) for w in found]
+
+
+async def formed(store: MemoryStore, session_id: str, messages: int, agent_id: str = "a1") -> None:
+    """The session with ``messages`` messages (u1 and u2 in turn), each formed."""
+    former = await Former(store, session_id, agent_id).start(messages)
+    for _ in range(messages):
+        await former.form()
+
+
+async def test_a_committed_windows_steps_are_recorded_once_whatever_the_retries(
+    store: MemoryStore,
+) -> None:
+    await formed(store, "s1", 2)
+    first = [window(0), window(1), window(0, "decide_fact_changes", upto=2)]
+
+    assert await store.record_degraded(first) == 3
+    # The commit activity retried: another time and reason, the same windows.
+    retried = [w.model_copy(update={"degraded_at": at(300), "reason": "x"}) for w in first]
+    assert await store.record_degraded(retried) == 0
+
+    found = await store.list_degraded(agent_id="a1", session_id="s1")
+    assert sorted(keys(found)) == [
+        ("s1", 0, 1, "extract_facts"),
+        ("s1", 0, 2, "decide_fact_changes"),
+        ("s1", 1, 2, "extract_facts"),
+    ]
+    assert {(w.reason, w.degraded_at, w.reformed_at) for w in found} == {
+        ("output hit the token limit", at(200), None)
+    }
+    assert {w.formation_id for w in found} == {"a1:s1:0", "a1:s1:1"}
+
+
+async def test_the_reason_is_kept_short(store: MemoryStore) -> None:
+    await formed(store, "s1", 1)
+    await store.record_degraded([window(0, reason="y" * 1000)])
+    [found] = await store.list_degraded()
+    assert found.reason == "y" * 300
+
+
+async def test_a_window_not_committed_or_of_a_session_gone_is_not_recorded(
+    store: MemoryStore,
+) -> None:
+    """The cursor has not reached (1, 2]; s9 does not exist (forget_user deleted it after the
+    commit, before its degraded windows were written)."""
+    former = await Former(store, "s1", "a1").start(2)
+    await former.form()
+
+    assert await store.record_degraded([window(1), window(0, session_id="s9")]) == 0
+    assert await store.record_degraded([window(0), window(1)]) == 1
+    assert keys(await store.list_degraded()) == [("s1", 0, 1, "extract_facts")]
+
+
+async def test_listed_newest_first_by_agent_and_session(store: MemoryStore) -> None:
+    await formed(store, "s1", 2)
+    await formed(store, "s2", 1)
+    # a2 joins s1 at its head and forms what is said after: seq 3.
+    await record(store, "s1", "a2", [msg("s1-a2", seconds=5)])
+    late = Former(store, "s1", "a2")
+    late.cursor = 2
+    await late.form()
+    await store.record_degraded(
+        [
+            window(0, seconds=200),
+            window(1, seconds=210),
+            window(0, session_id="s2", seconds=220),
+            window(2, agent_id="a2", seconds=230),
+        ]
+    )
+
+    assert keys(await store.list_degraded()) == [
+        ("s1", 2, 3, "extract_facts"),
+        ("s2", 0, 1, "extract_facts"),
+        ("s1", 1, 2, "extract_facts"),
+        ("s1", 0, 1, "extract_facts"),
+    ]
+    assert keys(await store.list_degraded(limit=2)) == keys(await store.list_degraded())[:2]
+    assert keys(await store.list_degraded(agent_id="a1", session_id="s1")) == [
+        ("s1", 1, 2, "extract_facts"),
+        ("s1", 0, 1, "extract_facts"),
+    ]
+    assert [w.agent_id for w in await store.list_degraded(session_id="s1")] == ["a2", "a1", "a1"]
+    assert keys(await store.list_degraded(agent_id="a1", session_id="s2")) == [
+        ("s2", 0, 1, "extract_facts")
+    ]
+    assert await store.list_degraded(limit=0) == []
+
+
+async def test_a_reform_marks_the_records_of_its_steps_within_its_range(
+    store: MemoryStore,
+) -> None:
+    await formed(store, "s1", 2)
+    await store.record_degraded(
+        [
+            window(0),
+            window(1),
+            window(0, "decide_fact_changes", upto=2),
+            window(0, "extract_reflections"),
+        ]
+    )
+
+    # Messages 1-1 re-formed, its reflections not: neither the decision of 1-2 nor the
+    # reflections of 1-1 were formed again.
+    assert await store.mark_reformed("a1", "s1", 0, 1, steps=FACT_STEPS, at=at(400)) == 1
+    assert sorted(keys(await store.list_degraded())) == [
+        ("s1", 0, 1, "extract_reflections"),
+        ("s1", 0, 2, "decide_fact_changes"),
+        ("s1", 1, 2, "extract_facts"),
+    ]
+    assert await store.mark_reformed("a1", "s1", 0, 2, steps=FACT_STEPS, at=at(500)) == 2
+    assert keys(await store.list_degraded()) == [("s1", 0, 1, "extract_reflections")]
+
+    every = await store.list_degraded(include_reformed=True)
+    assert {(w.after_seq, w.step): w.reformed_at for w in every} == {
+        (0, "extract_facts"): at(400),  # the first re-form's date stays
+        (1, "extract_facts"): at(500),
+        (0, "decide_fact_changes"): at(500),
+        (0, "extract_reflections"): None,
+    }
+    assert await store.mark_reformed("a2", "s1", 0, 2, steps=FACT_STEPS, at=at(600)) == 0
+
+
+async def test_forget_deletes_the_degraded_windows_of_a_session_it_deletes_whole(
+    store: MemoryStore,
+) -> None:
+    """s3 (u1 alone) goes whole with its windows, whose reasons may quote the model's output
+    about u1; s1 (u1 and u2) stays, and so do its windows, to be re-formed, but not their
+    reasons."""
+    await formed(store, "s1", 2)
+    await formed(store, "s3", 1)
+    await formed(store, "s4", 1, agent_id="a2")  # another agent's session without u1
+    quoted = "could not parse: 'u1 says they were diagnosed with asthma'"
+    await store.record_degraded(
+        [
+            window(1, reason=quoted),
+            window(0, session_id="s3", reason=quoted),
+            window(0, session_id="s4", agent_id="a2", reason=quoted),
+        ]
+    )
+
+    await store.forget_user("u1", agent_id="a1", at=at(300))
+
+    left = await store.list_degraded(include_reformed=True)
+    assert sorted(keys(left)) == [("s1", 1, 2, "extract_facts"), ("s4", 0, 1, "extract_facts")]
+    assert {w.session_id: w.reason for w in left} == {"s1": ERASED_REASON, "s4": quoted}
+
+
+async def test_a_reform_marks_the_parts_it_formed_again(store: MemoryStore) -> None:
+    """Messages 1-4 re-formed, message 2 still unreadable: the records of what was formed again
+    are marked, those of message 2 (and of a window holding it) stay listed."""
+    embedder = WordHashEmbedder()
+    await store.upsert_agent(AgentConfig(agent_id="eve", name="Eve"))
+    texts = ["My locker code is 4411.", "TOKEN", "My email is kay@example.com.", "I live in Oslo."]
+    await store.record_messages(
+        "s1", "eve", [said(i, t) for i, t in enumerate(texts)], weights={"user": 1.0},
+        chars_per_token=4.0, now=T0,
+    )  # fmt: skip
+    deps = Deps(settings=Settings(), store=store, llm=ReadsNoTokens(), embedder=embedder)
+    await form_session(deps, "eve", "s1", CheckReport())
+    await store.record_degraded(
+        [
+            window(0, agent_id="eve"),
+            window(1, agent_id="eve"),
+            window(2, "decide_fact_changes", upto=4, agent_id="eve"),
+            window(0, "decide_fact_changes", upto=2, agent_id="eve"),
+        ]
+    )
+
+    again = await reform(deps, "eve", "s1", 0, 4)
+
+    assert [(s.after_seq, s.upto_seq) for s in again.still_degraded] == [(1, 2)]
+    assert again.marked == 2
+    assert sorted(keys(await store.list_degraded())) == [
+        ("s1", 0, 2, "decide_fact_changes"),
+        ("s1", 1, 2, "extract_facts"),
+    ]
