@@ -2,18 +2,9 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import (
-    AfterValidator,
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    Field,
-    StrictBool,
-    StringConstraints,
-)
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool
 
 from memory.input_rules import (
     CONTROL_CHARACTER,
@@ -22,28 +13,13 @@ from memory.input_rules import (
     VISIBLE_CHARACTER,
     StorableStr,
     WholeInt,
-    not_a_number,
 )
+from memory.model_types import FactScope as FactScope
+from memory.model_types import Id as Id
+from memory.model_types import InputDatetime as InputDatetime
+from memory.model_types import Role as Role
+from memory.model_types import UtcDatetime as UtcDatetime
 from memory.settings import Scope
-
-# Ids are opaque strings chosen by the agent backend; we only insist they are safe to put in a
-# Temporal workflow id, a log line and a database key.
-Id = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")]
-Role = Literal["user", "agent", "tool", "system", "other"]
-FactScope = Literal["user", "agent"]
-
-
-def _utc(value: datetime) -> datetime:
-    if value.tzinfo is None:
-        raise ValueError("timestamps must be timezone-aware (UTC)")
-    return value
-
-
-UtcDatetime = Annotated[datetime, AfterValidator(_utc)]
-
-
-# A timestamp that comes in: what the schema says (a date-time string), or a datetime in Python.
-InputDatetime = Annotated[UtcDatetime, BeforeValidator(not_a_number)]
 
 
 class _Model(BaseModel):
@@ -341,7 +317,17 @@ class FactInvalidate(_Model):
     reason: str = ""
 
 
-FactOp = Annotated[FactAdd | FactUpdate | FactInvalidate, Field(discriminator="op")]
+class FactKeep(_Model):
+    """NONE of the decision: the new fact is already known as this stored one, so nothing is
+    written; but the new statement is dropped only if that fact is still what the decision read
+    (an update or invalidation since makes the decision stale, as for FactUpdate)."""
+
+    op: Literal["keep"] = "keep"
+    fact_id: str
+    expected_version: int
+
+
+FactOp = Annotated[FactAdd | FactUpdate | FactInvalidate | FactKeep, Field(discriminator="op")]
 
 
 class AddRecheck(_Model):

@@ -17,6 +17,7 @@ from memory.models import (
     AddRecheck,
     FactAdd,
     FactInvalidate,
+    FactKeep,
     FactOp,
     FactUpdate,
     FormationCommit,
@@ -92,6 +93,10 @@ def fact_ops(
                         reason=d.reasoning,
                     )
                 )
+            case "NONE" if d.existing_id is not None and d.expected_version is not None:
+                # Writes nothing, but drops the new statement as already known: only while the
+                # fact it was judged to repeat is still the version it was judged against.
+                ops.append(FactKeep(fact_id=d.existing_id, expected_version=d.expected_version))
     return ops
 
 

@@ -16,6 +16,7 @@ from memory.models import (
     FactAdd,
     FactFilter,
     FactInvalidate,
+    FactKeep,
     FactUpdate,
     FormationCommit,
     FormationCommitResult,
@@ -30,7 +31,7 @@ MODEL = "test-model"
 WEIGHTS = {"user": 1.0, "agent": 0.5, "tool": 0.25, "system": 0.5, "other": 0.5}
 CHARS_PER_TOKEN = 4.0
 
-FactOp = FactAdd | FactUpdate | FactInvalidate
+FactOp = FactAdd | FactUpdate | FactInvalidate | FactKeep
 
 
 def at(seconds: float) -> datetime:

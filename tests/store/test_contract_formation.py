@@ -6,7 +6,7 @@ import pytest
 
 from memory.errors import ConflictError, EmbeddingMismatchError, StaleDecisionError
 from memory.ids import content_hash
-from memory.models import FactInvalidate, FactUpdate
+from memory.models import FactFilter, FactInvalidate, FactKeep, FactUpdate
 from memory.store.base import MemoryStore
 from tests.store.builders import (
     AGENT_KEY,
@@ -168,6 +168,37 @@ async def test_stale_decision_writes_nothing(store: MemoryStore, stale: str) -> 
     fixed = attempt.model_copy(update={"fact_ops": attempt.fact_ops[:1]})
     result = await store.commit_formation(fixed)
     assert (result.already_committed, result.facts_added) == (False, 1)
+
+
+@pytest.mark.parametrize("change", ["updated", "invalidated"])
+async def test_a_none_of_a_fact_changed_since_is_stale_and_writes_nothing(
+    store: MemoryStore, change: str
+) -> None:
+    former = await Former(store).start()
+    await former.form(add("f1", "Lives in Berlin", unit(1, 0)))
+    # s1's next window says "I live in Berlin" again: NONE, already known as f1 at version 1.
+    attempt = former.next_commit(
+        FactKeep(fact_id="f1", expected_version=1), reflections=[reflection(USER_KEY, 1)]
+    )
+    # Meanwhile another session's formation moves Alice to Munich, or retires the fact.
+    other = await Former(store, session_id="s2").start()
+    if change == "updated":
+        await other.form(update("f1", "Lives in Munich", unit(0, 1)))
+    else:
+        await other.form(add("f2", "Lives in Munich", unit(0, 1)), invalidate("f1", "f2"))
+    state_before = await store.get_session_agent_state("s1", "a1")
+
+    with pytest.raises(StaleDecisionError):
+        await store.commit_formation(attempt)
+
+    assert await store.get_session_agent_state("s1", "a1") == state_before
+    assert await store.count_unabsorbed(USER_KEY) == 0
+    # Decided again (an add of what was said), the same formation commits: nothing said is lost.
+    redecided = attempt.model_copy(update={"fact_ops": [add("f3", "Lives in Berlin", unit(1, 0))]})
+    result = await store.commit_formation(redecided)
+    assert (result.already_committed, result.facts_added) == (False, 1)
+    contents = [f.content for f in await store.list_facts(FactFilter(agent_id="a1", user_id="u1"))]
+    assert "Lives in Berlin" in contents
 
 
 async def test_wrong_cursor_is_a_conflict_and_writes_nothing(store: MemoryStore) -> None:

@@ -16,6 +16,7 @@ from memory.ids import content_hash
 from memory.models import (
     Fact,
     FactInvalidate,
+    FactKeep,
     FactUpdate,
     FormationCommitResult,
     SessionAgentState,
@@ -266,6 +267,25 @@ def test_stale_decisions_are_refused(facts: list[Fact], op: FactUpdate | FactInv
     c = commit(ops=[add("f5", "Plays poker", unit(1, 1)), op])
     with pytest.raises(StaleDecisionError):
         plan_formation(c, snapshot(*facts))
+
+
+@pytest.mark.parametrize(
+    "fact",
+    [stored("f1", "Lives in Munich", version=2), stored("f1", "Lives in Berlin", invalidated=5)],
+    ids=["updated", "invalidated"],
+)
+def test_a_none_of_a_fact_changed_since_is_stale(fact: Fact) -> None:
+    """NONE: "Lives in Berlin" was judged already known as f1 at version 1. The commit drops it
+    only while f1 still says what was judged; else the formation decides again."""
+    keep = FactKeep(fact_id="f1", expected_version=1)
+    c = commit(ops=[add("f5", "Plays poker", unit(1, 1)), keep])
+    assert formation_request(c).fact_ids == ("f5", "f1")  # the snapshot reads the kept fact
+
+    with pytest.raises(StaleDecisionError):
+        plan_formation(c, snapshot(fact))
+    # Unchanged, it commits, and the kept fact is not written.
+    plan = plan_formation(c, snapshot(stored("f1", "Lives in Berlin")))
+    assert puts(plan.writes) == [("f5", "Plays poker", None, True)]
 
 
 def test_cursor_conflict_and_unknown_agent() -> None:

@@ -20,7 +20,9 @@ nothing written. The rules:
   when its new content is another valid fact's, the updated fact is invalidated in favour of
   that one (a duplicate). An invalidation names the add of this commit that replaces the fact;
   that add may have resolved to an existing fact (duplicate or revived), maybe this very one.
-- An update or invalidation may name a fact added earlier in the same commit (a correction
+- A keep (a NONE: the new fact is already known as the named one) writes nothing, and is
+  StaleDecisionError as an update is: the statement it drops must still be what that fact says.
+- An update, invalidation or keep may name a fact added earlier in the same commit (a correction
   within one window); it applies to the fact that add resolved to (itself, a duplicate or a
   revived one), whatever that one's version.
 - An update or invalidation by a statement said before the fact's current version (a message
@@ -47,6 +49,7 @@ from memory.models import (
     Fact,
     FactAdd,
     FactInvalidate,
+    FactKeep,
     FactUpdate,
     FormationCommit,
     FormationCommitResult,
@@ -185,6 +188,8 @@ class _FactPlanner:
                 self._add(op)
             elif isinstance(op, FactUpdate):
                 self._update(op)
+            elif isinstance(op, FactKeep):
+                self._current(op.fact_id, op.expected_version)  # the check is all it does
         for op in self.commit.fact_ops:
             if isinstance(op, FactInvalidate):
                 self._invalidate(op)
