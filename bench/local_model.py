@@ -8,7 +8,8 @@ idempotent: a GGUF of the right size and digest is kept, downloaded wheels are r
 
 ``serve`` starts llama.cpp's own OpenAI-compatible server (PyPI ``xllamacpp``, a prebuilt wheel) in
 a virtual environment of its own under the cache directory, on 127.0.0.1, and prints the base URL
-and the MNEMOS_* settings that point mnemos at it. It runs in the foreground until interrupted.
+and the MNEMOS_* settings that point mnemos at it (models, context size, a CPU's timeouts, one LLM
+step at a time). It runs in the foreground until interrupted.
 ``--native`` serves with llama.cpp's ``llama-server`` built for this CPU instead (built once into
 the cache: bench/llama_server.py says why it reads prompts faster). Both draft tokens by n-gram
 lookup (``--no-speculative`` turns it off).
@@ -160,6 +161,32 @@ threading.Event().wait()
 """
 
 
+# A CPU reading 35-40 prompt tokens/s takes ~90 s to read a full window and as long again to answer
+# (docs/local_models.md): one call's HTTP timeout and a step's limit (60 s and 180 s by default).
+CPU_REQUEST_TIMEOUT_SECONDS = 300
+CPU_STEP_TIMEOUT_SECONDS = 600
+LLM_TASK_QUEUE = "mnemos-llm"
+
+
+def exports(base_url: str, ctx: int) -> list[str]:
+    """The shell lines that point mnemos at the server: provider, URL, models, the context it was
+    given, the timeouts of a CPU and one LLM step at a time (the server has one slot)."""
+    return [
+        "export MNEMOS_MODELS__PROVIDER=openai_compatible",
+        f"export MNEMOS_MODELS__BASE_URL={base_url}",
+        *(
+            f"export MNEMOS_MODELS__OPENAI_{p}={MODEL_ALIAS}"
+            for p in ("FAST", "STANDARD", "PREMIUM")
+        ),
+        f"export MNEMOS_MODELS__CONTEXT_TOKENS={ctx}   # what --ctx gave the server",
+        f"export MNEMOS_MODELS__REQUEST_TIMEOUT_SECONDS={CPU_REQUEST_TIMEOUT_SECONDS}   # a CPU:"
+        " a long window takes a while",
+        f"export MNEMOS_RETRIES__LLM_TIMEOUT_SECONDS={CPU_STEP_TIMEOUT_SECONDS}   # a step's limit",
+        f"export MNEMOS_TEMPORAL__LLM_TASK_QUEUE={LLM_TASK_QUEUE}"
+        " MNEMOS_TEMPORAL__LLM_CONCURRENCY=1   # one slot: LLM steps wait in their queue",
+    ]
+
+
 def serve(
     cache: Path, gguf: Path, port: int, ctx: int, threads: int, *, native: bool, speculative: bool
 ) -> None:
@@ -176,11 +203,9 @@ def serve(
                 str(threads), MODEL_ALIAS, *map(str, ngram)]  # fmt: skip
     base_url = f"http://127.0.0.1:{port}/v1"
     print(f"serving {gguf.name} at {base_url}")
-    print("point mnemos at it with:")
-    print("  export MNEMOS_MODELS__PROVIDER=openai_compatible")
-    print(f"  export MNEMOS_MODELS__BASE_URL={base_url}")
-    for purpose in ("FAST", "STANDARD", "PREMIUM"):
-        print(f"  export MNEMOS_MODELS__OPENAI_{purpose}={MODEL_ALIAS}")
+    print("point mnemos at it with (backend and workers alike):")
+    for line in exports(base_url, ctx):
+        print(f"  {line}")
     sys.stdout.flush()
     with subprocess.Popen(args) as proc:
         # Stopped with SIGTERM (kill PID), the server goes with it: asked to stop (both servers

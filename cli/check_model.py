@@ -37,7 +37,17 @@ from memory.model_check_record import CallRecord, Recorder, StepFigures
 from memory.settings import Settings
 from memory.store.sqlite import SQLiteStore
 
-SAMPLES = Path(__file__).resolve().parents[1] / "samples"
+
+def bundled_samples() -> Path:
+    """The bundled transcripts: ``cli/samples`` (package data of an installed wheel or the image;
+    a link to the repository's ``samples/`` in a checkout), else the checkout's ``samples/`` (a
+    checkout whose link was not made, e.g. git on Windows without symlinks)."""
+    here = Path(__file__).resolve().parent
+    packaged = here / "samples"
+    return packaged if packaged.is_dir() else here.parent / "samples"
+
+
+SAMPLES = bundled_samples()
 
 
 @dataclass

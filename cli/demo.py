@@ -22,7 +22,11 @@ from memory.settings import Settings
 from worker import running_worker
 from workflows.naming import formation_workflow_id
 
-SAMPLE = Path(__file__).resolve().parent.parent / "samples" / "conversation.json"
+# The bundled sample: cli/samples is package data in a wheel or the image and a link to samples/
+# in a checkout (samples/ itself where the link was not made), as cli.check_model.bundled_samples.
+_HERE = Path(__file__).resolve().parent
+_SAMPLES = _HERE / "samples" if (_HERE / "samples").is_dir() else _HERE.parent / "samples"
+SAMPLE = _SAMPLES / "conversation.json"
 
 
 def _print(title: str, body: str) -> None:

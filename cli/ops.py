@@ -304,8 +304,8 @@ def replay(
 ) -> None:
     """Replay histories of recent runs against the current workflow code.
 
-    A failure means the new code would break runs in flight: do not deploy it (deploy/README.md,
-    "Upgrades"). Exit code 1 when any history fails.
+    A failure means the new code would break runs in flight: do not deploy it (README.md,
+    "Operators", "Upgrades"). Exit code 1 when any history fails.
     """
     settings = load_settings()
     outcomes = run(_replay(settings, query, limit, directory, export, as_json), settings)

@@ -90,7 +90,8 @@ class FactSettings(_Group):
         0.7,
         ge=0,
         le=1,
-        description="Min cosine of a dedup candidate (set: overrides the embedder's gate)",
+        description="Min cosine of a dedup candidate when set; unset, the embedder's calibrated gate"
+        " applies (MiniLM 0.45, OpenAI 0.7; this default for an uncalibrated one)",
     )
     dedup_candidates: int = Field(
         5, ge=1, le=20, description="Most similar existing facts per new fact"
