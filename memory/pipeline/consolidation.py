@@ -13,6 +13,7 @@ from datetime import datetime
 
 from memory.deps import Deps
 from memory.errors import InvalidModelOutputError
+from memory.ids import text_hash
 from memory.llm import choose_model
 from memory.llm.base import FIRST, LLMRequest, Retry
 from memory.lookup import require_agent
@@ -79,13 +80,15 @@ async def draft(deps: Deps, req: ConsolidationRequest, retry: Retry = FIRST) -> 
         content=content,
         word_limit=word_limit,
         absorbed_ids=[r.reflection_id for r in buffered],
+        absorbed_hashes={r.reflection_id: text_hash(r.content) for r in buffered},
         llm=[llm_call(request, result.usage)],
         oldest_buffered_at=min(r.formed_at for r in buffered),
     )
 
 
 async def apply(deps: Deps, d: ConsolidationDraft, now: datetime) -> ConsolidationResult:
-    """Store a validated draft. ConflictError when the blob moved on since the draft was made."""
+    """Store a validated draft. ConflictError when the blob moved on since the draft was made, or
+    a reflection it absorbs was edited since (the blob holds its old text)."""
     assert d.content is not None
     blob = await deps.store.get_consolidated(d.key)
     if blob is not None and blob.version == d.base_version + 1 and blob.content == d.content:
@@ -99,5 +102,6 @@ async def apply(deps: Deps, d: ConsolidationDraft, now: datetime) -> Consolidati
         word_limit=d.word_limit,
         absorbed_ids=d.absorbed_ids,
         at=now,
+        absorbed_hashes=d.absorbed_hashes or None,
     )
     return ConsolidationResult(key=d.key, version=stored.version, absorbed=len(d.absorbed_ids))

@@ -180,6 +180,9 @@ class ConsolidationDraft(_T):
     content: str | None = Field(None, description="None: nothing to consolidate")
     word_limit: int
     absorbed_ids: list[str] = []
+    # memory.ids.text_hash of each absorbed reflection's content as drafted: the apply refuses
+    # (Conflict: draft again) when one was edited since. Empty in drafts of older workers.
+    absorbed_hashes: dict[str, str] = {}
     llm: list[LlmCall] = []
     # When the oldest of them was buffered: the consolidation lag (runtime.metrics) is measured
     # from it. None in drafts of older histories.

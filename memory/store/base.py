@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import abc
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -253,8 +253,9 @@ class MemoryStore(LifecycleContract):
           same hash; revive an invalidated one with that hash), update (StaleDecisionError when the
           fact's version != expected_version or it is invalidated; keeps previous_content and history,
           version + 1), invalidate (StaleDecisionError on version mismatch; sets invalidated_at and
-          invalidated_by). The embedding model/dimension must match embedding_meta, else
-          EmbeddingMismatchError.
+          invalidated_by), keep (a NONE: StaleDecisionError when the fact it was judged to repeat
+          changed or was invalidated since; writes nothing). The embedding model/dimension must
+          match embedding_meta, else EmbeddingMismatchError.
         - Reflections are inserted by id (existing ids are left alone).
         - cursor = new_cursor; pending counters recomputed from the messages after it; formations + 1;
           the versions of every touched scope key are bumped.
@@ -285,11 +286,14 @@ class MemoryStore(LifecycleContract):
         absorbed_ids: Sequence[str],
         at: datetime,
         edited_by: str = "consolidation",
+        absorbed_hashes: Mapping[str, str] | None = None,
     ) -> ConsolidatedMemory:
         """Replace the blob (version expected_version + 1) and mark the reflections absorbed into it.
 
-        ConflictError when the blob is not at expected_version (0 = no blob yet) or one of the
-        reflections is already absorbed or unknown. Atomic. Bumps the scope key's version."""
+        ConflictError when the blob is not at expected_version (0 = no blob yet), one of the
+        reflections is already absorbed or unknown, or one named in ``absorbed_hashes`` (id:
+        memory.ids.text_hash of the content the blob was drafted from) was edited since. Atomic.
+        Bumps the scope key's version."""
 
     @abc.abstractmethod
     async def scope_versions(self, keys: Sequence[str]) -> dict[str, int]:

@@ -8,7 +8,7 @@ Both backends are traced here (memory.tracing): a span per transaction, named by
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -117,6 +117,7 @@ class PlannedStore(PlannedLifecycle):
         absorbed_ids: Sequence[str],
         at: datetime,
         edited_by: str = "consolidation",
+        absorbed_hashes: Mapping[str, str] | None = None,
     ) -> ConsolidatedMemory:
         blob = consolidation_blob(
             key, expected_version=expected_version, content=content, word_limit=word_limit,
@@ -124,8 +125,8 @@ class PlannedStore(PlannedLifecycle):
         )  # fmt: skip
         ids = tuple(dict.fromkeys(absorbed_ids))
         return await self._transact(
-            ConsolidationRequest(key.key, ids),
-            lambda snapshot: plan_consolidation(blob, ids, snapshot),
+            ConsolidationRequest(key.key, ids, contents=bool(absorbed_hashes)),
+            lambda snapshot: plan_consolidation(blob, ids, snapshot, absorbed_hashes),
         )
 
     async def edit_fact(

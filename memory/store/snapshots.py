@@ -134,6 +134,18 @@ async def _fact(reads: SnapshotReads, req: FactRequest) -> FactSnapshot:
     return FactSnapshot(fact, same, await reads.embedding_meta())
 
 
+async def _consolidation(reads: SnapshotReads, req: ConsolidationRequest) -> ConsolidationSnapshot:
+    key, ids = req.key, req.reflection_ids
+    contents: dict[str, str] = {}
+    # A primary-key read per id: the buffer a consolidation absorbs is small (its scope's
+    # threshold; more only when forced after a long quiet).
+    for reflection_id in ids if req.contents else ():
+        if (found := await reads.reflection(reflection_id)) is not None:
+            contents[reflection_id] = found.content
+    buffered = await reads.buffered_among(key, ids)
+    return ConsolidationSnapshot(await reads.blob_version(key), buffered, contents)
+
+
 async def read_snapshot[S](reads: SnapshotReads, request: Request[S]) -> S:
     """The snapshot a planner asks for (see memory.store.rules)."""
     snapshot: object
@@ -146,9 +158,8 @@ async def read_snapshot[S](reads: SnapshotReads, request: Request[S]) -> S:
             snapshot = await reads.reflection(reflection_id)
         case FactRequest():
             snapshot = await _fact(reads, request)
-        case ConsolidationRequest(key=key, reflection_ids=ids):
-            buffered = await reads.buffered_among(key, ids)
-            snapshot = ConsolidationSnapshot(await reads.blob_version(key), buffered)
+        case ConsolidationRequest():
+            snapshot = await _consolidation(reads, request)
         case ApiKeyRequest(key_id=key_id):
             snapshot = await reads.api_key(key_id)
         case SwitchRequest(model=model):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from memory.errors import ConflictError
+from memory.ids import text_hash
 from memory.models import ConsolidatedMemory, ScopeKey
 from memory.store.base import MemoryStore
 from tests.store.builders import (
@@ -114,6 +115,34 @@ async def test_consolidation_conflicts_write_nothing(store: MemoryStore, conflic
     assert await store.get_consolidated(USER_KEY) == blob
     assert [r.reflection_id for r in await store.unabsorbed_reflections(USER_KEY)] == ids[1:]
     assert await store.scope_versions([USER_KEY.key]) == versions
+
+
+async def test_consolidation_refuses_a_reflection_edited_since_its_draft(
+    store: MemoryStore,
+) -> None:
+    """A person corrects a buffered reflection while the blob is being drafted from its old text:
+    the commit is refused (the consolidation drafts again), the correction stays buffered."""
+    ids = await _buffer(store, 2)
+    drafted = {
+        r.reflection_id: text_hash(r.content) for r in await store.unabsorbed_reflections(USER_KEY)
+    }
+    await store.edit_reflection(ids[1], content="corrected by a person")
+
+    with pytest.raises(ConflictError, match="edited since the draft"):
+        await store.commit_consolidation(
+            USER_KEY, expected_version=0, content="Blob of the old text", word_limit=300,
+            absorbed_ids=ids, at=at(500), absorbed_hashes=drafted,
+        )  # fmt: skip
+
+    assert await store.get_consolidated(USER_KEY) is None
+    buffered = await store.unabsorbed_reflections(USER_KEY)
+    assert [r.content for r in buffered][1] == "corrected by a person"
+    redrafted = {r.reflection_id: text_hash(r.content) for r in buffered}
+    blob = await store.commit_consolidation(
+        USER_KEY, expected_version=0, content="Blob of the correction", word_limit=300,
+        absorbed_ids=ids, at=at(600), absorbed_hashes=redrafted,
+    )  # fmt: skip
+    assert blob.version == 1 and await store.count_unabsorbed(USER_KEY) == 0
 
 
 async def _agent_reflection(store: MemoryStore) -> str:

@@ -3,11 +3,12 @@ person's edit or delete of a buffered reflection."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from memory.errors import ConflictError, InvalidInputError, NotFoundError
+from memory.ids import text_hash
 from memory.models import ConsolidatedMemory, Reflection, ScopeKey
 from memory.store.rules.writes import (
     AbsorbReflections,
@@ -24,12 +25,16 @@ from memory.store.rules.writes import (
 class ConsolidationSnapshot:
     version: int  # the stored blob's, 0 for none
     buffered: int  # how many of the request's ids are buffered reflections of its key
+    # The stored content of each of the request's ids that exists, when it asked for them.
+    contents: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class ConsolidationRequest(Request[ConsolidationSnapshot]):
     key: str
     reflection_ids: tuple[str, ...]  # distinct
+    # Read the reflections' contents too: the commit checks them against its draft's.
+    contents: bool = False
 
 
 @dataclass(frozen=True)
@@ -64,15 +69,30 @@ def plan_consolidation(
     blob: ConsolidatedMemory,
     absorbed_ids: Sequence[str],
     snapshot: ConsolidationSnapshot,
+    absorbed_hashes: Mapping[str, str] | None = None,
 ) -> Plan[ConsolidatedMemory]:
     """Write ``blob`` (version n) only if the stored blob is at n - 1 (0: none yet) and each of
-    ``absorbed_ids`` (distinct) is a buffered reflection of its key, marking them absorbed into it; ConflictError otherwise. Bumps the scope key's version."""
+    ``absorbed_ids`` (distinct) is a buffered reflection of its key, marking them absorbed into it;
+    ConflictError otherwise. ``absorbed_hashes`` (id: ``text_hash`` of the content the blob was
+    drafted from): ConflictError too when one of those reflections was edited since. Bumps the
+    scope key's version."""
     key = blob.scope_key
     if snapshot.version != blob.version - 1:
         raise ConflictError(f"{key.key} is at version {snapshot.version}, not {blob.version - 1}")
     if snapshot.buffered != len(absorbed_ids):
         raise ConflictError(
             f"{len(absorbed_ids) - snapshot.buffered} reflection(s) of {key.key} already absorbed or unknown"
+        )
+    # Absorbed with the text the blob holds, or not at all: a person's correction made after the
+    # draft would otherwise be marked absorbed and lost.
+    edited = [
+        rid
+        for rid, drafted in (absorbed_hashes or {}).items()
+        if rid in absorbed_ids and text_hash(snapshot.contents.get(rid, "")) != drafted
+    ]
+    if edited:
+        raise ConflictError(
+            f"reflection(s) {', '.join(edited)} of {key.key} edited since the draft"
         )
     writes = (
         PutConsolidated(blob),
