@@ -3,15 +3,19 @@
 Formations signal-with-start it under ``consolidate:{scope key}``, so consolidations of one key never
 overlap, across every worker and session. Each pass drafts a blob from the buffered reflections
 (validated before anything is stored) and applies it with a compare-and-set that also marks exactly
-those reflections absorbed; if the blob moved meanwhile, it drafts again.
+those reflections absorbed; if the blob moved, or one of those reflections was edited, meanwhile,
+it drafts again. A draft that failed through its retries on a transient error (the provider down)
+is tried again after a durable, growing wait, for up to two days: nothing else would ask again
+for a user or agent scope until its next reflection.
 """
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError, ApplicationError, RetryState
 
 with workflow.unsafe.imports_passed_through():
     from activities.consolidation import ConsolidationActivities
@@ -24,6 +28,33 @@ with workflow.unsafe.imports_passed_through():
 _CAS_ATTEMPTS = 5
 # Histories recorded before the fallback fail the run where it takes it (workflow.patched).
 DEGRADED_FALLBACK = "degraded-fallback"
+# From it on, a draft whose retries ran out on a transient error waits (a durable timer) and drafts
+# again instead of failing the run; older histories failed there (workflow.patched).
+OUTAGE_WAIT = "consolidation-outage-wait"
+# The waits: 5 minutes doubling to 4 hours, jittered (many scopes fail together in an outage and
+# should not all come back at once), until two days have passed since the first failure: about 17
+# waits, a few hundred history events, so no continue-as-new is needed for them.
+_OUTAGE_FIRST_SECONDS = 300.0
+_OUTAGE_MAX_SECONDS = 4 * 3600.0
+_OUTAGE_GIVE_UP_SECONDS = 2 * 86400.0
+
+
+def _outage_wait(waits: int) -> timedelta:
+    """Exponential, capped, with jitter from the workflow's deterministic random (as
+    workflows.form_memories._backoff)."""
+    ceiling = min(_OUTAGE_MAX_SECONDS, _OUTAGE_FIRST_SECONDS * 2 ** (waits - 1))
+    return timedelta(seconds=ceiling * (0.5 + workflow.random().random()))
+
+
+def _transient(err: ActivityError) -> bool:
+    """The step gave up on an error a later attempt may not meet (its retries or time ran out), as
+    opposed to one no retry changes (invalid input, a non-retryable provider answer)."""
+    cause = err.cause
+    if isinstance(cause, ApplicationError) and (
+        cause.non_retryable or cause.type in UNUSABLE_OUTPUT
+    ):
+        return False
+    return err.retry_state in (RetryState.MAXIMUM_ATTEMPTS_REACHED, RetryState.TIMEOUT)
 
 
 @workflow.defn(name=CONSOLIDATE_WORKFLOW)
@@ -33,6 +64,9 @@ class ConsolidateScopeWorkflow:
         self._force = False
         self._llm: dict[str, Any] = {}
         self._store: dict[str, Any] = {}
+        # The current pass's transient draft failures: since when, how many waits so far.
+        self._outage_since: datetime | None = None
+        self._outage_waits = 0
 
     @workflow.signal
     def request(self, force: bool = False) -> None:
@@ -63,29 +97,10 @@ class ConsolidateScopeWorkflow:
         return summary
 
     async def _consolidate(self, req: ConsolidationRequest, summary: ConsolidationSummary) -> None:
+        self._outage_since, self._outage_waits = None, 0
         for attempt in range(1, _CAS_ATTEMPTS + 1):
-            try:
-                draft: ConsolidationDraft = await workflow.execute_activity_method(
-                    ConsolidationActivities.draft_consolidation, req, **self._llm
-                )
-            except ActivityError as err:
-                cause = err.cause
-                if not (
-                    isinstance(cause, ApplicationError)
-                    and cause.type in UNUSABLE_OUTPUT
-                    and workflow.patched(DEGRADED_FALLBACK)
-                ):
-                    raise
-                # Fallback: the buffer stays as it is; the next formation that finds it due (or
-                # the cold job) asks again.
-                summary.degraded = str(cause)[:500]
-                workflow.logger.warning(
-                    "consolidation output unusable after retries: buffer kept",
-                    extra={"scope_key": req.key.key, "reason": summary.degraded},
-                )
-                workflow.metric_meter().create_counter(
-                    DEGRADED_METRIC, "Formation steps that took their fallback", "steps"
-                ).add(1, {"step": "consolidate"})
+            draft = await self._draft(req, summary)
+            if draft is None:
                 return
             summary.llm_calls += draft.llm
             if draft.content is None:
@@ -102,7 +117,8 @@ class ConsolidateScopeWorkflow:
                     and attempt < _CAS_ATTEMPTS
                 ):
                     workflow.logger.info(
-                        "blob moved since the draft, drafting again", extra={"attempt": attempt}
+                        "blob or reflections changed since the draft, drafting again",
+                        extra={"attempt": attempt, "reason": str(cause)[:300]},
                     )
                     continue
                 raise
@@ -110,3 +126,71 @@ class ConsolidateScopeWorkflow:
             summary.absorbed += result.absorbed
             summary.version = result.version
             return
+
+    async def _draft(
+        self, req: ConsolidationRequest, summary: ConsolidationSummary
+    ) -> ConsolidationDraft | None:
+        """The draft, or None when the pass took its fallback (the buffer stays as it is)."""
+        while True:
+            try:
+                draft: ConsolidationDraft = await workflow.execute_activity_method(
+                    ConsolidationActivities.draft_consolidation, req, **self._llm
+                )
+                return draft
+            except ActivityError as err:
+                cause = err.cause
+                if (
+                    isinstance(cause, ApplicationError)
+                    and cause.type in UNUSABLE_OUTPUT
+                    and workflow.patched(DEGRADED_FALLBACK)
+                ):
+                    # The next formation that finds the buffer due (or the cold job) asks again.
+                    self._degrade(
+                        req, summary, str(cause), "consolidation output unusable after retries"
+                    )
+                    return None
+                if not (_transient(err) and workflow.patched(OUTAGE_WAIT)):
+                    raise
+                if not await self._wait_out(req, summary, str(cause or err)):
+                    return None
+
+    async def _wait_out(
+        self, req: ConsolidationRequest, summary: ConsolidationSummary, reason: str
+    ) -> bool:
+        """Wait before drafting again after a transient failure; False once two days have passed
+        since the first (the pass gives up, visibly: the buffer is kept for the next request)."""
+        now = workflow.now()
+        self._outage_since = self._outage_since or now
+        delay = _outage_wait(self._outage_waits + 1)
+        down = now - self._outage_since
+        if (down + delay).total_seconds() > _OUTAGE_GIVE_UP_SECONDS:
+            hours = down.total_seconds() / 3600
+            why = f"LLM step failing for {hours:.0f}h, gave up after {self._outage_waits} waits"
+            self._degrade(req, summary, f"{why}: {reason}", "consolidation gave up")
+            return False
+        self._outage_waits += 1
+        workflow.logger.warning(
+            "consolidation failed on a transient error, drafting again after a wait",
+            extra={
+                "scope_key": req.key.key,
+                "wait_s": delay.total_seconds(),
+                "reason": reason[:300],
+            },
+        )
+        minutes = f"{delay.total_seconds() / 60:.0f}"
+        waiting = f"waiting {minutes} min to draft again (wait {self._outage_waits})"
+        workflow.upsert_memo({"summary": f"{waiting}: {reason[:200]}"})
+        await workflow.sleep(delay)
+        return True
+
+    def _degrade(
+        self, req: ConsolidationRequest, summary: ConsolidationSummary, reason: str, message: str
+    ) -> None:
+        summary.degraded = reason[:500]
+        workflow.logger.warning(
+            f"{message}: buffer kept",
+            extra={"scope_key": req.key.key, "reason": summary.degraded},
+        )
+        workflow.metric_meter().create_counter(
+            DEGRADED_METRIC, "Formation steps that took their fallback", "steps"
+        ).add(1, {"step": "consolidate"})

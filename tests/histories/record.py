@@ -17,6 +17,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from temporalio.client import WorkflowFailureError
 from temporalio.testing import WorkflowEnvironment
 
 from cli.binaries import temporal_test_server
@@ -24,9 +25,10 @@ from memory.errors import MalformedOutputError
 from memory.llm.base import LLMRequest
 from memory.prompts.decide_facts import FactDecision, FactDecisions
 from memory.prompts.extract_facts import ExtractedFacts
-from memory.settings import FormationSettings
+from memory.settings import FormationSettings, ReflectionSettings
 from runtime.payloads import payload_data_converter
-from tests.fakes import transcript_of
+from runtime.starts import request_consolidation
+from tests.fakes import transcript_of, transient
 from tests.harness import (
     CORRECTION,
     T0,
@@ -233,9 +235,34 @@ async def record_again_after_erasure(*, forced: bool = False) -> None:
         print(f"recorded again_after_erasure/{path.name} ({len(history.events)} events): {summary}")
 
 
+async def record_outage(name: str) -> None:
+    """outage/: ConsolidateScope of a user scope, asked forced (as a session end does), whose draft
+    failed through all the LLM step's retries, the provider down. Recorded as
+    ``consolidate_scope_outage_before_patch`` by the code before OUTAGE_WAIT (the run failed) and
+    as ``consolidate_scope_outage`` from it on (the run waited on a timer, drafted again and
+    consolidated)."""
+    async with _harness(reflections=ReflectionSettings(threshold_user=5)) as h:
+        await h.record("s1", conversation(4))
+        h.llm.script("extract_reflections", reflections(user=["w", "x", "y", "z"]))
+        down = [transient("provider down") for _ in range(h.settings.retries.llm_max_attempts)]
+        h.llm.script("consolidate", *down)
+        async with h.worker():
+            await h.form("s1")
+            # Started through the test client: the server skips time while this waits on it.
+            run = await request_consolidation(h.client, h.settings, h.key("user"), force=True)
+            with contextlib.suppress(WorkflowFailureError):
+                print(await run.result())
+        (HERE / "outage").mkdir(exist_ok=True)
+        history = await run.fetch_history()
+        (HERE / "outage" / f"{name}.json").write_text(history.to_json())
+        print(f"recorded outage/{name}.json ({len(history.events)} events)")
+
+
 if __name__ == "__main__":
     wanted = set(sys.argv[1:])
-    if wanted == {"degraded"}:
+    if wanted & {"consolidate_scope_outage", "consolidate_scope_outage_before_patch"}:
+        asyncio.run(record_outage(wanted.pop()))
+    elif wanted == {"degraded"}:
         asyncio.run(record_degraded())
     elif wanted == {"split"}:
         asyncio.run(record_split())

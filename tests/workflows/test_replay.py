@@ -21,8 +21,9 @@ from worker import WORKFLOWS
 # one message passed over (issue #21); due_after/: a run that went round because its commit left
 # the session due, its second trigger held back; again_after_erasure/: a run whose commit was
 # discarded for an erasure and that formed its window again, forced by a request that came
-# meanwhile in one of them (subfolders, so that the
-# CLI's replay test of the top folder keeps its own count).
+# meanwhile in one of them; outage/: a ConsolidateScope whose draft failed on a provider outage,
+# before OUTAGE_WAIT (the run failed) and from it on (it waited and consolidated) (subfolders, so
+# that the CLI's replay test of the top folder keeps its own count).
 HISTORIES = sorted((Path(__file__).parent.parent / "histories").glob("**/*.json"))
 
 

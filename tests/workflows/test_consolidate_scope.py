@@ -1,0 +1,124 @@
+"""ConsolidateScope against what happens around it: a person correcting a buffered reflection
+while the blob is being drafted, and an LLM provider that stays down longer than the draft's
+retries."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable
+from pathlib import Path
+
+import pytest
+from temporalio.client import WorkflowHistory
+from temporalio.testing import WorkflowEnvironment
+
+from cli.binaries import temporal_test_server
+from memory.llm.base import LLMRequest
+from memory.prompts.consolidate import ConsolidatedSections
+from memory.settings import ReflectionSettings
+from runtime.payloads import payload_data_converter
+from runtime.starts import request_consolidation
+from tests.fakes import echo_consolidation, transient
+from tests.harness import Harness, conversation, reflections
+from workflows.summary import ConsolidationSummary
+
+
+async def _buffered_in_session(h: Harness, items: list[str]) -> None:
+    await h.record("s1", conversation(4))
+    h.llm.script("extract_reflections", reflections(session=items))
+
+
+async def test_a_reflection_corrected_during_the_draft_is_consolidated_with_the_correction(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    h = await Harness.create(time_env, tmp_path)
+    await _buffered_in_session(h, ["goal one", "goal two", "goal three", "goal four"])
+
+    async def corrected_while_drafting(request: LLMRequest) -> ConsolidatedSections:
+        # The draft has read the buffer; a person corrects a reflection on the memory page
+        # before the blob drafted from its old text is stored.
+        [two] = [r for r in await h.buffered(h.key("session")) if r.content == "goal two"]
+        await h.store.edit_reflection(two.reflection_id, content="goal 2, not two")
+        return echo_consolidation(request)
+
+    h.llm.script("consolidate", corrected_while_drafting)
+    async with h.worker():
+        await h.form("s1")
+        summary = await h.consolidation_result(h.key("session"))
+
+    blob = await h.store.get_consolidated(h.key("session"))
+    assert blob is not None and blob.version == 1
+    assert "- goal 2, not two" in blob.content
+    assert "goal two" not in blob.content
+    assert await h.buffered(h.key("session")) == []
+    assert (summary.consolidations, len(summary.llm_calls)) == (1, 2)  # drafted again
+
+
+async def _user_buffer_waiting(h: Harness) -> None:
+    """Four user reflections, below the threshold (no formation asks for them)."""
+    await h.record("s1", conversation(4))
+    h.llm.script("extract_reflections", reflections(user=["w", "x", "y", "z"]))
+    async with h.worker():
+        await h.form("s1")
+
+
+async def _consolidate_user(h: Harness) -> tuple[ConsolidationSummary, WorkflowHistory]:
+    """Ask as a session end or the cold job does (forced). The handle of a start through the
+    test client lets the server skip time while the test waits on it."""
+    handle = await request_consolidation(h.client, h.settings, h.key("user"), force=True)
+    async with h.worker():
+        return await handle.result(), await handle.fetch_history()
+
+
+def _quiet_user(env: WorkflowEnvironment, tmp_path: Path) -> Awaitable[Harness]:
+    return Harness.create(env, tmp_path, reflections=ReflectionSettings(threshold_user=5))
+
+
+async def test_a_user_consolidation_waits_out_a_provider_outage_and_consolidates(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """The provider fails every attempt of the draft's retries: the run waits on a timer and
+    drafts again, instead of leaving the buffer until the user's next reflection."""
+    h = await _quiet_user(time_env, tmp_path)
+    await _user_buffer_waiting(h)
+    down = [transient("provider down") for _ in range(h.settings.retries.llm_max_attempts)]
+    h.llm.script("consolidate", *down)
+    summary, _ = await _consolidate_user(h)
+
+    blob = await h.store.get_consolidated(h.key("user"))
+    assert blob is not None and all(f"- {r}" in blob.content for r in "wxyz")
+    assert await h.buffered(h.key("user")) == []
+    assert summary.degraded is None and summary.consolidations == 1
+    assert len(h.llm.calls("consolidate")) == len(down) + 1
+
+
+@pytest.fixture
+async def own_clock() -> AsyncIterator[WorkflowEnvironment]:
+    """A time-skipping server of its own: the test below moves its clock two days on, which the
+    session's shared server should not see."""
+    env = await WorkflowEnvironment.start_time_skipping(
+        test_server_existing_path=str(temporal_test_server()),
+        data_converter=payload_data_converter,
+    )
+    try:
+        yield env
+    finally:
+        await env.shutdown()
+
+
+async def test_a_consolidation_gives_up_visibly_after_two_days_of_outage(
+    own_clock: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    h = await _quiet_user(own_clock, tmp_path)
+    await _user_buffer_waiting(h)
+    h.llm.defaults["consolidate"] = transient("provider down")
+    summary, history = await _consolidate_user(h)
+
+    assert summary.degraded is not None
+    assert "gave up" in summary.degraded and "provider down" in summary.degraded
+    assert summary.consolidations == 0
+    assert len(await h.buffered(h.key("user"))) == 4  # kept for the next request
+    # The run (its waits on the server's clock) took two days at most, and gave up near them.
+    run = history.events[-1].event_time.ToDatetime() - history.events[0].event_time.ToDatetime()
+    assert 40 <= run.total_seconds() / 3600 <= 48
+    drafts = len(h.llm.calls("consolidate")) / h.settings.retries.llm_max_attempts
+    assert 10 <= drafts <= 25  # bounded: the waits grow to hours
