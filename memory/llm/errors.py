@@ -12,6 +12,7 @@ import email.utils
 import json
 import math
 import re
+import sys
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
@@ -25,8 +26,8 @@ from memory.errors import InputRefusedError, MalformedOutputError, ProviderError
 
 # Transport failures, retryable. google-genai sends through httpx2 by default and through httpx
 # when GOOGLE_GENAI_HTTP_CLIENT=httpx (or an httpx client is passed in); the two packages share no
-# exception classes, so both are listed. httpx is only an optional extra of the SDK: absent, no
-# client can raise it.
+# exception classes, so both count. httpx is not a dependency of ours: when that transport is in
+# use the SDK has imported it, so its classes are looked up there (_transport_classes).
 _TIMEOUTS: tuple[type[BaseException], ...] = (
     openai.APITimeoutError,
     httpx2.TimeoutException,
@@ -37,13 +38,16 @@ _CONNECTION_FAILURES: tuple[type[BaseException], ...] = (
     httpx2.TransportError,
     ConnectionError,
 )
-try:
-    import httpx
-except ImportError:  # pragma: no cover - httpx is installed wherever the tests run
-    pass
-else:
-    _TIMEOUTS += (httpx.TimeoutException,)
-    _CONNECTION_FAILURES += (httpx.TransportError,)
+
+
+def _transport_classes(
+    base: tuple[type[BaseException], ...], httpx_name: str
+) -> tuple[type[BaseException], ...]:
+    """``base``, plus httpx's class of that name when httpx has been imported (by the SDK)."""
+    httpx = sys.modules.get("httpx")
+    extra = getattr(httpx, httpx_name, None) if httpx is not None else None
+    return (*base, extra) if isinstance(extra, type) else base
+
 
 # 408 request timeout, 409 lock/conflict, 429 rate limit: the same request may succeed later.
 _RETRYABLE_STATUSES = frozenset({408, 409, 429})
@@ -145,9 +149,11 @@ def to_provider_error(
             )
         case openai.APIResponseValidationError():
             return failed(f"sent an unexpected response: {detail}", retryable=True)
-        case _ if isinstance(exc, _TIMEOUTS):  # before the connection failures: a subclass
+        case _ if isinstance(
+            exc, _transport_classes(_TIMEOUTS, "TimeoutException")
+        ):  # before the connection failures: a subclass
             return failed(f"timed out ({type(exc).__name__})", retryable=True)
-        case _ if isinstance(exc, _CONNECTION_FAILURES):
+        case _ if isinstance(exc, _transport_classes(_CONNECTION_FAILURES, "TransportError")):
             # The name too: a closed connection (ReadError, RemoteProtocolError) has no text.
             return failed(f"connection failed ({type(exc).__name__}): {detail}", retryable=True)
         case genai_errors.APIError():
