@@ -38,8 +38,8 @@ class ModelSettings(_Group):
     api_key: SecretStr | None = Field(
         None,
         description="Key sent to the provider; wins over the vendor's variable, the fallback when"
-        " unset (GEMINI_API_KEY or GOOGLE_API_KEY for gemini, OPENAI_API_KEY for openai and"
-        " openai_compatible)",
+        " unset (GEMINI_API_KEY or GOOGLE_API_KEY for gemini, OPENAI_API_KEY for openai, and for"
+        " openai_compatible only at an *.openai.com base_url: no ambient key to another server)",
     )
     request_timeout_seconds: float = Field(60, gt=0, description="HTTP timeout of one LLM call")
     temperature: float = Field(0.0, ge=0, le=2, description="Sampling temperature")

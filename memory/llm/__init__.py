@@ -8,11 +8,20 @@ from __future__ import annotations
 
 from typing import Literal
 
+import structlog
+
 from memory.errors import ProviderError
 from memory.llm.base import LLMProvider
 from memory.llm.heuristic import MODEL as HEURISTIC_MODEL
 from memory.llm.heuristic import HeuristicProvider
-from memory.llm.selection import gemini_api_key, openai_api_key, resolve_provider, select
+from memory.llm.selection import (
+    Selection,
+    gemini_api_key,
+    openai_api_key,
+    resolve_provider,
+    select,
+    url_host,
+)
 from memory.settings import Settings
 
 Purpose = Literal["fast", "reflection", "consolidation"]
@@ -22,6 +31,8 @@ def make_llm(settings: Settings) -> LLMProvider:
     """The provider ``select`` chooses (the auto order is in selection.resolve_provider)."""
     models = settings.models
     chosen = select(settings)
+    if chosen.key_withheld:
+        _warn_key_withheld(chosen)
     match chosen.provider:
         case "gemini":
             from memory.llm.gemini_provider import GeminiProvider
@@ -63,6 +74,19 @@ def make_llm(settings: Settings) -> LLMProvider:
             )
         case _:
             return HeuristicProvider()
+
+
+def _warn_key_withheld(chosen: Selection) -> None:
+    """An exported OPENAI_API_KEY was not sent to a non-OpenAI base_url (selection.select): say
+    so, with the host and the setting to use, never the key. Looked up per call, not cached, so a
+    test's capture_logs sees it."""
+    structlog.get_logger(__name__).warning(
+        "openai_api_key_withheld",
+        host=url_host(chosen.base_url) or "?",
+        detail="OPENAI_API_KEY is set but is sent only to OpenAI's own hosts (*.openai.com), not"
+        " to MNEMOS_MODELS__BASE_URL; this server gets no key. If it needs one, set"
+        " MNEMOS_MODELS__API_KEY",
+    )
 
 
 def choose_model(settings: Settings, provider_name: str, purpose: Purpose, tier: int) -> str:

@@ -24,10 +24,12 @@ from google.genai import errors as genai_errors
 
 from memory.errors import InputRefusedError, MalformedOutputError, ProviderError
 
-# Transport failures, retryable. google-genai sends through httpx2 by default and through httpx
-# when GOOGLE_GENAI_HTTP_CLIENT=httpx (or an httpx client is passed in); the two packages share no
-# exception classes, so both count. httpx is not a dependency of ours: when that transport is in
-# use the SDK has imported it, so its classes are looked up there (_transport_classes).
+# Transport failures, retryable. google-genai sends through httpx2 by default, through httpx when
+# GOOGLE_GENAI_HTTP_CLIENT=httpx (or an httpx client is passed in), and through aiohttp when that
+# is installed and its async client is configured for it; the packages share no exception classes,
+# so all count. httpx and aiohttp are no dependencies of ours: when that transport is in use the
+# SDK has imported it, so its classes are looked up there (_transport_classes). aiohttp's
+# asyncio.TimeoutError is TimeoutError.
 _TIMEOUTS: tuple[type[BaseException], ...] = (
     openai.APITimeoutError,
     httpx2.TimeoutException,
@@ -38,15 +40,26 @@ _CONNECTION_FAILURES: tuple[type[BaseException], ...] = (
     httpx2.TransportError,
     ConnectionError,
 )
+# (module, class) of the optional transports, found only if the module is imported.
+_OPTIONAL_TIMEOUTS = (("httpx", "TimeoutException"), ("aiohttp", "ServerTimeoutError"))
+_OPTIONAL_CONNECTION_FAILURES = (
+    ("httpx", "TransportError"),
+    ("aiohttp", "ClientConnectionError"),
+    ("aiohttp", "ClientPayloadError"),  # a body cut short or garbled in transfer
+)
 
 
 def _transport_classes(
-    base: tuple[type[BaseException], ...], httpx_name: str
+    base: tuple[type[BaseException], ...], optional: Iterable[tuple[str, str]]
 ) -> tuple[type[BaseException], ...]:
-    """``base``, plus httpx's class of that name when httpx has been imported (by the SDK)."""
-    httpx = sys.modules.get("httpx")
-    extra = getattr(httpx, httpx_name, None) if httpx is not None else None
-    return (*base, extra) if isinstance(extra, type) else base
+    """``base``, plus each optional (module, class) whose module has been imported (by the SDK)."""
+    found: list[type[BaseException]] = []
+    for module_name, class_name in optional:
+        module = sys.modules.get(module_name)
+        extra = getattr(module, class_name, None) if module is not None else None
+        if isinstance(extra, type) and issubclass(extra, BaseException):
+            found.append(extra)
+    return (*base, *found)
 
 
 # 408 request timeout, 409 lock/conflict, 429 rate limit: the same request may succeed later.
@@ -150,10 +163,12 @@ def to_provider_error(
         case openai.APIResponseValidationError():
             return failed(f"sent an unexpected response: {detail}", retryable=True)
         case _ if isinstance(
-            exc, _transport_classes(_TIMEOUTS, "TimeoutException")
+            exc, _transport_classes(_TIMEOUTS, _OPTIONAL_TIMEOUTS)
         ):  # before the connection failures: a subclass
             return failed(f"timed out ({type(exc).__name__})", retryable=True)
-        case _ if isinstance(exc, _transport_classes(_CONNECTION_FAILURES, "TransportError")):
+        case _ if isinstance(
+            exc, _transport_classes(_CONNECTION_FAILURES, _OPTIONAL_CONNECTION_FAILURES)
+        ):
             # The name too: a closed connection (ReadError, RemoteProtocolError) has no text.
             return failed(f"connection failed ({type(exc).__name__}): {detail}", retryable=True)
         case genai_errors.APIError():

@@ -28,7 +28,8 @@ from memory.llm.schema import Mode, response_format
 from memory.prompts.decide_facts import DecideFactsInput
 
 # Local OpenAI-compatible servers (vLLM, llama.cpp, Ollama) usually ignore the key, but the SDK
-# refuses to start without one.
+# refuses to start without one; and given None it would send OPENAI_API_KEY, which selection.py
+# keeps from servers that are not OpenAI's.
 _NO_KEY = "no-key"
 
 

@@ -7,14 +7,17 @@ two packages raise unrelated exception classes. Real SDK, real sockets, nothing 
 from __future__ import annotations
 
 import socket
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
+from types import ModuleType
 
 import pytest
 
 from memory.errors import ProviderError
 from memory.llm.base import LLMRequest
+from memory.llm.errors import to_provider_error
 from memory.llm.gemini_provider import GeminiProvider
 from memory.prompts.decide_facts import FactDecisions
 from tests.fake_provider_server import FakeProviderServer, Reply
@@ -105,3 +108,69 @@ async def test_transport_failures_are_retryable_provider_errors_on_both_backends
     assert API_KEY not in str(error)
     # No SDK exception chained: its text could carry the request.
     assert error.__cause__ is None and error.__suppress_context__
+
+
+def aiohttp_stand_in() -> ModuleType:
+    """aiohttp's transport exceptions under their names and in their hierarchy, minus the
+    stdlib bases (ServerTimeoutError is also an asyncio.TimeoutError, ClientOSError an OSError):
+    classified here, they were found through sys.modules, not through those bases."""
+    module = ModuleType("aiohttp")
+
+    class ClientError(Exception):
+        pass
+
+    class ClientConnectionError(ClientError):
+        pass
+
+    class ServerDisconnectedError(ClientConnectionError):
+        pass
+
+    class ServerTimeoutError(ClientConnectionError):
+        pass
+
+    class ClientPayloadError(ClientError):
+        pass
+
+    for cls in (
+        ClientError,
+        ClientConnectionError,
+        ServerDisconnectedError,
+        ServerTimeoutError,
+        ClientPayloadError,
+    ):
+        setattr(module, cls.__name__, cls)
+    return module
+
+
+AIOHTTP_FAILURES = {
+    "ClientConnectionError": "connection failed",
+    "ServerDisconnectedError": "connection failed",
+    "ClientPayloadError": "connection failed",
+    "ServerTimeoutError": "timed out",
+}
+
+
+@pytest.mark.parametrize(("name", "words"), sorted(AIOHTTP_FAILURES.items()))
+def test_aiohttp_transport_failures_are_retryable_once_the_sdk_imported_aiohttp(
+    name: str, words: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """aiohttp is not installed here (nor a dependency of ours): a stand-in module under its
+    name, as google-genai would have imported it, carries its exception classes."""
+    module = aiohttp_stand_in()
+    failure = getattr(module, name)(f"{API_KEY} lost")
+    # Not imported: not ours to know, so left to raise.
+    monkeypatch.delitem(sys.modules, "aiohttp", raising=False)
+    assert to_provider_error(failure, provider="gemini") is None
+
+    monkeypatch.setitem(sys.modules, "aiohttp", module)
+    error = to_provider_error(failure, provider="gemini", secrets=[API_KEY])
+
+    assert error is not None and error.retryable and error.status is None
+    assert words in str(error) and name in str(error)
+    assert API_KEY not in str(error)
+
+
+def test_a_real_aiohttp_connection_error_is_retryable() -> None:
+    aiohttp = pytest.importorskip("aiohttp")  # not a dependency: runs where it is installed
+    error = to_provider_error(aiohttp.ClientConnectionError("reset"), provider="gemini")
+    assert error is not None and error.retryable and "connection failed" in str(error)

@@ -5,14 +5,16 @@ GOOGLE_GEMINI_BASE_URL and OPENAI_BASE_URL point at them): the tests read who wa
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, MutableMapping
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
+from structlog.testing import capture_logs
 
 from memory.llm import choose_model, make_llm, resolve_provider
 from memory.llm.base import LLMRequest
-from memory.llm.selection import select
+from memory.llm.selection import is_openai_host, select
 from memory.prompts.consolidate import ConsolidatedSections
 from memory.settings import Settings
 from tests.fake_provider_server import FakeProviderServer, Received, gemini_content, openai_chat
@@ -175,3 +177,70 @@ def test_the_chosen_key_never_shows_in_a_repr(vendors: Vendors) -> None:
     chosen = select(Settings())
     assert chosen.api_key == MNEMOS_OPENAI_KEY
     assert MNEMOS_OPENAI_KEY not in repr(chosen)
+
+
+def withheld_warnings(logs: list[MutableMapping[str, Any]]) -> list[MutableMapping[str, Any]]:
+    return [entry for entry in logs if entry["event"] == "openai_api_key_withheld"]
+
+
+async def test_a_server_at_base_url_gets_the_mnemos_key_or_none_never_the_exported_openai_key(
+    vendors: Vendors,
+) -> None:
+    """OPENAI_API_KEY exported for other tools and a llama.cpp (or any gateway) at BASE_URL: the
+    key is OpenAI's and stays with OpenAI; the server gets MNEMOS_MODELS__API_KEY, or no key."""
+    with FakeProviderServer() as local:
+        local.script(openai_chat(ANSWER), openai_chat(ANSWER))
+        vendors.set(
+            MNEMOS_MODELS__BASE_URL=local.openai_base_url, OPENAI_API_KEY=AMBIENT_OPENAI_KEY
+        )
+
+        with capture_logs() as logs:
+            assert await ask() == "openai_compatible"
+        vendors.set(MNEMOS_MODELS__API_KEY=MNEMOS_OPENAI_KEY)
+        with capture_logs() as logs_with_key:
+            assert await ask() == "openai_compatible"
+
+        without_key, with_key = local.requests
+    assert AMBIENT_OPENAI_KEY not in json.dumps(without_key.headers)
+    assert bearer(without_key) != AMBIENT_OPENAI_KEY
+    assert bearer(with_key) == MNEMOS_OPENAI_KEY
+    assert vendors.openai.requests == []
+    # Said once, where the provider is built: which host, and what to set; never the key.
+    [warning] = withheld_warnings(logs)
+    assert warning["log_level"] == "warning" and warning["host"] == "127.0.0.1"
+    assert "MNEMOS_MODELS__API_KEY" in str(warning["detail"])
+    assert AMBIENT_OPENAI_KEY not in repr(logs)
+    assert withheld_warnings(logs_with_key) == []
+
+
+@pytest.mark.parametrize(
+    ("url", "openai"),
+    [
+        ("https://api.openai.com/v1", True),
+        ("HTTPS://API.OpenAI.com/v1", True),
+        ("https://eu.api.openai.com/v1", True),
+        ("http://localhost:8080/v1", False),
+        ("http://127.0.0.1:11434/v1", False),
+        ("https://openai.com.evil.example/v1", False),
+        ("https://evilopenai.com", False),
+        ("https://evil.example/api.openai.com/v1", False),
+        ("https://api.openai.com@evil.example/v1", False),  # credentials, then the real host
+        ("https://api.openai.com\\@evil.example/v1", False),  # parsers disagree: not OpenAI's
+        ("api.openai.com/v1", False),  # no scheme: no host to trust
+    ],
+)
+def test_only_openai_hosts_get_the_exported_openai_key(
+    vendors: Vendors, url: str, openai: bool
+) -> None:
+    assert is_openai_host(url) is openai
+    vendors.set(MNEMOS_MODELS__BASE_URL=url, OPENAI_API_KEY=AMBIENT_OPENAI_KEY)
+    chosen = select(Settings())
+    assert chosen.provider == "openai_compatible"
+    assert chosen.api_key == (AMBIENT_OPENAI_KEY if openai else None)
+    assert chosen.key_withheld is not openai
+
+
+def test_nothing_is_withheld_without_an_exported_openai_key(vendors: Vendors) -> None:
+    vendors.set(MNEMOS_MODELS__BASE_URL="http://localhost:8080/v1")
+    chosen = select(Settings())
+    assert chosen.api_key is None and not chosen.key_withheld
