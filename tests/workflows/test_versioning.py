@@ -28,7 +28,8 @@ from worker import build_worker
 
 def _build(h: Harness, build_id: str, deployment: str) -> Settings:
     temporal = h.settings.temporal.model_copy(
-        update={"build_id": build_id, "deployment_name": deployment}
+        # build A's stuck step is cancelled as its worker stops (no grace), so B retries it at once
+        update={"build_id": build_id, "deployment_name": deployment, "shutdown_grace_seconds": 0}
     )
     return h.settings.model_copy(update={"temporal": temporal})
 
