@@ -109,6 +109,11 @@ async def test_a_consolidation_gives_up_visibly_after_two_days_of_outage(
     own_clock: WorkflowEnvironment, tmp_path: Path
 ) -> None:
     h = await _quiet_user(own_clock, tmp_path)
+    # Two attempts a draft, not five: the waits between drafts are what is tested, and every
+    # attempt is a real round trip (the test server does not skip retry intervals).
+    h.settings = h.settings.model_copy(
+        update={"retries": h.settings.retries.model_copy(update={"llm_max_attempts": 2})}
+    )
     await _user_buffer_waiting(h)
     h.llm.defaults["consolidate"] = transient("provider down")
     summary, history = await _consolidate_user(h)
