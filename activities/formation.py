@@ -116,23 +116,21 @@ class FormationActivities:
         degraded: list[DegradedStep] | None = None,
     ) -> CommitResult:
         """``degraded``: the window's steps that took their fallback or passed a message over
-        (none from workflow code older than it), recorded once the memories are committed."""
+        (none from workflow code older than it), recorded in the transaction of the memories."""
         if not isinstance(w, Window):  # five (or four) arguments, untyped: _COMMIT_ARGS
             given: Any = (w, new_facts, decisions, new_reflections, candidates)
             w, new_facts, decisions, new_reflections, candidates = _COMMIT_ARGS.validate_python(
                 given, extra="ignore"
             )
+        now = datetime.now(UTC)
+        # In the commit's transaction: a forget_user after it finds them (and erases or deletes
+        # them with the user's messages); a retry finds the commit, and them, done.
+        records = degraded_windows(w.agent_id, w.session_id, w.formation_id, degraded or (), now)
         with classified():
             out = await commit.commit(
-                self.deps, w, new_facts, decisions, new_reflections, datetime.now(UTC), candidates
-            )
-            if degraded and not out.discarded_for_erasure:
-                # Its own transaction, after the commit's: a retry finds the commit done and
-                # records again, and the store writes each window once.
-                records = degraded_windows(
-                    w.agent_id, w.session_id, w.formation_id, degraded, datetime.now(UTC)
-                )
-                await self.deps.store.record_degraded(records)
+                self.deps, w, new_facts, decisions, new_reflections, now, candidates,
+                degraded=records,
+            )  # fmt: skip
         _log(w).info(
             "formation committed",
             formation_id=w.formation_id,

@@ -6,6 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool
 
+from memory.degraded import DegradedWindow
 from memory.input_rules import (
     CONTROL_CHARACTER,
     NO_CONTROL,
@@ -369,6 +370,8 @@ class FormationCommit(_Model):
         None, description="Re-check the adds against facts committed since the candidates read"
     )
     embedded_text_hashes: list[str] = []  # cache keys of its texts: see rules.erasure
+    # The window's degraded steps (memory/degraded.py): recorded with its memories, or not at all.
+    degraded: list[DegradedWindow] = []
 
 
 class FormationCommitResult(_Model):

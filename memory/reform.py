@@ -122,7 +122,8 @@ async def reform(
                     deps, w, flagged, report, with_reflections, attempts, state.cursor_seq
                 )
             )
-            formed.append((after, upto))
+            if not done[-1].discarded_for_erasure:  # a user forgotten meanwhile: nothing written
+                formed.append((after, upto))
         except InvalidModelOutputError as e:
             if upto - after > 1:
                 middle = after + (upto - after) // 2

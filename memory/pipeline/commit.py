@@ -7,9 +7,11 @@ embeds again."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
 from memory import ids
+from memory.degraded import DegradedWindow
 from memory.deps import Deps
 from memory.errors import StaleDecisionError
 from memory.ids import text_hash
@@ -143,9 +145,11 @@ async def commit(
     candidates: CandidatesResult | None = None,
     *,
     keep_cursor: int | None = None,
+    degraded: Sequence[DegradedWindow] = (),
 ) -> CommitResult:
     """``keep_cursor``: a re-formed window (memory/reform.py) writes its memories and leaves the
-    cursor where it is, which must still be ``keep_cursor``."""
+    cursor where it is, which must still be ``keep_cursor``. ``degraded``: the window's degraded
+    steps, recorded in the same transaction as its memories."""
     texts = stored_texts(facts, decisions)
     as_lists = await _cached_vectors(deps, texts)
     # Every text this formation may have cached a vector of: its facts (candidate search) and
@@ -180,6 +184,7 @@ async def commit(
             user_epochs=window.user_epochs,
             recheck=_recheck(deps, window, candidates),
             embedded_text_hashes=list(embedded),
+            degraded=list(degraded),
         )
     )
     # The commit counted the buffers it added to: no second read, and on a retried commit the

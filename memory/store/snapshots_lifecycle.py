@@ -151,17 +151,18 @@ async def _facts(reads: LifecycleReads, req: ri.FactImportRequest) -> ri.FactImp
 
 async def _gone_sessions(
     reads: LifecycleReads, sessions: Sequence[SessionPeople]
-) -> frozenset[str]:
-    """The sessions of an import's session memory that forget_user deleted whole: each judged
-    with its agents and users, the file's and what the store still holds of it."""
+) -> frozenset[tuple[str, str]]:
+    """The (session, agent) pairs of an import's session memory that forget_user deleted: each
+    agent's whose users were all forgotten for it (the whole session when for each agent; an
+    agent's memory of a session kept for another agent), judged with the session's agents and
+    users, the file's and what the store still holds of it."""
     gone = set()
     for session_id, file_agents, file_users in sessions:
         stored = await reads.session_states(session_id)
         agents = tuple(dict.fromkeys((*file_agents, *(s.agent_id for s in stored))))
         users = tuple(dict.fromkeys((*file_users, *await reads.session_users(session_id))))
         epochs = await _pair_epochs(reads, [(a, u) for a in agents for u in users])
-        if rs.gone_with_users(epochs, agents, users):
-            gone.add(session_id)
+        gone |= {(session_id, a) for a in agents if rs.gone_with_users(epochs, (a,), users)}
     return frozenset(gone)
 
 

@@ -143,6 +143,34 @@ async def test_an_export_from_before_a_forget_brings_back_nothing_it_deleted(
     assert (again.counts["messages"].inserted, again.counts["messages"].forgotten) == (0, 3)
 
 
+async def test_an_agents_session_memory_a_forget_deleted_stays_deleted_in_a_kept_session(
+    store: MemoryStore,
+) -> None:
+    """u1 alone in s1 with a1 and a2: forget_user(u1, a1) keeps s1 (a2's), but deletes a1's
+    session memory of it, formed of u1's words only. An export from before must not bring it
+    back."""
+    await record(store, "s1", "a1", [msg("m1", "I was diagnosed with asthma", seconds=1)])
+    await record(store, "s1", "a2", [msg("m2", "It is getting better", seconds=2)])
+    noted = reflection(SESSION_KEY, 1, "The user talked about their asthma")
+    buffered = reflection(SESSION_KEY, 2, "The user's asthma came up again")
+    await Former(store).form(reflections=[noted])
+    await store.commit_consolidation(
+        SESSION_KEY, expected_version=0, content="Asthma talk", word_limit=100,
+        absorbed_ids=[noted.reflection_id], at=at(200),
+    )  # fmt: skip
+    await store.import_reflections([buffered])
+    backup = await export_lines(store)
+    await store.forget_user("u1", agent_id="a1", at=at(300))
+    assert await store.get_session("s1") is not None  # a2's still
+    assert await store.get_consolidated(SESSION_KEY) is None
+
+    report = await import_lines(store, backup)
+
+    assert report.blobs[SESSION_KEY.key] == "forgotten"
+    assert await store.get_consolidated(SESSION_KEY) is None
+    assert await store.list_reflections(SESSION_KEY, include_absorbed=True) == []
+
+
 # ---------------------------------------------------------------- another agent's session
 
 

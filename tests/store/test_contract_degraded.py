@@ -4,10 +4,14 @@ retries, until re-formed; gone with the session forget_user deletes."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import Any
+
 from memory.degraded import ERASED_REASON, FACT_STEPS, DegradedWindow
 from memory.deps import Deps
+from memory.llm.heuristic import HeuristicProvider
 from memory.model_check import CheckReport, form_session
-from memory.models import AgentConfig
+from memory.models import AgentConfig, FormationCommit, FormationCommitResult
 from memory.reform import reform
 from memory.settings import Settings
 from memory.store.base import MemoryStore
@@ -210,3 +214,72 @@ async def test_a_reform_marks_the_parts_it_formed_again(store: MemoryStore) -> N
         ("s1", 0, 2, "decide_fact_changes"),
         ("s1", 1, 2, "extract_facts"),
     ]
+
+
+async def test_a_commit_records_its_degraded_steps_in_its_own_transaction(
+    store: MemoryStore,
+) -> None:
+    """Recorded with the window's memories: once whatever the retries, never by a commit
+    discarded for an erasure, and there for a forget_user landing after the commit to erase."""
+    former = await Former(store, "s1", "a1").start(2)  # u1 says seq 1, u2 seq 2
+    quoted = "could not parse: 'u1 says they were diagnosed with asthma'"
+    first = former.next_commit().model_copy(
+        update={"degraded": [window(0, reason=quoted)], "user_epochs": {"u1": 0}}
+    )
+    assert not (await store.commit_formation(first)).already_committed
+    assert [w.reason for w in await store.list_degraded()] == [quoted]
+    retried = first.model_copy(update={"degraded": [window(0, reason="x", seconds=300)]})
+    assert (await store.commit_formation(retried)).already_committed
+    assert [(w.reason, w.degraded_at) for w in await store.list_degraded()] == [(quoted, at(200))]
+
+    await store.forget_user("u1", agent_id="a1", at=at(400))  # s1 stays: u2 is in it
+    assert [w.reason for w in await store.list_degraded()] == [ERASED_REASON]
+    former.cursor = 1
+    late = former.next_commit().model_copy(
+        update={"degraded": [window(1, reason=quoted)], "user_epochs": {"u1": 0, "u2": 0}}
+    )
+    assert (await store.commit_formation(late)).discarded_for_erasure
+    assert keys(await store.list_degraded()) == [("s1", 0, 1, "extract_facts")]
+
+
+class _ForgetsBeforeCommit:
+    """A store on which forget_user(kay) lands just before the first commit (a re-form's)."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        self._store = store
+        self.forgot = False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    async def commit_formation(self, commit: FormationCommit) -> FormationCommitResult:
+        if not self.forgot:
+            self.forgot = True
+            await self._store.forget_user("kay", agent_id="eve", at=T0)
+        return await self._store.commit_formation(commit)
+
+
+async def test_a_reform_that_wrote_nothing_marks_nothing(store: MemoryStore) -> None:
+    """Kay is forgotten while her and Lee's window is re-formed: the commit writes nothing (an
+    erasure since the re-form read the epochs), so Lee's message is not formed again and the
+    window stays listed, to be re-formed."""
+    await store.upsert_agent(AgentConfig(agent_id="eve", name="Eve"))
+    lee = said(1, "I live in Oslo.").model_copy(update={"user_id": "lee"})
+    await store.record_messages(
+        "s1", "eve", [said(0, "My locker code is 4411."), lee], weights={"user": 1.0},
+        chars_per_token=4.0, now=T0,
+    )  # fmt: skip
+    deps = Deps(
+        settings=Settings(), store=store, llm=HeuristicProvider(), embedder=WordHashEmbedder()
+    )
+    await form_session(deps, "eve", "s1", CheckReport())
+    await store.record_degraded([window(0, upto=2, agent_id="eve")])
+    proxy = _ForgetsBeforeCommit(store)
+    before = await store.get_session_agent_state("s1", "eve")
+
+    again = await reform(replace(deps, store=proxy), "eve", "s1", 0, 2)  # type: ignore[arg-type]
+
+    assert proxy.forgot
+    assert await store.get_session_agent_state("s1", "eve") == before  # the commit was discarded
+    assert again.marked == 0
+    assert keys(await store.list_degraded()) == [("s1", 0, 2, "extract_facts")]

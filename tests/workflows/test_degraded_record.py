@@ -4,7 +4,9 @@ the run failed later, and after Temporal's retention deleted it."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from temporalio.client import WorkflowFailureError
@@ -13,7 +15,9 @@ from temporalio.testing import WorkflowEnvironment
 from memory.degraded import DegradedWindow
 from memory.errors import MalformedOutputError
 from memory.llm.base import LLMRequest
+from memory.models import FormationCommit, FormationCommitResult
 from memory.prompts.decide_facts import FactDecision, FactDecisions
+from memory.store.base import MemoryStore
 from tests.fakes import Faults, FaultyProxy, permanent, transcript_of
 from tests.harness import Harness, conversation, facts
 from tests.workflows.test_formation import seeded
@@ -89,7 +93,8 @@ async def test_a_retried_commit_records_each_window_once(
     await h.record("s1", conversation(2))
     h.llm.defaults["extract_facts"] = _cut_off
     faults = Faults(before=1) if fault == "before write" else Faults(after=1)
-    h.worker_store = FaultyProxy(h.store, {"record_degraded": faults})  # type: ignore[assignment]
+    # The commit (and with it the record) fails before its write, or after it, its reply lost.
+    h.worker_store = FaultyProxy(h.store, {"commit_formation": faults})  # type: ignore[assignment]
     async with h.worker():
         summary = await h.form("s1")
 
@@ -97,3 +102,47 @@ async def test_a_retried_commit_records_each_window_once(
     assert summary.passed_over == 2
     found = await h.store.list_degraded(agent_id="eve", session_id="s1")
     assert sorted(_stored(found)) == [(0, 1, "extract_facts"), (1, 2, "extract_facts")]
+
+
+class _ForgetsAfterFirstCommit:
+    """The worker's store: forget_user(alice) lands right after the first commit transaction,
+    before anything else of that commit activity runs (or a retry of it after a crash)."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        self._store = store
+        self.forgot = False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    async def commit_formation(self, commit: FormationCommit) -> FormationCommitResult:
+        result = await self._store.commit_formation(commit)
+        if not self.forgot:
+            self.forgot = True
+            await self._store.forget_user("alice", agent_id="eve", at=datetime.now(UTC))
+        return result
+
+
+async def test_a_forget_after_the_commit_leaves_no_reason_quoting_the_user(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """Alice's message is passed over, the model's complaint quoting it; forget_user(alice)
+    lands once its window committed. Bob keeps s1, and its degraded windows stay to be re-formed,
+    but none may keep a reason quoting what Alice said."""
+    h = await Harness.create(time_env, tmp_path)
+    await h.record("s1", [*conversation(2), *conversation(2, start=2, user="bob", prefix="b")])
+
+    def quoting(request: LLMRequest) -> None:
+        said = " | ".join(m.content for m in transcript_of(request))
+        raise MalformedOutputError(f"output hit the token limit (finish_reason=length): {said}")
+
+    h.llm.defaults["extract_facts"] = quoting
+    proxy = _ForgetsAfterFirstCommit(h.store)
+    h.worker_store = proxy  # type: ignore[assignment]
+    async with h.worker():
+        await h.form("s1")
+
+    assert proxy.forgot
+    found = await h.store.list_degraded(agent_id="eve", session_id="s1", include_reformed=True)
+    assert found  # bob's messages passed over are listed, to be re-formed
+    assert not [w.reason for w in found if "message 0 from the user" in w.reason]

@@ -26,6 +26,20 @@ def _window(doc: Doc) -> DegradedWindow:
     return DegradedWindow.model_validate({**doc, **times})
 
 
+async def insert_windows(
+    db: AsyncDatabase[Doc], s: AsyncClientSession, windows: Sequence[DegradedWindow]
+) -> int:
+    """Each window whose key is not stored yet; returns how many were inserted."""
+    inserted = 0
+    for w in windows:
+        doc = _doc(w)
+        done = await db.degraded_windows.update_one(
+            {"_id": doc["_id"]}, {"$setOnInsert": doc}, upsert=True, session=s
+        )
+        inserted += done.upserted_id is not None
+    return inserted
+
+
 class MongoDegraded:
     _db: AsyncDatabase[Doc]
 
@@ -39,14 +53,7 @@ class MongoDegraded:
                 state = await self._db.session_agents.find_one(query, session=s)
                 if state is not None:
                     cursors[agent_id, session_id] = int(state["cursor_seq"])
-            inserted = 0
-            for w in recordable(windows, cursors):
-                doc = _doc(w)
-                done = await self._db.degraded_windows.update_one(
-                    {"_id": doc["_id"]}, {"$setOnInsert": doc}, upsert=True, session=s
-                )
-                inserted += done.upserted_id is not None
-            return inserted
+            return await insert_windows(self._db, s, recordable(windows, cursors))
 
         return await run_transaction(self._db, body)
 

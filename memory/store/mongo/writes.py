@@ -9,6 +9,7 @@ from typing import assert_never
 from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.asynchronous.database import AsyncDatabase
 
+from memory.store.mongo.degraded import insert_windows
 from memory.store.mongo.docs import (
     EMBEDDING_META_ID,
     Doc,
@@ -96,6 +97,8 @@ async def _apply(db: AsyncDatabase[Doc], s: AsyncClientSession, write: w.Write) 
             await db.session_agents.update_many(
                 {"session_id": a.session_id, "purged": True}, {"$set": {"purged": False}}, session=s
             )
+        case w.RecordDegraded(windows=windows):
+            await insert_windows(db, s, windows)
         case w.PutConsolidated(blob=blob):
             await db.consolidated.replace_one(
                 {"_id": blob.scope_key.key}, consolidated_doc(blob), upsert=True, session=s

@@ -83,6 +83,7 @@ from memory.store.rules.writes import (
     MoveCursor,
     Plan,
     PutFact,
+    RecordDegraded,
     RecordFormation,
     Request,
     SetEmbeddingMeta,
@@ -391,5 +392,7 @@ def plan_formation(
         state=after,
     )
     writes += unstored_embeddings(commit, writes)
+    if commit.degraded:  # in the commit: a forget after it finds them, a retry is done
+        writes.append(RecordDegraded(tuple(commit.degraded)))
     writes.append(RecordFormation(result, commit.committed_at))
     return Plan(tuple(writes), result)

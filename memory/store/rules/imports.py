@@ -146,7 +146,7 @@ def plan_import_facts(
 class BlobImportSnapshot:
     stored: Mapping[str, tuple[str, int]]  # scope key -> (content, version)
     epochs: Mapping[Pair, int]
-    gone: frozenset[str] = frozenset()  # sessions forget_user deleted whole
+    gone: frozenset[tuple[str, str]] = frozenset()  # (session, agent): memory forget deleted
 
 
 @dataclass(frozen=True)
@@ -156,10 +156,11 @@ class BlobImportRequest(Request[BlobImportSnapshot]):
     sessions: tuple[SessionPeople, ...] = ()
 
 
-def _gone(key: ScopeKey, gone: frozenset[str]) -> bool:
-    """Session memory of a session forget_user deleted whole (the session cannot tell: it is
-    gone, so who took part comes from the file, ``SessionPeople``)."""
-    return key.scope == "session" and key.session_id in gone
+def _gone(key: ScopeKey, gone: frozenset[tuple[str, str]]) -> bool:
+    """Session memory forget_user deleted: of a session it deleted whole, or this agent's of
+    one its users were all forgotten for (who took part comes from the file too,
+    ``SessionPeople``: a session deleted whole cannot tell)."""
+    return key.scope == "session" and (key.session_id or "", key.agent_id) in gone
 
 
 def plan_import_consolidated(
@@ -191,7 +192,7 @@ class ReflectionImportSnapshot:
     existing: frozenset[str]
     buffered: Mapping[str, int]  # scope key -> unabsorbed count before the call
     epochs: Mapping[Pair, int]
-    gone: frozenset[str] = frozenset()  # sessions forget_user deleted whole
+    gone: frozenset[tuple[str, str]] = frozenset()  # (session, agent): memory forget deleted
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from memory.api_keys import ApiKey
+from memory.degraded import DegradedWindow
 from memory.models import (
     ConsolidatedMemory,
     Fact,
@@ -68,6 +69,13 @@ class RecordFormation:
 
     result: FormationCommitResult
     committed_at: datetime
+
+
+@dataclass(frozen=True)
+class RecordDegraded:
+    """The committed window's degraded steps (memory/degraded.py); a stored key is left as it is."""
+
+    windows: tuple[DegradedWindow, ...]
 
 
 @dataclass(frozen=True)
@@ -172,6 +180,7 @@ Write = (
     | MoveCursor
     | BumpScopeVersions
     | RecordFormation
+    | RecordDegraded
     | CreateSession
     | AddSessionAgent
     | AddSessionUsers

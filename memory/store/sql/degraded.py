@@ -20,8 +20,13 @@ async def record_degraded(db: Db, windows: Sequence[DegradedWindow]) -> int:
         )
         if row is not None:
             cursors[agent_id, session_id] = int(row["cursor_seq"])
+    return await insert_windows(db, recordable(windows, cursors))
+
+
+async def insert_windows(db: Db, windows: Sequence[DegradedWindow]) -> int:
+    """Each window whose key is not stored yet; returns how many were inserted."""
     inserted = 0
-    for w in recordable(windows, cursors):
+    for w in windows:
         inserted += await db.execute(
             "INSERT INTO degraded_windows (session_id, agent_id, after_seq, upto_seq, step, "
             "reason, formation_id, degraded_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) "

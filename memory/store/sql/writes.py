@@ -11,11 +11,13 @@ from memory.degraded import ERASED_REASON
 from memory.store.rules import lifecycle_writes as lw
 from memory.store.rules import writes as w
 from memory.store.sql.db import Db
+from memory.store.sql.degraded import insert_windows
 
 type SharedWrite = (
     w.MoveCursor
     | w.BumpScopeVersions
     | w.RecordFormation
+    | w.RecordDegraded
     | w.CreateSession
     | w.AddSessionAgent
     | w.AddSessionUsers
@@ -66,6 +68,8 @@ async def apply_shared(db: Db, write: SharedWrite) -> None:
                 "VALUES (%s, %s, %s)",
                 (result.formation_id, db.time(committed_at), db.document(result)),
             )
+        case w.RecordDegraded(windows=windows):
+            await insert_windows(db, windows)
         case w.CreateSession(session_id=session_id, created_at=created_at):
             await db.execute(
                 "INSERT INTO sessions (session_id, created_at) VALUES (%s, %s)",
