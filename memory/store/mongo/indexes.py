@@ -114,6 +114,10 @@ PLAIN_COLLECTIONS = (
     "meta",
     "erasures",  # forget_user's tombstones (rules.erasure), keyed by agent and user
     "api_keys",  # mnemos serve: keyed by key_id, a handful of documents
+    # One counter per "agent:<id>" / "user:<id>" key (Request.serialized_on), written by every
+    # transaction deciding on that agent's facts or user's erasures, so that they conflict.
+    # forget_user deletes its user's document (lifecycle_writes, PutErasure).
+    "txn_keys",
 )
 
 

@@ -11,6 +11,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 from memory.degraded import ERASED_REASON
 from memory.store.mongo.docs import Doc, compound_id, opt_ts, reflection_doc, ts
 from memory.store.rules import lifecycle_writes as lw
+from memory.store.rules.writes import user_key
 
 
 async def update_session(
@@ -59,6 +60,9 @@ async def apply_lifecycle(
                 upsert=True,
                 session=s,
             )  # fmt: skip
+            # The user's serialization key (Request.serialized_on), written earlier in this very
+            # transaction, names them: it goes. A commit that read before still conflicts on it.
+            await db.txn_keys.delete_one({"_id": user_key(e.user_id)}, session=s)
         case lw.DeleteFacts(fact_ids=ids):
             await db.facts.delete_many({"_id": {"$in": list(ids)}}, session=s)
             await db.fact_reembed.delete_many({"_id": {"$in": list(ids)}}, session=s)

@@ -86,8 +86,18 @@ class MongoStore(
         return cls(client, database, atlas_search=atlas_search, owns_client=True)
 
     async def _transact[S, R](self, request: Request[S], plan: Callable[[S], Plan[R]]) -> R:
-        def body(s: AsyncClientSession) -> Coroutine[Any, Any, R]:
-            return run_planned(
+        keys = sorted(set(request.serialized_on()))
+
+        async def body(s: AsyncClientSession) -> R:
+            # Transactions here are snapshot-isolated: they conflict only on a document both
+            # write. Two calls deciding on data the other changes (Request.serialized_on) share
+            # a key, and each writes its key's document first: the second to write it fails
+            # (WriteConflict, or DuplicateKey on a first upsert) and is retried (txn.py).
+            for key in keys:
+                await self._db.txn_keys.update_one(
+                    {"_id": key}, {"$inc": {"writes": 1}}, upsert=True, session=s
+                )
+            return await run_planned(
                 MongoReads(self._db, s), request, plan, partial(apply_writes, self._db, s)
             )
 

@@ -43,6 +43,7 @@ from memory.store.rules.writes import (
     PutFact,
     Request,
     Write,
+    user_key,
 )
 
 ALL_AGENTS = "*"  # the agent key of an erasure for every agent
@@ -182,12 +183,20 @@ class ForgetRequest(Request[ForgetSnapshot]):
     user_id: str
     all_agents: bool  # sessions of other agents too go whole when the user was their only user
 
+    def serialized_on(self) -> tuple[str, ...]:
+        # The tombstone must meet any commit that checked the user's epoch before it.
+        return (user_key(self.user_id),)
+
 
 @dataclass(frozen=True)
 class EraseAllRequest(Request[int]):
     """The stored epoch of ("*", user)."""
 
     user_id: str
+
+    def serialized_on(self) -> tuple[str, ...]:
+        # As ForgetRequest: the every-agent tombstone is one user's.
+        return (user_key(self.user_id),)
 
 
 def plan_erase_all(user_id: str, epoch: int, at: datetime) -> Plan[int]:

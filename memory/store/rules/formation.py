@@ -88,6 +88,7 @@ from memory.store.rules.writes import (
     Request,
     SetEmbeddingMeta,
     Write,
+    user_key,
 )
 
 
@@ -129,6 +130,10 @@ class FormationRequest(Request[FormationSnapshot]):
     # Reflections of these keys with one of these contents (raw and normalised), absorbed or not.
     reflection_texts: tuple[str, ...] = ()
 
+    def serialized_on(self) -> tuple[str, ...]:
+        # Keeps and re-checks read the agent's facts; the erasure check reads the users' epochs.
+        return ("agent:" + self.agent_id, *map(user_key, self.users))
+
 
 def formation_request(commit: FormationCommit) -> FormationRequest:
     contents = [op.content for op in commit.fact_ops if isinstance(op, FactAdd | FactUpdate)]
@@ -158,12 +163,8 @@ def formation_request(commit: FormationCommit) -> FormationRequest:
 
 def same_fact(fact: Fact, agent_id: str, scope: str, user_id: str | None, hash_: str) -> bool:
     """The dedup key: one valid fact per (agent, user, scope, normalised content)."""
-    return (fact.agent_id, fact.scope, fact.user_id or "", fact.hash) == (
-        agent_id,
-        scope,
-        user_id or "",
-        hash_,
-    )
+    key = (agent_id, scope, user_id or "", hash_)
+    return (fact.agent_id, fact.scope, fact.user_id or "", fact.hash) == key
 
 
 @dataclass

@@ -23,6 +23,7 @@ from memory.store.rules.writes import (
     Plan,
     Request,
     Write,
+    user_key,
 )
 
 # Imported messages count as formed (the cursor moves past them); their weighted tokens are
@@ -71,6 +72,11 @@ class SessionImportRequest(Request[SessionImportSnapshot]):
     message_ids: tuple[str, ...]
     seqs: tuple[int, ...]
     max_seq: int
+
+    def serialized_on(self) -> tuple[str, ...]:
+        # The file's users. Those the stored session holds are known only once read, but a
+        # forget_user of one writes the session document, as an import inserting into it does.
+        return tuple(map(user_key, self.user_ids))
 
 
 def session_import_request(

@@ -30,6 +30,7 @@ from memory.store.rules.writes import (
     Request,
     SetEmbeddingMeta,
     Write,
+    user_key,
 )
 
 Pair = tuple[str, str]  # (agent, user)
@@ -41,6 +42,14 @@ def users_by_agent(pairs: Iterable[Pair]) -> dict[str, list[str]]:
     for agent_id, user_id in pairs:
         grouped.setdefault(agent_id, []).append(user_id)
     return grouped
+
+
+def epoch_keys(pairs: Iterable[Pair], sessions: Iterable[SessionPeople] = ()) -> tuple[str, ...]:
+    """The serialization keys of the users whose epochs an import checks (Request.serialized_on):
+    the pairs' and those the file gives its sessions. The users a session holds in the store are
+    known only once read: they are not among them."""
+    users = [u for _, u in pairs] + [u for _, _, people in sessions for u in people]
+    return tuple(map(user_key, dict.fromkeys(users)))
 
 
 def _erased(epochs: Mapping[Pair, int], agent_id: str, user_id: str | None) -> bool:
@@ -81,6 +90,9 @@ class FactImportRequest(Request[FactImportSnapshot]):
     fact_ids: tuple[str, ...]
     hashes: tuple[Pair, ...]  # (agent, hash): the agent's facts with these contents
     pairs: tuple[Pair, ...]  # (agent, user): their erasure epochs
+
+    def serialized_on(self) -> tuple[str, ...]:
+        return epoch_keys(self.pairs)
 
 
 def fact_import_request(facts: Sequence[Fact]) -> FactImportRequest:
@@ -155,6 +167,9 @@ class BlobImportRequest(Request[BlobImportSnapshot]):
     pairs: tuple[Pair, ...]
     sessions: tuple[SessionPeople, ...] = ()
 
+    def serialized_on(self) -> tuple[str, ...]:
+        return epoch_keys(self.pairs, self.sessions)
+
 
 def _gone(key: ScopeKey, gone: frozenset[tuple[str, str]]) -> bool:
     """Session memory forget_user deleted: of a session it deleted whole, or this agent's of
@@ -201,6 +216,9 @@ class ReflectionImportRequest(Request[ReflectionImportSnapshot]):
     keys: tuple[str, ...]
     pairs: tuple[Pair, ...]
     sessions: tuple[SessionPeople, ...] = ()
+
+    def serialized_on(self) -> tuple[str, ...]:
+        return epoch_keys(self.pairs, self.sessions)
 
 
 def plan_import_reflections(

@@ -208,3 +208,18 @@ class Plan[R]:
 class Request[S]:
     """What a planner needs read, inside the transaction that applies its plan; S is the
     snapshot type the backend answers with."""
+
+    def serialized_on(self) -> tuple[str, ...]:
+        """Keys ("agent:<id>", "user:<id>") naming data the plan decides on that a concurrent
+        call may change by writing documents this call only reads: two calls sharing a key must
+        not both commit. The rule is written once, here and in the overrides. SQLite (one
+        writer) and PostgreSQL (SERIALIZABLE) already serialize such calls and ignore it; a
+        snapshot-isolated backend (MongoDB: transactions conflict only on a document both
+        write) writes one document per key, so that transactions sharing a key conflict.
+        Empty unless a request overrides it."""
+        return ()
+
+
+def user_key(user_id: str) -> str:
+    """The serialization key of a user's memory: their erasure epochs (rules.erasure)."""
+    return "user:" + user_id
