@@ -4,7 +4,8 @@ Formations signal-with-start it under ``consolidate:{scope key}``, so consolidat
 overlap, across every worker and session. Each pass drafts a blob from the buffered reflections
 (validated before anything is stored) and applies it with a compare-and-set that also marks exactly
 those reflections absorbed; if the blob moved, or one of those reflections was edited, meanwhile,
-it drafts again. A draft that failed through its retries on a transient error (the provider down)
+it drafts again: at once four times, then after growing waits until retries.stale_decision_seconds
+have passed, then it gives up visibly, the buffer kept. A draft that failed through its retries on a transient error (the provider down)
 is tried again after a durable, growing wait, for up to two days: nothing else would ask again
 for a user or agent scope until its next reflection.
 """
@@ -37,6 +38,12 @@ OUTAGE_WAIT = "consolidation-outage-wait"
 _OUTAGE_FIRST_SECONDS = 300.0
 _OUTAGE_MAX_SECONDS = 4 * 3600.0
 _OUTAGE_GIVE_UP_SECONDS = 2 * 86400.0
+# From it on, conflicts past _CAS_ATTEMPTS (edits landing during each draft) are drafted again after
+# a growing wait (1 s doubling to a minute, jittered), for retries.stale_decision_seconds; older
+# histories failed the run at the fifth (workflow.patched).
+CONFLICT_BACKOFF = "consolidation-conflict-backoff"
+_CONFLICT_FIRST_SECONDS = 1.0
+_CONFLICT_MAX_SECONDS = 60.0
 
 
 def _outage_wait(waits: int) -> timedelta:
@@ -98,7 +105,10 @@ class ConsolidateScopeWorkflow:
 
     async def _consolidate(self, req: ConsolidationRequest, summary: ConsolidationSummary) -> None:
         self._outage_since, self._outage_waits = None, 0
-        for attempt in range(1, _CAS_ATTEMPTS + 1):
+        first_conflict: datetime | None = None
+        attempt = 0
+        while True:
+            attempt += 1
             draft = await self._draft(req, summary)
             if draft is None:
                 return
@@ -111,21 +121,53 @@ class ConsolidateScopeWorkflow:
                 )
             except ActivityError as err:
                 cause = err.cause
-                if (
-                    isinstance(cause, ApplicationError)
-                    and cause.type == CONFLICT
-                    and attempt < _CAS_ATTEMPTS
-                ):
+                if not (isinstance(cause, ApplicationError) and cause.type == CONFLICT):
+                    raise
+                first_conflict = first_conflict or workflow.now()
+                if attempt < _CAS_ATTEMPTS:
                     workflow.logger.info(
                         "blob or reflections changed since the draft, drafting again",
                         extra={"attempt": attempt, "reason": str(cause)[:300]},
                     )
                     continue
-                raise
-            summary.consolidations += 1
-            summary.absorbed += result.absorbed
-            summary.version = result.version
-            return
+                # Older histories failed the run at the last attempt (workflow.patched).
+                if not workflow.patched(CONFLICT_BACKOFF):
+                    raise
+                if await self._conflict_wait(req, summary, attempt, first_conflict, str(cause)):
+                    continue
+                return
+            else:
+                summary.consolidations += 1
+                summary.absorbed += result.absorbed
+                summary.version = result.version
+                return
+
+    async def _conflict_wait(
+        self,
+        req: ConsolidationRequest,
+        summary: ConsolidationSummary,
+        attempt: int,
+        first: datetime,
+        reason: str,
+    ) -> bool:
+        """After a person's edits met _CAS_ATTEMPTS drafts in a row (a review pass on the memory
+        page while the model drafts), draft again after a growing wait, as stale dedup decisions
+        are, until ``retries.stale_decision_seconds`` have passed since the first conflict; then
+        give up visibly, the buffer (every correction in it) kept for the next request."""
+        waited = (workflow.now() - first).total_seconds()
+        if waited >= req.retries.stale_decision_seconds:
+            why = f"reflections or blob kept changing for {waited:.0f}s, gave up after {attempt} drafts"
+            self._degrade(req, summary, f"{why}: {reason}", "consolidation gave up")
+            return False
+        n = attempt - _CAS_ATTEMPTS + 1
+        ceiling = min(_CONFLICT_MAX_SECONDS, _CONFLICT_FIRST_SECONDS * 2 ** (n - 1))
+        delay = timedelta(seconds=ceiling * (0.5 + workflow.random().random()))
+        workflow.logger.info(
+            "reflections or blob changed since the draft again, drafting after a wait",
+            extra={"attempt": attempt, "delay_s": delay.total_seconds(), "reason": reason[:300]},
+        )
+        await workflow.sleep(delay)
+        return True
 
     async def _draft(
         self, req: ConsolidationRequest, summary: ConsolidationSummary

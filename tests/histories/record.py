@@ -28,7 +28,7 @@ from memory.prompts.extract_facts import ExtractedFacts
 from memory.settings import FormationSettings, ReflectionSettings
 from runtime.payloads import payload_data_converter
 from runtime.starts import request_consolidation
-from tests.fakes import transcript_of, transient
+from tests.fakes import echo_consolidation, transcript_of, transient
 from tests.harness import (
     CORRECTION,
     T0,
@@ -258,9 +258,40 @@ async def record_outage(name: str) -> None:
         print(f"recorded outage/{name}.json ({len(history.events)} events)")
 
 
+async def record_conflicts(name: str) -> None:
+    """conflicts/: ConsolidateScope of a user scope, asked forced, while a person corrects one of
+    its five buffered reflections during each of five drafts (each commit meets an edit). Recorded
+    as ``consolidate_scope_conflicts_before_patch`` by the code before CONFLICT_BACKOFF (the fifth
+    conflict failed the run) and as ``consolidate_scope_conflicts`` from it on (it waited, drafted
+    again and consolidated every correction)."""
+    async with _harness(reflections=ReflectionSettings(threshold_user=9)) as h:
+        await h.record("s1", conversation(4))
+        h.llm.script("extract_reflections", reflections(user=["v", "w", "x", "y", "z"]))
+        async with h.worker():
+            await h.form("s1")
+            order = [r.reflection_id for r in await h.buffered(h.key("user"))]
+            edits = iter(enumerate(order))
+
+            async def corrects_one(request: LLMRequest) -> Any:
+                if (edit := next(edits, None)) is not None:
+                    await h.store.edit_reflection(edit[1], content=f"fixed {edit[0]}")
+                return echo_consolidation(request)
+
+            h.llm.defaults["consolidate"] = corrects_one
+            run = await request_consolidation(h.client, h.settings, h.key("user"), force=True)
+            with contextlib.suppress(WorkflowFailureError):
+                print(await run.result())
+        (HERE / "conflicts").mkdir(exist_ok=True)
+        history = await run.fetch_history()
+        (HERE / "conflicts" / f"{name}.json").write_text(history.to_json())
+        print(f"recorded conflicts/{name}.json ({len(history.events)} events)")
+
+
 if __name__ == "__main__":
     wanted = set(sys.argv[1:])
-    if wanted & {"consolidate_scope_outage", "consolidate_scope_outage_before_patch"}:
+    if wanted & {"consolidate_scope_conflicts", "consolidate_scope_conflicts_before_patch"}:
+        asyncio.run(record_conflicts(wanted.pop()))
+    elif wanted & {"consolidate_scope_outage", "consolidate_scope_outage_before_patch"}:
         asyncio.run(record_outage(wanted.pop()))
     elif wanted == {"degraded"}:
         asyncio.run(record_degraded())

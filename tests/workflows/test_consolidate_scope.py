@@ -127,3 +127,63 @@ async def test_a_consolidation_gives_up_visibly_after_two_days_of_outage(
     assert 40 <= run.total_seconds() / 3600 <= 48
     drafts = len(h.llm.calls("consolidate")) / h.settings.retries.llm_max_attempts
     assert 10 <= drafts <= 25  # bounded: the waits grow to hours
+
+
+async def _reviewed_while_drafting(
+    h: Harness, edits: int | None
+) -> tuple[ConsolidationSummary, list[str]]:
+    """A person corrects the user's buffered reflections one per draft (a review pass on the memory
+    page while the model drafts), ``edits`` of them (None: without end); returns the forced
+    consolidation's summary and the reflections' contents after it."""
+    await h.record("s1", conversation(4))
+    h.llm.script("extract_reflections", reflections(user=["v", "w", "x", "y", "z"]))
+    async with h.worker():
+        await h.form("s1")
+    order = [r.reflection_id for r in await h.buffered(h.key("user"))]
+    made = 0
+
+    async def corrects_one(request: LLMRequest) -> ConsolidatedSections:
+        nonlocal made
+        if edits is None or made < edits:
+            await h.store.edit_reflection(order[made % len(order)], content=f"fixed {made}")
+            made += 1
+        return echo_consolidation(request)
+
+    h.llm.defaults["consolidate"] = corrects_one
+    summary, _ = await _consolidate_user(h)
+    stored = await h.store.list_reflections(h.key("user"), include_absorbed=True)
+    return summary, sorted(r.content for r in stored)
+
+
+async def test_a_review_pass_during_the_drafts_is_consolidated_with_every_correction(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """Five corrections, each during a draft: five conflicts in a row failed the run (and nothing
+    asked again until the user's next reflection); now it drafts again until the person stops."""
+    h = await Harness.create(time_env, tmp_path, reflections=ReflectionSettings(threshold_user=9))
+    summary, _ = await _reviewed_while_drafting(h, edits=5)
+
+    blob = await h.store.get_consolidated(h.key("user"))
+    assert blob is not None and all(f"- fixed {i}" in blob.content for i in range(5))
+    assert await h.buffered(h.key("user")) == []
+    assert (summary.consolidations, summary.degraded) == (1, None)
+
+
+async def test_edits_without_end_give_up_visibly_and_keep_every_correction(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """Edits during every draft: the run drafts again with growing waits for
+    retries.stale_decision_seconds, then ends degraded (not failed), every correction buffered."""
+    h = await Harness.create(time_env, tmp_path, reflections=ReflectionSettings(threshold_user=9))
+    h.settings = h.settings.model_copy(
+        update={"retries": h.settings.retries.model_copy(update={"stale_decision_seconds": 30})}
+    )
+    summary, contents = await _reviewed_while_drafting(h, edits=None)
+
+    assert summary.consolidations == 0
+    assert summary.degraded is not None and "kept changing" in summary.degraded
+    assert await h.store.get_consolidated(h.key("user")) is None
+    assert len(contents) == 5 and all(c.startswith("fixed ") for c in contents)
+    assert len(await h.buffered(h.key("user"))) == 5
+    drafts = len(h.llm.calls("consolidate"))
+    assert 6 <= drafts <= 12  # four at once, then waits of 1 s doubling until 30 s passed

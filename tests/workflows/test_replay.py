@@ -22,7 +22,9 @@ from worker import WORKFLOWS
 # the session due, its second trigger held back; again_after_erasure/: a run whose commit was
 # discarded for an erasure and that formed its window again, forced by a request that came
 # meanwhile in one of them; outage/: a ConsolidateScope whose draft failed on a provider outage,
-# before OUTAGE_WAIT (the run failed) and from it on (it waited and consolidated) (subfolders, so
+# before OUTAGE_WAIT (the run failed) and from it on (it waited and consolidated); conflicts/: a
+# ConsolidateScope whose five drafts each met a person's edit, before CONFLICT_BACKOFF (the fifth
+# failed the run) and from it on (it waited, drafted again and consolidated) (subfolders, so
 # that the CLI's replay test of the top folder keeps its own count).
 HISTORIES = sorted((Path(__file__).parent.parent / "histories").glob("**/*.json"))
 
