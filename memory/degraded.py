@@ -9,7 +9,7 @@ are here: the key, what a record holds, which are written and which a re-form co
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable
 from datetime import datetime
 
 from pydantic import BaseModel, field_validator
@@ -78,15 +78,6 @@ def degraded_windows(
         )  # fmt: skip
         unique.setdefault(record.key, record)
     return list(unique.values())
-
-
-def recordable(
-    windows: Sequence[DegradedWindow], cursors: Mapping[tuple[str, str], int]
-) -> list[DegradedWindow]:
-    """The windows record_degraded writes, given the cursor of each (agent, session) the store
-    holds: committed ones (the cursor at or past the window), of a session that still exists
-    (forget_user may have deleted it whole after the commit, before this write)."""
-    return [w for w in windows if w.upto_seq <= cursors.get((w.agent_id, w.session_id), -1)]
 
 
 def reform_steps(with_reflections: bool) -> tuple[str, ...]:

@@ -259,6 +259,9 @@ class MemoryStore(LifecycleContract):
         - Reflections are inserted by id (existing ids are left alone).
         - cursor = new_cursor; pending counters recomputed from the messages after it; formations + 1;
           the versions of every touched scope key are bumped.
+        - The window's degraded steps (commit.degraded) are recorded with its memories, each key
+          once, in the same transaction (a forget_user after it finds them); a commit discarded
+          for an erasure records none.
         Nothing is written when any check fails.
         """
 
@@ -353,14 +356,7 @@ class MemoryStore(LifecycleContract):
     # ------------------------------------------------------------ degraded windows (mnemos degraded)
     # The lasting record of the windows formed degraded (memory/degraded.py): a run's memo keeps
     # only its newest windows, is written at its end, and goes with the namespace's retention.
-
-    @abc.abstractmethod
-    async def record_degraded(self, windows: Sequence[DegradedWindow]) -> int:
-        """Insert each window whose key (agent, session, after_seq, upto_seq, step) is not stored
-        yet; a stored one is left as it is (a retried commit activity writes nothing twice). Only
-        windows degraded.recordable keeps: the agent's cursor in the session at or past upto_seq
-        (a session forget_user deleted gets none). One transaction; returns how many were
-        inserted."""
+    # commit_formation records them (FormationCommit.degraded); these read and mark them.
 
     @abc.abstractmethod
     async def list_degraded(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from memory.settings import EmbeddingSettings, Settings, TemporalSettings
 from memory.store.sqlite import SQLiteStore
 from tests.harness import T0, Harness, conversation
 from tests.store.builders import at, commit, msg, record
+from tests.store.test_contract_degraded import recording, with_degraded
 from tests.store.test_reform import UndecidedHeuristic, said
 
 runner = CliRunner()
@@ -98,10 +100,8 @@ async def test_degraded_list_reads_every_window_the_store_recorded(tmp_path: Pat
     store = SQLiteStore(tmp_path / "mnemos.db")
     await store.setup()
     await record(store, "s1", "a1", [msg(f"m{i}", seconds=i) for i in range(41)])
-    await store.commit_formation(commit(new_cursor=41))
-    await store.record_degraded(
-        [_window("a1", "s1", i, "extract_facts", at(200 + i)) for i in range(41)]
-    )
+    windows = [_window("a1", "s1", i, "extract_facts", at(200 + i)) for i in range(41)]
+    await store.commit_formation(with_degraded(commit(new_cursor=41), *windows))
     await store.close()
     env = {"MNEMOS_STORE__SQLITE_PATH": str(tmp_path / "mnemos.db"), "MNEMOS_LOG_LEVEL": "warning"}
 
@@ -122,6 +122,8 @@ async def test_degraded_reform_converges_on_one_fact(tmp_path: Path) -> None:
     broken = Deps(settings=settings, store=store, llm=UndecidedHeuristic(), embedder=embedder)
     good = Deps(settings=settings, store=store, llm=HeuristicProvider(), embedder=embedder)
     await store.upsert_agent(AgentConfig(agent_id="eve", name="Eve"))
+    # The decide step's fallback in s1, recorded by the formation's commit.
+    recorded = recording(store, _window("eve", "s1", 0, "decide_fact_changes", T0))
     for session, text, deps in [
         ("s0", "The festival budget is $50,000.", good),
         ("s1", "The festival budget is $65,000.", broken),
@@ -130,7 +132,7 @@ async def test_degraded_reform_converges_on_one_fact(tmp_path: Path) -> None:
             session, "eve", [said(int(session[1]), text)], weights={"user": 1.0},
             chars_per_token=4.0, now=T0,
         )  # fmt: skip
-        await form_session(deps, "eve", session, CheckReport())
+        await form_session(replace(deps, store=recorded), "eve", session, CheckReport())
     await embedder.close()
 
     async def budgets() -> list[str]:
@@ -139,8 +141,8 @@ async def test_degraded_reform_converges_on_one_fact(tmp_path: Path) -> None:
         return sorted(f.content for f in valid if "budget" in f.content)
 
     assert len(await budgets()) == 2
-    # The decide step's fallback, as the formation's commit recorded it.
-    await store.record_degraded([_window("eve", "s1", 0, "decide_fact_changes", T0)])
+    [fallback] = await store.list_degraded()
+    assert (fallback.session_id, fallback.step) == ("s1", "decide_fact_changes")
     env = {
         "MNEMOS_STORE__SQLITE_PATH": str(tmp_path / "mnemos.db"),
         "MNEMOS_MODELS__PROVIDER": "heuristic",

@@ -1,14 +1,19 @@
 """Contract: the lasting record of degraded windows (memory/degraded.py), on every backend. What
 `mnemos degraded list` shows however long ago the window degraded, once per window whatever the
-retries, until re-formed; gone with the session forget_user deletes."""
+retries, until re-formed; gone with the session forget_user deletes. Recorded as the product
+does: by the formation commit that carries them (FormationCommit.degraded)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
+
+import pytest
 
 from memory.degraded import ERASED_REASON, FACT_STEPS, DegradedWindow
 from memory.deps import Deps
+from memory.errors import ConflictError
 from memory.llm.heuristic import HeuristicProvider
 from memory.model_check import CheckReport, form_session
 from memory.models import AgentConfig, FormationCommit, FormationCommitResult
@@ -16,7 +21,7 @@ from memory.reform import reform
 from memory.settings import Settings
 from memory.store.base import MemoryStore
 from tests.fakes import WordHashEmbedder
-from tests.store.builders import Former, at, msg, record
+from tests.store.builders import Former, at, commit, msg, record, session_with_messages
 from tests.store.test_reform import T0, ReadsNoTokens, said
 
 
@@ -41,23 +46,68 @@ def keys(found: list[DegradedWindow]) -> list[tuple[str, int, int, str]]:
     return [(w.session_id, w.after_seq, w.upto_seq, w.step) for w in found]
 
 
-async def formed(store: MemoryStore, session_id: str, messages: int, agent_id: str = "a1") -> None:
-    """The session with ``messages`` messages (u1 and u2 in turn), each formed."""
-    former = await Former(store, session_id, agent_id).start(messages)
-    for _ in range(messages):
-        await former.form()
+def with_degraded(formation: FormationCommit, *windows: DegradedWindow) -> FormationCommit:
+    """The commit carrying the window's degraded steps, as FormMemories' commit activity does."""
+    return formation.model_copy(update={"degraded": list(windows)})
+
+
+async def formed(
+    store: MemoryStore,
+    session_id: str,
+    messages: int,
+    agent_id: str = "a1",
+    *,
+    degraded: Sequence[DegradedWindow] = (),
+) -> FormationCommit:
+    """The session with ``messages`` messages (u1 and u2 in turn), formed in one commit that
+    records ``degraded``."""
+    await session_with_messages(store, session_id, agent_id, messages)
+    done = with_degraded(
+        commit(session_id=session_id, agent_id=agent_id, new_cursor=messages), *degraded
+    )
+    assert not (await store.commit_formation(done)).already_committed
+    return done
+
+
+class _RecordsDegraded:
+    """A store whose formation commits carry the given degraded windows, each in the commit that
+    forms its last message (as FormMemories' commit carries its window's); for the tests forming
+    a session with form_session, whose commits carry none."""
+
+    def __init__(self, store: MemoryStore, windows: Sequence[DegradedWindow]) -> None:
+        self._store = store
+        self._windows = list(windows)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    async def commit_formation(self, formation: FormationCommit) -> FormationCommitResult:
+        mine = [
+            w
+            for w in self._windows
+            if (w.agent_id, w.session_id) == (formation.agent_id, formation.session_id)
+            and formation.expected_cursor < w.upto_seq <= formation.new_cursor
+        ]
+        return await self._store.commit_formation(with_degraded(formation, *mine))
+
+
+def recording(store: MemoryStore, *windows: DegradedWindow) -> MemoryStore:
+    """``store``, its formation commits recording ``windows`` (see _RecordsDegraded)."""
+    return cast(MemoryStore, _RecordsDegraded(store, windows))
 
 
 async def test_a_committed_windows_steps_are_recorded_once_whatever_the_retries(
     store: MemoryStore,
 ) -> None:
-    await formed(store, "s1", 2)
+    """Once per key: a key twice in a commit is recorded once, and a retried commit (another
+    time and reason, the same windows) is already committed and records nothing."""
     first = [window(0), window(1), window(0, "decide_fact_changes", upto=2)]
+    done = await formed(
+        store, "s1", 2, degraded=[*first, first[0].model_copy(update={"reason": "x"})]
+    )
 
-    assert await store.record_degraded(first) == 3
-    # The commit activity retried: another time and reason, the same windows.
     retried = [w.model_copy(update={"degraded_at": at(300), "reason": "x"}) for w in first]
-    assert await store.record_degraded(retried) == 0
+    assert (await store.commit_formation(with_degraded(done, *retried))).already_committed
 
     found = await store.list_degraded(agent_id="a1", session_id="s1")
     assert sorted(keys(found)) == [
@@ -72,40 +122,42 @@ async def test_a_committed_windows_steps_are_recorded_once_whatever_the_retries(
 
 
 async def test_the_reason_is_kept_short(store: MemoryStore) -> None:
-    await formed(store, "s1", 1)
-    await store.record_degraded([window(0, reason="y" * 1000)])
+    await formed(store, "s1", 1, degraded=[window(0, reason="y" * 1000)])
     [found] = await store.list_degraded()
     assert found.reason == "y" * 300
 
 
-async def test_a_window_not_committed_or_of_a_session_gone_is_not_recorded(
+async def test_a_commit_that_writes_nothing_records_none_of_its_windows(
     store: MemoryStore,
 ) -> None:
-    """The cursor has not reached (1, 2]; s9 does not exist (forget_user deleted it after the
-    commit, before its degraded windows were written)."""
+    """A commit of s1's (0, 2] after (0, 1] was committed (the cursor moved on) is refused; s9's
+    window was read before forget_user deleted s9 whole (u1 alone in it): its commit is
+    discarded. Neither records its degraded windows; the commit of (1, 2] does."""
     former = await Former(store, "s1", "a1").start(2)
     await former.form()
+    stale = with_degraded(commit(new_cursor=2), window(0), window(1))
+    with pytest.raises(ConflictError):
+        await store.commit_formation(stale)
+    await store.commit_formation(with_degraded(former.next_commit(), window(1)))
+    await record(store, "s9", "a1", [msg("s9-m1")])
+    await store.forget_user("u1", agent_id="a1", at=at(300))
+    gone = commit(session_id="s9").model_copy(update={"user_epochs": {"u1": 0}})
 
-    assert await store.record_degraded([window(1), window(0, session_id="s9")]) == 0
-    assert await store.record_degraded([window(0), window(1)]) == 1
-    assert keys(await store.list_degraded()) == [("s1", 0, 1, "extract_facts")]
+    assert (
+        await store.commit_formation(with_degraded(gone, window(0, session_id="s9")))
+    ).discarded_for_erasure
+    assert keys(await store.list_degraded()) == [("s1", 1, 2, "extract_facts")]
 
 
 async def test_listed_newest_first_by_agent_and_session(store: MemoryStore) -> None:
-    await formed(store, "s1", 2)
-    await formed(store, "s2", 1)
+    await formed(store, "s1", 2, degraded=[window(0, seconds=200), window(1, seconds=210)])
+    await formed(store, "s2", 1, degraded=[window(0, session_id="s2", seconds=220)])
     # a2 joins s1 at its head and forms what is said after: seq 3.
     await record(store, "s1", "a2", [msg("s1-a2", seconds=5)])
     late = Former(store, "s1", "a2")
     late.cursor = 2
-    await late.form()
-    await store.record_degraded(
-        [
-            window(0, seconds=200),
-            window(1, seconds=210),
-            window(0, session_id="s2", seconds=220),
-            window(2, agent_id="a2", seconds=230),
-        ]
+    await store.commit_formation(
+        with_degraded(late.next_commit(), window(2, agent_id="a2", seconds=230))
     )
 
     assert keys(await store.list_degraded()) == [
@@ -129,14 +181,16 @@ async def test_listed_newest_first_by_agent_and_session(store: MemoryStore) -> N
 async def test_a_reform_marks_the_records_of_its_steps_within_its_range(
     store: MemoryStore,
 ) -> None:
-    await formed(store, "s1", 2)
-    await store.record_degraded(
-        [
+    await formed(
+        store,
+        "s1",
+        2,
+        degraded=[
             window(0),
             window(1),
             window(0, "decide_fact_changes", upto=2),
             window(0, "extract_reflections"),
-        ]
+        ],
     )
 
     # Messages 1-1 re-formed, its reflections not: neither the decision of 1-2 nor the
@@ -166,17 +220,11 @@ async def test_forget_deletes_the_degraded_windows_of_a_session_it_deletes_whole
     """s3 (u1 alone) goes whole with its windows, whose reasons may quote the model's output
     about u1; s1 (u1 and u2) stays, and so do its windows, to be re-formed, but not their
     reasons."""
-    await formed(store, "s1", 2)
-    await formed(store, "s3", 1)
-    await formed(store, "s4", 1, agent_id="a2")  # another agent's session without u1
     quoted = "could not parse: 'u1 says they were diagnosed with asthma'"
-    await store.record_degraded(
-        [
-            window(1, reason=quoted),
-            window(0, session_id="s3", reason=quoted),
-            window(0, session_id="s4", agent_id="a2", reason=quoted),
-        ]
-    )
+    await formed(store, "s1", 2, degraded=[window(1, reason=quoted)])
+    await formed(store, "s3", 1, degraded=[window(0, session_id="s3", reason=quoted)])
+    s4 = window(0, session_id="s4", agent_id="a2", reason=quoted)  # another agent's, without u1
+    await formed(store, "s4", 1, agent_id="a2", degraded=[s4])
 
     await store.forget_user("u1", agent_id="a1", at=at(300))
 
@@ -196,15 +244,14 @@ async def test_a_reform_marks_the_parts_it_formed_again(store: MemoryStore) -> N
         chars_per_token=4.0, now=T0,
     )  # fmt: skip
     deps = Deps(settings=Settings(), store=store, llm=ReadsNoTokens(), embedder=embedder)
-    await form_session(deps, "eve", "s1", CheckReport())
-    await store.record_degraded(
-        [
-            window(0, agent_id="eve"),
-            window(1, agent_id="eve"),
-            window(2, "decide_fact_changes", upto=4, agent_id="eve"),
-            window(0, "decide_fact_changes", upto=2, agent_id="eve"),
-        ]
-    )
+    windows = [
+        window(0, agent_id="eve"),
+        window(1, agent_id="eve"),
+        window(2, "decide_fact_changes", upto=4, agent_id="eve"),
+        window(0, "decide_fact_changes", upto=2, agent_id="eve"),
+    ]
+    await form_session(replace(deps, store=recording(store, *windows)), "eve", "s1", CheckReport())
+    assert sorted(keys(await store.list_degraded())) == sorted(keys(windows))
 
     again = await reform(deps, "eve", "s1", 0, 4)
 
@@ -272,8 +319,9 @@ async def test_a_reform_that_wrote_nothing_marks_nothing(store: MemoryStore) -> 
     deps = Deps(
         settings=Settings(), store=store, llm=HeuristicProvider(), embedder=WordHashEmbedder()
     )
-    await form_session(deps, "eve", "s1", CheckReport())
-    await store.record_degraded([window(0, upto=2, agent_id="eve")])
+    degraded = window(0, upto=2, agent_id="eve")
+    await form_session(replace(deps, store=recording(store, degraded)), "eve", "s1", CheckReport())
+    assert keys(await store.list_degraded()) == keys([degraded])
     proxy = _ForgetsBeforeCommit(store)
     before = await store.get_session_agent_state("s1", "eve")
 

@@ -10,9 +10,8 @@ from datetime import datetime
 from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.asynchronous.database import AsyncDatabase
 
-from memory.degraded import DegradedWindow, recordable
+from memory.degraded import DegradedWindow
 from memory.store.mongo.docs import Doc, compound_id, dt, opt_dt, ts
-from memory.store.mongo.txn import run_transaction
 from memory.store.records import to_record
 
 
@@ -42,20 +41,6 @@ async def insert_windows(
 
 class MongoDegraded:
     _db: AsyncDatabase[Doc]
-
-    async def record_degraded(self, windows: Sequence[DegradedWindow]) -> int:
-        pairs = sorted({(w.agent_id, w.session_id) for w in windows})
-
-        async def body(s: AsyncClientSession) -> int:
-            cursors: dict[tuple[str, str], int] = {}
-            for agent_id, session_id in pairs:
-                query = {"session_id": session_id, "agent_id": agent_id}
-                state = await self._db.session_agents.find_one(query, session=s)
-                if state is not None:
-                    cursors[agent_id, session_id] = int(state["cursor_seq"])
-            return await insert_windows(self._db, s, recordable(windows, cursors))
-
-        return await run_transaction(self._db, body)
 
     async def list_degraded(
         self,

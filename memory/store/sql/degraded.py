@@ -7,20 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from memory.degraded import DegradedWindow, recordable
+from memory.degraded import DegradedWindow
 from memory.store.sql.db import Db, Row
-
-
-async def record_degraded(db: Db, windows: Sequence[DegradedWindow]) -> int:
-    cursors: dict[tuple[str, str], int] = {}
-    for agent_id, session_id in sorted({(w.agent_id, w.session_id) for w in windows}):
-        row = await db.fetch_one(
-            "SELECT cursor_seq FROM session_agents WHERE session_id = %s AND agent_id = %s",
-            (session_id, agent_id),
-        )
-        if row is not None:
-            cursors[agent_id, session_id] = int(row["cursor_seq"])
-    return await insert_windows(db, recordable(windows, cursors))
 
 
 async def insert_windows(db: Db, windows: Sequence[DegradedWindow]) -> int:

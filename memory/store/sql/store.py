@@ -233,9 +233,6 @@ class SqlStore[D: Db](PlannedStore):
 
     # ------------------------------------------------------------ degraded windows
 
-    async def record_degraded(self, windows: Sequence[DegradedWindow]) -> int:
-        return await self._db_write(lambda db: degraded.record_degraded(db, windows))
-
     async def list_degraded(
         self,
         *,
