@@ -27,8 +27,11 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
+# Two mypy processes: a cold check (a fresh clone, as in CI) takes ~40 s instead of ~70 s on 2 cores.
+MYPY_WORKERS ?= 2
+
 typecheck: $(STAMP)
-	$(BIN)/mypy memory workflows activities runtime client cli serve worker.py tests bench
+	$(BIN)/mypy -n $(MYPY_WORKERS) memory workflows activities runtime client cli serve worker.py tests bench
 
 # Debian's chromium for tests/serve/test_browser.py; without it that test is reported as skipped.
 browser:
