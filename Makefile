@@ -58,11 +58,14 @@ sdk-deps:
 	@if $(NODE20); then cd $(SDK) && npm ci --no-audit --no-fund --silent; \
 	else echo "no Node >= 20: the TypeScript types' drift test will be skipped"; fi
 
+# npm ci only when the installed packages are older than the lockfile (make test's sdk-deps has
+# just installed them).
 sdk-test: $(STAMP)
 	@if ! command -v node >/dev/null || [ "$$(node -p 'process.versions.node.split(".")[0]')" -lt 20 ]; then \
 		echo "SKIPPED sdk-test: the TypeScript client needs Node >= 20 (found: $$(node --version 2>/dev/null || echo none))"; \
 	else \
-		cd $(SDK) && npm ci --no-audit --no-fund --silent && npx tsc -p tsconfig.json && cd - >/dev/null && \
+		cd $(SDK) && { [ node_modules/.package-lock.json -nt package-lock.json ] || npm ci --no-audit --no-fund --silent; } && \
+		npx tsc -p tsconfig.json && cd - >/dev/null && \
 		$(BIN)/python -m bench.live_stack --agent ts-agent --cwd $(SDK) -- node --test dist/test/; \
 	fi
 
