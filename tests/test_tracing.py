@@ -70,7 +70,8 @@ async def test_a_formation_from_an_http_request_is_one_trace_without_content(
     h = await Harness.create(time_env, tmp_path)
     # A client as runtime.connection builds it when tracing is on: the worker inherits it.
     config = time_env.client.config()
-    config["interceptors"] = tracing.interceptors()
+    # (tracing's added to the test server's own: tests/conftest.py ends the runs it records)
+    config["interceptors"] = [*config["interceptors"], *tracing.interceptors()]
     h.client = Client(**config)
     h.llm.script("extract_facts", facts((FACTS[0], "user"), (FACTS[1], "agent")))
     h.llm.script(
