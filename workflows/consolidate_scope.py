@@ -12,11 +12,13 @@ for a user or agent scope until its next reflection.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError, RetryState
+
+from workflows.backoff import jittered
 
 with workflow.unsafe.imports_passed_through():
     from activities.consolidation import ConsolidationActivities
@@ -44,13 +46,6 @@ _OUTAGE_GIVE_UP_SECONDS = 2 * 86400.0
 CONFLICT_BACKOFF = "consolidation-conflict-backoff"
 _CONFLICT_FIRST_SECONDS = 1.0
 _CONFLICT_MAX_SECONDS = 60.0
-
-
-def _outage_wait(waits: int) -> timedelta:
-    """Exponential, capped, with jitter from the workflow's deterministic random (as
-    workflows.form_memories._backoff)."""
-    ceiling = min(_OUTAGE_MAX_SECONDS, _OUTAGE_FIRST_SECONDS * 2 ** (waits - 1))
-    return timedelta(seconds=ceiling * (0.5 + workflow.random().random()))
 
 
 def _transient(err: ActivityError) -> bool:
@@ -160,8 +155,7 @@ class ConsolidateScopeWorkflow:
             self._degrade(req, summary, f"{why}: {reason}", "consolidation gave up")
             return False
         n = attempt - _CAS_ATTEMPTS + 1
-        ceiling = min(_CONFLICT_MAX_SECONDS, _CONFLICT_FIRST_SECONDS * 2 ** (n - 1))
-        delay = timedelta(seconds=ceiling * (0.5 + workflow.random().random()))
+        delay = jittered(_CONFLICT_FIRST_SECONDS, _CONFLICT_MAX_SECONDS, n)
         workflow.logger.info(
             "reflections or blob changed since the draft again, drafting after a wait",
             extra={"attempt": attempt, "delay_s": delay.total_seconds(), "reason": reason[:300]},
@@ -203,7 +197,7 @@ class ConsolidateScopeWorkflow:
         since the first (the pass gives up, visibly: the buffer is kept for the next request)."""
         now = workflow.now()
         self._outage_since = self._outage_since or now
-        delay = _outage_wait(self._outage_waits + 1)
+        delay = jittered(_OUTAGE_FIRST_SECONDS, _OUTAGE_MAX_SECONDS, self._outage_waits + 1)
         down = now - self._outage_since
         if (down + delay).total_seconds() > _OUTAGE_GIVE_UP_SECONDS:
             hours = down.total_seconds() / 3600

@@ -22,6 +22,8 @@ from typing import Any
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
+from workflows.backoff import jittered
+
 with workflow.unsafe.imports_passed_through():
     from activities.consolidation import ConsolidationActivities
     from activities.errors import CONFLICT, SPLITS_WINDOW, STALE_DECISION, UNUSABLE_OUTPUT
@@ -62,9 +64,7 @@ _BACKOFF_MAX_SECONDS = 10.0
 
 
 def _backoff(attempt: int) -> timedelta:
-    """Exponential, capped, with jitter from the workflow's deterministic random."""
-    ceiling = min(_BACKOFF_MAX_SECONDS, _BACKOFF_FIRST_SECONDS * 2 ** (attempt - 1))
-    return timedelta(seconds=ceiling * (0.5 + workflow.random().random()))
+    return jittered(_BACKOFF_FIRST_SECONDS, _BACKOFF_MAX_SECONDS, attempt)
 
 
 def _error_type(err: ActivityError) -> str | None:
