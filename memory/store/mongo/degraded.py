@@ -27,16 +27,13 @@ def _window(doc: Doc) -> DegradedWindow:
 
 async def insert_windows(
     db: AsyncDatabase[Doc], s: AsyncClientSession, windows: Sequence[DegradedWindow]
-) -> int:
-    """Each window whose key is not stored yet; returns how many were inserted."""
-    inserted = 0
+) -> None:
+    """Each window whose key is not stored yet (a stored one is left as it is)."""
     for w in windows:
         doc = _doc(w)
-        done = await db.degraded_windows.update_one(
+        await db.degraded_windows.update_one(
             {"_id": doc["_id"]}, {"$setOnInsert": doc}, upsert=True, session=s
         )
-        inserted += done.upserted_id is not None
-    return inserted
 
 
 class MongoDegraded:

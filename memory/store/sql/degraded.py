@@ -11,11 +11,10 @@ from memory.degraded import DegradedWindow
 from memory.store.sql.db import Db, Row
 
 
-async def insert_windows(db: Db, windows: Sequence[DegradedWindow]) -> int:
-    """Each window whose key is not stored yet; returns how many were inserted."""
-    inserted = 0
+async def insert_windows(db: Db, windows: Sequence[DegradedWindow]) -> None:
+    """Each window whose key is not stored yet (a stored one is left as it is)."""
     for w in windows:
-        inserted += await db.execute(
+        await db.execute(
             "INSERT INTO degraded_windows (session_id, agent_id, after_seq, upto_seq, step, "
             "reason, formation_id, degraded_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) "
             "ON CONFLICT DO NOTHING",
@@ -24,7 +23,6 @@ async def insert_windows(db: Db, windows: Sequence[DegradedWindow]) -> int:
                 w.formation_id, db.time(w.degraded_at),
             ),
         )  # fmt: skip
-    return inserted
 
 
 def _window(db: Db, row: Row) -> DegradedWindow:
