@@ -5,7 +5,9 @@ FormMemories notes each in its run's summary and memo; the store keeps a lasting
 written with the window's memories (activities/formation.py), so that `mnemos degraded list`
 finds it however long the run, whether the run later failed, and after the namespace's retention
 deleted the run; `mnemos degraded reform` marks it re-formed. The rules every backend shares
-are here: the key, what a record holds, which are written and which a re-form covers."""
+are here: the key, what a record holds, which are written and which a re-form covers: a record
+is marked re-formed only once what its fallback left behind was handled, so that `degraded list`
+keeps listing a problem that remains."""
 
 from __future__ import annotations
 
@@ -13,6 +15,8 @@ from collections.abc import Iterable
 from datetime import datetime
 
 from pydantic import BaseModel, field_validator
+
+from memory import ids
 
 # The steps as FormMemories names them; `mnemos degraded reform` re-runs the fact steps, and
 # the reflection step only when asked.
@@ -81,5 +85,33 @@ def degraded_windows(
 
 
 def reform_steps(with_reflections: bool) -> tuple[str, ...]:
-    """The steps a re-form runs again, whose records it marks re-formed."""
+    """The steps a re-form runs again, whose records it marks re-formed (the decisions' as
+    range_steps and undecided_within say)."""
     return (*FACT_STEPS, EXTRACT_REFLECTIONS) if with_reflections else FACT_STEPS
+
+
+def range_steps(with_reflections: bool) -> tuple[str, ...]:
+    """The steps whose records a re-form marks by the range it formed again: running them over
+    the messages again is all they need. Not the decisions': their fallback left facts added
+    unmerged, handled only when the re-form set them aside (undecided_within)."""
+    return tuple(s for s in reform_steps(with_reflections) if s != DECIDE_FACTS)
+
+
+def undecided_within(
+    records: Iterable[DegradedWindow], after_seq: int, upto_seq: int
+) -> list[DegradedWindow]:
+    """The records of the windows within (after_seq, upto_seq] whose decisions fell back: a
+    re-form of the range sets aside the facts each one's formation added unmerged
+    (unmerged_copies), however many windows the range spans, and marks these records one by one
+    (a record it did not read stays listed)."""
+    return [
+        r
+        for r in records
+        if r.step == DECIDE_FACTS and after_seq <= r.after_seq and r.upto_seq <= upto_seq
+    ]
+
+
+def unmerged_copies(formation_ids: Iterable[str], per_formation: int) -> set[str]:
+    """The ids the decide fallback of these formations gave the facts it added unmerged: each new
+    fact of a window under its index (memory/pipeline/commit.py), at most ``per_formation``."""
+    return {ids.fact_id(f, i) for f in formation_ids for i in range(per_formation)}

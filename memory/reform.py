@@ -3,12 +3,14 @@ steps that fell back can run again over them, in one process, against the config
 A range the model still cannot carry in one answer is split in halves, down to one message, as
 FormMemories splits a window (docs/backlog.md); messages that stay unusable are reported.
 
-The facts the fallback added unmerged are left out of the candidates: the new decisions compare
-the window's facts with what was stored before, so an UPDATE or DELETE of an older fact converges
-on the flagged copy (the store's duplicate rule) instead of keeping two contradicting facts. The
-commit writes the memories and leaves the cursor where it is. The store's records of the
-degraded windows (memory/degraded.py) within what was re-formed are marked so, for the steps
-that ran again."""
+The facts the fallback added unmerged are left out of the candidates, those of every window within
+the range whose decisions the store recorded as fallen back (a range may span several, or be
+wider than the one window): the new decisions compare the facts with what was stored before, so
+an UPDATE or DELETE of an older fact converges on the flagged copy (the store's duplicate rule)
+instead of keeping two contradicting facts. The commit writes the memories and leaves the cursor
+where it is. The store's records of the degraded windows (memory/degraded.py) within what was
+re-formed are marked so, for the steps that ran again; a decision's only when its copies were
+set aside."""
 
 from __future__ import annotations
 
@@ -16,7 +18,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from memory import ids
-from memory.degraded import reform_steps
+from memory.degraded import (
+    DECIDE_FACTS,
+    DegradedWindow,
+    range_steps,
+    undecided_within,
+    unmerged_copies,
+)
 from memory.deps import Deps
 from memory.errors import InvalidInputError, InvalidModelOutputError
 from memory.lookup import require_agent, require_session
@@ -24,6 +32,10 @@ from memory.model_check import CheckReport, attempt
 from memory.pipeline import commit, dedup, facts, reflections
 from memory.pipeline.types import CandidatesResult, CommitResult, NewReflection, Window
 from memory.scopes import formable_scopes, single_user
+
+# The records of one (agent, session) read for the windows a re-form covers, newest first; an
+# older one beyond them keeps its copies among the candidates and stays listed.
+_SESSION_RECORDS = 10_000
 
 
 @dataclass(frozen=True)
@@ -89,9 +101,13 @@ async def reform(
     agent = await require_agent(deps.store, agent_id)
     session = await require_session(deps.store, session_id)
     fact_scopes, reflection_scopes = formable_scopes(agent, session)
+    undecided = await _undecided(deps, agent_id, session_id, after_seq, upto_seq)
     original = ids.formation_id(session_id, agent_id, after_seq, upto_seq)
-    # The facts the decide fallback added unmerged, left out of the candidates.
-    flagged = {ids.fact_id(original, i) for i in range(deps.settings.facts.max_per_formation)}
+    # The facts the decide fallbacks added unmerged, left out of the candidates: the range's own
+    # window's (one degraded before the store recorded it too) and each recorded one's within.
+    flagged = unmerged_copies(
+        {original, *(r.formation_id for r in undecided)}, deps.settings.facts.max_per_formation
+    )
     # The users' erasure epochs now: a commit checks them (a user forgotten once is at 1, and a
     # window without them would be discarded as if formed before that erasure).
     epochs = await deps.store.erasure_epochs(agent_id, session.user_ids)
@@ -132,12 +148,29 @@ async def reform(
                 still.append(StillDegraded(after, upto, str(e)))
     if not done:
         raise InvalidModelOutputError(f"{still[0].reason} (messages {after_seq + 1}-{upto_seq})")
-    marked, steps, now = 0, reform_steps(with_reflections), datetime.now(UTC)
+    marked, steps, now = 0, range_steps(with_reflections), datetime.now(UTC)
     for after, upto in _spans(formed):
         marked += await deps.store.mark_reformed(
             agent_id, session_id, after, upto, steps=steps, at=now
         )
+        # The decisions' records one by one: those whose copies were set aside, not any other
+        # the range holds (one older than the records _undecided read).
+        for r in undecided_within(undecided, after, upto):
+            marked += await deps.store.mark_reformed(
+                agent_id, session_id, r.after_seq, r.upto_seq, steps=(DECIDE_FACTS,), at=now
+            )
     return Reformed(commit=_total(done), report=report, still_degraded=still, marked=marked)
+
+
+async def _undecided(
+    deps: Deps, agent_id: str, session_id: str, after_seq: int, upto_seq: int
+) -> list[DegradedWindow]:
+    """The records of the windows within the range whose decisions fell back, re-formed ones too
+    (their copies are the flagged ones an earlier re-form converged on: still not candidates)."""
+    records = await deps.store.list_degraded(
+        agent_id=agent_id, session_id=session_id, include_reformed=True, limit=_SESSION_RECORDS
+    )
+    return undecided_within(records, after_seq, upto_seq)
 
 
 async def _reform_window(
