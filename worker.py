@@ -76,6 +76,8 @@ def build_worker(
             formation.commit_formation,
             consolidation.draft_consolidation,
             consolidation.apply_consolidation,
+            consolidation.buffered_reflections,
+            consolidation.set_aside_reflection,
             consolidation.request_consolidation,
             sessions.find_cold_sessions,
             sessions.start_cold_formations,

@@ -14,7 +14,12 @@ from memory.deps import Deps
 from memory.logging import get_logger
 from memory.models import ScopeKey
 from memory.pipeline import consolidation
-from memory.pipeline.types import ConsolidationDraft, ConsolidationRequest, ConsolidationResult
+from memory.pipeline.types import (
+    BufferedReflection,
+    ConsolidationDraft,
+    ConsolidationRequest,
+    ConsolidationResult,
+)
 from runtime.starts import request_consolidation
 
 
@@ -36,6 +41,21 @@ class ConsolidationActivities:
             "consolidated", version=out.version, absorbed=out.absorbed
         )
         return out
+
+    @activity.defn(name="buffered_reflections")
+    async def buffered_reflections(self, key: ScopeKey) -> list[BufferedReflection]:
+        with classified():
+            return await consolidation.buffered(self.deps, key)
+
+    @activity.defn(name="set_aside_reflection")
+    async def set_aside_reflection(self, key: ScopeKey, reflection: BufferedReflection) -> bool:
+        with classified():
+            done = await consolidation.set_aside(self.deps, key, reflection)
+        get_logger(scope_key=key.key, workflow_id=activity.info().workflow_id).warning(
+            "reflection set aside" if done else "reflection not set aside: changed since",
+            reflection_id=reflection.reflection_id,
+        )
+        return done
 
     @activity.defn(name="request_consolidation")
     async def request_consolidation(self, keys: list[ScopeKey], force: bool) -> None:

@@ -17,7 +17,7 @@ from cli.common import JsonOption, check_id, emit, fail, load_settings, run, sto
 from client.management import MemoryManager
 from memory.embedding import make_embedder
 from memory.errors import InvalidInputError, NotFoundError
-from memory.models import ConsolidatedMemory, Fact, FactFilter, Reflection, ScopeKey
+from memory.models import SET_ASIDE, ConsolidatedMemory, Fact, FactFilter, Reflection, ScopeKey
 from memory.settings import Settings
 
 facts = typer.Typer(help="List, show, correct and delete facts.", no_args_is_help=True)
@@ -159,11 +159,12 @@ def facts_delete(fact_id: FactId, reason: Reason = None, as_json: JsonOption = F
 
 
 def _reflection_line(r: Reflection) -> str:
-    state = (
-        f"absorbed in v{r.absorbed_into_version}"
-        if r.absorbed_into_version is not None
-        else "buffered"
-    )
+    if r.absorbed_into_version is None:
+        state = "buffered"
+    elif r.absorbed_into_version == SET_ASIDE:
+        state = "set aside: no consolidation could take it; edit it to try again"
+    else:
+        state = f"absorbed in v{r.absorbed_into_version}"
     return f"{r.reflection_id}  {r.content}  ({state}, {r.formed_at:%Y-%m-%d %H:%M})"
 
 

@@ -255,6 +255,13 @@ class FactFilter(_Model):
 # ---------------------------------------------------------------- reflections and blobs
 
 
+# A reflection's absorbed_into_version when no consolidation could take it: its drafts' output stayed
+# unusable (a provider's content filter refused its text) while the rest of its buffer consolidated.
+# Out of the buffer, so it no longer holds back the scope; kept and listed, and editing it puts it
+# back in the buffer (memory.store.rules.blobs). Blob versions start at 1.
+SET_ASIDE = 0
+
+
 class Reflection(_Model):
     reflection_id: str
     scope_key: ScopeKey
@@ -266,7 +273,9 @@ class Reflection(_Model):
     formation_id: str | None = Field(None, description="The formation that wrote it")
     formed_at: UtcDatetime
     absorbed_into_version: int | None = Field(
-        None, description="Blob version that absorbed it; None = buffered"
+        None,
+        description="Blob version that absorbed it; None = buffered; 0 = set aside (no "
+        "consolidation could take it; editing it puts it back in the buffer)",
     )
 
 

@@ -7,11 +7,15 @@ those reflections absorbed; if the blob moved, or one of those reflections was e
 it drafts again: at once four times, then after growing waits until retries.stale_decision_seconds
 have passed, then it gives up visibly, the buffer kept. A draft that failed through its retries on a transient error (the provider down)
 is tried again after a durable, growing wait, for up to two days: nothing else would ask again
-for a user or agent scope until its next reflection.
+for a user or agent scope until its next reflection. A draft whose output stayed unusable (a
+content filter refusing one reflection's text) is split: each half of the buffer is consolidated
+on its own, down to single reflections; one that no draft can take is set aside, visibly, once
+the rest consolidated (so the blob itself is not what fails), and no longer holds back the scope.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -23,7 +27,11 @@ from workflows.backoff import jittered
 with workflow.unsafe.imports_passed_through():
     from activities.consolidation import ConsolidationActivities
     from activities.errors import CONFLICT, UNUSABLE_OUTPUT
-    from memory.pipeline.types import ConsolidationDraft, ConsolidationRequest
+    from memory.pipeline.types import (
+        BufferedReflection,
+        ConsolidationDraft,
+        ConsolidationRequest,
+    )
     from workflows import options
     from workflows.naming import CONSOLIDATE_WORKFLOW, DEGRADED_METRIC
     from workflows.summary import ConsolidationSummary
@@ -46,6 +54,22 @@ _OUTAGE_GIVE_UP_SECONDS = 2 * 86400.0
 CONFLICT_BACKOFF = "consolidation-conflict-backoff"
 _CONFLICT_FIRST_SECONDS = 1.0
 _CONFLICT_MAX_SECONDS = 60.0
+# From it on, a draft whose output stayed unusable splits the buffer instead of leaving it all
+# for the next request (which met the same refusal, for ever); older histories took the
+# fallback at once (workflow.patched).
+SPLIT_UNUSABLE = "consolidation-split-unusable"
+
+
+@dataclass(frozen=True)
+class _Unusable:
+    """A draft's output stayed unusable through its retries (or no retry can change it)."""
+
+    reason: str
+
+
+def _halves(part: list[BufferedReflection]) -> list[list[BufferedReflection]]:
+    mid = len(part) // 2
+    return [part[:mid], part[mid:]]
 
 
 def _transient(err: ActivityError) -> bool:
@@ -90,6 +114,8 @@ class ConsolidateScopeWorkflow:
             if workflow.info().is_continue_as_new_suggested():
                 workflow.continue_as_new(req.model_copy(update={"force": force}))
         degraded = f"; DEGRADED: {summary.degraded}" if summary.degraded else ""
+        if summary.set_aside:  # the ids a person looks up to correct them (a few: a memo is small)
+            degraded += f"; set aside: {', '.join(summary.set_aside[:10])}"
         workflow.upsert_memo(
             {
                 "summary": f"{summary.consolidations} consolidation(s), {summary.absorbed} reflections absorbed, version {summary.version}{degraded}"
@@ -99,6 +125,69 @@ class ConsolidateScopeWorkflow:
         return summary
 
     async def _consolidate(self, req: ConsolidationRequest, summary: ConsolidationSummary) -> None:
+        outcome = await self._pass(req, summary)
+        if isinstance(outcome, _Unusable):
+            await self._split(req, summary, outcome)
+
+    async def _split(
+        self, req: ConsolidationRequest, summary: ConsolidationSummary, whole: _Unusable
+    ) -> None:
+        """Consolidate the buffer in parts, halving each part whose draft stays unusable, as a
+        formation splits its window. A single reflection no draft takes is set aside once some
+        other part consolidated: then the blob and the prompt are fine and that text is what
+        fails. If none did, nothing is set aside (the blob, or the model, may be the cause)."""
+        buffer: list[BufferedReflection] = await workflow.execute_activity_method(
+            ConsolidationActivities.buffered_reflections, req.key, **self._store
+        )
+        parts = _halves(buffer) if len(buffer) > 1 else []
+        stuck = [(buffer[0], whole.reason)] if len(buffer) == 1 else []
+        consolidated = False
+        while parts:
+            part = parts.pop(0)
+            ids = [r.reflection_id for r in part]
+            before = summary.consolidations
+            outcome = await self._pass(
+                req.model_copy(update={"only_ids": ids, "force": True}), summary
+            )
+            if outcome is False:
+                return  # gave up on an outage or on edits, visibly; the buffer is kept
+            if not isinstance(outcome, _Unusable):
+                consolidated = consolidated or summary.consolidations > before
+            elif len(part) > 1:
+                parts[:0] = _halves(part)
+            else:
+                stuck.append((part[0], outcome.reason))
+        if not stuck:
+            return
+        if not consolidated:
+            self._degrade(
+                req,
+                summary,
+                whole.reason,
+                "consolidation output unusable after retries: buffer kept",
+            )
+            return
+        for reflection, _ in stuck:
+            if await workflow.execute_activity_method(
+                ConsolidationActivities.set_aside_reflection,
+                args=[req.key, reflection],
+                **self._store,
+            ):
+                summary.set_aside.append(reflection.reflection_id)
+        why = f"{len(summary.set_aside)} reflection(s) set aside, no draft could take them"
+        self._degrade(
+            req,
+            summary,
+            f"{why}: {stuck[-1][1]}",
+            "reflections no draft could take set aside, the rest consolidated",
+        )
+
+    async def _pass(
+        self, req: ConsolidationRequest, summary: ConsolidationSummary
+    ) -> _Unusable | bool:
+        """Draft and apply once: True when done (consolidated, or nothing to), False when it gave
+        up visibly (an outage or edits outlasted their waits), _Unusable when the draft's output
+        stayed unusable (only from SPLIT_UNUSABLE on)."""
         self._outage_since, self._outage_waits = None, 0
         first_conflict: datetime | None = None
         attempt = 0
@@ -106,10 +195,12 @@ class ConsolidateScopeWorkflow:
             attempt += 1
             draft = await self._draft(req, summary)
             if draft is None:
-                return
+                return False
+            if isinstance(draft, _Unusable):
+                return draft
             summary.llm_calls += draft.llm
             if draft.content is None:
-                return
+                return True
             try:
                 result = await workflow.execute_activity_method(
                     ConsolidationActivities.apply_consolidation, draft, **self._store
@@ -130,12 +221,12 @@ class ConsolidateScopeWorkflow:
                     raise
                 if await self._conflict_wait(req, summary, attempt, first_conflict, str(cause)):
                     continue
-                return
+                return False
             else:
                 summary.consolidations += 1
                 summary.absorbed += result.absorbed
                 summary.version = result.version
-                return
+                return True
 
     async def _conflict_wait(
         self,
@@ -152,7 +243,7 @@ class ConsolidateScopeWorkflow:
         waited = (workflow.now() - first).total_seconds()
         if waited >= req.retries.stale_decision_seconds:
             why = f"reflections or blob kept changing for {waited:.0f}s, gave up after {attempt} drafts"
-            self._degrade(req, summary, f"{why}: {reason}", "consolidation gave up")
+            self._degrade(req, summary, f"{why}: {reason}", "consolidation gave up: buffer kept")
             return False
         n = attempt - _CAS_ATTEMPTS + 1
         delay = jittered(_CONFLICT_FIRST_SECONDS, _CONFLICT_MAX_SECONDS, n)
@@ -165,8 +256,9 @@ class ConsolidateScopeWorkflow:
 
     async def _draft(
         self, req: ConsolidationRequest, summary: ConsolidationSummary
-    ) -> ConsolidationDraft | None:
-        """The draft, or None when the pass took its fallback (the buffer stays as it is)."""
+    ) -> ConsolidationDraft | _Unusable | None:
+        """The draft; _Unusable when its output stayed unusable (the caller splits the buffer);
+        None when the pass took its fallback (the buffer stays as it is)."""
         while True:
             try:
                 draft: ConsolidationDraft = await workflow.execute_activity_method(
@@ -180,9 +272,14 @@ class ConsolidateScopeWorkflow:
                     and cause.type in UNUSABLE_OUTPUT
                     and workflow.patched(DEGRADED_FALLBACK)
                 ):
+                    if workflow.patched(SPLIT_UNUSABLE):
+                        return _Unusable(str(cause))
                     # The next formation that finds the buffer due (or the cold job) asks again.
                     self._degrade(
-                        req, summary, str(cause), "consolidation output unusable after retries"
+                        req,
+                        summary,
+                        str(cause),
+                        "consolidation output unusable after retries: buffer kept",
                     )
                     return None
                 if not (_transient(err) and workflow.patched(OUTAGE_WAIT)):
@@ -202,7 +299,7 @@ class ConsolidateScopeWorkflow:
         if (down + delay).total_seconds() > _OUTAGE_GIVE_UP_SECONDS:
             hours = down.total_seconds() / 3600
             why = f"LLM step failing for {hours:.0f}h, gave up after {self._outage_waits} waits"
-            self._degrade(req, summary, f"{why}: {reason}", "consolidation gave up")
+            self._degrade(req, summary, f"{why}: {reason}", "consolidation gave up: buffer kept")
             return False
         self._outage_waits += 1
         workflow.logger.warning(
@@ -224,7 +321,7 @@ class ConsolidateScopeWorkflow:
     ) -> None:
         summary.degraded = reason[:500]
         workflow.logger.warning(
-            f"{message}: buffer kept",
+            message,
             extra={"scope_key": req.key.key, "reason": summary.degraded},
         )
         workflow.metric_meter().create_counter(

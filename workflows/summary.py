@@ -125,6 +125,8 @@ class FormationSummary(BaseModel):
 
 class ConsolidationSummary(BaseModel):
     degraded: str | None = None  # why the draft's output stayed unusable (buffer kept)
+    # Reflections no draft could take, taken out of the buffer (memory.models.SET_ASIDE).
+    set_aside: list[str] = []
     consolidations: int = 0
     absorbed: int = 0
     version: int = 0

@@ -129,7 +129,7 @@ class ReflectionImport(Record):
     absorbed_into_version: int | None = Field(
         None,
         description="Version of the imported blob of the same scope that already holds it; "
-        "None: buffered, the next consolidation absorbs it",
+        "None: buffered, the next consolidation absorbs it; 0: set aside (in no blob)",
     )
     source: SourceRef
 

@@ -29,7 +29,7 @@ from memory.lifecycle.records import (
     fact_of,
     reflection_of,
 )
-from memory.models import AgentConfig, Reflection, ScopeKey
+from memory.models import SET_ASIDE, AgentConfig, Reflection, ScopeKey
 from memory.pipeline import consolidation
 from memory.pipeline.embed_cache import embed_cached
 from memory.pipeline.types import ConsolidationRequest
@@ -251,8 +251,9 @@ async def write_batch(
 
 
 def _buffered_unless(r: ReflectionImport, written: set[str]) -> Reflection:
-    """Absorbed only into a blob that was written: else buffered, so nothing is lost."""
+    """Absorbed only into a blob that was written: else buffered, so nothing is lost (a set-aside
+    one stays set aside: it is in no blob)."""
     reflection = reflection_of(r)
-    if r.absorbed_into_version is not None and r.scope_key.key not in written:
+    if r.absorbed_into_version not in (None, SET_ASIDE) and r.scope_key.key not in written:
         return reflection.model_copy(update={"absorbed_into_version": None})
     return reflection

@@ -17,7 +17,13 @@ from memory.ids import text_hash
 from memory.llm import choose_model
 from memory.llm.base import FIRST, LLMRequest, Retry
 from memory.lookup import require_agent
-from memory.pipeline.types import ConsolidationDraft, ConsolidationRequest, ConsolidationResult
+from memory.models import ScopeKey
+from memory.pipeline.types import (
+    BufferedReflection,
+    ConsolidationDraft,
+    ConsolidationRequest,
+    ConsolidationResult,
+)
 from memory.pipeline.usage import llm_call, words
 from memory.prompts.consolidate import (
     VERSION_LINE,
@@ -26,7 +32,14 @@ from memory.prompts.consolidate import (
     blob_text,
 )
 
-__all__ = ["VERSION_LINE", "apply", "checked_blob", "draft"]  # VERSION_LINE: read by management
+__all__ = [
+    "VERSION_LINE",
+    "apply",
+    "buffered",
+    "checked_blob",
+    "draft",
+    "set_aside",
+]  # VERSION_LINE: read by management
 
 
 def checked_blob(
@@ -51,7 +64,11 @@ async def draft(deps: Deps, req: ConsolidationRequest, retry: Retry = FIRST) -> 
     blob = await deps.store.get_consolidated(key)
     base_version = blob.version if blob else 0
     buffered = await deps.store.unabsorbed_reflections(key)
-    if not buffered or (len(buffered) < cfg.threshold(key.scope) and not req.force):
+    if req.only_ids is not None:
+        wanted = set(req.only_ids)
+        buffered = [r for r in buffered if r.reflection_id in wanted]
+    due = req.force or req.only_ids is not None or len(buffered) >= cfg.threshold(key.scope)
+    if not buffered or not due:
         return ConsolidationDraft(key=key, base_version=base_version, word_limit=word_limit)
     agent = await require_agent(deps.store, key.agent_id)
     request = LLMRequest.of(
@@ -105,3 +122,19 @@ async def apply(deps: Deps, d: ConsolidationDraft, now: datetime) -> Consolidati
         absorbed_hashes=d.absorbed_hashes or None,
     )
     return ConsolidationResult(key=d.key, version=stored.version, absorbed=len(d.absorbed_ids))
+
+
+async def buffered(deps: Deps, key: ScopeKey) -> list[BufferedReflection]:
+    """The scope's buffer, oldest first: what a consolidation splits when its draft of the whole
+    stayed unusable."""
+    return [
+        BufferedReflection(reflection_id=r.reflection_id, content_hash=text_hash(r.content))
+        for r in await deps.store.unabsorbed_reflections(key)
+    ]
+
+
+async def set_aside(deps: Deps, key: ScopeKey, reflection: BufferedReflection) -> bool:
+    """Take out of the buffer a reflection no draft could take (its text unchanged since)."""
+    return await deps.store.set_aside_reflection(
+        key, reflection.reflection_id, content_hash=reflection.content_hash
+    )

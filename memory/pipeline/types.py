@@ -170,6 +170,17 @@ class ConsolidationRequest(_T):
     force: bool = False
     retries: RetrySettings = RetrySettings()
     llm_task_queue: str | None = None
+    # Draft from only these buffered reflections (whichever are still buffered), whatever the
+    # threshold: a part of a buffer whose whole draft stayed unusable (workflows/consolidate_scope).
+    only_ids: list[str] | None = None
+
+
+class BufferedReflection(_T):
+    """A buffered reflection as a consolidation that splits its buffer names it: the hash tells
+    a later set-aside whether a person corrected it meanwhile."""
+
+    reflection_id: str
+    content_hash: str
 
 
 class ConsolidationDraft(_T):

@@ -299,6 +299,14 @@ class MemoryStore(LifecycleContract):
         Bumps the scope key's version."""
 
     @abc.abstractmethod
+    async def set_aside_reflection(
+        self, key: ScopeKey, reflection_id: str, *, content_hash: str
+    ) -> bool:
+        """Take a buffered reflection of ``key`` out of the buffer (absorbed_into_version
+        SET_ASIDE) when its content's memory.ids.text_hash is still ``content_hash``; False, and
+        nothing written, otherwise. Bumps the scope key's version."""
+
+    @abc.abstractmethod
     async def scope_versions(self, keys: Sequence[str]) -> dict[str, int]:
         """Change counters of scope keys (0 when never written): a cheap check for context caches."""
 
@@ -347,11 +355,13 @@ class MemoryStore(LifecycleContract):
 
     @abc.abstractmethod
     async def edit_reflection(self, reflection_id: str, *, content: str) -> Reflection:
-        """Correct a buffered reflection. ConflictError once absorbed (edit the blob instead)."""
+        """Correct a buffered reflection, or a set-aside one (back in the buffer). ConflictError
+        once absorbed (edit the blob instead)."""
 
     @abc.abstractmethod
     async def delete_reflection(self, reflection_id: str) -> None:
-        """Remove a buffered reflection. ConflictError once absorbed; NotFoundError when unknown."""
+        """Remove a buffered or set-aside reflection. ConflictError once absorbed; NotFoundError
+        when unknown."""
 
     # ------------------------------------------------------------ degraded windows (mnemos degraded)
     # The lasting record of the windows formed degraded (memory/degraded.py): a run's memo keeps

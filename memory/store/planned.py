@@ -48,6 +48,7 @@ from memory.store.rules import (
     plan_invalidate_fact,
     plan_record_messages,
     plan_revoke_api_key,
+    plan_set_aside,
 )
 from memory.store.rules.purge import PurgeRequest, plan_purge
 from memory.store.rules.reembed import SwitchRequest, plan_switch
@@ -154,6 +155,14 @@ class PlannedStore(PlannedLifecycle):
         return await self._transact(
             FactRequest(fact_id),
             lambda snapshot: plan_invalidate_fact(fact_id, at=at, reason=reason, snapshot=snapshot),
+        )
+
+    async def set_aside_reflection(
+        self, key: ScopeKey, reflection_id: str, *, content_hash: str
+    ) -> bool:
+        return await self._transact(
+            ReflectionRequest(reflection_id),
+            lambda current: plan_set_aside(key, reflection_id, content_hash, current),
         )
 
     async def edit_reflection(self, reflection_id: str, *, content: str) -> Reflection:

@@ -15,6 +15,7 @@ from typing import Any
 from memory.api_keys import ApiKey
 from memory.errors import NotFoundError
 from memory.models import (
+    SET_ASIDE,
     ConsolidatedMemory,
     Fact,
     FactFilter,
@@ -25,6 +26,9 @@ from memory.models import (
 )
 from memory.store.base import MemoryStore, Vector
 from memory.store.snapshots import SnapshotReads
+
+# Below every version (set aside is 0): the buffer alone.
+_BUFFERED = SET_ASIDE - 1
 
 
 class SharedReads(MemoryStore):
@@ -157,11 +161,12 @@ class SharedReads(MemoryStore):
 
     @abc.abstractmethod
     async def _reflections(
-        self, key: ScopeKey, *, buffered_only: bool, newest_first: bool, limit: int | None
+        self, key: ScopeKey, *, up_to_version: int | None, newest_first: bool, limit: int | None
     ) -> list[Reflection]:
-        """The key's reflections (the unabsorbed ones only when ``buffered_only``) ordered by
-        formed_at, then by insertion (the later stored last), in that direction; at most
-        ``limit`` (> 0) of them, all of them for None."""
+        """The key's reflections (only those buffered, absorbed_into_version None, or absorbed
+        into a version <= ``up_to_version`` when it is given) ordered by formed_at, then by
+        insertion (the later stored last), in that direction; at most ``limit`` (> 0) of them,
+        all of them for None."""
 
     async def unabsorbed_reflections(
         self, key: ScopeKey, *, limit: int | None = None, newest_first: bool = False
@@ -169,7 +174,7 @@ class SharedReads(MemoryStore):
         if limit is not None and limit <= 0:
             return []
         return await self._reflections(
-            key, buffered_only=True, newest_first=newest_first, limit=limit
+            key, up_to_version=_BUFFERED, newest_first=newest_first, limit=limit
         )
 
     async def list_reflections(
@@ -177,9 +182,9 @@ class SharedReads(MemoryStore):
     ) -> list[Reflection]:
         if limit <= 0:
             return []
-        return await self._reflections(
-            key, buffered_only=not include_absorbed, newest_first=True, limit=limit
-        )
+        # Not absorbed: the buffer and the set-aside ones a person may still correct.
+        up_to = None if include_absorbed else SET_ASIDE
+        return await self._reflections(key, up_to_version=up_to, newest_first=True, limit=limit)
 
     # ------------------------------------------------------------ change counters and epochs
 

@@ -21,8 +21,9 @@ from temporalio.client import WorkflowFailureError
 from temporalio.testing import WorkflowEnvironment
 
 from cli.binaries import temporal_test_server
-from memory.errors import MalformedOutputError
+from memory.errors import InputRefusedError, MalformedOutputError
 from memory.llm.base import LLMRequest
+from memory.prompts.consolidate import ConsolidateInput
 from memory.prompts.decide_facts import FactDecision, FactDecisions
 from memory.prompts.extract_facts import ExtractedFacts
 from memory.settings import FormationSettings, ReflectionSettings
@@ -287,9 +288,37 @@ async def record_conflicts(name: str) -> None:
         print(f"recorded conflicts/{name}.json ({len(history.events)} events)")
 
 
+async def record_refused() -> None:
+    """refused/: ConsolidateScope of a user scope, asked forced, whose provider refuses any draft
+    holding one of its four reflections: from SPLIT_UNUSABLE on it split the buffer, consolidated
+    the three others and set that one aside."""
+
+    def filtered(request: LLMRequest) -> Any:
+        p = request.task_input
+        assert isinstance(p, ConsolidateInput)
+        if any("forbidden" in r for r in p.reflections):
+            raise InputRefusedError("refused by the content filter")
+        return echo_consolidation(request)
+
+    async with _harness(reflections=ReflectionSettings(threshold_user=9)) as h:
+        await h.record("s1", conversation(4))
+        h.llm.script("extract_reflections", reflections(user=["w", "x", "forbidden y", "z"]))
+        h.llm.defaults["consolidate"] = filtered
+        async with h.worker():
+            await h.form("s1")
+            run = await request_consolidation(h.client, h.settings, h.key("user"), force=True)
+            print(await run.result())
+        (HERE / "refused").mkdir(exist_ok=True)
+        history = await run.fetch_history()
+        (HERE / "refused" / "consolidate_scope_refused.json").write_text(history.to_json())
+        print(f"recorded refused/consolidate_scope_refused.json ({len(history.events)} events)")
+
+
 if __name__ == "__main__":
     wanted = set(sys.argv[1:])
-    if wanted & {"consolidate_scope_conflicts", "consolidate_scope_conflicts_before_patch"}:
+    if wanted == {"refused"}:
+        asyncio.run(record_refused())
+    elif wanted & {"consolidate_scope_conflicts", "consolidate_scope_conflicts_before_patch"}:
         asyncio.run(record_conflicts(wanted.pop()))
     elif wanted & {"consolidate_scope_outage", "consolidate_scope_outage_before_patch"}:
         asyncio.run(record_outage(wanted.pop()))

@@ -10,6 +10,7 @@ from pathlib import Path
 import httpx
 from temporalio.testing import WorkflowEnvironment
 
+from memory.ids import text_hash
 from memory.models import FactUpdate, ScopeKey
 from serve.app import create_app
 from serve.keys import StoreKeyStore
@@ -90,6 +91,27 @@ async def test_edit_a_reflection_and_the_user_blob_from_the_page(served: Served)
     assert (await h.store.list_reflections(key))[0].content == "Alice gets up at six"
     blob = await h.store.get_consolidated(key)
     assert blob is not None and blob.content == "VERSION: 1\nAlice: tea."
+
+
+async def test_a_set_aside_reflection_is_shown_and_saving_it_puts_it_back(served: Served) -> None:
+    """A reflection no consolidation could take (workflows/consolidate_scope.py) is listed, marked,
+    and still a person's to correct: saving it puts it back in the buffer."""
+    h = served.h
+    await form_alice(h)
+    key = ScopeKey(scope="user", agent_id="eve", user_id="alice")
+    reflection = (await h.store.list_reflections(key))[0]
+    hash_ = text_hash(reflection.content)
+    assert await h.store.set_aside_reflection(key, reflection.reflection_id, content_hash=hash_)
+    async with browser(served, served.eve) as c:
+        page = await c.get("/ui/agents/eve", params={"user_id": "alice"})
+        assert reflection.content in page.text and ">set aside</span>" in page.text
+        r = await c.post(
+            f"/ui/agents/eve/reflections/{reflection.reflection_id}/edit",
+            data={"content": "Alice gets up at six"},
+        )
+        assert r.status_code == 303
+    [back] = await h.store.unabsorbed_reflections(key)
+    assert (back.reflection_id, back.content) == (reflection.reflection_id, "Alice gets up at six")
 
 
 async def test_the_page_degrades_when_runs_cannot_be_listed(served: Served) -> None:

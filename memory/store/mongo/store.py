@@ -183,11 +183,12 @@ class MongoStore(
     # ------------------------------------------------------------ reflections and blobs
 
     async def _reflections(
-        self, key: ScopeKey, *, buffered_only: bool, newest_first: bool, limit: int | None
+        self, key: ScopeKey, *, up_to_version: int | None, newest_first: bool, limit: int | None
     ) -> list[Reflection]:
         query: Doc = {"scope_key": key.key}
-        if buffered_only:
-            query["absorbed_into_version"] = None
+        if up_to_version is not None:
+            absorbed = {"absorbed_into_version": {"$lte": up_to_version}}
+            query["$or"] = [{"absorbed_into_version": None}, absorbed]
         direction = -1 if newest_first else 1
         cursor = self._db.reflections.find(query).sort(
             [("formed_at", direction), ("ins", direction)]

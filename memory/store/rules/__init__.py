@@ -14,6 +14,7 @@ from memory.store.rules.blobs import (
     plan_consolidation,
     plan_delete_reflection,
     plan_edit_reflection,
+    plan_set_aside,
 )
 from memory.store.rules.checks import check_query_dimension
 from memory.store.rules.derived import fact_scope_key, weighted_tokens
@@ -61,6 +62,7 @@ __all__ = [
     "plan_invalidate_fact",
     "plan_record_messages",
     "plan_revoke_api_key",
+    "plan_set_aside",
     "tokenize",
     "weighted_tokens",
 ]

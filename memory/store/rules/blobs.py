@@ -1,5 +1,6 @@
-"""Reflections and consolidated blobs, planned: the consolidation compare-and-set and a
-person's edit or delete of a buffered reflection."""
+"""Reflections and consolidated blobs, planned: the consolidation compare-and-set, setting aside
+a reflection no consolidation could take, and a person's edit or delete of a buffered (or set
+aside) reflection."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from datetime import datetime
 
 from memory.errors import ConflictError, InvalidInputError, NotFoundError
 from memory.ids import text_hash
-from memory.models import ConsolidatedMemory, Reflection, ScopeKey
+from memory.models import SET_ASIDE, ConsolidatedMemory, Reflection, ScopeKey
 from memory.store.rules.writes import (
     AbsorbReflections,
     BumpScopeVersions,
@@ -18,6 +19,7 @@ from memory.store.rules.writes import (
     PutConsolidated,
     Request,
     SetReflectionContent,
+    Write,
 )
 
 
@@ -102,10 +104,32 @@ def plan_consolidation(
     return Plan(writes, blob)
 
 
-def _buffered(reflection_id: str, current: Reflection | None, action: str) -> Reflection:
+def plan_set_aside(
+    key: ScopeKey, reflection_id: str, drafted_hash: str, current: Reflection | None
+) -> Plan[bool]:
+    """Take a buffered reflection of ``key`` out of the buffer (absorbed into SET_ASIDE) when its
+    text is still the one the failed drafts read (``drafted_hash``: its ``text_hash``). False, and
+    nothing written, when it is gone, no longer buffered, or was corrected since: a correction
+    is a new attempt, for the next consolidation."""
+    if (
+        current is None
+        or current.scope_key.key != key.key
+        or current.absorbed_into_version is not None
+        or text_hash(current.content) != drafted_hash
+    ):
+        return Plan((), False)
+    writes = (
+        AbsorbReflections(key, (reflection_id,), SET_ASIDE),
+        BumpScopeVersions((key.key,)),
+    )
+    return Plan(writes, True)
+
+
+def _editable(reflection_id: str, current: Reflection | None, action: str) -> Reflection:
+    """A buffered or set-aside reflection: what a person may still correct or remove."""
     if current is None:
         raise NotFoundError(f"no reflection {reflection_id}")
-    if current.absorbed_into_version is not None:
+    if current.absorbed_into_version not in (None, SET_ASIDE):
         raise ConflictError(
             f"cannot {action} reflection {reflection_id}: it is already absorbed into version "
             f"{current.absorbed_into_version} of {current.scope_key.key} (edit that instead)"
@@ -116,19 +140,25 @@ def _buffered(reflection_id: str, current: Reflection | None, action: str) -> Re
 def plan_edit_reflection(
     reflection_id: str, content: str, current: Reflection | None
 ) -> Plan[Reflection]:
-    """Correct a buffered reflection. ConflictError once absorbed (edit the blob instead)."""
+    """Correct a buffered reflection, or a set-aside one, which puts it back in the buffer (the
+    next consolidation tries its new text). ConflictError once absorbed (edit the blob instead)."""
     if not content.strip():
         raise InvalidInputError("a reflection cannot be empty")
-    reflection = _buffered(reflection_id, current, "edit")
-    writes = (
-        SetReflectionContent(reflection_id, content),
-        BumpScopeVersions((reflection.scope_key.key,)),
+    reflection = _editable(reflection_id, current, "edit")
+    key = reflection.scope_key
+    writes: tuple[Write, ...] = (SetReflectionContent(reflection_id, content),)
+    if reflection.absorbed_into_version == SET_ASIDE:
+        writes += (AbsorbReflections(key, (reflection_id,), None),)
+    writes += (BumpScopeVersions((key.key,)),)
+    return Plan(
+        writes,
+        reflection.model_copy(update={"content": content, "absorbed_into_version": None}),
     )
-    return Plan(writes, reflection.model_copy(update={"content": content}))
 
 
 def plan_delete_reflection(reflection_id: str, current: Reflection | None) -> Plan[None]:
-    """Remove a buffered reflection. ConflictError once absorbed; NotFoundError when unknown."""
-    reflection = _buffered(reflection_id, current, "delete")
+    """Remove a buffered or set-aside reflection. ConflictError once absorbed; NotFoundError when
+    unknown."""
+    reflection = _editable(reflection_id, current, "delete")
     writes = (DeleteReflection(reflection_id), BumpScopeVersions((reflection.scope_key.key,)))
     return Plan(writes, None)

@@ -134,7 +134,7 @@ class PutConsolidated:
 class AbsorbReflections:
     key: ScopeKey
     reflection_ids: tuple[str, ...]
-    version: int
+    version: int | None  # None: back in the buffer (a set-aside reflection edited)
 
 
 @dataclass(frozen=True)

@@ -197,16 +197,19 @@ class SqlStore[D: Db](PlannedStore):
     # ------------------------------------------------------------ reflections and blobs
 
     async def _reflections(
-        self, key: ScopeKey, *, buffered_only: bool, newest_first: bool, limit: int | None
+        self, key: ScopeKey, *, up_to_version: int | None, newest_first: bool, limit: int | None
     ) -> list[Reflection]:
-        buffered = " AND absorbed_into_version IS NULL" if buffered_only else ""
+        state, params = "", list[object]([key.key])
+        if up_to_version is not None:
+            state = " AND (absorbed_into_version IS NULL OR absorbed_into_version <= %s)"
+            params.append(up_to_version)
         order = "DESC" if newest_first else "ASC"
 
         async def load(db: Db) -> list[Reflection]:
             rows = await db.fetch(
-                f"SELECT * FROM reflections WHERE scope_key = %s{buffered} "
+                f"SELECT * FROM reflections WHERE scope_key = %s{state} "
                 f"ORDER BY formed_at {order}, {db.ord} {order} LIMIT %s",
-                (key.key, db.no_limit if limit is None else limit),
+                (*params, db.no_limit if limit is None else limit),
             )
             return [db.reflection(row) for row in rows]
 

@@ -518,6 +518,11 @@ export interface components {
             /** Degraded */
             degraded?: string | null;
             /**
+             * Set Aside
+             * @default []
+             */
+            set_aside?: string[];
+            /**
              * Consolidations
              * @default 0
              */
@@ -1010,7 +1015,7 @@ export interface components {
             formed_at: string;
             /**
              * Absorbed Into Version
-             * @description Blob version that absorbed it; None = buffered
+             * @description Blob version that absorbed it; None = buffered; 0 = set aside (no consolidation could take it; editing it puts it back in the buffer)
              */
             absorbed_into_version?: number | null;
         };
