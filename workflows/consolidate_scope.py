@@ -26,7 +26,7 @@ from workflows.backoff import jittered
 
 with workflow.unsafe.imports_passed_through():
     from activities.consolidation import ConsolidationActivities
-    from activities.errors import CONFLICT, UNUSABLE_OUTPUT
+    from activities.errors import CONFLICT, UNUSABLE_OUTPUT, WINDOW_TOO_LARGE
     from memory.pipeline.types import (
         BufferedReflection,
         ConsolidationDraft,
@@ -267,6 +267,12 @@ class ConsolidateScopeWorkflow:
                 return draft
             except ActivityError as err:
                 cause = err.cause
+                if (
+                    isinstance(cause, ApplicationError)
+                    and cause.type == WINDOW_TOO_LARGE
+                    and workflow.patched(SPLIT_UNUSABLE)
+                ):
+                    return _Unusable(str(cause))  # a buffer too big for the model's context
                 if (
                     isinstance(cause, ApplicationError)
                     and cause.type in UNUSABLE_OUTPUT

@@ -5,7 +5,8 @@ server given a prompt plus ``max_tokens`` beyond it either refuses or cuts the a
 context ends. With ``models.context_tokens`` set, the answer's cap is what the step's schema
 allows or what the context leaves after the prompt, whichever is less. An extraction step whose
 prompt leaves too little room for an answer raises WindowTooLargeError, which splits the window
-(the same path as an answer that overflows its bound); nothing is sent that cannot fit.
+(the same path as an answer that overflows its bound), as a consolidation's splits its buffer;
+nothing is sent that cannot fit.
 
 Tokens are estimated from characters at 3 per token: below English's usual 4, so the estimate
 errs towards a larger prompt (a tokenizer would be exact, and a dependency per model family).
@@ -21,9 +22,11 @@ from memory.llm.base import LLMRequest
 CHARS_PER_TOKEN = 3.0
 TEMPLATE_TOKENS = 32  # the chat template's role markers around system and user
 MARGIN_TOKENS = 64
-# The least room an extraction answer needs: its JSON envelope and a few items.
+# The least room an extraction's or a consolidation's answer needs: its JSON envelope and a few
+# items.
 MIN_ANSWER_TOKENS = 256
-WINDOW_TASKS = frozenset({"extract_facts", "extract_reflections"})
+# The steps whose input the workflow can split (a window's messages, a buffer's reflections).
+SPLIT_TASKS = frozenset({"extract_facts", "extract_reflections", "consolidate"})
 
 
 def prompt_tokens(request: LLMRequest) -> int:
@@ -38,9 +41,9 @@ def output_cap(request: LLMRequest, context_tokens: int | None) -> int:
     room = context_tokens - prompt_tokens(request) - MARGIN_TOKENS
     if room >= request.max_output_tokens:
         return request.max_output_tokens
-    if request.task in WINDOW_TASKS and room < MIN_ANSWER_TOKENS:
+    if request.task in SPLIT_TASKS and room < MIN_ANSWER_TOKENS:
         raise WindowTooLargeError(
             f"{request.task}: a prompt of about {prompt_tokens(request)} tokens leaves {room} of "
-            f"the model's {context_tokens} for the answer: the window is split"
+            f"the model's {context_tokens} for the answer: its input is split"
         )
     return max(room, MARGIN_TOKENS)

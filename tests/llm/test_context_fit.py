@@ -46,15 +46,26 @@ def test_the_cap_is_what_the_context_leaves_after_the_prompt() -> None:
 
 
 def test_an_extraction_with_no_room_left_splits_its_window() -> None:
-    with pytest.raises(WindowTooLargeError, match="the window is split"):
+    with pytest.raises(WindowTooLargeError, match="its input is split"):
         output_cap(_window(24_000), 8192)
 
 
-def test_other_steps_are_capped_never_refused() -> None:
-    for task_input in (DECIDE_INPUT, CONSOLIDATE_INPUT):
-        request = LLMRequest.of(task_input, model="m")
-        tiny = prompt_tokens(request) + 100
-        assert 0 < output_cap(request, tiny) <= request.max_output_tokens
+def test_a_consolidation_with_no_room_left_splits_its_buffer() -> None:
+    """A buffer grown past the model's context (ConsolidateScope halves it on this error)."""
+    buffer = ["a reflection of some forty words " * 8] * 120
+    request = LLMRequest.of(CONSOLIDATE_INPUT.model_copy(update={"reflections": buffer}), model="m")
+    with pytest.raises(WindowTooLargeError, match="its input is split"):
+        output_cap(request, 8192)
+    half = LLMRequest.of(
+        CONSOLIDATE_INPUT.model_copy(update={"reflections": buffer[:30]}), model="m"
+    )
+    assert output_cap(half, 8192) >= 256
+
+
+def test_the_decision_step_is_capped_never_refused() -> None:
+    request = LLMRequest.of(DECIDE_INPUT, model="m")
+    tiny = prompt_tokens(request) + 100
+    assert 0 < output_cap(request, tiny) <= request.max_output_tokens
 
 
 async def test_the_fitted_cap_is_what_the_server_receives() -> None:

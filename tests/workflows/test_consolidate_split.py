@@ -8,7 +8,7 @@ from pathlib import Path
 
 from temporalio.testing import WorkflowEnvironment
 
-from memory.errors import InputRefusedError
+from memory.errors import InputRefusedError, WindowTooLargeError
 from memory.llm.base import LLMRequest
 from memory.models import SET_ASIDE
 from memory.prompts.consolidate import ConsolidatedSections, ConsolidateInput
@@ -103,3 +103,27 @@ async def test_nothing_is_set_aside_when_every_part_is_refused(
     assert sorted(r.content for r in await h.buffered(h.key("user"))) == ["w", "x", "y"]
     # Each part halved down to single reflections, each drafted once: bounded.
     assert len(h.llm.calls("consolidate")) == 5  # [w x y], [w], [x y], [x], [y]
+
+
+async def test_a_buffer_too_big_for_the_models_context_is_consolidated_in_parts(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """A buffer grown past a small model's context (memory/llm/context_fit.py refuses to send
+    it): halved until each part fits, every reflection consolidated, nothing set aside."""
+    h = await Harness.create(time_env, tmp_path, reflections=ReflectionSettings(threshold_user=9))
+    await _buffered(h, ["v", "w", "x", "y", "z"])
+
+    def small_context(request: LLMRequest) -> ConsolidatedSections:
+        p = request.task_input
+        assert isinstance(p, ConsolidateInput)
+        if len(p.reflections) > 2:
+            raise WindowTooLargeError("consolidate: a prompt of about 9000 tokens leaves none")
+        return echo_consolidation(request)
+
+    h.llm.defaults["consolidate"] = small_context
+    summary = await _consolidate_user(h)
+
+    blob = await h.store.get_consolidated(h.key("user"))
+    assert blob is not None and all(f"- {item}" in blob.content for item in "vwxyz")
+    assert await h.buffered(h.key("user")) == []
+    assert (summary.absorbed, summary.set_aside, summary.degraded) == (5, [], None)
