@@ -240,8 +240,12 @@ async def test_invalid_consolidation_output_never_replaces_the_blob(
     assert result.degraded is not None and result.consolidations == 0
     assert await h.store.get_consolidated(h.key("session")) is None
     assert len(await h.buffered(h.key("session"))) == 4  # the buffer is intact
-    # Rejected the same way twice: no retry can change it, the fallback follows at once.
-    assert len(h.llm.calls("consolidate")) == 2
+    # Rejected the same way twice: no retry changes it, so each draft stops at its second
+    # answer; the buffer is then split down to single reflections (as a formation splits its
+    # window), and none is set aside: no part consolidated, so the blame is not one reflection's.
+    drafts = ["abcd", "ab", "a", "b", "cd", "c", "d"]
+    assert len(h.llm.calls("consolidate")) == 2 * len(drafts)
+    assert result.set_aside == []
 
 
 async def test_invalid_consolidation_is_retried_until_valid(
