@@ -26,7 +26,7 @@ from cli.common import (
     store_of,
     temporal_of,
 )
-from memory.degraded import DegradedKey, DegradedWindow, reform_steps
+from memory.degraded import DegradedKey, DegradedWindow
 from memory.deps import open_deps
 from memory.reform import Reformed, reform
 from memory.settings import Settings
@@ -203,23 +203,31 @@ def reform_command(
     after: Annotated[int, typer.Option(min=0, help="The window's first seq minus one.")],
     upto: Annotated[int, typer.Option(min=1, help="The window's last seq.")],
     reflections: Annotated[
-        bool, typer.Option(help="Also extract the window's reflections again.")
+        bool,
+        typer.Option(
+            help="Also extract the reflections again, of the windows whose reflection step fell "
+            "back (a range the store holds no record of: its reflections alone)."
+        ),
     ] = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Re-form one degraded window with the configured model, in this process: its facts are
-    extracted and decided again against what was stored before the fallback's unmerged copies;
-    the cursor stays. A range the model cannot carry in one answer is split, down to one message.
-    The store's records of the steps re-run within the parts re-formed are marked re-formed
-    (`degraded list` leaves them out). Exit code 1 when the model's output is still unusable for
-    any message."""
+    """Re-form one degraded window with the configured model, in this process: the steps the
+    store recorded as fallen back within the range run again there, no other (a window whose
+    facts were formed well does not have them formed, and stored, twice). Its facts are extracted
+    and decided again against what was stored before the fallback's unmerged copies; the cursor
+    stays. A range the store holds no record of (listed from a run's memo) is re-formed as asked:
+    its facts, or with --reflections its reflections alone. A range the model cannot carry in one
+    answer is split, down to one message. The store's records of the steps re-run within the
+    parts re-formed are marked re-formed (`degraded list` leaves them out). Exit code 1 when the
+    model's output is still unusable for any message, or nothing in the range is left to
+    re-form."""
     settings = load_settings()
     agent, session = check_id("agent", agent), check_id("session", session)
     with progress(f"re-forming messages {after + 1}-{upto} of {session}"):
         done = run(_reform(settings, agent, session, after, upto, reflections), settings)
     c = done.commit
     still = [f"{s.after_seq + 1}-{s.upto_seq}: {s.reason[:160]}" for s in done.still_degraded]
-    steps = ", ".join(reform_steps(reflections))
+    steps = ", ".join(done.steps)
     emit(
         c.model_dump()
         | {"marked_reformed": done.marked}

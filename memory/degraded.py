@@ -12,18 +12,21 @@ keeps listing a problem that remains."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass, replace
 from datetime import datetime
+from itertools import pairwise
 
 from pydantic import BaseModel, field_validator
 
 from memory import ids
 
-# The steps as FormMemories names them; `mnemos degraded reform` re-runs the fact steps, and
-# the reflection step only when asked.
+# The steps as FormMemories names them; `mnemos degraded reform` re-runs those that fell back
+# (reform_parts), the reflection step only when asked.
 EXTRACT_FACTS = "extract_facts"
 DECIDE_FACTS = "decide_fact_changes"
 EXTRACT_REFLECTIONS = "extract_reflections"
 FACT_STEPS = (EXTRACT_FACTS, DECIDE_FACTS)
+REFLECTION_STEPS = (EXTRACT_REFLECTIONS,)
 
 # A reason is the model's complaint, often quoting its output: short, as in the runs' memos.
 REASON_CHARS = 300
@@ -84,17 +87,58 @@ def degraded_windows(
     return list(unique.values())
 
 
-def reform_steps(with_reflections: bool) -> tuple[str, ...]:
-    """The steps a re-form runs again, whose records it marks re-formed (the decisions' as
-    range_steps and undecided_within say)."""
-    return (*FACT_STEPS, EXTRACT_REFLECTIONS) if with_reflections else FACT_STEPS
+@dataclass(frozen=True)
+class ReformPart:
+    """Messages (after_seq, upto_seq] a re-form forms again, and which of its steps run."""
+
+    after_seq: int
+    upto_seq: int
+    facts: bool  # extract_facts and decide_fact_changes
+    reflections: bool  # extract_reflections
+
+    @property
+    def steps(self) -> tuple[str, ...]:
+        return (
+            *(FACT_STEPS if self.facts else ()),
+            *(REFLECTION_STEPS if self.reflections else ()),
+        )
 
 
-def range_steps(with_reflections: bool) -> tuple[str, ...]:
-    """The steps whose records a re-form marks by the range it formed again: running them over
-    the messages again is all they need. Not the decisions': their fallback left facts added
-    unmerged, handled only when the re-form set them aside (undecided_within)."""
-    return tuple(s for s in reform_steps(with_reflections) if s != DECIDE_FACTS)
+def reform_parts(
+    records: Iterable[DegradedWindow], after_seq: int, upto_seq: int, with_reflections: bool
+) -> list[ReformPart]:
+    """Where a re-form of (after_seq, upto_seq] runs which steps again: a step only over the
+    windows whose record of it within the range is not re-formed yet, the reflection step only
+    when asked. Not over a window whose step went well: a model never words a fact the same way
+    twice, so its facts extracted again would be stored a second time, reworded (as would its
+    reflections). A range the store holds no record of (degraded before the store kept them,
+    `degraded list` read it from a run's memo) is formed again as asked, each memo line naming
+    one step: its fact steps, or with reflections its reflection step alone. Empty: nothing in
+    the range is left to re-form."""
+    within = [r for r in records if after_seq <= r.after_seq and r.upto_seq <= upto_seq]
+    if not within:
+        return [ReformPart(after_seq, upto_seq, not with_reflections, with_reflections)]
+    left = [r for r in within if r.reformed_at is None]
+    facts = [(r.after_seq, r.upto_seq) for r in left if r.step in FACT_STEPS]
+    reflections = [
+        (r.after_seq, r.upto_seq) for r in left if with_reflections and r.step in REFLECTION_STEPS
+    ]
+    cuts = sorted({after_seq, upto_seq, *(seq for span in facts + reflections for seq in span)})
+    parts: list[ReformPart] = []
+    for after, upto in pairwise(cuts):
+        part = ReformPart(
+            after, upto,
+            any(a <= after and upto <= b for a, b in facts),
+            any(a <= after and upto <= b for a, b in reflections),
+        )  # fmt: skip
+        if not (part.facts or part.reflections):
+            continue
+        last = parts[-1] if parts else None
+        if last and last.upto_seq == after and last.steps == part.steps:
+            parts[-1] = replace(last, upto_seq=upto)  # adjacent windows: one range, as asked
+        else:
+            parts.append(part)
+    return parts
 
 
 def undecided_within(
@@ -109,6 +153,19 @@ def undecided_within(
         for r in records
         if r.step == DECIDE_FACTS and after_seq <= r.after_seq and r.upto_seq <= upto_seq
     ]
+
+
+def formations_of(records: Iterable[DegradedWindow]) -> set[str]:
+    """The formations of these records' windows: the one each names, and the one FormMemories
+    names its range by (ids.formation_id; the same for a record its commit wrote)."""
+    return {
+        f
+        for r in records
+        for f in (
+            r.formation_id,
+            ids.formation_id(r.session_id, r.agent_id, r.after_seq, r.upto_seq),
+        )
+    }
 
 
 def unmerged_copies(formation_ids: Iterable[str], per_formation: int) -> set[str]:

@@ -1,7 +1,10 @@
 """Re-form a degraded window (`mnemos degraded reform`): its messages are never dropped, so the
 steps that fell back can run again over them, in one process, against the configured provider.
-A range the model still cannot carry in one answer is split in halves, down to one message, as
-FormMemories splits a window (docs/backlog.md); messages that stay unusable are reported.
+Only those: the store's records of the range say which step fell back where (reform_parts), and
+a window whose facts were formed well does not have them extracted and decided again, which a
+model rewording them would store twice (one re-formed for its reflections alone). A range the
+model still cannot carry in one answer is split in halves, down to one message, as FormMemories
+splits a window (docs/backlog.md); messages that stay unusable are reported.
 
 The facts the fallback added unmerged are left out of the candidates, those of every window within
 the range whose decisions the store recorded as fallen back (a range may span several, or be
@@ -14,14 +17,19 @@ set aside."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 from memory import ids
 from memory.degraded import (
     DECIDE_FACTS,
+    EXTRACT_FACTS,
+    FACT_STEPS,
+    REFLECTION_STEPS,
     DegradedWindow,
-    range_steps,
+    ReformPart,
+    formations_of,
+    reform_parts,
     undecided_within,
     unmerged_copies,
 )
@@ -30,7 +38,15 @@ from memory.errors import InvalidInputError, InvalidModelOutputError
 from memory.lookup import require_agent, require_session
 from memory.model_check import CheckReport, attempt
 from memory.pipeline import commit, dedup, facts, reflections
-from memory.pipeline.types import CandidatesResult, CommitResult, NewReflection, Window
+from memory.pipeline.types import (
+    CandidatesResult,
+    CommitResult,
+    Decision,
+    NewFact,
+    NewReflection,
+    Window,
+)
+from memory.pipeline.window import window_messages
 from memory.scopes import formable_scopes, single_user
 
 # The records of one (agent, session) read for the windows a re-form covers, newest first; an
@@ -53,6 +69,7 @@ class Reformed:
     report: CheckReport
     still_degraded: list[StillDegraded] = field(default_factory=list)
     marked: int = 0  # degraded records marked re-formed
+    steps: tuple[str, ...] = ()  # the steps run again, over some part of the range at least
 
 
 def _spans(parts: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -89,9 +106,10 @@ async def reform(
     with_reflections: bool = False,
     attempts: int = 3,
 ) -> Reformed:
-    """Extract and decide the window's facts again (and its reflections when asked); a range
-    whose step stays unusable is split in halves, down to one message. Raises
-    InvalidModelOutputError when not a single part could be re-formed."""
+    """Extract and decide again the facts of the windows whose fact steps fell back (and their
+    reflections where that step did, when asked); a range whose step stays unusable is split in
+    halves, down to one message. Raises InvalidInputError when nothing in the range is left to
+    re-form, InvalidModelOutputError when not a single part could be re-formed."""
     state = await deps.store.get_session_agent_state(session_id, agent_id)
     if state is None or not 0 <= after_seq < upto_seq <= state.cursor_seq:
         raise InvalidInputError(
@@ -101,32 +119,46 @@ async def reform(
     agent = await require_agent(deps.store, agent_id)
     session = await require_session(deps.store, session_id)
     fact_scopes, reflection_scopes = formable_scopes(agent, session)
-    undecided = await _undecided(deps, agent_id, session_id, after_seq, upto_seq)
+    records = await _records_within(deps, agent_id, session_id, after_seq, upto_seq)
+    todo = reform_parts(records, after_seq, upto_seq, with_reflections)
+    if not todo:
+        raise InvalidInputError(_nothing_left(records, session_id, after_seq, upto_seq))
+    undecided = undecided_within(records, after_seq, upto_seq)
     original = ids.formation_id(session_id, agent_id, after_seq, upto_seq)
-    # The facts the decide fallbacks added unmerged, left out of the candidates: the range's own
-    # window's (one degraded before the store recorded it too) and each recorded one's within.
+    # The facts the decide fallbacks added unmerged, left out of the candidates: those of each
+    # window within whose decisions the store recorded as fallen back; the range's own window's
+    # on trust only when the store holds no record within the range (degraded before it kept
+    # them). Not a window recorded for another step: its decisions went well, its facts stay
+    # candidates (left out, the same facts formed again would be added a second time).
     flagged = unmerged_copies(
-        {original, *(r.formation_id for r in undecided)}, deps.settings.facts.max_per_formation
+        formations_of(undecided) | (set() if records else {original}),
+        deps.settings.facts.max_per_formation,
     )
+    # What a part forming its reflections alone shows the model as newly formed: the facts these
+    # formations added from its messages (FormMemories showed it the window's new facts).
+    formations = {original, *formations_of(records)}
     # The users' erasure epochs now: a commit checks them (a user forgotten once is at 1, and a
     # window without them would be discarded as if formed before that erasure).
     epochs = await deps.store.erasure_epochs(agent_id, session.user_ids)
     report = CheckReport()
     done: list[CommitResult] = []
-    formed: list[tuple[int, int]] = []
+    formed: list[ReformPart] = []
     still: list[StillDegraded] = []
-    parts = [(after_seq, upto_seq)]
-    while parts:
-        after, upto = parts.pop(0)
-        part = "" if (after, upto) == (after_seq, upto_seq) else f":{after}-{upto}"
+    while todo:
+        p = todo.pop(0)
+        part = (
+            ""
+            if (p.after_seq, p.upto_seq) == (after_seq, upto_seq)
+            else f":{p.after_seq}-{p.upto_seq}"
+        )
         w = Window(
             formation_id=f"{original}:reform:{state.formations}{part}",
             session_id=session_id,
             agent_id=agent_id,
             user_id=single_user(session),
-            after_seq=after,
-            upto_seq=upto,
-            message_count=upto - after,
+            after_seq=p.after_seq,
+            upto_seq=p.upto_seq,
+            message_count=p.upto_seq - p.after_seq,
             fact_scopes=fact_scopes,
             reflection_scopes=reflection_scopes,
             user_epochs=epochs,
@@ -135,53 +167,102 @@ async def reform(
         try:
             done.append(
                 await _reform_window(
-                    deps, w, flagged, report, with_reflections, attempts, state.cursor_seq
+                    deps, w, p, flagged, formations, report, attempts, state.cursor_seq
                 )
             )
             if not done[-1].discarded_for_erasure:  # a user forgotten meanwhile: nothing written
-                formed.append((after, upto))
+                formed.append(p)
         except InvalidModelOutputError as e:
-            if upto - after > 1:
-                middle = after + (upto - after) // 2
-                parts[:0] = [(after, middle), (middle, upto)]
+            if p.upto_seq - p.after_seq > 1:
+                middle = p.after_seq + (p.upto_seq - p.after_seq) // 2
+                todo[:0] = [replace(p, upto_seq=middle), replace(p, after_seq=middle)]
             else:
-                still.append(StillDegraded(after, upto, str(e)))
+                still.append(StillDegraded(p.after_seq, p.upto_seq, str(e)))
     if not done:
         raise InvalidModelOutputError(f"{still[0].reason} (messages {after_seq + 1}-{upto_seq})")
-    marked, steps, now = 0, range_steps(with_reflections), datetime.now(UTC)
-    for after, upto in _spans(formed):
+    marked, now = 0, datetime.now(UTC)
+    for after, upto in _spans([(p.after_seq, p.upto_seq) for p in formed if p.facts]):
         marked += await deps.store.mark_reformed(
-            agent_id, session_id, after, upto, steps=steps, at=now
+            agent_id, session_id, after, upto, steps=(EXTRACT_FACTS,), at=now
         )
         # The decisions' records one by one: those whose copies were set aside, not any other
-        # the range holds (one older than the records _undecided read).
+        # the range holds (one older than the records _records_within read).
         for r in undecided_within(undecided, after, upto):
             marked += await deps.store.mark_reformed(
                 agent_id, session_id, r.after_seq, r.upto_seq, steps=(DECIDE_FACTS,), at=now
             )
-    return Reformed(commit=_total(done), report=report, still_degraded=still, marked=marked)
+    for after, upto in _spans([(p.after_seq, p.upto_seq) for p in formed if p.reflections]):
+        marked += await deps.store.mark_reformed(
+            agent_id, session_id, after, upto, steps=REFLECTION_STEPS, at=now
+        )
+    ran = {s for p in formed for s in p.steps}
+    return Reformed(
+        commit=_total(done),
+        report=report,
+        still_degraded=still,
+        marked=marked,
+        steps=tuple(s for s in (*FACT_STEPS, *REFLECTION_STEPS) if s in ran),
+    )
 
 
-async def _undecided(
+async def _records_within(
     deps: Deps, agent_id: str, session_id: str, after_seq: int, upto_seq: int
 ) -> list[DegradedWindow]:
-    """The records of the windows within the range whose decisions fell back, re-formed ones too
-    (their copies are the flagged ones an earlier re-form converged on: still not candidates)."""
+    """The store's records of the windows within the range, re-formed ones too (a decision's
+    copies are the flagged ones an earlier re-form converged on: still not candidates)."""
     records = await deps.store.list_degraded(
         agent_id=agent_id, session_id=session_id, include_reformed=True, limit=_SESSION_RECORDS
     )
-    return undecided_within(records, after_seq, upto_seq)
+    return [r for r in records if after_seq <= r.after_seq and r.upto_seq <= upto_seq]
+
+
+def _nothing_left(records: list[DegradedWindow], session_id: str, after: int, upto: int) -> str:
+    left = {r.step for r in records if r.reformed_at is None}
+    why = (
+        "its reflection step fell back: re-form it with --reflections"
+        if left
+        else "the store's records of it are all re-formed (`mnemos degraded list --all`)"
+    )
+    return f"nothing to re-form in messages {after + 1}-{upto} of {session_id}: {why}"
 
 
 async def _reform_window(
     deps: Deps,
     w: Window,
+    p: ReformPart,
     flagged: set[str],
+    formations: set[str],
     report: CheckReport,
-    with_reflections: bool,
     attempts: int,
     keep_cursor: int,
 ) -> CommitResult:
+    new: list[NewFact] = []
+    decisions: list[Decision] = []
+    if p.facts:
+        new, decisions = await _facts(deps, w, flagged, report, attempts)
+    formed_reflections: list[NewReflection] = []
+    if p.reflections:
+        texts = (
+            [d.final_text for d in decisions if d.final_text and d.event != "NONE"]
+            if p.facts
+            else await _stored_facts(deps, w, formations)
+        )
+        reflected, why = await attempt(
+            report.steps["extract_reflections"],
+            lambda r: reflections.extract_reflections(deps, w, texts, r),
+            attempts,
+        )
+        if reflected is None:
+            raise InvalidModelOutputError(f"still degraded: extract_reflections: {why}")
+        formed_reflections = reflected.reflections
+    return await commit.commit(
+        deps, w, new, decisions, formed_reflections, datetime.now(UTC), keep_cursor=keep_cursor
+    )
+
+
+async def _facts(
+    deps: Deps, w: Window, flagged: set[str], report: CheckReport, attempts: int
+) -> tuple[list[NewFact], list[Decision]]:
     extracted, why = await attempt(
         report.steps["extract_facts"], lambda r: facts.extract_facts(deps, w, r), attempts
     )
@@ -201,23 +282,17 @@ async def _reform_window(
     )
     if decided is None:
         raise InvalidModelOutputError(f"still degraded: decide_facts: {why}")
-    formed_reflections: list[NewReflection] = []
-    if with_reflections:
-        texts = [d.final_text for d in decided.decisions if d.final_text and d.event != "NONE"]
-        reflected, why = await attempt(
-            report.steps["extract_reflections"],
-            lambda r: reflections.extract_reflections(deps, w, texts, r),
-            attempts,
-        )
-        if reflected is None:
-            raise InvalidModelOutputError(f"still degraded: extract_reflections: {why}")
-        formed_reflections = reflected.reflections
-    return await commit.commit(
-        deps,
-        w,
-        new,
-        decided.decisions,
-        formed_reflections,
-        datetime.now(UTC),
-        keep_cursor=keep_cursor,
-    )
+    return new, decided.decisions
+
+
+async def _stored_facts(deps: Deps, w: Window, formations: set[str]) -> list[str]:
+    """The still valid facts these formations added from the window's messages (those it updated
+    keep an older fact's id: not found here)."""
+    said = {m.message_id for m in await window_messages(deps, w)}
+    ids_ = unmerged_copies(formations, deps.settings.facts.max_per_formation)
+    stored = await deps.store.get_facts(sorted(ids_))
+    return [
+        f.content
+        for f in stored
+        if f.invalidated_at is None and said.intersection(f.source_message_ids)
+    ]
