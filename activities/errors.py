@@ -72,6 +72,7 @@ UNUSABLE_OUTPUT = frozenset(
         UnusableOutputError.type_name(),
     }
 )
+INPUT_REFUSED = InputRefusedError.type_name()
 # A step whose answer cannot carry its input (a window, a consolidation's buffer): split it.
 WINDOW_TOO_LARGE = WindowTooLargeError.type_name()
 # An extraction that cannot carry its window: split it (down to one message).

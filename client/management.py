@@ -178,7 +178,9 @@ class MemoryManager:
     async def list_reflections(
         self, key: ScopeKey, *, include_absorbed: bool = False, limit: int = 100
     ) -> list[Reflection]:
-        """Newest first: the buffered ones are what "Recent Memory Context" shows."""
+        """Newest first: the buffered ones are what "Recent Memory Context" shows; the set-aside
+        ones (absorbed_into_version 0: no consolidation could take them) are listed too, for a
+        person to correct (which puts them back in the buffer) or remove."""
         if not 1 <= limit <= MAX_PAGE:
             raise InvalidInputError(f"1 ≤ limit ≤ {MAX_PAGE}")
         await self._require_agent(key.agent_id)
@@ -187,7 +189,8 @@ class MemoryManager:
         )
 
     async def edit_reflection(self, key: ScopeKey, reflection_id: str, content: str) -> Reflection:
-        """Refine a buffered reflection before it is consolidated. ConflictError once absorbed."""
+        """Refine a buffered (or set-aside) reflection before it is consolidated. ConflictError
+        once absorbed."""
         text = _checked(content, "a reflection", self.settings.reflections.max_words * 2)
         await self._reflection_of(key, reflection_id)
         return await self.store.edit_reflection(reflection_id, content=text)

@@ -26,7 +26,7 @@ from workflows.backoff import jittered
 
 with workflow.unsafe.imports_passed_through():
     from activities.consolidation import ConsolidationActivities
-    from activities.errors import CONFLICT, UNUSABLE_OUTPUT, WINDOW_TOO_LARGE
+    from activities.errors import CONFLICT, INPUT_REFUSED, UNUSABLE_OUTPUT, WINDOW_TOO_LARGE
     from memory.pipeline.types import (
         BufferedReflection,
         ConsolidationDraft,
@@ -65,6 +65,7 @@ class _Unusable:
     """A draft's output stayed unusable through its retries (or no retry can change it)."""
 
     reason: str
+    refused: bool = False  # the provider refused the input (InputRefused)
 
 
 def _halves(part: list[BufferedReflection]) -> list[list[BufferedReflection]]:
@@ -132,55 +133,87 @@ class ConsolidateScopeWorkflow:
     async def _split(
         self, req: ConsolidationRequest, summary: ConsolidationSummary, whole: _Unusable
     ) -> None:
-        """Consolidate the buffer in parts, halving each part whose draft stays unusable, as a
-        formation splits its window. A single reflection no draft takes is set aside once some
-        other part consolidated: then the blob and the prompt are fine and that text is what
-        fails. If none did, nothing is set aside (the blob, or the model, may be the cause)."""
+        """Consolidate the buffer in parts, oldest first, halving each part whose draft stays
+        unusable, as a formation splits its window, within a budget of drafts that finds one
+        such reflection (what is left waits for the next request: a model failing on everything
+        costs a few drafts, not one per reflection).
+
+        A single reflection the provider refuses (InputRefused: no retry changes it) is set
+        aside once its text is shown to be what is refused: another part consolidated, or the
+        blob drafted alone is not refused (if it is, the split stops: no reflection is to
+        blame). One whose output is otherwise unusable (over the word limit, malformed) stays
+        buffered: the blob or the model may be the cause."""
         buffer: list[BufferedReflection] = await workflow.execute_activity_method(
             ConsolidationActivities.buffered_reflections, req.key, **self._store
         )
-        parts = _halves(buffer) if len(buffer) > 1 else []
-        stuck = [(buffer[0], whole.reason)] if len(buffer) == 1 else []
-        consolidated = False
-        while parts:
+        parts = _halves(buffer) if len(buffer) > 1 else [buffer] if buffer else []
+        budget = 2 * (len(buffer) - 1).bit_length() + 1
+        refused: list[BufferedReflection] = []
+        kept: list[BufferedReflection] = []
+        consolidated, blob_refused, drafts, reason = False, False, 0, whole.reason
+        while parts and drafts < budget and not blob_refused:
             part = parts.pop(0)
-            ids = [r.reflection_id for r in part]
-            before = summary.consolidations
-            outcome = await self._pass(
-                req.model_copy(update={"only_ids": ids, "force": True}), summary
-            )
-            if outcome is False:
-                return  # gave up on an outage or on edits, visibly; the buffer is kept
-            if not isinstance(outcome, _Unusable):
-                consolidated = consolidated or summary.consolidations > before
-            elif len(part) > 1:
-                parts[:0] = _halves(part)
+            if part is buffer:  # a buffer of one: its draft was the whole one
+                outcome: _Unusable | bool = whole
             else:
-                stuck.append((part[0], outcome.reason))
-        if not stuck:
-            return
-        if not consolidated:
+                drafts += 1
+                before = summary.consolidations
+                ids = [r.reflection_id for r in part]
+                outcome = await self._pass(
+                    req.model_copy(update={"only_ids": ids, "force": True}), summary
+                )
+                if outcome is False:
+                    return  # gave up on an outage or on edits, visibly; the buffer is kept
+                consolidated = consolidated or summary.consolidations > before
+            if not isinstance(outcome, _Unusable):
+                continue
+            reason = outcome.reason
+            if len(part) > 1:
+                parts[:0] = _halves(part)
+            elif not outcome.refused:
+                kept.append(part[0])
+            elif consolidated or not (blob_refused := await self._blob_refused(req, summary)):
+                refused.append(part[0])
+            else:
+                kept.append(part[0])
+        aside = [r.reflection_id for r in refused if await self._set_aside(req, r)]
+        summary.set_aside += aside
+        left = sum(len(p) for p in parts)
+        notes = [
+            *(
+                [f"{len(aside)} reflection(s) set aside, the provider refused them"]
+                if aside
+                else []
+            ),
+            *(["the provider refuses the blob or the prompt itself"] if blob_refused else []),
+            *(
+                [f"{len(refused) + len(kept) - len(aside)} kept buffered, no draft took them"]
+                if len(refused) + len(kept) > len(aside)
+                else []
+            ),
+            *([f"{left} left for the next request after {drafts} drafts"] if left else []),
+        ]
+        if notes:
             self._degrade(
-                req,
-                summary,
-                whole.reason,
-                "consolidation output unusable after retries: buffer kept",
+                req, summary, f"{'; '.join(notes)}: {reason}", "consolidation split its buffer"
             )
-            return
-        for reflection, _ in stuck:
-            if await workflow.execute_activity_method(
-                ConsolidationActivities.set_aside_reflection,
-                args=[req.key, reflection],
-                **self._store,
-            ):
-                summary.set_aside.append(reflection.reflection_id)
-        why = f"{len(summary.set_aside)} reflection(s) set aside, no draft could take them"
-        self._degrade(
-            req,
-            summary,
-            f"{why}: {stuck[-1][1]}",
-            "reflections no draft could take set aside, the rest consolidated",
+
+    async def _blob_refused(self, req: ConsolidationRequest, summary: ConsolidationSummary) -> bool:
+        """Whether the provider refuses the blob drafted alone, without any reflection (the
+        draft is not stored)."""
+        probe = req.model_copy(update={"only_ids": None, "force": True, "blob_only": True})
+        draft = await self._draft(probe, summary)
+        if draft is None:
+            return True  # the provider stayed down: unknown, so nothing is set aside
+        if isinstance(draft, ConsolidationDraft):
+            summary.llm_calls += draft.llm
+        return isinstance(draft, _Unusable) and draft.refused
+
+    async def _set_aside(self, req: ConsolidationRequest, r: BufferedReflection) -> bool:
+        done: bool = await workflow.execute_activity_method(
+            ConsolidationActivities.set_aside_reflection, args=[req.key, r], **self._store
         )
+        return done
 
     async def _pass(
         self, req: ConsolidationRequest, summary: ConsolidationSummary
@@ -279,7 +312,7 @@ class ConsolidateScopeWorkflow:
                     and workflow.patched(DEGRADED_FALLBACK)
                 ):
                     if workflow.patched(SPLIT_UNUSABLE):
-                        return _Unusable(str(cause))
+                        return _Unusable(str(cause), refused=cause.type == INPUT_REFUSED)
                     # The next formation that finds the buffer due (or the cold job) asks again.
                     self._degrade(
                         req,

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from pydantic import BaseModel, ConfigDict
 
 from memory.lifecycle.records import ImportBatch
+from memory.models import SET_ASIDE
 
 AGENT_WIDE = "(agent-wide)"
 
@@ -55,7 +56,8 @@ def plan(batches: Iterable[ImportBatch]) -> ImportPlan:
             if f.embedding is not None and f.embedding_model:
                 models[f.embedding_model] += 1
         for r in batch.reflections:
-            state = "absorbed" if r.absorbed_into_version is not None else "buffered"
+            in_blob = r.absorbed_into_version not in (None, SET_ASIDE)  # set aside: in no blob
+            state = "absorbed" if in_blob else "buffered"
             counts[r.scope_key.agent_id, r.scope_key.user_id][f"reflections_{state}"] += 1
         for b in batch.consolidated:
             c = counts[b.scope_key.agent_id, b.scope_key.user_id]

@@ -63,12 +63,12 @@ async def draft(deps: Deps, req: ConsolidationRequest, retry: Retry = FIRST) -> 
     word_limit = cfg.word_limit(key.scope)
     blob = await deps.store.get_consolidated(key)
     base_version = blob.version if blob else 0
-    buffered = await deps.store.unabsorbed_reflections(key)
+    buffered = [] if req.blob_only else await deps.store.unabsorbed_reflections(key)
     if req.only_ids is not None:
         wanted = set(req.only_ids)
         buffered = [r for r in buffered if r.reflection_id in wanted]
     due = req.force or req.only_ids is not None or len(buffered) >= cfg.threshold(key.scope)
-    if not buffered or not due:
+    if not req.blob_only and (not buffered or not due):
         return ConsolidationDraft(key=key, base_version=base_version, word_limit=word_limit)
     agent = await require_agent(deps.store, key.agent_id)
     request = LLMRequest.of(
@@ -85,6 +85,11 @@ async def draft(deps: Deps, req: ConsolidationRequest, retry: Retry = FIRST) -> 
         retry=retry,
     )
     result = await deps.llm.generate_structured(request, ConsolidatedSections)
+    if req.blob_only:  # asked only whether the provider refuses it: any answer will do
+        return ConsolidationDraft(
+            key=key, base_version=base_version, word_limit=word_limit,
+            llm=[llm_call(request, result.usage)],
+        )  # fmt: skip
     content = checked_blob(
         result.value,
         next_version=base_version + 1,
@@ -99,7 +104,7 @@ async def draft(deps: Deps, req: ConsolidationRequest, retry: Retry = FIRST) -> 
         absorbed_ids=[r.reflection_id for r in buffered],
         absorbed_hashes={r.reflection_id: text_hash(r.content) for r in buffered},
         llm=[llm_call(request, result.usage)],
-        oldest_buffered_at=min(r.formed_at for r in buffered),
+        oldest_buffered_at=min((r.formed_at for r in buffered), default=None),
     )
 
 

@@ -173,6 +173,9 @@ class ConsolidationRequest(_T):
     # Draft from only these buffered reflections (whichever are still buffered), whatever the
     # threshold: a part of a buffer whose whole draft stayed unusable (workflows/consolidate_scope).
     only_ids: list[str] | None = None
+    # Draft from the blob alone, no reflection: whether the provider refuses the blob (or the
+    # prompt) itself, when it refused a single reflection with it. The draft is not stored.
+    blob_only: bool = False
 
 
 class BufferedReflection(_T):

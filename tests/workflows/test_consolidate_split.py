@@ -4,6 +4,7 @@ and grew. Now the buffer is split; the one reflection no draft takes is set asid
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 from temporalio.testing import WorkflowEnvironment
@@ -59,7 +60,8 @@ async def test_a_refused_reflection_is_set_aside_and_the_rest_consolidated(
     [aside] = await h.store.list_reflections(h.key("user"))  # listed, not in the blob
     assert (aside.content, aside.absorbed_into_version) == ("forbidden y", SET_ASIDE)
     assert summary.set_aside == [aside.reflection_id]
-    assert summary.degraded is not None and "1 reflection(s) set aside" in summary.degraded
+    assert summary.degraded is not None
+    assert "1 reflection(s) set aside, the provider refused them" in summary.degraded
     assert "content filter" in summary.degraded
     assert summary.consolidations == 2  # [w, x] then [z]; [forbidden y, z] was split
 
@@ -72,37 +74,104 @@ async def test_a_refused_reflection_is_set_aside_and_the_rest_consolidated(
     assert (again.consolidations, again.set_aside, again.degraded) == (1, [], None)
 
 
-async def test_a_lone_refused_reflection_is_kept_until_others_consolidate_beside_it(
+async def test_a_sessions_last_reflection_refused_alone_is_set_aside_and_its_end_finished(
     time_env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
-    """With nothing else in the buffer, nothing shows the blob or prompt are not what the
-    provider refuses: the reflection stays buffered, the pass degraded as before."""
-    h = await Harness.create(time_env, tmp_path, reflections=ReflectionSettings(threshold_user=9))
-    await _buffered(h, ["forbidden y"])
+    """Alone in its buffer, nothing else consolidates beside it; the blob drafted alone is not
+    refused, so the text is: set aside. Kept buffered, it would keep the ended session
+    unfinished, and the cold job would end it again, one refused draft a scan, until the purge."""
+    h = await Harness.create(
+        time_env, tmp_path, reflections=ReflectionSettings(threshold_session=9)
+    )
+    await h.record("s1", conversation(4))
+    h.llm.script("extract_reflections", reflections(session=["forbidden y"]))
+    async with h.worker():
+        await h.form("s1")
     h.llm.defaults["consolidate"] = _filtered
-    summary = await _consolidate_user(h)
+    async with h.worker():
+        end = await h.memory.end_session("eve", "s1")
+        ended = await end.result()
 
-    assert (summary.consolidations, summary.set_aside) == (0, [])
-    assert summary.degraded is not None and "content filter" in summary.degraded
-    assert [r.content for r in await h.buffered(h.key("user"))] == ["forbidden y"]
-    assert await h.store.get_consolidated(h.key("user")) is None
+    assert ended.consolidation.set_aside != [] and await h.buffered(h.key("session")) == []
+    later = h.memory.clock() + timedelta(hours=1)
+    unfinished = await h.store.list_unfinished_ended_sessions(
+        ended_before=later, after=None, limit=10
+    )
+    assert ("s1", "eve") not in unfinished
+    assert len(h.llm.calls("consolidate")) == 2  # the refused draft, then the blob alone
 
 
-async def test_nothing_is_set_aside_when_every_part_is_refused(
+async def test_when_the_provider_refuses_the_blob_itself_nothing_is_set_aside(
     time_env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
-    """The provider refuses every draft (the blob or the prompt is what it objects to): no
-    reflection is blamed; the whole buffer is kept, the pass degraded."""
-    h = await Harness.create(time_env, tmp_path, reflections=ReflectionSettings(threshold_user=9))
-    await _buffered(h, ["w", "x", "y"])
-    h.llm.defaults["consolidate"] = InputRefusedError("refused by the content filter")
+    """A blob a person wrote that the provider's filter refuses: every draft holding it is
+    refused, so no reflection is to blame. The split stops at the first single reflection, once
+    the blob drafted alone is refused too: a few drafts, not one per buffered reflection."""
+    h = await Harness.create(time_env, tmp_path, reflections=ReflectionSettings(threshold_user=99))
+    for session, letters in (("s1", "abcd"), ("s2", "efgh")):  # a window's bound: 4 each
+        await h.record(session, conversation(4))
+        h.llm.script("extract_reflections", reflections(user=[f"item {c}" for c in letters]))
+        async with h.worker():
+            await h.form(session)
+    await h.memory.manager.edit_consolidated(h.key("user"), "- a forbidden note")
+
+    def filtered_blob(request: LLMRequest) -> ConsolidatedSections:
+        p = request.task_input
+        assert isinstance(p, ConsolidateInput)
+        if "forbidden" in p.current_content:
+            raise InputRefusedError("refused by the content filter", provider="fake")
+        return echo_consolidation(request)
+
+    h.llm.defaults["consolidate"] = filtered_blob
     summary = await _consolidate_user(h)
 
     assert (summary.consolidations, summary.set_aside) == (0, [])
-    assert summary.degraded is not None
-    assert sorted(r.content for r in await h.buffered(h.key("user"))) == ["w", "x", "y"]
-    # Each part halved down to single reflections, each drafted once: bounded.
-    assert len(h.llm.calls("consolidate")) == 5  # [w x y], [w], [x y], [x], [y]
+    assert summary.degraded is not None and "refuses the blob" in summary.degraded
+    assert len(await h.buffered(h.key("user"))) == 8
+    # The whole, its oldest half, quarter and eighth (one reflection), the blob alone.
+    assert len(h.llm.calls("consolidate")) == 5
+
+
+async def test_a_reflection_whose_output_stays_unusable_is_kept_not_set_aside(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """Over the word limit is not the text's fault (the first parts filled the blob): the
+    reflection stays buffered, shown in the context, for the next consolidation."""
+    h = await Harness.create(
+        time_env, tmp_path, reflections=ReflectionSettings(threshold_user=99, word_limit_user=20)
+    )
+    items = [f"{w} one two three four five six" for w in ("alpha", "beta", "gamma")]
+    await _buffered(h, items)
+    summary = await _consolidate_user(h)
+
+    assert summary.set_aside == [] and summary.consolidations >= 1
+    assert all(
+        r.absorbed_into_version != SET_ASIDE for r in await h.store.list_reflections(h.key("user"))
+    )
+    assert [r.content for r in await h.buffered(h.key("user"))] == [items[-1]]
+    assert summary.degraded is not None and "1 kept buffered" in summary.degraded
+
+
+async def test_a_refused_reflection_corrected_meanwhile_is_neither_set_aside_nor_said_to_be(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    h = await Harness.create(time_env, tmp_path, reflections=ReflectionSettings(threshold_user=9))
+    await _buffered(h, ["w", "forbidden y"])
+
+    async def corrected_while_drafted(request: LLMRequest) -> ConsolidatedSections:
+        p = request.task_input
+        assert isinstance(p, ConsolidateInput)
+        if p.reflections == ["forbidden y"]:  # its own draft: a person corrects it meanwhile
+            [r] = [r for r in await h.buffered(h.key("user")) if r.content == "forbidden y"]
+            await h.store.edit_reflection(r.reflection_id, content="y, said politely")
+        return _filtered(request)
+
+    h.llm.defaults["consolidate"] = corrected_while_drafted
+    summary = await _consolidate_user(h)
+
+    assert summary.set_aside == []
+    assert summary.degraded is not None and "set aside" not in summary.degraded
+    assert [r.content for r in await h.buffered(h.key("user"))] == ["y, said politely"]
 
 
 async def test_a_buffer_too_big_for_the_models_context_is_consolidated_in_parts(

@@ -241,9 +241,10 @@ async def test_invalid_consolidation_output_never_replaces_the_blob(
     assert await h.store.get_consolidated(h.key("session")) is None
     assert len(await h.buffered(h.key("session"))) == 4  # the buffer is intact
     # Rejected the same way twice: no retry changes it, so each draft stops at its second
-    # answer; the buffer is then split down to single reflections (as a formation splits its
-    # window), and none is set aside: no part consolidated, so the blame is not one reflection's.
-    drafts = ["abcd", "ab", "a", "b", "cd", "c", "d"]
+    # answer. The buffer is then split, as a formation splits its window, within a budget of
+    # 2 * log2(4) + 1 parts ("d" waits for the next request); an unusable answer is not a
+    # reason to set a reflection aside (only a refusal of its text is).
+    drafts = ["abcd", "ab", "a", "b", "cd", "c"]
     assert len(h.llm.calls("consolidate")) == 2 * len(drafts)
     assert result.set_aside == []
 
