@@ -7,65 +7,45 @@ import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
-from temporalio.client import (
-    Interceptor,
-    OutboundInterceptor,
-    StartWorkflowInput,
-    WorkflowExecutionStatus,
-    WorkflowHandle,
-)
 from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 
-from cli.binaries import temporal_cli, temporal_test_server
+from cli.binaries import temporal_cli
 from memory.store.base import MemoryStore
 from runtime.payloads import payload_data_converter
+from tests.time_server import TimeServer
 from workflows.naming import ALL_KEYS
 
 if TYPE_CHECKING:
     from tests.postgres_server import PostgresServer
 
 
-class _StartedIds(Interceptor):
-    """The id of every workflow started through the time-skipping server's client (by a test, or
-    by a worker's activity: a formation signal-with-starting its consolidation). That server
-    cannot list its runs, so its runs are ended by id (_time_runs_end_with_their_test)."""
-
-    def __init__(self) -> None:
-        self.ids: set[str] = set()
-
-    def intercept_client(self, next: OutboundInterceptor) -> OutboundInterceptor:
-        return _RecordStarts(next, self.ids)
-
-
-class _RecordStarts(OutboundInterceptor):
-    def __init__(self, next: OutboundInterceptor, ids: set[str]) -> None:
-        super().__init__(next)
-        self._ids = ids
-
-    async def start_workflow(self, input: StartWorkflowInput) -> WorkflowHandle[Any, Any]:
-        self._ids.add(input.id)
-        return await super().start_workflow(input)
-
-
-_TIME_ENV_STARTS = _StartedIds()
-
-
 @pytest.fixture(scope="session")
-async def time_env() -> AsyncIterator[WorkflowEnvironment]:
-    """Time-skipping server: timers and retry backoffs pass instantly. No Schedules."""
-    env = await WorkflowEnvironment.start_time_skipping(
-        test_server_existing_path=str(temporal_test_server()),
-        data_converter=payload_data_converter,
-        interceptors=[_TIME_ENV_STARTS],
-    )
+async def _time_server() -> AsyncIterator[TimeServer]:
+    server = TimeServer()
     try:
-        yield env
+        yield server
     finally:
-        await env.shutdown()
+        await server.stop()
+
+
+@pytest.fixture
+async def time_env(_time_server: TimeServer) -> AsyncIterator[WorkflowEnvironment]:
+    """Time-skipping server: timers and retry backoffs pass instantly. No Schedules.
+
+    One server for the session, so a test must leave it as it found it (tests/time_server.py):
+    the runs it left open are ended after it (a consolidation waiting out an injected outage, a
+    worker stopped mid-run: each would take the next test's request of its id,
+    "consolidate:eve:session:s1", as a signal and never answer), and the clock must still skip,
+    or the test fails."""
+    yield await _time_server.current()
+    if not await _time_server.end_test():
+        pytest.fail(
+            "the test left the time-skipping server's clock locked: see tests/time_server.py"
+        )
 
 
 @pytest.fixture(scope="session")
@@ -98,24 +78,6 @@ async def _dev_runs_end_with_their_test(request: pytest.FixtureRequest) -> Async
             await env.client.get_workflow_handle(run.id, run_id=run.run_id).terminate(
                 reason="the test that started it ended"
             )
-
-
-@pytest.fixture(autouse=True)
-async def _time_runs_end_with_their_test(request: pytest.FixtureRequest) -> AsyncIterator[None]:
-    """As on the dev server, for the session's time-skipping server: a run a test left open (a
-    consolidation waiting out an injected outage, a worker stopped mid-run) would take the next
-    test's request of that id ("consolidate:eve:session:s1") as a signal, its tasks on the gone
-    worker's queue, and never answer; while it waits, the server skips no time for others."""
-    yield
-    if "time_env" not in request.fixturenames:
-        return
-    env: WorkflowEnvironment = request.getfixturevalue("time_env")
-    ids, _TIME_ENV_STARTS.ids = _TIME_ENV_STARTS.ids, set()
-    for workflow_id in sorted(ids):
-        handle = env.client.get_workflow_handle(workflow_id)
-        with contextlib.suppress(RPCError):  # ended meanwhile, or never started
-            if (await handle.describe()).status == WorkflowExecutionStatus.RUNNING:
-                await handle.terminate(reason="the test that started it ended")
 
 
 @pytest.fixture(scope="session")

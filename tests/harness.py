@@ -248,6 +248,13 @@ class Harness:
         handle = await self.start(session, force=force)
         return await handle.result()
 
+    @staticmethod
+    async def results[R](handles: Sequence[WorkflowHandle[Any, R]]) -> list[R]:
+        """Each run's result, awaited one after the other: the runs go on meanwhile. Awaited
+        together (asyncio.gather), the time-skipping server's clock skips while activities run
+        and stays locked afterwards (tests/conftest.py time_env)."""
+        return [await handle.result() for handle in handles]
+
     async def consolidation_result(self, key: ScopeKey) -> ConsolidationSummary:
         handle = self.client.get_workflow_handle(
             consolidation_workflow_id(key), result_type=ConsolidationSummary

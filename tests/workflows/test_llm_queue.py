@@ -104,7 +104,7 @@ async def test_a_one_slot_model_gets_one_call_at_a_time(
     assert llm_worker is not None
     async with h.worker(), llm_worker:
         handles = [await h.start(session) for session in sessions]
-        summaries = await asyncio.gather(*(handle.result() for handle in handles))
+        summaries = await h.results(handles)
 
     assert [s.messages_formed for s in summaries] == [4, 4, 4, 4]
     assert len(h.llm.calls("extract_facts")) == 4  # no attempt timed out

@@ -113,9 +113,7 @@ async def test_postgres_killed_mid_commit_loses_nothing_and_forms_nothing_twice(
         await asyncio.wait_for(worker_store.all_inside.wait(), timeout=120)
         postgres_server.kill()  # postmaster and backends, mid-transaction
         postgres_server.start()  # crash recovery: the uncommitted writes are gone
-        summaries = await asyncio.wait_for(
-            asyncio.gather(*(handle.result() for handle in handles)), timeout=180
-        )
+        summaries = await asyncio.wait_for(h.results(handles), timeout=180)
 
     assert [s.facts_added for s in summaries] == [1, 1, 1]
     for user in USERS:

@@ -162,6 +162,7 @@ async def test_a_backlog_of_1000_messages_drains_in_one_run_and_consolidates_onc
         history = await h.client.get_workflow_handle(
             formation_workflow_id("eve", "s1")
         ).fetch_history()
+        await h.consolidation_result(h.key("session"))  # the one it requested, done
 
     assert summary.messages_formed == 1000 and summary.degraded == []
     assert sum(summary.decisions.values()) == 1000  # one decision per stated fact

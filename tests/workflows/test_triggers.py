@@ -3,7 +3,6 @@ during a run, and many sessions of one agent consolidating into one blob without
 
 from __future__ import annotations
 
-import asyncio
 import re
 from pathlib import Path
 
@@ -103,7 +102,7 @@ async def test_many_sessions_of_one_agent_absorb_every_reflection_exactly_once(
         await h.record(s, conversation(4, prefix=f"{s}-", start=i * 10))
     async with h.worker():
         handles = [await h.start(s) for s in sessions]
-        await asyncio.gather(*(handle.result() for handle in handles))
+        await h.results(handles)
         await h.consolidation_result(h.key("agent"))
     blob = await h.store.get_consolidated(h.key("agent"))
     buffered = {r.content for r in await h.buffered(h.key("agent"))}
