@@ -42,11 +42,13 @@ browser:
 	else echo "chromium not installed (needs root + apt): the browser test will be skipped"; fi
 
 # Two pytest processes: most tests wait on servers and subprocesses (Temporal, Postgres, workers),
-# so two keep two cores busy, and the suite takes about half the time of one process.
+# so two keep two cores busy, and the suite takes about half the time of one process. Work
+# stealing: a process done with its share takes tests queued for the other, so the slow files
+# do not leave one core idle at the end.
 TEST_WORKERS ?= 2
 
 test: $(STAMP) browser lint typecheck sdk-deps
-	$(BIN)/pytest -q -p no:cacheprovider -n $(TEST_WORKERS)
+	$(BIN)/pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist worksteal
 	@$(MAKE) --no-print-directory sdk-test
 
 # The TypeScript client (sdk/typescript) against a live stack: Temporal dev server, a worker and
