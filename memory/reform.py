@@ -10,10 +10,27 @@ The facts the fallback added unmerged are left out of the candidates, those of e
 the range whose decisions the store recorded as fallen back (a range may span several, or be
 wider than the one window): the new decisions compare the facts with what was stored before, so
 an UPDATE or DELETE of an older fact converges on the flagged copy (the store's duplicate rule)
-instead of keeping two contradicting facts. The commit writes the memories and leaves the cursor
-where it is. The store's records of the degraded windows (memory/degraded.py) within what was
-re-formed are marked so, for the steps that ran again; a decision's only when its copies were
-set aside."""
+instead of keeping two contradicting facts. That rule needs the same words; a model words a fact
+it extracts again otherwise, so the part's commit also supersedes the copies its new decisions
+cover (memory/reform_supersede.py), in the same transaction:
+
+- A new fact covers at most one copy: the most similar of its dedup candidates among the copies
+  (above the dedup gate, so not with dedup off), drawn from one of its messages, of its scope and
+  owner, still valid and unchanged since the fallback added it (version 1: a copy a person
+  edited, or a later formation changed, is left as it is), each copy covered once.
+- A covered copy is UPDATEd to the text the new fact's decision stored (its ADD, UPDATE or
+  DELETE text; for a NONE, the fact it was judged to repeat, unless the part changes that one):
+  the store finds that text valid and invalidates the copy in favour of the fact holding it. The
+  decision is checked against the copy's version as any other. Where the store finds no such fact
+  (the decision's statement was older than the fact it changed), the copy stays valid, as before
+  the re-form, in the new words (or with them in its history).
+- A copy in the very words a new decision stored is not touched: the duplicate rule makes the two
+  one fact. Nor is a copy no new fact covers (a fact the extraction missed this time): it stays
+  valid, as said, beside what it may contradict; nothing said is dropped on a model's omission.
+
+The commit writes the memories and leaves the cursor where it is. The store's records of the
+degraded windows (memory/degraded.py) within what was re-formed are marked so, for the steps that
+ran again; a decision's only when its copies were set aside."""
 
 from __future__ import annotations
 
@@ -47,6 +64,7 @@ from memory.pipeline.types import (
     Window,
 )
 from memory.pipeline.window import window_messages
+from memory.reform_supersede import superseding as supersede
 from memory.scopes import formable_scopes, single_user
 
 # The records of one (agent, session) read for the windows a re-form covers, newest first; an
@@ -238,8 +256,9 @@ async def _reform_window(
 ) -> CommitResult:
     new: list[NewFact] = []
     decisions: list[Decision] = []
+    superseding: dict[int, Decision] = {}
     if p.facts:
-        new, decisions = await _facts(deps, w, flagged, report, attempts)
+        new, decisions, superseding = await _facts(deps, w, flagged, report, attempts)
     formed_reflections: list[NewReflection] = []
     if p.reflections:
         texts = (
@@ -255,14 +274,21 @@ async def _reform_window(
         if reflected is None:
             raise InvalidModelOutputError(f"still degraded: extract_reflections: {why}")
         formed_reflections = reflected.reflections
+    # Each copy's UPDATE right after its new fact's decision: the text it converges on is then the
+    # one that decision stored, before a later decision of the part changes that fact again.
+    ops: list[Decision] = []
+    for d in decisions:
+        ops += [d, superseding[d.new_index]] if d.new_index in superseding else [d]
     return await commit.commit(
-        deps, w, new, decisions, formed_reflections, datetime.now(UTC), keep_cursor=keep_cursor
+        deps, w, new, ops, formed_reflections, datetime.now(UTC), keep_cursor=keep_cursor
     )
 
 
 async def _facts(
     deps: Deps, w: Window, flagged: set[str], report: CheckReport, attempts: int
-) -> tuple[list[NewFact], list[Decision]]:
+) -> tuple[list[NewFact], list[Decision], dict[int, Decision]]:
+    """The part's new facts, their decisions, and the UPDATEs superseding the copies they cover
+    (by new fact index)."""
     extracted, why = await attempt(
         report.steps["extract_facts"], lambda r: facts.extract_facts(deps, w, r), attempts
     )
@@ -282,7 +308,7 @@ async def _facts(
     )
     if decided is None:
         raise InvalidModelOutputError(f"still degraded: decide_facts: {why}")
-    return new, decided.decisions
+    return new, decided.decisions, await supersede(deps, w, new, decided.decisions, found, flagged)
 
 
 async def _stored_facts(deps: Deps, w: Window, formations: set[str]) -> list[str]:
