@@ -150,7 +150,8 @@ class ConsolidateScopeWorkflow:
         budget = 2 * (len(buffer) - 1).bit_length() + 1
         refused: list[BufferedReflection] = []
         kept: list[BufferedReflection] = []
-        consolidated, blob_refused, drafts, reason = False, False, 0, whole.reason
+        consolidated, blob_refused, blob_fine, drafts = False, False, False, 0
+        reason = whole.reason
         while parts and drafts < budget and not blob_refused:
             part = parts.pop(0)
             if part is buffer:  # a buffer of one: its draft was the whole one
@@ -172,10 +173,11 @@ class ConsolidateScopeWorkflow:
                 parts[:0] = _halves(part)
             elif not outcome.refused:
                 kept.append(part[0])
-            elif consolidated or not (blob_refused := await self._blob_refused(req, summary)):
-                refused.append(part[0])
             else:
-                kept.append(part[0])
+                if not (consolidated or blob_fine):  # asked once: the blob does not change here
+                    blob_refused = await self._blob_refused(req, summary)
+                    blob_fine = not blob_refused
+                (kept if blob_refused else refused).append(part[0])
         aside = [r.reflection_id for r in refused if await self._set_aside(req, r)]
         summary.set_aside += aside
         left = sum(len(p) for p in parts)

@@ -196,3 +196,21 @@ async def test_a_buffer_too_big_for_the_models_context_is_consolidated_in_parts(
     assert blob is not None and all(f"- {item}" in blob.content for item in "vwxyz")
     assert await h.buffered(h.key("user")) == []
     assert (summary.absorbed, summary.set_aside, summary.degraded) == (5, [], None)
+
+
+async def test_two_refused_reflections_first_in_the_buffer_are_both_set_aside(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """Nothing consolidated yet when the first is found: the blob drafted alone, once, shows the
+    provider refuses their texts, not the blob."""
+    h = await Harness.create(time_env, tmp_path, reflections=ReflectionSettings(threshold_user=9))
+    await _buffered(h, ["forbidden a", "forbidden b", "c", "d"])
+    h.llm.defaults["consolidate"] = _filtered
+    summary = await _consolidate_user(h)
+
+    aside = {r.content for r in await h.store.list_reflections(h.key("user"))}
+    assert aside == {"forbidden a", "forbidden b"} and len(summary.set_aside) == 2
+    blob = await h.store.get_consolidated(h.key("user"))
+    assert blob is not None and "- c" in blob.content and "- d" in blob.content
+    # The whole, [a b], [a], the blob alone, [b], [c d].
+    assert len(h.llm.calls("consolidate")) == 6
