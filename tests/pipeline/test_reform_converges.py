@@ -8,12 +8,9 @@ records written as the formation's commit writes them, tests/store/test_contract
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from dataclasses import replace
 from datetime import timedelta
-from pathlib import Path
 
-import pytest
 from pydantic import BaseModel
 
 from memory import ids
@@ -23,12 +20,11 @@ from memory.errors import MalformedOutputError
 from memory.llm.base import LLMRequest, LLMResult
 from memory.llm.heuristic import HeuristicProvider
 from memory.model_check import CheckReport, form_session
-from memory.models import AgentConfig, Fact, FactFilter, MessageIn
+from memory.models import Fact, FactFilter, MessageIn
 from memory.prompts.extract_facts import ExtractedFacts
 from memory.reform import reform
 from memory.settings import Settings
 from memory.store.base import MemoryStore
-from memory.store.sqlite import SQLiteStore
 from tests.fakes import WordHashEmbedder, facts_input
 from tests.pipeline.test_reform_reflections import record
 from tests.store.test_contract_degraded import recording
@@ -67,15 +63,6 @@ class SaysItAgain(HeuristicProvider):
                     fact.content = fact.content.replace(" is ", " is now ", 1)
             self.seen.add(said)
         return result
-
-
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[MemoryStore]:
-    opened = SQLiteStore(tmp_path / "mnemos.db")
-    await opened.setup()
-    await opened.upsert_agent(AgentConfig(agent_id="eve", name="Eve"))
-    yield opened
-    await opened.close()
 
 
 def _deps(store: MemoryStore, llm: SaysItAgain) -> Deps:

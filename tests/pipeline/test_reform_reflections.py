@@ -7,10 +7,8 @@ formation's commit writes them, tests/store/test_contract_degraded.py)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from dataclasses import replace
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 from pydantic import BaseModel
@@ -22,12 +20,11 @@ from memory.errors import InvalidInputError, MalformedOutputError
 from memory.llm.base import LLMRequest, LLMResult
 from memory.llm.heuristic import HeuristicProvider
 from memory.model_check import CheckReport, form_session
-from memory.models import AgentConfig, FactFilter, MessageIn
+from memory.models import FactFilter, MessageIn
 from memory.prompts.extract_facts import ExtractedFacts
 from memory.reform import reform
 from memory.settings import Settings
 from memory.store.base import MemoryStore
-from memory.store.sqlite import SQLiteStore
 from tests.fakes import WordHashEmbedder, facts_input, reflections_input
 from tests.store.test_contract_degraded import recording
 from tests.store.test_reform import T0, said
@@ -66,15 +63,6 @@ class Rewords(HeuristicProvider):
             self.seen.add(tuple(said))
             self.extracted.append(said)
         return result
-
-
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[MemoryStore]:
-    opened = SQLiteStore(tmp_path / "mnemos.db")
-    await opened.setup()
-    await opened.upsert_agent(AgentConfig(agent_id="eve", name="Eve"))
-    yield opened
-    await opened.close()
 
 
 def record(after: int, step: str) -> DegradedWindow:

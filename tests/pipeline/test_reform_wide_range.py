@@ -8,11 +8,7 @@ tests/store/test_contract_degraded.py)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import timedelta
-from pathlib import Path
-
-import pytest
 
 from memory import ids
 from memory.degraded import DECIDE_FACTS, DegradedWindow
@@ -23,18 +19,9 @@ from memory.models import AgentConfig, FactFilter, MessageIn
 from memory.reform import reform
 from memory.settings import Settings
 from memory.store.base import MemoryStore
-from memory.store.sqlite import SQLiteStore
 from tests.fakes import WordHashEmbedder
 from tests.store.test_contract_degraded import recording
 from tests.store.test_reform import T0, UndecidedHeuristic, said
-
-
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[MemoryStore]:
-    opened = SQLiteStore(tmp_path / "mnemos.db")
-    await opened.setup()
-    yield opened
-    await opened.close()
 
 
 def undecided(after: int, upto: int) -> DegradedWindow:
