@@ -255,10 +255,10 @@ class FactFilter(_Model):
 # ---------------------------------------------------------------- reflections and blobs
 
 
-# A reflection's absorbed_into_version when no consolidation could take it: its drafts' output stayed
-# unusable (a provider's content filter refused its text) while the rest of its buffer consolidated.
-# Out of the buffer, so it no longer holds back the scope; kept and listed, and editing it puts it
-# back in the buffer (memory.store.rules.blobs). Blob versions start at 1.
+# A reflection's absorbed_into_version when no consolidation could take it: the provider refused
+# its text (workflows/consolidate_scope.py says when that is shown). Out of the buffer, so it no
+# longer holds back the scope; kept and listed, and editing it puts it back in the buffer
+# (memory.store.rules.blobs). Blob versions start at 1.
 SET_ASIDE = 0
 
 

@@ -10,12 +10,11 @@ from __future__ import annotations
 import abc
 from collections.abc import Callable, Coroutine, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from memory.api_keys import ApiKey
 from memory.errors import NotFoundError
 from memory.models import (
-    SET_ASIDE,
     ConsolidatedMemory,
     Fact,
     FactFilter,
@@ -27,8 +26,9 @@ from memory.models import (
 from memory.store.base import MemoryStore, Vector
 from memory.store.snapshots import SnapshotReads
 
-# Below every version (set aside is 0): the buffer alone.
-_BUFFERED = SET_ASIDE - 1
+# Which reflections a listing reads: the buffer alone is the context's and the consolidation's
+# (a partial index of its own on SQLite); those in no blob add the set-aside ones.
+type Which = Literal["buffered", "in_no_blob", "all"]
 
 
 class SharedReads(MemoryStore):
@@ -161,12 +161,12 @@ class SharedReads(MemoryStore):
 
     @abc.abstractmethod
     async def _reflections(
-        self, key: ScopeKey, *, up_to_version: int | None, newest_first: bool, limit: int | None
+        self, key: ScopeKey, *, which: Which, newest_first: bool, limit: int | None
     ) -> list[Reflection]:
-        """The key's reflections (only those buffered, absorbed_into_version None, or absorbed
-        into a version <= ``up_to_version`` when it is given) ordered by formed_at, then by
-        insertion (the later stored last), in that direction; at most ``limit`` (> 0) of them,
-        all of them for None."""
+        """The key's reflections (``which``: the buffered ones, absorbed_into_version None; those
+        in no blob, the buffered and the set-aside ones, SET_ASIDE; or all) ordered by
+        formed_at, then by insertion (the later stored last), in that direction; at most
+        ``limit`` (> 0) of them, all of them for None."""
 
     async def unabsorbed_reflections(
         self, key: ScopeKey, *, limit: int | None = None, newest_first: bool = False
@@ -174,7 +174,7 @@ class SharedReads(MemoryStore):
         if limit is not None and limit <= 0:
             return []
         return await self._reflections(
-            key, up_to_version=_BUFFERED, newest_first=newest_first, limit=limit
+            key, which="buffered", newest_first=newest_first, limit=limit
         )
 
     async def list_reflections(
@@ -183,8 +183,8 @@ class SharedReads(MemoryStore):
         if limit <= 0:
             return []
         # Not absorbed: the buffer and the set-aside ones a person may still correct.
-        up_to = None if include_absorbed else SET_ASIDE
-        return await self._reflections(key, up_to_version=up_to, newest_first=True, limit=limit)
+        which: Which = "all" if include_absorbed else "in_no_blob"
+        return await self._reflections(key, which=which, newest_first=True, limit=limit)
 
     # ------------------------------------------------------------ change counters and epochs
 

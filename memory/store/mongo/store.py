@@ -28,6 +28,7 @@ from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.errors import CollectionInvalid
 
 from memory.models import (
+    SET_ASIDE,
     AgentConfig,
     Fact,
     FactFilter,
@@ -57,6 +58,7 @@ from memory.store.mongo.writes import apply_writes
 from memory.store.planned import PlannedStore
 from memory.store.records import vector_bytes, vector_of_bytes
 from memory.store.rules import Plan, Request, check_query_dimension
+from memory.store.shared_reads import Which
 from memory.store.snapshots import SnapshotReads, run_planned
 
 
@@ -183,12 +185,13 @@ class MongoStore(
     # ------------------------------------------------------------ reflections and blobs
 
     async def _reflections(
-        self, key: ScopeKey, *, up_to_version: int | None, newest_first: bool, limit: int | None
+        self, key: ScopeKey, *, which: Which, newest_first: bool, limit: int | None
     ) -> list[Reflection]:
         query: Doc = {"scope_key": key.key}
-        if up_to_version is not None:
-            absorbed = {"absorbed_into_version": {"$lte": up_to_version}}
-            query["$or"] = [{"absorbed_into_version": None}, absorbed]
+        if which == "buffered":
+            query["absorbed_into_version"] = None
+        elif which == "in_no_blob":
+            query["absorbed_into_version"] = {"$in": [None, SET_ASIDE]}
         direction = -1 if newest_first else 1
         cursor = self._db.reflections.find(query).sort(
             [("formed_at", direction), ("ins", direction)]

@@ -19,6 +19,7 @@ from memory.api_keys import ApiKey
 from memory.degraded import DegradedWindow
 from memory.directory import AgentUser
 from memory.models import (
+    SET_ASIDE,
     AgentConfig,
     Fact,
     FactFilter,
@@ -32,6 +33,7 @@ from memory.store.base import ReembedItem, Vector
 from memory.store.counts import ExportData
 from memory.store.planned import PlannedStore
 from memory.store.rules import Plan, Request, Write
+from memory.store.shared_reads import Which
 from memory.store.snapshots import SnapshotReads, run_planned
 from memory.store.sql import degraded, facts
 from memory.store.sql import sessions as ss
@@ -197,19 +199,20 @@ class SqlStore[D: Db](PlannedStore):
     # ------------------------------------------------------------ reflections and blobs
 
     async def _reflections(
-        self, key: ScopeKey, *, up_to_version: int | None, newest_first: bool, limit: int | None
+        self, key: ScopeKey, *, which: Which, newest_first: bool, limit: int | None
     ) -> list[Reflection]:
-        state, params = "", list[object]([key.key])
-        if up_to_version is not None:
-            state = " AND (absorbed_into_version IS NULL OR absorbed_into_version <= %s)"
-            params.append(up_to_version)
+        state = {
+            "buffered": " AND absorbed_into_version IS NULL",
+            "in_no_blob": f" AND coalesce(absorbed_into_version, {SET_ASIDE}) = {SET_ASIDE}",
+            "all": "",
+        }[which]
         order = "DESC" if newest_first else "ASC"
 
         async def load(db: Db) -> list[Reflection]:
             rows = await db.fetch(
                 f"SELECT * FROM reflections WHERE scope_key = %s{state} "
                 f"ORDER BY formed_at {order}, {db.ord} {order} LIMIT %s",
-                (*params, db.no_limit if limit is None else limit),
+                (key.key, db.no_limit if limit is None else limit),
             )
             return [db.reflection(row) for row in rows]
 
