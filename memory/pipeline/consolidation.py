@@ -17,7 +17,7 @@ from memory.ids import text_hash
 from memory.llm import choose_model
 from memory.llm.base import FIRST, LLMRequest, Retry
 from memory.lookup import require_agent
-from memory.models import ScopeKey
+from memory.models import SET_ASIDE, ScopeKey
 from memory.pipeline.types import (
     BufferedReflection,
     ConsolidationDraft,
@@ -139,7 +139,14 @@ async def buffered(deps: Deps, key: ScopeKey) -> list[BufferedReflection]:
 
 
 async def set_aside(deps: Deps, key: ScopeKey, reflection: BufferedReflection) -> bool:
-    """Take out of the buffer a reflection no draft could take (its text unchanged since)."""
-    return await deps.store.set_aside_reflection(
-        key, reflection.reflection_id, content_hash=reflection.content_hash
+    """Take out of the buffer a reflection no draft could take (its text unchanged since). True
+    as well when it already is, with that text: a retry whose first attempt's reply was lost."""
+    rid, drafted = reflection.reflection_id, reflection.content_hash
+    if await deps.store.set_aside_reflection(key, rid, content_hash=drafted):
+        return True
+    now = await deps.store.get_reflection(rid)
+    return (
+        now is not None
+        and now.absorbed_into_version == SET_ASIDE
+        and text_hash(now.content) == drafted
     )
