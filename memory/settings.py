@@ -215,7 +215,9 @@ class SessionSettings(_Group):
 
 class EmbeddingSettings(_Group):
     provider: Literal["auto", "local", "openai", "gemini"] = Field(
-        "local", description="Embedding provider; local = MiniLM int8 shipped in a PyPI wheel"
+        "local",
+        description="Embedding provider; local = MiniLM int8 shipped in a PyPI wheel; auto = the"
+        " LLM's vendor (openai, gemini), else local",
     )
     openai_model: str = Field("text-embedding-3-small", description="OpenAI embedding model")
     gemini_model: str = Field("gemini-embedding-001", description="Gemini embedding model")

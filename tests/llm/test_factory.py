@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from memory.embedding import make_embedder
+from memory.embedding import embedding_vendor, make_embedder
 from memory.embedding.gemini_embedder import GeminiEmbedder
 from memory.embedding.local import LocalMiniLMEmbedder
 from memory.embedding.openai_embedder import OpenAIEmbedder
@@ -149,8 +149,11 @@ def test_the_default_models_follow_seed_002() -> None:
     assert choose_model(config, "gemini", "reflection", 1) == "gemini-3-pro-preview"
 
 
-def embedding_settings(provider: str) -> Settings:
-    return Settings(embedding=EmbeddingSettings.model_validate({"provider": provider}))
+def embedding_settings(embedder: str, **models: object) -> Settings:
+    return Settings(
+        embedding=EmbeddingSettings.model_validate({"provider": embedder}),
+        models=ModelSettings.model_validate(models),
+    )
 
 
 async def test_embedder_choice(no_keys: pytest.MonkeyPatch) -> None:
@@ -163,12 +166,48 @@ async def test_embedder_choice(no_keys: pytest.MonkeyPatch) -> None:
     assert isinstance(gemini, GeminiEmbedder)
     assert (gemini.model, gemini.dimension) == ("gemini-embedding-001", 768)
 
+    no_keys.delenv("GEMINI_API_KEY")
     no_keys.setenv("OPENAI_API_KEY", "sk-test")
     openai = make_embedder(embedding_settings("auto"))
     assert isinstance(openai, OpenAIEmbedder)
     assert (openai.model, openai.dimension) == ("text-embedding-3-small", 1536)
     for embedder in (local, gemini, openai):
         await embedder.close()
+
+
+def test_auto_embeddings_follow_the_llms_vendor(no_keys: pytest.MonkeyPatch) -> None:
+    """With both vendors' keys exported the LLM is Gemini's (the settings' order), and so are the
+    embeddings: the facts go to one vendor, not to OpenAI because its key is also there."""
+    no_keys.setenv("GEMINI_API_KEY", "AIza-env")
+    no_keys.setenv("OPENAI_API_KEY", "sk-env")
+    assert embedding_vendor(embedding_settings("auto")) == ("gemini", "AIza-env")
+    chosen = embedding_settings("auto", provider="openai")
+    assert embedding_vendor(chosen) == ("openai", "sk-env")
+
+
+def test_auto_embeddings_stay_local_beside_a_local_llm(no_keys: pytest.MonkeyPatch) -> None:
+    """An LLM on the user's own server and an OPENAI_API_KEY exported for other tools: the facts'
+    vectors are made here, not at OpenAI."""
+    no_keys.setenv("OPENAI_API_KEY", "sk-env")
+    own = embedding_settings("auto", base_url="http://127.0.0.1:8080/v1")
+    assert embedding_vendor(own) == ("local", None)
+    assert isinstance(make_embedder(own), LocalMiniLMEmbedder)
+    offline = embedding_settings("auto", provider="heuristic")
+    assert embedding_vendor(offline) == ("local", None)
+
+
+def test_an_embedder_gets_the_llms_key_only_from_the_same_vendor(
+    no_keys: pytest.MonkeyPatch,
+) -> None:
+    configured = embedding_settings("openai", provider="openai", api_key="sk-configured")
+    assert embedding_vendor(configured) == ("openai", "sk-configured")
+    # A key configured for the user's own server never goes to OpenAI's embeddings.
+    own = {"base_url": "http://127.0.0.1:8080/v1", "api_key": "own-server-key"}
+    assert embedding_vendor(embedding_settings("openai", **own)) == ("openai", None)
+    no_keys.setenv("OPENAI_API_KEY", "sk-env")
+    assert embedding_vendor(embedding_settings("openai", **own)) == ("openai", "sk-env")
+    with pytest.raises(ProviderError):
+        make_embedder(embedding_settings("gemini", provider="openai", api_key="sk-configured"))
 
 
 @pytest.mark.parametrize("provider", ["openai", "gemini"])
