@@ -98,6 +98,11 @@ class SearchHit(_Out):
     bm25: float | None  # best text score (None: no query word matched)
     updated_at: datetime
     said_at: datetime | None = None  # when it was said: its latest source message (None: unknown)
+    # Where it was said (the fact's provenance, as GET /facts/{id} gives it to the same caller):
+    # a backend can cite or show those messages. Not in the tool's text: the model has no use
+    # for ids, and each would cost it tokens.
+    source_session_id: str | None = None
+    source_message_ids: tuple[str, ...] = ()
 
 
 class Candidate(_Out):
@@ -298,6 +303,8 @@ async def search_facts(
             bm25=evidence["text"].get(f.hit.fact.fact_id),
             updated_at=f.hit.fact.updated_at,
             said_at=f.hit.fact.said_at,
+            source_session_id=f.hit.fact.source_session_id,
+            source_message_ids=tuple(f.hit.fact.source_message_ids),
         )
         for f in best
     ]

@@ -124,6 +124,7 @@ class MemoryWriter:
         self,
         facts: Sequence[tuple[str, FactScope, str | None, str]],
         said_at: datetime | None = None,
+        sources: tuple[str, ...] = (),
     ) -> list[FactAdd]:
         batch = await self.embedder.embed([content for _, _, _, content in facts])
         return [
@@ -133,6 +134,7 @@ class MemoryWriter:
                 user_id=user_id,
                 content=content,
                 embedding=batch.vectors[i].tolist(),
+                source_message_ids=sources,
                 said_at=said_at,
             )
             for i, (fact_id, scope, user_id, content) in enumerate(facts)
@@ -144,11 +146,12 @@ class MemoryWriter:
         when: datetime = T0,
         session: str | None = None,
         said_at: datetime | None = None,
+        sources: tuple[str, ...] = (),
     ) -> None:
         """Add (fact_id, scope, user_id, content) facts in one commit at ``when``, formed in
-        ``session`` (default: the writer's setup session), said at ``said_at`` (None: facts of a
-        store older than said_at)."""
-        await self._commit(when, await self._adds(facts, said_at), session=session)
+        ``session`` (default: the writer's setup session) from the messages ``sources``, said
+        at ``said_at`` (None: facts of a store older than said_at)."""
+        await self._commit(when, await self._adds(facts, said_at, sources), session=session)
 
     async def replace(
         self, old_id: str, new: tuple[str, FactScope, str | None, str], when: datetime = T0

@@ -118,6 +118,23 @@ async def test_a_hit_says_when_it_was_said_and_its_age_counts_from_then(
     assert top.age == "5d ago"
 
 
+async def test_a_hit_names_the_messages_it_was_formed_from(store: MemoryStore) -> None:
+    await seed(store)
+    await MemoryWriter(store, "a1").facts(
+        ("f-move", "agent", None, "The team moved to Porto on 24 February 2025"),
+        session="s-move",
+        sources=("m-3", "m-4"),
+    )
+
+    top = (await ask(store, "team moved to Porto")).hits[0]
+
+    assert (top.fact_id, top.source_session_id, top.source_message_ids) == (
+        "f-move",
+        "s-move",
+        ("m-3", "m-4"),
+    )
+
+
 async def test_a_user_sees_their_own_user_facts_and_never_another_users(store: MemoryStore) -> None:
     await seed(store)
 

@@ -1118,6 +1118,13 @@ export interface components {
             updated_at: string;
             /** Said At */
             said_at?: string | null;
+            /** Source Session Id */
+            source_session_id?: string | null;
+            /**
+             * Source Message Ids
+             * @default []
+             */
+            source_message_ids?: string[];
         };
         /** SearchRequest */
         SearchRequest: {
