@@ -1,5 +1,5 @@
 """`python -m cli …` is `mnemos …` (for a venv whose scripts are not on PATH)."""
 
-from cli.app import app
+from cli.app import main
 
-app()
+main()

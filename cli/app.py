@@ -11,6 +11,7 @@ import typer
 
 from cli import degraded, lifecycle, manage, memory_commands, ops, reembed, schedule
 from cli.check_model import check_model_command
+from memory.settings_errors import InvalidSettingsError
 from runtime.codec_server import codec_server
 from serve.commands import keys_app, mcp_app, serve_app
 
@@ -58,5 +59,15 @@ app.command(rich_help_panel="Your data")(lifecycle.export)
 app.command(rich_help_panel="Your data")(lifecycle.forget)
 
 
+def main() -> None:
+    """The `mnemos` entry point. Commands of other packages (serve/, runtime/) read the settings
+    themselves: settings that do not validate are one line whichever command met them."""
+    try:
+        app()
+    except InvalidSettingsError as e:
+        typer.echo(f"error: {e}", err=True)
+        raise SystemExit(1) from None
+
+
 if __name__ == "__main__":
-    app()
+    main()

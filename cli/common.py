@@ -6,8 +6,6 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
-import os
-import re
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Annotated, Any, NoReturn
@@ -15,16 +13,16 @@ from typing import Annotated, Any, NoReturn
 import typer
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import to_jsonable_python
-from pydantic_settings import SettingsError
 from rich.console import Console
 from temporalio.client import Client, WorkflowFailureError
 from temporalio.service import RPCError
 
 from memory.errors import MnemosError
-from memory.logging import configure_logging
+from memory.logging import configure_logging, redact_text
 from memory.lookup import require_agent, require_session
 from memory.models import AgentConfig, Id, SessionInfo
-from memory.settings import Settings
+from memory.settings import Settings, read_settings
+from memory.settings_errors import InvalidSettingsError, validation_line
 from memory.store import MemoryStore, open_store
 from runtime.connection import connect, connect_config
 
@@ -32,59 +30,23 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print the result as JS
 
 _ID = TypeAdapter(Id)
 
+# The modules of the stores' drivers (their exception classes'): errors from them are the store's.
+_STORE_DRIVERS = frozenset({"psycopg", "psycopg_pool", "pymongo", "bson", "sqlite3"})
+
 
 def fail(message: str, code: int = 1) -> NoReturn:
-    """One line on stderr and a non-zero exit: what an operator reads, never a traceback."""
-    typer.echo(f"error: {message}", err=True)
+    """One line on stderr and a non-zero exit: what an operator reads, never a traceback, never
+    a credential it quotes (a DSN in a driver's message)."""
+    typer.echo(f"error: {redact_text(message)}", err=True)
     raise typer.Exit(code)
-
-
-def _validation_line(err: ValidationError) -> str:
-    parts = []
-    for e in err.errors()[:3]:
-        where = ".".join(str(p) for p in e["loc"]) or "input"
-        parts.append(f"{where}: {e['msg']}")
-    more = f" (+{err.error_count() - 3} more)" if err.error_count() > 3 else ""
-    return "; ".join(parts) + more
-
-
-def _settings_error_line(err: SettingsError) -> str:
-    """What pydantic-settings could not parse (a structured variable that is no JSON), by field and
-    variable name. Never the value, which may be a secret: values of MNEMOS_* variables are cut
-    out of the cause's message too."""
-    match = re.search(r'field "([^"]+)"', str(err))
-    field = match.group(1) if match else None
-    variables = sorted(
-        name
-        for name in os.environ
-        if field is not None
-        and (
-            name.upper() == f"MNEMOS_{field.upper()}"
-            or name.upper().startswith(f"MNEMOS_{field.upper()}__")
-        )
-    )
-    where = field or "environment"
-    if variables:
-        where += f" ({', '.join(variables)})"
-    cause = err.__cause__
-    if cause is None:
-        return f"{where}: {err}"
-    detail = str(cause)
-    for name, value in os.environ.items():
-        if name.upper().startswith("MNEMOS_") and len(value) >= 3:
-            detail = detail.replace(value, "[redacted]")
-    kind = "not valid JSON" if isinstance(cause, json.JSONDecodeError) else "cannot be parsed"
-    return f"{where}: {kind} ({detail})"
 
 
 def load_settings() -> Settings:
     """Settings from MNEMOS_* variables, read fresh (a test or a shell may change them)."""
     try:
-        settings = Settings()
-    except ValidationError as e:
-        fail(f"invalid settings: {_validation_line(e)}")
-    except SettingsError as e:
-        fail(f"invalid settings: {_settings_error_line(e)}")
+        settings = read_settings()
+    except InvalidSettingsError as e:
+        fail(str(e))
     configure_logging("warning" if settings.log_level == "info" else settings.log_level)
     return settings
 
@@ -102,7 +64,7 @@ def _message(err: BaseException, settings: Settings) -> str | None:
     """The line an operator reads for an expected failure; None for a bug (keep its traceback)."""
     match err:
         case ValidationError():
-            return f"invalid input: {_validation_line(err)}"
+            return f"invalid input: {validation_line(err)}"
         case MnemosError():
             return str(err)
         case RPCError():
@@ -111,6 +73,9 @@ def _message(err: BaseException, settings: Settings) -> str | None:
             return f"the run failed: {_causes(err.cause)} (its history is in the Temporal UI)"
         case OSError() | json.JSONDecodeError():
             return str(err)
+        case _ if type(err).__module__.partition(".")[0] in _STORE_DRIVERS:
+            # A DSN or URI that does not parse, a server that refuses: the operator's to mend.
+            return f"store ({settings.store.backend}): {' '.join(str(err).split())}"
         case RuntimeError() if str(err).startswith("Failed client connect"):
             return (
                 f"cannot connect to Temporal at {_target(settings)}: is it running? "

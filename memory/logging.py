@@ -11,16 +11,25 @@ from typing import Any
 import structlog
 
 _SECRET_KEYS = re.compile(r"(api[_-]?key|token|secret|password|authorization|uri)", re.IGNORECASE)
-_URI_CREDENTIALS = re.compile(r"(\w+://)[^/@\s]+@")
+# A URI's user:password (a mistyped "postgresql//" too) and a libpq keyword's password.
+_URI_CREDENTIALS = re.compile(r"(//)[^/@\s]+@")
+_KEYWORD_PASSWORD = re.compile(r"\b(password|passwd|pwd)(\s*=\s*)('[^']*'|\S+)", re.IGNORECASE)
+
+
+def redact_text(text: str) -> str:
+    """``text`` without the credentials it may quote (an exception's message, a traceback)."""
+    text = _URI_CREDENTIALS.sub(r"\1[redacted]@", text)
+    return _KEYWORD_PASSWORD.sub(r"\1\2[redacted]", text)
 
 
 def _redact(_: Any, __: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
-    """Never log a secret: drop values of secret-looking keys and credentials inside URIs."""
+    """Never log a secret: drop values of secret-looking keys and credentials inside strings.
+    Runs after format_exc_info, so a traceback's messages are redacted as well."""
     for key, value in list(event.items()):
         if key != "event" and _SECRET_KEYS.search(key) and not key.endswith(("_tokens", "_count")):
             event[key] = "[redacted]"
         elif isinstance(value, str):
-            event[key] = _URI_CREDENTIALS.sub(r"\1[redacted]@", value)
+            event[key] = redact_text(value)
     return event
 
 
@@ -46,14 +55,15 @@ def configure_logging(level: str = "info") -> None:
         structlog.contextvars.merge_contextvars,
         structlog.processors.add_log_level,
         structlog.processors.TimeStamper(fmt="iso", utc=True),
+    ]
+    # The traceback rendered, then redacted, then written.
+    last: list[Any] = [
+        structlog.processors.format_exc_info,
         _redact,
+        structlog.processors.JSONRenderer(),
     ]
     structlog.configure(
-        processors=[
-            *shared,
-            structlog.processors.format_exc_info,
-            structlog.processors.JSONRenderer(),
-        ],
+        processors=[*shared, *last],
         wrapper_class=structlog.make_filtering_bound_logger(lvl),
         logger_factory=_stderr_logger,
         cache_logger_on_first_use=True,
@@ -61,7 +71,10 @@ def configure_logging(level: str = "info") -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(
         structlog.stdlib.ProcessorFormatter(
-            processor=structlog.processors.JSONRenderer(), foreign_pre_chain=shared
+            # ExtraAdder: a stdlib record's extra= fields (the workflows' step, reason, ids; the
+            # SDK's temporal_workflow / temporal_activity) are the line's fields.
+            foreign_pre_chain=[*shared, structlog.stdlib.ExtraAdder()],
+            processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, *last],
         )
     )
     root = logging.getLogger()

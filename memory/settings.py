@@ -12,10 +12,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal, Self
 
-from pydantic import BaseModel, Field, SecretStr, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import BaseModel, Field, SecretStr, ValidationError, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 
 from memory.settings_codec import CodecSettings as CodecSettings
+from memory.settings_errors import invalid_settings
 from memory.settings_models import ModelSettings as ModelSettings
 from memory.settings_rate_limit import RateLimitSettings as RateLimitSettings
 from memory.settings_temporal import TemporalSettings as TemporalSettings
@@ -24,7 +25,7 @@ Scope = Literal["agent", "user", "session"]
 
 
 class _Group(BaseModel):
-    model_config = {"extra": "forbid", "frozen": True}
+    model_config = {"extra": "forbid", "frozen": True, "hide_input_in_errors": True}
 
 
 class FormationSettings(_Group):
@@ -316,8 +317,13 @@ class StoreSettings(_Group):
 class Settings(BaseSettings):
     """All of mnemos' configuration. ``Settings()`` reads the environment."""
 
+    # hide_input_in_errors: a value that fails validation may be a secret (a key, a DSN).
     model_config = SettingsConfigDict(
-        env_prefix="MNEMOS_", env_nested_delimiter="__", extra="forbid", frozen=True
+        env_prefix="MNEMOS_",
+        env_nested_delimiter="__",
+        extra="forbid",
+        frozen=True,
+        hide_input_in_errors=True,
     )
 
     formation: FormationSettings = FormationSettings()
@@ -371,7 +377,16 @@ class Settings(BaseSettings):
         return self
 
 
+def read_settings() -> Settings:
+    """The settings in the environment now, or InvalidSettingsError: one line naming what is
+    wrong, never a value (``from None``: no traceback of pydantic's, which quotes the input)."""
+    try:
+        return Settings()
+    except (ValidationError, SettingsError) as e:
+        raise invalid_settings(e) from None
+
+
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
-    """The process-wide settings, read once from the environment."""
-    return Settings()
+    """The process-wide settings, read once from the environment (``read_settings``)."""
+    return read_settings()

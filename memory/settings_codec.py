@@ -18,7 +18,7 @@ class CodecSettings(BaseModel):
     on when a key is set. Rotation: put the old key under ``previous_keys`` and set a new
     ``key``/``key_id``; histories written with the old key still decode."""
 
-    model_config = {"extra": "forbid", "frozen": True}
+    model_config = {"extra": "forbid", "frozen": True, "hide_input_in_errors": True}
 
     key: SecretStr | None = Field(
         None, description="Active AES-256 key, base64 of 32 random bytes (None: no encryption)"

@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field, SecretStr
 
 
 class _Group(BaseModel):
-    model_config = {"extra": "forbid", "frozen": True}
+    model_config = {"extra": "forbid", "frozen": True, "hide_input_in_errors": True}
 
 
 class ModelSettings(_Group):

@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 
 
 class _Group(BaseModel):
-    model_config = {"extra": "forbid", "frozen": True}
+    model_config = {"extra": "forbid", "frozen": True, "hide_input_in_errors": True}
 
 
 class RateLimitSettings(_Group):

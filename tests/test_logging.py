@@ -47,3 +47,49 @@ def test_json_lines_with_ids_and_no_secrets(capsys: pytest.CaptureFixture[str]) 
     assert "pw@" not in line["note"] and "[redacted]@db.local" in line["note"]
     assert line["input_tokens"] == 42  # a count is not a secret
     assert "sk-live-123" not in json.dumps(line) and "hunter2" not in json.dumps(line)
+
+
+def _lines(capsys: pytest.CaptureFixture[str]) -> list[dict[str, object]]:
+    return [json.loads(line) for line in capsys.readouterr().err.strip().splitlines()]
+
+
+@pytest.mark.usefixtures("restored_logging")
+def test_an_exceptions_text_is_redacted_in_our_logs_and_the_libraries(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A driver's error quotes the DSN it was given: the traceback logged with it must not."""
+    configure_logging("info")
+    try:
+        raise ConnectionError('no server: "host=db user=mnemos password=S3cretPW"')
+    except ConnectionError as e:
+        get_logger(agent_id="eve").error("request failed", exc_info=e)
+        logging.getLogger("temporalio.activity").warning(
+            "Completing activity as failed", exc_info=True
+        )
+    try:
+        raise ValueError("cannot parse postgresql//mnemos:Hunter2@db/mnemos")
+    except ValueError:
+        logging.getLogger("some.library").exception("bad dsn")
+
+    ours, sdks, library = _lines(capsys)
+    for line in (ours, sdks, library):
+        assert "Traceback" in str(line["exception"]), line  # the traceback itself is kept
+        assert "S3cretPW" not in json.dumps(line) and "Hunter2" not in json.dumps(line)
+    assert "password=[redacted]" in str(sdks["exception"])
+    assert "postgresql//[redacted]@db/mnemos" in str(library["exception"])
+
+
+@pytest.mark.usefixtures("restored_logging")
+def test_a_library_records_extra_fields_are_the_lines_fields(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The workflows log through the SDK's stdlib logger with extra=: those fields (the step, the
+    reason, the run's ids) must reach the line, or the log says only that something fell back."""
+    configure_logging("info")
+    logging.getLogger("temporalio.workflow").warning(
+        "model output unusable after retries: fallback taken",
+        extra={"step": "extract_facts", "temporal_workflow": {"workflow_id": "form:eve:s1"}},
+    )
+    (line,) = _lines(capsys)
+    assert line["step"] == "extract_facts"
+    assert line["temporal_workflow"] == {"workflow_id": "form:eve:s1"}

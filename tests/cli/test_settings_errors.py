@@ -3,8 +3,13 @@ line naming the field and variable, like an invalid one: never a traceback, neve
 
 from __future__ import annotations
 
+import base64
+import os
+import subprocess
+import sys
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from cli.app import app
@@ -30,3 +35,55 @@ def test_a_structured_setting_that_is_not_json_is_one_line_naming_it(tmp_path: P
     assert "MNEMOS_CODEC__SERVER_ORIGINS" in lines[0] and "JSON" in lines[0]
     assert "Traceback" not in result.stdout + result.stderr
     assert secret not in result.stdout + result.stderr
+
+
+def _mnemos(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """The command as an operator runs it (its entry point, not the runner: the commands of
+    serve/ and runtime/ read their settings outside cli.common)."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("MNEMOS_")}
+    return subprocess.run(
+        [sys.executable, "-m", "cli", *args],
+        env=clean | env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+# One command of each package that reads its own settings (serve/, runtime/).
+@pytest.mark.parametrize("command", [["keys", "list"], ["codec-server"]])
+def test_invalid_settings_are_one_line_without_the_secrets_beside_them(
+    tmp_path: Path, command: list[str]
+) -> None:
+    dsn_password, codec_key = "S3cretPW-0815", base64.b64encode(bytes(range(32))).decode()
+    env = {
+        "MNEMOS_STORE__BACKEND": "postgres",
+        "MNEMOS_STORE__POSTGRES_DSN": f"postgresql://mnemos:{dsn_password}@db/mnemos",
+        "MNEMOS_CODEC__KEY": codec_key,
+        "MNEMOS_RAG__TOP_K_MIN": "20",  # above the default top_k: invalid
+    }
+
+    result = _mnemos(command, env)
+
+    assert result.returncode == 1, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: invalid settings:"), result.stderr
+    assert "top_k_min" in lines[0]
+    out = result.stdout + result.stderr
+    assert dsn_password not in out and codec_key[8:40] not in out
+
+
+def test_a_dsn_the_driver_cannot_parse_is_one_line_without_its_password(tmp_path: Path) -> None:
+    env = {
+        "MNEMOS_STORE__BACKEND": "postgres",
+        "MNEMOS_STORE__POSTGRES_DSN": "postgresql//mnemos:S3cretPW-0815@db/mnemos",  # no ":"
+        "MNEMOS_TEMPORAL__ADDRESS": f"127.0.0.1:{free_port()}",
+    }
+
+    result = runner.invoke(app, ["setup"], env=env)
+
+    assert result.exit_code == 1, result.stdout
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: store (postgres): "), result.stderr
+    assert "S3cretPW" not in result.stdout + result.stderr
