@@ -133,7 +133,15 @@ def _finish(settings: Settings, batches: list[ImportBatch], dry_run: bool, as_js
 
 @import_app.command("eden")
 def import_eden(
-    mongodb_uri: Annotated[str, typer.Option(help="Eden's MongoDB (only read).")],
+    mongodb_uri: Annotated[
+        str,
+        typer.Option(
+            "--mongodb-uri",
+            envvar="MNEMOS_EDEN_MONGODB_URI",
+            help="Eden's MongoDB (only read). With a password in the URI, set "
+            "MNEMOS_EDEN_MONGODB_URI instead: it stays out of `ps` and the shell history.",
+        ),
+    ],
     db: Annotated[str, typer.Option(help="Eden's database name.")],
     agent: Annotated[str | None, typer.Option(help="Only this Eden agent id.")] = None,
     dry_run: DryRun = False,

@@ -113,7 +113,7 @@ def test_the_image_runs_the_mnemos_cli_and_its_worker_by_default() -> None:
     assert entrypoint[-1] == ["mnemos"]
     assert cmd[-1] == ["worker"] and _is_cli_command(cmd[-1])
     scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
-    assert scripts["mnemos"] == "cli.app:app"  # what `pip install .` puts on PATH
+    assert scripts["mnemos"] == "cli.app:main"  # what `pip install .` puts on PATH
 
 
 def test_the_image_copies_what_exists_and_serves_metrics_on_all_interfaces() -> None:
@@ -151,7 +151,7 @@ def _compose() -> dict[str, Any]:
 def test_compose_runs_temporal_atlas_local_setup_and_n_workers() -> None:
     services = _compose()["services"]
     assert services["temporal"]["image"].startswith("temporalio/temporal:")
-    assert "8233:8233" in services["temporal"]["ports"]  # the Web UI
+    assert "127.0.0.1:8233:8233" in services["temporal"]["ports"]  # the Web UI, this host only
     assert services["mongodb"]["image"].startswith("mongodb/mongodb-atlas-local:")
     worker = services["worker"]
     assert worker["command"] == ["worker"]
