@@ -22,7 +22,7 @@ import contextvars
 import functools
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
@@ -110,13 +110,46 @@ def _llm_attributes(provider: str, request: _Request) -> dict[str, AttributeValu
     }
 
 
-def _record_usage(current: Span, result: Any) -> None:
+class Answered(NamedTuple):
+    """One answer a provider returned: what it cost, whatever the step then made of it."""
+
+    task: str
+    provider: str
+    model: str
+    input_tokens: int
+    output_tokens: int
+
+
+# The answers returned within ``answers_returned()``: the worker's metrics count them per activity
+# attempt (runtime.metrics), those the step's checks rejected included, which a step's own result
+# never reports (its attempt failed) though they cost their tokens.
+_answered: contextvars.ContextVar[list[Answered] | None] = contextvars.ContextVar(
+    "mnemos_answered", default=None
+)
+
+
+@contextmanager
+def answers_returned() -> Iterator[list[Answered]]:
+    """Collect every LLM answer returned in this context (and the tasks it starts)."""
+    answered: list[Answered] = []
+    token = _answered.set(answered)
+    try:
+        yield answered
+    finally:
+        _answered.reset(token)
+
+
+def _record_usage(current: Span, task: str, result: Any) -> None:
     usage = getattr(result, "usage", None)
     if usage is None:
         return
     current.set_attribute("gen_ai.response.model", usage.model)
     current.set_attribute("gen_ai.usage.input_tokens", usage.input_tokens)
     current.set_attribute("gen_ai.usage.output_tokens", usage.output_tokens)
+    if (answered := _answered.get()) is not None:
+        answered.append(
+            Answered(task, usage.provider, usage.model, usage.input_tokens, usage.output_tokens)
+        )
 
 
 def _traced_llm(method: AsyncMethod) -> AsyncMethod:
@@ -140,7 +173,7 @@ def _traced_llm(method: AsyncMethod) -> AsyncMethod:
                     # An unusable answer degrades this attempt: the step retries, then falls back.
                     current.set_attribute("mnemos.llm.degraded", _error_kind(err) == _REJECTED)
                     raise
-                _record_usage(current, result)
+                _record_usage(current, request.task, result)
                 current.set_attribute("mnemos.llm.degraded", False)
                 return result
         finally:

@@ -4,9 +4,10 @@ The endpoint belongs to a Temporal ``Runtime`` (``worker_runtime``): the SDK exp
 workflow and activity metrics there, and every metric below is created on that runtime's meter, so
 one scrape of ``http://<settings.temporal.metrics_bind>/metrics`` returns both.
 
-Worker side, ``MetricsInterceptor`` reads what the activities return (the LLM calls and token counts
-they report, embedding calls, commit and consolidation outcomes): no activity code knows about
-metrics, and a retried activity counts each attempt that finished. Client side, ``client.metrics``
+Worker side, ``MetricsInterceptor`` counts the LLM answers each activity attempt received
+(``memory.tracing.answers_returned``: those the step then rejected too) and reads what the
+activities return (embedding calls, commit and consolidation outcomes): no activity code knows
+about metrics, and a retried activity counts each attempt. Client side, ``client.metrics``
 counts context-cache hits and misses and times ``search_facts`` on the same names. On a runtime
 without Prometheus the meter is a no-op, so recording costs nothing where nobody scrapes.
 
@@ -33,6 +34,7 @@ from temporalio import activity
 from temporalio.common import MetricMeter
 from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
 
+from memory import tracing
 from memory.errors import ConflictError, MnemosError, StaleDecisionError
 from memory.pipeline.types import (
     CandidatesResult,
@@ -40,7 +42,6 @@ from memory.pipeline.types import (
     ConsolidationDraft,
     ConsolidationResult,
     DecisionsResult,
-    LlmCall,
 )
 from memory.settings import Settings
 from workflows.naming import DEGRADED_METRIC
@@ -129,7 +130,7 @@ def _domain_error(err: BaseException) -> BaseException:
     return err
 
 
-def _record_llm(meter: MetricMeter, calls: Sequence[LlmCall]) -> None:
+def _record_llm(meter: MetricMeter, calls: Sequence[tracing.Answered]) -> None:
     if not calls:
         return
     counter = meter.create_counter(LLM_CALLS, "LLM calls by model", "calls")
@@ -189,9 +190,6 @@ def record_result(
 ) -> None:
     """What a finished activity tells us. Activity names are those of activities/*.py."""
     _cold(meter, activity_type, result)
-    llm: list[LlmCall] | None = getattr(result, "llm", None)
-    if llm:
-        _record_llm(meter, llm)
     if activity_type == "load_formation_window" and result is None:
         _formation(meter, "nothing_due")
     elif isinstance(result, CommitResult):
@@ -231,12 +229,18 @@ def record_failure(
 class _ActivityMetrics(temporalio.worker.ActivityInboundInterceptor):
     async def execute_activity(self, input: temporalio.worker.ExecuteActivityInput) -> Any:
         activity_type = activity.info().activity_type
-        try:
-            result = await self.next.execute_activity(input)
-        except Exception as err:  # a cancellation is no outcome: the activity runs again
-            record_failure(activity.metric_meter(), activity_type, input.args, err)
-            raise
-        record_result(activity.metric_meter(), activity_type, result, input.args)
+        meter = activity.metric_meter()
+        # Every answer counts where it was returned, the attempt's outcome aside: an answer the
+        # step rejected (then retried, or fell back from) cost its tokens as well.
+        with tracing.answers_returned() as answered:
+            try:
+                result = await self.next.execute_activity(input)
+            except Exception as err:  # a cancellation is no outcome: the activity runs again
+                record_failure(meter, activity_type, input.args, err)
+                raise
+            finally:
+                _record_llm(meter, answered)
+        record_result(meter, activity_type, result, input.args)
         return result
 
 

@@ -28,6 +28,7 @@ from memory.settings import Settings, TemporalSettings
 from runtime import metrics
 from runtime.payloads import payload_data_converter
 from tests import grafana
+from tests.fakes import consolidated
 from tests.harness import Harness, conversation, facts, reflections
 
 
@@ -116,6 +117,36 @@ async def test_one_endpoint_serves_sdk_and_mnemos_metrics(
     # Every SDK metric deploy/grafana's dashboard charts is one this endpoint serves.
     charted = {grafana.metric(s) for s in grafana.series() if s.startswith("temporal_")}
     assert charted and charted <= set(scraped), charted - set(scraped)
+
+
+async def test_an_answer_its_step_rejected_is_counted_with_its_tokens(
+    dev_env: WorkflowEnvironment, tmp_path: Path, bind: str
+) -> None:
+    """A rejected answer cost its tokens: the run reports the answer it used, the metrics every
+    answer the model gave (the figure an operator sums for the bill)."""
+    runtime = metrics.worker_runtime(Settings(temporal=TemporalSettings(metrics_bind=bind)))
+    client = await Client.connect(
+        dev_env.client.service_client.config.target_host,
+        data_converter=payload_data_converter,
+        runtime=runtime,
+        interceptors=[metrics.MetricsInterceptor()],
+    )
+    h = await Harness.create(dev_env, tmp_path)
+    h.client = client
+    await h.record("s1", conversation(4))
+    h.llm.script("extract_reflections", reflections(user=["w", "x", "y", "z"]))
+    h.llm.script("consolidate", consolidated())  # no items: rejected, the next attempt is not
+    async with h.worker():
+        await h.form("s1")
+        result = await h.consolidation_result(h.key("user"))
+
+    scraped = await asyncio.to_thread(_scrape, bind)
+
+    assert len(h.llm.calls("consolidate")) == 2
+    assert [c.task for c in result.llm_calls] == ["consolidate"]  # the one the blob came from
+    assert _total(scraped["mnemos_llm_calls"], task="consolidate") == 2
+    used = result.llm_calls[0]
+    assert _total(scraped["mnemos_llm_tokens"], kind="output") >= 2 * used.output_tokens > 0
 
 
 def test_a_busy_metrics_address_is_one_clear_error(bind: str) -> None:
