@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
+from datetime import datetime
 
 _SPACE = re.compile(r"\s+")
 
@@ -29,9 +30,24 @@ def _digest(*parts: object) -> str:
     return hashlib.sha256("\x1f".join(str(p) for p in parts).encode()).hexdigest()[:24]
 
 
-def formation_id(session_id: str, agent_id: str, after_seq: int, upto_seq: int) -> str:
-    """One formation = one agent's pass over one message range of one session."""
-    return f"{agent_id}:{session_id}:{after_seq + 1}-{upto_seq}"
+def formation_id(
+    session_id: str,
+    agent_id: str,
+    after_seq: int,
+    upto_seq: int,
+    session_created: datetime | None = None,
+) -> str:
+    """One formation = one agent's pass over one message range of one session.
+
+    ``session_created`` tells the session's incarnations apart: a session erased whole (forget)
+    and recorded again under its id restarts its seqs, and its windows must not take the ids of
+    the facts and reflections the first one left (agent scope outlives a user's erasure): the
+    same fact id would then be "already used", a reflection id "already stored". Without it, the
+    id of a window formed before incarnations were told apart (kept for reading old records)."""
+    base = f"{agent_id}:{session_id}:{after_seq + 1}-{upto_seq}"
+    if session_created is None:
+        return base
+    return f"{base}~{_digest('session', session_created.isoformat())[:8]}"
 
 
 def fact_id(formation: str, index: int) -> str:

@@ -142,19 +142,22 @@ async def reform(
     if not todo:
         raise InvalidInputError(_nothing_left(records, session_id, after_seq, upto_seq))
     undecided = undecided_within(records, after_seq, upto_seq)
-    original = ids.formation_id(session_id, agent_id, after_seq, upto_seq)
+    # The range's own window: named without the session's incarnation by older code (a window
+    # degraded before its commit kept a record), with it since.
+    unmarked = ids.formation_id(session_id, agent_id, after_seq, upto_seq)
+    original = ids.formation_id(session_id, agent_id, after_seq, upto_seq, session.created_at)
     # The facts the decide fallbacks added unmerged, left out of the candidates: those of each
     # window within whose decisions the store recorded as fallen back; the range's own window's
     # on trust only when the store holds no record within the range (degraded before it kept
     # them). Not a window recorded for another step: its decisions went well, its facts stay
     # candidates (left out, the same facts formed again would be added a second time).
     flagged = unmerged_copies(
-        formations_of(undecided) | (set() if records else {original}),
+        formations_of(undecided) | (set() if records else {unmarked, original}),
         deps.settings.facts.max_per_formation,
     )
     # What a part forming its reflections alone shows the model as newly formed: the facts these
     # formations added from its messages (FormMemories showed it the window's new facts).
-    formations = {original, *formations_of(records)}
+    formations = {unmarked, original, *formations_of(records)}
     # The users' erasure epochs now: a commit checks them (a user forgotten once is at 1, and a
     # window without them would be discarded as if formed before that erasure).
     epochs = await deps.store.erasure_epochs(agent_id, session.user_ids)

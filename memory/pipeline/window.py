@@ -60,7 +60,9 @@ async def load_window(
             fit = transcript.fitting(messages, settings.formation.max_chars_per_run)
             upto = messages[fit - 1].seq
     return Window(
-        formation_id=ids.formation_id(req.session_id, req.agent_id, state.cursor_seq, upto),
+        formation_id=ids.formation_id(
+            req.session_id, req.agent_id, state.cursor_seq, upto, session.created_at
+        ),
         session_id=req.session_id,
         agent_id=req.agent_id,
         user_id=single_user(session),

@@ -122,3 +122,30 @@ async def test_after_forget_no_vector_of_a_restated_sentence_is_left(
     model = h.deps.embedder.model
     hashes = [text_hash(t) for t in (ALICE_FACT, restated)]
     assert await h.store.get_embeddings(model, hashes) == {}
+
+
+async def test_a_session_recorded_again_after_its_user_was_forgotten_forms_anew(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """Forget deletes Alice's session whole; the agent's own memories of it stay. The backend then
+    records a session under the same id: its seqs restart at 1, so its first window covers the
+    same range as the first one's. It must form as any new session does: before, it took the
+    ids of what the first one left, its fact was "already used" (the formation failed, and
+    every later one) and its agent reflection was taken as already stored (dropped)."""
+    h = await Harness.create(time_env, tmp_path)
+    h.llm.script("extract_facts", facts(("Eve answers in French", "agent"), sources=[1]))
+    h.llm.script("extract_reflections", reflections(agent=["Keep answers short"]))
+    h.llm.script("extract_facts", facts(("Eve keeps a glossary of terms", "agent"), sources=[1]))
+    h.llm.script("extract_reflections", reflections(agent=["Use metric units"]))
+    await h.record("s1", conversation(4))
+    async with h.worker():
+        await h.form("s1")
+        await h.memory.forget_user("eve", "alice")
+        await h.record("s1", conversation(4, prefix="again"))
+        again = await h.form("s1")
+
+    assert again.facts_added == 1 and again.reflections_added == 1
+    agent_facts = sorted(f.content for f in await h.all_facts() if f.scope == "agent")
+    assert agent_facts == ["Eve answers in French", "Eve keeps a glossary of terms"]
+    agent_memory = await h.store.list_reflections(h.key("agent"))
+    assert sorted(r.content for r in agent_memory) == ["Keep answers short", "Use metric units"]

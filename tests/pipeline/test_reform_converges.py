@@ -93,7 +93,9 @@ async def _valid(store: MemoryStore, word: str) -> list[str]:
 
 async def _copy(store: MemoryStore, word: str) -> Fact:
     """The fact s1's decide fallback added unmerged holding ``word``."""
-    formation = ids.formation_id("s1", "eve", 0, 1)
+    session = await store.get_session("s1")
+    assert session is not None
+    formation = ids.formation_id("s1", "eve", 0, 1, session.created_at)
     stored = await store.get_facts([ids.fact_id(formation, i) for i in range(5)])
     return next(f for f in stored if word in f.content)
 

@@ -71,8 +71,8 @@ async def formed(
 
 class _RecordsDegraded:
     """A store whose formation commits carry the given degraded windows, each in the commit that
-    forms its last message (as FormMemories' commit carries its window's); for the tests forming
-    a session with form_session, whose commits carry none."""
+    forms its last message and under that commit's formation id (as FormMemories' commit carries
+    its window's); for the tests forming a session with form_session, whose commits carry none."""
 
     def __init__(self, store: MemoryStore, windows: Sequence[DegradedWindow]) -> None:
         self._store = store
@@ -83,7 +83,7 @@ class _RecordsDegraded:
 
     async def commit_formation(self, formation: FormationCommit) -> FormationCommitResult:
         mine = [
-            w
+            w.model_copy(update={"formation_id": formation.formation_id})
             for w in self._windows
             if (w.agent_id, w.session_id) == (formation.agent_id, formation.session_id)
             and formation.expected_cursor < w.upto_seq <= formation.new_cursor
