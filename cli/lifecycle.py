@@ -16,7 +16,7 @@ from rich.progress import Progress
 
 from cli.common import JsonOption, check_id, emit, fail, load_settings, run, temporal_of
 from memory.deps import Deps, open_deps
-from memory.errors import InvalidInputError
+from memory.errors import InvalidInputError, MnemosError
 from memory.lifecycle import export as export_format
 from memory.lifecycle.checks import check_batch
 from memory.lifecycle.exporting import export_store
@@ -149,19 +149,26 @@ def import_eden(
 ) -> None:
     """Eden's v1 and memory2 collections, whichever exist, one agent at a time."""
     from pymongo import AsyncMongoClient
+    from pymongo.errors import PyMongoError
 
     from memory.lifecycle.eden_reader import read_eden
 
     settings = load_settings()
 
     async def stream() -> AsyncIterator[ImportBatch]:
-        client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(mongodb_uri)
+        try:
+            client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(mongodb_uri)
+        except PyMongoError as e:  # a URI that does not parse
+            raise MnemosError(f"Eden's MongoDB: {e}") from None
         try:
             async for batch in read_eden(
                 client[db], settings.reflections, now=_now(), embeddings=not dry_run,
                 only_agent=agent,
             ):  # fmt: skip
                 yield batch
+        except PyMongoError as e:
+            # Not the store's: the source's (unreachable, refused), said as one line.
+            raise MnemosError(f"Eden's MongoDB: {str(e).split(', Timeout:')[0]}") from None
         finally:
             await client.close()
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import sqlite3
 import uuid
 from collections.abc import AsyncIterator
@@ -204,3 +205,18 @@ async def test_a_dry_run_refuses_what_the_import_would_and_writes_nothing(tmp_pa
     assert not (tmp_path / "mnemos.db").exists() or not rows(
         tmp_path / "mnemos.db", "SELECT * FROM facts"
     )
+
+
+def test_an_unreachable_eden_is_one_line_naming_it(tmp_path: Path) -> None:
+    """The source, not the store, is what could not be reached: said so, in one line."""
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    uri = f"mongodb://127.0.0.1:{port}/?serverSelectionTimeoutMS=300"
+    args = ["import", "eden", "--mongodb-uri", uri, "--db", "eden", "--dry-run"]
+
+    result = runner.invoke(app, args, env=env_of(tmp_path))
+
+    assert result.exit_code == 1, result.stdout
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: Eden's MongoDB: "), result.stderr
