@@ -136,7 +136,9 @@ class MemoryClient:
     ) -> RecordOutcome:
         """Store new messages (idempotent by message_id). Invalid input (empty or control-character
         content, bad ids, a ``created_at`` before 1970 or more than a day ahead) raises
-        InvalidInputError naming the offset before anything is written (``MessageIn``)."""
+        InvalidInputError naming the offset before anything is written (``MessageIn``); a
+        message id the session holds with another content raises ConflictError, nothing
+        written (an edit is a new message)."""
         await self._agent(agent_id)
         _check_id("session_id", session_id)
         now = self.clock()

@@ -227,7 +227,8 @@ async def reflection(
             await svc.manager.delete_reflection(key, reflection_id)
     except MnemosError as e:
         return _back(back, user_id=key.user_id, session_id=key.session_id, notice=f"Not done: {e}")
-    return _back(back, user_id=key.user_id, session_id=key.session_id, notice="Reflection saved.")
+    done = "Reflection saved." if action == "edit" else "Reflection deleted."
+    return _back(back, user_id=key.user_id, session_id=key.session_id, notice=done)
 
 
 @router.post("/agents/{agent_id}/consolidated")

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Query, Request, Response, status
 
 from client.memory_client import SessionEnd
 from serve.auth import ID_PATTERN, KeySession, ReadAgent, Svc, WriteAgent
+from serve.openapi import problems
 from serve.schemas import (
     ContextResponse,
     FormStarted,
@@ -22,12 +23,18 @@ router = APIRouter(prefix="/v1/agents/{agent_id}/sessions/{session_id}", tags=["
 UserQuery = Annotated[str | None, Query(pattern=ID_PATTERN)]
 
 
-@router.post("/messages", status_code=status.HTTP_202_ACCEPTED)
+@router.post(
+    "/messages",
+    status_code=status.HTTP_202_ACCEPTED,
+    responses=problems(409, s409="A message id the session holds, sent with another content"),
+)
 async def record_messages(
     agent_id: WriteAgent, session_id: KeySession, body: RecordRequest, svc: Svc
 ) -> RecordResponse:
-    """Store the messages (idempotent by message_id). When the thresholds are met a formation
-    starts in Temporal and its workflow id comes back; it runs after this answer.
+    """Store the messages (idempotent by message_id: a message sent again is a duplicate; a
+    message id sent again with another content is 409, and nothing of the batch is stored: an
+    edit is a new message). When the thresholds are met a formation starts in Temporal and its
+    workflow id comes back; it runs after this answer.
 
     Every created_at must lie between 1970-01-01 and one day after the recording time (a bound
     that moves with the clock, so it is not in the schema): otherwise 422, and nothing of the

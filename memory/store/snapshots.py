@@ -62,10 +62,9 @@ class SnapshotReads(LifecycleReads):
         """rules.recheck.reflection_text_key of the stored reflections of ``keys`` whose
         content is one of ``texts``."""
 
-    async def stored_message_ids(
-        self, session_id: str, message_ids: Sequence[str]
-    ) -> frozenset[str]:
-        return frozenset(await self.message_seqs(session_id, message_ids))
+    @abc.abstractmethod
+    async def message_contents(self, session_id: str, message_ids: Sequence[str]) -> dict[str, str]:
+        """The content of each stored message among ``message_ids``."""
 
     @abc.abstractmethod
     async def reflection(self, reflection_id: str) -> Reflection | None: ...
@@ -122,7 +121,7 @@ async def _record(reads: SnapshotReads, req: RecordRequest) -> RecordSnapshot:
         last_seq=0 if head is None else head[0],
         last_message_at=None if head is None else head[1],
         state=await reads.state(req.session_id, req.agent_id),
-        stored_ids=await reads.stored_message_ids(req.session_id, req.message_ids),
+        stored=await reads.message_contents(req.session_id, req.message_ids),
     )
 
 

@@ -83,6 +83,7 @@ async def test_edit_a_reflection_and_the_user_blob_from_the_page(served: Served)
             data={"content": "Alice gets up at six"},
         )
         assert r.status_code == 303 and "user_id=alice" in r.headers["location"]
+        assert "notice=Reflection+saved" in r.headers["location"]
         form = {"scope": "user", "user_id": "alice", "expected_version": "0"}
         r = await c.post("/ui/agents/eve/consolidated", data={**form, "content": "Alice: tea."})
         assert "notice=user+memory+saved" in r.headers["location"]
@@ -91,6 +92,10 @@ async def test_edit_a_reflection_and_the_user_blob_from_the_page(served: Served)
     assert (await h.store.list_reflections(key))[0].content == "Alice gets up at six"
     blob = await h.store.get_consolidated(key)
     assert blob is not None and blob.content == "VERSION: 1\nAlice: tea."
+    async with browser(served, served.eve) as c:
+        r = await c.post(f"/ui/agents/eve/reflections/{reflection.reflection_id}/delete")
+        assert r.status_code == 303 and "notice=Reflection+deleted" in r.headers["location"]
+    assert await h.store.list_reflections(key) == []
 
 
 async def test_a_set_aside_reflection_is_shown_and_saving_it_puts_it_back(served: Served) -> None:

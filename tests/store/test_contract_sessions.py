@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from memory.errors import ConflictError
 from memory.models import AgentConfig
 from memory.store.base import MemoryStore
 from tests.store.builders import (
@@ -70,6 +71,17 @@ async def test_record_messages_is_idempotent_by_message_id(store: MemoryStore) -
     assert outcome.state.pending_messages == 3
     stored = await store.load_messages("s1", 0, 10)
     assert [(m.seq, m.message_id) for m in stored] == [(1, "m1"), (2, "m2"), (3, "m3")]
+
+
+async def test_a_stored_message_id_with_another_content_is_refused_and_nothing_written(
+    store: MemoryStore,
+) -> None:
+    await record(store, "s1", "a1", [msg("m1", "one")])
+    with pytest.raises(ConflictError, match="'m1'"):
+        await record(store, "s1", "a1", [msg("m2", "two"), msg("m1", "one, edited")])
+
+    stored = await store.load_messages("s1", 0, 10)
+    assert [(m.message_id, m.content) for m in stored] == [("m1", "one")]
 
 
 async def test_pending_counters_weigh_tokens_by_role(store: MemoryStore) -> None:

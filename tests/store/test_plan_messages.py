@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory.errors import InvalidInputError
+from memory.errors import ConflictError, InvalidInputError
 from memory.models import MessageIn, RecordOutcome, SessionAgentState
 from memory.store.rules import RecordSnapshot, plan_record_messages, weighted_tokens
 from memory.store.rules.writes import (
@@ -18,7 +18,7 @@ from memory.store.rules.writes import (
 from tests.store.builders import CHARS_PER_TOKEN, WEIGHTS, at, msg
 
 NEW_SESSION = RecordSnapshot(
-    session_exists=False, last_seq=0, last_message_at=None, state=None, stored_ids=frozenset()
+    session_exists=False, last_seq=0, last_message_at=None, state=None, stored={}
 )
 
 
@@ -67,9 +67,9 @@ def test_stored_and_repeated_ids_are_duplicates_and_take_no_seq() -> None:
     )  # fmt: skip
     snap = RecordSnapshot(
         session_exists=True, last_seq=3, last_message_at=at(9), state=state,
-        stored_ids=frozenset({"m1"}),
+        stored={"m1": "hello there"},
     )  # fmt: skip
-    out = plan([msg("m1"), msg("m4", "x" * 4, seconds=5), msg("m4", "other")], snap)
+    out = plan([msg("m1"), msg("m4", "x" * 4, seconds=5), msg("m4", "x" * 4)], snap)
 
     [insert] = [w for w in out.writes if isinstance(w, InsertMessages)]
     assert [(m.message.seq, m.message.content) for m in insert.messages] == [(4, "x" * 4)]
@@ -80,11 +80,25 @@ def test_stored_and_repeated_ids_are_duplicates_and_take_no_seq() -> None:
     assert not any(isinstance(w, CreateSession | AddSessionAgent) for w in out.writes)
 
 
+def test_a_message_id_with_another_content_is_refused_whole() -> None:
+    """A message id names one message: sent again with other words (an edit, or an id used
+    twice), the call is refused, not the new words dropped as a duplicate."""
+    state = SessionAgentState(session_id="s1", agent_id="a1", last_seq=1)
+    snap = RecordSnapshot(
+        session_exists=True, last_seq=1, last_message_at=at(1), state=state,
+        stored={"m1": "hello there"},
+    )  # fmt: skip
+    with pytest.raises(ConflictError, match="'m1' of session s1 already stored"):
+        plan([msg("m2"), msg("m1", "hello there, I moved to Porto")], snap)
+    with pytest.raises(InvalidInputError, match="'m2' appears twice"):
+        plan([msg("m2", "one"), msg("m2", "two")], snap)
+
+
 def test_only_duplicates_write_nothing() -> None:
     state = SessionAgentState(session_id="s1", agent_id="a1", last_seq=1)
     snap = RecordSnapshot(
         session_exists=True, last_seq=1, last_message_at=at(1), state=state,
-        stored_ids=frozenset({"m1"}),
+        stored={"m1": "hello there"},
     )  # fmt: skip
     out = plan([msg("m1")], snap)
     assert out.writes == ()
@@ -94,7 +108,7 @@ def test_only_duplicates_write_nothing() -> None:
 def test_a_newcomer_joins_at_the_head_with_nothing_pending() -> None:
     snap = RecordSnapshot(
         session_exists=True, last_seq=4, last_message_at=at(4), state=None,
-        stored_ids=frozenset(),
+        stored={},
     )  # fmt: skip
     out = plan([], snap, agent="a2")
     assert out.writes == (

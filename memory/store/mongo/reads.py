@@ -176,6 +176,11 @@ class MongoReads(SnapshotReads):
         cursor = self.db.messages.find(query, {"message_id": 1, "seq": 1}, session=self.s)
         return {m["message_id"]: int(m["seq"]) async for m in cursor}
 
+    async def message_contents(self, session_id: str, message_ids: Sequence[str]) -> dict[str, str]:
+        query = {"session_id": session_id, "message_id": {"$in": list(message_ids)}}
+        cursor = self.db.messages.find(query, {"message_id": 1, "content": 1}, session=self.s)
+        return {m["message_id"]: m["content"] async for m in cursor}
+
     async def taken_seqs(self, session_id: str, seqs: Sequence[int]) -> frozenset[int]:
         query = {"session_id": session_id, "seq": {"$in": list(seqs)}}
         cursor = self.db.messages.find(query, {"seq": 1}, session=self.s)

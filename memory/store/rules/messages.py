@@ -1,8 +1,10 @@
 """record_messages, planned: idempotence by message id, seqs, membership and pending counters.
 
 The rules: the messages not yet stored (by message id; a repeated id within the call is a
-duplicate of its first occurrence) get the next seqs, in order. The session exists with the
-calling agent among its agents. Each of the session's agents gets pending_messages += 1 and
+duplicate of its first occurrence) get the next seqs, in order. A message id names one message:
+an id the session holds, or repeats within the call, with another content is refused, the whole
+call with it (a retry sends the same content; an edit is a new message, or it would be dropped
+unsaid). The session exists with the calling agent among its agents. Each of the session's agents gets pending_messages += 1 and
 pending_weighted_tokens += weight(role) * ceil(len(content) / chars_per_token) per new message,
 and every user_id of a new user message among its participants; last_message_at =
 max(created_at). An agent new to the session joins at its head (cursor = last_seq, nothing
@@ -11,11 +13,11 @@ pending): it forms memory only of what is said from then on.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from memory.errors import InvalidInputError
+from memory.errors import ConflictError, InvalidInputError
 from memory.models import MessageIn, RecordOutcome, SessionAgentState, StoredMessage
 from memory.store.rules.derived import weighted_tokens
 from memory.store.rules.writes import (
@@ -37,7 +39,7 @@ class RecordSnapshot:
     last_seq: int  # 0 for a new session
     last_message_at: datetime | None
     state: SessionAgentState | None  # the calling agent's
-    stored_ids: frozenset[str]  # which of the call's message ids the session already holds
+    stored: Mapping[str, str]  # the content of each of the call's message ids the session holds
 
 
 @dataclass(frozen=True)
@@ -74,8 +76,18 @@ def plan_record_messages(
 
     first: dict[str, MessageIn] = {}
     for message in messages:
-        first.setdefault(message.message_id, message)
-    fresh = [m for m in first.values() if m.message_id not in snapshot.stored_ids]
+        if first.setdefault(message.message_id, message).content != message.content:
+            raise InvalidInputError(
+                f"message id {message.message_id!r} appears twice with different contents"
+            )
+    changed = [i for i, m in first.items() if snapshot.stored.get(i, m.content) != m.content]
+    if changed:
+        raise ConflictError(
+            f"message id(s) {', '.join(map(repr, changed[:5]))} of session {session_id} already "
+            "stored with another content: a message id names one message (record an edit as a "
+            "new message)"
+        )
+    fresh = [m for m in first.values() if m.message_id not in snapshot.stored]
     if not fresh:
         return Plan(tuple(writes), RecordOutcome(inserted=0, duplicates=len(messages), state=state))
 

@@ -63,6 +63,11 @@ class SqlLifecycleReads(LifecycleReads):
         rows = await self.db.fetch_in(sql, message_ids, session_id)
         return {r["message_id"]: int(r["seq"]) for r in rows}
 
+    async def message_contents(self, session_id: str, message_ids: Sequence[str]) -> dict[str, str]:
+        sql = "SELECT message_id, content FROM messages WHERE session_id = %s AND message_id"
+        rows = await self.db.fetch_in(sql, message_ids, session_id)
+        return {r["message_id"]: r["content"] for r in rows}
+
     async def taken_seqs(self, session_id: str, seqs: Sequence[int]) -> frozenset[int]:
         sql = "SELECT seq FROM messages WHERE session_id = %s AND seq"
         return frozenset(int(seq) for seq in await self.db.column_in(sql, seqs, session_id))

@@ -93,8 +93,10 @@ export interface paths {
         put?: never;
         /**
          * Record Messages
-         * @description Store the messages (idempotent by message_id). When the thresholds are met a formation
-         *     starts in Temporal and its workflow id comes back; it runs after this answer.
+         * @description Store the messages (idempotent by message_id: a message sent again is a duplicate; a
+         *     message id sent again with another content is 409, and nothing of the batch is stored: an
+         *     edit is a new message). When the thresholds are met a formation starts in Temporal and its
+         *     workflow id comes back; it runs after this answer.
          *
          *     Every created_at must lie between 1970-01-01 and one day after the recording time (a bound
          *     that moves with the clock, so it is not in the schema): otherwise 422, and nothing of the
@@ -1712,6 +1714,15 @@ export interface operations {
                 headers: {
                     /** @description The methods this path takes */
                     Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A message id the session holds, sent with another content */
+            409: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
