@@ -165,6 +165,14 @@ def check_model_command(
     run this: nothing is written to your store.
     """
     settings = load_settings()
+    if resolve_provider(settings) == "heuristic":
+        # The rules are no model to qualify: their limits are documented, not measured here.
+        fail(
+            "check-model qualifies a language model, and the configured provider is the offline "
+            "heuristic rules (no key, no base URL set): point MNEMOS_MODELS__BASE_URL at a "
+            "local server, or set OPENAI_API_KEY / GEMINI_API_KEY",
+            code=2,
+        )
     transcripts = transcript or sorted(SAMPLES.glob("*.json"))
     if not transcripts:
         fail(f"no transcripts in {SAMPLES}")

@@ -78,3 +78,18 @@ def test_a_step_never_called_fails_whatever_the_threshold() -> None:
     assert verdicts["decide_facts"][1] == "FAIL: never called"
     assert verdicts["extract_facts"][1] == "PASS"
     assert verdicts["extract_facts"][0].generated_per_s == 10.0  # 5 tokens in the last 0.5 s
+
+
+def test_the_offline_rules_are_not_qualified_as_a_model(tmp_path: Path) -> None:
+    """The default setup (no key, no server) has no model: one line saying what to configure,
+    not a failed qualification of rules that never claimed to be one."""
+    env = {
+        "MNEMOS_STORE__SQLITE_PATH": str(tmp_path / "s.db"),
+        "MNEMOS_MODELS__PROVIDER": "heuristic",
+    }
+
+    result = runner.invoke(app, ["check-model"], env=env)
+
+    assert result.exit_code == 2, result.stdout
+    assert "heuristic" in result.stderr and "MNEMOS_MODELS__BASE_URL" in result.stderr
+    assert "FAIL" not in result.stdout + result.stderr
