@@ -27,7 +27,7 @@ from memory.context import assemble_context
 from memory.embedding import make_embedder
 from memory.errors import InvalidInputError
 from memory.models import AgentConfig, Id, MessageIn, RecordOutcome
-from memory.rag import SearchResult, search_facts
+from memory.rag import SearchDebug, SearchResult, search_facts
 from memory.settings import Settings
 from memory.store.base import MemoryStore
 from workflows.naming import formation_workflow_id
@@ -248,10 +248,36 @@ def search(
     result = run(_search(settings, agent, queries, session, user, top_k, debug), settings)
 
     def text() -> str:
-        if not result.hits:
-            return "(no match)"
-        return "\n".join(
+        lines = [
             f"{h.score:.3f}  [{h.scope}] {h.content}  ({h.age}, {h.fact_id})" for h in result.hits
-        )
+        ] or ["(no match)"]
+        if result.debug is not None:
+            lines += _debug_lines(result.debug)
+        return "\n".join(lines)
 
     emit(result, as_json=as_json, text=text)
+
+
+def _debug_lines(debug: SearchDebug) -> list[str]:
+    """--debug as text: each list's candidates (score, rank among those that passed its gate),
+    the fused ranking and the timings; --json has every field."""
+    gates = ", ".join(f"{k} {v:g}" for k, v in debug.thresholds.items())
+    lines = [
+        "",
+        f"debug: mode {debug.mode}, model {debug.embedding_model or '-'}, top_k {debug.top_k}, "
+        f"{debug.candidates_per_list} candidates per list, gates: {gates}",
+    ]
+    for c in debug.lists:
+        ranked = ", ".join(
+            f"{x.fact_id} {x.score:.3f}" + (f" #{x.rank}" if x.rank else " (below gate)")
+            for x in c.candidates
+        )
+        asked = f" (asked {c.store_query!r})" if c.store_query != c.query else ""
+        lines.append(f"  {c.source} {c.query!r}{asked}, {c.took_ms:.1f} ms: {ranked or '-'}")
+    fused = ", ".join(
+        f"{f.fact_id} rrf {f.rrf:.4f} score {f.score:.3f}" + ("" if f.passed else " (below gate)")
+        for f in debug.fused
+    )
+    lines.append(f"  fused: {fused or '-'}")
+    lines.append("  ms: " + ", ".join(f"{k} {v:.1f}" for k, v in debug.timings_ms.items()))
+    return lines

@@ -316,6 +316,14 @@ def test_context_and_search_show_what_the_next_turn_gets(stack: Stack) -> None:
         ).stdout
     )  # fmt: skip
     assert "March 15, 2027" in found["hits"][0]["content"]
+    debug = ok(
+        mnemos(
+            stack.env, "search", "eve", "Mars Festival", "--session", "demo-session-1", "--debug"
+        )
+    ).stdout
+    # The ranking's inputs, as text: each list, the fused ranking, the timings.
+    assert "debug: mode hybrid" in debug and "  fused: f_" in debug and "  ms: " in debug
+    assert "  vector 'Mars Festival'" in debug and "  text 'Mars Festival'" in debug
     assert "error: " in mnemos(stack.env, "search", "eve", "a", "b", "c", "d").stderr
 
 

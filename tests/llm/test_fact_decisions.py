@@ -59,6 +59,7 @@ NEW_VALUE = [
     ("Alice has 2 kids", "Alice has 3 kids"),
     ("The launch deadline is March 3", "The launch deadline is April 3"),
     ("Kay's locker number is 102.", "Sorry, Kay's locker number is 103."),
+    ("Alice's locker code is 4412.", "Alice's locker code is 4415."),  # a correction, as extracted
 ]
 SAME = [
     ("Alice likes pizza.", "alice likes pizza"),

@@ -93,6 +93,21 @@ async def test_self_introductions_and_greetings_are_not_facts() -> None:
     ]
 
 
+async def test_a_spoken_correction_states_the_new_value_alone() -> None:
+    """The apology and the replaced value are how a correction is said: left in, the fact would
+    differ from the one it corrects in more than its value, and both would stay valid."""
+    msgs = [
+        msg(1, "My locker code is 4412."),
+        msg(2, "Sorry, I was wrong: my locker code is 4415, not 4412."),
+        msg(3, "Actually, the team meeting moved to Friday at 3pm."),
+    ]
+    assert await facts(msgs, ["user", "agent"]) == [
+        ("Alice's locker code is 4412.", "user"),
+        ("Alice's locker code is 4415.", "user"),
+        ("The team meeting moved to Friday at 3pm.", "agent"),
+    ]
+
+
 async def test_extracts_specific_user_statements_in_the_third_person() -> None:
     assert await facts(CONVERSATION, ["user", "agent"]) == [
         ("Alice's email is alice@example.com.", "user"),
