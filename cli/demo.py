@@ -53,6 +53,8 @@ async def demo(memory: MemoryClient, settings: Settings, sample: dict[str, Any])
     facts = await memory.store.list_facts(
         FactFilter(agent_id=agent.agent_id, user_id=user_id), limit=50
     )
+    # The facts of this conversation: the store may hold others (another session, a note).
+    facts = [f for f in facts if f.source_session_id == session_id]
     _print("Facts formed", "\n".join(f"- [{f.scope}] {f.content}" for f in facts) or "(none)")
     context = await memory.memory_context(agent.agent_id, session_id, user_id=user_id)
     _print("Memory context for the next turn", context or "(empty)")

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from memory.models import MessageIn
+from memory.models import ConsolidatedMemory, MessageIn, ScopeKey
 from memory.store.base import MemoryStore
 from memory.store.mongo import MongoStore
 from memory.store.sql.store import SqlStore
-from tests.store.builders import Former, add, at, record, unit, vec
+from tests.store.builders import Former, add, at, record, reflection, unit, vec
 
 NEW = "new-model"
 
@@ -110,6 +110,49 @@ async def test_a_users_export_holds_their_messages_and_no_other_users(store: Mem
     assert await exported(None, "u1") == ["g1-1", "s2-1", "s2-2", "s6-1", "s6-2"]
     assert await exported("a1", "u2") == ["g1-2"]
     assert await exported("a1", None) == ["g1-1", "g1-2", "g1-3", "s2-1", "s2-2"]
+
+
+async def test_a_users_export_holds_the_session_memory_forget_would_erase(
+    store: MemoryStore,
+) -> None:
+    """Alice alone in s1, with Bob in s2, Bob alone in s3: her export holds s1's session
+    reflection and blob (forget_user deletes s1 whole, its session memory with it), not s2's,
+    which forget keeps for Bob, nor s3's."""
+    await record(store, "s1", "a1", [msg("s1-1", "alice@example.com", user_id="alice", seconds=1)])
+    await record(store, "s2", "a1", [
+        msg("s2-1", "hi from alice", user_id="alice", seconds=1),
+        msg("s2-2", "hi from bob", user_id="bob", seconds=2),
+    ])  # fmt: skip
+    await record(store, "s3", "a1", [msg("s3-1", "bob alone", user_id="bob", seconds=1)])
+    keys = {s: ScopeKey.session("a1", s) for s in ("s1", "s2", "s3")}
+    await store.import_reflections(
+        [reflection(key, 0, f"{s} reflection", session_id=s) for s, key in keys.items()]
+        + [reflection(ScopeKey.user("a1", "alice"), 0, "Alice's own", session_id="s2")]
+    )
+    s1_blob = ConsolidatedMemory(
+        scope_key=keys["s1"], content="Alice's email is alice@example.com", version=1,
+        word_limit=50, updated_at=at(5),
+    )  # fmt: skip
+    await store.import_consolidated([s1_blob])
+
+    async def exported(agent_id: str | None, user_id: str | None) -> tuple[list[str], list[str]]:
+        data = await store.export_data(agent_id=agent_id, user_id=user_id, messages=False)
+        return (
+            sorted(r.scope_key.key for r in data.reflections),
+            [b.scope_key.key for b in data.consolidated],
+        )
+
+    alice = (["session:a1:s1", "user:a1:alice"], ["session:a1:s1"])
+    assert await exported("a1", "alice") == alice
+    assert await exported(None, "alice") == alice
+    assert await exported("a1", "bob") == (["session:a1:s3"], [])
+    everything = (["session:a1:s1", "session:a1:s2", "session:a1:s3", "user:a1:alice"], alice[1])
+    assert await exported(None, None) == everything
+    with_messages = await store.export_data(agent_id="a1", user_id="alice", messages=True)
+    assert sorted(r.scope_key.key for r in with_messages.reflections) == alice[0]
+    # The export held exactly what forgetting her erases.
+    await store.forget_user("alice", agent_id="a1", at=at(100))
+    assert await exported(None, None) == (["session:a1:s2", "session:a1:s3"], [])
 
 
 async def _side_vectors(store: MemoryStore) -> set[str]:
