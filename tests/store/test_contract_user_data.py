@@ -115,19 +115,26 @@ async def test_a_users_export_holds_their_messages_and_no_other_users(store: Mem
 async def test_a_users_export_holds_the_session_memory_forget_would_erase(
     store: MemoryStore,
 ) -> None:
-    """Alice alone in s1, with Bob in s2, Bob alone in s3: her export holds s1's session
-    reflection and blob (forget_user deletes s1 whole, its session memory with it), not s2's,
-    which forget keeps for Bob, nor s3's."""
+    """Alice alone in s1, with Bob in s2, Bob alone in s3, alone with a1 and a2 in s4: her export
+    holds s1's session reflection and blob (forget_user deletes s1 whole, its session memory with
+    it), not s2's, which forget keeps for Bob, nor s3's; of s4, the memory of the agents exported
+    (forget of a1 keeps a2's)."""
     await record(store, "s1", "a1", [msg("s1-1", "alice@example.com", user_id="alice", seconds=1)])
     await record(store, "s2", "a1", [
         msg("s2-1", "hi from alice", user_id="alice", seconds=1),
         msg("s2-2", "hi from bob", user_id="bob", seconds=2),
     ])  # fmt: skip
     await record(store, "s3", "a1", [msg("s3-1", "bob alone", user_id="bob", seconds=1)])
+    await record(store, "s4", "a1", [msg("s4-1", "hi a1", user_id="alice", seconds=1)])
+    await record(store, "s4", "a2", [msg("s4-2", "hi a2", user_id="alice", seconds=2)])
     keys = {s: ScopeKey.session("a1", s) for s in ("s1", "s2", "s3")}
     await store.import_reflections(
         [reflection(key, 0, f"{s} reflection", session_id=s) for s, key in keys.items()]
         + [reflection(ScopeKey.user("a1", "alice"), 0, "Alice's own", session_id="s2")]
+        + [
+            reflection(ScopeKey.session(a, "s4"), 0, f"{a} s4", session_id="s4")
+            for a in ("a1", "a2")
+        ]
     )
     s1_blob = ConsolidatedMemory(
         scope_key=keys["s1"], content="Alice's email is alice@example.com", version=1,
@@ -142,17 +149,19 @@ async def test_a_users_export_holds_the_session_memory_forget_would_erase(
             [b.scope_key.key for b in data.consolidated],
         )
 
-    alice = (["session:a1:s1", "user:a1:alice"], ["session:a1:s1"])
+    alice = (["session:a1:s1", "session:a1:s4", "user:a1:alice"], ["session:a1:s1"])
     assert await exported("a1", "alice") == alice
-    assert await exported(None, "alice") == alice
+    assert await exported(None, "alice") == (sorted([*alice[0], "session:a2:s4"]), alice[1])
+    assert await exported("a2", "alice") == (["session:a2:s4"], [])
     assert await exported("a1", "bob") == (["session:a1:s3"], [])
-    everything = (["session:a1:s1", "session:a1:s2", "session:a1:s3", "user:a1:alice"], alice[1])
-    assert await exported(None, None) == everything
+    everything = sorted([*alice[0], "session:a1:s2", "session:a1:s3", "session:a2:s4"])
+    assert await exported(None, None) == (everything, alice[1])
     with_messages = await store.export_data(agent_id="a1", user_id="alice", messages=True)
     assert sorted(r.scope_key.key for r in with_messages.reflections) == alice[0]
     # The export held exactly what forgetting her erases.
     await store.forget_user("alice", agent_id="a1", at=at(100))
-    assert await exported(None, None) == (["session:a1:s2", "session:a1:s3"], [])
+    kept = sorted(set(everything) - set(alice[0]))
+    assert await exported(None, None) == (kept, [])
 
 
 async def _side_vectors(store: MemoryStore) -> set[str]:

@@ -3,6 +3,8 @@ of every agent) and the export, read in one transaction."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.asynchronous.database import AsyncDatabase
 
@@ -53,35 +55,71 @@ async def _export(
     user_id: str | None,
     messages: bool,
 ) -> ExportData:
-    query = _only(agent_id=agent_id, user_id=user_id)
+    sq = _only(agent_ids=agent_id)  # the sessions read: the agent's, holding the user's data
+    memory = _only(agent_id=agent_id)  # reflections and blobs
+    participants: dict[str, list[str]] = {}
+    if user_id is not None:
+        sq |= await user_sessions(db, s, user_id)
+        participants = {
+            d["_id"]: d.get("user_ids", [])
+            async for d in db.sessions.find(sq, {"user_ids": 1}, session=s)
+        }
+        # Their scope's, and the session memory of their sessions: rules.erasure.in_users_export
+        # keeps that of the sessions they are alone in (forget_user erases it with them).
+        of_sessions = {"scope": "session", "session_id": {"$in": list(participants)}}
+        memory |= {"$or": [{"user_id": user_id}, of_sessions]}
     agents_q = _only(_id=agent_id)
     data = ExportData(
         agents=[
             AgentConfig.model_validate({k: v for k, v in d.items() if k != "_id"})
             async for d in db.agents.find(agents_q, session=s).sort("_id", 1)
         ],
-        facts=[fact_and_vector(d) async for d in db.facts.find(query, session=s).sort("ins", 1)],
+        facts=[
+            fact_and_vector(d)
+            async for d in db.facts.find(_only(agent_id=agent_id, user_id=user_id), session=s).sort(
+                "ins", 1
+            )
+        ],
         reflections=[
             reflection_from_doc(d)
-            async for d in db.reflections.find(query, session=s).sort(
+            async for d in db.reflections.find(memory, session=s).sort(
                 [("formed_at", 1), ("ins", 1)]
             )
         ],
         consolidated=[
             consolidated_from_doc(d)
-            async for d in db.consolidated.find(query, session=s).sort("_id", 1)
+            async for d in db.consolidated.find(memory, session=s).sort("_id", 1)
         ],
     )
+    if user_id is not None:
+        solo = er.solo_sessions(user_id, participants, await _message_users(db, s, participants))
+        data.reflections = [
+            r for r in data.reflections if er.in_users_export(user_id, r.scope_key, solo)
+        ]
+        data.consolidated = [
+            b for b in data.consolidated if er.in_users_export(user_id, b.scope_key, solo)
+        ]
     if messages:
-        sq = _only(agent_ids=agent_id)
-        if user_id is not None:
-            sq |= await user_sessions(db, s, user_id)
-        docs = [d async for d in db.sessions.find(sq, {"user_ids": 1}, session=s)]
-        cursor = db.messages.find({"session_id": {"$in": [d["_id"] for d in docs]}}, session=s)
+        if user_id is None:
+            ids = [d["_id"] async for d in db.sessions.find(sq, {"_id": 1}, session=s)]
+        else:
+            ids = list(participants)
+        cursor = db.messages.find({"session_id": {"$in": ids}}, session=s)
         data.messages = [
             message_from_doc(d) async for d in cursor.sort([("session_id", 1), ("seq", 1)])
         ]
         if user_id is not None:
-            participants = {d["_id"]: d.get("user_ids", []) for d in docs}
             data.messages = er.exported_messages(user_id, data.messages, participants)
     return data
+
+
+async def _message_users(
+    db: AsyncDatabase[Doc], s: AsyncClientSession, session_ids: Iterable[str]
+) -> dict[str, list[str]]:
+    """The user ids the messages of these sessions carry, by session."""
+    match = {"session_id": {"$in": list(session_ids)}, "user_id": {"$ne": None}}
+    group = {"_id": {"session": "$session_id", "user": "$user_id"}}
+    users: dict[str, list[str]] = {}
+    async for d in await db.messages.aggregate([{"$match": match}, {"$group": group}], session=s):
+        users.setdefault(d["_id"]["session"], []).append(d["_id"]["user"])
+    return users

@@ -12,7 +12,7 @@ the user who was forgotten).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -115,20 +115,55 @@ def alone_in(user_id: str, users: Iterable[str]) -> bool:
     return set(users) <= {user_id}
 
 
+# A user's export holds everything a forget of that user erases (plan_forget), and nothing it
+# keeps: the user's facts and user-scope memory, and of the sessions holding their data, all of
+# a session they are alone in (messages and session memory: forget deletes it whole, or this
+# agent's memory of it when another agent keeps it), only their own messages of a shared one.
+
+
+def solo_sessions(
+    user_id: str,
+    participants: Mapping[str, Iterable[str]],
+    message_users: Mapping[str, Iterable[str | None]],
+) -> frozenset[str]:
+    """Of the sessions holding the user's data, those the user is alone in (alone_in, as
+    plan_forget judges them). By session id: ``participants``, and ``message_users`` the user
+    ids of their messages; a session in either mapping must hold the user's data (an empty one
+    would count as theirs)."""
+    sessions = {*participants, *message_users}
+    return frozenset(
+        sid
+        for sid in sessions
+        if alone_in(user_id, session_users(participants.get(sid, ()), message_users.get(sid, ())))
+    )
+
+
+def in_users_export(user_id: str, key: ScopeKey, solo: Collection[str]) -> bool:
+    """Whether the reflections and blob of ``key`` are in the user's export (``solo``:
+    solo_sessions): the user's scope, and the session memory of a session the user is alone in,
+    which may quote them. A shared session's stays out, as forget keeps it for the others; the
+    agent's own memory too."""
+    match key.scope:
+        case "user":
+            return key.user_id == user_id
+        case "session":
+            return key.session_id in solo
+        case "agent":
+            return False
+
+
 def exported_messages(
     user_id: str, messages: Sequence[StoredMessage], participants: Mapping[str, Iterable[str]]
 ) -> list[StoredMessage]:
     """A user's export of the messages of their sessions (``participants`` by session id): the
-    messages carrying their id, whatever the role, and all of a session they are alone in. In a
-    shared session the agent's replies stay out: they may carry other users' words."""
+    messages carrying their id, whatever the role, and all of a session they are alone in
+    (solo_sessions). In a shared session the agent's replies stay out: they may carry other
+    users' words."""
     said: dict[str, list[str | None]] = defaultdict(list)
     for m in messages:
         said[m.session_id].append(m.user_id)
-    alone = {
-        sid: alone_in(user_id, session_users(participants.get(sid, ()), users))
-        for sid, users in said.items()
-    }
-    return [m for m in messages if m.user_id == user_id or alone[m.session_id]]
+    solo = solo_sessions(user_id, participants, said)
+    return [m for m in messages if m.user_id == user_id or m.session_id in solo]
 
 
 # ---------------------------------------------------------------- forget_user

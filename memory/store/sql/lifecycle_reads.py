@@ -11,12 +11,11 @@ from memory.models import (
     ConsolidatedMemory,
     Fact,
     SessionAgentState,
-    StoredMessage,
 )
 from memory.store.counts import ExportData
 from memory.store.rules import erasure as er
 from memory.store.snapshots_lifecycle import LifecycleReads
-from memory.store.sql.db import Db
+from memory.store.sql.db import Db, Row
 from memory.store.sql.sessions import STATE_SQL
 
 # The sessions holding a user's data (%(user)s): those they are a user of, and those with a
@@ -133,61 +132,79 @@ async def user_agents(db: Db, user_id: str) -> list[str]:
     return [str(row["agent_id"]) for row in await db.fetch(sql, {"user": user_id})]
 
 
+# The agent's sessions (%(agent)s; every session when NULL), and of those the ones holding the
+# user's data (%(user)s): the sessions a user's export reads.
+OF_AGENT = (
+    "(CAST(%(agent)s AS TEXT) IS NULL OR session_id IN "
+    "(SELECT session_id FROM session_agents WHERE agent_id = %(agent)s))"
+)
+EXPORT_SESSIONS = f"{OF_AGENT} AND session_id IN {USER_SESSIONS}"
+
+
 async def export_data(
     db: Db, *, agent_id: str | None, user_id: str | None, messages: bool
 ) -> ExportData:
-    terms, params = ["1 = 1"], list[object]()
-    if agent_id is not None:
-        terms.append("agent_id = %s")
-        params.append(agent_id)
+    params = {"agent": agent_id, "user": user_id}
+    of_agent = "1 = 1" if agent_id is None else "agent_id = %(agent)s"
+    w, o = of_agent if user_id is None else f"{of_agent} AND user_id = %(user)s", db.ord
+    # Reflections and blobs: with a user, those of their scope and the session memory of their
+    # sessions, of which rules.erasure.in_users_export keeps that of the sessions they are alone
+    # in (forget_user erases it with them).
+    memory = of_agent
     if user_id is not None:
-        terms.append("user_id = %s")
-        params.append(user_id)
-    w, o = " AND ".join(terms), db.ord
+        memory += f" AND (user_id = %(user)s OR (scope = 'session' AND {EXPORT_SESSIONS}))"
     agents = await db.fetch(
-        "SELECT config FROM agents WHERE CAST(%s AS TEXT) IS NULL OR agent_id = %s "
-        "ORDER BY agent_id",
-        (agent_id, agent_id),
+        "SELECT config FROM agents WHERE CAST(%(agent)s AS TEXT) IS NULL "
+        "OR agent_id = %(agent)s ORDER BY agent_id",
+        params,
     )
     facts = await db.fetch(
         f"SELECT {db.fact_select}, f.embedding FROM facts AS f WHERE {w} ORDER BY f.{o}", params
     )
     reflections = await db.fetch(
-        f"SELECT * FROM reflections WHERE {w} ORDER BY formed_at, {o}", params
+        f"SELECT * FROM reflections WHERE {memory} ORDER BY formed_at, {o}", params
     )
-    blobs = await db.fetch(f"SELECT * FROM consolidated WHERE {w} ORDER BY scope_key", params)
+    blobs = await db.fetch(f"SELECT * FROM consolidated WHERE {memory} ORDER BY scope_key", params)
     data = ExportData(
         agents=[db.model(AgentConfig, r["config"]) for r in agents],
         facts=[(db.fact(r), db.vector_of(r["embedding"]).tolist()) for r in facts],
         reflections=[db.reflection(r) for r in reflections],
         consolidated=[db.consolidated(r) for r in blobs],
     )
+    if user_id is None:
+        if messages:
+            sql = f"SELECT * FROM messages WHERE {OF_AGENT} ORDER BY session_id, seq"
+            data.messages = [db.message(r) for r in await db.fetch(sql, params)]
+        return data
+    participants = _by_session(
+        await db.fetch(
+            f"SELECT session_id, user_id FROM session_users WHERE {EXPORT_SESSIONS}", params
+        )
+    )
+    said = _by_session(
+        await db.fetch(
+            "SELECT DISTINCT session_id, user_id FROM messages "
+            f"WHERE user_id IS NOT NULL AND {EXPORT_SESSIONS}",
+            params,
+        )
+    )
+    solo = er.solo_sessions(user_id, participants, said)
+    data.reflections = [
+        r for r in data.reflections if er.in_users_export(user_id, r.scope_key, solo)
+    ]
+    data.consolidated = [
+        b for b in data.consolidated if er.in_users_export(user_id, b.scope_key, solo)
+    ]
     if messages:
-        data.messages = await _export_messages(db, agent_id, user_id)
+        sql = f"SELECT * FROM messages WHERE {EXPORT_SESSIONS} ORDER BY session_id, seq"
+        rows = [db.message(r) for r in await db.fetch(sql, params)]
+        data.messages = er.exported_messages(user_id, rows, participants)
     return data
 
 
-async def _export_messages(
-    db: Db, agent_id: str | None, user_id: str | None
-) -> list[StoredMessage]:
-    """The messages of the agent's sessions (every session without one); with a user, of the
-    sessions holding that user's data, those rules.erasure.exported_messages keeps."""
-    params = {"agent": agent_id, "user": user_id}
-    of_agent = (
-        "(CAST(%(agent)s AS TEXT) IS NULL OR session_id IN "
-        "(SELECT session_id FROM session_agents WHERE agent_id = %(agent)s))"
-    )
-    if user_id is None:
-        sql = f"SELECT * FROM messages WHERE {of_agent} ORDER BY session_id, seq"
-        return [db.message(r) for r in await db.fetch(sql, params)]
-    sessions = f"{of_agent} AND session_id IN {USER_SESSIONS}"
-    rows = await db.fetch(
-        f"SELECT * FROM messages WHERE {sessions} ORDER BY session_id, seq", params
-    )
-    users = await db.fetch(
-        f"SELECT session_id, user_id FROM session_users WHERE {sessions}", params
-    )
-    participants: dict[str, list[str]] = {}
-    for row in users:
-        participants.setdefault(str(row["session_id"]), []).append(str(row["user_id"]))
-    return er.exported_messages(user_id, [db.message(r) for r in rows], participants)
+def _by_session(rows: Sequence[Row]) -> dict[str, list[str]]:
+    """The user ids of (session_id, user_id) rows, by session."""
+    users: dict[str, list[str]] = {}
+    for row in rows:
+        users.setdefault(str(row["session_id"]), []).append(str(row["user_id"]))
+    return users
