@@ -60,12 +60,11 @@ def bind() -> str:
     return f"127.0.0.1:{_free_port()}"
 
 
-async def test_one_endpoint_serves_sdk_and_mnemos_metrics(
-    dev_env: WorkflowEnvironment, tmp_path: Path, bind: str
-) -> None:
+async def _metered(dev_env: WorkflowEnvironment, tmp_path: Path, bind: str) -> Harness:
+    """A harness on the worker's client: its runtime serves /metrics at ``bind``, its interceptor
+    records our metrics (a worker built on it picks the interceptor up; worker.py may give it to
+    the Worker too)."""
     runtime = metrics.worker_runtime(Settings(temporal=TemporalSettings(metrics_bind=bind)))
-    # The worker's client: its runtime serves /metrics, its interceptor records our metrics (a
-    # worker built on it picks the interceptor up; worker.py may give it to the Worker too).
     client = await Client.connect(
         dev_env.client.service_client.config.target_host,
         data_converter=payload_data_converter,
@@ -74,6 +73,14 @@ async def test_one_endpoint_serves_sdk_and_mnemos_metrics(
     )
     h = await Harness.create(dev_env, tmp_path)
     h.client = client
+    return h
+
+
+async def test_one_endpoint_serves_sdk_and_mnemos_metrics(
+    dev_env: WorkflowEnvironment, tmp_path: Path, bind: str
+) -> None:
+    h = await _metered(dev_env, tmp_path, bind)
+    client = h.client
     await h.record("s1", conversation(4))
     h.llm.script("extract_facts", facts(("Alice works at Acme Robotics", "user")))
     h.llm.script("extract_reflections", reflections(user=["w", "x", "y", "z"]))
@@ -124,15 +131,7 @@ async def test_an_answer_its_step_rejected_is_counted_with_its_tokens(
 ) -> None:
     """A rejected answer cost its tokens: the run reports the answer it used, the metrics every
     answer the model gave (the figure an operator sums for the bill)."""
-    runtime = metrics.worker_runtime(Settings(temporal=TemporalSettings(metrics_bind=bind)))
-    client = await Client.connect(
-        dev_env.client.service_client.config.target_host,
-        data_converter=payload_data_converter,
-        runtime=runtime,
-        interceptors=[metrics.MetricsInterceptor()],
-    )
-    h = await Harness.create(dev_env, tmp_path)
-    h.client = client
+    h = await _metered(dev_env, tmp_path, bind)
     await h.record("s1", conversation(4))
     h.llm.script("extract_reflections", reflections(user=["w", "x", "y", "z"]))
     h.llm.script("consolidate", consolidated())  # no items: rejected, the next attempt is not
