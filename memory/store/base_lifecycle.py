@@ -94,10 +94,10 @@ class LifecycleContract(abc.ABC):
         """Everything ``mnemos export`` writes, filtered, in one read snapshot: agents; facts
         (invalidated ones too) with their vectors; reflections (absorbed too); blobs; messages
         on request. With user_id: what forget_user of that user erases, nothing it keeps
-        (rules.erasure.solo_sessions, in_users_export, exported_messages): the user's facts and
-        user-scope memory, the session-scope memory of the sessions the user was the only user
-        of (not of a session another user shares), and of the messages the user's own (whatever
-        their role), and the agent's only in sessions the user was the only user of."""
+        (rules.erasure.users_export): the user's facts and user-scope memory, the session-scope
+        memory of the sessions the user was the only user of (not of a session another user
+        shares), and of the messages the user's own (whatever their role), and the agent's only
+        in sessions the user was the only user of."""
 
     # ------------------------------------------------------------ who an agent talks with
 

@@ -64,7 +64,7 @@ async def _export(
             d["_id"]: d.get("user_ids", [])
             async for d in db.sessions.find(sq, {"user_ids": 1}, session=s)
         }
-        # Their scope's, and the session memory of their sessions: rules.erasure.in_users_export
+        # Their scope's, and the session memory of their sessions: rules.erasure.users_export
         # keeps that of the sessions they are alone in (forget_user erases it with them).
         of_sessions = {"scope": "session", "session_id": {"$in": list(participants)}}
         memory |= {"$or": [{"user_id": user_id}, of_sessions]}
@@ -91,26 +91,18 @@ async def _export(
             async for d in db.consolidated.find(memory, session=s).sort("_id", 1)
         ],
     )
-    if user_id is not None:
-        solo = er.solo_sessions(user_id, participants, await _message_users(db, s, participants))
-        data.reflections = [
-            r for r in data.reflections if er.in_users_export(user_id, r.scope_key, solo)
-        ]
-        data.consolidated = [
-            b for b in data.consolidated if er.in_users_export(user_id, b.scope_key, solo)
-        ]
     if messages:
+        ids = list(participants)
         if user_id is None:
             ids = [d["_id"] async for d in db.sessions.find(sq, {"_id": 1}, session=s)]
-        else:
-            ids = list(participants)
         cursor = db.messages.find({"session_id": {"$in": ids}}, session=s)
         data.messages = [
             message_from_doc(d) async for d in cursor.sort([("session_id", 1), ("seq", 1)])
         ]
-        if user_id is not None:
-            data.messages = er.exported_messages(user_id, data.messages, participants)
-    return data
+    if user_id is None:
+        return data
+    said = await _message_users(db, s, participants)
+    return er.users_export(user_id, data, participants, said)
 
 
 async def _message_users(

@@ -11,7 +11,6 @@ the user who was forgotten).
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -25,9 +24,8 @@ from memory.models import (
     FormationCommitResult,
     ScopeKey,
     SessionAgentState,
-    StoredMessage,
 )
-from memory.store.counts import ForgetCounts
+from memory.store.counts import ExportData, ForgetCounts
 from memory.store.rules.lifecycle_writes import (
     DeleteEmbeddings,
     DeleteFacts,
@@ -138,7 +136,7 @@ def solo_sessions(
     )
 
 
-def in_users_export(user_id: str, key: ScopeKey, solo: Collection[str]) -> bool:
+def _in_users_export(user_id: str, key: ScopeKey, solo: Collection[str]) -> bool:
     """Whether the reflections and blob of ``key`` are in the user's export (``solo``:
     solo_sessions): the user's scope, and the session memory of a session the user is alone in,
     which may quote them. A shared session's stays out, as forget keeps it for the others; the
@@ -152,18 +150,31 @@ def in_users_export(user_id: str, key: ScopeKey, solo: Collection[str]) -> bool:
             return False
 
 
-def exported_messages(
-    user_id: str, messages: Sequence[StoredMessage], participants: Mapping[str, Iterable[str]]
-) -> list[StoredMessage]:
-    """A user's export of the messages of their sessions (``participants`` by session id): the
-    messages carrying their id, whatever the role, and all of a session they are alone in
-    (solo_sessions). In a shared session the agent's replies stay out: they may carry other
-    users' words."""
-    said: dict[str, list[str | None]] = defaultdict(list)
-    for m in messages:
-        said[m.session_id].append(m.user_id)
-    solo = solo_sessions(user_id, participants, said)
-    return [m for m in messages if m.user_id == user_id or m.session_id in solo]
+def users_export(
+    user_id: str,
+    read: ExportData,
+    participants: Mapping[str, Iterable[str]],
+    message_users: Mapping[str, Iterable[str | None]],
+) -> ExportData:
+    """A user's export, from what a backend read for it: the agents, the user's facts, the
+    reflections and blobs of the user's scope and the session memory of the sessions holding
+    their data, those sessions' messages (when asked), with each session's ``participants`` and
+    the user ids of its messages (``message_users``). Of the session memory it keeps that of the
+    sessions the user is alone in; of the messages, those carrying the user's id, whatever the
+    role, and all of a session they are alone in: in a shared one the agent's replies may carry
+    other users' words."""
+    solo = solo_sessions(user_id, participants, message_users)
+    return read.model_copy(
+        update={
+            "reflections": [
+                r for r in read.reflections if _in_users_export(user_id, r.scope_key, solo)
+            ],
+            "consolidated": [
+                b for b in read.consolidated if _in_users_export(user_id, b.scope_key, solo)
+            ],
+            "messages": [m for m in read.messages if m.user_id == user_id or m.session_id in solo],
+        }
+    )
 
 
 # ---------------------------------------------------------------- forget_user

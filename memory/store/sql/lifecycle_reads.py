@@ -148,8 +148,8 @@ async def export_data(
     of_agent = "1 = 1" if agent_id is None else "agent_id = %(agent)s"
     w, o = of_agent if user_id is None else f"{of_agent} AND user_id = %(user)s", db.ord
     # Reflections and blobs: with a user, those of their scope and the session memory of their
-    # sessions, of which rules.erasure.in_users_export keeps that of the sessions they are alone
-    # in (forget_user erases it with them).
+    # sessions, of which rules.erasure.users_export keeps that of the sessions they are alone in
+    # (forget_user erases it with them).
     memory = of_agent
     if user_id is not None:
         memory += f" AND (user_id = %(user)s OR (scope = 'session' AND {EXPORT_SESSIONS}))"
@@ -171,10 +171,11 @@ async def export_data(
         reflections=[db.reflection(r) for r in reflections],
         consolidated=[db.consolidated(r) for r in blobs],
     )
+    if messages:
+        sessions = OF_AGENT if user_id is None else EXPORT_SESSIONS
+        sql = f"SELECT * FROM messages WHERE {sessions} ORDER BY session_id, seq"
+        data.messages = [db.message(r) for r in await db.fetch(sql, params)]
     if user_id is None:
-        if messages:
-            sql = f"SELECT * FROM messages WHERE {OF_AGENT} ORDER BY session_id, seq"
-            data.messages = [db.message(r) for r in await db.fetch(sql, params)]
         return data
     participants = _by_session(
         await db.fetch(
@@ -188,18 +189,7 @@ async def export_data(
             params,
         )
     )
-    solo = er.solo_sessions(user_id, participants, said)
-    data.reflections = [
-        r for r in data.reflections if er.in_users_export(user_id, r.scope_key, solo)
-    ]
-    data.consolidated = [
-        b for b in data.consolidated if er.in_users_export(user_id, b.scope_key, solo)
-    ]
-    if messages:
-        sql = f"SELECT * FROM messages WHERE {EXPORT_SESSIONS} ORDER BY session_id, seq"
-        rows = [db.message(r) for r in await db.fetch(sql, params)]
-        data.messages = er.exported_messages(user_id, rows, participants)
-    return data
+    return er.users_export(user_id, data, participants, said)
 
 
 def _by_session(rows: Sequence[Row]) -> dict[str, list[str]]:
