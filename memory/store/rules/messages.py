@@ -1,14 +1,14 @@
 """record_messages, planned: idempotence by message id, seqs, membership and pending counters.
 
-The rules: the messages not yet stored (by message id; a repeated id within the call is a
-duplicate of its first occurrence) get the next seqs, in order. A message id names one message:
-an id the session holds, or repeats within the call, with another content is refused, the whole
-call with it (a retry sends the same content; an edit is a new message, or it would be dropped
-unsaid). The session exists with the calling agent among its agents. Each of the session's agents gets pending_messages += 1 and
-pending_weighted_tokens += weight(role) * ceil(len(content) / chars_per_token) per new message,
-and every user_id of a new user message among its participants; last_message_at =
-max(created_at). An agent new to the session joins at its head (cursor = last_seq, nothing
-pending): it forms memory only of what is said from then on.
+The rules: the messages not yet stored (by message id; a repeated id within the call is a duplicate
+of its first occurrence) get the next seqs, in order. A message id names one message: an id the
+session holds, or repeats within the call, with another content is refused, the whole call with it
+(a retry sends the same content; an edit is a new message, or it would be dropped unsaid). The
+session exists with the calling agent among its agents. Each of the session's agents gets
+pending_messages += 1 and pending_weighted_tokens += weight(role) * ceil(len(content) /
+chars_per_token) per new message, and every user_id of a new user message among its participants;
+last_message_at = max(created_at). An agent new to the session joins at its head (cursor =
+last_seq, nothing pending): it forms memory only of what is said from then on.
 """
 
 from __future__ import annotations
