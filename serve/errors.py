@@ -160,6 +160,14 @@ def _field_error(error: dict[str, Any]) -> FieldError:
 
 async def _validation(request: Request, exc: Exception) -> ProblemResponse:
     assert isinstance(exc, RequestValidationError)
+    for e in exc.errors():
+        if e.get("type") == "json_invalid":
+            # A body that is no JSON has no fields to name: its loc is a character offset.
+            why = e.get("ctx", {}).get("error", "not valid JSON")
+            offset = e["loc"][-1] if e.get("loc") else "?"
+            return problem(
+                request, status.HTTP_400_BAD_REQUEST, f"the body is not JSON: {why} at {offset}"
+            )
     errors = [_field_error(e) for e in exc.errors()]
     where = ", ".join(".".join(str(p) for p in e.loc) for e in errors[:5])
     return problem(

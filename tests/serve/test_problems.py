@@ -1,4 +1,5 @@
-"""Errors outside validation keep the one problem shape: 405 with every method of the path, 413."""
+"""Errors outside validation keep the one problem shape: 400 for a body that is no JSON, 405 with
+every method of the path, 413."""
 
 from __future__ import annotations
 
@@ -32,3 +33,16 @@ async def test_an_offset_out_of_range_is_422_not_a_store_error(served: Served, o
     async with served.client(served.eve) as c:
         r = await c.get("/v1/agents/eve/facts", params={"offset": offset})
     assert r.status_code == 422 and r.headers["content-type"] == "application/problem+json"
+
+
+@pytest.mark.parametrize("body", [b"{nope", b"[1", b"\xff\xfe"])
+async def test_a_body_that_is_no_json_is_400_not_a_field_error(served: Served, body: bytes) -> None:
+    """The documented 400: a 422 would name a character offset as if it were a field."""
+    async with served.client(served.eve) as c:
+        r = await c.post(
+            "/v1/agents/eve/search", content=body, headers={"content-type": "application/json"}
+        )
+    assert r.status_code == 400 and r.headers["content-type"] == "application/problem+json"
+    problem = r.json()
+    assert problem["type"] == "urn:mnemos:problem:bad-request"
+    assert problem["detail"].startswith("the body is not JSON") and "errors" not in problem
