@@ -36,6 +36,7 @@ _KIND_OF_OPERATION: dict[str, Kind] = {
     "search": "read",
     "session_start": "read",
     "forget_user": "heavy",
+    "export_user": "heavy",
 }
 # Past this many buckets, the full ones are dropped: a full bucket is a fresh one.
 _PRUNE_AT = 10_000

@@ -1,13 +1,17 @@
-"""Erasing a user: every memory of them an agent holds, hard-deleted (issue 15)."""
+"""A user's data: exported as `mnemos export --user` writes it, or hard-deleted (issue 15)."""
 
 from __future__ import annotations
 
+import io
 from typing import Annotated
 
-from fastapi import APIRouter, Path
+from fastapi import APIRouter, Path, Query, Response
 
 from client.memory_client import ForgetResult
-from serve.auth import ID_PATTERN, EraseAgent, Svc
+from memory.lifecycle.exporting import export_store
+from serve.auth import ID_PATTERN, EraseAgent, ReadAgent, Svc
+
+NDJSON = "application/x-ndjson"
 
 router = APIRouter(prefix="/v1/agents/{agent_id}", tags=["users"])
 UserPath = Annotated[str, Path(pattern=ID_PATTERN)]
@@ -20,3 +24,40 @@ async def forget_user(agent_id: EraseAgent, user_id: UserPath, svc: Svc) -> Forg
     created with ``--erase`` may (403 otherwise). A formation
     running for the user meanwhile writes nothing of them. Agent-scope memory stays."""
     return await svc.memory.forget_user(agent_id, user_id)
+
+
+@router.get(
+    "/users/{user_id}/export",
+    response_class=Response,
+    responses={
+        200: {
+            "content": {NDJSON: {"schema": {"type": "string"}}},
+            "description": "JSON Lines: a header, one record a line, an end line with the counts",
+        }
+    },
+)
+async def export_user(
+    agent_id: ReadAgent,
+    user_id: UserPath,
+    svc: Svc,
+    messages: Annotated[bool, Query(description="The user's messages too")] = False,
+) -> Response:
+    """Everything this agent holds of the user, in the format of ``mnemos export --agent A --user
+    U`` (read back by ``mnemos import file``): what a DELETE of the user would erase, nothing it
+    keeps (the agent's own memory, a shared session's memory). One read snapshot; drawn on the
+    key's erasure budget, as it reads all of the user's data at once."""
+    out = io.StringIO()
+    await export_store(
+        svc.memory.store,
+        out,
+        agent_id=agent_id,
+        user_id=user_id,
+        messages=messages,
+        now=svc.memory.clock(),
+    )
+    filename = f"mnemos-{agent_id}-{user_id}.jsonl"
+    return Response(
+        out.getvalue(),
+        media_type=NDJSON,
+        headers={"Content-Disposition": f'attachment; filename="{filename}"'},
+    )

@@ -1,7 +1,9 @@
-"""DELETE /v1/agents/{agent}/users/{user}: erasure through HTTP, only with a key that may erase."""
+"""A user's data through HTTP: DELETE /v1/agents/{agent}/users/{user}, only with a key that may
+erase, and GET …/export, with a key that may read."""
 
 from __future__ import annotations
 
+from memory.lifecycle.export import FactLine, HeaderLine, MessageLine, ReflectionLine, read_export
 from tests.serve.conftest import Served, form_alice
 
 
@@ -32,3 +34,31 @@ async def test_a_user_is_forgotten_only_with_an_erase_key_of_the_agent(served: S
         left = (await c.get("/v1/agents/eve/facts", params=params)).json()
         assert [f["content"] for f in left["facts"]] == ["Eve answers in French"]
         assert (await c.delete("/v1/agents/eve/users/not valid")).status_code == 422
+
+
+async def test_a_users_export_is_what_their_erasure_would_delete(served: Served) -> None:
+    """GET …/users/{user}/export: the `mnemos export --user` file, for any key that may read the
+    agent; then DELETE erases just that (the agent's own memory is in neither)."""
+    await form_alice(served.h)
+    url = "/v1/agents/eve/users/alice/export"
+    async with served.client(served.bob) as c:
+        assert (await c.get(url)).status_code == 403
+    async with served.client(served.eve_ro) as c:
+        r = await c.get(url, params={"messages": "true"})
+    assert r.status_code == 200 and r.headers["content-type"].startswith("application/x-ndjson")
+    assert 'filename="mnemos-eve-alice.jsonl"' in r.headers["content-disposition"]
+    records = list(read_export(r.text.splitlines()))
+    header, lines = records[0], records[1:]
+    assert isinstance(header, HeaderLine) and (header.agent_id, header.user_id) == ("eve", "alice")
+    assert [x.content for x in lines if isinstance(x, FactLine)] == [
+        "Alice drinks green tea every morning"
+    ]
+    kept = sorted(x.content for x in lines if isinstance(x, ReflectionLine))
+    # Alice was alone in s1: its session memory is hers to take, as a forget would delete it.
+    assert kept == ["Alice is a morning person", "The session was about tea"]
+    assert sum(isinstance(x, MessageLine) for x in lines) == 4
+
+    async with served.client(served.eve_erase) as c:
+        assert (await c.delete("/v1/agents/eve/users/alice")).status_code == 200
+        after = list(read_export((await c.get(url)).text.splitlines()))
+    assert not [x for x in after if isinstance(x, FactLine | ReflectionLine | MessageLine)]
