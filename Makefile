@@ -59,9 +59,10 @@ test: $(STAMP) browser lint typecheck sdk-deps
 # `mnemos serve` on free ports. Needs Node >= 20; without it, says so and skips.
 SDK := sdk/typescript
 NODE20 = command -v node >/dev/null && [ "$$(node -p 'process.versions.node.split(".")[0]')" -ge 20 ]
-# The generator the drift test runs (tests/serve/test_sdk_drift.py), installed before pytest.
+# The generator the drift test runs (tests/serve/test_sdk_drift.py), installed before pytest
+# (--ignore-scripts: without the build that the package's `prepare` runs).
 sdk-deps:
-	@if $(NODE20); then cd $(SDK) && npm ci --no-audit --no-fund --silent; \
+	@if $(NODE20); then cd $(SDK) && npm ci --ignore-scripts --no-audit --no-fund --silent; \
 	else echo "no Node >= 20: the TypeScript types' drift test will be skipped"; fi
 
 # npm ci only when the installed packages are older than the lockfile (make test's sdk-deps has
@@ -79,7 +80,7 @@ sdk-test: $(STAMP)
 # in tests/serve/test_sdk_drift.py fails until this is run and committed).
 sdk-types: $(STAMP)
 	$(BIN)/python -m serve openapi > $(SDK)/openapi.json
-	cd $(SDK) && npm ci --no-audit --no-fund --silent && npm run --silent generate
+	cd $(SDK) && npm ci --ignore-scripts --no-audit --no-fund --silent && npm run --silent generate
 
 bench: $(STAMP)
 	$(BIN)/python bench/formation.py

@@ -25,13 +25,13 @@ def test_the_committed_document_is_the_servers() -> None:
 
 @pytest.mark.skipif(not GENERATOR.exists(), reason="npm packages of sdk/typescript not installed")
 def test_the_committed_types_are_generated_from_it(tmp_path: Path) -> None:
-    out = tmp_path / "schema.d.ts"
+    out = tmp_path / "schema.ts"
     subprocess.run(
         [str(GENERATOR), "openapi.json", "--default-non-nullable", "false", "-o", str(out)],
         cwd=SDK,
         check=True,
         capture_output=True,
     )
-    assert out.read_text() == (SDK / "src" / "schema.d.ts").read_text(), (
-        "sdk/typescript/src/schema.d.ts is out of date: run `make sdk-types` and commit it"
+    assert out.read_text() == (SDK / "src" / "schema.ts").read_text(), (
+        "sdk/typescript/src/schema.ts is out of date: run `make sdk-types` and commit it"
     )

@@ -126,7 +126,16 @@ export class Mnemos {
     );
   }
 
-  /** Form now, below the thresholds too; with `wait` the run's summary. */
+  /** Form now, below the thresholds too, and wait for the run: its summary (200). */
+  form(agentId: string, sessionId: string, options: { wait: true }): Promise<FormationSummary>;
+  /** Form now, below the thresholds too: answers once the run is started (202). */
+  form(agentId: string, sessionId: string, options?: { wait?: false }): Promise<FormStarted>;
+  /** Form now, below the thresholds too: FormationSummary when `wait`, else FormStarted. */
+  form(
+    agentId: string,
+    sessionId: string,
+    options?: { wait?: boolean },
+  ): Promise<FormStarted | FormationSummary>;
   async form(
     agentId: string,
     sessionId: string,
@@ -142,7 +151,12 @@ export class Mnemos {
     ) as FormStarted | FormationSummary;
   }
 
-  /** The `<MemoryContext>` XML for this turn ("" when there is no memory yet). */
+  /**
+   * The `<MemoryContext>` XML for this turn; "" when the session has messages but nothing is
+   * formed yet for it. A session with no recorded messages throws a MnemosError 404 (for a
+   * session's first turn, `POST /v1/agents/{agent_id}/sessions/{session_id}/start` through `api`
+   * answers without messages).
+   */
   async context(agentId: string, sessionId: string, userId?: string): Promise<string> {
     const answer = unwrap(
       await this.api.GET("/v1/agents/{agent_id}/sessions/{session_id}/context", {
@@ -187,11 +201,37 @@ export class Mnemos {
     );
   }
 
-  /** Hard-delete everything this agent keeps of the user (a key created with --erase). */
+  /**
+   * Hard-delete, for this agent, the user's facts, user-scope memory and own messages, and the
+   * sessions they were the only user of, with their session memory (a key created with --erase).
+   * Kept: agent-scope memory, which may have been formed from what they said, and, in sessions
+   * shared with other users, the others' messages and the session memory, which may quote them.
+   */
   async forgetUser(agentId: string, userId: string): Promise<ForgetResult> {
     return unwrap(
       await this.api.DELETE("/v1/agents/{agent_id}/users/{user_id}", {
         params: { path: { agent_id: agentId, user_id: userId } },
+      }),
+    );
+  }
+
+  /**
+   * The user's data as JSON Lines, the file `mnemos export --agent A --user U` writes (a header,
+   * one record a line, an end line with the counts): what forgetUser would delete. Any key that
+   * may read the agent; `messages` adds their messages.
+   */
+  async exportUser(
+    agentId: string,
+    userId: string,
+    options: { messages?: boolean } = {},
+  ): Promise<string> {
+    return unwrap(
+      await this.api.GET("/v1/agents/{agent_id}/users/{user_id}/export", {
+        params: {
+          path: { agent_id: agentId, user_id: userId },
+          query: { messages: options.messages },
+        },
+        parseAs: "text",
       }),
     );
   }

@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { Mnemos, MnemosError, type FormationSummary, type MessageIn } from "../index.js";
+import { Mnemos, MnemosError, type MessageIn } from "../index.js";
 
 const baseUrl = process.env.MNEMOS_URL ?? "";
 const apiKey = process.env.MNEMOS_API_KEY ?? "";
@@ -36,7 +36,7 @@ test("a backend records, forms, reads and erases a user's memory", async () => {
   const again = await mnemos.recordMessages(agent, session, [say(0, "I live in Lisbon and I work as a nurse at the children's hospital.")]);
   assert.equal(again.recorded.duplicates, 1);
 
-  const summary = (await mnemos.form(agent, session, { wait: true })) as FormationSummary;
+  const summary = await mnemos.form(agent, session, { wait: true });
   assert.ok((summary.facts_added ?? 0) >= 1, JSON.stringify(summary));
 
   const page = await mnemos.facts(agent, { userId: user });
@@ -52,6 +52,14 @@ test("a backend records, forms, reads and erases a user's memory", async () => {
 
   const ended = await mnemos.endSession(agent, session);
   assert.ok(ended.formation !== undefined);
+
+  // The user's data, as `mnemos export --user` writes it: a header first, an end line last.
+  const lines = (await mnemos.exportUser(agent, user, { messages: true })).trim().split("\n");
+  const types = lines.map((line) => JSON.parse(line).type);
+  assert.equal(types[0], "header");
+  assert.equal(types.at(-1), "end");
+  assert.ok(lines.some((line) => line.includes("Lisbon")));
+  assert.equal(types.filter((t) => t === "message").length, 3);
 
   const erased = await mnemos.forgetUser(agent, user);
   assert.ok((erased.agents[0]?.facts ?? 0) >= 1);

@@ -399,6 +399,29 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/agents/{agent_id}/users/{user_id}/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export User
+         * @description Everything this agent holds of the user, in the format of ``mnemos export --agent A --user
+         *     U`` (read back by ``mnemos import file``): what a DELETE of the user would erase, nothing it
+         *     keeps (the agent's own memory, a shared session's memory). One read snapshot; drawn on the
+         *     key's erasure budget, as it reads all of the user's data at once.
+         */
+        get: operations["export_user"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -3445,6 +3468,95 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ForgetResult"];
+                };
+            };
+            /** @description No valid API key (`WWW-Authenticate: Bearer`) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key is not for this agent, or is read-only on a write */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The agent (or the named resource) does not exist */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The path does not take this method; `Allow` lists those it takes */
+            405: {
+                headers: {
+                    /** @description The methods this path takes */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The input is invalid: `errors` lists each invalid field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description This key is over its heavy budget (1/s, bursts of 30, per server process); nothing was done. `Retry-After` says when to retry */
+            429: {
+                headers: {
+                    /** @description Seconds until the key may retry (a whole number, at least 1) */
+                    "Retry-After": number;
+                    /** @description The budget (IETF draft): `"<kind>";q=<burst>;w=<seconds to refill>` */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left (IETF draft): `"<kind>";r=0;t=<seconds>` */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    export_user: {
+        parameters: {
+            query?: {
+                /** @description The user's messages too */
+                messages?: boolean;
+            };
+            header?: never;
+            path: {
+                user_id: string;
+                /** @description The agent's id */
+                agent_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description JSON Lines: a header, one record a line, an end line with the counts */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/x-ndjson": string;
                 };
             };
             /** @description No valid API key (`WWW-Authenticate: Bearer`) */
