@@ -7,7 +7,7 @@ import json
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from memory.context import one_line, when_said
 from memory.errors import InvalidInputError
@@ -82,11 +82,12 @@ def gemini_tool(rag: RagSettings | None = None) -> dict[str, Any]:
 
 
 class SearchFactsCall(BaseModel):
-    """The arguments a model sent. A lone string query is accepted: models do send that."""
+    """The arguments a model sent. A lone string query is accepted: models do send that; so is
+    ``queries``, the HTTP search's name, for a backend that builds the arguments itself."""
 
     model_config = ConfigDict(extra="ignore")
 
-    query: list[str] = Field(min_length=1)
+    query: list[str] = Field(min_length=1, validation_alias=AliasChoices("query", "queries"))
     top_k: int | None = None
     debug: bool = False
 

@@ -62,6 +62,8 @@ def test_definitions_name_the_tool_and_bound_the_arguments() -> None:
 def test_a_lone_string_query_is_accepted_and_garbage_is_not() -> None:
     assert parse_call('{"query": "alice email"}').query == ["alice email"]
     assert parse_call({"query": ["a", "b"], "top_k": 5}).top_k == 5
+    # The HTTP search's name, from a backend that builds the arguments itself.
+    assert parse_call({"queries": ["alice email"]}).query == ["alice email"]
     with pytest.raises(InvalidInputError):
         parse_call("{not json")
     with pytest.raises(InvalidInputError):
