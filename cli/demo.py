@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -33,11 +34,20 @@ def _print(title: str, body: str) -> None:
     print(f"\n=== {title} ===\n{body}", flush=True)
 
 
+def just_said(messages: list[MessageIn], now: datetime) -> list[MessageIn]:
+    """The sample as a conversation that has just happened (its last message a minute ago), its
+    intervals kept: with its own dates it would age out of the memory context's week of recent
+    facts (context.fifo_max_age_hours), and the demo would show less as the calendar moves on. A
+    second run records the same ids and contents: duplicates, whatever their times."""
+    shift = now - timedelta(minutes=1) - max(m.created_at for m in messages)
+    return [m.model_copy(update={"created_at": m.created_at + shift}) for m in messages]
+
+
 async def demo(memory: MemoryClient, settings: Settings, sample: dict[str, Any]) -> None:
     agent = AgentConfig.model_validate(sample["agent"])
     session_id: str = sample["session_id"]
     await memory.register_agent(agent)
-    messages = [MessageIn.model_validate(m) for m in sample["messages"]]
+    messages = just_said([MessageIn.model_validate(m) for m in sample["messages"]], memory.clock())
     recorded = await memory.record_messages(agent.agent_id, session_id, messages)
     _print(
         "Conversation",

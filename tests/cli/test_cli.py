@@ -207,7 +207,8 @@ async def stack(
         )  # fmt: skip
     try:
         await _wait_for_endpoint(bind, proc, log)
-        formed = await asyncio.to_thread(mnemos, env, "form", str(SAMPLE), "--json")
+        sample = recent_copy(SAMPLE, home / "conversation.json")
+        formed = await asyncio.to_thread(mnemos, env, "form", str(sample), "--json")
         yield Stack(env, dev_env.client, bind, json.loads(ok(formed).stdout))
     finally:
         if proc.returncode is None:
@@ -215,6 +216,19 @@ async def stack(
             await asyncio.wait_for(proc.wait(), 30)
         await dev_env.client.get_schedule_handle(cold_sessions_schedule_id(queue)).delete()
     assert proc.returncode == 0, log.read_text()
+
+
+def recent_copy(transcript: Path, to: Path) -> Path:
+    """The transcript moved in time so that its last message was said a minute ago: the memory
+    context shows the facts of the last week (context.fifo_max_age_hours), and the sample's own
+    dates fall out of it as the calendar moves on."""
+    doc = json.loads(transcript.read_text())
+    said = [datetime.fromisoformat(m["created_at"]) for m in doc["messages"]]
+    shift = datetime.now(UTC) - timedelta(minutes=1) - max(said)
+    for m, at in zip(doc["messages"], said, strict=True):
+        m["created_at"] = (at + shift).isoformat()
+    to.write_text(json.dumps(doc))
+    return to
 
 
 def copy_of(stack: Stack, tmp_path: Path) -> dict[str, str]:

@@ -204,4 +204,4 @@ async def test_a_correction_within_the_window_leaves_its_last_statement(
 
     await reform(_deps(store, llm), "eve", "s1", 0, 1)
 
-    assert await _valid(store, "budget") == ["Sorry, the festival budget is now $70,000."]
+    assert await _valid(store, "budget") == ["The festival budget is now $70,000."]
