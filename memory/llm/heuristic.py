@@ -13,6 +13,7 @@ from memory.errors import MalformedOutputError
 from memory.ids import normalize_text
 from memory.llm.base import LLMProvider, LLMRequest, LLMResult, Usage
 from memory.llm.fact_decisions import decide_facts, same_fact
+from memory.llm.heuristic_corrections import as_corrected
 from memory.prompts import (
     ConsolidateInput,
     DecideFactsInput,
@@ -245,28 +246,6 @@ def _without_self_introduction(sentence: str, speaker: str) -> str:
     ).strip()
 
 
-# "Sorry, I was wrong: my locker code is 4415, not 4412." states "my locker code is 4415": the
-# apology and the value it replaces say how the correction is made, not what is true, and left
-# in, they make the fact unlike the one it corrects (both would stay valid).
-_CORRECTION_OPENING = re.compile(
-    r"^(?:(?:sorry|oops|actually|correction|wait|no)\b[\s,:;!.-]*)+"
-    r"(?:(?:I was wrong|I got (?:that|it) wrong|I made a mistake|I misspoke|I meant(?: to say)?)"
-    r"\b[\s,:;!.-]*)?",
-    re.IGNORECASE,
-)
-_REPLACED_VALUE = re.compile(r",\s*(?:and\s+)?not\s+[^,;:]{1,40}?(?=[.!]?$)", re.IGNORECASE)
-
-
-def _as_corrected(sentence: str) -> str:
-    """What a correction states, without its opening and the value it replaces; any other
-    sentence as it is."""
-    opening = _CORRECTION_OPENING.match(sentence)
-    if opening is None or not opening.group(0).strip():
-        return sentence
-    rest = _REPLACED_VALUE.sub("", sentence[opening.end() :]).strip()
-    return rest[:1].upper() + rest[1:] if rest else sentence
-
-
 def _readable(sentence: str) -> bool:
     """Whether the sentence is English, the only language these rules read."""
     words = [w for w in tokenize(sentence) if not w.isdigit()]
@@ -281,7 +260,7 @@ def extract_facts(p: ExtractFactsInput) -> ExtractedFacts:
     facts: dict[str, ExtractedFact] = {}
     for speaker, speaker_id, content, n in _user_messages(p.messages):
         for raw in _sentences(content):
-            sentence = _as_corrected(_without_self_introduction(raw, speaker))
+            sentence = as_corrected(_without_self_introduction(raw, speaker))
             specific = _is_specific(sentence)
             if len(sentence.split()) < _MIN_FACT_WORDS or not (
                 specific or _is_informative(sentence)
