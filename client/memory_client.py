@@ -134,9 +134,9 @@ class MemoryClient:
     async def record_messages(
         self, agent_id: str, session_id: str, messages: Sequence[MessageIn | dict[str, Any]]
     ) -> RecordOutcome:
-        """Store new messages (idempotent by message_id; one held with another content: Conflict-
-        Error). Invalid input (empty or control-character content, bad ids, a ``created_at``
-        before 1970 or a day ahead) raises InvalidInputError naming the offset; nothing written."""
+        """Store new messages, idempotent by message_id (an id held with another content raises
+        ConflictError). Invalid input (empty or control-character content, bad ids, a
+        ``created_at`` before 1970 or a day ahead) raises InvalidInputError; nothing written."""
         await self._agent(agent_id)
         _check_id("session_id", session_id)
         now = self.clock()
