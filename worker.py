@@ -27,6 +27,7 @@ from memory.logging import get_logger
 from memory.settings import Settings
 from runtime import versioning
 from runtime.connection import connect, ensure_search_attributes
+from runtime.health import serving_health
 from runtime.metrics import MetricsInterceptor
 from runtime.schedule import ensure_schedule
 from workflows.cold_sessions import ColdSessionsWorkflow
@@ -166,6 +167,8 @@ async def running_worker(
             if settings.temporal.build_id and settings.temporal.promote_on_start:
                 await versioning.promote(client, settings.temporal)
                 log.info("worker version made current", build_id=settings.temporal.build_id)
+            # Last: its answer says the worker polls and its loop turns (runtime/health.py).
+            await workers.enter_async_context(serving_health(settings.temporal.health_bind))
             yield client, deps
     finally:
         await deps.close()

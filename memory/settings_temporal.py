@@ -49,6 +49,12 @@ class TemporalSettings(_Group):
         pattern=r"^(|\S+:\d{1,5})$",
         description="host:port of the worker's Prometheus /metrics endpoint ('' = none)",
     )
+    health_bind: str = Field(
+        "",
+        pattern=r"^(|\S+:\d{1,5})$",
+        description="host:port of the worker's liveness endpoint, GET /healthz, answered by its "
+        "event loop once it polls ('' = none; /metrics answers even while the loop is stuck)",
+    )
     workflow_sandbox: bool = Field(
         False,
         description="Run workflow code in the Temporal SDK's sandbox (per-run module isolation, "

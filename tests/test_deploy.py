@@ -138,6 +138,10 @@ def test_the_image_copies_what_exists_and_serves_metrics_on_all_interfaces() -> 
     env = dict(pair.split("=", 1) for ins, rest in steps if ins == "ENV" for pair in rest.split())
     settings = _settings_from(_mnemos_env(env))
     assert settings.temporal.metrics_bind == "0.0.0.0:9464"
+    # The health check asks the worker's event loop (runtime/health.py), where the image binds it.
+    assert ("EXPOSE", "9465") in steps and settings.temporal.health_bind == "0.0.0.0:9465"
+    [check] = [rest for ins, rest in steps if ins == "HEALTHCHECK"]
+    assert "http://127.0.0.1:9465/healthz" in check
 
 
 # ---------------------------------------------------------------- compose
@@ -249,7 +253,11 @@ def test_the_worker_deployment_is_scaled_probed_and_sized() -> None:
     assert {"cpu", "memory"} <= set(worker["resources"]["requests"])
     metrics_port = next(p for p in worker["ports"] if p["name"] == "metrics")["containerPort"]
     assert metrics_port == 9464
-    assert worker["livenessProbe"]["httpGet"]["path"] == "/metrics"
+    # Liveness from the worker's event loop (runtime/health.py), on the port its env binds.
+    assert worker["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
+    health_port = next(p for p in worker["ports"] if p["name"] == "health")["containerPort"]
+    env = {e["name"]: e.get("value") for e in worker["env"]}
+    assert env["MNEMOS_TEMPORAL__HEALTH_BIND"] == f"0.0.0.0:{health_port}"
     hpa = next(d for d in _all_k8s() if d["kind"] == "HorizontalPodAutoscaler")
     target = hpa["spec"]["scaleTargetRef"]
     assert (target["kind"], target["name"]) == ("Deployment", deployment["metadata"]["name"])

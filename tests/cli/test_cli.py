@@ -195,6 +195,7 @@ async def stack(
         "MNEMOS_TEMPORAL__TASK_QUEUE": queue,
         "MNEMOS_TEMPORAL__UI_URL": "http://ui.test",
         "MNEMOS_TEMPORAL__METRICS_BIND": bind,
+        "MNEMOS_TEMPORAL__HEALTH_BIND": f"127.0.0.1:{free_port()}",
         "MNEMOS_MODELS__PROVIDER": "heuristic",
         "MNEMOS_EMBEDDING__PROVIDER": "local",
         "MNEMOS_LOG_LEVEL": "warning",
@@ -412,3 +413,7 @@ def test_the_worker_command_serves_temporal_metrics(stack: Stack) -> None:
     queue = stack.env["MNEMOS_TEMPORAL__TASK_QUEUE"]
     assert f'task_queue="{queue}",workflow_type="FormMemories"' in text
     assert "temporal_workflow_completed" in text
+    # And its liveness, from its own event loop (runtime/health.py).
+    health = f"http://{stack.env['MNEMOS_TEMPORAL__HEALTH_BIND']}/healthz"
+    with urllib.request.urlopen(health, timeout=5) as r:
+        assert (r.status, r.read()) == (200, b"ok\n")
