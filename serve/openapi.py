@@ -178,6 +178,53 @@ def _json_schema_bounds(node: Any) -> None:
             _json_schema_bounds(value)
 
 
+def _refs(node: Any, found: set[str]) -> set[str]:
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "$ref" and isinstance(value, str):
+                found.add(value.removeprefix(_REF))
+            else:
+                _refs(value, found)
+    elif isinstance(node, list):
+        for value in node:
+            _refs(value, found)
+    return found
+
+
+def _closure(names: set[str], components: dict[str, Any]) -> set[str]:
+    seen: set[str] = set()
+    todo = list(names)
+    while todo:
+        name = todo.pop()
+        if name not in seen and name in components:
+            seen.add(name)
+            todo += _refs(components[name], set())
+    return seen
+
+
+# Answered without their empty fields (serve/errors.py dumps them with exclude_none).
+_SPARSE = {Problem.__name__, FieldError.__name__}
+
+
+def _responses_whole(schema: dict[str, Any]) -> None:
+    """A response carries every field of its model (a default included), so each field of a
+    schema only responses use is required: a generated client types it as present (nullable
+    where it may be null), not as possibly missing. Schemas a request also uses keep their
+    optional fields, which a client may leave out."""
+    components: dict[str, Any] = schema["components"]["schemas"]
+    asked: set[str] = set()
+    answered: set[str] = set()
+    for item in schema.get("paths", {}).values():
+        for operation in item.values():
+            _refs([operation.get("requestBody"), operation.get("parameters")], asked)
+            _refs(operation.get("responses"), answered)
+    only_answered = _closure(answered, components) - _closure(asked, components) - _SPARSE
+    for name in only_answered:
+        properties = components[name].get("properties")
+        if properties:
+            components[name]["required"] = list(properties)
+
+
 def install(app: FastAPI, settings: Settings) -> None:
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is not None:
@@ -203,6 +250,7 @@ def install(app: FastAPI, settings: Settings) -> None:
             components.pop(unused, None)
         _json_schema_bounds(schema)
         _settings_limits(schema, settings)
+        _responses_whole(schema)
         app.openapi_schema = schema
         return schema
 

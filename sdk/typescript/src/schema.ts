@@ -536,37 +536,37 @@ export interface components {
              * @default consolidation
              * @enum {string}
              */
-            edited_by?: "consolidation" | "manual";
+            edited_by: "consolidation" | "manual";
         };
         /** ConsolidationSummary */
         ConsolidationSummary: {
             /** Degraded */
-            degraded?: string | null;
+            degraded: string | null;
             /**
              * Set Aside
              * @default []
              */
-            set_aside?: string[];
+            set_aside: string[];
             /**
              * Consolidations
              * @default 0
              */
-            consolidations?: number;
+            consolidations: number;
             /**
              * Absorbed
              * @default 0
              */
-            absorbed?: number;
+            absorbed: number;
             /**
              * Version
              * @default 0
              */
-            version?: number;
+            version: number;
             /**
              * Llm Calls
              * @default []
              */
-            llm_calls?: components["schemas"]["LlmCall"][];
+            llm_calls: components["schemas"]["LlmCall"][];
         };
         /** ContextResponse */
         ContextResponse: {
@@ -603,7 +603,7 @@ export interface components {
             /** Agent Id */
             agent_id: string;
             /** User Id */
-            user_id?: string | null;
+            user_id: string | null;
             /**
              * Scope
              * @enum {string}
@@ -619,23 +619,23 @@ export interface components {
             /** Embedding Model */
             embedding_model: string;
             /** Source Session Id */
-            source_session_id?: string | null;
+            source_session_id: string | null;
             /**
              * Source Message Ids
              * @description The messages this version was formed from (their message_id)
              * @default []
              */
-            source_message_ids?: string[];
+            source_message_ids: string[];
             /**
              * Formation Id
              * @description The formation that wrote this version
              */
-            formation_id?: string | null;
+            formation_id: string | null;
             /**
              * Said At
              * @description When it was said: the time of its latest source message
              */
-            said_at?: string | null;
+            said_at: string | null;
             /**
              * Formed At
              * Format: date-time
@@ -650,28 +650,28 @@ export interface components {
              * Version
              * @default 1
              */
-            version?: number;
+            version: number;
             /** Previous Content */
-            previous_content?: string | null;
+            previous_content: string | null;
             /**
              * History
              * @default []
              */
-            history?: components["schemas"]["FactRevision"][];
+            history: components["schemas"]["FactRevision"][];
             /** Invalidated At */
-            invalidated_at?: string | null;
+            invalidated_at: string | null;
             /**
              * Invalidated By
              * @description The fact that replaced it (DELETE)
              */
-            invalidated_by?: string | null;
+            invalidated_by: string | null;
             /**
              * Access Count
              * @default 0
              */
-            access_count?: number;
+            access_count: number;
             /** Last Accessed At */
-            last_accessed_at?: string | null;
+            last_accessed_at: string | null;
         };
         /** FactEdit */
         FactEdit: {
@@ -714,18 +714,18 @@ export interface components {
              * Reason
              * @default
              */
-            reason?: string;
+            reason: string;
             /** Source Session Id */
-            source_session_id?: string | null;
+            source_session_id: string | null;
             /**
              * Source Message Ids
              * @default []
              */
-            source_message_ids?: string[];
+            source_message_ids: string[];
             /** Formation Id */
-            formation_id?: string | null;
+            formation_id: string | null;
             /** Said At */
-            said_at?: string | null;
+            said_at: string | null;
         };
         /**
          * ForgetCounts
@@ -746,34 +746,34 @@ export interface components {
              * @description Valid and invalidated, with their history
              * @default 0
              */
-            facts?: number;
+            facts: number;
             /**
              * Reflections
              * @description User-scope reflections, buffered and absorbed
              * @default 0
              */
-            reflections?: number;
+            reflections: number;
             /**
              * Blobs
              * @default 0
              */
-            blobs?: number;
+            blobs: number;
             /**
              * Messages
              * @default 0
              */
-            messages?: number;
+            messages: number;
             /**
              * Sessions
              * @description Sessions deleted whole (the user was their only user)
              * @default 0
              */
-            sessions?: number;
+            sessions: number;
             /**
              * Embedding Cache
              * @default 0
              */
-            embedding_cache?: number;
+            embedding_cache: number;
         };
         /** ForgetResult */
         ForgetResult: {
@@ -793,105 +793,105 @@ export interface components {
              * Formations
              * @default 0
              */
-            formations?: number;
+            formations: number;
             /**
              * Messages Formed
              * @default 0
              */
-            messages_formed?: number;
+            messages_formed: number;
             /**
              * Facts Extracted
              * @default 0
              */
-            facts_extracted?: number;
+            facts_extracted: number;
             /**
              * Facts Added
              * @default 0
              */
-            facts_added?: number;
+            facts_added: number;
             /**
              * Facts Updated
              * @default 0
              */
-            facts_updated?: number;
+            facts_updated: number;
             /**
              * Facts Invalidated
              * @default 0
              */
-            facts_invalidated?: number;
+            facts_invalidated: number;
             /**
              * Facts Duplicate
              * @default 0
              */
-            facts_duplicate?: number;
+            facts_duplicate: number;
             /**
              * Reflections Added
              * @default 0
              */
-            reflections_added?: number;
+            reflections_added: number;
             /** Consolidations Requested */
-            consolidations_requested?: string[];
+            consolidations_requested: string[];
             /** Decisions */
-            decisions?: {
+            decisions: {
                 [key: string]: number;
             };
             /** Llm Calls */
-            llm_calls?: components["schemas"]["LlmCall"][];
+            llm_calls: components["schemas"]["LlmCall"][];
             /**
              * Embedding Calls
              * @default 0
              */
-            embedding_calls?: number;
+            embedding_calls: number;
             /**
              * Decisions Redone
              * @description Stale decisions decided again
              * @default 0
              */
-            decisions_redone?: number;
+            decisions_redone: number;
             /**
              * Decisions By Rule
              * @description Dedup decisions that needed no model (memory/pipeline/predecide.py)
              * @default 0
              */
-            decisions_by_rule?: number;
+            decisions_by_rule: number;
             /**
              * Decisions By Model
              * @description Dedup decisions the model made
              * @default 0
              */
-            decisions_by_model?: number;
+            decisions_by_model: number;
             /**
              * Decisions Refused
              * @description Of the decisions by rule, the model's UPDATE, DELETE or NONE refused because it names no stored fact, the two facts say nothing in common, or the change names neither the stored fact's attribute nor its verb (the new fact was added)
              * @default 0
              */
-            decisions_refused?: number;
+            decisions_refused: number;
             /**
              * Duration Ms
              * @default 0
              */
-            duration_ms?: number;
+            duration_ms: number;
             /** Degraded */
-            degraded?: components["schemas"]["DegradedStep"][];
+            degraded: components["schemas"]["DegradedStep"][];
             /**
              * Splits
              * @description Windows split because a step could not carry them
              * @default 0
              */
-            splits?: number;
+            splits: number;
             /**
              * Passed Over
              * @description Single messages formed without a step's memories (in degraded)
              * @default 0
              */
-            passed_over?: number;
+            passed_over: number;
         };
         /** FormationTrigger */
         FormationTrigger: {
             /** Started */
             started: boolean;
             /** Workflow Id */
-            workflow_id?: string | null;
+            workflow_id: string | null;
             /** Reason */
             reason: string;
             /**
@@ -899,7 +899,7 @@ export interface components {
              * @description Due, but Temporal did not answer in time: the messages are stored and the next trigger or the cold-sessions job forms them
              * @default false
              */
-            deferred?: boolean;
+            deferred: boolean;
         };
         /** FusedCandidate */
         FusedCandidate: {
@@ -927,7 +927,7 @@ export interface components {
              * Checks
              * @default {}
              */
-            checks?: {
+            checks: {
                 [key: string]: string;
             };
         };
@@ -1027,12 +1027,12 @@ export interface components {
              * @description The messages it was formed from (their message_id)
              * @default []
              */
-            source_message_ids?: string[];
+            source_message_ids: string[];
             /**
              * Formation Id
              * @description The formation that wrote it
              */
-            formation_id?: string | null;
+            formation_id: string | null;
             /**
              * Formed At
              * Format: date-time
@@ -1042,7 +1042,7 @@ export interface components {
              * Absorbed Into Version
              * @description Blob version that absorbed it; None = buffered; 0 = set aside (no consolidation could take it; editing it puts it back in the buffer)
              */
-            absorbed_into_version?: number | null;
+            absorbed_into_version: number | null;
         };
         /** ScopeConsolidationStatus */
         ScopeConsolidationStatus: {
@@ -1069,9 +1069,9 @@ export interface components {
             /** Agent Id */
             agent_id: string;
             /** User Id */
-            user_id?: string | null;
+            user_id: string | null;
             /** Session Id */
-            session_id?: string | null;
+            session_id: string | null;
         };
         /** ScopeStats */
         ScopeStats: {
@@ -1142,14 +1142,14 @@ export interface components {
              */
             updated_at: string;
             /** Said At */
-            said_at?: string | null;
+            said_at: string | null;
             /** Source Session Id */
-            source_session_id?: string | null;
+            source_session_id: string | null;
             /**
              * Source Message Ids
              * @default []
              */
-            source_message_ids?: string[];
+            source_message_ids: string[];
         };
         /** SearchRequest */
         SearchRequest: {
@@ -1183,7 +1183,7 @@ export interface components {
         SearchResult: {
             /** Hits */
             hits: components["schemas"]["SearchHit"][];
-            debug?: components["schemas"]["SearchDebug"] | null;
+            debug: components["schemas"]["SearchDebug"] | null;
         };
         /**
          * SessionAgentState
@@ -1199,31 +1199,31 @@ export interface components {
              * @description Last message seq formed into memory
              * @default 0
              */
-            cursor_seq?: number;
+            cursor_seq: number;
             /**
              * Last Seq
              * @description Last message seq recorded
              * @default 0
              */
-            last_seq?: number;
+            last_seq: number;
             /**
              * Pending Messages
              * @default 0
              */
-            pending_messages?: number;
+            pending_messages: number;
             /**
              * Pending Weighted Tokens
              * @default 0
              */
-            pending_weighted_tokens?: number;
+            pending_weighted_tokens: number;
             /** Last Message At */
-            last_message_at?: string | null;
+            last_message_at: string | null;
             /**
              * Formations
              * @description Formations committed
              * @default 0
              */
-            formations?: number;
+            formations: number;
         };
         /**
          * SessionEndSummary
