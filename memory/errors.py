@@ -3,7 +3,10 @@ and under which type name Temporal shows it; activities/errors.py only translate
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
+
+if TYPE_CHECKING:
+    from memory.llm.base import Usage
 
 
 class MnemosError(Exception):
@@ -67,11 +70,21 @@ class ProviderError(MnemosError):
 class MalformedOutputError(ProviderError):
     """The model answered, but not with what the schema asks. Worth a retry; not worth storing."""
 
-    def __init__(self, message: str, *, provider: str = "", content: str | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        provider: str = "",
+        content: str | None = None,
+        usage: Usage | None = None,
+    ) -> None:
         super().__init__(message, retryable=True, provider=provider)
         # What the model answered (for `mnemos check-model --record`); never in the message,
         # which reaches logs and histories.
         self.content = content
+        # What the answer cost, when the provider said (an unusable answer costs its tokens
+        # too): the worker's token metrics count it. None for an answer cut while it streamed.
+        self.usage = usage
 
 
 class InputRefusedError(ProviderError):

@@ -170,6 +170,8 @@ def _traced_llm(method: AsyncMethod) -> AsyncMethod:
                     result = await method(self, request, *args, **kwargs)
                 except BaseException as err:
                     _fail(current, err)
+                    if isinstance(err, MalformedOutputError):  # an unusable answer costs too
+                        _record_usage(current, request.task, err)
                     # An unusable answer degrades this attempt: the step retries, then falls back.
                     current.set_attribute("mnemos.llm.degraded", _error_kind(err) == _REJECTED)
                     raise

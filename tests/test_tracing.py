@@ -21,9 +21,10 @@ from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
 from memory.errors import MalformedOutputError, ProviderError
-from memory.llm.base import LLMProvider, LLMRequest, LLMResult, Retry
+from memory.llm.base import LLMProvider, LLMRequest, LLMResult, Retry, Usage
 from memory.models import AgentConfig, MessageIn
 from memory.prompts.extract_facts import ExtractedFacts, ExtractFactsInput
+from memory.tracing import Answered, answers_returned
 from runtime import tracing
 from serve.app import create_app
 from serve.keys import StoreKeyStore
@@ -187,3 +188,28 @@ async def test_a_failed_llm_call_is_a_span_with_its_kind_of_failure_and_no_text(
     assert dict(refused.attributes or {})["mnemos.llm.degraded"] is False
     assert dict(refused.attributes or {})["error.type"] == "provider_error"
     assert _leaks([rejected, refused], [SECRET_QUERY]) == []
+
+
+class _Unparsable(LLMProvider):
+    """Answers text the schema cannot read, and says what the answer cost (as OpenAI-compatible
+    servers and Gemini do)."""
+
+    name = "unparsable"
+
+    async def generate_structured[M: BaseModel](
+        self, request: LLMRequest, schema: type[M]
+    ) -> LLMResult[M]:
+        usage = Usage(provider=self.name, model="m1", input_tokens=1200, output_tokens=300)
+        raise MalformedOutputError("not JSON", provider=self.name, usage=usage)
+
+
+async def test_an_answer_the_provider_could_not_read_is_counted_with_its_tokens() -> None:
+    """The worker's token metrics count what each activity attempt's answers cost
+    (runtime.metrics reads answers_returned): an unreadable answer cost its tokens too."""
+    request = LLMRequest.of(
+        ExtractFactsInput(agent=AgentConfig(agent_id="eve", name="Eve"), messages=[], max_words=20),
+        model="m1",
+    )
+    with answers_returned() as answered, pytest.raises(MalformedOutputError):
+        await _Unparsable().generate_structured(request, ExtractedFacts)
+    assert answered == [Answered("extract_facts", "unparsable", "m1", 1200, 300)]

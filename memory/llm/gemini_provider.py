@@ -78,13 +78,18 @@ class GeminiProvider(LLMProvider):
         self, request: LLMRequest, schema: type[M]
     ) -> LLMResult[M]:
         response = await self._generate(request, schema)
-        text = self._text(response)
-        # The SDK leaves ``parsed`` as None when validation fails and swallows why; validating
-        # again here gives MalformedOutputError its reason.
-        parsed = response.parsed
-        with provider_errors(self.name, [self._api_key]):
-            value = parsed if isinstance(parsed, schema) else schema.model_validate_json(text)
-        return LLMResult[M](value=value, usage=self._usage(request, response))
+        usage = self._usage(request, response)
+        try:
+            text = self._text(response)
+            # The SDK leaves ``parsed`` as None when validation fails and swallows why;
+            # validating again here gives MalformedOutputError its reason.
+            parsed = response.parsed
+            with provider_errors(self.name, [self._api_key]):
+                value = parsed if isinstance(parsed, schema) else schema.model_validate_json(text)
+        except MalformedOutputError as err:
+            err.usage = usage  # an unusable answer costs its tokens too
+            raise
+        return LLMResult[M](value=value, usage=usage)
 
     async def close(self) -> None:
         await self._client.aio.aclose()

@@ -175,9 +175,12 @@ class OpenAIProvider(LLMProvider):
                 f"{self.name} output does not fit the schema: cut at the output token limit",
                 provider=self.name,
                 content=answer.text,
+                usage=answer.usage,
             )
         if not answer.text.strip():
-            raise MalformedOutputError(f"{self.name} returned no content", provider=self.name)
+            raise MalformedOutputError(
+                f"{self.name} returned no content", provider=self.name, usage=answer.usage
+            )
         try:
             value = schema.model_validate_json(answer.text)
         except pydantic.ValidationError as e:
@@ -194,6 +197,7 @@ class OpenAIProvider(LLMProvider):
                 f"{self.name} output does not fit the schema: {redact(str(e))}",
                 provider=self.name,
                 content=answer.text,
+                usage=answer.usage,
             ) from None
         return LLMResult[M](value=value, usage=answer.usage, raw=answer.text)
 

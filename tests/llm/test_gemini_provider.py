@@ -211,13 +211,16 @@ async def test_an_unreachable_server_is_a_retryable_connection_error() -> None:
 async def test_output_that_does_not_fit_the_schema_is_malformed(
     server: FakeProviderServer, provider: GeminiProvider, text: str
 ) -> None:
-    server.script(gemini_content(text))
+    server.script(gemini_content(text, prompt_tokens=42, output_tokens=9))
 
     with pytest.raises(MalformedOutputError) as caught:
         await provider.generate_structured(REQUEST, FactDecisions)
 
     assert caught.value.retryable
     assert len(server.requests) == 1
+    # The unusable answer cost its tokens: the token metrics count them (memory.tracing).
+    usage = caught.value.usage
+    assert usage is not None and (usage.input_tokens, usage.output_tokens) == (42, 9)
 
 
 async def test_a_body_that_is_not_json_is_a_retryable_provider_error(

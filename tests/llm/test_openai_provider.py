@@ -225,13 +225,16 @@ async def test_an_unreachable_server_is_a_retryable_connection_error() -> None:
 async def test_output_that_does_not_fit_the_schema_is_malformed(
     server: FakeProviderServer, provider: OpenAIProvider, content: str
 ) -> None:
-    server.script(openai_chat(content))
+    server.script(openai_chat(content, prompt_tokens=42, completion_tokens=9))
 
     with pytest.raises(MalformedOutputError) as caught:
         await provider.generate_structured(REQUEST, ExtractedFacts)
 
     assert caught.value.retryable
     assert len(server.requests) == 1
+    # The unusable answer cost its tokens: the token metrics count them (memory.tracing).
+    usage = caught.value.usage
+    assert usage is not None and (usage.input_tokens, usage.output_tokens) == (42, 9)
 
 
 async def test_a_stream_that_ends_mid_answer_is_a_retryable_provider_error(
@@ -295,8 +298,9 @@ async def test_output_cut_by_the_token_limit_is_malformed(
         openai_chat('{"sections": [{"title": "PRE', finish_reason="length"),
     )
 
-    with pytest.raises(MalformedOutputError):
+    with pytest.raises(MalformedOutputError) as cut:
         await provider.generate_structured(REQUEST, ExtractedFacts)
+    assert cut.value.usage is not None and cut.value.usage.output_tokens == 7
     with pytest.raises(MalformedOutputError):
         await provider.generate_structured(REQUEST, ConsolidatedSections)
 
