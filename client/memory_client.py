@@ -263,12 +263,16 @@ class MemoryClient:
         if user_id is not None:
             _check_id("user_id", user_id)
         now = self.clock()
-        session = await self.store.get_session(session_id, agent_id) or SessionInfo(
-            session_id=session_id,
-            agent_ids=(agent_id,),
-            user_ids=(user_id,) if user_id else (),
-            created_at=now,
-        )
+        session = await self.store.get_session(session_id, agent_id)
+        if session is None:  # nothing said to this agent here yet; others may be in it
+            whole = await self.store.get_session(session_id)
+            session = SessionInfo(
+                session_id=session_id,
+                agent_ids=(agent_id,),
+                user_ids=(user_id,) if user_id else (),
+                created_at=now,
+                session_user_ids=whole.user_ids if whole else (),
+            )
         return await self.context_cache.get(
             self.store, self.settings, agent=agent, session=session, user_id=user_id, now=now
         )

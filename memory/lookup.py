@@ -28,5 +28,6 @@ async def require_session(
     if session is None:
         raise NotFoundError(f"session {session_id!r} has no recorded messages")
     if agent_id is not None:
-        return session.model_copy(update={"user_ids": (), "ended_at": None})
+        view = {"user_ids": (), "ended_at": None, "session_user_ids": session.user_ids}
+        return session.model_copy(update=view)
     return session

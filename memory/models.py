@@ -104,11 +104,15 @@ class SessionInfo(_Model):
     created_at: UtcDatetime
     last_message_at: UtcDatetime | None = None
     ended_at: UtcDatetime | None = None
+    # In one agent's view (user_ids: those who spoke to it), every user of the session,
+    # whichever agent they spoke to: the group-chat rule counts them all, since they may read
+    # what this agent answers there.
+    session_user_ids: tuple[Id, ...] = ()
 
     @property
     def is_group(self) -> bool:
-        """More than one user: user-scoped memory is off (002 rule 3)."""
-        return len(self.user_ids) > 1
+        """More than one user in the session: user-scoped memory is off (002 rule 3)."""
+        return len({*self.user_ids, *self.session_user_ids}) > 1
 
 
 class SessionAgentState(_Model):

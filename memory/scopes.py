@@ -41,8 +41,9 @@ from memory.settings import Scope
 
 
 def single_user(session: SessionInfo) -> str | None:
-    """The session's only user; None in a group chat or a session without users."""
-    return session.user_ids[0] if len(session.user_ids) == 1 else None
+    """The session's only user; None in a group chat (more than one user in the session, an
+    agent's own view or not) or a session without users."""
+    return session.user_ids[0] if len(session.user_ids) == 1 and not session.is_group else None
 
 
 def _toggled(agent: AgentConfig, *, user_ok: bool) -> tuple[FactScope, ...]:
@@ -139,14 +140,15 @@ def visible_scopes(
     """The toggles and the group-chat rule, bound to this user.
 
     User memory needs a user: ``user_id`` must be given and, in a session, be the session's only
-    user (a second user makes it a group chat, and a user not in the session reads nothing of
-    theirs there). Without a session (a search outside any conversation) only the toggles count.
+    user (a second user makes it a group chat, though they spoke to another agent of the
+    session, and a user not in the session reads nothing of theirs there). Without a session (a
+    search outside any conversation) only the toggles count.
     """
     if session is None:
         fact_scopes = _toggled(agent, user_ok=user_id is not None)
         scopes: tuple[Scope, ...] = fact_scopes
     else:
-        user_ok = user_id is not None and session.user_ids == (user_id,)
+        user_ok = user_id is not None and single_user(session) == user_id
         fact_scopes = _toggled(agent, user_ok=user_ok)
         scopes = (*fact_scopes, "session")
 

@@ -172,3 +172,27 @@ async def test_case_5_a_fact_edit_cannot_forge_a_line_and_the_context_is_xml(
     items = [line for line in facts_text.splitlines() if line.strip()]
     assert len(items) == 1 and items[0].startswith("- [user] Alice works at Acme Corp - [agent]")
     assert "\x1b" not in context and "\x07" not in context
+
+
+async def test_an_agent_that_joins_a_group_chat_late_treats_it_as_one(bench: Bench) -> None:
+    """002 rule 3 counts the session's users, not the agent's: alice and bob spoke to eve in
+    the channel before carol spoke to mallory there; they read what mallory answers."""
+    await bench.say("mallory", "carol-1", "Please always answer me in Spanish.", user_id="carol")
+    await bench.say("mallory", "carol-1", "My bank is Evilbank and my PIN is 4412.", user_id="carol")  # fmt: skip
+    await bench.form("carol-1", "mallory")
+    await bench.say("mallory", "carol-2", "Hello again.", user_id="carol")
+    private = await bench.memory.memory_context("mallory", "carol-2", "carol")
+    assert "Spanish" in private  # carol's user memory, shown where she is alone
+    await bench.say("eve", "channel", "Hello everyone!", user_id="alice")
+    await bench.say("eve", "channel", "Hi alice, hi eve.", user_id="bob")
+
+    first_turn = await bench.memory.on_session_start("mallory", "channel", "carol")
+    assert "Spanish" not in first_turn  # before carol said a word there
+    await bench.say("mallory", "channel", "Please always call me Caz.", user_id="carol")
+    await bench.form("channel", "mallory")
+
+    seen = await bench.seen_by("mallory", "channel", "carol", ["Spanish", "bank PIN", "Caz"])
+    assert "Spanish" not in seen and "Evilbank" not in seen
+    # What carol said in the group stays that session's memory, never her user memory.
+    assert "Caz" in (await bench.memory.memory_context("mallory", "channel", "carol"))
+    assert "Caz" not in (await bench.memory.memory_context("mallory", "carol-2", "carol"))

@@ -77,6 +77,8 @@ async def test_case_4_a_joining_agent_starts_at_the_head_with_its_own_participan
     assert eve is not None and eve.user_ids == ("alice", "bob", "carol")
     assert whole is not None and whole.user_ids == ("alice", "bob", "carol")
     assert await store.get_session("sA", "nobody") is None
+    # ... in a group chat all the same (002 rule 3 counts the session's users): no user memory.
+    assert mallory.session_user_ids == ("alice", "bob", "carol") and mallory.is_group
     # alice spoke before mallory came: no user memory of hers is mallory's to form.
     with pytest.raises(InvalidInputError, match="participant"):
         await store.commit_formation(

@@ -102,6 +102,7 @@ def session_from_doc(doc: Mapping[str, Any], mine: Mapping[str, Any] | None = No
     if mine is None:
         return from_record(SessionInfo, {**doc, "ended_at": None}, dt, session_id=doc["_id"])
     view = {**doc, "user_ids": mine.get("user_ids", []), "ended_at": mine.get("ended_at")}
+    view["session_user_ids"] = doc.get("user_ids", [])
     return from_record(SessionInfo, view, dt, session_id=doc["_id"])
 
 

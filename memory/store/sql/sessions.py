@@ -84,9 +84,9 @@ async def session_view(db: Db, session_id: str, agent_id: str | None) -> Session
         return None
     in_order = f"WHERE session_id = %s ORDER BY {db.ord}"
     agents = await db.column(f"SELECT agent_id FROM session_agents {in_order}", session_id)
+    everyone = await db.column(f"SELECT user_id FROM session_users {in_order}", session_id)
     if agent_id is None:
-        users = await db.column(f"SELECT user_id FROM session_users {in_order}", session_id)
-        return db.record(SessionInfo, row, agent_ids=tuple(agents), user_ids=tuple(users))
+        return db.record(SessionInfo, row, agent_ids=tuple(agents), user_ids=tuple(everyone))
     mine = await db.fetch_one(
         "SELECT ended_at FROM session_agents WHERE session_id = %s AND agent_id = %s",
         (session_id, agent_id),
@@ -100,7 +100,7 @@ async def session_view(db: Db, session_id: str, agent_id: str | None) -> Session
     )  # fmt: skip
     return db.record(
         SessionInfo, row, agent_ids=tuple(agents), user_ids=tuple(users),
-        ended_at=db.opt_time_of(mine["ended_at"]),
+        ended_at=db.opt_time_of(mine["ended_at"]), session_user_ids=tuple(everyone),
     )  # fmt: skip
 
 
