@@ -180,11 +180,13 @@ def dedup_filter(
     agent_id: str, fact_scopes: tuple[FactScope, ...], user_id: str | None
 ) -> FactFilter:
     """Dedup candidates of a new fact: every fact the speaker can see, whichever scope the model
-    put the new fact in: the agent's facts and, where the window may write user facts, this
-    user's (a model that files one session's statement under "user" and the next one's under
-    "agent" must still meet the first). Never another user's facts."""
+    put the new fact in: the agent's facts where agent memory is on and, where the window may
+    write user facts, this user's (a model that files one session's statement under "user" and
+    the next one's under "agent" must still meet the first). Never another user's facts, nor
+    the agent's while its memory is off: a statement found "already known" there would be kept
+    nowhere its speaker can read it."""
     return FactFilter(
         agent_id=agent_id,
-        include_agent_scope=True,
+        include_agent_scope="agent" in fact_scopes,
         user_id=user_id if "user" in fact_scopes else None,
     )

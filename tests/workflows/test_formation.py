@@ -291,6 +291,30 @@ async def test_facts_over_the_word_limit_and_duplicates_are_dropped(
     assert [f.content for f in await h.all_facts()] == ["Alice lives in Lisbon"]
 
 
+async def test_with_agent_memory_off_a_users_fact_is_not_dropped_as_a_hidden_agent_facts_repeat(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """Agent facts formed while agent memory was on stay stored but hidden once it is off: a
+    user's statement of the same words must be kept as theirs, not decided "already known"
+    against a fact nobody is shown (seeds audit D3)."""
+    h = await Harness.create(time_env, tmp_path)
+    shared = "The Lisbon office address is Rua Augusta 10"
+    await h.record("s0", conversation(4, prefix="a"))
+    h.llm.script("extract_facts", facts((shared, "agent")))
+    async with h.worker():
+        await h.form("s0")
+    h.agent = h.agent.model_copy(update={"agent_memory_enabled": False})
+    await h.store.upsert_agent(h.agent)
+    await h.record("s1", conversation(4))
+    h.llm.script("extract_facts", facts((shared, "user")))
+    async with h.worker():
+        summary = await h.form("s1")
+
+    assert (summary.facts_added, summary.facts_duplicate) == (1, 0)
+    hers = [f for f in await h.all_facts(user_id="alice") if f.scope == "user"]
+    assert [(f.content, f.user_id) for f in hers] == [(shared, "alice")]
+
+
 @pytest.mark.parametrize("event", ["UPDATE", "DELETE"])
 async def test_a_users_fact_never_changes_the_agents_memory(
     time_env: WorkflowEnvironment, tmp_path: Path, event: str
