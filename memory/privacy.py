@@ -1,7 +1,8 @@
 """A person's private details: what agent memory never holds, whichever way an item was classified.
 
 Agent memory is read by every user of the agent. The extraction prompts ask the models to keep a
-person's private details (health, family, relationships, finances, contact data, identity) out
+person's private details (health, family, relationships, finances, contact data, identity,
+criminal record) out
 of it (``AGENT_SCOPE_RULE``); this is the same rule in code, so that it holds for a model that
 does not follow the prompt, and for the offline provider, which classifies by grammar (there a
 specific sentence not in the first person is agent memory: "Dana was diagnosed with asthma in
@@ -40,6 +41,14 @@ _PHRASES: dict[str, tuple[str, ...]] = {
         r"sick leave",
         r"medical condition",
         r"mental health",
+        r"tested (?:hiv )?positive",
+        r"hiv",
+        r"psychiatri(?:st|c)",
+        r"psychologist",
+        r"antidepressants?",
+        r"insulin",
+        r"prescribed",
+        r"takes \d+ ?mg",
         r"(?:has|had|have|with) (?:cancer|diabetes|asthma|epilepsy|adhd|autism|hiv|depression)",
         _WHOSE + r"(?:illness|disease|surgery|therapy|therapist|medication|prescription)s?",
     ),
@@ -58,6 +67,10 @@ _PHRASES: dict[str, tuple[str, ...]] = {
         r"broke up",
         r"break-?up",
         r"affair with",
+        r"separated",
+        r"widow(?:ed|er)?",
+        r"engaged to",
+        r"cheat(?:s|ed|ing) on",
         r"(?:is|are|was|were|been|started|stopped) dating",
     ),
     "finances": (
@@ -67,12 +80,16 @@ _PHRASES: dict[str, tuple[str, ...]] = {
         r"bankrupt(?:cy)?",
         r"credit score",
         r"credit card number",
+        r"iban",
+        r"account number",
+        r"earns",
     ),
     "contact data": (
         r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+",
         _WHOSE + r"(?:phone|mobile|cell)(?: number)?",
         r"home address",
         r"lives at",
+        r"(?:lives|living|resides) in",
         # A household's, said as "we" (the offline provider reads only "I" and "my" as personal).
         r"(?:call|text|reach|ring) (?:us|me) (?:at|on)",
         _WHOSE + r"(?:flat|apartment|condo)",
@@ -90,6 +107,16 @@ _PHRASES: dict[str, tuple[str, ...]] = {
         r"immigration status",
         r"visa status",
         r"(?:is|are|was|came out as) (?:gay|lesbian|bisexual|transgender)",
+        r"(?:is|are|was|were|became|converted to) (?:a |an )?(?:muslim|christian|jewish|jew|hindu"
+        r"|buddhist|sikh|catholic|protestant|atheist|mormon)s?",
+        r"prays",
+    ),
+    "criminal record": (
+        r"arrested",
+        r"convicted",
+        r"criminal record",
+        r"(?:in|went to|out of) (?:prison|jail)",
+        r"on (?:probation|parole)",
     ),
 }
 

@@ -31,6 +31,16 @@ from memory.privacy import private_detail
         ("Call us at +1 555 0100 after 6pm.", "contact data"),
         ("Our flat is at 12 Elm Street, Lisbon.", "contact data"),
         ("We are expecting twins in March 2026.", "health"),
+        # Said of a colleague (the owner audit: each reached every user of the agent before).
+        ("Tom tested HIV positive in March 2023.", "health"),
+        ("Tom takes 40 mg of Prozac every morning since 2023.", "health"),
+        ("Tom is seeing a psychiatrist every Monday since 2024.", "health"),
+        ("Tom and Anna separated in June 2025.", "relationships"),
+        ("Tom earns 3200 euros a month since 2024.", "finances"),
+        ("Tom's IBAN is DE89 3704 0044 0532 0130 00.", "finances"),
+        ("Tom lives in Rue de la Paix 12 in Lyon since 2021.", "contact data"),
+        ("Tom is a Muslim and prays five times a day since 2019.", "identity"),
+        ("Tom was arrested for drunk driving in 2022.", "criminal record"),
     ],
 )
 def test_a_persons_private_detail_is_found(text: str, category: str) -> None:
@@ -53,6 +63,10 @@ def test_a_persons_private_detail_is_found(text: str, category: str) -> None:
         "The office moved to 12 Elm Street in May.",
         "The support line is +1 555 0100 on weekdays.",
         "Our home page lists the prices.",
+        "The Lisbon office address is Rua Augusta 10.",
+        "The pharmacy fills prescriptions until 20:00.",
+        "The Jewish Museum opens at 10:00 on Sundays.",
+        "The shop earned 3 stars from critics.",
     ],
 )
 def test_what_a_business_says_of_its_work_is_no_private_detail(text: str) -> None:
