@@ -100,7 +100,10 @@ class FactSettings(_Group):
     fifo_enabled: bool = Field(True, description="Show recent facts in the memory context")
     fifo_limit: int = Field(40, ge=0, description="Most recent facts in the memory context")
     fifo_max_age_hours: float = Field(
-        24 * 7, gt=0, description="Only facts formed or updated within this age"
+        24 * 7,
+        gt=0,
+        description="Only facts said within this age (by their messages' time; a fact with no "
+        "said time: formed or updated), newest said first",
     )
 
 
