@@ -22,16 +22,13 @@ from memory.pipeline.types import (
     SimilarFact,
     Window,
 )
-from memory.pipeline.usage import llm_call, words
+from memory.pipeline.usage import llm_call
 from memory.pipeline.window import answer_is_full, window_agent, window_messages
 from memory.prompts.common import MAX_ITEMS
 from memory.prompts.extract_facts import INSTRUCTIONS, ExtractedFacts, ExtractFactsInput
 from memory.scopes import as_owned, dedup_filter, place_fact, sole_speaker
 from memory.settings import FactSettings
 from memory.store.base import Vector
-
-# A model that overshoots the word limit a little still wrote a usable fact; far beyond, it wrote prose.
-_WORD_SLACK = 1.25
 
 
 async def extract_facts(deps: Deps, window: Window, retry: Retry = FIRST) -> ExtractedFactsResult:
@@ -67,10 +64,11 @@ async def extract_facts(deps: Deps, window: Window, retry: Retry = FIRST) -> Ext
         text = transcript.as_said(fact.content)
         owned, speaker = as_owned(fact.scope, fact.speaker or only, text, messages)
         scope = place_fact(owned, speaker, window.user_id, window.fact_scopes)
+        # No word-limit filter: the limit is the prompt's ask. A fact that says more is still
+        # what was said (the schema bounds its characters); dropped, it would be lost unseen.
         if (
             not text
             or scope is None
-            or words(text) > cfg.max_words * _WORD_SLACK
             or len(kept) >= cfg.max_per_formation
             or echoes_instructions(text, any_cited(fact.sources, messages), INSTRUCTIONS, said)
         ):

@@ -12,7 +12,7 @@ from memory.llm.base import FIRST, LLMRequest, Retry
 from memory.pipeline.echoes import echoes_instructions
 from memory.pipeline.sources import any_cited, cited
 from memory.pipeline.types import NewReflection, ReflectionsResult, Window
-from memory.pipeline.usage import llm_call, words
+from memory.pipeline.usage import llm_call
 from memory.pipeline.window import answer_is_full, window_agent, window_messages
 from memory.prompts.extract_reflections import (
     INSTRUCTIONS,
@@ -24,8 +24,6 @@ from memory.prompts.extract_reflections import (
 )
 from memory.scopes import as_owned, place_reflection, sole_speaker
 from memory.settings import Scope
-
-_WORD_SLACK = 1.25
 
 
 async def current_memory(deps: Deps, window: Window) -> dict[Scope, CurrentMemory]:
@@ -91,7 +89,6 @@ async def extract_reflections(
             if (
                 scope
                 and text
-                and words(text) <= max_words * _WORD_SLACK
                 and key not in seen
                 and not echoes_instructions(
                     text, any_cited(item.sources, messages), INSTRUCTIONS, said
