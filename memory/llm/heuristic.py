@@ -45,6 +45,10 @@ _PREFERENCE = re.compile(
     r"(?i)\b(?:prefer\w*|please|always|never|don't|do not|call me)\b"
     r"|\bI (?:really )?(?:like|love)\b"
 )
+# A directive to the agent ("Please always answer in Hebrew", "Never call before 10am"): how to
+# behave with its speaker, a user reflection, never a fact (which would be the agent's when it
+# names no "I": a language or a weekday makes it look specific).
+_DIRECTIVE = re.compile(r"(?i)^(?:please|always|never|don't|do not|call me)\b|\bprefer\w*\b")
 _ABOUT_AGENT = re.compile(r"(?i)\b(?:your|yours|you are|you're|(?:the|our|this) project)\b")
 _NAME = re.compile(r"^[A-Z][a-z]+")
 _ADVERBS = r"(?: (?:\w+ly|also|never|always|often|usually|still|just|only))*"
@@ -262,8 +266,10 @@ def extract_facts(p: ExtractFactsInput) -> ExtractedFacts:
         for raw in _sentences(content):
             sentence = as_corrected(_without_self_introduction(raw, speaker))
             specific = _is_specific(sentence)
-            if len(sentence.split()) < _MIN_FACT_WORDS or not (
-                specific or _is_informative(sentence)
+            if (
+                len(sentence.split()) < _MIN_FACT_WORDS
+                or not (specific or _is_informative(sentence))
+                or _DIRECTIVE.search(sentence)
             ):
                 continue
             # Only a specific statement about the world or the work is the agent's; anything

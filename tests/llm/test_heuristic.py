@@ -119,6 +119,18 @@ async def test_extracts_specific_user_statements_in_the_third_person() -> None:
     # Greetings, thanks, small talk, questions and the agent's own words are not facts.
 
 
+async def test_a_directive_to_the_agent_is_no_fact_for_every_user() -> None:
+    """The sentence "Please always answer in Hebrew" names a language, which looks specific, and no "I":
+    it was an agent-scope fact, read by every user of the agent (the memory page audit). It is
+    how to behave with its speaker: a user reflection."""
+    msgs = [
+        msg(1, "Please always answer in Hebrew, never in English."),
+        msg(2, "Never call me before 10am on Mondays."),
+        msg(3, "I prefer the Lisbon office over the Berlin one."),
+    ]
+    assert await facts(msgs, ["user", "agent"]) == []  # (preferences: user reflections, below)
+
+
 async def test_only_enabled_scopes_with_agent_scope_alone_keeping_agent_and_project_facts() -> None:
     assert await facts(CONVERSATION, ["agent"]) == [
         ("Our launch deadline is March 3 and your project budget is 50000 dollars.", "agent")
