@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, ClassVar
 
 if TYPE_CHECKING:
-    from memory.llm.base import Usage
+    from memory.llm_usage import Usage
 
 
 class MnemosError(Exception):

@@ -11,6 +11,7 @@ from xml.sax.saxutils import escape
 from pydantic import BaseModel, ConfigDict
 
 from memory import tracing
+from memory.llm_usage import Usage as Usage
 from memory.prompts import TaskInput, render
 
 Task = Literal["extract_facts", "decide_facts", "extract_reflections", "consolidate", "same_fact"]
@@ -99,21 +100,6 @@ class LLMRequest(BaseModel):
             max_output_tokens=rendered.max_output_tokens,
             attempt=retry.attempt,
         )
-
-
-class Usage(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    provider: str
-    model: str
-    input_tokens: int = 0
-    output_tokens: int = 0
-    # Measured by providers that stream: the whole call, and until its first token (on a local
-    # server, mostly reading the prompt), so generation speed is known apart from prompt speed.
-    seconds: float | None = None
-    first_token_seconds: float | None = None
-    # Prompt tokens the server took from its prefix cache instead of reading them (when it says).
-    cached_input_tokens: int | None = None
 
 
 class LLMResult[T](BaseModel):
