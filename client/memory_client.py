@@ -10,7 +10,7 @@ xml = await memory.memory_context("eve", "s1", user_id="alice")
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -132,11 +132,18 @@ class MemoryClient:
         return await require_session(self.store, _check_id("session_id", session_id), agent_id)
 
     async def record_messages(
-        self, agent_id: str, session_id: str, messages: Sequence[MessageIn | dict[str, Any]]
+        self,
+        agent_id: str,
+        session_id: str,
+        messages: Sequence[MessageIn | dict[str, Any]],
+        *,
+        may_join: Collection[str] | None = None,
     ) -> RecordOutcome:
         """Store new messages, idempotent by message_id (an id held with another content raises
         ConflictError). Invalid input (empty or control-character content, bad ids, a
-        ``created_at`` before 1970 or a day ahead) raises InvalidInputError; nothing written."""
+        ``created_at`` before 1970 or a day ahead) raises InvalidInputError; nothing written.
+        ``may_join``: the agents the caller acts for (an API key's); a session holding any other
+        agent raises NotFoundError, checked in the transaction that writes (None: no check)."""
         await self._agent(agent_id)
         _check_id("session_id", session_id)
         now = self.clock()
@@ -149,6 +156,7 @@ class MemoryClient:
             weights={r: cfg.weight(r) for r in ("user", "agent", "tool", "system", "other")},
             chars_per_token=cfg.chars_per_token,
             now=now,
+            may_join=may_join,
         )
 
     def checked_messages(
@@ -326,7 +334,9 @@ class MemoryClient:
         user_id: str | None = None,
         top_k: int | None = None,
         debug: bool = False,
+        touch: bool = True,
     ) -> SearchResult:
+        """``touch=False``: the hits are not counted as used (the memory page's search box)."""
         agent = await self._agent(agent_id)
         session = await self._session(session_id, agent_id) if session_id else None
         if user_id is not None:
@@ -343,6 +353,7 @@ class MemoryClient:
                 top_k=top_k,
                 debug=debug,
                 now=self.clock(),
+                touch=touch,
             )
 
     # ------------------------------------------------------------ the search_facts tool

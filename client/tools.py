@@ -39,7 +39,7 @@ def parameters_schema(rag: RagSettings | None = None) -> dict[str, Any]:
                 "type": "integer",
                 "minimum": rag.top_k_min,
                 "maximum": rag.top_k_max,
-                "description": f"Facts to return (default {rag.top_k_default})",
+                "description": f"Facts to return per query (default {rag.top_k_default})",
             },
         },
         "required": ["query"],

@@ -11,8 +11,9 @@ Pipeline, for 1..max_queries queries:
    many facts share the query's other words;
 3. each list keeps only the candidates that pass its own threshold; the lists of every query and
    both methods are fused (``fuse``) and deduplicated by fact id; best first; the candidates
-   holding the queries' identifiers first (``with_identifier_tier``); top_k;
-4. the returned facts are marked accessed (store.touch_facts).
+   holding the queries' identifiers first (``with_identifier_tier``); top_k per query (each
+   query's own best top_k, in that common order: ``_per_query``);
+4. the returned facts are marked accessed (store.touch_facts), unless ``touch=False``.
 
 The gates (``search_gates``): the cosine and fused gates are the embedder's measured calibration
 (``Embedder.calibration``, e.g. MiniLM: cosine 0.30, no fused gate) unless it has none or the
@@ -232,8 +233,10 @@ async def search_facts(
     debug: bool = False,
     now: datetime,
     mode: SearchMode = "hybrid",
+    touch: bool = True,
 ) -> SearchResult:
     """The best facts for the queries among those this turn may see (see the module docstring).
+    ``touch=False``: the facts are not marked accessed (a person looking, not the agent's use).
 
     Raises InvalidInputError for bad queries or top_k, EmbeddingMismatchError when the embedder is
     not the one the stored facts were embedded with.
@@ -284,10 +287,10 @@ async def search_facts(
     # Only the modes with a text half rank by identifiers: vector mode is the embedder's alone.
     exact = identifier_keys(cleaned) if mode != "vector" else frozenset()
     fused = _ranked(lists, rag, min_rrf, exact)
-    best = fused[:wanted]
+    best = _per_query(fused, lists, rag, min_rrf, cleaned, wanted, by_identifier=mode != "vector")
     timings["fuse"] = _ms(stage)
 
-    if best:
+    if best and touch:
         stage = time.perf_counter()
         await store.touch_facts([f.hit.fact.fact_id for f in best], now)
         timings["touch"] = _ms(stage)
@@ -335,6 +338,29 @@ def _ranked(
     fused = fuse(lists, k=rag.rrf_k, weights=HYBRID_WEIGHTS, min_rrf=min_rrf)
     prior = with_session_prior(fused, weight=rag.session_prior_weight, hits=rag.session_prior_hits)
     return with_identifier_tier(prior, exact)
+
+
+def _per_query(
+    fused: Sequence[Fused],
+    lists: Sequence[RankedList],
+    rag: RagSettings,
+    min_rrf: float,
+    queries: Sequence[str],
+    wanted: int,
+    *,
+    by_identifier: bool,
+) -> list[Fused]:
+    """Up to ``wanted`` facts per query (002: top_k is "per query"), in the order of all the
+    queries' fused ranking: each query's best as it alone ranks them, so that a query about a
+    deadline is not crowded out by one about a budget whose facts score higher."""
+    if len(queries) == 1:
+        return list(fused[:wanted])
+    chosen: set[str] = set()
+    for index, query in enumerate(queries):
+        own = [ranked for ranked in lists if ranked.query_index == index]
+        exact = identifier_keys([query]) if by_identifier else frozenset()
+        chosen |= {f.hit.fact.fact_id for f in _ranked(own, rag, min_rrf, exact)[:wanted]}
+    return [f for f in fused if f.hit.fact.fact_id in chosen]
 
 
 def _best_scores(searches: Sequence[_Search]) -> dict[Source, dict[str, float]]:

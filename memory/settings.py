@@ -166,8 +166,8 @@ class RagSettings(_Group):
         0.015, ge=0, description="Min fused RRF score when not calibrated"
     )
     rrf_k: int = Field(60, ge=1, description="RRF constant k")
-    top_k_default: int = Field(10, ge=5, le=25, description="Default results per search")
-    top_k_min: int = Field(5, ge=1, description="Smallest top_k a caller may ask")
+    top_k_default: int = Field(10, ge=1, le=25, description="Default results per query")
+    top_k_min: int = Field(1, ge=1, description="Smallest top_k a caller may ask")
     top_k_max: int = Field(25, ge=1, description="Largest top_k a caller may ask")
     max_queries: int = Field(3, ge=1, description="Most queries in one search_facts call")
     candidate_multiplier: int = Field(

@@ -10,12 +10,14 @@ session routes declare ``KeySession``: a session holding an agent the key is not
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Annotated
 
 from fastapi import Depends, HTTPException, Path, Request, Security, status
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
 from memory.models import SessionInfo
+from memory.store.base import MemoryStore
 from serve.keys import ApiKey
 from serve.rate_limit import kind_of
 from serve.services import Services, services
@@ -90,13 +92,25 @@ async def _erase(agent_id: AgentPath, key: Annotated[ApiKey, Depends(current_key
     return agent_id
 
 
-def foreign_session(key: ApiKey, session: SessionInfo | None) -> bool:
-    """Whether the session holds an agent the key is not for. Session ids are one namespace for
-    every agent (several agents may share a session), so a key for one agent could otherwise join
-    another agent's session by its id: read its transcript through its own formation, write into
-    it as any user, erase in it. Such a session is none of the key's business, and answered as
-    an unknown one (404), so that its existence is not told either."""
-    return session is not None and not set(session.agent_ids) <= set(key.agent_ids)
+def foreign_session(agent_ids: Collection[str], session: SessionInfo | None) -> bool:
+    """Whether the session holds an agent outside ``agent_ids`` (a key's agent set; the one
+    agent of ``mnemos mcp``). Session ids are one namespace for every agent (several agents may
+    share a session), so a key for one agent could otherwise join another agent's session by its
+    id: read its transcript through its own formation, write into it as any user, erase in it.
+    Such a session is none of the caller's business, and answered as an unknown one (404), so
+    that its existence is not told either. The store checks the same when a recording joins the
+    session (``record_messages(may_join=...)``), in the transaction that writes."""
+    return session is not None and not set(session.agent_ids) <= set(agent_ids)
+
+
+async def session_refusal(
+    store: MemoryStore, agent_ids: Collection[str], session_id: str | None, *, to: str = "this key"
+) -> str | None:
+    """The refusal of a foreign session (foreign_session), None for any other: the one check of
+    every door that takes a session id (the routes, the search body, both MCP servers)."""
+    if session_id is not None and foreign_session(agent_ids, await store.get_session(session_id)):
+        return f"no session {session_id!r} for {to}"
+    return None
 
 
 async def _session(
@@ -104,9 +118,15 @@ async def _session(
     key: Annotated[ApiKey, Depends(current_key)],
     svc: Annotated[Services, Depends(services)],
 ) -> str:
-    if foreign_session(key, await svc.memory.store.get_session(session_id)):
-        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no session {session_id!r} for this key")
+    await own_session(svc, key, session_id)
     return session_id
+
+
+async def own_session(svc: Services, key: ApiKey, session_id: str | None) -> None:
+    """404 for a session holding an agent the key is not for (foreign_session)."""
+    refusal = await session_refusal(svc.memory.store, key.agent_ids, session_id)
+    if refusal is not None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, refusal)
 
 
 ReadAgent = Annotated[str, Depends(_read)]

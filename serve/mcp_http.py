@@ -34,7 +34,7 @@ from memory.api_keys import ApiKey
 from memory.errors import MnemosError
 from memory.input_rules import require_storable
 from memory.models import FactFilter, MessageIn
-from serve.auth import foreign_session, token_of
+from serve.auth import session_refusal, token_of
 from serve.errors import problem
 from serve.keys import ApiKeyStore
 from serve.rate_limit import Kind, RateLimiter
@@ -70,9 +70,9 @@ class KeyedMCP:
 
 
 async def _own_session(memory: MemoryClient, key: ApiKey, session_id: str | None) -> None:
-    """As the HTTP routes (serve.auth.foreign_session): another agent's session is unknown."""
-    if session_id is not None and foreign_session(key, await memory.store.get_session(session_id)):
-        raise ToolError(f"no session {session_id!r} for this key")
+    """As the HTTP routes (serve.auth.session_refusal): another agent's session is unknown."""
+    if (refusal := await session_refusal(memory.store, key.agent_ids, session_id)) is not None:
+        raise ToolError(refusal)
 
 
 def _key_of(ctx: Context[Any], limiter: RateLimiter, agent_id: str, kind: Kind) -> ApiKey:
@@ -133,7 +133,9 @@ def build_http_server(memory: MemoryClient, limiter: RateLimiter) -> MCPServer:
                         user_id=user_id,
                     )
                 ]
-            recorded = await memory.record_messages(agent_id, session_id, messages or [])
+            recorded = await memory.record_messages(
+                agent_id, session_id, messages or [], may_join=key.agent_ids
+            )
             if note is not None:
                 if recorded.inserted:
                     await memory.form_memories(agent_id, session_id, force=True, wait=False)

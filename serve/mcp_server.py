@@ -5,7 +5,9 @@ Tools: ``search_facts`` (the same search and text the agent's own tool call gets
 recorded as a message of the session, like any other, and a formation of that session is
 started at once (below the thresholds, as "form now" does); the note then becomes facts and
 reflections by the usual rules, or nothing when the model finds nothing worth keeping.
-stdout carries the protocol: logs go to stderr.
+A session holding another agent is unknown to every tool, as over HTTP (serve.auth): the
+server's agent reads nothing of it and never joins it. stdout carries the protocol: logs go to
+stderr.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from client.memory_client import MemoryClient
 from memory.errors import MnemosError
 from memory.input_rules import require_storable
 from memory.models import MessageIn
+from serve.auth import session_refusal
 from workflows.naming import formation_workflow_id
 
 INSTRUCTIONS = (
@@ -46,6 +49,14 @@ def build_server(memory: MemoryClient, agent_id: str) -> MCPServer:
     server: MCPServer = MCPServer(
         name="mnemos", instructions=INSTRUCTIONS.format(agent=agent_id), version="0.1.0"
     )
+    mine = (agent_id,)
+
+    async def own_session(session_id: str | None) -> None:
+        """As over HTTP (serve.auth.session_refusal), the server's one agent for a key's agent
+        set: a session holding another agent is unknown, to read from or to write into."""
+        refusal = await session_refusal(memory.store, mine, session_id, to=f"agent {agent_id!r}")
+        if refusal is not None:
+            raise ToolError(refusal)
 
     @server.tool()
     async def search_facts(
@@ -56,6 +67,7 @@ def build_server(memory: MemoryClient, agent_id: str) -> MCPServer:
     ) -> str:
         """Search long-term memory for facts about the user or the agent's work: 1 to 3 short
         queries; the best facts come back one a line with their age."""
+        await own_session(session_id)
         async with _told():
             return await memory.handle_search_facts(
                 {"query": query, "top_k": top_k},
@@ -68,6 +80,7 @@ def build_server(memory: MemoryClient, agent_id: str) -> MCPServer:
     async def memory_context(session_id: str, user_id: str | None = None) -> str:
         """The memory context (XML) for a turn of this session: consolidated memories, recent
         reflections and facts. Empty when there is no memory yet."""
+        await own_session(session_id)
         async with _told():
             return await memory.on_session_start(agent_id, session_id, user_id)
 
@@ -75,6 +88,7 @@ def build_server(memory: MemoryClient, agent_id: str) -> MCPServer:
     async def remember(note: str, session_id: str, user_id: str | None = None) -> str:
         """Keep an explicit note (e.g. "remember that I am vegetarian"): recorded in the session
         and formed into memory in the background. Returns the formation's workflow id."""
+        await own_session(session_id)
         async with _told():
             require_storable(note, "the note")
             digest = hashlib.sha256(f"{session_id}\0{user_id}\0{note}".encode()).hexdigest()
@@ -85,7 +99,7 @@ def build_server(memory: MemoryClient, agent_id: str) -> MCPServer:
                 created_at=datetime.now(UTC),
                 user_id=user_id,
             )
-            recorded = await memory.record_messages(agent_id, session_id, [message])
+            recorded = await memory.record_messages(agent_id, session_id, [message], may_join=mine)
             if recorded.inserted == 0:
                 return "already noted"
             await memory.form_memories(agent_id, session_id, force=True, wait=False)

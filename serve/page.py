@@ -1,34 +1,65 @@
 """The memory page: server-rendered HTML and plain forms over the same services as the API.
 
-Sign-in stores the API key in an HttpOnly, SameSite=Strict cookie, so forms from other sites
-cannot act with it; every page checks the key against the agent in its path, as the API does,
-and draws on the key's read or write budget, the same as the API's (serve/rate_limit.py).
-Writes answer with a redirect (post/redirect/get) carrying a short notice.
+Sign-in stores the API key in an HttpOnly, SameSite=Strict cookie; every page checks the key
+against the agent in its path, as the API does, and draws on the key's read or write budget, the
+same as the API's (serve/rate_limit.py). SameSite stops other sites only: a page on another port
+of the same host is the same site, and its forms would carry the cookie. So every write (and the
+sign-in and sign-out) must also come from this origin (``_same_origin``), or is refused before
+its form is read. Writes answer with a redirect (post/redirect/get) carrying a notice code, shown
+as one of the page's own sentences; a write refused by the memory answers its error page at
+once. No page is cached (signed out, Back shows nothing), and an invalid input (an id, a query,
+an empty box) answers the page's error page, not the API's JSON problem.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Coroutine
+from datetime import datetime
 from pathlib import Path
-from typing import Annotated
-from urllib.parse import urlencode
+from typing import Annotated, Any
+from urllib.parse import urlencode, urlsplit
 
 from fastapi import APIRouter, FastAPI, Form, Query, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import RedirectResponse, Response
+from fastapi.routing import APIRoute
 from fastapi.templating import Jinja2Templates
+from pydantic import BeforeValidator, StringConstraints
 
-from memory.errors import MnemosError
-from memory.models import FactFilter, ScopeKey
+from memory.errors import InvalidInputError, MnemosError
+from memory.models import Fact, FactFilter, ScopeKey, StoredMessage
 from memory.settings import Scope
-from serve.auth import COOKIE, ID_PATTERN, AgentPath, Svc, token_of
+from serve.auth import COOKIE, ID_PATTERN, AgentPath, Svc, foreign_session, token_of
+from serve.errors import status_of
 from serve.keys import ApiKey
 from serve.page_view import agent_view
 
-router = APIRouter(prefix="/ui", include_in_schema=False)
 templates = Jinja2Templates(directory=Path(__file__).resolve().parent / "templates")
-OptId = Annotated[str | None, Query(pattern=ID_PATTERN)]
-FormId = Annotated[str | None, Form(pattern=ID_PATTERN)]
-NOTICE_CHARS = 500
-Notice = Annotated[str | None, Query(max_length=NOTICE_CHARS)]
+
+
+def _given(value: object) -> object:
+    """An empty box is a box not filled in: the "Open" form sends both of its boxes."""
+    return None if isinstance(value, str) and not value.strip() else value
+
+
+_Id = Annotated[str, StringConstraints(pattern=ID_PATTERN)]
+OptId = Annotated[_Id | None, BeforeValidator(_given), Query()]
+FormId = Annotated[_Id | None, BeforeValidator(_given), Form()]
+QUERY_CHARS = 2000
+READ_ONLY = "This key is read-only: it cannot change memory."
+
+# What a write may say after its redirect: a code in the URL, shown as one of these sentences (a
+# link from elsewhere can name a code, never put its own words on the page). Unknown: nothing.
+NOTICES = {
+    "saved": "Saved as a new version.",
+    "unchanged": "No change: the text is the same.",
+    "deleted": "Deleted.",
+    "reflection-saved": "Reflection saved.",
+    "reflection-deleted": "Reflection deleted.",
+    "agent-memory-saved": "Agent memory saved.",
+    "user-memory-saved": "User memory saved.",
+    "session-memory-saved": "Session memory saved.",
+}
 
 
 class Denied(Exception):
@@ -49,20 +80,139 @@ def install(app: FastAPI) -> None:
 
 # The page is its own HTML, one stylesheet and forms to itself: nothing else may load or run in
 # it (what a user said is escaped; this holds if an escape is ever missed), and no other site
-# may frame it.
+# may frame it. Nothing of it is stored by the browser: after "Sign out", Back must not show
+# the memory it showed.
 _HEADERS = {
     "Content-Security-Policy": "default-src 'none'; style-src 'self'; form-action 'self'; "
     "frame-ancestors 'none'; base-uri 'none'",
     "X-Frame-Options": "DENY",
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "same-origin",
+    "Cache-Control": "no-store",
 }
+
+_PORTS = {"http": 80, "https": 443}
+
+
+def _origin(url: str) -> tuple[str, str, int | None] | None:
+    """scheme, host and port of a URL (the default port made explicit); None for "null" or junk."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port or _PORTS.get(parts.scheme.lower())
+    except ValueError:
+        return None
+    if not parts.scheme or not parts.hostname:
+        return None
+    return parts.scheme.lower(), parts.hostname.lower(), port
+
+
+def _same_origin(request: Request) -> bool:
+    """Whether a write comes from this origin (scheme, host and port), as the browser tells.
+
+    ``Sec-Fetch-Site`` first (every current browser sends it, and a page cannot set it): only
+    ``same-origin`` passes; ``same-site`` is the attack SameSite lets through (another port of the
+    same host). Without it, ``Origin``, else ``Referer``, must be this request's own origin
+    ("null" is refused).
+
+    A request with none of the three is let through, a choice: it is no current browser's
+    (Chromium sends ``Origin`` on every POST, and Chromium, Firefox and Safari have sent
+    ``Sec-Fetch-Site`` since 2019-2023), so it comes from curl or a script, which carries no
+    victim's cookie, only the key its sender holds already. What stays open is a browser old
+    enough to send neither header on a form POST, from a page that also suppresses its
+    ``Referer``. Behind a proxy, the origin compared is the one the app is told (the Host it
+    forwards, and the scheme with ``--proxy-headers``); ``Sec-Fetch-Site`` needs neither."""
+    site = request.headers.get("sec-fetch-site")
+    if site is not None:
+        return site == "same-origin"
+    for header in ("origin", "referer"):
+        value = request.headers.get(header)
+        if value is not None:
+            return _origin(value) == _origin(str(request.url))
+    return True
+
+
+def _invalid(exc: RequestValidationError) -> str:
+    """A validation error as one sentence per field, in the page's words."""
+    labels = {
+        "agent_id": "agent id",
+        "user_id": "user id",
+        "session_id": "session id",
+        "page_user_id": "user id",
+        "page_session_id": "session id",
+        "q": "search",
+        "content": "text",
+        "api_key": "API key",
+        "expected_version": "version",
+    }
+    said: list[str] = []
+    for error in exc.errors():
+        loc = error.get("loc") or ("input",)
+        name = str(loc[-1])
+        label = labels.get(name, name.replace("_", " "))
+        kind = str(error.get("type", ""))
+        # The input itself is not repeated: a link could make it say anything on the page.
+        if kind == "missing":
+            sentence = f"The {label} is missing."
+        elif kind == "string_pattern_mismatch":
+            sentence = (
+                f"The {label} is not a valid id: up to 128 letters, digits, “.”, “_” or “-”, "
+                "starting with a letter or digit."
+            )
+        elif kind == "string_too_long":
+            limit = (error.get("ctx") or {}).get("max_length")
+            sentence = f"The {label} is too long" + (
+                f": at most {limit} characters." if limit else "."
+            )
+        else:
+            sentence = f"The {label} is not valid: {error.get('msg', 'invalid')}."
+        if sentence not in said:
+            said.append(sentence)
+    return " ".join(said) or "The request is not valid."
+
+
+class _PageRoute(APIRoute):
+    """Every page route: writes from another origin refused before their form is read, invalid
+    input answered as a page, and the page's headers on every answer (redirects too)."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def page_handler(request: Request) -> Response:
+            if request.method not in ("GET", "HEAD") and not _same_origin(request):
+                message = (
+                    "Refused: this form was not sent from this page's own address. "
+                    "Open the page again and retry."
+                )
+                response = _page(request, "error.html", {"message": message}, 403)
+            else:
+                try:
+                    response = await handler(request)
+                except RequestValidationError as e:
+                    response = _page(request, "error.html", {"message": _invalid(e)}, 422)
+                except Denied as e:
+                    response = e.response
+            response.headers.update(_HEADERS)
+            return response
+
+        return page_handler
+
+
+router = APIRouter(prefix="/ui", include_in_schema=False, route_class=_PageRoute)
 
 
 def _page(request: Request, name: str, context: dict[str, object], code: int = 200) -> Response:
+    key = context.get("key")
+    if isinstance(key, ApiKey) and key.read_only:
+        context = {**context, "locked": READ_ONLY}  # its Save and Delete buttons disabled
     page = templates.TemplateResponse(request, name, context, status_code=code)
     page.headers.update(_HEADERS)
     return page
+
+
+def _refused(request: Request, key: ApiKey, e: MnemosError, what: str, back: str) -> Response:
+    """A write the memory refused: its reason on the error page, with the way back."""
+    context = {"message": f"{what}: {e}", "key": key, "back": back}
+    return _page(request, "error.html", context, status_of(e) or 400)
 
 
 async def _key(request: Request, svc: Svc, agent_id: str | None, *, write: bool) -> ApiKey:
@@ -81,25 +231,27 @@ async def _key(request: Request, svc: Svc, agent_id: str | None, *, write: bool)
     return key
 
 
-def _back(url: str, **params: str | None) -> RedirectResponse:
-    if (notice := params.get("notice")) and len(notice) > NOTICE_CHARS:
-        # An error that echoes a long input: the page it goes back to must still take it.
-        params["notice"] = notice[: NOTICE_CHARS - 1] + "…"
+def _url(path: str, **params: str | None) -> str:
     query = urlencode({k: v for k, v in params.items() if v})
-    return RedirectResponse(f"{url}?{query}" if query else url, status_code=303)
+    return f"{path}?{query}" if query else path
+
+
+def _back(path: str, **params: str | None) -> RedirectResponse:
+    assert params.get("notice") in NOTICES
+    return RedirectResponse(_url(path, **params), status_code=303)
 
 
 # ---------------------------------------------------------------- sign-in
 
 
 @router.get("/login")
-async def login_form(request: Request, error: Notice = None) -> Response:
-    return _page(request, "login.html", {"error": error})
+async def login_form(request: Request) -> Response:
+    return _page(request, "login.html", {})
 
 
 @router.post("/login")
-async def login(request: Request, svc: Svc, api_key: Annotated[str, Form()]) -> Response:
-    if await svc.keys.verify(api_key) is None:
+async def login(request: Request, svc: Svc, api_key: Annotated[str, Form()] = "") -> Response:
+    if not api_key.strip() or await svc.keys.verify(api_key) is None:
         return _page(request, "login.html", {"error": "Unknown or revoked key."}, 401)
     response = RedirectResponse("/ui", status_code=303)
     response.set_cookie(
@@ -140,30 +292,70 @@ async def agent(
     svc: Svc,
     user_id: OptId = None,
     session_id: OptId = None,
-    q: Annotated[str, Query(max_length=2000)] = "",
-    notice: Notice = None,
+    q: Annotated[str, Query(max_length=QUERY_CHARS)] = "",
+    notice: str | None = None,
 ) -> Response:
     key = await _key(request, svc, agent_id, write=False)
+    if session_id is not None:
+        # Another agent's session is answered as an unknown one, as the API does
+        # (serve.auth.foreign_session): the page must not tell that it exists.
+        session = await svc.memory.store.get_session(session_id)
+        if session is None or foreign_session(key.agent_ids, session):
+            context = {"message": f"No session {session_id} for this key.", "key": key}
+            return _page(request, "error.html", context, 404)
     try:
         view = await agent_view(svc, agent_id, user_id, session_id, q)
     except MnemosError as e:
-        return _page(request, "error.html", {"message": str(e), "agent_id": agent_id}, 404)
-    return _page(request, "agent.html", {"v": view, "key": key, "notice": notice})
+        return _page(request, "error.html", {"message": str(e), "key": key}, 404)
+    context = {"v": view, "key": key, "notice": NOTICES.get(notice or "")}
+    return _page(request, "agent.html", context)
+
+
+def _cited_since(f: Fact) -> datetime:
+    """Since when the fact cites its current sources' session: its first formation, or the
+    change after the last version that cited another session (a version formed in another
+    session cites that session's messages only: memory/store/rules/versions.py)."""
+    since = f.formed_at
+    for r in f.history:
+        if r.version < f.version and r.source_session_id not in (None, f.source_session_id):
+            since = max(since, r.changed_at)
+    return since
+
+
+async def _sources(svc: Svc, f: Fact) -> list[StoredMessage]:
+    """The messages the fact's current version was formed from, if they are still stored.
+
+    Message ids are unique within a session only, and a session id is free again once the
+    session is gone (a forget deletes it): another agent may then record a new session under the
+    same id, with its own m1. So the session must be the one the fact was formed in: holding the
+    fact's agent, and created before the fact cited it. Each message is not checked for the
+    agent that recorded it: in a shared session an agent forms memory of the messages the other
+    agents record too."""
+    if not (f.source_session_id and f.source_message_ids):
+        return []
+    session = await svc.memory.store.get_session(f.source_session_id)
+    if session is None or f.agent_id not in session.agent_ids:
+        return []
+    if session.created_at > _cited_since(f):
+        return []  # a later session under the same id
+    return await svc.memory.store.get_messages(f.source_session_id, f.source_message_ids)
 
 
 @router.get("/agents/{agent_id}/facts/{fact_id}")
 async def fact(
-    request: Request, agent_id: AgentPath, fact_id: str, svc: Svc, notice: Notice = None
+    request: Request, agent_id: AgentPath, fact_id: str, svc: Svc, notice: str | None = None
 ) -> Response:
     key = await _key(request, svc, agent_id, write=False)
     found = await svc.memory.store.get_facts([fact_id])
     if not found or found[0].agent_id != agent_id:
-        return _page(request, "error.html", {"message": f"No fact {fact_id}."}, 404)
+        return _page(request, "error.html", {"message": f"No fact {fact_id}.", "key": key}, 404)
     f = found[0]
-    sources = []  # the messages it was formed from, in the session it was formed in
-    if f.source_session_id and f.source_message_ids:
-        sources = await svc.memory.store.get_messages(f.source_session_id, f.source_message_ids)
-    context = {"f": f, "sources": sources, "key": key, "notice": notice}
+    context = {
+        "f": f,
+        "sources": await _sources(svc, f),
+        "key": key,
+        "notice": NOTICES.get(notice or ""),
+    }
     return _page(request, "fact.html", context)
 
 
@@ -176,33 +368,36 @@ async def edit_fact(
     agent_id: AgentPath,
     fact_id: str,
     svc: Svc,
-    content: Annotated[str, Form()],
+    content: Annotated[str, Form()] = "",  # empty: the manager's own sentence says so
 ) -> Response:
-    await _key(request, svc, agent_id, write=True)
+    key = await _key(request, svc, agent_id, write=True)
     url = f"/ui/agents/{agent_id}/facts/{fact_id}"
     try:
-        owner = await _fact_owner(svc, agent_id, fact_id)
-        within = FactFilter(agent_id=agent_id, user_id=owner)
-        await svc.manager.edit_fact(fact_id, content, within=within)
+        before = await _fact_of(svc, agent_id, fact_id)
+        within = FactFilter(agent_id=agent_id, user_id=before.user_id if before else None)
+        after = await svc.manager.edit_fact(fact_id, content, within=within)
     except MnemosError as e:
-        return _back(url, notice=f"Not saved: {e}")
-    return _back(url, notice="Saved as a new version.")
+        return _refused(request, key, e, "Not saved", url)
+    same = before is not None and after.version == before.version  # the same text: no version
+    return _back(url, notice="unchanged" if same else "saved")
 
 
 @router.post("/agents/{agent_id}/facts/{fact_id}/delete")
 async def delete_fact(request: Request, agent_id: AgentPath, fact_id: str, svc: Svc) -> Response:
-    await _key(request, svc, agent_id, write=True)
+    key = await _key(request, svc, agent_id, write=True)
+    url = f"/ui/agents/{agent_id}/facts/{fact_id}"
     try:
-        owner = await _fact_owner(svc, agent_id, fact_id)
+        found = await _fact_of(svc, agent_id, fact_id)
+        owner = found.user_id if found else None
         await svc.manager.delete_fact(fact_id, within=FactFilter(agent_id=agent_id, user_id=owner))
     except MnemosError as e:
-        return _back(f"/ui/agents/{agent_id}/facts/{fact_id}", notice=f"Not deleted: {e}")
-    return _back(f"/ui/agents/{agent_id}/facts/{fact_id}", notice="Deleted.")
+        return _refused(request, key, e, "Not deleted", url)
+    return _back(url, notice="deleted")
 
 
-async def _fact_owner(svc: Svc, agent_id: str, fact_id: str) -> str | None:
+async def _fact_of(svc: Svc, agent_id: str, fact_id: str) -> Fact | None:
     found = await svc.memory.store.get_facts([fact_id])
-    return found[0].user_id if found and found[0].agent_id == agent_id else None
+    return found[0] if found and found[0].agent_id == agent_id else None
 
 
 @router.post("/agents/{agent_id}/reflections/{reflection_id}/{action}")
@@ -213,22 +408,30 @@ async def reflection(
     action: str,
     svc: Svc,
     content: Annotated[str, Form()] = "",
+    page_user_id: FormId = None,
+    page_session_id: FormId = None,
 ) -> Response:
-    await _key(request, svc, agent_id, write=True)
+    """``page_user_id``, ``page_session_id``: the user and session the page showed, to go back
+    to (without them: the reflection's own)."""
+    key = await _key(request, svc, agent_id, write=True)
     found = await svc.memory.store.get_reflection(reflection_id)
     if found is None or found.scope_key.agent_id != agent_id or action not in ("edit", "delete"):
-        return _page(request, "error.html", {"message": f"No reflection {reflection_id}."}, 404)
-    key = found.scope_key
+        context = {"message": f"No reflection {reflection_id}.", "key": key}
+        return _page(request, "error.html", context, 404)
+    scope = found.scope_key
+    page = (page_user_id, page_session_id)
+    user_id, session_id = page if any(page) else (scope.user_id, scope.session_id)
     back = f"/ui/agents/{agent_id}"
     try:
         if action == "edit":
-            await svc.manager.edit_reflection(key, reflection_id, content)
+            await svc.manager.edit_reflection(scope, reflection_id, content)
         else:
-            await svc.manager.delete_reflection(key, reflection_id)
+            await svc.manager.delete_reflection(scope, reflection_id)
     except MnemosError as e:
-        return _back(back, user_id=key.user_id, session_id=key.session_id, notice=f"Not done: {e}")
-    done = "Reflection saved." if action == "edit" else "Reflection deleted."
-    return _back(back, user_id=key.user_id, session_id=key.session_id, notice=done)
+        there = _url(back, user_id=user_id, session_id=session_id)
+        return _refused(request, key, e, "Not done", there)
+    done = "reflection-saved" if action == "edit" else "reflection-deleted"
+    return _back(back, user_id=user_id, session_id=session_id, notice=done)
 
 
 @router.post("/agents/{agent_id}/consolidated")
@@ -237,16 +440,26 @@ async def consolidated(
     agent_id: AgentPath,
     svc: Svc,
     scope: Annotated[Scope, Form()],
-    content: Annotated[str, Form()],
     expected_version: Annotated[int, Form(ge=0)],
+    content: Annotated[str, Form()] = "",  # empty: the manager's own sentence says so
     user_id: FormId = None,
     session_id: FormId = None,
+    page_user_id: FormId = None,
+    page_session_id: FormId = None,
 ) -> Response:
-    await _key(request, svc, agent_id, write=True)
+    """``user_id``, ``session_id``: the scope's; ``page_…``: the page's, to go back to."""
+    api_key = await _key(request, svc, agent_id, write=True)
+    page = (page_user_id, page_session_id)
+    back_user, back_session = page if any(page) else (user_id, session_id)
     back = f"/ui/agents/{agent_id}"
     try:
-        key = ScopeKey(scope=scope, agent_id=agent_id, user_id=user_id, session_id=session_id)
+        try:
+            key = ScopeKey(scope=scope, agent_id=agent_id, user_id=user_id, session_id=session_id)
+        except ValueError:
+            raise InvalidInputError(f"the {scope} memory needs its own user or session") from None
         await svc.manager.edit_consolidated(key, content, expected_version=expected_version)
-    except (MnemosError, ValueError) as e:
-        return _back(back, user_id=user_id, session_id=session_id, notice=f"Not saved: {e}")
-    return _back(back, user_id=user_id, session_id=session_id, notice=f"{scope} memory saved.")
+    except MnemosError as e:
+        there = _url(back, user_id=back_user, session_id=back_session)
+        return _refused(request, api_key, e, "Not saved", there)
+    notice = f"{scope}-memory-saved"
+    return _back(back, user_id=back_user, session_id=back_session, notice=notice)

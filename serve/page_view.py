@@ -107,8 +107,9 @@ async def agent_view(
     sessions = await store.list_agent_sessions(agent_id, user_id=user_id, limit=SESSIONS_SHOWN)
     ranked: list[Ranked] = []
     if query.strip():
+        # A person looking is not the agent's use: the hits' "Used" counts stay as they are.
         result = await svc.memory.search_facts(
-            agent_id, query, session_id=session_id, user_id=user_id, debug=True
+            agent_id, query, session_id=session_id, user_id=user_id, debug=True, touch=False
         )
         ranked = ranking(result)
     return AgentView(

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Path, Query
 from client.management import MAX_OFFSET, MAX_PAGE, FactPage
 from memory.models import Fact, FactFilter, FactRevision
 from memory.rag import SearchResult
-from serve.auth import ID_PATTERN, ReadAgent, Svc, WriteAgent
+from serve.auth import ID_PATTERN, CurrentKey, ReadAgent, Svc, WriteAgent, own_session
 from serve.openapi import problems
 from serve.schemas import FactEdit, SearchRequest
 
@@ -23,8 +23,13 @@ FactPath = Annotated[str, Path(min_length=1, max_length=200, description="The fa
         409, 502, s409="The stored facts were embedded by another model than the configured one"
     ),
 )
-async def search(agent_id: ReadAgent, body: SearchRequest, svc: Svc) -> SearchResult:
-    """Hybrid search over the facts one turn may see; ``debug`` adds both lists and their scores."""
+async def search(
+    agent_id: ReadAgent, body: SearchRequest, svc: Svc, key: CurrentKey
+) -> SearchResult:
+    """Hybrid search over the facts one turn may see; ``debug`` adds both lists and their scores.
+    A ``session_id`` holding an agent the key is not for is answered 404, as the session routes
+    answer it."""
+    await own_session(svc, key, body.session_id)
     return await svc.memory.search_facts(
         agent_id,
         body.queries,

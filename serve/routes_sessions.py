@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Query, Request, Response, status
 
 from client.memory_client import SessionEnd
-from serve.auth import ID_PATTERN, KeySession, ReadAgent, Svc, WriteAgent
+from serve.auth import ID_PATTERN, CurrentKey, KeySession, ReadAgent, Svc, WriteAgent
 from serve.openapi import problems
 from serve.schemas import (
     ContextResponse,
@@ -29,7 +29,7 @@ UserQuery = Annotated[str | None, Query(pattern=ID_PATTERN)]
     responses=problems(409, s409="A message id the session holds, sent with another content"),
 )
 async def record_messages(
-    agent_id: WriteAgent, session_id: KeySession, body: RecordRequest, svc: Svc
+    agent_id: WriteAgent, session_id: KeySession, body: RecordRequest, svc: Svc, key: CurrentKey
 ) -> RecordResponse:
     """Store the messages (idempotent by message_id: a message sent again is a duplicate; a
     message id sent again with another content is 409, and nothing of the batch is stored: an
@@ -38,8 +38,14 @@ async def record_messages(
 
     Every created_at must lie between 1970-01-01 and one day after the recording time (a bound
     that moves with the clock, so it is not in the schema): otherwise 422, and nothing of the
-    batch is stored."""
-    recorded = await svc.memory.record_messages(agent_id, session_id, body.messages)
+    batch is stored.
+
+    A session holding an agent the key is not for is 404, as on every session route; the store
+    checks it again in the transaction that writes, so of two keys recording at once into a new
+    session, the second to commit gets the 404 and nothing of its batch is stored."""
+    recorded = await svc.memory.record_messages(
+        agent_id, session_id, body.messages, may_join=key.agent_ids
+    )
     trigger = None
     if body.trigger_formation:
         trigger = await svc.memory.maybe_form_memories(agent_id, session_id)

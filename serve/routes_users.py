@@ -43,9 +43,11 @@ async def export_user(
     messages: Annotated[bool, Query(description="The user's messages too")] = False,
 ) -> Response:
     """Everything this agent holds of the user, in the format of ``mnemos export --agent A --user
-    U`` (read back by ``mnemos import file``): what a DELETE of the user would erase, nothing it
-    keeps (the agent's own memory, a shared session's memory). One read snapshot; drawn on the
-    key's erasure budget, as it reads all of the user's data at once."""
+    U`` (read back by ``mnemos import file``): what a DELETE of the user would erase of this
+    agent's, nothing it keeps (the agent's own memory, a shared session's memory). Of the
+    messages, those this agent recorded: in a session shared with another agent, that agent's
+    records stay out. One read snapshot; drawn on the key's erasure budget, as it reads all of
+    the user's data at once."""
     out = io.StringIO()
     await export_store(
         svc.memory.store,

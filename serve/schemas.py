@@ -75,7 +75,9 @@ class SearchRequest(_In):
     )
     session_id: Id | None = Field(None, description="The turn's session: its facts may be seen")
     user_id: Id | None = Field(None, description="The turn's user: their facts may be seen")
-    top_k: WholeInt | None = Field(None, description="rag.top_k_min to rag.top_k_max")
+    top_k: WholeInt | None = Field(
+        None, description="Facts per query: rag.top_k_min to rag.top_k_max"
+    )
     debug: StrictBool = False
 
 

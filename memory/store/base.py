@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import abc
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -82,6 +82,7 @@ class MemoryStore(LifecycleContract):
         weights: dict[str, float],
         chars_per_token: float,
         now: datetime,
+        may_join: Collection[str] | None = None,
     ) -> RecordOutcome:
         """Insert the messages not yet stored (by message id), in order, with the next seqs.
 
@@ -91,6 +92,10 @@ class MemoryStore(LifecycleContract):
         message among its participants (in join order); last_message_at = max(created_at).
         An agent new to the session joins at its head: cursor = last_seq, nothing pending, no
         participants (what was said before it joined is not its to remember).
+        With ``may_join`` (the agents the caller acts for, e.g. an API key's): NotFoundError and
+        nothing written when the session holds an agent not among them, judged on what the
+        transaction reads (two callers racing into a new session: the second to commit is
+        refused). None: no such check.
         Returns the calling agent's state after the write.
         """
 

@@ -97,7 +97,9 @@ class LifecycleContract(abc.ABC):
         (rules.erasure.users_export): the user's facts and user-scope memory, the session-scope
         memory of the sessions the user was the only user of (not of a session another user
         shares), and of the messages the user's own (whatever their role), and the agent's only
-        in sessions the user was the only user of."""
+        in sessions the user was the only user of; with agent_id too, of those only the ones that
+        agent recorded (rules.erasure.recorded_by: another agent's records of a shared session
+        are that agent's)."""
 
     # ------------------------------------------------------------ who an agent talks with
 

@@ -8,7 +8,7 @@ Both backends are traced here (memory.tracing): a span per transaction, named by
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -93,13 +93,15 @@ class PlannedStore(PlannedLifecycle):
         weights: dict[str, float],
         chars_per_token: float,
         now: datetime,
+        may_join: Collection[str] | None = None,
     ) -> RecordOutcome:
         ids = tuple(dict.fromkeys(m.message_id for m in messages))
+        joinable = None if may_join is None else frozenset(may_join)
         return await self._transact(
             RecordRequest(session_id, agent_id, ids),
             lambda snapshot: plan_record_messages(
                 session_id, agent_id, messages, weights=dict(weights),
-                chars_per_token=chars_per_token, now=now, snapshot=snapshot,
+                chars_per_token=chars_per_token, now=now, snapshot=snapshot, may_join=joinable,
             ),
         )  # fmt: skip
 

@@ -116,12 +116,16 @@ async def _formation(reads: SnapshotReads, req: FormationRequest) -> FormationSn
 
 async def _record(reads: SnapshotReads, req: RecordRequest) -> RecordSnapshot:
     head = await reads.session_head(req.session_id)
+    # Every agent of the session (a caller acting for some agents only may not join one holding
+    # another), the calling agent's state among them: one read instead of the state's own.
+    states = await reads.session_states(req.session_id) if head is not None else []
     return RecordSnapshot(
         session_exists=head is not None,
         last_seq=0 if head is None else head[0],
         last_message_at=None if head is None else head[1],
-        state=await reads.state(req.session_id, req.agent_id),
+        state=next((s for s in states if s.agent_id == req.agent_id), None),
         stored=await reads.message_contents(req.session_id, req.message_ids),
+        agent_ids=tuple(s.agent_id for s in states),
     )
 
 

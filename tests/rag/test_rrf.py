@@ -149,10 +149,10 @@ def test_bad_queries_are_refused_with_a_clear_message(queries: list[str], messag
 
 def test_top_k_defaults_and_must_stay_within_bounds() -> None:
     assert check_top_k(None, RAG) == 10
-    assert check_top_k(5, RAG) == 5
+    assert check_top_k(1, RAG) == 1  # 002 gives top_k no floor
     assert check_top_k(25, RAG) == 25
-    for bad in (4, 26, 0, -1):
-        with pytest.raises(InvalidInputError, match="top_k must be between 5 and 25"):
+    for bad in (26, 0, -1):
+        with pytest.raises(InvalidInputError, match="top_k must be between 1 and 25"):
             check_top_k(bad, RAG)
 
 

@@ -248,8 +248,31 @@ async def test_top_k_bounds_the_hits(sqlite_store: MemoryStore) -> None:
 
     assert len((await ask(sqlite_store, "the", settings=loose, top_k=5)).hits) == 5
     assert len((await ask(sqlite_store, "the", settings=loose)).hits) == 10
+    assert len((await ask(sqlite_store, "the", settings=loose, top_k=1)).hits) == 1  # no floor
     with pytest.raises(InvalidInputError, match="top_k"):
         await ask(sqlite_store, "the", top_k=26)
+
+
+async def test_top_k_is_per_query_so_one_topic_cannot_crowd_out_another(
+    sqlite_store: MemoryStore,
+) -> None:
+    """002: top_k is "Number of facts to retrieve per query". Six festival facts all match the
+    first query better than the office fact matches the second: cut once over all queries, the
+    office fact was left out (the seeds audit: 5 hits for 3 topics, one topic with 1)."""
+    writer = MemoryWriter(sqlite_store, "a1")
+    festival: list[tuple[str, FactScope, str | None, str]] = [
+        (f"f-fest{i}", "agent", None, f"The Mars festival {part} budget is {i}000 dollars")
+        for i, part in enumerate(["stage", "light", "food", "sound", "print", "guard"], start=1)
+    ]
+    await writer.facts(*festival, ("f-office", "agent", None, "The office is in Lisbon"))
+
+    alone = await ask(sqlite_store, "Mars festival budget", top_k=5)
+    both = await ask(sqlite_store, "Mars festival budget", "office Lisbon", top_k=5)
+
+    assert len(alone.hits) == 5 and "f-office" not in ids(alone)
+    assert "f-office" in ids(both)
+    assert [h for h in ids(both) if h.startswith("f-fest")] == ids(alone)  # the first's five
+    assert [h.score for h in both.hits] == sorted((h.score for h in both.hits), reverse=True)
 
 
 async def test_bad_input_is_refused_before_any_store_call(sqlite_store: MemoryStore) -> None:

@@ -3,6 +3,7 @@ and a key for one agent can touch nothing of another, on every route."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 
 import pytest
@@ -102,6 +103,66 @@ async def test_a_key_for_bob_cannot_join_eves_session_by_its_id(served: Served) 
     session = await store.get_session("s1")
     assert session is not None and session.agent_ids == ("eve",)
     assert await store.load_messages("s1", 0, 100) == before
+
+
+async def test_search_naming_another_agents_session_answers_as_the_context_route(
+    served: Served,
+) -> None:
+    """The search body's session_id is checked as the session routes check the path's: eve's
+    session is 404 for bob's key, as an unknown session is, and as the context route answers
+    (a 200 with no hits would tell that the session exists)."""
+    await form_alice(served.h)
+    async with served.client(served.bob) as c:
+        for session_id in ("s1", "nobody-uses-this"):
+            context = await c.get(f"/v1/agents/bob/sessions/{session_id}/context")
+            body = {"queries": ["tea"], "session_id": session_id}
+            search = await c.post("/v1/agents/bob/search", json=body)
+            assert (search.status_code, context.status_code) == (404, 404), session_id
+            assert search.json()["type"] == context.json()["type"] == "urn:mnemos:problem:not-found"
+        assert (
+            "no session 's1' for this key"
+            in (
+                await c.post("/v1/agents/bob/search", json={"queries": ["tea"], "session_id": "s1"})
+            ).text
+        )
+        assert (await c.post("/v1/agents/bob/search", json={"queries": ["tea"]})).status_code == 200
+    async with served.client(served.eve) as c:
+        body = {"queries": ["green tea"], "session_id": "s1", "user_id": "alice"}
+        assert (await c.post("/v1/agents/eve/search", json=body)).status_code == 200
+
+
+async def test_two_keys_recording_into_a_new_session_at_once_one_gets_in(served: Served) -> None:
+    """The route's session check and the write are apart: two keys for different agents racing
+    into a new session both passed the check. The store checks again in the transaction that
+    writes (may_join), so the second to commit is 404, and nothing of its batch is stored."""
+
+    def batch(mid: str, user: str, content: str) -> dict[str, object]:
+        message = {
+            "message_id": mid, "role": "user", "user_id": user, "content": content,
+            "created_at": T0.isoformat(),
+        }  # fmt: skip
+        return {"messages": [message], "trigger_formation": False}
+
+    store = served.h.store
+    async with served.client(served.eve) as eve, served.client(served.bob) as bob:
+        for i in range(5):
+            sid = f"race-{i}"
+            answers = await asyncio.gather(
+                eve.post(
+                    f"/v1/agents/eve/sessions/{sid}/messages", json=batch("e", "mallory", "hi")
+                ),
+                bob.post(
+                    f"/v1/agents/bob/sessions/{sid}/messages", json=batch("b", "carol", "AB-")
+                ),
+            )
+            codes = sorted(r.status_code for r in answers)
+            assert codes == [202, 404], (sid, [r.text for r in answers])
+            refused = next(r for r in answers if r.status_code == 404)
+            assert refused.json()["type"] == "urn:mnemos:problem:not-found"
+            session = await store.get_session(sid)
+            assert session is not None and len(session.agent_ids) == 1, session
+            said = await store.load_messages(sid, 0, 10)
+            assert [m.agent_id for m in said] == list(session.agent_ids)
 
 
 async def test_a_read_only_key_reads_but_cannot_write(served: Served) -> None:

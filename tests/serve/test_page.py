@@ -16,7 +16,7 @@ from serve.app import create_app
 from serve.keys import StoreKeyStore
 from tests.harness import Harness, conversation
 from tests.serve.conftest import Served, form_alice
-from tests.store.builders import Former, add, at, msg, record, unit
+from tests.store.builders import Former, add, at, commit, msg, record, unit
 
 
 def browser(served: Served, token: str | None) -> httpx.AsyncClient:
@@ -83,18 +83,22 @@ async def test_edit_a_reflection_and_the_user_blob_from_the_page(served: Served)
             data={"content": "Alice gets up at six"},
         )
         assert r.status_code == 303 and "user_id=alice" in r.headers["location"]
-        assert "notice=Reflection+saved" in r.headers["location"]
+        assert "notice=reflection-saved" in r.headers["location"]
         form = {"scope": "user", "user_id": "alice", "expected_version": "0"}
         r = await c.post("/ui/agents/eve/consolidated", data={**form, "content": "Alice: tea."})
-        assert "notice=user+memory+saved" in r.headers["location"]
+        assert "notice=user-memory-saved" in r.headers["location"]
+        shown = await c.get(r.headers["location"])
+        assert '<p class="notice" role="status">User memory saved.</p>' in shown.text
         stale = await c.post("/ui/agents/eve/consolidated", data={**form, "content": "Again"})
-        assert "Not+saved" in stale.headers["location"]
+        # Refused: the reason on the page at once (no free text in a URL), and the way back.
+        assert stale.status_code == 409 and "Not saved: " in stale.text
+        assert 'href="/ui/agents/eve?user_id=alice">Back</a>' in stale.text
     assert (await h.store.list_reflections(key))[0].content == "Alice gets up at six"
     blob = await h.store.get_consolidated(key)
     assert blob is not None and blob.content == "VERSION: 1\nAlice: tea."
     async with browser(served, served.eve) as c:
         r = await c.post(f"/ui/agents/eve/reflections/{reflection.reflection_id}/delete")
-        assert r.status_code == 303 and "notice=Reflection+deleted" in r.headers["location"]
+        assert r.status_code == 303 and "notice=reflection-deleted" in r.headers["location"]
     assert await h.store.list_reflections(key) == []
 
 
@@ -271,6 +275,302 @@ async def test_an_error_echoing_a_long_input_still_lands_on_the_page(served: Ser
             data={"content": "hi"},
             follow_redirects=True,
         )
-    # The page of an unknown fact (an HTML page), not a 422 problem for a notice too long.
+    # An HTML page saying so, not a 422 problem for a notice too long.
     assert r.status_code == 404 and r.headers["content-type"].startswith("text/html")
-    assert "No fact yyyy" in r.text
+    assert "Not saved: no fact &#39;yyyy" in r.text
+
+
+# ---------------------------------------------------------------- the audit's defects
+
+
+REFUSED_ORIGINS = [
+    {"Sec-Fetch-Site": "same-site"},  # another port of this host: SameSite sends the cookie
+    {"Sec-Fetch-Site": "cross-site"},
+    {"Sec-Fetch-Site": "none"},
+    {"Sec-Fetch-Site": "same-site", "Origin": "http://test"},  # Sec-Fetch-Site decides
+    {"Origin": "http://test:8000"},
+    {"Origin": "https://test"},
+    {"Origin": "null"},
+    {"Referer": "http://test:8000/evil.html"},
+    {"Referer": "http://test.evil.example/ui"},
+]
+ACCEPTED_ORIGINS = [
+    {"Sec-Fetch-Site": "same-origin", "Origin": "http://test"},
+    {"Origin": "http://test"},
+    {"Origin": "http://TEST:80"},
+    {"Referer": "http://test/ui/agents/eve"},
+    {},  # no browser's request: curl with the key it holds
+]
+
+
+async def test_a_write_from_another_origin_is_refused(served: Served) -> None:
+    """SameSite=Strict lets a page on another port of the same host post with the cookie: every
+    POST under /ui must come from the page's own origin, or nothing is done (403, a page)."""
+    h = served.h
+    await form_alice(h)
+    fact = next(f for f in await h.all_facts() if f.scope == "user")
+    key = ScopeKey(scope="user", agent_id="eve", user_id="alice")
+    reflection = (await h.store.list_reflections(key))[0]
+    blob = {"scope": "user", "user_id": "alice", "expected_version": "0", "content": "Hacked"}
+    writes = [
+        (f"/ui/agents/eve/facts/{fact.fact_id}/edit", {"content": "Alice drinks hemlock"}),
+        (f"/ui/agents/eve/facts/{fact.fact_id}/delete", {}),
+        (f"/ui/agents/eve/reflections/{reflection.reflection_id}/edit", {"content": "Hacked"}),
+        (f"/ui/agents/eve/reflections/{reflection.reflection_id}/delete", {}),
+        ("/ui/agents/eve/consolidated", blob),
+        ("/ui/logout", {}),
+    ]
+    async with browser(served, served.eve) as c:
+        for headers in REFUSED_ORIGINS:
+            for url, data in writes:
+                r = await c.post(url, data=data, headers=headers)
+                assert r.status_code == 403, (headers, url, r.status_code)
+                assert r.headers["content-type"].startswith("text/html")
+                assert "not sent from this page" in r.text
+                assert "set-cookie" not in r.headers  # not even signed out
+    assert await h.all_facts() == [*await h.all_facts()]
+    assert (await h.store.get_facts([fact.fact_id]))[0] == fact
+    assert (await h.store.list_reflections(key))[0] == reflection
+    assert await h.store.get_consolidated(key) is None
+
+    # Nor may another page sign the victim in with the attacker's key.
+    async with browser(served, None) as c:
+        for headers in REFUSED_ORIGINS:
+            r = await c.post("/ui/login", data={"api_key": served.bob}, headers=headers)
+            assert r.status_code == 403 and "set-cookie" not in r.headers, headers
+
+    # From the page itself (or from no browser at all), the same writes are done.
+    async with browser(served, served.eve) as c:
+        for n, headers in enumerate(ACCEPTED_ORIGINS):
+            r = await c.post(
+                f"/ui/agents/eve/facts/{fact.fact_id}/edit",
+                data={"content": f"Alice drinks tea number {n}"},
+                headers=headers,
+            )
+            assert r.status_code == 303 and r.headers["location"].endswith("notice=saved"), headers
+        r = await c.post("/ui/login", data={"api_key": served.eve}, headers=ACCEPTED_ORIGINS[0])
+        assert r.status_code == 303 and "set-cookie" in r.headers
+    [edited] = await h.store.get_facts([fact.fact_id])
+    assert edited.version == 1 + len(ACCEPTED_ORIGINS)
+
+
+async def test_no_page_is_cached(served: Served) -> None:
+    """After "Sign out", Back must not show the memory: every /ui answer is no-store."""
+    await form_alice(served.h)
+    fact = next(f for f in await served.h.all_facts() if f.scope == "user")
+    async with browser(served, served.eve) as c:
+        answers = [
+            await c.get("/ui/login"),
+            await c.get("/ui"),
+            await c.get("/ui/agents/eve", params={"user_id": "alice", "q": "tea"}),
+            await c.get(f"/ui/agents/eve/facts/{fact.fact_id}"),
+            await c.get("/ui/agents/eve/facts/f_unknown"),  # an error page
+            await c.get("/ui/agents/eve", params={"user_id": "not valid"}),  # invalid input
+            await c.post(f"/ui/agents/eve/facts/{fact.fact_id}/edit", data={"content": "Tea."}),
+            await c.post("/ui/logout", headers={"Sec-Fetch-Site": "cross-site"}),  # refused
+            await c.post("/ui/logout"),
+            await c.get("/ui"),  # signed out: the redirect to the sign-in
+        ]
+    for r in answers:
+        assert r.headers.get("cache-control") == "no-store", (r.request.url, r.status_code)
+
+
+async def test_a_notice_is_a_code_never_text_from_the_url(served: Served) -> None:
+    await form_alice(served.h)
+    fact = next(f for f in await served.h.all_facts() if f.scope == "user")
+    spoof = "Your key was revoked. Sign in again at http://evil.example/login"
+    async with browser(served, served.eve) as c:
+        for url in ("/ui/agents/eve", f"/ui/agents/eve/facts/{fact.fact_id}"):
+            page = await c.get(url, params={"notice": spoof})
+            assert page.status_code == 200
+            assert 'class="notice"' not in page.text and "evil.example" not in page.text
+            page = await c.get(url, params={"notice": "saved"})
+            assert '<p class="notice" role="status">Saved as a new version.</p>' in page.text
+        page = await c.get("/ui/login", params={"error": spoof})
+        assert "evil.example" not in page.text
+
+
+async def test_searching_on_the_page_does_not_count_as_the_agents_use(served: Served) -> None:
+    await form_alice(served.h)
+    fact = next(f for f in await served.h.all_facts() if f.scope == "user")
+    query = "Alice drinks green tea every morning"
+    async with browser(served, served.eve) as c:
+        for _ in range(3):
+            page = await c.get("/ui/agents/eve", params={"user_id": "alice", "q": query})
+            assert f"/facts/{fact.fact_id}" in page.text.split('class="ranking"')[1]
+        shown = await c.get(f"/ui/agents/eve/facts/{fact.fact_id}")
+    [after] = await served.h.store.get_facts([fact.fact_id])
+    assert after.access_count == fact.access_count == 0
+    assert "<dt>Used</dt><dd>0 times</dd>" in shown.text
+    # The API's search (the agent's) still counts.
+    async with served.client(served.eve) as api:
+        r = await api.post("/v1/agents/eve/search", json={"queries": [query], "user_id": "alice"})
+        assert r.status_code == 200 and fact.fact_id in r.text
+    [after] = await served.h.store.get_facts([fact.fact_id])
+    assert after.access_count == 1
+
+
+async def test_invalid_input_answers_the_pages_own_error_page(served: Served) -> None:
+    await form_alice(served.h)
+    fact = next(f for f in await served.h.all_facts() if f.scope == "user")
+    async with browser(served, served.eve) as c:
+        # An empty optional box means "not given" (the "Open" form sends both of its boxes).
+        page = await c.get("/ui/agents/eve", params={"user_id": "alice", "session_id": ""})
+        assert page.status_code == 200 and "Alice drinks green tea" in page.text
+        page = await c.get("/ui/agents/eve", params={"user_id": " ", "session_id": "s1"})
+        assert page.status_code == 200 and "· session <code>s1</code>" in page.text
+        refused = {
+            "The user id is not a valid id": await c.get(
+                "/ui/agents/eve", params={"user_id": "not valid"}
+            ),
+            "The agent id is not a valid id": await c.get("/ui/agents/bad!id"),
+            "The search is too long: at most 2000 characters.": await c.get(
+                "/ui/agents/eve", params={"q": "x" * 2001}
+            ),
+            "Not saved: a fact cannot be empty": await c.post(
+                f"/ui/agents/eve/facts/{fact.fact_id}/edit", data={"content": ""}
+            ),
+            "Not saved: the user memory cannot be empty": await c.post(
+                "/ui/agents/eve/consolidated",
+                data={"scope": "user", "user_id": "alice", "expected_version": "0"},
+            ),
+            "The version is missing.": await c.post(
+                "/ui/agents/eve/consolidated",
+                data={"scope": "user", "user_id": "alice", "content": "Alice: tea."},
+            ),
+        }
+    for sentence, r in refused.items():
+        assert r.status_code == 422, (sentence, r.status_code, r.text[:200])
+        assert r.headers["content-type"].startswith("text/html"), sentence
+        assert sentence in r.text, (sentence, r.text)
+    [same] = await served.h.store.get_facts([fact.fact_id])
+    assert same == fact
+
+
+async def test_saving_the_same_text_says_nothing_changed(served: Served) -> None:
+    await form_alice(served.h)
+    fact = next(f for f in await served.h.all_facts() if f.scope == "user")
+    async with browser(served, served.eve) as c:
+        r = await c.post(
+            f"/ui/agents/eve/facts/{fact.fact_id}/edit",
+            data={"content": f"  {fact.content} "},
+            follow_redirects=True,
+        )
+    assert '<p class="notice" role="status">No change: the text is the same.</p>' in r.text
+    assert "Saved as a new version." not in r.text
+    assert '<dd id="version">1</dd>' in r.text
+
+
+async def test_a_write_goes_back_to_the_user_and_session_the_page_showed(served: Served) -> None:
+    h = served.h
+    await form_alice(h)
+    shown = {"user_id": "alice", "session_id": "s1"}
+    session_key = ScopeKey(scope="session", agent_id="eve", session_id="s1")
+    [reflection] = await h.store.list_reflections(session_key)
+    async with browser(served, served.eve) as c:
+        page = (await c.get("/ui/agents/eve", params=shown)).text
+        form = page.split(f"/reflections/{reflection.reflection_id}/edit")[1].split("</form>")[0]
+        assert '<input type="hidden" name="page_user_id" value="alice">' in form
+        assert '<input type="hidden" name="page_session_id" value="s1">' in form
+        page_ids = {"page_user_id": "alice", "page_session_id": "s1"}
+        edit = await c.post(
+            f"/ui/agents/eve/reflections/{reflection.reflection_id}/edit",
+            data={"content": "The session was about green tea", **page_ids},
+        )
+        blob = {"scope": "session", "session_id": "s1", "expected_version": "0"}
+        saved = await c.post(
+            "/ui/agents/eve/consolidated", data={**blob, "content": "Tea.", **page_ids}
+        )
+        delete = await c.post(
+            f"/ui/agents/eve/reflections/{reflection.reflection_id}/delete", data=page_ids
+        )
+    for r, notice in ((edit, "reflection-saved"), (saved, "session-memory-saved"),
+                      (delete, "reflection-deleted")):  # fmt: skip
+        assert r.status_code == 303
+        assert r.headers["location"] == (
+            f"/ui/agents/eve?user_id=alice&session_id=s1&notice={notice}"
+        )
+
+
+async def test_a_read_only_key_sees_its_write_buttons_disabled(served: Served) -> None:
+    await form_alice(served.h)
+    fact = next(f for f in await served.h.all_facts() if f.scope == "user")
+    pages = ["/ui/agents/eve?user_id=alice&session_id=s1", f"/ui/agents/eve/facts/{fact.fact_id}"]
+    for token, read_only in ((served.eve_ro, True), (served.eve, False)):
+        async with browser(served, token) as c:
+            for url in pages:
+                text = (await c.get(url)).text
+                main = text.split("<main>")[1]  # Sign out, in the header, stays usable
+                writes = re.findall(r'<form method="post".*?</form>', main, re.S)
+                buttons = re.findall(r"<button[^>]*>", "".join(writes))
+                assert len(buttons) >= 2, url
+                locked = [b for b in buttons if "disabled" in b]
+                assert len(locked) == (len(buttons) if read_only else 0), (url, buttons)
+                if read_only:
+                    assert all('title="This key is read-only' in b for b in locked)
+                    assert "Sign out</button>" in text.split("<main>")[0]
+
+
+async def test_a_fact_shows_no_message_of_a_later_session_under_its_id(served: Served) -> None:
+    """A forget deletes a session whole; its id is free again. A new session under that id,
+    another agent's or the same agent's, is not where the fact was said."""
+    store = served.h.store
+    said = {"chat-1": "The Lyon office opens at 7:30", "chat-2": "The Oslo office closes at 5"}
+    for n, (session, text) in enumerate(said.items()):
+        await record(store, session, "eve", [msg("m1", text, user_id="u1")])
+        fact = add(f"f{n}", text, unit(1, n), scope="agent")  # an agent fact: it stays
+        await Former(store, session, "eve").form(
+            fact.model_copy(update={"source_message_ids": ("m1",)})
+        )
+    async with browser(served, served.eve) as c:
+        before = (await c.get("/ui/agents/eve/facts/f0")).text
+    assert "The Lyon office opens at 7:30</td>" in before.split('id="sources"')[1]
+
+    await store.forget_user("u1", agent_id="eve", at=at(200))
+    assert await store.get_session("chat-1") is None and await store.get_session("chat-2") is None
+    carol = [msg("m1", "CAROL-SECRET: my test results", user_id="carol")]
+    await record(store, "chat-1", "bob", carol, now_seconds=300)  # bob's backend
+    dave = [msg("m1", "DAVE: I am moving to Oslo", user_id="dave")]
+    await record(store, "chat-2", "eve", dave, now_seconds=300)  # eve's own, a new chat
+    async with browser(served, served.eve) as c:
+        pages = [(await c.get(f"/ui/agents/eve/facts/f{n}")).text for n in range(2)]
+    for page in pages:
+        sources = page.split('id="sources"')[1].split("</table>")[0]
+        assert "CAROL" not in page and "DAVE" not in page
+        assert "The messages m1 are no longer stored." in sources
+
+
+async def test_a_version_formed_in_a_later_session_shows_its_messages(served: Served) -> None:
+    """The session a version cites must be older than that version, not than the fact: a fact
+    corrected in a conversation begun after its first formation shows that conversation's
+    message; so does a message another agent of a shared session recorded."""
+    store = served.h.store
+    await record(store, "s1", "eve", [msg("m1", "I live in Paris", seconds=10)])
+    paris = add("f1", "Alice lives in Paris", unit(1, 0))
+    await Former(store, "s1", "eve").form(paris.model_copy(update={"source_message_ids": ("m1",)}))
+    # s2 begins after f1 was formed (at 100); bob records there too, eve forms from his message.
+    await record(store, "s2", "eve", [msg("m1", "Hello again", seconds=190)], now_seconds=200)
+    await record(store, "s2", "bob", [msg("m2", "I moved to Berlin", seconds=210)], now_seconds=210)
+    berlin = FactUpdate(
+        fact_id="f1", expected_version=1, content="Alice lives in Berlin", embedding=unit(1, 0),
+        reason="moved", source_message_ids=("m2",), said_at=at(210),
+    )  # fmt: skip
+    await store.commit_formation(
+        commit(session_id="s2", agent_id="eve", new_cursor=2, ops=[berlin], seconds=300)
+    )
+    async with browser(served, served.eve) as c:
+        page = (await c.get("/ui/agents/eve/facts/f1")).text
+    sources = page.split('id="sources"')[1].split("</table>")[0]
+    assert "I moved to Berlin</td>" in sources, sources
+
+
+async def test_another_agents_session_is_answered_as_an_unknown_one(served: Served) -> None:
+    await served.h.record("eve-secret", conversation(2))
+    async with browser(served, served.bob) as c:
+        pages = {
+            sid: await c.get("/ui/agents/bob", params={"session_id": sid, "q": "x"})
+            for sid in ("eve-secret", "no-such-session")
+        }
+    assert [p.status_code for p in pages.values()] == [404, 404]
+    texts = [p.text.replace(sid, "ID") for sid, p in pages.items()]
+    assert texts[0] == texts[1] and "No session ID for this key." in texts[0]

@@ -4,12 +4,83 @@ text-search scores do not depend on what the caller may not see."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
-from memory.errors import InvalidInputError
-from memory.models import ScopeKey
+from memory.errors import InvalidInputError, NotFoundError
+from memory.models import MessageIn, RecordOutcome, ScopeKey
 from memory.store.base import MemoryStore
-from tests.store.builders import add, at, commit, msg, record, reflection, unit, user_filter
+from tests.store.builders import (
+    CHARS_PER_TOKEN,
+    WEIGHTS,
+    add,
+    at,
+    commit,
+    msg,
+    record,
+    reflection,
+    unit,
+    user_filter,
+)
+
+
+async def _record_as(
+    store: MemoryStore,
+    session_id: str,
+    agent_id: str,
+    messages: list[MessageIn],
+    may_join: set[str],
+) -> RecordOutcome:
+    return await store.record_messages(
+        session_id, agent_id, messages, weights=WEIGHTS, chars_per_token=CHARS_PER_TOKEN,
+        now=at(0), may_join=may_join,
+    )  # fmt: skip
+
+
+async def test_a_caller_for_some_agents_joins_no_session_holding_another(
+    store: MemoryStore,
+) -> None:
+    """record_messages(may_join=the caller's agents): a session holding another agent is refused
+    as unknown, nothing written; a new session, or one of the caller's agents, takes it. Without
+    may_join (the Python client) any agent joins, as before."""
+    await record(store, "bob-s1", "bob", [msg("c1", user_id="carol")])
+    before = await store.load_messages("bob-s1", 0, 100)
+    with pytest.raises(NotFoundError, match="no session 'bob-s1'"):
+        await _record_as(store, "bob-s1", "eve", [msg("e1", user_id="carol")], {"eve"})
+    session = await store.get_session("bob-s1")
+    assert session is not None and session.agent_ids == ("bob",)
+    assert await store.load_messages("bob-s1", 0, 100) == before
+    assert await store.get_session_agent_state("bob-s1", "eve") is None
+
+    # A key for both agents joins; a new session takes any caller.
+    both = await _record_as(store, "bob-s1", "eve", [msg("e2")], {"eve", "bob"})
+    assert both.inserted == 1 and both.state.cursor_seq == 1
+    assert (await _record_as(store, "new-s", "eve", [msg("n1")], {"eve"})).inserted == 1
+    assert (await _record_as(store, "new-s", "eve", [msg("n2")], {"eve"})).inserted == 1
+    with pytest.raises(NotFoundError):
+        await _record_as(store, "new-s", "bob", [msg("n2")], {"bob"})  # a duplicate too
+    await record(store, "new-s", "bob", [msg("n3")])  # no may_join: no check
+    session = await store.get_session("new-s")
+    assert session is not None and session.agent_ids == ("eve", "bob")
+
+
+async def test_two_callers_racing_into_a_new_session_one_gets_in(store: MemoryStore) -> None:
+    """The check is in the transaction that writes: of two callers for different agents
+    recording at once into a new session, the second to commit is refused and writes nothing."""
+    for i in range(3):
+        sid = f"race-{i}"
+        results = await asyncio.gather(
+            _record_as(store, sid, "eve", [msg(f"e{i}", user_id="mallory")], {"eve"}),
+            _record_as(store, sid, "bob", [msg(f"b{i}", user_id="carol")], {"bob"}),
+            return_exceptions=True,
+        )
+        refused = [r for r in results if isinstance(r, BaseException)]
+        assert len(refused) == 1 and isinstance(refused[0], NotFoundError), results
+        session = await store.get_session(sid)
+        assert session is not None and len(session.agent_ids) == 1
+        said = await store.load_messages(sid, 0, 10)
+        assert [m.agent_id for m in said] == list(session.agent_ids)
 
 
 async def test_case_2_user_memory_needs_a_participant_and_anonymous_speakers_are_none(

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory.models import ConsolidatedMemory, MessageIn, ScopeKey
+from memory.models import ConsolidatedMemory, MessageIn, ScopeKey, StoredMessage
 from memory.store.base import MemoryStore
 from memory.store.mongo import MongoStore
 from memory.store.sql.store import SqlStore
@@ -110,6 +110,45 @@ async def test_a_users_export_holds_their_messages_and_no_other_users(store: Mem
     assert await exported(None, "u1") == ["g1-1", "s2-1", "s2-2", "s6-1", "s6-2"]
     assert await exported("a1", "u2") == ["g1-2"]
     assert await exported("a1", None) == ["g1-1", "g1-2", "g1-3", "s2-1", "s2-2"]
+
+
+async def test_one_agents_export_holds_only_the_messages_that_agent_recorded(
+    store: MemoryStore,
+) -> None:
+    """Alice told bob about her diagnosis in "desk"; eve joined the session later. Eve's export
+    of alice holds what eve recorded, not bob's records (alice's words to bob, bob's replies);
+    an export for every agent holds all. A message without its recorder (an older row) is the
+    agent's only in a session where that agent is the only one."""
+    await record(store, "desk", "bob", [
+        msg("d1", "I was diagnosed with diabetes", user_id="alice", seconds=1),
+        msg("d2", "Your insulin dose stays at 12 units", role="agent", user_id=None, seconds=2),
+    ])  # fmt: skip
+    await record(store, "desk", "eve", [
+        msg("d3", "Hello Eve, what is the weather?", user_id="alice", seconds=3),
+        msg("d4", "Sunny", role="agent", user_id=None, seconds=4),
+    ])  # fmt: skip
+    await record(store, "solo", "eve", [msg("s1", "hi eve", user_id="alice", seconds=1)])
+
+    def unattributed(session_id: str, seq: int, message_id: str) -> StoredMessage:
+        return StoredMessage(
+            session_id=session_id, seq=seq, message_id=message_id, role="user",
+            content=f"old words {message_id}", created_at=at(seq + 10), user_id="alice",
+        )  # fmt: skip
+
+    # An import takes a session whole: the stored messages, and one without its recorder.
+    for sid, seq, mid in (("desk", 5, "d5"), ("solo", 2, "s2")):
+        stored = await store.load_messages(sid, 0, 100)
+        counts = await store.import_messages([*stored, unattributed(sid, seq, mid)])
+        assert counts.inserted == 1, counts
+
+    async def exported(agent_id: str | None) -> list[str]:
+        data = await store.export_data(agent_id=agent_id, user_id="alice", messages=True)
+        return [m.message_id for m in data.messages]
+
+    # Alice is desk's only user: each agent's replies there are in its export of her.
+    assert await exported("eve") == ["d3", "d4", "s1", "s2"]
+    assert await exported("bob") == ["d1", "d2"]
+    assert await exported(None) == ["d1", "d2", "d3", "d4", "d5", "s1", "s2"]
 
 
 async def test_a_users_export_holds_the_session_memory_forget_would_erase(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory.errors import ConflictError, InvalidInputError
+from memory.errors import ConflictError, InvalidInputError, NotFoundError
 from memory.models import MessageIn, RecordOutcome, SessionAgentState
 from memory.store.rules import RecordSnapshot, plan_record_messages, weighted_tokens
 from memory.store.rules.writes import (
@@ -140,3 +140,26 @@ def test_chars_per_token_must_be_positive() -> None:
             "s1", "a1", [msg("m1")], weights=WEIGHTS, chars_per_token=0, now=at(0),
             snapshot=NEW_SESSION,
         )  # fmt: skip
+
+
+def test_a_caller_for_some_agents_may_not_join_a_session_holding_another() -> None:
+    bobs = RecordSnapshot(
+        session_exists=True, last_seq=3, last_message_at=at(3), state=None, stored={},
+        agent_ids=("bob",),
+    )  # fmt: skip
+    with pytest.raises(NotFoundError, match="no session 's1' for agent 'eve'"):
+        plan_record_messages(
+            "s1", "eve", [msg("e1")], weights=WEIGHTS, chars_per_token=CHARS_PER_TOKEN,
+            now=at(50), snapshot=bobs, may_join={"eve"},
+        )  # fmt: skip
+    for may_join in (None, {"eve", "bob"}):
+        out = plan_record_messages(
+            "s1", "eve", [msg("e1")], weights=WEIGHTS, chars_per_token=CHARS_PER_TOKEN,
+            now=at(50), snapshot=bobs, may_join=may_join,
+        )  # fmt: skip
+        assert out.result.inserted == 1
+    new = plan_record_messages(
+        "s1", "eve", [msg("e1")], weights=WEIGHTS, chars_per_token=CHARS_PER_TOKEN, now=at(50),
+        snapshot=NEW_SESSION, may_join={"eve"},
+    )  # fmt: skip
+    assert new.result.inserted == 1

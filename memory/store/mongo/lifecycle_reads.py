@@ -58,12 +58,12 @@ async def _export(
     sq = _only(agent_ids=agent_id)  # the sessions read: the agent's, holding the user's data
     memory = _only(agent_id=agent_id)  # reflections and blobs
     participants: dict[str, list[str]] = {}
+    session_agents: dict[str, list[str]] = {}
     if user_id is not None:
         sq |= await user_sessions(db, s, user_id)
-        participants = {
-            d["_id"]: d.get("user_ids", [])
-            async for d in db.sessions.find(sq, {"user_ids": 1}, session=s)
-        }
+        async for d in db.sessions.find(sq, {"user_ids": 1, "agent_ids": 1}, session=s):
+            participants[d["_id"]] = d.get("user_ids", [])
+            session_agents[d["_id"]] = d.get("agent_ids", [])
         # Their scope's, and the session memory of their sessions: rules.erasure.users_export
         # keeps that of the sessions they are alone in (forget_user erases it with them).
         of_sessions = {"scope": "session", "session_id": {"$in": list(participants)}}
@@ -102,7 +102,9 @@ async def _export(
     if user_id is None:
         return data
     said = await _message_users(db, s, participants)
-    return er.users_export(user_id, data, participants, said)
+    return er.users_export(
+        user_id, data, participants, said, agent_id=agent_id, session_agents=session_agents
+    )
 
 
 async def _message_users(

@@ -24,6 +24,7 @@ from memory.models import (
     FormationCommitResult,
     ScopeKey,
     SessionAgentState,
+    StoredMessage,
 )
 from memory.store.counts import ExportData, ForgetCounts
 from memory.store.rules.lifecycle_writes import (
@@ -113,10 +114,23 @@ def alone_in(user_id: str, users: Iterable[str]) -> bool:
     return set(users) <= {user_id}
 
 
-# A user's export holds everything a forget of that user erases (plan_forget), and nothing it
-# keeps: the user's facts and user-scope memory, and of the sessions holding their data, all of
-# a session they are alone in (messages and session memory: forget deletes it whole, or this
-# agent's memory of it when another agent keeps it), only their own messages of a shared one.
+# A user's export holds what a forget of that user erases (plan_forget) of the agent's own, and
+# nothing it keeps: the user's facts and user-scope memory, and of the sessions holding their
+# data, all of a session they are alone in (messages and session memory: forget deletes it
+# whole, or this agent's memory of it when another agent keeps it), only their own messages of a
+# shared one. Of one agent, only the messages that agent recorded (recorded_by): in a session
+# several agents share, what another agent's backend recorded (before this agent joined, or
+# after) is that agent's, though a forget through this agent deletes the user's messages there
+# whichever agent recorded them.
+
+
+def recorded_by(agent_id: str, message: StoredMessage, session_agents: Collection[str]) -> bool:
+    """Whether the message is the agent's record: the agent recorded it. A message without its
+    recorder (stored before messages kept it, or imported from an export of then) is the agent's
+    only when the agent is its session's only agent: in a shared session it may be another's."""
+    if message.agent_id is not None:
+        return message.agent_id == agent_id
+    return set(session_agents) == {agent_id}
 
 
 def solo_sessions(
@@ -155,15 +169,26 @@ def users_export(
     read: ExportData,
     participants: Mapping[str, Iterable[str]],
     message_users: Mapping[str, Iterable[str | None]],
+    *,
+    agent_id: str | None,
+    session_agents: Mapping[str, Collection[str]],
 ) -> ExportData:
     """A user's export, from what a backend read for it: the agents, the user's facts, the
     reflections and blobs of the user's scope and the session memory of the sessions holding
-    their data, those sessions' messages (when asked), with each session's ``participants`` and
-    the user ids of its messages (``message_users``). Of the session memory it keeps that of the
-    sessions the user is alone in; of the messages, those carrying the user's id, whatever the
-    role, and all of a session they are alone in: in a shared one the agent's replies may carry
-    other users' words."""
+    their data, those sessions' messages (when asked), with each session's ``participants``, the
+    user ids of its messages (``message_users``) and its agents (``session_agents``). Of the
+    session memory it keeps that of the sessions the user is alone in; of the messages, those
+    carrying the user's id, whatever the role, and all of a session they are alone in: in a
+    shared one the agent's replies may carry other users' words. With ``agent_id`` (one agent's
+    export), of those only the agent's records (recorded_by): another agent's backend recorded
+    the rest, and what it heard is none of this agent's (an export for every agent keeps all)."""
     solo = solo_sessions(user_id, participants, message_users)
+
+    def kept(m: StoredMessage) -> bool:
+        if m.user_id != user_id and m.session_id not in solo:
+            return False
+        return agent_id is None or recorded_by(agent_id, m, session_agents.get(m.session_id, ()))
+
     return read.model_copy(
         update={
             "reflections": [
@@ -172,7 +197,7 @@ def users_export(
             "consolidated": [
                 b for b in read.consolidated if _in_users_export(user_id, b.scope_key, solo)
             ],
-            "messages": [m for m in read.messages if m.user_id == user_id or m.session_id in solo],
+            "messages": [m for m in read.messages if kept(m)],
         }
     )
 

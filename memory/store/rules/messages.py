@@ -9,15 +9,20 @@ pending_messages += 1 and pending_weighted_tokens += weight(role) * ceil(len(con
 chars_per_token) per new message, and every user_id of a new user message among its participants;
 last_message_at = max(created_at). An agent new to the session joins at its head (cursor =
 last_seq, nothing pending): it forms memory only of what is said from then on.
+
+A caller that acts for some agents only (an API key, ``mnemos mcp``) names them (``may_join``):
+a session holding any other agent is refused as unknown (NotFoundError, nothing written), here,
+on the snapshot of the transaction that writes, so that no check-then-write gap lets two keys
+racing into a new session both in.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from memory.errors import ConflictError, InvalidInputError
+from memory.errors import ConflictError, InvalidInputError, NotFoundError
 from memory.models import MessageIn, RecordOutcome, SessionAgentState, StoredMessage
 from memory.store.rules.derived import weighted_tokens
 from memory.store.rules.writes import (
@@ -40,6 +45,7 @@ class RecordSnapshot:
     last_message_at: datetime | None
     state: SessionAgentState | None  # the calling agent's
     stored: Mapping[str, str]  # the content of each of the call's message ids the session holds
+    agent_ids: tuple[str, ...] = ()  # the session's agents, in join order
 
 
 @dataclass(frozen=True)
@@ -58,10 +64,13 @@ def plan_record_messages(
     chars_per_token: float,
     now: datetime,
     snapshot: RecordSnapshot,
+    may_join: Collection[str] | None = None,
 ) -> Plan[RecordOutcome]:
     """Read ``RecordRequest(session_id, agent_id, distinct message ids)``'s snapshot."""
     if chars_per_token <= 0:
         raise InvalidInputError("chars_per_token must be > 0")
+    if may_join is not None and not set(snapshot.agent_ids) <= set(may_join):
+        raise NotFoundError(f"no session {session_id!r} for {_named(may_join)}")
     writes: list[Write] = []
     if not snapshot.session_exists:
         writes.append(CreateSession(session_id, now))
@@ -126,3 +135,9 @@ def _stored(session_id: str, agent_id: str, seq: int, m: MessageIn) -> StoredMes
         session_id=session_id, seq=seq, message_id=m.message_id, role=m.role, content=m.content,
         created_at=m.created_at, user_id=m.user_id, name=m.name, agent_id=agent_id,
     )  # fmt: skip
+
+
+def _named(agent_ids: Collection[str]) -> str:
+    """The caller, by the agents it acts for (telling nothing of the session's)."""
+    names = sorted(agent_ids)
+    return f"agent {names[0]!r}" if len(names) == 1 else f"agents {', '.join(map(repr, names))}"

@@ -189,12 +189,20 @@ async def export_data(
             params,
         )
     )
-    return er.users_export(user_id, data, participants, said)
+    session_agents = _by_session(
+        await db.fetch(
+            f"SELECT session_id, agent_id FROM session_agents WHERE {EXPORT_SESSIONS}", params
+        ),
+        "agent_id",
+    )
+    return er.users_export(
+        user_id, data, participants, said, agent_id=agent_id, session_agents=session_agents
+    )
 
 
-def _by_session(rows: Sequence[Row]) -> dict[str, list[str]]:
-    """The user ids of (session_id, user_id) rows, by session."""
-    users: dict[str, list[str]] = {}
+def _by_session(rows: Sequence[Row], column: str = "user_id") -> dict[str, list[str]]:
+    """The ids in ``column`` (user ids by default) of (session_id, id) rows, by session."""
+    ids: dict[str, list[str]] = {}
     for row in rows:
-        users.setdefault(str(row["session_id"]), []).append(str(row["user_id"]))
-    return users
+        ids.setdefault(str(row["session_id"]), []).append(str(row[column]))
+    return ids

@@ -101,6 +101,10 @@ export interface paths {
          *     Every created_at must lie between 1970-01-01 and one day after the recording time (a bound
          *     that moves with the clock, so it is not in the schema): otherwise 422, and nothing of the
          *     batch is stored.
+         *
+         *     A session holding an agent the key is not for is 404, as on every session route; the store
+         *     checks it again in the transaction that writes, so of two keys recording at once into a new
+         *     session, the second to commit gets the 404 and nothing of its batch is stored.
          */
         post: operations["record_messages"];
         delete?: never;
@@ -201,6 +205,8 @@ export interface paths {
         /**
          * Search
          * @description Hybrid search over the facts one turn may see; ``debug`` adds both lists and their scores.
+         *     A ``session_id`` holding an agent the key is not for is answered 404, as the session routes
+         *     answer it.
          */
         post: operations["search"];
         delete?: never;
@@ -409,9 +415,11 @@ export interface paths {
         /**
          * Export User
          * @description Everything this agent holds of the user, in the format of ``mnemos export --agent A --user
-         *     U`` (read back by ``mnemos import file``): what a DELETE of the user would erase, nothing it
-         *     keeps (the agent's own memory, a shared session's memory). One read snapshot; drawn on the
-         *     key's erasure budget, as it reads all of the user's data at once.
+         *     U`` (read back by ``mnemos import file``): what a DELETE of the user would erase of this
+         *     agent's, nothing it keeps (the agent's own memory, a shared session's memory). Of the
+         *     messages, those this agent recorded: in a session shared with another agent, that agent's
+         *     records stay out. One read snapshot; drawn on the key's erasure budget, as it reads all of
+         *     the user's data at once.
          */
         get: operations["export_user"];
         put?: never;
@@ -1170,7 +1178,7 @@ export interface components {
             user_id?: string | null;
             /**
              * Top K
-             * @description rag.top_k_min to rag.top_k_max
+             * @description Facts per query: rag.top_k_min to rag.top_k_max
              */
             top_k?: number | null;
             /**
