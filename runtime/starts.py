@@ -17,6 +17,7 @@ from temporalio.common import WorkflowIDConflictPolicy
 
 from memory.models import ScopeKey, SessionInfo
 from memory.pipeline.types import ConsolidationRequest, FormationRequest, SessionEndRequest
+from memory.scopes import single_user
 from memory.settings import Settings
 from workflows.naming import (
     CONSOLIDATE_WORKFLOW,
@@ -35,7 +36,7 @@ async def start_formation(
     client: Client, settings: Settings, session: SessionInfo, agent_id: str, *, force: bool
 ) -> WorkflowHandle[Any, FormationSummary]:
     """Ask the one FormMemories of (session, agent) to run; its handle follows continue-as-new."""
-    user_id = session.user_ids[0] if len(session.user_ids) == 1 else None
+    user_id = single_user(session)  # a group chat's runs are no one user's
     return await client.start_workflow(
         FORM_WORKFLOW,
         FormationRequest(
@@ -83,7 +84,7 @@ async def start_session_end(
     client: Client, settings: Settings, session: SessionInfo, agent_id: str, ended_at: datetime
 ) -> WorkflowHandle[Any, SessionEndSummary]:
     """Start the one EndSession of (agent, session), or join the one running."""
-    user_id = session.user_ids[0] if len(session.user_ids) == 1 else None
+    user_id = single_user(session)  # a group chat's runs are no one user's
     return await client.start_workflow(
         END_SESSION_WORKFLOW,
         SessionEndRequest(
