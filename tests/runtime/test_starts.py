@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from typing import Any, cast
 
 from temporalio.client import Client
+from temporalio.common import TypedSearchAttributes
 
 from memory.models import SessionInfo
 from memory.settings import Settings
@@ -27,7 +28,8 @@ class _Recording:
 async def _user_tag(session: SessionInfo) -> str | None:
     client = _Recording()
     await start_formation(cast(Client, client), Settings(), session, "mallory", force=False)
-    return client.started[0]["search_attributes"].get(USER_ID)
+    attributes: TypedSearchAttributes = client.started[0]["search_attributes"]
+    return attributes.get(USER_ID)
 
 
 async def test_a_run_is_tagged_with_its_sessions_only_user_and_a_group_chats_with_none() -> None:
