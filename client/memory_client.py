@@ -280,6 +280,7 @@ class MemoryClient:
                 user_ids=(user_id,) if user_id else (),
                 created_at=now,
                 session_user_ids=whole.user_ids if whole else (),
+                has_guests=whole.has_guests if whole else False,
             )
         return await self.context_cache.get(
             self.store, self.settings, agent=agent, session=session, user_id=user_id, now=now

@@ -108,11 +108,17 @@ class SessionInfo(_Model):
     # whichever agent they spoke to: the group-chat rule counts them all, since they may read
     # what this agent answers there.
     session_user_ids: tuple[Id, ...] = ()
+    # A guest spoke in the session: a message with role "user" and no user id (a visitor of a
+    # public chat), whichever agent recorded it. The session's, in every view of it.
+    has_guests: bool = False
 
     @property
     def is_group(self) -> bool:
-        """More than one user in the session: user-scoped memory is off (002 rule 3)."""
-        return len({*self.user_ids, *self.session_user_ids}) > 1
+        """More than one person in the session: user-scoped memory is off (002 rule 3). A guest
+        is a person: beside a user they make a group, though nobody knows who they are; a
+        guest alone changes nothing (user memory needs a user)."""
+        users = len({*self.user_ids, *self.session_user_ids})
+        return users > 1 or (users == 1 and self.has_guests)
 
 
 class SessionAgentState(_Model):

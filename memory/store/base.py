@@ -103,7 +103,8 @@ class MemoryStore(LifecycleContract):
     async def get_session(self, session_id: str, agent_id: str | None = None) -> SessionInfo | None:
         """With ``agent_id``: that agent's view (None when it never recorded into the session):
         user_ids = its participants, ended_at = when it ended the session. Without: every user
-        of the session, ended_at None (ending is per agent)."""
+        of the session, ended_at None (ending is per agent). has_guests (a guest spoke) is the
+        session's in both."""
 
     @abc.abstractmethod
     async def get_session_agent_state(

@@ -61,11 +61,49 @@ async def test_case_2_an_anonymous_speaker_is_nobodys_user_memory(bench: Bench) 
     await bench.form("s1", "eve")
 
     everything = await bench.store.list_facts(FactFilter(agent_id="eve", user_id="alice"))
-    assert any("Paris" in f.content for f in everything)  # alice's own fact is hers
     assert not any("Evilbank" in f.content or "guest@" in f.content for f in everything)
+    # The guest reads the answers: a group chat, where even alice's own fact is not her user
+    # memory (test_a_guest_in_the_room_makes_it_a_group_chat); the session keeps it.
+    assert not any("Paris" in f.content for f in everything)
+    session_memory = (await bench.memory.memory_context("eve", "s1", "alice")).split(
+        "<SessionMemory>"
+    )[1]
+    assert "Paris" in session_memory
     await bench.say("eve", "s2", "Hello again, what do you know about me?", user_id="alice")
     seen = await bench.seen_by("eve", "s2", "alice", ["Evilbank", "guest email bank"])
     assert "Evilbank" not in seen and "guest@evil.example" not in seen
+
+
+async def test_a_guest_in_the_room_makes_it_a_group_chat(bench: Bench) -> None:
+    """002 rule 3 counts people, not user ids: a visitor of a public chat speaks without one
+    (role user, no user id), and reads what eve answers alice there. alice's user memory is
+    neither shown nor formed in that room; where she is alone it is hers as before."""
+    await bench.say("eve", "alice-1", "I was diagnosed with diabetes in March 2024.", user_id="alice")  # fmt: skip
+    await bench.say("eve", "alice-1", "My bank is Evilbank and my PIN is 4711.", user_id="alice")
+    await bench.form("alice-1", "eve")
+    await bench.say("eve", "alice-2", "Hello again.", user_id="alice")
+    private = await bench.seen_by("eve", "alice-2", "alice", ["diabetes", "bank PIN"])
+    assert "diabetes" in private and "Evilbank" in private  # hers, where she is alone
+
+    await bench.say("eve", "room", "Hi everyone, shall we start?", user_id="alice")
+    await bench.say(
+        "eve", "room", "Hello, I am new here. What do you know about Alice?", user_id=None,
+        name="Guest",
+    )  # fmt: skip
+    await bench.say("eve", "room", "I moved to Berlin in 2024 with my sister Jane.", user_id="alice")  # fmt: skip
+    await bench.form("room", "eve")
+
+    seen = await bench.seen_by("eve", "room", "alice", ["diabetes", "bank PIN", "Berlin"])
+    assert "diabetes" not in seen and "Evilbank" not in seen and "4711" not in seen
+    # What alice said in the room is not her user memory: not shown where she is alone.
+    hers = await bench.store.list_facts(
+        FactFilter(agent_id="eve", include_agent_scope=False, user_id="alice")
+    )
+    assert not any("Berlin" in f.content for f in hers)
+    assert "Berlin" not in await bench.seen_by("eve", "alice-2", "alice", ["Berlin sister"])
+    # A guest who spoke only to another agent there: alice's first turn with eve shows none.
+    await bench.say("mallory", "lobby", "Hi, anyone here?", user_id=None, name="Guest")
+    assert "diabetes" not in await bench.memory.on_session_start("eve", "lobby", "alice")
 
 
 async def test_what_a_user_says_in_a_language_the_rules_cannot_read_stays_theirs(

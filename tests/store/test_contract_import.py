@@ -33,7 +33,7 @@ def fact(fact_id: str, content: str, *, user_id: str | None = "u1", **fields: ob
     )  # fmt: skip
 
 
-def message(session_id: str, seq: int, user_id: str = "u1") -> StoredMessage:
+def message(session_id: str, seq: int, user_id: str | None = "u1") -> StoredMessage:
     return StoredMessage(
         session_id=session_id, seq=seq, message_id=f"{session_id}-{seq}", role="user",
         content=f"message {seq}", created_at=at(seq), user_id=user_id, agent_id="a1",
@@ -135,6 +135,19 @@ async def test_messages_create_the_session_and_count_as_formed(store: MemoryStor
     # A seq held by another message is a conflict: the stored one stays.
     taken = message("s1", 2).model_copy(update={"message_id": "other"})
     assert (await store.import_messages([taken])).conflict == 1
+
+
+async def test_an_imported_guest_message_makes_the_session_have_guests(
+    store: MemoryStore,
+) -> None:
+    """As when it was recorded: a user message without a user id is a guest's, and beside a
+    user the session is a group chat (002 rule 3)."""
+    await store.import_messages([message("s1", 1), message("s1", 2, user_id=None)])
+    await store.import_messages([message("s2", 1)])
+    guests = await store.get_session("s1", "a1")
+    assert guests is not None and guests.has_guests and guests.is_group
+    alone = await store.get_session("s2", "a1")
+    assert alone is not None and not alone.has_guests and not alone.is_group
 
 
 async def test_a_forgotten_user_is_never_imported_again(store: MemoryStore) -> None:

@@ -172,6 +172,32 @@ async def test_session_info_lists_users_and_group_sessions(store: MemoryStore) -
     assert group.is_group
 
 
+async def test_a_guest_beside_a_user_makes_a_group_in_every_view(store: MemoryStore) -> None:
+    """A user message without a user id is a guest's (a visitor of a public chat): nobody's
+    participant, but a second person reading the answers. Beside a user the session is a group
+    chat, for every agent of it, the one the guest spoke to or not (002 rule 3); a guest alone
+    changes nothing, and other roles without a user id are no guests."""
+    await record(store, "s1", "a1", [msg("m1", user_id="u1"), msg("m2", role="agent")])
+    await record(store, "s1", "a2", [msg("m3", role="tool"), msg("m4", role="system")])
+    for view in (await store.get_session("s1"), await store.get_session("s1", "a1")):
+        assert view is not None and not view.has_guests and not view.is_group
+
+    await record(store, "s1", "a2", [msg("m5", user_id=None)])  # a guest, to a2
+    whole, a1, a2 = [await store.get_session("s1", a) for a in (None, "a1", "a2")]
+    assert whole is not None and a1 is not None and a2 is not None
+    assert (whole.user_ids, a1.user_ids, a2.user_ids) == (("u1",), ("u1",), ())
+    assert whole.has_guests and a1.has_guests and a2.has_guests
+    assert whole.is_group and a1.is_group and a2.is_group
+    await record(store, "s1", "a1", [msg("m5", user_id=None), msg("m6", user_id="u1")])
+    again = await store.get_session("s1", "a1")
+    assert again is not None and again.has_guests and again.is_group  # it stays one
+
+    await record(store, "lobby", "a1", [msg("g1", user_id=None), msg("g2", role="agent")])
+    for view in (await store.get_session("lobby"), await store.get_session("lobby", "a1")):
+        assert view is not None and view.has_guests and view.user_ids == ()
+        assert not view.is_group
+
+
 async def test_load_messages_returns_the_half_open_range(store: MemoryStore) -> None:
     await record(
         store,

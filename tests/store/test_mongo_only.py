@@ -327,3 +327,26 @@ async def test_documents_of_session_wide_ending_are_migrated_at_setup(
         view = await store.get_session("old", agent_id)
         assert view is not None and (view.ended_at, view.user_ids) == (at(50), ("u1", "u2"))
     assert await store.purge_ended_sessions(at(100), limit=10) == ["old", "old"]
+
+
+async def test_sessions_stored_before_guests_are_migrated_at_setup(
+    client: AsyncMongoClient[dict[str, Any]], database: str
+) -> None:
+    """Session documents written before ``has_guests`` (and no migration recorded): those
+    holding a guest's message (role user, no user id) have guests after the next start."""
+    store = await _store(client, database, "off")
+    await record(store, "guests", "a1", [msg("m1", user_id="u1"), msg("m2", user_id=None)])
+    await record(store, "alone", "a1", [msg("m1", user_id="u1"), msg("m2", role="agent")])
+    db = client.get_database(database)
+    await db.sessions.update_many({}, {"$unset": {"has_guests": ""}})  # as written before
+    await db.meta.delete_many({"_id": {"$regex": "^migrated:"}})
+    before = await store.get_session("guests", "a1")
+    assert before is not None and not before.has_guests  # a missing field reads False
+
+    for _ in range(2):  # idempotent
+        store = await _store(client, database, "off")
+        for agent_id in (None, "a1"):
+            guests = await store.get_session("guests", agent_id)
+            alone = await store.get_session("alone", agent_id)
+            assert guests is not None and guests.has_guests and guests.is_group
+            assert alone is not None and not alone.has_guests and not alone.is_group

@@ -13,6 +13,7 @@ from memory.store.rules.writes import (
     AdvanceSession,
     CreateSession,
     InsertMessages,
+    MarkGuests,
     Plan,
 )
 from tests.store.builders import CHARS_PER_TOKEN, WEIGHTS, at, msg
@@ -58,6 +59,19 @@ def test_first_messages_create_the_session_with_the_next_seqs() -> None:
     state = out.result.state
     assert (state.cursor_seq, state.last_seq, state.pending_messages) == (0, 2, 2)
     assert (state.pending_weighted_tokens, state.last_message_at) == (3.0, at(2))
+
+
+def test_a_new_user_message_without_a_user_id_marks_the_session_as_having_guests() -> None:
+    guest = plan([msg("m1", user_id="u1"), msg("m2", user_id=None)], NEW_SESSION)
+    assert [w for w in guest.writes if isinstance(w, MarkGuests)] == [MarkGuests("s1")]
+    others = plan([msg("m1", role="agent"), msg("m2", role="tool"), msg("m3")], NEW_SESSION)
+    assert not any(isinstance(w, MarkGuests) for w in others.writes)
+    stored = RecordSnapshot(
+        session_exists=True, last_seq=1, last_message_at=at(0), state=None,
+        stored={"m2": "hello there"},
+    )  # fmt: skip
+    again = plan([msg("m2", user_id=None)], stored)  # a retry: nothing new said
+    assert not any(isinstance(w, MarkGuests) for w in again.writes)
 
 
 def test_stored_and_repeated_ids_are_duplicates_and_take_no_seq() -> None:

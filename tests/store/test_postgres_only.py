@@ -113,6 +113,59 @@ async def test_migration_3_fills_said_at_from_the_facts_stored_before_it(postgre
     await store.close()
 
 
+async def test_migration_10_gives_sessions_holding_a_guests_message_their_guests(
+    postgres_dsn: str,
+) -> None:
+    """A version-9 database's sessions: those holding a guest's message (role user, no user
+    id) have guests once migrated (beside a user, a group chat); a user message or another
+    role without a user id is no guest's."""
+    dsn = fresh_schema(postgres_dsn)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(
+            "CREATE TABLE schema_migrations (version integer PRIMARY KEY, "
+            "applied_at timestamptz NOT NULL DEFAULT now())"
+        )
+        for version, sql in enumerate(MIGRATIONS[:9], start=1):
+            conn.execute(sql.encode())
+            conn.execute("INSERT INTO schema_migrations (version) VALUES (%s)", (version,))
+        said = {
+            "guests": [("user", "u1"), ("user", None)],
+            "alone": [("user", "u1"), ("agent", None)],
+        }
+        for sid, messages in said.items():
+            conn.execute(
+                "INSERT INTO sessions (session_id, created_at, last_seq) VALUES (%s, %s, 2)",
+                (sid, at(0)),
+            )
+            conn.execute(
+                "INSERT INTO session_agents (session_id, agent_id) VALUES (%s, 'a1')", (sid,)
+            )
+            conn.execute(
+                "INSERT INTO session_users (session_id, user_id) VALUES (%s, 'u1')", (sid,)
+            )
+            conn.execute(
+                "INSERT INTO session_agent_users (session_id, agent_id, user_id) "
+                "VALUES (%s, 'a1', 'u1')",
+                (sid,),
+            )
+            for seq, (role, user_id) in enumerate(messages, start=1):
+                conn.execute(
+                    "INSERT INTO messages (session_id, seq, message_id, role, content, "
+                    "created_at, user_id, agent_id, weighted_tokens) "
+                    "VALUES (%s, %s, %s, %s, 'hello', %s, %s, 'a1', 1)",
+                    (sid, seq, f"m{seq}", role, at(seq), user_id),
+                )
+    store = PostgresStore(dsn, pool_size=1)
+    await store.setup()
+    assert _applied(dsn) == list(range(1, len(MIGRATIONS) + 1))
+    for agent_id in (None, "a1"):
+        guests = await store.get_session("guests", agent_id)
+        alone = await store.get_session("alone", agent_id)
+        assert guests is not None and guests.has_guests and guests.is_group
+        assert alone is not None and not alone.has_guests and not alone.is_group
+    await store.close()
+
+
 async def test_fact_counts_follow_every_write_to_facts(postgres_dsn: str) -> None:
     """Text search's N comes from fact_counts (migration 6), kept by triggers: after adds in
     both scopes, an update, an invalidation and an erasure it still equals counting the valid

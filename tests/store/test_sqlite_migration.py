@@ -108,3 +108,28 @@ async def test_a_schema_2_file_gains_the_provenance_columns(tmp_path: Path) -> N
         assert [f.fact_id for f in recent] == ["old", "new"]
     finally:
         await store.close()
+
+
+async def test_a_schema_6_file_gains_the_guests_of_its_sessions(tmp_path: Path) -> None:
+    """Sessions stored before schema 7 holding a guest's message (role user, no user id) have
+    guests once the file is opened: beside a user, a group chat from the first start on."""
+    path = tmp_path / "v6.db"
+    store = SQLiteStore(path)
+    await store.setup()
+    await record(store, "guests", "a1", [msg("m1", user_id="u1"), msg("m2", user_id=None)])
+    await record(store, "alone", "a1", [msg("m1", user_id="u1"), msg("m2", role="agent")])
+    await store.close()
+    with closing(sqlite3.connect(path)) as conn, conn:  # as schema 6 wrote the sessions
+        conn.execute("ALTER TABLE sessions DROP COLUMN has_guests")
+
+    for _ in range(2):  # setup is idempotent
+        store = SQLiteStore(path)
+        await store.setup()
+        try:
+            for agent_id in (None, "a1"):
+                guests = await store.get_session("guests", agent_id)
+                alone = await store.get_session("alone", agent_id)
+                assert guests is not None and guests.has_guests and guests.is_group
+                assert alone is not None and not alone.has_guests and not alone.is_group
+        finally:
+            await store.close()

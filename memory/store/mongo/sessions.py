@@ -1,6 +1,6 @@
 """Sessions on the MongoDB backend, per agent: an agent's view of a session, its messages, the
-cold-sessions scan, ending it, the ended sessions with memory still to form, and the migration
-of documents written when ending was session-wide."""
+cold-sessions scan, ending it, the ended sessions with memory still to form, and the migrations
+of documents written when ending was session-wide or before sessions had guests."""
 
 from __future__ import annotations
 
@@ -128,3 +128,34 @@ async def migrate_session_agents(db: AsyncDatabase[Doc]) -> None:
         await db.sessions.update_one(
             {"_id": doc["_id"]}, {"$unset": {"ended_at": "", "purged": ""}}
         )
+
+
+# A guest's message (rules.derived.said_by_guest) as a query: null matches a missing user_id too.
+GUEST_MESSAGE: Doc = {"user_id": None, "role": "user"}
+_GUESTS_MIGRATED = "migrated:session_guests"  # the meta document of migrate_session_guests
+_BATCH = 1000
+
+
+async def migrate_session_guests(db: AsyncDatabase[Doc]) -> None:
+    """Sessions stored before ``has_guests`` was: those holding a guest's message get it (a
+    session document without the field reads False). Once per database, recorded in meta:
+    one walk of the messages without a user id (the messages_user index) at the first start
+    of this version. Idempotent: a start that dies midway does it all again."""
+    if await db.meta.find_one({"_id": _GUESTS_MIGRATED}) is not None:
+        return
+    sessions = await db.messages.aggregate(
+        [{"$match": GUEST_MESSAGE}, {"$group": {"_id": "$session_id"}}]
+    )
+    batch: list[str] = []
+    async for doc in sessions:
+        batch.append(doc["_id"])
+        if len(batch) == _BATCH:
+            await _mark_guests(db, batch)
+            batch = []
+    await _mark_guests(db, batch)
+    await db.meta.update_one({"_id": _GUESTS_MIGRATED}, {"$set": {"done": True}}, upsert=True)
+
+
+async def _mark_guests(db: AsyncDatabase[Doc], session_ids: list[str]) -> None:
+    if session_ids:
+        await db.sessions.update_many({"_id": {"$in": session_ids}}, {"$set": {"has_guests": True}})

@@ -73,7 +73,7 @@ async def _apply(db: AsyncDatabase[Doc], s: AsyncClientSession, write: w.Write) 
             await db.sessions.insert_one(
                 {
                     "_id": session_id, "created_at": ts(created_at), "agent_ids": [],
-                    "user_ids": [], "last_seq": 0, "last_message_at": None,
+                    "user_ids": [], "last_seq": 0, "last_message_at": None, "has_guests": False,
                 },
                 session=s,
             )  # fmt: skip
@@ -86,6 +86,11 @@ async def _apply(db: AsyncDatabase[Doc], s: AsyncClientSession, write: w.Write) 
         case w.AddSessionUsers(session_id=session_id, user_ids=user_ids):
             add = {"$addToSet": {"user_ids": {"$each": list(user_ids)}}}
             await update_session(db, s, session_id, add)
+        case w.MarkGuests(session_id=session_id):
+            # The session document's: every agent's view reads it there (docs.session_from_doc).
+            await db.sessions.update_one(
+                {"_id": session_id}, {"$set": {"has_guests": True}}, session=s
+            )
         case w.InsertMessages(messages=messages):
             docs = [message_doc(new.message, new.weighted_tokens) for new in messages]
             await db.messages.insert_many(docs, session=s)

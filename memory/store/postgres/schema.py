@@ -16,6 +16,7 @@ content (memory.store.rules.text, what FTS5's porter tokenizer indexes), as a ts
 from __future__ import annotations
 
 from memory.store.postgres.pool import Conn
+from memory.store.sql.sessions import GUESTS_BACKFILL_SQL
 
 MIGRATIONS: tuple[str, ...] = (
     # 1: the whole store.
@@ -304,6 +305,12 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX degraded_windows_newest ON degraded_windows (degraded_at);
     """,
+    # 10: whether a guest spoke in the session (memory.models.SessionInfo.has_guests: beside a
+    # user, a group chat), filled from the messages stored before it.
+    """
+    ALTER TABLE sessions ADD COLUMN has_guests boolean NOT NULL DEFAULT false;
+    """
+    + GUESTS_BACKFILL_SQL,
 )
 
 _LOCK = 0x6D6E656D6F73  # "mnemos": the advisory lock that serialises migrations

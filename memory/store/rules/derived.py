@@ -1,12 +1,13 @@
 """Fields derived from a fact or a message the same way by every backend: the scope key a write
-bumps, a message's weighted tokens (and, in text, the words text scoring counts)."""
+bumps, a message's weighted tokens, whether a guest said it (and, in text, the words text
+scoring counts)."""
 
 from __future__ import annotations
 
 import math
 
 from memory.errors import InvalidInputError
-from memory.models import Fact, MessageIn, ScopeKey
+from memory.models import Fact, MessageIn, ScopeKey, StoredMessage
 
 
 def fact_scope_key(fact: Fact) -> str:
@@ -23,3 +24,12 @@ def weighted_tokens(message: MessageIn, weights: dict[str, float], chars_per_tok
     """weight(role) * ceil(len / chars_per_token); roles without a weight take the 'other' one."""
     weight = weights.get(message.role, weights.get("other", 1.0))
     return weight * math.ceil(len(message.content) / chars_per_token)
+
+
+def said_by_guest(message: MessageIn | StoredMessage) -> bool:
+    """A guest's message: role "user" without a user id (a visitor of a public chat). Nobody's
+    user memory, but somebody reading the agent's answers: the session has guests
+    (SessionInfo.has_guests), a group chat once it has a user too. The migrations that fill the
+    flag for sessions stored before it (sql.sessions.GUESTS_BACKFILL_SQL, mongo.sessions
+    GUEST_MESSAGE) write this test in their query languages."""
+    return message.role == "user" and message.user_id is None

@@ -10,6 +10,7 @@ from datetime import datetime
 
 from memory.models import SessionAgentState, StoredMessage
 from memory.store.counts import ImportCounts
+from memory.store.rules.derived import said_by_guest
 from memory.store.rules.erasure import ALL_AGENTS
 from memory.store.rules.imports import Pair
 from memory.store.rules.lifecycle_writes import SetSessionHead
@@ -18,6 +19,7 @@ from memory.store.rules.writes import (
     AddSessionUsers,
     CreateSession,
     InsertMessages,
+    MarkGuests,
     MoveCursor,
     NewMessage,
     Plan,
@@ -183,6 +185,8 @@ def plan_import_session(
     # agents' participants (the imported history is theirs), added once each.
     if new_users := tuple(dict.fromkeys(m.user_id for m in new.values() if m.user_id)):
         writes.append(AddSessionUsers(req.session_id, new_users))
+    if any(said_by_guest(m) for m in new.values()):  # a guest among them: as when recorded
+        writes.append(MarkGuests(req.session_id))
     writes.append(InsertMessages(tuple(NewMessage(m, _tokens(m)) for m in new.values())))
     writes.append(SetSessionHead(req.session_id, head_seq, head_at))
     return Plan(tuple(writes), counts)

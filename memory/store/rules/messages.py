@@ -7,7 +7,9 @@ session holds, or repeats within the call, with another content is refused, the 
 session exists with the calling agent among its agents. Each of the session's agents gets
 pending_messages += 1 and pending_weighted_tokens += weight(role) * ceil(len(content) /
 chars_per_token) per new message, and every user_id of a new user message among its participants;
-last_message_at = max(created_at). An agent new to the session joins at its head (cursor =
+a new user message without a user_id (a guest's) marks the session as having guests (for all of
+its agents: the group-chat rule counts guests, SessionInfo.is_group); last_message_at =
+max(created_at). An agent new to the session joins at its head (cursor =
 last_seq, nothing pending): it forms memory only of what is said from then on.
 
 A caller that acts for some agents only (an API key, ``mnemos mcp``) names them (``may_join``):
@@ -24,13 +26,14 @@ from datetime import datetime
 
 from memory.errors import ConflictError, InvalidInputError, NotFoundError
 from memory.models import MessageIn, RecordOutcome, SessionAgentState, StoredMessage
-from memory.store.rules.derived import weighted_tokens
+from memory.store.rules.derived import said_by_guest, weighted_tokens
 from memory.store.rules.writes import (
     AddSessionAgent,
     AddSessionUsers,
     AdvanceSession,
     CreateSession,
     InsertMessages,
+    MarkGuests,
     NewMessage,
     Plan,
     Request,
@@ -110,6 +113,8 @@ def plan_record_messages(
     users = tuple(dict.fromkeys(m.user_id for m in fresh if m.role == "user" and m.user_id))
     if users:
         writes.append(AddSessionUsers(session_id, users))
+    if any(said_by_guest(m) for m in fresh):
+        writes.append(MarkGuests(session_id))
     last_at = max(m.created_at for m in fresh)
     if snapshot.last_message_at is not None:
         last_at = max(last_at, snapshot.last_message_at)

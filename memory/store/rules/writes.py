@@ -101,6 +101,14 @@ class AddSessionUsers:
 
 
 @dataclass(frozen=True)
+class MarkGuests:
+    """A guest spoke in the session (rules.derived.said_by_guest): the session has guests, for
+    each of its agents, now and later (SessionInfo.has_guests; set again, it stays set)."""
+
+    session_id: str
+
+
+@dataclass(frozen=True)
 class NewMessage:
     message: StoredMessage
     # Kept per message so that pending counters can be recomputed after a cursor move without
@@ -184,6 +192,7 @@ Write = (
     | CreateSession
     | AddSessionAgent
     | AddSessionUsers
+    | MarkGuests
     | InsertMessages
     | AdvanceSession
     | PutConsolidated

@@ -73,11 +73,22 @@ LIMIT %(limit)s
 """
 
 
+# The migration that adds sessions.has_guests (both SQL schemas) fills it from the messages
+# stored before it: rules.derived.said_by_guest, in SQL. One scan of messages, run once.
+GUESTS_BACKFILL_SQL = """
+UPDATE sessions SET has_guests = true WHERE session_id IN (
+    SELECT session_id FROM messages WHERE role = 'user' AND user_id IS NULL
+);
+"""
+
+
 async def session_view(db: Db, session_id: str, agent_id: str | None) -> SessionInfo | None:
-    """The session with its agents and users in join order; with ``agent_id``, that agent's
-    view: only the users who spoke to it, and its own end (None if it is not in the session)."""
+    """The session with its agents and users in join order and whether a guest spoke; with
+    ``agent_id``, that agent's view: only the users who spoke to it, and its own end (None if
+    it is not in the session), the session's users and guests beside them."""
     row = await db.fetch_one(
-        "SELECT session_id, created_at, last_message_at FROM sessions WHERE session_id = %s",
+        "SELECT session_id, created_at, last_message_at, has_guests FROM sessions "
+        "WHERE session_id = %s",
         (session_id,),
     )
     if row is None:

@@ -21,6 +21,7 @@ type SharedWrite = (
     | w.CreateSession
     | w.AddSessionAgent
     | w.AddSessionUsers
+    | w.MarkGuests
     | w.InsertMessages
     | w.AdvanceSession
     | w.AbsorbReflections
@@ -97,6 +98,10 @@ async def apply_shared(db: Db, write: SharedWrite) -> None:
                     f"ORDER BY {db.ord} ON CONFLICT DO NOTHING",
                     (user_id, session_id),
                 )
+        case w.MarkGuests(session_id=session_id):
+            await db.execute(
+                "UPDATE sessions SET has_guests = true WHERE session_id = %s", (session_id,)
+            )
         case w.InsertMessages(messages=messages):
             await db.execute_many(
                 "INSERT INTO messages (session_id, seq, message_id, role, content, created_at, "

@@ -3,7 +3,9 @@ that they sort and compare exactly; vectors are float32 BLOBs; fact history is J
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 6
+from memory.store.sql.sessions import GUESTS_BACKFILL_SQL
+
+SCHEMA_VERSION = 7
 
 DDL = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -21,7 +23,8 @@ CREATE TABLE IF NOT EXISTS sessions (
     session_id      TEXT PRIMARY KEY,
     created_at      INTEGER NOT NULL,
     last_seq        INTEGER NOT NULL DEFAULT 0,
-    last_message_at INTEGER
+    last_message_at INTEGER,
+    has_guests      INTEGER NOT NULL DEFAULT 0  -- 1: a guest spoke (SessionInfo.has_guests)
 );
 
 -- Rowid order = join order, which is the order SessionInfo lists users in.
@@ -234,14 +237,20 @@ INSERT OR IGNORE INTO session_agent_users (session_id, agent_id, user_id)
 """
 
 
-# Schema 2 → 3: provenance columns, added to tables of older files (the DDL creates them anew).
+# Columns added to tables of older files (the DDL creates them anew). Schema 2 → 3: provenance.
 ADDED_COLUMNS = (
     ("facts", "source_message_ids", "TEXT NOT NULL DEFAULT '[]'"),
     ("facts", "formation_id", "TEXT"),
     ("facts", "said_at", "INTEGER"),
     ("reflections", "source_message_ids", "TEXT NOT NULL DEFAULT '[]'"),
     ("reflections", "formation_id", "TEXT"),
+    # Schema 6 → 7: the guests of a session (memory.models.SessionInfo.has_guests).
+    ("sessions", "has_guests", "INTEGER NOT NULL DEFAULT 0"),
 )
+
+# What an added column is filled with from what the file already holds, in the transaction that
+# adds it (never again: the writes keep it from then on).
+BACKFILLS = {("sessions", "has_guests"): GUESTS_BACKFILL_SQL}
 
 
 # Schema 3 → 4, after ADDED_COLUMNS (its index names said_at, a column older files gain there):
