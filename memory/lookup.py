@@ -16,6 +16,11 @@ async def require_agent(store: MemoryStore, agent_id: str) -> AgentConfig:
     return agent
 
 
+def unknown_session(session_id: str) -> str:
+    """What a caller is told of a session it may not see, whether or not it exists."""
+    return f"session {session_id!r} has no recorded messages"
+
+
 async def require_session(
     store: MemoryStore, session_id: str, agent_id: str | None = None
 ) -> SessionInfo:
@@ -26,7 +31,7 @@ async def require_session(
         return mine
     session = await store.get_session(session_id)
     if session is None:
-        raise NotFoundError(f"session {session_id!r} has no recorded messages")
+        raise NotFoundError(unknown_session(session_id))
     if agent_id is not None:
         view = {"user_ids": (), "ended_at": None, "session_user_ids": session.user_ids}
         return session.model_copy(update=view)

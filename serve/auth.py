@@ -16,6 +16,7 @@ from typing import Annotated
 from fastapi import Depends, HTTPException, Path, Request, Security, status
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
+from memory.lookup import unknown_session
 from memory.models import SessionInfo
 from memory.store.base import MemoryStore
 from serve.keys import ApiKey
@@ -104,12 +105,14 @@ def foreign_session(agent_ids: Collection[str], session: SessionInfo | None) -> 
 
 
 async def session_refusal(
-    store: MemoryStore, agent_ids: Collection[str], session_id: str | None, *, to: str = "this key"
+    store: MemoryStore, agent_ids: Collection[str], session_id: str | None
 ) -> str | None:
     """The refusal of a foreign session (foreign_session), None for any other: the one check of
-    every door that takes a session id (the routes, the search body, both MCP servers)."""
+    every door that takes a session id (the routes, the search body, both MCP servers). In the
+    words an unknown session gets (memory.lookup.require_session), so that the answer does not
+    tell one from the other."""
     if session_id is not None and foreign_session(agent_ids, await store.get_session(session_id)):
-        return f"no session {session_id!r} for {to}"
+        return unknown_session(session_id)
     return None
 
 

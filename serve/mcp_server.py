@@ -54,7 +54,7 @@ def build_server(memory: MemoryClient, agent_id: str) -> MCPServer:
     async def own_session(session_id: str | None) -> None:
         """As over HTTP (serve.auth.session_refusal), the server's one agent for a key's agent
         set: a session holding another agent is unknown, to read from or to write into."""
-        refusal = await session_refusal(memory.store, mine, session_id, to=f"agent {agent_id!r}")
+        refusal = await session_refusal(memory.store, mine, session_id)
         if refusal is not None:
             raise ToolError(refusal)
 

@@ -132,7 +132,7 @@ async def test_the_tools_cannot_reach_another_agents_session(
             ("search_facts", {"query": ["carol"], "user_id": "carol"}),
         ]
         for tool, args in calls:
-            with pytest.raises(ToolError, match="no session 'bob-s1' for agent 'eve'"):
+            with pytest.raises(ToolError, match="session 'bob-s1' has no recorded messages"):
                 await server.call_tool(tool, {"session_id": "bob-s1", **args})
         session = await h.store.get_session("bob-s1")
         assert session is not None and session.agent_ids == ("bob",)
