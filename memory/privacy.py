@@ -22,6 +22,9 @@ import re
 
 # Whose: a possessive, with at most one word between it and the noun ("her younger sister").
 _WHOSE = r"(?:his|her|their|my|our|your|\w+'s?)\s+(?:\w+\s+)?"
+# Who: a person as the subject, a pronoun or a capitalised name ("Tom lives in", not "the config
+# lives in": tools, plans and files live in places, are separated and earn too).
+_WHO = r"(?:\b(?:he|she|they|I|we)|(?-i:\b[A-Z][a-z]+))\s+"
 
 _PHRASES: dict[str, tuple[str, ...]] = {
     "health": (
@@ -47,7 +50,6 @@ _PHRASES: dict[str, tuple[str, ...]] = {
         r"psychologist",
         r"antidepressants?",
         r"insulin",
-        r"prescribed",
         r"takes \d+ ?mg",
         r"(?:has|had|have|with) (?:cancer|diabetes|asthma|epilepsy|adhd|autism|hiv|depression)",
         _WHOSE + r"(?:illness|disease|surgery|therapy|therapist|medication|prescription)s?",
@@ -67,7 +69,8 @@ _PHRASES: dict[str, tuple[str, ...]] = {
         r"broke up",
         r"break-?up",
         r"affair with",
-        r"separated",
+        _WHO
+        + r"(?:(?:got|have|has|had|are|were|was|is)\s+)?separated(?!\s+(?:by|into|from the)\b)",
         r"widow(?:ed|er)?",
         r"engaged to",
         r"cheat(?:s|ed|ing) on",
@@ -81,15 +84,15 @@ _PHRASES: dict[str, tuple[str, ...]] = {
         r"credit score",
         r"credit card number",
         r"iban",
-        r"account number",
-        r"earns",
+        _WHOSE + r"account number",
+        _WHO + r"earns",
     ),
     "contact data": (
         r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+",
         _WHOSE + r"(?:phone|mobile|cell)(?: number)?",
         r"home address",
         r"lives at",
-        r"(?:lives|living|resides) in",
+        _WHO + r"(?:lives|resides) in",
         # A household's, said as "we" (the offline provider reads only "I" and "my" as personal).
         r"(?:call|text|reach|ring) (?:us|me) (?:at|on)",
         _WHOSE + r"(?:flat|apartment|condo)",

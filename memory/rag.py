@@ -287,7 +287,7 @@ async def search_facts(
     # Only the modes with a text half rank by identifiers: vector mode is the embedder's alone.
     exact = identifier_keys(cleaned) if mode != "vector" else frozenset()
     fused = _ranked(lists, rag, min_rrf, exact)
-    best = _per_query(fused, lists, rag, min_rrf, cleaned, wanted, by_identifier=mode != "vector")
+    best = _per_query(fused, lists, rag, cleaned, wanted, by_identifier=mode != "vector")
     timings["fuse"] = _ms(stage)
 
     if best and touch:
@@ -344,7 +344,6 @@ def _per_query(
     fused: Sequence[Fused],
     lists: Sequence[RankedList],
     rag: RagSettings,
-    min_rrf: float,
     queries: Sequence[str],
     wanted: int,
     *,
@@ -356,10 +355,14 @@ def _per_query(
     if len(queries) == 1:
         return list(fused[:wanted])
     chosen: set[str] = set()
+    gated = {f.hit.fact.fact_id for f in fused}
     for index, query in enumerate(queries):
         own = [ranked for ranked in lists if ranked.query_index == index]
         exact = identifier_keys([query]) if by_identifier else frozenset()
-        chosen |= {f.hit.fact.fact_id for f in _ranked(own, rag, min_rrf, exact)[:wanted]}
+        # Ranked without the RRF gate, which sums over every query's lists: a fact two queries
+        # agree on passes it together and neither alone. What passed the search's gate counts.
+        mine = [f for f in _ranked(own, rag, 0.0, exact) if f.hit.fact.fact_id in gated]
+        chosen |= {f.hit.fact.fact_id for f in mine[:wanted]}
     return [f for f in fused if f.hit.fact.fact_id in chosen]
 
 

@@ -17,7 +17,6 @@ from temporalio.common import WorkflowIDConflictPolicy
 
 from memory.models import ScopeKey, SessionInfo
 from memory.pipeline.types import ConsolidationRequest, FormationRequest, SessionEndRequest
-from memory.scopes import single_user
 from memory.settings import Settings
 from workflows.naming import (
     CONSOLIDATE_WORKFLOW,
@@ -32,11 +31,18 @@ from workflows.naming import (
 from workflows.summary import ConsolidationSummary, FormationSummary, SessionEndSummary
 
 
+def _participant(session: SessionInfo) -> str | None:
+    """The user a run is tagged with (MnemosUserId, by which `forget` deletes a user's closed
+    runs): the agent's one participant, in a group chat too, since the run's payloads carry
+    their words. Not scopes.single_user, which decides what memory is shown and formed."""
+    return session.user_ids[0] if len(session.user_ids) == 1 else None
+
+
 async def start_formation(
     client: Client, settings: Settings, session: SessionInfo, agent_id: str, *, force: bool
 ) -> WorkflowHandle[Any, FormationSummary]:
     """Ask the one FormMemories of (session, agent) to run; its handle follows continue-as-new."""
-    user_id = single_user(session)  # a group chat's runs are no one user's
+    user_id = _participant(session)
     return await client.start_workflow(
         FORM_WORKFLOW,
         FormationRequest(
@@ -84,7 +90,7 @@ async def start_session_end(
     client: Client, settings: Settings, session: SessionInfo, agent_id: str, ended_at: datetime
 ) -> WorkflowHandle[Any, SessionEndSummary]:
     """Start the one EndSession of (agent, session), or join the one running."""
-    user_id = single_user(session)  # a group chat's runs are no one user's
+    user_id = _participant(session)
     return await client.start_workflow(
         END_SESSION_WORKFLOW,
         SessionEndRequest(

@@ -119,8 +119,10 @@ def _same_origin(request: Request) -> bool:
     ``Sec-Fetch-Site`` since 2019-2023), so it comes from curl or a script, which carries no
     victim's cookie, only the key its sender holds already. What stays open is a browser old
     enough to send neither header on a form POST, from a page that also suppresses its
-    ``Referer``. Behind a proxy, the origin compared is the one the app is told (the Host it
-    forwards, and the scheme with ``--proxy-headers``); ``Sec-Fetch-Site`` needs neither."""
+    ``Referer``. Behind a proxy, the origin compared is the one the app sees: the Host the proxy
+    forwards, and http (uvicorn trusts X-Forwarded-Proto only from 127.0.0.1), so behind a TLS
+    proxy a browser that sends no ``Sec-Fetch-Site`` (an old one) is refused; current browsers
+    send it, and it needs neither."""
     site = request.headers.get("sec-fetch-site")
     if site is not None:
         return site == "same-origin"

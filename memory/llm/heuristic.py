@@ -45,10 +45,13 @@ _PREFERENCE = re.compile(
     r"(?i)\b(?:prefer\w*|please|always|never|don't|do not|call me)\b"
     r"|\bI (?:really )?(?:like|love)\b"
 )
-# A directive to the agent ("Please always answer in Hebrew", "Never call before 10am"): how to
-# behave with its speaker, a user reflection, never a fact (which would be the agent's when it
-# names no "I": a language or a weekday makes it look specific).
-_DIRECTIVE = re.compile(r"(?i)^(?:please|always|never|don't|do not|call me)\b|\bprefer\w*\b")
+# A directive to the agent ("Please always answer in Hebrew", "Never call before 10am", "I prefer
+# the Lisbon office"): how to behave with its speaker, a user reflection, never a fact (which
+# would be the agent's when it names no "I": a language or a weekday makes it look specific).
+# Not "the client prefers invoices in EUR" nor "Always-on backups": facts about the work.
+_DIRECTIVE = re.compile(
+    r"(?i)^(?:please|always|never|don't|do not|call me)\s|\b(?:I|we)\s+(?:really\s+)?prefer\b"
+)
 _ABOUT_AGENT = re.compile(r"(?i)\b(?:your|yours|you are|you're|(?:the|our|this) project)\b")
 _NAME = re.compile(r"^[A-Z][a-z]+")
 _ADVERBS = r"(?: (?:\w+ly|also|never|always|often|usually|still|just|only))*"

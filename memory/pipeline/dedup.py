@@ -270,10 +270,13 @@ def _merged(text: str, fact: NewFact, max_words: int) -> str:
     merged = " ".join(text.split())
     if not merged:
         return fact.content
-    if words(merged) > max_words * _WORD_SLACK:
+    # A merge may say what the new fact says, which formation keeps whatever its length: the
+    # bound is the longer of the two, with the slack.
+    limit = max(max_words, words(fact.content))
+    if words(merged) > limit * _WORD_SLACK:
         raise InvalidModelOutputError(
             f"merged_text of new fact {fact.index} has {words(merged)} words, "
-            f"over the limit of {max_words}"
+            f"over the limit of {limit}"
         )
     if _ECHO.search(merged):
         raise InvalidModelOutputError(

@@ -129,6 +129,12 @@ async def test_a_directive_to_the_agent_is_no_fact_for_every_user() -> None:
         msg(3, "I prefer the Lisbon office over the Berlin one."),
     ]
     assert await facts(msgs, ["user", "agent"]) == []  # (preferences: user reflections, below)
+    work = [
+        msg(1, "Acme is the preferred venue supplier for the Mars festival, signed March 3."),
+        msg(2, "The client prefers invoices in EUR with a 30 day term from 2026."),
+        msg(3, "Always-on backups run at 02:00 on the Berlin cluster since May 2025."),
+    ]
+    assert [scope for _, scope in await facts(work, ["user", "agent"])] == ["agent"] * 3
 
 
 async def test_only_enabled_scopes_with_agent_scope_alone_keeping_agent_and_project_facts() -> None:

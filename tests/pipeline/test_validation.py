@@ -176,6 +176,18 @@ def test_a_merged_text_that_echoes_the_prompt_or_runs_on_is_rejected(merged: str
         resolve([d(0, "UPDATE", 0, merged), d(1, "NONE", 1)], NEW, EXISTING, OFFERED, max_words=20)
 
 
+def test_a_merge_may_be_as_long_as_the_new_fact_formation_kept() -> None:
+    """Formation keeps a fact over the word limit (it is what was said); the decision that
+    carries it over its older version must not be refused for the same length (review)."""
+    long = (
+        "Alice works at Acme as CTO since 2024 and leads the robotics team, the hiring plan, the "
+        "budget of the Lisbon office and the vendor contracts of the Mars festival in July"
+    )
+    new = [NewFact(index=0, content=long, scope="user"), NEW[1]]
+    out = resolve([d(0, "UPDATE", 0, long), d(1, "NONE", 1)], new, EXISTING, OFFERED, max_words=20)
+    assert out[0].event == "UPDATE" and out[0].final_text == long
+
+
 def test_the_blob_is_written_from_the_sections_with_the_next_version() -> None:
     answer = ConsolidatedSections(
         sections=[

@@ -8,7 +8,7 @@ from memory.errors import InvalidInputError
 from memory.fusion import FLOOR, RankedList, Source, fuse, normalized, rrf_scores
 from memory.models import Fact, ScoredFact
 from memory.query_words import content_words
-from memory.rag import HYBRID_WEIGHTS
+from memory.rag import HYBRID_WEIGHTS, _per_query, _ranked
 from memory.search_input import check_top_k, clean_queries
 from memory.settings import RagSettings
 from tests.rag.builders import T0
@@ -162,3 +162,16 @@ def test_content_words_drop_stop_words_and_contraction_fragments() -> None:
     )
     assert content_words("What is it?") == "What is it"  # nothing left: keep every word
     assert content_words("  ") == ""
+
+
+def test_per_query_top_k_keeps_a_fact_only_the_queries_together_let_through() -> None:
+    """The RRF gate sums over every query's lists: a fact two queries agree on passes it (2/67)
+    though neither alone would (1/67 < 0.015). Each query's own top_k must not drop it (the
+    review of the per-query top_k)."""
+    q0 = RankedList(0, "vector", [*(scored(f"a{i}", 0.9 - i / 100) for i in range(1, 7)), scored("x", 0.8)])  # fmt: skip
+    q1 = RankedList(1, "vector", [*(scored(f"b{i}", 0.9 - i / 100) for i in range(1, 7)), scored("x", 0.8)])  # fmt: skip
+    gate = RagSettings().rrf_score_threshold
+    fused = _ranked([q0, q1], RAG, gate, frozenset())
+    assert "x" in [f.hit.fact.fact_id for f in fused]
+    best = _per_query(fused, [q0, q1], RAG, ["q zero", "q one"], 25, by_identifier=True)
+    assert [f.hit.fact.fact_id for f in best] == [f.hit.fact.fact_id for f in fused]

@@ -1,5 +1,5 @@
 """The search attributes a run starts with: `forget` deletes a user's closed runs by
-MnemosUserId, so a run is tagged with a user only where the session is theirs alone."""
+MnemosUserId, so a run that carries a user's words is tagged with them."""
 
 from __future__ import annotations
 
@@ -32,11 +32,20 @@ async def _user_tag(session: SessionInfo) -> str | None:
     return attributes.get(USER_ID)
 
 
-async def test_a_run_is_tagged_with_its_sessions_only_user_and_a_group_chats_with_none() -> None:
+async def test_a_run_is_tagged_with_the_agents_one_participant_in_a_group_chat_too() -> None:
+    """carol alone in mallory's view of a channel where others spoke (to another agent, or as
+    guests) is a group chat, no user memory there; but the run holds what she said, and her
+    forget must find it."""
     at = datetime(2026, 11, 27, tzinfo=UTC)
     alone = SessionInfo(session_id="s1", user_ids=("carol",), created_at=at)
-    # carol alone in mallory's view of a channel where alice and bob spoke to another agent
     channel = alone.model_copy(update={"session_user_ids": ("alice", "bob", "carol")})
+    with_guest = alone.model_copy(update={"has_guests": True})
+    two = alone.model_copy(update={"user_ids": ("carol", "dave")})
 
-    assert await _user_tag(alone) == "carol"
-    assert await _user_tag(channel) is None
+    assert channel.is_group and with_guest.is_group
+    assert [await _user_tag(s) for s in (alone, channel, with_guest, two)] == [
+        "carol",
+        "carol",
+        "carol",
+        None,
+    ]
