@@ -145,7 +145,9 @@ async def test_the_tools_of_a_key_for_bob_cannot_reach_eves_session(served: Serv
         ]
         for tool, args in calls:
             refused = await mcp.call_tool(tool, {"agent_id": "bob", "session_id": "s1", **args})
-            assert refused.is_error and "session 's1' has no recorded messages" in text(refused), tool
+            assert refused.is_error and "session 's1' has no recorded messages" in text(refused), (
+                tool
+            )
         # An empty remember wrote an empty session, the agent joined to it: refused too.
         empty = await mcp.call_tool(
             "remember", {"agent_id": "bob", "session_id": "ghost", "messages": []}

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
+from unittest.mock import patch
 
 import numpy as np
 
@@ -25,6 +26,7 @@ from memory.models import (
     ScopeKey,
 )
 from memory.store.base import MemoryStore, Vector
+from memory.store.rules import messages as message_rules
 
 T0 = datetime(2025, 1, 1, 12, 0, 0, tzinfo=UTC)
 MODEL = "test-model"
@@ -85,6 +87,26 @@ async def record(
         chars_per_token=CHARS_PER_TOKEN,
         now=at(now_seconds),
     )
+
+
+async def record_unmarked(
+    store: MemoryStore, session_id: str, agent_id: str, messages: Sequence[MessageIn]
+) -> None:
+    """``record`` as a writer older than SessionInfo.has_guests did (a replica still running the
+    previous version during a rolling upgrade): the same writes without MarkGuests, so a
+    guest's message leaves the session unmarked."""
+    with patch.object(message_rules, "said_by_guest", lambda message: False):
+        await record(store, session_id, agent_id, messages)
+
+
+async def assert_guests_marked(store: MemoryStore) -> None:
+    """Sessions "guests" (u1 and a guest) and "alone" (u1 and the agent), recorded by agent a1:
+    in every view, the first has guests and is a group chat, the second neither."""
+    for agent_id in (None, "a1"):
+        guests = await store.get_session("guests", agent_id)
+        alone = await store.get_session("alone", agent_id)
+        assert guests is not None and guests.has_guests and guests.is_group
+        assert alone is not None and not alone.has_guests and not alone.is_group
 
 
 async def session_with_messages(

@@ -33,9 +33,11 @@ from tests.store.builders import (
     USER_KEY,
     Former,
     add,
+    assert_guests_marked,
     at,
     msg,
     record,
+    record_unmarked,
     reflection,
     unit,
     user_filter,
@@ -332,14 +334,15 @@ async def test_documents_of_session_wide_ending_are_migrated_at_setup(
 async def test_sessions_stored_before_guests_are_migrated_at_setup(
     client: AsyncMongoClient[dict[str, Any]], database: str
 ) -> None:
-    """Session documents written before ``has_guests`` (and no migration recorded): those
-    holding a guest's message (role user, no user id) have guests after the next start."""
+    """Session documents written before ``has_guests`` (by a version that never walked the
+    messages): those holding a guest's message (role user, no user id) have guests after the
+    next start."""
     store = await _store(client, database, "off")
     await record(store, "guests", "a1", [msg("m1", user_id="u1"), msg("m2", user_id=None)])
     await record(store, "alone", "a1", [msg("m1", user_id="u1"), msg("m2", role="agent")])
     db = client.get_database(database)
     await db.sessions.update_many({}, {"$unset": {"has_guests": ""}})  # as written before
-    await db.meta.delete_many({"_id": {"$regex": "^migrated:"}})
+    await db.meta.delete_one({"_id": "guests_walked"})  # the first walk: every message
     before = await store.get_session("guests", "a1")
     assert before is not None and not before.has_guests  # a missing field reads False
 
@@ -350,3 +353,20 @@ async def test_sessions_stored_before_guests_are_migrated_at_setup(
             alone = await store.get_session("alone", agent_id)
             assert guests is not None and guests.has_guests and guests.is_group
             assert alone is not None and not alone.has_guests and not alone.is_group
+
+
+async def test_a_guest_recorded_by_the_previous_version_is_marked_at_the_next_start(
+    client: AsyncMongoClient[dict[str, Any]], database: str
+) -> None:
+    """A rolling upgrade: after this version's first start (its walk recorded), a writer of the
+    previous one records a guest beside a user without marking the session. The next start
+    marks it: its walk covers what was inserted since the previous walk began."""
+    store = await _store(client, database, "off")  # walks, and records where the next starts
+    await record_unmarked(store, "guests", "a1", [msg("m1"), msg("m2", user_id=None)])
+    await record(store, "alone", "a1", [msg("m1"), msg("m2", role="agent")])
+    unmarked = await store.get_session("guests", "a1")
+    assert unmarked is not None and not unmarked.has_guests  # as the old writer left it
+
+    for _ in range(2):  # idempotent
+        store = await _store(client, database, "off")
+        await assert_guests_marked(store)

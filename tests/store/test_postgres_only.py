@@ -17,7 +17,17 @@ from memory.store.postgres.search import fact_count_sql
 from memory.store.rules.text import bm25, stemmed_tokens, tokenize
 from memory.store.sql.facts import fact_filter_sql
 from tests.conftest import fresh_schema
-from tests.store.builders import Former, add, at, unit, user_filter
+from tests.store.builders import (
+    Former,
+    add,
+    assert_guests_marked,
+    at,
+    msg,
+    record,
+    record_unmarked,
+    unit,
+    user_filter,
+)
 
 pytestmark = pytest.mark.postgres
 
@@ -164,6 +174,34 @@ async def test_migration_10_gives_sessions_holding_a_guests_message_their_guests
         assert guests is not None and guests.has_guests and guests.is_group
         assert alone is not None and not alone.has_guests and not alone.is_group
     await store.close()
+
+
+def test_migration_10_adds_the_column_only() -> None:
+    """Its transaction holds an ACCESS EXCLUSIVE lock on sessions: it reads no messages (the
+    sessions with guests are marked at setup, after it committed: mark_guests)."""
+    assert "messages" not in MIGRATIONS[9]
+
+
+async def test_a_guest_recorded_by_the_previous_version_is_marked_at_the_next_start(
+    postgres_dsn: str,
+) -> None:
+    """A rolling upgrade: after this version's first start (migration 10 applied), a writer of
+    the previous one records a guest beside a user without marking the session. The next
+    start of any worker marks it."""
+    dsn = fresh_schema(postgres_dsn)
+    store = PostgresStore(dsn, pool_size=1)
+    await store.setup()
+    await record_unmarked(store, "guests", "a1", [msg("m1"), msg("m2", user_id=None)])
+    await record(store, "alone", "a1", [msg("m1"), msg("m2", role="agent")])
+    unmarked = await store.get_session("guests", "a1")
+    assert unmarked is not None and not unmarked.has_guests  # as the old writer left it
+    await store.close()
+
+    for _ in range(2):  # idempotent
+        store = PostgresStore(dsn, pool_size=1)
+        await store.setup()
+        await assert_guests_marked(store)
+        await store.close()
 
 
 async def test_fact_counts_follow_every_write_to_facts(postgres_dsn: str) -> None:

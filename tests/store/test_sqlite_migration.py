@@ -12,7 +12,17 @@ from memory.models import ScopeKey
 from memory.store.sqlite import SQLiteStore
 from memory.store.sqlite.codec import to_us
 from memory.store.sqlite.schema import ADDED_COLUMNS, SCHEMA_VERSION
-from tests.store.builders import Former, add, at, msg, record, unit, user_filter
+from tests.store.builders import (
+    Former,
+    add,
+    assert_guests_marked,
+    at,
+    msg,
+    record,
+    record_unmarked,
+    unit,
+    user_filter,
+)
 
 # The session tables as schema 1 wrote them (the rest of the DDL is unchanged since).
 SCHEMA_1 = """
@@ -133,3 +143,28 @@ async def test_a_schema_6_file_gains_the_guests_of_its_sessions(tmp_path: Path) 
                 assert alone is not None and not alone.has_guests and not alone.is_group
         finally:
             await store.close()
+
+
+async def test_a_guest_recorded_by_the_previous_version_is_marked_at_the_next_start(
+    tmp_path: Path,
+) -> None:
+    """A rolling upgrade: after this version's first start, a writer of the previous one
+    records a guest beside a user without marking the session. The next start of this version
+    marks it (setup does at every start what schema 7 did once)."""
+    path = tmp_path / "rolling.db"
+    store = SQLiteStore(path)
+    await store.setup()
+    try:
+        await record_unmarked(store, "guests", "a1", [msg("m1"), msg("m2", user_id=None)])
+        await record(store, "alone", "a1", [msg("m1"), msg("m2", role="agent")])
+        unmarked = await store.get_session("guests", "a1")
+        assert unmarked is not None and not unmarked.has_guests  # as the old writer left it
+    finally:
+        await store.close()
+
+    store = SQLiteStore(path)
+    await store.setup()
+    try:
+        await assert_guests_marked(store)
+    finally:
+        await store.close()

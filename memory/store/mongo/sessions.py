@@ -1,12 +1,13 @@
 """Sessions on the MongoDB backend, per agent: an agent's view of a session, its messages, the
-cold-sessions scan, ending it, the ended sessions with memory still to form, and the migrations
-of documents written when ending was session-wide or before sessions had guests."""
+cold-sessions scan, ending it, the ended sessions with memory still to form, the migration of
+documents written when ending was session-wide, and the marking of sessions with guests."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from bson import ObjectId
 from pymongo.asynchronous.database import AsyncDatabase
 
 from memory.models import SessionAgentState, SessionInfo, StoredMessage
@@ -132,20 +133,35 @@ async def migrate_session_agents(db: AsyncDatabase[Doc]) -> None:
 
 # A guest's message (rules.derived.said_by_guest) as a query: null matches a missing user_id too.
 GUEST_MESSAGE: Doc = {"user_id": None, "role": "user"}
-_GUESTS_MIGRATED = "migrated:session_guests"  # the meta document of migrate_session_guests
+# meta: where the next mark_guests walk starts, as an ObjectId (messages' _id, made by pymongo
+# from the writer's clock when it inserts them).
+_GUESTS_WALKED = "guests_walked"
+# Each walk reads from this long before the previous walk began: a message's _id is made before
+# its transaction commits (within a minute: MongoDB aborts older transactions) and by its
+# writer's clock, which may be behind this one's.
+_GUESTS_OVERLAP = timedelta(hours=1)
 _BATCH = 1000
 
 
-async def migrate_session_guests(db: AsyncDatabase[Doc]) -> None:
-    """Sessions stored before ``has_guests`` was: those holding a guest's message get it (a
-    session document without the field reads False). Once per database, recorded in meta:
-    one walk of the messages without a user id (the messages_user index) at the first start
-    of this version. Idempotent: a start that dies midway does it all again."""
-    if await db.meta.find_one({"_id": _GUESTS_MIGRATED}) is not None:
-        return
-    sessions = await db.messages.aggregate(
-        [{"$match": GUEST_MESSAGE}, {"$group": {"_id": "$session_id"}}]
-    )
+async def mark_guests(db: AsyncDatabase[Doc]) -> None:
+    """Mark the sessions holding a guest's message that are not marked yet (a session document
+    without the field reads False). At every setup: stored before ``has_guests`` was, or
+    recorded since by a writer of the previous version (still running during a rolling
+    upgrade), such a session would otherwise never be marked.
+
+    The first walk reads every message without a user id (the messages_user index); each later
+    one only those inserted since the previous walk began, less _GUESTS_OVERLAP (their _id
+    range): a start costs what was recorded since the last one, not the whole history. A walk
+    that dies midway records nothing and the next one does its part again; concurrent walks
+    keep the later start (``$max``)."""
+    started = ObjectId.from_datetime(datetime.now(UTC) - _GUESTS_OVERLAP)
+    walked = await db.meta.find_one({"_id": _GUESTS_WALKED})
+    pipeline: list[Doc] = [{"$match": GUEST_MESSAGE}, {"$group": {"_id": "$session_id"}}]
+    if walked is None:
+        sessions = await db.messages.aggregate(pipeline)
+    else:  # the _id range, not messages_user's messages without a user id (a tie if none match)
+        pipeline[0] = {"$match": {**GUEST_MESSAGE, "_id": {"$gte": walked["from"]}}}
+        sessions = await db.messages.aggregate(pipeline, hint={"_id": 1})
     batch: list[str] = []
     async for doc in sessions:
         batch.append(doc["_id"])
@@ -153,9 +169,12 @@ async def migrate_session_guests(db: AsyncDatabase[Doc]) -> None:
             await _mark_guests(db, batch)
             batch = []
     await _mark_guests(db, batch)
-    await db.meta.update_one({"_id": _GUESTS_MIGRATED}, {"$set": {"done": True}}, upsert=True)
+    await db.meta.update_one({"_id": _GUESTS_WALKED}, {"$max": {"from": started}}, upsert=True)
 
 
 async def _mark_guests(db: AsyncDatabase[Doc], session_ids: list[str]) -> None:
     if session_ids:
-        await db.sessions.update_many({"_id": {"$in": session_ids}}, {"$set": {"has_guests": True}})
+        await db.sessions.update_many(
+            {"_id": {"$in": session_ids}, "has_guests": {"$ne": True}},
+            {"$set": {"has_guests": True}},
+        )

@@ -52,11 +52,7 @@ from memory.store.mongo.listings import MongoListings
 from memory.store.mongo.reads import MongoReads, recent_fact_docs
 from memory.store.mongo.reembed import MongoReembed
 from memory.store.mongo.search import AtlasMode, FactSearch, fact_match
-from memory.store.mongo.sessions import (
-    MongoSessions,
-    migrate_session_agents,
-    migrate_session_guests,
-)
+from memory.store.mongo.sessions import MongoSessions, mark_guests, migrate_session_agents
 from memory.store.mongo.txn import run_transaction
 from memory.store.mongo.writes import apply_writes
 from memory.store.planned import PlannedStore
@@ -124,7 +120,7 @@ class MongoStore(
         for name, indexes in REGULAR_INDEXES.items():
             await self._db[name].create_indexes(indexes)
         await migrate_session_agents(self._db)
-        await migrate_session_guests(self._db)
+        await mark_guests(self._db)  # at every start (mongo.sessions.mark_guests)
 
     async def close(self) -> None:
         if self._owns_client:

@@ -16,7 +16,7 @@ from memory.store.base import Vector
 from memory.store.postgres.codec import UPSERT_ACCESS, vector_param
 from memory.store.postgres.db import PostgresDb
 from memory.store.postgres.pool import Conn, PostgresPool, connect
-from memory.store.postgres.schema import hnsw_index_sql, migrate
+from memory.store.postgres.schema import hnsw_index_sql, mark_guests, migrate
 from memory.store.postgres.search import text_hits, vector_hits
 from memory.store.postgres.writes import apply_writes
 from memory.store.rules import Write, check_query_dimension
@@ -45,10 +45,12 @@ class PostgresStore(PostgresPool, SqlStore[PostgresDb]):
     # ------------------------------------------------------------ lifecycle
 
     async def setup(self) -> None:
-        """Apply the pending migrations (idempotent), then open the pool."""
+        """Apply the pending migrations (idempotent), mark the sessions with guests, then open the
+        pool."""
         conn = await connect(self._dsn)
         try:
             await migrate(conn)
+            await mark_guests(conn)  # after the migrations' transaction, at every start
             if (meta := await embedding_meta(PostgresDb(conn))) is not None:
                 await conn.execute(hnsw_index_sql(meta[1]).encode())
         finally:

@@ -29,7 +29,7 @@ def weighted_tokens(message: MessageIn, weights: dict[str, float], chars_per_tok
 def said_by_guest(message: MessageIn | StoredMessage) -> bool:
     """A guest's message: role "user" without a user id (a visitor of a public chat). Nobody's
     user memory, but somebody reading the agent's answers: the session has guests
-    (SessionInfo.has_guests), a group chat once it has a user too. The migrations that fill the
-    flag for sessions stored before it (sql.sessions.GUESTS_BACKFILL_SQL, mongo.sessions
-    GUEST_MESSAGE) write this test in their query languages."""
+    (SessionInfo.has_guests), a group chat once it has a user too. The marking every setup does
+    for sessions recorded without the flag (sql.sessions.GUEST_MESSAGE_SQL, mongo.sessions
+    GUEST_MESSAGE) writes this test in their query languages."""
     return message.role == "user" and message.user_id is None

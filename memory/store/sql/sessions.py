@@ -73,19 +73,38 @@ LIMIT %(limit)s
 """
 
 
-# The migration that adds sessions.has_guests (both SQL schemas) fills it from the messages
-# stored before it: rules.derived.said_by_guest, in SQL. One scan of messages, run once.
-GUESTS_BACKFILL_SQL = """
-UPDATE sessions SET has_guests = true WHERE session_id IN (
-    SELECT session_id FROM messages WHERE role = 'user' AND user_id IS NULL
-);
+# rules.derived.said_by_guest in SQL: a guest's message. The partial index messages_guests holds
+# these only (the queries repeat its WHERE, so that the planner uses it): marking the sessions
+# reads as many index entries as there are guests' messages, not the messages.
+GUEST_MESSAGE_SQL = "role = 'user' AND user_id IS NULL"
+GUESTS_INDEX_SQL = (
+    f"CREATE INDEX IF NOT EXISTS messages_guests ON messages (session_id) WHERE {GUEST_MESSAGE_SQL}"
+)
+
+# The sessions holding a guest's message not marked yet, marked: at every setup, since a writer
+# older than has_guests (a replica, or an application embedding the store, still running the
+# previous version during a rolling upgrade) records guests without marking the session; the
+# next start of anything of this version marks it. SQLite runs it whole in its setup
+# transaction; PostgreSQL in batches, after the migrations' (postgres.schema.mark_guests).
+GUESTS_BACKFILL_SQL = f"""
+UPDATE sessions SET has_guests = true WHERE NOT has_guests AND session_id IN (
+    SELECT session_id FROM messages WHERE {GUEST_MESSAGE_SQL}
+)
+"""
+
+# A batch of them: the next sessions to mark after a session id, in id order.
+GUEST_SESSIONS_AFTER_SQL = """
+SELECT DISTINCT m.session_id FROM messages AS m JOIN sessions AS s ON s.session_id = m.session_id
+WHERE m.role = 'user' AND m.user_id IS NULL AND NOT s.has_guests AND m.session_id > %s
+ORDER BY m.session_id LIMIT %s
 """
 
 
 async def session_view(db: Db, session_id: str, agent_id: str | None) -> SessionInfo | None:
     """The session with its agents and users in join order and whether a guest spoke; with
     ``agent_id``, that agent's view: only the users who spoke to it, and its own end (None if
-    it is not in the session), the session's users and guests beside them."""
+    it is not in the session), the session's users and guests beside them. Three queries,
+    whichever the view (every turn's context and search read the agent's)."""
     row = await db.fetch_one(
         "SELECT session_id, created_at, last_message_at, has_guests FROM sessions "
         "WHERE session_id = %s",
@@ -93,25 +112,28 @@ async def session_view(db: Db, session_id: str, agent_id: str | None) -> Session
     )
     if row is None:
         return None
-    in_order = f"WHERE session_id = %s ORDER BY {db.ord}"
-    agents = await db.column(f"SELECT agent_id FROM session_agents {in_order}", session_id)
-    everyone = await db.column(f"SELECT user_id FROM session_users {in_order}", session_id)
-    if agent_id is None:
-        return db.record(SessionInfo, row, agent_ids=tuple(agents), user_ids=tuple(everyone))
-    mine = await db.fetch_one(
-        "SELECT ended_at FROM session_agents WHERE session_id = %s AND agent_id = %s",
-        (session_id, agent_id),
+    agents = await db.fetch(
+        f"SELECT agent_id, ended_at FROM session_agents WHERE session_id = %s ORDER BY {db.ord}",
+        (session_id,),
     )
+    # The session's users (mine = 0) and the agent's own (mine = 1; none without an agent), each
+    # in join order, in one query.
+    users = await db.fetch(
+        f"SELECT user_id, 0 AS mine, {db.ord} AS o FROM session_users WHERE session_id = %s "
+        f"UNION ALL SELECT user_id, 1 AS mine, {db.ord} AS o FROM session_agent_users "
+        "WHERE session_id = %s AND agent_id = %s ORDER BY mine, o",
+        (session_id, session_id, agent_id),
+    )
+    agent_ids = tuple(a["agent_id"] for a in agents)
+    everyone = tuple(u["user_id"] for u in users if not u["mine"])
+    if agent_id is None:
+        return db.record(SessionInfo, row, agent_ids=agent_ids, user_ids=everyone)
+    mine = next((a for a in agents if a["agent_id"] == agent_id), None)
     if mine is None:
         return None
-    users = await db.column(
-        "SELECT user_id FROM session_agent_users WHERE session_id = %s AND agent_id = %s "
-        f"ORDER BY {db.ord}",
-        session_id, agent_id,
-    )  # fmt: skip
     return db.record(
-        SessionInfo, row, agent_ids=tuple(agents), user_ids=tuple(users),
-        ended_at=db.opt_time_of(mine["ended_at"]), session_user_ids=tuple(everyone),
+        SessionInfo, row, agent_ids=agent_ids, ended_at=db.opt_time_of(mine["ended_at"]),
+        user_ids=tuple(u["user_id"] for u in users if u["mine"]), session_user_ids=everyone,
     )  # fmt: skip
 
 

@@ -3,7 +3,7 @@ that they sort and compare exactly; vectors are float32 BLOBs; fact history is J
 
 from __future__ import annotations
 
-from memory.store.sql.sessions import GUESTS_BACKFILL_SQL
+from memory.store.sql.sessions import GUESTS_BACKFILL_SQL, GUESTS_INDEX_SQL
 
 SCHEMA_VERSION = 7
 
@@ -248,18 +248,18 @@ ADDED_COLUMNS = (
     ("sessions", "has_guests", "INTEGER NOT NULL DEFAULT 0"),
 )
 
-# What an added column is filled with from what the file already holds, in the transaction that
-# adds it (never again: the writes keep it from then on).
-BACKFILLS = {("sessions", "has_guests"): GUESTS_BACKFILL_SQL}
-
-
 # Schema 3 → 4, after ADDED_COLUMNS (its index names said_at, a column older files gain there):
 # the context FIFO's order, recency as said (updated_at for facts without said_at; see
 # MemoryStore.recent_facts). Queries name the same expression to use the index
 # (memory.store.sql.facts.SAID_OR_UPDATED).
-AFTER_ADDED_COLUMNS = """
+# Schema 7, at every setup (the column is ADDED_COLUMNS'): the guests' messages (index) and the
+# sessions holding one not marked yet, marked (sql.sessions.GUESTS_BACKFILL_SQL: the previous
+# version's writers, still running during an upgrade, record guests without marking).
+AFTER_ADDED_COLUMNS = f"""
 CREATE INDEX IF NOT EXISTS facts_said
     ON facts (agent_id, coalesce(said_at, updated_at)) WHERE invalidated_at IS NULL;
+{GUESTS_INDEX_SQL};
+{GUESTS_BACKFILL_SQL};
 """
 
 

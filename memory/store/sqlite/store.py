@@ -22,7 +22,6 @@ from memory.store.sqlite.db import SQLiteDb
 from memory.store.sqlite.schema import (
     ADDED_COLUMNS,
     AFTER_ADDED_COLUMNS,
-    BACKFILLS,
     DDL,
     DEGRADED_DDL,
     ERASURES_DDL,
@@ -67,8 +66,6 @@ class SQLiteStore(SQLiteThread, SqlStore[SQLiteDb]):
             for table, column, declaration in ADDED_COLUMNS:
                 if column not in {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}:
                     conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
-                    if (backfill := BACKFILLS.get((table, column))) is not None:
-                        conn.executescript(backfill)
             conn.executescript(AFTER_ADDED_COLUMNS)
             conn.execute(
                 "INSERT INTO meta (key, value) VALUES ('schema_version', ?) "
