@@ -17,7 +17,7 @@ from collections.abc import Callable, Coroutine
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, FastAPI, Form, Query, Request
 from fastapi.exceptions import RequestValidationError
@@ -32,6 +32,7 @@ from memory.settings import Scope
 from serve.auth import COOKIE, ID_PATTERN, AgentPath, Svc, foreign_session, token_of
 from serve.errors import status_of
 from serve.keys import ApiKey
+from serve.page_guard import invalid_input, same_origin
 from serve.page_view import agent_view
 
 templates = Jinja2Templates(directory=Path(__file__).resolve().parent / "templates")
@@ -91,86 +92,6 @@ _HEADERS = {
     "Cache-Control": "no-store",
 }
 
-_PORTS = {"http": 80, "https": 443}
-
-
-def _origin(url: str) -> tuple[str, str, int | None] | None:
-    """scheme, host and port of a URL (the default port made explicit); None for "null" or junk."""
-    try:
-        parts = urlsplit(url)
-        port = parts.port or _PORTS.get(parts.scheme.lower())
-    except ValueError:
-        return None
-    if not parts.scheme or not parts.hostname:
-        return None
-    return parts.scheme.lower(), parts.hostname.lower(), port
-
-
-def _same_origin(request: Request) -> bool:
-    """Whether a write comes from this origin (scheme, host and port), as the browser tells.
-
-    ``Sec-Fetch-Site`` first (every current browser sends it, and a page cannot set it): only
-    ``same-origin`` passes; ``same-site`` is the attack SameSite lets through (another port of the
-    same host). Without it, ``Origin``, else ``Referer``, must be this request's own origin
-    ("null" is refused).
-
-    A request with none of the three is let through, a choice: it is no current browser's
-    (Chromium sends ``Origin`` on every POST, and Chromium, Firefox and Safari have sent
-    ``Sec-Fetch-Site`` since 2019-2023), so it comes from curl or a script, which carries no
-    victim's cookie, only the key its sender holds already. What stays open is a browser old
-    enough to send neither header on a form POST, from a page that also suppresses its
-    ``Referer``. Behind a proxy, the origin compared is the one the app sees: the Host the proxy
-    forwards, and http (uvicorn trusts X-Forwarded-Proto only from 127.0.0.1), so behind a TLS
-    proxy a browser that sends no ``Sec-Fetch-Site`` (an old one) is refused; current browsers
-    send it, and it needs neither."""
-    site = request.headers.get("sec-fetch-site")
-    if site is not None:
-        return site == "same-origin"
-    for header in ("origin", "referer"):
-        value = request.headers.get(header)
-        if value is not None:
-            return _origin(value) == _origin(str(request.url))
-    return True
-
-
-def _invalid(exc: RequestValidationError) -> str:
-    """A validation error as one sentence per field, in the page's words."""
-    labels = {
-        "agent_id": "agent id",
-        "user_id": "user id",
-        "session_id": "session id",
-        "page_user_id": "user id",
-        "page_session_id": "session id",
-        "q": "search",
-        "content": "text",
-        "api_key": "API key",
-        "expected_version": "version",
-    }
-    said: list[str] = []
-    for error in exc.errors():
-        loc = error.get("loc") or ("input",)
-        name = str(loc[-1])
-        label = labels.get(name, name.replace("_", " "))
-        kind = str(error.get("type", ""))
-        # The input itself is not repeated: a link could make it say anything on the page.
-        if kind == "missing":
-            sentence = f"The {label} is missing."
-        elif kind == "string_pattern_mismatch":
-            sentence = (
-                f"The {label} is not a valid id: up to 128 letters, digits, “.”, “_” or “-”, "
-                "starting with a letter or digit."
-            )
-        elif kind == "string_too_long":
-            limit = (error.get("ctx") or {}).get("max_length")
-            sentence = f"The {label} is too long" + (
-                f": at most {limit} characters." if limit else "."
-            )
-        else:
-            sentence = f"The {label} is not valid: {error.get('msg', 'invalid')}."
-        if sentence not in said:
-            said.append(sentence)
-    return " ".join(said) or "The request is not valid."
-
 
 class _PageRoute(APIRoute):
     """Every page route: writes from another origin refused before their form is read, invalid
@@ -180,7 +101,7 @@ class _PageRoute(APIRoute):
         handler = super().get_route_handler()
 
         async def page_handler(request: Request) -> Response:
-            if request.method not in ("GET", "HEAD") and not _same_origin(request):
+            if request.method not in ("GET", "HEAD") and not same_origin(request):
                 message = (
                     "Refused: this form was not sent from this page's own address. "
                     "Open the page again and retry."
@@ -190,7 +111,7 @@ class _PageRoute(APIRoute):
                 try:
                     response = await handler(request)
                 except RequestValidationError as e:
-                    response = _page(request, "error.html", {"message": _invalid(e)}, 422)
+                    response = _page(request, "error.html", {"message": invalid_input(e)}, 422)
                 except Denied as e:
                     response = e.response
             response.headers.update(_HEADERS)
