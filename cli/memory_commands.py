@@ -239,7 +239,7 @@ def search(
         str | None, typer.Option(help="Session of the turn (its user's facts become visible).")
     ] = None,
     user: Annotated[str | None, typer.Option(help="User whose facts are visible.")] = None,
-    top_k: Annotated[int | None, typer.Option(help="Facts to return.")] = None,
+    top_k: Annotated[int | None, typer.Option(help="Facts to return per query.")] = None,
     debug: Annotated[bool, typer.Option(help="Include candidates, scores and timings.")] = False,
     as_json: JsonOption = False,
 ) -> None:
