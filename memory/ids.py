@@ -50,6 +50,19 @@ def formation_id(
     return f"{base}~{_digest('session', session_created.isoformat())[:8]}"
 
 
+def formed_in(formation: str | None, session_id: str, session_created: datetime) -> bool | None:
+    """Whether the formation (its id) read this incarnation of the session: exact, by the
+    digest ``formation_id`` gave it. None when the id cannot tell: none, another session's, or
+    named before incarnations were (ids have no ":" or "~" of their own: model_types.Id)."""
+    if not formation:
+        return None
+    base, named, digest = formation.partition("~")
+    parts = base.split(":")
+    if not named or len(parts) != 3 or parts[1] != session_id:
+        return None
+    return digest == _digest("session", session_created.isoformat())[:8]
+
+
 def fact_id(formation: str, index: int) -> str:
     return "f_" + _digest("fact", formation, index)
 

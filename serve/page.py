@@ -26,6 +26,7 @@ from fastapi.routing import APIRoute
 from fastapi.templating import Jinja2Templates
 from pydantic import BeforeValidator, StringConstraints
 
+from memory import ids
 from memory.errors import InvalidInputError, MnemosError
 from memory.models import Fact, FactFilter, ScopeKey, StoredMessage
 from memory.settings import Scope
@@ -259,7 +260,10 @@ async def _sources(svc: Svc, f: Fact) -> list[StoredMessage]:
     session = await svc.memory.store.get_session(f.source_session_id)
     if session is None or f.agent_id not in session.agent_ids:
         return []
-    if session.created_at > _cited_since(f):
+    same = ids.formed_in(f.formation_id, f.source_session_id, session.created_at)
+    if same is None:  # an id that cannot tell: by the clocks (the server's and the worker's)
+        same = session.created_at <= _cited_since(f)
+    if not same:
         return []  # a later session under the same id
     return await svc.memory.store.get_messages(f.source_session_id, f.source_message_ids)
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 from temporalio.testing import WorkflowEnvironment
 
-from memory.ids import text_hash
+from memory.ids import formation_id, text_hash
 from memory.models import FactUpdate, ScopeKey
 from serve.app import create_app
 from serve.keys import StoreKeyStore
@@ -562,6 +562,29 @@ async def test_a_version_formed_in_a_later_session_shows_its_messages(served: Se
         page = (await c.get("/ui/agents/eve/facts/f1")).text
     sources = page.split('id="sources"')[1].split("</table>")[0]
     assert "I moved to Berlin</td>" in sources, sources
+
+
+async def test_a_fact_formed_in_this_session_shows_its_messages_whatever_the_clocks_say(
+    served: Served,
+) -> None:
+    """A formation id names the session's incarnation (memory/ids.py), so the page tells the
+    fact's session from a later one under the same id exactly: here a worker's clock put the
+    formation (100) before the session's creation on the server's clock (500)."""
+    store = served.h.store
+    await record(store, "s9", "eve", [msg("m1", "The Lyon office opens at 7:30")], now_seconds=500)
+    session = await store.get_session("s9")
+    assert session is not None
+    fact = add("f-lyon", "The Lyon office opens at 7:30", unit(1, 0), scope="agent")
+    formation = formation_id("s9", "eve", 0, 1, session.created_at)
+    await store.commit_formation(
+        commit(
+            session_id="s9", agent_id="eve", formation=formation, seconds=100,
+            ops=[fact.model_copy(update={"source_message_ids": ("m1",)})],
+        )
+    )  # fmt: skip
+    async with browser(served, served.eve) as c:
+        page = (await c.get("/ui/agents/eve/facts/f-lyon")).text
+    assert "The Lyon office opens at 7:30</td>" in page.split('id="sources"')[1]
 
 
 async def test_another_agents_session_is_answered_as_an_unknown_one(served: Served) -> None:
