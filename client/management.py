@@ -73,6 +73,12 @@ class ScopeConsolidationStatus(_Out):
     due: bool  # the buffer reached the threshold: the next formation consolidates it
 
 
+def _body(content: str) -> str:
+    """A blob's text without its ``VERSION: n`` line."""
+    lines = content.strip().splitlines()
+    return "\n".join(lines[1:] if lines and VERSION_LINE.match(lines[0]) else lines)
+
+
 def _checked(content: str, what: str, limit: int, *, one_line: bool = True) -> str:
     """A person's text, trimmed: non-empty and within ``limit`` words, else a clear error. A fact or
     a reflection is one item: its whitespace (newlines too) is normalised to single spaces, so it
@@ -220,15 +226,13 @@ class MemoryManager:
         ``expected_version`` is the version the person edited (None: the current one); when a
         consolidation stored a newer one meanwhile, ConflictError and nothing is written, so that
         neither overwrites the other unseen. The text's ``VERSION: n`` line, if any, is replaced
-        by the new version's, as consolidation writes it.
+        by the new version's, as consolidation writes it. The text saved as it stands changes
+        nothing: the current blob is returned.
         """
-        lines = content.strip().splitlines()
-        if lines and VERSION_LINE.match(lines[0]):
-            lines = lines[1:]
         reflections = self.settings.reflections
         word_limit = reflections.word_limit(key.scope)
         allowed = int(word_limit * (1 + reflections.word_limit_tolerance))
-        body = _checked("\n".join(lines), f"the {key.scope} memory", allowed, one_line=False)
+        body = _checked(_body(content), f"the {key.scope} memory", allowed, one_line=False)
         await self._require_agent(key.agent_id)
         current = await self.store.get_consolidated(key)
         version = 0 if current is None else current.version
@@ -236,6 +240,8 @@ class MemoryManager:
             raise ConflictError(
                 f"{key.key} is at version {version}, not {expected_version}: reload and edit again"
             )
+        if current is not None and _body(current.content) == body:
+            return current  # saved as it was: no new version, no change of author
         return await self.store.commit_consolidation(
             key,
             expected_version=version,

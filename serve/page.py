@@ -384,9 +384,10 @@ async def consolidated(
             key = ScopeKey(scope=scope, agent_id=agent_id, user_id=user_id, session_id=session_id)
         except ValueError:
             raise InvalidInputError(f"the {scope} memory needs its own user or session") from None
-        await svc.manager.edit_consolidated(key, content, expected_version=expected_version)
+        saved = await svc.manager.edit_consolidated(key, content, expected_version=expected_version)
     except MnemosError as e:
         there = _url(back, user_id=back_user, session_id=back_session)
         return _refused(request, api_key, e, "Not saved", there)
-    notice = f"{scope}-memory-saved"
+    same = expected_version is not None and saved.version == expected_version
+    notice = "unchanged" if same else f"{scope}-memory-saved"
     return _back(back, user_id=back_user, session_id=back_session, notice=notice)

@@ -267,6 +267,9 @@ async def test_a_manual_blob_edit_is_a_new_version_that_never_overwrites_unseen(
     # Edited from what they see (with its VERSION line): the line is the new version's.
     third = await manager.edit_consolidated(USER_KEY, "VERSION: 2\n- Oolong now")
     assert (third.version, third.content) == (3, "VERSION: 3\n- Oolong now")
+    # Saved as it stands (the page's Save pressed twice): no new version.
+    assert await manager.edit_consolidated(USER_KEY, third.content, expected_version=3) == third
+    assert await manager.edit_consolidated(USER_KEY, "- Oolong now\n") == third
 
     with pytest.raises(InvalidInputError, match="empty"):
         await manager.edit_consolidated(USER_KEY, "VERSION: 3\n  ")

@@ -459,6 +459,15 @@ async def test_saving_the_same_text_says_nothing_changed(served: Served) -> None
     assert '<p class="notice" role="status">No change: the text is the same.</p>' in r.text
     assert "Saved as a new version." not in r.text
     assert '<dd id="version">1</dd>' in r.text
+    # A blob saved as it stands (Save pressed twice) is no new version either.
+    key = ScopeKey(scope="user", agent_id="eve", user_id="alice")
+    form = {"scope": "user", "user_id": "alice", "content": "Alice: tea."}
+    async with browser(served, served.eve) as c:
+        await c.post("/ui/agents/eve/consolidated", data={**form, "expected_version": "0"})
+        again = await c.post("/ui/agents/eve/consolidated", data={**form, "expected_version": "1"})
+    assert "notice=unchanged" in again.headers["location"]
+    blob = await served.h.store.get_consolidated(key)
+    assert blob is not None and blob.version == 1
 
 
 async def test_a_write_goes_back_to_the_user_and_session_the_page_showed(served: Served) -> None:
