@@ -388,6 +388,11 @@ async def consolidated(
     except MnemosError as e:
         there = _url(back, user_id=back_user, session_id=back_session)
         return _refused(request, api_key, e, "Not saved", there)
-    same = expected_version is not None and saved.version == expected_version
-    notice = "unchanged" if same else f"{scope}-memory-saved"
+    notice = "unchanged" if saved.version == expected_version else f"{scope}-memory-saved"
     return _back(back, user_id=back_user, session_id=back_session, notice=notice)
+
+
+@router.get("/{unknown:path}")
+async def unknown_page(request: Request, unknown: str) -> Response:
+    """A page the memory page does not have: its own 404 page, not the API's JSON problem."""
+    return _page(request, "error.html", {"message": "There is no such page."}, 404)

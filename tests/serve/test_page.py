@@ -606,3 +606,10 @@ async def test_another_agents_session_is_answered_as_an_unknown_one(served: Serv
     assert [p.status_code for p in pages.values()] == [404, 404]
     texts = [p.text.replace(sid, "ID") for sid, p in pages.items()]
     assert texts[0] == texts[1] and "No session ID for this key." in texts[0]
+
+
+async def test_a_page_the_memory_page_does_not_have_is_its_own_404(served: Served) -> None:
+    async with browser(served, served.eve) as c:
+        r = await c.get("/ui/agents/eve/no-such-page")
+    assert r.status_code == 404 and r.headers["content-type"].startswith("text/html")
+    assert "There is no such page." in r.text and r.headers["cache-control"] == "no-store"
