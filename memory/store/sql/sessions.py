@@ -93,9 +93,9 @@ UPDATE sessions SET has_guests = true WHERE NOT has_guests AND session_id IN (
 """
 
 # A batch of them: the next sessions to mark after a session id, in id order.
-GUEST_SESSIONS_AFTER_SQL = """
+GUEST_SESSIONS_AFTER_SQL = f"""
 SELECT DISTINCT m.session_id FROM messages AS m JOIN sessions AS s ON s.session_id = m.session_id
-WHERE m.role = 'user' AND m.user_id IS NULL AND NOT s.has_guests AND m.session_id > %s
+WHERE {GUEST_MESSAGE_SQL} AND NOT s.has_guests AND m.session_id > %s
 ORDER BY m.session_id LIMIT %s
 """
 
