@@ -50,7 +50,7 @@ from bench.locomo import (  # noqa: E402
 )
 from memory.embedding.base import Embedder, EmbeddingBatch  # noqa: E402
 from memory.embedding.local import LocalMiniLMEmbedder  # noqa: E402
-from memory.rag import SearchMode  # noqa: E402
+from memory.search_results import SearchMode  # noqa: E402
 from memory.store.sqlite import SQLiteStore  # noqa: E402
 
 BATCH_TEXTS = 256

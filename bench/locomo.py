@@ -40,7 +40,8 @@ from memory import ids  # noqa: E402
 from memory.embedding import make_embedder  # noqa: E402
 from memory.embedding.base import Embedder, EmbeddingBatch  # noqa: E402
 from memory.models import AgentConfig, FactAdd, FormationCommit, MessageIn  # noqa: E402
-from memory.rag import SearchMode, search_facts  # noqa: E402
+from memory.rag import search_facts  # noqa: E402
+from memory.search_results import SearchMode  # noqa: E402
 from memory.settings import RagSettings, Settings  # noqa: E402
 from memory.store.base import MemoryStore  # noqa: E402
 from memory.store.sqlite import SQLiteStore  # noqa: E402

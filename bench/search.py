@@ -45,7 +45,8 @@ from bench.vectors import DIMENSION, MODES, VectorModel, calibrate  # noqa: E402
 from memory.embedding.base import Embedder, EmbeddingBatch  # noqa: E402
 from memory.models import AgentConfig, FactAdd, FactFilter, FormationCommit, MessageIn  # noqa: E402
 from memory.query_words import content_words  # noqa: E402
-from memory.rag import SearchResult, search_facts  # noqa: E402
+from memory.rag import search_facts  # noqa: E402
+from memory.search_results import SearchResult  # noqa: E402
 from memory.settings import RagSettings, Settings  # noqa: E402
 from memory.store.base import MemoryStore  # noqa: E402
 

@@ -27,7 +27,8 @@ from memory.context import assemble_context
 from memory.embedding import make_embedder
 from memory.errors import InvalidInputError
 from memory.models import AgentConfig, Id, MessageIn, RecordOutcome
-from memory.rag import SearchDebug, SearchResult, search_facts
+from memory.rag import search_facts
+from memory.search_results import SearchDebug, SearchResult
 from memory.settings import Settings
 from memory.store.base import MemoryStore
 from workflows.naming import formation_workflow_id

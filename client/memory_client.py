@@ -30,7 +30,8 @@ from memory.input_rules import misdated
 from memory.logging import get_logger
 from memory.lookup import require_agent, require_session
 from memory.models import AgentConfig, Id, MessageIn, RecordOutcome, SessionInfo
-from memory.rag import SearchResult, search_facts
+from memory.rag import search_facts
+from memory.search_results import SearchResult
 from memory.settings import Settings, get_settings
 from memory.store import MemoryStore, open_store
 from memory.store.counts import ForgetCounts

@@ -11,7 +11,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
 from memory.context import one_line, when_said
 from memory.errors import InvalidInputError
-from memory.rag import SearchResult
+from memory.search_results import SearchResult
 from memory.settings import RagSettings
 
 NAME = "search_facts"

@@ -11,7 +11,7 @@ from pydantic import BaseModel
 from client.management import FactPage, ScopeConsolidationStatus, ScopeStats
 from memory.directory import AgentUser
 from memory.models import ConsolidatedMemory, FactFilter, Reflection, ScopeKey, SessionInfo
-from memory.rag import SearchHit, SearchResult
+from memory.search_results import SearchHit, SearchResult
 from serve.runs import Runs, recent_formations
 from serve.services import Services
 

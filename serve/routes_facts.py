@@ -8,7 +8,7 @@ from fastapi import APIRouter, Path, Query
 
 from client.management import MAX_OFFSET, MAX_PAGE, FactPage
 from memory.models import Fact, FactFilter, FactRevision
-from memory.rag import SearchResult
+from memory.search_results import SearchResult
 from serve.auth import ID_PATTERN, CurrentKey, ReadAgent, Svc, WriteAgent, own_session
 from serve.openapi import problems
 from serve.schemas import FactEdit, SearchRequest

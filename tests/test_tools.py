@@ -19,7 +19,7 @@ from client.tools import (
     render,
 )
 from memory.errors import InvalidInputError
-from memory.rag import SearchHit, SearchResult
+from memory.search_results import SearchHit, SearchResult
 from memory.settings import RagSettings
 from tests.harness import T0, Harness, conversation, facts
 

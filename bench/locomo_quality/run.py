@@ -42,7 +42,8 @@ from client.memory_client import MemoryClient
 from client.tools import render
 from memory.embedding.base import Embedder
 from memory.models import AgentConfig, Fact, FactFilter
-from memory.rag import SearchHit, SearchResult, search_facts
+from memory.rag import search_facts
+from memory.search_results import SearchHit, SearchResult
 from memory.settings import Settings
 from memory.store.sqlite import SQLiteStore
 

@@ -8,7 +8,8 @@ import pytest
 
 from memory.embedding.local import CALIBRATION, LocalMiniLMEmbedder
 from memory.models import FactScope
-from memory.rag import SearchMode, SearchResult, search_facts
+from memory.rag import search_facts
+from memory.search_results import SearchMode, SearchResult
 from memory.settings import RagSettings, Settings
 from memory.store.base import MemoryStore
 from tests.rag.builders import MemoryWriter, agent, at

@@ -11,8 +11,9 @@ import pytest
 
 from memory.embedding.base import EmbeddingBatch
 from memory.errors import EmbeddingMismatchError
-from memory.rag import SearchResult, search_facts
+from memory.rag import search_facts
 from memory.reembed import reembed
+from memory.search_results import SearchResult
 from memory.settings import Settings
 from memory.store.sqlite import SQLiteStore
 from tests.fakes import WordHashEmbedder

@@ -14,7 +14,8 @@ import pytest
 from memory.embedding.base import Embedder, EmbeddingBatch
 from memory.errors import EmbeddingMismatchError, InvalidInputError
 from memory.models import AgentConfig, FactScope, SessionInfo
-from memory.rag import SearchMode, SearchResult, search_facts
+from memory.rag import search_facts
+from memory.search_results import SearchMode, SearchResult
 from memory.settings import RagSettings, Settings
 from memory.store.base import MemoryStore
 from tests.fakes import WordHashEmbedder

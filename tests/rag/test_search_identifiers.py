@@ -18,7 +18,8 @@ from memory import rag
 from memory.embedding.base import EmbeddingBatch
 from memory.fusion import Fused
 from memory.query_words import content_words
-from memory.rag import SearchResult, search_facts
+from memory.rag import search_facts
+from memory.search_results import SearchResult
 from memory.settings import Settings
 from memory.store.base import MemoryStore
 from tests.fakes import WordHashEmbedder

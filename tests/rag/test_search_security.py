@@ -13,7 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memory.models import FactScope, SessionInfo
-from memory.rag import SearchMode, search_facts
+from memory.rag import search_facts
+from memory.search_results import SearchMode
 from memory.settings import RagSettings, Settings
 from memory.store.base import MemoryStore
 from tests.fakes import WordHashEmbedder
