@@ -35,6 +35,13 @@ _COMMIT_ARGS = TypeAdapter(
     tuple[Window, list[NewFact], list[Decision], list[NewReflection], CandidatesResult | None]
 )
 
+# Those of the extraction steps scheduled without a slice (a window of one, older workflow code).
+_REFLECT_ARGS = TypeAdapter(tuple[Window, list[str]])
+
+
+def _window(w: Any) -> Window:
+    return w if isinstance(w, Window) else Window.model_validate(w)
+
 
 def _log(w: Window | FormationRequest) -> BoundLogger:
     info = activity.info()
@@ -59,10 +66,13 @@ class FormationActivities:
         return w
 
     @activity.defn(name="extract_facts")
-    async def extract_facts(self, w: Window) -> ExtractedFactsResult:
+    async def extract_facts(self, w: Window, part: int | None = None) -> ExtractedFactsResult:
+        """``part``: one slice of a window's oversized message (memory/pipeline/slices.py);
+        scheduled without it (a window of one slice, older workflow code), every slice."""
+        w = _window(w)
         with classified(), noting_rejection(deterministic=self.deps.llm.deterministic):
-            out = await heartbeating(facts.extract_facts(self.deps, w, this_attempt()))
-        _log(w).info("facts extracted", facts=len(out.facts), dropped=out.dropped)
+            out = await heartbeating(facts.extract_facts(self.deps, w, this_attempt(), part))
+        _log(w).info("facts extracted", facts=len(out.facts), dropped=out.dropped, part=part)
         return out
 
     @activity.defn(name="find_similar_facts")
@@ -88,10 +98,15 @@ class FormationActivities:
         return out
 
     @activity.defn(name="extract_reflections")
-    async def extract_reflections(self, w: Window, new_facts: list[str]) -> ReflectionsResult:
+    async def extract_reflections(
+        self, w: Window, new_facts: list[str], part: int | None = None
+    ) -> ReflectionsResult:
+        """``part``: as extract_facts'."""
+        if not isinstance(w, Window):  # two arguments, untyped: _REFLECT_ARGS
+            w, new_facts = _REFLECT_ARGS.validate_python((w, new_facts))
         with classified(), noting_rejection(deterministic=self.deps.llm.deterministic):
             return await heartbeating(
-                reflections.extract_reflections(self.deps, w, new_facts, this_attempt())
+                reflections.extract_reflections(self.deps, w, new_facts, this_attempt(), part)
             )
 
     @activity.defn(name="add_facts_undecided")

@@ -66,7 +66,7 @@ class FormationSettings(_Group):
         ge=100,
         description="Most estimated tokens (characters / chars_per_token) one formation reads, "
         "about 200 per fact one answer carries and far below every supported model's context; "
-        "a longer message is truncated to this in the prompt, stored whole",
+        "a longer message is read alone, in slices of this size, stored whole",
     )
 
     @property

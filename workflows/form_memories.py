@@ -11,7 +11,9 @@ A backlog drains window after window without waiting. A window whose extraction 
 uncommitted and the window loaded again with half its messages, down to one message; the drain forms
 the rest. A single message that no retry can extract is passed over, visibly (docs/backlog.md):
 in the run's summary, memo and metric, and in the store with the window's memories
-(memory/degraded.py), where `mnemos degraded` finds it and re-forms it.
+(memory/degraded.py), where `mnemos degraded` finds it and re-forms it. A message longer than the
+formation budget is read slice by slice, every slice's memories in the window's one commit
+(workflows/form_steps.py, memory/pipeline/slices.py).
 """
 
 from __future__ import annotations
@@ -20,21 +22,20 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError
 
 from workflows.backoff import jittered
+from workflows.form_steps import FormationSteps, Split, error_type
 
 with workflow.unsafe.imports_passed_through():
     from activities.consolidation import ConsolidationActivities
-    from activities.errors import CONFLICT, SPLITS_WINDOW, STALE_DECISION, UNUSABLE_OUTPUT
+    from activities.errors import CONFLICT, STALE_DECISION
     from activities.formation import FormationActivities
     from memory.models import ScopeKey
     from memory.pipeline.types import (
         DEGRADED,
         CandidatesResult,
         CommitResult,
-        DecisionsResult,
-        ExtractedFactsResult,
         FormationRequest,
         NewFact,
         ReflectionsResult,
@@ -45,13 +46,12 @@ with workflow.unsafe.imports_passed_through():
         AGAIN_AFTER_ERASURE,
         AGAIN_KEEPS_FORCE,
         CAN_KEEPS_FORCE,
-        DEGRADED_FALLBACKS,
         DUE_AFTER_COMMIT,
         LOCAL_READS,
         SPLIT_WINDOWS,
         STALE_BACKOFF,
     )
-    from workflows.naming import AGENT_ID, DEGRADED_METRIC, FORM_WORKFLOW, OUTCOME
+    from workflows.naming import AGENT_ID, FORM_WORKFLOW, OUTCOME
     from workflows.summary import FormationSummary
 
 # A stale dedup decision (another session changed a candidate fact meanwhile) is decided again:
@@ -67,28 +67,8 @@ def _backoff(attempt: int) -> timedelta:
     return jittered(_BACKOFF_FIRST_SECONDS, _BACKOFF_MAX_SECONDS, attempt)
 
 
-def _error_type(err: ActivityError) -> str | None:
-    cause = err.cause
-    return cause.type if isinstance(cause, ApplicationError) else None
-
-
-class _Split(Exception):
-    """This window cannot be formed as one: load it again with fewer messages."""
-
-
-def _splits(err: ActivityError) -> bool:
-    """The extraction cannot carry its window, and no retry of the same window can change that."""
-    return _error_type(err) in SPLITS_WINDOW and workflow.patched(SPLIT_WINDOWS)
-
-
-def _degrades(err: ActivityError) -> bool:
-    """The model's output stayed unusable through the step's retries: take the step's fallback
-    (recorded histories of older runs failed here, and replay so)."""
-    return _error_type(err) in UNUSABLE_OUTPUT and workflow.patched(DEGRADED_FALLBACKS)
-
-
 @workflow.defn(name=FORM_WORKFLOW)
-class FormMemoriesWorkflow:
+class FormMemoriesWorkflow(FormationSteps):
     def __init__(self) -> None:
         self._requested = False
         self._force = False
@@ -130,7 +110,7 @@ class FormMemoriesWorkflow:
             if window is not None:
                 try:
                     await self._form(window, summary)
-                except _Split:
+                except Split:
                     # The rest of the drain reads parts of this size: a dense backlog is split
                     # once, not window after window.
                     split, limit = True, max(1, window.message_count // 2)
@@ -194,105 +174,9 @@ class FormMemoriesWorkflow:
             )
         workflow.upsert_memo(summary.memo())
 
-    def _degraded(
-        self, summary: FormationSummary, window: Window, step: str, err: Exception
-    ) -> None:
-        reason = str(err.cause) if isinstance(err, ActivityError) and err.cause else str(err)
-        summary.add_degraded(window.after_seq, window.upto_seq, step, reason)
-        workflow.logger.warning(
-            "model output unusable after retries: fallback taken",
-            extra={"step": step, "reason": reason, "formation": window.formation_id},
-        )
-        workflow.metric_meter().create_counter(
-            DEGRADED_METRIC, "Formation steps that took their fallback", "steps"
-        ).add(1, {"step": step})
-
-    def _passed_over(
-        self, summary: FormationSummary, window: Window, step: str, err: ActivityError
-    ) -> None:
-        """One message that no retry could extract: formed without this step's memories,
-        recorded where operators look (summary, memo, metric, outcome; `mnemos degraded`)."""
-        self._degraded(summary, window, step, err)
-        summary.passed_over += 1
-
-    def _split(self, window: Window, step: str, err: ActivityError) -> _Split:
-        workflow.logger.info(
-            "window split: the step cannot carry it",
-            extra={
-                "step": step,
-                "messages": window.message_count,
-                "reason": str(err.cause or err)[:300],
-                "formation": window.formation_id,
-            },
-        )
-        return _Split()
-
-    async def _extract(self, window: Window, summary: FormationSummary) -> ExtractedFactsResult:
-        """A window too large for one answer is split; a single message passed over. Histories
-        of older runs took the fallback: no facts from the whole window."""
-        try:
-            return await workflow.execute_activity_method(
-                FormationActivities.extract_facts, window, **self._llm
-            )
-        except ActivityError as err:
-            if _splits(err):
-                if window.message_count > 1:
-                    raise self._split(window, "extract_facts", err) from err
-                self._passed_over(summary, window, "extract_facts", err)
-                return ExtractedFactsResult(facts=[])
-            if not _degrades(err):
-                raise
-            self._degraded(summary, window, "extract_facts", err)
-            return ExtractedFactsResult(facts=[])
-
-    async def _decide(
-        self,
-        window: Window,
-        new_facts: list[NewFact],
-        candidates: CandidatesResult,
-        summary: FormationSummary,
-    ) -> DecisionsResult:
-        """Fallback: every new fact added unmerged, flagged (no LLM)."""
-        try:
-            return await workflow.execute_activity_method(
-                FormationActivities.decide_fact_changes,
-                args=[window, new_facts, candidates],
-                **self._llm,
-            )
-        except ActivityError as err:
-            if not _degrades(err):
-                raise
-            self._degraded(summary, window, "decide_fact_changes", err)
-            reason = summary.degraded[-1].reason
-            return await workflow.execute_activity_method(
-                FormationActivities.add_facts_undecided,
-                args=[window, new_facts, reason],
-                **self._store,
-            )
-
-    async def _reflect(
-        self, window: Window, formed: list[str], summary: FormationSummary
-    ) -> ReflectionsResult:
-        """As _extract: split, or a single message passed over (older runs: no reflections from
-        the whole window, its facts still formed)."""
-        try:
-            return await workflow.execute_activity_method(
-                FormationActivities.extract_reflections, args=[window, formed], **self._llm
-            )
-        except ActivityError as err:
-            if _splits(err):
-                if window.message_count > 1:
-                    raise self._split(window, "extract_reflections", err) from err
-                self._passed_over(summary, window, "extract_reflections", err)
-                return ReflectionsResult(reflections=[])
-            if not _degrades(err):
-                raise
-            self._degraded(summary, window, "extract_reflections", err)
-            return ReflectionsResult(reflections=[])
-
     async def _form(self, window: Window, summary: FormationSummary) -> None:
         mark = len(summary.degraded)  # this window's degraded steps are those noted from here
-        extracted = await self._extract(window, summary)
+        extracted = await self._extract_all(window, summary)
         summary.llm_calls += extracted.llm
         summary.facts_extracted += len(extracted.facts)
         new_facts = extracted.facts
@@ -310,7 +194,7 @@ class FormMemoriesWorkflow:
                 formed = [
                     d.final_text for d in decided.decisions if d.final_text and d.event != "NONE"
                 ]
-                extracted_reflections = await self._reflect(window, formed, summary)
+                extracted_reflections = await self._reflect_all(window, formed, summary)
                 summary.llm_calls += extracted_reflections.llm
                 reflections = extracted_reflections
             # Recorded in the store with the memories, where they outlast the run and its memo;
@@ -330,7 +214,7 @@ class FormMemoriesWorkflow:
                     **self._store,
                 )
             except ActivityError as err:
-                kind = _error_type(err)
+                kind = error_type(err)
                 if kind == STALE_DECISION and await self._again(attempt, first):
                     summary.decisions_redone += 1
                     continue

@@ -27,3 +27,8 @@ AGAIN_KEEPS_FORCE = "again-keeps-force"
 # forces the next run: older runs continued with the force decided before that await, and the next
 # one, its messages below the formation threshold, ended with them unformed.
 CAN_KEEPS_FORCE = "can-keeps-force"
+# From it on, a window whose one message is longer than the formation budget (Window.slices > 1) is
+# read slice by slice: an extraction activity per slice, every slice's memories in one commit
+# (memory/pipeline/slices.py). Older runs showed the model its first slice, cut with a marker, and
+# never loaded a window of more than one slice.
+SLICED_MESSAGES = "sliced-messages"

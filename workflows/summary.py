@@ -44,8 +44,14 @@ class FormationSummary(BaseModel):
     degraded: list[DegradedStep] = Field(default_factory=list)
     splits: int = Field(0, description="Windows split because a step could not carry them")
     passed_over: int = Field(
-        0, description="Single messages formed without a step's memories (in degraded)"
+        0,
+        description="Single messages, or slices of one, formed without a step's memories (in "
+        "degraded)",
     )
+    sliced_messages: int = Field(
+        0, description="Messages longer than the formation budget, each read in slices"
+    )
+    slices_read: int = Field(0, description="The slices those were read in, one extraction each")
 
     def add_degraded(self, after_seq: int, upto_seq: int, step: str, reason: str) -> None:
         self.degraded.append(
@@ -89,6 +95,11 @@ class FormationSummary(BaseModel):
                 f"reflections +{self.reflections_added}, consolidations {len(self.consolidations_requested)}, "
                 f"LLM calls {len(self.llm_calls)} ({tokens_in} in / {tokens_out} out tokens)"
                 + (f"; {self.splits} window(s) split" if self.splits else "")
+                + (
+                    f"; {self.sliced_messages} long message(s) read in {self.slices_read} slices"
+                    if self.sliced_messages
+                    else ""
+                )
                 + self._degraded_note()
             ),
             "formations": self.formations,
@@ -118,6 +129,8 @@ class FormationSummary(BaseModel):
     def _exceptions_memo(self) -> dict[str, object]:
         # Only what happened: a run with neither has the memo runs before these keys had.
         refused = {"decisions_refused": self.decisions_refused} if self.decisions_refused else {}
+        if self.sliced_messages:
+            refused |= {"sliced_messages": self.sliced_messages, "slices_read": self.slices_read}
         # A long backlog could degrade window by window.
         recent = self.degraded[-_MEMO_DEGRADED:]
         return refused | ({"degraded": [d.model_dump() for d in recent]} if recent else {})

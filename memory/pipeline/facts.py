@@ -12,8 +12,10 @@ from memory.errors import WindowTooLargeError
 from memory.ids import content_hash
 from memory.llm import choose_model
 from memory.llm.base import FIRST, LLMRequest, Retry
+from memory.models import StoredMessage
 from memory.pipeline.echoes import echoes_instructions
 from memory.pipeline.embed_cache import embed_cached
+from memory.pipeline.slices import merge_facts
 from memory.pipeline.sources import any_cited, cited
 from memory.pipeline.types import (
     CandidatesResult,
@@ -31,17 +33,40 @@ from memory.settings import FactSettings
 from memory.store.base import Vector
 
 
-async def extract_facts(deps: Deps, window: Window, retry: Retry = FIRST) -> ExtractedFactsResult:
+async def extract_facts(
+    deps: Deps, window: Window, retry: Retry = FIRST, part: int | None = None
+) -> ExtractedFactsResult:
+    """The window's new facts; ``part``: those of one slice of its one oversized message (None:
+    every slice in turn, merged; memory/pipeline/slices.py)."""
     if not window.fact_scopes:
         return ExtractedFactsResult(facts=[])
-    agent = await window_agent(deps, window)
     messages = await window_messages(deps, window)
+    count = transcript.slice_count(messages, deps.settings.formation.max_chars_per_run)
+    if part is None and count > 1:
+        return merge_facts(
+            [await _extract(deps, window, messages, retry, n, count) for n in range(count)]
+        )
+    if part is not None and part >= count:  # none such (the budget changed since the load)
+        return ExtractedFactsResult(facts=[])
+    return await _extract(deps, window, messages, retry, part, count)
+
+
+async def _extract(
+    deps: Deps,
+    window: Window,
+    messages: list[StoredMessage],
+    retry: Retry,
+    part: int | None,
+    count: int,
+) -> ExtractedFactsResult:
+    agent = await window_agent(deps, window)
     cfg = deps.settings.facts
+    sliced = part if count > 1 else None
     request = LLMRequest.of(
         ExtractFactsInput(
             agent=agent,
             messages=transcript.prompt_messages(
-                messages, deps.settings.formation.max_chars_per_run
+                messages, deps.settings.formation.max_chars_per_run, sliced
             ),
             max_words=cfg.max_words,
         ),
@@ -51,7 +76,9 @@ async def extract_facts(deps: Deps, window: Window, retry: Retry = FIRST) -> Ext
     )
     result = await deps.llm.generate_structured(request, ExtractedFacts)
     bound = min(MAX_ITEMS, cfg.max_per_formation)
-    if window.message_count > 1 and answer_is_full(deps, len(result.value.facts), bound):
+    # A slice is one message's, as a window of one is: its full answer is kept (slices.py).
+    full = answer_is_full(deps, len(result.value.facts), bound)
+    if window.message_count > 1 and sliced is None and full:
         raise WindowTooLargeError(
             f"extract_facts answered {len(result.value.facts)} facts for {window.message_count} "
             f"messages, its bound is {bound}: the window is split"
@@ -95,6 +122,7 @@ async def extract_facts(deps: Deps, window: Window, retry: Retry = FIRST) -> Ext
         facts=kept,
         llm=[llm_call(request, result.usage)],
         dropped=len(result.value.facts) - len(kept),
+        max_facts=cfg.max_per_formation if sliced is not None else None,
     )
 
 

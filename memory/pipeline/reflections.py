@@ -9,7 +9,9 @@ from memory.errors import WindowTooLargeError
 from memory.ids import content_hash
 from memory.llm import choose_model
 from memory.llm.base import FIRST, LLMRequest, Retry
+from memory.models import StoredMessage
 from memory.pipeline.echoes import echoes_instructions
+from memory.pipeline.slices import merge_reflections
 from memory.pipeline.sources import any_cited, cited
 from memory.pipeline.types import NewReflection, ReflectionsResult, Window
 from memory.pipeline.usage import llm_call
@@ -42,16 +44,40 @@ async def current_memory(deps: Deps, window: Window) -> dict[Scope, CurrentMemor
 
 
 async def extract_reflections(
-    deps: Deps, window: Window, new_facts: list[str], retry: Retry = FIRST
+    deps: Deps,
+    window: Window,
+    new_facts: list[str],
+    retry: Retry = FIRST,
+    part: int | None = None,
+) -> ReflectionsResult:
+    """The window's reflections; ``part``: those of one slice of its one oversized message (None:
+    every slice in turn, merged; memory/pipeline/slices.py)."""
+    messages = await window_messages(deps, window)
+    count = transcript.slice_count(messages, deps.settings.formation.max_chars_per_run)
+    if part is None and count > 1:
+        return merge_reflections(
+            [await _reflect(deps, window, messages, new_facts, retry, n) for n in range(count)]
+        )
+    if part is not None and part >= count:  # none such (the budget changed since the load)
+        return ReflectionsResult(reflections=[])
+    return await _reflect(deps, window, messages, new_facts, retry, part if count > 1 else None)
+
+
+async def _reflect(
+    deps: Deps,
+    window: Window,
+    messages: list[StoredMessage],
+    new_facts: list[str],
+    retry: Retry,
+    part: int | None,
 ) -> ReflectionsResult:
     agent = await window_agent(deps, window)
-    messages = await window_messages(deps, window)
     max_words = deps.settings.reflections.max_words
     request = LLMRequest.of(
         ExtractReflectionsInput(
             agent=agent,
             messages=transcript.prompt_messages(
-                messages, deps.settings.formation.max_chars_per_run
+                messages, deps.settings.formation.max_chars_per_run, part
             ),
             scopes=window.reflection_scopes,
             current=await current_memory(deps, window),
@@ -70,7 +96,9 @@ async def extract_reflections(
         ("session", out.session_reflections),
     ]
     fullest = max(len(items) for _, items in by_scope)
-    if window.message_count > 1 and answer_is_full(deps, fullest, MAX_REFLECTIONS):
+    # A slice is one message's, as a window of one is: its full answer is kept (slices.py).
+    full = answer_is_full(deps, fullest, MAX_REFLECTIONS)
+    if window.message_count > 1 and part is None and full:
         raise WindowTooLargeError(
             f"extract_reflections answered {fullest} reflections of one scope for "
             f"{window.message_count} messages, its bound is {MAX_REFLECTIONS}: the window is split"

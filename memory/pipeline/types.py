@@ -67,6 +67,12 @@ class Window(_T):
     agent: AgentConfig | None = Field(
         None, description="The agent's config as the pass read it (None in windows of older runs)"
     )
+    slices: int = Field(
+        1,
+        ge=1,
+        description="How many slices its steps read it in: more than 1 for a message longer than "
+        "the formation budget, alone in its window (memory/pipeline/slices.py)",
+    )
 
     def scope_key(self, scope: Scope) -> ScopeKey:
         return ScopeKey.of(scope, self.agent_id, user_id=self.user_id, session_id=self.session_id)
@@ -93,6 +99,11 @@ class ExtractedFactsResult(_T):
     llm: list[LlmCall] = []
     dropped: int = Field(
         0, description="Outputs dropped: too long, empty, duplicate or disabled scope"
+    )
+    max_facts: int | None = Field(
+        None,
+        description="The most facts one formation keeps (facts.max_per_formation), set for a "
+        "slice: the slices' facts together are kept to it (memory/pipeline/slices.py)",
     )
 
 

@@ -53,13 +53,17 @@ async def load_window(
     if req.max_messages is not None:  # a split: the part of a window that did not fit
         limit = min(limit, req.max_messages)
     upto = min(state.last_seq, state.cursor_seq + limit)
+    slices = 1
     if _may_exceed_budget(state.pending_weighted_tokens, settings.formation):
         # Cut by size too: the window's messages, as the prompts show them, fit the budget.
         messages = await store.load_messages(req.session_id, state.cursor_seq, upto)
         if messages:
             fit = transcript.fitting(messages, settings.formation.max_chars_per_run)
             upto = messages[fit - 1].seq
+            # A message longer than the budget is alone: read in slices (pipeline/slices.py).
+            slices = transcript.slice_count(messages[:fit], settings.formation.max_chars_per_run)
     return Window(
+        slices=slices,
         formation_id=ids.formation_id(
             req.session_id, req.agent_id, state.cursor_seq, upto, session.created_at
         ),

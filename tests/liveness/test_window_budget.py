@@ -1,5 +1,6 @@
 """Issue #12 case 7, size: a window is cut by a token budget as well as a message count, and a
-message longer than the budget is truncated in the prompt (with a marker) but stored whole."""
+message longer than the budget is alone in its window, read in slices within the budget (each
+marked where the message goes on), and stored whole (memory/pipeline/slices.py)."""
 
 from __future__ import annotations
 
@@ -10,12 +11,24 @@ from temporalio.testing import WorkflowEnvironment
 
 from memory.llm.base import LLMRequest
 from memory.models import MessageIn
+from memory.prompts.decide_facts import FactDecision, FactDecisions
 from memory.prompts.extract_facts import ExtractedFacts, ExtractFactsInput
 from memory.settings import FormationSettings
+from memory.transcript import as_said
 from tests.fakes import facts_input
 from tests.harness import T0, Harness, facts
 
 BUDGET_TOKENS = 100  # 400 characters at 4 characters per token
+
+
+def add_all(request: LLMRequest) -> FactDecisions:
+    new = getattr(request.task_input, "new_facts", [])
+    return FactDecisions(
+        decisions=[
+            FactDecision(new_fact_index=f.index, event="ADD", existing_index=None, merged_text=None)
+            for f in new
+        ]
+    )
 
 
 def said(i: int, content: str) -> MessageIn:
@@ -28,7 +41,7 @@ def said(i: int, content: str) -> MessageIn:
     )
 
 
-async def test_windows_fit_the_budget_and_a_huge_message_is_truncated_in_the_prompt(
+async def test_windows_fit_the_budget_and_a_huge_message_is_read_in_slices(
     time_env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
     h = await Harness.create(
@@ -48,20 +61,21 @@ async def test_windows_fit_the_budget_and_a_huge_message_is_truncated_in_the_pro
     windows = [r.task_input for r in h.llm.calls("extract_facts")]
     assert all(isinstance(w, ExtractFactsInput) for w in windows)
     shown = [[m.content for m in w.messages] for w in windows if isinstance(w, ExtractFactsInput)]
-    assert len(shown) == summary.formations >= 3
-    # Every message is shown exactly once, in order; the huge one alone and truncated.
-    assert [c.split(" [truncated")[0][:20] for w in shown for c in w] == [
-        m.content[:20] for m in messages
+    slices = [w for w in shown if any("[…]" in c for c in w)]
+    assert (summary.sliced_messages, summary.slices_read) == (1, len(slices)) and len(slices) >= 24
+    assert len(shown) == summary.formations - 1 + len(slices)
+    # The huge message alone, in slices within the budget that hold it all; the others whole.
+    assert all(len(w) == 1 and len(w[0]) <= 400 + len(" […] […]") for w in slices)
+    assert " ".join(as_said(w[0]) for w in slices) == as_said(huge)
+    assert [c for w in shown if w not in slices for c in w] == [
+        m.content for m in messages if m.message_id != "m99"
     ]
-    [alone] = [w for w in shown if any("truncated" in c for c in w)]
-    assert len(alone) == 1
-    assert alone[0].endswith(f" [truncated: {len(huge) - 400} more characters]")
-    assert all(sum(len(c) for c in w) <= 400 for w in shown if w is not alone)
+    assert all(sum(len(c) for c in w) <= 400 for w in shown if w not in slices)
     [stored] = [m for m in await h.store.load_messages("s1", 0, 7) if m.message_id == "m99"]
     assert stored.content == huge
 
 
-async def test_a_model_that_copies_the_truncation_marker_stores_the_words_not_the_marker(
+async def test_a_model_that_copies_the_slice_marker_stores_the_words_not_the_marker(
     time_env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
     h = await Harness.create(
@@ -74,10 +88,11 @@ async def test_a_model_that_copies_the_truncation_marker_stores_the_words_not_th
         return facts((shown[-60:], "user"), sources=[1])
 
     h.llm.defaults["extract_facts"] = copy_the_tail
+    h.llm.defaults["decide_facts"] = add_all
     message = "I planned my trip to Lisbon for May 2027. " * 30
     await h.record("s1", [said(0, message)])
     async with h.worker():
         await h.form("s1")
 
-    [fact] = await h.all_facts()
-    assert "truncated" not in fact.content and fact.content in message  # what was said
+    formed = await h.all_facts()
+    assert formed and all("[" not in f.content and f.content in message for f in formed)
