@@ -7,17 +7,38 @@ import re
 import unicodedata
 from datetime import datetime
 
+from memory.fact_words import fold_but_codes
+
 _SPACE = re.compile(r"\s+")
 
 
 def normalize_text(text: str) -> str:
-    """Case, Unicode form and whitespace folded, trailing punctuation dropped: 'exact duplicate' means this."""
-    folded = unicodedata.normalize("NFKC", text).casefold()
+    """Case, Unicode form and whitespace folded, trailing punctuation dropped: 'exact duplicate'
+    means this. A code keeps its letter case (memory/fact_words.py ``is_code``: a token holding a
+    digit or mixing cases, "Tr0ub4dor", "QX7Bz"): two passwords in another case are two values."""
+    folded = fold_but_codes(unicodedata.normalize("NFKC", text))
     return _SPACE.sub(" ", folded).strip().rstrip(".!;")
 
 
 def content_hash(text: str) -> str:
-    """Hash of the normalised text (the fact dedup key)."""
+    """Hash of the normalised text (the fact dedup key: one valid fact per agent, user, scope and
+    hash; the store looks a new or changed text up by it, never recomputes a stored one).
+
+    Codes keep their case here; before they did, every letter was folded. A text without a
+    code (most facts: no letter beside a digit in one word, no "iPhone") hashes as it always did.
+    One with a code in capitals, stored before, keeps its old hash, and a new hash of its very
+    text differs. What that changes, and why it is safe:
+
+    - its exact restatement is NONE by the same-text rule before any model
+      (memory/pipeline/predecide.py), which compares words, not hashes; where no decision is made
+      (a fallback adding a batch undecided) it may be stored a second time: a duplicate line,
+      never a loss, and never a duplicate key (the two hashes differ);
+    - a text that differs from it only in a code's case ("Tr0ub4dor" / "tr0ub4dor") is an UPDATE
+      of it by rule (predecide ``CODE_CASE``): the store rewrites that fact whatever its hash, so
+      the new code is kept even where its new hash equals the old one's folded key;
+    - the store finds duplicates by looking the new text's hash up, so no two valid facts share a
+      hash and no unique index is ever violated; erasure, import and re-form only compare hashes
+      for the same purpose and at worst miss an old duplicate (keep a line, re-embed a text)."""
     return hashlib.sha256(normalize_text(text).encode()).hexdigest()
 
 

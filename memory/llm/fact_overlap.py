@@ -7,14 +7,23 @@ decision (memory/pipeline/dedup.py, memory/pipeline/restatements.py).
   neither is another fact about the same person, and a model's change is refused too.
 - ``may_restate``: the same numbers and names, nothing added, denied or in another tense; a model
   is asked whether the new fact states the stored one again.
+- ``another_value``: what a new fact says that the stored one does not (a number, a code, a name,
+  a denial, a tense, another value word); a model's NONE, which would drop the new fact as
+  already stored, is refused.
+- ``another_owner``: the two facts are two named people's things ("Alice's locker code" /
+  "Bob's locker code"); a model's UPDATE or DELETE of one by the other is refused.
+- ``merge_loses``: a model's merged text lacks a number or name of the new fact, or holds one
+  neither fact says; the new fact's own text is stored instead.
 
-Both read facts with the offline rules' own reading (memory/llm/fact_decisions.py).
+They read facts with the offline rules' own reading (memory/llm/fact_decisions.py), and numbers
+and codes exactly, sign, currency and case (memory/fact_words.py ``values``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from memory.fact_words import values
 from memory.llm.fact_decisions import (
     _ADVERBS,
     _AUXILIARIES,
@@ -24,11 +33,13 @@ from memory.llm.fact_decisions import (
     _NEGATIONS,
     _OPENER,
     _PREPOSITIONS,
+    _SPLIT_TOKEN,
     _STOPWORDS,
     _TOKEN,
     _fold,
     _is_number,
     _lemma,
+    _opens_relation,
     parse_fact,
     split_statement,
 )
@@ -140,7 +151,11 @@ def may_restate(new: str, stored: str) -> bool:
 
     "Alice was born on March 3." / "Alice's birthday is on March 3." may; "Alice's flight was
     cancelled on March 3." / "Alice's flight is on March 3." may not (it adds "cancelled"), nor
-    "Alice was born in March." (other numbers). A model's yes decides the rest."""
+    "Alice was born in March." (other numbers). A model's yes decides the rest. Never where
+    ``another_value`` sees something the stored fact lacks ("€50,000" for "$50,000", "shellfish"
+    for "peanuts"): a NONE the rules refuse is not asked for again."""
+    if another_value(new, stored) is not None:
+        return False
     a, b = _said(new), _said(stored)
     if parse_fact(new).negated != parse_fact(stored).negated:
         return False
@@ -155,3 +170,117 @@ def may_restate(new: str, stored: str) -> bool:
     else:
         about = frozenset()
     return bool(a.numbers or a.names - about)
+
+
+def another_value(new: str, stored: str) -> str | None:
+    """What ``new`` says that ``stored`` does not, where the rules can see it; None when they see
+    nothing. A model's NONE (the new fact is already stored) is refused for it, and the new fact
+    ADDed: a NONE drops what was said, so it stands only where nothing of it would be lost.
+
+    - a number or code ``stored`` lacks, exactly (sign, currency, case: "555-9999" for
+      "555-1234", "May 5" for "May 3", "50 mg" for "20 mg", "tr0ub4dor" for "Tr0ub4dor");
+    - a name ``stored`` does not write ("Berlin" for "Paris", "Bob's" for "Alice's");
+    - a denial on one side only ("Alice no longer lives in Paris");
+    - the same words or verb in another tense ("Alice was a nurse", "Alice worked at Google");
+    - a subject naming a part the other's lacks, both ways ("the budget meeting" / "the review
+      meeting");
+    - another value word, both ways ("allergic to shellfish" / "allergic to peanuts").
+
+    Not a reason: fewer words, more words of no value, other words for the verb ("Alice moved
+    to Lisbon" / "Alice now lives in Lisbon", "Bob turned 40" / "Bob is 40 years old"): those
+    are a restatement's, and ``may_restate``'s caution (a value to compare, no word added) is for
+    asking a model again, not for overruling its NONE."""
+    if held := sorted(values(new) - values(stored)):
+        return f"it holds {', '.join(held)}, which the stored fact does not"
+    a, b = _said(new), _said(stored)
+    if held := sorted(a.numbers - b.numbers):
+        return f"it holds {', '.join(held)}, which the stored fact does not"
+    if named := sorted(a.names - b.names - b.common):
+        return f"it names {', '.join(named)}, which the stored fact does not"
+    if parse_fact(new).negated != parse_fact(stored).negated:
+        return "one of them denies what the other says"
+    if sentence_tense(new) != sentence_tense(stored):
+        forms, stored_forms = _forms(new), _forms(stored)
+        shared = forms.keys() & stored_forms.keys()
+        if forms == stored_forms or any(forms[w] != stored_forms[w] for w in shared):
+            return "it says it in another tense"
+    first, second = split_statement(new), split_statement(stored)
+    if first is None or second is None:
+        return None
+    if first.subject - second.subject and second.subject - first.subject:
+        return "it is about another thing"
+    said, known = _value_words(first.value), _value_words(second.value)
+    if said - known and known - said:
+        return f"it says {', '.join(sorted(said - known))} where the stored fact says " + ", ".join(
+            sorted(known - said)
+        )
+    return None
+
+
+def _forms(text: str) -> dict[str, frozenset[str]]:
+    """The fact's content words by root, each with the forms it is written in."""
+    forms: dict[str, set[str]] = {}
+    for raw in _TOKEN.findall(_OPENER.sub("", text.replace("\u2019", "'"))):
+        folded = _fold(raw).strip("$.,:")
+        if folded and not _is_number(folded) and folded not in _NOT_EVIDENCE:
+            forms.setdefault(_root(folded), set()).add(folded)
+    return {root: frozenset(written) for root, written in forms.items()}
+
+
+def _value_words(value: frozenset[str]) -> frozenset[str]:
+    return frozenset(_root(w) for w in value if w not in _NOT_EVIDENCE) - _NOT_EVIDENCE
+
+
+# Words before a possessive name that say no one's name: titles, and owners every fact may name.
+_TITLES = {"dr", "mr", "mrs", "ms", "mx", "miss", "prof", "professor", "sir", "dame", "st"}
+_TITLES |= {"aunt", "uncle", "saint", "captain", "coach", "judge", "president"}
+_GENERIC_OWNERS = {"user", "users", "agent", "assistant"}
+
+
+def another_owner(new: str, stored: str) -> str | None:
+    """Whose the two facts' things are, when both subjects name it by a possessive proper name
+    and the names differ ("Alice's locker code" / "Bob's locker code", "Dr. Smith's office hours"
+    / "Dr. Jones's office hours"): two people's things, never one fact, so a model's UPDATE or
+    DELETE of one by the other is refused. A generic owner ("User's", "the user's", "my") names no
+    one (the user may be Alice); names that share a word ("Alice Smith's" / "Alice's") may be one
+    person."""
+    first, second = _owners(new), _owners(stored)
+    if not first or not second or first & second:
+        return None
+    return f"it is {'/'.join(sorted(first))}'s, the stored fact {'/'.join(sorted(second))}'s"
+
+
+def _owners(text: str) -> frozenset[str]:
+    """The words of the proper names written with a possessive before the fact's verb."""
+    tokens = _SPLIT_TOKEN.findall(_OPENER.sub("", text.replace("\u2019", "'")))
+    verb = next((i for i in range(1, len(tokens)) if _opens_relation(tokens, i)), 0)
+    subject = tokens[:verb]
+    names: set[str] = set()
+    for end, token in enumerate(subject):
+        if not token.endswith(("'s", "'")) or not token[:1].isupper():
+            continue
+        start = end
+        while start > 0 and subject[start - 1][:1].isupper() and "'" not in subject[start - 1]:
+            start -= 1  # "Dr. Smith's", "Alice Smith's": the name's words before its last
+        name = {_fold(w) for w in subject[start : end + 1]} - _TITLES - _DETERMINERS
+        if name and not name <= _GENERIC_OWNERS:
+            names |= name
+    return frozenset(names)
+
+
+def merge_loses(new: str, stored: str, merged: str) -> str | None:
+    """Why a model's merged text for an UPDATE of ``stored`` by ``new`` may not be stored: it
+    lacks a number, code or name of the new fact ("555-1234" merged for "555-9999", "Bob lives
+    in Berlin" for "Alice lives in Berlin"), or holds one that neither fact says ("an intern" for
+    "CTO" is caught by the name "CTO" it lacks). The new fact's own text is stored instead: a
+    merge may word the two facts as one, never change what was said."""
+    a, b, m = _said(new), _said(stored), _said(merged)
+    lost = (values(new) - values(merged)) | (a.numbers - m.numbers) | (a.names - m.names - m.common)
+    if lost:
+        return f"its merged text lacks {', '.join(sorted(lost))}"
+    said = a.names | a.common | b.names | b.common
+    added = (values(merged) - values(new) - values(stored)) | (m.numbers - a.numbers - b.numbers)
+    added |= m.names - said
+    if added:
+        return f"its merged text adds {', '.join(sorted(added))}, which neither fact says"
+    return None

@@ -8,10 +8,16 @@ answered the same way again). An answer deciding a new fact twice, not at all or
 about is rejected and retried; a grammar-enforcing server cannot emit one
 (memory/llm/decision_schema.py). A well-formed UPDATE, DELETE or NONE of a fact that says nothing in common
 with the new one, or a change that names neither the stored fact's attribute nor its verb
-(memory/llm/fact_overlap.py), is refused: the new fact is ADDed, the other left as it was. Where the
-rules can see that two facts say different things, a model's word alone neither replaces one with
-the other nor drops one as the other's duplicate. And a user's fact never UPDATEs or DELETEs a fact
-in agent scope (memory/scopes.py ``may_change``), which every user reads; it is ADDed as theirs.
+(memory/llm/fact_overlap.py), is refused: the new fact is ADDed, the other left as it was. So is
+an UPDATE or DELETE of one named person's fact by another's ("Bob's locker code" for "Alice's":
+``another_owner``), and a NONE of a fact that lacks what the new one says (a number, code or name,
+a denial, a tense, another value word: ``another_value``; "Alice's phone number is 555-9999"
+is no repeat of "… 555-1234"). Where the rules can see that two facts say different things, a
+model's word alone neither replaces one with the other nor drops one as the other's duplicate.
+An UPDATE's merged text that lacks a number, code or name of the new fact, or adds one neither
+fact says (``merge_loses``), is not stored: the UPDATE stands with the new fact's own text. And a
+user's fact never UPDATEs or DELETEs a fact in agent scope (memory/scopes.py ``may_change``),
+which every user reads; it is ADDed as theirs, by the model's decision or by rule.
 
 The step also embeds the texts its decisions store (ADD texts, UPDATE merges) through the
 content-addressed cache: the commit only reads those vectors, so the store write never waits on the
@@ -27,7 +33,13 @@ from memory.deps import Deps
 from memory.errors import InvalidModelOutputError
 from memory.llm import choose_model
 from memory.llm.base import FIRST, LLMRequest, Retry
-from memory.llm.fact_overlap import keeps_the_thing, nothing_in_common
+from memory.llm.fact_overlap import (
+    another_owner,
+    another_value,
+    keeps_the_thing,
+    merge_loses,
+    nothing_in_common,
+)
 from memory.models import FactScope
 from memory.pipeline.embed_cache import embed_cached
 from memory.pipeline.predecide import REFUSED, predecide
@@ -115,6 +127,7 @@ async def _decide(
 ) -> tuple[list[Decision], list[LlmCall]]:
     """What needs no model is decided by rule (predecide.py); one call for all the others."""
     decisions, asked = predecide(facts, candidates)
+    decisions = await _within_scope(deps, facts, decisions)
     if not asked:
         return decisions, []
 
@@ -207,6 +220,9 @@ def resolve(
         text = None
         if d.event == "UPDATE":
             text = _merged(d.merged_text, fact, max_words) if d.merged_text else fact.content
+            if merge_loses(fact.content, target.content, text):
+                # Not retried either: the model's UPDATE stands; only its wording is set aside.
+                text = fact.content
         elif d.event == "DELETE":
             text = fact.content
         out[fact.index] = Decision(
@@ -234,6 +250,31 @@ async def _agent_facts(
     return frozenset(f.fact_id for f in stored if f.scope == "agent")
 
 
+async def _within_scope(
+    deps: Deps, facts: list[NewFact], decided: list[Decision]
+) -> list[Decision]:
+    """The rules' decisions, each UPDATE a user's fact may not make (of an agent fact: a code in
+    another case, predecide.CODE_CASE) made an ADD of the user's fact, as a model's would be."""
+    by_index = {f.index: f for f in facts}
+    users = [d for d in decided if d.event == "UPDATE" and by_index[d.new_index].scope == "user"]
+    if not users:
+        return decided
+    stored = await deps.store.get_facts([d.existing_id for d in users if d.existing_id])
+    agents = {f.fact_id for f in stored if f.scope == "agent"}
+    shared = {d.new_index for d in users if d.existing_id in agents}
+    return [
+        Decision(
+            new_index=d.new_index,
+            event="ADD",
+            final_text=by_index[d.new_index].content,
+            reasoning=f"{d.reasoning}, not changed: {_NOT_SHARED}",
+        )
+        if d.new_index in shared
+        else d
+        for d in decided
+    ]
+
+
 def _kept(fact: NewFact, refusal: str) -> Decision:
     """The new fact ADDed as said, the model's change refused (``refusal``: which, and why)."""
     return Decision(
@@ -257,6 +298,12 @@ def _refusal(event: str, new: str, stored: str, merged: str | None = None) -> st
         return "nothing in common"
     if event != "NONE" and not keeps_the_thing(new, stored):
         return "names neither its attribute nor its verb"
+    if event != "NONE" and (why := another_owner(new, stored)):
+        return why
+    if event == "NONE" and (why := another_value(new, stored)):
+        # A NONE drops the new fact as already stored: "Alice's phone number is 555-9999" for
+        # "… 555-1234" would keep the old number and lose the correction.
+        return why
     if event == "UPDATE" and merged and nothing_in_common(new, merged, numbers=True):
         # The 1.5B model "merged" the text of a fact it was shown but not offered ("Jon plans to
         # perform at a nearby festival" for "Jon is looking for the right type of flooring"):

@@ -1,6 +1,6 @@
 """Dedup decisions that need no model (issue #22: decisions a small model can make).
 
-Before the batched ADD / UPDATE / DELETE / NONE call, two cases are decided here:
+Before the batched ADD / UPDATE / DELETE / NONE call, these cases are decided here:
 
 - a new fact with no similar stored fact is ADDed (nothing to compare it with), and a candidate
   that names another thing by a number or code before its verb ("room 204" / "room 205", "order
@@ -8,7 +8,15 @@ Before the batched ADD / UPDATE / DELETE / NONE call, two cases are decided here
   (a small model answers UPDATE for such pairs: tests/realmodel/test_identifier_answers.py);
 - a new fact that states a candidate's text again is NONE: the same words, once case, punctuation,
   whitespace and the articles "a", "an", "the" are set aside ("The user lives in Berlin." repeats
-  "User lives in Berlin").
+  "User lives in Berlin"). What a reader would tell apart is never set aside
+  (memory/fact_words.py): a sign, a currency, "%", "#" or a suffix that changes a value ("-18" /
+  "18", "$50,000" / "€50,000", "A+" / "A-", "C" / "C++"), the letter case of a code ("Tr0ub4dor"
+  / "tr0ub4dor"), an "A" that is a value and no article ("an A in physics");
+- a new fact that states a candidate's text again but for the letter case of a code ("QX7Bz" /
+  "QX7BZ", "Tr0ub4dor" / "tr0ub4dor") is an UPDATE of it: the same thing with a new value, told
+  by nothing a model reads more surely than the rule (a model's NONE would drop the new value, an
+  ADD keep both codes valid side by side, or, beside a fact stored before codes kept their case
+  in the store's key, be taken by the store for that fact: memory/ids.py).
 
 Only the rest goes to the model, which then compares fewer facts in a shorter prompt.
 
@@ -23,9 +31,7 @@ the rule decides on the words, and a restatement in other words is left to the m
 
 from __future__ import annotations
 
-import re
-import unicodedata
-
+from memory.fact_words import words as words  # re-exported: the rule compares these
 from memory.llm.fact_decisions import numbered_apart
 from memory.pipeline.types import CandidatesResult, Decision, NewFact, SimilarFact
 
@@ -33,20 +39,9 @@ from memory.pipeline.types import CandidatesResult, Decision, NewFact, SimilarFa
 RULE = "rule"
 NO_CANDIDATE = f"{RULE}: no similar fact"
 SAME_TEXT = f"{RULE}: states a stored fact again"
+CODE_CASE = f"{RULE}: a code of the stored fact in another letter case"
 # A model's UPDATE, DELETE or NONE the rules refused (dedup.resolve): the fact is ADDed instead.
 REFUSED = f"{RULE}: refused the model's"
-
-# Words whose presence never changes what a fact says. Negations, tense and prepositions do
-# ("is" / "was", "for" / "by"), so they stay.
-_ARTICLES = frozenset({"a", "an", "the"})
-_WORD = re.compile(r"[^\W_]+(?:[.,:'’][^\W_]+)*")
-
-
-def words(text: str) -> tuple[str, ...]:
-    """The fact's words in order: case-folded, NFKC, punctuation and articles dropped; a number
-    keeps its inner separators ("50,000", "10:00") so "5" and "50,000" stay different words."""
-    normal = unicodedata.normalize("NFKC", text).casefold().replace("’", "'")
-    return tuple(w for w in _WORD.findall(normal) if w not in _ARTICLES)
 
 
 def predecide(
@@ -74,19 +69,38 @@ def predecide(
             continue
         said = words(fact.content)
         same = next((c for c in similar if said and words(c.content) == said), None)
-        if same is None:
+        if same is not None:
+            decided.append(
+                Decision(
+                    new_index=fact.index,
+                    event="NONE",
+                    existing_id=same.fact_id,
+                    expected_version=same.version,
+                    reasoning=SAME_TEXT,
+                )
+            )
+            continue
+        folded = _folded(said)
+        recased = next((c for c in similar if said and _folded(words(c.content)) == folded), None)
+        if recased is None:
             contested[fact.index] = similar
             continue
         decided.append(
             Decision(
                 new_index=fact.index,
-                event="NONE",
-                existing_id=same.fact_id,
-                expected_version=same.version,
-                reasoning=SAME_TEXT,
+                event="UPDATE",
+                existing_id=recased.fact_id,
+                expected_version=recased.version,
+                final_text=fact.content,
+                reasoning=CODE_CASE,
             )
         )
     return decided, contested
+
+
+def _folded(said: tuple[str, ...]) -> tuple[str, ...]:
+    """Words compared with codes case-folded too: equal, two texts differ in a code's case only."""
+    return tuple(w.casefold() for w in said)
 
 
 def by_rule(decision: Decision) -> bool:

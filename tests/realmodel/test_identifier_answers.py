@@ -31,9 +31,13 @@ BY_NAME = {case.name: case for case in CASES}
 # no longer reach the store.
 WRONG: dict[str, tuple[str, ...]] = {
     "another child": ("UPDATE",),
-    "another person": ("UPDATE",),
     "the same fact again": ("ADD",),  # the store's exact-text rule still keeps one copy
 }
+# Wrong answers a rule written since the recording refuses: the pipeline decided the model's
+# event then, and the right one now. "another person": the model UPDATEd Carol's dentist
+# appointment with Dan's; an UPDATE of one named person's fact by another's is refused
+# (memory/llm/fact_overlap.py ``another_owner``) and Dan's is added beside Carol's.
+REFUSED_SINCE = {"another person"}
 
 
 def _blocks(prompt: str) -> list[str]:
@@ -70,5 +74,8 @@ async def test_a_recorded_decision_through_the_pipeline(name: str, tmp_path: Pat
     # The model was shown exactly these facts when it answered.
     recorded_prompt = line["messages"][1]["content"]
     assert _blocks(request.body["messages"][1]["content"]) == _blocks(recorded_prompt)
+    if name in REFUSED_SINCE:
+        assert outcome != line["decided"] and outcome == list(case.right)
+        return
     assert outcome == line["decided"]  # as the pipeline decided when it was recorded
     assert outcome == list(WRONG.get(name, case.right))

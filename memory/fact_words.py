@@ -1,0 +1,89 @@
+"""The words two fact texts are compared by where no model is asked: the same-text rule before the
+dedup decision (memory/pipeline/predecide.py), the store's exact-duplicate key
+(memory/ids.py ``normalize_text``) and the checks on a model's decision (memory/llm/fact_overlap.py).
+
+Two texts are the same words only when a reader could not tell them apart by what they say:
+
+- A symbol that changes a value belongs to it: a sign before a number ("18 degrees" / "-18
+  degrees", "$200" / "-$200"), a currency ("$50,000" / "€50,000"), "%" ("10%" / "$10"), "#" and
+  "°", and a grade's, a blood type's or a language's suffix ("A+" / "A-", "C" / "C++" / "C#").
+- A code keeps its letter case: a token that holds a digit, or whose letters mix cases inside one
+  word ("Tr0ub4dor" / "tr0ub4dor", "QX7Bz" / "QX7BZ", "iPhone"). Every other word is case-folded
+  ("Berlin" / "berlin", "USA" / "usa", "Wi-Fi" / "wi-fi"): a capital there says nothing.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+# Every currency sign of the Basic Multilingual Plane (Unicode category Sc): "$", "€", "£", "¥", …
+_CURRENCY = "".join(c for c in map(chr, range(0x20, 0x10000)) if unicodedata.category(c) == "Sc")
+_MONEY = re.escape(_CURRENCY)
+# Letters and digits, joined inside by ' - . , : / ("Alice's", "555-1234", "50,000", "10:00").
+_CORE = r"[^\W_]+(?:[-.,:'/][^\W_]+)*"
+_TOKEN = re.compile(
+    rf"(?:(?<![^\s(\[])[-+](?=[{_MONEY}#]*\d))?"  # a sign before a number: -18, -$200, +5
+    rf"[{_MONEY}#]*"  # a currency, a number sign: $50,000, €50,000, #5
+    rf"{_CORE}"
+    r"(?:\+\+|[+#%°]|-(?![^\W_]))?"  # C++, A+, C#, 10%, 18°, O-
+    rf"|[{_MONEY}#%°+]"  # one standing alone: "50 %", "€ 50"
+)
+_CASED = re.compile(_CORE)
+_LETTERS = re.compile(r"[^\W\d_]+")
+_DIGIT = re.compile(r"\d")
+# Dashes that read as a minus sign or a hyphen; typographic apostrophes.
+_SAME_CHARACTER = str.maketrans({"\u2212": "-", "\u2013": "-", "\u2019": "'"})
+# Words whose presence never changes what a fact says ("a" only as an article: see ``words``).
+# Negations, tense and prepositions do ("is" / "was", "for" / "by"), so they stay.
+_ARTICLES = frozenset({"an", "the"})
+
+
+def is_code(token: str) -> bool:
+    """Whether a token keeps its letter case: it holds a digit, or a word of it mixes cases other
+    than a capital first letter ("QX7Bz", "iPhone", "McDonald", but not "Alice's", "USA")."""
+    if _DIGIT.search(token):
+        return True
+    return any(not (w.islower() or w.isupper() or w.istitle()) for w in _LETTERS.findall(token))
+
+
+def _fold(token: str) -> str:
+    return token if is_code(token) else token.casefold()
+
+
+def fold_but_codes(text: str) -> str:
+    """``text`` case-folded, but its codes (``is_code``) as written."""
+    out: list[str] = []
+    end = 0
+    for match in _CASED.finditer(text):
+        out += [text[end : match.start()].casefold(), _fold(match[0])]
+        end = match.end()
+    out.append(text[end:].casefold())
+    return "".join(out)
+
+
+def tokens(text: str) -> list[str]:
+    """The text's words, as written (NFKC): letters and digits with their inner separators and
+    the symbols that change a value (the module docstring), punctuation and spaces dropped."""
+    normal = unicodedata.normalize("NFKC", text).translate(_SAME_CHARACTER)
+    return _TOKEN.findall(normal)
+
+
+def words(text: str) -> tuple[str, ...]:
+    """The fact's words in order, as the same-text rule compares them: case-folded but codes,
+    articles dropped ("a" only before another word, lower case or opening the sentence: the "A"
+    of "blood type A" or "an A in physics" is a value), symbols that change a value kept."""
+    said = tokens(text)
+    kept = [
+        w
+        for i, w in enumerate(said)
+        if i + 1 == len(said)
+        or not (w.casefold() in _ARTICLES or w == "a" or (w == "A" and i == 0))
+    ]
+    return tuple(_fold(w) for w in kept)
+
+
+def values(text: str) -> frozenset[str]:
+    """The text's numbers and codes (tokens holding a digit), exact: with their sign, currency,
+    unit symbol and letter case ("-18", "$50,000", "10%", "QX7Bz")."""
+    return frozenset(w for w in tokens(text) if _DIGIT.search(w))
