@@ -77,11 +77,19 @@ def formed_in(formation: str | None, session_id: str, session_created: datetime)
     named before incarnations were (ids have no ":" or "~" of their own: model_types.Id)."""
     if not formation:
         return None
-    base, named, digest = formation.partition("~")
+    base, named, _ = formation.partition("~")
     parts = base.split(":")
     if not named or len(parts) != 3 or parts[1] != session_id:
         return None
-    return digest == _digest("session", session_created.isoformat())[:8]
+    return incarnation(formation) == _digest("session", session_created.isoformat())[:8]
+
+
+def incarnation(formation: str | None) -> str | None:
+    """The session incarnation a formation id names (its digest; a re-form's id, "…~digest:reform:n",
+    names its original's), or None for an id named before incarnations were."""
+    if not formation or "~" not in formation:
+        return None
+    return formation.partition("~")[2].split(":", 1)[0]
 
 
 def fact_id(formation: str, index: int) -> str:

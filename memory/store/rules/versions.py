@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from memory.ids import content_hash
+from memory.ids import content_hash, incarnation
 from memory.models import MAX_SOURCES, Fact, FactRevision
 
 
@@ -59,14 +59,22 @@ def rewritten(
     )
 
 
+def _another_incarnation(fact: Fact, provenance: Provenance) -> bool:
+    """The same session id, recorded again after a forget erased it whole: its message ids name
+    other messages (both formation ids tell their incarnation; older ids cannot, and count as
+    the same)."""
+    old, new = incarnation(fact.formation_id), incarnation(provenance.formation_id)
+    return old is not None and new is not None and old != new
+
+
 def _sourced(fact: Fact, provenance: Provenance) -> dict[str, object]:
     """A formed version's provenance. Formed in the session the fact's sources are in, it cites
     its own messages first, then the earlier version's (it is still the same fact), at most
-    MAX_SOURCES. Formed in another session, it cites its own only, in that session: message ids
-    are unique within a session only, so the earlier ids cannot be listed under the new session
-    (nor the new ones under the old); the earlier version's are kept, with their session, in
-    its revision. Its said_at is then its own messages' time alone (None if not known)."""
-    if provenance.session_id != fact.source_session_id:
+    MAX_SOURCES. Formed in another session, or in the same id recorded again after a forget,
+    it cites its own only, in that session: message ids are unique within a session (and
+    incarnation) only, so the earlier ids cannot be listed under the new one (nor the new ones
+    under the old); the earlier version's are kept, with their session, in its revision. Its said_at is then its own messages' time alone (None if not known)."""
+    if provenance.session_id != fact.source_session_id or _another_incarnation(fact, provenance):
         return {
             "source_session_id": provenance.session_id,
             "source_message_ids": provenance.source_message_ids[:MAX_SOURCES],

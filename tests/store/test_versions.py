@@ -1,0 +1,55 @@
+"""A formed version's sources: the messages of the session incarnation it was formed in."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from memory.ids import content_hash, formation_id
+from memory.models import Fact
+from memory.store.rules.versions import Provenance, rewritten
+from tests.store.builders import MODEL, at
+
+FIRST = datetime(2026, 11, 27, 9, 0, tzinfo=UTC)
+AGAIN = FIRST + timedelta(days=2)  # the same session id, recorded again after a forget
+
+
+def hotline(formed_in: str, sources: tuple[str, ...]) -> Fact:
+    text = "The support hotline is 555-0100."
+    return Fact.model_validate({
+        "fact_id": "f1", "agent_id": "eve", "user_id": None, "scope": "agent",
+        "content": text, "hash": content_hash(text), "embedding_model": MODEL,
+        "formed_at": at(0), "updated_at": at(0), "source_session_id": "s1",
+        "source_message_ids": sources, "formation_id": formed_in, "said_at": at(0),
+    })  # fmt: skip
+
+
+def updated(fact: Fact, formation: str) -> Fact:
+    return rewritten(
+        fact,
+        content="The support hotline is 555-0199.",
+        model=MODEL,
+        at=at(3),
+        reason="update",
+        provenance=Provenance(("m3",), formation, at(2), "s1"),
+    )
+
+
+def test_an_update_in_the_same_session_cites_its_messages_and_the_earlier_ones() -> None:
+    fact = hotline(formation_id("s1", "eve", 0, 2, FIRST), ("m2",))
+    new = updated(fact, formation_id("s1", "eve", 2, 3, FIRST))
+    assert new.source_message_ids == ("m3", "m2")
+
+
+def test_an_update_in_the_session_id_recorded_again_cites_only_its_own_messages() -> None:
+    # Its "m2" names another person's message now: citing it would show bob's words (and
+    # maybe his private ones) as a source of the hotline fact.
+    fact = hotline(formation_id("s1", "eve", 0, 2, FIRST), ("m2",))
+    new = updated(fact, formation_id("s1", "eve", 2, 3, AGAIN))
+    assert new.source_message_ids == ("m3",)
+    assert new.history[-1].source_message_ids == ("m2",)  # the earlier version keeps its own
+
+
+def test_a_re_formed_version_is_of_the_incarnation_its_original_read() -> None:
+    fact = hotline(formation_id("s1", "eve", 0, 2, FIRST), ("m2",))
+    reform = f"{formation_id('s1', 'eve', 2, 3, FIRST)}:reform:4"
+    assert updated(fact, reform).source_message_ids == ("m3", "m2")
