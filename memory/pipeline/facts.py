@@ -104,7 +104,7 @@ async def _extract(
         if source is None:  # nothing in the window says it: not stored
             continue
         # "Yesterday" means the day before it was said, whoever extracted it (memory/dates.py).
-        text = resolve_relative_dates(text, source.said_at)
+        text = resolve_relative_dates(text, source.dates_from)
         key = content_hash(text)
         if key in seen:
             continue

@@ -125,7 +125,7 @@ async def _reflect(
                 # A reflection interprets; one the window does not ground is still kept, unsourced.
                 source = cited(item.sources, messages, text, speaker if scope == "user" else None)
                 if source is not None:
-                    text = resolve_relative_dates(text, source.said_at)
+                    text = resolve_relative_dates(text, source.dates_from)
                 seen.add(key)
                 kept.append(
                     NewReflection(

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from memory.dates import has_relative_date
 from memory.models import MAX_SOURCES, StoredMessage
 from memory.query_words import STOP_WORDS
 from memory.store.rules.text import stem, tokenize
@@ -25,13 +26,22 @@ class Sources:
     message_ids: tuple[str, ...]  # () for an item that cited nothing and matched no message
     said_at: datetime  # the latest cited message's time: when the item was complete
     repaired: bool = False
+    # What its relative dates are resolved against: the first cited message that says one
+    # ("tomorrow" said on Monday, cited with Tuesday's "booked!", is Tuesday), else said_at.
+    dated_at: datetime | None = None
+
+    @property
+    def dates_from(self) -> datetime:
+        return self.dated_at or self.said_at
 
 
 def _of(messages: Sequence[StoredMessage], repaired: bool = False) -> Sources:
+    relative = [m.created_at for m in messages if has_relative_date(m.content)]
     return Sources(
         message_ids=tuple(m.message_id for m in messages),
         said_at=max(m.created_at for m in messages),
         repaired=repaired,
+        dated_at=min(relative) if relative else None,
     )
 
 

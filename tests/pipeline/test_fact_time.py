@@ -32,19 +32,22 @@ def _message(i: int, text: str, role: Role = "user") -> MessageIn:
     )
 
 
-async def _form(tmp_path: Path, llm: LLMProvider) -> list[Fact]:
+async def _form(
+    tmp_path: Path, llm: LLMProvider, messages: list[MessageIn] | None = None
+) -> list[Fact]:
     store = SQLiteStore(tmp_path / "m.db")
     await store.setup()
     deps = Deps(settings=Settings(), store=store, llm=llm, embedder=WordHashEmbedder())
     await store.upsert_agent(AgentConfig(agent_id="eve", name="Eve"))
-    messages = [
+    messages = messages or [
         _message(0, "Hey Mel! Good to see you!"),
         _message(1, "Hey Caroline! How have you been?", role="agent"),
         _message(2, "I went to a LGBTQ support group yesterday and it was so powerful."),
         _message(3, "Next month I'm having an art show with my paintings."),
     ]
+    now = max(m.created_at for m in messages)
     await store.record_messages(
-        "s1", "eve", messages, weights={"user": 1.0}, chars_per_token=4.0, now=SAID
+        "s1", "eve", messages, weights={"user": 1.0}, chars_per_token=4.0, now=now
     )
     report = CheckReport()
     await form_session(deps, "eve", "s1", report)
@@ -87,3 +90,36 @@ async def test_a_models_relative_date_is_resolved_against_its_sources(tmp_path: 
     [fact] = await _form(tmp_path, llm)
     assert fact.content == "Caroline went to a LGBTQ support group on 7 May 2023"
     assert (fact.source_message_ids, fact.said_at) == (("d1-2",), SAID + timedelta(seconds=60))
+
+
+async def test_a_relative_date_is_resolved_against_the_message_that_says_it(
+    tmp_path: Path,
+) -> None:
+    """Cited with a later message, "tomorrow" is still the day after the message that said it."""
+    llm = ScriptedLLM()
+    said = "Caroline has a dentist appointment tomorrow"
+    llm.script(
+        "extract_facts",
+        ExtractedFacts(
+            facts=[ExtractedFact(content=said, scope="user", speaker="caroline", sources=[1, 3])]
+        ),
+    )
+    empty = ExtractedReflections(agent_reflections=[], user_reflections=[], session_reflections=[])
+    llm.script("extract_reflections", empty)
+    monday_night = _message(0, "I have a dentist appointment tomorrow, so I must leave early.")
+    tuesday = SAID + timedelta(hours=19)  # Tuesday 9 May, 08:56
+    messages = [
+        monday_night,
+        _message(1, "Good luck!", role="agent"),
+        MessageIn(
+            message_id="d1-9",
+            role="user",
+            content="Booked the taxi for it.",
+            created_at=tuesday,
+            user_id="caroline",
+            name="Caroline",
+        ),
+    ]
+    [fact] = await _form(tmp_path, llm, messages)
+    assert fact.content == "Caroline has a dentist appointment on 9 May 2023"
+    assert fact.said_at == tuesday  # when it was complete: its latest message
