@@ -17,13 +17,18 @@ facts whose subjects differ are never the same fact: ADD, however alike their wo
 about the same thing is compared further:
 
 - NONE: same relation, same value (or nearly the same words, the same numbers).
-- DELETE: one says it, the other denies it ("Alice no longer lives in Paris").
+- DELETE: one says it, the other denies it ("Alice no longer lives in Paris"): the denied value is
+  part of the stated one ("no longer takes Lipitor" of "takes 20 mg of Lipitor daily"); a denial
+  of another value is another fact ("not allergic to shellfish" beside "allergic to peanuts").
 - UPDATE: a new value of the same thing: different numbers in the value ("Alice is 30" -> "31";
   "order A-1 ships on 3 May" -> "on 5 May"), or different words for a relation that holds one
   value at a time (an attribute's value: "the wifi password is x" -> "y"; where one lives, works,
   is called, ...: "Alice lives in Paris" -> "in Berlin").
 - ADD: anything else; a relation that holds many values keeps both ("Alice likes pizza", "Alice
-  likes sushi"; "Alice is a teacher", "Alice is a mother").
+  likes sushi"; "Alice is a teacher", "Alice is a mother"), other numbers included when the things
+  differ ("takes 20 mg of Lipitor", "takes 50 mg of metformin") or when each is an occasion of its
+  own, dated or past ("ran 5 km on 3 May", "ran 10 km on 4 May"). Only the same thing with other
+  numbers is a new value of it ("Alice has 2 kids" -> "3 kids"; "takes 20 mg of Lipitor" -> "40").
 
 A sentence whose verb the rules cannot find is compared as a bag of words and numbers, as before
 (similar words with other numbers: UPDATE). The rules are a crude stand-in for a model's reading,
@@ -38,6 +43,7 @@ from typing import Literal
 
 from memory.prompts.decide_facts import DecideFactsInput, FactDecision, FactDecisions
 from memory.prompts.same_fact import SameFact, SameFactInput
+from memory.tense import sentence_tense
 
 Event = Literal["ADD", "UPDATE", "DELETE", "NONE"]
 
@@ -184,6 +190,8 @@ def _split(tokens: list[str]) -> Statement | None:
             pass  # "will", "does": the verb that follows says the relation
         elif lemma is not None:
             relation.append(lemma)
+        elif not relation and folded in _ONE_VALUE | _MANY_VALUES:
+            relation.append(folded)  # a bare verb after "does not", "will": "does not take"
         elif end == start:
             relation.append(_verb_stem(folded))  # an unknown verb after a name: "A-1 departs"
         elif folded in _PREPOSITIONS and relation and relation[-1] not in _PREPOSITIONS:
@@ -234,6 +242,7 @@ class ParsedFact:
     numbers: frozenset[str]
     negated: bool
     statement: Statement | None
+    past: bool = False  # said in the past tense: an occasion ("ran 5 km"), not a standing state
 
 
 def parse_fact(text: str) -> ParsedFact:
@@ -251,7 +260,8 @@ def parse_fact(text: str) -> ParsedFact:
             numbers.add(token)
         elif token not in _STOPWORDS:
             words.add(_stem(token))
-    return ParsedFact(frozenset(words), frozenset(numbers), negated, split_statement(text))
+    statement, past = split_statement(text), sentence_tense(text) == "past"
+    return ParsedFact(frozenset(words), frozenset(numbers), negated, statement, past)
 
 
 def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
@@ -270,6 +280,41 @@ def numbered_apart(a: str, b: str) -> bool:
     return bool(numbered[0] or numbered[1]) and numbered[0] != numbered[1]
 
 
+# Words a denial adds that name no value: "Alice is not vegetarian any more".
+_NO_VALUE = _ADVERBS | _NEGATIONS | {"any", "more", "anymore", "longer"}
+
+
+def _many_valued(a: Statement, b: Statement) -> bool:
+    """Whether both facts say one verb that holds many values ("takes", "ran", "has", "likes")."""
+    shared = set(a.relation) & set(b.relation) & _MANY_VALUES
+    return bool(shared) and not (a.one_value or b.one_value)
+
+
+def _denies(denied: Statement, stated: Statement) -> bool:
+    """Whether a denial is of the stated value: its words and numbers are all the stated one's
+    ("no longer takes Lipitor" of "takes 20 mg of Lipitor daily"; not "does not have kids named
+    Tom and Mia" of "has 2 kids named Leo and Mia", nor "dislikes country music" of "likes jazz")."""
+    return denied.value - _NO_VALUE <= stated.value and denied.value_numbers <= stated.value_numbers
+
+
+def _dated(numbers: frozenset[str]) -> bool:
+    """Whether numbers hold a date: a month's name or a year ("in 2019", "on 3 May")."""
+    year = any(n.isdigit() and len(n) == 4 and n[:2] in {"19", "20"} for n in numbers)
+    return year or bool(numbers & _MONTHS)
+
+
+def _other_things(new: ParsedFact, old: ParsedFact) -> bool:
+    """Whether two facts of one many-valued verb say different things, so that both hold: other
+    words in the value ("Lipitor", "metformin"), or other numbers on occasions of their own, each
+    dated or told in the past ("ran 5 km on 3 May", "ran 10 km on 4 May"; "visited 3 countries")."""
+    a, b = new.statement, old.statement
+    assert a is not None and b is not None
+    if a.value != b.value:
+        return True
+    occasions = new.past or old.past or _dated(a.value_numbers) or _dated(b.value_numbers)
+    return occasions and a.value_numbers != b.value_numbers
+
+
 def compare(new: ParsedFact, old: ParsedFact) -> tuple[Event, float]:
     """The event a new fact makes of one stored fact, with how alike they are (to rank several)."""
     core, full = (
@@ -278,6 +323,7 @@ def compare(new: ParsedFact, old: ParsedFact) -> tuple[Event, float]:
     )
     same_sign = new.negated == old.negated
     a, b = new.statement, old.statement
+    restated = same_sign and new.numbers == old.numbers and full >= 0.8
     if a is not None and b is not None:
         if a.subject != b.subject:
             return "ADD", 0.0  # another locker, order, child: another thing
@@ -286,8 +332,14 @@ def compare(new: ParsedFact, old: ParsedFact) -> tuple[Event, float]:
                 return "NONE", 1.0
             if a.one_value and b.one_value:
                 return "UPDATE", full
+        many = _many_valued(a, b)
+        if not same_sign and (a.relation == b.relation or many):
+            denied, stated = (a, b) if new.negated else (b, a)
+            return ("DELETE", core) if _denies(denied, stated) else ("ADD", 0.0)
+        if same_sign and many and not restated and _other_things(new, old):
+            return "ADD", 0.0  # "takes 20 mg of Lipitor", "takes 50 mg of metformin": both hold
     # Same thing, or two facts the rules cannot split: compared as bags of words and numbers.
-    if same_sign and new.numbers == old.numbers and full >= 0.8:
+    if restated:
         return "NONE", full
     if not same_sign and core >= 0.6:
         return "DELETE", core

@@ -14,6 +14,7 @@ from memory.ids import normalize_text
 from memory.llm.base import LLMProvider, LLMRequest, LLMResult, Usage
 from memory.llm.fact_decisions import decide_facts, same_fact
 from memory.llm.heuristic_corrections import as_corrected
+from memory.llm.heuristic_text import fit
 from memory.prompts import (
     ConsolidateInput,
     DecideFactsInput,
@@ -54,7 +55,7 @@ _DIRECTIVE = re.compile(
 )
 _ABOUT_AGENT = re.compile(r"(?i)\b(?:your|yours|you are|you're|(?:the|our|this) project)\b")
 _NAME = re.compile(r"^[A-Z][a-z]+")
-_ADVERBS = r"(?: (?:\w+ly|also|never|always|often|usually|still|just|only))*"
+_ADVERBS = r"(?: (?:\w+ly|also|never|always|often|usually|still|just|only|no longer))*"
 _UNCHANGED = {"can", "could", "will", "would", "should", "may", "might", "must", "was", "had"}
 # Irregular past forms take no -s ("I went" → "Alice went"); regular ones end in -ed.
 _UNCHANGED |= set(
@@ -283,7 +284,7 @@ def extract_facts(p: ExtractFactsInput) -> ExtractedFacts:
             text = third_person(sentence, speaker)
             if personal and not first_person and speaker not in text:
                 text = f"{speaker} said: {text}"  # a fact names who it is about
-            text = _truncate(text, p.max_words)
+            text = fit(text, p.max_words)
             fact = (
                 ExtractedFact(content=text, scope="user", speaker=speaker_id, sources=[n])
                 if personal
@@ -303,7 +304,7 @@ def extract_reflections(p: ExtractReflectionsInput) -> ExtractedReflections:
 
     def add(scope: str, text: str, n: int, speaker: str | None = None) -> None:
         # Every scope is classified; which are kept is the pipeline's (memory.scopes).
-        text = _truncate(text, max_words)
+        text = fit(text, max_words)
         if normalize_text(text) not in known:
             known.add(normalize_text(text))
             found[scope].append(ExtractedReflection(content=text, speaker=speaker, sources=[n]))
