@@ -132,6 +132,8 @@ class SessionAgentState(_Model):
     pending_weighted_tokens: float = Field(0, ge=0)
     last_message_at: UtcDatetime | None = None
     formations: int = Field(0, ge=0, description="Formations committed")
+    # {user: seq}: theirs up to seq not this agent's to form (store/rules/withheld.py; unsent)
+    withheld: dict[str, int] = Field(default_factory=dict, exclude=True)
 
 
 class RecordOutcome(_Model):

@@ -254,7 +254,7 @@ async def _sources(svc: Svc, f: Fact) -> list[StoredMessage]:
     same id, with its own m1. So the session must be the one the fact was formed in: holding the
     fact's agent, and created before the fact cited it. Each message is not checked for the
     agent that recorded it: in a shared session an agent forms memory of the messages the other
-    agents record too."""
+    agents record too, but not those a forget under it kept for the others (withheld)."""
     if not (f.source_session_id and f.source_message_ids):
         return []
     session = await svc.memory.store.get_session(f.source_session_id)
@@ -265,7 +265,8 @@ async def _sources(svc: Svc, f: Fact) -> list[StoredMessage]:
         same = session.created_at <= _cited_since(f)
     if not same:
         return []  # a later session under the same id
-    return await svc.memory.store.get_messages(f.source_session_id, f.source_message_ids)
+    sid, store = f.source_session_id, svc.memory.store
+    return await store.get_messages(sid, f.source_message_ids, f.agent_id)
 
 
 @router.get("/agents/{agent_id}/facts/{fact_id}")

@@ -6,6 +6,11 @@ changes after it is recorded only when a user is forgotten (their messages delet
 changes the window's users or their erasure epochs: so an entry keyed by formation id (session,
 agent, range) and those epochs never goes stale; a step that runs on another worker, or after
 eviction, simply loads it again.
+
+A forget may also keep a user's messages for the other agents of a shared session, withheld from
+the agent it forgot them for (memory/store/rules/withheld.py): the range is read as the agent
+may form it, without them, by the agent's state as it is at each call (a row read; the entry
+holds the range as stored).
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from collections.abc import Mapping
 
 from memory.models import StoredMessage
 from memory.store.base import MemoryStore
+from memory.store.rules.withheld import formable
 
 # Enough for the passes one worker runs at once; each entry is at most max_messages_per_run long.
 DEFAULT_ENTRIES = 16
@@ -36,15 +42,20 @@ class TranscriptCache:
         after_seq: int,
         upto_seq: int,
         user_epochs: Mapping[str, int],
+        agent_id: str | None = None,
     ) -> list[StoredMessage]:
+        """The range's messages; with ``agent_id``, those the agent may form."""
         key = (formation_id, tuple(sorted(user_epochs.items())))
-        hit = self._entries.get(key)
-        if hit is not None:
+        loaded = self._entries.get(key)
+        if loaded is not None:
             self._entries.move_to_end(key)
-            return hit
-        loaded = await store.load_messages(session_id, after_seq, upto_seq)
-        self.loads += 1
-        self._entries[key] = loaded
-        while len(self._entries) > self._max:
-            self._entries.popitem(last=False)
-        return loaded
+        else:
+            loaded = await store.load_messages(session_id, after_seq, upto_seq)
+            self.loads += 1
+            self._entries[key] = loaded
+            while len(self._entries) > self._max:
+                self._entries.popitem(last=False)
+        if agent_id is None:
+            return loaded
+        state = await store.get_session_agent_state(session_id, agent_id)
+        return loaded if state is None else formable(loaded, state.withheld)

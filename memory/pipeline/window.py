@@ -11,6 +11,7 @@ from memory.prompts.common import MAX_ITEMS
 from memory.scopes import formable_scopes, single_user
 from memory.settings import FormationSettings, Settings
 from memory.store.base import MemoryStore
+from memory.store.rules.withheld import formable
 from memory.triggers import formation_due
 
 
@@ -57,6 +58,8 @@ async def load_window(
     if _may_exceed_budget(state.pending_weighted_tokens, settings.formation):
         # Cut by size too: the window's messages, as the prompts show them, fit the budget.
         messages = await store.load_messages(req.session_id, state.cursor_seq, upto)
+        # Those a forget kept for other agents are not this one's to form (rules.withheld).
+        messages = formable(messages, state.withheld)
         if messages:
             fit = transcript.fitting(messages, settings.formation.max_chars_per_run)
             upto = messages[fit - 1].seq
@@ -91,7 +94,8 @@ async def window_agent(deps: Deps, window: Window) -> AgentConfig:
 
 
 async def window_messages(deps: Deps, window: Window) -> list[StoredMessage]:
-    """The window's messages, loaded once per pass on this worker (memory/pipeline/transcripts.py)."""
+    """The window's messages the agent may form (none withheld from it: rules.withheld), loaded
+    once per pass on this worker (memory/pipeline/transcripts.py)."""
     return await deps.transcripts.messages(
         deps.store,
         window.formation_id,
@@ -99,4 +103,5 @@ async def window_messages(deps: Deps, window: Window) -> list[StoredMessage]:
         window.after_seq,
         window.upto_seq,
         window.user_epochs,
+        window.agent_id,
     )

@@ -119,10 +119,10 @@ class MemoryStore(LifecycleContract):
 
     @abc.abstractmethod
     async def get_messages(
-        self, session_id: str, message_ids: Sequence[str]
+        self, session_id: str, message_ids: Sequence[str], agent_id: str | None = None
     ) -> list[StoredMessage]:
         """The session's messages with these ids (a fact's sources), in seq order; unknown ids
-        are left out."""
+        are left out, and with ``agent_id`` those withheld from it (rules.withheld)."""
 
     @abc.abstractmethod
     async def list_cold_sessions(

@@ -79,9 +79,10 @@ class LifecycleContract(abc.ABC):
         """Hard-delete the user's memories of one agent (None: of every agent, after a tombstone
         for all agents): facts with their history, user-scope reflections and blob, messages
         carrying the user's id whatever their role (sessions holding no other user's data go
-        whole), embedding-cache entries of their texts no other fact holds. One transaction per
-        agent, each writing the erasure tombstone whose epoch a formation commit checks
-        (FormationCommit.user_epochs)."""
+        whole; of one agent, in a session other agents share, those another agent still holds
+        stay, withheld from this one: rules.withheld), embedding-cache entries of their texts no
+        other fact holds. One transaction per agent, each writing the erasure tombstone whose
+        epoch a formation commit checks (FormationCommit.user_epochs)."""
 
     @abc.abstractmethod
     async def erasure_epochs(self, agent_id: str, user_ids: Sequence[str]) -> dict[str, int]:
@@ -99,7 +100,7 @@ class LifecycleContract(abc.ABC):
         shares), and of the messages the user's own (whatever their role), and the agent's only
         in sessions the user was the only user of; with agent_id too, of those only the ones that
         agent recorded (rules.erasure.recorded_by: another agent's records of a shared session
-        are that agent's)."""
+        are that agent's) and does not withhold (rules.withheld)."""
 
     # ------------------------------------------------------------ who an agent talks with
 

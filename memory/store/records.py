@@ -12,6 +12,7 @@ from pydantic import BaseModel
 
 from memory.models import ScopeKey, SessionAgentState
 from memory.store.base_lifecycle import Vector
+from memory.store.rules.withheld import parsed
 
 _TIMES = frozenset(
     {"created_at", "last_message_at", "ended_at", "formed_at", "updated_at", "invalidated_at"}
@@ -43,7 +44,10 @@ def state_of(record: Mapping[str, Any], to_time: Callable[[Any], datetime]) -> S
     # Sums of floats (increments, recomputations) can drift a hair below zero; the model
     # forbids < 0.
     tokens = max(0.0, float(record["pending_weighted_tokens"]))
-    return from_record(SessionAgentState, record, to_time, pending_weighted_tokens=tokens)
+    withheld = parsed(record.get("withheld"))  # none stored (older rows): nothing withheld
+    return from_record(
+        SessionAgentState, record, to_time, pending_weighted_tokens=tokens, withheld=withheld
+    )
 
 
 def to_record(

@@ -24,6 +24,7 @@ from memory.models import (
     StoredMessage,
 )
 from memory.store.base import MemoryStore, Vector
+from memory.store.rules.withheld import formable
 from memory.store.snapshots import SnapshotReads
 
 # Which reflections a listing reads: the buffer alone is the context's and the consolidation's
@@ -71,10 +72,14 @@ class SharedReads(MemoryStore):
         """The session's messages among ``message_ids`` (distinct, not empty), in seq order."""
 
     async def get_messages(
-        self, session_id: str, message_ids: Sequence[str]
+        self, session_id: str, message_ids: Sequence[str], agent_id: str | None = None
     ) -> list[StoredMessage]:
         ids = list(dict.fromkeys(message_ids))
-        return await self._messages(session_id, ids) if ids else []
+        found = await self._messages(session_id, ids) if ids else []
+        state = (
+            None if agent_id is None else await self.get_session_agent_state(session_id, agent_id)
+        )
+        return found if state is None else formable(found, state.withheld)
 
     @abc.abstractmethod
     async def _unfinished_ended_sessions(

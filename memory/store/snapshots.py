@@ -31,6 +31,7 @@ from memory.store.rules import (
 )
 from memory.store.rules.purge import PurgeRequest
 from memory.store.rules.reembed import SwitchRequest
+from memory.store.rules.withheld import bounds_after
 from memory.store.snapshots_lifecycle import LifecycleReads, read_lifecycle_snapshot
 
 
@@ -99,14 +100,17 @@ async def _formation(reads: SnapshotReads, req: FormationRequest) -> FormationSn
     texts: frozenset[tuple[str, str]] = frozenset()
     if req.reflection_texts:
         texts = await reads.reflection_texts(req.scope_keys, req.reflection_texts)
+    state = await reads.state(req.session_id, req.agent_id)
+    # The messages withheld from the agent are none of its pending (rules.withheld).
+    withheld = bounds_after(state.withheld, req.new_cursor) if state is not None else ()
     return FormationSnapshot(
         done=await reads.formation_done(req.formation_id),
-        state=await reads.state(req.session_id, req.agent_id),
+        state=state,
         embedding_meta=await reads.embedding_meta(),
         facts=list(facts.values()),
         existing_reflections=await reads.existing_reflections(req.reflection_ids),
         buffered=await reads.buffered_counts(req.scope_keys),
-        pending_after=await reads.pending_after(req.session_id, req.new_cursor),
+        pending_after=await reads.pending_after(req.session_id, req.new_cursor, withheld=withheld),
         participants=await reads.participants(req.session_id, req.agent_id),
         epochs=await reads.epochs(req.agent_id, req.users),
         recent=recent,

@@ -17,6 +17,7 @@ from memory.store.rules import Request
 from memory.store.rules import erasure as er
 from memory.store.rules import import_sessions as rs
 from memory.store.rules import imports as ri
+from memory.store.rules import withheld as wh
 
 
 class LifecycleReads(abc.ABC):
@@ -91,10 +92,20 @@ class LifecycleReads(abc.ABC):
 
     @abc.abstractmethod
     async def pending_after(
-        self, session_id: str, seq: int, *, except_user: str | None = None
+        self,
+        session_id: str,
+        seq: int,
+        *,
+        except_user: str | None = None,
+        withheld: Sequence[tuple[str, int]] = (),
     ) -> tuple[int, float]:
         """(count, weighted tokens) of the session's messages with a seq above ``seq``, but
-        those said by ``except_user``."""
+        those said by ``except_user`` and, for each (user, bound) of ``withheld``, the user's
+        up to that seq (rules.withheld.bounds_after)."""
+
+    @abc.abstractmethod
+    async def user_message_marks(self, session_id: str, user_id: str) -> list[wh.MessageMark]:
+        """The session's messages carrying the user's id, in seq order, without their content."""
 
     @abc.abstractmethod
     async def user_session_ids(self, user_id: str, agent_id: str) -> list[str]:
@@ -195,24 +206,32 @@ async def _session(reads: LifecycleReads, req: rs.SessionImportRequest) -> rs.Se
 
 
 async def _user_sessions(reads: LifecycleReads, req: er.ForgetRequest) -> list[er.UserSession]:
-    """The sessions a forget touches, each with what stays pending once the user's messages go."""
+    """The sessions a forget touches, each with the user's messages (which of them another agent
+    holds is the planner's) and what stays pending of the others' once the user's go."""
     sessions = []
     for sid in await reads.user_session_ids(req.user_id, req.agent_id):
         states = await reads.session_states(sid)
-        messages, mine = await reads.message_counts(sid, req.user_id)
+        messages, _ = await reads.message_counts(sid, req.user_id)
+        marks = await reads.user_message_marks(sid, req.user_id)
         pending = []
         for state in states:
-            n, w = await reads.pending_after(sid, state.cursor_seq, except_user=req.user_id)
+            n, w = await reads.pending_after(
+                sid, state.cursor_seq, except_user=req.user_id,
+                withheld=wh.bounds_after(state.withheld, state.cursor_seq),
+            )  # fmt: skip
             pending.append((state, n, w))
         participants, said_by = await reads.session_users(sid), await reads.message_users(sid)
+        head = await reads.session_head(sid)
         sessions.append(
             er.UserSession(
                 session_id=sid,
                 user_ids=tuple(sorted(er.session_users(participants, said_by))),
                 agent_ids=tuple(s.agent_id for s in states),
                 messages=messages,
-                user_messages=mine,
+                user_messages=len(marks),
                 states=tuple(pending),
+                last_seq=0 if head is None else head[0],
+                marks=tuple(marks),
             )
         )
     return sessions

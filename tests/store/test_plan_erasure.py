@@ -12,7 +12,13 @@ from memory.store.rules.erasure import (
     erased_since,
     plan_forget,
 )
-from memory.store.rules.lifecycle_writes import DeleteSessions, DeleteUserMessages, PutErasure
+from memory.store.rules.lifecycle_writes import (
+    DeleteSessions,
+    DeleteUserMessages,
+    PutErasure,
+    SetWithheld,
+)
+from memory.store.rules.withheld import MessageMark
 from memory.store.rules.writes import MoveCursor
 from tests.store.builders import USER_KEY, add, at, commit, reflection, unit
 
@@ -62,3 +68,31 @@ def test_forget_deletes_lone_sessions_whole_and_the_users_part_of_shared_ones() 
     # For every agent, a session the user was alone in goes whole whatever its agents.
     every = plan_forget(ForgetRequest("a1", "u1", all_agents=True), snapshot, at=at(0))
     assert DeleteSessions(("s1", "s2"), ("a1:s1:", "a1:s2:", "b1:s2:")) in every.writes
+
+
+def _forget_in(session: UserSession) -> list[object]:
+    snapshot = ForgetSnapshot(
+        epoch=0, facts=[], reflections=0, blob=False, sessions=[session],
+        cached=frozenset(), in_use=frozenset(),
+    )  # fmt: skip
+    return list(plan_forget(ForgetRequest("a1", "u1", all_agents=False), snapshot, at=at(0)).writes)
+
+
+def test_a_message_without_its_recorder_is_kept_for_the_other_agents() -> None:
+    """Rows stored before messages kept their recorder may be any agent's: a forget under a1
+    keeps them for b1 (withheld from a1), though b1 formed them; a1's own record goes. Once b1
+    withholds them too (a forget under b1 before), nothing holds them and all go."""
+    a1, b1 = _state("s", "a1", 5), _state("s", "b1", 5)  # both formed everything
+    marks = (MessageMark(1, None, 1.0), MessageMark(2, "a1", 1.0))
+    states = ((a1, 0, 0.0), (b1, 0, 0.0))
+    shared = UserSession("s", ("u1", "u2"), ("a1", "b1"), 6, 2, states, last_seq=5, marks=marks)
+
+    writes = _forget_in(shared)
+
+    assert DeleteUserMessages("s", "u1", seqs=(2,), agents=("a1",)) in writes
+    assert SetWithheld("s", "a1", (("u1", 5),)) in writes
+    b1_withholds = b1.model_copy(update={"withheld": {"u1": 5}})
+    states = ((a1, 0, 0.0), (b1_withholds, 0, 0.0))
+    writes = _forget_in(UserSession("s", ("u1", "u2"), ("a1", "b1"), 6, 2, states, 5, marks))
+    assert DeleteUserMessages("s", "u1") in writes
+    assert not any(isinstance(w, SetWithheld) for w in writes)

@@ -306,3 +306,31 @@ async def test_text_search_scores_stored_counts_as_the_shared_bm25_of_the_conten
     assert len(set(expected.values())) == len(expected)  # no tie: one right order
     assert [h.fact.fact_id for h in hits] == sorted(expected, key=lambda f: -expected[f])
     await store.close()
+
+
+async def test_migration_11_gives_the_agents_of_older_sessions_nothing_withheld(
+    postgres_dsn: str,
+) -> None:
+    """A version-10 database's (session, agent) rows withhold nothing once migrated, and a
+    forget under one agent of a session another shares withholds from then on."""
+    dsn = fresh_schema(postgres_dsn)
+    store = PostgresStore(dsn, pool_size=1)
+    await store.setup()
+    await record(store, "desk", "bob", [msg("m1", user_id="alice")])
+    await record(store, "desk", "eve", [msg("m2", user_id="alice", seconds=1)])
+    await store.close()
+    with psycopg.connect(dsn, autocommit=True) as conn:  # as version 10 left session_agents
+        conn.execute("ALTER TABLE session_agents DROP COLUMN withheld")
+        conn.execute("DELETE FROM schema_migrations WHERE version = 11")
+
+    store = PostgresStore(dsn, pool_size=1)
+    await store.setup()
+    assert _applied(dsn) == list(range(1, len(MIGRATIONS) + 1)) and len(MIGRATIONS) == 11
+    for agent_id in ("bob", "eve"):
+        state = await store.get_session_agent_state("desk", agent_id)
+        assert state is not None and state.withheld == {}
+    [counts] = await store.forget_user("alice", agent_id="eve", at=at(10))
+    assert counts.messages == 0  # bob holds both
+    eve = await store.get_session_agent_state("desk", "eve")
+    assert eve is not None and eve.withheld == {"alice": 2}
+    await store.close()

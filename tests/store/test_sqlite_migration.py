@@ -168,3 +168,34 @@ async def test_a_guest_recorded_by_the_previous_version_is_marked_at_the_next_st
         await assert_guests_marked(store)
     finally:
         await store.close()
+
+
+async def test_a_schema_7_files_agents_withhold_nothing_until_a_forget(tmp_path: Path) -> None:
+    """Schema 8 gives each (session, agent) the messages a forget kept for the session's other
+    agents (SessionAgentState.withheld): a file written before withholds nothing, and a forget
+    under one agent of a session another shares withholds from then on."""
+    path = tmp_path / "v7.db"
+    store = SQLiteStore(path)
+    await store.setup()
+    await record(store, "desk", "bob", [msg("m1", user_id="alice")])
+    await record(store, "desk", "eve", [msg("m2", user_id="alice", seconds=1)])
+    await store.close()
+    with closing(sqlite3.connect(path)) as conn, conn:  # as schema 7 wrote session_agents
+        conn.execute("ALTER TABLE session_agents DROP COLUMN withheld")
+        conn.execute("UPDATE meta SET value = '7' WHERE key = 'schema_version'")
+
+    store = SQLiteStore(path)
+    await store.setup()
+    try:
+        for agent_id in ("bob", "eve"):
+            state = await store.get_session_agent_state("desk", agent_id)
+            assert state is not None and state.withheld == {}
+        [counts] = await store.forget_user("alice", agent_id="eve", at=at(10))
+        assert counts.messages == 0  # bob holds both
+        eve = await store.get_session_agent_state("desk", "eve")
+        assert eve is not None and eve.withheld == {"alice": 2}
+    finally:
+        await store.close()
+    with closing(sqlite3.connect(path)) as conn:
+        version = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    assert version == (str(SCHEMA_VERSION),) == ("8",)

@@ -20,6 +20,7 @@ from memory.store.mongo.docs import (
 from memory.store.mongo.reads import user_sessions
 from memory.store.mongo.txn import run_transaction
 from memory.store.rules import erasure as er
+from memory.store.rules.withheld import parsed
 
 
 class MongoLifecycleReads:
@@ -99,6 +100,13 @@ async def _export(
         data.messages = [
             message_from_doc(d) async for d in cursor.sort([("session_id", 1), ("seq", 1)])
         ]
+    if agent_id is not None and messages:
+        # The agent's sessions' messages a forget under it kept for the others (rules.withheld).
+        withheld: dict[str, dict[str, int]] = {}
+        mine = {"agent_id": agent_id, "withheld": {"$exists": True, "$ne": []}}
+        async for d in db.session_agents.find(mine, {"session_id": 1, "withheld": 1}, session=s):
+            withheld[d["session_id"]] = parsed(d["withheld"])
+        data = er.without_withheld(data, withheld)
     if user_id is None:
         return data
     said = await _message_users(db, s, participants)

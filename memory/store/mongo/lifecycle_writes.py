@@ -82,13 +82,26 @@ async def apply_lifecycle(
             await db.messages.delete_many({"session_id": in_ids}, session=s)
             await db.session_agents.delete_many({"session_id": in_ids}, session=s)
             await db.sessions.delete_many({"_id": in_ids}, session=s)
-        case lw.DeleteUserMessages(session_id=sid, user_id=user_id):
-            await db.messages.delete_many({"session_id": sid, "user_id": user_id}, session=s)
+        case lw.DeleteUserMessages(session_id=sid, user_id=user_id, seqs=seqs, agents=agents):
+            mine: Doc = {"session_id": sid, "user_id": user_id}
+            if seqs is not None:
+                mine["seq"] = {"$in": list(seqs)}
+            await db.messages.delete_many(mine, session=s)
             await db.degraded_windows.update_many(
                 {"session_id": sid}, {"$set": {"reason": ERASED_REASON}}, session=s
             )
-            # session-wide and each agent's participants
-            await update_session(db, s, sid, {"$pull": {"user_ids": user_id}})
+            pull = {"$pull": {"user_ids": user_id}}
+            if seqs is None:  # session-wide and each agent's participants
+                await update_session(db, s, sid, pull)
+            else:  # these agents' only: the user's other messages stay
+                of = {"session_id": sid, "agent_id": {"$in": list(agents)}}
+                await db.session_agents.update_many(of, pull, session=s)
+        case lw.SetWithheld(session_id=sid, agent_id=agent_id, withheld=withheld):
+            await db.session_agents.update_one(
+                {"session_id": sid, "agent_id": agent_id},
+                {"$set": {"withheld": [[user, seq] for user, seq in withheld]}},
+                session=s,
+            )
         case lw.DeleteEmbeddings(text_hashes=hashes):
             await db.embeddings.delete_many({"hash": {"$in": list(hashes)}}, session=s)
         case _:

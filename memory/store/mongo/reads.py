@@ -32,6 +32,7 @@ from memory.store.mongo.docs import (
 from memory.store.mongo.listings import api_key_from_doc
 from memory.store.mongo.reembed import count_pending_reembeds, read_embedding_meta
 from memory.store.rules.recheck import reflection_text_key
+from memory.store.rules.withheld import MessageMark
 from memory.store.snapshots import SnapshotReads
 
 
@@ -79,11 +80,18 @@ class MongoReads(SnapshotReads):
         return dict.fromkeys(keys, 0) | {row["_id"]: int(row["n"]) for row in counts}
 
     async def pending_after(
-        self, session_id: str, seq: int, *, except_user: str | None = None
+        self,
+        session_id: str,
+        seq: int,
+        *,
+        except_user: str | None = None,
+        withheld: Sequence[tuple[str, int]] = (),
     ) -> tuple[int, float]:
         after: Doc = {"session_id": session_id, "seq": {"$gt": seq}}
         if except_user is not None:
             after["user_id"] = {"$ne": except_user}
+        if withheld:
+            after["$nor"] = [{"user_id": user, "seq": {"$lte": upto}} for user, upto in withheld]
         pipeline: list[Doc] = [
             {"$match": after},
             {"$group": {"_id": None, "n": {"$sum": 1}, "tokens": {"$sum": "$weighted_tokens"}}},
@@ -196,6 +204,15 @@ class MongoReads(SnapshotReads):
         everyone = await count({"session_id": session_id}, session=self.s)
         mine = await count({"session_id": session_id, "user_id": user_id}, session=self.s)
         return everyone, mine
+
+    async def user_message_marks(self, session_id: str, user_id: str) -> list[MessageMark]:
+        query = {"session_id": session_id, "user_id": user_id}
+        fields = {"seq": 1, "agent_id": 1, "weighted_tokens": 1}
+        cursor = self.db.messages.find(query, fields, session=self.s).sort("seq", 1)
+        return [
+            MessageMark(int(d["seq"]), d.get("agent_id"), float(d["weighted_tokens"]))
+            async for d in cursor
+        ]
 
     async def message_users(self, session_id: str) -> list[str]:
         query = {"session_id": session_id, "user_id": {"$ne": None}}

@@ -16,7 +16,6 @@ content (memory.store.rules.text, what FTS5's porter tokenizer indexes), as a ts
 from __future__ import annotations
 
 from memory.store.postgres.pool import Conn
-from memory.store.sql.sessions import GUEST_SESSIONS_AFTER_SQL, GUESTS_INDEX_SQL
 
 MIGRATIONS: tuple[str, ...] = (
     # 1: the whole store.
@@ -312,9 +311,15 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE sessions ADD COLUMN has_guests boolean NOT NULL DEFAULT false;
     """,
+    # 11: what a forget of a user under some agents kept in a shared session for the others,
+    # not these agents' to form (SessionAgentState.withheld, memory.store.rules.withheld), as
+    # JSON [[user, seq], ...]; a constant default: the catalog only, older rows withhold nothing.
+    """
+    ALTER TABLE session_agents ADD COLUMN withheld text NOT NULL DEFAULT '[]';
+    """,
 )
 
-_LOCK = 0x6D6E656D6F73  # "mnemos": the advisory lock that serialises migrations
+LOCK = 0x6D6E656D6F73  # "mnemos": the advisory lock that serialises migrations
 
 _CREATE_LEDGER = """
 CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -344,48 +349,10 @@ def hnsw_predicate(dimension: int, alias: str = "f.") -> str:
     return f"vector_dims({alias}embedding) = {int(dimension)}"
 
 
-_GUESTS_BATCH = 1000
-
-
-async def mark_guests(conn: Conn) -> int:
-    """Mark the sessions holding a guest's message that are not marked yet; return how many.
-    Every setup runs it after the migrations committed, on an autocommit connection: stored
-    before migration 10, or recorded since by a writer of the previous version (still running
-    during a rolling upgrade), such a session would otherwise never be marked.
-
-    The partial index messages_guests (the guests' messages only) is built here, once, in a
-    transaction of its own: its SHARE lock on messages pauses message inserts for that one
-    scan and takes no lock on sessions (built inside the migrations' transaction, it would
-    hold their lock on sessions as long, or deadlock with a writer that holds a session row
-    and inserts messages). Then batches in session id order, each an UPDATE of its own that
-    locks the rows it marks only. Idempotent; a setup that dies midway leaves the rest to the
-    next."""
-    cur = await conn.execute("SELECT to_regclass('messages_guests') IS NOT NULL AS built")
-    row = await cur.fetchone()
-    if not (row and row["built"]):  # no lock on messages once it is there
-        async with conn.transaction():
-            await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK,))  # a concurrent start
-            await conn.execute(GUESTS_INDEX_SQL.encode())
-    marked, after = 0, ""
-    while True:
-        cur = await conn.execute(GUEST_SESSIONS_AFTER_SQL.encode(), (after, _GUESTS_BATCH))
-        batch = [row["session_id"] for row in await cur.fetchall()]
-        if batch:
-            cur = await conn.execute(
-                "UPDATE sessions SET has_guests = true "
-                "WHERE session_id = ANY(%s) AND NOT has_guests",
-                (batch,),
-            )
-            marked += cur.rowcount
-        if len(batch) < _GUESTS_BATCH:
-            return marked
-        after = batch[-1]
-
-
 async def migrate(conn: Conn) -> int:
     """Apply the migrations not applied yet; return the schema version."""
     async with conn.transaction():
-        await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK,))
+        await conn.execute("SELECT pg_advisory_xact_lock(%s)", (LOCK,))
         await conn.execute(_CREATE_LEDGER)
         cur = await conn.execute("SELECT coalesce(max(version), 0) AS v FROM schema_migrations")
         row = await cur.fetchone()

@@ -15,8 +15,9 @@ from memory.models import FactFilter, ScoredFact
 from memory.store.base import Vector
 from memory.store.postgres.codec import UPSERT_ACCESS, vector_param
 from memory.store.postgres.db import PostgresDb
+from memory.store.postgres.guests import mark_guests
 from memory.store.postgres.pool import Conn, PostgresPool, connect
-from memory.store.postgres.schema import hnsw_index_sql, mark_guests, migrate
+from memory.store.postgres.schema import hnsw_index_sql, migrate
 from memory.store.postgres.search import text_hits, vector_hits
 from memory.store.postgres.writes import apply_writes
 from memory.store.rules import Write, check_query_dimension

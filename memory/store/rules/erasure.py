@@ -34,6 +34,15 @@ from memory.store.rules.lifecycle_writes import (
     DeleteSessions,
     DeleteUserMessages,
     PutErasure,
+    SetWithheld,
+)
+from memory.store.rules.withheld import (
+    MessageMark,
+    Withheld,
+    is_withheld,
+    kept_for_others,
+    pending_of,
+    withhold,
 )
 from memory.store.rules.writes import (
     BumpScopeVersions,
@@ -118,10 +127,10 @@ def alone_in(user_id: str, users: Iterable[str]) -> bool:
 # nothing it keeps: the user's facts and user-scope memory, and of the sessions holding their
 # data, all of a session they are alone in (messages and session memory: forget deletes it
 # whole, or this agent's memory of it when another agent keeps it), only their own messages of a
-# shared one. Of one agent, only the messages that agent recorded (recorded_by): in a session
-# several agents share, what another agent's backend recorded (before this agent joined, or
-# after) is that agent's, though a forget through this agent deletes the user's messages there
-# whichever agent recorded them.
+# shared one. Of one agent, only the messages that agent recorded (recorded_by) and does not
+# withhold: in a session several agents share, what another agent's backend recorded (before
+# this agent joined, or after) is that agent's, and what a forget through this agent kept there
+# for the others (rules.withheld) is theirs only.
 
 
 def recorded_by(agent_id: str, message: StoredMessage, session_agents: Collection[str]) -> bool:
@@ -181,7 +190,8 @@ def users_export(
     carrying the user's id, whatever the role, and all of a session they are alone in: in a
     shared one the agent's replies may carry other users' words. With ``agent_id`` (one agent's
     export), of those only the agent's records (recorded_by): another agent's backend recorded
-    the rest, and what it heard is none of this agent's (an export for every agent keeps all)."""
+    the rest, and what it heard is none of this agent's (an export for every agent keeps all).
+    The messages withheld from the agent are read out before (without_withheld)."""
     solo = solo_sessions(user_id, participants, message_users)
 
     def kept(m: StoredMessage) -> bool:
@@ -200,6 +210,17 @@ def users_export(
             "messages": [m for m in read.messages if kept(m)],
         }
     )
+
+
+def without_withheld(read: ExportData, withheld: Mapping[str, Withheld]) -> ExportData:
+    """One agent's export (of a user or whole) without the messages withheld from it, by
+    session (its SessionAgentState.withheld): a forget under it kept them for other agents."""
+    kept = [
+        m
+        for m in read.messages
+        if not is_withheld(m.user_id, m.seq, withheld.get(m.session_id, {}))
+    ]
+    return read.model_copy(update={"messages": kept})
 
 
 # ---------------------------------------------------------------- forget_user
@@ -233,8 +254,10 @@ class UserSession:
     messages: int  # all of the session's messages
     user_messages: int  # the user's own
     # Each agent's state, and (count, weighted tokens) of the messages after its cursor that
-    # are not the user's: its pending counters once the user's messages are gone.
+    # are neither the user's nor withheld from it: its pending counters but the user's kept.
     states: tuple[tuple[SessionAgentState, int, float], ...]
+    last_seq: int = 0
+    marks: tuple[MessageMark, ...] = ()  # the user's messages, which other agents may hold
 
 
 @dataclass(frozen=True)
@@ -306,11 +329,9 @@ def plan_forget(
     for s in snapshot.sessions:
         if s in whole or (user_id not in s.user_ids and not s.user_messages):
             continue
-        writes.append(DeleteUserMessages(s.session_id, user_id))
-        messages += s.user_messages
-        for state, pending, tokens in s.states:
-            update = {"pending_messages": pending, "pending_weighted_tokens": max(0.0, tokens)}
-            writes.append(MoveCursor(state.model_copy(update=update)))
+        deleted, user_writes = _user_messages(req, s)
+        messages += deleted
+        writes += user_writes
     dropped = tuple(sorted(snapshot.cached - snapshot.in_use))
     if dropped:
         writes.append(DeleteEmbeddings(dropped))
@@ -328,3 +349,30 @@ def plan_forget(
     )
     tombstone = PutErasure(agent_id, user_id, counts.epoch, at, counts.model_dump_json())
     return Plan((tombstone, *writes), counts)
+
+
+def _user_messages(req: ForgetRequest, s: UserSession) -> tuple[int, list[Write]]:
+    """(how many go, the writes) of the user's messages in a session that stays. For every
+    agent, all of them; for one agent, those no other agent of the session holds: the rest are
+    kept for them, withheld from this agent (rules.withheld). Each agent's pending recounted."""
+    user_id, agent_id = req.user_id, req.agent_id
+    kept = (
+        ()
+        if req.all_agents
+        else kept_for_others(user_id, agent_id, (st for st, *_ in s.states), s.marks)
+    )
+    if not kept:
+        writes: list[Write] = [DeleteUserMessages(s.session_id, user_id)]
+    else:
+        held = {m.seq for m in kept}
+        gone = tuple(m.seq for m in s.marks if m.seq not in held)
+        writes = [DeleteUserMessages(s.session_id, user_id, seqs=gone, agents=(agent_id,))]
+    for state, pending, tokens in s.states:
+        withheld = state.withheld
+        if kept and state.agent_id == agent_id:
+            # Up to the session's head: each of the user's messages is deleted or withheld.
+            withheld = withhold(withheld, user_id, max(s.last_seq, *(m.seq for m in kept)))
+            writes.append(SetWithheld(s.session_id, agent_id, tuple(sorted(withheld.items()))))
+        after = pending_of(state, (pending, tokens), user_id, kept, withheld)
+        writes.append(MoveCursor(after))
+    return s.user_messages - len(kept), writes

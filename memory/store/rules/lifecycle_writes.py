@@ -85,10 +85,23 @@ class DeleteSessions(LifecycleOp):
 class DeleteUserMessages(LifecycleOp):
     """One user's messages in a session the others keep, and the user's participation; the
     reasons of the session's degraded windows become degraded.ERASED_REASON (they may quote
-    the model's output about the user)."""
+    the model's output about the user). With ``seqs``, only the user's messages of these seqs,
+    and the user only among the participants of ``agents``: the others are kept for other
+    agents (rules.withheld), and so is the user's place among the session's users."""
 
     session_id: str
     user_id: str
+    seqs: tuple[int, ...] | None = None  # None: every message of the user
+    agents: tuple[str, ...] = ()  # with seqs: whose participants lose the user
+
+
+@dataclass(frozen=True)
+class SetWithheld(LifecycleOp):
+    """The (session, agent) row's withheld map (SessionAgentState.withheld) becomes this one."""
+
+    session_id: str
+    agent_id: str
+    withheld: tuple[tuple[str, int], ...]
 
 
 @dataclass(frozen=True)
@@ -108,5 +121,6 @@ LifecycleWrite = (
     | DeleteScope
     | DeleteSessions
     | DeleteUserMessages
+    | SetWithheld
     | DeleteEmbeddings
 )

@@ -14,6 +14,7 @@ from memory.models import (
 )
 from memory.store.counts import ExportData
 from memory.store.rules import erasure as er
+from memory.store.rules.withheld import MessageMark, parsed
 from memory.store.snapshots_lifecycle import LifecycleReads
 from memory.store.sql.db import Db, Row
 from memory.store.sql.sessions import STATE_SQL
@@ -87,6 +88,16 @@ class SqlLifecycleReads(LifecycleReads):
         )
         assert row is not None
         return int(row["n"]), int(row["mine"])
+
+    async def user_message_marks(self, session_id: str, user_id: str) -> list[MessageMark]:
+        sql = (
+            "SELECT seq, agent_id, weighted_tokens FROM messages "
+            "WHERE session_id = %s AND user_id = %s ORDER BY seq"
+        )
+        rows = await self.db.fetch(sql, (session_id, user_id))
+        return [
+            MessageMark(int(r["seq"]), r["agent_id"], float(r["weighted_tokens"])) for r in rows
+        ]
 
     async def message_users(self, session_id: str) -> list[str]:
         sql = (
@@ -175,6 +186,15 @@ async def export_data(
         sessions = OF_AGENT if user_id is None else EXPORT_SESSIONS
         sql = f"SELECT * FROM messages WHERE {sessions} ORDER BY session_id, seq"
         data.messages = [db.message(r) for r in await db.fetch(sql, params)]
+    if agent_id is not None and messages:
+        # The agent's sessions' messages a forget under it kept for the others (rules.withheld).
+        rows = await db.fetch(
+            "SELECT session_id, withheld FROM session_agents "
+            "WHERE agent_id = %s AND withheld <> '[]'",
+            (agent_id,),
+        )
+        withheld = {str(row["session_id"]): parsed(row["withheld"]) for row in rows}
+        data = er.without_withheld(data, withheld)
     if user_id is None:
         return data
     participants = _by_session(

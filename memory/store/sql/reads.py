@@ -84,13 +84,20 @@ class SqlReads(SqlLifecycleReads, SnapshotReads):
         return {key: 0 for key in keys} | {row["scope_key"]: int(row["n"]) for row in rows}
 
     async def pending_after(
-        self, session_id: str, seq: int, *, except_user: str | None = None
+        self,
+        session_id: str,
+        seq: int,
+        *,
+        except_user: str | None = None,
+        withheld: Sequence[tuple[str, int]] = (),
     ) -> tuple[int, float]:
+        # coalesce: a message without a user id is nobody's to withhold (NOT NULL is NULL).
+        unwithheld = " AND NOT (coalesce(user_id, '') = %s AND seq <= %s)" * len(withheld)
         row = await self.db.fetch_one(
             "SELECT count(*) AS n, coalesce(sum(weighted_tokens), 0.0) AS w FROM messages "
             "WHERE session_id = %s AND seq > %s "
-            "AND (CAST(%s AS TEXT) IS NULL OR user_id IS DISTINCT FROM %s)",
-            (session_id, seq, except_user, except_user),
+            "AND (CAST(%s AS TEXT) IS NULL OR user_id IS DISTINCT FROM %s)" + unwithheld,
+            (session_id, seq, except_user, except_user, *(v for pair in withheld for v in pair)),
         )
         assert row is not None
         return int(row["n"]), float(row["w"])

@@ -12,7 +12,7 @@ from memory.store.sql.db import Db
 
 STATE_SQL = """
 SELECT sa.session_id, sa.agent_id, sa.cursor_seq, s.last_seq, sa.pending_messages,
-       sa.pending_weighted_tokens, sa.last_message_at, sa.formations
+       sa.pending_weighted_tokens, sa.last_message_at, sa.formations, sa.withheld
 FROM session_agents AS sa JOIN sessions AS s ON s.session_id = sa.session_id
 """
 
@@ -85,7 +85,7 @@ GUESTS_INDEX_SQL = (
 # older than has_guests (a replica, or an application embedding the store, still running the
 # previous version during a rolling upgrade) records guests without marking the session; the
 # next start of anything of this version marks it. SQLite runs it whole in its setup
-# transaction; PostgreSQL in batches, after the migrations' (postgres.schema.mark_guests).
+# transaction; PostgreSQL in batches, after the migrations' (postgres.guests.mark_guests).
 GUESTS_BACKFILL_SQL = f"""
 UPDATE sessions SET has_guests = true WHERE NOT has_guests AND session_id IN (
     SELECT session_id FROM messages WHERE {GUEST_MESSAGE_SQL}

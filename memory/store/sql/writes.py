@@ -10,6 +10,7 @@ from typing import assert_never
 from memory.degraded import ERASED_REASON
 from memory.store.rules import lifecycle_writes as lw
 from memory.store.rules import writes as w
+from memory.store.rules.withheld import stored
 from memory.store.sql.db import Db
 from memory.store.sql.degraded import insert_windows
 
@@ -33,6 +34,7 @@ type SharedWrite = (
     | lw.DeleteScope
     | lw.DeleteSessions
     | lw.DeleteUserMessages
+    | lw.SetWithheld
     | lw.DeleteEmbeddings
 )
 
@@ -156,6 +158,7 @@ async def _apply_lifecycle(
     | lw.DeleteScope
     | lw.DeleteSessions
     | lw.DeleteUserMessages
+    | lw.SetWithheld
     | lw.DeleteEmbeddings,
 ) -> None:
     match write:
@@ -189,17 +192,32 @@ async def _apply_lifecycle(
                     "DELETE FROM formation_commits WHERE substr(formation_id, 1, %s) = %s",
                     (len(prefix), prefix),
                 )
-        case lw.DeleteUserMessages(session_id=sid, user_id=user_id):
+        case lw.DeleteUserMessages(session_id=sid, user_id=user_id, seqs=None):
             # The messages, then the user in the session and among each agent's participants.
             for table in ("messages", "session_users", "session_agent_users"):
                 await db.execute(
                     f"DELETE FROM {table} WHERE session_id = %s AND user_id = %s", (sid, user_id)
                 )
+            await _erase_reasons(db, sid)
+        case lw.DeleteUserMessages(session_id=sid, user_id=user_id, seqs=seqs, agents=agents):
+            sql = "DELETE FROM messages WHERE session_id = %s AND user_id = %s AND seq"
+            await db.execute_in(sql, list(seqs or ()), sid, user_id)
+            sql = "DELETE FROM session_agent_users WHERE session_id = %s AND user_id = %s AND agent_id"
+            await db.execute_in(sql, list(agents), sid, user_id)
+            await _erase_reasons(db, sid)
+        case lw.SetWithheld(session_id=sid, agent_id=agent_id, withheld=withheld):
             await db.execute(
-                "UPDATE degraded_windows SET reason = %s WHERE session_id = %s",
-                (ERASED_REASON, sid),
+                "UPDATE session_agents SET withheld = %s WHERE session_id = %s AND agent_id = %s",
+                (stored(dict(withheld)), sid, agent_id),
             )
         case lw.DeleteEmbeddings(text_hashes=hashes):
             await db.execute_in("DELETE FROM embedding_cache WHERE text_hash", hashes)
         case _:
             assert_never(write)
+
+
+async def _erase_reasons(db: Db, session_id: str) -> None:
+    await db.execute(
+        "UPDATE degraded_windows SET reason = %s WHERE session_id = %s",
+        (ERASED_REASON, session_id),
+    )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from memory.store.sql.sessions import GUESTS_BACKFILL_SQL, GUESTS_INDEX_SQL
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 DDL = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -46,6 +46,8 @@ CREATE TABLE IF NOT EXISTS session_agents (
     formations              INTEGER NOT NULL DEFAULT 0,
     ended_at                INTEGER,            -- when this agent ended the session
     purged                  INTEGER NOT NULL DEFAULT 0,  -- 1: its session memory was purged
+    -- Schema 8: SessionAgentState.withheld as JSON [[user, seq], ...] (memory.store.rules.withheld)
+    withheld                TEXT NOT NULL DEFAULT '[]',
     UNIQUE (session_id, agent_id)
 );
 -- purge_ended_sessions walks the ended, not yet purged (session, agent) rows oldest first.
@@ -246,6 +248,9 @@ ADDED_COLUMNS = (
     ("reflections", "formation_id", "TEXT"),
     # Schema 6 → 7: the guests of a session (memory.models.SessionInfo.has_guests).
     ("sessions", "has_guests", "INTEGER NOT NULL DEFAULT 0"),
+    # Schema 7 → 8: what a forget kept for the other agents of a shared session, not this
+    # agent's to form (memory.store.rules.withheld); older rows: nothing withheld.
+    ("session_agents", "withheld", "TEXT NOT NULL DEFAULT '[]'"),
 )
 
 # Schema 3 → 4, after ADDED_COLUMNS (its index names said_at, a column older files gain there):
