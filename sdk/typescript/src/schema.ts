@@ -889,10 +889,22 @@ export interface components {
             splits: number;
             /**
              * Passed Over
-             * @description Single messages formed without a step's memories (in degraded)
+             * @description Single messages, or slices of one, formed without a step's memories (in degraded)
              * @default 0
              */
             passed_over: number;
+            /**
+             * Sliced Messages
+             * @description Messages longer than the formation budget, each read in slices
+             * @default 0
+             */
+            sliced_messages: number;
+            /**
+             * Slices Read
+             * @description The slices those were read in, one extraction each
+             * @default 0
+             */
+            slices_read: number;
         };
         /** FormationTrigger */
         FormationTrigger: {
