@@ -23,7 +23,11 @@ yesterday" → "since 6 May 2023", never "on on"), before a possessive ("yesterd
 "6 May 2023's") and when the expression is the subject at the start of a sentence or clause
 ("Yesterday was fun" → "6 May 2023 was fun"). A capital at the start of the expression is kept.
 
-Day rules, counted in said_at's own calendar date (its own time zone; mnemos stores UTC):
+Day rules, counted in said_at's own calendar date, in the time zone of its offset. The pipeline
+passes the speaker's local time: the cited message's ``created_at`` in the UTC offset it was sent
+with (``StoredMessage.utc_offset_minutes``, ``in_offset``), so "tomorrow" said at 22:30 -05:00 on
+7 May is 8 May, though it was 03:30 UTC on the 8th. A message stored before the offset was kept
+(None) or sent in UTC is counted in UTC.
 - yesterday / today / tomorrow / the day before yesterday / the day after tomorrow; tonight, this
   morning/afternoon/evening, last night, and "<day> morning/afternoon/evening/night".
 - "N days/weeks ago", "in N days/weeks", "N days/weeks from now" (months and years likewise give a
@@ -48,11 +52,18 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta, timezone
 
 from memory.tense import Tense, sentence_tense
 
-__all__ = ["MONTHS", "format_day", "has_relative_date", "resolve_relative_dates"]
+__all__ = [
+    "MONTHS",
+    "format_day",
+    "has_relative_date",
+    "in_offset",
+    "offset_minutes",
+    "resolve_relative_dates",
+]
 
 MONTHS = (
     "January",
@@ -347,6 +358,22 @@ def _replacement(m: re.Match[str], day: date, tense: Tense | None) -> str | None
     if m.group()[0].isupper():
         out = out[0].upper() + out[1:]
     return out
+
+
+def offset_minutes(at: datetime) -> int | None:
+    """``at``'s offset from UTC in whole minutes (what a stored message keeps of its sender's
+    clock, within ±1439); None for a naive datetime."""
+    offset = at.utcoffset()
+    return None if offset is None else int(offset.total_seconds() / 60)
+
+
+def in_offset(at: datetime, minutes: int | None) -> datetime:
+    """The instant ``at`` on the clock ``minutes`` from UTC: the speaker's local time, whose
+    calendar date a relative date counts from. UTC for None (stored before offsets were kept)
+    and 0."""
+    if not minutes:
+        return at.astimezone(UTC)
+    return at.astimezone(timezone(timedelta(minutes=minutes)))
 
 
 def resolve_relative_dates(text: str, said_at: datetime) -> str:

@@ -95,6 +95,9 @@ class StoredMessage(_Model):
     user_id: Id | None = None
     name: str | None = None
     agent_id: Id | None = Field(None, description="The agent that recorded it")
+    # The offset from UTC created_at was sent with, the speaker's clock (memory.dates.in_offset):
+    # "tomorrow" is counted in its calendar. None for messages stored before it was kept: UTC.
+    utc_offset_minutes: int | None = Field(None, ge=-1439, le=1439)
 
 
 class SessionInfo(_Model):

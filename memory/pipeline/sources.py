@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from memory.dates import has_relative_date
+from memory.dates import has_relative_date, in_offset
 from memory.models import MAX_SOURCES, StoredMessage
 from memory.query_words import STOP_WORDS
 from memory.store.rules.text import stem, tokenize
@@ -24,10 +24,12 @@ from memory.store.rules.text import stem, tokenize
 @dataclass(frozen=True)
 class Sources:
     message_ids: tuple[str, ...]  # () for an item that cited nothing and matched no message
-    said_at: datetime  # the latest cited message's time: when the item was complete
+    said_at: datetime  # the latest cited message's time (UTC): when the item was complete
     repaired: bool = False
-    # What its relative dates are resolved against: the first cited message that says one
-    # ("tomorrow" said on Monday, cited with Tuesday's "booked!", is Tuesday), else said_at.
+    # What its relative dates are resolved against, on its speaker's clock (the UTC offset the
+    # message was sent with, memory.dates.in_offset; UTC for one stored without): the first
+    # cited message that says one ("tomorrow" said on Monday, cited with Tuesday's "booked!", is
+    # Tuesday), else the latest cited message. The instant is the message's.
     dated_at: datetime | None = None
 
     @property
@@ -35,13 +37,18 @@ class Sources:
         return self.dated_at or self.said_at
 
 
+def _local(message: StoredMessage) -> datetime:
+    return in_offset(message.created_at, message.utc_offset_minutes)
+
+
 def _of(messages: Sequence[StoredMessage], repaired: bool = False) -> Sources:
-    relative = [m.created_at for m in messages if has_relative_date(m.content)]
+    latest = max(messages, key=lambda m: m.created_at)
+    relative = [m for m in messages if has_relative_date(m.content)]
     return Sources(
         message_ids=tuple(m.message_id for m in messages),
-        said_at=max(m.created_at for m in messages),
+        said_at=latest.created_at,
         repaired=repaired,
-        dated_at=min(relative) if relative else None,
+        dated_at=_local(min(relative, key=lambda m: m.created_at) if relative else latest),
     )
 
 
@@ -66,7 +73,10 @@ def cited(
         return _of([best], repaired=True)
     if numbers or not messages:
         return None
-    return Sources(message_ids=(), said_at=max(m.created_at for m in messages), repaired=True)
+    latest = max(messages, key=lambda m: m.created_at)
+    return Sources(
+        message_ids=(), said_at=latest.created_at, repaired=True, dated_at=_local(latest)
+    )
 
 
 def _best_match(

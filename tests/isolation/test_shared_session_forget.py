@@ -5,8 +5,12 @@ messages are formed as usual (memory/store/rules/withheld.py)."""
 
 from __future__ import annotations
 
+from pydantic import BaseModel
+
+from memory.llm.base import LLMRequest, LLMResult
+from memory.llm.heuristic import HeuristicProvider
 from memory.models import AgentConfig, FactFilter, ScopeKey
-from memory.pipeline import window
+from memory.pipeline import facts, reflections, window
 from memory.pipeline.types import FormationRequest
 from memory.store.base import MemoryStore
 from tests.isolation.bench import T0, Bench
@@ -87,3 +91,37 @@ async def test_a_transcript_read_before_the_forget_is_read_without_the_kept_mess
     again = await window.load_window(deps.store, deps.settings, _request("eve"))
     assert again is not None
     assert [m.user_id for m in await window.window_messages(deps, again)] == ["carol"]
+
+
+class _Counting(HeuristicProvider):
+    """The offline provider, counting the model calls it answers."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+
+    async def generate_structured[M: BaseModel](
+        self, request: LLMRequest, schema: type[M]
+    ) -> LLMResult[M]:
+        self.calls += 1
+        return await super().generate_structured(request, schema)
+
+
+async def test_a_window_of_only_withheld_messages_asks_the_model_nothing(
+    store: MemoryStore,
+) -> None:
+    """Eve's whole pending range is alice's words kept for bob: a forced pass (a session end,
+    the cold job) has nothing to read, and a model asked with an empty transcript could only
+    make memories up from its instructions and the current blobs."""
+    bench = await Bench.create(store, [EVE, BOB])
+    await bench.say("bob", "desk", "I was diagnosed with diabetes in March 2024.", user_id="alice")
+    await bench.say("eve", "desk", "I work as a pilot for a small airline.", user_id="alice")
+    await store.forget_user("alice", agent_id="eve", at=T0)
+    counting = _Counting()
+    bench.llm = counting
+    deps = bench.deps
+    w = await window.load_window(deps.store, deps.settings, _request("eve"))
+    assert w is not None  # the range is still eve's to pass
+    assert (await facts.extract_facts(deps, w)).facts == []
+    assert (await reflections.extract_reflections(deps, w, [])).reflections == []
+    assert counting.calls == 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from datetime import timedelta, timezone
 
 import numpy as np
 import psycopg
@@ -321,11 +322,12 @@ async def test_migration_11_gives_the_agents_of_older_sessions_nothing_withheld(
     await store.close()
     with psycopg.connect(dsn, autocommit=True) as conn:  # as version 10 left session_agents
         conn.execute("ALTER TABLE session_agents DROP COLUMN withheld")
-        conn.execute("DELETE FROM schema_migrations WHERE version = 11")
+        conn.execute("ALTER TABLE messages DROP COLUMN utc_offset_minutes")  # migration 12's
+        conn.execute("DELETE FROM schema_migrations WHERE version >= 11")
 
     store = PostgresStore(dsn, pool_size=1)
     await store.setup()
-    assert _applied(dsn) == list(range(1, len(MIGRATIONS) + 1)) and len(MIGRATIONS) == 11
+    assert _applied(dsn) == list(range(1, len(MIGRATIONS) + 1)) and len(MIGRATIONS) >= 11
     for agent_id in ("bob", "eve"):
         state = await store.get_session_agent_state("desk", agent_id)
         assert state is not None and state.withheld == {}
@@ -333,4 +335,32 @@ async def test_migration_11_gives_the_agents_of_older_sessions_nothing_withheld(
     assert counts.messages == 0  # bob holds both
     eve = await store.get_session_agent_state("desk", "eve")
     assert eve is not None and eve.withheld == {"alice": 2}
+    await store.close()
+
+
+async def test_migration_12_reads_older_messages_as_utc_and_keeps_new_offsets(
+    postgres_dsn: str,
+) -> None:
+    """A version-11 database's messages hold no UTC offset once migrated (None: UTC); those
+    recorded after it keep the offset they were sent with."""
+    dsn = fresh_schema(postgres_dsn)
+    store = PostgresStore(dsn, pool_size=1)
+    await store.setup()
+    await record(store, "desk", "eve", [msg("m1")])
+    await store.close()
+    with psycopg.connect(dsn, autocommit=True) as conn:  # as version 11 left messages
+        conn.execute("ALTER TABLE messages DROP COLUMN utc_offset_minutes")
+        conn.execute("DELETE FROM schema_migrations WHERE version >= 12")
+
+    store = PostgresStore(dsn, pool_size=1)
+    await store.setup()
+    assert _applied(dsn) == list(range(1, len(MIGRATIONS) + 1)) and len(MIGRATIONS) >= 12
+    india = msg("m2", seconds=1)
+    india = india.model_copy(
+        update={"created_at": india.created_at.astimezone(timezone(timedelta(minutes=330)))}
+    )
+    await record(store, "desk", "eve", [india], now_seconds=1)
+    loaded = await store.load_messages("desk", 0, 10)
+    assert [(m.message_id, m.utc_offset_minutes) for m in loaded] == [("m1", None), ("m2", 330)]
+    assert loaded[1].created_at == at(1)
     await store.close()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sqlite3
 from contextlib import closing
+from datetime import timedelta, timezone
 from pathlib import Path
 
 from memory.models import ScopeKey
@@ -198,4 +199,37 @@ async def test_a_schema_7_files_agents_withhold_nothing_until_a_forget(tmp_path:
         await store.close()
     with closing(sqlite3.connect(path)) as conn:
         version = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-    assert version == (str(SCHEMA_VERSION),) == ("8",)
+    assert version == (str(SCHEMA_VERSION),)
+
+
+async def test_a_schema_8_files_messages_read_as_utc_and_new_ones_keep_their_offset(
+    tmp_path: Path,
+) -> None:
+    """Schema 9 keeps the UTC offset each message was sent with (utc_offset_minutes): the
+    messages of a file written before hold none (UTC), those recorded after the upgrade theirs."""
+    path = tmp_path / "v8.db"
+    store = SQLiteStore(path)
+    await store.setup()
+    await record(store, "desk", "eve", [msg("m1")])
+    await store.close()
+    with closing(sqlite3.connect(path)) as conn, conn:  # as schema 8 wrote messages
+        conn.execute("ALTER TABLE messages DROP COLUMN utc_offset_minutes")
+        conn.execute("UPDATE meta SET value = '8' WHERE key = 'schema_version'")
+
+    store = SQLiteStore(path)
+    await store.setup()
+    try:
+        chicago = msg("m2", seconds=1)
+        chicago = chicago.model_copy(
+            update={"created_at": chicago.created_at.astimezone(timezone(timedelta(hours=-5)))}
+        )
+        await record(store, "desk", "eve", [chicago], now_seconds=1)
+        loaded = await store.load_messages("desk", 0, 10)
+        offsets = [(m.message_id, m.utc_offset_minutes) for m in loaded]
+        assert offsets == [("m1", None), ("m2", -300)]
+        assert loaded[1].created_at == at(1)
+    finally:
+        await store.close()
+    with closing(sqlite3.connect(path)) as conn:
+        version = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    assert version == (str(SCHEMA_VERSION),) == ("9",)

@@ -317,6 +317,12 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE session_agents ADD COLUMN withheld text NOT NULL DEFAULT '[]';
     """,
+    # 12: the UTC offset each message's created_at was sent with, the speaker's clock that
+    # relative dates count in (StoredMessage.utc_offset_minutes); nullable without a default:
+    # the catalog only, older rows NULL (read as UTC).
+    """
+    ALTER TABLE messages ADD COLUMN utc_offset_minutes smallint;
+    """,
 )
 
 LOCK = 0x6D6E656D6F73  # "mnemos": the advisory lock that serialises migrations

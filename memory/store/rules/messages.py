@@ -22,8 +22,9 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 
+from memory.dates import offset_minutes
 from memory.errors import ConflictError, InvalidInputError, NotFoundError
 from memory.models import MessageIn, RecordOutcome, SessionAgentState, StoredMessage
 from memory.store.rules.derived import said_by_guest, weighted_tokens
@@ -136,9 +137,12 @@ def plan_record_messages(
 
 
 def _stored(session_id: str, agent_id: str, seq: int, m: MessageIn) -> StoredMessage:
+    # The instant in UTC, as every store keeps it, and the offset it was sent with apart: the
+    # speaker's local calendar, which relative dates count in (memory.dates.in_offset).
     return StoredMessage(
         session_id=session_id, seq=seq, message_id=m.message_id, role=m.role, content=m.content,
-        created_at=m.created_at, user_id=m.user_id, name=m.name, agent_id=agent_id,
+        created_at=m.created_at.astimezone(UTC), user_id=m.user_id, name=m.name,
+        agent_id=agent_id, utc_offset_minutes=offset_minutes(m.created_at),
     )  # fmt: skip
 
 

@@ -107,12 +107,13 @@ async def apply_shared(db: Db, write: SharedWrite) -> None:
         case w.InsertMessages(messages=messages):
             await db.execute_many(
                 "INSERT INTO messages (session_id, seq, message_id, role, content, created_at, "
-                "user_id, name, agent_id, weighted_tokens) "
-                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                "user_id, name, agent_id, weighted_tokens, utc_offset_minutes) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
                 [
                     (
                         m.session_id, m.seq, m.message_id, m.role, m.content,
                         db.time(m.created_at), m.user_id, m.name, m.agent_id, new.weighted_tokens,
+                        m.utc_offset_minutes,
                     )
                     for new in messages
                     for m in (new.message,)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from memory.store.sql.sessions import GUESTS_BACKFILL_SQL, GUESTS_INDEX_SQL
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 DDL = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -79,6 +79,9 @@ CREATE TABLE IF NOT EXISTS messages (
     -- weight(role) * ceil(len / chars_per_token) with the settings of the recording call, so that
     -- pending counters can be recomputed after a cursor move without the settings.
     weighted_tokens REAL NOT NULL,
+    -- Schema 9: the UTC offset created_at was sent with (StoredMessage.utc_offset_minutes);
+    -- NULL for messages stored before: UTC.
+    utc_offset_minutes INTEGER,
     UNIQUE (session_id, seq),
     UNIQUE (session_id, message_id)
 );
@@ -251,6 +254,8 @@ ADDED_COLUMNS = (
     # Schema 7 → 8: what a forget kept for the other agents of a shared session, not this
     # agent's to form (memory.store.rules.withheld); older rows: nothing withheld.
     ("session_agents", "withheld", "TEXT NOT NULL DEFAULT '[]'"),
+    # Schema 8 → 9: the speaker's UTC offset of each message; older rows NULL (read as UTC).
+    ("messages", "utc_offset_minutes", "INTEGER"),
 )
 
 # Schema 3 → 4, after ADDED_COLUMNS (its index names said_at, a column older files gain there):
