@@ -14,7 +14,6 @@ an empty box) answers the page's error page, not the API's JSON problem.
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine
-from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import urlencode
@@ -26,14 +25,14 @@ from fastapi.routing import APIRoute
 from fastapi.templating import Jinja2Templates
 from pydantic import BeforeValidator, StringConstraints
 
-from memory import ids
 from memory.errors import InvalidInputError, MnemosError
-from memory.models import Fact, FactFilter, ScopeKey, StoredMessage
+from memory.models import Fact, FactFilter, ScopeKey
 from memory.settings import Scope
 from serve.auth import COOKIE, ID_PATTERN, AgentPath, Svc, foreign_session, token_of
 from serve.errors import status_of
 from serve.keys import ApiKey
 from serve.page_guard import invalid_input, same_origin
+from serve.page_sources import fact_view
 from serve.page_view import agent_view
 
 templates = Jinja2Templates(directory=Path(__file__).resolve().parent / "templates")
@@ -235,40 +234,6 @@ async def agent(
     return _page(request, "agent.html", context)
 
 
-def _cited_since(f: Fact) -> datetime:
-    """Since when the fact cites its current sources' session: its first formation, or the
-    change after the last version that cited another session (a version formed in another
-    session cites that session's messages only: memory/store/rules/versions.py)."""
-    since = f.formed_at
-    for r in f.history:
-        if r.version < f.version and r.source_session_id not in (None, f.source_session_id):
-            since = max(since, r.changed_at)
-    return since
-
-
-async def _sources(svc: Svc, f: Fact) -> list[StoredMessage]:
-    """The messages the fact's current version was formed from, if they are still stored.
-
-    Message ids are unique within a session only, and a session id is free again once the
-    session is gone (a forget deletes it): another agent may then record a new session under the
-    same id, with its own m1. So the session must be the one the fact was formed in: holding the
-    fact's agent, and created before the fact cited it. Each message is not checked for the
-    agent that recorded it: in a shared session an agent forms memory of the messages the other
-    agents record too, but not those a forget under it kept for the others (withheld)."""
-    if not (f.source_session_id and f.source_message_ids):
-        return []
-    session = await svc.memory.store.get_session(f.source_session_id)
-    if session is None or f.agent_id not in session.agent_ids:
-        return []
-    same = ids.formed_in(f.formation_id, f.source_session_id, session.created_at)
-    if same is None:  # an id that cannot tell: by the clocks (the server's and the worker's)
-        same = session.created_at <= _cited_since(f)
-    if not same:
-        return []  # a later session under the same id
-    sid, store = f.source_session_id, svc.memory.store
-    return await store.get_messages(sid, f.source_message_ids, f.agent_id)
-
-
 @router.get("/agents/{agent_id}/facts/{fact_id}")
 async def fact(
     request: Request, agent_id: AgentPath, fact_id: str, svc: Svc, notice: str | None = None
@@ -279,8 +244,7 @@ async def fact(
         return _page(request, "error.html", {"message": f"No fact {fact_id}.", "key": key}, 404)
     f = found[0]
     context = {
-        "f": f,
-        "sources": await _sources(svc, f),
+        **await fact_view(svc, f),
         "key": key,
         "notice": NOTICES.get(notice or ""),
     }

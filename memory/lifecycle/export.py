@@ -5,12 +5,18 @@
     {"type": "fact", ...Fact, "embedding": [...] | null}     # with history and previous content
     {"type": "reflection", ...Reflection}
     {"type": "consolidated", ...ConsolidatedMemory}
-    {"type": "message", ...StoredMessage}                    # only with --messages
+    {"type": "message", ...StoredMessage, "session_created_at": ...}  # only with --messages
     {"type": "end", "counts": {"fact": n, ...}}
 
 Records carry the store's own ids, so importing an export into an empty store recreates the same
 facts, reflections and blobs (and importing it twice writes nothing new). The ``end`` line's
 counts let the reader tell a complete file from a truncated one.
+
+A message line's ``session_created_at`` is when its session was created in the exporting store:
+an import creating the session gives it that time, so that the ids of the formations that read
+it (memory.ids.formation_id: they name the session's incarnation by it) still name this session
+and the memory page finds a fact's messages. Files written before it have none: the session is
+then created at its first message's time, as before.
 """
 
 from __future__ import annotations
@@ -76,6 +82,9 @@ class ConsolidatedLine(ConsolidatedMemory):
 
 class MessageLine(StoredMessage):
     type: Literal["message"] = "message"
+    session_created_at: UtcDatetime | None = Field(
+        None, description="When the message's session was created (None: files before it)"
+    )
 
 
 class EndLine(BaseModel):
@@ -179,9 +188,16 @@ def to_import(records: Iterable[HeaderLine | Record]) -> ImportBatch:
                     )
                 )
             case MessageLine():
-                message = StoredMessage.model_validate(r.model_dump(exclude={"type"}))
+                dumped = r.model_dump(exclude={"type", "session_created_at"})
+                message = StoredMessage.model_validate(dumped)
                 key = f"{r.session_id}:{r.message_id}"
-                messages.append(MessageImport(message=message, source=ref("messages", key)))
+                messages.append(
+                    MessageImport(
+                        message=message,
+                        session_created_at=r.session_created_at,
+                        source=ref("messages", key),
+                    )
+                )
             case HeaderLine():
                 pass
     return ImportBatch(

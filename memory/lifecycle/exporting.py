@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from datetime import datetime
 from typing import TextIO
 
@@ -20,7 +20,11 @@ from memory.store.base import MemoryStore
 from memory.store.counts import ExportData
 
 
-def records_of(data: ExportData) -> Iterator[Record]:
+def records_of(
+    data: ExportData, sessions_created: Mapping[str, datetime] | None = None
+) -> Iterator[Record]:
+    """``sessions_created``: each message's session's created_at (absent: none written)."""
+    created = sessions_created or {}
     for agent in data.agents:
         yield AgentLine(**agent.model_dump())
     for fact, vector in data.facts:
@@ -30,7 +34,19 @@ def records_of(data: ExportData) -> Iterator[Record]:
     for b in data.consolidated:
         yield ConsolidatedLine(**b.model_dump())
     for m in data.messages:
-        yield MessageLine(**m.model_dump())
+        yield MessageLine(**m.model_dump(), session_created_at=created.get(m.session_id))
+
+
+async def sessions_created(store: MemoryStore, data: ExportData) -> dict[str, datetime]:
+    """When each session of the exported messages was created: an import creates it at that
+    time, so that formation ids (they name the session's incarnation by it) still name it. Read
+    after the export's snapshot: a session gone since then is left out (its messages then import
+    as files written before this did)."""
+    created = {}
+    for session_id in dict.fromkeys(m.session_id for m in data.messages):
+        if (session := await store.get_session(session_id)) is not None:
+            created[session_id] = session.created_at
+    return created
 
 
 async def export_store(
@@ -52,4 +68,5 @@ async def export_store(
         user_id=user_id,
         messages=messages,
     )
-    return write_export(out, header, records_of(data))
+    created = await sessions_created(store, data)
+    return write_export(out, header, records_of(data, created))

@@ -161,6 +161,9 @@ class ConsolidatedImport(Record):
 
 class MessageImport(Record):
     message: StoredMessage
+    # When the session was created where it comes from (a mnemos export; None: unknown, the
+    # session is created at its first message's time). Kept only when the import creates it.
+    session_created_at: UtcDatetime | None = None
     source: SourceRef
 
 

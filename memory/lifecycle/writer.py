@@ -143,6 +143,17 @@ def _by_session(messages: Sequence[MessageImport]) -> list[list[MessageImport]]:
     return chunks
 
 
+def sessions_created(messages: Sequence[MessageImport]) -> dict[str, datetime]:
+    """When each session was created where it comes from (the earliest its messages say), for
+    the store to create it at that time if it is new."""
+    created: dict[str, datetime] = {}
+    for m in messages:
+        if (at := m.session_created_at) is not None:
+            sid = m.message.session_id
+            created[sid] = min(at, created.get(sid, at))
+    return created
+
+
 def shard_reflections(blob: ConsolidatedImport) -> list[Reflection]:
     """An agent's shards as buffered reflections of its scope, for the consolidation step."""
     source = (
@@ -205,7 +216,9 @@ async def write_batch(
     progress("agents", len(configs))
 
     for m_chunk in _by_session(batch.messages):
-        report.add("messages", await store.import_messages([m.message for m in m_chunk]))
+        messages = [m.message for m in m_chunk]
+        created = sessions_created(m_chunk)
+        report.add("messages", await store.import_messages(messages, sessions_created=created))
         progress("messages", len(m_chunk))
 
     merge_with_llm = deps.llm.name != "heuristic"

@@ -6,7 +6,7 @@ are the planners of memory/store/rules/, as for the rest of the contract."""
 from __future__ import annotations
 
 import abc
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 import numpy as np
@@ -67,10 +67,17 @@ class LifecycleContract(abc.ABC):
         carry the buffered count of each touched scope key. Forgotten: as import_consolidated."""
 
     @abc.abstractmethod
-    async def import_messages(self, messages: Sequence[StoredMessage]) -> ImportCounts:
+    async def import_messages(
+        self,
+        messages: Sequence[StoredMessage],
+        *,
+        sessions_created: Mapping[str, datetime] | None = None,
+    ) -> ImportCounts:
         """Insert by (session, message id), keeping seqs (a seq held by another message:
-        conflict); create sessions, agents and users as needed; move each touched agent's
-        cursor to at least the highest imported seq (imported messages count as formed)."""
+        conflict); create sessions, agents and users as needed (a session created at its time in
+        ``sessions_created``, else at its first imported message's; a stored one keeps its own);
+        move each touched agent's cursor to at least the highest imported seq (imported messages
+        count as formed)."""
 
     @abc.abstractmethod
     async def forget_user(

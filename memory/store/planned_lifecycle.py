@@ -5,7 +5,7 @@ backends like memory.store.planned: a request, a planner in memory.store.rules, 
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from functools import partial
 from itertools import groupby
@@ -84,13 +84,19 @@ class PlannedLifecycle(SharedReads):
             request, lambda snapshot: plan_import_reflections(reflections, snapshot)
         )
 
-    async def import_messages(self, messages: Sequence[StoredMessage]) -> ImportCounts:
+    async def import_messages(
+        self,
+        messages: Sequence[StoredMessage],
+        *,
+        sessions_created: Mapping[str, datetime] | None = None,
+    ) -> ImportCounts:
         """One transaction per session (a session's messages are imported together)."""
         total = ImportCounts()
         ordered = sorted(messages, key=lambda m: (m.session_id, m.seq))
-        for _, group in groupby(ordered, key=lambda m: m.session_id):
+        for session_id, group in groupby(ordered, key=lambda m: m.session_id):
             batch = list(group)
-            req = session_import_request(batch[0].session_id, batch)
+            created = (sessions_created or {}).get(session_id)
+            req = session_import_request(session_id, batch, created)
             total += await self._transact(req, partial(plan_import_session, req, batch))
         return total
 

@@ -74,6 +74,10 @@ class SessionImportRequest(Request[SessionImportSnapshot]):
     message_ids: tuple[str, ...]
     seqs: tuple[int, ...]
     max_seq: int
+    # When the session was created where it comes from: a new session is created then, so that
+    # the ids of the formations that read it (they name its incarnation by this time:
+    # memory.ids.formation_id) still name it. None: at its first imported message's time.
+    created_at: datetime | None = None
 
     def serialized_on(self) -> tuple[str, ...]:
         # The file's users. Those the stored session holds are known only once read, but a
@@ -82,7 +86,7 @@ class SessionImportRequest(Request[SessionImportSnapshot]):
 
 
 def session_import_request(
-    session_id: str, messages: Sequence[StoredMessage]
+    session_id: str, messages: Sequence[StoredMessage], created_at: datetime | None = None
 ) -> SessionImportRequest:
     return SessionImportRequest(
         session_id=session_id,
@@ -91,6 +95,7 @@ def session_import_request(
         message_ids=tuple(m.message_id for m in messages),
         seqs=tuple(m.seq for m in messages),
         max_seq=max(m.seq for m in messages),
+        created_at=created_at,
     )
 
 
@@ -166,7 +171,7 @@ def plan_import_session(
     head_seq = max(snapshot.last_seq, req.max_seq)
     writes: list[Write] = []
     if not snapshot.exists:
-        writes.append(CreateSession(req.session_id, first.created_at))
+        writes.append(CreateSession(req.session_id, req.created_at or first.created_at))
     # Here the stored session holds no message the file does not: ``stored`` is all of them.
     stored_seqs = tuple(snapshot.stored.values())
     for agent_id in agents:

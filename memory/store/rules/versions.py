@@ -31,7 +31,7 @@ def rewritten(
 ) -> Fact:
     """A new version of the fact with this content, valid, its old content and provenance kept
     in history (see ``_sourced`` for a formed version's); a manual edit keeps the sources it
-    had."""
+    had, which said the version before (``edited_by_hand`` tells it from the history)."""
     revision = FactRevision(
         version=fact.version,
         content=fact.content,
@@ -89,6 +89,43 @@ def _sourced(fact: Fact, provenance: Provenance) -> dict[str, object]:
     }
 
 
+LEARNT_LATE = "said before the current version, learnt later"
+
+
+@dataclass(frozen=True)
+class HandEdit:
+    """A fact whose current text a person wrote: ``at`` the latest edit, ``said`` the revision
+    of the version its sources said (the last formed one before the edits)."""
+
+    at: datetime
+    said: FactRevision
+
+
+def _cites(v: Fact | FactRevision) -> tuple[object, ...]:
+    return (v.source_session_id, v.source_message_ids, v.formation_id, v.said_at)
+
+
+def edited_by_hand(fact: Fact) -> HandEdit | None:
+    """Whether the fact's current text is a person's edit (rules.manage), told by its history: an
+    edit keeps the sources of the version it replaced, so that version's revision cites what the
+    fact cites, while a formed version cites its own formation (``_sourced``). None: formed, or
+    nothing cited to tell by (an import's history without provenance). A revision of a statement
+    learnt late (``told_before``) records that statement, not the version: it is passed over."""
+    if fact.formation_id is None and not fact.source_message_ids:
+        return None
+    last = {r.version: r for r in fact.history}  # the last revision of each version
+    edits: list[FactRevision] = []
+    for version in range(fact.version - 1, 0, -1):
+        r = last.get(version)
+        if r is None or (r.reason != LEARNT_LATE and _cites(r) != _cites(fact)):
+            break
+        if r.reason != LEARNT_LATE:
+            edits.append(r)
+    if not edits:
+        return None
+    return HandEdit(at=edits[0].changed_at, said=edits[-1])
+
+
 def said_before(said_at: datetime | None, fact: Fact) -> bool:
     """Whether a statement was said before the fact's current version was (a message recorded
     late, an older conversation imported after a newer one): it must not replace it."""
@@ -102,7 +139,7 @@ def told_before(fact: Fact, *, content: str, at: datetime, provenance: Provenanc
         version=fact.version,
         content=content,
         changed_at=at,
-        reason="said before the current version, learnt later",
+        reason=LEARNT_LATE,
         source_session_id=provenance.session_id,
         source_message_ids=provenance.source_message_ids,
         formation_id=provenance.formation_id,

@@ -1,0 +1,53 @@
+"""What the memory page shows of where a fact's current version came from: the messages it was
+said in, if they are still stored, and whether a person edited its text since (an edit keeps the
+sources of the version it replaced: memory/store/rules/versions.py)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from memory import ids
+from memory.models import Fact, StoredMessage
+from memory.store.rules.versions import edited_by_hand
+from serve.services import Services
+
+
+def cited_since(f: Fact) -> datetime:
+    """Since when the fact cites its current sources' session: its first formation, or the
+    change after the last version that cited another session (a version formed in another
+    session cites that session's messages only: memory/store/rules/versions.py)."""
+    since = f.formed_at
+    for r in f.history:
+        if r.version < f.version and r.source_session_id not in (None, f.source_session_id):
+            since = max(since, r.changed_at)
+    return since
+
+
+async def sources(svc: Services, f: Fact) -> list[StoredMessage]:
+    """The messages the fact's current version was formed from, if they are still stored.
+
+    Message ids are unique within a session only, and a session id is free again once the
+    session is gone (a forget deletes it): another agent may then record a new session under the
+    same id, with its own m1. So the session must be the one the fact was formed in: holding the
+    fact's agent, and created before the fact cited it. Each message is not checked for the
+    agent that recorded it: in a shared session an agent forms memory of the messages the other
+    agents record too, but not those a forget under it kept for the others (withheld)."""
+    if not (f.source_session_id and f.source_message_ids):
+        return []
+    session = await svc.memory.store.get_session(f.source_session_id)
+    if session is None or f.agent_id not in session.agent_ids:
+        return []
+    same = ids.formed_in(f.formation_id, f.source_session_id, session.created_at)
+    if same is None:  # an id that cannot tell: by the clocks (the server's and the worker's)
+        same = session.created_at <= cited_since(f)
+    if not same:
+        return []  # a later session under the same id
+    sid, store = f.source_session_id, svc.memory.store
+    return await store.get_messages(sid, f.source_message_ids, f.agent_id)
+
+
+async def fact_view(svc: Services, f: Fact) -> dict[str, Any]:
+    """The fact page's context: the fact, its sources, and its hand edit if its text is one
+    (``edited``: when, and the version the sources said)."""
+    return {"f": f, "sources": await sources(svc, f), "edited": edited_by_hand(f)}
