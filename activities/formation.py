@@ -30,24 +30,18 @@ from memory.pipeline.types import (
 
 # The SDK types an activity's arguments only when as many are given as it takes: the five
 # commit_formation took before ``degraded`` (scheduled by older workflow code, and by this code
-# for a window with nothing degraded) and the six it took before ``keep_cursor`` (the last pass
-# of a window with something degraded) arrive as plain JSON values, typed here.
+# for a window with nothing degraded) arrive as plain JSON values, typed here.
 _COMMIT_ARGS = TypeAdapter(
-    tuple[
-        Window,
-        list[NewFact],
-        list[Decision],
-        list[NewReflection],
-        CandidatesResult | None,
-        list[DegradedStep] | None,
-    ]
+    tuple[Window, list[NewFact], list[Decision], list[NewReflection], CandidatesResult | None]
 )
 
 # Those of the extraction steps scheduled without a slice (a window of one, older workflow code).
+_REFLECT_ARGS = TypeAdapter(tuple[Window, list[str]])
+
+
 # Read as the payload converter reads (runtime/payloads.py): a field added by a newer build is
 # ignored, so a rolling deploy or a rollback does not fail every formation on the other build.
 _WINDOW = TypeAdapter(Window)
-_REFLECT_ARGS = TypeAdapter(tuple[Window, list[str]])
 
 
 def _window(w: Any) -> Window:
@@ -77,21 +71,13 @@ class FormationActivities:
         return w
 
     @activity.defn(name="extract_facts")
-    async def extract_facts(
-        self, w: Window, part: int | None = None, halves: list[int] | None = None
-    ) -> ExtractedFactsResult:
-        """``part``: one slice of a window's one message, ``halves`` the halves of it taken since
-        its answer overflowed (memory/pipeline/slices.py); scheduled without it (a window of one
-        slice, older workflow code), every slice. A piece whose answer overflows and can be
-        halved raises WindowTooLarge: the workflow reads its halves."""
+    async def extract_facts(self, w: Window, part: int | None = None) -> ExtractedFactsResult:
+        """``part``: one slice of a window's oversized message (memory/pipeline/slices.py);
+        scheduled without it (a window of one slice, older workflow code), every slice."""
         w = _window(w)
         with classified(), noting_rejection(deterministic=self.deps.llm.deterministic):
-            out = await heartbeating(
-                facts.extract_facts(self.deps, w, this_attempt(), part, halves or (), reslice=False)
-            )
-        _log(w).info(
-            "facts extracted", facts=len(out.facts), dropped=out.dropped, part=part, halves=halves
-        )
+            out = await heartbeating(facts.extract_facts(self.deps, w, this_attempt(), part))
+        _log(w).info("facts extracted", facts=len(out.facts), dropped=out.dropped, part=part)
         return out
 
     @activity.defn(name="find_similar_facts")
@@ -118,20 +104,14 @@ class FormationActivities:
 
     @activity.defn(name="extract_reflections")
     async def extract_reflections(
-        self,
-        w: Window,
-        new_facts: list[str],
-        part: int | None = None,
-        halves: list[int] | None = None,
+        self, w: Window, new_facts: list[str], part: int | None = None
     ) -> ReflectionsResult:
-        """``part`` and ``halves``: as extract_facts'."""
+        """``part``: as extract_facts'."""
         if not isinstance(w, Window):  # two arguments, untyped: _REFLECT_ARGS
             w, new_facts = _REFLECT_ARGS.validate_python((w, new_facts), extra="ignore")
         with classified(), noting_rejection(deterministic=self.deps.llm.deterministic):
             return await heartbeating(
-                reflections.extract_reflections(
-                    self.deps, w, new_facts, this_attempt(), part, halves or (), reslice=False
-                )
+                reflections.extract_reflections(self.deps, w, new_facts, this_attempt(), part)
             )
 
     @activity.defn(name="add_facts_undecided")
@@ -154,16 +134,13 @@ class FormationActivities:
         new_reflections: list[NewReflection],
         candidates: CandidatesResult | None = None,
         degraded: list[DegradedStep] | None = None,
-        keep_cursor: int | None = None,
     ) -> CommitResult:
         """``degraded``: the window's steps that took their fallback or passed a message over
-        (none from workflow code older than it), recorded in the transaction of the memories.
-        ``keep_cursor``: a pass of a window committed in several, before its last: the cursor
-        stays there (memory/pipeline/slices.py ``passes``)."""
-        if not isinstance(w, Window):  # six (or fewer) arguments, untyped: _COMMIT_ARGS
-            given: Any = (w, new_facts, decisions, new_reflections, candidates, degraded)
-            w, new_facts, decisions, new_reflections, candidates, degraded = (
-                _COMMIT_ARGS.validate_python(given, extra="ignore")
+        (none from workflow code older than it), recorded in the transaction of the memories."""
+        if not isinstance(w, Window):  # five (or four) arguments, untyped: _COMMIT_ARGS
+            given: Any = (w, new_facts, decisions, new_reflections, candidates)
+            w, new_facts, decisions, new_reflections, candidates = _COMMIT_ARGS.validate_python(
+                given, extra="ignore"
             )
         now = datetime.now(UTC)
         # In the commit's transaction: a forget_user after it finds them (and erases or deletes
@@ -172,7 +149,7 @@ class FormationActivities:
         with classified():
             out = await commit.commit(
                 self.deps, w, new_facts, decisions, new_reflections, now, candidates,
-                degraded=records, keep_cursor=keep_cursor,
+                degraded=records,
             )  # fmt: skip
         _log(w).info(
             "formation committed",

@@ -4,18 +4,13 @@ fit one formation's budget (``formation.max_tokens_per_run``).
 A message longer than the budget is alone in its window (``fitting``) and read in consecutive
 slices, each within the budget (``spans``): one model call per slice, every slice's memories
 committed together (memory/pipeline/slices.py). ``shown`` still cuts what a prompt shows at the
-budget, a safety net for a window loaded without its slices (one of an older run).
-
-A slice (or a single message within the budget) whose answer overflows its bound is read again in
-halves (``halve``, ``piece``: a slice is its index and the halves taken since, never its text), down
-to ``MIN_SLICE_CHARS``, about a sentence (memory/pipeline/slices.py)."""
+budget, a safety net for a window loaded without its slices (one of an older run)."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
 
-from memory.dates import in_offset
 from memory.models import StoredMessage
 from memory.prompts.common import PromptMessage, one_line
 
@@ -33,11 +28,6 @@ def speaker(message: StoredMessage) -> str:
         return name or message.user_id or GUEST
     return name or message.agent_id or message.role
 
-
-# The least a slice is halved to when its answer overflows: about a sentence.
-MIN_SLICE_CHARS = 200
-# Where a sentence (or a line, an item of a list) ends: a halving cuts there when it can.
-_SENTENCE_END = re.compile(r"(?<=[.!?;:])\s|\n")
 
 _MARKER = re.compile(r"\s*(?:\[truncated: \d+ more characters\]|\[…\])")
 _SPACE = re.compile(r"\s")
@@ -89,69 +79,23 @@ def slice_count(messages: Sequence[StoredMessage], max_chars: int) -> int:
     return len(spans(messages[0].content, max_chars))
 
 
-def halve(content: str, start: int, end: int) -> list[tuple[int, int]]:
-    """The span in two, cut at the sentence end nearest its middle (else the whitespace nearest
-    it, else the middle), within its middle half; the whitespace between the two in neither. The
-    span alone when it is at most ``MIN_SLICE_CHARS`` long: it is not cut smaller."""
-    if end - start <= MIN_SLICE_CHARS:
-        return [(start, end)]
-    middle, lo, hi = (start + end) // 2, start + (end - start) // 4, end - (end - start) // 4
-    near = [m.start() for m in _SENTENCE_END.finditer(content, lo, hi)]
-    near = near or [m.start() for m in _SPACE.finditer(content, lo, hi)]
-    cut = min(near, key=lambda i: abs(i - middle), default=middle)
-    left_end, right_start = cut, cut
-    while left_end > start + 1 and content[left_end - 1].isspace():
-        left_end -= 1
-    while right_start < end - 1 and content[right_start].isspace():
-        right_start += 1
-    return [(start, left_end), (right_start, end)]
-
-
-def piece(
-    content: str, max_chars: int, part: int, halves: Sequence[int] = ()
-) -> tuple[int, int] | None:
-    """The span of slice ``part`` (``spans``), halved in turn as ``halves`` says (0 the first
-    half, 1 the second; ``halve``); None for none such (beyond the last slice, or the second half
-    of a span too short to cut)."""
+def sliced(content: str, max_chars: int, part: int) -> str:
+    """Slice ``part`` (from 0) of the content, marked ``[…]`` where the message goes on; empty
+    for a part beyond its last."""
     cuts = spans(content, max_chars)
     if part >= len(cuts):
-        return None
-    span = cuts[part]
-    for h in halves:
-        two = halve(content, *span)
-        if h >= len(two):
-            return None
-        span = two[h]
-    return span
-
-
-def can_halve(content: str, max_chars: int, part: int, halves: Sequence[int] = ()) -> bool:
-    """Whether the piece is longer than a slice is cut to: its overflowing answer halves it."""
-    span = piece(content, max_chars, part, halves)
-    return span is not None and span[1] - span[0] > MIN_SLICE_CHARS
-
-
-def sliced(content: str, max_chars: int, part: int, halves: Sequence[int] = ()) -> str:
-    """Slice ``part`` (from 0) of the content, halved as ``halves`` says (``piece``), marked
-    ``[…]`` where the message goes on; empty for a part beyond its last."""
-    span = piece(content, max_chars, part, halves)
-    if span is None:
         return ""
-    start, end = span
-    before = f"{CUT} " if start > 0 else ""
-    after = f" {CUT}" if end < len(content) else ""
+    start, end = cuts[part]
+    before = f"{CUT} " if part > 0 else ""
+    after = f" {CUT}" if part < len(cuts) - 1 else ""
     return f"{before}{content[start:end]}{after}"
 
 
 def prompt_messages(
-    messages: Sequence[StoredMessage],
-    max_chars: int | None = None,
-    part: int | None = None,
-    halves: Sequence[int] = (),
+    messages: Sequence[StoredMessage], max_chars: int | None = None, part: int | None = None
 ) -> list[PromptMessage]:
     """The speaker id is a user message's user_id: what a user-scope memory is attributed to.
-    ``part``: the slice of a window's one message to show (``slice_count``), halved as
-    ``halves`` says (``piece``)."""
+    ``part``: the slice of a window's one oversized message to show (``slice_count``)."""
     return [
         PromptMessage(
             seq=m.seq,
@@ -159,8 +103,8 @@ def prompt_messages(
             name=speaker(m),
             content=shown(m.content, max_chars)
             if part is None or max_chars is None
-            else sliced(m.content, max_chars, part, halves),
-            created_at=in_offset(m.created_at, m.utc_offset_minutes),  # the speaker's clock
+            else sliced(m.content, max_chars, part),
+            created_at=m.created_at,
             user_id=m.user_id if m.role == "user" else None,
         )
         for m in messages

@@ -32,7 +32,6 @@ with workflow.unsafe.imports_passed_through():
     from activities.errors import CONFLICT, STALE_DECISION
     from activities.formation import FormationActivities
     from memory.models import ScopeKey
-    from memory.pipeline.slices import pass_id, passes
     from memory.pipeline.types import (
         DEGRADED,
         CandidatesResult,
@@ -180,32 +179,8 @@ class FormMemoriesWorkflow(FormationSteps):
         extracted = await self._extract_all(window, summary)
         summary.llm_calls += extracted.llm
         summary.facts_extracted += len(extracted.facts)
-        # More facts than one formation carries (a dense message, from DENSE_MESSAGES on): the
-        # first passes commit theirs and leave the cursor; the last, the window's own formation,
-        # reflects and moves it (memory/pipeline/slices.py says why).
-        groups = passes(extracted.facts, extracted.max_facts)
-        formed: list[str] = []
-        for n, group in enumerate(groups[:-1]):
-            part = window.model_copy(update={"formation_id": pass_id(window.formation_id, n)})
-            if not await self._pass(part, group, summary, mark, formed, last=False):
-                return
-            summary.passes += 1
-        await self._pass(window, groups[-1], summary, mark, formed, last=True)
-
-    async def _pass(
-        self,
-        window: Window,
-        new_facts: list[NewFact],
-        summary: FormationSummary,
-        mark: int,
-        formed: list[str],
-        *,
-        last: bool,
-    ) -> bool:
-        """Decide and commit one pass of the window's facts (the last: its reflections too, and
-        the cursor moved past it); ``formed``: the texts the passes before stored, extended by
-        this one's. False: the window is not to go on (formed meanwhile, or formed again)."""
-        reflections: ReflectionsResult | None = None if last else ReflectionsResult(reflections=[])
+        new_facts = extracted.facts
+        reflections: ReflectionsResult | None = None
         first = workflow.now()
         attempt = 0
         while True:
@@ -215,16 +190,16 @@ class FormMemoriesWorkflow(FormationSteps):
             decided = await self._decide(window, new_facts, candidates, summary)
             summary.llm_calls += decided.llm
             summary.embedding_calls += decided.embedding_calls
-            stored = [d.final_text for d in decided.decisions if d.final_text and d.event != "NONE"]
             if reflections is None:
-                extracted_reflections = await self._reflect_all(window, [*formed, *stored], summary)
+                formed = [
+                    d.final_text for d in decided.decisions if d.final_text and d.event != "NONE"
+                ]
+                extracted_reflections = await self._reflect_all(window, formed, summary)
                 summary.llm_calls += extracted_reflections.llm
                 reflections = extracted_reflections
             # Recorded in the store with the memories, where they outlast the run and its memo;
             # none: the arguments of older code (the same command, replayed or not).
             steps = summary.degraded[mark:]
-            # A pass before the last: the cursor stays where the window starts.
-            tail: list[Any] = [steps, window.after_seq] if not last else [steps] if steps else []
             try:
                 committed: CommitResult = await workflow.execute_activity_method(
                     FormationActivities.commit_formation,
@@ -234,7 +209,7 @@ class FormMemoriesWorkflow(FormationSteps):
                         decided.decisions,
                         reflections.reflections,
                         candidates,
-                        *tail,
+                        *([steps] if steps else []),
                     ],
                     **self._store,
                 )
@@ -248,7 +223,7 @@ class FormMemoriesWorkflow(FormationSteps):
                     workflow.logger.warning(
                         "cursor moved during formation", extra={"formation": window.formation_id}
                     )
-                    return False
+                    return
                 raise
             if committed.discarded_for_erasure and workflow.patched(AGAIN_AFTER_ERASURE):
                 # Nothing was written: the messages of this window that remain are formed again.
@@ -257,12 +232,9 @@ class FormMemoriesWorkflow(FormationSteps):
                     extra={"formation": window.formation_id},
                 )
                 self._form_again = True
-                return False
+                return
             summary.add_decisions(decided.decisions)
-            summary.add_commit(window.message_count if last else 0, committed)
-            formed += stored
-            if not last:
-                return True
+            summary.add_commit(window.message_count, committed)
             self._due_after = committed.due_after
             due = committed.due_for_consolidation
             if due and workflow.patched(SPLIT_WINDOWS):
@@ -273,7 +245,7 @@ class FormMemoriesWorkflow(FormationSteps):
                     args=[due, False],
                     **self._store,
                 )
-            return True
+            return
 
     async def _request_consolidation(self) -> None:
         """Ask the consolidator of every key the drain made due, once (each consolidates the whole

@@ -6,10 +6,6 @@ A message longer than the formation budget is read slice by slice (memory/pipeli
 why here, in the workflow): one extraction activity per slice, its index an argument, the slices'
 results merged before the dedup and the one commit. Runs recorded before SLICED_MESSAGES never
 loaded a window of more than one slice, and replay as they ran.
-
-A single message, or a slice of one, whose answer overflows its bound (WindowTooLarge from its
-activity, raised only while it can be cut smaller) is read again in halves, each its own
-activity, from DENSE_MESSAGES on; older runs passed it over, and replay so.
 """
 
 from __future__ import annotations
@@ -20,7 +16,7 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from activities.errors import SPLITS_WINDOW, UNUSABLE_OUTPUT, WINDOW_TOO_LARGE
+    from activities.errors import SPLITS_WINDOW, UNUSABLE_OUTPUT
     from activities.formation import FormationActivities
     from memory.pipeline.slices import merge_facts, merge_reflections
     from memory.pipeline.types import (
@@ -31,12 +27,7 @@ with workflow.unsafe.imports_passed_through():
         ReflectionsResult,
         Window,
     )
-    from workflows.form_versions import (
-        DEGRADED_FALLBACKS,
-        DENSE_MESSAGES,
-        SLICED_MESSAGES,
-        SPLIT_WINDOWS,
-    )
+    from workflows.form_versions import DEGRADED_FALLBACKS, SLICED_MESSAGES, SPLIT_WINDOWS
     from workflows.naming import DEGRADED_METRIC
     from workflows.summary import FormationSummary
 
@@ -61,18 +52,6 @@ def _degrades(err: ActivityError) -> bool:
     return error_type(err) in UNUSABLE_OUTPUT and workflow.patched(DEGRADED_FALLBACKS)
 
 
-def _halves(err: ActivityError) -> bool:
-    """A single message's piece whose answer overflowed, and that can be cut smaller: read its
-    halves (older runs passed it over)."""
-    return error_type(err) == WINDOW_TOO_LARGE and workflow.patched(DENSE_MESSAGES)
-
-
-def keeps_all() -> bool:
-    """Whether a window's facts beyond one formation's bound are committed in passes (older
-    runs cut them to it)."""
-    return workflow.patched(DENSE_MESSAGES)
-
-
 def _sliced(window: Window) -> bool:
     """Whether the window's steps read it slice by slice (a message longer than the budget)."""
     return window.slices > 1 and workflow.patched(SLICED_MESSAGES)
@@ -91,12 +70,10 @@ class FormationSteps:
         step: str,
         err: Exception,
         part: int | None = None,
-        halves: tuple[int, ...] = (),
     ) -> None:
         reason = str(err.cause) if isinstance(err, ActivityError) and err.cause else str(err)
         if part is not None:
-            halved = "".join(f", half {h + 1}" for h in halves)
-            reason = f"slice {part + 1} of {window.slices}{halved}: {reason}"
+            reason = f"slice {part + 1} of {window.slices}: {reason}"
         summary.add_degraded(window.after_seq, window.upto_seq, step, reason)
         workflow.logger.warning(
             "model output unusable after retries: fallback taken",
@@ -113,35 +90,12 @@ class FormationSteps:
         step: str,
         err: ActivityError,
         part: int | None = None,
-        halves: tuple[int, ...] = (),
     ) -> None:
-        """One message (or one slice of it, or a half of one) that no retry could extract, or
-        too short to halve whose answer still overflows: formed without this step's memories,
-        recorded where operators look (summary, memo, metric, outcome; `mnemos degraded`, whose
-        re-form reads every slice of the message again)."""
-        self._degraded(summary, window, step, err, part, halves)
+        """One message (or one slice of it) that no retry could extract: formed without this
+        step's memories, recorded where operators look (summary, memo, metric, outcome; `mnemos
+        degraded`, whose re-form reads every slice of the message again)."""
+        self._degraded(summary, window, step, err, part)
         summary.passed_over += 1
-
-    def _halving(
-        self,
-        window: Window,
-        summary: FormationSummary,
-        step: str,
-        err: ActivityError,
-        part: int | None,
-        halves: tuple[int, ...],
-    ) -> None:
-        summary.halved += 1
-        workflow.logger.info(
-            "a dense piece of a message is read in halves: its answer overflowed",
-            extra={
-                "step": step,
-                "slice": part or 0,
-                "halves": list(halves),
-                "reason": str(err.cause or err)[:300],
-                "formation": window.formation_id,
-            },
-        )
 
     def _split(self, window: Window, step: str, err: ActivityError) -> Split:
         workflow.logger.info(
@@ -166,21 +120,12 @@ class FormationSteps:
             extra={"slices": window.slices, "formation": window.formation_id},
         )
         parts = [await self._extract(window, summary, part) for part in range(window.slices)]
-        every = merge_facts(parts, keep_all=True)
-        bound = every.max_facts
-        if bound is not None and len(every.facts) > bound and not keeps_all():
-            return merge_facts(parts)  # as older runs: one of each slice in turn, to the bound
-        return every
+        return merge_facts(parts)
 
     async def _extract(
-        self,
-        window: Window,
-        summary: FormationSummary,
-        part: int | None = None,
-        halves: tuple[int, ...] = (),
+        self, window: Window, summary: FormationSummary, part: int | None = None
     ) -> ExtractedFactsResult:
-        """A window too large for one answer is split; a single message's piece read again in
-        halves, or passed over when it cannot be cut smaller (or no retry can extract it).
+        """A window too large for one answer is split; a single message (or slice) passed over.
         Histories of older runs took the fallback: no facts from the whole window."""
         try:
             if part is None:
@@ -188,26 +133,17 @@ class FormationSteps:
                     FormationActivities.extract_facts, window, **self._llm
                 )
             return await workflow.execute_activity_method(
-                FormationActivities.extract_facts,
-                args=[window, part, *([list(halves)] if halves else [])],
-                **self._llm,
+                FormationActivities.extract_facts, args=[window, part], **self._llm
             )
         except ActivityError as err:
             if _splits(err):
                 if window.message_count > 1 and part is None:
                     raise self._split(window, "extract_facts", err) from err
-                if _halves(err):
-                    self._halving(window, summary, "extract_facts", err, part, halves)
-                    pieces = [
-                        await self._extract(window, summary, part or 0, (*halves, h))
-                        for h in (0, 1)
-                    ]
-                    return merge_facts(pieces, keep_all=True)
-                self._passed_over(summary, window, "extract_facts", err, part, halves)
+                self._passed_over(summary, window, "extract_facts", err, part)
                 return ExtractedFactsResult(facts=[])
             if not _degrades(err):
                 raise
-            self._degraded(summary, window, "extract_facts", err, part, halves)
+            self._degraded(summary, window, "extract_facts", err, part)
             return ExtractedFactsResult(facts=[])
 
     async def _decide(
@@ -252,13 +188,10 @@ class FormationSteps:
         formed: list[str],
         summary: FormationSummary,
         part: int | None = None,
-        halves: tuple[int, ...] = (),
     ) -> ReflectionsResult:
-        """As _extract: split, read in halves, or a single message (or slice) passed over (older
-        runs: no reflections from the whole window, its facts still formed)."""
+        """As _extract: split, or a single message (or slice) passed over (older runs: no
+        reflections from the whole window, its facts still formed)."""
         args: list[Any] = [window, formed] if part is None else [window, formed, part]
-        if halves:
-            args.append(list(halves))
         try:
             return await workflow.execute_activity_method(
                 FormationActivities.extract_reflections, args=args, **self._llm
@@ -267,16 +200,9 @@ class FormationSteps:
             if _splits(err):
                 if window.message_count > 1 and part is None:
                     raise self._split(window, "extract_reflections", err) from err
-                if _halves(err):
-                    self._halving(window, summary, "extract_reflections", err, part, halves)
-                    pieces = [
-                        await self._reflect(window, formed, summary, part or 0, (*halves, h))
-                        for h in (0, 1)
-                    ]
-                    return merge_reflections(pieces)
-                self._passed_over(summary, window, "extract_reflections", err, part, halves)
+                self._passed_over(summary, window, "extract_reflections", err, part)
                 return ReflectionsResult(reflections=[])
             if not _degrades(err):
                 raise
-            self._degraded(summary, window, "extract_reflections", err, part, halves)
+            self._degraded(summary, window, "extract_reflections", err, part)
             return ReflectionsResult(reflections=[])

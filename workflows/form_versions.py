@@ -32,9 +32,3 @@ CAN_KEEPS_FORCE = "can-keeps-force"
 # (memory/pipeline/slices.py). Older runs showed the model its first slice, cut with a marker, and
 # never loaded a window of more than one slice.
 SLICED_MESSAGES = "sliced-messages"
-# From it on, a single message (or one slice of one) whose extraction's answer overflows its bound
-# is read again in halves, each its own activity, down to about a sentence, instead of passed over;
-# and a window's facts beyond one formation's bound are committed in passes before the one that
-# moves the cursor, instead of cut to it (memory/pipeline/slices.py). Older runs passed such a
-# message over, and kept a sliced message's first facts, one of each slice in turn.
-DENSE_MESSAGES = "dense-messages"

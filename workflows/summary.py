@@ -52,16 +52,6 @@ class FormationSummary(BaseModel):
         0, description="Messages longer than the formation budget, each read in slices"
     )
     slices_read: int = Field(0, description="The slices those were read in, one extraction each")
-    halved: int = Field(
-        0,
-        description="Single messages, or slices or halves of one, read again in halves: their "
-        "extraction's answer overflowed its bound (memory/pipeline/slices.py)",
-    )
-    passes: int = Field(
-        0,
-        description="Commits of a window's facts beyond one formation's bound, before the one "
-        "that moved the cursor past it (counted in formations too)",
-    )
 
     def add_degraded(self, after_seq: int, upto_seq: int, step: str, reason: str) -> None:
         self.degraded.append(
@@ -110,8 +100,6 @@ class FormationSummary(BaseModel):
                     if self.sliced_messages
                     else ""
                 )
-                + (f"; {self.halved} dense piece(s) read in halves" if self.halved else "")
-                + (f"; {self.passes} extra pass(es) of facts" if self.passes else "")
                 + self._degraded_note()
             ),
             "formations": self.formations,
@@ -143,8 +131,6 @@ class FormationSummary(BaseModel):
         refused = {"decisions_refused": self.decisions_refused} if self.decisions_refused else {}
         if self.sliced_messages:
             refused |= {"sliced_messages": self.sliced_messages, "slices_read": self.slices_read}
-        if self.halved or self.passes:
-            refused |= {"halved": self.halved, "passes": self.passes}
         # A long backlog could degrade window by window.
         recent = self.degraded[-_MEMO_DEGRADED:]
         return refused | ({"degraded": [d.model_dump() for d in recent]} if recent else {})

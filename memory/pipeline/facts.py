@@ -2,22 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 
 from memory import ids, transcript
 from memory.dates import resolve_relative_dates
 from memory.deps import Deps
 from memory.embedding.base import Embedder
-from memory.errors import MalformedOutputError, WindowTooLargeError
+from memory.errors import WindowTooLargeError
 from memory.ids import content_hash
 from memory.llm import choose_model
 from memory.llm.base import FIRST, LLMRequest, Retry
 from memory.models import StoredMessage
 from memory.pipeline.echoes import echoes_instructions
 from memory.pipeline.embed_cache import embed_cached
-from memory.pipeline.slices import merge_facts, overflowed, read_halving
+from memory.pipeline.slices import merge_facts
 from memory.pipeline.sources import any_cited, cited
 from memory.pipeline.types import (
     CandidatesResult,
@@ -34,54 +32,27 @@ from memory.scopes import as_owned, dedup_filter, place_fact, sole_speaker
 from memory.settings import FactSettings
 from memory.store.base import Vector
 
-_NONE = ExtractedFactsResult(facts=[])
-
 
 async def extract_facts(
-    deps: Deps,
-    window: Window,
-    retry: Retry = FIRST,
-    part: int | None = None,
-    halves: Sequence[int] = (),
-    *,
-    reslice: bool = True,
+    deps: Deps, window: Window, retry: Retry = FIRST, part: int | None = None
 ) -> ExtractedFactsResult:
-    """The window's new facts; ``part``: those of one slice of its one message, halved as
-    ``halves`` says, WindowTooLargeError when its answer overflows and it can be halved again
-    (memory/pipeline/slices.py). None: a window of several messages in one answer; one message
-    every slice in turn, merged, each read again in halves while its answer overflows (unless
-    not ``reslice``: FormMemories reads each half as its own activity, on that error)."""
+    """The window's new facts; ``part``: those of one slice of its one oversized message (None:
+    every slice in turn, merged; memory/pipeline/slices.py)."""
     if not window.fact_scopes:
         return ExtractedFactsResult(facts=[])
     messages = await window_messages(deps, window)
     if not messages:
         # Nothing left to read (a forget deleted the messages, or withheld them from this
         # agent): no model call, which could only answer from its instructions.
-        return _NONE
-    max_chars = deps.settings.formation.max_chars_per_run
-    if len(messages) != 1:  # a part of one whose message is no longer the agent's to form: none
-        return await _extract(deps, window, messages, retry, None, ()) if not part else _NONE
-    if part is not None:
-        return await _extract(deps, window, messages, retry, part, halves)
-    count = transcript.slice_count(messages, max_chars)
-    if not reslice:
-        if count == 1:
-            return await _extract(deps, window, messages, retry, 0, ())
+        return ExtractedFactsResult(facts=[])
+    count = transcript.slice_count(messages, deps.settings.formation.max_chars_per_run)
+    if part is None and count > 1:
         return merge_facts(
-            [await _extract(deps, window, messages, retry, n, ()) for n in range(count)]
+            [await _extract(deps, window, messages, retry, n, count) for n in range(count)]
         )
-    content = messages[0].content
-    return merge_facts(
-        [
-            leaf
-            for n in range(count)
-            for leaf in await read_halving(
-                lambda n, halves: _extract(deps, window, messages, retry, n, halves),
-                lambda n, halves: transcript.can_halve(content, max_chars, n, halves),
-                n,
-            )
-        ]
-    )
+    if part is not None and part >= count:  # none such (the budget changed since the load)
+        return ExtractedFactsResult(facts=[])
+    return await _extract(deps, window, messages, retry, part, count)
 
 
 async def _extract(
@@ -90,48 +61,31 @@ async def _extract(
     messages: list[StoredMessage],
     retry: Retry,
     part: int | None,
-    halves: Sequence[int],
+    count: int,
 ) -> ExtractedFactsResult:
-    """``part``: a piece of the window's one message (None: the window in one answer)."""
     agent = await window_agent(deps, window)
     cfg = deps.settings.facts
-    max_chars = deps.settings.formation.max_chars_per_run
-    if part is not None and transcript.piece(messages[0].content, max_chars, part, halves) is None:
-        return _NONE  # none such (the budget changed since the load)
+    sliced = part if count > 1 else None
     request = LLMRequest.of(
         ExtractFactsInput(
             agent=agent,
-            messages=transcript.prompt_messages(messages, max_chars, part, halves),
+            messages=transcript.prompt_messages(
+                messages, deps.settings.formation.max_chars_per_run, sliced
+            ),
             max_words=cfg.max_words,
         ),
         model=choose_model(deps.settings, deps.llm.name, "fast", agent.tier),
         temperature=deps.settings.models.temperature,
         retry=retry,
     )
+    result = await deps.llm.generate_structured(request, ExtractedFacts)
     bound = min(MAX_ITEMS, cfg.max_per_formation)
-    # A piece that can be cut smaller is, when its answer overflows (slices.py); a window of
-    # several messages is split.
-    halvable = part is not None and transcript.can_halve(
-        messages[0].content, max_chars, part, halves
-    )
-    try:
-        result = await deps.llm.generate_structured(request, ExtractedFacts)
-    except MalformedOutputError as e:
-        if halvable and overflowed(e):
-            raise WindowTooLargeError(
-                f"extract_facts answered more facts than its bound of {bound} for "
-                f"{_piece_name(part, halves)}: it is read in halves"
-            ) from e
-        raise
+    # A slice is one message's, as a window of one is: its full answer is kept (slices.py).
     full = answer_is_full(deps, len(result.value.facts), bound)
-    if full and ((window.message_count > 1 and part is None) or halvable):
+    if window.message_count > 1 and sliced is None and full:
         raise WindowTooLargeError(
-            f"extract_facts answered {len(result.value.facts)} facts for "
-            + (
-                f"{window.message_count} messages, its bound is {bound}: the window is split"
-                if part is None
-                else f"{_piece_name(part, halves)}, its bound is {bound}: it is read in halves"
-            )
+            f"extract_facts answered {len(result.value.facts)} facts for {window.message_count} "
+            f"messages, its bound is {bound}: the window is split"
         )
     kept: list[NewFact] = []
     seen: set[str] = set()
@@ -172,14 +126,8 @@ async def _extract(
         facts=kept,
         llm=[llm_call(request, result.usage)],
         dropped=len(result.value.facts) - len(kept),
-        max_facts=cfg.max_per_formation if part is not None else None,
+        max_facts=cfg.max_per_formation if sliced is not None else None,
     )
-
-
-def _piece_name(part: int | None, halves: Sequence[int]) -> str:
-    """The piece of a message an answer was for, as an error names it."""
-    halved = "".join(f", half {h + 1}" for h in halves)
-    return f"slice {(part or 0) + 1}{halved} of its message"
 
 
 def dedup_gate(cfg: FactSettings, embedder: Embedder) -> float:

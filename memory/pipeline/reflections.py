@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from memory import transcript
 from memory.dates import resolve_relative_dates
 from memory.deps import Deps
-from memory.errors import MalformedOutputError, WindowTooLargeError
+from memory.errors import WindowTooLargeError
 from memory.ids import content_hash
 from memory.llm import choose_model
 from memory.llm.base import FIRST, LLMRequest, Retry
 from memory.models import StoredMessage
 from memory.pipeline.echoes import echoes_instructions
-from memory.pipeline.slices import merge_reflections, overflowed, read_halving
+from memory.pipeline.slices import merge_reflections
 from memory.pipeline.sources import any_cited, cited
 from memory.pipeline.types import NewReflection, ReflectionsResult, Window
 from memory.pipeline.usage import llm_call
@@ -51,44 +49,22 @@ async def extract_reflections(
     new_facts: list[str],
     retry: Retry = FIRST,
     part: int | None = None,
-    halves: Sequence[int] = (),
-    *,
-    reslice: bool = True,
 ) -> ReflectionsResult:
-    """The window's reflections; ``part`` and ``reslice``: as facts.extract_facts' (a piece of
-    the window's one message, read again in halves while its answer overflows a scope's bound;
-    memory/pipeline/slices.py)."""
+    """The window's reflections; ``part``: those of one slice of its one oversized message (None:
+    every slice in turn, merged; memory/pipeline/slices.py)."""
     messages = await window_messages(deps, window)
     if not messages:
         # As facts.extract_facts: with no message, reflections could only be made up from the
         # current blobs.
         return ReflectionsResult(reflections=[])
-    max_chars = deps.settings.formation.max_chars_per_run
-    if len(messages) != 1:  # a part of one whose message is no longer the agent's to form: none
-        if part:
-            return ReflectionsResult(reflections=[])
-        return await _reflect(deps, window, messages, new_facts, retry, None, ())
-    if part is not None:
-        return await _reflect(deps, window, messages, new_facts, retry, part, halves)
-    count = transcript.slice_count(messages, max_chars)
-    if not reslice:
-        if count == 1:
-            return await _reflect(deps, window, messages, new_facts, retry, 0, ())
+    count = transcript.slice_count(messages, deps.settings.formation.max_chars_per_run)
+    if part is None and count > 1:
         return merge_reflections(
-            [await _reflect(deps, window, messages, new_facts, retry, n, ()) for n in range(count)]
+            [await _reflect(deps, window, messages, new_facts, retry, n) for n in range(count)]
         )
-    content = messages[0].content
-    return merge_reflections(
-        [
-            leaf
-            for n in range(count)
-            for leaf in await read_halving(
-                lambda n, halves: _reflect(deps, window, messages, new_facts, retry, n, halves),
-                lambda n, halves: transcript.can_halve(content, max_chars, n, halves),
-                n,
-            )
-        ]
-    )
+    if part is not None and part >= count:  # none such (the budget changed since the load)
+        return ReflectionsResult(reflections=[])
+    return await _reflect(deps, window, messages, new_facts, retry, part if count > 1 else None)
 
 
 async def _reflect(
@@ -98,18 +74,15 @@ async def _reflect(
     new_facts: list[str],
     retry: Retry,
     part: int | None,
-    halves: Sequence[int],
 ) -> ReflectionsResult:
-    """``part``: a piece of the window's one message (None: the window in one answer)."""
     agent = await window_agent(deps, window)
     max_words = deps.settings.reflections.max_words
-    max_chars = deps.settings.formation.max_chars_per_run
-    if part is not None and transcript.piece(messages[0].content, max_chars, part, halves) is None:
-        return ReflectionsResult(reflections=[])  # none such (the budget changed since the load)
     request = LLMRequest.of(
         ExtractReflectionsInput(
             agent=agent,
-            messages=transcript.prompt_messages(messages, max_chars, part, halves),
+            messages=transcript.prompt_messages(
+                messages, deps.settings.formation.max_chars_per_run, part
+            ),
             scopes=window.reflection_scopes,
             current=await current_memory(deps, window),
             new_facts=new_facts,
@@ -119,19 +92,7 @@ async def _reflect(
         temperature=deps.settings.models.temperature,
         retry=retry,
     )
-    # A piece that can be cut smaller is, when its answer overflows (slices.py).
-    halvable = part is not None and transcript.can_halve(
-        messages[0].content, max_chars, part, halves
-    )
-    try:
-        result = await deps.llm.generate_structured(request, ExtractedReflections)
-    except MalformedOutputError as e:
-        if halvable and overflowed(e):
-            raise WindowTooLargeError(
-                f"extract_reflections answered more reflections of one scope than its bound of "
-                f"{MAX_REFLECTIONS} for a piece of its message: it is read in halves"
-            ) from e
-        raise
+    result = await deps.llm.generate_structured(request, ExtractedReflections)
     out = result.value
     by_scope: list[tuple[Scope, list[ExtractedReflection]]] = [
         ("agent", out.agent_reflections),
@@ -139,10 +100,9 @@ async def _reflect(
         ("session", out.session_reflections),
     ]
     fullest = max(len(items) for _, items in by_scope)
-    # A piece of one message is halved only when its answer overflowed (above), not when it is
-    # full: eight reflections of a scope are an ordinary answer for a long message, and halving
-    # on every full answer would cost up to two calls per 200 characters of it.
-    if window.message_count > 1 and part is None and answer_is_full(deps, fullest, MAX_REFLECTIONS):
+    # A slice is one message's, as a window of one is: its full answer is kept (slices.py).
+    full = answer_is_full(deps, fullest, MAX_REFLECTIONS)
+    if window.message_count > 1 and part is None and full:
         raise WindowTooLargeError(
             f"extract_reflections answered {fullest} reflections of one scope for "
             f"{window.message_count} messages, its bound is {MAX_REFLECTIONS}: the window is split"

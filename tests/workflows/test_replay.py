@@ -24,9 +24,7 @@ from worker import WORKFLOWS
 # meanwhile in one of them; outage/: a ConsolidateScope whose draft failed on a provider outage,
 # before OUTAGE_WAIT (the run failed) and from it on (it waited and consolidated); conflicts/: a
 # ConsolidateScope whose five drafts each met a person's edit, before CONFLICT_BACKOFF (the fifth
-# failed the run) and from it on (it waited, drafted again and consolidated); sliced/: a message
-# longer than the budget read in slices (record_sliced.py); dense/: a message whose answer filled
-# its bound, read in halves, its facts committed in two passes (record_dense.py) (subfolders, so
+# failed the run) and from it on (it waited, drafted again and consolidated) (subfolders, so
 # that the CLI's replay test of the top folder keeps its own count).
 HISTORIES = sorted((Path(__file__).parent.parent / "histories").glob("**/*.json"))
 

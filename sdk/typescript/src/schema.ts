@@ -905,18 +905,6 @@ export interface components {
              * @default 0
              */
             slices_read: number;
-            /**
-             * Halved
-             * @description Single messages, or slices or halves of one, read again in halves: their extraction's answer overflowed its bound (memory/pipeline/slices.py)
-             * @default 0
-             */
-            halved: number;
-            /**
-             * Passes
-             * @description Commits of a window's facts beyond one formation's bound, before the one that moved the cursor past it (counted in formations too)
-             * @default 0
-             */
-            passes: number;
         };
         /** FormationTrigger */
         FormationTrigger: {
