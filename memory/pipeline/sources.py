@@ -25,16 +25,12 @@ from memory.store.rules.text import stem, tokenize
 class Sources:
     message_ids: tuple[str, ...]  # () for an item that cited nothing and matched no message
     said_at: datetime  # the latest cited message's time (UTC): when the item was complete
-    repaired: bool = False
     # What its relative dates are resolved against, on its speaker's clock (the UTC offset the
     # message was sent with, memory.dates.in_offset; UTC for one stored without): the first
     # cited message that says one ("tomorrow" said on Monday, cited with Tuesday's "booked!", is
-    # Tuesday), else the latest cited message. The instant is the message's.
-    dated_at: datetime | None = None
-
-    @property
-    def dates_from(self) -> datetime:
-        return self.dated_at or self.said_at
+    # Monday's), else the latest cited message. The instant is the message's.
+    dates_from: datetime
+    repaired: bool = False
 
 
 def _local(message: StoredMessage) -> datetime:
@@ -47,8 +43,8 @@ def _of(messages: Sequence[StoredMessage], repaired: bool = False) -> Sources:
     return Sources(
         message_ids=tuple(m.message_id for m in messages),
         said_at=latest.created_at,
+        dates_from=_local(min(relative, key=lambda m: m.created_at) if relative else latest),
         repaired=repaired,
-        dated_at=_local(min(relative, key=lambda m: m.created_at) if relative else latest),
     )
 
 
@@ -75,7 +71,7 @@ def cited(
         return None
     latest = max(messages, key=lambda m: m.created_at)
     return Sources(
-        message_ids=(), said_at=latest.created_at, repaired=True, dated_at=_local(latest)
+        message_ids=(), said_at=latest.created_at, dates_from=_local(latest), repaired=True
     )
 
 
