@@ -18,6 +18,7 @@ from client.management import MemoryManager
 from memory.embedding import make_embedder
 from memory.errors import InvalidInputError, NotFoundError
 from memory.models import SET_ASIDE, ConsolidatedMemory, Fact, FactFilter, Reflection, ScopeKey
+from memory.said import said_time
 from memory.settings import Settings
 
 facts = typer.Typer(help="List, show, correct and delete facts.", no_args_is_help=True)
@@ -116,7 +117,7 @@ def _history_text(f: Fact) -> str:
         f"formed {f.formed_at:%Y-%m-%d %H:%M} from session {f.source_session_id}",
     ]
     if f.said_at:
-        lines.append(f"said {f.said_at:%Y-%m-%d %H:%M}")
+        lines.append(f"said {said_time(f.said_at, f.said_utc_offset_minutes)}")
     if f.source_message_ids:
         by = f" (formation {f.formation_id})" if f.formation_id else ""
         lines.append(f"from messages {', '.join(f.source_message_ids)}{by}")

@@ -14,13 +14,14 @@ from collections.abc import Callable, Collection, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, TypeAdapter
+from pydantic import TypeAdapter
 from temporalio.client import Client, WorkflowHandle
 from temporalio.service import RPCError
 
 from client import tools
 from client.management import MemoryManager, MemoryStats, ScopeConsolidationStatus
 from client.metrics import ClientMetrics, client_meter
+from client.results import ForgetResult, FormationTrigger, SessionEnd
 from memory import tracing
 from memory.context_cache import ContextCache
 from memory.embedding import make_embedder
@@ -34,31 +35,15 @@ from memory.rag import search_facts
 from memory.search_results import SearchResult
 from memory.settings import Settings, get_settings
 from memory.store import MemoryStore, open_store
-from memory.store.counts import ForgetCounts
 from memory.triggers import HeldTriggers, formation_due
 from runtime.connection import connect
 from runtime.erasure import delete_user_executions
 from runtime.starts import start_formation, start_session_end
 from workflows.naming import formation_workflow_id
-from workflows.summary import FormationSummary, SessionEndSummary
+from workflows.summary import FormationSummary
 
 _ID = TypeAdapter(Id)
 _MESSAGES = TypeAdapter(list[MessageIn])
-
-
-class FormationTrigger(BaseModel):
-    started: bool
-    workflow_id: str | None = None
-    reason: str
-    deferred: bool = Field(
-        False,
-        description="Due, but Temporal did not answer in time: the messages are stored and the "
-        "next trigger or the cold-sessions job forms them",
-    )
-
-
-# What ending a session formed and consolidated (the EndSession workflow's result).
-SessionEnd = SessionEndSummary
 
 
 def _check_id(name: str, value: str) -> str:
@@ -68,11 +53,6 @@ def _check_id(name: str, value: str) -> str:
         raise InvalidInputError(
             f"{name} {value!r} is not a valid id (letters, digits, _ . -; ≤ 128)"
         ) from e
-
-
-class ForgetResult(BaseModel):
-    agents: list[ForgetCounts]
-    workflow_executions_deleted: int | None  # None: no search attributes to find them by
 
 
 def _utc_now() -> datetime:

@@ -128,7 +128,9 @@ def render(result: SearchResult) -> str:
     if not result.hits:
         return "No matching facts in long-term memory."
     return "\n".join(
-        f"- [{h.scope}] {one_line(h.content)} ({when_said(h.said_at, h.age)})" for h in result.hits
+        f"- [{h.scope}] {one_line(h.content)} "
+        f"({when_said(h.said_at, h.age, h.said_utc_offset_minutes)})"
+        for h in result.hits
     )
 
 

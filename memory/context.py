@@ -33,6 +33,7 @@ from xml.sax.saxutils import escape
 
 from memory.dates import format_day
 from memory.models import AgentConfig, ConsolidatedMemory, Fact, Reflection, ScopeKey, SessionInfo
+from memory.said import local
 from memory.scopes import VisibleScopes, visible_scopes
 from memory.settings import Settings
 from memory.store.base import MemoryStore
@@ -70,19 +71,22 @@ def age_suffix(then: datetime, now: datetime) -> str:
     return f"{int(seconds // 86400)}d ago"
 
 
-def when_said(said_at: datetime | None, age: str) -> str:
+def when_said(said_at: datetime | None, age: str, utc_offset_minutes: int | None = None) -> str:
     """What a fact's line says about its time, for the context and search_facts alike: the day it
-    was said and how long ago ("said 8 May 2023, 3d ago"; the day in UTC, the format of
-    memory.dates), or the age alone for a fact that records no said_at (stores older than it)."""
+    was said and how long ago ("said 8 May 2023, 3d ago"; the format of memory.dates), or the age
+    alone for a fact that records no said_at (stores older than it). The day is the speaker's,
+    on the clock ``utc_offset_minutes`` from UTC (UTC for None): the day the fact's relative dates
+    were counted from, so "flying on 8 May" said at 22:30 -05:00 on the 7th says "said 7 May"."""
     if said_at is None:
         return age
-    return f"said {format_day(said_at.date())}, {age}"
+    return f"said {format_day(local(said_at, utc_offset_minutes).date())}, {age}"
 
 
 def _fact_time(fact: Fact, now: datetime) -> str:
     """A fact's time as its line shows it: "said 8 May 2023, 3d ago" (the age counts from when it
     was said), or "3d ago" since it was stored when it records no said_at."""
-    return when_said(fact.said_at, age_suffix(fact.said_at or fact.updated_at, now))
+    age = age_suffix(fact.said_at or fact.updated_at, now)
+    return when_said(fact.said_at, age, fact.said_utc_offset_minutes)
 
 
 async def _scope_part(

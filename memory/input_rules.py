@@ -99,3 +99,23 @@ def misdated(created_at: datetime, now: datetime) -> str | None:
             f"{now.isoformat(timespec='seconds')}"
         )
     return None
+
+
+# The validators of MessageIn's content and name (memory.models).
+def _no_control(text: str, what: str) -> str:
+    if (bad := CONTROL_CHARACTER.search(text)) is not None:
+        raise ValueError(
+            f"{what} holds control character U+{ord(bad.group()):04X} at offset {bad.start()} "
+            "(only tab, newline and carriage return are allowed)"
+        )
+    return text
+
+
+def readable_content(content: str) -> str:
+    if VISIBLE_CHARACTER.search(content) is None:
+        raise ValueError("content is empty: only whitespace or invisible characters")
+    return _no_control(content, "content")
+
+
+def plain_name(name: str) -> str:
+    return _no_control(name, "name")

@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BeforeValidator, StringConstraints
+from pydantic import AfterValidator, BeforeValidator, Field, StringConstraints
 
 from memory.input_rules import not_a_number
 
@@ -25,6 +25,8 @@ def _utc(value: datetime) -> datetime:
 
 
 UtcDatetime = Annotated[datetime, AfterValidator(_utc)]
+# A clock's offset from UTC in minutes, as a datetime can hold it (strictly within a day).
+UtcOffsetMinutes = Annotated[int, Field(ge=-1439, le=1439)]
 
 
 # A timestamp that comes in: what the schema says (a date-time string), or a datetime in Python.

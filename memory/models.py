@@ -8,18 +8,19 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool
 
 from memory.degraded import DegradedWindow
 from memory.input_rules import (
-    CONTROL_CHARACTER,
     NO_CONTROL,
     READABLE,
-    VISIBLE_CHARACTER,
     StorableStr,
     WholeInt,
+    plain_name,
+    readable_content,
 )
 from memory.model_types import FactScope as FactScope
 from memory.model_types import Id as Id
 from memory.model_types import InputDatetime as InputDatetime
 from memory.model_types import Role as Role
 from memory.model_types import UtcDatetime as UtcDatetime
+from memory.model_types import UtcOffsetMinutes
 from memory.settings import Scope
 
 
@@ -44,25 +45,6 @@ class AgentConfig(_Model):
     tier: WholeInt = Field(0, ge=0, le=10, description="0 = standard models, ≥1 = premium models")
 
 
-def _no_control(text: str, what: str) -> str:
-    if (bad := CONTROL_CHARACTER.search(text)) is not None:
-        raise ValueError(
-            f"{what} holds control character U+{ord(bad.group()):04X} at offset {bad.start()} "
-            "(only tab, newline and carriage return are allowed)"
-        )
-    return text
-
-
-def _readable(content: str) -> str:
-    if VISIBLE_CHARACTER.search(content) is None:
-        raise ValueError("content is empty: only whitespace or invisible characters")
-    return _no_control(content, "content")
-
-
-def _name(name: str) -> str:
-    return _no_control(name, "name")
-
-
 class MessageIn(_Model):
     """One conversation message as the backend records it. ``message_id`` makes recording idempotent.
 
@@ -72,12 +54,14 @@ class MessageIn(_Model):
 
     message_id: Id
     role: Role
-    content: Annotated[StorableStr, AfterValidator(_readable)] = Field(
+    content: Annotated[StorableStr, AfterValidator(readable_content)] = Field(
         min_length=1, max_length=100_000, json_schema_extra={"pattern": READABLE}
     )
     created_at: InputDatetime
-    user_id: Id | None = Field(None, description="The user who wrote it (role user)")
-    name: Annotated[StorableStr, AfterValidator(_name)] | None = Field(
+    user_id: Id | None = Field(
+        None, description="Who said it (role user, other) or, on another role, whom it is for"
+    )
+    name: Annotated[StorableStr, AfterValidator(plain_name)] | None = Field(
         None,
         max_length=200,
         description="Display name of the speaker",
@@ -97,7 +81,7 @@ class StoredMessage(_Model):
     agent_id: Id | None = Field(None, description="The agent that recorded it")
     # The offset from UTC created_at was sent with, the speaker's clock (memory.dates.in_offset):
     # "tomorrow" is counted in its calendar. None for messages stored before it was kept: UTC.
-    utc_offset_minutes: int | None = Field(None, ge=-1439, le=1439)
+    utc_offset_minutes: UtcOffsetMinutes | None = None
 
 
 class SessionInfo(_Model):
@@ -107,12 +91,10 @@ class SessionInfo(_Model):
     created_at: UtcDatetime
     last_message_at: UtcDatetime | None = None
     ended_at: UtcDatetime | None = None
-    # In one agent's view (user_ids: those who spoke to it), every user of the session,
-    # whichever agent they spoke to: the group-chat rule counts them all, since they may read
-    # what this agent answers there.
+    # In one agent's view (user_ids: its participants, memory/speakers.py), every user of the
+    # session: the group-chat rule counts them all, since they may read what this agent answers.
     session_user_ids: tuple[Id, ...] = ()
-    # A guest spoke in the session: a message with role "user" and no user id (a visitor of a
-    # public chat), whichever agent recorded it. The session's, in every view of it.
+    # A guest (role "user", no user id) spoke in the session, to any agent: in every view of it.
     has_guests: bool = False
 
     @property
@@ -221,6 +203,7 @@ class FactRevision(_Model):
     source_message_ids: SourceIds = ()
     formation_id: str | None = None
     said_at: UtcDatetime | None = None
+    said_utc_offset_minutes: UtcOffsetMinutes | None = None  # its speaker's clock, as Fact's
 
 
 class Fact(_Model):
@@ -240,6 +223,9 @@ class Fact(_Model):
     formation_id: str | None = Field(None, description="The formation that wrote this version")
     said_at: UtcDatetime | None = Field(
         None, description="When it was said: the time of its latest source message"
+    )
+    said_utc_offset_minutes: UtcOffsetMinutes | None = Field(
+        None, description="That message's UTC offset: the day said is shown on it (None: UTC)"
     )
     formed_at: UtcDatetime
     updated_at: UtcDatetime

@@ -246,6 +246,7 @@ async def search_facts(
             bm25=evidence["text"].get(f.hit.fact.fact_id),
             updated_at=f.hit.fact.updated_at,
             said_at=f.hit.fact.said_at,
+            said_utc_offset_minutes=f.hit.fact.said_utc_offset_minutes,
             source_session_id=f.hit.fact.source_session_id,
             source_message_ids=tuple(f.hit.fact.source_message_ids),
         )

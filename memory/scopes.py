@@ -38,6 +38,7 @@ from memory.models import (
 )
 from memory.privacy import private_detail
 from memory.settings import Scope
+from memory.speakers import said_by
 
 
 def single_user(session: SessionInfo) -> str | None:
@@ -65,9 +66,10 @@ def formable_scopes(
 
 
 def sole_speaker(messages: Sequence[StoredMessage], window_user: str | None) -> str | None:
-    """The user every user message of the window came from, when that is the window's user and
-    no message is anonymous: then an item whose speaker the model left out can only be theirs."""
-    users = {m.user_id for m in messages if m.role == "user"}
+    """The user every user message of the window came from (and every message of role "other"
+    carrying a user id: memory/speakers.py), when that is the window's user and no user message
+    is anonymous: then an item whose speaker the model left out can only be theirs."""
+    users = {said_by(m) for m in messages if m.role == "user" or said_by(m) is not None}
     return window_user if window_user is not None and users == {window_user} else None
 
 
@@ -77,8 +79,8 @@ def users_named(text: str, messages: Sequence[StoredMessage]) -> frozenset[str]:
     is also a word ("Will") claims the sentences using it: for agent memory, the safe side."""
     labels: dict[str, set[str]] = {}
     for m in messages:
-        if m.role == "user" and m.user_id is not None:
-            labels.setdefault(m.user_id, {m.user_id}).update([m.name] if m.name else [])
+        if (user := said_by(m)) is not None:
+            labels.setdefault(user, {user}).update([m.name] if m.name else [])
     return frozenset(
         user
         for user, names in labels.items()

@@ -27,6 +27,9 @@ class SearchHit(_Out):
     bm25: float | None  # best text score (None: no query word matched)
     updated_at: datetime
     said_at: datetime | None = None  # when it was said: its latest source message (None: unknown)
+    # The UTC offset that message was sent with: the speaker's clock its day is shown on (None:
+    # UTC, or unknown; memory.said).
+    said_utc_offset_minutes: int | None = None
     # Where it was said (the fact's provenance, as GET /facts/{id} gives it to the same caller):
     # a backend can cite or show those messages. Not in the tool's text: the model has no use
     # for ids, and each would cost it tokens.

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from memory.models import StoredMessage
 from memory.prompts.common import PromptMessage, one_line
+from memory.speakers import said_by
 
 GUEST = "guest"
 # What a slice shows where the message goes on before or after it.
@@ -26,6 +27,8 @@ def speaker(message: StoredMessage) -> str:
     name = one_line(message.name or "")
     if message.role == "user":
         return name or message.user_id or GUEST
+    if (user := said_by(message)) is not None:  # a known person in another role: theirs
+        return name or user
     return name or message.agent_id or message.role
 
 
@@ -105,7 +108,7 @@ def prompt_messages(
             if part is None or max_chars is None
             else sliced(m.content, max_chars, part),
             created_at=m.created_at,
-            user_id=m.user_id if m.role == "user" else None,
+            user_id=said_by(m),
         )
         for m in messages
     ]

@@ -9,6 +9,7 @@ from typing import Any
 
 from memory import ids
 from memory.models import Fact, StoredMessage
+from memory.said import said_time
 from memory.store.rules.versions import edited_by_hand
 from serve.services import Services
 
@@ -48,6 +49,11 @@ async def sources(svc: Services, f: Fact) -> list[StoredMessage]:
 
 
 async def fact_view(svc: Services, f: Fact) -> dict[str, Any]:
-    """The fact page's context: the fact, its sources, and its hand edit if its text is one
-    (``edited``: when, and the version the sources said)."""
-    return {"f": f, "sources": await sources(svc, f), "edited": edited_by_hand(f)}
+    """The fact page's context: the fact, its sources, its hand edit if its text is one
+    (``edited``: when, and the version the sources said), and when it was said, on its
+    speaker's clock (``said``; ``clock`` shows each source message's time on its own)."""
+    said = None if f.said_at is None else said_time(f.said_at, f.said_utc_offset_minutes)
+    return {
+        "f": f, "sources": await sources(svc, f), "edited": edited_by_hand(f), "said": said,
+        "clock": said_time,
+    }  # fmt: skip

@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query, Request, Response, status
 
-from client.memory_client import SessionEnd
+from client.results import SessionEnd
 from serve.auth import ID_PATTERN, CurrentKey, KeySession, ReadAgent, Svc, WriteAgent
 from serve.openapi import problems
 from serve.schemas import (

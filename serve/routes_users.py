@@ -7,7 +7,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Response
 
-from client.memory_client import ForgetResult
+from client.results import ForgetResult
 from memory.lifecycle.exporting import export_store
 from serve.auth import ID_PATTERN, EraseAgent, ReadAgent, Svc
 

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 from pydantic.config import JsonDict
 
-from client.memory_client import FormationTrigger
+from client.results import FormationTrigger
 from memory.input_rules import NOT_BLANK, StorableStr, WholeInt
 from memory.models import Id, MessageIn, RecordOutcome
 from memory.search_input import MAX_QUERY_CHARS

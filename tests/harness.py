@@ -15,7 +15,8 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from client.memory_client import FormationTrigger, MemoryClient
+from client.memory_client import MemoryClient
+from client.results import FormationTrigger
 from memory.deps import Deps
 from memory.llm.base import LLMRequest
 from memory.models import AgentConfig, Fact, FactFilter, MessageIn, Reflection, ScopeKey

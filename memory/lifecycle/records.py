@@ -13,6 +13,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validat
 
 from memory.context import one_line
 from memory.ids import content_hash, normalize_text
+from memory.model_types import UtcOffsetMinutes
 from memory.models import (
     AgentConfig,
     ConsolidatedMemory,
@@ -26,6 +27,7 @@ from memory.models import (
     StoredMessage,
     UtcDatetime,
 )
+from memory.said import split
 
 System = Literal["eden", "mem0", "mnemos"]
 
@@ -96,6 +98,7 @@ class FactImport(Record):
     source_message_ids: SourceIds = ()
     formation_id: str | None = None
     said_at: UtcDatetime | None = None
+    said_utc_offset_minutes: UtcOffsetMinutes | None = None  # exports before it have none: UTC
     embedding: list[float] | None = Field(
         None, description="The source's vector; reused only if embedding_model is the store's"
     )
@@ -258,7 +261,11 @@ NO_SESSION = "imported"  # Reflection.source_session_id for sources that name no
 
 
 def fact_of(imp: FactImport, embedding_model: str) -> Fact:
-    """The stored fact an import record becomes, embedded with ``embedding_model``."""
+    """The stored fact an import record becomes, embedded with ``embedding_model``: its said_at
+    the UTC instant, as every store keeps it, and the offset it was written with kept when the
+    record names none (memory.said)."""
+    said_at, carried = split(imp.said_at)
+    offset = imp.said_utc_offset_minutes if imp.said_utc_offset_minutes is not None else carried
     return Fact(
         fact_id=imp.fact_id,
         agent_id=imp.agent_id,
@@ -270,7 +277,8 @@ def fact_of(imp: FactImport, embedding_model: str) -> Fact:
         source_session_id=imp.source_session_id,
         source_message_ids=imp.source_message_ids,
         formation_id=imp.formation_id,
-        said_at=imp.said_at,
+        said_at=said_at,
+        said_utc_offset_minutes=offset or None,
         formed_at=imp.formed_at,
         updated_at=imp.updated_at,
         version=imp.version,

@@ -34,6 +34,7 @@ from memory.prompts.consolidate import (
 from memory.prompts.extract_facts import ExtractedFact, ExtractedFacts
 from memory.prompts.extract_reflections import ExtractedReflection, ExtractedReflections
 from memory.query_words import STOP_WORDS
+from memory.speakers import said_by
 from memory.store.rules.text import tokenize
 
 MODEL = "heuristic-rules-v1"
@@ -230,12 +231,13 @@ def _is_informative(sentence: str) -> bool:
 
 
 def _user_messages(messages: list[PromptMessage]) -> list[tuple[str, str | None, str, int]]:
-    """(speaker, speaker id, content, number) of the user messages, in order; the number is the
-    message's position in the window, from 1, as the prompts number them (what items cite)."""
+    """(speaker, speaker id, content, number) of the messages users said (memory/speakers.py), in
+    order; the number is the message's position in the window, from 1, as the prompts number them
+    (what items cite)."""
     return [
         (m.name or "the user", m.user_id, m.content, n)
         for n, m in enumerate(messages, 1)
-        if m.role == "user"
+        if m.role == "user" or said_by(m) is not None
     ]
 
 

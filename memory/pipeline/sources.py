@@ -24,7 +24,9 @@ from memory.store.rules.text import stem, tokenize
 @dataclass(frozen=True)
 class Sources:
     message_ids: tuple[str, ...]  # () for an item that cited nothing and matched no message
-    said_at: datetime  # the latest cited message's time (UTC): when the item was complete
+    # The latest cited message's time, when the item was complete, with the UTC offset it was
+    # sent with (the instant is the message's; memory.said says why the offset rides in it).
+    said_at: datetime
     # What its relative dates are resolved against, on its speaker's clock (the UTC offset the
     # message was sent with, memory.dates.in_offset; UTC for one stored without): the first
     # cited message that says one ("tomorrow" said on Monday, cited with Tuesday's "booked!", is
@@ -42,7 +44,7 @@ def _of(messages: Sequence[StoredMessage], repaired: bool = False) -> Sources:
     relative = [m for m in messages if has_relative_date(m.content)]
     return Sources(
         message_ids=tuple(m.message_id for m in messages),
-        said_at=latest.created_at,
+        said_at=_local(latest),
         dates_from=_local(min(relative, key=lambda m: m.created_at) if relative else latest),
         repaired=repaired,
     )
@@ -70,9 +72,7 @@ def cited(
     if numbers or not messages:
         return None
     latest = max(messages, key=lambda m: m.created_at)
-    return Sources(
-        message_ids=(), said_at=latest.created_at, dates_from=_local(latest), repaired=True
-    )
+    return Sources(message_ids=(), said_at=_local(latest), dates_from=_local(latest), repaired=True)
 
 
 def _best_match(

@@ -91,6 +91,8 @@ class NewFact(_T):
     content: str
     scope: FactScope
     source_message_ids: SourceIds = Field((), description="The messages it was extracted from")
+    # On its speaker's clock ("...T22:30:00-05:00"): the offset rides in the timestamp, which an
+    # older worker reads as the same instant (memory.said says why).
     said_at: UtcDatetime | None = Field(None, description="Time of its latest source message")
 
 

@@ -51,7 +51,7 @@ class PromptMessage(PromptInput):
     name: str
     content: str
     created_at: UtcDatetime
-    user_id: str | None = None  # the speaker's id: set for user messages of a known user only
+    user_id: str | None = None  # the speaker's id: a known user's (memory.speakers.said_by)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,8 @@ from typing import Any, cast
 import numpy as np
 from pydantic import BaseModel
 
-from memory.models import ScopeKey, SessionAgentState
+from memory.models import FactRevision, ScopeKey, SessionAgentState
+from memory.said import local, split
 from memory.store.base_lifecycle import Vector
 from memory.store.rules.withheld import parsed
 
@@ -67,6 +68,36 @@ def _stored(value: Any, to_stored: Callable[[datetime], Any]) -> Any:
     if isinstance(value, list | tuple):
         return [_stored(item, to_stored) for item in value]
     return value
+
+
+def stored_history(
+    history: Sequence[FactRevision], to_stored: Callable[[datetime], Any]
+) -> list[dict[str, Any]]:
+    """A fact's history as every backend stores it: each revision's said_at written on its
+    speaker's clock ("2024-05-07T22:30:00-05:00"), the offset inside it rather than a field of its
+    own, since a process of the previous version reads these revisions during a rolling upgrade
+    and FactRevision forbids unknown fields: it reads the same instant. ``history_of`` reverses
+    it."""
+    stored = []
+    for rev in history:
+        record = to_record(rev, to_stored, exclude={"said_utc_offset_minutes"})
+        if rev.said_at is not None and rev.said_utc_offset_minutes:
+            record["said_at"] = local(rev.said_at, rev.said_utc_offset_minutes).isoformat()
+        stored.append(record)
+    return stored
+
+
+def history_of(stored: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The revisions of ``stored_history`` (or stored before it: their said_at in UTC), each
+    said_at back in UTC and its offset a field again (None for UTC)."""
+    revisions = []
+    for record in stored:
+        said = record.get("said_at")
+        if isinstance(said, str):
+            said = datetime.fromisoformat(said)
+        said_at, offset = split(said)
+        revisions.append({**record, "said_at": said_at, "said_utc_offset_minutes": offset})
+    return revisions
 
 
 def vector_bytes(vector: Vector | Sequence[float]) -> bytes:

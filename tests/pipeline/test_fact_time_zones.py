@@ -1,7 +1,8 @@
 """A relative date counts in the speaker's calendar: "tomorrow" said on Tuesday 7 May at 22:30 in
 Chicago (-05:00, 03:30 UTC on the 8th) is 8 May, whichever provider extracted it (the prompts still show
 the model UTC times: a model that resolves a date itself reads it in UTC). A message stored before offsets were
-kept (None) counts in UTC, as before. When a fact was said stays the UTC instant."""
+kept (None) counts in UTC, as before. When a fact was said stays the UTC instant, with the
+speaker's offset beside it: the day the agent reads it was said on is the speaker's, 7 May."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from contextlib import closing
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
+from client.tools import render
+from memory.context import assemble_context
 from memory.deps import Deps
 from memory.llm.base import LLMProvider
 from memory.llm.heuristic import HeuristicProvider
@@ -17,6 +20,7 @@ from memory.model_check import CheckReport, form_session
 from memory.models import AgentConfig, Fact, FactFilter, MessageIn
 from memory.prompts.extract_facts import ExtractedFact, ExtractedFacts
 from memory.prompts.extract_reflections import ExtractedReflections
+from memory.rag import search_facts
 from memory.settings import Settings
 from memory.store.sqlite import SQLiteStore
 from tests.fakes import ScriptedLLM, WordHashEmbedder
@@ -87,6 +91,44 @@ async def test_a_message_stored_without_an_offset_counts_in_utc(tmp_path: Path) 
     assert fact.content == "Alice is flying to Paris on 9 May 2024"  # 03:30 UTC on the 8th
     heuristic = await _form(tmp_path / "h", HeuristicProvider(), forget_offsets=True)
     assert "to Paris on 9 May 2024" in heuristic[0].content
+
+
+async def _what_the_agent_reads(path: Path) -> tuple[str, str]:
+    """The memory context of Alice's next turn, and the search_facts tool's answer about Paris."""
+    store = SQLiteStore(path)
+    await store.setup()
+    try:
+        agent, session = await store.get_agent("eve"), await store.get_session("s1")
+        assert agent is not None and session is not None
+        now = TUESDAY_NIGHT + timedelta(minutes=5)
+        context = await assemble_context(
+            store, Settings(), agent=agent, session=session, user_id="alice", now=now
+        )
+        found = await search_facts(
+            store, WordHashEmbedder(), Settings(), agent=agent, session=session,
+            user_id="alice", queries=["Alice is flying to Paris on 8 May 2024"], now=now,
+        )  # fmt: skip
+        return context, render(found)
+    finally:
+        await store.close()
+
+
+async def test_the_agent_reads_the_day_said_on_the_speakers_calendar(tmp_path: Path) -> None:
+    """Said on Tuesday evening in Chicago: "on 8 May" is the next day, and was said on the 7th
+    (in UTC, the 8th: the trip would seem to be the day it was said)."""
+    [fact] = await _form(tmp_path, _scripted())
+    context, tool = await _what_the_agent_reads(tmp_path / "m.db")
+    line = "Alice is flying to Paris on 8 May 2024 (said 7 May 2024, 5m ago)"
+    assert line in context
+    assert line in tool
+    assert (fact.said_at, fact.said_utc_offset_minutes) == (TUESDAY_NIGHT, -300)
+
+
+async def test_a_fact_from_a_message_stored_without_an_offset_reads_in_utc(tmp_path: Path) -> None:
+    [fact] = await _form(tmp_path, _scripted(), forget_offsets=True)
+    assert fact.said_utc_offset_minutes is None
+    context, _ = await _what_the_agent_reads(tmp_path / "m.db")
+    assert "Alice is flying to Paris on 9 May 2024 (said 8 May 2024, 5m ago)" in context
 
 
 def test_offsets_in_whole_minutes_and_back() -> None:

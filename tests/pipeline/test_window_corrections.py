@@ -46,7 +46,9 @@ async def test_a_correction_within_one_window_updates_the_fact_it_corrects(bench
         True,
         True,
     ]
-    assert set(fact.source_message_ids) == {"m1", "m2", "m3"}  # every statement cited
+    # Every statement cited, each by the version it said: the current one by m3 alone.
+    assert fact.source_message_ids == ("m3",)
+    assert [r.source_message_ids for r in fact.history] == [("m1",), ("m2",)]
 
 
 async def test_distinct_facts_of_one_window_stay_distinct(bench: Bench) -> None:

@@ -4,7 +4,9 @@ the edited text. Over HTTP the fact's history tells the same (README "Use it ove
 
 from __future__ import annotations
 
-from memory.models import FactUpdate
+from datetime import UTC, datetime, timedelta, timezone
+
+from memory.models import FactUpdate, MessageIn
 from tests.serve.conftest import Served, form_alice
 from tests.serve.test_page import browser
 from tests.store.builders import Former, add, at, msg, record, unit
@@ -79,3 +81,25 @@ async def test_a_version_formed_from_new_messages_is_not_called_an_edit(served: 
     assert '<dd id="version">2</dd>' in page
     assert 'id="edited"' not in page and "before the edit" not in page
     assert "I moved to Berlin" in page.split('id="sources"')[1].split("</table>")[0]
+
+
+async def test_the_page_shows_when_a_fact_was_said_on_its_speakers_clock(served: Served) -> None:
+    store = served.h.store
+    chicago = timezone(timedelta(hours=-5))
+    said = datetime(2024, 5, 8, 3, 30, tzinfo=UTC)  # 22:30 on 7 May in Chicago
+    await store.record_messages(
+        "s2", "eve",
+        [MessageIn(message_id="m1", role="user", user_id="u1", content="I am flying to Paris tomorrow",
+                   created_at=said.astimezone(chicago))],
+        weights={}, chars_per_token=4.0, now=said,
+    )  # fmt: skip
+    trip = add("f1", "Alice is flying to Paris on 8 May 2024", unit(1, 0))
+    await Former(store, "s2", "eve").form(
+        trip.model_copy(update={"source_message_ids": ("m1",), "said_at": said.astimezone(chicago)})
+    )
+    async with browser(served, served.eve) as c:
+        page = (await c.get("/ui/agents/eve/facts/f1")).text
+    assert '<dd id="said">2024-05-07 22:30 UTC-05:00</dd>' in page
+    # Its message's time on the same clock, not the UTC one beside it.
+    sources = page.split('id="sources"')[1].split("</table>")[0]
+    assert "2024-05-07 22:30 UTC-05:00" in sources and "2024-05-08 03:30" not in sources

@@ -61,18 +61,32 @@ async def test_an_update_cites_its_messages_first_and_keeps_the_old_in_history(
     store: MemoryStore,
 ) -> None:
     await _said_then_changed(
+        store, ("Alice likes jazz", "m1", 10), ("Alice likes jazz and rock", "m5", 50)
+    )
+
+    [fact] = await store.get_facts(["f1"])
+    assert (fact.version, fact.content) == (2, "Alice likes jazz and rock")
+    # Its own message first, then the earlier version's: it is still the same fact, merged.
+    assert fact.source_message_ids == ("m5", "m1")
+    assert (fact.said_at, fact.formation_id) == (at(50), formation_id("s1", "a1", 1, 2))
+    [revision] = fact.history
+    assert (revision.content, revision.source_message_ids) == ("Alice likes jazz", ("m1",))
+    assert (revision.said_at, revision.formation_id) == (at(10), formation_id("s1", "a1", 0, 1))
+    assert fact.source_session_id == revision.source_session_id == "s1"
+
+
+async def test_a_correction_cites_only_the_message_that_said_it(store: MemoryStore) -> None:
+    await _said_then_changed(
         store, ("Alice lives in Paris", "m1", 10), ("Alice lives in Berlin", "m5", 50)
     )
 
     [fact] = await store.get_facts(["f1"])
-    assert (fact.version, fact.content) == (2, "Alice lives in Berlin")
-    # Its own message first, then the earlier version's: it is still the same fact.
-    assert fact.source_message_ids == ("m5", "m1")
-    assert (fact.said_at, fact.formation_id) == (at(50), formation_id("s1", "a1", 1, 2))
+    # m1 said Paris: shown as a source of "Alice lives in Berlin" it would say what it never did.
+    assert (fact.content, fact.source_message_ids, fact.said_at) == (
+        "Alice lives in Berlin", ("m5",), at(50),
+    )  # fmt: skip
     [revision] = fact.history
     assert (revision.content, revision.source_message_ids) == ("Alice lives in Paris", ("m1",))
-    assert (revision.said_at, revision.formation_id) == (at(10), formation_id("s1", "a1", 0, 1))
-    assert fact.source_session_id == revision.source_session_id == "s1"
 
 
 async def test_an_update_from_another_session_cites_that_sessions_messages_only(

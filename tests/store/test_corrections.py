@@ -68,9 +68,9 @@ async def test_locker_101_then_102_then_103_ends_at_103_and_the_email_is_formed(
         (True, False),
         (False, True),
     ]
-    # Provenance through the whole path: each version cites what it was formed from, in the
-    # session it was said in (k0 is s0's: the versions said in s1 cite s1's messages only).
-    assert (lockers[0].source_session_id, lockers[0].source_message_ids) == ("s1", ("k2", "k1"))
+    # Provenance through the whole path: each version cites what said it, in the session it
+    # was said in (k0 is s0's, k1 said 102: the version that says 103 cites k2 alone).
+    assert (lockers[0].source_session_id, lockers[0].source_message_ids) == ("s1", ("k2",))
     assert lockers[0].said_at == T0 + timedelta(minutes=2)
     sources = [(r.source_session_id, r.source_message_ids) for r in lockers[0].history]
     assert sources == [("s0", ("k0",)), ("s1", ("k1",))]

@@ -323,6 +323,7 @@ async def test_migration_11_gives_the_agents_of_older_sessions_nothing_withheld(
     with psycopg.connect(dsn, autocommit=True) as conn:  # as version 10 left session_agents
         conn.execute("ALTER TABLE session_agents DROP COLUMN withheld")
         conn.execute("ALTER TABLE messages DROP COLUMN utc_offset_minutes")  # migration 12's
+        conn.execute("ALTER TABLE facts DROP COLUMN said_utc_offset_minutes")  # migration 13's
         conn.execute("DELETE FROM schema_migrations WHERE version >= 11")
 
     store = PostgresStore(dsn, pool_size=1)
@@ -350,6 +351,7 @@ async def test_migration_12_reads_older_messages_as_utc_and_keeps_new_offsets(
     await store.close()
     with psycopg.connect(dsn, autocommit=True) as conn:  # as version 11 left messages
         conn.execute("ALTER TABLE messages DROP COLUMN utc_offset_minutes")
+        conn.execute("ALTER TABLE facts DROP COLUMN said_utc_offset_minutes")  # migration 13's
         conn.execute("DELETE FROM schema_migrations WHERE version >= 12")
 
     store = PostgresStore(dsn, pool_size=1)
@@ -363,4 +365,33 @@ async def test_migration_12_reads_older_messages_as_utc_and_keeps_new_offsets(
     loaded = await store.load_messages("desk", 0, 10)
     assert [(m.message_id, m.utc_offset_minutes) for m in loaded] == [("m1", None), ("m2", 330)]
     assert loaded[1].created_at == at(1)
+    await store.close()
+
+
+async def test_migration_13_reads_older_facts_as_utc_and_keeps_new_offsets(
+    postgres_dsn: str,
+) -> None:
+    """A version-12 database's facts read as said in UTC; later ones keep their offset."""
+    dsn = fresh_schema(postgres_dsn)
+    store = PostgresStore(dsn, pool_size=1)
+    await store.setup()
+    former = await Former(store).start()
+    await former.form(add("f1", "Paris", unit(1, 0)).model_copy(update={"said_at": at(1)}))
+    await store.close()
+    with psycopg.connect(dsn, autocommit=True) as conn:  # as version 12 left facts
+        conn.execute("ALTER TABLE facts DROP COLUMN said_utc_offset_minutes")
+        conn.execute("DELETE FROM schema_migrations WHERE version >= 13")
+
+    store = PostgresStore(dsn, pool_size=1)
+    await store.setup()
+    assert _applied(dsn) == list(range(1, len(MIGRATIONS) + 1)) and len(MIGRATIONS) >= 13
+    former.store = store
+    india = at(2).astimezone(timezone(timedelta(minutes=330)))
+    await former.form(add("f2", "Rome", unit(0, 1)).model_copy(update={"said_at": india}))
+    facts = await store.get_facts(["f1", "f2"])
+    said = [(f.fact_id, f.said_at, f.said_utc_offset_minutes) for f in facts]
+    assert said == [("f1", at(1), None), ("f2", at(2), 330)]
+    with psycopg.connect(dsn) as conn:  # beside the body, which a previous version reads
+        keys = conn.execute("SELECT count(*) FROM facts WHERE body ? 'said_utc_offset_minutes'")
+        assert keys.fetchone() == (0,)
     await store.close()

@@ -232,4 +232,39 @@ async def test_a_schema_8_files_messages_read_as_utc_and_new_ones_keep_their_off
         await store.close()
     with closing(sqlite3.connect(path)) as conn:
         version = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-    assert version == (str(SCHEMA_VERSION),) == ("9",)
+    assert version == (str(SCHEMA_VERSION),)
+
+
+async def test_a_schema_9_files_facts_read_as_utc_and_new_ones_keep_their_offset(
+    tmp_path: Path,
+) -> None:
+    """Schema 10 keeps the UTC offset each fact was said in (said_utc_offset_minutes): the facts
+    of a file written before hold none (UTC), those formed after the upgrade theirs."""
+    path = tmp_path / "v9.db"
+    store = SQLiteStore(path)
+    await store.setup()
+    former = await Former(store).start()
+    await former.form(
+        add("f1", "Alice lives in Paris", unit(1, 0)).model_copy(update={"said_at": at(1)})
+    )
+    await store.close()
+    with closing(sqlite3.connect(path)) as conn, conn:  # as schema 9 wrote facts
+        conn.execute("ALTER TABLE facts DROP COLUMN said_utc_offset_minutes")
+        conn.execute("UPDATE meta SET value = '9' WHERE key = 'schema_version'")
+
+    store = SQLiteStore(path)
+    await store.setup()
+    try:
+        chicago = at(2).astimezone(timezone(timedelta(hours=-5)))
+        former.store = store
+        await former.form(
+            add("f2", "Alice flies to Rome", unit(0, 1)).model_copy(update={"said_at": chicago})
+        )
+        facts = await store.get_facts(["f1", "f2"])
+        said = [(f.fact_id, f.said_at, f.said_utc_offset_minutes) for f in facts]
+        assert said == [("f1", at(1), None), ("f2", at(2), -300)]
+    finally:
+        await store.close()
+    with closing(sqlite3.connect(path)) as conn:
+        version = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    assert version == (str(SCHEMA_VERSION),) == ("10",)

@@ -23,10 +23,14 @@ def hotline(formed_in: str, sources: tuple[str, ...]) -> Fact:
     })  # fmt: skip
 
 
-def updated(fact: Fact, formation: str) -> Fact:
+MERGED = "The support hotline is 555-0100, open every day."  # says all v1 said, and more
+CORRECTED = "The support hotline is 555-0199."  # says another number: v1's messages did not
+
+
+def updated(fact: Fact, formation: str, content: str = MERGED) -> Fact:
     return rewritten(
         fact,
-        content="The support hotline is 555-0199.",
+        content=content,
         model=MODEL,
         at=at(3),
         reason="update",
@@ -38,6 +42,15 @@ def test_an_update_in_the_same_session_cites_its_messages_and_the_earlier_ones()
     fact = hotline(formation_id("s1", "eve", 0, 2, FIRST), ("m2",))
     new = updated(fact, formation_id("s1", "eve", 2, 3, FIRST))
     assert new.source_message_ids == ("m3", "m2")
+
+
+def test_a_correction_in_the_same_session_cites_only_what_said_it() -> None:
+    # "The hotline is 555-0100" (m2), then "sorry, it is 555-0199" (m3): m2 never said 555-0199.
+    fact = hotline(formation_id("s1", "eve", 0, 2, FIRST), ("m2",))
+    new = updated(fact, formation_id("s1", "eve", 2, 3, FIRST), CORRECTED)
+    assert new.source_message_ids == ("m3",)
+    assert new.said_at == at(2)
+    assert new.history[-1].source_message_ids == ("m2",)  # the version it replaced keeps its own
 
 
 def test_an_update_in_the_session_id_recorded_again_cites_only_its_own_messages() -> None:

@@ -23,7 +23,14 @@ from memory.models import (
     SessionInfo,
     StoredMessage,
 )
-from memory.store.records import from_record, scope_key_of, state_of, to_record
+from memory.store.records import (
+    from_record,
+    history_of,
+    scope_key_of,
+    state_of,
+    stored_history,
+    to_record,
+)
 
 Doc = dict[str, Any]
 
@@ -72,6 +79,9 @@ def user_key(scope: str, user_id: str | None) -> str:
 def fact_fields(fact: Fact) -> Doc:
     """A fact's stored fields but its id, vector, access counters and insertion order."""
     fields = to_record(fact, ts, exclude={"fact_id", "access_count", "last_accessed_at"})
+    # A field of the document, which a process of the previous version passes over (it reads
+    # the fields it knows); in the history, inside each revision's said_at (memory.store.records).
+    fields["history"] = stored_history(fact.history, ts)
     derived = {"user_key": user_key(fact.scope, fact.user_id)}
     return fields | derived | {"invalidated": fact.invalidated_at is not None}
 
@@ -85,7 +95,8 @@ def message_doc(message: StoredMessage, weighted_tokens: float) -> Doc:
 
 
 def fact_from_doc(doc: Mapping[str, Any]) -> Fact:
-    return from_record(Fact, doc, dt, fact_id=doc["_id"])
+    history = history_of(doc.get("history", ()))
+    return from_record(Fact, doc, dt, fact_id=doc["_id"], history=history)
 
 
 def fact_and_vector(doc: Mapping[str, Any]) -> tuple[Fact, list[float]]:

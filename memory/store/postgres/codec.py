@@ -4,6 +4,7 @@ stored whole as JSONB (``body``) beside the columns queries use."""
 from __future__ import annotations
 
 from collections import Counter
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -14,17 +15,21 @@ from memory.models import (
     Fact,
     Reflection,
 )
+from memory.said import split
 from memory.store.base import Vector
 from memory.store.postgres.pool import Row
+from memory.store.records import history_of, stored_history
 from memory.store.rules.text import stemmed_tokens
 
 # Fields kept out of the body: touched by searches (access, in fact_access: schema migration 4)
-# or by consolidation (absorbed). FACT_SELECT reads a fact of ``facts AS f``; its access fields
-# are looked up for the rows returned only.
-_FACT_COLUMNS = {"access_count", "last_accessed_at"}
+# or by consolidation (absorbed), or newer than a process of the previous version reads in a
+# body (said_utc_offset_minutes: migration 13). FACT_SELECT reads a fact of ``facts AS f``; its
+# access fields are looked up for the rows returned only.
+_FACT_COLUMNS = {"access_count", "last_accessed_at", "said_utc_offset_minutes"}
 _ACCESS = "(SELECT a.{} FROM fact_access AS a WHERE a.fact_id = f.fact_id)"
 FACT_SELECT = (
-    f"f.body, coalesce({_ACCESS.format('access_count')}, 0) AS access_count, "
+    f"f.body, f.said_utc_offset_minutes, "
+    f"coalesce({_ACCESS.format('access_count')}, 0) AS access_count, "
     f"{_ACCESS.format('last_accessed_at')} AS last_accessed_at"
 )
 # The access upsert: (fact_id, access_count, last_accessed_at) rows of existing facts.
@@ -35,14 +40,24 @@ UPSERT_ACCESS = (
 
 
 def fact_body(fact: Fact) -> Jsonb:
-    return Jsonb(fact.model_dump(mode="json", exclude=_FACT_COLUMNS))
+    body = fact.model_dump(mode="json", exclude=_FACT_COLUMNS)
+    return Jsonb(body | {"history": stored_history(fact.history, datetime.isoformat)})
 
 
 def fact_from_row(row: Row) -> Fact:
     """A row selected with FACT_SELECT."""
+    body = row["body"]
+    # A body written by a process of the previous version (it had no offset column) holds
+    # said_at as its payload carried it: on the speaker's clock, taken apart here (memory.said).
+    said = body.get("said_at")
+    said_at, carried = split(datetime.fromisoformat(said) if isinstance(said, str) else said)
+    offset = row["said_utc_offset_minutes"]
     return Fact.model_validate(
         {
-            **row["body"],
+            **body,
+            "history": history_of(body.get("history", ())),
+            "said_at": said_at,
+            "said_utc_offset_minutes": carried if offset is None else offset,
             "access_count": row["access_count"],
             "last_accessed_at": row["last_accessed_at"],
         }

@@ -323,6 +323,13 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE messages ADD COLUMN utc_offset_minutes smallint;
     """,
+    # 13: the UTC offset a fact was said in (Fact.said_utc_offset_minutes, memory.said), a
+    # column beside the body, not in it: a process of the previous version reads the bodies
+    # during a rolling upgrade, and Fact forbids unknown fields. Nullable without a default: the
+    # catalog only, older rows NULL (UTC). Revisions keep theirs inside their said_at.
+    """
+    ALTER TABLE facts ADD COLUMN said_utc_offset_minutes smallint;
+    """,
 )
 
 LOCK = 0x6D6E656D6F73  # "mnemos": the advisory lock that serialises migrations

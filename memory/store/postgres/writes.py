@@ -25,14 +25,15 @@ from memory.store.rules import writes as w
 from memory.store.sql.writes import apply_shared
 
 _INSERT_FACT = """
-INSERT INTO facts (fact_id, agent_id, user_id, scope, hash, said_at, updated_at,
-    invalidated_at, embedding, embedding_model, terms, term_count, term_repeats, body)
-VALUES (%(fact_id)s, %(agent_id)s, %(user_id)s, %(scope)s, %(hash)s, %(said_at)s, %(updated_at)s,
-    %(invalidated_at)s, %(embedding)s, %(embedding_model)s, array_to_tsvector(%(terms)s),
-    %(term_count)s, %(term_repeats)s, %(body)s)
+INSERT INTO facts (fact_id, agent_id, user_id, scope, hash, said_at, said_utc_offset_minutes,
+    updated_at, invalidated_at, embedding, embedding_model, terms, term_count, term_repeats, body)
+VALUES (%(fact_id)s, %(agent_id)s, %(user_id)s, %(scope)s, %(hash)s, %(said_at)s,
+    %(said_utc_offset_minutes)s, %(updated_at)s, %(invalidated_at)s, %(embedding)s,
+    %(embedding_model)s, array_to_tsvector(%(terms)s), %(term_count)s, %(term_repeats)s, %(body)s)
 """
 _UPDATE_FACT = """
-UPDATE facts SET hash = %(hash)s, said_at = %(said_at)s, updated_at = %(updated_at)s,
+UPDATE facts SET hash = %(hash)s, said_at = %(said_at)s,
+    said_utc_offset_minutes = %(said_utc_offset_minutes)s, updated_at = %(updated_at)s,
     invalidated_at = %(invalidated_at)s, embedding = coalesce(%(embedding)s, embedding),
     embedding_model = %(embedding_model)s, terms = array_to_tsvector(%(terms)s),
     term_count = %(term_count)s, term_repeats = %(term_repeats)s, body = %(body)s
@@ -45,6 +46,7 @@ def _fact_params(put: w.PutFact) -> dict[str, object]:
     return {
         **fact.model_dump(include={"fact_id", "agent_id", "user_id", "scope", "hash"}),
         "said_at": fact.said_at,
+        "said_utc_offset_minutes": fact.said_utc_offset_minutes,
         "updated_at": fact.updated_at,
         "invalidated_at": fact.invalidated_at,
         "embedding": None if put.embedding is None else vector_param(put.embedding),

@@ -56,6 +56,7 @@ from memory.models import (
     Reflection,
     SessionAgentState,
 )
+from memory.said import split
 from memory.store.rules.checks import (
     check_current,
     check_cursor,
@@ -258,13 +259,13 @@ class _FactPlanner:
         if op.fact_id in self.facts:
             raise InvalidInputError(f"fact id {op.fact_id} is already used")
         check_add(op, self.commit.recheck, self.recent)
-        at = self.commit.committed_at
+        at, (said_at, offset) = self.commit.committed_at, split(op.said_at)
         fact = Fact(
             fact_id=op.fact_id, agent_id=self.commit.agent_id, user_id=op.user_id,
             scope=op.scope, content=op.content, hash=hash_,
-            embedding_model=self.commit.embedding_model,
+            embedding_model=self.commit.embedding_model, said_utc_offset_minutes=offset,
             source_session_id=self.commit.session_id, source_message_ids=op.source_message_ids,
-            formation_id=self.commit.formation_id, said_at=op.said_at, formed_at=at, updated_at=at,
+            formation_id=self.commit.formation_id, said_at=said_at, formed_at=at, updated_at=at,
         )  # fmt: skip
         self._put(fact, op.embedding, new=True)
         self.resolved[op.fact_id] = op.fact_id

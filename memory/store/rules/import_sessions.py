@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from memory.models import SessionAgentState, StoredMessage
+from memory.speakers import participants
 from memory.store.counts import ImportCounts
 from memory.store.rules.derived import said_by_guest
 from memory.store.rules.erasure import ALL_AGENTS
@@ -91,7 +92,7 @@ def session_import_request(
     return SessionImportRequest(
         session_id=session_id,
         agent_ids=tuple(dict.fromkeys(m.agent_id for m in messages if m.agent_id)),
-        user_ids=tuple(dict.fromkeys(m.user_id for m in messages if m.user_id)),
+        user_ids=participants(messages),
         message_ids=tuple(m.message_id for m in messages),
         seqs=tuple(m.seq for m in messages),
         max_seq=max(m.seq for m in messages),
@@ -188,7 +189,7 @@ def plan_import_session(
             writes.append(move)
     # After the agents join: the users of the imported messages are the session's and each of its
     # agents' participants (the imported history is theirs), added once each.
-    if new_users := tuple(dict.fromkeys(m.user_id for m in new.values() if m.user_id)):
+    if new_users := participants(new.values()):
         writes.append(AddSessionUsers(req.session_id, new_users))
     if any(said_by_guest(m) for m in new.values()):  # a guest among them: as when recorded
         writes.append(MarkGuests(req.session_id))

@@ -6,11 +6,11 @@ session holds, or repeats within the call, with another content is refused, the 
 (a retry sends the same content; an edit is a new message, or it would be dropped unsaid). The
 session exists with the calling agent among its agents. Each of the session's agents gets
 pending_messages += 1 and pending_weighted_tokens += weight(role) * ceil(len(content) /
-chars_per_token) per new message, and every user_id of a new user message among its participants;
-a new user message without a user_id (a guest's) marks the session as having guests (for all of
-its agents: the group-chat rule counts guests, SessionInfo.is_group); last_message_at =
-max(created_at). An agent new to the session joins at its head (cursor =
-last_seq, nothing pending): it forms memory only of what is said from then on.
+chars_per_token) per new message, and every user_id a new message carries, whatever its role,
+among its participants (memory/speakers.py); a new user message without a user_id (a guest's)
+marks the session as having guests (for all of its agents: the group-chat rule counts guests,
+SessionInfo.is_group); last_message_at = max(created_at). An agent new to the session joins at
+its head (cursor = last_seq, nothing pending): it forms memory only of what is said from then on.
 
 A caller that acts for some agents only (an API key, ``mnemos mcp``) names them (``may_join``):
 a session holding any other agent is refused as unknown (NotFoundError, nothing written), here,
@@ -27,6 +27,7 @@ from datetime import UTC, datetime
 from memory.dates import offset_minutes
 from memory.errors import ConflictError, InvalidInputError, NotFoundError
 from memory.models import MessageIn, RecordOutcome, SessionAgentState, StoredMessage
+from memory.speakers import participants
 from memory.store.rules.derived import said_by_guest, weighted_tokens
 from memory.store.rules.writes import (
     AddSessionAgent,
@@ -111,7 +112,7 @@ def plan_record_messages(
         for seq, m in enumerate(fresh, start=snapshot.last_seq + 1)
     )
     writes.append(InsertMessages(new))
-    users = tuple(dict.fromkeys(m.user_id for m in fresh if m.role == "user" and m.user_id))
+    users = participants(fresh)
     if users:
         writes.append(AddSessionUsers(session_id, users))
     if any(said_by_guest(m) for m in fresh):

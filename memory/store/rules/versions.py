@@ -8,6 +8,9 @@ from datetime import datetime
 
 from memory.ids import content_hash, incarnation
 from memory.models import MAX_SOURCES, Fact, FactRevision
+from memory.query_words import STOP_WORDS
+from memory.said import split
+from memory.store.rules.text import stem, tokenize
 
 
 @dataclass(frozen=True)
@@ -16,6 +19,7 @@ class Provenance:
 
     source_message_ids: tuple[str, ...] = ()
     formation_id: str | None = None
+    # On the speaker's clock: the offset it holds is stored beside the instant (memory.said).
     said_at: datetime | None = None
     session_id: str | None = None  # the session the messages are in (the formation's)
 
@@ -41,8 +45,9 @@ def rewritten(
         source_message_ids=fact.source_message_ids,
         formation_id=fact.formation_id,
         said_at=fact.said_at,
+        said_utc_offset_minutes=fact.said_utc_offset_minutes,
     )
-    sourced = {} if provenance is None else _sourced(fact, provenance)
+    sourced = {} if provenance is None else _sourced(fact, provenance, content)
     return fact.model_copy(
         update={
             **sourced,
@@ -67,25 +72,47 @@ def _another_incarnation(fact: Fact, provenance: Provenance) -> bool:
     return old is not None and new is not None and old != new
 
 
-def _sourced(fact: Fact, provenance: Provenance) -> dict[str, object]:
+def _still_says(content: str, earlier: str) -> bool:
+    """Whether a version's text says everything the earlier one did (each of its words but the
+    function words, by stem): a merge ("likes jazz" with "likes rock": "likes jazz and rock"),
+    which the earlier version's messages said part of; not a correction ("code 7720" by "code
+    7721", "lives in Paris" by "lives in Berlin"), which they contradict."""
+
+    def said(text: str) -> set[str]:
+        return {stem(w) for w in tokenize(text) if w not in STOP_WORDS}
+
+    return said(earlier) <= said(content)
+
+
+def _sourced(fact: Fact, provenance: Provenance, content: str) -> dict[str, object]:
     """A formed version's provenance. Formed in the session the fact's sources are in, it cites
-    its own messages first, then the earlier version's (it is still the same fact), at most
-    MAX_SOURCES. Formed in another session, or in the same id recorded again after a forget,
-    it cites its own only, in that session: message ids are unique within a session (and
-    incarnation) only, so the earlier ids cannot be listed under the new one (nor the new ones
-    under the old); the earlier version's are kept, with their session, in its revision. Its said_at is then its own messages' time alone (None if not known)."""
-    if provenance.session_id != fact.source_session_id or _another_incarnation(fact, provenance):
+    its own messages first, then the earlier version's when its text still says what that one
+    did (``_still_says``: it is the same fact, merged), at most MAX_SOURCES. Otherwise it cites
+    its own only: a correction's earlier messages said what it replaced, not what it says; and
+    formed in another session, or in the same id recorded again after a forget, message ids are
+    unique within a session (and incarnation) only, so the earlier ids cannot be listed under the
+    new one (nor the new ones under the old). The earlier version's are kept, with their session,
+    in its revision. Its said_at is then its own messages' time alone (None if not known)."""
+    said_at, offset = split(provenance.said_at)
+    # The said time moves with its offset: a correction said on another clock shows its own day.
+    said = {"said_at": said_at, "said_utc_offset_minutes": offset}
+    elsewhere = provenance.session_id != fact.source_session_id
+    if (
+        elsewhere
+        or _another_incarnation(fact, provenance)
+        or not _still_says(content, fact.content)
+    ):
         return {
             "source_session_id": provenance.session_id,
             "source_message_ids": provenance.source_message_ids[:MAX_SOURCES],
             "formation_id": provenance.formation_id,
-            "said_at": provenance.said_at,
+            **said,
         }
     ids = (*provenance.source_message_ids, *fact.source_message_ids)
     return {
         "source_message_ids": tuple(dict.fromkeys(ids))[:MAX_SOURCES],
         "formation_id": provenance.formation_id,
-        "said_at": provenance.said_at or fact.said_at,
+        **(said if said_at is not None else {}),
     }
 
 
@@ -135,6 +162,7 @@ def said_before(said_at: datetime | None, fact: Fact) -> bool:
 def told_before(fact: Fact, *, content: str, at: datetime, provenance: Provenance) -> Fact:
     """The fact, its content unchanged, with an earlier statement of it learnt late kept in its
     history: the later statement stays current, and nothing said is lost."""
+    said_at, offset = split(provenance.said_at)
     revision = FactRevision(
         version=fact.version,
         content=content,
@@ -143,7 +171,8 @@ def told_before(fact: Fact, *, content: str, at: datetime, provenance: Provenanc
         source_session_id=provenance.session_id,
         source_message_ids=provenance.source_message_ids,
         formation_id=provenance.formation_id,
-        said_at=provenance.said_at,
+        said_at=said_at,
+        said_utc_offset_minutes=offset,
     )
     return fact.model_copy(
         update={"updated_at": at, "version": fact.version + 1, "history": (*fact.history, revision)}

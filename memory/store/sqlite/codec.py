@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 from memory.errors import InvalidInputError
 from memory.models import Fact, FactRevision, Reflection
+from memory.store.records import stored_history
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
@@ -25,7 +26,7 @@ def from_us(value: int) -> datetime:
 
 
 def history_to_json(history: tuple[FactRevision, ...]) -> str:
-    return json.dumps([rev.model_dump(mode="json") for rev in history])
+    return json.dumps(stored_history(history, datetime.isoformat))
 
 
 def fact_columns(alias: str = "") -> str:

@@ -17,7 +17,7 @@ from pydantic import BaseModel
 
 from memory.models import ConsolidatedMemory, Fact, Reflection
 from memory.store.base import Vector
-from memory.store.records import scope_key_of, vector_bytes, vector_of_bytes
+from memory.store.records import history_of, scope_key_of, vector_bytes, vector_of_bytes
 from memory.store.sql.db import Db, Params, Row
 from memory.store.sqlite.codec import fact_columns, from_us, to_us
 
@@ -97,7 +97,8 @@ class SQLiteDb(Db):
 
     def fact(self, row: Row) -> Fact:
         # History and provenance are JSON text; any extra selected column is ignored.
-        history, sources = json.loads(row["history"]), json.loads(row["source_message_ids"])
+        history = history_of(json.loads(row["history"]))
+        sources = json.loads(row["source_message_ids"])
         return self.record(Fact, row, history=history, source_message_ids=sources)
 
     def reflection(self, row: Row) -> Reflection:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from memory.store.sql.sessions import GUESTS_BACKFILL_SQL, GUESTS_INDEX_SQL
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 
 DDL = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -104,6 +104,7 @@ CREATE TABLE IF NOT EXISTS facts (
     source_message_ids TEXT NOT NULL DEFAULT '[]',  -- JSON list of message ids (provenance)
     formation_id      TEXT,
     said_at           INTEGER,
+    said_utc_offset_minutes INTEGER,         -- the speaker's clock of said_at (NULL: UTC)
     formed_at         INTEGER NOT NULL,
     updated_at        INTEGER NOT NULL,
     version           INTEGER NOT NULL DEFAULT 1,
@@ -256,6 +257,9 @@ ADDED_COLUMNS = (
     ("session_agents", "withheld", "TEXT NOT NULL DEFAULT '[]'"),
     # Schema 8 → 9: the speaker's UTC offset of each message; older rows NULL (read as UTC).
     ("messages", "utc_offset_minutes", "INTEGER"),
+    # Schema 9 → 10: the UTC offset a fact was said in (Fact.said_utc_offset_minutes, memory.said);
+    # older rows NULL (UTC). Its history keeps each revision's inside its said_at (JSON text).
+    ("facts", "said_utc_offset_minutes", "INTEGER"),
 )
 
 # Schema 3 → 4, after ADDED_COLUMNS (its index names said_at, a column older files gain there):

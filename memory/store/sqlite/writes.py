@@ -19,17 +19,19 @@ from memory.store.sqlite.schema import fact_counter_key, facts_purge_key
 
 _INSERT_FACT = """
 INSERT INTO facts (fact_id, agent_id, user_id, scope, content, hash, embedding, embedding_model,
-    source_session_id, source_message_ids, formation_id, said_at, formed_at, updated_at, version,
-    previous_content, history, invalidated_at, invalidated_by, change_seq)
+    source_session_id, source_message_ids, formation_id, said_at, said_utc_offset_minutes,
+    formed_at, updated_at, version, previous_content, history, invalidated_at, invalidated_by,
+    change_seq)
 VALUES (:fact_id, :agent_id, :user_id, :scope, :content, :hash, :embedding, :embedding_model,
-    :source_session_id, :source_message_ids, :formation_id, :said_at, :formed_at, :updated_at,
-    :version, :previous_content, :history, :invalidated_at, :invalidated_by, :change_seq)
+    :source_session_id, :source_message_ids, :formation_id, :said_at, :said_utc_offset_minutes,
+    :formed_at, :updated_at, :version, :previous_content, :history, :invalidated_at,
+    :invalidated_by, :change_seq)
 """
 _UPDATE_FACT = """
 UPDATE facts SET content = :content, hash = :hash, embedding = coalesce(:embedding, embedding),
     embedding_model = :embedding_model, source_session_id = :source_session_id,
     source_message_ids = :source_message_ids, formation_id = :formation_id, said_at = :said_at,
-    updated_at = :updated_at, version = :version, previous_content = :previous_content,
+    said_utc_offset_minutes = :said_utc_offset_minutes, updated_at = :updated_at, version = :version, previous_content = :previous_content,
     history = :history, invalidated_at = :invalidated_at, invalidated_by = :invalidated_by,
     change_seq = :change_seq
 WHERE fact_id = :fact_id
@@ -46,6 +48,7 @@ def _put_fact(conn: sqlite3.Connection, put: w.PutFact, change_seq: int) -> None
         "source_message_ids": json.dumps(fact.source_message_ids),
         "formation_id": fact.formation_id,
         "said_at": None if fact.said_at is None else to_us(fact.said_at),
+        "said_utc_offset_minutes": fact.said_utc_offset_minutes,
         "formed_at": to_us(fact.formed_at),
         "updated_at": to_us(fact.updated_at),
         "version": fact.version,

@@ -645,6 +645,11 @@ export interface components {
              */
             said_at: string | null;
             /**
+             * Said Utc Offset Minutes
+             * @description That message's UTC offset: the day said is shown on it (None: UTC)
+             */
+            said_utc_offset_minutes: number | null;
+            /**
              * Formed At
              * Format: date-time
              */
@@ -734,6 +739,8 @@ export interface components {
             formation_id: string | null;
             /** Said At */
             said_at: string | null;
+            /** Said Utc Offset Minutes */
+            said_utc_offset_minutes: number | null;
         };
         /**
          * ForgetCounts
@@ -1000,7 +1007,7 @@ export interface components {
             created_at: string;
             /**
              * User Id
-             * @description The user who wrote it (role user)
+             * @description Who said it (role user, other) or, on another role, whom it is for
              */
             user_id?: string | null;
             /**
@@ -1163,6 +1170,8 @@ export interface components {
             updated_at: string;
             /** Said At */
             said_at: string | null;
+            /** Said Utc Offset Minutes */
+            said_utc_offset_minutes: number | null;
             /** Source Session Id */
             source_session_id: string | null;
             /**
