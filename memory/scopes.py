@@ -13,6 +13,8 @@
   said: placed as theirs by the rule above; and one that names a person's private detail
   ("Dana was diagnosed with asthma", memory/privacy.py) is its speaker's. A model's scope is a
   classification, not a permission.
+- Session memory is read by whoever is in the session, including people who join it later: a
+  private detail the model put there, told where one user was alone, is that user's.
 
 ``formable_scopes`` is what a formation window may write, and ``place_fact``/``place_reflection``
 where one extracted item goes (the models and the heuristic classify into every scope; this
@@ -95,7 +97,12 @@ def as_owned[S: Scope](
     memory is personal content when it names a user of the window (that user's; naming several,
     nobody's, so it is never kept as user memory) or a person's private detail (its speaker's:
     what a user tells of somebody else's health or family is theirs to be reminded of, not every
-    user's to read). Anything else stays as classified."""
+    user's to read). One the model put in session memory that tells a private detail is its
+    speaker's too: whoever joins the session later reads its memory, and a detail told in a
+    conversation of one user is not theirs to read (a group's stays in the session:
+    ``place_reflection``, since each of its people heard it). Anything else stays as classified."""
+    if scope == "session" and private_detail(text) is not None:
+        return "user", speaker
     if scope != "agent":
         return scope, speaker
     if named := users_named(text, messages):
