@@ -22,7 +22,8 @@ from memory.store.sqlite import SQLiteStore
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = json.loads((ROOT / "samples" / "conversation.json").read_text())
-# The default store heartbeat timeout (5 s), a first retry, a worker process start-up: seconds.
+# The default store heartbeat timeout (5 s), a first retry, a worker process start-up, the dead
+# worker's sticky queue (1 s here, tests/crash_worker.py): seconds.
 RECOVERY_BOUND_S = 20
 
 
@@ -66,6 +67,10 @@ async def test_worker_killed_during_the_commit_recovers_within_seconds(
         "MNEMOS_TEMPORAL__METRICS_BIND": "",
         "CRASH_GATE_DIR": str(tmp_path),
         "CRASH_GATE_TASK": "commit_formation",
+        # The run's next workflow task, put on the killed worker's sticky queue, goes to the
+        # survivor after 1 s instead of the SDK's 10 s (tests/crash_worker.py): a worker setting,
+        # not a store timing, and the 60 s start-to-close timeout stays far beyond the bound.
+        "CRASH_STICKY_SECONDS": "1",
     }
 
     def spawn() -> subprocess.Popen[bytes]:

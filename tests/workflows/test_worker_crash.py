@@ -112,6 +112,9 @@ async def test_worker_killed_mid_formation(
         "MNEMOS_TEMPORAL__TASK_QUEUE": settings.temporal.task_queue,
         "CRASH_GATE_DIR": str(tmp_path),
         "CRASH_GATE_TASK": gate_task,
+        # The run's next workflow task, put on the killed worker's sticky queue, goes to the
+        # survivor after 1 s instead of the SDK's 10 s (tests/crash_worker.py).
+        "CRASH_STICKY_SECONDS": "1",
         **({"MNEMOS_CODEC__KEY": codec.key.get_secret_value()} if codec.key else {}),
     }
 
@@ -121,9 +124,11 @@ async def test_worker_killed_mid_formation(
     if gate_task == "decide_facts":
         (tmp_path / "release").touch()
         first = spawn()
-        await memory.form_memories(agent.agent_id, "seed")
-        first.kill()
-        first.wait()
+        try:
+            await memory.form_memories(agent.agent_id, "seed")
+        finally:  # a failed seed leaves no worker behind
+            first.kill()
+            first.wait()
         (tmp_path / "release").unlink()
         (tmp_path / "reached").unlink(missing_ok=True)
 
