@@ -70,6 +70,7 @@ def build_worker(
         activities=[
             formation.load_window,
             formation.extract_facts,
+            formation.extract_piece_facts,
             formation.find_similar_facts,
             formation.decide_fact_changes,
             formation.extract_reflections,
@@ -117,6 +118,7 @@ def build_llm_worker(client: Client, deps: Deps, settings: Settings) -> Worker |
         task_queue=queue,
         activities=[
             formation.extract_facts,
+            formation.extract_piece_facts,
             formation.decide_fact_changes,
             formation.extract_reflections,
             consolidation.draft_consolidation,

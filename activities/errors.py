@@ -77,3 +77,36 @@ INPUT_REFUSED = InputRefusedError.type_name()
 WINDOW_TOO_LARGE = WindowTooLargeError.type_name()
 # An extraction that cannot carry its window: split it (down to one message).
 SPLITS_WINDOW = UNUSABLE_OUTPUT | {WINDOW_TOO_LARGE}
+
+
+# A half asked of a piece that is not halved (too short, as deep as halving goes, or its message
+# no longer the agent's): the workflow keeps the piece's own answer, or passes it over when it
+# failed. A type of its own, never retried: no domain error has it, so no older code reacts to it.
+NOT_HALVABLE = "PieceNotHalvable"
+
+
+def not_halvable(piece: str) -> ApplicationError:
+    return ApplicationError(
+        f"{piece} is not read in halves (memory/pipeline/pieces.py)",
+        type=NOT_HALVABLE,
+        non_retryable=True,
+    )
+
+
+def with_halving(err: ApplicationError, halvable: bool) -> ApplicationError:
+    """``err`` saying, as its one detail, whether the piece of a message whose extraction it ends
+    can be read again in halves (memory/pipeline/pieces.py): the workflow, which never holds the
+    text, asks it of the activity that read it. Older workflow code reads no detail of an
+    extraction's error; an older worker's error says nothing, and its piece is not halved."""
+    return ApplicationError(
+        err.message,
+        halvable,
+        type=err.type,
+        non_retryable=err.non_retryable,
+        next_retry_delay=err.next_retry_delay,
+    )
+
+
+def halvable(err: ApplicationError) -> bool:
+    """What ``with_halving`` said (False for an error that does not say)."""
+    return bool(err.details) and err.details[0] is True

@@ -8,13 +8,14 @@ from typing import Any
 from pydantic import TypeAdapter
 from structlog.stdlib import BoundLogger
 from temporalio import activity
+from temporalio.exceptions import ApplicationError
 
-from activities.errors import classified
+from activities.errors import SPLITS_WINDOW, classified, not_halvable, with_halving
 from activities.heartbeat import heartbeating, noting_rejection, this_attempt
 from memory.degraded import DegradedStep, degraded_windows
 from memory.deps import Deps
 from memory.logging import get_logger
-from memory.pipeline import commit, dedup, facts, reflections, window
+from memory.pipeline import commit, dedup, facts, pieces, reflections, window
 from memory.pipeline.types import (
     CandidatesResult,
     CommitResult,
@@ -73,11 +74,54 @@ class FormationActivities:
     @activity.defn(name="extract_facts")
     async def extract_facts(self, w: Window, part: int | None = None) -> ExtractedFactsResult:
         """``part``: one slice of a window's oversized message (memory/pipeline/slices.py);
-        scheduled without it (a window of one slice, older workflow code), every slice."""
+        scheduled without it (a window of one slice, older workflow code), every slice. One
+        answer per slice, as older workflow code expects of it: the first read of every slice
+        in FormMemories, whose halves (DENSE_MESSAGES) are extract_piece_facts activities. An
+        error of a window of one message that a split could change says whether the slice can
+        be halved (``with_halving``): the workflow asks no other activity before halving it."""
         w = _window(w)
-        with classified(), noting_rejection(deterministic=self.deps.llm.deterministic):
-            out = await heartbeating(facts.extract_facts(self.deps, w, this_attempt(), part))
+        try:
+            with classified(), noting_rejection(deterministic=self.deps.llm.deterministic):
+                out = await heartbeating(
+                    facts.extract_facts(self.deps, w, this_attempt(), part, halving=False)
+                )
+        except ApplicationError as err:
+            if w.message_count != 1 or err.type not in SPLITS_WINDOW:
+                raise
+            with classified():
+                halvable = await facts.piece_halvable(self.deps, w, part or 0)
+            raise with_halving(err, halvable) from err.__cause__
         _log(w).info("facts extracted", facts=len(out.facts), dropped=out.dropped, part=part)
+        return out
+
+    @activity.defn(name="extract_piece_facts")
+    async def extract_piece_facts(
+        self, w: Window, part: int, halves: list[int]
+    ) -> ExtractedFactsResult:
+        """The facts of one half of a piece of a window's one message: slice ``part``, halved
+        as ``halves`` says (memory/pipeline/pieces.py), scheduled by FormMemories (from
+        DENSE_MESSAGES on) only for dense messages. PieceNotHalvable (NOT_HALVABLE) when the
+        piece it halves is not halved; WindowTooLarge when its answer is full and it can be
+        halved; every error says whether it can (``with_halving``): the workflow then reads its
+        halves, each its own activity."""
+        w = _window(w)
+        piece = tuple(halves)
+        with classified():
+            parent = await facts.piece_halvable(self.deps, w, part, piece[:-1])
+        if not piece or not parent:
+            raise not_halvable(pieces.name(part, w.slices, piece[:-1]))
+        try:
+            with classified(), noting_rejection(deterministic=self.deps.llm.deterministic):
+                out = await heartbeating(
+                    facts.extract_piece(self.deps, w, this_attempt(), part, piece)
+                )
+        except ApplicationError as err:
+            with classified():
+                halvable = await facts.piece_halvable(self.deps, w, part, piece)
+            raise with_halving(err, halvable) from err.__cause__
+        _log(w).info(
+            "facts extracted", facts=len(out.facts), dropped=out.dropped, part=part, halves=halves
+        )
         return out
 
     @activity.defn(name="find_similar_facts")

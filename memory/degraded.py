@@ -11,7 +11,7 @@ keeps listing a problem that remains."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
 from itertools import pairwise
@@ -155,11 +155,12 @@ def undecided_within(
     ]
 
 
-def formations_of(records: Iterable[DegradedWindow]) -> set[str]:
-    """The formations of these records' windows: the one each names, and the one FormMemories
-    names its range by (ids.formation_id; the same for a record its commit wrote)."""
+def formations_of(records: Iterable[DegradedWindow]) -> dict[str, int]:
+    """The formations of these records' windows, each with its window's number of messages: the
+    one each names, and the one FormMemories names its range by (ids.formation_id; the same for
+    a record its commit wrote)."""
     return {
-        f
+        f: r.upto_seq - r.after_seq
         for r in records
         for f in (
             r.formation_id,
@@ -168,7 +169,10 @@ def formations_of(records: Iterable[DegradedWindow]) -> set[str]:
     }
 
 
-def unmerged_copies(formation_ids: Iterable[str], per_formation: int) -> set[str]:
+def unmerged_copies(bounds: Mapping[str, int]) -> set[str]:
     """The ids the decide fallback of these formations gave the facts it added unmerged: each new
-    fact of a window under its index (memory/pipeline/commit.py), at most ``per_formation``."""
-    return {ids.fact_id(f, i) for f in formation_ids for i in range(per_formation)}
+    fact of a window under its index (memory/pipeline/commit.py), from 0 up to its formation's
+    bound (memory/pipeline/pieces.py ``most_facts``: facts.max_per_formation for a window of
+    several messages, more for one of one dense message). Bounded per formation: the set of a
+    range of many windows stays what those windows can hold."""
+    return {ids.fact_id(f, i) for f, most in bounds.items() for i in range(most)}

@@ -54,7 +54,9 @@ from memory.deps import Deps
 from memory.errors import InvalidInputError, InvalidModelOutputError
 from memory.lookup import require_agent, require_session
 from memory.model_check import CheckReport, attempt
+from memory.models import Fact
 from memory.pipeline import commit, dedup, facts, reflections
+from memory.pipeline.pieces import MAX_DENSE_FACTS, most_facts
 from memory.pipeline.types import (
     CandidatesResult,
     CommitResult,
@@ -151,13 +153,12 @@ async def reform(
     # on trust only when the store holds no record within the range (degraded before it kept
     # them). Not a window recorded for another step: its decisions went well, its facts stay
     # candidates (left out, the same facts formed again would be added a second time).
-    flagged = unmerged_copies(
-        formations_of(undecided) | (set() if records else {unmarked, original}),
-        deps.settings.facts.max_per_formation,
-    )
+    per = deps.settings.facts.max_per_formation
+    own = dict.fromkeys((unmarked, original), upto_seq - after_seq)
+    flagged = unmerged_copies(_bounds(formations_of(undecided) | ({} if records else own), per))
     # What a part forming its reflections alone shows the model as newly formed: the facts these
     # formations added from its messages (FormMemories showed it the window's new facts).
-    formations = {unmarked, original, *formations_of(records)}
+    formations = _bounds(own | formations_of(records), per)
     # The users' erasure epochs now: a commit checks them (a user forgotten once is at 1, and a
     # window without them would be discarded as if formed before that erasure).
     epochs = await deps.store.erasure_epochs(agent_id, session.user_ids)
@@ -252,7 +253,7 @@ async def _reform_window(
     w: Window,
     p: ReformPart,
     flagged: set[str],
-    formations: set[str],
+    formations: dict[str, int],
     report: CheckReport,
     attempts: int,
     keep_cursor: int,
@@ -314,12 +315,24 @@ async def _facts(
     return new, decided.decisions, await supersede(deps, w, new, decided.decisions, found, flagged)
 
 
-async def _stored_facts(deps: Deps, w: Window, formations: set[str]) -> list[str]:
+def _bounds(windows: dict[str, int], per_formation: int) -> dict[str, int]:
+    """Each formation's most new facts, by the messages of its window (pieces.most_facts)."""
+    return {f: most_facts(messages, per_formation) for f, messages in windows.items()}
+
+
+# The ids one get_facts reads at a time (a dense window's bound), not one query per formation.
+_PAGE = MAX_DENSE_FACTS
+
+
+async def _stored_facts(deps: Deps, w: Window, formations: dict[str, int]) -> list[str]:
     """The still valid facts these formations added from the window's messages (those it updated
-    keep an older fact's id: not found here)."""
+    keep an older fact's id: not found here). Every index up to each formation's bound is asked:
+    a dense window's decisions may have stored none of its first facts under their own ids."""
     said = {m.message_id for m in await window_messages(deps, w)}
-    ids_ = unmerged_copies(formations, deps.settings.facts.max_per_formation)
-    stored = await deps.store.get_facts(sorted(ids_))
+    wanted = sorted(unmerged_copies(formations))
+    stored: list[Fact] = []
+    for first in range(0, len(wanted), _PAGE):
+        stored += await deps.store.get_facts(wanted[first : first + _PAGE])
     return [
         f.content
         for f in stored

@@ -13,7 +13,8 @@ the rest. A single message that no retry can extract is passed over, visibly (do
 in the run's summary, memo and metric, and in the store with the window's memories
 (memory/degraded.py), where `mnemos degraded` finds it and re-forms it. A message longer than the
 formation budget is read slice by slice, every slice's memories in the window's one commit
-(workflows/form_steps.py, memory/pipeline/slices.py).
+(workflows/form_steps.py, memory/pipeline/slices.py); one stating more facts than one answer
+carries, in halves, bounded (memory/pipeline/pieces.py).
 """
 
 from __future__ import annotations

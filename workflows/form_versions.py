@@ -32,3 +32,10 @@ CAN_KEEPS_FORCE = "can-keeps-force"
 # (memory/pipeline/slices.py). Older runs showed the model its first slice, cut with a marker, and
 # never loaded a window of more than one slice.
 SLICED_MESSAGES = "sliced-messages"
+# From it on, a slice of a window of one message (the whole message within the budget) whose first
+# read (extract_facts, as before) is full or fails in a way a split can change is read again in
+# halves (extract_piece_facts, memory/pipeline/pieces.py), bounded, and up to MAX_DENSE_FACTS of
+# the pieces' facts go through the window's one decision and commit. Asked only where a window is
+# read otherwise: an ordinary window's history has no marker. Older runs kept each slice's full
+# answer, at most facts.max_per_formation facts, and passed over a message whose answer overflowed.
+DENSE_MESSAGES = "dense-messages"

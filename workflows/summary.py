@@ -52,6 +52,23 @@ class FormationSummary(BaseModel):
         0, description="Messages longer than the formation budget, each read in slices"
     )
     slices_read: int = Field(0, description="The slices those were read in, one extraction each")
+    # Fields, not private attributes: `mnemos form` and the demo print the memo of the result a
+    # client reads back, which carries fields only. A client of an older build reading a newer
+    # result ignores them (pydantic's default, and the tolerant payload converter).
+    dense_messages: int = Field(
+        0,
+        description="Messages stating more facts than one extraction answer carries, each read "
+        "in pieces (a slice halved while its answer could not carry it)",
+    )
+    pieces_read: int = Field(
+        0,
+        description="The pieces those were read in, whose answers were kept (each answer set "
+        "aside for its halves' was one extraction more)",
+    )
+
+    def read_in_pieces(self, pieces: int) -> None:
+        self.dense_messages += 1
+        self.pieces_read += pieces
 
     def add_degraded(self, after_seq: int, upto_seq: int, step: str, reason: str) -> None:
         self.degraded.append(
@@ -100,6 +117,11 @@ class FormationSummary(BaseModel):
                     if self.sliced_messages
                     else ""
                 )
+                + (
+                    f"; {self.dense_messages} dense message(s) read in {self.pieces_read} pieces"
+                    if self.dense_messages
+                    else ""
+                )
                 + self._degraded_note()
             ),
             "formations": self.formations,
@@ -131,6 +153,8 @@ class FormationSummary(BaseModel):
         refused = {"decisions_refused": self.decisions_refused} if self.decisions_refused else {}
         if self.sliced_messages:
             refused |= {"sliced_messages": self.sliced_messages, "slices_read": self.slices_read}
+        if self.dense_messages:
+            refused |= {"dense_messages": self.dense_messages, "pieces_read": self.pieces_read}
         # A long backlog could degrade window by window.
         recent = self.degraded[-_MEMO_DEGRADED:]
         return refused | ({"degraded": [d.model_dump() for d in recent]} if recent else {})

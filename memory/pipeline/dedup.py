@@ -56,6 +56,7 @@ from memory.pipeline.types import (
 )
 from memory.pipeline.usage import llm_call, words
 from memory.pipeline.window import window_agent
+from memory.prompts.common import MAX_ITEMS
 from memory.prompts.decide_facts import (
     DecideFactsInput,
     ExistingFactShown,
@@ -125,14 +126,38 @@ async def _decide(
     candidates: CandidatesResult,
     retry: Retry,
 ) -> tuple[list[Decision], list[LlmCall]]:
-    """What needs no model is decided by rule (predecide.py); one call for all the others."""
+    """What needs no model is decided by rule (predecide.py); the others by the model, one call
+    per MAX_ITEMS of them (the answer's bound; more only for a dense message read in pieces,
+    memory/pipeline/pieces.py), every chunk's decisions then ordered together."""
     decisions, asked = predecide(facts, candidates)
     decisions = await _within_scope(deps, facts, decisions)
     if not asked:
         return decisions, []
-
-    # The model sees the facts it decides with the candidates left to them, no others.
     contested = [f for f in facts if f.index in asked]
+    agent = await window_agent(deps, window)
+    model = choose_model(deps.settings, deps.llm.name, "fast", agent.tier)
+    calls: list[LlmCall] = []
+    looked: list[Decision] = []
+    for start in range(0, len(contested), MAX_ITEMS):
+        chunk = contested[start : start + MAX_ITEMS]
+        mine = {f.index: asked[f.index] for f in chunk}
+        decided, made = await _ask(deps, model, chunk, mine, candidates, retry)
+        looked += decided
+        calls += made
+    decisions += in_message_order(sorted(looked, key=lambda d: d.new_index))
+    return sorted(decisions, key=lambda d: d.new_index), calls
+
+
+async def _ask(
+    deps: Deps,
+    model: str,
+    contested: list[NewFact],
+    asked: dict[int, list[SimilarFact]],
+    candidates: CandidatesResult,
+    retry: Retry,
+) -> tuple[list[Decision], list[LlmCall]]:
+    """One decision call: the model sees the facts it decides with the candidates left to them,
+    no others; then the second look (restatements.py)."""
     existing = _existing_index(candidates.model_copy(update={"by_new_index": asked}))
     position = {c.fact_id: i for i, c in enumerate(existing)}
     offered = {f.index: {position[c.fact_id] for c in asked[f.index]} for f in contested}
@@ -144,7 +169,6 @@ async def _decide(
         )
         for i, c in enumerate(existing)
     ]
-    agent = await window_agent(deps, window)
     request = LLMRequest.of(
         DecideFactsInput(
             new_facts=[
@@ -153,24 +177,22 @@ async def _decide(
             existing=shown,
             max_words=deps.settings.facts.max_words,
         ),
-        model=choose_model(deps.settings, deps.llm.name, "fast", agent.tier),
+        model=model,
         temperature=deps.settings.models.temperature,
         retry=retry,
     )
     result = await deps.llm.generate_structured(request, FactDecisions)
-    max_words = deps.settings.facts.max_words
     resolved = resolve(
         result.value.decisions,
         contested,
         existing,
         offered,
-        max_words=max_words,
+        max_words=deps.settings.facts.max_words,
         ordered=False,
         agent_facts=await _agent_facts(deps, contested, existing),
     )
     looked, again = await second_look(deps.llm, request.model, resolved, contested, asked)
-    decisions += in_message_order(looked)
-    return sorted(decisions, key=lambda d: d.new_index), [llm_call(request, result.usage), *again]
+    return looked, [llm_call(request, result.usage), *again]
 
 
 def resolve(

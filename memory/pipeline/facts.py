@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from memory import ids, transcript
@@ -11,10 +13,12 @@ from memory.embedding.base import Embedder
 from memory.errors import WindowTooLargeError
 from memory.ids import content_hash
 from memory.llm import choose_model
-from memory.llm.base import FIRST, LLMRequest, Retry
+from memory.llm.base import FIRST, LLMRequest, LLMResult, Retry
 from memory.models import StoredMessage
+from memory.pipeline import pieces
 from memory.pipeline.echoes import echoes_instructions
 from memory.pipeline.embed_cache import embed_cached
+from memory.pipeline.pieces import read_halving
 from memory.pipeline.slices import merge_facts
 from memory.pipeline.sources import any_cited, cited
 from memory.pipeline.types import (
@@ -26,33 +30,106 @@ from memory.pipeline.types import (
 )
 from memory.pipeline.usage import llm_call
 from memory.pipeline.window import answer_is_full, window_agent, window_messages
-from memory.prompts.common import MAX_ITEMS
-from memory.prompts.extract_facts import INSTRUCTIONS, ExtractedFacts, ExtractFactsInput
+from memory.prompts.common import MAX_ITEMS, PromptMessage
+from memory.prompts.extract_facts import (
+    INSTRUCTIONS,
+    ExtractedFact,
+    ExtractedFacts,
+    ExtractFactsInput,
+)
 from memory.scopes import as_owned, dedup_filter, place_fact, sole_speaker
 from memory.settings import FactSettings
 from memory.store.base import Vector
 
+_NONE = ExtractedFactsResult(facts=[])
+
 
 async def extract_facts(
-    deps: Deps, window: Window, retry: Retry = FIRST, part: int | None = None
+    deps: Deps,
+    window: Window,
+    retry: Retry = FIRST,
+    part: int | None = None,
+    *,
+    halving: bool = True,
 ) -> ExtractedFactsResult:
-    """The window's new facts; ``part``: those of one slice of its one oversized message (None:
-    every slice in turn, merged; memory/pipeline/slices.py)."""
+    """The window's new facts. A window of one message is read in pieces (memory/pipeline/
+    pieces.py): every slice, each halved while its answer cannot carry it, at most
+    pieces.MAX_DENSE_FACTS distinct facts kept, as FormMemories reads it since DENSE_MESSAGES.
+    ``part``, or without ``halving`` (the extract_facts activity, every slice's first read in
+    FormMemories): one slice of its one oversized message, or every slice in turn, each answer
+    kept and the whole capped (memory/pipeline/slices.py)."""
     if not window.fact_scopes:
-        return ExtractedFactsResult(facts=[])
+        return _NONE
     messages = await window_messages(deps, window)
     if not messages:
         # Nothing left to read (a forget deleted the messages, or withheld them from this
         # agent): no model call, which could only answer from its instructions.
-        return ExtractedFactsResult(facts=[])
-    count = transcript.slice_count(messages, deps.settings.formation.max_chars_per_run)
+        return _NONE
+    max_chars = deps.settings.formation.max_chars_per_run
+    count = transcript.slice_count(messages, max_chars)
+    if part is None and halving and window.message_count == 1:
+        content = messages[0].content
+        leaves: list[ExtractedFactsResult] = []
+        for n in range(count):
+            leaves += await read_halving(
+                partial(extract_piece, deps, window, retry, n),
+                partial(pieces.can_halve, content, max_chars, n),
+            )
+        return pieces.merged(leaves)
     if part is None and count > 1:
         return merge_facts(
             [await _extract(deps, window, messages, retry, n, count) for n in range(count)]
         )
     if part is not None and part >= count:  # none such (the budget changed since the load)
-        return ExtractedFactsResult(facts=[])
+        return _NONE
     return await _extract(deps, window, messages, retry, part, count)
+
+
+async def extract_piece(
+    deps: Deps, window: Window, retry: Retry, part: int, halves: pieces.Halves = ()
+) -> ExtractedFactsResult:
+    """The facts of one piece of the window's one message (memory/pipeline/pieces.py: slice
+    ``part``, halved as ``halves`` says), every distinct one its answer holds, up to
+    ``facts.max_per_formation``, the rest counted as dropped: whether the answer is full
+    (pieces.full), and its halves are read instead, the caller judges, as of a first read."""
+    if not window.fact_scopes:
+        return _NONE
+    messages = await window_messages(deps, window)
+    if len(messages) != 1:  # its message is no longer the agent's to form: nothing to read
+        return _NONE
+    content, max_chars = messages[0].content, deps.settings.formation.max_chars_per_run
+    shown = pieces.text(content, max_chars, part, halves)
+    if not shown:  # none such (the budget changed since the workflow named it)
+        return _NONE
+    prompt = [m.model_copy(update={"content": shown}) for m in transcript.prompt_messages(messages)]
+    request, result = await _ask(deps, window, prompt, retry)
+    kept = _kept(deps, window, messages, result.value.facts, None)
+    kept = kept[: deps.settings.facts.max_per_formation]  # as a first read keeps them
+    return ExtractedFactsResult(
+        facts=kept,
+        llm=[llm_call(request, result.usage)],
+        dropped=len(result.value.facts) - len(kept),
+    )
+
+
+async def piece_halvable(deps: Deps, window: Window, part: int, halves: pieces.Halves = ()) -> bool:
+    """Whether that piece of the window's one message can be read in halves (pieces.py)."""
+    messages = await window_messages(deps, window)
+    max_chars = deps.settings.formation.max_chars_per_run
+    return len(messages) == 1 and pieces.can_halve(messages[0].content, max_chars, part, halves)
+
+
+async def _ask(
+    deps: Deps, window: Window, messages: list[PromptMessage], retry: Retry
+) -> tuple[LLMRequest, LLMResult[ExtractedFacts]]:
+    agent = await window_agent(deps, window)
+    request = LLMRequest.of(
+        ExtractFactsInput(agent=agent, messages=messages, max_words=deps.settings.facts.max_words),
+        model=choose_model(deps.settings, deps.llm.name, "fast", agent.tier),
+        temperature=deps.settings.models.temperature,
+        retry=retry,
+    )
+    return request, await deps.llm.generate_structured(request, ExtractedFacts)
 
 
 async def _extract(
@@ -63,22 +140,10 @@ async def _extract(
     part: int | None,
     count: int,
 ) -> ExtractedFactsResult:
-    agent = await window_agent(deps, window)
     cfg = deps.settings.facts
     sliced = part if count > 1 else None
-    request = LLMRequest.of(
-        ExtractFactsInput(
-            agent=agent,
-            messages=transcript.prompt_messages(
-                messages, deps.settings.formation.max_chars_per_run, sliced
-            ),
-            max_words=cfg.max_words,
-        ),
-        model=choose_model(deps.settings, deps.llm.name, "fast", agent.tier),
-        temperature=deps.settings.models.temperature,
-        retry=retry,
-    )
-    result = await deps.llm.generate_structured(request, ExtractedFacts)
+    shown = transcript.prompt_messages(messages, deps.settings.formation.max_chars_per_run, sliced)
+    request, result = await _ask(deps, window, shown, retry)
     bound = min(MAX_ITEMS, cfg.max_per_formation)
     # A slice is one message's, as a window of one is: its full answer is kept (slices.py).
     full = answer_is_full(deps, len(result.value.facts), bound)
@@ -87,11 +152,29 @@ async def _extract(
             f"extract_facts answered {len(result.value.facts)} facts for {window.message_count} "
             f"messages, its bound is {bound}: the window is split"
         )
+    kept = _kept(deps, window, messages, result.value.facts, cfg.max_per_formation)
+    return ExtractedFactsResult(
+        facts=kept,
+        llm=[llm_call(request, result.usage)],
+        dropped=len(result.value.facts) - len(kept),
+        max_facts=cfg.max_per_formation if sliced is not None else None,
+    )
+
+
+def _kept(
+    deps: Deps,
+    window: Window,
+    messages: list[StoredMessage],
+    extracted: list[ExtractedFact],
+    limit: int | None,
+) -> list[NewFact]:
+    """The answer's facts that are stored: placed in a scope the window may write, cited from
+    its messages, not the prompt's words, each text once; at most ``limit`` (None: all)."""
     kept: list[NewFact] = []
     seen: set[str] = set()
     only = sole_speaker(messages, window.user_id)
     said = [m.content for m in messages]
-    for fact in result.value.facts:
+    for fact in extracted:
         text = transcript.as_said(fact.content)
         owned, speaker = as_owned(fact.scope, fact.speaker or only, text, messages)
         scope = place_fact(owned, speaker, window.user_id, window.fact_scopes)
@@ -100,7 +183,7 @@ async def _extract(
         if (
             not text
             or scope is None
-            or len(kept) >= cfg.max_per_formation
+            or (limit is not None and len(kept) >= limit)
             or echoes_instructions(text, any_cited(fact.sources, messages), INSTRUCTIONS, said)
         ):
             continue
@@ -122,12 +205,7 @@ async def _extract(
                 said_at=source.said_at,
             )
         )
-    return ExtractedFactsResult(
-        facts=kept,
-        llm=[llm_call(request, result.usage)],
-        dropped=len(result.value.facts) - len(kept),
-        max_facts=cfg.max_per_formation if sliced is not None else None,
-    )
+    return kept
 
 
 def dedup_gate(cfg: FactSettings, embedder: Embedder) -> float:

@@ -16,6 +16,7 @@ from memory.pipeline.sources import any_cited, cited
 from memory.pipeline.types import NewReflection, ReflectionsResult, Window
 from memory.pipeline.usage import llm_call
 from memory.pipeline.window import answer_is_full, window_agent, window_messages
+from memory.prompts.common import MAX_ITEMS
 from memory.prompts.extract_reflections import (
     INSTRUCTIONS,
     MAX_REFLECTIONS,
@@ -52,6 +53,7 @@ async def extract_reflections(
 ) -> ReflectionsResult:
     """The window's reflections; ``part``: those of one slice of its one oversized message (None:
     every slice in turn, merged; memory/pipeline/slices.py)."""
+    new_facts = _shown(new_facts)
     messages = await window_messages(deps, window)
     if not messages:
         # As facts.extract_facts: with no message, reflections could only be made up from the
@@ -65,6 +67,17 @@ async def extract_reflections(
     if part is not None and part >= count:  # none such (the budget changed since the load)
         return ReflectionsResult(reflections=[])
     return await _reflect(deps, window, messages, new_facts, retry, part if count > 1 else None)
+
+
+def _shown(new_facts: list[str]) -> list[str]:
+    """The formed facts a reflection prompt shows: every one of an ordinary window (it forms at
+    most MAX_ITEMS), MAX_ITEMS spread evenly over a dense message read in pieces (up to
+    pieces.MAX_DENSE_FACTS: shown whole, they would crowd the transcript out of a small model's
+    context, for facts the reflections do not restate)."""
+    n = len(new_facts)
+    if n <= MAX_ITEMS:
+        return new_facts
+    return [new_facts[i * n // MAX_ITEMS] for i in range(MAX_ITEMS)]
 
 
 async def _reflect(

@@ -16,11 +16,13 @@ and a slice that no retry can extract is passed over alone, visibly, by the exis
 reform`) reads every slice in turn through the same pipeline functions (``part=None``).
 
 An extraction's answer full at its bound splits a window of several messages; a slice is one
-message's, sized as a window is (the budget allows about 200 tokens per fact one answer carries),
-and like any single message it cannot be split: its full answer is kept. The slices' facts
-together are kept to ``facts.max_per_formation`` (the bound of one formation's decision answer and
-of the fact ids `mnemos degraded reform` looks for), taken from every slice in turn so that a
-dense head leaves the tail its share; those left over are counted as dropped.
+message's, sized as a window is (the budget allows about 200 tokens per fact one answer carries).
+The slices' facts together are kept to ``facts.max_per_formation`` (each slice's answer says it:
+``max_facts``), taken from every slice in turn so that a dense head leaves the tail its share;
+those left over are counted as dropped. From DENSE_MESSAGES on, a slice whose answer cannot carry
+it is read again in halves (memory/pipeline/pieces.py), and the window of one message keeps up
+to pieces.MAX_DENSE_FACTS, taken from the pieces in turn likewise (``merge_facts`` given that
+bound: the workflow, where some slices' answers would still say the smaller one).
 
 Pure functions of the activities' results: the workflow calls them, and so does the pipeline.
 """
@@ -39,10 +41,18 @@ from memory.pipeline.types import (
 )
 
 
-def merge_facts(parts: Sequence[ExtractedFactsResult]) -> ExtractedFactsResult:
-    """The slices' facts as one extraction's, in message order, numbered from 0: a fact said in
-    two slices once, at most ``max_facts`` of them (a slice passed over is an empty part)."""
-    bound = min((p.max_facts for p in parts if p.max_facts is not None), default=None)
+def merge_facts(
+    parts: Sequence[ExtractedFactsResult],
+    max_facts: int | None = None,
+    max_bytes: int | None = None,
+) -> ExtractedFactsResult:
+    """The slices' (or pieces') facts as one extraction's, in message order, numbered from 0: a
+    fact said in two of them once, at most ``max_facts`` of them when given, else the least
+    ``max_facts`` a part says (a part passed over is an empty part), and, with ``max_bytes``,
+    no more than fit that many bytes of UTF-8 text together."""
+    bound = max_facts
+    if bound is None:
+        bound = min((p.max_facts for p in parts if p.max_facts is not None), default=None)
     seen: set[str] = set()
     unique: list[list[NewFact]] = []
     for part in parts:
@@ -53,7 +63,7 @@ def merge_facts(parts: Sequence[ExtractedFactsResult]) -> ExtractedFactsResult:
                 seen.add(key)
                 mine.append(fact)
         unique.append(mine)
-    taken = _in_turn(unique, bound)
+    taken = _in_turn(unique, bound, max_bytes)
     kept = [
         fact.model_copy(update={"index": i})
         for i, fact in enumerate(f for n, mine in enumerate(unique) for f in mine[: taken[n]])
@@ -67,17 +77,26 @@ def merge_facts(parts: Sequence[ExtractedFactsResult]) -> ExtractedFactsResult:
     )
 
 
-def _in_turn(parts: list[list[NewFact]], bound: int | None) -> list[int]:
-    """How many facts of each part are kept: one of each part in turn, until ``bound``."""
-    if bound is None:
+def _in_turn(parts: list[list[NewFact]], bound: int | None, max_bytes: int | None) -> list[int]:
+    """How many facts of each part are kept: one of each part in turn, until ``bound`` facts or
+    until the next one's text would pass ``max_bytes`` (a prefix of each part either way)."""
+    if bound is None and max_bytes is None:
         return [len(p) for p in parts]
     taken = [0] * len(parts)
-    left = bound
+    left = sum(map(len, parts)) if bound is None else bound
+    room = max_bytes
     for row in zip_longest(*parts):
         for n, fact in enumerate(row):
-            if fact is not None and left > 0:
-                taken[n] += 1
-                left -= 1
+            if fact is None or left <= 0:
+                continue
+            if room is not None:
+                size = len(fact.content.encode())
+                if size > room:
+                    left = 0  # full: none after it either, so each part keeps a prefix
+                    continue
+                room -= size
+            taken[n] += 1
+            left -= 1
     return taken
 
 

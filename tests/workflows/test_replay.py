@@ -24,7 +24,9 @@ from worker import WORKFLOWS
 # meanwhile in one of them; outage/: a ConsolidateScope whose draft failed on a provider outage,
 # before OUTAGE_WAIT (the run failed) and from it on (it waited and consolidated); conflicts/: a
 # ConsolidateScope whose five drafts each met a person's edit, before CONFLICT_BACKOFF (the fifth
-# failed the run) and from it on (it waited, drafted again and consolidated) (subfolders, so
+# failed the run) and from it on (it waited, drafted again and consolidated); dense/: a dense
+# message read in pieces, halved on a full answer and on a failure, a piece passed over
+# (DENSE_MESSAGES, record_dense.py) (subfolders, so
 # that the CLI's replay test of the top folder keeps its own count).
 HISTORIES = sorted((Path(__file__).parent.parent / "histories").glob("**/*.json"))
 

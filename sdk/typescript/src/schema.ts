@@ -912,6 +912,18 @@ export interface components {
              * @default 0
              */
             slices_read: number;
+            /**
+             * Dense Messages
+             * @description Messages stating more facts than one extraction answer carries, each read in pieces (a slice halved while its answer could not carry it)
+             * @default 0
+             */
+            dense_messages: number;
+            /**
+             * Pieces Read
+             * @description The pieces those were read in, whose answers were kept (each answer set aside for its halves' was one extraction more)
+             * @default 0
+             */
+            pieces_read: number;
         };
         /** FormationTrigger */
         FormationTrigger: {
