@@ -5,9 +5,11 @@ touches it, and the property test forms hundreds of windows)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from types import SimpleNamespace
 from typing import cast
 
@@ -22,6 +24,7 @@ from memory.pipeline import commit, dedup, facts, reflections, window
 from memory.pipeline.types import FormationRequest
 from memory.settings import Settings
 from memory.store.base import MemoryStore
+from memory.store.sqlite import SQLiteStore
 from tests.fakes import WordHashEmbedder
 
 # A day before the run's hour: the conversations are recent (the memory context shows the facts
@@ -108,3 +111,17 @@ class Bench:
             )
             hits += [hit.content for hit in found.hits]
         return context + "\n" + "\n".join(hits)
+
+
+EVE = AgentConfig(agent_id="eve", name="Eve")
+
+
+@asynccontextmanager
+async def sqlite_bench(path: Path, agents: Sequence[AgentConfig] = (EVE,)) -> AsyncIterator[Bench]:
+    """A bench on a real SQLite store in ``path``: the isolation cases' usual setting."""
+    store = SQLiteStore(path / "mnemos.db")
+    await store.setup()
+    try:
+        yield await Bench.create(store, agents)
+    finally:
+        await store.close()

@@ -9,20 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from memory.models import AgentConfig
-from memory.store.sqlite import SQLiteStore
-from tests.isolation.bench import Bench
+from tests.isolation.bench import Bench, sqlite_bench
 
-EVE = AgentConfig(agent_id="eve", name="Eve")
 SECRET = "I was diagnosed with diabetes in March 2024 and I feel anxious about it."
 
 
 @pytest.fixture
 async def bench(tmp_path: Path) -> AsyncIterator[Bench]:
-    store = SQLiteStore(tmp_path / "mnemos.db")
-    await store.setup()
-    yield await Bench.create(store, [EVE])
-    await store.close()
+    async with sqlite_bench(tmp_path) as bench:
+        yield bench
 
 
 async def test_a_private_detail_told_alone_is_not_read_by_who_joins_later(bench: Bench) -> None:

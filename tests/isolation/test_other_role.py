@@ -10,19 +10,14 @@ from pathlib import Path
 import pytest
 
 from memory import transcript
-from memory.models import AgentConfig, FactFilter
-from memory.store.sqlite import SQLiteStore
-from tests.isolation.bench import Bench
-
-EVE = AgentConfig(agent_id="eve", name="Eve")
+from memory.models import FactFilter
+from tests.isolation.bench import Bench, sqlite_bench
 
 
 @pytest.fixture
 async def bench(tmp_path: Path) -> AsyncIterator[Bench]:
-    store = SQLiteStore(tmp_path / "mnemos.db")
-    await store.setup()
-    yield await Bench.create(store, [EVE])
-    await store.close()
+    async with sqlite_bench(tmp_path) as bench:
+        yield bench
 
 
 async def test_a_person_speaking_as_other_makes_the_room_a_group(bench: Bench) -> None:

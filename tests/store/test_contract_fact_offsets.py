@@ -54,9 +54,8 @@ async def test_a_fact_without_a_said_time_has_no_offset(store: MemoryStore) -> N
     assert (fact.said_at, fact.said_utc_offset_minutes) == (None, None)
 
 
-async def test_an_update_said_on_another_clock_moves_it_and_the_history_keeps_the_old(
-    store: MemoryStore,
-) -> None:
+async def _said_then_in_india(store: MemoryStore) -> Former:
+    """f1 said in Chicago, then changed by a message sent from India: the former, for more."""
     await _said(store, at(10).astimezone(CHICAGO))
     former = Former(store)
     former.cursor = 1
@@ -67,6 +66,13 @@ async def test_an_update_said_on_another_clock_moves_it_and_the_history_keeps_th
             said_at=at(50).astimezone(INDIA),
         )
     )  # fmt: skip
+    return former
+
+
+async def test_an_update_said_on_another_clock_moves_it_and_the_history_keeps_the_old(
+    store: MemoryStore,
+) -> None:
+    former = await _said_then_in_india(store)
     [fact] = await store.get_facts(["f1"])
     assert (fact.said_at, fact.said_utc_offset_minutes) == (at(50), 330)
     [revision] = fact.history
@@ -98,16 +104,7 @@ async def test_an_update_said_on_another_clock_moves_it_and_the_history_keeps_th
 
 
 async def test_export_and_import_carry_the_offset(store: MemoryStore) -> None:
-    await _said(store, at(10).astimezone(CHICAGO))
-    former = Former(store)
-    former.cursor = 1
-    await former.form(
-        FactUpdate(
-            fact_id="f1", expected_version=1, content="Alice is flying to Rome on 9 May",
-            embedding=unit(1, 0), reason="changed", source_message_ids=("m5",),
-            said_at=at(50).astimezone(INDIA),
-        )
-    )  # fmt: skip
+    await _said_then_in_india(store)
     [original] = await store.get_facts(["f1"])
     out = io.StringIO()
     await export_store(store, out, agent_id=None, user_id=None, messages=False, now=T0)

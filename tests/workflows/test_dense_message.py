@@ -8,7 +8,6 @@ import asyncio
 import itertools
 import json
 import re
-from datetime import timedelta
 from pathlib import Path
 
 from pydantic import create_model
@@ -18,20 +17,21 @@ from temporalio.testing import WorkflowEnvironment
 from memory.errors import WindowTooLargeError
 from memory.llm.base import LLMRequest
 from memory.llm.heuristic import HeuristicProvider
-from memory.models import MessageIn
 from memory.pipeline import pieces
-from memory.prompts.decide_facts import FactDecision, FactDecisions
+from memory.prompts.decide_facts import FactDecisions
 from memory.prompts.extract_facts import ExtractedFacts
 from memory.settings import FormationSettings, RetrySettings
 from runtime.payloads import payload_data_converter
 from tests.fakes import transcript_of
-from tests.harness import T0, Harness, facts
+from tests.harness import Harness, facts
 from tests.workflows.test_long_message import (
     BUDGET_TOKENS,
     _history,
     _patches,
     _scheduled,
+    add_all,
     long_message,
+    said,
 )
 from workflows.naming import formation_workflow_id
 from workflows.summary import FormationSummary
@@ -42,27 +42,6 @@ FILLER = "We talked about the weather and the garden for a while. "
 def dense(n: int) -> str:
     """``n`` short sentences, each a distinct fact (a numbered thing and its own value)."""
     return " ".join(f"My favourite number {i} is {4100 + i}." for i in range(1, n + 1))
-
-
-def said(content: str, i: int = 0) -> MessageIn:
-    return MessageIn(
-        message_id=f"m{i}",
-        role="user",
-        user_id="alice",
-        name="Alice",
-        content=content,
-        created_at=T0 + timedelta(minutes=i),
-    )
-
-
-def add_all(request: LLMRequest) -> FactDecisions:
-    new = getattr(request.task_input, "new_facts", [])
-    return FactDecisions(
-        decisions=[
-            FactDecision(new_fact_index=f.index, event="ADD", existing_index=None, merged_text=None)
-            for f in new
-        ]
-    )
 
 
 async def memo(h: Harness) -> dict[str, object]:
