@@ -1,15 +1,13 @@
-"""The store contract: one async interface, implemented by the SQLite and MongoDB backends.
+"""The store contract: one async interface, implemented by SQLite, PostgreSQL and MongoDB.
 
-Every write that matters for the guarantees is a single atomic call here:
-- ``record_messages`` is idempotent by message id and keeps the per-(session, agent) counters;
-  an agent's view of a session (cursor, counters, participants, ended_at, purge) is its own;
-- ``commit_formation`` applies fact changes, buffers reflections and moves the cursor together,
-  exactly once per formation id;
-- ``commit_consolidation`` replaces a blob and marks its reflections absorbed together, only if the
-  blob is still at the version the consolidation read (compare-and-set).
-The shared contract tests in ``tests/store`` hold both backends to this text. The writing calls
-are implemented once: pure planners in ``memory.store.rules`` decide, ``memory.store.planned``
-runs them inside each backend's transaction.
+Every write that matters for the guarantees is a single atomic call here: ``record_messages``
+(idempotent by message id, keeping the per-(session, agent) counters; an agent's view of a
+session, its cursor, counters, participants, end and purge, is its own); ``commit_formation``
+(fact changes, buffered reflections and the cursor together, once per formation id);
+``commit_consolidation`` (a blob replaced and its reflections marked absorbed together, only if
+the blob is at the version the consolidation read). The contract tests in ``tests/store`` hold
+every backend to this text. The writing calls are implemented once: pure planners in
+``memory.store.rules`` decide, ``memory.store.planned`` runs them in each backend's transaction.
 """
 
 from __future__ import annotations
@@ -52,8 +50,6 @@ class ReembedItem:
 
 class MemoryStore(LifecycleContract):
     """Async persistence for mnemos. Implementations must not block the event loop."""
-
-    # ------------------------------------------------------------ lifecycle
 
     @abc.abstractmethod
     async def setup(self) -> None:
