@@ -101,9 +101,10 @@ class FormationActivities:
         """The facts of one half of a piece of a window's one message: slice ``part``, halved
         as ``halves`` says (memory/pipeline/pieces.py), scheduled by FormMemories (from
         DENSE_MESSAGES on) only for dense messages. PieceNotHalvable (NOT_HALVABLE) when the
-        piece it halves is not halved; WindowTooLarge when its answer is full and it can be
-        halved; every error says whether it can (``with_halving``): the workflow then reads its
-        halves, each its own activity."""
+        piece it halves is not halved, before any model call. Its answer, full or not, is
+        returned (the workflow judges it, as a first read's); an error says whether the piece
+        can be halved (``with_halving``): the workflow then reads its halves, each its own
+        activity."""
         w = _window(w)
         piece = tuple(halves)
         with classified():
