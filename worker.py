@@ -96,6 +96,9 @@ def build_worker(
         interceptors=[MetricsInterceptor(), HeartbeatInterceptor()],
         deployment_config=versioning.deployment_config(settings.temporal),
         graceful_shutdown_timeout=_grace(settings),
+        sticky_queue_schedule_to_start_timeout=timedelta(
+            seconds=settings.temporal.sticky_queue_seconds
+        ),
     )
 
 

@@ -60,6 +60,13 @@ class TemporalSettings(_Group):
         description="Run workflow code in the Temporal SDK's sandbox (per-run module isolation, "
         "checks on non-deterministic calls); replays and the workflow tests always do",
     )
+    sticky_queue_seconds: float = Field(
+        10,
+        gt=0,
+        description="How long a run's next workflow task waits for the worker that ran its "
+        "last one (which holds the run in its cache) before any worker takes it: after a "
+        "worker dies, each of its runs in flight waits this long (the SDK's default, 10 s)",
+    )
     shutdown_grace_seconds: float = Field(
         25,
         ge=0,

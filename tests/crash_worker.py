@@ -5,24 +5,20 @@ CRASH_GATE_DIR and holds the call until a ``release`` file exists there — a sl
 which the test kills this process. A CRASH_GATE_TASK naming a store method (``commit_formation``)
 gates that store call the same way: a store step killed midway.
 
-CRASH_STICKY_SECONDS (the tests set it, bench/session_end_kills.py does not) is how long a workflow
-task may wait on this worker's own (sticky) queue before it goes to the task queue, where any worker
-takes it; the SDK's default is 10 s. After a kill, the run's next workflow task goes to the dead
-worker's sticky queue and waits all of it out: a shorter wait is the same recovery, sooner.
+The tests set MNEMOS_TEMPORAL__STICKY_QUEUE_SECONDS=1 (bench/session_end_kills.py does not): after
+a kill, the run's next workflow task goes to the dead worker's own (sticky) queue and waits that
+long before the survivor takes it (10 s by default): the same recovery, sooner.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-from datetime import timedelta
 from pathlib import Path
 from typing import Any, cast
 
 from pydantic import BaseModel
-from temporalio.worker import Worker
 
-import worker as worker_module
 from memory.deps import Deps
 from memory.llm.base import LLMProvider, LLMRequest, LLMResult
 from memory.llm.heuristic import HeuristicProvider
@@ -75,20 +71,7 @@ class GatedLLM(LLMProvider):
         return await self.inner.generate_structured(request, schema)
 
 
-def _shorter_sticky_wait(seconds: float) -> None:
-    """build_worker's workers (worker.py), with a sticky queue wait of ``seconds``."""
-    wait = timedelta(seconds=seconds)
-
-    class ShortStickyWorker(Worker):
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            super().__init__(*args, sticky_queue_schedule_to_start_timeout=wait, **kwargs)
-
-    setattr(worker_module, "Worker", ShortStickyWorker)  # noqa: B010 (a module's global)
-
-
 async def main() -> None:
-    if sticky := os.environ.get("CRASH_STICKY_SECONDS"):
-        _shorter_sticky_wait(float(sticky))
     settings = Settings()
     client = await connect(settings.temporal, codec=settings.codec)  # MNEMOS_CODEC__KEY
     gate_dir, task = Path(os.environ["CRASH_GATE_DIR"]), os.environ["CRASH_GATE_TASK"]

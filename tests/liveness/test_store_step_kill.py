@@ -70,7 +70,7 @@ async def test_worker_killed_during_the_commit_recovers_within_seconds(
         # The run's next workflow task, put on the killed worker's sticky queue, goes to the
         # survivor after 1 s instead of the SDK's 10 s (tests/crash_worker.py): a worker setting,
         # not a store timing, and the 60 s start-to-close timeout stays far beyond the bound.
-        "CRASH_STICKY_SECONDS": "1",
+        "MNEMOS_TEMPORAL__STICKY_QUEUE_SECONDS": "1",
     }
 
     def spawn() -> subprocess.Popen[bytes]:

@@ -114,7 +114,7 @@ async def test_worker_killed_mid_formation(
         "CRASH_GATE_TASK": gate_task,
         # The run's next workflow task, put on the killed worker's sticky queue, goes to the
         # survivor after 1 s instead of the SDK's 10 s (tests/crash_worker.py).
-        "CRASH_STICKY_SECONDS": "1",
+        "MNEMOS_TEMPORAL__STICKY_QUEUE_SECONDS": "1",
         **({"MNEMOS_CODEC__KEY": codec.key.get_secret_value()} if codec.key else {}),
     }
 
