@@ -203,9 +203,13 @@ def _default_reply(request: Received) -> Reply:
 
 
 class FakeProviderServer:
-    """``with FakeProviderServer() as server:`` serves on 127.0.0.1 at a free port."""
+    """``with FakeProviderServer() as server:`` serves on 127.0.0.1 at a free port. Each answer
+    closes its connection, unless ``keep_alive_seconds`` is given: then connections are kept
+    (HTTP/1.1) and closed once idle that long, as llama.cpp's server and uvicorn close them."""
 
-    def __init__(self) -> None:
+    def __init__(self, keep_alive_seconds: float | None = None) -> None:
+        self._keep_alive = keep_alive_seconds
+        self.connections: list[int] = []  # each request's connection (the client's port)
         self._lock = threading.Condition()
         self._script: deque[Reply | Responder] = deque()
         self._received: list[Received] = []
@@ -279,6 +283,7 @@ class FakeProviderServer:
                 except ValueError:
                     body = None
                 headers = {name.lower(): value for name, value in self.headers.items()}
+                server.connections.append(self.client_address[1])  # the client's port
                 reply = server._answer(Received("POST", self.path, headers, body))
                 if reply.delay and server._stopping.wait(reply.delay):
                     return
@@ -304,4 +309,7 @@ class FakeProviderServer:
             def log_message(self, format: str, *args: Any) -> None:
                 """Quiet: pytest shows failures, not every request."""
 
+        if self._keep_alive is not None:
+            Handler.protocol_version = "HTTP/1.1"
+            Handler.timeout = self._keep_alive  # an idle connection's read times out: closed
         return Handler

@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import httpx2
 import openai
 import pydantic
 from openai.types.chat import ChatCompletionMessageParam
@@ -31,6 +32,12 @@ from memory.prompts.decide_facts import DecideFactsInput
 # refuses to start without one; and given None it would send OPENAI_API_KEY, which selection.py
 # keeps from servers that are not OpenAI's.
 _NO_KEY = "no-key"
+# A connection to a compatible server answers one request. llama.cpp's server (native and the
+# xllamacpp wheel, "Keep-Alive: timeout=5, max=100") dropped a kept-alive connection without an
+# answer ("Server disconnected"): `mnemos check-model` failed at its eighth call in every run (3
+# of 3, 2026-11-27), with the SDK's keep-alive (5 s) and with 2 s alike, and passed with none;
+# with the SDK's retries off, each such drop is a failed step. A new connection per call costs
+# a local server nothing beside a model's seconds (a remote one, a handshake).
 
 
 @dataclass(frozen=True)
@@ -51,6 +58,13 @@ class _Answer:
     usage: Usage
 
 
+def _compatible_client() -> openai.DefaultAsyncHttpxClient:
+    """The SDK's own HTTP client, keeping no connection for a next request (see above)."""
+    return openai.DefaultAsyncHttpxClient(
+        limits=httpx2.Limits(max_connections=1000, max_keepalive_connections=0)
+    )
+
+
 class OpenAIProvider(LLMProvider):
     def __init__(
         self,
@@ -69,6 +83,7 @@ class OpenAIProvider(LLMProvider):
             base_url=base_url,
             timeout=timeout,
             max_retries=0,  # Temporal owns retries, so every attempt shows in the history
+            http_client=_compatible_client() if self.name == "openai_compatible" else None,
         )
 
     def _messages(self, request: LLMRequest) -> list[ChatCompletionMessageParam]:

@@ -355,3 +355,24 @@ async def test_the_api_key_never_appears_in_the_error(
     assert "[redacted]" in str(error)
     # No chained SDK exception either: its text would carry the key into logs and histories.
     assert error.__cause__ is None and error.__suppress_context__
+
+
+async def test_a_compatible_server_gets_a_connection_per_call() -> None:
+    """llama.cpp's server dropped a kept-alive connection without an answer: `mnemos check-model`
+    failed at its eighth call in every run, and passed with none kept (openai_provider says
+    more). A server that would keep them gets a new one for each call; OpenAI's keeps its own."""
+    with FakeProviderServer(keep_alive_seconds=5) as server:
+        server.script(*[openai_chat(json.dumps(FACTS)) for _ in range(4)])
+        compatible = OpenAIProvider(api_key=None, base_url=server.openai_base_url, timeout=10)
+        hosted = OpenAIProvider(
+            api_key=API_KEY, base_url=server.openai_base_url, timeout=10, name="openai"
+        )
+        try:
+            for llm in (compatible, compatible, hosted, hosted):
+                await llm.generate_structured(REQUEST, ExtractedFacts)
+        finally:
+            await compatible.close()
+            await hosted.close()
+    first, second, third, fourth = server.connections
+    assert first != second  # compatible: one connection per call
+    assert third == fourth  # hosted: kept alive, as the SDK does
