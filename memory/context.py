@@ -31,9 +31,8 @@ import re
 from datetime import datetime, timedelta
 from xml.sax.saxutils import escape
 
-from memory.dates import format_day
+from memory.dates import format_day, in_offset
 from memory.models import AgentConfig, ConsolidatedMemory, Fact, Reflection, ScopeKey, SessionInfo
-from memory.said import local
 from memory.scopes import VisibleScopes, visible_scopes
 from memory.settings import Settings
 from memory.store.base import MemoryStore
@@ -79,7 +78,7 @@ def when_said(said_at: datetime | None, age: str, utc_offset_minutes: int | None
     were counted from, so "flying on 8 May" said at 22:30 -05:00 on the 7th says "said 7 May"."""
     if said_at is None:
         return age
-    return f"said {format_day(local(said_at, utc_offset_minutes).date())}, {age}"
+    return f"said {format_day(in_offset(said_at, utc_offset_minutes).date())}, {age}"
 
 
 def _fact_time(fact: Fact, now: datetime) -> str:

@@ -29,13 +29,8 @@ def split(at: datetime | None) -> tuple[datetime | None, int | None]:
     return at.astimezone(UTC), offset_minutes(at) or None
 
 
-def local(at: datetime, minutes: int | None) -> datetime:
-    """The said instant on the speaker's clock (UTC for None)."""
-    return in_offset(at, minutes)
-
-
 def said_time(at: datetime, minutes: int | None) -> str:
     """The said time for people: "2024-05-07 22:30 UTC-05:00" on the speaker's clock; in UTC
     without a suffix, as a fact stored before offsets were kept always showed."""
-    shown = local(at, minutes)
+    shown = in_offset(at, minutes)
     return f"{shown:%Y-%m-%d %H:%M}" + (f" UTC{shown:%:z}" if minutes else "")

@@ -52,6 +52,17 @@ def facts(
     )
 
 
+def add_all(request: LLMRequest) -> FactDecisions:
+    """A scripted decision step that ADDs every new fact it is asked about."""
+    new = getattr(request.task_input, "new_facts", [])
+    return FactDecisions(
+        decisions=[
+            FactDecision(new_fact_index=f.index, event="ADD", existing_index=None, merged_text=None)
+            for f in new
+        ]
+    )
+
+
 def reflections(
     agent: Sequence[str] = (),
     user: Sequence[str] = (),

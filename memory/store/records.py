@@ -10,8 +10,9 @@ from typing import Any, cast
 import numpy as np
 from pydantic import BaseModel
 
+from memory.dates import in_offset
 from memory.models import FactRevision, ScopeKey, SessionAgentState
-from memory.said import local, split
+from memory.said import split
 from memory.store.base_lifecycle import Vector
 from memory.store.rules.withheld import parsed
 
@@ -82,7 +83,7 @@ def stored_history(
     for rev in history:
         record = to_record(rev, to_stored, exclude={"said_utc_offset_minutes"})
         if rev.said_at is not None and rev.said_utc_offset_minutes:
-            record["said_at"] = local(rev.said_at, rev.said_utc_offset_minutes).isoformat()
+            record["said_at"] = in_offset(rev.said_at, rev.said_utc_offset_minutes).isoformat()
         stored.append(record)
     return stored
 

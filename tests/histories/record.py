@@ -35,6 +35,7 @@ from tests.harness import (
     T0,
     Harness,
     a_fact_then_its_correction,
+    add_all,
     conversation,
     facts,
     gate_first_extraction,
@@ -145,16 +146,6 @@ def _unreadable(request: LLMRequest) -> ExtractedFacts:
     return facts(*[(f"Alice said {m.content}", "user") for m in shown])
 
 
-def _add_all(request: LLMRequest) -> FactDecisions:
-    new = getattr(request.task_input, "new_facts", [])
-    return FactDecisions(
-        decisions=[
-            FactDecision(new_fact_index=f.index, event="ADD", existing_index=None, merged_text=None)
-            for f in new
-        ]
-    )
-
-
 async def record_split() -> None:
     """split/: FormMemories that splits a window down to one unreadable message, passes it over
     and requests consolidation once when the drain ends (the SPLIT_WINDOWS patch)."""
@@ -163,7 +154,7 @@ async def record_split() -> None:
         messages[2] = messages[2].model_copy(update={"content": "unreadable"})
         await h.record("s1", messages)
         h.llm.defaults["extract_facts"] = _unreadable
-        h.llm.defaults["decide_facts"] = _add_all
+        h.llm.defaults["decide_facts"] = add_all
         h.llm.defaults["extract_reflections"] = reflections(session=["w", "x", "y", "z"])
         async with h.worker():
             await h.form("s1")

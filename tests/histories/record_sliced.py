@@ -19,12 +19,11 @@ from cli.binaries import temporal_test_server
 from memory.errors import MalformedOutputError
 from memory.llm.base import LLMRequest
 from memory.models import MessageIn
-from memory.prompts.decide_facts import FactDecision, FactDecisions
 from memory.prompts.extract_facts import ExtractedFacts
 from memory.settings import FormationSettings
 from runtime.payloads import payload_data_converter
 from tests.fakes import transcript_of
-from tests.harness import T0, Harness, facts, reflections
+from tests.harness import T0, Harness, add_all, facts, reflections
 from workflows.naming import formation_workflow_id
 
 HERE = Path(__file__).parent / "sliced"
@@ -37,16 +36,6 @@ def _extract(request: LLMRequest) -> ExtractedFacts:
     if "unreadable" in shown:
         raise MalformedOutputError("output does not fit the schema")
     return facts(*[(f"Alice said {w}", "user") for w in shown.split() if w.startswith("CODE")])
-
-
-def _add_all(request: LLMRequest) -> FactDecisions:
-    new = getattr(request.task_input, "new_facts", [])
-    return FactDecisions(
-        decisions=[
-            FactDecision(new_fact_index=f.index, event="ADD", existing_index=None, merged_text=None)
-            for f in new
-        ]
-    )
 
 
 def _said(i: int, content: str) -> MessageIn:
@@ -74,7 +63,7 @@ async def record() -> None:
             await h.record("s1", [_said(0, "My name is Alice, I like CODEZ."), _said(1, long)])
             h.llm.defaults["extract_facts"] = _extract
             h.llm.defaults["extract_reflections"] = reflections(session=["talks in code"])
-            h.llm.defaults["decide_facts"] = _add_all
+            h.llm.defaults["decide_facts"] = add_all
             async with h.worker():
                 summary = await h.form("s1")
             assert (summary.slices_read, summary.passed_over) == (3, 1), summary

@@ -11,24 +11,13 @@ from temporalio.testing import WorkflowEnvironment
 
 from memory.llm.base import LLMRequest
 from memory.models import MessageIn
-from memory.prompts.decide_facts import FactDecision, FactDecisions
 from memory.prompts.extract_facts import ExtractedFacts, ExtractFactsInput
 from memory.settings import FormationSettings
 from memory.transcript import as_said
 from tests.fakes import facts_input
-from tests.harness import T0, Harness, facts
+from tests.harness import T0, Harness, add_all, facts
 
 BUDGET_TOKENS = 100  # 400 characters at 4 characters per token
-
-
-def add_all(request: LLMRequest) -> FactDecisions:
-    new = getattr(request.task_input, "new_facts", [])
-    return FactDecisions(
-        decisions=[
-            FactDecision(new_fact_index=f.index, event="ADD", existing_index=None, merged_text=None)
-            for f in new
-        ]
-    )
 
 
 def said(i: int, content: str) -> MessageIn:

@@ -26,12 +26,12 @@ from memory.pipeline.types import (
     Window,
 )
 from memory.prompts.common import MAX_ITEMS
-from memory.prompts.decide_facts import FactDecision, FactDecisions
+from memory.prompts.decide_facts import FactDecisions
 from memory.prompts.extract_reflections import ExtractReflectionsInput
 from memory.settings import Settings
 from memory.store.base import MemoryStore
 from tests.fakes import ScriptedLLM, WordHashEmbedder
-from tests.harness import T0, reflections
+from tests.harness import T0, add_all, reflections
 
 
 def dense(n: int) -> str:
@@ -109,14 +109,8 @@ def _window() -> Window:
 
 
 def _add_all(request: LLMRequest) -> FactDecisions:
-    new = getattr(request.task_input, "new_facts", [])
-    assert len(new) <= MAX_ITEMS  # what one answer carries
-    return FactDecisions(
-        decisions=[
-            FactDecision(new_fact_index=f.index, event="ADD", existing_index=None, merged_text=None)
-            for f in new
-        ]
-    )
+    assert len(getattr(request.task_input, "new_facts", [])) <= MAX_ITEMS  # one answer's bound
+    return add_all(request)
 
 
 async def _decide(store: MemoryStore, n: int) -> tuple[list[str], int]:

@@ -23,13 +23,12 @@ from memory.prompts.extract_facts import ExtractedFacts
 from memory.settings import FormationSettings, RetrySettings
 from runtime.payloads import payload_data_converter
 from tests.fakes import transcript_of
-from tests.harness import Harness, facts
+from tests.harness import Harness, add_all, facts
 from tests.workflows.test_long_message import (
     BUDGET_TOKENS,
     _history,
     _patches,
     _scheduled,
-    add_all,
     long_message,
     said,
 )

@@ -24,11 +24,10 @@ from memory.errors import MalformedOutputError
 from memory.llm.base import LLMRequest
 from memory.llm.heuristic import HeuristicProvider
 from memory.models import MessageIn
-from memory.prompts.decide_facts import FactDecision, FactDecisions
 from memory.prompts.extract_facts import ExtractedFacts
 from memory.settings import FormationSettings
 from tests.fakes import transcript_of
-from tests.harness import T0, Harness, facts
+from tests.harness import T0, Harness, add_all, facts
 from workflows.naming import formation_workflow_id
 
 BUDGET_TOKENS = 1000  # 4,000 characters at 4 characters per token
@@ -114,16 +113,6 @@ def code_words(request: LLMRequest) -> ExtractedFacts:
         raise MalformedOutputError("output does not fit the schema")
     words = re.findall(r"\bCODE\w+", shown)
     return facts(*[(f"Alice's code word is {w}", "user") for w in words], sources=[1])
-
-
-def add_all(request: LLMRequest) -> FactDecisions:
-    new = getattr(request.task_input, "new_facts", [])
-    return FactDecisions(
-        decisions=[
-            FactDecision(new_fact_index=f.index, event="ADD", existing_index=None, merged_text=None)
-            for f in new
-        ]
-    )
 
 
 async def test_a_slice_no_retry_can_extract_is_passed_over_alone_and_visibly(

@@ -17,11 +17,10 @@ from memory.llm.base import LLMRequest
 from memory.llm.heuristic import HeuristicProvider
 from memory.models import MessageIn
 from memory.prompts.common import MAX_ITEMS
-from memory.prompts.decide_facts import FactDecision, FactDecisions
 from memory.prompts.extract_facts import ExtractedFacts
 from memory.settings import FormationSettings
 from tests.fakes import transcript_of
-from tests.harness import T0, Harness, facts
+from tests.harness import T0, Harness, add_all, facts
 from workflows.naming import formation_workflow_id
 
 
@@ -65,17 +64,6 @@ def unreadable_message(request: LLMRequest) -> ExtractedFacts:
     if any("unreadable" in m.content for m in transcript_of(request)):
         raise MalformedOutputError("output does not fit the schema")
     return one_fact_per_message(request)
-
-
-def add_all(request: LLMRequest) -> FactDecisions:
-    inp = request.task_input
-    new = getattr(inp, "new_facts", [])
-    return FactDecisions(
-        decisions=[
-            FactDecision(new_fact_index=f.index, event="ADD", existing_index=None, merged_text=None)
-            for f in new
-        ]
-    )
 
 
 async def _cursor(h: Harness) -> int:
