@@ -1,5 +1,6 @@
 """Models from stored records (SQL rows, MongoDB documents) and back, for every backend: a model's
-fields taken by name, the timestamps through the backend's own conversion."""
+fields taken by name, the timestamps through the backend's own conversion; a session as one
+agent sees it; a fact's history and vectors as stored."""
 
 from __future__ import annotations
 
@@ -11,14 +12,14 @@ import numpy as np
 from pydantic import BaseModel
 
 from memory.dates import in_offset
-from memory.models import FactRevision, ScopeKey, SessionAgentState
+from memory.models import FactRevision, ScopeKey, SessionAgentState, SessionInfo
 from memory.said import split
 from memory.store.base_lifecycle import Vector
 from memory.store.rules.withheld import parsed
 
 _TIMES = frozenset(
     {"created_at", "last_message_at", "ended_at", "formed_at", "updated_at", "invalidated_at"}
-    | {"last_accessed_at", "said_at"}
+    | {"last_accessed_at", "said_at", "degraded_at", "reformed_at"}
 )
 
 
@@ -39,6 +40,25 @@ def from_record[M: BaseModel](
 def scope_key_of(record: Mapping[str, Any]) -> ScopeKey:
     """The scope key stored as the record's scope/agent_id/user_id/session_id fields."""
     return from_record(ScopeKey, record, datetime.fromisoformat)
+
+
+def session_of(
+    record: Mapping[str, Any],
+    to_time: Callable[[Any], datetime],
+    everyone: Sequence[str],
+    mine: tuple[Any, Sequence[str]] | None = None,
+    **fields: Any,
+) -> SessionInfo:
+    """A session from its record and its users (``everyone``, in join order); with ``mine``, an
+    agent's stored end and participants, that agent's view (isolation): its own users and its
+    own end, the session's users beside them (``session_user_ids``)."""
+    if mine is None:
+        return from_record(SessionInfo, record, to_time, user_ids=everyone, ended_at=None, **fields)
+    ended_at, users = mine
+    return from_record(
+        SessionInfo, record, to_time, user_ids=users, session_user_ids=everyone,
+        ended_at=None if ended_at is None else to_time(ended_at), **fields,
+    )  # fmt: skip
 
 
 def state_of(record: Mapping[str, Any], to_time: Callable[[Any], datetime]) -> SessionAgentState:

@@ -1,9 +1,10 @@
 """The reading calls of the store contract whose rules are the same on every backend, written
-once (and the unplanned session ends): which reflections a listing holds and in what
-order, what a scope key never written reads as, which ids and cached vectors are asked for, the
-embedding meta's cache, what ending an unknown session is. Each backend answers one narrower query
-per call (the abstract ``_`` methods) in its own database's terms, and the calls that are one of
-its snapshot reads (memory.store.snapshots) outside a transaction go through ``_read_once``."""
+once (and the unplanned session ends): which reflections a listing holds and in what order, what
+a scope key never written reads as, which ids and cached vectors are asked for, the embedding
+meta's cache, what ending an unknown session is, that a page of no rows (limit <= 0) is empty.
+Each backend answers one narrower query per call (the abstract ``_`` methods) in its own
+database's terms, and the calls that are one of its snapshot reads (memory.store.snapshots)
+outside a transaction go through ``_read_once``."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from datetime import datetime
 from typing import Any, Literal
 
 from memory.api_keys import ApiKey
+from memory.degraded import DegradedWindow
+from memory.directory import AgentUser
 from memory.errors import NotFoundError
 from memory.models import (
     ConsolidatedMemory,
@@ -20,16 +23,20 @@ from memory.models import (
     FactFilter,
     Reflection,
     ScopeKey,
+    ScoredFact,
     SessionAgentState,
+    SessionInfo,
     StoredMessage,
 )
-from memory.store.base import MemoryStore, Vector
+from memory.store.base import MemoryStore, ReembedItem, Vector
 from memory.store.rules.withheld import formable
 from memory.store.snapshots import SnapshotReads
 
 # Which reflections a listing reads: the buffer alone is the context's and the consolidation's
 # (a partial index of its own on SQLite); those in no blob add the set-aside ones.
 type Which = Literal["buffered", "in_no_blob", "all"]
+# Where a page of cold sessions starts: after this (last_message_at, session, agent); None first.
+type Cold = tuple[datetime, str, str] | None
 
 
 class SharedReads(MemoryStore):
@@ -80,6 +87,27 @@ class SharedReads(MemoryStore):
             None if agent_id is None else await self.get_session_agent_state(session_id, agent_id)
         )
         return found if state is None else formable(found, state.withheld)
+
+    @abc.abstractmethod
+    async def _cold_sessions(
+        self, idle_before: datetime, min_messages: int, min_tokens: float, after: Cold, limit: int
+    ) -> list[SessionAgentState]:
+        """list_cold_sessions with limit > 0."""
+
+    async def list_cold_sessions(
+        self,
+        *,
+        idle_before: datetime,
+        min_messages: int,
+        min_weighted_tokens: float,
+        after: Cold,
+        limit: int,
+    ) -> list[SessionAgentState]:
+        if limit <= 0:
+            return []
+        return await self._cold_sessions(
+            idle_before, min_messages, min_weighted_tokens, after, limit
+        )
 
     @abc.abstractmethod
     async def _unfinished_ended_sessions(
@@ -138,6 +166,13 @@ class SharedReads(MemoryStore):
     async def touch_facts(self, fact_ids: Sequence[str], at: datetime) -> None:
         if ids := sorted(set(fact_ids)):  # one lock order for every toucher
             await self._touch_facts(ids, at)
+
+    @abc.abstractmethod
+    async def _text_search(self, query: str, flt: FactFilter, limit: int) -> list[ScoredFact]:
+        """text_search with limit > 0."""
+
+    async def text_search(self, query: str, flt: FactFilter, *, limit: int) -> list[ScoredFact]:
+        return await self._text_search(query, flt, limit) if limit > 0 else []
 
     @abc.abstractmethod
     async def _recent_facts(self, flt: FactFilter, since: datetime, limit: int) -> list[Fact]:
@@ -205,3 +240,48 @@ class SharedReads(MemoryStore):
     async def erasure_epochs(self, agent_id: str, user_ids: Sequence[str]) -> dict[str, int]:
         users = list(dict.fromkeys(user_ids))
         return await self._read_once(lambda reads: reads.epochs(agent_id, users))
+
+    # ------------------------------------------------------------ listings (limit > 0 below)
+
+    @abc.abstractmethod
+    async def _list_degraded(
+        self, agent_id: str | None, session_id: str | None, include_reformed: bool, limit: int
+    ) -> list[DegradedWindow]:
+        """list_degraded with limit > 0."""
+
+    async def list_degraded(
+        self,
+        *,
+        agent_id: str | None = None,
+        session_id: str | None = None,
+        include_reformed: bool = False,
+        limit: int = 100,
+    ) -> list[DegradedWindow]:
+        if limit <= 0:
+            return []
+        return await self._list_degraded(agent_id, session_id, include_reformed, limit)
+
+    @abc.abstractmethod
+    async def _list_agent_users(self, agent_id: str, limit: int) -> list[AgentUser]:
+        """list_agent_users with limit > 0."""
+
+    async def list_agent_users(self, agent_id: str, *, limit: int = 100) -> list[AgentUser]:
+        return await self._list_agent_users(agent_id, limit) if limit > 0 else []
+
+    @abc.abstractmethod
+    async def _list_agent_sessions(
+        self, agent_id: str, user_id: str | None, limit: int
+    ) -> list[SessionInfo]:
+        """list_agent_sessions with limit > 0."""
+
+    async def list_agent_sessions(
+        self, agent_id: str, *, user_id: str | None = None, limit: int = 100
+    ) -> list[SessionInfo]:
+        return await self._list_agent_sessions(agent_id, user_id, limit) if limit > 0 else []
+
+    @abc.abstractmethod
+    async def _reembed_pending(self, model: str, limit: int) -> list[ReembedItem]:
+        """reembed_pending with limit > 0."""
+
+    async def reembed_pending(self, model: str, *, limit: int) -> list[ReembedItem]:
+        return await self._reembed_pending(model, limit) if limit > 0 else []

@@ -64,8 +64,12 @@ class LifecycleReads(abc.ABC):
         return {ri.dedup_key(fact) for fact in facts if fact.invalidated_at is None}
 
     @abc.abstractmethod
+    async def _buffered_counts(self, keys: Sequence[str]) -> dict[str, int]:
+        """Unabsorbed reflections per scope key among ``keys`` (distinct); none: absent."""
+
     async def buffered_counts(self, keys: Sequence[str]) -> dict[str, int]:
         """Unabsorbed reflections per scope key, 0 for a key without any."""
+        return dict.fromkeys(keys, 0) | await self._buffered_counts(list(dict.fromkeys(keys)))
 
     @abc.abstractmethod
     async def blobs(self, keys: Sequence[str]) -> dict[str, ConsolidatedMemory]:

@@ -11,18 +11,13 @@ from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.asynchronous.database import AsyncDatabase
 
 from memory.degraded import DegradedWindow
-from memory.store.mongo.docs import Doc, compound_id, dt, opt_dt, ts
-from memory.store.records import to_record
+from memory.store.mongo.docs import Doc, compound_id, dt, ts
+from memory.store.records import from_record, to_record
 
 
 def _doc(w: DegradedWindow) -> Doc:
     key = compound_id(w.session_id, w.agent_id, str(w.after_seq), str(w.upto_seq), w.step)
     return {"_id": key, **to_record(w, ts)}
-
-
-def _window(doc: Doc) -> DegradedWindow:
-    times = {"degraded_at": dt(doc["degraded_at"]), "reformed_at": opt_dt(doc.get("reformed_at"))}
-    return DegradedWindow.model_validate({**doc, **times})
 
 
 async def insert_windows(
@@ -39,22 +34,15 @@ async def insert_windows(
 class MongoDegraded:
     _db: AsyncDatabase[Doc]
 
-    async def list_degraded(
-        self,
-        *,
-        agent_id: str | None = None,
-        session_id: str | None = None,
-        include_reformed: bool = False,
-        limit: int = 100,
+    async def _list_degraded(
+        self, agent_id: str | None, session_id: str | None, include_reformed: bool, limit: int
     ) -> list[DegradedWindow]:
-        if limit <= 0:
-            return []
         query: Doc = {} if include_reformed else {"reformed_at": None}
         query |= {} if agent_id is None else {"agent_id": agent_id}
         query |= {} if session_id is None else {"session_id": session_id}
         order = [("degraded_at", -1), ("agent_id", 1), ("session_id", 1), ("after_seq", -1)]
         cursor = self._db.degraded_windows.find(query).sort([*order, ("step", 1)]).limit(limit)
-        return [_window(doc) async for doc in cursor]
+        return [from_record(DegradedWindow, doc, dt) async for doc in cursor]
 
     async def mark_reformed(
         self,

@@ -27,6 +27,7 @@ from memory.store.records import (
     from_record,
     history_of,
     scope_key_of,
+    session_of,
     state_of,
     stored_history,
     to_record,
@@ -108,13 +109,9 @@ def message_from_doc(doc: Mapping[str, Any]) -> StoredMessage:
 
 
 def session_from_doc(doc: Mapping[str, Any], mine: Mapping[str, Any] | None = None) -> SessionInfo:
-    """The session; with the agent's session_agents document ``mine``, that agent's view: its
-    own participants and its own end (isolation)."""
-    if mine is None:
-        return from_record(SessionInfo, {**doc, "ended_at": None}, dt, session_id=doc["_id"])
-    view = {**doc, "user_ids": mine.get("user_ids", []), "ended_at": mine.get("ended_at")}
-    view["session_user_ids"] = doc.get("user_ids", [])
-    return from_record(SessionInfo, view, dt, session_id=doc["_id"])
+    """The session; with the agent's session_agents document ``mine``, that agent's view."""
+    agent = None if mine is None else (mine.get("ended_at"), mine.get("user_ids", []))
+    return session_of(doc, dt, doc.get("user_ids", []), agent, session_id=doc["_id"])
 
 
 def state_from_doc(doc: Mapping[str, Any]) -> SessionAgentState:

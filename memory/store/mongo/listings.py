@@ -39,9 +39,7 @@ def _mine(agent_id: str, user_id: str | None = None) -> list[Doc]:
 class MongoListings:
     _db: AsyncDatabase[Doc]
 
-    async def list_agent_users(self, agent_id: str, *, limit: int = 100) -> list[AgentUser]:
-        if limit <= 0:
-            return []
+    async def _list_agent_users(self, agent_id: str, limit: int) -> list[AgentUser]:
         by_user = {"_id": "$user_ids", "sessions": {"$sum": 1}, "last": {"$max": "$active"}}
         pipeline: list[Doc] = [
             *_mine(agent_id),
@@ -56,11 +54,9 @@ class MongoListings:
             for row in rows
         ]
 
-    async def list_agent_sessions(
-        self, agent_id: str, *, user_id: str | None = None, limit: int = 100
+    async def _list_agent_sessions(
+        self, agent_id: str, user_id: str | None, limit: int
     ) -> list[SessionInfo]:
-        if limit <= 0:
-            return []
         newest: list[Doc] = [{"$sort": {"active": -1, "session_id": 1}}, {"$limit": limit}]
         cursor = await self._db.session_agents.aggregate([*_mine(agent_id, user_id), *newest])
         return [session_from_doc(doc["session"], doc) async for doc in cursor]

@@ -71,13 +71,13 @@ class MongoReads(SnapshotReads):
     async def existing_reflections(self, reflection_ids: Sequence[str]) -> frozenset[str]:
         return await self._ids("reflections", {"_id": {"$in": list(reflection_ids)}})
 
-    async def buffered_counts(self, keys: Sequence[str]) -> dict[str, int]:
+    async def _buffered_counts(self, keys: Sequence[str]) -> dict[str, int]:
         pipeline: list[Doc] = [
             {"$match": {"scope_key": {"$in": list(keys)}, "absorbed_into_version": None}},
             {"$group": {"_id": "$scope_key", "n": {"$sum": 1}}},
         ]
         counts = await (await self.db.reflections.aggregate(pipeline, session=self.s)).to_list()
-        return dict.fromkeys(keys, 0) | {row["_id"]: int(row["n"]) for row in counts}
+        return {row["_id"]: int(row["n"]) for row in counts}
 
     async def pending_after(
         self,

@@ -6,16 +6,14 @@ lookup of each fact's side vector rather than with an index of their own."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from pymongo import ReplaceOne
 from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.asynchronous.database import AsyncDatabase
 
 from memory.store.base import ReembedItem, Vector
-from memory.store.mongo.docs import EMBEDDING_META_ID
+from memory.store.mongo.docs import EMBEDDING_META_ID, Doc
 
-Doc = dict[str, Any]
 Session = AsyncClientSession | None
 _ID_ONLY = {"$project": {"_id": 1}}  # a side vector is only looked for, never read here
 
@@ -48,9 +46,7 @@ async def count_pending_reembeds(db: AsyncDatabase[Doc], model: str, s: Session)
 class MongoReembed:
     _db: AsyncDatabase[Doc]
 
-    async def reembed_pending(self, model: str, *, limit: int) -> list[ReembedItem]:
-        if limit <= 0:
-            return []
+    async def _reembed_pending(self, model: str, limit: int) -> list[ReembedItem]:
         fields = {"content": 1, "hash": 1}
         page: list[Doc] = [{"$sort": {"_id": 1}}, {"$limit": limit}, {"$project": fields}]
         cursor = await self._db.facts.aggregate([*_pending(model), *page])

@@ -149,7 +149,7 @@ class FactSearch:
     async def text(self, query: str, flt: FactFilter, limit: int) -> Scored:
         terms = query_terms(query)
         match = fact_match(flt)
-        if not terms or match is None or limit <= 0:
+        if not terms or match is None:
             return []
         words = " ".join(terms)
 

@@ -12,6 +12,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from memory.models import SessionAgentState, SessionInfo, StoredMessage
 from memory.store.mongo.docs import Doc, message_from_doc, session_from_doc, state_from_doc, ts
+from memory.store.shared_reads import Cold
 
 
 class MongoSessions:
@@ -42,25 +43,17 @@ class MongoSessions:
         ids = {"$in": message_ids}
         return await self._find_messages({"session_id": session_id, "message_id": ids})
 
-    async def list_cold_sessions(
-        self,
-        *,
-        idle_before: datetime,
-        min_messages: int,
-        min_weighted_tokens: float,
-        after: tuple[datetime, str, str] | None,
-        limit: int,
+    async def _cold_sessions(
+        self, idle_before: datetime, min_messages: int, min_tokens: float, after: Cold, limit: int
     ) -> list[SessionAgentState]:
         # A keyset page over the (last_message_at, session_id, agent_id) index.
-        if limit <= 0:
-            return []
         terms: list[Doc] = [
             {"last_message_at": {"$lte": ts(idle_before)}},
             {"pending_messages": {"$gte": 1}},
             {
                 "$or": [
                     {"pending_messages": {"$gte": min_messages}},
-                    {"pending_weighted_tokens": {"$gte": min_weighted_tokens}},
+                    {"pending_weighted_tokens": {"$gte": min_tokens}},
                 ]
             },
         ]

@@ -27,15 +27,7 @@ from pymongo import DESCENDING, AsyncMongoClient, ReplaceOne
 from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.errors import CollectionInvalid
 
-from memory.models import (
-    SET_ASIDE,
-    AgentConfig,
-    Fact,
-    FactFilter,
-    Reflection,
-    ScopeKey,
-    ScoredFact,
-)
+from memory.models import SET_ASIDE, AgentConfig, Fact, FactFilter, Reflection, ScopeKey, ScoredFact
 from memory.store.base import Vector
 from memory.store.mongo.degraded import MongoDegraded
 from memory.store.mongo.docs import (
@@ -168,7 +160,7 @@ class MongoStore(
         hits = await self._search.vector(vector, flt, limit, min_score)
         return [ScoredFact(fact=fact_from_doc(doc), score=score) for doc, score in hits]
 
-    async def text_search(self, query: str, flt: FactFilter, *, limit: int) -> list[ScoredFact]:
+    async def _text_search(self, query: str, flt: FactFilter, limit: int) -> list[ScoredFact]:
         hits = await self._search.text(query, flt, limit)
         return [ScoredFact(fact=fact_from_doc(doc), score=score) for doc, score in hits]
 

@@ -10,11 +10,7 @@ from typing import Any
 import numpy as np
 from psycopg.types.json import Jsonb
 
-from memory.models import (
-    ConsolidatedMemory,
-    Fact,
-    Reflection,
-)
+from memory.models import ConsolidatedMemory, Fact, Reflection
 from memory.said import split
 from memory.store.base import Vector
 from memory.store.postgres.pool import Row
@@ -102,10 +98,6 @@ def vector_param(vector: Vector | Any) -> np.ndarray[Any, np.dtype[np.float32]]:
 def from_vector(value: Any) -> np.ndarray[Any, np.dtype[np.float32]]:
     """A pgvector value (pgvector.Vector, as the registered loader returns it) as float32."""
     return np.asarray(value.to_numpy() if hasattr(value, "to_numpy") else value, dtype=np.float32)
-
-
-def vector_list(value: Any) -> list[float]:
-    return [float(x) for x in from_vector(value)]
 
 
 def reflection_body(r: Reflection) -> Jsonb:

@@ -32,6 +32,7 @@ class PostgresDb(Db):
     fact_select = FACT_SELECT
     min_time = datetime(1, 1, 1, tzinfo=UTC)
     no_limit = None  # LIMIT NULL
+    json_param = "%s::jsonb"
 
     def __init__(self, conn: Conn) -> None:
         self.conn = conn

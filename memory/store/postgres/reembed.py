@@ -7,6 +7,7 @@ from memory.store.postgres.db import PostgresDb
 from memory.store.postgres.pool import Conn
 from memory.store.postgres.schema import hnsw_index_sql
 from memory.store.sql.reads import embedding_meta
+from memory.store.sql.writes import put_embedding_meta
 
 
 async def swap_side_vectors(conn: Conn, model: str, dimension: int) -> None:
@@ -22,10 +23,6 @@ async def swap_side_vectors(conn: Conn, model: str, dimension: int) -> None:
         "AND r.hash = facts.hash",
         {"model": model},
     )
-    await conn.execute(
-        "INSERT INTO meta (key, value) VALUES ('embedding_model', %s), "
-        "('embedding_dimension', %s) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-        (model, str(dimension)),
-    )
+    await put_embedding_meta(PostgresDb(conn), model, dimension)
     await conn.execute("DELETE FROM fact_reembed")
     await conn.execute(hnsw_index_sql(dimension).encode())

@@ -25,6 +25,7 @@ from memory.store.postgres.codec import FACT_SELECT, fact_from_row, is_lexeme, v
 from memory.store.postgres.db import PostgresDb
 from memory.store.postgres.pool import Conn, Row, fetch
 from memory.store.postgres.schema import hnsw_predicate
+from memory.store.ranking import best
 from memory.store.rules.filters import scope_branches
 from memory.store.rules.text import CANDIDATE_CAP, query_stems, query_terms, stemmed_tokens
 from memory.store.sql.facts import fact_filter_sql, ranked_counted_hits
@@ -68,12 +69,9 @@ async def vector_hits(
         "AS hits ORDER BY distance, ord",
         {**params, "query": vector_param(query), "limit": limit},
     )
-    scored = []
-    for row in rows:
-        score = float(np.clip(1.0 - float(row["distance"]), -1.0, 1.0))
-        if score >= min_score:
-            scored.append(ScoredFact(fact=fact_from_row(row), score=score))
-    return scored
+    # In the statement's order (distance, then insertion), which equal scores keep.
+    hits = [(row, float(np.clip(1.0 - float(row["distance"]), -1.0, 1.0))) for row in rows]
+    return [ScoredFact(fact=fact_from_row(r), score=s) for r, s in best(hits, limit, min_score)]
 
 
 def tsquery(query: str) -> tuple[list[str], str | None]:
@@ -100,7 +98,7 @@ def _counts(stems: list[str]) -> tuple[str, dict[str, object]]:
 
 async def text_hits(conn: Conn, query: str, flt: FactFilter, limit: int) -> list[ScoredFact]:
     stems, match = tsquery(query)
-    if match is None or limit <= 0:
+    if match is None:
         return []
     where, params = fact_filter_sql(flt)
     count, count_params = fact_count_sql(flt)

@@ -87,7 +87,7 @@ class PostgresStore(PostgresPool, SqlStore[PostgresDb]):
         fresh = await self.embedding_meta(fresh=True)
         return [] if fresh == cached else await search(fresh)
 
-    async def text_search(self, query: str, flt: FactFilter, *, limit: int) -> list[ScoredFact]:
+    async def _text_search(self, query: str, flt: FactFilter, limit: int) -> list[ScoredFact]:
         return await self._read(lambda conn: text_hits(conn, query, flt, limit))
 
     async def _touch_facts(self, fact_ids: list[str], at: datetime) -> None:

@@ -40,17 +40,17 @@ UPDATE facts SET hash = %(hash)s, said_at = %(said_at)s,
 WHERE fact_id = %(fact_id)s
 """
 
+# The fact's fields that are columns of their own (the whole fact is the body).
+_FACT_FIELDS = {"fact_id", "agent_id", "user_id", "scope", "hash", "embedding_model"} | {
+    "said_at", "said_utc_offset_minutes", "updated_at", "invalidated_at"
+}  # fmt: skip
+
 
 def _fact_params(put: w.PutFact) -> dict[str, object]:
     fact = put.fact
     return {
-        **fact.model_dump(include={"fact_id", "agent_id", "user_id", "scope", "hash"}),
-        "said_at": fact.said_at,
-        "said_utc_offset_minutes": fact.said_utc_offset_minutes,
-        "updated_at": fact.updated_at,
-        "invalidated_at": fact.invalidated_at,
+        **fact.model_dump(include=_FACT_FIELDS),
         "embedding": None if put.embedding is None else vector_param(put.embedding),
-        "embedding_model": fact.embedding_model,
         **text_columns(fact.content),
         "body": fact_body(fact),
     }
@@ -79,14 +79,11 @@ async def _apply(conn: Conn, write: w.Write) -> None:
             await conn.execute(_INSERT_FACT if write.new else _UPDATE_FACT, _fact_params(write))
         case w.SwapSideVectors(model=model, dimension=dimension):
             await swap_side_vectors(conn, model, dimension)
-        case w.SetEmbeddingMeta(model=model, dimension=dimension):
-            await cur.executemany(
-                "INSERT INTO meta (key, value) VALUES (%s, %s)",
-                [("embedding_model", model), ("embedding_dimension", str(dimension))],
-            )
+        case w.SetEmbeddingMeta(dimension=dimension):
+            await apply_shared(PostgresDb(conn), write)
             await conn.execute(hnsw_index_sql(dimension).encode())
-        case w.InsertReflections(reflections=reflections):
-            await cur.executemany(INSERT_REFLECTION, [reflection_params(r) for r in reflections])
+        case w.InsertReflections(reflections=rs) | lw.ImportReflections(reflections=rs):
+            await cur.executemany(INSERT_REFLECTION, [reflection_params(r) for r in rs])
         case w.PutConsolidated(blob=blob):
             sk = blob.scope_key
             await conn.execute(
@@ -112,18 +109,5 @@ async def _apply(conn: Conn, write: w.Write) -> None:
                 ).encode(),
                 (n, at, fact_id),
             )
-        case lw.ImportReflections(reflections=reflections):
-            await cur.executemany(INSERT_REFLECTION, [reflection_params(r) for r in reflections])
-        case lw.PutErasure() as e:
-            await conn.execute(
-                "INSERT INTO erasures (agent_key, user_id, epoch, forgotten_at, counts) "
-                "VALUES (%s, %s, %s, %s, %s::jsonb) ON CONFLICT (agent_key, user_id) DO UPDATE "
-                "SET epoch = excluded.epoch, forgotten_at = excluded.forgotten_at, "
-                "counts = excluded.counts",
-                (e.agent_key, e.user_id, e.epoch, e.forgotten_at, e.counts_json),
-            )
-        case lw.DeleteFacts(fact_ids=ids):
-            await conn.execute("DELETE FROM facts WHERE fact_id = ANY(%s)", (list(ids),))
-            await conn.execute("DELETE FROM fact_reembed WHERE fact_id = ANY(%s)", (list(ids),))
         case _:
             await apply_shared(PostgresDb(conn), write)

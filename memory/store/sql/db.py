@@ -45,6 +45,8 @@ class Db(abc.ABC):
     min_time: object
     # The LIMIT that means none.
     no_limit: object
+    # The placeholder of a JSON text for a JSON column (cast where the column is not text).
+    json_param: str = "%s"
 
     @abc.abstractmethod
     async def fetch(self, sql: str, params: Params = ()) -> list[Row]: ...

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from memory.degraded import DegradedWindow
-from memory.store.sql.db import Db, Row
+from memory.store.sql.db import Db
 
 
 async def insert_windows(db: Db, windows: Sequence[DegradedWindow]) -> None:
@@ -25,20 +25,9 @@ async def insert_windows(db: Db, windows: Sequence[DegradedWindow]) -> None:
         )  # fmt: skip
 
 
-def _window(db: Db, row: Row) -> DegradedWindow:
-    return db.record(
-        DegradedWindow,
-        row,
-        degraded_at=db.time_of(row["degraded_at"]),
-        reformed_at=db.opt_time_of(row["reformed_at"]),
-    )
-
-
 async def list_degraded(
     db: Db, agent_id: str | None, session_id: str | None, include_reformed: bool, limit: int
 ) -> list[DegradedWindow]:
-    if limit <= 0:
-        return []
     terms = ["reformed_at IS NULL"] if not include_reformed else ["1 = 1"]
     params: dict[str, object] = {"agent": agent_id, "session": session_id, "limit": limit}
     if agent_id is not None:
@@ -50,7 +39,7 @@ async def list_degraded(
         "ORDER BY degraded_at DESC, agent_id, session_id, after_seq DESC, step LIMIT %(limit)s",
         params,
     )
-    return [_window(db, row) for row in rows]
+    return [db.record(DegradedWindow, row) for row in rows]
 
 
 async def mark_reformed(

@@ -6,12 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from memory.models import (
-    AgentConfig,
-    ConsolidatedMemory,
-    Fact,
-    SessionAgentState,
-)
+from memory.models import AgentConfig, ConsolidatedMemory, Fact, SessionAgentState
 from memory.store.counts import ExportData
 from memory.store.rules import erasure as er
 from memory.store.rules.withheld import MessageMark, parsed

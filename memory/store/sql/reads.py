@@ -24,10 +24,9 @@ WHERE r.fact_id IS NULL AND f.embedding_model != %(model)s
 
 
 async def facts_by_id(db: Db, ids: Sequence[str]) -> list[Fact]:
-    """The facts that exist among ``ids``, in the order asked."""
+    """The facts that exist among ``ids``, in no order (the callers look them up by id)."""
     rows = await db.fetch_in(f"SELECT {db.fact_select} FROM facts AS f WHERE f.fact_id", ids)
-    found = {fact.fact_id: fact for fact in map(db.fact, rows)}
-    return [found[fid] for fid in ids if fid in found]
+    return [db.fact(row) for row in rows]
 
 
 async def embedding_meta(db: Db) -> tuple[str, int] | None:
@@ -74,14 +73,14 @@ class SqlReads(SqlLifecycleReads, SnapshotReads):
         sql = "SELECT reflection_id FROM reflections WHERE reflection_id"
         return frozenset(await self.db.column_in(sql, reflection_ids))
 
-    async def buffered_counts(self, keys: Sequence[str]) -> dict[str, int]:
+    async def _buffered_counts(self, keys: Sequence[str]) -> dict[str, int]:
         rows = await self.db.fetch_in(
             "SELECT scope_key, count(*) AS n FROM reflections "
             "WHERE absorbed_into_version IS NULL AND scope_key",
-            list(dict.fromkeys(keys)),
+            keys,
             then="GROUP BY scope_key",
         )
-        return {key: 0 for key in keys} | {row["scope_key"]: int(row["n"]) for row in rows}
+        return {row["scope_key"]: int(row["n"]) for row in rows}
 
     async def pending_after(
         self,

@@ -8,6 +8,8 @@ from datetime import datetime
 
 from memory.directory import AgentUser
 from memory.models import SessionAgentState, SessionInfo
+from memory.store.records import session_of
+from memory.store.shared_reads import Cold
 from memory.store.sql.db import Db
 
 STATE_SQL = """
@@ -124,33 +126,23 @@ async def session_view(db: Db, session_id: str, agent_id: str | None) -> Session
         "WHERE session_id = %s AND agent_id = %s ORDER BY mine, o",
         (session_id, session_id, agent_id),
     )
-    agent_ids = tuple(a["agent_id"] for a in agents)
-    everyone = tuple(u["user_id"] for u in users if not u["mine"])
-    if agent_id is None:
-        return db.record(SessionInfo, row, agent_ids=agent_ids, user_ids=everyone)
     mine = next((a for a in agents if a["agent_id"] == agent_id), None)
-    if mine is None:
+    if agent_id is not None and mine is None:
         return None
-    return db.record(
-        SessionInfo, row, agent_ids=agent_ids, ended_at=db.opt_time_of(mine["ended_at"]),
-        user_ids=tuple(u["user_id"] for u in users if u["mine"]), session_user_ids=everyone,
-    )  # fmt: skip
+    own = None if mine is None else (mine["ended_at"], [u["user_id"] for u in users if u["mine"]])
+    everyone = [u["user_id"] for u in users if not u["mine"]]
+    agent_ids = [a["agent_id"] for a in agents]
+    return session_of(dict(row), db.time_of, everyone, own, agent_ids=agent_ids)
 
 
 async def cold_sessions(
-    db: Db,
-    *,
-    idle_before: datetime,
-    min_messages: int,
-    min_weighted_tokens: float,
-    after: tuple[datetime, str, str] | None,
-    limit: int,
+    db: Db, idle_before: datetime, min_messages: int, min_tokens: float, after: Cold, limit: int
 ) -> list[SessionAgentState]:
     at, session, agent = (db.min_time, "", "") if after is None else (db.time(after[0]), *after[1:])
     params: dict[str, object] = {
         "idle_before": db.time(idle_before), "min_messages": min_messages,
-        "min_tokens": min_weighted_tokens, "after_at": at, "after_session": session,
-        "after_agent": agent, "limit": max(limit, 0),  # a negative LIMIT means none in SQLite
+        "min_tokens": min_tokens, "after_at": at, "after_session": session,
+        "after_agent": agent, "limit": limit,
     }  # fmt: skip
     return [db.state(row) for row in await db.fetch(COLD_SESSIONS_SQL, params)]
 
@@ -174,14 +166,14 @@ async def unfinished_ended(
 async def agent_sessions(
     db: Db, agent_id: str, user_id: str | None, limit: int
 ) -> list[SessionInfo]:
-    params = {"agent_id": agent_id, "user_id": user_id, "limit": max(limit, 0)}
+    params = {"agent_id": agent_id, "user_id": user_id, "limit": limit}
     rows = await db.fetch(_SESSIONS_SQL, params)
     views = [await session_view(db, row["session_id"], agent_id) for row in rows]
     return [view for view in views if view is not None]  # the agent's view of each
 
 
 async def agent_users(db: Db, agent_id: str, limit: int) -> list[AgentUser]:
-    rows = await db.fetch(_USERS_SQL, (agent_id, max(limit, 0)))
+    rows = await db.fetch(_USERS_SQL, (agent_id, limit))
     return [
         AgentUser(
             user_id=row["user_id"],

@@ -33,7 +33,7 @@ from memory.store.base import ReembedItem, Vector
 from memory.store.counts import ExportData
 from memory.store.planned import PlannedStore
 from memory.store.rules import Plan, Request, Write
-from memory.store.shared_reads import Which
+from memory.store.shared_reads import Cold, Which
 from memory.store.snapshots import SnapshotReads, run_planned
 from memory.store.sql import degraded, facts
 from memory.store.sql import sessions as ss
@@ -115,21 +115,12 @@ class SqlStore[D: Db](PlannedStore):
 
         return await self._db_one(load)
 
-    async def list_cold_sessions(
-        self,
-        *,
-        idle_before: datetime,
-        min_messages: int,
-        min_weighted_tokens: float,
-        after: tuple[datetime, str, str] | None,
-        limit: int,
+    async def _cold_sessions(
+        self, idle_before: datetime, min_messages: int, min_tokens: float, after: Cold, limit: int
     ) -> list[SessionAgentState]:
         return await self._db_one(
-            partial(
-                ss.cold_sessions, idle_before=idle_before, min_messages=min_messages,
-                min_weighted_tokens=min_weighted_tokens, after=after, limit=limit,
-            )
-        )  # fmt: skip
+            lambda db: ss.cold_sessions(db, idle_before, min_messages, min_tokens, after, limit)
+        )
 
     async def _end_session(self, session_id: str, agent_id: str, at: datetime) -> bool:
         return await self._db_write(lambda db: ss.end_session(db, session_id, agent_id, at))
@@ -173,12 +164,12 @@ class SqlStore[D: Db](PlannedStore):
 
     # ------------------------------------------------------------ re-embedding
 
-    async def reembed_pending(self, model: str, *, limit: int) -> list[ReembedItem]:
+    async def _reembed_pending(self, model: str, limit: int) -> list[ReembedItem]:
         async def pending(db: Db) -> list[ReembedItem]:
             rows = await db.fetch(
                 f"SELECT f.fact_id, {db.content} AS content, f.hash {PENDING_REEMBED} "
                 f"ORDER BY f.{db.ord} LIMIT %(limit)s",
-                {"model": model, "limit": max(limit, 0)},
+                {"model": model, "limit": limit},
             )
             return [ReembedItem(row["fact_id"], row["content"], row["hash"]) for row in rows]
 
@@ -239,13 +230,8 @@ class SqlStore[D: Db](PlannedStore):
 
     # ------------------------------------------------------------ degraded windows
 
-    async def list_degraded(
-        self,
-        *,
-        agent_id: str | None = None,
-        session_id: str | None = None,
-        include_reformed: bool = False,
-        limit: int = 100,
+    async def _list_degraded(
+        self, agent_id: str | None, session_id: str | None, include_reformed: bool, limit: int
     ) -> list[DegradedWindow]:
         return await self._db_one(
             lambda db: degraded.list_degraded(db, agent_id, session_id, include_reformed, limit)
@@ -269,11 +255,11 @@ class SqlStore[D: Db](PlannedStore):
 
     # ------------------------------------------------------------ listings and API keys
 
-    async def list_agent_users(self, agent_id: str, *, limit: int = 100) -> list[AgentUser]:
+    async def _list_agent_users(self, agent_id: str, limit: int) -> list[AgentUser]:
         return await self._db_one(lambda db: ss.agent_users(db, agent_id, limit))
 
-    async def list_agent_sessions(
-        self, agent_id: str, *, user_id: str | None = None, limit: int = 100
+    async def _list_agent_sessions(
+        self, agent_id: str, user_id: str | None, limit: int
     ) -> list[SessionInfo]:
         return await self._db_read(lambda db: ss.agent_sessions(db, agent_id, user_id, limit))
 

@@ -1,7 +1,8 @@
 """The planners' writes both SQL backends apply with the same SQL: sessions and messages, the
-cursor, change counters, formation records, reflections absorbed or deleted, API keys, and the
-lifecycle's deletions. The writes of the domain records a backend stores its own way (facts,
-new reflections, blobs, vectors) are the backend's; its ``apply`` hands the rest here."""
+cursor, change counters, the embedding meta, formation records, reflections absorbed or deleted,
+API keys, erasure tombstones, and the lifecycle's deletions. The writes of the domain records a
+backend stores its own way (facts, new reflections, blobs, vectors) are the backend's; its
+``apply`` hands the rest here (and a backend that adds to a shared write hands it here too)."""
 
 from __future__ import annotations
 
@@ -14,8 +15,20 @@ from memory.store.rules.withheld import stored
 from memory.store.sql.db import Db
 from memory.store.sql.degraded import insert_windows
 
+type SharedLifecycle = (
+    lw.InsertAgents
+    | lw.SetSessionHead
+    | lw.DeleteScope
+    | lw.DeleteSessions
+    | lw.DeleteUserMessages
+    | lw.SetWithheld
+    | lw.DeleteEmbeddings
+    | lw.PutErasure
+    | lw.DeleteFacts
+)
 type SharedWrite = (
-    w.MoveCursor
+    w.SetEmbeddingMeta
+    | w.MoveCursor
     | w.BumpScopeVersions
     | w.RecordFormation
     | w.RecordDegraded
@@ -29,13 +42,7 @@ type SharedWrite = (
     | w.DeleteReflection
     | w.PutApiKey
     | w.MarkPurged
-    | lw.InsertAgents
-    | lw.SetSessionHead
-    | lw.DeleteScope
-    | lw.DeleteSessions
-    | lw.DeleteUserMessages
-    | lw.SetWithheld
-    | lw.DeleteEmbeddings
+    | SharedLifecycle
 )
 
 
@@ -50,8 +57,26 @@ async def bump_version(db: Db, key: str) -> int:
     return int(row["version"])
 
 
+def _meta_rows(model: str, dimension: int) -> list[tuple[str, str]]:
+    return [("embedding_model", model), ("embedding_dimension", str(dimension))]
+
+
+async def put_embedding_meta(db: Db, model: str, dimension: int) -> None:
+    """The stored (model, dimension) replaced: the switch of a re-embed."""
+    await db.execute_many(
+        "INSERT INTO meta (key, value) VALUES (%s, %s) "
+        "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        _meta_rows(model, dimension),
+    )
+
+
 async def apply_shared(db: Db, write: SharedWrite) -> None:
     match write:
+        case w.SetEmbeddingMeta(model=model, dimension=dimension):
+            # No ON CONFLICT: the planner saw no meta, so a stored one is a concurrent commit's.
+            await db.execute_many(
+                "INSERT INTO meta (key, value) VALUES (%s, %s)", _meta_rows(model, dimension)
+            )
         case w.MoveCursor(state=s):
             await db.execute(
                 "UPDATE session_agents SET cursor_seq = %s, formations = %s, "
@@ -152,16 +177,7 @@ async def apply_shared(db: Db, write: SharedWrite) -> None:
             await _apply_lifecycle(db, write)
 
 
-async def _apply_lifecycle(
-    db: Db,
-    write: lw.InsertAgents
-    | lw.SetSessionHead
-    | lw.DeleteScope
-    | lw.DeleteSessions
-    | lw.DeleteUserMessages
-    | lw.SetWithheld
-    | lw.DeleteEmbeddings,
-) -> None:
+async def _apply_lifecycle(db: Db, write: SharedLifecycle) -> None:
     match write:
         case lw.InsertAgents(configs=configs):
             await db.execute_many(
@@ -213,6 +229,17 @@ async def _apply_lifecycle(
             )
         case lw.DeleteEmbeddings(text_hashes=hashes):
             await db.execute_in("DELETE FROM embedding_cache WHERE text_hash", hashes)
+        case lw.PutErasure() as e:
+            await db.execute(
+                "INSERT INTO erasures (agent_key, user_id, epoch, forgotten_at, counts) "
+                f"VALUES (%s, %s, %s, %s, {db.json_param}) ON CONFLICT (agent_key, user_id) "
+                "DO UPDATE SET epoch = excluded.epoch, forgotten_at = excluded.forgotten_at, "
+                "counts = excluded.counts",
+                (e.agent_key, e.user_id, e.epoch, db.time(e.forgotten_at), e.counts_json),
+            )
+        case lw.DeleteFacts(fact_ids=ids):
+            await db.execute_in("DELETE FROM facts WHERE fact_id", ids)
+            await db.execute_in("DELETE FROM fact_reembed WHERE fact_id", ids)
         case _:
             assert_never(write)
 

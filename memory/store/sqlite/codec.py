@@ -7,7 +7,7 @@ import json
 from datetime import UTC, datetime, timedelta
 
 from memory.errors import InvalidInputError
-from memory.models import Fact, FactRevision, Reflection
+from memory.models import FactRevision, Reflection
 from memory.store.records import stored_history
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -27,12 +27,6 @@ def from_us(value: int) -> datetime:
 
 def history_to_json(history: tuple[FactRevision, ...]) -> str:
     return json.dumps(stored_history(history, datetime.isoformat))
-
-
-def fact_columns(alias: str = "") -> str:
-    """The select list that SQLiteDb.fact reads, optionally qualified by a table alias."""
-    prefix = f"{alias}." if alias else ""
-    return ", ".join(prefix + name for name in Fact.model_fields)
 
 
 def reflection_params(r: Reflection) -> tuple[object, ...]:

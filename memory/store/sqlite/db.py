@@ -19,7 +19,7 @@ from memory.models import ConsolidatedMemory, Fact, Reflection
 from memory.store.base import Vector
 from memory.store.records import history_of, scope_key_of, vector_bytes, vector_of_bytes
 from memory.store.sql.db import Db, Params, Row
-from memory.store.sqlite.codec import fact_columns, from_us, to_us
+from memory.store.sqlite.codec import from_us, to_us
 
 # Well under SQLite's limit on bound parameters per statement.
 CHUNK = 500
@@ -46,7 +46,7 @@ def _in_lists(
 class SQLiteDb(Db):
     ord = "rowid"
     content = "content"
-    fact_select = fact_columns("f")
+    fact_select = ", ".join(f"f.{name}" for name in Fact.model_fields)  # a fact's columns
     min_time = -(2**63)
     no_limit = -1
 

@@ -3,7 +3,7 @@ fact_reembed (memory.store.sql.store) into facts with the embedding meta."""
 
 from __future__ import annotations
 
-from memory.store.sql.writes import bump_version
+from memory.store.sql.writes import bump_version, put_embedding_meta
 from memory.store.sqlite.db import SQLiteDb
 from memory.store.sqlite.schema import fact_counter_key
 
@@ -22,9 +22,5 @@ async def swap_side_vectors(db: SQLiteDb, model: str, dimension: int) -> None:
             "(SELECT r.fact_id FROM fact_reembed AS r WHERE r.model = ? AND r.hash = facts.hash)",
             (model, seq, agent_id, model),
         )
-    conn.executemany(
-        "INSERT INTO meta (key, value) VALUES (?, ?) "
-        "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-        [("embedding_model", model), ("embedding_dimension", str(dimension))],
-    )
+    await put_embedding_meta(db, model, dimension)
     conn.execute("DELETE FROM fact_reembed")

@@ -31,6 +31,11 @@ _WORD = re.compile(r"\w+")
 _AGENT_SCOPE = -1
 _DEAD = -2
 _BATCH = 4096
+# An agent's fact rows as _AgentMatrix.apply reads them, with a condition after the AND.
+_ROWS = (
+    "SELECT fact_id, user_id, scope, embedding, invalidated_at, content FROM facts "
+    "WHERE agent_id = ? AND "
+)
 
 
 def fts_match_expression(query: str) -> str | None:
@@ -50,7 +55,7 @@ async def text_search_tx(
     The matches' terms and the count of the caller's facts come from the agent's in-memory
     index, refreshed in this same read transaction; whole rows are read for the ``limit`` best."""
     match = fts_match_expression(query)
-    if match is None or limit <= 0:
+    if match is None:
         return []
     where, params = fact_filter_sql(flt)
     matched = [
@@ -212,15 +217,9 @@ class VectorCache:
 
     def fresh(self, conn: sqlite3.Connection, agent_id: str) -> _AgentMatrix:
         """The agent's index as of this read transaction (call inside it)."""
-        row = conn.execute(
-            "SELECT version FROM scope_versions WHERE key = ?", (fact_counter_key(agent_id),)
-        ).fetchone()
-        counter = 0 if row is None else int(row["version"])
-        purged = conn.execute(
-            "SELECT version FROM scope_versions WHERE key = ?", (facts_purge_key(agent_id),)
-        ).fetchone()
+        counter = _version(conn, fact_counter_key(agent_id))
+        purges = _version(conn, facts_purge_key(agent_id))
         agent = self._agents.get(agent_id)
-        purges = 0 if purged is None else int(purged["version"])
         if agent is None or agent.seen > counter or agent.purges != purges:
             # First use, or a database that went back in time (replaced file): load everything.
             count = conn.execute(
@@ -229,20 +228,18 @@ class VectorCache:
             ).fetchone()[0]
             agent = self._agents[agent_id] = _AgentMatrix(expected_rows=count)
             agent.purges = purges
-            changes = conn.execute(
-                "SELECT fact_id, user_id, scope, embedding, invalidated_at, content FROM facts "
-                "WHERE agent_id = ? AND invalidated_at IS NULL",
-                (agent_id,),
-            )
+            changes = conn.execute(_ROWS + "invalidated_at IS NULL", (agent_id,))
         elif agent.seen == counter:
             return agent
         else:
-            changes = conn.execute(
-                "SELECT fact_id, user_id, scope, embedding, invalidated_at, content FROM facts "
-                "WHERE agent_id = ? AND change_seq > ?",
-                (agent_id, agent.seen),
-            )
+            changes = conn.execute(_ROWS + "change_seq > ?", (agent_id, agent.seen))
         while batch := changes.fetchmany(_BATCH):
             agent.apply(batch)
         agent.seen = counter
         return agent
+
+
+def _version(conn: sqlite3.Connection, key: str) -> int:
+    """A change counter's value (0 before its first bump)."""
+    row = conn.execute("SELECT version FROM scope_versions WHERE key = ?", (key,)).fetchone()
+    return 0 if row is None else int(row["version"])

@@ -29,10 +29,7 @@ from memory.store.sqlite.schema import (
     SCHEMA_VERSION,
     needs_migration,
 )
-from memory.store.sqlite.search import (
-    VectorCache,
-    text_search_tx,
-)
+from memory.store.sqlite.search import VectorCache, text_search_tx
 from memory.store.sqlite.thread import SQLiteThread
 from memory.store.sqlite.writes import apply_writes
 
@@ -115,7 +112,7 @@ class SQLiteStore(SQLiteThread, SqlStore[SQLiteDb]):
 
         return await self._db_read(search)
 
-    async def text_search(self, query: str, flt: FactFilter, *, limit: int) -> list[ScoredFact]:
+    async def _text_search(self, query: str, flt: FactFilter, limit: int) -> list[ScoredFact]:
         return await self._db_read(lambda db: text_search_tx(db, query, flt, limit, self._vectors))
 
     async def _touch_facts(self, fact_ids: list[str], at: datetime) -> None:
