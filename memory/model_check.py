@@ -20,7 +20,7 @@ from pathlib import Path
 from memory.deps import Deps
 from memory.errors import InvalidModelOutputError, MalformedOutputError, WindowTooLargeError
 from memory.llm.base import Retry
-from memory.model_check_record import Recorder
+from memory.model_check_record import CallRecord, Recorder
 from memory.models import AgentConfig, MessageIn, ScopeKey
 from memory.pipeline import commit, consolidation, dedup, facts, reflections, window
 from memory.pipeline.types import (
@@ -104,7 +104,8 @@ async def attempt[T](
         stats.seconds.append(time.perf_counter() - started)
         stats.valid += 1
         for made in recorder.calls[before:] if recorder else []:
-            made.valid = True
+            # A second look the step let pass (facts._read_again) answered nothing valid.
+            made.valid = made.error is None
         llm: list[LlmCall] = getattr(out, "llm", [])
         stats.tokens_in += sum(c.input_tokens for c in llm)
         stats.tokens_out += sum(c.output_tokens for c in llm)
@@ -114,17 +115,25 @@ async def attempt[T](
 
 
 def _count_kept(recorder: Recorder | None, task: str, kept: int) -> None:
-    """Note on the step's accepted call how many items its answer held and how many formation
-    kept: a model whose every reflection echoes the prompt answers validly and keeps nothing."""
-    accepted = [c for c in recorder.calls if c.task == task and c.valid] if recorder else []
-    if not accepted:
-        return
-    try:
-        answer = json.loads(accepted[-1].content)
-    except ValueError:
-        return
-    lists = [v for v in answer.values() if isinstance(v, list)] if isinstance(answer, dict) else []
-    accepted[-1].items, accepted[-1].kept = sum(len(v) for v in lists), kept
+    """Note on the calls of the step's accepted attempt how many items each answer held, and on
+    the last how many formation kept: a model whose every reflection echoes the prompt answers
+    validly and keeps nothing. A window's extraction may be several calls (its second looks at
+    messages it passed over, memory/pipeline/rereads.py): the calls not noted yet, back to the
+    first that failed or was noted."""
+    fresh: list[CallRecord] = []
+    for call in reversed([c for c in recorder.calls if c.task == task] if recorder else []):
+        if not call.valid or call.items is not None:
+            break
+        fresh.insert(0, call)
+    for n, call in enumerate(fresh, 1):
+        try:
+            answer = json.loads(call.content)
+        except ValueError:
+            answer = None
+        lists = (
+            [v for v in answer.values() if isinstance(v, list)] if isinstance(answer, dict) else []
+        )
+        call.items, call.kept = sum(len(v) for v in lists), kept if n == len(fresh) else 0
 
 
 async def form_session(

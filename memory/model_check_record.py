@@ -79,6 +79,7 @@ class Recorder(LLMProvider):
     def __init__(self, inner: LLMProvider, path: Path | None = None) -> None:
         self.inner = inner
         self.name = inner.name
+        self.deterministic = inner.deterministic  # whether a step asks it again (rereads.py)
         self.calls: list[CallRecord] = []
         self.what = ""
         # Written after every call: a run stopped halfway (a slow CPU) keeps what it measured.

@@ -86,6 +86,10 @@ class FactSettings(_Group):
 
     max_words: int = Field(30, ge=5, description="Most words in one fact")
     max_per_formation: int = Field(40, ge=1, description="Most facts kept from one extraction")
+    reread_messages: int = Field(
+        3, ge=0, description="Most messages of a window read again alone when its answer passed "
+        "them over (a number or name no fact writes; memory/pipeline/rereads.py). 0: never",
+    )  # fmt: skip
     dedup_enabled: bool = Field(True, description="Run the ADD/UPDATE/DELETE/NONE decision")
     dedup_similarity_threshold: float = Field(
         0.7,

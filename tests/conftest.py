@@ -22,6 +22,13 @@ from workflows.naming import ALL_KEYS
 if TYPE_CHECKING:
     from tests.postgres_server import PostgresServer
 
+# The fakes answer the calls their tests script, one extraction a window: the second look at
+# a message a model passed over (memory/pipeline/rereads.py, on by default) would ask them once
+# more. Off for the suite, in its workers too; on where it is the subject: the tests that set
+# it (tests/pipeline/test_rereads.py) and the real model's replay, which runs with the defaults
+# (tests/bench/test_quality_replay.py).
+os.environ.setdefault("MNEMOS_FACTS__REREAD_MESSAGES", "0")
+
 
 @pytest.fixture(scope="session")
 async def _time_server() -> AsyncIterator[TimeServer]:

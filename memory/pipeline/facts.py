@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from functools import partial
 
 import numpy as np
@@ -10,12 +11,12 @@ from memory import ids, transcript
 from memory.dates import resolve_relative_dates
 from memory.deps import Deps
 from memory.embedding.base import Embedder
-from memory.errors import WindowTooLargeError
+from memory.errors import InputRefusedError, MalformedOutputError, WindowTooLargeError
 from memory.ids import content_hash
 from memory.llm import choose_model
 from memory.llm.base import FIRST, LLMRequest, LLMResult, Retry
 from memory.models import StoredMessage
-from memory.pipeline import pieces
+from memory.pipeline import pieces, rereads
 from memory.pipeline.echoes import echoes_instructions
 from memory.pipeline.embed_cache import embed_cached
 from memory.pipeline.pieces import read_halving
@@ -24,6 +25,7 @@ from memory.pipeline.sources import any_cited, cited
 from memory.pipeline.types import (
     CandidatesResult,
     ExtractedFactsResult,
+    LlmCall,
     NewFact,
     SimilarFact,
     Window,
@@ -143,6 +145,7 @@ async def _extract(
     cfg = deps.settings.facts
     sliced = part if count > 1 else None
     shown = transcript.prompt_messages(messages, deps.settings.formation.max_chars_per_run, sliced)
+    started = asyncio.get_running_loop().time()
     request, result = await _ask(deps, window, shown, retry)
     bound = min(MAX_ITEMS, cfg.max_per_formation)
     # A slice is one message's, as a window of one is: its full answer is kept (slices.py).
@@ -153,12 +156,67 @@ async def _extract(
             f"messages, its bound is {bound}: the window is split"
         )
     kept = _kept(deps, window, messages, result.value.facts, cfg.max_per_formation)
+    dropped = len(result.value.facts) - len(kept)
+    calls = [llm_call(request, result.usage)]
+    if sliced is None and not deps.llm.deterministic:
+        found = len(kept)
+        answer = [transcript.as_said(f.content) for f in result.value.facts]
+        kept, answered = await _read_again(
+            deps, window, messages, retry, kept, answer, calls, started
+        )
+        dropped += answered - (len(kept) - found)  # a second look's facts not kept
     return ExtractedFactsResult(
         facts=kept,
-        llm=[llm_call(request, result.usage)],
-        dropped=len(result.value.facts) - len(kept),
+        llm=calls,
+        dropped=dropped,
         max_facts=cfg.max_per_formation if sliced is not None else None,
     )
+
+
+async def _read_again(
+    deps: Deps,
+    window: Window,
+    messages: list[StoredMessage],
+    retry: Retry,
+    kept: list[NewFact],
+    answer: list[str],
+    calls: list[LlmCall],
+    started: float,
+) -> tuple[list[NewFact], int]:
+    """(``kept`` with what the messages the model passed over say, each read alone
+    (memory/pipeline/rereads.py), how many facts those answers held); ``answer``: the
+    window's answer's texts, kept or not (rereads.passed_over); each call added to
+    ``calls``. A second look whose answer is unusable or refused finds nothing: the window's own
+    answer stands, never failed by it. Nor by the step's timeout, which covers every call of it
+    (workflows/options.py; timed out, the step would ask the window again, and again): the
+    second looks end by half of it from the window's call (``started``, the loop's clock), and
+    one is begun only while a call as long as the longest so far still fits."""
+    cfg = deps.settings.facts
+    clock = asyncio.get_running_loop().time
+    deadline = started + deps.settings.retries.llm_timeout_seconds / 2
+    longest, answered = clock() - started, 0
+    again: list[tuple[StoredMessage, list[NewFact]]] = []
+    for message in rereads.passed_over(messages, kept, cfg.reread_messages, answer):
+        begun = clock()
+        if begun + longest > deadline:
+            break
+        shown = transcript.prompt_messages([message], deps.settings.formation.max_chars_per_run)
+        try:
+            async with asyncio.timeout_at(deadline):
+                request, result = await _ask(deps, window, shown, retry)
+        except (MalformedOutputError, InputRefusedError):
+            continue
+        except TimeoutError:
+            break
+        longest = max(longest, clock() - begun)
+        calls.append(llm_call(request, result.usage))
+        answered += len(result.value.facts)
+        # Cited from the message it was shown; placed by the window's rules (its users' names).
+        found = _kept(deps, window, messages, result.value.facts, None, shown=[message])
+        again.append((message, found))
+    if not again:
+        return kept, answered
+    return rereads.merged(kept, again, messages, cfg.max_per_formation), answered
 
 
 def _kept(
@@ -167,13 +225,19 @@ def _kept(
     messages: list[StoredMessage],
     extracted: list[ExtractedFact],
     limit: int | None,
+    *,
+    shown: list[StoredMessage] | None = None,
 ) -> list[NewFact]:
     """The answer's facts that are stored: placed in a scope the window may write, cited from
-    its messages, not the prompt's words, each text once; at most ``limit`` (None: all)."""
+    its messages, not the prompt's words, each text once; at most ``limit`` (None: all).
+    ``shown``: the messages the answer was given when not all of the window's (a second look at
+    one, read alone): cited from them, its speaker theirs; the rules that keep a user's content
+    out of agent memory still read the whole window (the users it names: memory/scopes.py)."""
     kept: list[NewFact] = []
     seen: set[str] = set()
-    only = sole_speaker(messages, window.user_id)
-    said = [m.content for m in messages]
+    shown = shown or messages
+    only = sole_speaker(shown, window.user_id)
+    said = [m.content for m in shown]
     for fact in extracted:
         text = transcript.as_said(fact.content)
         owned, speaker = as_owned(fact.scope, fact.speaker or only, text, messages)
@@ -184,10 +248,10 @@ def _kept(
             not text
             or scope is None
             or (limit is not None and len(kept) >= limit)
-            or echoes_instructions(text, any_cited(fact.sources, messages), INSTRUCTIONS, said)
+            or echoes_instructions(text, any_cited(fact.sources, shown), INSTRUCTIONS, said)
         ):
             continue
-        source = cited(fact.sources, messages, text, speaker if scope == "user" else None)
+        source = cited(fact.sources, shown, text, speaker if scope == "user" else None)
         if source is None:  # nothing in the window says it: not stored
             continue
         # "Yesterday" means the day before it was said, whoever extracted it (memory/dates.py).

@@ -100,6 +100,17 @@ def _best_match(
     return None
 
 
+def shares_words(item: str, message: str) -> bool:
+    """Whether ``item`` and ``message`` have a content word in common (by stem)."""
+    return bool(_stems(item) & _message_stems(message))
+
+
+@lru_cache(maxsize=256)
+def _message_stems(content: str) -> frozenset[str]:
+    """_stems of a message, once: each item of a window may be checked against it."""
+    return frozenset(_stems(content))
+
+
 def _stems(text: str) -> set[str]:
     """Stemmed content words: "Alice lives in Paris" meets "I live in Paris"."""
     return {stem(t) for t in tokenize(text) if t not in STOP_WORDS}

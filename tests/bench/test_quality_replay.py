@@ -67,7 +67,7 @@ def test_a_recorded_small_model_forms_the_same_memories_offline(tmp_path: Path) 
     out, rows = _replay(tmp_path)
 
     # Every model answer came from the recording, none was missing, nothing degraded.
-    assert (out["model_answers_replayed"], out["model_answers_asked"]) == (14, 0)
+    assert (out["model_answers_replayed"], out["model_answers_asked"]) == (15, 0)
     assert out["model_answers_missing"] == 0
     assert (out["eval_cached"], out["eval_requests"]) == (8, 0)
     assert out["failed_runs"] == 0 and out["degraded_runs"] == 0
@@ -76,9 +76,12 @@ def test_a_recorded_small_model_forms_the_same_memories_offline(tmp_path: Path) 
     # What the 1.5B model kept, measured as on LoCoMo: 7 of 8 evidence turns among the top facts;
     # its own judge found 2 of 4 answers right (it judged "Biscuit" wrong for Ben's dog).
     assert out["facts"] == 11
-    # 7 of the 11 facts had no similar fact, stored or said earlier in their window; the model
-    # ADDed the other 4 (3 of them similar to a fact said before them in the same window).
-    assert out["decisions"] == {"ADD": 11, "by_model": 4, "by_rule": 7, "refused": 0}
+    # 7 new facts had no similar fact, stored or said earlier in their window; the model ADDed
+    # 4 others and UPDATEd one: a window's answer passed over Ben's "I am training for the
+    # Porto marathon in October", a second look at that message alone read it
+    # (memory/pipeline/rereads.py: the one answer more than before), and the model merged it
+    # into the fact another session had formed of it.
+    assert out["decisions"] == {"ADD": 11, "UPDATE": 1, "by_model": 5, "by_rule": 7, "refused": 0}
     assert out["evidence_recall_at_10"] == 0.875
     assert out["j"] == 0.5
 
