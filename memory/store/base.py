@@ -192,10 +192,10 @@ class MemoryStore(LifecycleContract):
 
     @abc.abstractmethod
     async def text_search(self, query: str, flt: FactFilter, *, limit: int) -> list[ScoredFact]:
-        """Valid facts within ``flt`` matching the query's words, best first, score on a BM25-like
-        scale (≥ 0, larger is better) that both backends share. The statistics (document count,
-        average length, document frequencies) are those of the facts within ``flt``: a score
-        never depends on what the caller may not see."""
+        """Valid facts within ``flt`` holding a query word (as rules.text splits and stems them),
+        best first, ties the newer first (ranking.text_hits); score on one BM25-like scale (> 0,
+        larger is better). Statistics (document count, average length, document frequencies) of
+        the facts within ``flt`` only: a score never depends on what the caller may not see."""
 
     @abc.abstractmethod
     async def recent_facts(self, flt: FactFilter, *, since: datetime, limit: int) -> list[Fact]:

@@ -102,11 +102,11 @@ class LifecycleContract(abc.ABC):
         """Everything ``mnemos export`` writes, filtered, in one read snapshot: agents; facts
         (invalidated ones too) with their vectors; reflections (absorbed too); blobs; messages
         on request. With user_id: what forget_user of that user erases, nothing it keeps
-        (rules.erasure.users_export): the user's facts and user-scope memory, the session-scope
+        (rules.export.users_export): the user's facts and user-scope memory, the session-scope
         memory of the sessions the user was the only user of (not of a session another user
         shares), and of the messages the user's own (whatever their role), and the agent's only
         in sessions the user was the only user of; with agent_id too, of those only the ones that
-        agent recorded (rules.erasure.recorded_by: another agent's records of a shared session
+        agent recorded (rules.export.recorded_by: another agent's records of a shared session
         are that agent's) and does not withhold (rules.withheld)."""
 
     # ------------------------------------------------------------ who an agent talks with

@@ -28,6 +28,15 @@ def best[T](
     return kept[:limit]
 
 
+def text_hits[T](scored: Iterable[tuple[T, float]], limit: int) -> list[tuple[T, float]]:
+    """A text search's hits among its candidates (given newest first, each with its shared BM25,
+    memory.store.rules.text): those holding a query word, the ``limit`` best first, equal scores
+    the newer first. BM25 is 0 exactly for a candidate holding none of the query's words as the
+    shared tokenizer splits and stems them: one the server's index matched by its own word split
+    (FTS5 splits "cool_cat" in two, the shared tokenizer does not), which is no hit."""
+    return best(((item, score) for item, score in scored if score > 0), limit)
+
+
 def _cosine(query: Vector, matrix: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
     q_norm = float(np.linalg.norm(query))
     norms = np.linalg.norm(matrix, axis=1)

@@ -197,6 +197,39 @@ async def test_text_search_follows_updates(store: MemoryStore) -> None:
     assert hit.score > 0  # scored on the new words, not on the old ones
 
 
+async def test_text_search_ties_go_to_the_newer_fact(store: MemoryStore) -> None:
+    """Equal scores (the same words, as often, in facts as long) rank the newer fact first on
+    every backend, whatever the fact ids."""
+    former = await Former(store).start()
+    await former.form(add("aa-older", "Alice drinks tea", unit(1, 0)))
+    await former.form(add("zz-newer", "Carol drinks tea", unit(0, 1)))
+    await former.form(add("maps", "Collects old maps", unit(0, 0, 1)))
+    await former.form(add("chess", "Plays chess", unit(0, 0, 0, 1)))
+
+    hits = await store.text_search("tea", user_filter(), limit=10)
+
+    assert [h.fact.fact_id for h in hits] == ["zz-newer", "aa-older"]
+    assert hits[0].score == pytest.approx(hits[1].score) and hits[0].score > 0
+    [top] = await store.text_search("tea", user_filter(), limit=1)
+    assert top.fact.fact_id == "zz-newer"
+
+
+async def test_text_search_hits_hold_a_query_word(store: MemoryStore) -> None:
+    """A hit holds one of the query's words as the shared BM25 counts them (\\w+ words, so
+    "cool_cat" is one word, and their Porter stems): its score is > 0. A fact an index matched by
+    its own word split (FTS5 splits "cool_cat" in two) scores 0 and is no hit."""
+    former = await Former(store).start()
+    await former.form(
+        add("handle", "Her handle is cool_cat", unit(1, 0)),
+        add("maps", "Collects old maps", unit(0, 1)),
+        add("chess", "Plays chess", unit(0, 0, 1)),
+    )
+
+    assert await store.text_search("cat", user_filter(), limit=10) == []
+    hits = await store.text_search("cool_cat", user_filter(), limit=10)
+    assert [h.fact.fact_id for h in hits] == ["handle"] and hits[0].score > 0
+
+
 # ---------------------------------------------------------------- recency and access
 
 

@@ -4,11 +4,14 @@ participant), and no other user's words; forget leaves no side vector of an eras
 
 from __future__ import annotations
 
+from functools import partial
+
 import pytest
 
 from memory.models import ConsolidatedMemory, MessageIn, ScopeKey, StoredMessage
 from memory.store.base import MemoryStore
 from memory.store.mongo import MongoStore
+from memory.store.sql.db import Db
 from memory.store.sql.store import SqlStore
 from tests.store.builders import Former, add, at, record, reflection, unit, vec
 
@@ -201,6 +204,66 @@ async def test_a_users_export_holds_the_session_memory_forget_would_erase(
     await store.forget_user("alice", agent_id="a1", at=at(100))
     kept = sorted(set(everything) - set(alice[0]))
     assert await exported(None, None) == (kept, [])
+
+
+async def _forget_participants(store: MemoryStore, session_id: str) -> None:
+    """The session as a store written before every role made a participant keeps it: no
+    participant recorded (session_users rows, user_ids), its user ids on its messages only."""
+    if isinstance(store, MongoStore):
+        await store._db.sessions.update_one({"_id": session_id}, {"$set": {"user_ids": []}})
+        await store._db.session_agents.update_many(
+            {"session_id": session_id}, {"$set": {"user_ids": []}}
+        )
+        return
+    assert isinstance(store, SqlStore)
+    for table in ("session_users", "session_agent_users"):
+        sql = f"DELETE FROM {table} WHERE session_id = %s"
+        await store._db_write(partial(_execute, sql=sql, params=(session_id,)))
+
+
+async def _execute(db: Db, *, sql: str, params: tuple[str, ...]) -> None:
+    await db.execute(sql, params)
+
+
+async def test_an_export_reads_sessions_without_participants_from_their_messages(
+    store: MemoryStore,
+) -> None:
+    """Sessions with no participant recorded: "old" (u1's id on a tool message only, stored
+    before that made u1 a participant) is u1's, whom its messages name alone; "quiet" (no user
+    id at all: the agent's notes, a guest) is no user's. Every backend decides alike."""
+    await record(store, "old", "a1", [
+        msg("o1", "u1 form: blood type 0+", role="tool", user_id="u1", seconds=1),
+        msg("o2", "Noted", role="agent", user_id=None, seconds=2),
+    ])  # fmt: skip
+    await record(store, "quiet", "a1", [
+        msg("q1", "a guest says hi", user_id=None, seconds=1),
+        msg("q2", "hello guest", role="agent", user_id=None, seconds=2),
+    ])  # fmt: skip
+    await record(store, "g", "a1", [msg("g1", "u2 here", user_id="u2", seconds=1)])
+    for sid in ("old", "quiet"):
+        await _forget_participants(store, sid)
+        session = await store.get_session(sid)
+        assert session is not None and session.user_ids == ()
+    await store.import_reflections(
+        [
+            reflection(ScopeKey.session("a1", s), 0, f"{s} memory", session_id=s)
+            for s in ("old", "quiet", "g")
+        ]
+    )
+
+    async def exported(agent_id: str | None, user_id: str | None) -> tuple[list[str], list[str]]:
+        data = await store.export_data(agent_id=agent_id, user_id=user_id, messages=True)
+        return (
+            [m.message_id for m in data.messages],
+            sorted(r.scope_key.session_id or "" for r in data.reflections),
+        )
+
+    for agent_id in ("a1", None):
+        assert await exported(agent_id, "u1") == (["o1", "o2"], ["old"])
+        assert await exported(agent_id, "u2") == (["g1"], ["g"])
+        everything = (["g1", "o1", "o2", "q1", "q2"], ["g", "old", "quiet"])
+        assert await exported(agent_id, None) == everything
+    assert await exported("a2", "u1") == ([], [])
 
 
 async def _side_vectors(store: MemoryStore) -> set[str]:

@@ -19,7 +19,7 @@ from memory.store.mongo.docs import (
 )
 from memory.store.mongo.reads import user_sessions
 from memory.store.mongo.txn import run_transaction
-from memory.store.rules import erasure as er
+from memory.store.rules.export import UserSessions, export_view
 from memory.store.rules.withheld import parsed
 
 
@@ -58,16 +58,18 @@ async def _export(
 ) -> ExportData:
     sq = _only(agent_ids=agent_id)  # the sessions read: the agent's, holding the user's data
     memory = _only(agent_id=agent_id)  # reflections and blobs
-    participants: dict[str, list[str]] = {}
-    session_agents: dict[str, list[str]] = {}
+    session_ids: list[str] = []
+    participants: list[tuple[str, str]] = []
+    session_agents: list[tuple[str, str]] = []
     if user_id is not None:
         sq |= await user_sessions(db, s, user_id)
         async for d in db.sessions.find(sq, {"user_ids": 1, "agent_ids": 1}, session=s):
-            participants[d["_id"]] = d.get("user_ids", [])
-            session_agents[d["_id"]] = d.get("agent_ids", [])
-        # Their scope's, and the session memory of their sessions: rules.erasure.users_export
+            session_ids.append(d["_id"])
+            participants += [(d["_id"], user) for user in d.get("user_ids", [])]
+            session_agents += [(d["_id"], agent) for agent in d.get("agent_ids", [])]
+        # Their scope's, and the session memory of their sessions: rules.export.users_export
         # keeps that of the sessions they are alone in (forget_user erases it with them).
-        of_sessions = {"scope": "session", "session_id": {"$in": list(participants)}}
+        of_sessions = {"scope": "session", "session_id": {"$in": session_ids}}
         memory |= {"$or": [{"user_id": user_id}, of_sessions]}
     agents_q = _only(_id=agent_id)
     data = ExportData(
@@ -93,35 +95,32 @@ async def _export(
         ],
     )
     if messages:
-        ids = list(participants)
+        ids = session_ids
         if user_id is None:
             ids = [d["_id"] async for d in db.sessions.find(sq, {"_id": 1}, session=s)]
         cursor = db.messages.find({"session_id": {"$in": ids}}, session=s)
         data.messages = [
             message_from_doc(d) async for d in cursor.sort([("session_id", 1), ("seq", 1)])
         ]
-    if agent_id is not None and messages:
-        # The agent's sessions' messages a forget under it kept for the others (rules.withheld).
-        withheld: dict[str, dict[str, int]] = {}
-        mine = {"agent_id": agent_id, "withheld": {"$exists": True, "$ne": []}}
-        async for d in db.session_agents.find(mine, {"session_id": 1, "withheld": 1}, session=s):
-            withheld[d["session_id"]] = parsed(d["withheld"])
-        data = er.without_withheld(data, withheld)
-    if user_id is None:
-        return data
-    said = await _message_users(db, s, participants)
-    return er.users_export(
-        user_id, data, participants, said, agent_id=agent_id, session_agents=session_agents
-    )
+    # The messages a forget under the agent kept for the others (rules.withheld); none of
+    # every agent (no document's agent_id is None).
+    mine = {"agent_id": agent_id, "withheld": {"$exists": True, "$ne": []}}
+    withheld = {
+        d["session_id"]: parsed(d["withheld"])
+        async for d in db.session_agents.find(mine, {"session_id": 1, "withheld": 1}, session=s)
+    }
+    sessions = UserSessions()
+    if user_id is not None:
+        said = await _message_users(db, s, session_ids)
+        sessions = UserSessions(participants, said, session_agents)
+    return export_view(data, withheld, agent_id=agent_id, user_id=user_id, sessions=sessions)
 
 
 async def _message_users(
     db: AsyncDatabase[Doc], s: AsyncClientSession, session_ids: Iterable[str]
-) -> dict[str, list[str]]:
-    """The user ids the messages of these sessions carry, by session."""
+) -> list[tuple[str, str]]:
+    """The (session id, user id) of the messages of these sessions, each once."""
     match = {"session_id": {"$in": list(session_ids)}, "user_id": {"$ne": None}}
     group = {"_id": {"session": "$session_id", "user": "$user_id"}}
-    users: dict[str, list[str]] = {}
-    async for d in await db.messages.aggregate([{"$match": match}, {"$group": group}], session=s):
-        users.setdefault(d["_id"]["session"], []).append(d["_id"]["user"])
-    return users
+    cursor = await db.messages.aggregate([{"$match": match}, {"$group": group}], session=s)
+    return [(d["_id"]["session"], d["_id"]["user"]) async for d in cursor]

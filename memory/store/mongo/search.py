@@ -22,7 +22,7 @@ from memory.models import FactFilter
 from memory.store.base import Vector
 from memory.store.mongo.docs import Doc
 from memory.store.mongo.indexes import TEXT_INDEX, VECTOR_INDEX
-from memory.store.ranking import best, cosine_scores
+from memory.store.ranking import best, cosine_scores, text_hits
 from memory.store.rules.filters import scope_branches
 from memory.store.rules.text import CANDIDATE_CAP, bm25, query_terms
 
@@ -63,7 +63,7 @@ def _equals(path: str, value: object) -> Doc:
 
 
 def _best(scored: Scored, limit: int, min_score: float = -math.inf) -> Scored:
-    """Equal scores by id."""
+    """Vector hits: equal scores by id."""
     return best(sorted(scored, key=lambda item: item[0]["_id"]), limit, min_score)
 
 
@@ -164,6 +164,7 @@ class FactSearch:
             pipeline: list[Doc] = [
                 {"$search": search},
                 {"$limit": CANDIDATE_CAP},
+                {"$sort": {"ins": -1}},  # newest first: the text ranking's tie rule
                 {"$project": {"embedding": 0}},
             ]
             docs = await (await self._facts.aggregate(pipeline)).to_list()
@@ -178,7 +179,8 @@ class FactSearch:
                 .limit(CANDIDATE_CAP)
             )
             ids = [doc["_id"] async for doc in cursor]
-            docs = await self._facts.find({"_id": {"$in": ids}}, {"embedding": 0}).to_list()
+            found = self._facts.find({"_id": {"$in": ids}}, {"embedding": 0})
+            docs = await found.sort("ins", -1).to_list()  # newest first, as atlas()
             return await self._rank(terms, match, docs, limit)
 
         return await self._run(TEXT_INDEX, atlas, classic)
@@ -188,4 +190,4 @@ class FactSearch:
             return []
         n_docs = await self._facts.count_documents(match)
         scores = bm25(terms, {doc["_id"]: doc["content"] for doc in docs}, n_docs)
-        return _best([(doc, scores[doc["_id"]]) for doc in docs if scores[doc["_id"]] > 0], limit)
+        return text_hits([(doc, scores[doc["_id"]]) for doc in docs], limit)

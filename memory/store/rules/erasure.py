@@ -11,7 +11,7 @@ the user who was forgotten).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -24,9 +24,8 @@ from memory.models import (
     FormationCommitResult,
     ScopeKey,
     SessionAgentState,
-    StoredMessage,
 )
-from memory.store.counts import ExportData, ForgetCounts
+from memory.store.counts import ForgetCounts
 from memory.store.rules.lifecycle_writes import (
     DeleteEmbeddings,
     DeleteFacts,
@@ -38,8 +37,6 @@ from memory.store.rules.lifecycle_writes import (
 )
 from memory.store.rules.withheld import (
     MessageMark,
-    Withheld,
-    is_withheld,
     kept_for_others,
     pending_of,
     withhold,
@@ -121,106 +118,6 @@ def session_users(participants: Iterable[str], message_users: Iterable[str | Non
 def alone_in(user_id: str, users: Iterable[str]) -> bool:
     """The session holds no other user's data: forget takes it whole, export takes it all."""
     return set(users) <= {user_id}
-
-
-# A user's export holds what a forget of that user erases (plan_forget) of the agent's own, and
-# nothing it keeps: the user's facts and user-scope memory, and of the sessions holding their
-# data, all of a session they are alone in (messages and session memory: forget deletes it
-# whole, or this agent's memory of it when another agent keeps it), only their own messages of a
-# shared one. Of one agent, only the messages that agent recorded (recorded_by) and does not
-# withhold: in a session several agents share, what another agent's backend recorded (before
-# this agent joined, or after) is that agent's, and what a forget through this agent kept there
-# for the others (rules.withheld) is theirs only.
-
-
-def recorded_by(agent_id: str, message: StoredMessage, session_agents: Collection[str]) -> bool:
-    """Whether the message is the agent's record: the agent recorded it. A message without its
-    recorder (stored before messages kept it, or imported from an export of then) is the agent's
-    only when the agent is its session's only agent: in a shared session it may be another's."""
-    if message.agent_id is not None:
-        return message.agent_id == agent_id
-    return set(session_agents) == {agent_id}
-
-
-def solo_sessions(
-    user_id: str,
-    participants: Mapping[str, Iterable[str]],
-    message_users: Mapping[str, Iterable[str | None]],
-) -> frozenset[str]:
-    """Of the sessions holding the user's data, those the user is alone in (alone_in, as
-    plan_forget judges them). By session id: ``participants``, and ``message_users`` the user
-    ids of their messages; a session in either mapping must hold the user's data (an empty one
-    would count as theirs)."""
-    sessions = {*participants, *message_users}
-    return frozenset(
-        sid
-        for sid in sessions
-        if alone_in(user_id, session_users(participants.get(sid, ()), message_users.get(sid, ())))
-    )
-
-
-def _in_users_export(user_id: str, key: ScopeKey, solo: Collection[str]) -> bool:
-    """Whether the reflections and blob of ``key`` are in the user's export (``solo``:
-    solo_sessions): the user's scope, and the session memory of a session the user is alone in,
-    which may quote them. A shared session's stays out, as forget keeps it for the others; the
-    agent's own memory too."""
-    match key.scope:
-        case "user":
-            return key.user_id == user_id
-        case "session":
-            return key.session_id in solo
-        case "agent":
-            return False
-
-
-def users_export(
-    user_id: str,
-    read: ExportData,
-    participants: Mapping[str, Iterable[str]],
-    message_users: Mapping[str, Iterable[str | None]],
-    *,
-    agent_id: str | None,
-    session_agents: Mapping[str, Collection[str]],
-) -> ExportData:
-    """A user's export, from what a backend read for it: the agents, the user's facts, the
-    reflections and blobs of the user's scope and the session memory of the sessions holding
-    their data, those sessions' messages (when asked), with each session's ``participants``, the
-    user ids of its messages (``message_users``) and its agents (``session_agents``). Of the
-    session memory it keeps that of the sessions the user is alone in; of the messages, those
-    carrying the user's id, whatever the role, and all of a session they are alone in: in a
-    shared one the agent's replies may carry other users' words. With ``agent_id`` (one agent's
-    export), of those only the agent's records (recorded_by): another agent's backend recorded
-    the rest, and what it heard is none of this agent's (an export for every agent keeps all).
-    The messages withheld from the agent are read out before (without_withheld)."""
-    solo = solo_sessions(user_id, participants, message_users)
-
-    def kept(m: StoredMessage) -> bool:
-        if m.user_id != user_id and m.session_id not in solo:
-            return False
-        return agent_id is None or recorded_by(agent_id, m, session_agents.get(m.session_id, ()))
-
-    return read.model_copy(
-        update={
-            "reflections": [
-                r for r in read.reflections if _in_users_export(user_id, r.scope_key, solo)
-            ],
-            "consolidated": [
-                b for b in read.consolidated if _in_users_export(user_id, b.scope_key, solo)
-            ],
-            "messages": [m for m in read.messages if kept(m)],
-        }
-    )
-
-
-def without_withheld(read: ExportData, withheld: Mapping[str, Withheld]) -> ExportData:
-    """One agent's export (of a user or whole) without the messages withheld from it, by
-    session (its SessionAgentState.withheld): a forget under it kept them for other agents."""
-    kept = [
-        m
-        for m in read.messages
-        if not is_withheld(m.user_id, m.seq, withheld.get(m.session_id, {}))
-    ]
-    return read.model_copy(update={"messages": kept})
 
 
 # ---------------------------------------------------------------- forget_user

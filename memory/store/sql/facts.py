@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from memory.models import Fact, FactFilter, ScoredFact
-from memory.store.ranking import best
+from memory.store.ranking import text_hits
 from memory.store.rules.filters import scope_branches
 from memory.store.rules.text import bm25_of_counts, bm25_of_terms
 from memory.store.sql.db import Db
@@ -78,8 +78,8 @@ async def count_facts(db: Db, flt: FactFilter) -> int:
 async def ranked_text_hits(
     db: Db, words: Sequence[str], docs: Mapping[str, Sequence[str]], n_docs: int, limit: int
 ) -> list[ScoredFact]:
-    """The ``limit`` best candidates (id -> stemmed terms, newest first) by the shared BM25
-    with the filter's ``n_docs``, ties to the newer fact, with their facts."""
+    """The hits of the candidates (id -> stemmed terms, newest first) by the shared BM25 with
+    the filter's ``n_docs`` (``best_scored``)."""
     return await best_scored(db, bm25_of_terms(words, docs, n_docs), limit)
 
 
@@ -91,8 +91,8 @@ async def ranked_counted_hits(
 
 
 async def best_scored(db: Db, scores: Mapping[str, float], limit: int) -> list[ScoredFact]:
-    """The ``limit`` best of ``scores`` (newest first), ties to the newer fact (a stable sort),
-    with their facts."""
-    ranked = best(scores.items(), limit)
+    """The hits (ranking.text_hits) of the candidates' ``scores`` (newest first), with their
+    facts."""
+    ranked = text_hits(scores.items(), limit)
     facts = {fact.fact_id: fact for fact in await facts_by_id(db, [f for f, _ in ranked])}
-    return [ScoredFact(fact=facts[f], score=max(0.0, s)) for f, s in ranked if f in facts]
+    return [ScoredFact(fact=facts[f], score=s) for f, s in ranked if f in facts]

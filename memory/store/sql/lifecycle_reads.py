@@ -8,10 +8,10 @@ from collections.abc import Sequence
 
 from memory.models import AgentConfig, ConsolidatedMemory, Fact, SessionAgentState
 from memory.store.counts import ExportData
-from memory.store.rules import erasure as er
+from memory.store.rules.export import UserSessions, export_view
 from memory.store.rules.withheld import MessageMark, parsed
 from memory.store.snapshots_lifecycle import LifecycleReads
-from memory.store.sql.db import Db, Row
+from memory.store.sql.db import Db
 from memory.store.sql.sessions import STATE_SQL
 
 # The sessions holding a user's data (%(user)s): those they are a user of, and those with a
@@ -154,7 +154,7 @@ async def export_data(
     of_agent = "1 = 1" if agent_id is None else "agent_id = %(agent)s"
     w, o = of_agent if user_id is None else f"{of_agent} AND user_id = %(user)s", db.ord
     # Reflections and blobs: with a user, those of their scope and the session memory of their
-    # sessions, of which rules.erasure.users_export keeps that of the sessions they are alone in
+    # sessions, of which rules.export.users_export keeps that of the sessions they are alone in
     # (forget_user erases it with them).
     memory = of_agent
     if user_id is not None:
@@ -178,46 +178,33 @@ async def export_data(
         consolidated=[db.consolidated(r) for r in blobs],
     )
     if messages:
-        sessions = OF_AGENT if user_id is None else EXPORT_SESSIONS
-        sql = f"SELECT * FROM messages WHERE {sessions} ORDER BY session_id, seq"
+        of_sessions = OF_AGENT if user_id is None else EXPORT_SESSIONS
+        sql = f"SELECT * FROM messages WHERE {of_sessions} ORDER BY session_id, seq"
         data.messages = [db.message(r) for r in await db.fetch(sql, params)]
-    if agent_id is not None and messages:
-        # The agent's sessions' messages a forget under it kept for the others (rules.withheld).
-        rows = await db.fetch(
-            "SELECT session_id, withheld FROM session_agents "
-            "WHERE agent_id = %s AND withheld <> '[]'",
-            (agent_id,),
-        )
-        withheld = {str(row["session_id"]): parsed(row["withheld"]) for row in rows}
-        data = er.without_withheld(data, withheld)
-    if user_id is None:
-        return data
-    participants = _by_session(
-        await db.fetch(
-            f"SELECT session_id, user_id FROM session_users WHERE {EXPORT_SESSIONS}", params
-        )
+    # The messages a forget under the agent kept for the others (rules.withheld); none of
+    # every agent (agent_id = NULL holds for no row).
+    rows = await db.fetch(
+        "SELECT session_id, withheld FROM session_agents "
+        "WHERE agent_id = %(agent)s AND withheld <> '[]'",
+        params,
     )
-    said = _by_session(
-        await db.fetch(
-            "SELECT DISTINCT session_id, user_id FROM messages "
-            f"WHERE user_id IS NOT NULL AND {EXPORT_SESSIONS}",
-            params,
-        )
-    )
-    session_agents = _by_session(
-        await db.fetch(
-            f"SELECT session_id, agent_id FROM session_agents WHERE {EXPORT_SESSIONS}", params
-        ),
-        "agent_id",
-    )
-    return er.users_export(
-        user_id, data, participants, said, agent_id=agent_id, session_agents=session_agents
-    )
+    withheld = {str(row["session_id"]): parsed(row["withheld"]) for row in rows}
+    sessions = UserSessions()
+    if user_id is not None:
+        sessions = UserSessions(**{k: await _pairs(db, sql, params) for k, sql in _PAIRS.items()})
+    return export_view(data, withheld, agent_id=agent_id, user_id=user_id, sessions=sessions)
 
 
-def _by_session(rows: Sequence[Row], column: str = "user_id") -> dict[str, list[str]]:
-    """The ids in ``column`` (user ids by default) of (session_id, id) rows, by session."""
-    ids: dict[str, list[str]] = {}
-    for row in rows:
-        ids.setdefault(str(row["session_id"]), []).append(str(row[column]))
-    return ids
+# What a user's export reads of the sessions holding their data (EXPORT_SESSIONS follows), as
+# (session id, id) rows: rules.export.UserSessions.
+_PAIRS = {
+    "participants": "SELECT session_id, user_id AS id FROM session_users WHERE",
+    "message_users": "SELECT DISTINCT session_id, user_id AS id FROM messages "
+    "WHERE user_id IS NOT NULL AND",
+    "agents": "SELECT session_id, agent_id AS id FROM session_agents WHERE",
+}
+
+
+async def _pairs(db: Db, select: str, params: dict[str, str | None]) -> list[tuple[str, str]]:
+    rows = await db.fetch(f"{select} {EXPORT_SESSIONS}", params)
+    return [(str(row["session_id"]), str(row["id"])) for row in rows]
