@@ -47,7 +47,9 @@ def query_terms(query: str) -> list[str]:
 
 @lru_cache(maxsize=65536)
 def stem(word: str) -> str:
-    """The Porter stem of a folded word, as FTS5's ``porter`` tokenizer indexes it."""
+    """The Porter stem of a folded word, as FTS5's ``porter`` tokenizer indexes it, but for a
+    few words (FTS5 keeps a word under 3 letters whole; some of its rules differ: "-logy",
+    "-bly"): the documented differences of tests/store/test_sqlite_text.py."""
     return str(_PORTER.stemWord(word))
 
 
