@@ -11,7 +11,12 @@ from memory import ids, transcript
 from memory.dates import resolve_relative_dates
 from memory.deps import Deps
 from memory.embedding.base import Embedder
-from memory.errors import InputRefusedError, MalformedOutputError, WindowTooLargeError
+from memory.errors import (
+    InputRefusedError,
+    MalformedOutputError,
+    ProviderError,
+    WindowTooLargeError,
+)
 from memory.ids import content_hash
 from memory.llm import choose_model
 from memory.llm.base import FIRST, LLMRequest, LLMResult, Retry
@@ -186,8 +191,8 @@ async def _read_again(
     """(``kept`` with what the messages the model passed over say, each read alone
     (memory/pipeline/rereads.py), how many facts those answers held); ``answer``: the
     window's answer's texts, kept or not (rereads.passed_over); each call added to
-    ``calls``. A second look whose answer is unusable or refused finds nothing: the window's own
-    answer stands, never failed by it. Nor by the step's timeout, which covers every call of it
+    ``calls``. A second look whose answer is unusable or refused finds nothing, and a provider
+    failing on one ends them: the window's own answer stands, never failed by it. Nor by the step's timeout, which covers every call of it
     (workflows/options.py; timed out, the step would ask the window again, and again): the
     second looks end by half of it from the window's call (``started``, the loop's clock), and
     one is begun only while a call as long as the longest so far still fits."""
@@ -206,7 +211,9 @@ async def _read_again(
                 request, result = await _ask(deps, window, shown, retry)
         except (MalformedOutputError, InputRefusedError):
             continue
-        except TimeoutError:
+        except (ProviderError, TimeoutError):
+            # Unreachable or out of time: the second looks end, the window's answer stands
+            # (raised, a retry of the step would ask the window again).
             break
         longest = max(longest, clock() - begun)
         calls.append(llm_call(request, result.usage))

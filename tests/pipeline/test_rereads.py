@@ -18,7 +18,7 @@ from memory.prompts.extract_facts import ExtractedFact, ExtractedFacts
 from memory.prompts.extract_reflections import ExtractedReflections
 from memory.settings import FactSettings, Settings
 from memory.store.sqlite import SQLiteStore
-from tests.fakes import Reply, ScriptedLLM, WordHashEmbedder
+from tests.fakes import Reply, ScriptedLLM, WordHashEmbedder, transient
 
 AT = datetime(2026, 11, 21, 10, 0, tzinfo=UTC)
 SAID = [
@@ -126,6 +126,15 @@ async def test_an_unusable_second_look_leaves_the_windows_answer_standing(
     llm = _scripted(MalformedOutputError("looped"), MalformedOutputError("looped"))
     contents = {f.content for f in await _form(tmp_path, llm)}
     assert contents == {f.content for f in WINDOW_ANSWER.facts}
+
+
+async def test_a_provider_failing_on_a_second_look_ends_them_and_the_window_stands(
+    tmp_path: Path,
+) -> None:
+    llm = _scripted(transient("rate limited"))
+    contents = {f.content for f in await _form(tmp_path, llm)}
+    assert contents == {f.content for f in WINDOW_ANSWER.facts}
+    assert len(llm.calls("extract_facts")) == 2  # the window once, one look, no more
 
 
 async def test_rules_that_read_every_message_alone_are_not_asked_again(tmp_path: Path) -> None:
