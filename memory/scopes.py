@@ -40,7 +40,7 @@ from memory.models import (
 )
 from memory.privacy import private_detail
 from memory.settings import Scope
-from memory.speakers import said_by
+from memory.speakers import by_person, said_by
 
 
 def single_user(session: SessionInfo) -> str | None:
@@ -71,7 +71,7 @@ def sole_speaker(messages: Sequence[StoredMessage], window_user: str | None) -> 
     """The user every user message of the window came from (and every message of role "other"
     carrying a user id: memory/speakers.py), when that is the window's user and no user message
     is anonymous: then an item whose speaker the model left out can only be theirs."""
-    users = {said_by(m) for m in messages if m.role == "user" or said_by(m) is not None}
+    users = {said_by(m) for m in messages if by_person(m)}
     return window_user if window_user is not None and users == {window_user} else None
 
 

@@ -33,6 +33,12 @@ def said_by(message: _Said) -> str | None:
     return message.user_id if message.role in PERSON_ROLES else None
 
 
+def by_person(message: _Said) -> bool:
+    """Whether a person said the message: a user (a guest too, without an id), or a known
+    person in another role (``said_by``)."""
+    return message.role == "user" or said_by(message) is not None
+
+
 def participants(messages: Iterable[_Said]) -> tuple[str, ...]:
     """Every user the messages carry the id of, in order, once each: the session's participants
     (who said them, or whom they were said to or for), whom the group rule counts."""

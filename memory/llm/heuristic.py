@@ -34,7 +34,7 @@ from memory.prompts.consolidate import (
 from memory.prompts.extract_facts import ExtractedFact, ExtractedFacts
 from memory.prompts.extract_reflections import ExtractedReflection, ExtractedReflections
 from memory.query_words import STOP_WORDS
-from memory.speakers import said_by
+from memory.speakers import by_person
 from memory.store.rules.text import tokenize
 
 MODEL = "heuristic-rules-v1"
@@ -237,7 +237,7 @@ def _user_messages(messages: list[PromptMessage]) -> list[tuple[str, str | None,
     return [
         (m.name or "the user", m.user_id, m.content, n)
         for n, m in enumerate(messages, 1)
-        if m.role == "user" or said_by(m) is not None
+        if by_person(m)
     ]
 
 

@@ -164,12 +164,11 @@ async def _extract(
     dropped = len(result.value.facts) - len(kept)
     calls = [llm_call(request, result.usage)]
     if sliced is None and not deps.llm.deterministic:
-        found = len(kept)
-        answer = [transcript.as_said(f.content) for f in result.value.facts]
-        kept, answered = await _read_again(
-            deps, window, messages, retry, kept, answer, calls, started
+        kept, looks, unkept = await _read_again(
+            deps, window, messages, retry, kept, result.value.facts, started
         )
-        dropped += answered - (len(kept) - found)  # a second look's facts not kept
+        calls += looks
+        dropped += unkept
     return ExtractedFactsResult(
         facts=kept,
         llm=calls,
@@ -184,24 +183,26 @@ async def _read_again(
     messages: list[StoredMessage],
     retry: Retry,
     kept: list[NewFact],
-    answer: list[str],
-    calls: list[LlmCall],
+    answer: list[ExtractedFact],
     started: float,
-) -> tuple[list[NewFact], int]:
-    """(``kept`` with what the messages the model passed over say, each read alone
-    (memory/pipeline/rereads.py), how many facts those answers held); ``answer``: the
-    window's answer's texts, kept or not (rereads.passed_over); each call added to
-    ``calls``. A second look whose answer is unusable or refused finds nothing, and a provider
-    failing on one ends them: the window's own answer stands, never failed by it. Nor by the step's timeout, which covers every call of it
-    (workflows/options.py; timed out, the step would ask the window again, and again): the
-    second looks end by half of it from the window's call (``started``, the loop's clock), and
-    one is begun only while a call as long as the longest so far still fits."""
+) -> tuple[list[NewFact], list[LlmCall], int]:
+    """(``kept`` with what the messages the window's ``answer`` passed over say, each read
+    alone (memory/pipeline/rereads.py); the calls made; how many of their facts were not kept).
+
+    A second look whose answer is unusable or refused finds nothing, and a provider failing on
+    one ends them: the window's own answer stands, never failed by it. Nor by the step's
+    timeout, which covers every call of it (workflows/options.py; timed out, the step would ask
+    the window again, and again): the second looks end by half of it from the window's call
+    (``started``, the loop's clock), and one is begun only while a call as long as the longest
+    so far still fits."""
     cfg = deps.settings.facts
     clock = asyncio.get_running_loop().time
     deadline = started + deps.settings.retries.llm_timeout_seconds / 2
     longest, answered = clock() - started, 0
+    calls: list[LlmCall] = []
     again: list[tuple[StoredMessage, list[NewFact]]] = []
-    for message in rereads.passed_over(messages, kept, cfg.reread_messages, answer):
+    said = [transcript.as_said(f.content) for f in answer]
+    for message in rereads.passed_over(messages, kept, cfg.reread_messages, said):
         begun = clock()
         if begun + longest > deadline:
             break
@@ -222,8 +223,9 @@ async def _read_again(
         found = _kept(deps, window, messages, result.value.facts, None, shown=[message])
         again.append((message, found))
     if not again:
-        return kept, answered
-    return rereads.merged(kept, again, messages, cfg.max_per_formation), answered
+        return kept, calls, answered
+    out = rereads.merged(kept, again, messages, cfg.max_per_formation)
+    return out, calls, answered - (len(out) - len(kept))
 
 
 def _kept(

@@ -24,7 +24,7 @@ from memory.ids import content_hash
 from memory.models import StoredMessage
 from memory.pipeline.sources import shares_words
 from memory.pipeline.types import NewFact
-from memory.speakers import said_by
+from memory.speakers import by_person
 
 # A capitalised word that does not open a sentence: a name ("Carla", "Lisbon", "QX7"). The
 # opening word of a sentence is capitalised whatever it is ("Sorry", "Also").
@@ -71,13 +71,7 @@ def passed_over(
             for fact in kept
         )
 
-    found = [
-        m
-        for m in messages
-        if (m.role == "user" or said_by(m) is not None)
-        and specifics(m.content) - written
-        and not read(m)
-    ]
+    found = [m for m in messages if by_person(m) and specifics(m.content) - written and not read(m)]
     return found[:limit]
 
 
