@@ -102,13 +102,17 @@ async def _export(
         data.messages = [
             message_from_doc(d) async for d in cursor.sort([("session_id", 1), ("seq", 1)])
         ]
-    # The messages a forget under the agent kept for the others (rules.withheld); none of
-    # every agent (no document's agent_id is None).
+    # The messages a forget under the agent kept for the others (rules.withheld): read only
+    # where messages are exported, of one agent (none are withheld from every agent).
     mine = {"agent_id": agent_id, "withheld": {"$exists": True, "$ne": []}}
-    withheld = {
-        d["session_id"]: parsed(d["withheld"])
-        async for d in db.session_agents.find(mine, {"session_id": 1, "withheld": 1}, session=s)
-    }
+    withheld = (
+        {
+            d["session_id"]: parsed(d["withheld"])
+            async for d in db.session_agents.find(mine, {"session_id": 1, "withheld": 1}, session=s)
+        }
+        if messages and agent_id is not None
+        else {}
+    )
     sessions = UserSessions()
     if user_id is not None:
         said = await _message_users(db, s, session_ids)

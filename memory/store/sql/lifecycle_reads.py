@@ -181,12 +181,16 @@ async def export_data(
         of_sessions = OF_AGENT if user_id is None else EXPORT_SESSIONS
         sql = f"SELECT * FROM messages WHERE {of_sessions} ORDER BY session_id, seq"
         data.messages = [db.message(r) for r in await db.fetch(sql, params)]
-    # The messages a forget under the agent kept for the others (rules.withheld); none of
-    # every agent (agent_id = NULL holds for no row).
-    rows = await db.fetch(
-        "SELECT session_id, withheld FROM session_agents "
-        "WHERE agent_id = %(agent)s AND withheld <> '[]'",
-        params,
+    # The messages a forget under the agent kept for the others (rules.withheld): read only
+    # where messages are exported, of one agent (none are withheld from every agent).
+    rows = (
+        await db.fetch(
+            "SELECT session_id, withheld FROM session_agents "
+            "WHERE agent_id = %(agent)s AND withheld <> '[]'",
+            params,
+        )
+        if messages and agent_id is not None
+        else []
     )
     withheld = {str(row["session_id"]): parsed(row["withheld"]) for row in rows}
     sessions = UserSessions()
