@@ -54,9 +54,8 @@ from memory.deps import Deps
 from memory.errors import InvalidInputError, InvalidModelOutputError
 from memory.lookup import require_agent, require_session
 from memory.model_check import CheckReport, attempt
-from memory.models import Fact
 from memory.pipeline import commit, dedup, facts, reflections
-from memory.pipeline.pieces import MAX_DENSE_FACTS, most_facts
+from memory.pipeline.pieces import most_facts
 from memory.pipeline.types import (
     CandidatesResult,
     CommitResult,
@@ -320,19 +319,13 @@ def _bounds(windows: dict[str, int], per_formation: int) -> dict[str, int]:
     return {f: most_facts(messages, per_formation) for f, messages in windows.items()}
 
 
-# The ids one get_facts reads at a time (a dense window's bound), not one query per formation.
-_PAGE = MAX_DENSE_FACTS
-
-
 async def _stored_facts(deps: Deps, w: Window, formations: dict[str, int]) -> list[str]:
     """The still valid facts these formations added from the window's messages (those it updated
     keep an older fact's id: not found here). Every index up to each formation's bound is asked:
     a dense window's decisions may have stored none of its first facts under their own ids."""
     said = {m.message_id for m in await window_messages(deps, w)}
     wanted = sorted(unmerged_copies(formations))
-    stored: list[Fact] = []
-    for first in range(0, len(wanted), _PAGE):
-        stored += await deps.store.get_facts(wanted[first : first + _PAGE])
+    stored = await deps.store.get_facts(wanted)  # one snapshot; the store splits a long id list
     return [
         f.content
         for f in stored
