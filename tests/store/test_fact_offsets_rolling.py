@@ -1,7 +1,8 @@
 """During a rolling upgrade, processes of the previous version read the facts this one stores:
 their Fact and FactRevision forbid unknown fields, so no stored body or history may carry
-said_utc_offset_minutes where they read it. The offset stays beside the body (a column, a field
-they pass over) and, in a history, inside each revision's said_at: they read the same instant."""
+said_utc_offset_minutes where they read it. The offset rides inside each said_at (a PostgreSQL
+body's, a history's revisions': they read the same instant) or beside the record (a column, a
+field they pass over)."""
 
 from __future__ import annotations
 
@@ -62,6 +63,7 @@ def test_the_previous_version_reads_a_postgres_body() -> None:
     body = fact_body(_fact()).obj
     old = PreviousFact.model_validate(body)
     assert old.said_at == at(50)  # type: ignore[attr-defined]
+    assert old.said_at.utcoffset() == timedelta(minutes=330)  # type: ignore[attr-defined]
     assert old.history[0].said_at == datetime(2025, 1, 1, 7, 0, 10, tzinfo=CHICAGO)  # type: ignore[attr-defined]
 
 

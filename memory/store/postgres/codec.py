@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 from psycopg.types.json import Jsonb
 
+from memory.dates import in_offset
 from memory.models import ConsolidatedMemory, Fact, Reflection
 from memory.said import split
 from memory.store.base import Vector
@@ -19,8 +20,9 @@ from memory.store.rules.text import stemmed_tokens
 
 # Fields kept out of the body: touched by searches (access, in fact_access: schema migration 4)
 # or by consolidation (absorbed), or newer than a process of the previous version reads in a
-# body (said_utc_offset_minutes: migration 13). FACT_SELECT reads a fact of ``facts AS f``; its
-# access fields are looked up for the rows returned only.
+# body (said_utc_offset_minutes: migration 13; the body carries it inside said_at, see
+# fact_body). FACT_SELECT reads a fact of ``facts AS f``; its access fields are looked up for
+# the rows returned only.
 _FACT_COLUMNS = {"access_count", "last_accessed_at", "said_utc_offset_minutes"}
 _ACCESS = "(SELECT a.{} FROM fact_access AS a WHERE a.fact_id = f.fact_id)"
 FACT_SELECT = (
@@ -36,24 +38,31 @@ UPSERT_ACCESS = (
 
 
 def fact_body(fact: Fact) -> Jsonb:
+    """The body of a fact: said_at on its speaker's clock ("2024-05-07T22:30:00-05:00"), as each
+    revision's in its history, so that the offset travels with the time it belongs to. A process
+    of the previous version that rewrites the body (a roll) writes its own said_at and leaves
+    the offset column alone: the column alone would then give the new time an older clock."""
     body = fact.model_dump(mode="json", exclude=_FACT_COLUMNS)
+    if fact.said_at is not None and fact.said_utc_offset_minutes:
+        body["said_at"] = in_offset(fact.said_at, fact.said_utc_offset_minutes).isoformat()
     return Jsonb(body | {"history": stored_history(fact.history, datetime.isoformat)})
 
 
 def fact_from_row(row: Row) -> Fact:
     """A row selected with FACT_SELECT."""
     body = row["body"]
-    # A body written by a process of the previous version (it had no offset column) holds
-    # said_at as its payload carried it: on the speaker's clock, taken apart here (memory.said).
     said = body.get("said_at")
     said_at, carried = split(datetime.fromisoformat(said) if isinstance(said, str) else said)
-    offset = row["said_utc_offset_minutes"]
+    # The offset inside said_at is the body's own (fact_body, or a previous version's process
+    # committing a payload that carried it). A body in UTC takes the column's: the process of
+    # the version before this one wrote the offset only there, its bodies always in UTC.
+    offset = row["said_utc_offset_minutes"] if carried is None else carried
     return Fact.model_validate(
         {
             **body,
             "history": history_of(body.get("history", ())),
             "said_at": said_at,
-            "said_utc_offset_minutes": carried if offset is None else offset,
+            "said_utc_offset_minutes": offset,
             "access_count": row["access_count"],
             "last_accessed_at": row["last_accessed_at"],
         }

@@ -40,7 +40,8 @@ UPDATE facts SET hash = %(hash)s, said_at = %(said_at)s,
 WHERE fact_id = %(fact_id)s
 """
 
-# The fact's fields that are columns of their own (the whole fact is the body).
+# The fact's fields that are columns of their own (the whole fact is the body). The offset's
+# column is what a process of the version before this one reads (codec.fact_from_row).
 _FACT_FIELDS = {"fact_id", "agent_id", "user_id", "scope", "hash", "embedding_model"} | {
     "said_at", "said_utc_offset_minutes", "updated_at", "invalidated_at"
 }  # fmt: skip
