@@ -107,18 +107,19 @@ class FormationActivities:
         activity."""
         w = _window(w)
         piece = tuple(halves)
+        # One read of the window's state per attempt: the piece's read and both halving checks
+        # judge the same messages (a forget between them cannot make them disagree).
         with classified():
-            parent = await facts.piece_halvable(self.deps, w, part, piece[:-1])
-        if not piece or not parent:
+            messages = await window.window_messages(self.deps, w)
+        if not piece or not facts.halvable(self.deps, messages, part, piece[:-1]):
             raise not_halvable(pieces.name(part, w.slices, piece[:-1]))
         try:
             with classified(), noting_rejection(deterministic=self.deps.llm.deterministic):
                 out = await heartbeating(
-                    facts.extract_piece(self.deps, w, this_attempt(), part, piece)
+                    facts.read_piece(self.deps, w, messages, this_attempt(), part, piece)
                 )
         except ApplicationError as err:
-            with classified():
-                halvable = await facts.piece_halvable(self.deps, w, part, piece)
+            halvable = facts.halvable(self.deps, messages, part, piece)
             raise with_halving(err, halvable) from err.__cause__
         _log(w).info(
             "facts extracted", facts=len(out.facts), dropped=out.dropped, part=part, halves=halves

@@ -89,9 +89,15 @@ def sliced(content: str, max_chars: int, part: int) -> str:
     if part >= len(cuts):
         return ""
     start, end = cuts[part]
-    before = f"{CUT} " if part > 0 else ""
-    after = f" {CUT}" if part < len(cuts) - 1 else ""
-    return f"{before}{content[start:end]}{after}"
+    return marked(content[start:end], before=part > 0, after=part < len(cuts) - 1)
+
+
+def marked(text: str, *, before: bool, after: bool) -> str:
+    """A part of a message as its prompt shows it: ``[…]`` where the message goes on ``before``
+    or ``after`` it. The one place the marker is written: ``as_said`` strips what it writes."""
+    head = f"{CUT} " if before else ""
+    tail = f" {CUT}" if after else ""
+    return f"{head}{text}{tail}"
 
 
 def prompt_messages(

@@ -101,7 +101,21 @@ async def extract_piece(
     (pieces.full), and its halves are read instead, the caller judges, as of a first read."""
     if not window.fact_scopes:
         return _NONE
-    messages = await window_messages(deps, window)
+    return await read_piece(deps, window, await window_messages(deps, window), retry, part, halves)
+
+
+async def read_piece(
+    deps: Deps,
+    window: Window,
+    messages: list[StoredMessage],
+    retry: Retry,
+    part: int,
+    halves: pieces.Halves = (),
+) -> ExtractedFactsResult:
+    """``extract_piece`` of the window's ``messages`` as already loaded (window_messages): the
+    extract_piece_facts activity judges its halving on the same read."""
+    if not window.fact_scopes:
+        return _NONE
     if len(messages) != 1:  # its message is no longer the agent's to form: nothing to read
         return _NONE
     content, max_chars = messages[0].content, deps.settings.formation.max_chars_per_run
@@ -121,7 +135,14 @@ async def extract_piece(
 
 async def piece_halvable(deps: Deps, window: Window, part: int, halves: pieces.Halves = ()) -> bool:
     """Whether that piece of the window's one message can be read in halves (pieces.py)."""
-    messages = await window_messages(deps, window)
+    return halvable(deps, await window_messages(deps, window), part, halves)
+
+
+def halvable(
+    deps: Deps, messages: list[StoredMessage], part: int, halves: pieces.Halves = ()
+) -> bool:
+    """``piece_halvable`` judged on the window's ``messages`` as already loaded: never when it
+    holds not exactly one (its message forgotten, or withheld from the agent, since)."""
     max_chars = deps.settings.formation.max_chars_per_run
     return len(messages) == 1 and pieces.can_halve(messages[0].content, max_chars, part, halves)
 

@@ -136,9 +136,7 @@ def text(content: str, max_chars: int, part: int, halves: Halves = ()) -> str:
     if here is None:
         return ""
     start, end = here
-    before = f"{transcript.CUT} " if start > 0 else ""
-    after = f" {transcript.CUT}" if end < len(content) else ""
-    return f"{before}{content[start:end]}{after}"
+    return transcript.marked(content[start:end], before=start > 0, after=end < len(content))
 
 
 def name(part: int | None, slices: int, halves: Halves = ()) -> str:
