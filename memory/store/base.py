@@ -15,10 +15,8 @@ from __future__ import annotations
 import abc
 import asyncio
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 
-from memory.degraded import DegradedWindow
 from memory.models import (
     AgentConfig,
     ConsolidatedMemory,
@@ -37,19 +35,19 @@ from memory.models import (
 )
 from memory.store.base_lifecycle import LifecycleContract
 from memory.store.base_lifecycle import Vector as Vector
+from memory.store.base_manage import ManageContract
+from memory.store.base_manage import ReembedItem as ReembedItem
+
+# Where a page of cold sessions starts: after this (last_message_at, session, agent); None first.
+type Cold = tuple[datetime, str, str] | None
 
 
-@dataclass(frozen=True)
-class ReembedItem:
-    """A fact to re-embed: its id, its content and that content's hash (what the vector is for)."""
+class MemoryStore(ManageContract, LifecycleContract):
+    """Async persistence for mnemos. Implementations must not block the event loop.
 
-    fact_id: str
-    content: str
-    hash: str
-
-
-class MemoryStore(LifecycleContract):
-    """Async persistence for mnemos. Implementations must not block the event loop."""
+    A read of a page (``limit``) is written here once, with its keyword defaults and its rule
+    that a page of no rows (limit <= 0) is empty without asking the database; each backend
+    answers the rest with the read's abstract ``_`` query."""
 
     @abc.abstractmethod
     async def setup(self) -> None:
@@ -120,33 +118,52 @@ class MemoryStore(LifecycleContract):
         """The session's messages with these ids (a fact's sources), in seq order; unknown ids
         are left out, and with ``agent_id`` those withheld from it (rules.withheld)."""
 
-    @abc.abstractmethod
     async def list_cold_sessions(
         self,
         *,
         idle_before: datetime,
         min_messages: int,
         min_weighted_tokens: float,
-        after: tuple[datetime, str, str] | None,
+        after: Cold,
         limit: int,
     ) -> list[SessionAgentState]:
         """(session, agent) states with last_message_at <= idle_before and pending_messages >= 1 and
         (pending_messages >= min_messages or pending_weighted_tokens >= min_weighted_tokens),
         ordered by (last_message_at, session_id, agent_id) strictly after ``after``, at most ``limit``.
-        Ended sessions are included (their remainder must still form). Served by an index."""
+        Ended sessions are included (their remainder must still form)."""
+        if limit <= 0:
+            return []
+        return await self._cold_sessions(
+            idle_before, min_messages, min_weighted_tokens, after, limit
+        )
+
+    @abc.abstractmethod
+    async def _cold_sessions(
+        self, idle_before: datetime, min_messages: int, min_tokens: float, after: Cold, limit: int
+    ) -> list[SessionAgentState]:
+        """list_cold_sessions with limit > 0, served by an index (a keyset page over it)."""
 
     @abc.abstractmethod
     async def end_session(self, session_id: str, agent_id: str, at: datetime) -> None:
         """The agent ended the session (other agents of it go on): its ended_at = at, not purged.
         NotFoundError when the agent never recorded into the session."""
 
-    @abc.abstractmethod
     async def list_unfinished_ended_sessions(
         self, *, ended_before: datetime, after: tuple[str, str] | None, limit: int
     ) -> list[tuple[str, str]]:
         """(session_id, agent_id) of sessions ended at or before ``ended_before`` whose agent has
         unformed messages there or whose session scope still buffers unabsorbed reflections,
         ordered, strictly after ``after``, at most ``limit``: the ends the cold job finishes."""
+        if limit <= 0:
+            return []
+        return await self._unfinished_ended_sessions(ended_before, after or ("", ""), limit)
+
+    @abc.abstractmethod
+    async def _unfinished_ended_sessions(
+        self, ended_before: datetime, after: tuple[str, str], limit: int
+    ) -> list[tuple[str, str]]:
+        """list_unfinished_ended_sessions with limit > 0, strictly after ``after`` ("", "" for
+        the first page: before every pair)."""
 
     @abc.abstractmethod
     async def purge_ended_sessions(self, ended_before: datetime, limit: int) -> list[str]:
@@ -169,7 +186,6 @@ class MemoryStore(LifecycleContract):
     @abc.abstractmethod
     async def get_facts(self, fact_ids: Sequence[str]) -> list[Fact]: ...
 
-    @abc.abstractmethod
     async def vector_search(
         self, query: Vector, flt: FactFilter, *, limit: int, min_score: float = -1.0
     ) -> list[ScoredFact]:
@@ -177,6 +193,15 @@ class MemoryStore(LifecycleContract):
 
         The filter is applied inside the search. Raises EmbeddingMismatchError when the query's
         dimension differs from the stored facts'."""
+        return await self._vector_search(query, flt, limit, min_score) if limit > 0 else []
+
+    @abc.abstractmethod
+    async def _vector_search(
+        self, query: Vector, flt: FactFilter, limit: int, min_score: float
+    ) -> list[ScoredFact]:
+        """vector_search with limit > 0: at most ``limit`` facts scoring at least ``min_score``;
+        none before the first fact (no embedding meta); rules.check_query_dimension against the
+        meta, which raises EmbeddingMismatchError for a query of another dimension."""
 
     async def vector_searches(
         self, queries: Sequence[Vector], flt: FactFilter, *, limit: int, min_score: float = -1.0
@@ -190,14 +215,17 @@ class MemoryStore(LifecycleContract):
             )
         )
 
-    @abc.abstractmethod
     async def text_search(self, query: str, flt: FactFilter, *, limit: int) -> list[ScoredFact]:
         """Valid facts within ``flt`` holding a query word (as rules.text splits and stems them),
         best first, ties the newer first (ranking.text_hits); score on one BM25-like scale (> 0,
         larger is better). Statistics (document count, average length, document frequencies) of
         the facts within ``flt`` only: a score never depends on what the caller may not see."""
+        return await self._text_search(query, flt, limit) if limit > 0 else []
 
     @abc.abstractmethod
+    async def _text_search(self, query: str, flt: FactFilter, limit: int) -> list[ScoredFact]:
+        """text_search with limit > 0."""
+
     async def recent_facts(self, flt: FactFilter, *, since: datetime, limit: int) -> list[Fact]:
         """The context FIFO: valid facts said at or after ``since``, most recently said first.
 
@@ -205,7 +233,12 @@ class MemoryStore(LifecycleContract):
         backlog) is not recent. A fact's recency is its ``said_at``; a fact without one (stores
         and exports older than provenance) falls back to ``updated_at``, the last time it was
         stored, which is what recency meant for it before. Ties (facts said at the same instant):
-        the later stored fact first. Selected by the store's index, not by post-filtering."""
+        the later stored fact first."""
+        return await self._recent_facts(flt, since, limit) if limit > 0 else []
+
+    @abc.abstractmethod
+    async def _recent_facts(self, flt: FactFilter, since: datetime, limit: int) -> list[Fact]:
+        """recent_facts with limit > 0, selected by the store's index, not by post-filtering."""
 
     @abc.abstractmethod
     async def touch_facts(self, fact_ids: Sequence[str], at: datetime) -> None:
@@ -215,31 +248,6 @@ class MemoryStore(LifecycleContract):
     async def embedding_meta(self, *, fresh: bool = False) -> tuple[str, int] | None:
         """(model, dimension) of the stored fact vectors, or None before the first fact. Cached;
         ``fresh`` reads it again (a re-embed in another process may have switched the model)."""
-
-    # ------------------------------------------------------------ re-embedding (mnemos reembed)
-    # A re-embed writes each fact's new vector to a side record (keyed by fact, tagged with the
-    # model and the content hash it was made from); the facts keep serving their old vectors until
-    # switch_embedding swaps every vector and the embedding meta in one transaction.
-
-    @abc.abstractmethod
-    async def reembed_pending(self, model: str, *, limit: int) -> list[ReembedItem]:
-        """Facts (valid or not) with no side vector of ``model`` for their current content."""
-
-    @abc.abstractmethod
-    async def count_reembed_pending(self, model: str) -> tuple[int, int]:
-        """(pending facts, all facts) for a re-embed into ``model``."""
-
-    @abc.abstractmethod
-    async def put_reembedded(
-        self, model: str, vectors: Sequence[tuple[ReembedItem, Vector]]
-    ) -> None:
-        """Store side vectors of ``model`` (upsert), each for the content hash of its item."""
-
-    @abc.abstractmethod
-    async def switch_embedding(self, model: str, dimension: int) -> int:
-        """In one transaction: every fact takes its side vector and ``model``, the embedding meta
-        becomes (model, dimension), the side records go. Returns the facts switched. Raises
-        ConflictError (nothing changed) while a fact has no side vector for its content."""
 
     # ------------------------------------------------------------ formation
 
@@ -269,10 +277,16 @@ class MemoryStore(LifecycleContract):
 
     # ------------------------------------------------------------ reflections and blobs
 
-    @abc.abstractmethod
     async def unabsorbed_reflections(
         self, key: ScopeKey, *, limit: int | None = None, newest_first: bool = False
-    ) -> list[Reflection]: ...
+    ) -> list[Reflection]:
+        """The buffered reflections of ``key`` (absorbed_into_version None), oldest formed first
+        (or newest); at most ``limit`` of them, all of them for None."""
+        if limit is not None and limit <= 0:
+            return []
+        return await self._reflections(
+            key, which="buffered", newest_first=newest_first, limit=limit
+        )
 
     @abc.abstractmethod
     async def count_unabsorbed(self, key: ScopeKey) -> int: ...
@@ -311,89 +325,3 @@ class MemoryStore(LifecycleContract):
     @abc.abstractmethod
     async def scope_versions(self, keys: Sequence[str]) -> dict[str, int]:
         """Change counters of scope keys (0 when never written): a cheap check for context caches."""
-
-    # ------------------------------------------------------------ management (operators, backend UIs)
-
-    @abc.abstractmethod
-    async def list_facts(
-        self, flt: FactFilter, *, include_invalid: bool = False, offset: int = 0, limit: int = 50
-    ) -> list[Fact]:
-        """Facts within ``flt``, newest (updated_at) first, paged. Invalidated ones only on request."""
-
-    @abc.abstractmethod
-    async def count_facts(self, flt: FactFilter) -> int:
-        """Valid facts within ``flt``."""
-
-    @abc.abstractmethod
-    async def edit_fact(
-        self,
-        fact_id: str,
-        *,
-        content: str,
-        embedding: Vector,
-        embedding_model: str,
-        at: datetime,
-        reason: str = "manual edit",
-    ) -> Fact:
-        """A person's correction: version + 1, previous content kept in history, new vector, scope
-        version bumped. NotFoundError for an unknown id, ConflictError for an invalidated fact or a
-        content that duplicates another valid fact of the same agent/user/scope."""
-
-    @abc.abstractmethod
-    async def invalidate_fact(
-        self, fact_id: str, *, at: datetime, reason: str = "manual delete"
-    ) -> Fact:
-        """A person's delete: the fact is kept, marked invalid (history entry), never shown again.
-        Idempotent for an already invalid fact; NotFoundError for an unknown id."""
-
-    @abc.abstractmethod
-    async def get_reflection(self, reflection_id: str) -> Reflection | None: ...
-
-    @abc.abstractmethod
-    async def list_reflections(
-        self, key: ScopeKey, *, include_absorbed: bool = False, limit: int = 100
-    ) -> list[Reflection]:
-        """Reflections of a scope key, newest first."""
-
-    @abc.abstractmethod
-    async def edit_reflection(self, reflection_id: str, *, content: str) -> Reflection:
-        """Correct a buffered reflection, or a set-aside one (back in the buffer). ConflictError
-        once absorbed (edit the blob instead)."""
-
-    @abc.abstractmethod
-    async def delete_reflection(self, reflection_id: str) -> None:
-        """Remove a buffered or set-aside reflection. ConflictError once absorbed; NotFoundError
-        when unknown."""
-
-    # ------------------------------------------------------------ degraded windows (mnemos degraded)
-    # The lasting record of the windows formed degraded (memory/degraded.py): a run's memo keeps
-    # only its newest windows, is written at its end, and goes with the namespace's retention.
-    # commit_formation records them (FormationCommit.degraded); these read and mark them.
-
-    @abc.abstractmethod
-    async def list_degraded(
-        self,
-        *,
-        agent_id: str | None = None,
-        session_id: str | None = None,
-        include_reformed: bool = False,
-        limit: int = 100,
-    ) -> list[DegradedWindow]:
-        """The records (of the agent, of the session, when given), newest degraded_at first, then
-        by agent, session, after_seq descending and step; re-formed ones only on request; at
-        most ``limit``."""
-
-    @abc.abstractmethod
-    async def mark_reformed(
-        self,
-        agent_id: str,
-        session_id: str,
-        after_seq: int,
-        upto_seq: int,
-        *,
-        steps: Sequence[str],
-        at: datetime,
-    ) -> int:
-        """reformed_at = at for the records of these steps within the range (their after_seq >=
-        after_seq and upto_seq <= upto_seq) not re-formed yet (an earlier date stays); returns
-        how many."""

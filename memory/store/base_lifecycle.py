@@ -111,19 +111,32 @@ class LifecycleContract(abc.ABC):
 
     # ------------------------------------------------------------ who an agent talks with
 
-    @abc.abstractmethod
+    # A page of no rows (limit <= 0) is empty without asking the database, as in MemoryStore.
+
     async def list_agent_users(self, agent_id: str, *, limit: int = 100) -> list[AgentUser]:
         """The users of the agent's sessions, each with how many of them they share with it and
         the latest activity (last message, else creation) of those; most recently active first,
         then by user id; at most ``limit``."""
+        return await self._list_agent_users(agent_id, limit) if limit > 0 else []
 
     @abc.abstractmethod
+    async def _list_agent_users(self, agent_id: str, limit: int) -> list[AgentUser]:
+        """list_agent_users with limit > 0."""
+
     async def list_agent_sessions(
         self, agent_id: str, *, user_id: str | None = None, limit: int = 100
     ) -> list[SessionInfo]:
         """The sessions the agent takes part in (only those with ``user_id`` among their users,
         when given), most recently active (last message, else creation) first, then by session
         id; at most ``limit``."""
+        return await self._list_agent_sessions(agent_id, user_id, limit) if limit > 0 else []
+
+    @abc.abstractmethod
+    async def _list_agent_sessions(
+        self, agent_id: str, user_id: str | None, limit: int
+    ) -> list[SessionInfo]:
+        """list_agent_sessions with limit > 0, each session as the agent sees it (get_session
+        with its agent_id)."""
 
     # ------------------------------------------------------------ API keys (mnemos serve)
 

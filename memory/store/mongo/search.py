@@ -117,7 +117,7 @@ class FactSearch:
 
     async def vector(self, query: Vector, flt: FactFilter, limit: int, min_score: float) -> Scored:
         match = fact_match(flt)
-        if match is None or limit <= 0:
+        if match is None:
             return []
 
         async def atlas() -> Scored:

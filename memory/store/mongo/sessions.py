@@ -11,8 +11,8 @@ from bson import ObjectId
 from pymongo.asynchronous.database import AsyncDatabase
 
 from memory.models import SessionAgentState, SessionInfo, StoredMessage
+from memory.store.base import Cold
 from memory.store.mongo.docs import Doc, message_from_doc, session_from_doc, state_from_doc, ts
-from memory.store.shared_reads import Cold
 
 
 class MongoSessions:

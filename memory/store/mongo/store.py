@@ -29,6 +29,7 @@ from pymongo.errors import CollectionInvalid
 
 from memory.models import SET_ASIDE, AgentConfig, Fact, FactFilter, Reflection, ScopeKey, ScoredFact
 from memory.store.base import Vector
+from memory.store.base_manage import Which
 from memory.store.mongo.degraded import MongoDegraded
 from memory.store.mongo.docs import (
     NO_VECTOR,
@@ -50,7 +51,6 @@ from memory.store.mongo.writes import apply_writes
 from memory.store.planned import PlannedStore
 from memory.store.records import vector_bytes, vector_of_bytes
 from memory.store.rules import Plan, Request, check_query_dimension
-from memory.store.shared_reads import Which
 from memory.store.snapshots import SnapshotReads, run_planned
 
 
@@ -149,8 +149,8 @@ class MongoStore(
 
     # ------------------------------------------------------------ facts
 
-    async def vector_search(
-        self, query: Vector, flt: FactFilter, *, limit: int, min_score: float = -1.0
+    async def _vector_search(
+        self, query: Vector, flt: FactFilter, limit: int, min_score: float
     ) -> list[ScoredFact]:
         vector = np.asarray(query, dtype=np.float32).reshape(-1)
         meta = await self.embedding_meta()

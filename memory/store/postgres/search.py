@@ -58,8 +58,6 @@ def fact_count_sql(flt: FactFilter) -> tuple[str, dict[str, object]]:
 async def vector_hits(
     conn: Conn, query: Vector, flt: FactFilter, *, dimension: int, limit: int, min_score: float
 ) -> list[ScoredFact]:
-    if limit <= 0:
-        return []
     where, params = fact_filter_sql(flt)
     distance = f"f.embedding::vector({dimension}) <=> %(query)s"  # the index's expression
     rows = await fetch(

@@ -63,8 +63,8 @@ class PostgresStore(PostgresPool, SqlStore[PostgresDb]):
 
     # ------------------------------------------------------------ facts
 
-    async def vector_search(
-        self, query: Vector, flt: FactFilter, *, limit: int, min_score: float = -1.0
+    async def _vector_search(
+        self, query: Vector, flt: FactFilter, limit: int, min_score: float
     ) -> list[ScoredFact]:
         vector = vector_param(query)
 

@@ -8,8 +8,8 @@ from datetime import datetime
 
 from memory.directory import AgentUser
 from memory.models import SessionAgentState, SessionInfo
+from memory.store.base import Cold
 from memory.store.records import session_of
-from memory.store.shared_reads import Cold
 from memory.store.sql.db import Db
 
 STATE_SQL = """

@@ -29,11 +29,11 @@ from memory.models import (
     SessionInfo,
     StoredMessage,
 )
-from memory.store.base import ReembedItem, Vector
+from memory.store.base import Cold, ReembedItem, Vector
+from memory.store.base_manage import Which
 from memory.store.counts import ExportData
 from memory.store.planned import PlannedStore
 from memory.store.rules import Plan, Request, Write
-from memory.store.shared_reads import Cold, Which
 from memory.store.snapshots import SnapshotReads, run_planned
 from memory.store.sql import degraded, facts
 from memory.store.sql import sessions as ss

@@ -80,8 +80,8 @@ class SQLiteStore(SQLiteThread, SqlStore[SQLiteDb]):
 
     # ------------------------------------------------------------ facts
 
-    async def vector_search(
-        self, query: Vector, flt: FactFilter, *, limit: int, min_score: float = -1.0
+    async def _vector_search(
+        self, query: Vector, flt: FactFilter, limit: int, min_score: float
     ) -> list[ScoredFact]:
         [hits] = await self.vector_searches([query], flt, limit=limit, min_score=min_score)
         return hits

@@ -1,0 +1,182 @@
+"""The part of the store contract that operators' tools use to look after memory rather than form
+it: re-embedding (``mnemos reembed``), listing and correcting facts and reflections (the
+management API, the memory page) and the windows formed degraded (``mnemos degraded``).
+``MemoryStore`` (memory/store/base.py) extends it. A listing's rules are written here once: a
+page of no rows (limit <= 0) is empty without asking the database, and each backend answers the
+rest with the abstract ``_`` query of the listing."""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+from memory.degraded import DegradedWindow
+from memory.models import Fact, FactFilter, Reflection, ScopeKey
+from memory.store.base_lifecycle import Vector
+
+# Which reflections a listing reads: the buffer alone is the context's and the consolidation's
+# (a partial index of its own on SQLite); those in no blob add the set-aside ones.
+type Which = Literal["buffered", "in_no_blob", "all"]
+
+
+@dataclass(frozen=True)
+class ReembedItem:
+    """A fact to re-embed: its id, its content and that content's hash (what the vector is for)."""
+
+    fact_id: str
+    content: str
+    hash: str
+
+
+class ManageContract(abc.ABC):
+    # ------------------------------------------------------------ re-embedding (mnemos reembed)
+    # A re-embed writes each fact's new vector to a side record (keyed by fact, tagged with the
+    # model and the content hash it was made from); the facts keep serving their old vectors until
+    # switch_embedding swaps every vector and the embedding meta in one transaction.
+
+    async def reembed_pending(self, model: str, *, limit: int) -> list[ReembedItem]:
+        """Facts (valid or not) with no side vector of ``model`` for their current content."""
+        return await self._reembed_pending(model, limit) if limit > 0 else []
+
+    @abc.abstractmethod
+    async def _reembed_pending(self, model: str, limit: int) -> list[ReembedItem]:
+        """At most ``limit`` (> 0) of reembed_pending's facts, in any order: a re-embed stores
+        their side vectors, and asks again until none is left."""
+
+    @abc.abstractmethod
+    async def count_reembed_pending(self, model: str) -> tuple[int, int]:
+        """(pending facts, all facts) for a re-embed into ``model``."""
+
+    @abc.abstractmethod
+    async def put_reembedded(
+        self, model: str, vectors: Sequence[tuple[ReembedItem, Vector]]
+    ) -> None:
+        """Store side vectors of ``model`` (upsert), each for the content hash of its item."""
+
+    @abc.abstractmethod
+    async def switch_embedding(self, model: str, dimension: int) -> int:
+        """In one transaction: every fact takes its side vector and ``model``, the embedding meta
+        becomes (model, dimension), the side records go. Returns the facts switched. Raises
+        ConflictError (nothing changed) while a fact has no side vector for its content."""
+
+    # ------------------------------------------------------------ management (operators, backend UIs)
+
+    async def list_facts(
+        self, flt: FactFilter, *, include_invalid: bool = False, offset: int = 0, limit: int = 50
+    ) -> list[Fact]:
+        """Facts within ``flt``, newest (updated_at) first, paged. Invalidated ones only on request."""
+        if limit <= 0:
+            return []
+        return await self._list_facts(
+            flt, valid_only=not include_invalid, offset=max(offset, 0), limit=limit
+        )
+
+    @abc.abstractmethod
+    async def _list_facts(
+        self, flt: FactFilter, *, valid_only: bool, offset: int, limit: int
+    ) -> list[Fact]:
+        """list_facts with offset >= 0 and limit > 0: newest (updated_at) first, then the later
+        stored first."""
+
+    @abc.abstractmethod
+    async def count_facts(self, flt: FactFilter) -> int:
+        """Valid facts within ``flt``."""
+
+    @abc.abstractmethod
+    async def edit_fact(
+        self,
+        fact_id: str,
+        *,
+        content: str,
+        embedding: Vector,
+        embedding_model: str,
+        at: datetime,
+        reason: str = "manual edit",
+    ) -> Fact:
+        """A person's correction: version + 1, previous content kept in history, new vector, scope
+        version bumped. NotFoundError for an unknown id, ConflictError for an invalidated fact or a
+        content that duplicates another valid fact of the same agent/user/scope."""
+
+    @abc.abstractmethod
+    async def invalidate_fact(
+        self, fact_id: str, *, at: datetime, reason: str = "manual delete"
+    ) -> Fact:
+        """A person's delete: the fact is kept, marked invalid (history entry), never shown again.
+        Idempotent for an already invalid fact; NotFoundError for an unknown id."""
+
+    @abc.abstractmethod
+    async def get_reflection(self, reflection_id: str) -> Reflection | None: ...
+
+    async def list_reflections(
+        self, key: ScopeKey, *, include_absorbed: bool = False, limit: int = 100
+    ) -> list[Reflection]:
+        """Reflections of a scope key, newest first."""
+        if limit <= 0:
+            return []
+        # Not absorbed: the buffer and the set-aside ones a person may still correct.
+        which: Which = "all" if include_absorbed else "in_no_blob"
+        return await self._reflections(key, which=which, newest_first=True, limit=limit)
+
+    @abc.abstractmethod
+    async def _reflections(
+        self, key: ScopeKey, *, which: Which, newest_first: bool, limit: int | None
+    ) -> list[Reflection]:
+        """The key's reflections (``which``: the buffered ones, absorbed_into_version None; those
+        in no blob, the buffered and the set-aside ones, SET_ASIDE; or all) ordered by
+        formed_at, then by insertion (the later stored last), in that direction; at most
+        ``limit`` (> 0) of them, all of them for None. list_reflections' and
+        MemoryStore.unabsorbed_reflections' query."""
+
+    @abc.abstractmethod
+    async def edit_reflection(self, reflection_id: str, *, content: str) -> Reflection:
+        """Correct a buffered reflection, or a set-aside one (back in the buffer). ConflictError
+        once absorbed (edit the blob instead)."""
+
+    @abc.abstractmethod
+    async def delete_reflection(self, reflection_id: str) -> None:
+        """Remove a buffered or set-aside reflection. ConflictError once absorbed; NotFoundError
+        when unknown."""
+
+    # ------------------------------------------------------------ degraded windows (mnemos degraded)
+    # The lasting record of the windows formed degraded (memory/degraded.py): a run's memo keeps
+    # only its newest windows, is written at its end, and goes with the namespace's retention.
+    # commit_formation records them (FormationCommit.degraded); these read and mark them.
+
+    async def list_degraded(
+        self,
+        *,
+        agent_id: str | None = None,
+        session_id: str | None = None,
+        include_reformed: bool = False,
+        limit: int = 100,
+    ) -> list[DegradedWindow]:
+        """The records (of the agent, of the session, when given), newest degraded_at first, then
+        by agent, session, after_seq descending and step; re-formed ones only on request; at
+        most ``limit``."""
+        if limit <= 0:
+            return []
+        return await self._list_degraded(agent_id, session_id, include_reformed, limit)
+
+    @abc.abstractmethod
+    async def _list_degraded(
+        self, agent_id: str | None, session_id: str | None, include_reformed: bool, limit: int
+    ) -> list[DegradedWindow]:
+        """list_degraded with limit > 0, in its order."""
+
+    @abc.abstractmethod
+    async def mark_reformed(
+        self,
+        agent_id: str,
+        session_id: str,
+        after_seq: int,
+        upto_seq: int,
+        *,
+        steps: Sequence[str],
+        at: datetime,
+    ) -> int:
+        """reformed_at = at for the records of these steps within the range (their after_seq >=
+        after_seq and upto_seq <= upto_seq) not re-formed yet (an earlier date stays); returns
+        how many."""
