@@ -11,7 +11,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.errors import SPLITS_WINDOW, classified, not_halvable, with_halving
-from activities.heartbeat import heartbeating, noting_rejection, this_attempt
+from activities.heartbeat import heartbeating, noting_rejection, step_seconds, this_attempt
 from memory.degraded import DegradedStep, degraded_windows
 from memory.deps import Deps
 from memory.logging import get_logger
@@ -83,7 +83,14 @@ class FormationActivities:
         try:
             with classified(), noting_rejection(deterministic=self.deps.llm.deterministic):
                 out = await heartbeating(
-                    facts.extract_facts(self.deps, w, this_attempt(), part, halving=False)
+                    facts.extract_facts(
+                        self.deps,
+                        w,
+                        this_attempt(),
+                        part,
+                        halving=False,
+                        step_seconds=step_seconds(),
+                    )
                 )
         except ApplicationError as err:
             if w.message_count != 1 or err.type not in SPLITS_WINDOW:

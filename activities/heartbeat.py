@@ -56,6 +56,13 @@ def this_attempt() -> Retry:
     return Retry(attempt=info.attempt, rejected=rejected, rejections=rejections)
 
 
+def step_seconds() -> float | None:
+    """This step's start-to-close timeout, as the workflow scheduled it (its input's retry
+    settings, which a worker's own may differ from); None when it has none."""
+    timeout = activity.info().start_to_close_timeout
+    return None if timeout is None else timeout.total_seconds()
+
+
 @contextmanager
 def noting_rejection(*, deterministic: bool = False) -> Iterator[None]:
     """Record why a model's output was rejected as the last heartbeat, where the next attempt

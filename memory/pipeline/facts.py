@@ -58,13 +58,16 @@ async def extract_facts(
     part: int | None = None,
     *,
     halving: bool = True,
+    step_seconds: float | None = None,
 ) -> ExtractedFactsResult:
     """The window's new facts. A window of one message is read in pieces (memory/pipeline/
     pieces.py): every slice, each halved while its answer cannot carry it, at most
     pieces.MAX_DENSE_FACTS distinct facts kept, as FormMemories reads it since DENSE_MESSAGES.
     ``part``, or without ``halving`` (the extract_facts activity, every slice's first read in
     FormMemories): one slice of its one oversized message, or every slice in turn, each answer
-    kept and the whole capped (memory/pipeline/slices.py)."""
+    kept and the whole capped (memory/pipeline/slices.py). ``step_seconds``: the timeout the
+    step runs under, when it runs as one (the second looks end well within it); else the
+    worker's setting."""
     if not window.fact_scopes:
         return _NONE
     messages = await window_messages(deps, window)
@@ -85,11 +88,14 @@ async def extract_facts(
         return pieces.merged(leaves)
     if part is None and count > 1:
         return merge_facts(
-            [await _extract(deps, window, messages, retry, n, count) for n in range(count)]
+            [
+                await _extract(deps, window, messages, retry, n, count, step_seconds)
+                for n in range(count)
+            ]
         )
     if part is not None and part >= count:  # none such (the budget changed since the load)
         return _NONE
-    return await _extract(deps, window, messages, retry, part, count)
+    return await _extract(deps, window, messages, retry, part, count, step_seconds)
 
 
 async def extract_piece(
@@ -167,6 +173,7 @@ async def _extract(
     retry: Retry,
     part: int | None,
     count: int,
+    step_seconds: float | None = None,
 ) -> ExtractedFactsResult:
     cfg = deps.settings.facts
     sliced = part if count > 1 else None
@@ -186,7 +193,7 @@ async def _extract(
     calls = [llm_call(request, result.usage)]
     if sliced is None and not deps.llm.deterministic:
         kept, looks, unkept = await _read_again(
-            deps, window, messages, retry, kept, result.value.facts, started
+            deps, window, messages, retry, kept, result.value.facts, started, step_seconds
         )
         calls += looks
         dropped += unkept
@@ -206,6 +213,7 @@ async def _read_again(
     kept: list[NewFact],
     answer: list[ExtractedFact],
     started: float,
+    step_seconds: float | None = None,
 ) -> tuple[list[NewFact], list[LlmCall], int]:
     """(``kept`` with what the messages the window's ``answer`` passed over say, each read
     alone (memory/pipeline/rereads.py); the calls made; how many of their facts were not kept).
@@ -215,10 +223,11 @@ async def _read_again(
     timeout, which covers every call of it (workflows/options.py; timed out, the step would ask
     the window again, and again): the second looks end by half of it from the window's call
     (``started``, the loop's clock), and one is begun only while a call as long as the longest
-    so far still fits."""
+    so far still fits. The timeout is the step's own (``step_seconds``): the workflow's input
+    sets it, and a worker's setting may say otherwise."""
     cfg = deps.settings.facts
     clock = asyncio.get_running_loop().time
-    deadline = started + deps.settings.retries.llm_timeout_seconds / 2
+    deadline = started + (step_seconds or deps.settings.retries.llm_timeout_seconds) / 2
     longest, answered = clock() - started, 0
     calls: list[LlmCall] = []
     again: list[tuple[StoredMessage, list[NewFact]]] = []
