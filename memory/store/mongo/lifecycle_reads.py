@@ -19,7 +19,7 @@ from memory.store.mongo.docs import (
 )
 from memory.store.mongo.reads import user_sessions
 from memory.store.mongo.txn import run_transaction
-from memory.store.rules.export import UserSessions, export_view
+from memory.store.rules.export import UserSessions, export_view, users_of_messages
 from memory.store.rules.withheld import parsed
 
 
@@ -115,7 +115,12 @@ async def _export(
     )
     sessions = UserSessions()
     if user_id is not None:
-        said = await _message_users(db, s, session_ids)
+        # With messages, every message of these sessions is at hand: no second read of users.
+        said = (
+            users_of_messages(data.messages)
+            if messages
+            else await _message_users(db, s, session_ids)
+        )
         sessions = UserSessions(participants, said, session_agents)
     return export_view(data, withheld, agent_id=agent_id, user_id=user_id, sessions=sessions)
 

@@ -29,9 +29,11 @@ Pairs = Sequence[tuple[str, str]]
 class UserSessions:
     """What a user's export reads of the sessions holding the user's data (those it read the
     messages and session memory of), as (session id, id) rows: their participants, the user ids
-    their messages carry, their agents. A session without a row of a kind has none of it: one
-    with no participant recorded (stored before every role made a participant) holds the users
-    its messages name."""
+    their messages carry (message_users), their agents. A session without a row of a kind has
+    none of it: one with no participant recorded (stored before every role made a participant)
+    holds the users its messages name. A backend need read them only where judges_sessions says
+    the answer depends on them, and the agents only where one of one agent's messages lacks its
+    recorder: recorded_by consults them for nothing else."""
 
     participants: Pairs = ()
     message_users: Pairs = ()
@@ -44,6 +46,22 @@ def by_session(pairs: Pairs) -> dict[str, list[str]]:
     for session_id, id_ in pairs:
         ids.setdefault(session_id, []).append(id_)
     return ids
+
+
+def users_of_messages(messages: Iterable[StoredMessage]) -> Pairs:
+    """UserSessions.message_users of an export that read every message of those sessions: their
+    users are at hand, no second read needed. Take them before without_withheld drops any: a
+    user whose words are withheld from the agent still shares the session, as forget judges it."""
+    pairs = ((m.session_id, m.user_id) for m in messages if m.user_id is not None)
+    return list(dict.fromkeys(pairs))
+
+
+def judges_sessions(read: ExportData) -> bool:
+    """Whether a user's export of ``read`` depends on which sessions the user is alone in
+    (solo_sessions): it decides their messages and session memory only. Without either,
+    UserSessions() gives the same answer, and the backend need not read the sessions."""
+    keys = [r.scope_key for r in read.reflections] + [b.scope_key for b in read.consolidated]
+    return bool(read.messages) or any(key.scope == "session" for key in keys)
 
 
 def export_view(

@@ -8,7 +8,12 @@ from collections.abc import Sequence
 
 from memory.models import AgentConfig, ConsolidatedMemory, Fact, SessionAgentState
 from memory.store.counts import ExportData
-from memory.store.rules.export import UserSessions, export_view
+from memory.store.rules.export import (
+    UserSessions,
+    export_view,
+    judges_sessions,
+    users_of_messages,
+)
 from memory.store.rules.withheld import MessageMark, parsed
 from memory.store.snapshots_lifecycle import LifecycleReads
 from memory.store.sql.db import Db
@@ -194,19 +199,33 @@ async def export_data(
     )
     withheld = {str(row["session_id"]): parsed(row["withheld"]) for row in rows}
     sessions = UserSessions()
-    if user_id is not None:
-        sessions = UserSessions(**{k: await _pairs(db, sql, params) for k, sql in _PAIRS.items()})
+    if user_id is not None and judges_sessions(data):
+        sessions = await _user_sessions(db, params, data, messages=messages)
     return export_view(data, withheld, agent_id=agent_id, user_id=user_id, sessions=sessions)
 
 
 # What a user's export reads of the sessions holding their data (EXPORT_SESSIONS follows), as
 # (session id, id) rows: rules.export.UserSessions.
-_PAIRS = {
-    "participants": "SELECT session_id, user_id AS id FROM session_users WHERE",
-    "message_users": "SELECT DISTINCT session_id, user_id AS id FROM messages "
-    "WHERE user_id IS NOT NULL AND",
-    "agents": "SELECT session_id, agent_id AS id FROM session_agents WHERE",
-}
+_PARTICIPANTS = "SELECT session_id, user_id AS id FROM session_users WHERE"
+_MESSAGE_USERS = (
+    "SELECT DISTINCT session_id, user_id AS id FROM messages WHERE user_id IS NOT NULL AND"
+)
+_AGENTS = "SELECT session_id, agent_id AS id FROM session_agents WHERE"
+
+
+async def _user_sessions(
+    db: Db, params: dict[str, str | None], read: ExportData, *, messages: bool
+) -> UserSessions:
+    """rules.export.UserSessions, reading only what ``read`` does not hold: with messages the
+    export read every one of these sessions', whose users they name; the agents judge only one
+    agent's messages without their recorder (recorded_by), mostly none."""
+    participants = await _pairs(db, _PARTICIPANTS, params)
+    said = (
+        users_of_messages(read.messages) if messages else await _pairs(db, _MESSAGE_USERS, params)
+    )
+    unrecorded = params["agent"] is not None and any(m.agent_id is None for m in read.messages)
+    agents = await _pairs(db, _AGENTS, params) if unrecorded else ()
+    return UserSessions(participants, said, agents)
 
 
 async def _pairs(db: Db, select: str, params: dict[str, str | None]) -> list[tuple[str, str]]:
