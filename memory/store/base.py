@@ -207,12 +207,18 @@ class MemoryStore(ManageContract, LifecycleContract):
         self, queries: Sequence[Vector], flt: FactFilter, *, limit: int, min_score: float = -1.0
     ) -> list[list[ScoredFact]]:
         """``vector_search`` of each query, in order: a formation's dedup candidates, one list per
-        new fact. A backend that can answer them in one read (one snapshot, one round trip)
-        overrides this; the answers are the same."""
+        new fact."""
+        if limit <= 0:
+            return [[] for _ in queries]
+        return await self._vector_searches(queries, flt, limit, min_score)
+
+    async def _vector_searches(
+        self, queries: Sequence[Vector], flt: FactFilter, limit: int, min_score: float
+    ) -> list[list[ScoredFact]]:
+        """vector_searches with limit > 0. A backend that can answer them in one read (one
+        snapshot, one round trip) overrides this; the answers are the same."""
         return list(
-            await asyncio.gather(
-                *(self.vector_search(q, flt, limit=limit, min_score=min_score) for q in queries)
-            )
+            await asyncio.gather(*(self._vector_search(q, flt, limit, min_score) for q in queries))
         )
 
     async def text_search(self, query: str, flt: FactFilter, *, limit: int) -> list[ScoredFact]:

@@ -66,6 +66,7 @@ async def test_a_page_of_no_rows_is_empty_on_every_listing(store: MemoryStore, l
     assert await _cold(store, limit) == []
     assert await store.text_search("rides", user_filter(), limit=limit) == []
     assert await store.vector_search(query, user_filter(), limit=limit) == []
+    assert await store.vector_searches([query, query], user_filter(), limit=limit) == [[], []]
     assert await store.recent_facts(user_filter(), since=since, limit=limit) == []
     assert await store.list_facts(user_filter(), limit=limit) == []
     assert await store.unabsorbed_reflections(USER_KEY, limit=limit) == []

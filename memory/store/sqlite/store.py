@@ -83,11 +83,11 @@ class SQLiteStore(SQLiteThread, SqlStore[SQLiteDb]):
     async def _vector_search(
         self, query: Vector, flt: FactFilter, limit: int, min_score: float
     ) -> list[ScoredFact]:
-        [hits] = await self.vector_searches([query], flt, limit=limit, min_score=min_score)
+        [hits] = await self._vector_searches([query], flt, limit, min_score)
         return hits
 
-    async def vector_searches(
-        self, queries: Sequence[Vector], flt: FactFilter, *, limit: int, min_score: float = -1.0
+    async def _vector_searches(
+        self, queries: Sequence[Vector], flt: FactFilter, limit: int, min_score: float
     ) -> list[list[ScoredFact]]:
         """All of them in one read transaction: one look at the index's freshness, one load of
         the facts found."""
