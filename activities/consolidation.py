@@ -10,6 +10,7 @@ from temporalio.client import Client
 
 from activities.errors import classified
 from activities.heartbeat import heartbeating, noting_rejection, this_attempt
+from activities.paid import paying
 from memory.deps import Deps
 from memory.logging import get_logger
 from memory.models import ScopeKey
@@ -30,8 +31,14 @@ class ConsolidationActivities:
 
     @activity.defn(name="draft_consolidation")
     async def draft_consolidation(self, req: ConsolidationRequest) -> ConsolidationDraft:
-        with classified(), noting_rejection(deterministic=self.deps.llm.deterministic):
-            return await heartbeating(consolidation.draft(self.deps, req, this_attempt()))
+        deterministic = self.deps.llm.deterministic
+        with (
+            paying() as paid,
+            classified(),
+            noting_rejection(deterministic=deterministic, paid=paid),
+        ):
+            out = await heartbeating(consolidation.draft(self.deps, req, this_attempt()))
+        return paid.reported(out)
 
     @activity.defn(name="apply_consolidation")
     async def apply_consolidation(self, draft: ConsolidationDraft) -> ConsolidationResult:

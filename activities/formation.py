@@ -12,6 +12,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.errors import SPLITS_WINDOW, classified, not_halvable, with_halving
 from activities.heartbeat import heartbeating, noting_rejection, step_seconds, this_attempt
+from activities.paid import paying
 from memory.degraded import DegradedStep, degraded_windows
 from memory.deps import Deps
 from memory.logging import get_logger
@@ -80,26 +81,28 @@ class FormationActivities:
         error of a window of one message that a split could change says whether the slice can
         be halved (``with_halving``): the workflow asks no other activity before halving it."""
         w = _window(w)
-        try:
-            with classified(), noting_rejection(deterministic=self.deps.llm.deterministic):
-                out = await heartbeating(
-                    facts.extract_facts(
-                        self.deps,
-                        w,
-                        this_attempt(),
-                        part,
-                        halving=False,
-                        step_seconds=step_seconds(),
+        deterministic = self.deps.llm.deterministic
+        with paying() as paid:
+            try:
+                with classified(), noting_rejection(deterministic=deterministic, paid=paid):
+                    out = await heartbeating(
+                        facts.extract_facts(
+                            self.deps,
+                            w,
+                            this_attempt(),
+                            part,
+                            halving=False,
+                            step_seconds=step_seconds(),
+                        )
                     )
-                )
-        except ApplicationError as err:
-            if w.message_count != 1 or err.type not in SPLITS_WINDOW:
-                raise
-            with classified():
-                halvable = await facts.piece_halvable(self.deps, w, part or 0)
-            raise with_halving(err, halvable) from err.__cause__
+            except ApplicationError as err:
+                if w.message_count != 1 or err.type not in SPLITS_WINDOW:
+                    raise
+                with classified():
+                    halvable = await facts.piece_halvable(self.deps, w, part or 0)
+                raise with_halving(err, halvable) from err.__cause__
         _log(w).info("facts extracted", facts=len(out.facts), dropped=out.dropped, part=part)
-        return out
+        return paid.reported(out)
 
     @activity.defn(name="extract_piece_facts")
     async def extract_piece_facts(
@@ -114,24 +117,27 @@ class FormationActivities:
         activity."""
         w = _window(w)
         piece = tuple(halves)
-        # One read of the window's state per attempt: the piece's read and both halving checks
-        # judge the same messages (a forget between them cannot make them disagree).
-        with classified():
-            messages = await window.window_messages(self.deps, w)
-        if not piece or not facts.halvable(self.deps, messages, part, piece[:-1]):
-            raise not_halvable(pieces.name(part, w.slices, piece[:-1]))
-        try:
-            with classified(), noting_rejection(deterministic=self.deps.llm.deterministic):
-                out = await heartbeating(
-                    facts.read_piece(self.deps, w, messages, this_attempt(), part, piece)
-                )
-        except ApplicationError as err:
-            halvable = facts.halvable(self.deps, messages, part, piece)
-            raise with_halving(err, halvable) from err.__cause__
+        deterministic = self.deps.llm.deterministic
+        # From the start: a piece found not halvable after an attempt that paid still reports it.
+        with paying() as paid:
+            # One read of the window's state per attempt: the piece's read and both halving
+            # checks judge the same messages (a forget between them cannot make them disagree).
+            with classified():
+                messages = await window.window_messages(self.deps, w)
+            if not piece or not facts.halvable(self.deps, messages, part, piece[:-1]):
+                raise not_halvable(pieces.name(part, w.slices, piece[:-1]))
+            try:
+                with classified(), noting_rejection(deterministic=deterministic, paid=paid):
+                    out = await heartbeating(
+                        facts.read_piece(self.deps, w, messages, this_attempt(), part, piece)
+                    )
+            except ApplicationError as err:
+                halvable = facts.halvable(self.deps, messages, part, piece)
+                raise with_halving(err, halvable) from err.__cause__
         _log(w).info(
             "facts extracted", facts=len(out.facts), dropped=out.dropped, part=part, halves=halves
         )
-        return out
+        return paid.reported(out)
 
     @activity.defn(name="find_similar_facts")
     async def find_similar_facts(self, w: Window, new_facts: list[NewFact]) -> CandidatesResult:
@@ -144,7 +150,12 @@ class FormationActivities:
     async def decide_fact_changes(
         self, w: Window, new_facts: list[NewFact], candidates: CandidatesResult
     ) -> DecisionsResult:
-        with classified(), noting_rejection(deterministic=self.deps.llm.deterministic):
+        deterministic = self.deps.llm.deterministic
+        with (
+            paying() as paid,
+            classified(),
+            noting_rejection(deterministic=deterministic, paid=paid),
+        ):
             out = await heartbeating(
                 dedup.decide(self.deps, w, new_facts, candidates, this_attempt())
             )
@@ -153,7 +164,7 @@ class FormationActivities:
             decisions=[d.event for d in out.decisions],
             embedding_calls=out.embedding_calls,
         )
-        return out
+        return paid.reported(out)
 
     @activity.defn(name="extract_reflections")
     async def extract_reflections(
@@ -162,10 +173,16 @@ class FormationActivities:
         """``part``: as extract_facts'."""
         if not isinstance(w, Window):  # two arguments, untyped: _REFLECT_ARGS
             w, new_facts = _REFLECT_ARGS.validate_python((w, new_facts), extra="ignore")
-        with classified(), noting_rejection(deterministic=self.deps.llm.deterministic):
-            return await heartbeating(
+        deterministic = self.deps.llm.deterministic
+        with (
+            paying() as paid,
+            classified(),
+            noting_rejection(deterministic=deterministic, paid=paid),
+        ):
+            out = await heartbeating(
                 reflections.extract_reflections(self.deps, w, new_facts, this_attempt(), part)
             )
+        return paid.reported(out)
 
     @activity.defn(name="add_facts_undecided")
     async def add_facts_undecided(

@@ -12,6 +12,7 @@ from typing import Any
 from temporalio import activity
 from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput, Interceptor
 
+from activities.paid import Paid, beat
 from memory import tracing
 from memory.errors import InvalidModelOutputError, MalformedOutputError, UnusableOutputError
 from memory.llm.base import Retry
@@ -64,9 +65,10 @@ def step_seconds() -> float | None:
 
 
 @contextmanager
-def noting_rejection(*, deterministic: bool = False) -> Iterator[None]:
+def noting_rejection(*, deterministic: bool = False, paid: Paid | None = None) -> Iterator[None]:
     """Record why a model's output was rejected as the last heartbeat, where the next attempt
-    reads it (best effort: the attempt number alone already changes the request).
+    reads it (best effort: the attempt number alone already changes the request), with what the
+    step's attempts ``paid`` for so far (activities/paid.py).
 
     An output rejected the same way as the previous attempt's, or any from a ``deterministic``
     provider (its retry would answer the same), raises UnusableOutputError: not retryable, so the
@@ -83,7 +85,9 @@ def noting_rejection(*, deterministic: bool = False) -> Iterator[None]:
         earlier = this_attempt()
         if why == earlier.rejected:
             raise UnusableOutputError(f"rejected the same way twice: {why}") from e
-        activity.heartbeat(why, earlier.rejected_before + 1)
+        beat(why, earlier.rejected_before + 1, [] if paid is None else paid.calls())
+        if paid is not None:
+            paid.noted = True
         raise
 
 

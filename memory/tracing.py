@@ -120,19 +120,22 @@ class Answered(NamedTuple):
     output_tokens: int
 
 
-# The answers returned within ``answers_returned()``: the worker's metrics count them per activity
-# attempt (runtime.metrics), those the step's checks rejected included, which a step's own result
-# never reports (its attempt failed) though they cost their tokens.
-_answered: contextvars.ContextVar[list[Answered] | None] = contextvars.ContextVar(
-    "mnemos_answered", default=None
+# The collectors of every ``answers_returned()`` open in this context, outermost first: the
+# worker's metrics count the answers per activity attempt (runtime.metrics), and the LLM
+# activities report them as what their step paid for (activities/paid.py), those the step's
+# checks rejected included. Chained, not replaced: an inner collector hiding answers from an
+# outer one would leave them out of the metrics.
+_answered: contextvars.ContextVar[tuple[list[Answered], ...]] = contextvars.ContextVar(
+    "mnemos_answered", default=()
 )
 
 
 @contextmanager
 def answers_returned() -> Iterator[list[Answered]]:
-    """Collect every LLM answer returned in this context (and the tasks it starts)."""
+    """Collect every LLM answer returned in this context (and the tasks it starts), as every
+    collector around it does too."""
     answered: list[Answered] = []
-    token = _answered.set(answered)
+    token = _answered.set((*_answered.get(), answered))
     try:
         yield answered
     finally:
@@ -146,10 +149,11 @@ def _record_usage(current: Span, task: str, result: Any) -> None:
     current.set_attribute("gen_ai.response.model", usage.model)
     current.set_attribute("gen_ai.usage.input_tokens", usage.input_tokens)
     current.set_attribute("gen_ai.usage.output_tokens", usage.output_tokens)
-    if (answered := _answered.get()) is not None:
-        answered.append(
-            Answered(task, usage.provider, usage.model, usage.input_tokens, usage.output_tokens)
-        )
+    collectors = _answered.get()
+    if collectors:
+        one = Answered(task, usage.provider, usage.model, usage.input_tokens, usage.output_tokens)
+        for answered in collectors:
+            answered.append(one)
 
 
 def _traced_llm(method: AsyncMethod) -> AsyncMethod:

@@ -34,6 +34,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from workflows import options
     from workflows.naming import CONSOLIDATE_WORKFLOW, DEGRADED_METRIC
+    from workflows.paid import paid_for
     from workflows.summary import ConsolidationSummary
 
 _CAS_ATTEMPTS = 5
@@ -301,6 +302,7 @@ class ConsolidateScopeWorkflow:
                 )
                 return draft
             except ActivityError as err:
+                summary.llm_calls += paid_for(err)  # the run goes on (or fails: then harmless)
                 cause = err.cause
                 if (
                     isinstance(cause, ApplicationError)

@@ -19,6 +19,10 @@ pieces.MAX_DENSE_FACTS distinct facts of the pieces go through the window's one 
 timeout is scaled by the model calls it makes (dedup asks in chunks of MAX_ITEMS), and its one
 commit. Runs recorded before it replay as they ran: the patch is asked only where a window is
 read otherwise (a halving, or more facts kept than older code kept).
+
+A step that fails paid for its attempts' answers all the same: its error carries them
+(workflows/paid.py), added to the summary wherever the error is caught. No command changes, and
+a replay does not compare the memo they change: no patch.
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ with workflow.unsafe.imports_passed_through():
         SPLIT_WINDOWS,
     )
     from workflows.naming import DEGRADED_METRIC
+    from workflows.paid import paid_for
     from workflows.summary import FormationSummary
 
 
@@ -191,6 +196,7 @@ class FormationSteps:
         try:
             first = await self._extract_command(window, part)
         except ActivityError as err:
+            summary.llm_calls += paid_for(err)
             cause = err.cause
             # The patch asked last: only where the slice is halved (its marker then recorded).
             if (
@@ -246,6 +252,7 @@ class FormationSteps:
                 **self._llm,
             )
         except ActivityError as err:
+            summary.llm_calls += paid_for(err)
             kind = error_type(err)
             if kind == NOT_HALVABLE:
                 return None
@@ -281,6 +288,7 @@ class FormationSteps:
         try:
             return await self._extract_command(window, part)
         except ActivityError as err:
+            summary.llm_calls += paid_for(err)
             return self._extract_failed(window, summary, err, part)
 
     async def _extract_command(self, window: Window, part: int | None) -> ExtractedFactsResult:
@@ -327,6 +335,7 @@ class FormationSteps:
                 **llm,
             )
         except ActivityError as err:
+            summary.llm_calls += paid_for(err)
             if not _degrades(err):
                 raise
             self._degraded(summary, window, "decide_fact_changes", err)
@@ -363,6 +372,7 @@ class FormationSteps:
                 FormationActivities.extract_reflections, args=args, **self._llm
             )
         except ActivityError as err:
+            summary.llm_calls += paid_for(err)
             if _splits(err):
                 if window.message_count > 1 and part is None:
                     raise self._split(window, "extract_reflections", err) from err

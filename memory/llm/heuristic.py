@@ -384,12 +384,16 @@ class HeuristicProvider(LLMProvider):
             # from_attributes: another model with the same fields passes.
             value = schema.model_validate(_answer(request), from_attributes=True)
         except (TypeError, ValueError) as exc:
-            # Another output than the task gives: guessing stores garbage.
+            # Another output than the task gives: guessing stores garbage. Its prompt was read:
+            # a call, counted as a model's rejected answer is (no answer was written).
             why = f"heuristic: cannot answer {request.task} that way: {exc!r}"
-            raise MalformedOutputError(why, provider=self.name) from exc
-        chars = (len(request.system) + len(request.prompt), len(value.model_dump_json()))
-        tokens_in, tokens_out = (math.ceil(n / 4) for n in chars)
-        usage = Usage(
-            provider=self.name, model=MODEL, input_tokens=tokens_in, output_tokens=tokens_out
-        )
-        return LLMResult[M](value=value, usage=usage)
+            raise MalformedOutputError(
+                why, provider=self.name, usage=_usage(self.name, request)
+            ) from exc
+        return LLMResult[M](value=value, usage=_usage(self.name, request, value.model_dump_json()))
+
+
+def _usage(provider: str, request: LLMRequest, answer: str = "") -> Usage:
+    chars = (len(request.system) + len(request.prompt), len(answer))
+    tokens_in, tokens_out = (math.ceil(n / 4) for n in chars)
+    return Usage(provider=provider, model=MODEL, input_tokens=tokens_in, output_tokens=tokens_out)

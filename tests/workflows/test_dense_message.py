@@ -82,7 +82,8 @@ async def test_a_message_of_90_facts_forms_every_one_in_one_commit(
         # was lost on the way back to the client).
         assert (summary.dense_messages, summary.pieces_read) == (1, 4)
         assert "1 dense message(s) read in 4 pieces" in str(summary.memo()["summary"])
-        assert len([c for c in summary.llm_calls if c.task == "extract_facts"]) == 4
+        # Every extraction paid for: the whole message's and its halves' (rejected), the 4 kept.
+        assert len([c for c in summary.llm_calls if c.task == "extract_facts"]) == 7
         assert await h.store.list_degraded(agent_id="eve", session_id="s1") == []
 
         # Said again: every fact is one already stored, none formed twice.
