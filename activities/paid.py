@@ -10,6 +10,7 @@ them all in its result's ``llm``, which the workflow adds as before."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -61,8 +62,13 @@ class Paid:
         recorded when the provider returned it, so the collected list holds those and the ones
         the core did not use (a rejected answer, a second look that was unusable), once each,
         in the order they came. Adding only what the core's list lacks would match the two
-        record by record, for the same list."""
-        return out.model_copy(update={"llm": self.calls()})
+        record by record, for the same list. Unless a call the core listed is not among those
+        collected (a provider the tracing wrapper never saw): then the core's list stands, with
+        the earlier attempts', rather than a report short of what was used."""
+        calls = self.calls()
+        if Counter(out.llm) - Counter(calls):
+            calls = [*self.earlier, *out.llm]
+        return out.model_copy(update={"llm": calls})
 
 
 def beat(reason: str | None, rejections: int, calls: list[LlmCall]) -> None:

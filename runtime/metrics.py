@@ -24,6 +24,7 @@ reflection a consolidation absorbed had waited in its buffer) and, from the work
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -226,8 +227,23 @@ def record_failure(
         _consolidation(meter, args[0].key.scope, "conflict" if conflict else "failed")
 
 
+# Set while an attempt is being recorded: a second _ActivityMetrics further down the same chain
+# (the interceptor given to the client and to the worker, another interceptor between them)
+# passes the attempt through instead of recording it again.
+_recording: contextvars.ContextVar[bool] = contextvars.ContextVar("mnemos_recording", default=False)
+
+
 class _ActivityMetrics(temporalio.worker.ActivityInboundInterceptor):
     async def execute_activity(self, input: temporalio.worker.ExecuteActivityInput) -> Any:
+        if _recording.get():
+            return await self.next.execute_activity(input)
+        token = _recording.set(True)
+        try:
+            return await self._recorded(input)
+        finally:
+            _recording.reset(token)
+
+    async def _recorded(self, input: temporalio.worker.ExecuteActivityInput) -> Any:
         activity_type = activity.info().activity_type
         meter = activity.metric_meter()
         # Every answer counts where it was returned, the attempt's outcome aside: an answer the
@@ -249,7 +265,7 @@ class MetricsInterceptor(temporalio.client.Interceptor, temporalio.worker.Interc
 
     Give it to the Worker (``interceptors=[...]``) or to the Client the worker is built on (a
     worker picks up client interceptors that are worker interceptors too); given both ways, it
-    still records once.
+    still records once, whatever stands between the two in the chain.
     """
 
     def intercept_activity(

@@ -17,7 +17,7 @@ from temporalio.testing import ActivityEnvironment
 
 from activities.errors import classified, halvable
 from activities.formation import FormationActivities
-from activities.paid import paying
+from activities.paid import Paid, paying
 from memory import tracing
 from memory.deps import Deps
 from memory.errors import InputRefusedError, MalformedOutputError
@@ -25,7 +25,7 @@ from memory.llm.base import LLMRequest
 from memory.llm_usage import Usage
 from memory.models import AgentConfig, MessageIn
 from memory.pipeline import window
-from memory.pipeline.types import FormationRequest, LlmCall, Window
+from memory.pipeline.types import ExtractedFactsResult, FormationRequest, LlmCall, Window
 from memory.pipeline.usage import ERROR_USAGE, HEARTBEAT_USAGE, carried
 from memory.prompts.extract_facts import ExtractedFact, ExtractedFacts
 from memory.settings import FactSettings, Settings
@@ -197,3 +197,13 @@ async def test_collectors_chain_across_tasks() -> None:
     with tracing.answers_returned() as outer, tracing.answers_returned() as inner:
         await asyncio.create_task(llm.generate_structured(request, ExtractedFacts))
     assert len(outer) == len(inner) == 1
+
+
+def test_a_call_the_collector_never_saw_keeps_the_cores_report() -> None:
+    # A provider the tracing wrapper does not wrap (patched on an instance, say) returns answers
+    # no collector records: the result still reports the calls its core used, and the earlier
+    # attempts' before them, never fewer.
+    used = LlmCall(task="extract_facts", provider="p", model="m", input_tokens=9, output_tokens=3)
+    earlier = used.model_copy(update={"input_tokens": 7})
+    out = ExtractedFactsResult(facts=[], llm=[used])
+    assert Paid(earlier=[earlier]).reported(out).llm == [earlier, used]
