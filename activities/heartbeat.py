@@ -12,6 +12,7 @@ from typing import Any
 from temporalio import activity
 from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput, Interceptor
 
+from activities import beats
 from activities.paid import Paid, beat
 from memory import tracing
 from memory.errors import InvalidModelOutputError, MalformedOutputError, UnusableOutputError
@@ -25,22 +26,23 @@ async def heartbeating[T](work: Awaitable[T]) -> T:
         return await work
     every = max(timeout / 3, timedelta(milliseconds=100)).total_seconds()
 
-    # What the previous attempt recorded (why its answer was rejected, and how many were) is sent
-    # on: an attempt that then fails otherwise (a timeout) leaves it to the next attempt intact.
-    inherited = tuple(activity.info().heartbeat_details)
+    # What the attempt last recorded is sent again (activities/beats.py): until it records
+    # anything, what the previous attempt recorded (why its answer was rejected, how many were,
+    # what they paid for), so an attempt that fails otherwise (a timeout) leaves it intact.
+    with beats.holding() as held:
 
-    async def beat() -> None:
-        # The server times a step's heartbeat from its start: the first beat can wait an interval,
-        # and the short steps (most store steps) end before sending one (a request each saved).
-        while True:
-            await asyncio.sleep(every)
-            activity.heartbeat(*inherited)
+        async def beat() -> None:
+            # The server times a step's heartbeat from its start: the first beat can wait an
+            # interval, and the short steps (most store steps) end before sending one.
+            while True:
+                await asyncio.sleep(every)
+                activity.heartbeat(*held)
 
-    beater = asyncio.create_task(beat())
-    try:
-        return await work
-    finally:
-        beater.cancel()
+        beater = asyncio.create_task(beat())
+        try:
+            return await work
+        finally:
+            beater.cancel()
 
 
 def this_attempt() -> Retry:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities import beats
 from memory import tracing
 from memory.pipeline.types import (
     ConsolidationDraft,
@@ -75,7 +76,7 @@ def beat(reason: str | None, rejections: int, calls: list[LlmCall]) -> None:
     """A failed attempt's last heartbeat, which the next attempt reads (heartbeat.this_attempt,
     ``paying``). [0] and [1] are what older workers read, the usage after them, and only when
     there is some: a step that paid for nothing heartbeats as before."""
-    activity.heartbeat(reason, rejections, *([encoded(calls)] if calls else []))
+    beats.send(reason, rejections, *([encoded(calls)] if calls else []))
 
 
 def with_usage(err: ApplicationError, calls: list[LlmCall]) -> ApplicationError:
@@ -110,7 +111,7 @@ def paying() -> Iterator[Paid]:
                 head = list(info.heartbeat_details[:HEARTBEAT_USAGE]) or [None, 0]
                 if len(head) == 1:
                     head.append(None)
-                activity.heartbeat(*head, encoded(calls))
+                beats.send(*head, encoded(calls))
             if isinstance(err, ApplicationError):
                 raise with_usage(err, calls) from err.__cause__
             raise
