@@ -9,7 +9,7 @@ from temporalio import activity
 from temporalio.client import Client
 
 from activities.errors import classified
-from activities.heartbeat import heartbeating, noting_rejection, this_attempt
+from activities.heartbeat import asking, heartbeating, this_attempt
 from activities.paid import paying
 from memory.deps import Deps
 from memory.logging import get_logger
@@ -32,11 +32,7 @@ class ConsolidationActivities:
     @activity.defn(name="draft_consolidation")
     async def draft_consolidation(self, req: ConsolidationRequest) -> ConsolidationDraft:
         deterministic = self.deps.llm.deterministic
-        with (
-            paying() as paid,
-            classified(),
-            noting_rejection(deterministic=deterministic, paid=paid),
-        ):
+        with paying() as paid, asking(paid, deterministic=deterministic):
             out = await heartbeating(consolidation.draft(self.deps, req, this_attempt()))
         return paid.reported(out)
 

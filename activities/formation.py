@@ -11,7 +11,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.errors import SPLITS_WINDOW, classified, not_halvable, with_halving
-from activities.heartbeat import heartbeating, noting_rejection, step_seconds, this_attempt
+from activities.heartbeat import asking, heartbeating, step_seconds, this_attempt
 from activities.paid import paying
 from memory.degraded import DegradedStep, degraded_windows
 from memory.deps import Deps
@@ -84,7 +84,7 @@ class FormationActivities:
         deterministic = self.deps.llm.deterministic
         with paying() as paid:
             try:
-                with classified(), noting_rejection(deterministic=deterministic, paid=paid):
+                with asking(paid, deterministic=deterministic):
                     out = await heartbeating(
                         facts.extract_facts(
                             self.deps,
@@ -127,7 +127,7 @@ class FormationActivities:
             if not piece or not facts.halvable(self.deps, messages, part, piece[:-1]):
                 raise not_halvable(pieces.name(part, w.slices, piece[:-1]))
             try:
-                with classified(), noting_rejection(deterministic=deterministic, paid=paid):
+                with asking(paid, deterministic=deterministic):
                     out = await heartbeating(
                         facts.read_piece(self.deps, w, messages, this_attempt(), part, piece)
                     )
@@ -151,11 +151,7 @@ class FormationActivities:
         self, w: Window, new_facts: list[NewFact], candidates: CandidatesResult
     ) -> DecisionsResult:
         deterministic = self.deps.llm.deterministic
-        with (
-            paying() as paid,
-            classified(),
-            noting_rejection(deterministic=deterministic, paid=paid),
-        ):
+        with paying() as paid, asking(paid, deterministic=deterministic):
             out = await heartbeating(
                 dedup.decide(self.deps, w, new_facts, candidates, this_attempt())
             )
@@ -174,11 +170,7 @@ class FormationActivities:
         if not isinstance(w, Window):  # two arguments, untyped: _REFLECT_ARGS
             w, new_facts = _REFLECT_ARGS.validate_python((w, new_facts), extra="ignore")
         deterministic = self.deps.llm.deterministic
-        with (
-            paying() as paid,
-            classified(),
-            noting_rejection(deterministic=deterministic, paid=paid),
-        ):
+        with paying() as paid, asking(paid, deterministic=deterministic):
             out = await heartbeating(
                 reflections.extract_reflections(self.deps, w, new_facts, this_attempt(), part)
             )

@@ -13,6 +13,7 @@ from temporalio import activity
 from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput, Interceptor
 
 from activities import beats
+from activities.errors import classified
 from activities.paid import Paid, beat
 from memory import tracing
 from memory.errors import InvalidModelOutputError, MalformedOutputError, UnusableOutputError
@@ -91,6 +92,14 @@ def noting_rejection(*, deterministic: bool = False, paid: Paid | None = None) -
         if paid is not None:
             paid.noted = True
         raise
+
+
+@contextmanager
+def asking(paid: Paid, *, deterministic: bool) -> Iterator[None]:
+    """Where an LLM step's attempt asks its model: errors classified for Temporal (errors.py),
+    a rejected answer noted for the next attempt with what the attempts ``paid`` for."""
+    with classified(), noting_rejection(deterministic=deterministic, paid=paid):
+        yield
 
 
 class _Heartbeating(ActivityInboundInterceptor):
