@@ -37,7 +37,7 @@ async def heartbeating[T](work: Awaitable[T]) -> T:
             # interval, and the short steps (most store steps) end before sending one.
             while True:
                 await asyncio.sleep(every)
-                activity.heartbeat(*held)
+                activity.heartbeat(*held.current())
 
         beater = asyncio.create_task(beat())
         try:

@@ -98,8 +98,10 @@ def paying() -> Iterator[Paid]:
     """Around an LLM step's whole attempt (outside ``classified``, so its errors are Temporal's):
     the ``Paid`` its result reports (``Paid.reported``); a failure sends them on."""
     info = activity.info()
-    with tracing.answers_returned() as answered:
+    with tracing.answers_returned() as answered, beats.holding() as held:
         paid = Paid(carried(info.heartbeat_details, HEARTBEAT_USAGE), answered)
+        # The attempt's beats carry what it paid for so far: a timeout keeps them.
+        held.paid = lambda: encoded(paid.calls())
         try:
             yield paid
         except Exception as err:
@@ -108,10 +110,7 @@ def paying() -> Iterator[Paid]:
                 raise
             if not paid.noted:  # failed otherwise than by a rejection: the record it inherited
                 # sent on as it was (an older worker's reason alone, uncounted, stays uncounted).
-                head = list(info.heartbeat_details[:HEARTBEAT_USAGE]) or [None, 0]
-                if len(head) == 1:
-                    head.append(None)
-                beats.send(*head, encoded(calls))
+                beats.send(*beats.head(info.heartbeat_details), encoded(calls))
             if isinstance(err, ApplicationError):
                 raise with_usage(err, calls) from err.__cause__
             raise
