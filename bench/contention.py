@@ -1,9 +1,15 @@
 """Issue #12 case 2 as a bench: one stored fact "The project deadline is March 1, 2024.", then N
 sessions of one agent each state a new deadline and form at once, on a real dev server (file
-database) with the heuristic provider and the SQLite store. Prints the completion time, the stale
-decisions decided again, and what the agent ends with; then one JSON line.
+database) with the heuristic provider and the SQLite store (or PostgreSQL, MongoDB: --backend).
+Prints the completion time, the stale decisions decided again, and what the agent ends with; then
+one JSON line.
 
-    .venv/bin/python bench/contention.py [--sessions 12] [--backend sqlite|postgres]
+The worker runs in this process on the bench's store object, so every backend works, mongoeco
+too: without MONGODB_URI, --backend mongo serves the store from mongoeco, an in-memory Python
+emulation of the wire protocol in this process (tests/mongo_server.py), whose latencies (and
+transaction conflicts) are the emulation's, not a MongoDB server's.
+
+    .venv/bin/python bench/contention.py [--sessions 12] [--backend sqlite|postgres|mongo]
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.common import bench_store, dev_server  # noqa: E402
+from bench.common import BACKEND_HELP, BACKENDS, bench_store, dev_server  # noqa: E402
 from memory.logging import configure_logging  # noqa: E402
 from tests.liveness.bench_setup import Bench, bench_settings  # noqa: E402
 
@@ -65,7 +71,7 @@ if __name__ == "__main__":
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--sessions", type=int, default=12)
-    parser.add_argument("--backend", choices=["sqlite", "postgres"], default="sqlite")
+    parser.add_argument("--backend", choices=BACKENDS, default="sqlite", help=BACKEND_HELP)
     args = parser.parse_args()
     configure_logging("warning")
     print(json.dumps(asyncio.run(main(args.sessions, args.backend))))

@@ -1,4 +1,4 @@
-"""Latency of search_facts on SQLite (or PostgreSQL: --backend postgres) at 10k and 100k facts of one agent; recall of its vector stage.
+"""Latency of search_facts on SQLite (or PostgreSQL, MongoDB: --backend) at 10k and 100k facts of one agent; recall of its vector stage.
 
 Facts are synthetic sentences (Zipf-distributed pseudo-words plus English function words, so the
 text index has realistic posting lists). Their 384-d vectors are, by default, clustered like
@@ -11,11 +11,16 @@ query embedding adds ~5–6 ms on top (bench/embedding.py). The gates are off so
 handles full candidate lists, whatever the vectors' cosines.
 
 Recall@10 compares the store's vector stage with exact search in numpy. SQLite searches exactly
-(recall 1.0 in either mode, a check of the bench itself); PostgreSQL's HNSW graph is approximate.
+(recall 1.0 in either mode, a check of the bench itself); PostgreSQL's HNSW graph is approximate;
+MongoDB without Atlas Search indexes (a plain server, and mongoeco here) searches exactly in numpy.
+
+``--backend mongo`` without MONGODB_URI runs on mongoeco, an in-memory Python emulation of the
+wire protocol in this process (tests/mongo_server.py): its latencies are the emulation's, not a
+MongoDB server's, and it is slow; use small sizes (``--sizes 1000 --queries 100``).
 
 Run: ``.venv/bin/python -m bench.search [--sizes 10000 100000] [--queries 300]
-[--backend sqlite|postgres] [--vectors clustered|uniform] [--ef-search 100]``
-(postgres: POSTGRES_DSN, else a throwaway embedded server).
+[--backend sqlite|postgres|mongo] [--vectors clustered|uniform] [--ef-search 100]``
+(postgres: POSTGRES_DSN, else a throwaway embedded server; mongo: MONGODB_URI, else mongoeco).
 The last line is one JSON object with every figure.
 """
 
@@ -40,7 +45,7 @@ import numpy.typing as npt
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.common import BulkLoad, bench_store  # noqa: E402
+from bench.common import BACKEND_HELP, BACKENDS, BulkLoad, bench_store  # noqa: E402
 from bench.vectors import DIMENSION, MODES, VectorModel, calibrate  # noqa: E402
 from memory.embedding.base import Embedder, EmbeddingBatch  # noqa: E402
 from memory.models import AgentConfig, FactAdd, FactFilter, FormationCommit, MessageIn  # noqa: E402
@@ -234,7 +239,7 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--queries", type=int, default=300)
-    parser.add_argument("--backend", choices=["sqlite", "postgres"], default="sqlite")
+    parser.add_argument("--backend", choices=BACKENDS, default="sqlite", help=BACKEND_HELP)
     parser.add_argument("--ef-search", type=int, default=100, help="postgres: hnsw.ef_search")
     parser.add_argument("--vectors", choices=sorted(MODES), default="clustered")
     parser.add_argument(
