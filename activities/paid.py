@@ -114,3 +114,7 @@ def paying() -> Iterator[Paid]:
             if isinstance(err, ApplicationError):
                 raise with_usage(err, calls) from err.__cause__
             raise
+        finally:
+            # The holder is the attempt's (the interceptor's, when there is one), which outlives
+            # this step: what a failure paid stays in its details (send, above).
+            held.paid = None
