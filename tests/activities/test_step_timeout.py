@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 
 from temporalio.testing import ActivityEnvironment
@@ -15,15 +15,10 @@ from temporalio.testing import ActivityEnvironment
 from activities.formation import FormationActivities
 from memory.deps import Deps
 from memory.llm.base import LLMRequest
-from memory.models import AgentConfig, MessageIn
-from memory.pipeline import window
-from memory.pipeline.types import FormationRequest
 from memory.prompts.extract_facts import ExtractedFacts
 from memory.settings import FactSettings, RetrySettings, Settings
-from memory.store.sqlite import SQLiteStore
+from tests.activities.test_paid_attempts import _window
 from tests.fakes import ScriptedLLM, WordHashEmbedder
-
-AT = datetime(2026, 11, 21, 10, 0, tzinfo=UTC)
 
 
 async def _slow(_: LLMRequest) -> ExtractedFacts:
@@ -37,20 +32,7 @@ async def _calls(tmp_path: Path, step_timeout: timedelta) -> int:
     settings = Settings(
         facts=FactSettings(reread_messages=3), retries=RetrySettings(llm_timeout_seconds=180)
     )
-    store = SQLiteStore(tmp_path / "m.db")
-    await store.setup()
-    await store.upsert_agent(AgentConfig(agent_id="eve", name="Eve"))
-    said = [
-        MessageIn(
-            message_id=f"r{n}", role="user", user_id="alice", name="Alice",
-            content=f"The code for door {n} is {n}{n}{n}{n}.", created_at=AT + timedelta(minutes=n),
-        )
-        for n in (1, 2, 3, 4)
-    ]  # fmt: skip
-    await store.record_messages("s1", "eve", said, weights={}, chars_per_token=4.0, now=AT)
-    req = FormationRequest(session_id="s1", agent_id="eve", force=True)
-    w = await window.load_window(store, settings, req)
-    assert w is not None
+    store, w = await _window(tmp_path, 4)  # four messages, each with a code no fact writes
     llm = ScriptedLLM()
     llm.script("extract_facts", *([_slow] * 4))
     deps = Deps(settings=settings, store=store, llm=llm, embedder=WordHashEmbedder())
