@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 
 from pydantic import BaseModel
 
@@ -146,15 +147,22 @@ def _conjugate(verb: str) -> str:
 
 
 def third_person(sentence: str, name: str) -> str:
-    """'I live in Paris' → 'Alice lives in Paris'; only the simple, common forms."""
-    text = re.sub(r"(?i)\bcall me\b", f"{name} wants to be called", sentence)
-    text = re.sub(r"\bI(?:'m| am)\b", f"{name} is", text)
-    text = re.sub(r"\bI've\b", f"{name} has", text)
-    text = re.sub(r"\bI(?: don't| do not)\b", f"{name} does not", text)
+    """'I live in Paris' → 'Alice lives in Paris'; only the simple, common forms.
+
+    Every replacement is a function: a replacement string is a template, and a name is any
+    text a backend sends ("CORP\\jsmith" would be read as the escape "\\j" and raise)."""
+
+    def said(replacement: str) -> Callable[[re.Match[str]], str]:
+        return lambda _: replacement
+
+    text = re.sub(r"(?i)\bcall me\b", said(f"{name} wants to be called"), sentence)
+    text = re.sub(r"\bI(?:'m| am)\b", said(f"{name} is"), text)
+    text = re.sub(r"\bI've\b", said(f"{name} has"), text)
+    text = re.sub(r"\bI(?: don't| do not)\b", said(f"{name} does not"), text)
     text = re.sub(r"\bI'(d|ll)\b", lambda m: f"{name} {'would' if m[1] == 'd' else 'will'}", text)
     text = re.sub(rf"\bI({_ADVERBS}) (\w+)", lambda m: f"{name}{m[1]} {_conjugate(m[2])}", text)
-    text = re.sub(r"\b[Mm]y\b", f"{name}'s", text)
-    text = re.sub(r"\b(?:me|myself)\b", name, text)
+    text = re.sub(r"\b[Mm]y\b", said(f"{name}'s"), text)
+    text = re.sub(r"\b(?:me|myself)\b", said(name), text)
     return text[:1].upper() + text[1:]
 
 

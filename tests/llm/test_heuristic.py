@@ -418,3 +418,13 @@ async def test_what_a_person_tells_about_their_life_is_kept_without_a_number_or_
         ("Alice said: The transgender stories were so inspiring.", "user"),
     ]
     # Reactions, small talk and preferences (reflections, not facts) are left out.
+
+
+async def test_a_name_with_a_backslash_is_written_as_it_is() -> None:
+    """A display name is any text a backend sends: a Windows account ("CORP\\jsmith") raised
+    re.PatternError, used as a replacement template, and failed every formation of its session."""
+    for name in ("CORP\\jsmith", "Bob\\", "Ann\\1"):
+        msgs = [msg(1, "My locker code is 4471 and I'm at the Riverside gym.", name=name)]
+        assert await facts(msgs, ["user", "agent"]) == [
+            (f"{name}'s locker code is 4471 and {name} is at the Riverside gym.", "user")
+        ]
