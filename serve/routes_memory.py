@@ -67,8 +67,11 @@ async def edit_reflection(
     return await svc.manager.edit_reflection(key, reflection_id, body.content)
 
 
-@router.delete("/reflections/{reflection_id}", status_code=status.HTTP_204_NO_CONTENT)
+@router.delete(
+    "/reflections/{reflection_id}", status_code=status.HTTP_204_NO_CONTENT, responses=problems(409)
+)
 async def delete_reflection(agent_id: WriteAgent, reflection_id: ReflectionPath, svc: Svc) -> None:
+    """Drop a buffered reflection; 409 once consolidated (edit the blob instead)."""
     key = await _reflection_key(svc, agent_id, reflection_id)
     await svc.manager.delete_reflection(key, reflection_id)
 

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Path, Query, Response
 
 from client.results import ForgetResult
 from memory.lifecycle.exporting import export_store
+from memory.lookup import require_agent
 from serve.auth import ID_PATTERN, EraseAgent, ReadAgent, Svc
 
 NDJSON = "application/x-ndjson"
@@ -48,6 +49,8 @@ async def export_user(
     messages, those this agent recorded: in a session shared with another agent, that agent's
     records stay out. One read snapshot; drawn on the key's erasure budget, as it reads all of
     the user's data at once."""
+    # A typo in the agent id must not read as "this user has no data" (404 as on every route).
+    await require_agent(svc.memory.store, agent_id)
     out = io.StringIO()
     await export_store(
         svc.memory.store,

@@ -62,3 +62,14 @@ async def test_a_users_export_is_what_their_erasure_would_delete(served: Served)
         assert (await c.delete("/v1/agents/eve/users/alice")).status_code == 200
         after = list(read_export((await c.get(url)).text.splitlines()))
     assert not [x for x in after if isinstance(x, FactLine | ReflectionLine | MessageLine)]
+
+
+async def test_the_export_of_an_unregistered_agent_is_404(served: Served) -> None:
+    """A typo in the agent id must not read as "this user has no data": 404, as every other
+    route of an agent answers."""
+    _, carol = await served.keys.create(["carol"], name="carol")
+    async with served.client(carol) as c:
+        assert (await c.get("/v1/agents/carol/facts")).status_code == 404
+        r = await c.get("/v1/agents/carol/users/alice/export")
+        assert r.status_code == 404, (r.status_code, r.text)
+        assert "carol" in r.json()["detail"]

@@ -131,3 +131,22 @@ async def test_readiness_names_what_is_down(served: Served) -> None:
         assert ready.status_code == 503
         assert ready.json()["checks"]["temporal"] == "ok"
         assert ready.json()["checks"]["store"].startswith("unavailable")
+
+
+async def test_deleting_an_absorbed_reflection_is_a_documented_409(served: Served) -> None:
+    """The OpenAPI document lists every status an operation answers (a generated client has a
+    type for each): the 409 of a consolidated reflection's DELETE was missing."""
+    await form_alice(served.h)
+    async with served.client(served.eve) as c:
+        async with served.h.worker():
+            assert (await c.post("/v1/agents/eve/sessions/s1/end")).status_code == 200
+        listed = await c.get(
+            "/v1/agents/eve/scopes/session:s1/reflections", params={"include_absorbed": "true"}
+        )
+        rid = listed.json()[0]["reflection_id"]
+        r = await c.delete(f"/v1/agents/eve/reflections/{rid}")
+        assert r.status_code == 409
+        operation = served.app.openapi()["paths"][
+            "/v1/agents/{agent_id}/reflections/{reflection_id}"
+        ]
+        assert "409" in operation["delete"]["responses"]

@@ -313,7 +313,10 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Delete Reflection */
+        /**
+         * Delete Reflection
+         * @description Drop a buffered reflection; 409 once consolidated (edit the blob instead).
+         */
         delete: operations["delete_reflection"];
         options?: never;
         head?: never;
@@ -2959,6 +2962,15 @@ export interface operations {
                 headers: {
                     /** @description The methods this path takes */
                     Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Someone changed it first, or it can no longer change */
+            409: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
