@@ -20,6 +20,12 @@ timeout is scaled by the model calls it makes (dedup asks in chunks of MAX_ITEMS
 commit. Runs recorded before it replay as they ran: the patch is asked only where a window is
 read otherwise (a halving, or more facts kept than older code kept).
 
+The facts of a message's slices or pieces that a bound leaves out (pieces.over_bound) are said
+and never formed: the summary counts them (facts_over_bound, in the memo and what `mnemos form`
+prints) and so does OVER_BOUND_METRIC, where an operator looks, not only a log line. Counted from
+the activities' results, in fields and a workflow metric (not emitted on replay): no command
+changes, no patch.
+
 A step that fails paid for its attempts' answers all the same: its error carries them
 (workflows/paid.py), added to the summary wherever the error is caught. No command changes, and
 a replay does not compare the memo they change: no patch.
@@ -53,7 +59,7 @@ with workflow.unsafe.imports_passed_through():
         SLICED_MESSAGES,
         SPLIT_WINDOWS,
     )
-    from workflows.naming import DEGRADED_METRIC
+    from workflows.naming import DEGRADED_METRIC, OVER_BOUND_METRIC
     from workflows.paid import paid_for
     from workflows.summary import FormationSummary
 
@@ -185,7 +191,30 @@ class FormationSteps:
                     "formation": window.formation_id,
                 },
             )
+        self._over_bound(summary, window, pieces.over_bound(leaves, merged), merged)
         return merged
+
+    def _over_bound(
+        self, summary: FormationSummary, window: Window, lost: int, kept: ExtractedFactsResult
+    ) -> None:
+        """Facts said in the message and left out by the window's bound: counted where operators
+        look (the cap is by design, the loss must not be silent)."""
+        if not lost:
+            return
+        bound = pieces.bound_reached(kept)
+        summary.facts_over_bound += lost
+        workflow.logger.warning(
+            "facts past the window's bound are not formed",
+            extra={
+                "facts": lost,
+                "kept": len(kept.facts),
+                "bound": bound,
+                "formation": window.formation_id,
+            },
+        )
+        workflow.metric_meter().create_counter(
+            OVER_BOUND_METRIC, "Facts extracted and not formed, past a window's bound", "facts"
+        ).add(lost, {"bound": bound})
 
     async def _read_slice(
         self, window: Window, summary: FormationSummary, part: int | None

@@ -18,6 +18,9 @@ ALL_KEYS = (AGENT_ID, USER_ID, SESSION_ID, OUTCOME)
 
 # Formation steps that took their fallback, by step (a workflow metric: replay-safe).
 DEGRADED_METRIC = "mnemos_formation_degraded"
+# Facts extracted and not formed, past a window's bound (memory/pipeline/pieces.py), by the bound
+# reached: "facts" or "text" (a workflow metric: replay-safe).
+OVER_BOUND_METRIC = "mnemos_formation_facts_over_bound"
 
 FORM_WORKFLOW = "FormMemories"
 CONSOLIDATE_WORKFLOW = "ConsolidateScope"

@@ -66,6 +66,14 @@ class FormationSummary(BaseModel):
         "aside for its halves' was one extraction more)",
     )
 
+    facts_over_bound: int = Field(
+        0,
+        description="Distinct facts extracted from a message read in slices or pieces and not "
+        "formed: past the bound of facts or of text one window of one message keeps "
+        "(memory/pipeline/pieces.py MAX_DENSE_FACTS, MAX_DENSE_BYTES; facts.max_per_formation "
+        "for the slices of runs before DENSE_MESSAGES)",
+    )
+
     def read_in_pieces(self, pieces: int) -> None:
         self.dense_messages += 1
         self.pieces_read += pieces
@@ -122,6 +130,11 @@ class FormationSummary(BaseModel):
                     if self.dense_messages
                     else ""
                 )
+                + (
+                    f"; {self.facts_over_bound} fact(s) dropped past the bound of one message"
+                    if self.facts_over_bound
+                    else ""
+                )
                 + self._degraded_note()
             ),
             "formations": self.formations,
@@ -155,6 +168,8 @@ class FormationSummary(BaseModel):
             refused |= {"sliced_messages": self.sliced_messages, "slices_read": self.slices_read}
         if self.dense_messages:
             refused |= {"dense_messages": self.dense_messages, "pieces_read": self.pieces_read}
+        if self.facts_over_bound:
+            refused |= {"facts_over_bound": self.facts_over_bound}
         # A long backlog could degrade window by window.
         recent = self.degraded[-_MEMO_DEGRADED:]
         return refused | ({"degraded": [d.model_dump() for d in recent]} if recent else {})

@@ -29,7 +29,9 @@ slice costs at most 2^(MAX_DEPTH+1) - 1 extractions even against a model that al
 full.
 
 The window keeps at most ``MAX_DENSE_FACTS`` distinct facts of at most ``MAX_DENSE_BYTES`` of
-text, taken from the pieces in turn (``merged``), the rest counted as dropped: every later step
+text, taken from the pieces in turn (``merged``), the rest counted as dropped, and apart as
+``over_bound``: the run's summary, memo and a metric say how many facts said were left out (a
+count in the dropped of a log line was seen by no one): every later step
 carries them in one payload (find_similar_facts, decide_fact_changes, the commit, each well under
 Temporal's 2 MB at this bound; a 100,000-character message of short facts would otherwise carry
 thousands), and the decision asks the model in chunks of MAX_ITEMS (memory/pipeline/dedup.py),
@@ -53,6 +55,7 @@ from memory.errors import (
     UnusableOutputError,
     WindowTooLargeError,
 )
+from memory.ids import content_hash
 from memory.pipeline.slices import merge_facts
 from memory.pipeline.types import ExtractedFactsResult
 from memory.prompts.common import MAX_ITEMS
@@ -197,3 +200,19 @@ def merged(leaves: Sequence[ExtractedFactsResult]) -> ExtractedFactsResult:
     """The pieces' facts as the window keeps them: within MAX_DENSE_FACTS and MAX_DENSE_BYTES,
     taken from the pieces in turn (memory/pipeline/slices.py ``merge_facts``)."""
     return merge_facts(leaves, MAX_DENSE_FACTS, MAX_DENSE_BYTES)
+
+
+def over_bound(leaves: Sequence[ExtractedFactsResult], kept: ExtractedFactsResult) -> int:
+    """How many distinct facts of the ``leaves`` (a message's slices or pieces) the window's
+    ``kept`` facts (``merged``, or ``merge_facts`` of the slices) leave out: extracted, then past
+    a bound of facts or of text, and never formed. Not ``kept.dropped``, which also counts what
+    the filters drop (a fact said in two pieces, one in a scope the window may not write): no
+    loss, where this is one."""
+    distinct = {content_hash(f.content) for leaf in leaves for f in leaf.facts}
+    return max(0, len(distinct) - len(kept.facts))
+
+
+def bound_reached(kept: ExtractedFactsResult) -> str:
+    """Which bound left facts out of ``kept``: "facts" when it holds as many as its bound says
+    (``max_facts``), else "text" (MAX_DENSE_BYTES): the metric's label, for whoever tunes them."""
+    return "facts" if kept.max_facts is not None and len(kept.facts) >= kept.max_facts else "text"
