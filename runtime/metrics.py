@@ -45,7 +45,7 @@ from memory.pipeline.types import (
     DecisionsResult,
 )
 from memory.settings import Settings
-from workflows.naming import DEGRADED_METRIC
+from workflows.naming import DEGRADED_METRIC, OVER_BOUND_METRIC
 
 FORMATIONS = "mnemos_formations"
 LLM_CALLS = "mnemos_llm_calls"
@@ -71,6 +71,7 @@ ALL_METRICS = (
     COLD_FORMATIONS,
     CONSOLIDATION_LAG,
     DEGRADED_METRIC,
+    OVER_BOUND_METRIC,
 )
 HISTOGRAMS = (SEARCH_LATENCY, CONSOLIDATION_LAG)
 
