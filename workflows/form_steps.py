@@ -20,8 +20,9 @@ timeout is scaled by the model calls it makes (dedup asks in chunks of MAX_ITEMS
 commit. Runs recorded before it replay as they ran: the patch is asked only where a window is
 read otherwise (a halving, or more facts kept than older code kept).
 
-The facts of a message's slices or pieces that a bound leaves out (pieces.over_bound) are said
-and never formed: the summary counts them (facts_over_bound, in the memo and what `mnemos form`
+The facts of a message's slices or pieces that a bound leaves out (pieces.over_bound), and those
+a window's second looks find past its bound (ExtractedFactsResult.over_bound), are said and never
+formed: the summary counts them (facts_over_bound, in the memo and what `mnemos form`
 prints) and so does OVER_BOUND_METRIC, where an operator looks, not only a log line. Counted from
 the activities' results, in fields and a workflow metric (not emitted on replay): no command
 changes, no patch.
@@ -166,7 +167,10 @@ class FormationSteps:
                 extra={"slices": window.slices, "formation": window.formation_id},
             )
         if window.message_count != 1:  # never sliced: a long message is alone in its window
-            return await self._extract(window, summary)
+            answer = await self._extract(window, summary)
+            # What the second looks found past the window's bound (memory/pipeline/facts.py).
+            self._over_bound(summary, window, answer.over_bound, answer, "facts")
+            return answer
         slices = window.slices if sliced else 1
         leaves: list[ExtractedFactsResult] = []
         for n in range(slices):
@@ -191,17 +195,23 @@ class FormationSteps:
                     "formation": window.formation_id,
                 },
             )
-        self._over_bound(summary, window, pieces.over_bound(leaves, merged), merged)
+        lost = pieces.over_bound(leaves, merged)
+        self._over_bound(summary, window, lost, merged, pieces.bound_reached(merged))
         return merged
 
     def _over_bound(
-        self, summary: FormationSummary, window: Window, lost: int, kept: ExtractedFactsResult
+        self,
+        summary: FormationSummary,
+        window: Window,
+        lost: int,
+        kept: ExtractedFactsResult,
+        bound: str,
     ) -> None:
-        """Facts said in the message and left out by the window's bound: counted where operators
-        look (the cap is by design, the loss must not be silent)."""
+        """Facts said in the window and left out by its bound (``bound``: of "facts" or of
+        "text"): counted where operators look (the cap is by design, the loss must not be
+        silent)."""
         if not lost:
             return
-        bound = pieces.bound_reached(kept)
         summary.facts_over_bound += lost
         workflow.logger.warning(
             "facts past the window's bound are not formed",

@@ -68,10 +68,11 @@ class FormationSummary(BaseModel):
 
     facts_over_bound: int = Field(
         0,
-        description="Distinct facts extracted from a message read in slices or pieces and not "
-        "formed: past the bound of facts or of text one window of one message keeps "
+        description="Distinct facts extracted and not formed, past a window's bound: of a "
+        "message read in slices or pieces, the facts or text one window of one message keeps "
         "(memory/pipeline/pieces.py MAX_DENSE_FACTS, MAX_DENSE_BYTES; facts.max_per_formation "
-        "for the slices of runs before DENSE_MESSAGES)",
+        "for the slices of runs before DENSE_MESSAGES); of a window's second looks at the "
+        "messages its answer passed over, facts.max_per_formation",
     )
 
     def read_in_pieces(self, pieces: int) -> None:
@@ -131,7 +132,7 @@ class FormationSummary(BaseModel):
                     else ""
                 )
                 + (
-                    f"; {self.facts_over_bound} fact(s) dropped past the bound of one message"
+                    f"; {self.facts_over_bound} fact(s) dropped past a window's bound"
                     if self.facts_over_bound
                     else ""
                 )

@@ -191,8 +191,9 @@ async def _extract(
     kept = _kept(deps, window, messages, result.value.facts, cfg.max_per_formation)
     dropped = len(result.value.facts) - len(kept)
     calls = [llm_call(request, result.usage)]
+    over_bound = 0
     if sliced is None and not deps.llm.deterministic:
-        kept, looks, unkept = await _read_again(
+        kept, looks, unkept, over_bound = await _read_again(
             deps, window, messages, retry, kept, result.value.facts, started, step_seconds
         )
         calls += looks
@@ -202,6 +203,7 @@ async def _extract(
         llm=calls,
         dropped=dropped,
         max_facts=cfg.max_per_formation if sliced is not None else None,
+        over_bound=over_bound,
     )
 
 
@@ -214,9 +216,10 @@ async def _read_again(
     answer: list[ExtractedFact],
     started: float,
     step_seconds: float | None = None,
-) -> tuple[list[NewFact], list[LlmCall], int]:
+) -> tuple[list[NewFact], list[LlmCall], int, int]:
     """(``kept`` with what the messages the window's ``answer`` passed over say, each read
-    alone (memory/pipeline/rereads.py); the calls made; how many of their facts were not kept).
+    alone (memory/pipeline/rereads.py); the calls made; how many of their facts were not kept;
+    how many of those were new texts left out past the window's bound, a loss the run counts).
 
     A second look whose answer is unusable or refused finds nothing, and a provider failing on
     one ends them: the window's own answer stands, never failed by it. Nor by the step's
@@ -253,9 +256,12 @@ async def _read_again(
         found = _kept(deps, window, messages, result.value.facts, None, shown=[message])
         again.append((message, found))
     if not again:
-        return kept, calls, answered
+        return kept, calls, answered, 0
     out = rereads.merged(kept, again, messages, cfg.max_per_formation)
-    return out, calls, answered - (len(out) - len(kept))
+    distinct = {content_hash(f.content) for f in kept} | {
+        content_hash(f.content) for _, found in again for f in found
+    }
+    return out, calls, answered - (len(out) - len(kept)), len(distinct) - len(out)
 
 
 def _kept(

@@ -107,6 +107,11 @@ class ExtractedFactsResult(_T):
         description="The most facts one formation keeps (facts.max_per_formation), set for a "
         "slice: the slices' facts together are kept to it (memory/pipeline/slices.py)",
     )
+    over_bound: int = Field(
+        0,
+        description="Distinct facts the second looks found past the window's bound "
+        "(facts.max_per_formation) and left out: said and not formed, counted by the run",
+    )
 
 
 class SimilarFact(_T):

@@ -12,8 +12,9 @@ from memory.deps import Deps
 from memory.errors import MalformedOutputError
 from memory.model_check import CheckReport, form_session
 from memory.models import AgentConfig, Fact, FactFilter, MessageIn, StoredMessage
-from memory.pipeline import rereads
-from memory.pipeline.types import NewFact
+from memory.pipeline import facts as pipeline_facts
+from memory.pipeline import rereads, window
+from memory.pipeline.types import FormationRequest, NewFact
 from memory.prompts.extract_facts import ExtractedFact, ExtractedFacts
 from memory.prompts.extract_reflections import ExtractedReflections
 from memory.settings import FactSettings, Settings
@@ -202,3 +203,36 @@ def test_a_second_looks_facts_stand_where_their_message_was_said() -> None:
     # the cap: facts._kept): room for one, the first second look's.
     capped = rereads.merged(first, again, messages, limit=4)
     assert [f.content for f in capped] == ["A", "D", "B again", "C"]
+
+
+async def test_what_the_second_looks_find_past_the_windows_bound_is_counted(
+    tmp_path: Path,
+) -> None:
+    """Kept to the window's bound (facts.max_per_formation), the second looks' facts past it
+    are said and never formed: the result counts them, for the run's summary and metric
+    (workflows/form_steps.py), where they were only mixed into a log line's ``dropped``."""
+    store = SQLiteStore(tmp_path / "m.db")
+    await store.setup()
+    settings = Settings(facts=FactSettings(reread_messages=3, max_per_formation=3))
+    deps = Deps(
+        settings=settings,
+        store=store,
+        llm=_scripted(CORRECTION, LISBON),
+        embedder=WordHashEmbedder(),
+    )
+    await store.upsert_agent(AgentConfig(agent_id="eve", name="Eve"))
+    await store.record_messages(
+        "s1", "eve", _messages(), weights={"user": 1.0}, chars_per_token=4.0, now=AT
+    )
+    req = FormationRequest(session_id="s1", agent_id="eve", force=True)
+    try:
+        w = await window.load_window(store, settings, req)
+        assert w is not None
+        result = await pipeline_facts.extract_facts(deps, w)
+    finally:
+        await store.close()
+    # The window's two facts and the correction's; Lisbon's is past the bound of 3.
+    kept = {f.content for f in result.facts}
+    assert "The total budget is $65,000." in kept and len(kept) == 3
+    assert "Alice is going to Lisbon." not in kept
+    assert result.over_bound == 1

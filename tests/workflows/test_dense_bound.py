@@ -41,7 +41,7 @@ async def test_facts_past_the_bound_are_counted_in_the_summary_and_the_memo(
     assert len(await h.all_facts()) == pieces.MAX_DENSE_FACTS
     lost = STATED - pieces.MAX_DENSE_FACTS
     # The line `mnemos form` prints from the result a client reads back, and its field.
-    line = f"{lost} fact(s) dropped past the bound of one message"
+    line = f"{lost} fact(s) dropped past a window's bound"
     assert line in str(summary.memo()["summary"])
     assert summary.facts_over_bound == lost
     # The memo, which the Temporal UI shows of the run.
