@@ -32,6 +32,11 @@ from memory.store.base import MemoryStore
 from memory.store.counts import ForgetCounts
 
 MAX_PAGE = 500
+# The longest text a person may give a fact, a reflection or a consolidated memory, in characters:
+# words alone do not bound it (one pasted token, URL or base64 blob is one word). Held here, where
+# every door's edit passes (the API, whose schema states it too, the memory page, a backend's own
+# UI), so that none stores more than another.
+MAX_EDIT_CHARS = 20_000
 # Far past any agent's facts, and far below the 64-bit integers every store's OFFSET takes.
 MAX_OFFSET = 1_000_000_000
 
@@ -80,13 +85,19 @@ def _body(content: str) -> str:
 
 
 def _checked(content: str, what: str, limit: int, *, one_line: bool = True) -> str:
-    """A person's text, trimmed: non-empty and within ``limit`` words, else a clear error. A fact or
-    a reflection is one item: its whitespace (newlines too) is normalised to single spaces, so it
-    cannot pose as several items wherever it is shown (a blob keeps its lines)."""
+    """A person's text, trimmed: non-empty, within ``MAX_EDIT_CHARS`` characters and ``limit``
+    words, else a clear error. A fact or a reflection is one item: its whitespace (newlines too)
+    is normalised to single spaces, so it cannot pose as several items wherever it is shown (a
+    blob keeps its lines). The characters counted are those stored, so that the text the API's
+    schema admits (at most as long before trimming) is never refused here."""
     require_storable(content, what)
     text = as_one_line(content) if one_line else content.strip()
     if not text:
         raise InvalidInputError(f"{what} cannot be empty")
+    if len(text) > MAX_EDIT_CHARS:
+        raise InvalidInputError(
+            f"{what} has at most {MAX_EDIT_CHARS:,} characters; this one has {len(text):,}"
+        )
     if words(text) > limit:
         raise InvalidInputError(f"{what} has at most {limit} words; this one has {words(text)}")
     return text

@@ -1,7 +1,7 @@
 """Who may call what: the key in the request against the agent in the path.
 
-A key comes as ``Authorization: Bearer mk_…``, as ``X-API-Key``, or (the memory page) as the
-``mnemos_key`` cookie. No or an unknown key: 401. A key not bound to the path's agent, or a
+A key comes as ``Authorization: Bearer mk_…`` or as ``X-API-Key``, never as the memory page's
+sign-in cookie (token_of). No or an unknown key: 401. A key not bound to the path's agent, or a
 read-only key on a write: 403. A key over its budget for the operation's kind: 429 with
 ``Retry-After`` (serve/rate_limit.py), before the handler runs. Routes declare ``ReadAgent`` or ``WriteAgent`` for their
 ``agent_id`` path parameter, so the check cannot be forgotten on one route and not the others;
@@ -23,17 +23,25 @@ from serve.keys import ApiKey
 from serve.rate_limit import kind_of
 from serve.services import Services, services
 
-COOKIE = "mnemos_key"
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$"
 AgentPath = Annotated[str, Path(pattern=ID_PATTERN, description="The agent's id")]
 SessionPath = Annotated[str, Path(pattern=ID_PATTERN, description="The session's id")]
 
 
 def token_of(request: Request) -> str | None:
+    """The key a request sends in its headers: the API's and MCP's only ways.
+
+    Not the memory page's cookie: a browser attaches a cookie to every request to the host,
+    including a form another page auto-submits, and ``SameSite=Strict`` still lets a page on
+    another port of the same host do so (the same site). Only the page's own routes check that
+    a write comes from the page's origin (serve/page_guard.py), so here the cookie would let such
+    a page form or end sessions, or spend the erasure budget on an export, with the signed-in
+    user's key. A header, by contrast, carries only a key its sender already holds: no page can
+    make a browser add the user's key to a header."""
     header = request.headers.get("authorization", "")
     if header.lower().startswith("bearer "):
         return header[7:].strip() or None
-    return request.headers.get("x-api-key") or request.cookies.get(COOKIE) or None
+    return request.headers.get("x-api-key") or None
 
 
 # Declared so that the OpenAPI document names both ways to send a key; token_of reads them.

@@ -1,6 +1,7 @@
 """The memory page: server-rendered HTML and plain forms over the same services as the API.
 
-Sign-in stores the API key in an HttpOnly, SameSite=Strict cookie; every page checks the key
+Sign-in stores the API key in an HttpOnly, SameSite=Strict cookie, which only these routes read
+(the API and MCP take a key in a header only: serve.auth.token_of); every page checks the key
 against the agent in its path, as the API does, and draws on the key's read or write budget, the
 same as the API's (serve/rate_limit.py). SameSite stops other sites only: a page on another port
 of the same host is the same site, and its forms would carry the cookie. So every write (and the
@@ -8,7 +9,8 @@ sign-in and sign-out) must also come from this origin (``_same_origin``), or is 
 its form is read. Writes answer with a redirect (post/redirect/get) carrying a notice code, shown
 as one of the page's own sentences; a write refused by the memory answers its error page at
 once. No page is cached (signed out, Back shows nothing), and an invalid input (an id, a query,
-an empty box) answers the page's error page, not the API's JSON problem.
+an empty box, a form too large to read) answers the page's error page, not the API's JSON
+problem.
 """
 
 from __future__ import annotations
@@ -24,17 +26,20 @@ from fastapi.responses import RedirectResponse, Response
 from fastapi.routing import APIRoute
 from fastapi.templating import Jinja2Templates
 from pydantic import BeforeValidator, StringConstraints
+from starlette.exceptions import HTTPException
 
 from memory.errors import InvalidInputError, MnemosError
 from memory.models import Fact, FactFilter, ScopeKey
 from memory.settings import Scope
-from serve.auth import COOKIE, ID_PATTERN, AgentPath, Svc, foreign_session, token_of
+from serve.auth import ID_PATTERN, AgentPath, Svc, foreign_session, token_of
 from serve.errors import status_of
 from serve.keys import ApiKey
+from serve.limits import MAX_BODY_BYTES
 from serve.page_guard import invalid_input, same_origin
 from serve.page_sources import fact_view
 from serve.page_view import agent_view
 
+COOKIE = "mnemos_key"
 templates = Jinja2Templates(directory=Path(__file__).resolve().parent / "templates")
 
 
@@ -93,6 +98,13 @@ _HEADERS = {
 }
 
 
+# The form reader's refusals (HTTPExceptions), in the page's words as its every error is.
+_UNREAD = {
+    400: "Not sent: the form could not be read (a box holds at most 1 MiB of text).",
+    413: f"Not sent: the form is larger than the server takes ({MAX_BODY_BYTES // 2**20} MiB).",
+}
+
+
 class _PageRoute(APIRoute):
     """Every page route: writes from another origin refused before their form is read, invalid
     input answered as a page, and the page's headers on every answer (redirects too)."""
@@ -114,6 +126,14 @@ class _PageRoute(APIRoute):
                     response = _page(request, "error.html", {"message": invalid_input(e)}, 422)
                 except Denied as e:
                     response = e.response
+                except HTTPException as e:
+                    # Raised while the form is read (a box over the parser's 1 MiB, a body past
+                    # serve/limits.py's bound as it streams): still the page's own error page.
+                    # Any other is no reading of a form, and says so itself.
+                    if e.status_code not in _UNREAD:
+                        raise
+                    message = _UNREAD[e.status_code]
+                    response = _page(request, "error.html", {"message": message}, e.status_code)
             response.headers.update(_HEADERS)
             return response
 
@@ -139,7 +159,8 @@ def _refused(request: Request, key: ApiKey, e: MnemosError, what: str, back: str
 
 
 async def _key(request: Request, svc: Svc, agent_id: str | None, *, write: bool) -> ApiKey:
-    token = token_of(request)
+    # The sign-in cookie, or a key in a header as the API takes it (a script reading the page).
+    token = token_of(request) or request.cookies.get(COOKIE) or None
     key = await svc.keys.verify(token) if token else None
     if key is None:
         raise Denied(RedirectResponse("/ui/login", status_code=303))

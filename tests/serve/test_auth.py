@@ -6,10 +6,11 @@ from __future__ import annotations
 import asyncio
 import re
 
+import httpx
 import pytest
 
 from memory.models import FactFilter, ScopeKey
-from tests.harness import T0
+from tests.harness import T0, conversation, facts
 from tests.serve.conftest import Served, form_alice
 
 SAMPLE = {
@@ -109,22 +110,24 @@ async def test_search_naming_another_agents_session_answers_as_the_context_route
     served: Served,
 ) -> None:
     """The search body's session_id is checked as the session routes check the path's: eve's
-    session is 404 for bob's key, as an unknown session is, and as the context route answers
-    (a 200 with no hits would tell that the session exists)."""
+    session is 404 for bob's key, in the words an unknown session gets from the context route.
+    A session nobody holds yet is a first turn's, searched as POST …/start reads it (so, as at
+    /start and when recording, whether an id is taken can be learnt: session ids are one
+    namespace)."""
     await form_alice(served.h)
     async with served.client(served.bob) as c:
-        answers = []
-        for session_id in ("s1", "nobody-uses-this"):
-            context = await c.get(f"/v1/agents/bob/sessions/{session_id}/context")
-            body = {"queries": ["tea"], "session_id": session_id}
-            search = await c.post("/v1/agents/bob/search", json=body)
-            assert (search.status_code, context.status_code) == (404, 404), session_id
-            assert search.json()["type"] == context.json()["type"] == "urn:mnemos:problem:not-found"
-            answers.append(
-                [r.json()["detail"].replace(session_id, "ID") for r in (search, context)]
-            )
-        # Word for word: eve's session and a session nobody holds are told apart by nothing.
-        assert answers[0] == answers[1] == [["session 'ID' has no recorded messages"] * 2][0]
+        context = await c.get("/v1/agents/bob/sessions/s1/context")
+        search = await c.post(
+            "/v1/agents/bob/search", json={"queries": ["tea"], "session_id": "s1"}
+        )
+        assert (search.status_code, context.status_code) == (404, 404)
+        assert search.json()["type"] == context.json()["type"] == "urn:mnemos:problem:not-found"
+        assert search.json()["detail"] == context.json()["detail"]
+        assert search.json()["detail"] == "session 's1' has no recorded messages"
+        body = {"queries": ["tea"], "session_id": "nobody-uses-this"}
+        started = await c.post("/v1/agents/bob/sessions/nobody-uses-this/start", json={})
+        search = await c.post("/v1/agents/bob/search", json=body)
+        assert (search.status_code, started.status_code) == (200, 200)
         assert (await c.post("/v1/agents/bob/search", json={"queries": ["tea"]})).status_code == 200
     async with served.client(served.eve) as c:
         body = {"queries": ["green tea"], "session_id": "s1", "user_id": "alice"}
@@ -206,3 +209,44 @@ async def test_a_revoked_key_is_refused_at_once(served: Served) -> None:
         assert (await c.get("/v1/agents/eve")).status_code == 200
         await served.keys.revoke(eve_key.key_id)
         assert (await c.get("/v1/agents/eve")).status_code == 401
+
+
+# What a browser sends with a form auto-submitted by a page on another port of the same host
+# (http://test:3000): the same site, so the SameSite=Strict sign-in cookie goes along.
+CROSS_PORT_FORM = {
+    "Sec-Fetch-Site": "same-site",
+    "Origin": "http://test:3000",
+    "Content-Type": "application/x-www-form-urlencoded",
+}
+
+
+async def test_the_memory_pages_cookie_is_no_key_for_the_api(served: Served) -> None:
+    """A user signed in to the memory page holds its cookie: a page on another port of the same
+    host must not use it to form or end a session, export a user (spending the erasure budget) or
+    call any other route of the API or MCP. The API takes a key in a header only."""
+    h = served.h
+    await h.record("s1", conversation(2))
+    h.llm.script("extract_facts", facts(("Alice swims", "user")))
+    before = await h.store.get_session("s1", "eve")
+    transport = httpx.ASGITransport(app=served.app)
+    cookies = {"mnemos_key": served.eve_erase}
+    async with (
+        h.worker(),
+        httpx.AsyncClient(transport=transport, base_url="http://test", cookies=cookies) as c,
+    ):
+        assert (await c.get("/ui/agents/eve")).status_code == 200  # signed in to the page
+        for path in ("sessions/s1/form?wait=true", "sessions/s1/end"):
+            r = await c.post(f"/v1/agents/eve/{path}", content=b"", headers=CROSS_PORT_FORM)
+            assert r.status_code == 401, (path, r.status_code, r.text[:200])
+        r = await c.get(
+            "/v1/agents/eve/users/alice/export", headers={"Sec-Fetch-Site": "same-site"}
+        )
+        assert r.status_code == 401, (r.status_code, r.text[:200])
+        for method, path in agent_routes(served):
+            r = await c.request(method, path, json={})
+            assert r.status_code == 401, (method, path, r.status_code)
+        r = await c.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+        assert r.status_code == 401, r.status_code
+    assert await h.store.get_session("s1", "eve") == before  # neither formed nor ended
+    assert await h.all_facts() == []
+    assert len(await h.store.load_messages("s1", 0, 10)) == 2  # alice not erased either
