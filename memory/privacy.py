@@ -77,22 +77,42 @@ _PHRASES: dict[str, tuple[str, ...]] = {
         r"(?:is|are|was|were|been|started|stopped) dating",
     ),
     "finances": (
-        _WHOSE + r"(?:salary|income|savings|debts?|loans?|mortgage|paycheck|bank account)",
+        _WHOSE + r"(?:salary|income|wages|savings|debts?|loans?|mortgage|rent|paycheck|pension"
+        r"|net worth|tax return|bank (?:account|details)|(?:credit|debit|bank) card|credit limit"
+        r"|(?:account|card|routing) number|sort code|PIN)",
+        # Said without whose it is, a pay figure is the speaker's ("Salary is 90000 dollars");
+        # "salary bands", "the salary for the role" stay a business's.
+        r"(?:annual |yearly |monthly |gross |net )?salary (?:is|was|of)",
         r"owes",
         r"in debt",
+        r"(?:student|medical|gambling|credit card) debts?",
         r"bankrupt(?:cy)?",
         r"credit score",
         r"credit card number",
         r"iban",
-        _WHOSE + r"account number",
+        # A card's number, a PIN: what pays for somebody, whoever says it. "PIN" in capitals
+        # only: a pin is also what holds a note to a board.
+        r"(?:\d{4}[ -]?){3}\d{4}",
+        r"\d{4}[ -]?\d{6}[ -]?\d{5}",
+        r"(?-i:PIN)",
+        r"pin (?:code|number)",
+        r"cvv|cvc",
         _WHO + r"earns",
     ),
     "contact data": (
         r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+",
-        _WHOSE + r"(?:phone|mobile|cell)(?: number)?",
+        # Whose address or number it is: "Dana's address", "her number"; not "the support
+        # number" nor "The office is at 12 Elm Street", a business's own, said as such. A
+        # number is a phone's only right after whose it is: "my favourite number is 7" is not.
+        _WHOSE + r"(?:phone|mobile|cell|landline|whatsapp|address|postcode|zip code)",
+        r"(?:his|her|their|my|our|your|\w+'s?)\s+number",
+        _WHOSE + r"(?:home|house) (?:is )?(?:at|on|in)",
         r"home address",
         r"lives at",
-        _WHO + r"(?:lives|resides) in",
+        _WHO + r"(?:lives|resides) (?:in|on)",
+        # A number to reach a person by ("Call Dana on 555-0101"), not a desk or a line.
+        r"(?:call|text|reach|ring|phone|whatsapp) (?:him|her|them|(?-i:[A-Z][a-z]+)) (?:at|on)"
+        r" \+?\d[\d ().-]*\d",
         # A household's, said as "we" (the offline provider reads only "I" and "my" as personal).
         r"(?:call|text|reach|ring) (?:us|me) (?:at|on)",
         _WHOSE + r"(?:flat|apartment|condo)",
@@ -104,8 +124,27 @@ _PHRASES: dict[str, tuple[str, ...]] = {
         r"social security",
         r"ssn",
         r"date of birth",
-        r"born on",
-        _WHOSE + r"religion",
+        r"place of birth",
+        r"born (?:on|in|at)",
+        _WHOSE + r"(?:birthday|birth ?date|birthplace|religion|citizenship|nationality)",
+        # Documents a person is identified by.
+        r"driver'?s licen[cs]e",
+        r"(?:national|personal|government)[ -]id",
+        r"id card",
+        r"national insurance number",
+        r"tax(?:payer)? (?:id|identification number)",
+        # Immigration status: a person's, said of them ("Ben is undocumented"); an API is
+        # undocumented too, so that word only of a person.
+        _WHO + r"(?:(?:is|are|was|were|been|remains?|stays?)\s+)?(?:an?\s+)?(?:undocumented"
+        r"|illegal immigrants?|asylum seekers?|refugees?)",
+        r"undocumented (?:immigrants?|migrants?|workers?)",
+        r"illegal(?:ly)? (?:immigrants?|aliens?|in the country)",
+        r"(?:applied|applying|applies|granted|seeking|sought|claimed|claiming|got|received)"
+        r" (?:for )?asylum",
+        r"green card",
+        r"(?:work|residence|residency) permit",
+        r"deport(?:ed|ation)",
+        r"overst(?:ay|ays|ayed|aying) (?:a |an |his |her |their |my |our )?visa",
         r"sexual orientation",
         r"immigration status",
         r"visa status",

@@ -33,7 +33,11 @@ from memory.prompts.consolidate import (
     version_line,
 )
 from memory.prompts.extract_facts import ExtractedFact, ExtractedFacts
-from memory.prompts.extract_reflections import ExtractedReflection, ExtractedReflections
+from memory.prompts.extract_reflections import (
+    MAX_REFLECTIONS,
+    ExtractedReflection,
+    ExtractedReflections,
+)
 from memory.query_words import STOP_WORDS
 from memory.speakers import by_person
 from memory.store.rules.text import tokenize
@@ -264,6 +268,28 @@ def _without_self_introduction(sentence: str, speaker: str) -> str:
     ).strip()
 
 
+# A question the agent asks its user about themselves: "Where do you work?", "What's your salary?".
+_ASKS_ABOUT_YOU = re.compile(r"(?i)\b(?:you|your|yours|yourself)\b")
+
+
+def _answers(messages: list[PromptMessage]) -> set[int]:
+    """The numbers of the messages people said in answer to the agent's question about them:
+    every message by a person after an agent message whose question says "you" or "your", up to
+    the next message of another role. People answer about themselves without "I" or "my" ("At
+    Initech, as a night nurse since 2019.", "Born in 1985 in Lyon."), which these rules would
+    otherwise read as a statement about the work, for every user of the agent."""
+    answering, found = False, set()
+    for n, m in enumerate(messages, 1):
+        if by_person(m):
+            if answering:
+                found.add(n)
+            continue
+        answering = m.role == "agent" and any(
+            s.endswith("?") and _ASKS_ABOUT_YOU.search(s) for s in _sentences(m.content)
+        )
+    return found
+
+
 def _readable(sentence: str) -> bool:
     """Whether the sentence is English, the only language these rules read."""
     words = [w for w in tokenize(sentence) if not w.isdigit()]
@@ -272,10 +298,12 @@ def _readable(sentence: str) -> bool:
 
 
 def extract_facts(p: ExtractFactsInput) -> ExtractedFacts:
-    """Specific sentences of user messages. A first-person sentence is about its speaker (user
-    scope, attributed to the speaker's id); one about the world or the work is for every
-    conversation (agent scope). Which of them are kept is the pipeline's (memory.scopes)."""
+    """Specific sentences of user messages. A first-person sentence, or an answer to the agent's
+    question about its speaker, is about its speaker (user scope, attributed to the speaker's
+    id); one about the world or the work is for every conversation (agent scope). Which of them
+    are kept is the pipeline's (memory.scopes: a private detail is never the agent's)."""
     facts: dict[str, ExtractedFact] = {}
+    answers = _answers(p.messages)
     for speaker, speaker_id, content, n in _user_messages(p.messages):
         for raw in _sentences(content):
             sentence = as_corrected(_without_self_introduction(raw, speaker))
@@ -288,9 +316,10 @@ def extract_facts(p: ExtractFactsInput) -> ExtractedFacts:
                 continue
             # Only a specific statement about the world or the work is the agent's; anything
             # else a user tells is theirs (the safe side: user memory reaches nobody else),
-            # and so is a sentence in a language whose "I" and "my" these rules cannot see.
+            # and so is a sentence in a language whose "I" and "my" these rules cannot see, and
+            # an answer to the agent's question about its speaker.
             first_person = bool(_FIRST_PERSON.search(sentence))
-            personal = first_person or not specific or not _readable(sentence)
+            personal = first_person or not specific or not _readable(sentence) or n in answers
             text = third_person(sentence, speaker)
             if personal and not first_person and speaker not in text:
                 text = f"{speaker} said: {text}"  # a fact names who it is about
@@ -334,7 +363,22 @@ def extract_reflections(p: ExtractReflectionsInput) -> ExtractedReflections:
     if messages:
         speaker, _, content, n = messages[0]
         add("session", f"{speaker} asked: {' '.join(content.split())}", n)
-    return ExtractedReflections.model_validate({f"{k}_reflections": v for k, v in found.items()})
+    return ExtractedReflections.model_validate(
+        {f"{k}_reflections": _within_bound(v) for k, v in found.items()}
+    )
+
+
+def _within_bound(items: list[ExtractedReflection]) -> list[ExtractedReflection]:
+    """A scope's reflections within the schema's bound where no split of the window can carry
+    more: all from one message ("Please always … Please never …", nine standing instructions
+    pasted at once). Over the bound, the answer is refused, and being deterministic, asked again
+    it fails the same way: the message was passed over, all its reflections lost. The first ones
+    are kept: the order the user gave them in, the most specific signal these rules have.
+    Reflections from several messages are returned whole: over the bound, the refusal splits the
+    window (a deterministic answer that reaches its bound is read as complete, so capping there
+    would lose the rest unseen) and each message is read alone, capped here if it must be."""
+    sources = {n for item in items for n in item.sources or ()}
+    return items[:MAX_REFLECTIONS] if len(sources) <= 1 else items
 
 
 def consolidate(p: ConsolidateInput) -> ConsolidatedSections:

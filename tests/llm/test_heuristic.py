@@ -428,3 +428,57 @@ async def test_a_name_with_a_backslash_is_written_as_it_is() -> None:
         assert await facts(msgs, ["user", "agent"]) == [
             (f"{name}'s locker code is 4471 and {name} is at the Riverside gym.", "user")
         ]
+
+
+async def test_an_answer_to_the_agents_question_about_its_speaker_is_theirs() -> None:
+    """People answer a question about themselves without "I" or "my": "At Initech, as a night
+    nurse since 2019." has a number and a name and no first person, the rules' reading of a
+    statement about the work, and was every user's agent memory."""
+    msgs = [
+        msg(1, "The office is at 12 Elm Street since May 2024."),
+        msg(2, "Where do you work, and since when?", role="agent", name="Eve"),
+        msg(3, "At Initech, as a night nurse since 2019."),
+        msg(4, "Grew up in Marseille, moved here in 2015."),
+        msg(5, "Thanks. When is the launch of the project?", role="agent", name="Eve"),
+        msg(6, "March 3, in the Lisbon office."),
+    ]
+    assert await facts(msgs, ["user", "agent"]) == [
+        ("The office is at 12 Elm Street since May 2024.", "agent"),
+        ("Alice said: At Initech, as a night nurse since 2019.", "user"),
+        ("Alice said: Grew up in Marseille, moved here in 2015.", "user"),
+        # The agent asked about the work, not about her: every user's, as before.
+        ("March 3, in the Lisbon office.", "agent"),
+    ]
+
+
+NINE_DIRECTIVES = [
+    "Please always answer in French.",
+    "Please never use emoji.",
+    "Please always cite sources.",
+    "Please always keep answers short.",
+    "Please never schedule calls before 10am.",
+    "Please always use metric units.",
+    "Please never mention my ex.",
+    "Please always sign off with my initials.",
+    "Please always use the 24 hour clock.",
+]
+
+
+async def test_nine_directives_in_one_message_are_answered_within_the_schema() -> None:
+    """Nine standing instructions pasted at once were nine user reflections, over the schema's
+    eight: the answer was refused, the same again on every retry, and the message passed over for
+    reflections, none of them kept. A split cannot help one message: its first eight are kept."""
+    one = [msg(1, " ".join(NINE_DIRECTIVES))]
+    out = await reflect(reflection_input(["user", "session"], one))
+    assert [r.content for r in out.user_reflections] == [
+        "Alice said: Please always answer in French.",
+        "Alice said: Please never use emoji.",
+        "Alice said: Please always cite sources.",
+        "Alice said: Please always keep answers short.",
+        "Alice said: Please never schedule calls before 10am.",
+        "Alice said: Please always use metric units.",
+        "Please never mention Alice's ex.",
+        "Please always sign off with Alice's initials.",
+    ]
+    assert [r.speaker for r in out.user_reflections] == ["alice"] * 8
+    assert len(out.session_reflections) == 1
