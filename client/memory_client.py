@@ -15,8 +15,14 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pydantic import TypeAdapter
-from temporalio.client import Client, WorkflowHandle
-from temporalio.service import RPCError
+from temporalio.client import (
+    Client,
+    WorkflowExecutionStatus,
+    WorkflowFailureError,
+    WorkflowHandle,
+)
+from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError, RPCStatusCode
 
 from client import tools
 from client.management import MemoryManager, MemoryStats, ScopeConsolidationStatus
@@ -26,11 +32,11 @@ from memory import tracing
 from memory.context_cache import ContextCache
 from memory.embedding import make_embedder
 from memory.embedding.base import Embedder
-from memory.errors import InvalidInputError, NotFoundError
+from memory.errors import InvalidInputError, NotFoundError, ProviderError
 from memory.input_rules import misdated
 from memory.logging import get_logger
 from memory.lookup import require_agent, require_session
-from memory.models import AgentConfig, Id, MessageIn, RecordOutcome, SessionInfo
+from memory.models import AgentConfig, Id, MessageIn, RecordOutcome, ScopeKey, SessionInfo
 from memory.rag import search_facts
 from memory.search_results import SearchResult
 from memory.settings import Settings, get_settings
@@ -39,11 +45,42 @@ from memory.triggers import HeldTriggers, formation_due
 from runtime.connection import connect
 from runtime.erasure import delete_user_executions
 from runtime.starts import start_formation, start_session_end
-from workflows.naming import formation_workflow_id
+from workflows.naming import consolidation_workflow_id, formation_workflow_id
 from workflows.summary import FormationSummary
 
 _ID = TypeAdapter(Id)
 _MESSAGES = TypeAdapter(list[MessageIn])
+
+
+def _kinds(cls: type[ProviderError]) -> set[str]:
+    return {cls.type_name()}.union(*(_kinds(sub) for sub in cls.__subclasses__()))
+
+
+# The type names a provider's failure reaches a workflow's failure under (activities/errors.py
+# raises each MnemosError as an ApplicationError of its class's type name).
+_PROVIDER_FAILURES = frozenset(_kinds(ProviderError))
+
+
+def _provider_failure(
+    workflow_id: str, err: WorkflowFailureError, kept: str
+) -> ProviderError | None:
+    """The ProviderError a run failed for, saying which run, what the provider answered (its
+    message names the provider: "openai HTTP 401: …") and what is ``kept`` for the next run;
+    None for a run that failed otherwise."""
+    cause: BaseException | None = err
+    while cause is not None:
+        if isinstance(cause, ApplicationError) and cause.type in _PROVIDER_FAILURES:
+            return ProviderError(
+                f"{workflow_id} failed for its LLM or embedding provider: {cause.message} "
+                f"({kept}: ask again once the provider answers)",
+                retryable=not cause.non_retryable,
+            )
+        cause = cause.__cause__
+    return None
+
+
+_UNFORMED = "the messages stay stored, unformed"
+_UNCONSOLIDATED = "the session's reflections stay buffered"
 
 
 def _check_id(name: str, value: str) -> str:
@@ -221,14 +258,23 @@ class MemoryClient:
     async def form_memories(
         self, agent_id: str, session_id: str, *, force: bool = True, wait: bool = True
     ) -> FormationSummary | None:
-        """Form now, below the thresholds too (force). With wait, returns the run's summary."""
+        """Form now, below the thresholds too (force). With wait, returns the run's summary; a run
+        that failed for its LLM or embedding provider raises ProviderError saying so (another
+        failure raises temporalio's WorkflowFailureError)."""
         with tracing.span(
             "form_memories", **{"mnemos.agent_id": agent_id, "mnemos.session_id": session_id}
         ):
             await self._agent(agent_id)
             await self._session(session_id, agent_id)
             handle = await self._start_formation(agent_id, session_id, force=force)
-            return await handle.result() if wait else None
+            if not wait:
+                return None
+            try:
+                return await handle.result()
+            except WorkflowFailureError as err:
+                if (failed := _provider_failure(handle.id, err, _UNFORMED)) is not None:
+                    raise failed from err
+                raise
 
     async def _start_formation(
         self, agent_id: str, session_id: str, *, force: bool
@@ -248,24 +294,45 @@ class MemoryClient:
     ) -> str:
         """The memory context for the first turn of a session, which need not have messages yet."""
         agent = await self._agent(agent_id)
+        session = await self._turn_session(agent_id, session_id, user_id)
+        return await self._context(agent, session, user_id)
+
+    async def _turn_session(
+        self, agent_id: str, session_id: str, user_id: str | None
+    ) -> SessionInfo:
+        """The session as a turn of this agent sees it, recorded into or not: a backend records a
+        turn after its answer, so the first turn's context and searches come before any message.
+        The agent's own view once it recorded there; before, the view its first turn makes:
+        ``user_id`` (the caller names the turn's user) its one participant, beside every person
+        the session already holds (another agent's users and guests make it a group chat, whose
+        user memory is off, memory/scopes.py). Nothing is written."""
         _check_id("session_id", session_id)
         if user_id is not None:
             _check_id("user_id", user_id)
-        now = self.clock()
         session = await self.store.get_session(session_id, agent_id)
-        if session is None:  # nothing said to this agent here yet; others may be in it
-            whole = await self.store.get_session(session_id)
-            session = SessionInfo(
-                session_id=session_id,
-                agent_ids=(agent_id,),
-                user_ids=(user_id,) if user_id else (),
-                created_at=now,
-                session_user_ids=whole.user_ids if whole else (),
-                has_guests=whole.has_guests if whole else False,
-            )
-        return await self.context_cache.get(
-            self.store, self.settings, agent=agent, session=session, user_id=user_id, now=now
+        if session is not None:
+            return session
+        whole = await self.store.get_session(session_id)
+        return SessionInfo(
+            session_id=session_id,
+            agent_ids=(agent_id,),
+            user_ids=(user_id,) if user_id else (),
+            created_at=self.clock(),
+            session_user_ids=whole.user_ids if whole else (),
+            has_guests=whole.has_guests if whole else False,
         )
+
+    async def _context(self, agent: AgentConfig, session: SessionInfo, user_id: str | None) -> str:
+        xml = await self.context_cache.get(
+            self.store,
+            self.settings,
+            agent=agent,
+            session=session,
+            user_id=user_id,
+            now=self.clock(),
+        )
+        self.metrics.observe_cache(self.context_cache)
+        return xml
 
     async def end_session(self, agent_id: str, session_id: str) -> WorkflowHandle[Any, SessionEnd]:
         """Mark the session ended and start its EndSession workflow (one per agent and session,
@@ -282,30 +349,60 @@ class MemoryClient:
     async def on_session_end(self, agent_id: str, session_id: str) -> SessionEnd:
         """``end_session``, waiting for what it formed and consolidated. A wait that breaks raises
         but loses nothing: the workflow goes on by itself. The session memory is kept for
-        ``sessions.ended_retention_days``, then purged by the cold-sessions job."""
+        ``sessions.ended_retention_days``, then purged by the cold-sessions job. An end whose
+        formation or consolidation failed for its provider raises ProviderError saying which."""
         handle = await self.end_session(agent_id, session_id)
-        return await handle.result()
+        try:
+            return await handle.result()
+        except WorkflowFailureError as err:
+            # EndSession fails with "<id> ended FAILED": the provider's answer is in that run.
+            since = (await handle.describe()).start_time
+            for workflow_id, kept in (
+                (formation_workflow_id(agent_id, session_id), _UNFORMED),
+                (
+                    consolidation_workflow_id(ScopeKey.session(agent_id, session_id)),
+                    _UNCONSOLIDATED,
+                ),
+            ):
+                failed = await self._failed_for_provider(workflow_id, since, kept)
+                if failed is not None:
+                    raise failed from err
+            raise
+
+    async def _failed_for_provider(
+        self, workflow_id: str, since: datetime, kept: str
+    ) -> ProviderError | None:
+        """The ProviderError the latest run of ``workflow_id`` failed for, if it failed for its
+        provider and closed at or after ``since`` (an older failed run is not this end's)."""
+        try:
+            described = await self.temporal.get_workflow_handle(workflow_id).describe()
+        except RPCError as e:
+            if e.status == RPCStatusCode.NOT_FOUND:  # never started
+                return None
+            raise
+        closed = described.close_time
+        if described.status != WorkflowExecutionStatus.FAILED or closed is None or closed < since:
+            return None
+        # That run and no other: a new run of the id (the next trigger) would be waited for.
+        run = self.temporal.get_workflow_handle(workflow_id, run_id=described.run_id)
+        try:
+            await run.result(follow_runs=False)
+        except WorkflowFailureError as err:
+            return _provider_failure(workflow_id, err, kept)
+        return None
 
     # ------------------------------------------------------------ reading memory
 
     async def memory_context(
         self, agent_id: str, session_id: str, user_id: str | None = None
     ) -> str:
-        """The <MemoryContext> XML for this turn ("" when there is no memory yet)."""
+        """The <MemoryContext> XML for this turn ("" when there is no memory yet); NotFoundError
+        for a session with no recorded message (its first turn: ``on_session_start``)."""
         agent = await self._agent(agent_id)
         session = await self._session(session_id, agent_id)
         if user_id is not None:
             _check_id("user_id", user_id)
-        xml = await self.context_cache.get(
-            self.store,
-            self.settings,
-            agent=agent,
-            session=session,
-            user_id=user_id,
-            now=self.clock(),
-        )
-        self.metrics.observe_cache(self.context_cache)
-        return xml
+        return await self._context(agent, session, user_id)
 
     async def search_facts(
         self,
@@ -318,11 +415,14 @@ class MemoryClient:
         debug: bool = False,
         touch: bool = True,
     ) -> SearchResult:
-        """``touch=False``: the hits are not counted as used (the memory page's search box)."""
+        """The facts this turn may see, best first. ``session_id``: the turn's session, recorded
+        into or not (the first turn searches before its messages are recorded): it sees what
+        ``on_session_start`` shows. ``touch=False``: the hits are not counted as used (the memory
+        page's search box)."""
         agent = await self._agent(agent_id)
-        session = await self._session(session_id, agent_id) if session_id else None
         if user_id is not None:
             _check_id("user_id", user_id)
+        session = await self._turn_session(agent_id, session_id, user_id) if session_id else None
         with self.metrics.timed_search():
             return await search_facts(
                 self.store,
@@ -359,7 +459,8 @@ class MemoryClient:
         session_id: str | None,
         user_id: str | None,
     ) -> str:
-        """Execute the model's ``search_facts`` call; the text to return as the tool result."""
+        """Execute the model's ``search_facts`` call; the text to return as the tool result.
+        ``session_id`` may be a session with no recorded message yet (the first turn)."""
         return await tools.handle_tool_call(
             self, arguments, agent_id=agent_id, session_id=session_id, user_id=user_id
         )

@@ -142,8 +142,11 @@ async def handle_tool_call(
     session_id: str | None,
     user_id: str | None,
 ) -> str:
-    """Execute a ``search_facts`` call for this turn. Invalid arguments come back as text the model
-    can act on, not as an exception that would end the agent's turn."""
+    """Execute a ``search_facts`` call for this turn, the first one of a session too (it need not
+    have recorded messages: it searches what its session start shows). Invalid input comes back
+    as text the model can act on, not as an exception that would end the agent's turn; what the
+    model cannot mend raises as from ``search_facts`` (an agent that is not registered, a
+    provider that fails)."""
     try:
         call = parse_call(arguments)
         result = await memory.search_facts(

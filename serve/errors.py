@@ -3,7 +3,7 @@
 ``type`` names the kind of problem (a URN: stable, never fetched), ``title`` is its short summary,
 ``detail`` this occurrence, ``instance`` the request's path, and a 422 lists the field errors. A
 405 carries ``Allow`` with every method of the path. A stack trace never leaves the server: a
-500 answers an ``error_id`` to find it in the logs.
+500 answers an ``error_id`` to find it in the logs. Temporal unreachable is a 503.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
+from temporalio.service import RPCError, RPCStatusCode
 
 from memory.errors import (
     ConflictError,
@@ -39,6 +40,14 @@ _STATUS: list[tuple[type[Exception], int]] = [
     (EmbeddingMismatchError, status.HTTP_409_CONFLICT),
     (ProviderError, status.HTTP_502_BAD_GATEWAY),
 ]
+
+# Temporal cannot be reached for now (down, restarting, overloaded): the same request may
+# succeed later, so 503. Any other RPC error (an unknown namespace, a refused permission) is the
+# deployment's to mend: a 500 with its error_id.
+_TEMPORAL_UNREACHABLE = frozenset(
+    {RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.RESOURCE_EXHAUSTED}
+)
+TEMPORAL_UNREACHABLE = "the workflow service (Temporal) cannot be reached"
 
 _SLUGS = {
     400: "bad-request",
@@ -128,6 +137,21 @@ async def _domain(request: Request, exc: Exception) -> ProblemResponse:
     return problem(request, code, str(exc))
 
 
+def temporal_unreachable(exc: BaseException) -> bool:
+    """Whether ``exc`` is Temporal unreachable for now, which a retry may get past."""
+    return isinstance(exc, RPCError) and exc.status in _TEMPORAL_UNREACHABLE
+
+
+async def _temporal(request: Request, exc: Exception) -> ProblemResponse:
+    if not temporal_unreachable(exc):
+        return await _unexpected(request, exc)
+    assert isinstance(exc, RPCError)
+    # Its message names the transport's failure (addresses, TLS): the logs', not the caller's.
+    log.warning("Temporal unreachable", path=request.url.path, error=exc.message)
+    detail = f"{TEMPORAL_UNREACHABLE}; retry later"
+    return problem(request, status.HTTP_503_SERVICE_UNAVAILABLE, detail)
+
+
 def allowed_methods(request: Request) -> list[str]:
     """Every method the document gives this path (Starlette's own 405 names one route's only)."""
     methods: set[str] = set()
@@ -187,6 +211,7 @@ async def _unexpected(request: Request, exc: Exception) -> ProblemResponse:
 def install(app: FastAPI) -> None:
     for kind, _ in _STATUS:
         app.add_exception_handler(kind, _domain)
+    app.add_exception_handler(RPCError, _temporal)
     app.add_exception_handler(HTTPException, _http)
     app.add_exception_handler(RequestValidationError, _validation)
     app.add_exception_handler(Exception, _unexpected)

@@ -115,7 +115,9 @@ def build_http_server(memory: MemoryClient, limiter: RateLimiter) -> MCPServer:
         user_id: str | None = None,
     ) -> dict[str, Any]:
         """Record new messages of a session (formed into memory when its thresholds are met), or
-        one explicit note (formed at once). Give messages or a note, not both."""
+        one explicit note (formed at once). Give messages or a note, not both. ``user_id``: the
+        user the conversation is with, the speaker of each user message that names none (a
+        message that names its user keeps it) and of the note."""
         key = _key_of(ctx, limiter, agent_id, "write")
         if (messages is None) == (note is None) or messages == []:
             raise ToolError("give either messages (at least one) or a note")
@@ -132,6 +134,15 @@ def build_http_server(memory: MemoryClient, limiter: RateLimiter) -> MCPServer:
                         created_at=datetime.now(UTC),
                         user_id=user_id,
                     )
+                ]
+            elif user_id is not None and messages:
+                # A user message without a user_id is a guest's: beside alice it would make the
+                # session a group chat, turning user memory off there for every agent.
+                messages = [
+                    MessageIn.model_validate({**m.model_dump(), "user_id": user_id})
+                    if m.role == "user" and m.user_id is None
+                    else m
+                    for m in messages
                 ]
             recorded = await memory.record_messages(
                 agent_id, session_id, messages or [], may_join=key.agent_ids
@@ -176,11 +187,12 @@ def build_http_server(memory: MemoryClient, limiter: RateLimiter) -> MCPServer:
     async def context(
         ctx: Context[Any], agent_id: str, session_id: str, user_id: str | None = None
     ) -> str:
-        """The <MemoryContext> XML for a turn of this session ("" when there is no memory)."""
+        """The <MemoryContext> XML for a turn of this session ("" when there is no memory), the
+        first one too: the session need not have recorded messages (as POST …/start)."""
         key = _key_of(ctx, limiter, agent_id, "read")
         await _own_session(memory, key, session_id)
         async with _told():
-            return await memory.memory_context(agent_id, session_id, user_id=user_id)
+            return await memory.on_session_start(agent_id, session_id, user_id)
 
     @server.tool()
     async def forget(

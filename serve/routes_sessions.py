@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Query, Request, Response, status
+from fastapi import APIRouter, HTTPException, Query, Request, Response, status
+from temporalio.service import RPCError
 
 from client.results import SessionEnd
 from serve.auth import ID_PATTERN, CurrentKey, KeySession, ReadAgent, Svc, WriteAgent
+from serve.errors import TEMPORAL_UNREACHABLE, log, temporal_unreachable
 from serve.openapi import problems
 from serve.schemas import (
     ContextResponse,
@@ -21,6 +23,13 @@ from workflows.summary import FormationSummary
 
 router = APIRouter(prefix="/v1/agents/{agent_id}/sessions/{session_id}", tags=["sessions"])
 UserQuery = Annotated[str | None, Query(pattern=ID_PATTERN)]
+_FORMS = problems(
+    502,
+    503,
+    s502="The formation failed for its LLM or embedding provider (a bad key, an unknown model): "
+    "`detail` names the run and what the provider answered; the messages stay stored, unformed",
+    s503="Temporal, which runs the formation, cannot be reached: ask again later",
+)
 
 
 @router.post(
@@ -59,6 +68,7 @@ async def record_messages(
     responses={
         202: {"model": FormStarted, "description": "Started; it runs after this answer"},
         200: {"model": FormationSummary, "description": "wait=true: the run's summary"},
+        **_FORMS,
     },
 )
 async def form_now(
@@ -68,7 +78,9 @@ async def form_now(
     response: Response,
     wait: bool = False,
 ) -> FormStarted | FormationSummary:
-    """Form now, below the thresholds too. ``wait=true`` answers 200 with the run's summary."""
+    """Form now, below the thresholds too. ``wait=true`` answers 200 with the run's summary, or
+    502 when the run failed for its provider (502 needs the wait: without it the run fails after
+    this answer). 503 while Temporal cannot be reached."""
     summary = await svc.memory.form_memories(agent_id, session_id, force=True, wait=wait)
     if summary is not None:
         response.status_code = status.HTTP_200_OK
@@ -87,10 +99,39 @@ async def session_start(
     )
 
 
-@router.post("/end")
+@router.post(
+    "/end",
+    responses=problems(
+        502,
+        503,
+        s502="The end's formation or consolidation failed for its LLM or embedding provider: "
+        "`detail` names the run and what the provider answered. The session stays ended; the "
+        "cold-sessions job finishes it, or POST …/end again once the provider answers",
+        s503="Temporal cannot be reached. The session is marked ended, its end may not have "
+        "started: POST …/end again (it starts the end, or joins the one running)",
+    ),
+)
 async def session_end(agent_id: WriteAgent, session_id: KeySession, svc: Svc) -> SessionEnd:
-    """Form the rest and consolidate the session memory; answers when both are done."""
-    return await svc.memory.on_session_end(agent_id, session_id)
+    """Form the rest and consolidate the session memory; answers when both are done. Asked
+    again, it ends the session again: it starts the end, or joins the one running."""
+    try:
+        return await svc.memory.on_session_end(agent_id, session_id)
+    except RPCError as e:
+        if not temporal_unreachable(e):
+            raise
+        # The store marked the end first (MemoryClient.end_session): nothing is lost, and the
+        # same request, repeated, starts what did not start (or the cold-sessions job does).
+        log.warning(
+            "Temporal unreachable: session marked ended, its end not started",
+            agent_id=agent_id,
+            session_id=session_id,
+            error=e.message,
+        )
+        raise HTTPException(
+            status.HTTP_503_SERVICE_UNAVAILABLE,
+            f"{TEMPORAL_UNREACHABLE}: the session is marked ended, but its end (forming the rest, "
+            "consolidating the session) may not have started: POST …/end again",
+        ) from e
 
 
 @router.get(

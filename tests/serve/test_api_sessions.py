@@ -6,6 +6,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
+from temporalio.service import RPCError, RPCStatusCode
+
+import client.memory_client as memory_client
 from memory.models import MessageIn
 from tests.harness import conversation, facts
 from tests.serve.conftest import Served, form_alice
@@ -145,3 +149,44 @@ async def test_session_start_returns_context_and_end_forms_and_consolidates(
         assert end["consolidation"]
         blob = await c.get("/v1/agents/eve/scopes/session:s1/consolidated")
         assert blob.status_code == 200 and "about tea" in blob.json()["content"]
+
+
+async def test_the_first_turn_searches_before_anything_is_recorded(served: Served) -> None:
+    """A backend records a turn after its answer: the first turn's search names a session with
+    no message yet, and finds what its session start shows."""
+    await form_alice(served.h)
+    tea = "Alice drinks green tea every morning"
+    async with served.client(served.eve) as c:
+        r = await c.post("/v1/agents/eve/sessions/session-42/start", json={"user_id": "alice"})
+        assert r.status_code == 200 and tea in r.json()["context"]
+        body = {"queries": [tea], "user_id": "alice", "session_id": "session-42"}
+        r = await c.post("/v1/agents/eve/search", json=body)
+        assert r.status_code == 200, r.text
+        assert r.json()["hits"][0]["content"] == tea
+        r = await c.post("/v1/agents/eve/search", json={**body, "user_id": "bob"})
+        assert r.status_code == 200 and all(h["scope"] == "agent" for h in r.json()["hits"])
+
+
+async def test_an_end_refused_while_temporal_is_down_is_ended_by_asking_again(
+    served: Served, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The store marks the end before Temporal is asked: the 503 leaves the session ended, its
+    rest unformed, and the same request later starts the end, which forms that rest."""
+    h = served.h
+    await h.record("s1", conversation(2))
+
+    async def unreachable(*_: object, **__: object) -> None:
+        raise RPCError("tcp connect error", RPCStatusCode.UNAVAILABLE, b"")
+
+    monkeypatch.setattr(memory_client, "start_session_end", unreachable)
+    h.llm.script("extract_facts", facts(("Alice swims", "user")))
+    async with served.client(served.eve) as c:
+        r = await c.post("/v1/agents/eve/sessions/s1/end")
+        assert r.status_code == 503 and "POST" in r.json()["detail"]
+        session = await h.store.get_session("s1", "eve")
+        assert session is not None and session.ended_at is not None
+        monkeypatch.undo()  # Temporal is back
+        async with h.worker():
+            r = await c.post("/v1/agents/eve/sessions/s1/end")
+    assert r.status_code == 200, r.text
+    assert r.json()["formation"]["messages_formed"] == 2

@@ -18,7 +18,7 @@ from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult, TextContent
 
-from tests.harness import facts
+from tests.harness import T0, facts
 from tests.serve.conftest import Served, form_alice
 
 
@@ -179,3 +179,45 @@ async def test_plain_json_answers_whatever_the_client_accepts(served: Served, ac
     assert r.status_code == 200, r.text
     assert r.headers["content-type"].startswith("application/json")
     assert r.json()["result"]["serverInfo"]["name"] == "mnemos"
+
+
+async def test_context_and_search_at_the_start_of_a_conversation(served: Served) -> None:
+    """As the server's instructions ask: context first, in a session nothing was recorded in
+    yet; it answers what POST …/start answers, and the turn's search works there too."""
+    await form_alice(served.h)
+    async with served.client(served.eve) as c:
+        r = await c.post("/v1/agents/eve/sessions/brand-new/start", json={"user_id": "alice"})
+    started = r.json()["context"]
+    args = {"agent_id": "eve", "session_id": "brand-new", "user_id": "alice"}
+    async with live(served) as base, mcp_session(base, served.eve) as mcp:
+        context = await mcp.call_tool("context", args)
+        found = await mcp.call_tool(
+            "search", {**args, "query": ["Alice drinks green tea every morning"]}
+        )
+    assert not context.is_error, text(context)
+    assert text(context) == started and "green tea" in started
+    assert not found.is_error and "Alice drinks green tea every morning" in text(found)
+
+
+async def test_remember_gives_user_id_to_the_user_messages_without_one(served: Served) -> None:
+    """user_id is the user the messages come from: without it alice's words were a guest's, the
+    session a group chat, where user memory is off for every agent."""
+    at = T0.isoformat()
+    said = {"message_id": "u1", "role": "user", "content": "I am allergic to peanuts"}
+    answer = {"message_id": "a1", "role": "agent", "content": "Noted.", "created_at": at}
+    call = {"agent_id": "eve", "user_id": "alice", "messages": [{**said, "created_at": at}]}
+    carols = [{**said, "created_at": at, "user_id": "carol"}]
+    async with live(served) as base, mcp_session(base, served.eve) as mcp:
+        data(await mcp.call_tool("remember", {**call, "session_id": "mcp1"}))
+        data(await mcp.call_tool("remember", {**call, "session_id": "mcp1", "messages": [answer]}))
+        # A message that names its speaker keeps it.
+        data(await mcp.call_tool("remember", {**call, "session_id": "mcp2", "messages": carols}))
+        bad = await mcp.call_tool("remember", {**call, "session_id": "mcp3", "user_id": "bad id!"})
+    assert bad.is_error and "user_id" in text(bad)
+    stored = await served.h.store.load_messages("mcp1", 0, 10)
+    assert [(m.message_id, m.user_id) for m in stored] == [("u1", "alice"), ("a1", None)]
+    session = await served.h.store.get_session("mcp1")
+    assert session is not None and session.user_ids == ("alice",) and not session.has_guests
+    [carol] = await served.h.store.load_messages("mcp2", 0, 10)
+    assert carol.user_id == "carol"
+    assert await served.h.store.get_session("mcp3") is None

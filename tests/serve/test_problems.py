@@ -1,12 +1,20 @@
 """Errors outside validation keep the one problem shape: 400 for a body that is no JSON, 405 with
-every method of the path, 413."""
+every method of the path, 413, 502 for a formation its provider failed, 503 while Temporal cannot
+be reached."""
 
 from __future__ import annotations
 
+import httpx
 import pytest
+from temporalio.service import RPCError, RPCStatusCode
 
+import client.memory_client as memory_client
 from serve.limits import MAX_BODY_BYTES
+from tests.fakes import permanent
+from tests.harness import conversation
 from tests.serve.conftest import Served
+
+SESSION_PATH = "/v1/agents/{agent_id}/sessions/{session_id}"
 
 
 async def test_a_method_a_path_does_not_take_is_405_with_every_method_it_takes(
@@ -46,3 +54,57 @@ async def test_a_body_that_is_no_json_is_400_not_a_field_error(served: Served, b
     problem = r.json()
     assert problem["type"] == "urn:mnemos:problem:bad-request"
     assert problem["detail"].startswith("the body is not JSON") and "errors" not in problem
+
+
+def _unraised(served: Served) -> httpx.AsyncClient:
+    """What an HTTP client gets: Starlette re-raises an unhandled error after its 500 answer."""
+    transport = httpx.ASGITransport(app=served.app, raise_app_exceptions=False)
+    headers = {"Authorization": f"Bearer {served.eve}"}
+    return httpx.AsyncClient(transport=transport, base_url="http://test", headers=headers)
+
+
+def _declared(served: Served, route: str) -> set[str]:
+    return set(served.app.openapi()["paths"][f"{SESSION_PATH}/{route}"]["post"]["responses"])
+
+
+@pytest.mark.parametrize("route", ["form?wait=true", "end"])
+async def test_a_formation_its_provider_failed_is_a_502_saying_so(
+    served: Served, route: str
+) -> None:
+    """A revoked key, a model the vendor does not know: the run fails for good, and the caller
+    is told the provider failed, and what it said, not an internal error."""
+    h = served.h
+    await h.record("s1", conversation(2))
+    h.llm.script("extract_facts", *[permanent("the model does not exist")] * 10)
+    async with h.worker(), _unraised(served) as c:
+        r = await c.post(f"/v1/agents/eve/sessions/s1/{route}")
+    assert r.status_code == 502, r.text
+    assert r.headers["content-type"] == "application/problem+json"
+    problem = r.json()
+    assert problem["type"] == "urn:mnemos:problem:provider-error"
+    assert "form:eve:s1" in problem["detail"] and "the model does not exist" in problem["detail"]
+    assert "502" in _declared(served, route.partition("?")[0])
+    state = await h.store.get_session_agent_state("s1", "eve")
+    assert state is not None and state.pending_messages == 2  # stored, to form again
+
+
+async def _unreachable(*_: object, **__: object) -> None:
+    """What the Temporal client raises when its server is down."""
+    raise RPCError("tcp connect error", RPCStatusCode.UNAVAILABLE, b"")
+
+
+@pytest.mark.parametrize("route", ["form", "end"])
+async def test_temporal_unreachable_is_a_503(
+    served: Served, monkeypatch: pytest.MonkeyPatch, route: str
+) -> None:
+    await served.h.record("s1", conversation(2))
+    monkeypatch.setattr(memory_client, "start_formation", _unreachable)
+    monkeypatch.setattr(memory_client, "start_session_end", _unreachable)
+    async with _unraised(served) as c:
+        r = await c.post(f"/v1/agents/eve/sessions/s1/{route}")
+    assert r.status_code == 503, r.text
+    assert r.headers["content-type"] == "application/problem+json"
+    problem = r.json()
+    assert problem["type"] == "urn:mnemos:problem:unavailable"
+    assert "Temporal" in problem["detail"] and "tcp connect" not in problem["detail"]
+    assert "503" in _declared(served, route)

@@ -124,7 +124,9 @@ export interface paths {
         put?: never;
         /**
          * Form Now
-         * @description Form now, below the thresholds too. ``wait=true`` answers 200 with the run's summary.
+         * @description Form now, below the thresholds too. ``wait=true`` answers 200 with the run's summary, or
+         *     502 when the run failed for its provider (502 needs the wait: without it the run fails after
+         *     this answer). 503 while Temporal cannot be reached.
          */
         post: operations["form_now"];
         delete?: never;
@@ -164,7 +166,8 @@ export interface paths {
         put?: never;
         /**
          * Session End
-         * @description Form the rest and consolidate the session memory; answers when both are done.
+         * @description Form the rest and consolidate the session memory; answers when both are done. Asked
+         *     again, it ends the session again: it starts the end, or joins the one running.
          */
         post: operations["session_end"];
         delete?: never;
@@ -927,6 +930,12 @@ export interface components {
              * @default 0
              */
             pieces_read: number;
+            /**
+             * Facts Over Bound
+             * @description Distinct facts extracted and not formed, past a window's bound: of a message read in slices or pieces, the facts or text one window of one message keeps (memory/pipeline/pieces.py MAX_DENSE_FACTS, MAX_DENSE_BYTES; facts.max_per_formation for the slices of runs before DENSE_MESSAGES); of a window's second looks at the messages its answer passed over, facts.max_per_formation
+             * @default 0
+             */
+            facts_over_bound: number;
         };
         /** FormationTrigger */
         FormationTrigger: {
@@ -1927,6 +1936,24 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The formation failed for its LLM or embedding provider (a bad key, an unknown model): `detail` names the run and what the provider answered; the messages stay stored, unformed */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Temporal, which runs the formation, cannot be reached: ask again later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     session_start: {
@@ -2117,6 +2144,24 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description What is left (IETF draft): `"<kind>";r=0;t=<seconds>` */
                     RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The end's formation or consolidation failed for its LLM or embedding provider: `detail` names the run and what the provider answered. The session stays ended; the cold-sessions job finishes it, or POST …/end again once the provider answers */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Temporal cannot be reached. The session is marked ended, its end may not have started: POST …/end again (it starts the end, or joins the one running) */
+            503: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
