@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 from pydantic.config import JsonDict
 
+from client.management import MAX_EDIT_CHARS
 from client.results import FormationTrigger
 from memory.input_rules import NOT_BLANK, StorableStr, WholeInt
 from memory.models import Id, MessageIn, RecordOutcome
@@ -82,7 +83,10 @@ class SearchRequest(_In):
 
 
 class TextEdit(_In):
-    content: StorableStr = Field(min_length=1, max_length=20_000, json_schema_extra=_NOT_BLANK)
+    # The manager's bound (every door's edit passes it), stated in the document too.
+    content: StorableStr = Field(
+        min_length=1, max_length=MAX_EDIT_CHARS, json_schema_extra=_NOT_BLANK
+    )
 
 
 class FactEdit(TextEdit):
