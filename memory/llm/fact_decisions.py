@@ -20,6 +20,10 @@ about the same thing is compared further:
 - DELETE: one says it, the other denies it ("Alice no longer lives in Paris"): the denied value is
   part of the stated one ("no longer takes Lipitor" of "takes 20 mg of Lipitor daily"); a denial
   of another value is another fact ("not allergic to shellfish" beside "allergic to peanuts").
+- ADD: a value of another thing, named in the value: "paid 120 dollars for the concert tickets"
+  and "paid 80 dollars for the museum tickets", "moved the dentist appointment to May 3" and
+  "moved the haircut to May 5" (``_thing``: a value's words other than its numbers and times,
+  or a one-value verb's object).
 - UPDATE: a new value of the same thing: different numbers in the value ("Alice is 30" -> "31";
   "order A-1 ships on 3 May" -> "on 5 May"), or different words for a relation that holds one
   value at a time (an attribute's value: "the wifi password is x" -> "y"; where one lives, works,
@@ -31,16 +35,20 @@ about the same thing is compared further:
   numbers is a new value of it ("Alice has 2 kids" -> "3 kids"; "takes 20 mg of Lipitor" -> "40").
 
 A sentence whose verb the rules cannot find is compared as a bag of words and numbers, as before
-(similar words with other numbers: UPDATE). The rules are a crude stand-in for a model's reading,
-written to fail towards ADD: a duplicate costs a line, an overwrite loses what a user said.
+(similar words with other numbers: UPDATE, unless each says words the other lacks). A lead-in
+that says a fact is said again ("As Alice said, …", "Remember that …") is no part of it. The
+rules are a crude stand-in for a model's reading, written to fail towards ADD: a duplicate costs
+a line, an overwrite loses what a user said.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
+from memory.llm.heuristic_corrections import RESTATING, RESTATING_THAT
 from memory.prompts.decide_facts import DecideFactsInput, FactDecision, FactDecisions
 from memory.prompts.same_fact import SameFact, SameFactInput
 from memory.tense import sentence_tense
@@ -65,13 +73,26 @@ _ADVERBS |= {"currently", "really", "actually", "recently", "again", "anymore", 
 _PREPOSITIONS = {"in", "at", "on", "for", "as", "to", "from", "with", "by", "into", "until"}
 _DETERMINERS = {"a", "an", "the", "my", "our", "your", "his", "her", "its", "their", "this"}
 _DETERMINERS |= {"that", "these", "those", "some", "any", "each", "every"}
-# A discourse opener says nothing of the thing: "Sorry, my locker number is 103."
-_OPENER = re.compile(
-    r"(?i)^\s*(?:(?:sorry|oh|ah|well|actually|also|btw|ok|okay|so|yes|no|correction|update|note"
+# A discourse opener says nothing of the thing: "Sorry, my locker number is 103."; nor does one
+# that says the fact is said again ("As Alice said, …", "Remember that …"): left in, it would read
+# as part of the subject, and a fact restated would be another thing (ADD), stored twice.
+_OPENING_WORDS = (
+    r"sorry|oh|ah|well|actually|also|btw|ok|okay|so|yes|no|correction|update|note"
     r"|anyway|now|and|but|plus|fyi|ps|by the way|to be honest|honestly|sadly|unfortunately"
-    r"|luckily|finally|apparently)[\s,]*)+[,:]\s*"  # no "\w+ly": "Emily, 31, lives in Paris"
+    r"|luckily|finally|apparently"  # no "\w+ly": "Emily, 31, lives in Paris"
+    rf"|{RESTATING}"
+)
+_OPENER = re.compile(
+    rf"(?i)^\s*(?:(?:{_OPENING_WORDS})[\s,]*)*"
+    rf"(?:(?:{_OPENING_WORDS})[\s,]*[,:]|{RESTATING_THAT})\s*"
 )
 _INDEFINITE = {"a", "an", "one", "another", "some"}  # "Alice is a teacher": one class of many
+# Words that say when, not what: another day or time of one thing is a new value of it, as another
+# number is ("has a dentist appointment on Monday at 3pm" -> "on Tuesday at 4pm").
+_WHEN = {"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "today"}
+_WHEN |= {"tonight", "tomorrow", "yesterday", "morning", "afternoon", "evening", "night", "noon"}
+_WHEN |= {"midnight", "am", "pm", "day", "week", "weekend", "month", "year", "daily", "weekly"}
+_WHEN |= {"monthly", "yearly", "next", "last", "this"}
 
 # Verbs whose relation holds one value at a time: a new value replaces the old one.
 _ONE_VALUE = {"live", "work", "move", "ship", "cost", "start", "begin", "end", "finish", "open"}
@@ -143,6 +164,8 @@ class Statement:
     value: frozenset[str]
     value_numbers: frozenset[str]
     one_value: bool  # a new value replaces the old one
+    # The value's words that name what it is a value of, not the value: see ``_thing``.
+    thing: frozenset[str] = frozenset()
 
 
 def _opens_relation(tokens: list[str], i: int) -> bool:
@@ -161,10 +184,13 @@ def _opens_relation(tokens: list[str], i: int) -> bool:
     return _names_a_thing(before) and len(token) > 3 and token.endswith(("s", "ed"))
 
 
+def _without_opener(text: str) -> str:
+    return _OPENER.sub("", text.replace("\u2019", "'"))
+
+
 def split_statement(text: str) -> Statement | None:
     """``<subject> <relation> <value>``, or None when no verb is found after a subject."""
-    text = _OPENER.sub("", text.replace("\u2019", "'"))
-    return _split(_SPLIT_TOKEN.findall(text))
+    return _split(_SPLIT_TOKEN.findall(_without_opener(text)))
 
 
 def _split(tokens: list[str]) -> Statement | None:
@@ -209,13 +235,50 @@ def _split(tokens: list[str]) -> Statement | None:
     rest = [_fold(t) for t in tokens[end:]]
     value = frozenset(_stem(w) for w in rest if not _is_number(w) and w not in _STOPWORDS)
     numbers = frozenset(w for w in rest if _is_number(w))
+    one_value = _one_value(tokens[:start], relation, rest)
     return Statement(
         subject=subject,
         relation=tuple(relation),
         value=value,
         value_numbers=numbers,
-        one_value=_one_value(tokens[:start], relation, rest),
+        one_value=one_value,
+        thing=_thing(relation, rest, one_value=one_value),
     )
+
+
+# Words that name nothing in a value: "for", "the", "not", "still".
+_FUNCTION = _PREPOSITIONS | _DETERMINERS | _STOPWORDS | _ADVERBS | _NEGATIONS
+_FUNCTION |= {"of", "and", "or", "any", "more", "anymore"}
+
+
+def content_words(words: Iterable[str]) -> frozenset[str]:
+    """Words that name something: no numbers, function words, days or times."""
+    named = (_stem(w) for w in words if not _is_number(w) and w not in _FUNCTION | _WHEN)
+    return frozenset(named) - _WHEN  # "mondays" too
+
+
+def _thing(relation: list[str], rest: list[str], *, one_value: bool) -> frozenset[str]:
+    """The words of a value that name what it is a value of, not the value itself.
+
+    A verb that holds one value at a time has a value after its preposition ("lives in Paris",
+    "ships on 3 May") or after "is" ("the wifi password is x"): none of those words names a thing
+    apart from the subject; a transitive one names one by its object, the words before the value's
+    first preposition ("moved [the dentist appointment] to May 3", "moved [the couch] to the
+    garage"). Any other verb gives its value in numbers and times only; every other word says of
+    what ("paid 120 dollars for [the concert tickets]", "scored 92 on [the math exam]")."""
+    if not one_value:
+        return content_words(rest)
+    if relation[0] == "be" or relation[-1] in _PREPOSITIONS:
+        return frozenset()
+    cut = next((i for i, w in enumerate(rest) if w in _PREPOSITIONS), 0)
+    return content_words(rest[:cut])
+
+
+def apart(a: frozenset[str], b: frozenset[str]) -> bool:
+    """Whether each of two sets of words names something the other does not ("concert tickets"
+    / "museum tickets"); one that names more ("the appointment" / "the dentist appointment")
+    may be the same thing, said more fully."""
+    return bool(a - b) and bool(b - a)
 
 
 def _one_value(subject: list[str], relation: list[str], value: list[str]) -> bool:
@@ -249,6 +312,7 @@ def parse_fact(text: str) -> ParsedFact:
     words: set[str] = set()
     numbers: set[str] = set()
     negated = False
+    text = _without_opener(text)  # "As Alice said, …" says nothing of the fact
     for token in _TOKEN.findall(text.casefold()):
         token = token.removesuffix("'s")
         if token in _NEGATIONS or token.endswith("n't"):
@@ -330,6 +394,11 @@ def compare(new: ParsedFact, old: ParsedFact) -> tuple[Event, float]:
         if same_sign and a.relation == b.relation:
             if a.value == b.value and a.value_numbers == b.value_numbers:
                 return "NONE", 1.0
+            if apart(a.thing, b.thing):
+                # The values are of different things: "paid 120 dollars for the concert tickets",
+                # "paid 80 dollars for the museum tickets"; "moved the dentist appointment to May
+                # 3", "moved the haircut to May 5". Both hold, whatever the numbers.
+                return "ADD", 0.0
             if a.one_value and b.one_value:
                 return "UPDATE", full
         many = _many_valued(a, b)
@@ -343,7 +412,11 @@ def compare(new: ParsedFact, old: ParsedFact) -> tuple[Event, float]:
         return "NONE", full
     if not same_sign and core >= 0.6:
         return "DELETE", core
-    if same_sign and new.numbers and old.numbers and new.numbers != old.numbers and full >= 0.5:
+    # Other numbers of the same words are a new value; with words on each side the other lacks
+    # ("got 85 percent on the biology test", "got 70 percent on the chemistry test"), which thing
+    # each number is of cannot be told, and both are kept.
+    renumbered = same_sign and new.numbers and old.numbers and new.numbers != old.numbers
+    if renumbered and full >= 0.5 and not apart(content_words(new.words), content_words(old.words)):
         return "UPDATE", full
     return "ADD", 0.0
 

@@ -12,6 +12,9 @@ decision (memory/pipeline/dedup.py, memory/pipeline/restatements.py).
   already stored, is refused.
 - ``another_owner``: the two facts are two named people's things ("Alice's locker code" /
   "Bob's locker code"); a model's UPDATE or DELETE of one by the other is refused.
+- ``another_thing``: the two facts give numbers to different things ("paid 120 dollars for the
+  concert tickets" / "paid 80 dollars for the museum tickets", "the review meeting is at 3pm" /
+  "the budget meeting is at 4pm"); a model's UPDATE or DELETE of one by the other is refused.
 - ``merge_loses``: a model's merged text lacks a number or name of the new fact, or holds one
   neither fact says; the new fact's own text is stored instead.
 
@@ -31,7 +34,6 @@ from memory.llm.fact_decisions import (
     _DETERMINERS,
     _MANY_VALUES,
     _NEGATIONS,
-    _OPENER,
     _PREPOSITIONS,
     _SPLIT_TOKEN,
     _STOPWORDS,
@@ -40,10 +42,14 @@ from memory.llm.fact_decisions import (
     _is_number,
     _lemma,
     _opens_relation,
+    _without_opener,
+    apart,
+    content_words,
     parse_fact,
     split_statement,
 )
-from memory.tense import sentence_tense
+from memory.tense import Tense
+from memory.tense import sentence_tense as _sentence_tense
 
 # Words that never tell which fact a sentence states: function words, owners every fact may
 # name, and verbs that hold many values ("Alice likes pizza", "Alice likes sushi": both hold).
@@ -53,6 +59,11 @@ _NOT_EVIDENCE |= {"i", "me", "we", "us", "you", "he", "him", "she", "it", "they"
 _NOT_EVIDENCE |= {"who", "which", "what", "when", "where", "there", "here", "more", "most"}
 _NOT_EVIDENCE |= {"user", "agent", "assistant", "new", "old", "previous", "current", "former"}
 _NOT_EVIDENCE |= {"get", "got", "make", "do", "go", "have", "want", "plan", "like"}
+
+
+def sentence_tense(text: str) -> Tense | None:
+    """The fact's tense, its opener aside: "As Alice said, …" says it again, not in the past."""
+    return _sentence_tense(_without_opener(text))
 
 
 def _root(word: str) -> str:
@@ -78,7 +89,7 @@ class _Said:
 
 
 def _said(text: str) -> _Said:
-    text = _OPENER.sub("", text.replace("\u2019", "'"))
+    text = _without_opener(text)
     names: set[str] = set()
     common: set[str] = set()
     numbers: set[str] = set()
@@ -220,7 +231,7 @@ def another_value(new: str, stored: str) -> str | None:
 def _forms(text: str) -> dict[str, frozenset[str]]:
     """The fact's content words by root, each with the forms it is written in."""
     forms: dict[str, set[str]] = {}
-    for raw in _TOKEN.findall(_OPENER.sub("", text.replace("\u2019", "'"))):
+    for raw in _TOKEN.findall(_without_opener(text)):
         folded = _fold(raw).strip("$.,:")
         if folded and not _is_number(folded) and folded not in _NOT_EVIDENCE:
             forms.setdefault(_root(folded), set()).add(folded)
@@ -252,7 +263,7 @@ def another_owner(new: str, stored: str) -> str | None:
 
 def _owners(text: str) -> frozenset[str]:
     """The words of the proper names written with a possessive before the fact's verb."""
-    tokens = _SPLIT_TOKEN.findall(_OPENER.sub("", text.replace("\u2019", "'")))
+    tokens = _SPLIT_TOKEN.findall(_without_opener(text))
     verb = next((i for i in range(1, len(tokens)) if _opens_relation(tokens, i)), 0)
     subject = tokens[:verb]
     names: set[str] = set()
@@ -266,6 +277,53 @@ def _owners(text: str) -> frozenset[str]:
         if name and not name <= _GENERIC_OWNERS:
             names |= name
     return frozenset(names)
+
+
+def another_thing(new: str, stored: str) -> str | None:
+    """Why ``new`` gives its number to another thing than the one ``stored`` gives its own to,
+    when the rules can see it; None when they cannot. A new value of a thing replaces its old
+    value; a value of another thing is another fact, and a model's UPDATE or DELETE of one by
+    the other is refused: "Alice paid 80 dollars for the museum tickets" is no new price of "…
+    120 dollars for the concert tickets", nor "The budget meeting is at 4pm" a new time of "The
+    review meeting is at 3pm".
+
+    Only where both facts hold numbers (a price, a score, a date, a time) and they differ; then
+    each side naming a word the other lacks, where the rules read what the number is of: in the
+    subject (names and generic owners aside: "User's" may be "Alice's"), or, when both say one
+    verb, in what its value is of, as the offline rules read it (fact_decisions ``_thing``).
+    Another day or time of one thing is a new value of it ("on Monday at 3pm" / "on Tuesday at
+    4pm"), and so is another place for a verb that holds one ("lives in Paris since 2019" / "in
+    Berlin since 2023"). Facts that hold no number ("Alice is a teacher" / "Alice is a nurse")
+    are left to the model; so are two the rules cannot split, unless each says a word the other
+    lacks ("got 85 percent on the biology test" / "… 70 percent on the chemistry test")."""
+    first, second = split_statement(new), split_statement(stored)
+    a, b = _said(new), _said(stored)
+    if first is None or second is None:
+        if first is not None or second is not None:
+            return None  # one split, one not: their words are not comparable
+        if not a.numbers or not b.numbers or a.numbers == b.numbers:
+            return None
+        said, known = content_words(a.common), content_words(b.common)
+        if apart(said, known):
+            return _what(said - known, known - said)
+        return None
+    if not first.value_numbers or not second.value_numbers:
+        return None
+    if first.value_numbers == second.value_numbers:
+        return None
+    # Whom a fact is about is no thing of its own here: "User's" may be "Alice's" (another_owner
+    # tells two named people apart); numbers before the verb are numbered_apart's.
+    names = a.names | b.names | _NOT_EVIDENCE | _GENERIC_OWNERS
+    subjects = [content_words(said.subject or ()) - names for said in (a, b)]
+    if apart(subjects[0], subjects[1]):
+        return _what(subjects[0] - subjects[1], subjects[1] - subjects[0])
+    if first.relation == second.relation and apart(first.thing, second.thing):
+        return _what(first.thing - second.thing, second.thing - first.thing)
+    return None
+
+
+def _what(said: frozenset[str], known: frozenset[str]) -> str:
+    return f"its value is of {', '.join(sorted(said))}, the stored fact's of {', '.join(sorted(known))}"
 
 
 def merge_loses(new: str, stored: str, merged: str) -> str | None:

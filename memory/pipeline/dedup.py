@@ -10,7 +10,8 @@ about is rejected and retried; a grammar-enforcing server cannot emit one
 with the new one, or a change that names neither the stored fact's attribute nor its verb
 (memory/llm/fact_overlap.py), is refused: the new fact is ADDed, the other left as it was. So is
 an UPDATE or DELETE of one named person's fact by another's ("Bob's locker code" for "Alice's":
-``another_owner``), and a NONE of a fact that lacks what the new one says (a number, code or name,
+``another_owner``), or a value of one thing by another's ("paid 80 dollars for the museum
+tickets" for "… for the concert tickets": ``another_thing``), and a NONE of a fact that lacks what the new one says (a number, code or name,
 a denial, a tense, another value word: ``another_value``; "Alice's phone number is 555-9999"
 is no repeat of "… 555-1234"). Where the rules can see that two facts say different things, a
 model's word alone neither replaces one with the other nor drops one as the other's duplicate.
@@ -35,6 +36,7 @@ from memory.llm import choose_model
 from memory.llm.base import FIRST, LLMRequest, Retry
 from memory.llm.fact_overlap import (
     another_owner,
+    another_thing,
     another_value,
     keeps_the_thing,
     merge_loses,
@@ -320,7 +322,9 @@ def _refusal(event: str, new: str, stored: str, merged: str | None = None) -> st
         return "nothing in common"
     if event != "NONE" and not keeps_the_thing(new, stored):
         return "names neither its attribute nor its verb"
-    if event != "NONE" and (why := another_owner(new, stored)):
+    if event != "NONE" and (why := another_owner(new, stored) or another_thing(new, stored)):
+        # Another person's fact, or a value of another thing ("paid 80 dollars for the museum
+        # tickets" for "… 120 dollars for the concert tickets"): two facts, neither replaced.
         return why
     if event == "NONE" and (why := another_value(new, stored)):
         # A NONE drops the new fact as already stored: "Alice's phone number is 555-9999" for

@@ -258,6 +258,22 @@ def test_a_change_of_another_persons_fact_is_refused(stored: str, said: str, eve
     assert _decided(said, stored, _answer(event)) == ("ADD", None, said)
 
 
+@pytest.mark.parametrize("event", ["UPDATE", "DELETE"])
+@pytest.mark.parametrize(
+    ("stored", "said"),
+    [
+        (
+            "Alice paid 120 dollars for the concert tickets.",
+            "Alice paid 80 dollars for the museum tickets.",
+        ),
+        ("Alice scored 92 in the math exam.", "Alice scored 75 in the history exam."),
+    ],
+)
+def test_a_change_of_another_things_value_is_refused(stored: str, said: str, event: str) -> None:
+    """A model's UPDATE of one event by another that shares its verb: two facts (H98)."""
+    assert _decided(said, stored, _answer(event)) == ("ADD", None, said)
+
+
 @pytest.mark.parametrize(
     ("stored", "said"),
     [
