@@ -28,6 +28,25 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+# An integer a store keeps (a seq, a count, a version, an epoch): signed 64-bit, what SQLite's
+# INTEGER, PostgreSQL's bigint and BSON's int64 all hold. Python's are unbounded; a bigger one
+# failed in the driver mid-write (after the earlier writes of an import). Only the range, no
+# tighter bound: no store returns a value outside it, so data already stored reads as before.
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+def fits_int64(value: int) -> int:
+    """A pydantic validator: ``value`` unchanged, or ValueError when no store can hold it."""
+    if not INT64_MIN <= value <= INT64_MAX:
+        raise ValueError(f"{value} does not fit a signed 64-bit integer (what a store holds)")
+    return value
+
+
+# A validator rather than Field(ge=, le=): in Annotated, those would replace a field's own
+# bounds (seq's ge=1) instead of adding to them.
+StoredInt = Annotated[int, AfterValidator(fits_int64)]
+
+
 # ---------------------------------------------------------------- agents, sessions, messages
 
 
@@ -71,7 +90,7 @@ class MessageIn(_Model):
 
 class StoredMessage(_Model):
     session_id: Id
-    seq: int = Field(ge=1, description="Position in the session, assigned by the store")
+    seq: StoredInt = Field(ge=1, description="Position in the session, assigned by the store")
     message_id: Id
     role: Role
     content: str
@@ -111,14 +130,14 @@ class SessionAgentState(_Model):
 
     session_id: Id
     agent_id: Id
-    cursor_seq: int = Field(0, ge=0, description="Last message seq formed into memory")
-    last_seq: int = Field(0, ge=0, description="Last message seq recorded")
-    pending_messages: int = Field(0, ge=0)
+    cursor_seq: StoredInt = Field(0, ge=0, description="Last message seq formed into memory")
+    last_seq: StoredInt = Field(0, ge=0, description="Last message seq recorded")
+    pending_messages: StoredInt = Field(0, ge=0)
     pending_weighted_tokens: float = Field(0, ge=0)
     last_message_at: UtcDatetime | None = None
-    formations: int = Field(0, ge=0, description="Formations committed")
+    formations: StoredInt = Field(0, ge=0, description="Formations committed")
     # {user: seq}: theirs up to seq not this agent's to form (store/rules/withheld.py; unsent)
-    withheld: dict[str, int] = Field(default_factory=dict, exclude=True)
+    withheld: dict[str, StoredInt] = Field(default_factory=dict, exclude=True)
 
 
 class RecordOutcome(_Model):
@@ -194,7 +213,7 @@ SourceIds = Annotated[tuple[str, ...], Field(max_length=MAX_SOURCES)]
 class FactRevision(_Model):
     """A replaced version of a fact, with the provenance it had."""
 
-    version: int
+    version: StoredInt
     content: str
     changed_at: UtcDatetime
     reason: str = ""
@@ -229,12 +248,12 @@ class Fact(_Model):
     )
     formed_at: UtcDatetime
     updated_at: UtcDatetime
-    version: int = 1
+    version: StoredInt = 1
     previous_content: str | None = None
     history: tuple[FactRevision, ...] = ()
     invalidated_at: UtcDatetime | None = None
     invalidated_by: str | None = Field(None, description="The fact that replaced it (DELETE)")
-    access_count: int = 0
+    access_count: StoredInt = 0
     last_accessed_at: UtcDatetime | None = None
 
 
@@ -273,7 +292,7 @@ class Reflection(_Model):
     )
     formation_id: str | None = Field(None, description="The formation that wrote it")
     formed_at: UtcDatetime
-    absorbed_into_version: int | None = Field(
+    absorbed_into_version: StoredInt | None = Field(
         None,
         description="Blob version that absorbed it; None = buffered; 0 = set aside (no "
         "consolidation could take it; editing it puts it back in the buffer)",
@@ -283,8 +302,8 @@ class Reflection(_Model):
 class ConsolidatedMemory(_Model):
     scope_key: ScopeKey
     content: str
-    version: int = Field(ge=0)
-    word_limit: int
+    version: StoredInt = Field(ge=0)
+    word_limit: StoredInt
     updated_at: UtcDatetime
     edited_by: Literal["consolidation", "manual"] = "consolidation"
 
@@ -308,7 +327,7 @@ class FactAdd(_Model):
 class FactUpdate(_Model):
     op: Literal["update"] = "update"
     fact_id: str = Field(description="The existing fact")
-    expected_version: int = Field(
+    expected_version: StoredInt = Field(
         description="The version the decision saw; a newer one makes the decision stale"
     )
     content: str
@@ -323,7 +342,7 @@ class FactInvalidate(_Model):
 
     op: Literal["invalidate"] = "invalidate"
     fact_id: str
-    expected_version: int
+    expected_version: StoredInt
     replaced_by: str = Field(description="fact_id of the FactAdd in the same commit")
     reason: str = ""
 
@@ -335,7 +354,7 @@ class FactKeep(_Model):
 
     op: Literal["keep"] = "keep"
     fact_id: str
-    expected_version: int
+    expected_version: StoredInt
 
 
 FactOp = Annotated[FactAdd | FactUpdate | FactInvalidate | FactKeep, Field(discriminator="op")]
@@ -346,7 +365,7 @@ class AddRecheck(_Model):
     since, so that concurrent formations of one new fact converge on one fact."""
 
     candidates_read_at: UtcDatetime
-    seen: dict[str, int] = Field(
+    seen: dict[str, StoredInt] = Field(
         default_factory=dict, description="fact id -> version shown to the decision"
     )
     similarity: float = Field(ge=0, le=1, description="The dedup candidate threshold")
@@ -363,15 +382,15 @@ class FormationCommit(_Model):
     formation_id: str = Field(description="session + agent + message range: the idempotency key")
     session_id: Id
     agent_id: Id
-    expected_cursor: int = Field(
+    expected_cursor: StoredInt = Field(
         ge=0, description="The cursor must still be here (the range start)"
     )
-    new_cursor: int = Field(ge=0, description="The range end (last seq formed)")
+    new_cursor: StoredInt = Field(ge=0, description="The range end (last seq formed)")
     embedding_model: str
     fact_ops: list[FactOp] = []
     reflections: list[Reflection] = []
     committed_at: UtcDatetime
-    user_epochs: dict[str, int] = Field(
+    user_epochs: dict[str, StoredInt] = Field(
         default_factory=dict,
         description="Erasure epoch of each user of the window when it was loaded (forget_user): "
         "a commit for a user erased since writes no memory",

@@ -20,13 +20,14 @@ from memory.lifecycle.records import (
     ReflectionImport,
     SourceRef,
 )
-from memory.models import MessageIn
+from memory.models import MessageIn, fits_int64
 
 # What an import writes is held to what recording accepts (memory.models.MessageIn,
 # memory.input_rules): a message as it is recorded; the text of a fact, a reflection or a blob as a
 # message's content (not blank, no control character but tab, newline and carriage return, at most
 # 100,000 characters); every other string storable (no NUL: PostgreSQL refuses it; no unpaired
-# surrogate); every timestamp from 1970 to a day after the import (misdated).
+# surrogate); every timestamp from 1970 to a day after the import (misdated); every integer one a
+# store holds (memory.models.StoredInt: the import records' own fields are unbounded).
 _CONTENT: TypeAdapter[str] = TypeAdapter(MessageIn.model_fields["content"].rebuild_annotation())
 _RECORDED = set(MessageIn.model_fields)
 _SHOWN = 5  # problems named in the error; the rest are counted
@@ -86,6 +87,11 @@ def record_problems(record: Record, *, now: datetime) -> dict[str, str]:
         elif isinstance(value, datetime) and (why := misdated(value, now)) is not None:
             # misdated words it for a message's created_at; the path names the field here.
             problems[path] = why.removeprefix("created_at ")
+        elif isinstance(value, int):
+            try:
+                fits_int64(value)
+            except ValueError as e:
+                problems[path] = str(e)
     return problems
 
 

@@ -8,7 +8,7 @@ rest with the abstract ``_`` query of the listing."""
 from __future__ import annotations
 
 import abc
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
@@ -29,6 +29,17 @@ class ReembedItem:
     fact_id: str
     content: str
     hash: str
+
+
+def current_side_vectors(
+    vectors: Sequence[tuple[ReembedItem, Vector]], stored: Mapping[str, str]
+) -> list[tuple[ReembedItem, Vector]]:
+    """The side vectors put_reembedded writes: those of facts that still exist with the content
+    their vector was made from (``stored``: the stored content hash of each fact still there,
+    read in the writing transaction). A batch read by reembed_pending is written later: a fact
+    forgotten since would have its erased text's vector back, with no fact behind it for a later
+    forget to find; one edited since, a vector of text it no longer holds (pending again)."""
+    return [(item, v) for item, v in vectors if stored.get(item.fact_id) == item.hash]
 
 
 class ManageContract(abc.ABC):
@@ -54,7 +65,8 @@ class ManageContract(abc.ABC):
     async def put_reembedded(
         self, model: str, vectors: Sequence[tuple[ReembedItem, Vector]]
     ) -> None:
-        """Store side vectors of ``model`` (upsert), each for the content hash of its item."""
+        """Store side vectors of ``model`` (upsert), each for the content hash of its item, in
+        one transaction with the facts' check: only those current_side_vectors keeps."""
 
     @abc.abstractmethod
     async def switch_embedding(self, model: str, dimension: int) -> int:

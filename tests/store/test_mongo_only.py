@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any
 
+import numpy as np
 import pytest
 from pymongo import AsyncMongoClient
 from pymongo.errors import OperationFailure
@@ -370,3 +371,20 @@ async def test_a_guest_recorded_by_the_previous_version_is_marked_at_the_next_st
     for _ in range(2):  # idempotent
         store = await _store(client, database, "off")
         await assert_guests_marked(store)
+
+
+async def test_a_float64_vector_stored_before_reads_as_float32(
+    client: AsyncMongoClient[dict[str, Any]], database: str
+) -> None:
+    """Documents written before vectors were kept as float32 hold the float64 values they were
+    given: they read as the float32 vector the other backends keep, with no migration."""
+    store = await _store(client, database, "off")
+    given = unit(1, 1)
+    await Former(store).start(1)
+    await Former(store).form(add("f1", "Likes green tea", unit(1, 0)))
+    await store._db.facts.update_one({"_id": "f1"}, {"$set": {"embedding": given}})
+
+    data = await store.export_data(agent_id=None, user_id=None, messages=False)
+    assert {f.fact_id: v for f, v in data.facts} == {
+        "f1": [float(x) for x in np.asarray(given, dtype=np.float32)]
+    }

@@ -8,10 +8,11 @@ the cold-session index work on them as on dates.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+import numpy as np
 from bson import ObjectId
 
 from memory.errors import InvalidInputError
@@ -23,6 +24,7 @@ from memory.models import (
     SessionInfo,
     StoredMessage,
 )
+from memory.store.base_lifecycle import Vector
 from memory.store.records import (
     from_record,
     history_of,
@@ -37,6 +39,14 @@ Doc = dict[str, Any]
 
 # Fact documents carry their vector; models and most reads do not need it.
 NO_VECTOR = {"embedding": 0}
+
+
+def vector_doc(vector: Sequence[float] | Vector) -> list[float]:
+    """A vector as stored in a document: its float32 values (memory.store.base.Vector), as
+    SQLite and PostgreSQL keep it, so that one commit reads back, exports and scores the same on
+    every backend. BSON has doubles only: each holds its float32 value exactly. Reads take a
+    vector through it too, so documents written before with float64 values read the same."""
+    return [float(x) for x in np.asarray(vector, dtype=np.float32).reshape(-1)]
 
 
 EMBEDDING_META_ID = "embedding"  # the meta document of the stored (model, dimension)
@@ -101,7 +111,7 @@ def fact_from_doc(doc: Mapping[str, Any]) -> Fact:
 
 
 def fact_and_vector(doc: Mapping[str, Any]) -> tuple[Fact, list[float]]:
-    return fact_from_doc(doc), [float(x) for x in doc["embedding"]]
+    return fact_from_doc(doc), vector_doc(doc["embedding"])
 
 
 def message_from_doc(doc: Mapping[str, Any]) -> StoredMessage:

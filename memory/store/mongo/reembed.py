@@ -12,10 +12,14 @@ from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.asynchronous.database import AsyncDatabase
 
 from memory.store.base import ReembedItem, Vector
-from memory.store.mongo.docs import EMBEDDING_META_ID, Doc
+from memory.store.base_manage import current_side_vectors
+from memory.store.mongo.docs import EMBEDDING_META_ID, Doc, vector_doc
+from memory.store.mongo.txn import run_transaction
+from memory.store.rules.writes import user_key
 
 Session = AsyncClientSession | None
 _ID_ONLY = {"$project": {"_id": 1}}  # a side vector is only looked for, never read here
+_HASH_AND_USER = {"hash": 1, "user_id": 1}
 
 
 async def read_embedding_meta(db: AsyncDatabase[Doc], session: Session) -> tuple[str, int] | None:
@@ -55,17 +59,37 @@ class MongoReembed:
     async def put_reembedded(
         self, model: str, vectors: Sequence[tuple[ReembedItem, Vector]]
     ) -> None:
-        if vectors:
-            await self._db.fact_reembed.bulk_write(
-                [
-                    ReplaceOne(
-                        {"_id": item.fact_id},
-                        {"model": model, "hash": item.hash, "embedding": [float(x) for x in v]},
-                        upsert=True,
-                    )
-                    for item, v in vectors
-                ]
+        async def put(s: AsyncClientSession) -> None:
+            ids = {"_id": {"$in": [item.fact_id for item, _ in vectors]}}
+            facts = await self._db.facts.find(ids, _HASH_AND_USER, session=s).to_list()
+            kept = current_side_vectors(vectors, {doc["_id"]: doc["hash"] for doc in facts})
+            # Snapshot isolation lets a forget delete a fact read above and commit before this
+            # does (it deletes no side vector: none yet). Writing the serialization key of the
+            # kept facts' users, which forget_user writes too (Request.serialized_on), makes the
+            # two conflict: the later one is retried, and sees the other's writes.
+            kept_ids = {item.fact_id for item, _ in kept}
+            users = sorted(
+                {d["user_id"] for d in facts if d["_id"] in kept_ids and d.get("user_id")}
             )
+            for user_id in users:
+                await self._db.txn_keys.update_one(
+                    {"_id": user_key(user_id)}, {"$inc": {"writes": 1}}, upsert=True, session=s
+                )
+            if kept:
+                await self._db.fact_reembed.bulk_write(
+                    [
+                        ReplaceOne(
+                            {"_id": item.fact_id},
+                            {"model": model, "hash": item.hash, "embedding": vector_doc(v)},
+                            upsert=True,
+                        )
+                        for item, v in kept
+                    ],
+                    session=s,
+                )
+
+        if vectors:
+            await run_transaction(self._db, put)
 
 
 async def swap_side_vectors(
@@ -75,7 +99,7 @@ async def swap_side_vectors(
     async for doc in db.fact_reembed.find({"model": model}, session=s):
         await db.facts.update_one(
             {"_id": doc["_id"]},
-            {"$set": {"embedding": doc["embedding"], "embedding_model": model}},
+            {"$set": {"embedding": vector_doc(doc["embedding"]), "embedding_model": model}},
             session=s,
         )
     await db.meta.replace_one(

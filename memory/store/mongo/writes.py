@@ -20,6 +20,7 @@ from memory.store.mongo.docs import (
     reflection_doc,
     state_doc,
     ts,
+    vector_doc,
 )
 from memory.store.mongo.lifecycle_writes import apply_lifecycle, update_session
 from memory.store.mongo.listings import api_key_doc
@@ -40,7 +41,7 @@ async def _apply(db: AsyncDatabase[Doc], s: AsyncClientSession, write: w.Write) 
         case w.PutFact(fact=fact, embedding=embedding, new=new):
             fields = fact_fields(fact)
             if embedding is not None:
-                fields["embedding"] = list(embedding)
+                fields["embedding"] = vector_doc(embedding)
             if new:
                 extra = {"access_count": 0, "last_accessed_at": None, "ins": insertion_order()}
                 await db.facts.insert_one({"_id": fact.fact_id, **fields, **extra}, session=s)

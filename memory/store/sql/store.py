@@ -30,7 +30,7 @@ from memory.models import (
     StoredMessage,
 )
 from memory.store.base import Cold, ReembedItem, Vector
-from memory.store.base_manage import Which
+from memory.store.base_manage import Which, current_side_vectors
 from memory.store.counts import ExportData
 from memory.store.planned import PlannedStore
 from memory.store.rules import Plan, Request, Write
@@ -178,14 +178,21 @@ class SqlStore[D: Db](PlannedStore):
     async def put_reembedded(
         self, model: str, vectors: Sequence[tuple[ReembedItem, Vector]]
     ) -> None:
-        await self._db_write(
-            lambda db: db.execute_many(
+        async def put(db: D) -> None:
+            # The facts' hashes read in the writing transaction: a forget or an edit commits
+            # before it (SQLite: one writer) or conflicts with it (PostgreSQL: SERIALIZABLE).
+            sql = "SELECT fact_id, hash FROM facts WHERE fact_id"
+            rows = await db.fetch_in(sql, [item.fact_id for item, _ in vectors])
+            kept = current_side_vectors(vectors, {row["fact_id"]: row["hash"] for row in rows})
+            await db.execute_many(
                 "INSERT INTO fact_reembed (fact_id, model, hash, embedding) "
                 "VALUES (%s, %s, %s, %s) ON CONFLICT (fact_id) DO UPDATE SET "
                 "model = excluded.model, hash = excluded.hash, embedding = excluded.embedding",
-                [(item.fact_id, model, item.hash, db.vector(v)) for item, v in vectors],
+                [(item.fact_id, model, item.hash, db.vector(v)) for item, v in kept],
             )
-        )
+
+        if vectors:
+            await self._db_write(put)
 
     # ------------------------------------------------------------ reflections and blobs
 
