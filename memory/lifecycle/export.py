@@ -5,7 +5,8 @@
     {"type": "fact", ...Fact, "embedding": [...] | null}     # with history and previous content
     {"type": "reflection", ...Reflection}
     {"type": "consolidated", ...ConsolidatedMemory}
-    {"type": "message", ...StoredMessage, "session_created_at": ...}  # only with --messages
+    {"type": "message", ...StoredMessage, "session_created_at": ..., "withheld_from": [...]}
+                                                             # only with --messages
     {"type": "end", "counts": {"fact": n, ...}}
 
 Records carry the store's own ids, so importing an export into an empty store recreates the same
@@ -17,6 +18,16 @@ an import creating the session gives it that time, so that the ids of the format
 it (memory.ids.formation_id: they name the session's incarnation by it) still name this session
 and the memory page finds a fact's messages. Files written before it have none: the session is
 then created at its first message's time, as before.
+
+A message line's ``withheld_from`` names the agents a forget of its user under them withheld it
+from (memory.store.rules.withheld: kept for the session's other agents, not these agents' to form
+or show): the import withholds it from them again, and they do not count its user among their
+participants unless another message of the user is theirs. Files written before it have none:
+nothing withheld, as before.
+
+A record the import refuses (a user-scope fact without a user, a negative version or count) is a
+bad line like one that does not parse: the reader names it (ExportFormatError), before anything
+is written.
 """
 
 from __future__ import annotations
@@ -27,6 +38,7 @@ from typing import Annotated, Final, Literal, TextIO
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from memory.errors import InvalidInputError
 from memory.lifecycle.records import (
     AgentImport,
     ConsolidatedImport,
@@ -85,6 +97,9 @@ class MessageLine(StoredMessage):
     session_created_at: UtcDatetime | None = Field(
         None, description="When the message's session was created (None: files before it)"
     )
+    withheld_from: tuple[Id, ...] = Field(
+        (), description="The agents a forget withheld it from (none: files before it)"
+    )
 
 
 class EndLine(BaseModel):
@@ -99,7 +114,10 @@ Line = Annotated[HeaderLine | Record | EndLine, Field(discriminator="type")]
 _LINE: TypeAdapter[Line] = TypeAdapter(Line)
 
 
-class ExportFormatError(ValueError):
+class ExportFormatError(InvalidInputError, ValueError):
+    """A line of a file that is no export of this format: bad input, named by its line, and
+    nothing written (the whole file is read before a write)."""
+
     def __init__(self, line_no: int, message: str) -> None:
         super().__init__(f"export line {line_no}: {message}")
         self.line_no = line_no
@@ -143,6 +161,12 @@ def read_export(lines: Iterable[str]) -> Iterator[HeaderLine | Record]:
             ended = parsed
             continue
         if not isinstance(parsed, HeaderLine):
+            try:
+                # Converted here only to be checked: a record the import refuses is named by its
+                # line, as one that does not parse, whoever reads the file (to_import converts).
+                import_record(parsed)
+            except ValidationError as e:
+                raise ExportFormatError(n, str(e)) from e
             counts[parsed.type] += 1
         yield parsed
     if ended is None:
@@ -151,59 +175,48 @@ def read_export(lines: Iterable[str]) -> Iterator[HeaderLine | Record]:
         raise ExportFormatError(n, f"records {dict(counts)} != end line counts {ended.counts}")
 
 
+ImportRecord = AgentImport | FactImport | ReflectionImport | ConsolidatedImport | MessageImport
+
+
+def _ref(collection: str, source_id: str) -> SourceRef:
+    return SourceRef(system="mnemos", collection=collection, source_id=source_id)
+
+
+def import_record(r: Record) -> ImportRecord:
+    """An export's record as its import record, ids unchanged (ValidationError: not importable)."""
+    match r:
+        case AgentLine():
+            config = AgentConfig.model_validate(r.model_dump(exclude={"type"}))
+            return AgentImport(agent_id=r.agent_id, config=config)
+        case FactLine():
+            fields = r.model_dump(exclude={"type", "hash", "embedding_model"})
+            model = r.embedding_model if r.embedding is not None else None
+            return FactImport(**fields, embedding_model=model, source=_ref("facts", r.fact_id))
+        case ReflectionLine():
+            return ReflectionImport(
+                **r.model_dump(exclude={"type"}), source=_ref("reflections", r.reflection_id)
+            )
+        case ConsolidatedLine():
+            return ConsolidatedImport(
+                **r.model_dump(exclude={"type"}), sources=(_ref("consolidated", r.scope_key.key),)
+            )
+        case MessageLine():
+            dumped = r.model_dump(exclude={"type", "session_created_at", "withheld_from"})
+            return MessageImport(
+                message=StoredMessage.model_validate(dumped),
+                session_created_at=r.session_created_at,
+                withheld_from=r.withheld_from,
+                source=_ref("messages", f"{r.session_id}:{r.message_id}"),
+            )
+
+
 def to_import(records: Iterable[HeaderLine | Record]) -> ImportBatch:
-    """An export's records as import records, ids unchanged."""
-    agents: list[AgentImport] = []
-    facts: list[FactImport] = []
-    reflections: list[ReflectionImport] = []
-    blobs: list[ConsolidatedImport] = []
-    messages: list[MessageImport] = []
-
-    def ref(collection: str, source_id: str) -> SourceRef:
-        return SourceRef(system="mnemos", collection=collection, source_id=source_id)
-
-    for r in records:
-        match r:
-            case AgentLine():
-                config = AgentConfig.model_validate(r.model_dump(exclude={"type"}))
-                agents.append(AgentImport(agent_id=r.agent_id, config=config))
-            case FactLine():
-                fields = r.model_dump(exclude={"type", "hash", "embedding_model"})
-                model = r.embedding_model if r.embedding is not None else None
-                facts.append(
-                    FactImport(**fields, embedding_model=model, source=ref("facts", r.fact_id))
-                )
-            case ReflectionLine():
-                reflections.append(
-                    ReflectionImport(
-                        **r.model_dump(exclude={"type"}),
-                        source=ref("reflections", r.reflection_id),
-                    )
-                )
-            case ConsolidatedLine():
-                blobs.append(
-                    ConsolidatedImport(
-                        **r.model_dump(exclude={"type"}),
-                        sources=(ref("consolidated", r.scope_key.key),),
-                    )
-                )
-            case MessageLine():
-                dumped = r.model_dump(exclude={"type", "session_created_at"})
-                message = StoredMessage.model_validate(dumped)
-                key = f"{r.session_id}:{r.message_id}"
-                messages.append(
-                    MessageImport(
-                        message=message,
-                        session_created_at=r.session_created_at,
-                        source=ref("messages", key),
-                    )
-                )
-            case HeaderLine():
-                pass
+    """An export's records as import records, ids unchanged (read_export has checked each)."""
+    converted = [import_record(r) for r in records if not isinstance(r, HeaderLine)]
     return ImportBatch(
-        agents=tuple(agents),
-        facts=tuple(facts),
-        reflections=tuple(reflections),
-        consolidated=tuple(blobs),
-        messages=tuple(messages),
+        agents=tuple(r for r in converted if isinstance(r, AgentImport)),
+        facts=tuple(r for r in converted if isinstance(r, FactImport)),
+        reflections=tuple(r for r in converted if isinstance(r, ReflectionImport)),
+        consolidated=tuple(r for r in converted if isinstance(r, ConsolidatedImport)),
+        messages=tuple(r for r in converted if isinstance(r, MessageImport)),
     )

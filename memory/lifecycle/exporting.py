@@ -18,13 +18,18 @@ from memory.lifecycle.export import (
 )
 from memory.store.base import MemoryStore
 from memory.store.counts import ExportData
+from memory.store.rules.withheld import Withheld, withheld_from
 
 
 def records_of(
-    data: ExportData, sessions_created: Mapping[str, datetime] | None = None
+    data: ExportData,
+    sessions_created: Mapping[str, datetime] | None = None,
+    sessions_withheld: Mapping[str, Mapping[str, Withheld]] | None = None,
 ) -> Iterator[Record]:
-    """``sessions_created``: each message's session's created_at (absent: none written)."""
+    """``sessions_created``: each message's session's created_at (absent: none written);
+    ``sessions_withheld``: each session's agents' withheld maps (absent: nothing withheld)."""
     created = sessions_created or {}
+    withheld = sessions_withheld or {}
     for agent in data.agents:
         yield AgentLine(**agent.model_dump())
     for fact, vector in data.facts:
@@ -34,7 +39,11 @@ def records_of(
     for b in data.consolidated:
         yield ConsolidatedLine(**b.model_dump())
     for m in data.messages:
-        yield MessageLine(**m.model_dump(), session_created_at=created.get(m.session_id))
+        yield MessageLine(
+            **m.model_dump(),
+            session_created_at=created.get(m.session_id),
+            withheld_from=withheld_from(m, withheld.get(m.session_id, {})),
+        )
 
 
 async def sessions_created(store: MemoryStore, data: ExportData) -> dict[str, datetime]:
@@ -47,6 +56,24 @@ async def sessions_created(store: MemoryStore, data: ExportData) -> dict[str, da
         if (session := await store.get_session(session_id)) is not None:
             created[session_id] = session.created_at
     return created
+
+
+async def sessions_withheld(store: MemoryStore, data: ExportData) -> dict[str, dict[str, Withheld]]:
+    """Each session's agents' withheld maps (rules.withheld), those not empty: a message line
+    names the agents its message is withheld from, so that an import withholds it again. Every
+    agent's, with ``--agent`` too: a session imported from one file per agent keeps the others'
+    marks. Read after the export's snapshot, as sessions_created: a bound only grows, so a
+    forget since then withholds more, never less; a session deleted since then (every user
+    forgotten) has none left to read, and the file is older than that forget anyway."""
+    withheld: dict[str, dict[str, Withheld]] = {}
+    for session_id in dict.fromkeys(m.session_id for m in data.messages):
+        if (session := await store.get_session(session_id)) is None:
+            continue
+        for agent_id in session.agent_ids:
+            state = await store.get_session_agent_state(session_id, agent_id)
+            if state is not None and state.withheld:
+                withheld.setdefault(session_id, {})[agent_id] = state.withheld
+    return withheld
 
 
 async def export_store(
@@ -69,4 +96,5 @@ async def export_store(
         messages=messages,
     )
     created = await sessions_created(store, data)
-    return write_export(out, header, records_of(data, created))
+    withheld = await sessions_withheld(store, data)
+    return write_export(out, header, records_of(data, created, withheld))

@@ -167,6 +167,9 @@ class MessageImport(Record):
     # When the session was created where it comes from (a mnemos export; None: unknown, the
     # session is created at its first message's time). Kept only when the import creates it.
     session_created_at: UtcDatetime | None = None
+    # The agents a forget of its user under them withheld it from (a mnemos export;
+    # memory.store.rules.withheld): the import withholds it from them again.
+    withheld_from: tuple[Id, ...] = ()
     source: SourceRef
 
 

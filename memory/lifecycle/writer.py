@@ -17,6 +17,7 @@ import numpy as np
 
 from memory.deps import Deps
 from memory.errors import EmbeddingMismatchError
+from memory.ids import text_hash
 from memory.lifecycle.checks import check_batch
 from memory.lifecycle.records import (
     ConsolidatedImport,
@@ -31,10 +32,11 @@ from memory.lifecycle.records import (
 )
 from memory.models import SET_ASIDE, AgentConfig, Reflection, ScopeKey
 from memory.pipeline import consolidation
-from memory.pipeline.embed_cache import embed_cached
 from memory.pipeline.types import ConsolidationRequest
 from memory.store.base import Vector
 from memory.store.counts import BlobImport, ImportCounts, SessionPeople
+from memory.store.rules.imports import Pair, erased, users_by_agent
+from memory.store.rules.withheld import file_bounds
 
 CHUNK = 500
 
@@ -78,6 +80,34 @@ async def _check_embedder(deps: Deps, batch: ImportBatch) -> None:
         )
 
 
+async def _embedded(deps: Deps, texts: Sequence[str]) -> dict[str, Vector]:
+    """Vectors by text: the store's cached ones, the others embedded and not cached. An import's
+    vector is written only with its fact, by the transaction that judges whether its user was
+    forgotten: a cache entry written before would stay when it refuses the fact (a forget
+    landing meanwhile), the vector of an erased text no fact holds, where no forget finds it."""
+    unique = list(dict.fromkeys(texts))
+    hashes = {t: text_hash(t) for t in unique}
+    cached = await deps.store.get_embeddings(deps.embedder.model, list(hashes.values()))
+    vectors = {t: cached[hashes[t]] for t in unique if hashes[t] in cached}
+    missing = [t for t in unique if t not in vectors]
+    if missing:
+        batch = await deps.embedder.embed(missing)
+        vectors |= {t: batch.vectors[i] for i, t in enumerate(missing)}
+    return vectors
+
+
+async def _not_forgotten(deps: Deps, facts: Sequence[FactImport]) -> list[FactImport]:
+    """The facts whose user the store has not forgotten for their agent: a forgotten user's
+    text is not even sent to the embedder (often another company's API). import_facts judges
+    them all again in its transaction, with the same rule (rules.imports.erased)."""
+    pairs = dict.fromkeys((f.agent_id, f.user_id) for f in facts if f.user_id)
+    epochs: dict[Pair, int] = {}
+    for agent_id, users in users_by_agent(pairs).items():
+        stored = await deps.store.erasure_epochs(agent_id, users)
+        epochs |= {(agent_id, user): epoch for user, epoch in stored.items()}
+    return [f for f in facts if not erased(epochs, f.agent_id, f.user_id)]
+
+
 async def _vectors(deps: Deps, facts: Sequence[FactImport]) -> tuple[list[Vector], int]:
     """The source's vector where it is of the embedder's model and dimension (and finite), else a
     new one: a vector of another size, even under the model's name, would set the dimension of a
@@ -92,7 +122,7 @@ async def _vectors(deps: Deps, facts: Sequence[FactImport]) -> tuple[list[Vector
         for f in facts
     ]
     texts = [f.content for f, ok in zip(facts, reusable, strict=True) if not ok]
-    fresh, _ = await embed_cached(deps.store, deps.embedder, texts) if texts else ({}, 0)
+    fresh = await _embedded(deps, texts) if texts else {}
     vectors = [
         np.asarray(f.embedding, dtype=np.float32) if ok else fresh[f.content]
         for f, ok in zip(facts, reusable, strict=True)
@@ -104,7 +134,8 @@ def session_people(batch: ImportBatch) -> tuple[SessionPeople, ...]:
     """The sessions of the batch's session memory that the batch has messages of, each with the
     agents and users those show: the store judges in the import's transaction whether
     forget_user deleted the session whole (its session memory is then not imported). Session
-    memory without messages in the batch is imported: nothing says who took part."""
+    memory without messages in the batch, which cannot say who took part, is judged by the
+    session tombstones a forget leaves (rules.erasure.session_tombstones) alone."""
     keys = [b.scope_key for b in batch.consolidated] + [r.scope_key for r in batch.reflections]
     agents: dict[str, dict[str, None]] = {}
     for key in keys:
@@ -218,7 +249,9 @@ async def write_batch(
     for m_chunk in _by_session(batch.messages):
         messages = [m.message for m in m_chunk]
         created = sessions_created(m_chunk)
-        report.add("messages", await store.import_messages(messages, sessions_created=created))
+        marks = file_bounds((m.message, m.withheld_from) for m in m_chunk)
+        counts = await store.import_messages(messages, sessions_created=created, withheld=marks)
+        report.add("messages", counts)
         progress("messages", len(m_chunk))
 
     merge_with_llm = deps.llm.name != "heuristic"
@@ -246,7 +279,9 @@ async def write_batch(
         # A re-run (or a resumed run) does not embed again what an earlier run wrote.
         present = {f.fact_id for f in await store.get_facts([f.fact_id for f in all_facts])}
         report.add("facts", ImportCounts(existing=len(present)))
-        chunk = [f for f in all_facts if f.fact_id not in present]
+        absent = [f for f in all_facts if f.fact_id not in present]
+        chunk = await _not_forgotten(deps, absent)
+        report.add("facts", ImportCounts(forgotten=len(absent) - len(chunk)))
         vectors, embedded = await _vectors(deps, chunk)
         report.embedded += embedded
         facts = [fact_of(f, deps.embedder.model) for f in chunk]

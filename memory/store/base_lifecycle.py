@@ -72,12 +72,14 @@ class LifecycleContract(abc.ABC):
         messages: Sequence[StoredMessage],
         *,
         sessions_created: Mapping[str, datetime] | None = None,
+        withheld: Mapping[str, Mapping[str, Mapping[str, int]]] | None = None,
     ) -> ImportCounts:
         """Insert by (session, message id), keeping seqs (a seq held by another message:
         conflict); create sessions, agents and users as needed (a session created at its time in
         ``sessions_created``, else at its first imported message's; a stored one keeps its own);
         move each touched agent's cursor to at least the highest imported seq (imported messages
-        count as formed)."""
+        count as formed). ``withheld``: {session: {agent: {user: bound}}}, the file's withheld
+        marks (rules.withheld.file_bounds), merged into the agents' own, never lowering one."""
 
     @abc.abstractmethod
     async def forget_user(

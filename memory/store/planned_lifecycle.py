@@ -31,6 +31,7 @@ from memory.store.rules.imports import (
     plan_import_consolidated,
     plan_import_facts,
     plan_import_reflections,
+    session_keys,
 )
 from memory.store.rules.writes import Plan, Request
 from memory.store.shared_reads import SharedReads
@@ -65,8 +66,9 @@ class PlannedLifecycle(SharedReads):
                 (b.scope_key.agent_id, b.scope_key.user_id) for b in blobs if b.scope_key.user_id
             )
         )
+        scopes = session_keys(b.scope_key for b in blobs)
         return await self._transact(
-            BlobImportRequest(keys, pairs, tuple(sessions)),
+            BlobImportRequest(keys, pairs, tuple(sessions), scopes),
             lambda snapshot: plan_import_consolidated(blobs, snapshot),
         )
 
@@ -79,6 +81,7 @@ class PlannedLifecycle(SharedReads):
             keys=tuple(dict.fromkeys(k.key for k in keys)),
             pairs=tuple(dict.fromkeys((k.agent_id, k.user_id) for k in keys if k.user_id)),
             sessions=tuple(sessions),
+            session_keys=session_keys(keys),
         )
         return await self._transact(
             request, lambda snapshot: plan_import_reflections(reflections, snapshot)
@@ -89,6 +92,7 @@ class PlannedLifecycle(SharedReads):
         messages: Sequence[StoredMessage],
         *,
         sessions_created: Mapping[str, datetime] | None = None,
+        withheld: Mapping[str, Mapping[str, Mapping[str, int]]] | None = None,
     ) -> ImportCounts:
         """One transaction per session (a session's messages are imported together)."""
         total = ImportCounts()
@@ -96,7 +100,8 @@ class PlannedLifecycle(SharedReads):
         for session_id, group in groupby(ordered, key=lambda m: m.session_id):
             batch = list(group)
             created = (sessions_created or {}).get(session_id)
-            req = session_import_request(session_id, batch, created)
+            marks = (withheld or {}).get(session_id)
+            req = session_import_request(session_id, batch, created, marks)
             total += await self._transact(req, partial(plan_import_session, req, batch))
         return total
 

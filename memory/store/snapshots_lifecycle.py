@@ -88,6 +88,15 @@ class LifecycleReads(abc.ABC):
         """The state of each agent of the session, in join order."""
 
     @abc.abstractmethod
+    async def session_has_guests(self, session_id: str) -> bool:
+        """Whether a guest spoke in the session (SessionInfo.has_guests); False without one."""
+
+    @abc.abstractmethod
+    async def erased_scopes(self, keys: Sequence[str]) -> frozenset[str]:
+        """The scope keys among ``keys`` with a session tombstone (an erasure row whose agent
+        key is the scope key: rules.erasure.session_tombstones)."""
+
+    @abc.abstractmethod
     async def message_seqs(self, session_id: str, message_ids: Sequence[str]) -> dict[str, int]:
         """The seq of each stored message among ``message_ids``."""
 
@@ -173,12 +182,18 @@ async def _gone_sessions(
     users, the file's and what the store still holds of it."""
     gone = set()
     for session_id, file_agents, file_users in sessions:
+        if await reads.session_has_guests(session_id):
+            continue  # a guest is a person: forget kept the session (rules.erasure.alone_in)
         stored = await reads.session_states(session_id)
         agents = tuple(dict.fromkeys((*file_agents, *(s.agent_id for s in stored))))
         users = tuple(dict.fromkeys((*file_users, *await reads.session_users(session_id))))
         epochs = await _pair_epochs(reads, [(a, u) for a in agents for u in users])
         gone |= {(session_id, a) for a in agents if rs.gone_with_users(epochs, (a,), users)}
     return frozenset(gone)
+
+
+async def _erased_scopes(reads: LifecycleReads, keys: Sequence[str]) -> frozenset[str]:
+    return await reads.erased_scopes(keys) if keys else frozenset()
 
 
 async def _session(reads: LifecycleReads, req: rs.SessionImportRequest) -> rs.SessionImportSnapshot:
@@ -236,6 +251,7 @@ async def _user_sessions(reads: LifecycleReads, req: er.ForgetRequest) -> list[e
                 states=tuple(pending),
                 last_seq=0 if head is None else head[0],
                 marks=tuple(marks),
+                guests=await reads.session_has_guests(sid),
             )
         )
     return sessions
@@ -268,11 +284,15 @@ async def read_lifecycle_snapshot(reads: LifecycleReads, request: Request[Any]) 
         case ri.BlobImportRequest(keys=keys, pairs=pairs, sessions=sessions):
             blobs = {key: (b.content, b.version) for key, b in (await reads.blobs(keys)).items()}
             epochs = await _pair_epochs(reads, pairs)
-            return ri.BlobImportSnapshot(blobs, epochs, await _gone_sessions(reads, sessions))
+            return ri.BlobImportSnapshot(
+                blobs, epochs, await _gone_sessions(reads, sessions),
+                await _erased_scopes(reads, request.session_keys),
+            )  # fmt: skip
         case ri.ReflectionImportRequest(reflection_ids=ids, keys=keys, pairs=pairs):
             return ri.ReflectionImportSnapshot(
                 await reads.existing_reflections(ids), await reads.buffered_counts(keys),
                 await _pair_epochs(reads, pairs), await _gone_sessions(reads, request.sessions),
+                await _erased_scopes(reads, request.session_keys),
             )  # fmt: skip
         case rs.SessionImportRequest():
             return await _session(reads, request)

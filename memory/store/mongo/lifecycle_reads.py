@@ -61,12 +61,15 @@ async def _export(
     session_ids: list[str] = []
     participants: list[tuple[str, str]] = []
     session_agents: list[tuple[str, str]] = []
+    guests: list[str] = []
     if user_id is not None:
         sq |= await user_sessions(db, s, user_id)
-        async for d in db.sessions.find(sq, {"user_ids": 1, "agent_ids": 1}, session=s):
+        fields = {"user_ids": 1, "agent_ids": 1, "has_guests": 1}
+        async for d in db.sessions.find(sq, fields, session=s):
             session_ids.append(d["_id"])
             participants += [(d["_id"], user) for user in d.get("user_ids", [])]
             session_agents += [(d["_id"], agent) for agent in d.get("agent_ids", [])]
+            guests += [d["_id"]] if d.get("has_guests") else []
         # Their scope's, and the session memory of their sessions: rules.export.users_export
         # keeps that of the sessions they are alone in (forget_user erases it with them).
         of_sessions = {"scope": "session", "session_id": {"$in": session_ids}}
@@ -121,7 +124,7 @@ async def _export(
             if messages
             else await _message_users(db, s, session_ids)
         )
-        sessions = UserSessions(participants, said, session_agents)
+        sessions = UserSessions(participants, said, session_agents, guests)
     return export_view(data, withheld, agent_id=agent_id, user_id=user_id, sessions=sessions)
 
 

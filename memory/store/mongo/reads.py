@@ -21,6 +21,7 @@ from memory.models import (
 from memory.store.mongo.docs import (
     NO_VECTOR,
     Doc,
+    compound_id,
     consolidated_from_doc,
     fact_and_vector,
     fact_from_doc,
@@ -157,8 +158,10 @@ class MongoReads(SnapshotReads):
     async def erasure_rows(
         self, agent_keys: Sequence[str], user_ids: Sequence[str]
     ) -> dict[tuple[str, str], int]:
-        query = {"agent_key": {"$in": list(agent_keys)}, "user_id": {"$in": list(user_ids)}}
-        cursor = self.db.erasures.find(query, session=self.s)
+        # By _id (compound_id), its index: the collection holds session tombstones too, one per
+        # session memory a forget deleted (rules.erasure), and every formation commit reads here.
+        ids = [compound_id(k, u) for k in agent_keys for u in dict.fromkeys(user_ids)]
+        cursor = self.db.erasures.find({"_id": {"$in": ids}}, session=self.s)
         return {(d["agent_key"], d["user_id"]): int(d["epoch"]) async for d in cursor}
 
     async def existing_agents(self, agent_ids: Sequence[str]) -> frozenset[str]:
@@ -171,6 +174,18 @@ class MongoReads(SnapshotReads):
     async def session_users(self, session_id: str) -> tuple[str, ...]:
         doc = await self.db.sessions.find_one({"_id": session_id}, {"user_ids": 1}, session=self.s)
         return () if doc is None else tuple(doc.get("user_ids", ()))
+
+    async def session_has_guests(self, session_id: str) -> bool:
+        doc = await self.db.sessions.find_one(
+            {"_id": session_id}, {"has_guests": 1}, session=self.s
+        )
+        return doc is not None and bool(doc.get("has_guests"))
+
+    async def erased_scopes(self, keys: Sequence[str]) -> frozenset[str]:
+        # The rows of each agent key, by their _id's prefix (compound_id): the _id index, not a
+        # scan of every tombstone.
+        ranges = [{"_id": {"$gt": compound_id(k, ""), "$lt": k + "\x20"}} for k in keys]
+        return await self._ids("erasures", {"$or": ranges}, "agent_key") if ranges else frozenset()
 
     async def session_states(self, session_id: str) -> list[SessionAgentState]:
         doc = await self.db.sessions.find_one({"_id": session_id}, {"agent_ids": 1}, session=self.s)

@@ -7,6 +7,10 @@ session when it is loaded (FormationCommit.user_epochs); a commit whose users' e
 writes nothing, not even the cursor: its window is loaded again, without the forgotten user's
 messages, and the other users' messages in it are formed then (a group chat's do not go with
 the user who was forgotten).
+
+Session tombstones: ``erasures(session scope key, user)``, one for each session scope whose
+memory a forget deleted (session_tombstones): an import never brings that memory back, even from
+a file without the session's messages (rules.imports).
 """
 
 from __future__ import annotations
@@ -115,9 +119,21 @@ def session_users(participants: Iterable[str], message_users: Iterable[str | Non
     return {*participants, *(u for u in message_users if u is not None)}
 
 
-def alone_in(user_id: str, users: Iterable[str]) -> bool:
-    """The session holds no other user's data: forget takes it whole, export takes it all."""
-    return set(users) <= {user_id}
+def alone_in(user_id: str, users: Iterable[str], *, guests: bool) -> bool:
+    """The session holds no other person's data: forget takes it whole, export takes it all.
+    A guest (SessionInfo.has_guests) is a person, though nobody's user: their words, and the
+    agent's replies they heard, are not the user's to take."""
+    return not guests and set(users) <= {user_id}
+
+
+def session_tombstones(
+    user_id: str, keys: Iterable[str], epoch: int, at: datetime
+) -> tuple[PutErasure, ...]:
+    """The erasure rows of the session memory a forget deletes, by scope key (in the agent key
+    column: no agent id holds a colon) and user: an import judges by them the session memory
+    of a file without the session's messages, which cannot tell who took part
+    (rules.imports._gone). Ids only, no content."""
+    return tuple(PutErasure(key, user_id, epoch, at, "{}") for key in sorted(keys))
 
 
 # ---------------------------------------------------------------- forget_user
@@ -155,6 +171,7 @@ class UserSession:
     states: tuple[tuple[SessionAgentState, int, float], ...]
     last_seq: int = 0
     marks: tuple[MessageMark, ...] = ()  # the user's messages, which other agents may hold
+    guests: bool = False  # a guest spoke in it (SessionInfo.has_guests): not the user's alone
 
 
 @dataclass(frozen=True)
@@ -205,23 +222,21 @@ def plan_forget(
     if snapshot.facts:
         writes.append(DeleteFacts(agent_id, tuple(f.fact_id for f in snapshot.facts)))
     writes.append(DeleteScope(user_key))
-    whole = [
-        s
-        for s in snapshot.sessions
-        if alone_in(user_id, s.user_ids) and (req.all_agents or s.agent_ids == (agent_id,))
-    ]
-    keys = {user_key}
+    alone = [s for s in snapshot.sessions if alone_in(user_id, s.user_ids, guests=s.guests)]
+    whole = [s for s in alone if req.all_agents or s.agent_ids == (agent_id,)]
+    sessions_memory: set[str] = set()  # the scope keys of the session memory deleted
     if whole:
         formations = tuple(f"{a}:{s.session_id}:" for s in whole for a in s.agent_ids)
         writes.append(DeleteSessions(tuple(s.session_id for s in whole), formations))
-        keys |= {f"session:{a}:{s.session_id}" for s in whole for a in s.agent_ids}
+        sessions_memory |= {f"session:{a}:{s.session_id}" for s in whole for a in s.agent_ids}
     # A session the user was alone in that stays for another agent: this agent's memory of it
     # was formed of the user's words only, and goes with them.
-    for s in snapshot.sessions:
-        if s not in whole and alone_in(user_id, s.user_ids) and agent_id in s.agent_ids:
+    for s in alone:
+        if s not in whole and agent_id in s.agent_ids:
             session_key = ScopeKey.session(agent_id, s.session_id).key
             writes.append(DeleteScope(session_key))
-            keys.add(session_key)
+            sessions_memory.add(session_key)
+    keys = {user_key, *sessions_memory}
     messages = sum(s.messages for s in whole)
     for s in snapshot.sessions:
         if s in whole or (user_id not in s.user_ids and not s.user_messages):
@@ -245,7 +260,8 @@ def plan_forget(
         embedding_cache=len(dropped),
     )
     tombstone = PutErasure(agent_id, user_id, counts.epoch, at, counts.model_dump_json())
-    return Plan((tombstone, *writes), counts)
+    sessions = session_tombstones(user_id, sessions_memory, counts.epoch, at)
+    return Plan((tombstone, *sessions, *writes), counts)
 
 
 def _user_messages(req: ForgetRequest, s: UserSession) -> tuple[int, list[Write]]:

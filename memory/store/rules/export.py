@@ -6,7 +6,7 @@ A user's export holds what a forget of that user erases (rules.erasure.plan_forg
 agent's own, and nothing it keeps: the user's facts and user-scope memory, and of the sessions
 holding their data, all of a session they are alone in (messages and session memory: forget
 deletes it whole, or this agent's memory of it when another agent keeps it), only their own
-messages of a shared one. Of one agent, only the messages that agent recorded (recorded_by) and
+messages of a shared one (with another user, or a guest). Of one agent, only the messages that agent recorded (recorded_by) and
 does not withhold: in a session several agents share, what another agent's backend recorded
 (before this agent joined, or after) is that agent's, and what a forget through this agent kept
 there for the others (rules.withheld) is theirs only."""
@@ -29,15 +29,17 @@ Pairs = Sequence[tuple[str, str]]
 class UserSessions:
     """What a user's export reads of the sessions holding the user's data (those it read the
     messages and session memory of), as (session id, id) rows: their participants, the user ids
-    their messages carry (message_users), their agents. A session without a row of a kind has
-    none of it: one with no participant recorded (stored before every role made a participant)
-    holds the users its messages name. A backend need read them only where judges_sessions says
-    the answer depends on them, and the agents only where one of one agent's messages lacks its
-    recorder: recorded_by consults them for nothing else."""
+    their messages carry (message_users), their agents; and the ids of those a guest spoke in
+    (SessionInfo.has_guests). A session without a row of a kind has none of it: one with no
+    participant recorded (stored before every role made a participant) holds the users its
+    messages name. A backend need read them only where judges_sessions says the answer depends
+    on them, and the agents only where one of one agent's messages lacks its recorder:
+    recorded_by consults them for nothing else."""
 
     participants: Pairs = ()
     message_users: Pairs = ()
     agents: Pairs = ()
+    guests: Sequence[str] = ()
 
 
 def by_session(pairs: Pairs) -> dict[str, list[str]]:
@@ -99,16 +101,21 @@ def solo_sessions(
     user_id: str,
     participants: Mapping[str, Iterable[str]],
     message_users: Mapping[str, Iterable[str | None]],
+    guests: Collection[str],
 ) -> frozenset[str]:
     """Of the sessions holding the user's data, those the user is alone in (alone_in, as
     plan_forget judges them). By session id: ``participants``, and ``message_users`` the user
     ids of their messages; a session in either mapping must hold the user's data (an empty one
-    would count as theirs)."""
+    would count as theirs); ``guests``, the sessions a guest spoke in."""
     sessions = {*participants, *message_users}
     return frozenset(
         sid
         for sid in sessions
-        if alone_in(user_id, session_users(participants.get(sid, ()), message_users.get(sid, ())))
+        if alone_in(
+            user_id,
+            session_users(participants.get(sid, ()), message_users.get(sid, ())),
+            guests=sid in guests,
+        )
     )
 
 
@@ -136,7 +143,10 @@ def users_export(
     those only the agent's records (recorded_by): another agent's backend recorded the rest, and
     what it heard is none of this agent's (an export for every agent keeps all)."""
     solo = solo_sessions(
-        user_id, by_session(sessions.participants), by_session(sessions.message_users)
+        user_id,
+        by_session(sessions.participants),
+        by_session(sessions.message_users),
+        frozenset(sessions.guests),
     )
     session_agents = by_session(sessions.agents)
 

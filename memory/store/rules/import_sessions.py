@@ -1,5 +1,6 @@
 """The import of messages, planned (memory.store.rules.imports for the rest): one session's
-messages by id with their seqs, never bringing back what forget_user deleted."""
+messages by id with their seqs, never bringing back what forget_user deleted, nor showing an
+agent what a forget under it withheld from it (rules.withheld)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from memory.store.counts import ImportCounts
 from memory.store.rules.derived import said_by_guest
 from memory.store.rules.erasure import ALL_AGENTS
 from memory.store.rules.imports import Pair
-from memory.store.rules.lifecycle_writes import SetSessionHead
+from memory.store.rules.lifecycle_writes import DeleteUserMessages, SetSessionHead, SetWithheld
+from memory.store.rules.withheld import Withheld, formable, is_withheld, merged
 from memory.store.rules.writes import (
     AddSessionAgent,
     AddSessionUsers,
@@ -79,6 +81,9 @@ class SessionImportRequest(Request[SessionImportSnapshot]):
     # the ids of the formations that read it (they name its incarnation by this time:
     # memory.ids.formation_id) still name it. None: at its first imported message's time.
     created_at: datetime | None = None
+    # The file's withheld marks, (agent, user, bound) (rules.withheld.file_bounds): merged into
+    # the agents' own, never lowering one.
+    withheld: tuple[tuple[str, str, int], ...] = ()
 
     def serialized_on(self) -> tuple[str, ...]:
         # The file's users. Those the stored session holds are known only once read, but a
@@ -87,8 +92,12 @@ class SessionImportRequest(Request[SessionImportSnapshot]):
 
 
 def session_import_request(
-    session_id: str, messages: Sequence[StoredMessage], created_at: datetime | None = None
+    session_id: str,
+    messages: Sequence[StoredMessage],
+    created_at: datetime | None = None,
+    withheld: Mapping[str, Withheld] | None = None,
 ) -> SessionImportRequest:
+    """``withheld``: the file's marks of the session, {agent: {user: bound}}."""
     return SessionImportRequest(
         session_id=session_id,
         agent_ids=tuple(dict.fromkeys(m.agent_id for m in messages if m.agent_id)),
@@ -97,7 +106,57 @@ def session_import_request(
         seqs=tuple(m.seq for m in messages),
         max_seq=max(m.seq for m in messages),
         created_at=created_at,
+        withheld=tuple(
+            (agent, user, seq)
+            for agent, bounds in sorted((withheld or {}).items())
+            for user, seq in sorted(bounds.items())
+        ),
     )
+
+
+def _maps(
+    req: SessionImportRequest, states: Mapping[str, SessionAgentState], agents: Sequence[str]
+) -> dict[str, dict[str, int]]:
+    """Each agent's withheld map once the file's marks are merged into its own (never lower)."""
+    marks: dict[str, dict[str, int]] = {}
+    for agent, user, seq in req.withheld:
+        marks.setdefault(agent, {})[user] = seq
+    own = {a: states[a].withheld if a in states else {} for a in agents}
+    return {a: merged(own[a], marks.get(a, {})) for a in agents}
+
+
+def _withholding(
+    session_id: str,
+    states: Mapping[str, SessionAgentState],
+    maps: Mapping[str, Withheld],
+    kept: Sequence[StoredMessage],
+    joining: Sequence[str],
+) -> list[Write]:
+    """The writes of the maps the file raises, as a forget under the agent makes them: its map,
+    and a user whose every message of the session (``kept``: the file holds every stored one)
+    it withholds is not among its participants (rules.withheld: the agent no longer counts the
+    user; the session still does), where the import would add them (``joining``: the users of
+    its messages) or the file newly withholds them. DeleteUserMessages with no seqs deletes no
+    message: the participants only, and the reasons of the session's degraded windows, which
+    may quote the user as the forget's did (a new session has none)."""
+    writes: list[Write] = []
+    changed: set[tuple[str, str]] = set()
+    for agent, withheld in maps.items():
+        own = states[agent].withheld if agent in states else {}
+        if withheld != own:
+            writes.append(SetWithheld(session_id, agent, tuple(sorted(withheld.items()))))
+            changed |= {(agent, u) for u in withheld if withheld[u] != own.get(u)}
+    for user in participants(kept):
+        theirs = [m.seq for m in kept if m.user_id == user]
+        out = tuple(
+            agent
+            for agent, withheld in maps.items()
+            if (user in joining or (agent, user) in changed)
+            and all(is_withheld(user, seq, withheld) for seq in theirs)
+        )
+        if out:
+            writes.append(DeleteUserMessages(session_id, user, seqs=(), agents=out))
+    return writes
 
 
 def _tokens(message: StoredMessage) -> int:
@@ -143,7 +202,11 @@ def plan_import_session(
     forgotten user's messages (``erased_in_session``), whatever their agent_id says. A stored
     session holding messages the file does not is another conversation under the same id (or
     has moved on since the export): the file's messages are conflicts and nothing is written,
-    so that no agent's session gains users or loses unformed messages."""
+    so that no agent's session gains users or loses unformed messages.
+
+    The file's withheld marks (a forget under some agents kept a user's messages for the
+    others) are merged into the agents' own maps, never lowering one, and such an agent does
+    not count a user it withholds every message of among its participants (``_withholding``)."""
     counts = ImportCounts()
     agents = tuple(dict.fromkeys((*snapshot.states, *req.agent_ids)))
     users = tuple(dict.fromkeys((*snapshot.user_ids, *req.user_ids)))
@@ -162,8 +225,17 @@ def plan_import_session(
             seqs.add(m.seq)
             new[m.message_id] = m
     counts.inserted = len(new)
+    # The session's messages once imported (the stored ones are the file's, or nothing is
+    # written), for the file's withheld marks: merged into each agent's own (rules.withheld),
+    # those of a session already imported too, as a forget under the agent makes them.
+    by_id = {m.message_id: m for m in messages}
+    kept = [m for i, m in by_id.items() if i in snapshot.stored or i in new]
     if not new:
-        return Plan((), counts)
+        if gone or disagree:
+            return Plan((), counts)
+        maps = _maps(req, snapshot.states, tuple(snapshot.states))
+        return Plan(tuple(_withholding(req.session_id, snapshot.states, maps, kept, ())), counts)
+    maps = _maps(req, snapshot.states, agents)
     first = min(new.values(), key=lambda m: m.seq)
     last_at = max(m.created_at for m in new.values())
     head_at = (
@@ -185,12 +257,15 @@ def plan_import_session(
                 pending_weighted_tokens=snapshot.stored_all[1], last_message_at=head_at,
             )  # fmt: skip
             writes.append(AddSessionAgent(state))
-        if (move := _formed_upto(state, tuple(new.values()), stored_seqs, req.max_seq)) is not None:
+        # Those withheld from it are not pending for it (as rules.erasure recounts them).
+        mine = tuple(formable(new.values(), maps[agent_id]))
+        if (move := _formed_upto(state, mine, stored_seqs, req.max_seq)) is not None:
             writes.append(move)
     # After the agents join: the users of the imported messages are the session's and each of its
     # agents' participants (the imported history is theirs), added once each.
     if new_users := participants(new.values()):
         writes.append(AddSessionUsers(req.session_id, new_users))
+    writes.extend(_withholding(req.session_id, snapshot.states, maps, kept, new_users))
     if any(said_by_guest(m) for m in new.values()):  # a guest among them: as when recorded
         writes.append(MarkGuests(req.session_id))
     writes.append(InsertMessages(tuple(NewMessage(m, _tokens(m)) for m in new.values())))

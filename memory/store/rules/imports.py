@@ -1,6 +1,7 @@
 """The import calls, planned: insert by deterministic id what is not there yet, so that running
 an import again writes nothing twice and an interrupted one resumes where it stopped. A user
-with an erasure tombstone is never imported again."""
+with an erasure tombstone is never imported again, nor session memory with a session tombstone
+(rules.erasure.session_tombstones)."""
 
 from __future__ import annotations
 
@@ -52,7 +53,9 @@ def epoch_keys(pairs: Iterable[Pair], sessions: Iterable[SessionPeople] = ()) ->
     return tuple(map(user_key, dict.fromkeys(users)))
 
 
-def _erased(epochs: Mapping[Pair, int], agent_id: str, user_id: str | None) -> bool:
+def erased(epochs: Mapping[Pair, int], agent_id: str, user_id: str | None) -> bool:
+    """The user was forgotten for the agent (``epochs``: effective, rules.erasure): nothing of
+    theirs is imported."""
     return user_id is not None and epochs.get((agent_id, user_id), 0) > 0
 
 
@@ -133,7 +136,7 @@ def plan_import_facts(
     for fact, vector in zip(facts, vectors, strict=True):
         if fact.fact_id in seen:
             counts.existing += 1
-        elif _erased(snapshot.epochs, fact.agent_id, fact.user_id):
+        elif erased(snapshot.epochs, fact.agent_id, fact.user_id):
             counts.forgotten += 1
         elif fact.invalidated_at is None and dedup_key(fact) in valid:
             counts.duplicate += 1
@@ -159,6 +162,8 @@ class BlobImportSnapshot:
     stored: Mapping[str, tuple[str, int]]  # scope key -> (content, version)
     epochs: Mapping[Pair, int]
     gone: frozenset[tuple[str, str]] = frozenset()  # (session, agent): memory forget deleted
+    # Of the request's session keys, those with a session tombstone (rules.erasure).
+    erased_scopes: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -166,16 +171,30 @@ class BlobImportRequest(Request[BlobImportSnapshot]):
     keys: tuple[str, ...]
     pairs: tuple[Pair, ...]
     sessions: tuple[SessionPeople, ...] = ()
+    session_keys: tuple[str, ...] = ()  # the session-scope ones among keys
 
     def serialized_on(self) -> tuple[str, ...]:
+        # A forget racing a write of session memory its tombstones would refuse bumps the same
+        # scope version (both write it): one of them runs again after the other.
         return epoch_keys(self.pairs, self.sessions)
 
 
-def _gone(key: ScopeKey, gone: frozenset[tuple[str, str]]) -> bool:
-    """Session memory forget_user deleted: of a session it deleted whole, or this agent's of
-    one its users were all forgotten for (who took part comes from the file too,
+def session_keys(keys: Iterable[ScopeKey]) -> tuple[str, ...]:
+    """The session-scope keys among ``keys``, whose session tombstones an import reads."""
+    return tuple(dict.fromkeys(k.key for k in keys if k.scope == "session"))
+
+
+def _gone(key: ScopeKey, snapshot: BlobImportSnapshot | ReflectionImportSnapshot) -> bool:
+    """Session memory forget_user deleted. Its session tombstone says so (rules.erasure), with
+    or without the session's messages in the file; a forget of before tombstones were written
+    is found through the people of the session: of a session it deleted whole, or this agent's
+    of one its users were all forgotten for (who took part comes from the file too,
     ``SessionPeople``: a session deleted whole cannot tell)."""
-    return key.scope == "session" and (key.session_id or "", key.agent_id) in gone
+    if key.scope != "session":
+        return False
+    return (
+        key.key in snapshot.erased_scopes or (key.session_id or "", key.agent_id) in snapshot.gone
+    )
 
 
 def plan_import_consolidated(
@@ -189,7 +208,7 @@ def plan_import_consolidated(
         stored = snapshot.stored.get(key.key)
         if key.key in outcome:
             continue
-        if _erased(snapshot.epochs, key.agent_id, key.user_id) or _gone(key, snapshot.gone):
+        if erased(snapshot.epochs, key.agent_id, key.user_id) or _gone(key, snapshot):
             outcome[key.key] = "forgotten"
         elif stored is None:
             outcome[key.key] = "inserted"
@@ -208,6 +227,8 @@ class ReflectionImportSnapshot:
     buffered: Mapping[str, int]  # scope key -> unabsorbed count before the call
     epochs: Mapping[Pair, int]
     gone: frozenset[tuple[str, str]] = frozenset()  # (session, agent): memory forget deleted
+    # Of the request's session keys, those with a session tombstone (rules.erasure).
+    erased_scopes: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -216,6 +237,7 @@ class ReflectionImportRequest(Request[ReflectionImportSnapshot]):
     keys: tuple[str, ...]
     pairs: tuple[Pair, ...]
     sessions: tuple[SessionPeople, ...] = ()
+    session_keys: tuple[str, ...] = ()  # the session-scope ones among keys (as for blobs)
 
     def serialized_on(self) -> tuple[str, ...]:
         return epoch_keys(self.pairs, self.sessions)
@@ -230,7 +252,7 @@ def plan_import_reflections(
         key = r.scope_key
         if r.reflection_id in snapshot.existing or r.reflection_id in new:
             counts.existing += 1
-        elif _erased(snapshot.epochs, key.agent_id, key.user_id) or _gone(key, snapshot.gone):
+        elif erased(snapshot.epochs, key.agent_id, key.user_id) or _gone(key, snapshot):
             counts.forgotten += 1
         else:
             new[r.reflection_id] = r

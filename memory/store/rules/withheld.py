@@ -26,6 +26,11 @@ each window would read one for every user of its messages. Rows stored before re
 withheld. The bound only grows; the user's new messages (seqs above it) are formed as usual.
 The field is the store's own: never serialized (API responses, workflow payloads), and stored
 by SetWithheld only (a MoveCursor never writes it: no stale copy overwrites a forget's).
+
+An export travels with it per message: a message line names the agents it is withheld from
+(``withheld_from``), and an import of the file (rules.import_sessions) merges the bounds those
+give (``file_bounds``) into the agents' own, never lowering one (``merged``), so that a migration
+or a restore does not undo the forget under A.
 """
 
 from __future__ import annotations
@@ -104,6 +109,42 @@ def pending_of(
         "pending_weighted_tokens": max(0.0, tokens + sum(m.weighted_tokens for m in mine)),
     }
     return state.model_copy(update=update)
+
+
+# ---------------------------------------------------------------- in an export file
+
+
+def withheld_from(message: StoredMessage, agents: Mapping[str, Withheld]) -> tuple[str, ...]:
+    """The agents (of ``agents``: each one's map) the message is withheld from: what an export
+    line carries so that an import withholds it again (``file_bounds``)."""
+    return tuple(
+        sorted(a for a, w in agents.items() if is_withheld(message.user_id, message.seq, w))
+    )
+
+
+def file_bounds(
+    marked: Iterable[tuple[StoredMessage, Iterable[str]]],
+) -> dict[str, dict[str, dict[str, int]]]:
+    """{session: {agent: {user: bound}}} from messages and the agents each is withheld from: the
+    bound is the user's highest seq withheld from the agent. Every message of the user up to the
+    exporting store's bound is in the file with its mark (or was deleted), so this bound withholds
+    the same messages; it is no higher, since the importing store's head may be lower than the
+    exporting one's (the user's new messages there are not withheld)."""
+    bounds: dict[str, dict[str, dict[str, int]]] = {}
+    for m, agents in marked:
+        for agent in agents:
+            if m.user_id is not None:
+                mine = bounds.setdefault(m.session_id, {}).setdefault(agent, {})
+                mine.update(withhold(mine, m.user_id, m.seq))
+    return bounds
+
+
+def merged(withheld: Withheld, other: Withheld) -> dict[str, int]:
+    """Both maps in one, each user's higher bound: a merge never weakens a withholding."""
+    out = dict(withheld)
+    for user_id, seq in other.items():
+        out = withhold(out, user_id, seq)
+    return out
 
 
 # ---------------------------------------------------------------- stored form

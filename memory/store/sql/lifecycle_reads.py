@@ -54,6 +54,16 @@ class SqlLifecycleReads(LifecycleReads):
         sql = f"SELECT user_id FROM session_users WHERE session_id = %s ORDER BY {self.db.ord}"
         return tuple(str(user) for user in await self.db.column(sql, session_id))
 
+    async def session_has_guests(self, session_id: str) -> bool:
+        row = await self.db.fetch_one(
+            "SELECT has_guests FROM sessions WHERE session_id = %s", (session_id,)
+        )
+        return row is not None and bool(row["has_guests"])
+
+    async def erased_scopes(self, keys: Sequence[str]) -> frozenset[str]:
+        sql = "SELECT DISTINCT agent_key FROM erasures WHERE agent_key"
+        return frozenset(await self.db.column_in(sql, keys))
+
     async def session_states(self, session_id: str) -> list[SessionAgentState]:
         sql = STATE_SQL + f" WHERE sa.session_id = %s ORDER BY sa.{self.db.ord}"
         return [self.db.state(row) for row in await self.db.fetch(sql, (session_id,))]
@@ -211,6 +221,7 @@ _MESSAGE_USERS = (
     "SELECT DISTINCT session_id, user_id AS id FROM messages WHERE user_id IS NOT NULL AND"
 )
 _AGENTS = "SELECT session_id, agent_id AS id FROM session_agents WHERE"
+_GUESTS = "SELECT session_id FROM sessions WHERE has_guests AND"
 
 
 async def _user_sessions(
@@ -225,7 +236,8 @@ async def _user_sessions(
     )
     unrecorded = params["agent"] is not None and any(m.agent_id is None for m in read.messages)
     agents = await _pairs(db, _AGENTS, params) if unrecorded else ()
-    return UserSessions(participants, said, agents)
+    guests = await db.fetch(f"{_GUESTS} {EXPORT_SESSIONS}", params)
+    return UserSessions(participants, said, agents, [str(row["session_id"]) for row in guests])
 
 
 async def _pairs(db: Db, select: str, params: dict[str, str | None]) -> list[tuple[str, str]]:
