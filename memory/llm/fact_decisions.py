@@ -82,9 +82,13 @@ _OPENING_WORDS = (
     r"|luckily|finally|apparently"  # no "\w+ly": "Emily, 31, lives in Paris"
     rf"|{RESTATING}"
 )
+# Each opener is read once, atomically (``(?>…)``, to its word's end): a lead-in's lazy words
+# ("as … said") inside a repeated group would otherwise try every split of a text such as "as
+# said as said …", exponentially (53 words took 1.3 s, 57 took 3.5 s, on every fact compared).
+_ONE_OPENER = rf"(?>(?:{_OPENING_WORDS})\b)"
 _OPENER = re.compile(
-    rf"(?i)^\s*(?:(?:{_OPENING_WORDS})[\s,]*)*"
-    rf"(?:(?:{_OPENING_WORDS})[\s,]*[,:]|{RESTATING_THAT})\s*"
+    rf"(?i)^\s*(?:{_ONE_OPENER}[\s,]*)*"
+    rf"(?:{_ONE_OPENER}[\s,]*[,:]|{RESTATING_THAT})\s*"
 )
 _INDEFINITE = {"a", "an", "one", "another", "some"}  # "Alice is a teacher": one class of many
 # Words that say when, not what: another day or time of one thing is a new value of it, as another

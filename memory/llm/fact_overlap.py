@@ -288,9 +288,9 @@ def another_thing(new: str, stored: str) -> str | None:
     review meeting is at 3pm".
 
     Only where both facts hold numbers (a price, a score, a date, a time) and they differ; then
-    each side naming a word the other lacks, where the rules read what the number is of: in the
-    subject (names and generic owners aside: "User's" may be "Alice's"), or, when both say one
-    verb, in what its value is of, as the offline rules read it (fact_decisions ``_thing``).
+    each side naming a word the other lacks in what the number is of, when both say one verb,
+    as the offline rules read it (fact_decisions ``_thing``); not in the subject, which a
+    correction may word otherwise.
     Another day or time of one thing is a new value of it ("on Monday at 3pm" / "on Tuesday at
     4pm"), and so is another place for a verb that holds one ("lives in Paris since 2019" / "in
     Berlin since 2023"). Facts that hold no number ("Alice is a teacher" / "Alice is a nurse")
@@ -311,12 +311,10 @@ def another_thing(new: str, stored: str) -> str | None:
         return None
     if first.value_numbers == second.value_numbers:
         return None
-    # Whom a fact is about is no thing of its own here: "User's" may be "Alice's" (another_owner
-    # tells two named people apart); numbers before the verb are numbered_apart's.
-    names = a.names | b.names | _NOT_EVIDENCE | _GENERIC_OWNERS
-    subjects = [content_words(said.subject or ()) - names for said in (a, b)]
-    if apart(subjects[0], subjects[1]):
-        return _what(subjects[0] - subjects[1], subjects[1] - subjects[0])
+    # Not the subjects' words: a correction rewords its subject as often as not ("The overall
+    # budget is now $65,000" for "The total budget for the festival was raised to $70,000", a
+    # mobile number for a phone number), and refused, the stale value would stay valid beside
+    # it. Another person's is another_owner's; numbers before the verb are numbered_apart's.
     if first.relation == second.relation and apart(first.thing, second.thing):
         return _what(first.thing - second.thing, second.thing - first.thing)
     return None

@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -114,9 +116,8 @@ async def test_a_new_value_of_the_same_thing_still_updates_it(stored: str, new: 
     ("stored", "new"),
     [
         *OTHER_THINGS[:4],
-        # As a model may word them, and another subject with one verb.
+        # As a model may word them.
         ("The user paid $120 for concert tickets.", "The user paid $80 for museum tickets."),
-        ("The review meeting is at 3pm.", "The budget meeting is at 4pm."),
     ],
 )
 def test_a_models_update_of_another_things_value_is_refused(stored: str, new: str) -> None:
@@ -128,6 +129,26 @@ def test_a_models_update_of_another_things_value_is_refused(stored: str, new: st
     SAME_THING + NEW_VALUE + [(o, n) for n, o in SAMPLE_CORRECTIONS] + [c[:2] for c in CORRECTIONS],
 )
 def test_a_models_update_of_the_same_things_value_stands(stored: str, new: str) -> None:
+    assert another_thing(new, stored) is None
+
+
+@pytest.mark.parametrize(
+    ("stored", "new"),
+    [
+        (
+            "The total budget for the Mars Festival was raised to $70,000.",
+            "The overall budget is now $65,000.",
+        ),
+        ("Alice's phone number is 555-1234.", "Alice's mobile number is 555-9999."),
+        ("The grant deadline is January 10.", "The submission deadline is January 20."),
+    ],
+)
+def test_a_correction_that_rewords_its_subject_stands(stored: str, new: str) -> None:
+    """A correction words its subject otherwise as often as not (review H108): the subject's
+    words do not tell two things apart, or the stale value would stay valid beside the new one.
+    Two things with one verb whose subjects differ ("the review meeting" / "the budget
+    meeting") are left to the model: README "Nothing said is dropped" says what a weak one may
+    still replace."""
     assert another_thing(new, stored) is None
 
 
@@ -258,3 +279,24 @@ async def test_a_restated_fact_is_stored_once_and_its_change_leaves_no_stale_cop
     assert await valid_facts(deps) == ["Alice's locker code is 4471."]
     await form(deps, 3, "My locker code is 4472.")
     assert await valid_facts(deps) == ["Alice's locker code is 4472."]
+
+
+def test_a_text_of_repeated_lead_ins_is_read_in_linear_time() -> None:
+    """A lead-in's lazy words inside the repeated opener group tried every split of "as said as
+    said …": 57 words took 3.5 s, each more pair 1.6 times as long, on every fact compared (an
+    imported fact has no word limit). Read atomically, 200 words take microseconds; the guard
+    runs in a child process, so that a regression fails the test instead of hanging the suite."""
+    code = (
+        "from memory.pipeline.dedup import _refusal\n"
+        "stored = 'as said ' * 100 + 'the code is 4471.'\n"
+        "print(_refusal('UPDATE', \"Alice's locker code is 5582.\", stored))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    assert done.stdout.strip() != ""
