@@ -22,6 +22,9 @@ import re
 
 # Whose: a possessive, with at most one word between it and the noun ("her younger sister").
 _WHOSE = r"(?:his|her|their|my|our|your|\w+'s?)\s+(?:\w+\s+)?"
+# Whose, of a person: not "the store's", "the company's", nor "our" (a business says "our
+# address" of its own), for what a business has too: an address, a home, a nationality.
+_A_PERSONS = r"(?:his|her|their|my|your|(?<![Tt]he )(?<![Aa] )(?<![Oo]ur )\b\w+'s?)\s+(?:\w+\s+)?"
 # Who: a person as the subject, a pronoun or a capitalised name ("Tom lives in", not "the config
 # lives in": tools, plans and files live in places, are separated and earn too).
 _WHO = r"(?:\b(?:he|she|they|I|we)|(?-i:\b[A-Z][a-z]+))\s+"
@@ -77,42 +80,57 @@ _PHRASES: dict[str, tuple[str, ...]] = {
         r"(?:is|are|was|were|been|started|stopped) dating",
     ),
     "finances": (
-        _WHOSE + r"(?:salary|income|wages|savings|debts?|loans?|mortgage|rent|paycheck|pension"
-        r"|net worth|tax return|bank (?:account|details)|(?:credit|debit|bank) card|credit limit"
-        r"|(?:account|card|routing) number|sort code|PIN)",
-        # Said without whose it is, a pay figure is the speaker's ("Salary is 90000 dollars");
-        # "salary bands", "the salary for the role" stay a business's.
-        r"(?:annual |yearly |monthly |gross |net )?salary (?:is|was|of)",
+        # Not "rent" nor "net worth": "our rent for the warehouse", "the project's net worth"
+        # are a business's. A card, or its number, as said of whose it is ("Ben's credit card is
+        # 4111 …"), not a way to pay ("pay with their debit card").
+        _WHOSE + r"(?:salary|income|wages|savings|debts?|loans?|mortgage|paycheck|pension"
+        r"|tax return|bank (?:account|details)|credit limit|(?:account|card|routing) number"
+        r"|sort code|(?:credit|debit|bank) card (?:number|details|is|was|ends))",
         r"owes",
         r"in debt",
-        r"(?:student|medical|gambling|credit card) debts?",
+        # A person's debts, not a country's ("US student debt totals $1.7 trillion").
+        _WHOSE + r"(?:student|medical|gambling|credit card) debts?",
+        r"(?:has|had|have) (?:[\w$,.]+ ){0,2}(?:in |of )?(?:student|medical|gambling|credit card)"
+        r" debts?",
+        _A_PERSONS + r"rent",  # "Dana's rent", not "our rent for the warehouse"
         r"bankrupt(?:cy)?",
         r"credit score",
         r"credit card number",
         r"iban",
-        # A card's number, a PIN: what pays for somebody, whoever says it. "PIN" in capitals
-        # only: a pin is also what holds a note to a board.
+        # A card's number, a PIN or a card's code with its value: what pays for somebody,
+        # whoever says it; not the word alone ("Reset your PIN in the app", "Never ask for the
+        # CVV"). "PIN" in capitals: a pin is also what holds a note to a board.
         r"(?:\d{4}[ -]?){3}\d{4}",
         r"\d{4}[ -]?\d{6}[ -]?\d{5}",
-        r"(?-i:PIN)",
-        r"pin (?:code|number)",
-        r"cvv|cvc",
+        r"(?:(?-i:PIN)|pin (?:code|number))(?: code| number)? (?:is|was|:) ?\d+",
+        r"(?:cvv|cvc)(?: code)? (?:is|was|:) ?\d+",
+        # A pay figure said without whose it is opens what is said: the speaker's ("Salary is
+        # 90000 dollars", "Alice said: Salary is …"); "The starting salary is …", "offers a
+        # salary of …" are a role's.
+        r"(?:^|(?<=:)|(?<=: ))(?:annual |yearly |monthly |gross |net )?salary (?:is|was)",
         _WHO + r"earns",
     ),
     "contact data": (
         r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+",
-        # Whose address or number it is: "Dana's address", "her number"; not "the support
-        # number" nor "The office is at 12 Elm Street", a business's own, said as such. A
-        # number is a phone's only right after whose it is: "my favourite number is 7" is not.
-        _WHOSE + r"(?:phone|mobile|cell|landline|whatsapp|address|postcode|zip code)",
-        r"(?:his|her|their|my|our|your|\w+'s?)\s+number",
-        _WHOSE + r"(?:home|house) (?:is )?(?:at|on|in)",
+        # Whose address or number it is, with it: "Dana's address is …", "her number is …"; not
+        # "the support number" nor "The office is at 12 Elm Street", a business's own, said as
+        # such, nor "confirm their address at checkout". A number is a phone's only right after
+        # whose it is, and written as one: "my favourite number is 7", "Avogadro's number" are not.
+        _WHOSE + r"(?:phone|mobile|cell|landline|whatsapp)",
+        _A_PERSONS + r"(?:address|postcode|zip code) (?:is|was|:)",
+        r"(?:his|her|their|my|our|your|\w+'s?)\s+number (?:is|was|:) ?\+?\d[\d ().-]{6,}",
+        _A_PERSONS + r"(?:home|house) (?:is )?(?:at|on|in)",
         r"home address",
         r"lives at",
-        _WHO + r"(?:lives|resides) (?:in|on)",
-        # A number to reach a person by ("Call Dana on 555-0101"), not a desk or a line.
-        r"(?:call|text|reach|ring|phone|whatsapp) (?:him|her|them|(?-i:[A-Z][a-z]+)) (?:at|on)"
-        r" \+?\d[\d ().-]*\d",
+        _WHO + r"(?:lives|resides) in",
+        # On a street, not "Config lives on S3".
+        _WHO + r"(?:lives|resides) on (?-i:[A-Z]\w+ )+(?:street|st|road|rd|avenue|ave|lane|ln"
+        r"|drive|dr|boulevard|blvd|way|place|court|square)",
+        # A number to reach a person by ("Call Dana on 555-0101"), not a desk or a line ("reach
+        # Support at 555-0100").
+        r"(?:call|text|reach|ring|phone|whatsapp) (?:him|her|them|(?-i:(?!(?:Support|Sales"
+        r"|Reception|Billing|Customer|Service|Help|Front|Accounts|Security|Emergency)\b)[A-Z][a-z]+))"
+        r" (?:at|on) \+?\d[\d ().-]*\d",
         # A household's, said as "we" (the offline provider reads only "I" and "my" as personal).
         r"(?:call|text|reach|ring) (?:us|me) (?:at|on)",
         _WHOSE + r"(?:flat|apartment|condo)",
@@ -125,25 +143,36 @@ _PHRASES: dict[str, tuple[str, ...]] = {
         r"ssn",
         r"date of birth",
         r"place of birth",
-        r"born (?:on|in|at)",
-        _WHOSE + r"(?:birthday|birth ?date|birthplace|religion|citizenship|nationality)",
+        # Born on a date, or in a place or year as said of someone: a person's, or what looks
+        # like one ("Python was born in 1991" too: the safe side); the elliptic answer "Born in
+        # 1985 in Lyon" opens its sentence. Not "founded in", "created in".
+        r"born on",
+        _WHO + r"(?:was|were) born (?:in|at)",
+        r"(?:^|(?<=:)|(?<=: ))born (?:in|at)",
+        _A_PERSONS + r"(?:birthday|birth ?date|birthplace|religion|citizenship|nationality)",
         # Documents a person is identified by.
         r"driver'?s licen[cs]e",
         r"(?:national|personal|government)[ -]id",
         r"id card",
         r"national insurance number",
         r"tax(?:payer)? (?:id|identification number)",
-        # Immigration status: a person's, said of them ("Ben is undocumented"); an API is
-        # undocumented too, so that word only of a person.
-        _WHO + r"(?:(?:is|are|was|were|been|remains?|stays?)\s+)?(?:an?\s+)?(?:undocumented"
-        r"|illegal immigrants?|asylum seekers?|refugees?)",
+        # Immigration status: a person's, said of them with a verb ("Ben is undocumented", "they
+        # are refugees"); an API is undocumented too ("It is undocumented", "they are
+        # undocumented"), so that word only of a name or he/she, and no noun of a group said of
+        # a crowd ("Most asylum seekers wait", "helps Ukrainian refugees").
+        r"(?:\b(?:he|she)|(?-i:\b(?!(?:It|This|That|There|These|Those)\b)[A-Z][a-z]+))"
+        r" (?:is|was|has been|remains) undocumented",
+        _WHO + r"(?:is|are|was|were|has been|have been) (?:an? )?(?:illegal immigrants?"
+        r"|asylum seekers?|refugees?)",
         r"undocumented (?:immigrants?|migrants?|workers?)",
         r"illegal(?:ly)? (?:immigrants?|aliens?|in the country)",
         r"(?:applied|applying|applies|granted|seeking|sought|claimed|claiming|got|received)"
         r" (?:for )?asylum",
-        r"green card",
-        r"(?:work|residence|residency) permit",
-        r"deport(?:ed|ation)",
+        # A person's papers, not a process's ("Green card applications take 8 months").
+        r"(?:has|had|have|got|received|holds?|applied for|applying for|needs?) (?:a |an |his |her"
+        r" |their |my |our )?(?:green card|(?:work|residence|residency) permit)",
+        _WHOSE + r"(?:green card|(?:work|residence|residency) permit|visa)",
+        r"(?:was|were|been|be|got|is|are|being) deported|facing deportation|deportation order",
         r"overst(?:ay|ays|ayed|aying) (?:a |an |his |her |their |my |our )?visa",
         r"sexual orientation",
         r"immigration status",

@@ -94,3 +94,37 @@ def test_a_private_category_is_found_and_its_business_look_alike_is_not(
     private: str, business: str, category: str
 ) -> None:
     assert (private_detail(private), private_detail(business)) == (category, None)
+
+
+# What a business says of its own, its customers in general, a role, a product or a crowd, with
+# the same nouns (review H108): no person's detail, and agent memory where it belongs.
+BUSINESS = [
+    "The store's address is 5 Main St.",
+    "Customers must confirm their address at checkout.",
+    "Customers can pay with their debit card or PayPal.",
+    "Customers can reach Support at 555-0100.",
+    "Call Sales on 0800 123 456 for quotes.",
+    "Avogadro's number is 6.022e23.",
+    "The Senior Engineer position offers a salary of $150,000.",
+    "The starting salary is $60,000 for junior roles.",
+    "The charity helps Ukrainian refugees find housing.",
+    "Most asylum seekers wait six months for a decision.",
+    "It is undocumented, so use the v2 endpoint instead.",
+    "The batch endpoints exist but they are undocumented.",
+    "Green card applications take about 8 months.",
+    "Work permit processing takes 3 months.",
+    "The firm handles deportation cases.",
+    "US student debt totals $1.7 trillion.",
+    "Never ask customers for the CVV.",
+    "Reset your PIN in the mobile app under Settings.",
+    "Our rent for the warehouse is $4,000 a month.",
+    "The project's net worth estimate is $3M.",
+    "Config lives on S3.",
+    "The company's home is in Berlin.",
+    "The team's nationality mix is diverse.",
+]
+
+
+@pytest.mark.parametrize("said", BUSINESS)
+def test_what_a_business_says_of_its_own_is_no_private_detail(said: str) -> None:
+    assert private_detail(said) is None
