@@ -64,6 +64,13 @@ def _texts(record: Record) -> dict[str, str]:
     return {}
 
 
+# The highest seq an import may give a message: the largest integer a JSON reader of every
+# language reads exactly (JavaScript's 2^53 - 1), and far below the 64-bit bound the stores hold,
+# so that a session imported at it still records (a seq of 2^63 - 1 would leave the next
+# message no seq: the session could never be written again).
+MAX_IMPORTED_SEQ = 2**53 - 1
+
+
 def record_problems(record: Record, *, now: datetime) -> dict[str, str]:
     """What in ``record`` the input rules refuse, by field path (empty: nothing)."""
     problems: dict[str, str] = {}
@@ -78,6 +85,8 @@ def record_problems(record: Record, *, now: datetime) -> dict[str, str]:
             MessageIn.model_validate(recorded)
         except ValidationError as e:
             problems |= {f"message.{loc}": why for loc, why in _why(e)}
+        if record.message.seq > MAX_IMPORTED_SEQ:
+            problems["message.seq"] = f"is over {MAX_IMPORTED_SEQ:,}"
     # A fact's vector holds only numbers: not walked (it may be long), its size is the writer's.
     for path, value in _leaves(record.model_dump(exclude={"embedding"})):
         if path in problems:

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from memory.errors import InvalidInputError
+from memory.lifecycle.checks import MAX_IMPORTED_SEQ
 from memory.lifecycle.export import ExportFormatError
 from memory.lifecycle.records import (
     AgentImport,
@@ -20,7 +21,7 @@ from memory.lifecycle.records import (
     SourceRef,
 )
 from memory.lifecycle.writer import write_batch
-from memory.models import Fact, StoredMessage
+from memory.models import Fact, MessageIn, StoredMessage
 from memory.store.base import MemoryStore
 from tests.lifecycle.test_import_guards import (
     AGENT,
@@ -55,6 +56,27 @@ async def test_a_file_with_a_seq_past_64_bits_is_refused_with_nothing_written(
         await import_lines(store, lines)
 
     await _nothing_written(store)
+
+
+async def test_a_seq_that_would_leave_the_next_message_none_is_refused(
+    store: MemoryStore,
+) -> None:
+    """2^63 - 1 fits the stores, and left the session's next message no seq: every later
+    recording failed (review H108). An import's seq goes up to 2^53 - 1, which every JSON
+    reader reads exactly, and the session records on after it."""
+    ok = {**message("m0", 1), "session_id": "s0"}
+    lines = export_file(AGENT, fact("f1"), ok, {**message("m1", 1), "seq": 2**63 - 1})
+    with pytest.raises(InvalidInputError, match=r"message\.seq: is over 9,007,199,254,740,991"):
+        await import_lines(store, lines)
+    await _nothing_written(store)
+
+    await import_lines(store, export_file(AGENT, {**message("m1", 1), "seq": MAX_IMPORTED_SEQ}))
+    session = message("m1", 1)["session_id"]
+    said = MessageIn(message_id="m2", role="user", content="and then", created_at=NOW, user_id="u1")
+    outcome = await store.record_messages(
+        session, "a1", [said], weights={"user": 1.0}, chars_per_token=4.0, now=NOW
+    )
+    assert (outcome.inserted, outcome.state.last_seq) == (1, MAX_IMPORTED_SEQ + 1)
 
 
 def _ref(source_id: str) -> SourceRef:
