@@ -24,6 +24,7 @@ from memory.prompts import (
     PromptMessage,
     SameFactInput,
 )
+from memory.prompts.common import MAX_TEXT_CHARS
 from memory.prompts.consolidate import (
     MAX_ITEM_CHARS,
     MAX_ITEMS_PER_SECTION,
@@ -268,25 +269,62 @@ def _without_self_introduction(sentence: str, speaker: str) -> str:
     ).strip()
 
 
-# A question the agent asks its user about themselves: "Where do you work?", "What's your salary?".
-_ASKS_ABOUT_YOU = re.compile(r"(?i)\b(?:you|your|yours|yourself)\b")
+# A question the agent asks its user about themselves: "Where do you work?", "What's your salary?",
+# "Were you born here?". Not a request to the agent or a question about what the user wants it to
+# do ("Can you tell me when the launch is?", "Do you want me to book it?", "Are you sure?"): their
+# answer is about the work, which the agent keeps for every user when it has only agent memory.
+_ASKS_FOR_ACTION = re.compile(
+    r"(?i)\b(?:(?:do|would|did) you (?:want|like|need|prefer) (?:me|us) to|shall (?:I|we)"
+    r"|are you (?:sure|ok|okay|ready|still there)|let me know|do you mind"
+    r"|do you (?:know|remember|recall|think|see|understand|agree)"
+    r"|have you (?:seen|read|checked|tried|got|received))\b"
+)
+_ASKS_ABOUT_YOU = re.compile(
+    r"(?i)\b(?:your|yours|yourself)\b|\b(?:do|did|are|were|have|had)\s+you\b"
+    r"|\byou\s+(?:live|lived|work|worked|grew up|study|studied|earn|earned|come from|moved)\b"
+)
+# "Grew up in Marseille, moved here in 2015.": a sentence opened by a past-tense verb has dropped
+# its subject, the speaker, as the answer did; "The staging server is at 10.0.0.12" has its own.
+# Not the modals, nor a form that is also an imperative ("Let me add: …", "Read the spec first.").
+_PAST_FORMS = _UNCHANGED - {
+    *("can", "could", "will", "would", "should", "may", "might", "must"),
+    *("let", "put", "set", "read"),
+}
+
+
+def _asks_about_you(content: str) -> bool:
+    return any(
+        s.endswith("?") and _ASKS_ABOUT_YOU.search(s) and not _ASKS_FOR_ACTION.search(s)
+        for s in _sentences(content)
+    )
+
+
+def _subjectless(content: str) -> bool:
+    first = content.split(maxsplit=1)[0].strip(",.;:!").lower() if content.strip() else ""
+    return first in _PAST_FORMS or (len(first) > 4 and first.isalpha() and first.endswith("ed"))
 
 
 def _answers(messages: list[PromptMessage]) -> set[int]:
-    """The numbers of the messages people said in answer to the agent's question about them:
-    every message by a person after an agent message whose question says "you" or "your", up to
-    the next message of another role. People answer about themselves without "I" or "my" ("At
-    Initech, as a night nurse since 2019.", "Born in 1985 in Lyon."), which these rules would
-    otherwise read as a statement about the work, for every user of the agent."""
-    answering, found = False, set()
+    """The numbers of the messages people said in answer to the agent's question about them: the
+    first message a person says after it (the answer), and the ones that speaker says right after
+    it without a subject of their own (the answer going on: "Grew up in Marseille."). People
+    answer about themselves without "I" or "my" ("At Initech, as a night nurse since 2019.",
+    "Born in 1985 in Lyon."), which these rules would otherwise read as a statement about the
+    work, for every user of the agent. No further: a later message is read as any other ("The
+    staging server is at 10.0.0.12" is the work's), and a request to the agent ("Can you tell me
+    when the launch is?") asks about the work, not about its user."""
+    found: set[int] = set()
+    asked, answerer = False, None  # answerer: who answered, while the answer goes on
     for n, m in enumerate(messages, 1):
-        if by_person(m):
-            if answering:
-                found.add(n)
-            continue
-        answering = m.role == "agent" and any(
-            s.endswith("?") and _ASKS_ABOUT_YOU.search(s) for s in _sentences(m.content)
-        )
+        if not by_person(m):
+            asked, answerer = m.role == "agent" and _asks_about_you(m.content), None
+        elif asked:
+            found.add(n)
+            asked, answerer = False, (m.user_id, m.name)
+        elif answerer == (m.user_id, m.name) and _subjectless(m.content):
+            found.add(n)
+        else:
+            answerer = None
     return found
 
 
@@ -364,21 +402,30 @@ def extract_reflections(p: ExtractReflectionsInput) -> ExtractedReflections:
         speaker, _, content, n = messages[0]
         add("session", f"{speaker} asked: {' '.join(content.split())}", n)
     return ExtractedReflections.model_validate(
-        {f"{k}_reflections": _within_bound(v) for k, v in found.items()}
+        {f"{k}_reflections": _within_bound(v, max_words) for k, v in found.items()}
     )
 
 
-def _within_bound(items: list[ExtractedReflection]) -> list[ExtractedReflection]:
+def _within_bound(items: list[ExtractedReflection], max_words: int) -> list[ExtractedReflection]:
     """A scope's reflections within the schema's bound where no split of the window can carry
     more: all from one message ("Please always … Please never …", nine standing instructions
     pasted at once). Over the bound, the answer is refused, and being deterministic, asked again
-    it fails the same way: the message was passed over, all its reflections lost. The first ones
-    are kept: the order the user gave them in, the most specific signal these rules have.
+    it fails the same way: the message was passed over, all its reflections lost. Cutting the
+    list to the bound would drop the rest unseen; instead the ones past it are said in the last
+    kept one (their texts joined), in the order the user gave them, when the joined text fits
+    an item (its characters, its words). When it does not, the items are returned as they are:
+    the schema refuses the answer and the message is passed over, visibly, as before.
     Reflections from several messages are returned whole: over the bound, the refusal splits the
     window (a deterministic answer that reaches its bound is read as complete, so capping there
-    would lose the rest unseen) and each message is read alone, capped here if it must be."""
+    would lose the rest unseen) and each message is read alone, folded here if it must be."""
     sources = {n for item in items for n in item.sources or ()}
-    return items[:MAX_REFLECTIONS] if len(sources) <= 1 else items
+    if len(items) <= MAX_REFLECTIONS or len(sources) > 1:
+        return items
+    kept, rest = items[: MAX_REFLECTIONS - 1], items[MAX_REFLECTIONS - 1 :]
+    joined = " ".join(item.content for item in rest)
+    if len(joined) > MAX_TEXT_CHARS or len(joined.split()) > max_words:
+        return items
+    return [*kept, rest[0].model_copy(update={"content": joined})]
 
 
 def consolidate(p: ConsolidateInput) -> ConsolidatedSections:

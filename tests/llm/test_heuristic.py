@@ -467,7 +467,8 @@ NINE_DIRECTIVES = [
 async def test_nine_directives_in_one_message_are_answered_within_the_schema() -> None:
     """Nine standing instructions pasted at once were nine user reflections, over the schema's
     eight: the answer was refused, the same again on every retry, and the message passed over for
-    reflections, none of them kept. A split cannot help one message: its first eight are kept."""
+    reflections, none of them kept. A split cannot help one message, and cutting it to eight lost
+    the ninth unseen: the ninth is said in the eighth item."""
     one = [msg(1, " ".join(NINE_DIRECTIVES))]
     out = await reflect(reflection_input(["user", "session"], one))
     assert [r.content for r in out.user_reflections] == [
@@ -478,7 +479,59 @@ async def test_nine_directives_in_one_message_are_answered_within_the_schema() -
         "Alice said: Please never schedule calls before 10am.",
         "Alice said: Please always use metric units.",
         "Please never mention Alice's ex.",
-        "Please always sign off with Alice's initials.",
+        "Please always sign off with Alice's initials."
+        " Alice said: Please always use the 24 hour clock.",
     ]
     assert [r.speaker for r in out.user_reflections] == ["alice"] * 8
+    assert [r.sources for r in out.user_reflections] == [[1]] * 8
     assert len(out.session_reflections) == 1
+
+
+async def test_nine_directives_too_long_to_join_are_refused_not_cut() -> None:
+    """When the ones past the bound do not fit in one item, none is dropped unseen: the answer is
+    refused and the message is passed over visibly (a degraded formation), as before."""
+    one = [msg(1, " ".join(NINE_DIRECTIVES))]
+    with pytest.raises(MalformedOutputError):
+        await reflect(reflection_input(["user", "session"], one, max_words=10))
+
+
+async def test_an_answer_to_a_request_is_the_works() -> None:
+    """ "Can you tell me when the launch is?" asks about the work, not about the user: her answer,
+    and what she says next, were her user memory, and an agent with only agent memory kept
+    nothing of them."""
+    msgs = [
+        msg(1, "Hi, we are preparing the launch."),
+        msg(
+            2, "Sure! Can you tell me when the launch of the project is?", role="agent", name="Eve"
+        ),
+        msg(3, "March 3, in the Lisbon office."),
+        msg(4, "The staging server is at 10.0.0.12 since May 2024."),
+        msg(5, "Do you want me to book the Lisbon office? Are you sure?", role="agent", name="Eve"),
+        msg(6, "Room 4 at the Lisbon office, from 9am to 5pm."),
+    ]
+    expected = [
+        ("March 3, in the Lisbon office.", "agent"),
+        ("The staging server is at 10.0.0.12 since May 2024.", "agent"),
+        ("Room 4 at the Lisbon office, from 9am to 5pm.", "agent"),
+    ]
+    assert await facts(msgs, ["user", "agent"]) == expected
+    assert await facts(msgs, ["agent"]) == expected
+
+
+async def test_only_the_answer_to_a_question_about_its_speaker_is_theirs() -> None:
+    """The immediate answer is hers ("Born in 1985 in Lyon.", "90000 dollars a year."), not what
+    she says after it about the work."""
+    msgs = [
+        msg(1, "When were you born?", role="agent", name="Eve"),
+        msg(2, "Born in 1985 in Lyon."),
+        msg(3, "The staging server is at 10.0.0.12 since May 2024."),
+        msg(4, "Noted. What's your salary?", role="agent", name="Eve"),
+        msg(5, "90000 dollars a year, paid in Lisbon."),
+        msg(6, "The launch of Project Atlas is on March 3."),
+    ]
+    assert await facts(msgs, ["user", "agent"]) == [
+        ("Alice said: Born in 1985 in Lyon.", "user"),
+        ("The staging server is at 10.0.0.12 since May 2024.", "agent"),
+        ("Alice said: 90000 dollars a year, paid in Lisbon.", "user"),
+        ("The launch of Project Atlas is on March 3.", "agent"),
+    ]

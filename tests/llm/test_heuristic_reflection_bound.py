@@ -1,6 +1,7 @@
 """The offline provider answers within its schema's bound of reflections: nine standing
-instructions pasted in one message are remembered (eight of them, the first), not passed over;
-said over two messages, every one, each message read alone. A real workflow and store."""
+instructions pasted in one message are remembered, every one (the ninth said in the eighth
+reflection), not passed over; said over two messages, every one, each message read alone. A real
+workflow and store."""
 
 from __future__ import annotations
 
@@ -54,7 +55,8 @@ async def test_nine_instructions_in_one_message_are_remembered(
     time_env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
     user = await remembered(time_env, tmp_path / "one", [" ".join(DIRECTIVES)])
-    assert user == [f"Alice said: {d}" for d in DIRECTIVES[:8]]
+    folded = f"Alice said: {DIRECTIVES[7]} Alice said: {DIRECTIVES[8]}"
+    assert user == [f"Alice said: {d}" for d in DIRECTIVES[:7]] + [folded]
 
     user = await remembered(
         time_env, tmp_path / "two", [" ".join(DIRECTIVES[:5]), " ".join(DIRECTIVES[5:])]
