@@ -129,6 +129,10 @@ _UNCHANGED |= set(
     ]
 )
 _IRREGULAR = {"am": "is", "have": "has", "do": "does", "go": "goes"}
+# Present forms that end in -ed as regular past forms do ("I need" → "Alice needs", not "Alice
+# need"): "agreed", "freed" are past, so the ending alone cannot tell them apart.
+_PRESENT_ED = {"need", "feed", "bleed", "breed", "speed", "succeed", "proceed", "exceed", "heed"}
+_PRESENT_ED |= {"seed", "weed", "shed", "wed", "embed", "shred"}
 
 
 def _sentences(text: str) -> list[str]:
@@ -142,7 +146,9 @@ def _truncate(text: str, max_words: int) -> str:
 def _conjugate(verb: str) -> str:
     if verb in _IRREGULAR:
         return _IRREGULAR[verb]
-    if verb in _UNCHANGED or not verb.isalpha() or not verb.islower() or verb.endswith("ed"):
+    if verb in _UNCHANGED or not verb.isalpha() or not verb.islower():
+        return verb
+    if verb.endswith("ed") and verb not in _PRESENT_ED:
         return verb
     if verb.endswith(("s", "sh", "ch", "x", "z", "o")):
         return verb + "es"

@@ -535,3 +535,14 @@ async def test_only_the_answer_to_a_question_about_its_speaker_is_theirs() -> No
         ("Alice said: 90000 dollars a year, paid in Lisbon.", "user"),
         ("The launch of Project Atlas is on March 3.", "agent"),
     ]
+
+
+async def test_a_present_verb_ending_in_ed_takes_its_s() -> None:
+    """ "I need" was written "Alice need": a verb ending in -ed read as a regular past form."""
+    msgs = [msg(1, "I need a quiet room at the Riverside office, and I agreed to pay 40 dollars.")]
+    assert await facts(msgs, ["user", "agent"]) == [
+        (
+            "Alice needs a quiet room at the Riverside office, and Alice agreed to pay 40 dollars.",
+            "user",
+        )
+    ]
