@@ -20,6 +20,7 @@ from cli.common import (
     JsonOption,
     check_id,
     emit,
+    fail,
     load_settings,
     progress,
     run,
@@ -221,8 +222,10 @@ def reform_command(
     parts re-formed are marked re-formed (`degraded list` leaves them out). Exit code 1 when the
     model's output is still unusable for any message, or nothing in the range is left to
     re-form."""
-    settings = load_settings()
     agent, session = check_id("agent", agent), check_id("session", session)
+    if after >= upto:
+        fail(f"--after {after} --upto {upto}: an empty range (--after is below --upto)")
+    settings = load_settings()
     with progress(f"re-forming messages {after + 1}-{upto} of {session}"):
         done = run(_reform(settings, agent, session, after, upto, reflections), settings)
     c = done.commit

@@ -4,8 +4,12 @@ them out, erase a person (issue 15; README "Your data"). Imports are idempotent 
 
 from __future__ import annotations
 
+import os
+import secrets
+import stat
 import sys
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any, TextIO
@@ -24,6 +28,7 @@ from memory.lifecycle.mem0 import load_items, map_mem0
 from memory.lifecycle.plan import plan, render
 from memory.lifecycle.records import ImportBatch
 from memory.lifecycle.writer import ImportReport, write_batch
+from memory.lookup import require_agent
 from memory.settings import Settings
 from memory.store import open_store
 from memory.store.counts import ForgetCounts
@@ -215,9 +220,64 @@ def import_file(
     try:
         with file.open(encoding="utf-8") as f:
             batch = export_format.to_import(list(export_format.read_export(f)))
-    except (OSError, export_format.ExportFormatError) as err:
+    except export_format.ExportFormatError as err:
         fail(str(err))
+    except UnicodeDecodeError:
+        fail(f"cannot read {file}: not UTF-8 text (a `mnemos export` file is)")
+    except OSError as err:
+        fail(f"cannot read {file}: {err.strerror or err}")
     _finish(settings, [batch], dry_run, as_json)
+
+
+def _cannot_write(output: Path, err: OSError) -> str:
+    return f"cannot write {output}: {err.strerror or err}"
+
+
+@contextmanager
+def _replacing(output: Path) -> Iterator[TextIO]:
+    """``output`` to write, replaced only once the block has succeeded: the export is written to
+    a temporary file beside it and renamed over it at the end (removed on failure), so a failed
+    export leaves an existing file as it was, and no half-written one. A path that cannot be
+    written (no such directory, a directory) is said as one line before the block runs. An
+    existing file keeps its mode (a new one gets open()'s, under the umask); a symlink is written
+    through; a device or a pipe (/dev/stdout) is written in place, nothing there to replace."""
+    target = Path(os.path.realpath(output))
+    try:
+        existing: os.stat_result | None = target.stat()
+    except FileNotFoundError:
+        existing = None
+    except OSError as err:  # a path through a file, a directory it may not search
+        fail(_cannot_write(output, err))
+    if existing is not None and stat.S_ISDIR(existing.st_mode):
+        fail(f"cannot write {output}: it is a directory")
+    if existing is not None and not stat.S_ISREG(existing.st_mode):
+        try:
+            special = target.open("w", encoding="utf-8")
+        except OSError as err:
+            fail(_cannot_write(output, err))
+        with special:
+            yield special
+        return
+    temporary = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
+    try:
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    except OSError as err:
+        fail(_cannot_write(output, err))
+    try:
+        f = open(fd, "w", encoding="utf-8")  # noqa: SIM115 - closed below, before the rename
+        try:
+            yield f
+        finally:
+            f.close()
+        if existing is not None:
+            os.chmod(temporary, stat.S_IMODE(existing.st_mode))
+        os.replace(temporary, target)
+    except OSError as err:  # the block's own are lines already (run): closing, the rename
+        temporary.unlink(missing_ok=True)
+        fail(_cannot_write(output, err))
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
 
 
 def export(
@@ -237,6 +297,8 @@ def export(
     async def go(out: TextIO) -> dict[str, int]:
         store = await open_store(settings)
         try:
+            if agent is not None:
+                await require_agent(store, agent)
             return await export_store(
                 store, out, agent_id=agent, user_id=user, messages=messages, now=_now()
             )
@@ -246,7 +308,7 @@ def export(
     if output is None:
         counts = run(go(sys.stdout), settings)
     else:
-        with output.open("w", encoding="utf-8") as f:
+        with _replacing(output) as f:
             counts = run(go(f), settings)
     summary = ", ".join(_n(n, kind) for kind, n in counts.items())
     typer.echo(f"exported {summary}" if summary else "nothing to export", err=True)

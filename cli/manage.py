@@ -252,7 +252,15 @@ def _read_text(text: str | None, file: Path | None) -> str:
     if text is not None and file is not None:
         raise InvalidInputError("give the new text or --file, not both")
     if file is not None:
-        return sys.stdin.read() if str(file) == "-" else file.read_text()
+        name = "stdin" if str(file) == "-" else str(file)
+        try:
+            return sys.stdin.read() if str(file) == "-" else file.read_text(encoding="utf-8")
+        except UnicodeDecodeError as e:
+            raise InvalidInputError(
+                f"cannot read {name}: not UTF-8 text ({e.reason} at byte {e.start})"
+            ) from e
+        except OSError as e:
+            raise InvalidInputError(f"cannot read {name}: {e.strerror or e}") from e
     if text is None:
         raise InvalidInputError("give the new text, or --file (- for stdin)")
     return text
@@ -277,6 +285,8 @@ def consolidated_edit(
 ) -> None:
     """Replace a consolidated memory by your text, as a new version marked "manual"."""
     key = scope_key(agent, user, session)
+    if expected_version is not None and expected_version < 0:
+        fail(f"--expected-version {expected_version}: a version is 0 or more")
     settings = load_settings()
 
     async def edit() -> ConsolidatedMemory:

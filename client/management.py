@@ -17,7 +17,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from memory.context import one_line as as_one_line
 from memory.embedding.base import Embedder
@@ -28,6 +28,7 @@ from memory.models import ConsolidatedMemory, Fact, FactFilter, Reflection, Scop
 from memory.pipeline.consolidation import VERSION_LINE
 from memory.pipeline.usage import words
 from memory.settings import Scope, Settings
+from memory.settings_errors import validation_line
 from memory.store.base import MemoryStore
 from memory.store.counts import ForgetCounts
 
@@ -226,7 +227,9 @@ class MemoryManager:
     # ------------------------------------------------------------ consolidated memory
 
     async def show_consolidated(self, key: ScopeKey) -> ConsolidatedMemory | None:
-        """None until the first consolidation (or manual edit) of the scope."""
+        """None until the first consolidation (or manual edit) of the scope; NotFoundError for an
+        agent that is not registered (not an agent with no memory yet)."""
+        await self._require_agent(key.agent_id)
         return await self.store.get_consolidated(key)
 
     async def edit_consolidated(
@@ -240,6 +243,8 @@ class MemoryManager:
         by the new version's, as consolidation writes it. The text saved as it stands changes
         nothing: the current blob is returned.
         """
+        if expected_version is not None and expected_version < 0:
+            raise InvalidInputError(f"expected_version {expected_version}: a version is 0 or more")
         reflections = self.settings.reflections
         word_limit = reflections.word_limit(key.scope)
         allowed = int(word_limit * (1 + reflections.word_limit_tolerance))
@@ -326,8 +331,8 @@ class MemoryManager:
                 ScopeKey(scope=scope, agent_id=agent_id, user_id=user, session_id=session)
                 for scope, user, session in wanted
             ]
-        except ValueError as exc:  # pydantic's ValidationError: a malformed id
-            raise InvalidInputError(f"invalid id: {exc}") from exc
+        except ValidationError as exc:  # a malformed id: one line, without pydantic's URL
+            raise InvalidInputError(f"invalid id: {validation_line(exc)}") from exc
         await self._require_agent(agent_id)
         return keys
 

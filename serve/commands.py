@@ -8,15 +8,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, NoReturn
 
 import typer
+from pydantic import TypeAdapter, ValidationError
 
 from memory.errors import MnemosError
-from memory.logging import configure_logging
-from memory.settings import get_settings
+from memory.logging import configure_logging, redact_text
+from memory.models import Id
+from memory.settings import Settings, get_settings, read_settings
+from memory.settings_errors import validation_line
 from memory.store import open_store
 from runtime.metrics import MetricsEndpointError, install_runtime
 from runtime.tracing import TracingConfigError, configure_tracing
@@ -34,21 +37,63 @@ KeysFile = Annotated[
 
 
 @contextlib.asynccontextmanager
-async def keys_store(path: Path | None) -> AsyncIterator[ApiKeyStore]:
+async def keys_store(
+    path: Path | None, settings: Settings | None = None
+) -> AsyncIterator[ApiKeyStore]:
     """The keys of ``mnemos keys``: in the configured memory store, or in ``path`` when given."""
     if path is not None:
         yield JsonFileKeyStore(path)
         return
-    store = await open_store(get_settings())
+    store = await open_store(settings or get_settings())
     try:
         yield StoreKeyStore(store)
     finally:
         await store.close()
 
 
-async def _with_keys[T](path: Path | None, use: Callable[[ApiKeyStore], Awaitable[T]]) -> T:
-    async with keys_store(path) as keys:
+async def _with_keys[T](
+    path: Path | None, use: Callable[[ApiKeyStore], Awaitable[T]], settings: Settings
+) -> T:
+    async with keys_store(path, settings) as keys:
         return await use(keys)
+
+
+# ---------------------------------------------------------------- one-line errors
+# What cli.common does for every other `mnemos` command (fail, load_settings, run), for the
+# failures these commands meet (no Temporal here): serve may not import cli (tests/test_layers.py).
+
+_ID = TypeAdapter(Id)
+_STORE_DRIVERS = frozenset({"psycopg", "psycopg_pool", "pymongo", "bson", "sqlite3"})
+
+
+def _fail(message: str) -> NoReturn:
+    """One line on stderr and exit code 1: never a traceback, never a credential it quotes."""
+    typer.echo(f"error: {redact_text(message)}", err=True)
+    raise typer.Exit(1)
+
+
+def _settings() -> Settings:
+    """The settings in the environment now (InvalidSettingsError: one line)."""
+    try:
+        return read_settings()
+    except MnemosError as e:
+        _fail(str(e))
+
+
+def _run[T](coro: Coroutine[Any, Any, T], settings: Settings) -> T:
+    """Run a command's coroutine; expected failures become one ``error:`` line and exit code 1."""
+    try:
+        return asyncio.run(coro)
+    except typer.Exit:
+        raise
+    except ValidationError as e:  # e.g. a keys file that is not one
+        _fail(f"invalid input: {validation_line(e)}")
+    except (MnemosError, OSError, json.JSONDecodeError) as e:
+        _fail(str(e))
+    except Exception as e:
+        if type(e).__module__.partition(".")[0] not in _STORE_DRIVERS:
+            raise  # a bug: keep its traceback
+        _fail(f"store ({settings.store.backend}): {' '.join(str(e).split())}")
 
 
 # ---------------------------------------------------------------- mnemos serve
@@ -121,17 +166,40 @@ def create(
     name: Annotated[str, typer.Option(help="A label to recognise it")] = "",
     keys_file: KeysFile = None,
 ) -> None:
-    """Create a key; the key itself is printed once and never stored."""
-    try:
-        key, token = asyncio.run(
-            _with_keys(
-                keys_file,
-                lambda k: k.create(agent, read_only=read_only, name=name, can_erase=erase),
+    """Create a key; the key itself is printed once and never stored. An agent not registered
+    yet is named in a note: a key is how a backend registers its agent (POST /v1/agents), and a
+    mistyped id shows there."""
+    for agent_id in agent:
+        try:
+            _ID.validate_python(agent_id)
+        except ValidationError:
+            _fail(f"agent {agent_id!r} is not a valid id (letters, digits, _ . -; at most 128)")
+    settings = _settings()
+
+    async def create_key() -> tuple[ApiKey, str, list[str]]:
+        if keys_file is not None:  # the keys of a `mnemos serve --keys-file`: no store opened
+            key, token = await JsonFileKeyStore(keys_file).create(
+                agent, read_only=read_only, name=name, can_erase=erase
             )
-        )
-    except MnemosError as e:
-        raise typer.BadParameter(str(e)) from e
+            return key, token, []
+        store = await open_store(settings)
+        try:
+            unknown = [a for a in agent if await store.get_agent(a) is None]
+            key, token = await StoreKeyStore(store).create(
+                agent, read_only=read_only, name=name, can_erase=erase
+            )
+            return key, token, unknown
+        finally:
+            await store.close()
+
+    key, token, unknown = _run(create_key(), settings)
     typer.echo(_line(key), err=True)
+    for agent_id in unknown:
+        typer.echo(
+            f"note: agent {agent_id!r} is not registered yet: register it with this key "
+            "(POST /v1/agents), or check the id",
+            err=True,
+        )
     typer.echo(token)
 
 
@@ -141,7 +209,8 @@ def list_keys(
     keys_file: KeysFile = None,
 ) -> None:
     """Every key (never the secrets)."""
-    keys = asyncio.run(_with_keys(keys_file, lambda k: k.list()))
+    settings = _settings()
+    keys = _run(_with_keys(keys_file, lambda k: k.list(), settings), settings)
     if as_json:
         data = [k.model_dump(mode="json", exclude={"secret_sha256"}) for k in keys]
         typer.echo(json.dumps(data, indent=2))
@@ -155,11 +224,8 @@ def list_keys(
 @keys_app.command("revoke")
 def revoke(key_id: str, keys_file: KeysFile = None) -> None:
     """Revoke a key by its id (the part after mk_): it stops working at once."""
-    try:
-        key = asyncio.run(_with_keys(keys_file, lambda k: k.revoke(key_id)))
-    except MnemosError as e:
-        typer.echo(str(e), err=True)
-        raise typer.Exit(1) from e
+    settings = _settings()
+    key = _run(_with_keys(keys_file, lambda k: k.revoke(key_id), settings), settings)
     typer.echo(_line(key))
 
 

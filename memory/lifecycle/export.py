@@ -57,6 +57,7 @@ from memory.models import (
     StoredMessage,
     UtcDatetime,
 )
+from memory.settings_errors import validation_line
 
 FORMAT: Final = "mnemos-export"
 VERSION: Final = 1
@@ -116,10 +117,12 @@ _LINE: TypeAdapter[Line] = TypeAdapter(Line)
 
 class ExportFormatError(InvalidInputError, ValueError):
     """A line of a file that is no export of this format: bad input, named by its line, and
-    nothing written (the whole file is read before a write)."""
+    nothing written (the whole file is read before a write). ``line_no`` None: the file as a
+    whole (it has no line to name: it is empty). The message is one line: a ValidationError is
+    said by field (settings_errors.validation_line), not pydantic's own lines."""
 
-    def __init__(self, line_no: int, message: str) -> None:
-        super().__init__(f"export line {line_no}: {message}")
+    def __init__(self, line_no: int | None, message: str) -> None:
+        super().__init__(message if line_no is None else f"export line {line_no}: {message}")
         self.line_no = line_no
 
 
@@ -144,17 +147,21 @@ def read_export(lines: Iterable[str]) -> Iterator[HeaderLine | Record]:
     counts: Counter[str] = Counter()
     ended: EndLine | None = None
     n = 0
+    seen = False
     for n, text in enumerate(lines, start=1):
         if not text.strip():
             continue
+        seen = True
         if ended is not None:
             raise ExportFormatError(n, "data after the end line")
         try:
             parsed = _LINE.validate_json(text)
         except ValidationError as e:
             if n == 1:
-                raise ExportFormatError(n, f"not a {FORMAT} v{VERSION} header: {e}") from e
-            raise ExportFormatError(n, str(e)) from e
+                raise ExportFormatError(
+                    n, f"not a {FORMAT} v{VERSION} header: {validation_line(e)}"
+                ) from e
+            raise ExportFormatError(n, validation_line(e)) from e
         if (n == 1) != isinstance(parsed, HeaderLine):
             raise ExportFormatError(n, "the header must be the first line, and only it")
         if isinstance(parsed, EndLine):
@@ -166,9 +173,11 @@ def read_export(lines: Iterable[str]) -> Iterator[HeaderLine | Record]:
                 # line, as one that does not parse, whoever reads the file (to_import converts).
                 import_record(parsed)
             except ValidationError as e:
-                raise ExportFormatError(n, str(e)) from e
+                raise ExportFormatError(n, f"{parsed.type}: {validation_line(e)}") from e
             counts[parsed.type] += 1
         yield parsed
+    if not seen:
+        raise ExportFormatError(None, f"the file is empty: no {FORMAT} header line")
     if ended is None:
         raise ExportFormatError(n, "no end line: the export is truncated")
     if dict(counts) != {k: v for k, v in ended.counts.items() if v}:

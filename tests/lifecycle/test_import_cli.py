@@ -22,6 +22,7 @@ from cli.app import app
 from memory.logging import configure_logging
 from tests.lifecycle import eden_fixtures as fx
 from tests.lifecycle.test_eden_mapping import agent_batch
+from tests.lifecycle.test_import_guards import AGENT, export_file, fact
 from tests.lifecycle.test_mem0 import ITEMS
 from tests.mongo_server import running_mongo
 
@@ -220,3 +221,105 @@ def test_an_unreachable_eden_is_one_line_naming_it(tmp_path: Path) -> None:
     assert result.exit_code == 1, result.stdout
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: Eden's MongoDB: "), result.stderr
+
+
+# ---------------------------------------------------------------- bad input: one line, nothing changed
+
+
+@pytest.fixture
+def seeded(tmp_path: Path) -> dict[str, str]:
+    """A store holding agent a1 and one fact, imported from an export file."""
+    env = env_of(tmp_path)
+    seed = tmp_path / "seed.jsonl"
+    seed.write_text("\n".join(export_file(AGENT, fact("f1"))) + "\n")
+    ok(runner.invoke(app, ["import", "file", str(seed)], env=env))
+    return env
+
+
+def one_error_line(result: Result) -> str:
+    """The command failed with exit code 1 and one `error: ` line, raising nothing else."""
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(
+        result.exception
+    )
+    assert result.exit_code == 1, (result.exit_code, result.stderr)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize("where", ["missing/dir/x.jsonl", "."], ids=["missing dir", "a dir"])
+def test_export_to_a_path_it_cannot_write_is_one_line(
+    seeded: dict[str, str], tmp_path: Path, where: str
+) -> None:
+    before = sorted(p.name for p in tmp_path.iterdir())
+
+    line = one_error_line(runner.invoke(app, ["export", "-o", str(tmp_path / where)], env=seeded))
+
+    assert f"cannot write {tmp_path / where}" in line
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # no temporary file left
+
+
+def test_a_failed_export_leaves_the_existing_file_as_it_was(
+    seeded: dict[str, str], tmp_path: Path
+) -> None:
+    out = tmp_path / "previous.jsonl"
+    out.write_text("previous export\n")
+    out.chmod(0o640)
+    broken = {**seeded, "MNEMOS_STORE__SQLITE_PATH": str(tmp_path)}  # a directory: no store
+
+    one_error_line(runner.invoke(app, ["export", "-o", str(out)], env=broken))
+    one_error_line(runner.invoke(app, ["export", "--agent", "nope", "-o", str(out)], env=seeded))
+
+    assert out.read_text() == "previous export\n"
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+    # A successful export replaces it, keeping its mode.
+    ok(runner.invoke(app, ["export", "-o", str(out)], env=seeded))
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    assert lines[0]["type"] == "header" and lines[-1]["counts"] == {"agent": 1, "fact": 1}
+    assert out.stat().st_mode & 0o777 == 0o640
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_export_of_an_unregistered_agent_is_refused(seeded: dict[str, str]) -> None:
+    line = one_error_line(runner.invoke(app, ["export", "--agent", "nope"], env=seeded))
+    assert line == "error: agent 'nope' is not registered"
+
+
+def test_import_of_a_file_that_is_not_utf8_is_one_line(
+    seeded: dict[str, str], tmp_path: Path
+) -> None:
+    binary = tmp_path / "bin.jsonl"
+    binary.write_bytes(b"\xff\xfe\x00garbage\x80\x81\n")
+
+    line = one_error_line(runner.invoke(app, ["import", "file", str(binary)], env=seeded))
+
+    assert line.startswith(f"error: cannot read {binary}: ")
+
+
+def test_import_of_a_bad_header_is_one_line_naming_the_field(
+    seeded: dict[str, str], tmp_path: Path
+) -> None:
+    file = tmp_path / "x.jsonl"
+    file.write_text(
+        '{"type":"header","format":"mnemos-export","version":1,'
+        '"exported_at":"2025-01-01T00:00:00Z","pad":"x"}\n'
+    )
+
+    line = one_error_line(runner.invoke(app, ["import", "file", str(file)], env=seeded))
+
+    assert line == (
+        "error: export line 1: not a mnemos-export v1 header: "
+        "header.pad: Extra inputs are not permitted"
+    )
+
+
+@pytest.mark.parametrize("text", ["", "\n \n"], ids=["empty", "blank lines"])
+def test_import_of_an_empty_file_says_it_is_empty(
+    seeded: dict[str, str], tmp_path: Path, text: str
+) -> None:
+    file = tmp_path / "empty.jsonl"
+    file.write_text(text)
+
+    line = one_error_line(runner.invoke(app, ["import", "file", str(file)], env=seeded))
+
+    assert "line 0" not in line and "empty" in line

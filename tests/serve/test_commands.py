@@ -9,10 +9,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
+from cli import common as cli_common
+from memory.logging import configure_logging
+from memory.models import AgentConfig
 from memory.settings import get_settings
 from memory.store.sqlite import SQLiteStore
+from serve import commands
 from serve.commands import keys_app
 from serve.keys import ApiKey, JsonFileKeyStore, StoreKeyStore
 
@@ -39,7 +43,8 @@ def _verify_in_store(path: Path, token: str) -> ApiKey | None:
     return asyncio.run(verify())
 
 
-def test_create_list_revoke(tmp_path: Path) -> None:
+def test_create_list_revoke(tmp_path: Path, db_path: Path) -> None:
+    _register(db_path, "eve", "bob")  # the agents are checked in the memory store
     path = tmp_path / "api_keys.json"
     runner = CliRunner()
     opts = ["--keys-file", str(path)]
@@ -62,10 +67,11 @@ def test_create_list_revoke(tmp_path: Path) -> None:
     assert unknown.exit_code == 1
 
     bad = runner.invoke(keys_app, ["create", "-a", "not an id", *opts])
-    assert bad.exit_code != 0 and "agent_ids" in bad.output
+    assert bad.exit_code == 1 and "'not an id' is not a valid id" in bad.stderr
 
 
 def test_keys_live_in_the_memory_store_by_default(db_path: Path) -> None:
+    _register(db_path, "eve")
     runner = CliRunner()
     created = runner.invoke(keys_app, ["create", "-a", "eve", "--name", "ops"])
     assert created.exit_code == 0, created.output
@@ -81,3 +87,91 @@ def test_keys_live_in_the_memory_store_by_default(db_path: Path) -> None:
     assert revoked.exit_code == 0 and "revoked" in revoked.stdout
     assert _verify_in_store(db_path, token) is None
     assert runner.invoke(keys_app, ["revoke", "nope"]).exit_code == 1
+
+
+# ---------------------------------------------------------------- bad input: one `error:` line
+
+
+@pytest.fixture(autouse=True)
+def _logging_outside_the_runner(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The commands point logging at the stderr they see, a buffer under the runner."""
+    configure_logging("warning")
+    monkeypatch.setattr(cli_common, "configure_logging", lambda level: None)
+    monkeypatch.setattr(commands, "configure_logging", lambda level: None)
+
+
+def _register(path: Path, *agent_ids: str) -> None:
+    async def register() -> None:
+        store = SQLiteStore(path)
+        try:
+            await store.setup()
+            for agent_id in agent_ids:
+                await store.upsert_agent(AgentConfig(agent_id=agent_id, name=agent_id))
+        finally:
+            await store.close()
+
+    asyncio.run(register())
+
+
+def _keys_in_store(path: Path) -> list[ApiKey]:
+    async def listed() -> list[ApiKey]:
+        store = SQLiteStore(path)
+        try:
+            return await StoreKeyStore(store).list()
+        finally:
+            await store.close()
+
+    return asyncio.run(listed())
+
+
+def _one_error_line(result: Result) -> str:
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(
+        result.exception
+    )
+    assert result.exit_code == 1, (result.exit_code, result.output)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    return lines[0]
+
+
+def test_a_key_for_an_agent_not_registered_yet_says_so(db_path: Path) -> None:
+    """A key is how a backend registers its agent over the API (POST /v1/agents), so a key for
+    an agent not registered yet is made; a note names it, where a mistyped id shows."""
+    _register(db_path, "eve")
+    created = CliRunner().invoke(keys_app, ["create", "-a", "eve", "-a", "nope"])
+    assert created.exit_code == 0, created.output
+    notes = [line for line in created.stderr.splitlines() if line.startswith("note: ")]
+    assert notes == [
+        "note: agent 'nope' is not registered yet: register it with this key "
+        "(POST /v1/agents), or check the id"
+    ]
+    assert [k.agent_ids for k in _keys_in_store(db_path)] == [("eve", "nope")]
+
+
+def test_an_invalid_agent_id_is_one_line_naming_it(db_path: Path) -> None:
+    line = _one_error_line(CliRunner().invoke(keys_app, ["create", "-a", "a/b"]))
+    assert "'a/b' is not a valid id" in line
+
+
+def test_revoking_an_unknown_key_says_error(db_path: Path) -> None:
+    _register(db_path, "eve")
+    line = _one_error_line(CliRunner().invoke(keys_app, ["revoke", "nope"]))
+    assert line == "error: no API key 'nope'"
+
+
+@pytest.mark.parametrize("command", [["list"], ["revoke", "k1"], ["create", "-a", "eve"]])
+def test_a_store_path_that_is_a_directory_is_one_line(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch, command: list[str]
+) -> None:
+    monkeypatch.setenv("MNEMOS_STORE__SQLITE_PATH", str(db_path.parent.parent))
+    line = _one_error_line(CliRunner().invoke(keys_app, command))
+    assert line.startswith("error: store (sqlite): ")
+
+
+@pytest.mark.parametrize("command", [["list"], ["revoke", "k1"], ["create", "-a", "eve"]])
+def test_a_keys_file_that_is_a_directory_is_one_line(
+    db_path: Path, tmp_path: Path, command: list[str]
+) -> None:
+    _register(db_path, "eve")
+    line = _one_error_line(CliRunner().invoke(keys_app, [*command, "--keys-file", str(tmp_path)]))
+    assert "Is a directory" in line
