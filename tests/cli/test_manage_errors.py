@@ -7,12 +7,13 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner, Result
+from typer.testing import CliRunner
 
 from cli.app import app
 from memory.models import AgentConfig, ScopeKey
 from memory.store.sqlite import SQLiteStore
 from tests.cli.conftest import free_port
+from tests.cli_lines import one_error_line
 
 runner = CliRunner()
 
@@ -48,16 +49,6 @@ def _blob_version(env: dict[str, str]) -> int:
             await store.close()
 
     return asyncio.run(version())
-
-
-def one_error_line(result: Result) -> str:
-    assert result.exception is None or isinstance(result.exception, SystemExit), repr(
-        result.exception
-    )
-    assert result.exit_code == 1, (result.exit_code, result.output)
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    return lines[0]
 
 
 def test_consolidated_edit_of_a_file_that_is_not_utf8(env: dict[str, str], tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ from typer.testing import CliRunner, Result
 from cli import common as cli_common
 from cli.app import app
 from memory.logging import configure_logging
+from tests.cli_lines import one_error_line
 from tests.lifecycle import eden_fixtures as fx
 from tests.lifecycle.test_eden_mapping import agent_batch
 from tests.lifecycle.test_import_guards import AGENT, export_file, fact
@@ -234,17 +235,6 @@ def seeded(tmp_path: Path) -> dict[str, str]:
     seed.write_text("\n".join(export_file(AGENT, fact("f1"))) + "\n")
     ok(runner.invoke(app, ["import", "file", str(seed)], env=env))
     return env
-
-
-def one_error_line(result: Result) -> str:
-    """The command failed with exit code 1 and one `error: ` line, raising nothing else."""
-    assert result.exception is None or isinstance(result.exception, SystemExit), repr(
-        result.exception
-    )
-    assert result.exit_code == 1, (result.exit_code, result.stderr)
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    return lines[0]
 
 
 @pytest.mark.parametrize("where", ["missing/dir/x.jsonl", "."], ids=["missing dir", "a dir"])

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner, Result
+from typer.testing import CliRunner
 
 from cli import common as cli_common
 from memory.logging import configure_logging
@@ -19,6 +19,7 @@ from memory.store.sqlite import SQLiteStore
 from serve import commands
 from serve.commands import keys_app
 from serve.keys import ApiKey, JsonFileKeyStore, StoreKeyStore
+from tests.cli_lines import one_error_line
 
 
 @pytest.fixture
@@ -124,16 +125,6 @@ def _keys_in_store(path: Path) -> list[ApiKey]:
     return asyncio.run(listed())
 
 
-def _one_error_line(result: Result) -> str:
-    assert result.exception is None or isinstance(result.exception, SystemExit), repr(
-        result.exception
-    )
-    assert result.exit_code == 1, (result.exit_code, result.output)
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    return lines[0]
-
-
 def test_a_key_for_an_agent_not_registered_yet_says_so(db_path: Path) -> None:
     """A key is how a backend registers its agent over the API (POST /v1/agents), so a key for
     an agent not registered yet is made; a note names it, where a mistyped id shows."""
@@ -149,13 +140,13 @@ def test_a_key_for_an_agent_not_registered_yet_says_so(db_path: Path) -> None:
 
 
 def test_an_invalid_agent_id_is_one_line_naming_it(db_path: Path) -> None:
-    line = _one_error_line(CliRunner().invoke(keys_app, ["create", "-a", "a/b"]))
+    line = one_error_line(CliRunner().invoke(keys_app, ["create", "-a", "a/b"]))
     assert "'a/b' is not a valid id" in line
 
 
 def test_revoking_an_unknown_key_says_error(db_path: Path) -> None:
     _register(db_path, "eve")
-    line = _one_error_line(CliRunner().invoke(keys_app, ["revoke", "nope"]))
+    line = one_error_line(CliRunner().invoke(keys_app, ["revoke", "nope"]))
     assert line == "error: no API key 'nope'"
 
 
@@ -164,7 +155,7 @@ def test_a_store_path_that_is_a_directory_is_one_line(
     db_path: Path, monkeypatch: pytest.MonkeyPatch, command: list[str]
 ) -> None:
     monkeypatch.setenv("MNEMOS_STORE__SQLITE_PATH", str(db_path.parent.parent))
-    line = _one_error_line(CliRunner().invoke(keys_app, command))
+    line = one_error_line(CliRunner().invoke(keys_app, command))
     assert line.startswith("error: store (sqlite): ")
 
 
@@ -173,5 +164,5 @@ def test_a_keys_file_that_is_a_directory_is_one_line(
     db_path: Path, tmp_path: Path, command: list[str]
 ) -> None:
     _register(db_path, "eve")
-    line = _one_error_line(CliRunner().invoke(keys_app, [*command, "--keys-file", str(tmp_path)]))
+    line = one_error_line(CliRunner().invoke(keys_app, [*command, "--keys-file", str(tmp_path)]))
     assert "Is a directory" in line
