@@ -132,7 +132,8 @@ _IRREGULAR = {"am": "is", "have": "has", "do": "does", "go": "goes"}
 # Present forms that end in -ed as regular past forms do ("I need" → "Alice needs", not "Alice
 # need"): "agreed", "freed" are past, so the ending alone cannot tell them apart.
 _PRESENT_ED = {"need", "feed", "bleed", "breed", "speed", "succeed", "proceed", "exceed", "heed"}
-_PRESENT_ED |= {"seed", "weed", "shed", "wed", "embed", "shred"}
+# Not "wed", "shed": past forms too ("I wed Carol in 2015").
+_PRESENT_ED |= {"seed", "weed", "embed"}
 
 
 def _sentences(text: str) -> list[str]:
@@ -289,15 +290,10 @@ _ASKS_ABOUT_YOU = re.compile(
     r"(?i)\b(?:your|yours|yourself)\b|\b(?:do|did|are|were|have|had)\s+you\b"
     r"|\byou\s+(?:live|lived|work|worked|grew up|study|studied|earn|earned|come from|moved)\b"
 )
+
+
 # "Grew up in Marseille, moved here in 2015.": a sentence opened by a past-tense verb has dropped
 # its subject, the speaker, as the answer did; "The staging server is at 10.0.0.12" has its own.
-# Not the modals, nor a form that is also an imperative ("Let me add: …", "Read the spec first.").
-_PAST_FORMS = _UNCHANGED - {
-    *("can", "could", "will", "would", "should", "may", "might", "must"),
-    *("let", "put", "set", "read"),
-}
-
-
 def _asks_about_you(content: str) -> bool:
     return any(
         s.endswith("?") and _ASKS_ABOUT_YOU.search(s) and not _ASKS_FOR_ACTION.search(s)
@@ -305,32 +301,23 @@ def _asks_about_you(content: str) -> bool:
     )
 
 
-def _subjectless(content: str) -> bool:
-    first = content.split(maxsplit=1)[0].strip(",.;:!").lower() if content.strip() else ""
-    return first in _PAST_FORMS or (len(first) > 4 and first.isalpha() and first.endswith("ed"))
-
-
 def _answers(messages: list[PromptMessage]) -> set[int]:
-    """The numbers of the messages people said in answer to the agent's question about them: the
-    first message a person says after it (the answer), and the ones that speaker says right after
-    it without a subject of their own (the answer going on: "Grew up in Marseille."). People
-    answer about themselves without "I" or "my" ("At Initech, as a night nurse since 2019.",
-    "Born in 1985 in Lyon."), which these rules would otherwise read as a statement about the
-    work, for every user of the agent. No further: a later message is read as any other ("The
-    staging server is at 10.0.0.12" is the work's), and a request to the agent ("Can you tell me
-    when the launch is?") asks about the work, not about its user."""
+    """The numbers of the messages people said in answer to the agent's question about them: every
+    message by a person after it, up to the agent's next message. People answer about
+    themselves without "I" or "my" ("At Initech, as a night nurse since 2019.", "Born in 1985 in
+    Lyon."), which these rules would otherwise read as a statement about the work, for every
+    user of the agent. Not only the first reply (review H113): in a group the one asked may
+    answer second ("Bob, where do you work?" — Alice: "Ha, Bob works too much." — Bob: "At
+    Initech …"), and an answer goes on over messages; what a person says there about the work is
+    theirs too, the safe side. A request to the agent ("Can you tell me when the launch is?")
+    asks about the work, not about its user (``_asks_about_you``)."""
     found: set[int] = set()
-    asked, answerer = False, None  # answerer: who answered, while the answer goes on
+    asked = False
     for n, m in enumerate(messages, 1):
         if not by_person(m):
-            asked, answerer = m.role == "agent" and _asks_about_you(m.content), None
+            asked = m.role == "agent" and _asks_about_you(m.content)
         elif asked:
             found.add(n)
-            asked, answerer = False, (m.user_id, m.name)
-        elif answerer == (m.user_id, m.name) and _subjectless(m.content):
-            found.add(n)
-        else:
-            answerer = None
     return found
 
 

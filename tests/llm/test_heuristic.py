@@ -518,23 +518,42 @@ async def test_an_answer_to_a_request_is_the_works() -> None:
     assert await facts(msgs, ["agent"]) == expected
 
 
-async def test_only_the_answer_to_a_question_about_its_speaker_is_theirs() -> None:
-    """The immediate answer is hers ("Born in 1985 in Lyon.", "90000 dollars a year."), not what
-    she says after it about the work."""
+async def test_the_answers_to_a_question_about_its_speaker_are_theirs() -> None:
+    """Every person's message up to the agent's next one is an answer ("Born in 1985 in Lyon.",
+    "90000 dollars a year."), and what is said there about the work is the speaker's too (the
+    safe side); after the agent speaks again, the work's is the agent's."""
     msgs = [
         msg(1, "When were you born?", role="agent", name="Eve"),
         msg(2, "Born in 1985 in Lyon."),
         msg(3, "The staging server is at 10.0.0.12 since May 2024."),
         msg(4, "Noted. What's your salary?", role="agent", name="Eve"),
         msg(5, "90000 dollars a year, paid in Lisbon."),
-        msg(6, "The launch of Project Atlas is on March 3."),
+        msg(6, "Thanks. The launch of Project Atlas is on March 3.", role="agent", name="Eve"),
+        msg(7, "The launch review of Project Atlas is on March 1."),
     ]
     assert await facts(msgs, ["user", "agent"]) == [
         ("Alice said: Born in 1985 in Lyon.", "user"),
-        ("The staging server is at 10.0.0.12 since May 2024.", "agent"),
+        ("Alice said: The staging server is at 10.0.0.12 since May 2024.", "user"),
         ("Alice said: 90000 dollars a year, paid in Lisbon.", "user"),
-        ("The launch of Project Atlas is on March 3.", "agent"),
+        ("The launch review of Project Atlas is on March 1.", "agent"),
     ]
+
+
+async def test_the_one_asked_may_answer_second_in_a_group() -> None:
+    """ "Bob, where do you work?": Alice speaks first, Bob answers (review H113). Bob's answer is
+    his, never the agent's, which every user reads."""
+    bob = PromptMessage(
+        seq=3, role="user", name="Bob", content="At Initech, as a night nurse since 2019.",
+        created_at=datetime(2026, 1, 1, tzinfo=UTC), user_id="bob",
+    )  # fmt: skip
+    msgs = [
+        msg(1, "Bob, where do you work?", role="agent", name="Eve"),
+        msg(2, "Ha, Bob works too much at the Riverside plant."),
+        bob,
+    ]
+    result = await llm.generate_structured(request(facts_input(msgs)), ExtractedFacts)
+    scopes = {f.content: f.scope for f in result.value.facts}
+    assert scopes["Bob said: At Initech, as a night nurse since 2019."] == "user"
 
 
 async def test_a_present_verb_ending_in_ed_takes_its_s() -> None:
