@@ -233,6 +233,20 @@ def _cannot_write(output: Path, err: OSError) -> str:
     return f"cannot write {output}: {err.strerror or err}"
 
 
+def _in_place(output: Path) -> bool:
+    """Whether ``output`` is written as it is, not replaced: a device, a pipe or a descriptor
+    (``/dev/stdout``, ``/dev/fd/1``, ``/proc/self/fd/1``), whatever the shell made of it (a
+    pipe, or a file it appends to: replaced, that file would lose what it held), or anything
+    but a regular file or a directory."""
+    if str(output).startswith(("/dev/", "/proc/")):
+        return True
+    try:
+        mode = output.stat().st_mode  # through links
+    except OSError:
+        return False  # not there yet, or not reachable: said below
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
 @contextmanager
 def _replacing(output: Path) -> Iterator[TextIO]:
     """``output`` to write, replaced only once the block has succeeded: the export is written to
@@ -240,7 +254,16 @@ def _replacing(output: Path) -> Iterator[TextIO]:
     export leaves an existing file as it was, and no half-written one. A path that cannot be
     written (no such directory, a directory) is said as one line before the block runs. An
     existing file keeps its mode (a new one gets open()'s, under the umask); a symlink is written
-    through; a device or a pipe (/dev/stdout) is written in place, nothing there to replace."""
+    through; a device, a pipe or a descriptor (/dev/stdout) is written in place (``_in_place``)."""
+    if _in_place(output):
+        try:
+            # Appended: what the shell opened is as it left it (`>> log` keeps the log).
+            special = output.open("a", encoding="utf-8")
+        except OSError as err:
+            fail(_cannot_write(output, err))
+        with special:
+            yield special
+        return
     target = Path(os.path.realpath(output))
     try:
         existing: os.stat_result | None = target.stat()
@@ -250,14 +273,6 @@ def _replacing(output: Path) -> Iterator[TextIO]:
         fail(_cannot_write(output, err))
     if existing is not None and stat.S_ISDIR(existing.st_mode):
         fail(f"cannot write {output}: it is a directory")
-    if existing is not None and not stat.S_ISREG(existing.st_mode):
-        try:
-            special = target.open("w", encoding="utf-8")
-        except OSError as err:
-            fail(_cannot_write(output, err))
-        with special:
-            yield special
-        return
     temporary = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
     try:
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)

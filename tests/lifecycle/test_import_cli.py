@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import socket
 import sqlite3
+import subprocess
+import sys
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -313,3 +316,26 @@ def test_import_of_an_empty_file_says_it_is_empty(
     line = one_error_line(runner.invoke(app, ["import", "file", str(file)], env=seeded))
 
     assert "line 0" not in line and "empty" in line
+
+
+def test_export_to_stdout_by_path_writes_the_pipe_or_appends_the_file(
+    seeded: dict[str, str], tmp_path: Path
+) -> None:
+    """`-o /dev/stdout` is written where the shell points it (review H113): into a pipe it was
+    refused (its name resolved to "pipe:[N]", no file), and with `>> log` the log lost what it
+    held (replaced by the export). The real command, in a real shell."""
+    mnemos = Path(sys.executable).with_name("mnemos")
+    env = {**os.environ, **seeded}
+    piped = subprocess.run(
+        f"'{mnemos}' export -o /dev/stdout | head -1", shell=True, env=env,
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert piped.stdout.startswith('{"type":"header"'), piped.stderr
+    log = tmp_path / "log.txt"
+    log.write_text("earlier line\n")
+    subprocess.run(
+        f"'{mnemos}' export -o /dev/stdout >> '{log}'", shell=True, env=env, check=True,
+        capture_output=True,
+    )  # fmt: skip
+    lines = log.read_text().splitlines()
+    assert lines[0] == "earlier line" and lines[1].startswith('{"type":"header"')
