@@ -4,12 +4,8 @@ them out, erase a person (issue 15; README "Your data"). Imports are idempotent 
 
 from __future__ import annotations
 
-import os
-import secrets
-import stat
 import sys
-from collections.abc import AsyncIterator, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any, TextIO
@@ -19,6 +15,7 @@ from rich.console import Console
 from rich.progress import Progress
 
 from cli.common import JsonOption, check_id, emit, fail, load_settings, run, temporal_of
+from cli.output_file import replacing
 from memory.deps import Deps, open_deps
 from memory.errors import InvalidInputError, MnemosError
 from memory.lifecycle import export as export_format
@@ -229,72 +226,6 @@ def import_file(
     _finish(settings, [batch], dry_run, as_json)
 
 
-def _cannot_write(output: Path, err: OSError) -> str:
-    return f"cannot write {output}: {err.strerror or err}"
-
-
-def _in_place(output: Path) -> bool:
-    """Whether ``output`` is written as it is, not replaced: a device, a pipe or a descriptor
-    (``/dev/stdout``, ``/dev/fd/1``, ``/proc/self/fd/1``), whatever the shell made of it (a
-    pipe, or a file it appends to: replaced, that file would lose what it held), or anything
-    but a regular file or a directory."""
-    if str(output).startswith(("/dev/", "/proc/")):
-        return True
-    try:
-        mode = output.stat().st_mode  # through links
-    except OSError:
-        return False  # not there yet, or not reachable: said below
-    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
-
-
-@contextmanager
-def _replacing(output: Path) -> Iterator[TextIO]:
-    """``output`` to write, replaced only once the block has succeeded: the export is written to
-    a temporary file beside it and renamed over it at the end (removed on failure), so a failed
-    export leaves an existing file as it was, and no half-written one. A path that cannot be
-    written (no such directory, a directory) is said as one line before the block runs. An
-    existing file keeps its mode (a new one gets open()'s, under the umask); a symlink is written
-    through; a device, a pipe or a descriptor (/dev/stdout) is written in place (``_in_place``)."""
-    if _in_place(output):
-        try:
-            # Appended: what the shell opened is as it left it (`>> log` keeps the log).
-            special = output.open("a", encoding="utf-8")
-        except OSError as err:
-            fail(_cannot_write(output, err))
-        with special:
-            yield special
-        return
-    target = Path(os.path.realpath(output))
-    try:
-        existing: os.stat_result | None = target.stat()
-    except FileNotFoundError:
-        existing = None
-    except OSError as err:  # a path through a file, a directory it may not search
-        fail(_cannot_write(output, err))
-    if existing is not None and stat.S_ISDIR(existing.st_mode):
-        fail(f"cannot write {output}: it is a directory")
-    temporary = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
-    try:
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    except OSError as err:
-        fail(_cannot_write(output, err))
-    try:
-        f = open(fd, "w", encoding="utf-8")  # noqa: SIM115 - closed below, before the rename
-        try:
-            yield f
-        finally:
-            f.close()
-        if existing is not None:
-            os.chmod(temporary, stat.S_IMODE(existing.st_mode))
-        os.replace(temporary, target)
-    except OSError as err:  # the block's own are lines already (run): closing, the rename
-        temporary.unlink(missing_ok=True)
-        fail(_cannot_write(output, err))
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
-
-
 def export(
     agent: Annotated[str | None, typer.Option(help="Only this agent.")] = None,
     user: Annotated[str | None, typer.Option(help="Only this user's memories.")] = None,
@@ -323,7 +254,7 @@ def export(
     if output is None:
         counts = run(go(sys.stdout), settings)
     else:
-        with _replacing(output) as f:
+        with replacing(output) as f:
             counts = run(go(f), settings)
     summary = ", ".join(_n(n, kind) for kind, n in counts.items())
     typer.echo(f"exported {summary}" if summary else "nothing to export", err=True)
