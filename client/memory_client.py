@@ -17,14 +17,13 @@ from typing import Any, Literal
 from pydantic import TypeAdapter
 from temporalio.client import (
     Client,
-    WorkflowExecutionStatus,
     WorkflowFailureError,
     WorkflowHandle,
 )
-from temporalio.exceptions import ApplicationError
-from temporalio.service import RPCError, RPCStatusCode
+from temporalio.service import RPCError
 
 from client import tools
+from client.failures import UNCONSOLIDATED, UNFORMED, failed_for_provider, provider_failure
 from client.management import MemoryManager, MemoryStats, ScopeConsolidationStatus
 from client.metrics import ClientMetrics, client_meter
 from client.results import ForgetResult, FormationTrigger, SessionEnd
@@ -32,7 +31,7 @@ from memory import tracing
 from memory.context_cache import ContextCache
 from memory.embedding import make_embedder
 from memory.embedding.base import Embedder
-from memory.errors import InvalidInputError, NotFoundError, ProviderError
+from memory.errors import InvalidInputError, NotFoundError
 from memory.input_rules import misdated
 from memory.logging import get_logger
 from memory.lookup import require_agent, require_session
@@ -50,37 +49,6 @@ from workflows.summary import FormationSummary
 
 _ID = TypeAdapter(Id)
 _MESSAGES = TypeAdapter(list[MessageIn])
-
-
-def _kinds(cls: type[ProviderError]) -> set[str]:
-    return {cls.type_name()}.union(*(_kinds(sub) for sub in cls.__subclasses__()))
-
-
-# The type names a provider's failure reaches a workflow's failure under (activities/errors.py
-# raises each MnemosError as an ApplicationError of its class's type name).
-_PROVIDER_FAILURES = frozenset(_kinds(ProviderError))
-
-
-def _provider_failure(
-    workflow_id: str, err: WorkflowFailureError, kept: str
-) -> ProviderError | None:
-    """The ProviderError a run failed for, saying which run, what the provider answered (its
-    message names the provider: "openai HTTP 401: …") and what is ``kept`` for the next run;
-    None for a run that failed otherwise."""
-    cause: BaseException | None = err
-    while cause is not None:
-        if isinstance(cause, ApplicationError) and cause.type in _PROVIDER_FAILURES:
-            return ProviderError(
-                f"{workflow_id} failed for its LLM or embedding provider: {cause.message} "
-                f"({kept}: ask again once the provider answers)",
-                retryable=not cause.non_retryable,
-            )
-        cause = cause.__cause__
-    return None
-
-
-_UNFORMED = "the messages stay stored, unformed"
-_UNCONSOLIDATED = "the session's reflections stay buffered"
 
 
 def _check_id(name: str, value: str) -> str:
@@ -272,7 +240,7 @@ class MemoryClient:
             try:
                 return await handle.result()
             except WorkflowFailureError as err:
-                if (failed := _provider_failure(handle.id, err, _UNFORMED)) is not None:
+                if (failed := provider_failure(handle.id, err, UNFORMED)) is not None:
                     raise failed from err
                 raise
 
@@ -358,38 +326,16 @@ class MemoryClient:
             # EndSession fails with "<id> ended FAILED": the provider's answer is in that run.
             since = (await handle.describe()).start_time
             for workflow_id, kept in (
-                (formation_workflow_id(agent_id, session_id), _UNFORMED),
+                (formation_workflow_id(agent_id, session_id), UNFORMED),
                 (
                     consolidation_workflow_id(ScopeKey.session(agent_id, session_id)),
-                    _UNCONSOLIDATED,
+                    UNCONSOLIDATED,
                 ),
             ):
-                failed = await self._failed_for_provider(workflow_id, since, kept)
+                failed = await failed_for_provider(self.temporal, workflow_id, since, kept)
                 if failed is not None:
                     raise failed from err
             raise
-
-    async def _failed_for_provider(
-        self, workflow_id: str, since: datetime, kept: str
-    ) -> ProviderError | None:
-        """The ProviderError the latest run of ``workflow_id`` failed for, if it failed for its
-        provider and closed at or after ``since`` (an older failed run is not this end's)."""
-        try:
-            described = await self.temporal.get_workflow_handle(workflow_id).describe()
-        except RPCError as e:
-            if e.status == RPCStatusCode.NOT_FOUND:  # never started
-                return None
-            raise
-        closed = described.close_time
-        if described.status != WorkflowExecutionStatus.FAILED or closed is None or closed < since:
-            return None
-        # That run and no other: a new run of the id (the next trigger) would be waited for.
-        run = self.temporal.get_workflow_handle(workflow_id, run_id=described.run_id)
-        try:
-            await run.result(follow_runs=False)
-        except WorkflowFailureError as err:
-            return _provider_failure(workflow_id, err, kept)
-        return None
 
     # ------------------------------------------------------------ reading memory
 
