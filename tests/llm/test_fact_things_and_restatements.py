@@ -28,19 +28,13 @@ from memory.models import AgentConfig, FactFilter, MessageIn
 from memory.pipeline import commit, dedup, facts, window
 from memory.pipeline.types import FormationRequest
 from memory.prompts import ExtractFactsInput, PromptMessage
-from memory.prompts.decide_facts import (
-    DecideFactsInput,
-    ExistingFactShown,
-    FactDecisions,
-    NewFactShown,
-)
 from memory.prompts.extract_facts import ExtractedFacts
 from memory.prompts.same_fact import SameFactInput
 from memory.settings import FactSettings, Settings
 from memory.store.sqlite import SQLiteStore
 from tests.fakes import WordHashEmbedder
 from tests.llm.test_fact_decisions import NEW_VALUE, SAMPLE_CORRECTIONS
-from tests.llm.test_heuristic_distinct_facts import CORRECTIONS
+from tests.llm.test_heuristic_distinct_facts import CORRECTIONS, decide
 
 llm = HeuristicProvider()
 T0 = datetime(2026, 11, 1, 9, 0, tzinfo=UTC)
@@ -89,17 +83,6 @@ RESTATED = [
     ("Alice's flight is on May 3.", "Just to confirm, Alice's flight is on May 3."),
     ("Alice works at Acme.", "Again, Alice works at Acme."),
 ]
-
-
-async def decide(stored: str, new: str) -> str:
-    inp = DecideFactsInput(
-        new_facts=[NewFactShown(index=0, content=new, scope="user")],
-        existing=[ExistingFactShown(index=3, content=stored, candidate_for=(0,))],
-        max_words=30,
-    )
-    request = LLMRequest(task_input=inp, model="heuristic-rules-v1", system="", prompt="")
-    [d] = (await llm.generate_structured(request, FactDecisions)).value.decisions
-    return d.event
 
 
 @pytest.mark.parametrize(("stored", "new"), OTHER_THINGS)

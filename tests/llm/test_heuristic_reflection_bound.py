@@ -5,15 +5,14 @@ workflow and store."""
 
 from __future__ import annotations
 
-from datetime import timedelta
 from pathlib import Path
 
 from temporalio.testing import WorkflowEnvironment
 
 from memory.llm.heuristic import HeuristicProvider
-from memory.models import MessageIn
 from memory.settings import ReflectionSettings
-from tests.harness import T0, Harness
+from tests.harness import Harness
+from tests.workflows.test_long_message import said
 
 DIRECTIVES = [
     "Please always answer in French.",
@@ -28,22 +27,11 @@ DIRECTIVES = [
 ]
 
 
-def said(i: int, content: str) -> MessageIn:
-    return MessageIn(
-        message_id=f"m{i}",
-        role="user",
-        user_id="alice",
-        name="Alice",
-        content=content,
-        created_at=T0 + timedelta(minutes=i),
-    )
-
-
 async def remembered(env: WorkflowEnvironment, tmp_path: Path, messages: list[str]) -> list[str]:
     # Buffered, not consolidated: what was kept is read as it was formed.
     h = await Harness.create(env, tmp_path, reflections=ReflectionSettings(threshold_user=20))
     h.llm = HeuristicProvider()  # type: ignore[assignment]
-    await h.record("s1", [said(i, content) for i, content in enumerate(messages)])
+    await h.record("s1", [said(content, i) for i, content in enumerate(messages)])
     async with h.worker():
         summary = await h.form("s1")
         user = [r.content for r in await h.buffered(h.key("user"))]
