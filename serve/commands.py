@@ -5,22 +5,23 @@ Mount them with ``app.add_typer(serve_app, name="serve")`` (and ``keys``, ``mcp`
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+import os
+import socket
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated
 
 import typer
 from pydantic import TypeAdapter, ValidationError
 
 from memory.errors import MnemosError
-from memory.logging import configure_logging, redact_text
+from memory.logging import configure_logging
 from memory.models import Id
 from memory.settings import Settings, get_settings, read_settings
-from memory.settings_errors import validation_line
 from memory.store import open_store
+from runtime.command_line import fail, run
 from runtime.metrics import MetricsEndpointError, install_runtime
 from runtime.tracing import TracingConfigError, configure_tracing
 from serve.keys import ApiKey, ApiKeyStore, JsonFileKeyStore, StoreKeyStore
@@ -59,17 +60,8 @@ async def _with_keys[T](
 
 
 # ---------------------------------------------------------------- one-line errors
-# What cli.common does for every other `mnemos` command (fail, load_settings, run), for the
-# failures these commands meet (no Temporal here): serve may not import cli (tests/test_layers.py).
 
 _ID = TypeAdapter(Id)
-_STORE_DRIVERS = frozenset({"psycopg", "psycopg_pool", "pymongo", "bson", "sqlite3"})
-
-
-def _fail(message: str) -> NoReturn:
-    """One line on stderr and exit code 1: never a traceback, never a credential it quotes."""
-    typer.echo(f"error: {redact_text(message)}", err=True)
-    raise typer.Exit(1)
 
 
 def _settings() -> Settings:
@@ -77,23 +69,7 @@ def _settings() -> Settings:
     try:
         return read_settings()
     except MnemosError as e:
-        _fail(str(e))
-
-
-def _run[T](coro: Coroutine[Any, Any, T], settings: Settings) -> T:
-    """Run a command's coroutine; expected failures become one ``error:`` line and exit code 1."""
-    try:
-        return asyncio.run(coro)
-    except typer.Exit:
-        raise
-    except ValidationError as e:  # e.g. a keys file that is not one
-        _fail(f"invalid input: {validation_line(e)}")
-    except (MnemosError, OSError, json.JSONDecodeError) as e:
-        _fail(str(e))
-    except Exception as e:
-        if type(e).__module__.partition(".")[0] not in _STORE_DRIVERS:
-            raise  # a bug: keep its traceback
-        _fail(f"store ({settings.store.backend}): {' '.join(str(e).split())}")
+        fail(str(e))
 
 
 # ---------------------------------------------------------------- mnemos serve
@@ -101,19 +77,30 @@ def _run[T](coro: Coroutine[Any, Any, T], settings: Settings) -> T:
 serve_app = typer.Typer(help="Serve the HTTP API and the memory page.")
 
 
-async def _serve(host: str, port: int, keys_file: Path | None) -> None:
+async def _serve(host: str, port: int, keys_file: Path | None, settings: Settings) -> None:
     import uvicorn
 
     from client.memory_client import MemoryClient
     from serve.app import create_app
 
-    settings = get_settings()
+    listening = _listen(host, port)  # before connecting: a port in use fails at once
     memory = await MemoryClient.connect(settings)
     keys = StoreKeyStore(memory.store) if keys_file is None else JsonFileKeyStore(keys_file)
     app = create_app(memory, keys, close_on_shutdown=True)
     config = uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False)
     typer.echo(f"mnemos: API and memory page on http://{host}:{port} (docs: /docs)", err=True)
-    await uvicorn.Server(config).serve()
+    await uvicorn.Server(config).serve(sockets=[listening])
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """The server's socket, bound here: uvicorn, binding itself, only logs a port in use and
+    exits with code 3, after this command has said where it serves."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        return socket.create_server((host, port), family=family, reuse_port=False)
+    except OSError as e:
+        reason = os.strerror(e.errno) if e.errno else str(e)
+        raise OSError(f"cannot listen on {host}:{port}: {reason}") from e
 
 
 @serve_app.callback(invoke_without_command=True)
@@ -126,18 +113,17 @@ def serve(
 
     API keys are read from the memory store (create them with `mnemos keys create`), or from
     --keys-file when given."""
-    settings = get_settings()
+    settings = _settings()
     configure_logging(settings.log_level)
     try:
         configure_tracing("mnemos-api")  # OTEL_TRACES_EXPORTER; before the client connects
     except TracingConfigError as e:
-        typer.echo(f"error: {e}", err=True)
-        raise typer.Exit(1) from e
+        fail(str(e))
     try:  # deferred triggers and search latency, at MNEMOS_TEMPORAL__METRICS_BIND
         install_runtime(settings)
     except MetricsEndpointError as e:  # e.g. a worker on this host holds the port: serve anyway
         typer.echo(f"warning: {e}; serving without /metrics", err=True)
-    asyncio.run(_serve(host, port, keys_file))
+    run(_serve(host, port, keys_file, settings), settings)
 
 
 # ---------------------------------------------------------------- mnemos keys
@@ -173,7 +159,7 @@ def create(
         try:
             _ID.validate_python(agent_id)
         except ValidationError:
-            _fail(f"agent {agent_id!r} is not a valid id (letters, digits, _ . -; at most 128)")
+            fail(f"agent {agent_id!r} is not a valid id (letters, digits, _ . -; at most 128)")
     settings = _settings()
 
     async def create_key() -> tuple[ApiKey, str, list[str]]:
@@ -192,7 +178,7 @@ def create(
         finally:
             await store.close()
 
-    key, token, unknown = _run(create_key(), settings)
+    key, token, unknown = run(create_key(), settings)
     typer.echo(_line(key), err=True)
     for agent_id in unknown:
         typer.echo(
@@ -210,7 +196,7 @@ def list_keys(
 ) -> None:
     """Every key (never the secrets)."""
     settings = _settings()
-    keys = _run(_with_keys(keys_file, lambda k: k.list(), settings), settings)
+    keys = run(_with_keys(keys_file, lambda k: k.list(), settings), settings)
     if as_json:
         data = [k.model_dump(mode="json", exclude={"secret_sha256"}) for k in keys]
         typer.echo(json.dumps(data, indent=2))
@@ -225,7 +211,7 @@ def list_keys(
 def revoke(key_id: str, keys_file: KeysFile = None) -> None:
     """Revoke a key by its id (the part after mk_): it stops working at once."""
     settings = _settings()
-    key = _run(_with_keys(keys_file, lambda k: k.revoke(key_id), settings), settings)
+    key = run(_with_keys(keys_file, lambda k: k.revoke(key_id), settings), settings)
     typer.echo(_line(key))
 
 
@@ -239,8 +225,9 @@ def mcp(agent: Annotated[str, typer.Option("--agent", "-a", help="The agent's id
     """search_facts, memory_context and remember, for an MCP client that spawns this command."""
     from serve.mcp_server import serve_stdio
 
-    configure_logging(get_settings().log_level)
-    asyncio.run(serve_stdio(agent))
+    settings = _settings()
+    configure_logging(settings.log_level)
+    run(serve_stdio(agent, settings), settings)
 
 
 def main() -> None:

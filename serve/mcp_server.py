@@ -22,9 +22,10 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import ValidationError
 
 from client.memory_client import MemoryClient
-from memory.errors import MnemosError
+from memory.errors import MnemosError, NotFoundError
 from memory.input_rules import require_storable
 from memory.models import MessageIn
+from memory.settings import Settings
 from serve.auth import session_refusal
 from workflows.naming import formation_workflow_id
 
@@ -108,11 +109,11 @@ def build_server(memory: MemoryClient, agent_id: str) -> MCPServer:
     return server
 
 
-async def serve_stdio(agent_id: str) -> None:
-    memory = await MemoryClient.connect()
+async def serve_stdio(agent_id: str, settings: Settings | None = None) -> None:
+    memory = await MemoryClient.connect(settings)
     try:
         if await memory.store.get_agent(agent_id) is None:  # fail at start, not at a tool call
-            raise SystemExit(f"agent {agent_id!r} is not registered")
+            raise NotFoundError(f"agent {agent_id!r} is not registered")
         await build_server(memory, agent_id).run_stdio_async()
     finally:
         await memory.close()

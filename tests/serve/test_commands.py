@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from temporalio.testing import WorkflowEnvironment
 from typer.testing import CliRunner
 
 from cli import common as cli_common
@@ -166,3 +168,45 @@ def test_a_keys_file_that_is_a_directory_is_one_line(
     _register(db_path, "eve")
     line = one_error_line(CliRunner().invoke(keys_app, [*command, "--keys-file", str(tmp_path)]))
     assert "Is a directory" in line
+
+
+# ---------------------------------------------------------------- serve and mcp at start
+
+
+@pytest.fixture
+def no_metrics(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No /metrics endpoint: serve installs it for the process, which is pytest's here."""
+    monkeypatch.setenv("MNEMOS_TEMPORAL__METRICS_BIND", "")
+
+
+def _closed_port() -> int:
+    with socket.create_server(("127.0.0.1", 0)) as s:
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.parametrize("command", [["serve", "--port", "0"], ["mcp", "--agent", "eve"]])
+def test_serve_and_mcp_without_temporal_are_one_line(
+    db_path: Path, no_metrics: None, monkeypatch: pytest.MonkeyPatch, command: list[str]
+) -> None:
+    address = f"127.0.0.1:{_closed_port()}"
+    monkeypatch.setenv("MNEMOS_TEMPORAL__ADDRESS", address)
+    app = commands.serve_app if command[0] == "serve" else commands.mcp_app
+    line = one_error_line(CliRunner().invoke(app, command[1:]))
+    assert f"cannot connect to Temporal at {address}" in line
+
+
+def test_serve_on_a_port_in_use_is_one_line_before_it_says_where_it_serves(
+    db_path: Path, no_metrics: None
+) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        line = one_error_line(CliRunner().invoke(commands.serve_app, ["--port", str(port)]))
+    assert line == f"error: cannot listen on 127.0.0.1:{port}: Address already in use"
+
+
+def test_mcp_for_an_unregistered_agent_is_one_line(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch, dev_env: WorkflowEnvironment
+) -> None:
+    monkeypatch.setenv("MNEMOS_TEMPORAL__ADDRESS", dev_env.client.service_client.config.target_host)
+    line = one_error_line(CliRunner().invoke(commands.mcp_app, ["--agent", "nope"]))
+    assert line == "error: agent 'nope' is not registered"
