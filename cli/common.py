@@ -87,7 +87,7 @@ def progress(message: str) -> Iterator[None]:
 
 @asynccontextmanager
 async def store_of(settings: Settings) -> AsyncIterator[MemoryStore]:
-    store = await open_store(settings)
+    store = await open_store(settings, create=False)  # a mistyped path: an error, not a store
     try:
         yield store
     finally:

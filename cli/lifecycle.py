@@ -241,7 +241,7 @@ def export(
             check_id(name, value)
 
     async def go(out: TextIO) -> dict[str, int]:
-        store = await open_store(settings)
+        store = await open_store(settings, create=False)
         try:
             if agent is not None:
                 await require_agent(store, agent)
@@ -290,7 +290,7 @@ def forget(
         from client.management import MemoryManager
         from memory.embedding import make_embedder
 
-        store = await open_store(settings)
+        store = await open_store(settings, create=False)
         embedder = make_embedder(settings)
         try:
             return await MemoryManager(store, embedder, settings).forget_user(user, agent_id=agent)

@@ -41,11 +41,12 @@ KeysFile = Annotated[
 async def keys_store(
     path: Path | None, settings: Settings | None = None
 ) -> AsyncIterator[ApiKeyStore]:
-    """The keys of ``mnemos keys``: in the configured memory store, or in ``path`` when given."""
+    """The keys of ``mnemos keys list|revoke``: in the configured memory store (one that exists:
+    a mistyped path lists nothing), or in ``path`` when given."""
     if path is not None:
         yield JsonFileKeyStore(path)
         return
-    store = await open_store(settings or get_settings())
+    store = await open_store(settings or get_settings(), create=False)
     try:
         yield StoreKeyStore(store)
     finally:

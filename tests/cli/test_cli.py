@@ -100,10 +100,28 @@ def test_an_invalid_setting_is_one_line_naming_it(offline: dict[str, str]) -> No
 
 
 def test_an_unknown_agent_or_a_malformed_id_is_one_line(offline: dict[str, str]) -> None:
+    sqlite3.connect(offline["MNEMOS_STORE__SQLITE_PATH"]).close()  # a store, still empty
     assert one_error_line(mnemos(offline, "facts", "list", "nobody")) == (
         "error: agent 'nobody' is not registered"
     )
     assert "is not a valid id" in one_error_line(mnemos(offline, "context", "bad id!", "s1"))
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["facts", "list", "eve"], ["stats", "eve"], ["consolidated", "show", "eve"],
+        ["context", "eve", "s1"], ["export"], ["forget", "--user", "alice", "--all-agents"], ["keys", "list"],
+    ],
+    ids=" ".join,
+)  # fmt: skip
+def test_a_command_on_a_mistyped_store_path_says_so_and_creates_nothing(
+    offline: dict[str, str], tmp_path: Path, command: list[str]
+) -> None:
+    mistyped = tmp_path / "dat" / "mnemos.db"
+    line = one_error_line(mnemos({**offline, "MNEMOS_STORE__SQLITE_PATH": str(mistyped)}, *command))
+    assert line.startswith(f"error: no memory store at {mistyped} (MNEMOS_STORE__SQLITE_PATH)")
+    assert not mistyped.parent.exists()
 
 
 def test_an_unreachable_temporal_is_one_line_saying_where(offline: dict[str, str]) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 import uuid
 from dataclasses import replace
 from datetime import datetime
@@ -70,6 +71,7 @@ async def test_degraded_list_names_the_window_its_step_and_why(
     # The windows as a store that had not recorded them sees them (degraded before it did):
     # from the run's memo, once visibility has it (it lags the close by a moment).
     older = env | {"MNEMOS_STORE__SQLITE_PATH": str(tmp_path / "older.db")}
+    sqlite3.connect(tmp_path / "older.db").close()
     memo: list[dict[str, object]] = []
     for _ in range(100):
         result = await asyncio.to_thread(runner.invoke, app, args, env=older)
