@@ -26,7 +26,7 @@ from cli.common import (
 )
 from memory.embedding import make_embedder
 from memory.errors import EmbeddingMismatchError, InvalidInputError
-from memory.logging import configure_logging
+from memory.logging import configure_logging, redact_text
 from memory.settings import Settings
 from memory.store import open_store
 from memory.store.mongo.indexes import search_index_specs, setup_search_indexes
@@ -100,16 +100,24 @@ class SetupResult(BaseModel):
     search_attributes_added: list[str]
 
 
+def store_location(settings: Settings) -> str:
+    """Where the store is, as setup reports it: never a password a DSN or URI holds."""
+    cfg = settings.store
+    match cfg.backend:
+        case "sqlite":
+            return str(cfg.sqlite_path)
+        case "postgres":
+            return redact_text(cfg.postgres_dsn.get_secret_value() if cfg.postgres_dsn else "")
+        case _:
+            return cfg.mongodb_database
+
+
 async def _setup(settings: Settings) -> SetupResult:
     store = await open_store(settings)  # creates tables/collections and regular indexes
     await store.close()
     client = await temporal_of(settings)
     added = await ensure_search_attributes(client)
-    where = (
-        str(settings.store.sqlite_path)
-        if settings.store.backend == "sqlite"
-        else settings.store.mongodb_database
-    )
+    where = store_location(settings)
     return SetupResult(store=f"{settings.store.backend} ({where})", search_attributes_added=added)
 
 

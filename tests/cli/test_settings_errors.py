@@ -13,6 +13,8 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.app import app
+from cli.ops import store_location
+from memory.settings import Settings, StoreSettings
 from tests.cli.conftest import free_port
 
 runner = CliRunner()
@@ -87,3 +89,8 @@ def test_a_dsn_the_driver_cannot_parse_is_one_line_without_its_password(tmp_path
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: store (postgres): "), result.stderr
     assert "S3cretPW" not in result.stdout + result.stderr
+
+
+def test_setup_says_which_postgres_it_set_up_without_its_password() -> None:
+    store = StoreSettings(backend="postgres", postgres_dsn="postgresql://mn:S3cret@db:5432/mem")
+    assert store_location(Settings(store=store)) == "postgresql://[redacted]@db:5432/mem"
