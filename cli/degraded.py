@@ -112,7 +112,9 @@ async def degraded_windows(
             agent_id=agent, session_id=session, include_reformed=include_reformed, limit=limit
         )
         rows = [_stored(w) for w in stored]
-        if memos:
+        # Without the Mnemos search attributes no run is tagged "degraded" (and the query on
+        # them is refused): the store's windows are all there is to list.
+        if memos and settings.temporal.search_attributes:
             from_memos = await memo_windows(settings, agent, session, limit)
             held = await _held(store, {(r["agent"], r["session"]) for r in from_memos})
             rows += [r for r in from_memos if _key(r) not in held]
@@ -158,7 +160,8 @@ def list_degraded(
         bool,
         typer.Option(
             help="Also read the degraded runs' memos in Temporal: windows degraded before the "
-            "store recorded them (--no-memos: the store only, no Temporal needed)."
+            "store recorded them (--no-memos: the store only, no Temporal needed; also when "
+            "MNEMOS_TEMPORAL__SEARCH_ATTRIBUTES is false)."
         ),
     ] = True,
     as_json: JsonOption = False,

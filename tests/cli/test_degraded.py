@@ -24,6 +24,7 @@ from memory.model_check import CheckReport, form_session
 from memory.models import AgentConfig, FactFilter
 from memory.settings import EmbeddingSettings, Settings, TemporalSettings
 from memory.store.sqlite import SQLiteStore
+from tests.cli.conftest import free_port
 from tests.harness import T0, Harness, conversation
 from tests.store.builders import at, commit, msg, record
 from tests.store.test_contract_degraded import recording, with_degraded
@@ -114,6 +115,29 @@ async def test_degraded_list_reads_every_window_the_store_recorded(tmp_path: Pat
     rows = json.loads(result.stdout)
     assert [r["after_seq"] for r in rows] == list(reversed(range(41)))
     assert rows[0]["formation_id"] == "a1:s1:40" and rows[0]["reformed_at"] is None
+
+
+async def test_degraded_list_without_search_attributes_lists_the_store_alone(
+    tmp_path: Path,
+) -> None:
+    """Runs are not tagged when the Mnemos search attributes are off: no query for them, and no
+    Temporal needed to list what the store recorded."""
+    store = SQLiteStore(tmp_path / "mnemos.db")
+    await store.setup()
+    await record(store, "s1", "a1", [msg(f"m{i}", seconds=i) for i in range(2)])
+    await store.commit_formation(
+        with_degraded(commit(new_cursor=2), _window("a1", "s1", 0, "extract_facts", at(200)))
+    )
+    await store.close()
+    env = {
+        "MNEMOS_STORE__SQLITE_PATH": str(tmp_path / "mnemos.db"),
+        "MNEMOS_TEMPORAL__SEARCH_ATTRIBUTES": "false",
+        "MNEMOS_TEMPORAL__ADDRESS": f"127.0.0.1:{free_port()}",  # nothing listens
+        "MNEMOS_LOG_LEVEL": "warning",
+    }
+    result = await asyncio.to_thread(runner.invoke, app, ["degraded", "list", "--json"], env=env)
+    assert result.exit_code == 0, result.stdout + result.stderr
+    assert [r["after_seq"] for r in json.loads(result.stdout)] == [0]
 
 
 async def test_degraded_reform_converges_on_one_fact(tmp_path: Path) -> None:
