@@ -41,7 +41,9 @@ _ROWS = (
 def fts_match_expression(query: str) -> str | None:
     """The query's words, each quoted as an FTS5 string and OR-ed: user text never becomes FTS5
     syntax (operators, prefixes, columns, NEAR). None when the query has no word."""
-    words = dict.fromkeys(word.casefold() for word in _WORD.findall(query))
+    # lower(), not casefold(): FTS5's unicode61 lowercases and keeps "ß" and "ﬁ", which
+    # casefold() would turn into "ss" and "fi", words the index never holds.
+    words = dict.fromkeys(word.lower() for word in _WORD.findall(query))
     # Quoting is safe because a \\w+ word never holds a double quote.
     return " OR ".join(f'"{word}"' for word in list(words)[:MAX_TERMS]) or None
 
