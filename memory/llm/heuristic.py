@@ -64,8 +64,21 @@ _ABOUT_AGENT = re.compile(r"(?i)\b(?:your|yours|you are|you're|(?:the|our|this) 
 _NAME = re.compile(r"^[A-Z][a-z]+")
 
 
+# A title or "e.g." ends in a period that ends no sentence: "My dentist is Dr. Okonkwo." is one.
+_ABBREVIATION = re.compile(r"(?i)(?:^|\s)(?:dr|mr|mrs|ms|mx|prof|st|mt|jr|sr|vs|e\.g|i\.e)\.$")
+
+
 def _sentences(text: str) -> list[str]:
-    return [s.strip() for s in _SENTENCE_END.split(text) if s.strip()]
+    out: list[str] = []
+    for line in text.splitlines():  # a line break always ends one
+        joined: list[str] = []
+        for part in (p.strip() for p in _SENTENCE_END.split(line)):
+            if part and joined and _ABBREVIATION.search(joined[-1]):
+                joined[-1] = f"{joined[-1]} {part}"
+            elif part:
+                joined.append(part)
+        out += joined
+    return out
 
 
 def _truncate(text: str, max_words: int) -> str:

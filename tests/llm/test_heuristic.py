@@ -108,6 +108,19 @@ async def test_a_spoken_correction_states_the_new_value_alone() -> None:
     ]
 
 
+async def test_a_title_or_e_g_ends_no_sentence_but_a_line_break_does() -> None:
+    msgs = [
+        msg(1, "My dentist is Dr. Okonkwo on Rua Augusta. My landlord is Mr. Brown."),
+        msg(2, "I collect stamps from old empires, e.g. Austria-Hungary.\nI live in St. Louis."),
+    ]
+    assert await facts(msgs, ["user", "agent"]) == [
+        ("Alice's dentist is Dr. Okonkwo on Rua Augusta.", "user"),
+        ("Alice's landlord is Mr. Brown.", "user"),
+        ("Alice collects stamps from old empires, e.g. Austria-Hungary.", "user"),
+        ("Alice lives in St. Louis.", "user"),
+    ]
+
+
 async def test_extracts_specific_user_statements_in_the_third_person() -> None:
     assert await facts(CONVERSATION, ["user", "agent"]) == [
         ("Alice's email is alice@example.com.", "user"),
