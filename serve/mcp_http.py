@@ -15,10 +15,8 @@ as over HTTP), ``search``, ``context``, ``forget`` (a fact by id, or a user's wh
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from datetime import UTC, datetime
 from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -32,11 +30,11 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from client.memory_client import MemoryClient
 from memory.api_keys import ApiKey
 from memory.errors import MnemosError
-from memory.input_rules import require_storable
 from memory.models import FactFilter, MessageIn
 from serve.auth import session_refusal, token_of
 from serve.errors import problem
 from serve.keys import ApiKeyStore
+from serve.mcp_notes import WITHOUT_USER, note_message
 from serve.rate_limit import Kind, RateLimiter
 from workflows.naming import formation_workflow_id
 
@@ -105,7 +103,12 @@ async def _told() -> AsyncIterator[None]:
 def build_http_server(memory: MemoryClient, limiter: RateLimiter) -> MCPServer:
     server: MCPServer = MCPServer(name="mnemos", instructions=INSTRUCTIONS, version="0.1.0")
 
-    @server.tool()
+    @server.tool(
+        description="Record new messages of a session (formed into memory when its thresholds "
+        "are met), or one explicit note (formed at once). Give messages or a note, not both. "
+        "user_id: the user the conversation is with, the speaker of each user message that "
+        f"names none (a message that names its user keeps it) and of the note. {WITHOUT_USER}"
+    )
     async def remember(
         ctx: Context[Any],
         agent_id: str,
@@ -114,27 +117,13 @@ def build_http_server(memory: MemoryClient, limiter: RateLimiter) -> MCPServer:
         note: str | None = None,
         user_id: str | None = None,
     ) -> dict[str, Any]:
-        """Record new messages of a session (formed into memory when its thresholds are met), or
-        one explicit note (formed at once). Give messages or a note, not both. ``user_id``: the
-        user the conversation is with, the speaker of each user message that names none (a
-        message that names its user keeps it) and of the note."""
         key = _key_of(ctx, limiter, agent_id, "write")
         if (messages is None) == (note is None) or messages == []:
             raise ToolError("give either messages (at least one) or a note")
         await _own_session(memory, key, session_id)
         async with _told():
             if note is not None:
-                require_storable(note, "the note")
-                digest = hashlib.sha256(f"{session_id}\0{user_id}\0{note}".encode()).hexdigest()
-                messages = [
-                    MessageIn(
-                        message_id=f"note-{digest[:24]}",
-                        role="user" if user_id else "system",
-                        content=note,
-                        created_at=datetime.now(UTC),
-                        user_id=user_id,
-                    )
-                ]
+                messages = [note_message(session_id, note, user_id)]
             elif user_id is not None and messages:
                 # A user message without a user_id is a guest's: beside alice it would make the
                 # session a group chat, turning user memory off there for every agent.

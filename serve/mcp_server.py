@@ -12,10 +12,8 @@ stderr.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from datetime import UTC, datetime
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -23,10 +21,9 @@ from pydantic import ValidationError
 
 from client.memory_client import MemoryClient
 from memory.errors import MnemosError, NotFoundError
-from memory.input_rules import require_storable
-from memory.models import MessageIn
 from memory.settings import Settings
 from serve.auth import session_refusal
+from serve.mcp_notes import WITHOUT_USER, note_message
 from workflows.naming import formation_workflow_id
 
 INSTRUCTIONS = (
@@ -85,21 +82,15 @@ def build_server(memory: MemoryClient, agent_id: str) -> MCPServer:
         async with _told():
             return await memory.on_session_start(agent_id, session_id, user_id)
 
-    @server.tool()
+    @server.tool(
+        description='Keep an explicit note (e.g. "remember that I am vegetarian", with the '
+        "user's id): recorded in the session and formed into memory in the background. Returns "
+        f"the formation's workflow id. {WITHOUT_USER}"
+    )
     async def remember(note: str, session_id: str, user_id: str | None = None) -> str:
-        """Keep an explicit note (e.g. "remember that I am vegetarian"): recorded in the session
-        and formed into memory in the background. Returns the formation's workflow id."""
         await own_session(session_id)
         async with _told():
-            require_storable(note, "the note")
-            digest = hashlib.sha256(f"{session_id}\0{user_id}\0{note}".encode()).hexdigest()
-            message = MessageIn(
-                message_id=f"note-{digest[:24]}",
-                role="user" if user_id else "system",
-                content=note,
-                created_at=datetime.now(UTC),
-                user_id=user_id,
-            )
+            message = note_message(session_id, note, user_id)
             recorded = await memory.record_messages(agent_id, session_id, [message], may_join=mine)
             if recorded.inserted == 0:
                 return "already noted"
