@@ -123,15 +123,18 @@ class BulkLoad:
                 await conn.execute(statement.encode())
 
     async def drop_index(self, dimension: int) -> None:
-        await self._run(f"DROP INDEX IF EXISTS facts_hnsw_{dimension}")
+        from memory.store.postgres.schema import hnsw_index_name
+
+        await self._run(f"DROP INDEX IF EXISTS {hnsw_index_name(dimension)}")
 
     async def build_index(self, dimension: int) -> None:
         from memory.store.postgres.schema import hnsw_index_sql
 
+        build = hnsw_index_sql(dimension)
         await self._run(
             "SET maintenance_work_mem = '1GB'",
             "SET max_parallel_maintenance_workers = 2",
-            hnsw_index_sql(dimension),
+            *([build] if build else []),
             # What autovacuum does soon after a bulk insert (its insert threshold): statistics,
             # and the visibility map that lets counts use index-only scans.
             "VACUUM (ANALYZE) facts",

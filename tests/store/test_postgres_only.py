@@ -10,14 +10,16 @@ import psycopg
 import pytest
 
 from memory.ids import content_hash
-from memory.models import Fact, FactUpdate
+from memory.models import AgentConfig, Fact, FactUpdate
 from memory.store.postgres import PostgresStore
 from memory.store.postgres.codec import fact_body, terms_of
+from memory.store.postgres.pool import Conn
 from memory.store.postgres.schema import MIGRATIONS
 from memory.store.postgres.search import fact_count_sql
 from memory.store.rules.text import bm25, stemmed_tokens, tokenize
 from memory.store.sql.facts import fact_filter_sql
 from tests.conftest import fresh_schema
+from tests.postgres_server import PostgresServer
 from tests.store.builders import (
     Former,
     add,
@@ -71,7 +73,7 @@ async def test_a_database_at_an_older_version_is_brought_up_to_date(postgres_dsn
             "SELECT attstorage FROM pg_attribute WHERE attrelid = 'facts'::regclass "
             "AND attname = 'embedding'"
         ).fetchone()
-    assert row is not None and row[0] == "p"  # migration 2: vectors stay in the row
+    assert row is not None and row[0] == "m"  # migrations 2, 14: in the row unless too wide
     await store.close()
 
 
@@ -395,3 +397,50 @@ async def test_migration_13_reads_older_facts_as_utc_and_keeps_new_offsets(
         keys = conn.execute("SELECT count(*) FROM facts WHERE body ? 'said_utc_offset_minutes'")
         assert keys.fetchone() == (0,)
     await store.close()
+
+
+async def test_reads_after_a_server_restart_answer_at_once(
+    postgres_server: PostgresServer | None,
+) -> None:
+    """A restart (a failover, maintenance) kills every pooled connection: the first read meets
+    one, and its second try must not take the next dead one (an agent's turn would fail once per
+    pooled connection)."""
+    if postgres_server is None:
+        pytest.skip("POSTGRES_DSN names an outside server: not one this test may kill")
+    store = PostgresStore(fresh_schema(postgres_server.dsn), pool_size=4)
+    await store.setup()
+    try:
+        await store.upsert_agent(AgentConfig(agent_id="eve", name="Eve"))
+
+        async def busy(conn: Conn) -> None:
+            await conn.execute("SELECT pg_sleep(0.2)")
+
+        # Four reads at once leave four connections in the pool.
+        await asyncio.gather(*(store._read(busy) for _ in range(4)))
+        postgres_server.kill()
+        postgres_server.start()
+        for _ in range(4):
+            agent = await store.get_agent("eve")
+            assert agent is not None and agent.name == "Eve"
+    finally:
+        await store.close()
+
+
+async def test_a_start_neither_waits_for_nor_blocks_writes_on_facts(postgres_dsn: str) -> None:
+    """Every worker, serve and CLI start opens the store: with the vector index built, it must
+    not queue a lock on facts behind an open write (an import batch, a re-embed), which every
+    later formation's commit would then queue behind."""
+    dsn = fresh_schema(postgres_dsn)
+    running = PostgresStore(dsn, pool_size=2)
+    await running.setup()
+    try:
+        former = await Former(running).start()
+        await former.form(add("f1", "Likes tea", unit(1, 0)))
+        with psycopg.connect(dsn) as long_writer:
+            long_writer.execute("UPDATE facts SET hash = hash WHERE false")  # open, uncommitted
+            starting = PostgresStore(dsn, pool_size=1)
+            await asyncio.wait_for(starting.setup(), 10)  # before: waited for the rollback
+            await starting.close()
+            long_writer.rollback()
+    finally:
+        await running.close()

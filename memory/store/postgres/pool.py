@@ -106,8 +106,8 @@ class PostgresPool:
 
         A pooled connection may have died with its server (a restart) since its last use; the
         pool only learns it when the connection fails. A transaction that failed that way at
-        its BEGIN never ran, and a one-statement read is safe to repeat: both run again once on
-        a new connection. A transaction that failed later may or may not have committed: its
+        its BEGIN never ran, and a one-statement read is safe to repeat: both run again once,
+        after the pool has tested its idle connections (the others died too). A transaction that failed later may or may not have committed: its
         error reaches the caller (a store step is retried; the writes the guarantees rest on
         are idempotent)."""
         for attempt in (1, 2):
@@ -123,6 +123,10 @@ class PostgresPool:
             except psycopg.OperationalError:
                 if attempt == 2 or (began and not read_only):
                     raise
+                # The server went away (a restart, a failover): every idle connection died with
+                # it, so the next one the pool hands out would fail too. Test them all first.
+                if self._pool is not None:
+                    await self._pool.check()
         raise AssertionError("unreachable")
 
 

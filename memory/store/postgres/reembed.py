@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from memory.store.postgres.db import PostgresDb
 from memory.store.postgres.pool import Conn
-from memory.store.postgres.schema import hnsw_index_sql
+from memory.store.postgres.schema import ensure_hnsw_index, hnsw_index_name
 from memory.store.sql.reads import embedding_meta
 from memory.store.sql.writes import put_embedding_meta
 
@@ -15,7 +15,7 @@ async def swap_side_vectors(conn: Conn, model: str, dimension: int) -> None:
     old = await embedding_meta(PostgresDb(conn))
     if old is not None and old[1] != dimension:
         # Before the update: the old index's expression casts every vector to the old dimension.
-        await conn.execute(f"DROP INDEX IF EXISTS facts_hnsw_{old[1]}".encode())
+        await conn.execute(f"DROP INDEX IF EXISTS {hnsw_index_name(old[1])}".encode())
     await conn.execute(
         "UPDATE facts SET embedding = r.embedding, embedding_model = %(model)s, "
         "body = jsonb_set(body, '{embedding_model}', to_jsonb(%(model)s::text)) "
@@ -25,4 +25,4 @@ async def swap_side_vectors(conn: Conn, model: str, dimension: int) -> None:
     )
     await put_embedding_meta(PostgresDb(conn), model, dimension)
     await conn.execute("DELETE FROM fact_reembed")
-    await conn.execute(hnsw_index_sql(dimension).encode())
+    await ensure_hnsw_index(conn, dimension)

@@ -24,7 +24,7 @@ from memory.store.base import Vector
 from memory.store.postgres.codec import FACT_SELECT, fact_from_row, is_lexeme, vector_param
 from memory.store.postgres.db import PostgresDb
 from memory.store.postgres.pool import Conn, Row, fetch
-from memory.store.postgres.schema import hnsw_predicate
+from memory.store.postgres.schema import hnsw_predicate, indexed_vector
 from memory.store.ranking import best
 from memory.store.rules.filters import scope_branches
 from memory.store.rules.text import CANDIDATE_CAP, query_stems, query_terms, stemmed_tokens
@@ -59,7 +59,8 @@ async def vector_hits(
     conn: Conn, query: Vector, flt: FactFilter, *, dimension: int, limit: int, min_score: float
 ) -> list[ScoredFact]:
     where, params = fact_filter_sql(flt)
-    distance = f"f.embedding::vector({dimension}) <=> %(query)s"  # the index's expression
+    expression = indexed_vector(dimension, "f.embedding")  # the index's
+    distance = f"{expression} <=> %(query)s::{expression.partition('::')[2]}"
     rows = await fetch(
         conn,
         f"SELECT * FROM (SELECT {FACT_SELECT}, f.ord, {distance} AS distance FROM facts AS f "

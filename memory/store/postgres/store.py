@@ -17,7 +17,7 @@ from memory.store.postgres.codec import UPSERT_ACCESS, vector_param
 from memory.store.postgres.db import PostgresDb
 from memory.store.postgres.guests import mark_guests
 from memory.store.postgres.pool import Conn, PostgresPool, connect
-from memory.store.postgres.schema import hnsw_index_sql, migrate
+from memory.store.postgres.schema import ensure_hnsw_index, migrate
 from memory.store.postgres.search import text_hits, vector_hits
 from memory.store.postgres.writes import apply_writes
 from memory.store.rules import Write, check_query_dimension
@@ -53,7 +53,7 @@ class PostgresStore(PostgresPool, SqlStore[PostgresDb]):
             await migrate(conn)
             await mark_guests(conn)  # after the migrations' transaction, at every start
             if (meta := await embedding_meta(PostgresDb(conn))) is not None:
-                await conn.execute(hnsw_index_sql(meta[1]).encode())
+                await ensure_hnsw_index(conn, meta[1])
         finally:
             await conn.close()
         await self._open_pool()

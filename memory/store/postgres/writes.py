@@ -19,7 +19,7 @@ from memory.store.postgres.codec import (
 from memory.store.postgres.db import PostgresDb
 from memory.store.postgres.pool import Conn
 from memory.store.postgres.reembed import swap_side_vectors
-from memory.store.postgres.schema import hnsw_index_sql
+from memory.store.postgres.schema import ensure_hnsw_index
 from memory.store.rules import lifecycle_writes as lw
 from memory.store.rules import writes as w
 from memory.store.sql.writes import apply_shared
@@ -82,7 +82,7 @@ async def _apply(conn: Conn, write: w.Write) -> None:
             await swap_side_vectors(conn, model, dimension)
         case w.SetEmbeddingMeta(dimension=dimension):
             await apply_shared(PostgresDb(conn), write)
-            await conn.execute(hnsw_index_sql(dimension).encode())
+            await ensure_hnsw_index(conn, dimension)
         case w.InsertReflections(reflections=rs) | lw.ImportReflections(reflections=rs):
             await cur.executemany(INSERT_REFLECTION, [reflection_params(r) for r in rs])
         case w.PutConsolidated(blob=blob):
