@@ -108,7 +108,19 @@ class MemoryClient:
     # ------------------------------------------------------------ agents and messages
 
     async def register_agent(self, config: AgentConfig) -> None:
+        """Register the agent, or replace its whole configuration."""
         await self.store.upsert_agent(config)
+
+    async def update_agent(self, agent_id: str, **changes: object) -> AgentConfig:
+        """Change some fields of a registered agent (``user_memory_enabled=False``), the others
+        keep their value, even when another change of other fields runs at once (the store
+        sets them in its transaction: MemoryStore.update_agent). Returns the configuration
+        written. NotFoundError for an unknown agent, InvalidInputError for a field or value
+        the configuration does not admit; nothing written."""
+        updated = await self.store.update_agent(_check_id("agent_id", agent_id), changes)
+        if updated is None:
+            raise NotFoundError(f"agent {agent_id!r} is not registered")
+        return updated
 
     async def _agent(self, agent_id: str) -> AgentConfig:
         return await require_agent(self.store, _check_id("agent_id", agent_id))

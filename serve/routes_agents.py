@@ -34,8 +34,5 @@ async def get_agent(agent_id: ReadAgent, svc: Svc) -> AgentConfig:
 
 @router.patch("/{agent_id}")
 async def update_agent(agent_id: WriteAgent, patch: AgentPatch, svc: Svc) -> AgentConfig:
-    current = await _get(svc, agent_id)
-    changes = patch.model_dump(exclude_unset=True)
-    updated = AgentConfig.model_validate({**current.model_dump(), **changes})
-    await svc.memory.register_agent(updated)
-    return updated
+    # Set in the store's writing transaction: a PATCH of other fields at once keeps its change.
+    return await svc.memory.update_agent(agent_id, **patch.model_dump(exclude_unset=True))

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import abc
 import asyncio
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime
+from functools import partial
 
 from memory.models import (
     AgentConfig,
@@ -37,6 +38,7 @@ from memory.store.base_lifecycle import LifecycleContract
 from memory.store.base_lifecycle import Vector as Vector
 from memory.store.base_manage import ManageContract
 from memory.store.base_manage import ReembedItem as ReembedItem
+from memory.store.rules.agents import changed_agent, check_agent_changes
 
 # Where a page of cold sessions starts: after this (last_message_at, session, agent); None first.
 type Cold = tuple[datetime, str, str] | None
@@ -59,10 +61,30 @@ class MemoryStore(ManageContract, LifecycleContract):
     # ------------------------------------------------------------ agents
 
     @abc.abstractmethod
-    async def upsert_agent(self, config: AgentConfig) -> None: ...
+    async def upsert_agent(self, config: AgentConfig) -> None:
+        """Register the agent, or replace its whole configuration."""
 
     @abc.abstractmethod
     async def get_agent(self, agent_id: str) -> AgentConfig | None: ...
+
+    async def update_agent(
+        self, agent_id: str, changes: Mapping[str, object]
+    ) -> AgentConfig | None:
+        """Set these fields (field: value) of the registered agent, the others keep their
+        value; return the configuration written. Atomically: the fields are set on the
+        configuration read in the writing transaction, so concurrent changes of different
+        fields all hold (of one field, the last to commit). None, nothing written, for an
+        unknown agent; InvalidInputError, nothing written, for the id, an unknown field or a
+        value the configuration does not admit (rules.agents)."""
+        check_agent_changes(changes)
+        return await self._update_agent(agent_id, partial(changed_agent, changes=dict(changes)))
+
+    @abc.abstractmethod
+    async def _update_agent(
+        self, agent_id: str, change: Callable[[AgentConfig], AgentConfig]
+    ) -> AgentConfig | None:
+        """In one writing transaction: the stored agent's configuration, ``change`` of it
+        written in its place and returned; None, nothing written, without one."""
 
     # ------------------------------------------------------------ sessions and messages
 

@@ -56,6 +56,20 @@ async def test_unknown_agent_and_session_are_named(
         await h.memory.maybe_form_memories("eve", "bad id!")
 
 
+async def test_an_agent_update_changes_the_fields_given_or_names_what_it_refuses(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    h = await Harness.create(time_env, tmp_path)
+    updated = await h.memory.update_agent("eve", user_memory_enabled=False)
+    assert updated == h.agent.model_copy(update={"user_memory_enabled": False})
+    assert await h.store.get_agent("eve") == updated
+    with pytest.raises(NotFoundError, match="'nobody'"):
+        await h.memory.update_agent("nobody", persona="ghost")
+    with pytest.raises(InvalidInputError, match="tier"):
+        await h.memory.update_agent("eve", persona="terse", tier=-1)
+    assert await h.store.get_agent("eve") == updated  # nothing written
+
+
 async def test_recording_twice_is_idempotent(time_env: WorkflowEnvironment, tmp_path: Path) -> None:
     h = await Harness.create(time_env, tmp_path)
     first = await h.memory.record_messages("eve", "s1", conversation(4))

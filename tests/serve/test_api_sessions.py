@@ -10,7 +10,7 @@ import pytest
 from temporalio.service import RPCError, RPCStatusCode
 
 import client.memory_client as memory_client
-from memory.models import MessageIn
+from memory.models import AgentConfig, MessageIn
 from tests.harness import conversation, facts
 from tests.serve.conftest import Served, form_alice
 from workflows.summary import FormationSummary
@@ -39,6 +39,40 @@ async def test_register_get_and_update_an_agent(served: Served) -> None:
             "body",
             "user_memory_enabled",
         ]
+
+
+async def test_two_patches_of_one_agent_at_once_both_hold(
+    served: Served, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An operator turns user memory off while someone edits the persona: both get 200, so both
+    changes hold. Forced: every read of the agent waits until both requests have read it (what
+    two replicas do), so a PATCH that merged outside the store's write would lose one."""
+    store = served.h.store
+    real_get = store.get_agent
+    readers: list[str] = []
+    both_read = asyncio.Event()
+
+    async def get_agent(agent_id: str) -> AgentConfig | None:
+        got = await real_get(agent_id)
+        readers.append(agent_id)
+        if len(readers) == 2:
+            both_read.set()
+        await asyncio.wait_for(both_read.wait(), 5)
+        return got
+
+    async with served.client(served.eve) as c:
+        monkeypatch.setattr(store, "get_agent", get_agent)
+        off, persona = await asyncio.gather(
+            c.patch("/v1/agents/eve", json={"user_memory_enabled": False}),
+            c.patch("/v1/agents/eve", json={"persona": "A careful producer"}),
+        )
+        monkeypatch.setattr(store, "get_agent", real_get)
+        assert off.status_code == persona.status_code == 200
+        got = (await c.get("/v1/agents/eve")).json()
+    assert (got["user_memory_enabled"], got["persona"]) == (False, "A careful producer")
+    assert got["name"] == "Eve"  # a field neither sent keeps its value
+    assert off.json()["user_memory_enabled"] is False
+    assert persona.json()["persona"] == "A careful producer"
 
 
 async def test_validation_names_the_field_and_never_shows_a_trace(served: Served) -> None:

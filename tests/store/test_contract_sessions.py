@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import numpy as np
 import pytest
 
-from memory.errors import ConflictError
+from memory.errors import ConflictError, InvalidInputError
 from memory.models import AgentConfig
 from memory.store.base import MemoryStore
 from tests.store.builders import (
@@ -29,6 +31,65 @@ async def test_agent_upsert_and_get(store: MemoryStore) -> None:
 
     agent = await store.get_agent("a1")
     assert agent == AgentConfig(agent_id="a1", name="Ada 2", tier=1)
+
+
+async def test_agent_update_sets_the_fields_given_and_keeps_the_others(store: MemoryStore) -> None:
+    await store.upsert_agent(AgentConfig(agent_id="a1", name="Ada", persona="helpful", tier=1))
+    updated = await store.update_agent("a1", {"user_memory_enabled": False, "persona": "terse"})
+    expected = AgentConfig(
+        agent_id="a1", name="Ada", persona="terse", tier=1, user_memory_enabled=False
+    )
+    assert updated == expected and await store.get_agent("a1") == expected
+    assert await store.update_agent("a1", {}) == expected
+
+    assert await store.update_agent("nobody", {"name": "Nobody"}) is None
+    assert await store.get_agent("nobody") is None  # an update registers no agent
+    for refused, field in (
+        ({"tier": 99}, "tier"),
+        ({"agent_id": "a2"}, "agent_id"),
+        ({"surprise": 1}, "surprise"),
+        ({"name": "Ada 3", "user_memory_enabled": "no"}, "user_memory_enabled"),
+    ):
+        with pytest.raises(InvalidInputError, match=field):
+            await store.update_agent("a1", refused)
+    assert await store.get_agent("a1") == expected  # nothing written, not even the valid name
+    assert await store.get_agent("a2") is None
+
+
+async def test_agent_updates_of_different_fields_at_once_all_hold(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each update sets its fields on the configuration its own transaction reads: none writes
+    back a field another one changed meanwhile (user memory turned off stays off). Forced: a
+    read of the agent outside the updates' transactions waits until every update has read."""
+    await store.upsert_agent(AgentConfig(agent_id="a1", name="Ada"))
+    changes: list[dict[str, object]] = [
+        {"user_memory_enabled": False},
+        {"persona": "careful"},
+        {"name": "Ada 2"},
+        {"memory_instructions": "remember dates"},
+        {"agent_memory_enabled": False},
+        {"tier": 2},
+    ]
+    real_get = store.get_agent
+    reads: list[str] = []
+    all_read = asyncio.Event()
+
+    async def get_agent(agent_id: str) -> AgentConfig | None:
+        got = await real_get(agent_id)
+        reads.append(agent_id)
+        if len(reads) == len(changes):
+            all_read.set()
+        await asyncio.wait_for(all_read.wait(), 5)
+        return got
+
+    monkeypatch.setattr(store, "get_agent", get_agent)
+    await asyncio.gather(*(store.update_agent("a1", change) for change in changes))
+    monkeypatch.setattr(store, "get_agent", real_get)
+    merged: dict[str, object] = {"agent_id": "a1"}
+    for change in changes:
+        merged |= change
+    assert await store.get_agent("a1") == AgentConfig.model_validate(merged)
 
 
 # ---------------------------------------------------------------- recording

@@ -126,8 +126,27 @@ class MongoStore(
         )
 
     async def get_agent(self, agent_id: str) -> AgentConfig | None:
-        doc = await self._db.agents.find_one({"_id": agent_id}, {"_id": 0})
+        return await self._agent(agent_id, None)
+
+    async def _agent(self, agent_id: str, s: AsyncClientSession | None) -> AgentConfig | None:
+        doc = await self._db.agents.find_one({"_id": agent_id}, {"_id": 0}, session=s)
         return None if doc is None else AgentConfig.model_validate(doc)
+
+    async def _update_agent(
+        self, agent_id: str, change: Callable[[AgentConfig], AgentConfig]
+    ) -> AgentConfig | None:
+        async def update(s: AsyncClientSession) -> AgentConfig | None:
+            # Two transactions that read the agent both write its document: the second to
+            # write it conflicts and runs again on the first one's change (txn.py).
+            if (current := await self._agent(agent_id, s)) is None:
+                return None
+            changed = change(current)
+            await self._db.agents.replace_one(
+                {"_id": agent_id}, changed.model_dump(mode="json"), session=s
+            )
+            return changed
+
+        return await run_transaction(self._db, update)
 
     # ------------------------------------------------------------ embeddings cache
 

@@ -83,11 +83,24 @@ class SqlStore[D: Db](PlannedStore):
         )
 
     async def get_agent(self, agent_id: str) -> AgentConfig | None:
-        async def get(db: Db) -> AgentConfig | None:
-            row = await db.fetch_one("SELECT config FROM agents WHERE agent_id = %s", (agent_id,))
-            return None if row is None else db.model(AgentConfig, row["config"])
+        return await self._db_one(lambda db: _agent(db, agent_id))
 
-        return await self._db_one(get)
+    async def _update_agent(
+        self, agent_id: str, change: Callable[[AgentConfig], AgentConfig]
+    ) -> AgentConfig | None:
+        async def update(db: Db) -> AgentConfig | None:
+            # SQLite's one writer and PostgreSQL's SERIALIZABLE (a concurrent update of the row
+            # fails and is run again) keep the read and the write of this transaction together.
+            if (current := await _agent(db, agent_id)) is None:
+                return None
+            changed = change(current)
+            await db.execute(
+                "UPDATE agents SET config = %s WHERE agent_id = %s",
+                (db.document(changed), agent_id),
+            )
+            return changed
+
+        return await self._db_write(update)
 
     # ------------------------------------------------------------ sessions and messages
 
@@ -276,3 +289,8 @@ class SqlStore[D: Db](PlannedStore):
             return [db.model(ApiKey, row["record"]) for row in rows]
 
         return await self._db_one(load)
+
+
+async def _agent(db: Db, agent_id: str) -> AgentConfig | None:
+    row = await db.fetch_one("SELECT config FROM agents WHERE agent_id = %s", (agent_id,))
+    return None if row is None else db.model(AgentConfig, row["config"])
