@@ -9,7 +9,10 @@ stores that range's memories.
 A backlog drains window after window without waiting. A window whose extraction cannot carry it
 (its answer overflowed or filled its bound, or stayed unusable) is split: the pass is dropped
 uncommitted and the window loaded again with half its messages, down to one message; the drain forms
-the rest. A single message that no retry can extract is passed over, visibly (docs/backlog.md):
+the rest at that size or, once a split ended in a message passed over and the next one formed, at
+the size of before (workflows/drain.py). A drain that continues as new carries that, and what it
+did, to the next run, whose result counts the whole drain; each run's memo says what it did itself.
+A single message that no retry can extract is passed over, visibly (docs/backlog.md):
 in the run's summary, memo and metric, and in the store with the window's memories
 (memory/degraded.py), where `mnemos degraded` finds it and re-forms it. A message longer than the
 formation budget is read slice by slice, every slice's memories in the window's one commit
@@ -40,15 +43,18 @@ with workflow.unsafe.imports_passed_through():
         FormationRequest,
         NewFact,
         ReflectionsResult,
+        SplitChain,
         Window,
     )
-    from workflows import options
+    from workflows import drain, options
     from workflows.form_versions import (
         AGAIN_AFTER_ERASURE,
         AGAIN_KEEPS_FORCE,
         CAN_KEEPS_FORCE,
+        DRAIN_TOTALS,
         DUE_AFTER_COMMIT,
         LOCAL_READS,
+        SPLIT_PASSED_OVER,
         SPLIT_WINDOWS,
         STALE_BACKOFF,
     )
@@ -98,24 +104,34 @@ class FormMemoriesWorkflow(FormationSteps):
         if workflow.patched(LOCAL_READS):
             self._local = options.local_store(req.retries)
         self._stale_seconds = req.retries.stale_decision_seconds
-        summary = FormationSummary()
+        summary = FormationSummary()  # this run's; its result counts the earlier runs' too
         force = req.force
         limit = req.max_messages  # None: the settings' window; set while a split part drains
+        chain = req.split  # the split the drain goes back from once a message was passed over
         while True:
             self._requested, self._force, self._due_after = False, False, False
             self._form_again = False
             window = await self._load(
-                req.model_copy(update={"force": force, "max_messages": limit})
+                req.model_copy(
+                    update={"force": force, "max_messages": limit, "split": None, "drained": None}
+                )
             )
             split = False
             if window is not None:
+                formations, passed = summary.formations, summary.passed_over
                 try:
                     await self._form(window, summary)
                 except Split:
                     # The rest of the drain reads parts of this size: a dense backlog is split
                     # once, not window after window.
-                    split, limit = True, max(1, window.message_count // 2)
+                    chain = drain.after_split(chain, limit, window)
+                    split, limit = True, drain.part_size(window)
                     summary.splits += 1
+                else:
+                    if summary.formations > formations:  # committed, not formed again or raced
+                        chain, limit = self._after_formed(
+                            chain, limit, window, summary.passed_over > passed
+                        )
             if split or (window is not None and window.more_pending):
                 force = True  # drain a backlog longer than one window before anything else
             elif self._form_again:
@@ -123,14 +139,14 @@ class FormMemoriesWorkflow(FormationSteps):
                 if self._force and workflow.patched(AGAIN_KEEPS_FORCE):
                     force = True
             elif self._requested:
-                force, limit = self._force, None
+                force, limit, chain = self._force, None, None
             elif self._due_after and workflow.patched(DUE_AFTER_COMMIT):
-                force, limit = False, None
+                force, limit, chain = False, None, None
             else:
                 await self._request_consolidation()  # once per drain; a request may arrive
                 if not self._requested:
                     break
-                force, limit = self._force, None
+                force, limit, chain = self._force, None, None
             if workflow.info().is_continue_as_new_suggested():
                 await self._request_consolidation()  # a request may arrive meanwhile
                 forced = self._requested and self._force
@@ -138,12 +154,28 @@ class FormMemoriesWorkflow(FormationSteps):
                     force = True
                 if workflow.patched(SPLIT_WINDOWS):
                     self._record(summary, started)  # each run of a long drain says what it did
-                workflow.continue_as_new(
-                    req.model_copy(update={"force": force, "max_messages": limit})
-                )
-        self._record(summary, started)
+                carried: dict[str, Any] = {"force": force, "max_messages": limit}
+                if workflow.patched(DRAIN_TOTALS):
+                    # The next run's result counts this one's too: whoever waits on the drain
+                    # (a session end, `mnemos form`) reads the last run's.
+                    done = drain.merged(req.drained, summary).model_dump(mode="json")
+                    carried |= {"split": chain, "drained": done}
+                workflow.continue_as_new(req.model_copy(update=carried))
+        self._record(summary, started)  # this run's memo and outcome: what it did itself
         await workflow.wait_condition(workflow.all_handlers_finished)
-        return summary
+        return drain.merged(req.drained, summary)
+
+    def _after_formed(
+        self, chain: SplitChain | None, limit: int | None, window: Window, passed_over: bool
+    ) -> tuple[SplitChain | None, int | None]:
+        """The split in progress and the drain's window size after ``window`` was committed."""
+        if (
+            chain is not None
+            and drain.restores(chain, passed_over)
+            and workflow.patched(SPLIT_PASSED_OVER)
+        ):
+            return None, chain.before  # a lone message failed it: the rest reads whole windows
+        return drain.after_formed(chain, window, passed_over), limit
 
     async def _load(self, req: FormationRequest) -> Window | None:
         if self._local is not None:

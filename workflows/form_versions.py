@@ -39,3 +39,12 @@ SLICED_MESSAGES = "sliced-messages"
 # read otherwise: an ordinary window's history has no marker. Older runs kept each slice's full
 # answer, at most facts.max_per_formation facts, and passed over a message whose answer overflowed.
 DENSE_MESSAGES = "dense-messages"
+# From it on, a split that ended in a single message passed over goes back to the window size of
+# before the split once the message after it formed (workflows/drain.py): the failure was that
+# message's, not the window's density. Older runs read the rest of their drain at the split's
+# smallest size, one message per window after a single refused message.
+SPLIT_PASSED_OVER = "split-passed-over"
+# From it on, a run continuing as new carries what the drain did so far (and the split in
+# progress) to the next run, whose result counts the whole drain; each run's memo and outcome
+# still say what that run did. Older runs' results counted the last run only.
+DRAIN_TOTALS = "drain-totals"

@@ -6,6 +6,8 @@ default."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from memory.models import AgentConfig, FactScope, Id, ScopeKey, SourceIds, UtcDatetime
@@ -17,6 +19,18 @@ DEGRADED = "degraded"
 
 class _T(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SplitChain(_T):
+    """A window split, and the parts it was split into draining, until the drain is past it."""
+
+    before: int | None = Field(
+        description="The drain's window size before the split (None: the settings' limit)"
+    )
+    upto_seq: int = Field(description="The last message of the window that was split")
+    passed_over: bool = Field(
+        False, description="A single message of it was passed over: the failure was that message's"
+    )
 
 
 class FormationRequest(_T):
@@ -31,6 +45,15 @@ class FormationRequest(_T):
         None,
         ge=1,
         description="Read at most this many messages (a split window); None: the settings' limit",
+    )
+    # Carried by continue-as-new, never read by the steps; absent from older runs' payloads.
+    split: SplitChain | None = Field(
+        None, description="The split in progress of a drain's window (max_messages is its part's)"
+    )
+    drained: dict[str, Any] | None = Field(
+        None,
+        description="What the earlier runs of the drain did (a FormationSummary, "
+        "workflows/summary.py, which imports this module): the last run's result counts them",
     )
 
 

@@ -26,7 +26,9 @@ from worker import WORKFLOWS
 # ConsolidateScope whose five drafts each met a person's edit, before CONFLICT_BACKOFF (the fifth
 # failed the run) and from it on (it waited, drafted again and consolidated); dense/: a dense
 # message read in pieces, halved on a full answer and on a failure, a piece passed over
-# (DENSE_MESSAGES, record_dense.py) (subfolders, so
+# (DENSE_MESSAGES, record_dense.py); drain/: every run of a drain that continued as new after
+# each pass, its split ending in a message passed over and going back to whole windows
+# (SPLIT_PASSED_OVER, DRAIN_TOTALS, record_drain.py) (subfolders, so
 # that the CLI's replay test of the top folder keeps its own count).
 HISTORIES = sorted((Path(__file__).parent.parent / "histories").glob("**/*.json"))
 

@@ -137,6 +137,29 @@ async def test_a_single_unextractable_message_is_passed_over_visibly_and_the_res
     assert await _cursor(h) == 8
 
 
+async def test_one_refused_message_early_in_a_backlog_does_not_shrink_the_rest_of_its_windows(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """The split that passed message 3 over was that message's failure, not the backlog's
+    density: once message 4 forms alone, the drain reads windows of 8 again (it used to form
+    the other 61 messages one per window, each without its conversation: 63 windows)."""
+    h = await Harness.create(
+        time_env, tmp_path, formation=FormationSettings(max_messages_per_run=8, min_messages=4)
+    )
+    h.llm.defaults["extract_facts"] = refuses_one
+    h.llm.defaults["decide_facts"] = add_all
+    await h.record("s1", stated(64, poison=3))
+    async with h.worker():
+        summary = await h.form("s1")
+
+    assert summary.passed_over == 1 and summary.splits == 3  # 1-8, 1-4, 3-4
+    # 1-2, 3 passed over, 4 alone, then 5-12 ... 61-64 in windows of 8.
+    assert summary.formations == 11, summary.formations
+    assert summary.messages_formed == 64 and await _cursor(h) == 64
+    formed = {f.content for f in await h.all_facts()}
+    assert formed == {f"Alice: My favourite number {i} is {i * 7}." for i in range(64) if i != 2}
+
+
 async def test_a_backlog_of_1000_messages_drains_in_one_run_and_consolidates_once(
     time_env: WorkflowEnvironment, tmp_path: Path
 ) -> None:

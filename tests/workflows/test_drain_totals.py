@@ -1,0 +1,191 @@
+"""A drain that continued as new reports everything it formed (workflows.form_versions
+DRAIN_TOTALS): the result a caller reads (a session end, `mnemos form`, form_memories(wait=True))
+is the last run's, and it counts the earlier runs too; each run's memo says what that run did.
+
+The dev server here suggests continue-as-new after ten history events, so every window of the
+drain is a run of its own."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+from temporalio.client import WorkflowExecutionStatus
+from temporalio.testing import WorkflowEnvironment
+
+from cli.binaries import temporal_cli
+from memory.errors import InputRefusedError
+from memory.llm.base import LLMRequest
+from memory.models import ScopeKey
+from memory.pipeline.types import CommitResult, Decision, LlmCall
+from memory.prompts.extract_facts import ExtractedFacts
+from memory.settings import FormationSettings, TemporalSettings
+from runtime.payloads import payload_data_converter
+from tests.harness import Harness, conversation, facts
+from workflows.drain import merged
+from workflows.naming import formation_workflow_id
+from workflows.summary import FormationSummary
+
+
+@pytest.fixture
+async def can_env() -> AsyncIterator[WorkflowEnvironment]:
+    """A dev server of its own that suggests continue-as-new after ten history events."""
+    env = await WorkflowEnvironment.start_local(
+        dev_server_existing_path=str(temporal_cli()),
+        data_converter=payload_data_converter,
+        dev_server_extra_args=[
+            "--ui-disable-news-fetch",
+            "--dynamic-config-value",
+            "limit.historyCount.suggestContinueAsNew=10",
+        ],
+    )
+    try:
+        yield env
+    finally:
+        await env.shutdown()
+
+
+async def _bench(env: WorkflowEnvironment, tmp_path: Path, formation: FormationSettings) -> Harness:
+    temporal = TemporalSettings(
+        address=env.client.service_client.config.target_host,
+        task_queue=f"can-{uuid.uuid4().hex[:8]}",
+        search_attributes=False,
+        workflow_sandbox=True,
+    )
+    return await Harness.create(env, tmp_path, temporal=temporal, formation=formation)
+
+
+async def _runs(h: Harness, env: WorkflowEnvironment) -> list[Mapping[str, Any]]:
+    """The memo of every run of the session's formation, oldest first."""
+    workflow_id = formation_workflow_id(h.agent.agent_id, "s1")
+    runs = [r async for r in env.client.list_workflows(f"WorkflowId = '{workflow_id}'")]
+    assert WorkflowExecutionStatus.CONTINUED_AS_NEW in {r.status for r in runs}  # the case
+    memos = []
+    for run in sorted(runs, key=lambda r: r.start_time):
+        memos.append(await run.memo())
+    return memos
+
+
+async def test_a_session_end_reports_every_message_its_drain_formed(
+    can_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    h = await _bench(can_env, tmp_path, FormationSettings(min_messages=4, max_messages_per_run=4))
+    await h.record("s1", conversation(12))  # three windows of four
+    async with h.worker():
+        ended = await asyncio.wait_for(h.memory.on_session_end("eve", "s1"), timeout=120)
+        memos = await _runs(h, can_env)
+
+    state = await h.store.get_session_agent_state("s1", "eve")
+    assert state is not None and state.cursor_seq == 12
+    # It used to say 4: what the drain's last run formed.
+    assert ended.formation.messages_formed == 12
+    assert ended.formation.formations == 3
+    # Each run's memo says what that run itself formed: together, the drain.
+    assert sum(int(str(m["messages_formed"])) for m in memos) == 12
+    assert all(int(str(m["messages_formed"])) <= 4 for m in memos)
+
+
+async def test_mnemos_form_reports_its_drain_when_a_turn_triggers_during_the_last_window(
+    can_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """`mnemos form` / form_memories(wait=True): a turn's unforced trigger during the drain's last
+    window makes one more run, which forms nothing; the result used to be that run's ("Nothing new
+    to form.")."""
+    h = await _bench(
+        can_env,
+        tmp_path,
+        FormationSettings(min_messages=4, message_interval=40, max_messages_per_run=4),
+    )
+    third, go_on = asyncio.Event(), asyncio.Event()
+    calls = 0
+
+    async def held_third(_: LLMRequest) -> ExtractedFacts:
+        nonlocal calls
+        calls += 1
+        if calls == 3:
+            third.set()
+            await go_on.wait()
+        return facts()
+
+    h.llm.defaults["extract_facts"] = held_third
+    await h.record("s1", conversation(12))
+    async with h.worker():
+        run = await h.start("s1", force=True)  # `mnemos form s1`
+        await asyncio.wait_for(third.wait(), 60)  # the last window is being formed
+        await h.start("s1", force=False)  # a turn's trigger (another replica's)
+        go_on.set()
+        summary = await asyncio.wait_for(run.result(), 60)
+        memos = await _runs(h, can_env)
+
+    state = await h.store.get_session_agent_state("s1", "eve")
+    assert state is not None and state.cursor_seq == 12
+    assert (summary.formations, summary.messages_formed) == (3, 12)
+    assert "3 formation(s), 12 messages" in str(summary.memo()["summary"])
+    assert memos[-1]["formations"] == 0  # the last run's own memo: it formed nothing itself
+
+
+def _refuses_message_3(request: LLMRequest) -> ExtractedFacts:
+    if "message 2 from" in str(request.task_input):
+        raise InputRefusedError("refused by the content filter", provider="fake")
+    return facts()
+
+
+async def test_a_split_goes_back_to_whole_windows_in_a_later_run_of_the_drain(
+    can_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """The split in progress is carried to the next run with the totals: message 3 refused in
+    the first window of four, each pass a run of its own, the drain reads windows of four again
+    once message 4 formed alone (it used to read the other eight messages one by one)."""
+    h = await _bench(can_env, tmp_path, FormationSettings(min_messages=4, max_messages_per_run=4))
+    h.llm.defaults["extract_facts"] = _refuses_message_3
+    await h.record("s1", conversation(12))
+    async with h.worker():
+        summary = await h.form("s1")
+        memos = await _runs(h, can_env)
+
+    assert len(memos) >= 5  # every window a run of its own
+    # 1-4 split, 1-2, 3 passed over, 4 alone, then 5-8 and 9-12.
+    assert (summary.splits, summary.passed_over, summary.formations) == (2, 1, 5)
+    assert summary.messages_formed == 12
+
+
+def _run(n: int) -> FormationSummary:
+    """A run's summary: ``n`` of everything, one commit of four messages."""
+    call = LlmCall(task="extract_facts", provider="p", model="m", input_tokens=5, output_tokens=2)
+    run = FormationSummary(
+        splits=n, passed_over=n, duration_ms=10 * n, llm_calls=[call] * n, decisions_redone=n
+    )
+    run.add_degraded(n, n + 1, "extract_facts", "refused")
+    run.add_decisions([Decision(new_index=0, event="ADD", reasoning="new")] * n)
+    key = ScopeKey.session("eve", "s1")
+    commit = CommitResult(
+        already_committed=False,
+        facts_added=n,
+        facts_updated=n,
+        facts_invalidated=n,
+        facts_duplicate=n,
+        reflections_added=n,
+        due_for_consolidation=[key],
+    )
+    run.add_commit(4, commit)
+    return run
+
+
+def test_a_drain_summary_adds_up_every_field_of_its_runs() -> None:
+    """Field by field, so a field added to the summary later is counted across runs too."""
+    one, two = _run(1), _run(2)
+
+    total = merged(one.model_dump(mode="json"), two)  # as continue-as-new carries it
+
+    for name, value in two:
+        if isinstance(value, int):
+            assert getattr(total, name) == getattr(one, name) + value, name
+    assert (total.formations, total.messages_formed, total.facts_added) == (2, 8, 3)
+    assert len(total.llm_calls) == 3 and total.decisions == {"ADD": 3}
+    assert [d.after_seq for d in total.degraded] == [1, 2]
+    assert total.consolidations_requested == one.consolidations_requested  # a key once
+    assert merged(None, two) is two  # a run that did not continue from another
