@@ -260,6 +260,21 @@ def export(
     typer.echo(f"exported {summary}" if summary else "nothing to export", err=True)
 
 
+def _session_runs_left(session_scopes: list[str]) -> str:
+    """What a second forget cannot find: the closed runs of the sessions this one deleted."""
+    from runtime.erasure import session_workflow_ids, workflow_ids_queries
+
+    queries = workflow_ids_queries(session_workflow_ids(session_scopes))
+    if not queries:
+        return ""
+    # Ids hold no quote nor anything a shell expands (memory.model_types.Id).
+    deletes = "\n".join(f'  temporal workflow delete --query "{q}"' for q in queries)
+    return (
+        "; then delete the runs of the sessions this forget deleted (a second one cannot find "
+        "them):\n" + deletes
+    )
+
+
 def forget(
     user: Annotated[str, typer.Option(help="The user to erase.", show_default=False)],
     agent: Annotated[
@@ -298,12 +313,16 @@ def forget(
             await embedder.close()
             await store.close()
 
+    counts = run(erase(), settings)
+    # The sessions whose memory the store deleted, their consolidation runs tagged with no user:
+    # only this call knows them (a second one finds those sessions gone).
+    sessions = [key for c in counts for key in c.session_scopes]
+
     async def delete_executions() -> int:
         from runtime.erasure import delete_user_executions
 
-        return await delete_user_executions(await temporal_of(settings), user, agent)
+        return await delete_user_executions(await temporal_of(settings), user, agent, sessions)
 
-    counts = run(erase(), settings)
     executions: int | None = None
     if not keep_executions:
         try:
@@ -313,7 +332,7 @@ def forget(
             typer.echo(
                 "error: the user's memories are erased from the store, but their closed "
                 "workflow executions are not deleted: run this command again once Temporal "
-                "is reachable (or pass --keep-executions)",
+                "is reachable (or pass --keep-executions)" + _session_runs_left(sessions),
                 err=True,
             )
             raise

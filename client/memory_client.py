@@ -446,11 +446,14 @@ class MemoryClient:
 
     async def forget_user(self, agent_id: str | None, user_id: str) -> ForgetResult:
         """Erase a user (of one agent, or of every agent with None) from the store, then their
-        closed workflow executions from Temporal (their id and payloads are in those)."""
+        closed workflow executions from Temporal (their id and payloads are in those), with
+        those of the session memory the store deleted."""
         _check_id("user", user_id)
         counts = await self.manager.forget_user(user_id, agent_id=agent_id)
         executions = None
-        # Executions are found by their MnemosUserId search attribute: none without them.
+        # Executions are found by their MnemosUserId search attribute: none without them. The
+        # runs of the session memory the forget deleted go too, by their workflow ids.
         if self.settings.temporal.search_attributes:
-            executions = await delete_user_executions(self.temporal, user_id, agent_id)
+            sessions = [key for c in counts for key in c.session_scopes]
+            executions = await delete_user_executions(self.temporal, user_id, agent_id, sessions)
         return ForgetResult(agents=counts, workflow_executions_deleted=executions)

@@ -49,6 +49,10 @@ class ForgetCounts(BaseModel):
     messages: int = 0
     sessions: int = Field(0, description="Sessions deleted whole (the user was their only user)")
     embedding_cache: int = 0
+    # The scope keys of the session memory deleted (those of the session tombstones): the caller
+    # deletes those sessions' runs from Temporal (runtime.erasure), a consolidation's being tagged
+    # with no user. Ids, yet out of the counts' JSON (the tombstone's audit record, the answer).
+    session_scopes: tuple[str, ...] = Field((), exclude=True)
 
 
 class ExportData(BaseModel):

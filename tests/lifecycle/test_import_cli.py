@@ -23,12 +23,15 @@ from typer.testing import CliRunner, Result
 from cli import common as cli_common
 from cli.app import app
 from memory.logging import configure_logging
+from memory.models import AgentConfig
+from memory.store.sqlite import SQLiteStore
 from tests.cli_lines import one_error_line
 from tests.lifecycle import eden_fixtures as fx
 from tests.lifecycle.test_eden_mapping import agent_batch
 from tests.lifecycle.test_import_guards import AGENT, export_file, fact
 from tests.lifecycle.test_mem0 import ITEMS
 from tests.mongo_server import running_mongo
+from tests.store.builders import msg, record
 
 runner = CliRunner()
 Doc = dict[str, Any]
@@ -193,6 +196,24 @@ async def test_forget_erases_the_store_even_when_temporal_is_down(tmp_path: Path
     assert result.exit_code == 1
     assert "erased from the store" in result.stderr and "again" in result.stderr
     assert rows(db, "SELECT * FROM facts WHERE user_id = 'alice'") == []
+
+
+async def test_forget_with_temporal_down_names_the_runs_of_the_sessions_it_deleted(
+    tmp_path: Path,
+) -> None:
+    """A second forget finds the user's own runs again, not those of the sessions the first one
+    deleted (a session consolidation is tagged with no user): the error names them."""
+    store = SQLiteStore(tmp_path / "mnemos.db")
+    await store.setup()
+    await store.upsert_agent(AgentConfig(agent_id="chef", name="Chef"))
+    await record(store, "s1", "chef", [msg("m1", "my knee hurts", user_id="alice")])
+    await store.close()
+
+    result = await mnemos(env_of(tmp_path), "forget", "--agent", "chef", "--user", "alice")
+
+    assert result.exit_code == 1 and "erased from the store" in result.stderr
+    query = "WorkflowId IN ('form:chef:s1', 'end:chef:s1', 'consolidate:session:chef:s1')"
+    assert f'temporal workflow delete --query "{query}' in result.stderr
 
 
 async def test_a_dry_run_refuses_what_the_import_would_and_writes_nothing(tmp_path: Path) -> None:

@@ -258,6 +258,7 @@ def plan_forget(
         messages=messages,
         sessions=len(whole),
         embedding_cache=len(dropped),
+        session_scopes=tuple(sorted(sessions_memory)),
     )
     tombstone = PutErasure(agent_id, user_id, counts.epoch, at, counts.model_dump_json())
     sessions = session_tombstones(user_id, sessions_memory, counts.epoch, at)
