@@ -6,7 +6,7 @@ import pytest
 
 from memory.errors import ConflictError, EmbeddingMismatchError, StaleDecisionError
 from memory.ids import content_hash
-from memory.models import FactFilter, FactInvalidate, FactKeep, FactUpdate
+from memory.models import FactAdd, FactFilter, FactInvalidate, FactKeep, FactUpdate
 from memory.store.base import MemoryStore
 from tests.store.builders import (
     AGENT_KEY,
@@ -96,6 +96,48 @@ async def test_add_revives_an_invalidated_fact_with_the_same_content(store: Memo
     assert (revived.invalidated_at, revived.invalidated_by) == (None, None)
     hits = await store.vector_search(vec(1, 0), user_filter(), limit=5)
     assert [h.fact.fact_id for h in hits][:1] == ["f1"]
+
+
+ADDRESS = "Alice's home address is 12 Rue de Rivoli"
+
+
+def said(fact_id: str, seconds: float) -> FactAdd:
+    """An ADD of Alice's address, said at T0 + seconds."""
+    return add(fact_id, ADDRESS, unit(1, 0)).model_copy(update={"said_at": at(seconds)})
+
+
+async def test_a_fact_a_person_deleted_is_not_brought_back_by_what_was_said_before(
+    store: MemoryStore,
+) -> None:
+    """DELETE …/facts/{id}: "never shown to the agent again". A formation of messages said
+    before the delete (a hot trigger's run in flight, a backlog, the cold job) restates the fact:
+    it stays deleted, the ADD counted as a duplicate (already known: as deleted)."""
+    former = await Former(store).start()
+    await former.form(said("f1", 10))  # committed at 100
+    deleted = await store.invalidate_fact("f1", at=at(105), reason="user asked to delete it")
+
+    result = await former.form(said("f2", 60))  # said before the delete, committed at 110
+
+    assert (result.facts_added, result.facts_duplicate) == (0, 1)
+    assert await store.get_facts(["f1", "f2"]) == [deleted]
+    assert await store.list_facts(user_filter()) == []
+    assert await store.vector_search(vec(1, 0), user_filter(), limit=5) == []
+    assert await store.text_search("Rivoli", user_filter(), limit=5) == []
+
+
+async def test_a_fact_a_person_deleted_comes_back_when_told_again_after(
+    store: MemoryStore,
+) -> None:
+    former = await Former(store).start()
+    await former.form(said("f1", 10))
+    await store.invalidate_fact("f1", at=at(105), reason="user asked to delete it")
+
+    result = await former.form(said("f2", 108))  # the person says it again after deleting it
+
+    assert (result.facts_added, result.facts_duplicate) == (1, 0)
+    [fact] = await store.list_facts(user_filter())
+    assert (fact.fact_id, fact.content, fact.said_at) == ("f1", ADDRESS, at(108))
+    assert [r.reason for r in fact.history] == ["user asked to delete it", "revived"]
 
 
 async def test_update_keeps_history_and_bumps_the_version(store: MemoryStore) -> None:

@@ -15,6 +15,7 @@ from memory.errors import (
 from memory.ids import content_hash
 from memory.models import (
     Fact,
+    FactAdd,
     FactInvalidate,
     FactKeep,
     FactUpdate,
@@ -150,6 +151,53 @@ def test_add_revives_the_latest_invalidated_fact_with_that_content() -> None:
     assert (put.fact.invalidated_at, put.fact.invalidated_by) == (None, None)
     assert put.fact.history[-1].reason == "revived"
     assert plan.result.facts_added == 1
+
+
+def _deleted_at_20() -> Fact:
+    """f1, "Lives in Paris", deleted by a person at 20 (a delete names no replacement)."""
+    return stored("f1", "Lives in Paris", invalidated=20)
+
+
+def _said(op: FactAdd | FactUpdate, seconds: float | None) -> FactAdd | FactUpdate:
+    return op.model_copy(update={"said_at": None if seconds is None else at(seconds)})
+
+
+@pytest.mark.parametrize("said", [10, 20, None], ids=["before", "at", "unknown"])
+def test_an_add_said_before_a_persons_delete_leaves_the_fact_deleted(said: float | None) -> None:
+    plan = plan_formation(
+        commit(ops=[_said(add("f3", "Lives in Paris", unit(1)), said)]), snapshot(_deleted_at_20())
+    )
+    assert puts(plan.writes) == []
+    assert (plan.result.facts_added, plan.result.facts_duplicate) == (0, 1)
+
+
+def test_the_ops_on_an_add_that_resolved_to_a_deleted_fact_leave_it_deleted() -> None:
+    """A correction in the same window said before the delete, and a replacement of it, do not
+    bring the fact back; the replacing fact is added."""
+    ops = [
+        _said(add("f3", "Lives in Paris", unit(1)), 10),
+        _said(update("f3", "Lives in Paris 15e"), 12),
+        _said(add("f4", "Lives in Rome", unit(0, 1)), 14),
+        invalidate("f3", "f4"),
+    ]
+    plan = plan_formation(commit(ops=ops), snapshot(_deleted_at_20()))
+    assert puts(plan.writes) == [("f4", "Lives in Rome", None, True)]
+    assert (plan.result.facts_added, plan.result.facts_duplicate) == (1, 2)
+    assert plan.result.facts_invalidated == 0
+
+
+def test_a_fact_a_person_deleted_comes_back_when_told_again_after() -> None:
+    plan = plan_formation(
+        commit(ops=[_said(add("f3", "Lives in Paris", unit(1)), 30)]), snapshot(_deleted_at_20())
+    )
+    [put] = [w for w in plan.writes if isinstance(w, PutFact)]
+    assert (put.fact.fact_id, put.fact.invalidated_at, put.fact.said_at) == ("f1", None, at(30))
+    assert put.fact.history[-1].reason == "revived"
+    # A correction said after the delete, of an add said before it, brings it back corrected.
+    ops = [_said(add("f3", "Lives in Paris", unit(1)), 10), _said(update("f3", "Paris 15e"), 30)]
+    plan = plan_formation(commit(ops=ops), snapshot(_deleted_at_20()))
+    assert puts(plan.writes) == [("f1", "Paris 15e", None, False)]
+    assert (plan.result.facts_updated, plan.result.facts_duplicate) == (1, 1)
 
 
 def test_update_keeps_history_and_bumps_the_version() -> None:
@@ -338,7 +386,10 @@ def test_commit_for_another_agents_reflection_is_refused() -> None:
 def test_delete_with_a_replacement_that_revived_a_fact_points_at_the_revived_one() -> None:
     plan = plan_formation(
         commit(ops=[add("f3", "Lives in Rome", unit(0, 1)), invalidate("f1", "f3")]),
-        snapshot(stored("f1", "Lives in Paris"), stored("f0", "Lives in Rome", invalidated=5)),
+        snapshot(
+            stored("f1", "Lives in Paris"),
+            stored("f0", "Lives in Rome", invalidated=5, invalidated_by="fx"),
+        ),
     )
     assert puts(plan.writes) == [
         ("f0", "Lives in Rome", None, False),

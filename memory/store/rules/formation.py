@@ -13,13 +13,18 @@ nothing written. The rules:
   sets them), else EmbeddingMismatchError.
 - Fact ops: adds and updates in order, then invalidations. Several ops on one fact (a correction
   of a correction in one window) chain: each is checked against the version the decisions read
-  (the snapshot's), and applies to the version the op before it made, so every version is kept. An add is skipped as a duplicate when
-  a valid fact of the same agent/user/scope has the same hash, and revives the latest
-  invalidated one with that hash. An update is StaleDecisionError when the fact's version !=
-  expected_version or it is invalidated; it keeps previous_content and history, version + 1;
-  when its new content is another valid fact's, the updated fact is invalidated in favour of
-  that one (a duplicate). An invalidation names the add of this commit that replaces the fact;
-  that add may have resolved to an existing fact (duplicate or revived), maybe this very one.
+  (the snapshot's), and applies to the version the op before it made, so every version is kept.
+  An add is skipped as a duplicate when a valid fact of the same agent/user/scope has the same
+  hash, and revives the latest invalidated one with that hash, unless a person deleted that one
+  after the add was said (or when it was said is not known: ``versions.deleted_since``): the
+  delete stands (never shown again), and the add is counted a duplicate, resolved to the deleted
+  fact, which an update said before the delete or an invalidation naming the add leaves as it
+  is; the fact told again after the delete comes back. An update is StaleDecisionError when the
+  fact's version != expected_version or it is invalidated; it keeps previous_content and
+  history, version + 1; when its new content is another valid fact's, the updated fact is
+  invalidated in favour of that one (a duplicate). An invalidation names the add of this commit
+  that replaces the fact; that add may have resolved to an existing fact (duplicate, revived or
+  deleted), maybe this very one.
 - A keep (a NONE: the new fact is already known as the named one) writes nothing, and is
   StaleDecisionError as an update is: the statement it drops must still be what that fact says.
 - An update, invalidation or keep may name a fact added earlier in the same commit (a correction
@@ -77,7 +82,14 @@ from memory.store.rules.recheck import (
     reflection_text_key,
     unseen_reflections,
 )
-from memory.store.rules.versions import Provenance, rewritten, said_before, told_before
+from memory.store.rules.versions import (
+    Provenance,
+    deleted_by_hand,
+    deleted_since,
+    rewritten,
+    said_before,
+    told_before,
+)
 from memory.store.rules.writes import (
     BumpScopeVersions,
     InsertReflections,
@@ -251,6 +263,12 @@ class _FactPlanner:
             self.counts["duplicate"] += 1
             return
         invalidated = self._find(op.scope, op.user_id, hash_, valid=False)
+        if invalidated is not None and deleted_since(op.said_at, invalidated):
+            # A person deleted it after this was said: the delete stands, and the statement is
+            # one already known (as deleted), dropped as a NONE would be.
+            self.resolved[op.fact_id] = invalidated.fact_id
+            self.counts["duplicate"] += 1
+            return
         if invalidated is not None:
             self._rewrite(invalidated, op, "revived")
             self.resolved[op.fact_id] = invalidated.fact_id
@@ -273,6 +291,11 @@ class _FactPlanner:
 
     def _update(self, op: FactUpdate) -> None:
         fact = self._current(op.fact_id, op.expected_version)
+        if deleted_since(op.said_at, fact):
+            # A correction of this commit's add that resolved to a fact a person deleted: said
+            # before the delete, it does not bring it back either (as the add it corrects).
+            self.counts["duplicate"] += 1
+            return
         if said_before(op.said_at, fact):
             at, source = self.commit.committed_at, self._source(op)
             self._put(told_before(fact, content=op.content, at=at, provenance=source), None)
@@ -297,6 +320,9 @@ class _FactPlanner:
             raise InvalidInputError(f"{op.replaced_by} is not a fact added by this commit")
         if replacement == fact.fact_id:
             # The replacement turned out to be this very fact (same content): nothing to replace.
+            return
+        if deleted_by_hand(fact) is not None:
+            # This commit's add resolved to a fact a person deleted: it stays as they left it.
             return
         if replacement == op.replaced_by and said_before(self.facts[replacement].said_at, fact):
             # Retired by what was said before it: the later statement stands, and the earlier

@@ -159,6 +159,24 @@ def said_before(said_at: datetime | None, fact: Fact) -> bool:
     return said_at is not None and fact.said_at is not None and said_at < fact.said_at
 
 
+def deleted_by_hand(fact: Fact) -> datetime | None:
+    """When a person deleted the fact (rules.manage), or None: not deleted, or retired by a
+    formation's DELETE, which names the fact that replaced it (a person's delete names none)."""
+    if fact.invalidated_by is not None:
+        return None
+    return fact.invalidated_at
+
+
+def deleted_since(said_at: datetime | None, fact: Fact) -> bool:
+    """Whether a person deleted the fact after the statement was said, or it is not known when it
+    was: the statement must not bring the fact back. The delete promises it is never shown
+    again; a statement said before the delete (formed late: a formation in flight, a backlog,
+    the cold job) is what the person deleted, and only one said after it (the fact told again)
+    may undo it."""
+    deleted_at = deleted_by_hand(fact)
+    return deleted_at is not None and (said_at is None or said_at <= deleted_at)
+
+
 def told_before(fact: Fact, *, content: str, at: datetime, provenance: Provenance) -> Fact:
     """The fact, its content unchanged, with an earlier statement of it learnt late kept in its
     history: the later statement stays current, and nothing said is lost."""
