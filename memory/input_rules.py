@@ -5,7 +5,9 @@ Python strings may carry unpaired UTF-16 surrogates (JSON's ``"\\ud800"`` decode
 cannot encode them, so SQLite, BSON, the tokenizer and the response encoder all fail on them deep
 inside. NUL is refused too: C-string APIs (FTS tokenizers, BSON keys, C drivers) cut at it.
 Checked once at every boundary (models, client calls, HTTP, MCP), so a bad string is a clear
-input error and never reaches storage.
+input error and never reaches storage. A model's answer is not refused for them but cleaned
+(``ModelText``): refused, it would be asked again, get the same answer, and its messages would
+be passed over; the text without a stray NUL is what the model meant.
 """
 
 from __future__ import annotations
@@ -18,16 +20,26 @@ from pydantic import AfterValidator, BeforeValidator, Field
 
 from memory.errors import InvalidInputError
 
+# What no store holds: NUL (PostgreSQL's text and JSONB refuse it, C-string APIs cut at it) and
+# UTF-16 surrogate code points (UTF-8 cannot encode one: a Python string holds them unpaired, a
+# JSON decoder having joined every pair it met).
+_SURROGATE = "\ud800-\udfff"
+_SURROGATES = re.compile(f"[{_SURROGATE}]")
+_UNSTORABLE = re.compile(f"[\x00{_SURROGATE}]")
+
 
 def text_problem(text: str) -> str | None:
     """Why ``text`` cannot be stored, or None when it can."""
     if "\x00" in text:
         return f"holds a NUL character at offset {text.index(chr(0))}"
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as e:
-        return f"holds an unpaired surrogate U+{ord(text[e.start]):04X} at offset {e.start}"
+    if (bad := _SURROGATES.search(text)) is not None:
+        return f"holds an unpaired surrogate U+{ord(bad.group()):04X} at offset {bad.start()}"
     return None
+
+
+def storable_part(text: str) -> str:
+    """``text`` without the characters ``text_problem`` refuses: storable on every backend."""
+    return _UNSTORABLE.sub("", text)
 
 
 def storable(text: str) -> str:
@@ -62,6 +74,17 @@ NOT_BLANK = r"^[^\x00]*[^\s\x00][^\x00]*$"
 
 # A string field of an input model: valid Unicode, no NUL.
 StorableStr = Annotated[str, AfterValidator(storable), Field(json_schema_extra={"pattern": NO_NUL})]
+
+
+def _storable_answer(value: object) -> object:
+    # Before pydantic's own str check, which refuses an unpaired surrogate as no valid string.
+    return storable_part(value) if isinstance(value, str) else value
+
+
+# A text field of a model's answer (memory/prompts): what text_problem refuses is dropped, for
+# every provider alike, since each validates its answer with the output schema. The JSON Schema
+# the model is sent is left as it was: the cleaning is ours, not a constraint on the model.
+ModelText = Annotated[str, BeforeValidator(_storable_answer)]
 
 
 def not_a_number(value: object) -> object:

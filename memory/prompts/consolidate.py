@@ -13,6 +13,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, StringConstraints
 
+from memory.input_rules import ModelText
 from memory.models import AgentConfig
 from memory.prompts.common import (
     ENVELOPE_TOKENS,
@@ -81,11 +82,11 @@ class ConsolidateInput(PromptInput):
         return self.current_version + 1
 
 
-Item = Annotated[str, StringConstraints(max_length=MAX_ITEM_CHARS)]
+Item = Annotated[ModelText, StringConstraints(max_length=MAX_ITEM_CHARS)]
 
 
 class ConsolidatedSection(ModelOutput):
-    title: str = Field(
+    title: ModelText = Field(
         max_length=MAX_TITLE_CHARS, description="The section's title in capitals, e.g. PREFERENCES"
     )
     items: list[Item] = Field(

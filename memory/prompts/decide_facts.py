@@ -12,6 +12,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from memory.input_rules import ModelText
 from memory.models import FactScope
 from memory.prompts.common import (
     ENVELOPE_TOKENS,
@@ -91,7 +92,7 @@ class FactDecision(ModelOutput):
     new_fact_index: int = Field(description="Index of the new fact in <new_facts>")
     event: Literal["ADD", "UPDATE", "DELETE", "NONE"]
     existing_index: int | None = Field(description="Index in <existing_memories>; null for ADD")
-    merged_text: str | None = Field(
+    merged_text: ModelText | None = Field(
         max_length=MAX_TEXT_CHARS,
         description="Only for an UPDATE that combines both texts; else null",
     )

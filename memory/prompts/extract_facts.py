@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from memory.input_rules import ModelText
 from memory.models import AgentConfig
 from memory.prompts.common import (
     AGENT_SCOPE_RULE,
@@ -73,13 +74,13 @@ class ExtractFactsInput(PromptInput):
 
 
 class ExtractedFact(ModelOutput):
-    content: str = Field(
+    content: ModelText = Field(
         max_length=MAX_TEXT_CHARS, description="One atomic, self-contained fact, at most 30 words"
     )
     scope: Literal["user", "agent"] = Field(
         description="user: about the person who said it; agent: for all users, never private"
     )
-    speaker: str | None = Field(
+    speaker: ModelText | None = Field(
         None,
         max_length=MAX_SPEAKER_CHARS,
         description="user scope: the speaker_id of the message it comes from, else null",

@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from memory.input_rules import ModelText
 from memory.models import AgentConfig
 from memory.prompts.common import (
     AGENT_SCOPE_RULE,
@@ -99,10 +100,10 @@ class ExtractReflectionsInput(PromptInput):
 
 
 class ExtractedReflection(ModelOutput):
-    content: str = Field(
+    content: ModelText = Field(
         max_length=MAX_TEXT_CHARS, description="One interpreted insight, at most 35 words"
     )
-    speaker: str | None = Field(
+    speaker: ModelText | None = Field(
         None,
         max_length=MAX_SPEAKER_CHARS,
         description="user reflections: the speaker_id it is about, else null",
