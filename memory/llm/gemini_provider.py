@@ -9,6 +9,7 @@ from pydantic import BaseModel
 from memory.errors import InputRefusedError, MalformedOutputError
 from memory.llm.base import LLMProvider, LLMRequest, LLMResult, Usage
 from memory.llm.errors import provider_errors
+from memory.llm.schema import parsed_answer
 
 
 def gemini_http_options(timeout: float, base_url: str | None) -> types.HttpOptions:
@@ -85,7 +86,7 @@ class GeminiProvider(LLMProvider):
             # validating again here gives MalformedOutputError its reason.
             parsed = response.parsed
             with provider_errors(self.name, [self._api_key]):
-                value = parsed if isinstance(parsed, schema) else schema.model_validate_json(text)
+                value = parsed if isinstance(parsed, schema) else parsed_answer(schema, text)
         except MalformedOutputError as err:
             err.usage = usage  # an unusable answer costs its tokens too
             raise

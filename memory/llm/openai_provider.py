@@ -25,7 +25,7 @@ from memory.llm.base import LLMProvider, LLMRequest, LLMResult, Usage
 from memory.llm.context_fit import output_cap
 from memory.llm.errors import provider_errors, redact
 from memory.llm.repetition import LoopDetector
-from memory.llm.schema import Mode, response_format
+from memory.llm.schema import Mode, parsed_answer, response_format
 from memory.prompts.decide_facts import DecideFactsInput
 
 # Local OpenAI-compatible servers (vLLM, llama.cpp, Ollama) usually ignore the key, but the SDK
@@ -197,7 +197,7 @@ class OpenAIProvider(LLMProvider):
                 f"{self.name} returned no content", provider=self.name, usage=answer.usage
             )
         try:
-            value = schema.model_validate_json(answer.text)
+            value = parsed_answer(schema, answer.text)
         except pydantic.ValidationError as e:
             if answer.finish_reason is None:
                 # No finish reason: the stream ended before the answer did (the server went away

@@ -15,10 +15,11 @@ parsing, and a violation is retried.
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from memory.llm.decision_schema import narrowed_decisions
 from memory.prompts.decide_facts import DecideFactsInput
@@ -99,3 +100,21 @@ def response_format(
         "type": "json_schema",
         "json_schema": {"name": model.__name__, "strict": True, "schema": schema},
     }
+
+
+def parsed_answer[M: BaseModel](schema: type[M], text: str) -> M:
+    """The answer's JSON text as ``schema``; pydantic.ValidationError when it does not fit.
+
+    Pydantic's JSON parser refuses a lone-surrogate escape ("\\ud800") as invalid JSON, though
+    the answer fits and the texts it is in drop that character (memory.input_rules.ModelText):
+    an answer refused for that alone is read again by Python's parser, which takes it."""
+    try:
+        return schema.model_validate_json(text)
+    except ValidationError as refused:
+        if not any(e["type"] == "json_invalid" for e in refused.errors()):
+            raise
+        try:
+            data = json.loads(text)
+        except ValueError:
+            raise refused from None
+        return schema.model_validate(data)
