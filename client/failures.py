@@ -1,15 +1,18 @@
 """A run that failed for its LLM or embedding provider, said as a ProviderError naming the run and
-what the provider answered (HTTP: a 502 problem), not as temporalio's WorkflowFailureError."""
+what the provider answered (HTTP: a 502 problem), not as temporalio's WorkflowFailureError; and a
+forget whose runs Temporal could not delete (RunsLeftError, HTTP: a 503 problem)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
-from memory.errors import ProviderError
+from memory.errors import MnemosError, ProviderError
+from runtime.erasure import session_workflow_ids
 
 
 def _kinds(cls: type[ProviderError]) -> set[str]:
@@ -64,3 +67,26 @@ async def failed_for_provider(
     except WorkflowFailureError as err:
         return provider_failure(workflow_id, err, kept)
     return None
+
+
+class RunsLeftError(MnemosError):
+    """A forget whose store erasure is done, but whose workflow runs Temporal could not delete:
+    a retry deletes the user's own runs (found by their search attribute); the runs of the
+    sessions it deleted are named here, since no later forget can find them (the sessions are
+    gone from the store). HTTP: a 503 problem with this message."""
+
+    retryable = True
+    error_type = "RunsLeft"
+
+
+def runs_left(err: RPCError, session_scopes: Sequence[str]) -> RunsLeftError:
+    sessions = session_workflow_ids(session_scopes)
+    named = (
+        f"; and these runs of the sessions it deleted: {', '.join(sessions)}" if sessions else ""
+    )
+    return RunsLeftError(
+        "the user's memory is erased from the store, but their closed workflow runs are not "
+        f"deleted (Temporal: {err.status.name if err.status else 'error'}): forget again once "
+        "Temporal answers to delete "
+        f"their own runs{named}"
+    )

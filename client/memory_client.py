@@ -23,7 +23,13 @@ from temporalio.client import (
 from temporalio.service import RPCError
 
 from client import tools
-from client.failures import UNCONSOLIDATED, UNFORMED, failed_for_provider, provider_failure
+from client.failures import (
+    UNCONSOLIDATED,
+    UNFORMED,
+    failed_for_provider,
+    provider_failure,
+    runs_left,
+)
 from client.management import MemoryManager, MemoryStats, ScopeConsolidationStatus
 from client.metrics import ClientMetrics, client_meter
 from client.results import ForgetResult, FormationTrigger, SessionEnd
@@ -455,5 +461,10 @@ class MemoryClient:
         # runs of the session memory the forget deleted go too, by their workflow ids.
         if self.settings.temporal.search_attributes:
             sessions = [key for c in counts for key in c.session_scopes]
-            executions = await delete_user_executions(self.temporal, user_id, agent_id, sessions)
+            try:
+                executions = await delete_user_executions(
+                    self.temporal, user_id, agent_id, sessions
+                )
+            except RPCError as err:
+                raise runs_left(err, sessions) from err
         return ForgetResult(agents=counts, workflow_executions_deleted=executions)

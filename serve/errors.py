@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
 from temporalio.service import RPCError, RPCStatusCode
 
+from client.failures import RunsLeftError
 from memory.errors import (
     ConflictError,
     EmbeddingMismatchError,
@@ -39,6 +40,7 @@ _STATUS: list[tuple[type[Exception], int]] = [
     (ConflictError, status.HTTP_409_CONFLICT),
     (EmbeddingMismatchError, status.HTTP_409_CONFLICT),
     (ProviderError, status.HTTP_502_BAD_GATEWAY),
+    (RunsLeftError, status.HTTP_503_SERVICE_UNAVAILABLE),  # a forget done but for its runs
 ]
 
 # Temporal cannot be reached for now (down, restarting, overloaded): the same request may

@@ -11,6 +11,7 @@ from client.results import ForgetResult
 from memory.lifecycle.exporting import export_store
 from memory.lookup import require_agent
 from serve.auth import ID_PATTERN, EraseAgent, ReadAgent, Svc
+from serve.openapi import problems
 
 NDJSON = "application/x-ndjson"
 
@@ -18,7 +19,14 @@ router = APIRouter(prefix="/v1/agents/{agent_id}", tags=["users"])
 UserPath = Annotated[str, Path(pattern=ID_PATTERN)]
 
 
-@router.delete("/users/{user_id}")
+@router.delete(
+    "/users/{user_id}",
+    responses=problems(
+        503,
+        s503="The store erased the user, but Temporal could not delete their workflow runs: ask "
+        "again to delete the user's own; the detail names the runs of the sessions it deleted",
+    ),
+)
 async def forget_user(agent_id: EraseAgent, user_id: UserPath, svc: Svc) -> ForgetResult:
     """Hard-delete the user's facts (with history), user memory, messages and cache entries of
     this agent, then their closed workflow executions; returns what was deleted. Only a key

@@ -3,7 +3,13 @@ erase, and GET …/export, with a key that may read."""
 
 from __future__ import annotations
 
+import httpx
+import pytest
+from temporalio.service import RPCError, RPCStatusCode
+
+import client.memory_client as memory_client
 from memory.lifecycle.export import FactLine, HeaderLine, MessageLine, ReflectionLine, read_export
+from tests.harness import conversation
 from tests.serve.conftest import Served, form_alice
 
 
@@ -73,3 +79,30 @@ async def test_the_export_of_an_unregistered_agent_is_404(served: Served) -> Non
         r = await c.get("/v1/agents/carol/users/alice/export")
         assert r.status_code == 404, (r.status_code, r.text)
         assert "carol" in r.json()["detail"]
+
+
+async def test_a_forget_with_temporal_down_is_a_documented_503_saying_the_store_is_erased(
+    served: Served, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Temporal unreachable after the store's erasure: the answer says the memory is gone and
+    names the runs of the session it deleted, which no later forget can find."""
+
+    async def unreachable(*_: object, **__: object) -> int:
+        raise RPCError("tcp connect error 127.0.0.1:7233", RPCStatusCode.UNAVAILABLE, b"")
+
+    temporal = served.memory.settings.temporal.model_copy(update={"search_attributes": True})
+    settings = served.memory.settings.model_copy(update={"temporal": temporal})
+    monkeypatch.setattr(served.memory, "settings", settings)
+    monkeypatch.setattr(memory_client, "delete_user_executions", unreachable)
+    await served.h.record("s1", conversation(2))
+    transport = httpx.ASGITransport(app=served.app, raise_app_exceptions=False)
+    headers = {"Authorization": f"Bearer {served.eve_erase}"}
+    async with httpx.AsyncClient(transport=transport, base_url="http://t", headers=headers) as c:
+        r = await c.delete("/v1/agents/eve/users/alice")
+    operation = served.app.openapi()["paths"]["/v1/agents/{agent_id}/users/{user_id}"]["delete"]
+    assert r.status_code == 503 and "503" in operation["responses"]
+    detail = r.json()["detail"]
+    assert detail.startswith("the user's memory is erased from the store")
+    assert "form:eve:s1, end:eve:s1, consolidate:session:eve:s1" in detail
+    assert "127.0.0.1" not in detail  # the transport's failure is the logs'
+    assert await served.memory.store.get_session("s1") is None

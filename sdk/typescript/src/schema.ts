@@ -3630,6 +3630,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The store erased the user, but Temporal could not delete their workflow runs: ask again to delete the user's own; the detail names the runs of the sessions it deleted */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     export_user: {
