@@ -23,19 +23,21 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 from structlog.stdlib import BoundLogger
 from temporalio import activity
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 
 from activities.errors import classified
 from memory.deps import Deps
 from memory.logging import get_logger
 from memory.lookup import require_session
-from memory.models import Id, SessionAgentState, UtcDatetime
+from memory.models import Id, SessionAgentState, SessionInfo, UtcDatetime
 from runtime.starts import start_formation, start_session_end
+from workflows.naming import session_end_workflow_id
 
 # "started", "retry_later" (Temporal unreachable for now) and "failed" (to start) are what the job
-# reports now; the others are kept so results of runs recorded before formations were started
-# without waiting still decode.
+# reports now, and "nothing_due" for an end not restarted (its last run finished, nothing said
+# since: end_settled); the others are kept so results of runs recorded before formations were
+# started without waiting still decode.
 Outcome = Literal["started", "retry_later", "formed", "nothing_due", "still_running", "failed"]
 # A transport error is Temporal unreachable for a moment, not a failed session: the session stays
 # in the index and the next scheduled run starts it.
@@ -114,6 +116,19 @@ def describe_error(err: BaseException) -> str:
     return " <- ".join(parts)[:_ERROR_CHARS]
 
 
+def end_settled(
+    status: WorkflowExecutionStatus | None, started_at: datetime, last_message_at: datetime | None
+) -> bool:
+    """Whether an ended session's last EndSession (its status and start) did all it could: it ran
+    to completion, and nothing was said in the session since it started. Its formation then
+    formed (or withheld) every message, and its consolidation either took the buffer or gave up
+    visibly (an output no draft can take stays buffered): restarting it would only draft the same
+    buffer again, paid, every run of the job. A message said since makes it due again (once the
+    session is quiet: the store lists only those); a run that failed, or never ran, is due."""
+    said_since = last_message_at is not None and last_message_at >= started_at
+    return status == WorkflowExecutionStatus.COMPLETED and not said_since
+
+
 class SessionActivities:
     def __init__(self, deps: Deps, client: Client) -> None:
         self.deps = deps
@@ -175,7 +190,8 @@ class SessionActivities:
     @activity.defn(name="start_session_ends")
     async def start_session_ends(self, page: EndedPage, concurrency: int) -> list[SessionOutcome]:
         """Start (or join) the EndSession of each ended session whose session buffer is not
-        empty: it forms what is left and consolidates. Outcomes, never raised, as for formations."""
+        empty: it forms what is left and consolidates; not one whose last run did all it could
+        (end_settled: "nothing_due"). Outcomes, never raised, as for formations."""
         limit = asyncio.Semaphore(concurrency)
 
         async def one(session_id: str, agent_id: str) -> SessionOutcome:
@@ -194,6 +210,9 @@ class SessionActivities:
             settings = self.deps.settings
             if end is None:
                 await start_formation(self.client, settings, session, agent_id, force=True)
+            elif await self._end_settled(session, agent_id):
+                log.info("session end not restarted: its last run finished, nothing said since")
+                return SessionOutcome(**ids, outcome="nothing_due")
             else:
                 ended_at = session.ended_at or end
                 await start_session_end(self.client, settings, session, agent_id, ended_at)
@@ -206,6 +225,19 @@ class SessionActivities:
             return self._failed(log, ids, err)
         log.info("session started", end=end is not None)
         return SessionOutcome(**ids, outcome="started")
+
+    async def _end_settled(self, session: SessionInfo, agent_id: str) -> bool:
+        """end_settled for the latest EndSession run of (agent, session). One Temporal keeps no
+        more (never started, or closed longer ago than the namespace's retention) is due: such an
+        end is restarted at most once per retention period."""
+        end_id = session_end_workflow_id(agent_id, session.session_id)
+        try:
+            run = await self.client.get_workflow_handle(end_id).describe()
+        except RPCError as err:
+            if err.status == RPCStatusCode.NOT_FOUND:
+                return False
+            raise
+        return end_settled(run.status, run.start_time, session.last_message_at)
 
     @staticmethod
     def _failed(log: BoundLogger, ids: dict[str, str], err: Exception) -> SessionOutcome:

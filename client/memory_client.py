@@ -322,7 +322,8 @@ class MemoryClient:
 
     async def end_session(self, agent_id: str, session_id: str) -> WorkflowHandle[Any, SessionEnd]:
         """Mark the session ended and start its EndSession workflow (one per agent and session,
-        started idempotently: a second call joins the run going), without waiting for it. The
+        started with a signal: a second call reaches the run going, which then forms again what
+        was said before this call), without waiting for it. The
         workflow forms what is left of the session, below the thresholds too, then consolidates
         its session memory whatever the buffer size. Marked ended in the store first, so the
         cold-sessions job finishes the session should the workflow never run."""

@@ -1,10 +1,11 @@
-"""Starting the serialised workflows the way every caller must: signal-with-start under their one id
-(a session's end: a start that joins the run already going).
+"""Starting the serialised workflows the way every caller must: signal-with-start under their one id.
 
 ``form:{agent}:{session}`` and ``consolidate:{scope key}`` are what serialise formations and
 consolidations across processes. Signal-with-start either starts the workflow or, when it runs
 already, signals it to go round once more after its current pass, so a request is never dropped
-and a range is never formed twice, whoever asks (hot trigger, cold job, end of a session).
+and a range is never formed twice, whoever asks (hot trigger, cold job, end of a session). A
+session's end likewise reaches the one ``end:{agent}:{session}``: a run already going forms again
+what was said before this end, and answers this caller too once that is formed.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from datetime import datetime
 from typing import Any
 
 from temporalio.client import Client, WorkflowHandle
-from temporalio.common import WorkflowIDConflictPolicy
 
 from memory.models import ScopeKey, SessionInfo
 from memory.pipeline.types import ConsolidationRequest, FormationRequest, SessionEndRequest
@@ -89,7 +89,8 @@ async def request_consolidation(
 async def start_session_end(
     client: Client, settings: Settings, session: SessionInfo, agent_id: str, ended_at: datetime
 ) -> WorkflowHandle[Any, SessionEndSummary]:
-    """Start the one EndSession of (agent, session), or join the one running."""
+    """Start the one EndSession of (agent, session), or signal the one running that the session
+    ended again: it forms what was said before this end, too, before it answers."""
     user_id = _participant(session)
     return await client.start_workflow(
         END_SESSION_WORKFLOW,
@@ -101,7 +102,7 @@ async def start_session_end(
         ),
         id=session_end_workflow_id(agent_id, session.session_id),
         task_queue=settings.temporal.task_queue,
-        id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+        start_signal="ended",
         search_attributes=attributes(agent_id, user_id=user_id, session_id=session.session_id)
         if settings.temporal.search_attributes
         else None,

@@ -108,12 +108,14 @@ async def session_start(
         "`detail` names the run and what the provider answered. The session stays ended; the "
         "cold-sessions job finishes it, or POST …/end again once the provider answers",
         s503="Temporal cannot be reached. The session is marked ended, its end may not have "
-        "started: POST …/end again (it starts the end, or joins the one running)",
+        "started: POST …/end again (it starts the end, or reaches the one running, which forms what was said "
+        "before this end too)",
     ),
 )
 async def session_end(agent_id: WriteAgent, session_id: KeySession, svc: Svc) -> SessionEnd:
     """Form the rest and consolidate the session memory; answers when both are done. Asked
-    again, it ends the session again: it starts the end, or joins the one running."""
+    again, it ends the session again: it starts the end, or reaches the one running, which then
+    forms and consolidates what was said before this end too."""
     try:
         return await svc.memory.on_session_end(agent_id, session_id)
     except RPCError as e:

@@ -8,7 +8,8 @@ oldest first, page by page, until the end: a backlog of any size is drained, and
 and the totals, so its history stays small. Formed sessions leave the index; a session that failed
 stays in it behind the cursor, and the next scheduled run, which starts from the beginning again,
 tries it once more. Then it walks the ended sessions left unfinished (an end whose workflow never
-ran or failed) the same way, and starts their ends.
+ran or failed, or gave up with something said since) and quiet since the idle cut the same way, and
+starts their ends (the store and ``start_session_ends`` choose which).
 """
 
 from __future__ import annotations
@@ -62,7 +63,11 @@ class ColdSessionsResult(BaseModel):
     ends_started: int = Field(0, description="Session ends started (ended, buffer not empty)")
     retry_later: int = Field(0, description="Not started, Temporal unreachable: next run")
     formed: int = 0
-    nothing_due: int = 0
+    nothing_due: int = Field(
+        0,
+        description="Ends not restarted: their last run completed, nothing said since (in "
+        "results of older runs: formations with nothing due)",
+    )
     still_running: int = 0
     failed: int = 0
     messages_formed: int = 0

@@ -4,10 +4,8 @@ functions of their inputs, deterministic, so the workflow can call them anywhere
 
 from __future__ import annotations
 
-from collections import Counter
-
 from memory.pipeline.types import SplitChain, Window
-from workflows.summary import FormationSummary
+from workflows.summary import FormationSummary, added
 
 
 def after_split(chain: SplitChain | None, limit: int | None, window: Window) -> SplitChain:
@@ -45,24 +43,7 @@ def after_formed(chain: SplitChain | None, window: Window, passed_over: bool) ->
 
 def merged(earlier: dict[str, object] | None, run: FormationSummary) -> FormationSummary:
     """What the whole drain did: its earlier runs' summary (carried by continue-as-new) and this
-    run's. Every field adds up, field by field, so a field added to the summary is counted too."""
+    run's (workflows.summary.added)."""
     if earlier is None:
         return run
-    total = FormationSummary.model_validate(earlier)
-    for name, value in run:
-        setattr(total, name, _sum(getattr(total, name), value))
-    return total
-
-
-def _sum(a: object, b: object) -> object:
-    if isinstance(a, int) and isinstance(b, int):
-        return a + b
-    if isinstance(a, dict) and isinstance(b, dict):
-        counts: Counter[str] = Counter(a)
-        counts.update(b)
-        return dict(counts)
-    if isinstance(a, list) and isinstance(b, list):
-        if all(isinstance(x, str) for x in a + b):  # keys, each once (consolidations requested)
-            return a + [x for x in b if x not in a]
-        return a + b
-    raise TypeError(f"a summary field of type {type(a).__name__} has no sum")
+    return added(FormationSummary.model_validate(earlier), run)

@@ -1,11 +1,14 @@
 """EndSession: the durable end of one agent's session, one workflow per (agent, session) under
-``end:{agent}:{session}``, started idempotently (a second start while it runs joins it).
+``end:{agent}:{session}``, started with signal-with-start (runtime/starts.py): every end reaches
+the one run, a new one or the one running, as its ``ended`` signal.
 
 It marks the session ended, forms what is left (the session's FormMemories, below the thresholds
-too) and consolidates the session scope whatever its buffer size. The client may wait for its
-result; a wait that breaks (Temporal restarted, the backend's process gone) loses nothing, since the
-workflow goes on by itself. A run that fails for good leaves an ended session with unformed
-messages or a non-empty session buffer, which the cold-sessions job finishes.
+too) and consolidates the session scope whatever its buffer size; then, while ends came after its
+last formation request (the session resumed and ended again meanwhile), it forms and consolidates
+once more, so that every caller's answer comes when what was said before its end is formed. The
+client may wait for its result; a wait that breaks (Temporal restarted, the backend's process gone)
+loses nothing, since the workflow goes on by itself. A run that fails for good leaves an ended
+session with unformed messages or a non-empty session buffer, which the cold-sessions job finishes.
 """
 
 from __future__ import annotations
@@ -22,7 +25,12 @@ with workflow.unsafe.imports_passed_through():
     from memory.settings import RetrySettings
     from workflows import options
     from workflows.naming import END_SESSION_WORKFLOW
-    from workflows.summary import ConsolidationSummary, FormationSummary, SessionEndSummary
+    from workflows.summary import (
+        ConsolidationSummary,
+        FormationSummary,
+        SessionEndSummary,
+        added,
+    )
 
 # A formation pass makes about four LLM calls, each with its retries; a session end may drain a few
 # windows, and stale decisions are re-decided for a while: that bounds the polling.
@@ -35,6 +43,10 @@ _POLL_MAX_SECONDS = 10.0
 POLL_SLOWER = "end-session-poll-slower"
 _POLL_SLOWER_AFTER_SECONDS = 600.0
 _POLL_SLOW_SECONDS = 60.0
+# From it on, an end that came after the run's last formation request makes it form and consolidate
+# again before it answers; before, a second end joined the run and was answered when the first end's
+# formation was done, what was said between the two ends still unformed.
+END_AGAIN = "end-session-again"
 
 
 async def _polled[T](look: Any, workflow_id: str, r: RetrySettings) -> T:
@@ -64,6 +76,16 @@ async def _polled[T](look: Any, workflow_id: str, r: RetrySettings) -> T:
 
 @workflow.defn(name=END_SESSION_WORKFLOW)
 class EndSessionWorkflow:
+    def __init__(self) -> None:
+        # Ends received (a run an older client started has none); `_asked` of them were received
+        # when the run last asked its formation, so that formation reads what they followed.
+        self._ends = 0
+        self._asked = 0
+
+    @workflow.signal
+    def ended(self) -> None:
+        self._ends += 1
+
     @workflow.run
     async def run(self, req: SessionEndRequest) -> SessionEndSummary:
         await workflow.execute_activity_method(
@@ -71,7 +93,26 @@ class EndSessionWorkflow:
             args=[req.session_id, req.ended_at, req.agent_id],
             **options.store(req.retries),
         )
+        done = await self._round(req)
+        # An end after the last request may have followed messages that formation did not read.
+        while self._ends > self._asked and workflow.patched(END_AGAIN):
+            then = await self._round(req)
+            done = SessionEndSummary(
+                formation=added(done.formation, then.formation),
+                consolidation=added(done.consolidation, then.consolidation),
+            )
+        workflow.upsert_memo(
+            {
+                "summary": f"{done.formation.messages_formed} message(s) formed, "
+                f"{done.consolidation.absorbed} reflection(s) consolidated"
+            }
+        )
+        return done
+
+    async def _round(self, req: SessionEndRequest) -> SessionEndSummary:
+        """Form what is left, then consolidate the session scope (the reflections it buffered)."""
         r = req.retries
+        self._asked = self._ends
         forming: str = await workflow.execute_activity_method(
             SessionEndActivities.start_session_formation, req, **options.store(r)
         )
@@ -83,11 +124,5 @@ class EndSessionWorkflow:
         )
         consolidation: ConsolidationSummary = await _polled(
             SessionEndActivities.consolidation_outcome, consolidating, r
-        )
-        workflow.upsert_memo(
-            {
-                "summary": f"{formation.messages_formed} message(s) formed, "
-                f"{consolidation.absorbed} reflection(s) consolidated"
-            }
         )
         return SessionEndSummary(formation=formation, consolidation=consolidation)

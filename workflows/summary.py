@@ -5,12 +5,37 @@ handle without importing the workflow modules (which import the activities)."""
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 from pydantic import BaseModel, Field
 
 from memory.degraded import REASON_CHARS, DegradedStep
 from memory.pipeline.predecide import by_rule, refused
 from memory.pipeline.types import DEGRADED, CommitResult, Decision, LlmCall
+
+# Of what runs did, the latest says these (a consolidated version is the scope's): the largest.
+_LATEST = frozenset({"version"})
+
+
+def added[M: BaseModel](done: M, then: M) -> M:
+    """What two runs (a drain's, an end's rounds) did, as one summary: counts added, tallies
+    added, lists joined (a name once); what is not counted (a version, a degraded reason) is the
+    latest run's. Field by field, so a field added to a summary is counted too."""
+    fields: dict[str, Any] = {}
+    for name in type(done).model_fields:
+        a, b = getattr(done, name), getattr(then, name)
+        if name in _LATEST:
+            fields[name] = max(a, b)
+        elif isinstance(a, bool) or not isinstance(a, int | list | dict):
+            fields[name] = b
+        elif isinstance(a, int):
+            fields[name] = a + b
+        elif isinstance(a, list):
+            fields[name] = a + [x for x in b if not isinstance(x, str) or x not in a]
+        else:
+            fields[name] = dict(Counter(a) + Counter(b))
+    return type(done).model_validate(fields)
+
 
 # The newest windows only: a memo is small. Every window is in the store (memory/degraded.py).
 _MEMO_DEGRADED = 40

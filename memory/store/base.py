@@ -173,9 +173,11 @@ class MemoryStore(ManageContract, LifecycleContract):
     async def list_unfinished_ended_sessions(
         self, *, ended_before: datetime, after: tuple[str, str] | None, limit: int
     ) -> list[tuple[str, str]]:
-        """(session_id, agent_id) of sessions ended at or before ``ended_before`` whose agent has
-        unformed messages there or whose session scope still buffers unabsorbed reflections,
-        ordered, strictly after ``after``, at most ``limit``: the ends the cold job finishes."""
+        """(session_id, agent_id) of sessions ended at or before ``ended_before``, with no
+        message after it (recording into an ended session leaves it ended: resumed, it is hot
+        until it goes quiet), whose agent has unformed messages there or whose session scope
+        still buffers unabsorbed reflections, ordered, strictly after ``after``, at most
+        ``limit``: the ends the cold job finishes."""
         if limit <= 0:
             return []
         return await self._unfinished_ended_sessions(ended_before, after or ("", ""), limit)

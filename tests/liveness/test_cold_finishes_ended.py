@@ -127,6 +127,12 @@ class _Unreachable:
     async def start_workflow(self, *args: Any, **kwargs: Any) -> Any:
         raise RPCError("tcp connect error", RPCStatusCode.UNAVAILABLE, b"")
 
+    def get_workflow_handle(self, *args: Any, **kwargs: Any) -> _Unreachable:
+        return self  # its describe() (has the end run already?) fails the same way
+
+    async def describe(self) -> Any:
+        raise RPCError("tcp connect error", RPCStatusCode.UNAVAILABLE, b"")
+
 
 async def test_transport_error_is_try_again_later_not_a_failed_session(
     time_env: WorkflowEnvironment, tmp_path: Path

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from memory.models import ScopeKey
 from memory.store.base import MemoryStore
-from tests.store.builders import Former, at, reflection
+from tests.store.builders import Former, at, msg, record, reflection
 
 
 async def test_unfinished_ended_sessions(store: MemoryStore) -> None:
@@ -28,4 +28,21 @@ async def test_unfinished_ended_sessions(store: MemoryStore) -> None:
     assert page == [("s2", "a1")]
     assert await store.list_unfinished_ended_sessions(
         ended_before=at(100), after=None, limit=1
+    ) == [("s1", "a1")]
+
+
+async def test_a_resumed_ended_session_is_not_unfinished_while_it_is_hot(
+    store: MemoryStore,
+) -> None:
+    """Recording into an ended session leaves it ended: resumed after the cut, it is a session
+    talked in, not an end to finish, until it goes quiet past a later cut."""
+    await Former(store, "s1").start(1)
+    await store.end_session("s1", "a1", at(50))
+    await record(store, "s1", "a1", [msg("s1-again", seconds=200)], now_seconds=200)
+
+    assert (
+        await store.list_unfinished_ended_sessions(ended_before=at(100), after=None, limit=10) == []
+    )
+    assert await store.list_unfinished_ended_sessions(
+        ended_before=at(200), after=None, limit=10
     ) == [("s1", "a1")]

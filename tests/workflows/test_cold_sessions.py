@@ -26,8 +26,10 @@ from temporalio.exceptions import ActivityError
 from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 
+from memory.errors import UnusableOutputError
 from memory.llm.base import LLMRequest
 from memory.models import MessageIn
+from memory.prompts.consolidate import ConsolidatedSections
 from memory.prompts.extract_facts import ExtractedFacts
 from memory.settings import FormationSettings, SessionSettings, Settings, TemporalSettings
 from runtime.schedule import (
@@ -40,7 +42,13 @@ from tests.fakes import facts_input, permanent
 from tests.harness import Harness, facts, gate_first_extraction, reflections
 from worker import run_worker
 from workflows.cold_sessions import ColdSessionsInput, ColdSessionsResult
-from workflows.naming import COLD_SESSIONS_WORKFLOW, OUTCOME, formation_workflow_id
+from workflows.naming import (
+    COLD_SESSIONS_WORKFLOW,
+    OUTCOME,
+    formation_workflow_id,
+    session_end_workflow_id,
+)
+from workflows.summary import SessionEndSummary
 
 
 def chat(session: str, n: int, *, minutes_ago: float, user: str = "alice") -> list[MessageIn]:
@@ -87,6 +95,18 @@ async def formations(h: Harness, session: str) -> int:
     state = await h.store.get_session_agent_state(session, "eve")
     assert state is not None
     return state.formations
+
+
+async def _cold_run(h: Harness) -> ColdSessionsResult:
+    """One run of the job, as the schedule fires it, to its end."""
+    result: ColdSessionsResult = await h.client.execute_workflow(
+        COLD_SESSIONS_WORKFLOW,
+        ColdSessionsInput.from_settings(h.settings),
+        id=f"cold-test-{uuid.uuid4().hex[:6]}",
+        task_queue=h.settings.temporal.task_queue,
+        result_type=ColdSessionsResult,
+    )
+    return result
 
 
 async def test_worker_start_creates_the_schedule_which_fires_and_forms_a_cold_session_once(
@@ -286,3 +306,70 @@ async def test_session_end_consolidates_the_session_scope_and_the_job_purges_it_
     assert purge.purged == 1
     assert await h.store.get_consolidated(h.key("session", "s1")) is None
     assert await h.buffered(h.key("session", "s1")) == []
+
+
+async def test_an_ended_session_resumed_is_finished_once_quiet_not_while_hot(
+    dev_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """Two sessions ended an hour ago, then resumed: one message said now in the one whose end
+    formed and consolidated it, one 20 minutes ago in the one whose end never ran. Recording
+    leaves a session ended, yet the job finishes the quiet one only: the user still talking in
+    the other is not force-formed (and force-consolidated) message by message, every run, until
+    it goes quiet too."""
+    h = await harness(dev_env, tmp_path)
+    an_hour_ago = datetime.now(UTC) - timedelta(minutes=59)
+    for session in ("hot", "quiet"):
+        await h.record(session, chat(session, 4, minutes_ago=60))
+    async with h.worker():
+        await h.memory.on_session_end("eve", "hot")
+        for session in ("hot", "quiet"):  # ended when it was said (the quiet one's never ran)
+            await h.store.end_session(session, "eve", an_hour_ago)
+        await h.record("hot", chat("hot-again", 1, minutes_ago=0))
+        await h.record("quiet", chat("quiet-again", 1, minutes_ago=20))
+        run = await _cold_run(h)
+        quiet_end = h.client.get_workflow_handle(
+            session_end_workflow_id("eve", "quiet"), result_type=SessionEndSummary
+        )
+        finished = await asyncio.wait_for(quiet_end.result(), 60)
+    hot = await h.store.get_session_agent_state("hot", "eve")
+    assert run.ends_started == 1, run.summary()
+    assert hot is not None and hot.pending_messages == 1  # waits for the session to go quiet
+    assert finished.formation.messages_formed == 5
+
+
+def _unusable(_: LLMRequest) -> ConsolidatedSections:
+    raise UnusableOutputError("draft over the word limit, the same way twice")
+
+
+async def test_an_end_that_gave_up_is_redrafted_only_once_something_is_said_again(
+    dev_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """The session reflection of an ended session that no draft can take stays buffered: its
+    end gave up, visibly. The job does not restart that end, which drafted it again, paid, every
+    5 minutes for the 30 days the session is kept; a message said in the session since the end
+    makes it due again (once quiet: here at once, the cut a moment ago)."""
+    h = await harness(dev_env, tmp_path, sessions=SessionSettings(cold_after_minutes=1e-9))
+    h.llm.defaults["extract_facts"] = facts()
+    h.llm.defaults["extract_reflections"] = reflections(session=["the user is planning a trip"])
+    h.llm.defaults["consolidate"] = _unusable
+    await h.record("s1", chat("s1", 4, minutes_ago=60))
+    async with h.worker():
+        gave_up = await h.memory.on_session_end("eve", "s1")
+        # ended when it was said, an hour ago
+        await h.store.end_session("s1", "eve", datetime.now(UTC) - timedelta(minutes=59))
+        assert gave_up.consolidation.degraded and len(await h.buffered(h.key("session", "s1"))) == 1
+        drafted = len(h.llm.calls("consolidate"))
+        quiet = [await _cold_run(h) for _ in range(3)]  # three scheduled firings
+        assert [(r.ends_started, r.nothing_due) for r in quiet] == [(0, 1)] * 3
+        assert len(h.llm.calls("consolidate")) == drafted  # no more paid drafts
+
+        await h.record("s1", chat("s1-again", 1, minutes_ago=0))
+        resumed = await _cold_run(h)
+        end = h.client.get_workflow_handle(
+            session_end_workflow_id("eve", "s1"), result_type=SessionEndSummary
+        )
+        again = await asyncio.wait_for(end.result(), 60)
+        settled = await _cold_run(h)
+    assert resumed.ends_started == 1 and again.formation.messages_formed == 1
+    assert len(h.llm.calls("consolidate")) > drafted  # the buffer, grown, drafted once more
+    assert (settled.ends_started, settled.nothing_due) == (0, 1)

@@ -82,8 +82,9 @@ class MongoSessions:
     async def _unfinished_ended_sessions(
         self, ended_before: datetime, after: tuple[str, str], limit: int
     ) -> list[tuple[str, str]]:
-        """(session, agent) pairs ended by ``ended_before`` with unformed messages or a
-        non-empty session buffer, in order, after ``after``. Both kinds are few: session buffers
+        """(session, agent) pairs ended by ``ended_before`` and quiet since (a session resumed
+        after its end and still talked in is hot, not an end to finish) with unformed messages or
+        a non-empty session buffer, in order, after ``after``. Both kinds are few: session buffers
         consolidate at a small threshold, and unformed messages are formed within minutes."""
         buffered: Doc = {"scope": "session", "absorbed_into_version": None}
         unformed: Doc = {"pending_messages": {"$gte": 1}}
@@ -94,9 +95,11 @@ class MongoSessions:
             (d["session_id"], d["agent_id"]) async for d in self._db.session_agents.find(unformed)
         }
         # Ending is each agent's own: its session_agents document holds when it ended.
+        cut = ts(ended_before)
         ended = {
             "session_id": {"$in": sorted({s for s, _ in pairs})},
-            "ended_at": {"$ne": None, "$lte": ts(ended_before)},
+            "ended_at": {"$ne": None, "$lte": cut},
+            "$or": [{"last_message_at": None}, {"last_message_at": {"$lte": cut}}],
         }
         done = {
             (d["session_id"], d["agent_id"])

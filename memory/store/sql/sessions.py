@@ -35,15 +35,19 @@ LIMIT %(limit)s
 )
 
 # Ended (session, agent) pairs with memory still to form: pending messages or buffered session
-# reflections. Ending is each agent's own.
+# reflections. Ending is each agent's own. Quiet since the cut too: recording into an ended session
+# does not clear its end, and a session resumed and still talked in is hot, not an end to finish
+# (it is finished once it goes quiet).
 _UNFINISHED_ENDED_SQL = """
 SELECT u.session_id, u.agent_id FROM (
     SELECT session_id, agent_id FROM reflections
     WHERE scope = 'session' AND absorbed_into_version IS NULL
     UNION SELECT session_id, agent_id FROM session_agents WHERE pending_messages > 0
 ) AS u JOIN session_agents AS sa ON sa.session_id = u.session_id AND sa.agent_id = u.agent_id
-WHERE sa.ended_at IS NOT NULL AND sa.ended_at <= %s AND (u.session_id, u.agent_id) > (%s, %s)
-ORDER BY u.session_id, u.agent_id LIMIT %s
+WHERE sa.ended_at IS NOT NULL AND sa.ended_at <= %(cut)s
+  AND (sa.last_message_at IS NULL OR sa.last_message_at <= %(cut)s)
+  AND (u.session_id, u.agent_id) > (%(after_session)s, %(after_agent)s)
+ORDER BY u.session_id, u.agent_id LIMIT %(limit)s
 """
 
 # A session's activity: its last message, else its creation.
@@ -159,7 +163,11 @@ async def end_session(db: Db, session_id: str, agent_id: str, at: datetime) -> b
 async def unfinished_ended(
     db: Db, ended_before: datetime, after: tuple[str, str], limit: int
 ) -> list[tuple[str, str]]:
-    rows = await db.fetch(_UNFINISHED_ENDED_SQL, (db.time(ended_before), *after, limit))
+    params: dict[str, object] = {
+        "cut": db.time(ended_before), "after_session": after[0], "after_agent": after[1],
+        "limit": limit,
+    }  # fmt: skip
+    rows = await db.fetch(_UNFINISHED_ENDED_SQL, params)
     return [(str(row["session_id"]), str(row["agent_id"])) for row in rows]
 
 

@@ -167,7 +167,8 @@ export interface paths {
         /**
          * Session End
          * @description Form the rest and consolidate the session memory; answers when both are done. Asked
-         *     again, it ends the session again: it starts the end, or joins the one running.
+         *     again, it ends the session again: it starts the end, or reaches the one running, which then
+         *     forms and consolidates what was said before this end too.
          */
         post: operations["session_end"];
         delete?: never;
@@ -2159,7 +2160,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Temporal cannot be reached. The session is marked ended, its end may not have started: POST …/end again (it starts the end, or joins the one running) */
+            /** @description Temporal cannot be reached. The session is marked ended, its end may not have started: POST …/end again (it starts the end, or reaches the one running, which forms what was said before this end too) */
             503: {
                 headers: {
                     [name: string]: unknown;
