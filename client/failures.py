@@ -11,7 +11,7 @@ from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureEr
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
-from memory.errors import MnemosError, ProviderError
+from memory.errors import MnemosError, NotFoundError, ProviderError
 from runtime.erasure import session_workflow_ids
 
 
@@ -66,6 +66,18 @@ async def failed_for_provider(
         await run.result(follow_runs=False)
     except WorkflowFailureError as err:
         return provider_failure(workflow_id, err, kept)
+    return None
+
+
+def erased_meanwhile(err: WorkflowFailureError, what: str) -> NotFoundError | None:
+    """A NotFoundError saying ``what`` is gone when the run failed for it not being found: the
+    session's only user was forgotten between the end's start and its first step (the forget
+    took the session whole). None for a run that failed otherwise."""
+    cause: BaseException | None = err
+    while cause is not None:
+        if isinstance(cause, ApplicationError) and cause.type == NotFoundError.type_name():
+            return NotFoundError(f"{what} is gone: erased (a forget) before its end ran")
+        cause = cause.__cause__
     return None
 
 

@@ -26,6 +26,7 @@ from client import tools
 from client.failures import (
     UNCONSOLIDATED,
     UNFORMED,
+    erased_meanwhile,
     failed_for_provider,
     provider_failure,
     runs_left,
@@ -337,7 +338,8 @@ class MemoryClient:
         """``end_session``, waiting for what it formed and consolidated. A wait that breaks raises
         but loses nothing: the workflow goes on by itself. The session memory is kept for
         ``sessions.ended_retention_days``, then purged by the cold-sessions job. An end whose
-        formation or consolidation failed for its provider raises ProviderError saying which."""
+        formation or consolidation failed for its provider raises ProviderError saying which; one
+        whose session a forget erased before the end ran, NotFoundError."""
         handle = await self.end_session(agent_id, session_id)
         try:
             return await handle.result()
@@ -354,6 +356,8 @@ class MemoryClient:
                 failed = await failed_for_provider(self.temporal, workflow_id, since, kept)
                 if failed is not None:
                     raise failed from err
+            if gone := erased_meanwhile(err, f"session {session_id!r} of agent {agent_id!r}"):
+                raise gone from err
             raise
 
     # ------------------------------------------------------------ reading memory

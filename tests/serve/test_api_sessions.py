@@ -224,3 +224,26 @@ async def test_an_end_refused_while_temporal_is_down_is_ended_by_asking_again(
             r = await c.post("/v1/agents/eve/sessions/s1/end")
     assert r.status_code == 200, r.text
     assert r.json()["formation"]["messages_formed"] == 2
+
+
+async def test_an_end_whose_session_a_forget_erased_before_it_ran_is_a_404(
+    served: Served, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The end is started, and before a worker takes it the session's only user is forgotten
+    (the session goes whole): the end's answer says the session is gone, not a 500."""
+    h = served.h
+    await h.record("s1", conversation(4))
+    started = served.memory.end_session
+
+    async def end_then_forget(agent_id: str, session_id: str) -> Any:
+        handle = await started(agent_id, session_id)
+        await served.memory.forget_user("eve", "alice")  # while no worker has taken the end
+        return handle
+
+    monkeypatch.setattr(served.memory, "end_session", end_then_forget)
+    async with served.client(served.eve) as c, h.worker():
+        r = await c.post("/v1/agents/eve/sessions/s1/end")
+    assert r.status_code == 404, r.text
+    assert r.json()["detail"] == (
+        "session 's1' of agent 'eve' is gone: erased (a forget) before its end ran"
+    )
