@@ -9,7 +9,7 @@ from contextlib import closing
 from datetime import timedelta, timezone
 from pathlib import Path
 
-from memory.models import ScopeKey
+from memory.models import FactUpdate, ScopeKey
 from memory.store.sqlite import SQLiteStore
 from memory.store.sqlite.codec import to_us
 from memory.store.sqlite.schema import ADDED_COLUMNS, SCHEMA_VERSION
@@ -44,6 +44,37 @@ CREATE TABLE session_agents (
     last_message_at INTEGER, formations INTEGER NOT NULL DEFAULT 0, UNIQUE (session_id, agent_id)
 );
 """
+
+
+# The text index as schema 10 and before wrote it: the contents as written (content = 'facts').
+SCHEMA_10_FTS = """
+CREATE VIRTUAL TABLE facts_fts USING fts5 (
+    content, content = 'facts', content_rowid = 'rowid', tokenize = 'porter unicode61'
+);
+CREATE VIRTUAL TABLE facts_fts_vocab USING fts5vocab (facts_fts, 'row');
+CREATE TRIGGER facts_fts_insert AFTER INSERT ON facts BEGIN
+    INSERT INTO facts_fts (rowid, content) VALUES (new.rowid, new.content);
+END;
+CREATE TRIGGER facts_fts_delete AFTER DELETE ON facts BEGIN
+    INSERT INTO facts_fts (facts_fts, rowid, content) VALUES ('delete', old.rowid, old.content);
+END;
+CREATE TRIGGER facts_fts_update AFTER UPDATE OF content ON facts BEGIN
+    INSERT INTO facts_fts (facts_fts, rowid, content) VALUES ('delete', old.rowid, old.content);
+    INSERT INTO facts_fts (rowid, content) VALUES (new.rowid, new.content);
+END;
+INSERT INTO facts_fts (facts_fts) VALUES ('rebuild');
+"""
+
+
+def _as_schema_10(conn: sqlite3.Connection) -> None:
+    """A file of this schema's facts and text index turned into schema 10's."""
+    conn.executescript("""
+        DROP TRIGGER facts_fts_insert; DROP TRIGGER facts_fts_delete; DROP TRIGGER facts_fts_update;
+        DROP TABLE facts_fts_vocab; DROP TABLE facts_fts; DROP VIEW facts_search;
+        ALTER TABLE facts DROP COLUMN search_text;
+        UPDATE meta SET value = '10' WHERE key = 'schema_version';
+    """)  # fmt: skip
+    conn.executescript(SCHEMA_10_FTS)
 
 
 def _schema_1_file(path: Path) -> None:
@@ -100,8 +131,10 @@ async def test_a_schema_2_file_gains_the_provenance_columns(tmp_path: Path) -> N
     await store.close()
     with closing(sqlite3.connect(path)) as conn, conn:  # as schema 2 wrote these tables
         conn.execute("DROP INDEX facts_said")  # schema 4's, on a column schema 2 did not have
+        _as_schema_10(conn)  # schema 11's text index reads a column schema 2 did not have
         for table, column, _ in ADDED_COLUMNS:
-            conn.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
+            if column != "search_text":
+                conn.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
 
     store = SQLiteStore(path)
     try:
@@ -267,4 +300,54 @@ async def test_a_schema_9_files_facts_read_as_utc_and_new_ones_keep_their_offset
         await store.close()
     with closing(sqlite3.connect(path)) as conn:
         version = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-    assert version == (str(SCHEMA_VERSION),) == ("10",)
+    assert version == (str(SCHEMA_VERSION),)
+
+
+async def test_a_schema_10_files_facts_are_found_by_their_words_folded(tmp_path: Path) -> None:
+    """Schema 11 indexes each fact's text folded as every store folds it (rules.text.fold):
+    the facts of a file written before, indexed as written, are found by "hauptstrasse" once
+    the file is opened, and the index follows the writes after."""
+    path = tmp_path / "v10.db"
+    store = SQLiteStore(path)
+    await store.setup()
+    former = await Former(store).start()
+    await former.form(
+        add("f1", "Lives on Hauptstraße in Berlin", unit(1, 0)),
+        add("f2", "Drinks H₂O only", unit(0, 1)),
+        add("f3", "Collects old maps", unit(0, 0, 1)),
+    )
+    await store.close()
+    with closing(sqlite3.connect(path, autocommit=True)) as conn:
+        _as_schema_10(conn)
+        terms = {t for (t,) in conn.execute("SELECT term FROM facts_fts_vocab")}
+        assert {"hauptstraß", "h₂o", "map"} <= terms  # as schema 10 indexed them
+
+    for _ in range(2):  # setup is idempotent
+        store = SQLiteStore(path)
+        await store.setup()
+        await store.close()
+    store = SQLiteStore(path)
+    await store.setup()
+    former.store = store
+
+    async def found(query: str) -> list[str]:
+        return [h.fact.fact_id for h in await store.text_search(query, user_filter(), limit=5)]
+
+    try:
+        assert [await found(q) for q in ("hauptstrasse", "Hauptstraße", "h2o", "maps")] == [
+            ["f1"], ["f1"], ["f2"], ["f3"],
+        ]  # fmt: skip
+        await former.form(
+            FactUpdate(fact_id="f1", expected_version=1, content="Lives on Königstraße",
+                       embedding=unit(1, 0)),
+            add("f4", "Eats phở bò", unit(1, 1)),
+        )  # fmt: skip
+        assert [await found(q) for q in ("hauptstrasse", "konigstrasse", "pho")] == [
+            [], ["f1"], ["f4"],
+        ]  # fmt: skip
+    finally:
+        await store.close()
+    with closing(sqlite3.connect(path)) as conn:
+        conn.execute("INSERT INTO facts_fts (facts_fts, rank) VALUES ('integrity-check', 1)")
+        version = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    assert version == (str(SCHEMA_VERSION),) == ("11",)

@@ -1,20 +1,30 @@
 """SQLite text search: the shared tokenizer stems as the FTS5 index does, but for the documented
 differences (KNOWN_DIFFERENCES, UNDERSCORED), so a stem match that FTS5 finds is also counted by
 the shared BM25 (computed over the caller's facts); a candidate it does not count scores 0 and is
-no hit."""
+no hit. Contents that are not ASCII are indexed folded as the shared tokenizer folds them
+("Hauptstraße" as "hauptstrasse"), whatever writes them."""
 
 from __future__ import annotations
 
 import re
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 
+from memory.models import FactUpdate
 from memory.store.rules.text import stemmed_tokens
 from memory.store.sqlite import SQLiteStore
-from memory.store.sqlite.schema import DDL
-from tests.store.builders import Former, add, unit, user_filter
+from memory.store.sqlite.schema import FTS_DDL
+from tests.store.builders import MODEL, Former, add, at, unit, user_filter, vec
 
-CONTENTS = ["Alice paints sunsets", "Bob painted the old garden fence twice", "Carol runs"]
+CONTENTS = [
+    "Alice paints sunsets",
+    "Bob painted the old garden fence twice",
+    "Carol runs",
+    # Folded by the shared tokenizer: "ß" -> "ss", "ﬁ" -> "fi", "₂" -> "2", both marks of "ở",
+    # the Greek accent and final sigma.
+    "Dana drinks H₂O on the Hauptstraße, ﬁnds phở and reads Σοφίας",
+]
 
 
 async def test_stems_are_the_fts5_index_terms_and_stem_matches_score(tmp_path: Path) -> None:
@@ -33,6 +43,48 @@ async def test_stems_are_the_fts5_index_terms_and_stem_matches_score(tmp_path: P
     # "painted" matches both forms through the stem; "who" matches nothing.
     assert {h.fact.fact_id for h in hits} == {"f0", "f1"}
     assert all(h.score > 0 for h in hits)
+
+
+def assert_index_is_its_contents(path: Path) -> None:
+    """FTS5's own check, against what it indexes (the folded texts): a write that left the index
+    stale, or a row of it behind, fails it."""
+    with closing(sqlite3.connect(path)) as conn:
+        conn.execute("INSERT INTO facts_fts (facts_fts, rank) VALUES ('integrity-check', 1)")
+
+
+async def test_the_index_follows_every_write_of_a_folded_content(tmp_path: Path) -> None:
+    path = tmp_path / "mnemos.db"
+    store = SQLiteStore(path)
+    await store.setup()
+
+    async def found(query: str) -> list[str]:
+        return [h.fact.fact_id for h in await store.text_search(query, user_filter(), limit=5)]
+
+    try:
+        former = await Former(store).start()
+        await former.form(
+            add("f1", "Lives on Hauptstraße", unit(1, 0)), add("f2", "Drinks tea", unit(0, 1))
+        )
+        await former.form(  # folded to folded, ASCII to folded
+            FactUpdate(fact_id="f1", expected_version=1, content="Lives on Königstraße",
+                       embedding=unit(1, 0)),
+            FactUpdate(fact_id="f2", expected_version=1, content="Drinks H₂O",
+                       embedding=unit(0, 1)),
+        )  # fmt: skip
+        assert (await found("hauptstrasse"), await found("konigstrasse")) == ([], ["f1"])
+        assert (await found("tea"), await found("h2o")) == ([], ["f2"])
+        await store.edit_fact(  # folded to ASCII
+            "f2", content="Drinks water", embedding=vec(0, 1), embedding_model=MODEL, at=at(500)
+        )
+        assert (await found("h2o"), await found("water")) == ([], ["f2"])
+        assert_index_is_its_contents(path)
+
+        await store.forget_user("u1", agent_id="a1", at=at(600))
+    finally:
+        await store.close()
+    assert_index_is_its_contents(path)
+    with closing(sqlite3.connect(path)) as conn:
+        assert conn.execute("SELECT count(*) FROM facts_fts_vocab").fetchone() == (0,)
 
 
 # The words the shared stems are checked on: the LoCoMo dev split's 200 most frequent words, the
@@ -103,7 +155,7 @@ def test_shared_stems_are_what_the_fts5_index_holds() -> None:
     """Each word's shared ``stemmed_tokens`` are the terms the FTS5 index of the SQLite schema
     holds for it, but for KNOWN_DIFFERENCES: FTS5 finds a fact by a query word exactly when the
     shared BM25 counts it, but for these. A new difference, or one gone, fails."""
-    tokenizer = re.search(r"tokenize = '([^']+)'", DDL)
+    tokenizer = re.search(r"tokenize = '([^']+)'", FTS_DDL)
     assert tokenizer is not None
     conn = sqlite3.connect(":memory:")
     conn.execute(f"CREATE VIRTUAL TABLE words USING fts5 (word, tokenize = '{tokenizer[1]}')")

@@ -30,14 +30,20 @@ _WORD = re.compile(r"\w+")
 _PORTER = snowballstemmer.stemmer("porter")
 
 
+def fold(text: str) -> str:
+    """The text case- and diacritic-folded (NFKD, combining marks dropped, casefold): "ß" ->
+    "ss", "ﬁ" -> "fi", "₂" -> "2", every mark of a letter off. The text SQLite's FTS5 index holds
+    (memory.store.sqlite.schema), so that it matches as PostgreSQL and MongoDB do."""
+    if text.isascii():  # the common case, on the search hot path: nothing to decompose
+        return text.lower()
+    decomposed = unicodedata.normalize("NFKD", text)
+    return "".join(c for c in decomposed if not unicodedata.combining(c)).casefold()
+
+
 def tokenize(text: str) -> list[str]:
     """Words, case- and diacritic-folded: what $text (language "none") and FTS5's unicode61
-    tokenizer match on."""
-    if text.isascii():  # the common case, on the search hot path: nothing to decompose
-        return _WORD.findall(text.lower())
-    decomposed = unicodedata.normalize("NFKD", text)
-    folded = "".join(c for c in decomposed if not unicodedata.combining(c)).casefold()
-    return _WORD.findall(folded)
+    tokenizer (over the folded text) match on."""
+    return _WORD.findall(fold(text))
 
 
 def query_terms(query: str) -> list[str]:

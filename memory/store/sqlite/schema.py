@@ -3,9 +3,12 @@ that they sort and compare exactly; vectors are float32 BLOBs; fact history is J
 
 from __future__ import annotations
 
+import sqlite3
+
+from memory.store.rules.text import fold
 from memory.store.sql.sessions import GUESTS_BACKFILL_SQL, GUESTS_INDEX_SQL
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 
 DDL = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -116,7 +119,10 @@ CREATE TABLE IF NOT EXISTS facts (
     last_accessed_at  INTEGER,
     -- Value of the agent's fact-change counter at this row's last write: the vector cache of
     -- another connection reads only the rows changed since it last looked.
-    change_seq        INTEGER NOT NULL
+    change_seq        INTEGER NOT NULL,
+    -- Schema 11: what the text index holds of a content that is not ASCII (search_text_of);
+    -- NULL: the content itself (FTS5 lowercases ASCII as the fold does).
+    search_text       TEXT
 );
 -- Exact duplicates: one valid fact per (agent, user, scope, normalised content). Invalidated facts
 -- are outside the index so that an update may take over the content of an invalidated fact.
@@ -137,23 +143,6 @@ CREATE TABLE IF NOT EXISTS fact_reembed (
     hash       TEXT NOT NULL,     -- facts.hash of the content the vector was made from
     embedding  BLOB NOT NULL
 ) WITHOUT ROWID;
-
-CREATE VIRTUAL TABLE IF NOT EXISTS facts_fts USING fts5 (
-    content, content = 'facts', content_rowid = 'rowid', tokenize = 'porter unicode61'
-);
--- Document frequency of each indexed (stemmed) term: text search rescores FTS5's candidates.
-CREATE VIRTUAL TABLE IF NOT EXISTS facts_fts_vocab USING fts5vocab (facts_fts, 'row');
--- External content: the triggers keep the index equal to facts.content.
-CREATE TRIGGER IF NOT EXISTS facts_fts_insert AFTER INSERT ON facts BEGIN
-    INSERT INTO facts_fts (rowid, content) VALUES (new.rowid, new.content);
-END;
-CREATE TRIGGER IF NOT EXISTS facts_fts_delete AFTER DELETE ON facts BEGIN
-    INSERT INTO facts_fts (facts_fts, rowid, content) VALUES ('delete', old.rowid, old.content);
-END;
-CREATE TRIGGER IF NOT EXISTS facts_fts_update AFTER UPDATE OF content ON facts BEGIN
-    INSERT INTO facts_fts (facts_fts, rowid, content) VALUES ('delete', old.rowid, old.content);
-    INSERT INTO facts_fts (rowid, content) VALUES (new.rowid, new.content);
-END;
 
 CREATE TABLE IF NOT EXISTS reflections (
     reflection_id         TEXT PRIMARY KEY,
@@ -260,6 +249,8 @@ ADDED_COLUMNS = (
     # Schema 9 → 10: the UTC offset a fact was said in (Fact.said_utc_offset_minutes, memory.said);
     # older rows NULL (UTC). Its history keeps each revision's inside its said_at (JSON text).
     ("facts", "said_utc_offset_minutes", "INTEGER"),
+    # Schema 10 → 11: the folded text the FTS5 index holds (FTS_DDL); filled by migrate_fts.
+    ("facts", "search_text", "TEXT"),
 )
 
 # Schema 3 → 4, after ADDED_COLUMNS (its index names said_at, a column older files gain there):
@@ -325,3 +316,70 @@ CREATE TABLE IF NOT EXISTS degraded_windows (
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS degraded_windows_newest ON degraded_windows (degraded_at);
 """
+
+
+# Schema 11, after ADDED_COLUMNS (its view names search_text): the text index of the facts. FTS5's
+# unicode61 lowercases and takes the accent off a Latin letter, but keeps "ß", ligatures,
+# subscripts, Greek accents and a letter of two marks ("ở") as written, where the shared tokenizer
+# (memory.store.rules.text, what PostgreSQL indexes and every store's BM25 counts) folds them: it
+# indexes each fact's content folded that way (rules.text.fold), the content itself when ASCII.
+# External content: the view is what a 'rebuild' reads, the triggers keep the index equal to it.
+FTS_DDL = """
+CREATE VIEW IF NOT EXISTS facts_search (rowid, content) AS
+    SELECT rowid, coalesce(search_text, content) FROM facts;
+CREATE VIRTUAL TABLE IF NOT EXISTS facts_fts USING fts5 (
+    content, content = 'facts_search', content_rowid = 'rowid', tokenize = 'porter unicode61'
+);
+-- Document frequency of each indexed (stemmed) term: text search rescores FTS5's candidates.
+CREATE VIRTUAL TABLE IF NOT EXISTS facts_fts_vocab USING fts5vocab (facts_fts, 'row');
+CREATE TRIGGER IF NOT EXISTS facts_fts_insert AFTER INSERT ON facts BEGIN
+    INSERT INTO facts_fts (rowid, content)
+        VALUES (new.rowid, coalesce(new.search_text, new.content));
+END;
+CREATE TRIGGER IF NOT EXISTS facts_fts_delete AFTER DELETE ON facts BEGIN
+    INSERT INTO facts_fts (facts_fts, rowid, content)
+        VALUES ('delete', old.rowid, coalesce(old.search_text, old.content));
+END;
+CREATE TRIGGER IF NOT EXISTS facts_fts_update AFTER UPDATE OF content, search_text ON facts BEGIN
+    INSERT INTO facts_fts (facts_fts, rowid, content)
+        VALUES ('delete', old.rowid, coalesce(old.search_text, old.content));
+    INSERT INTO facts_fts (rowid, content)
+        VALUES (new.rowid, coalesce(new.search_text, new.content));
+END;
+"""
+
+# The text index of schema 10 and before (content = 'facts': the contents as written), dropped
+# before FTS_DDL makes it anew.
+_DROP_FTS = """
+DROP TRIGGER IF EXISTS facts_fts_insert;
+DROP TRIGGER IF EXISTS facts_fts_delete;
+DROP TRIGGER IF EXISTS facts_fts_update;
+DROP TABLE IF EXISTS facts_fts_vocab;
+DROP TABLE IF EXISTS facts_fts;
+DROP VIEW IF EXISTS facts_search;
+"""
+
+
+def search_text_of(content: str) -> str | None:
+    """facts.search_text of a content: its fold, None for ASCII (FTS5 lowercases that itself)."""
+    return None if content.isascii() else fold(content)
+
+
+def migrate_fts(conn: sqlite3.Connection) -> None:
+    """Make the text index FTS_DDL's, inside setup's transaction: a file of schema 10 or before
+    (or a new one) gains each fact's search_text and an index built anew from them. Idempotent:
+    a file whose index is already FTS_DDL's is left as it is."""
+    row = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'facts_fts'").fetchone()
+    if row is not None and "facts_search" in row[0]:
+        return
+    conn.executescript(_DROP_FTS)  # first: no trigger re-indexes a row the fill below updates
+    last = -1  # in rowid ranges, none of them read by a statement still open while it changes
+    while batch := conn.execute(
+        "SELECT rowid, content, search_text FROM facts WHERE rowid > ? ORDER BY rowid LIMIT 4096",
+        (last,),
+    ).fetchall():
+        changed = [(text, r) for r, c, old in batch if (text := search_text_of(c)) != old]
+        conn.executemany("UPDATE facts SET search_text = ? WHERE rowid = ?", changed)
+        last = batch[-1][0]
+    conn.executescript(FTS_DDL)
+    conn.execute("INSERT INTO facts_fts (facts_fts) VALUES ('rebuild')")

@@ -12,7 +12,6 @@ change_seq > n — including writes made by another process on the same file.
 
 from __future__ import annotations
 
-import re
 import sqlite3
 
 import numpy as np
@@ -20,12 +19,10 @@ import numpy.typing as npt
 
 from memory.models import FactFilter, ScoredFact
 from memory.store.base import Vector
-from memory.store.rules.text import CANDIDATE_CAP, MAX_TERMS, query_terms, stemmed_tokens
+from memory.store.rules.text import CANDIDATE_CAP, query_terms, stemmed_tokens
 from memory.store.sql.facts import fact_filter_sql, ranked_text_hits
 from memory.store.sqlite.db import SQLiteDb
 from memory.store.sqlite.schema import fact_counter_key, facts_purge_key
-
-_WORD = re.compile(r"\w+")
 
 # User codes of matrix rows besides the users' own (>= 0): agent-scoped facts, and dead rows.
 _AGENT_SCOPE = -1
@@ -38,14 +35,12 @@ _ROWS = (
 )
 
 
-def fts_match_expression(query: str) -> str | None:
-    """The query's words, each quoted as an FTS5 string and OR-ed: user text never becomes FTS5
-    syntax (operators, prefixes, columns, NEAR). None when the query has no word."""
-    # lower(), not casefold(): FTS5's unicode61 lowercases and keeps "ß" and "ﬁ", which
-    # casefold() would turn into "ss" and "fi", words the index never holds.
-    words = dict.fromkeys(word.lower() for word in _WORD.findall(query))
+def fts_match_expression(terms: list[str]) -> str | None:
+    """The query's words (``query_terms``: folded as the index's text is, facts.search_text),
+    each quoted as an FTS5 string and OR-ed: user text never becomes FTS5 syntax (operators,
+    prefixes, columns, NEAR). None when the query has no word."""
     # Quoting is safe because a \\w+ word never holds a double quote.
-    return " OR ".join(f'"{word}"' for word in list(words)[:MAX_TERMS]) or None
+    return " OR ".join(f'"{word}"' for word in terms) or None
 
 
 async def text_search_tx(
@@ -56,7 +51,8 @@ async def text_search_tx(
     bm25(), whose statistics are the whole table's: other agents' facts must not move a score.
     The matches' terms and the count of the caller's facts come from the agent's in-memory
     index, refreshed in this same read transaction; whole rows are read for the ``limit`` best."""
-    match = fts_match_expression(query)
+    terms = query_terms(query)
+    match = fts_match_expression(terms)
     if match is None:
         return []
     where, params = fact_filter_sql(flt)
@@ -73,7 +69,7 @@ async def text_search_tx(
         return []
     agent = index.fresh(db.conn, flt.agent_id)
     docs = {fid: agent.terms[fid] for fid in matched if fid in agent.terms}
-    return await ranked_text_hits(db, query_terms(query), docs, agent.count(flt), limit)
+    return await ranked_text_hits(db, terms, docs, agent.count(flt), limit)
 
 
 def _unit_rows(matrix: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:

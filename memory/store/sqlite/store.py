@@ -27,6 +27,7 @@ from memory.store.sqlite.schema import (
     ERASURES_DDL,
     MIGRATE_1_TO_2,
     SCHEMA_VERSION,
+    migrate_fts,
     needs_migration,
 )
 from memory.store.sqlite.search import VectorCache, text_search_tx
@@ -64,6 +65,7 @@ class SQLiteStore(SQLiteThread, SqlStore[SQLiteDb]):
                 if column not in {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}:
                     conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
             conn.executescript(AFTER_ADDED_COLUMNS)
+            migrate_fts(conn)
             conn.execute(
                 "INSERT INTO meta (key, value) VALUES ('schema_version', ?) "
                 "ON CONFLICT (key) DO UPDATE SET value = excluded.value",

@@ -17,13 +17,17 @@ from memory.store.sql.writes import apply_shared, bump_version
 from memory.store.sqlite.codec import history_to_json, reflection_params, to_us
 from memory.store.sqlite.db import SQLiteDb
 from memory.store.sqlite.reembed import swap_side_vectors
-from memory.store.sqlite.schema import fact_counter_key, facts_purge_key
+from memory.store.sqlite.schema import fact_counter_key, facts_purge_key, search_text_of
 
 # The columns a PutFact writes: the fact's fields but its access (touch_facts and SetFactAccess
-# write those), then its vector and change stamp. An update keeps whose fact it is and when it
-# was formed, and its vector unless it brings a new one.
+# write those), then its vector, change stamp and what the text index holds of its content
+# (schema.search_text_of). An update keeps whose fact it is and when it was formed, and its
+# vector unless it brings a new one.
 _ACCESS = {"access_count", "last_accessed_at"}
-_COLUMNS = [*(name for name in Fact.model_fields if name not in _ACCESS), "embedding", "change_seq"]
+_COLUMNS = [
+    *(name for name in Fact.model_fields if name not in _ACCESS),
+    *("embedding", "change_seq", "search_text"),
+]
 _KEPT = {"fact_id", "agent_id", "user_id", "scope", "formed_at"}
 _INSERT_FACT = (
     f"INSERT INTO facts ({', '.join(_COLUMNS)}) VALUES ({', '.join(f':{c}' for c in _COLUMNS)})"
@@ -43,6 +47,7 @@ def _put_fact(conn: sqlite3.Connection, put: w.PutFact, change_seq: int) -> None
         "source_message_ids": json.dumps(fact.source_message_ids),
         "history": history_to_json(fact.history),
         "change_seq": change_seq,
+        "search_text": search_text_of(fact.content),
     }
     conn.execute(_INSERT_FACT if put.new else _UPDATE_FACT, params)
 
