@@ -324,7 +324,8 @@ def forget(
         return await delete_user_executions(await temporal_of(settings), user, agent, sessions)
 
     executions: int | None = None
-    if not keep_executions:
+    # A namespace without the Mnemos search attributes is not queried (as the client does).
+    if not keep_executions and settings.temporal.search_attributes:
         try:
             executions = run(delete_executions(), settings)
         except typer.Exit:

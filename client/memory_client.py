@@ -462,8 +462,8 @@ class MemoryClient:
         _check_id("user", user_id)
         counts = await self.manager.forget_user(user_id, agent_id=agent_id)
         executions = None
-        # Executions are found by their MnemosUserId search attribute: none without them. The
-        # runs of the session memory the forget deleted go too, by their workflow ids.
+        # Executions are found by their MnemosUserId search attribute and their workflow ids:
+        # none without the attributes (a namespace without them is not queried).
         if self.settings.temporal.search_attributes:
             sessions = [key for c in counts for key in c.session_scopes]
             try:

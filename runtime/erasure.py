@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.workflowservice.v1 import DeleteWorkflowExecutionRequest
 from temporalio.client import Client
-from temporalio.service import RPCError
+from temporalio.service import RPCError, RPCStatusCode
 
 from memory.logging import get_logger
 from memory.models import ScopeKey
@@ -71,9 +71,11 @@ def workflow_ids_queries(workflow_ids: Sequence[str]) -> list[str]:
 async def delete_user_executions(
     client: Client, user_id: str, agent_id: str | None, session_scopes: Iterable[str] = ()
 ) -> int:
-    """Delete the user's closed executions, and those of the session memory the forget deleted
-    (``session_scopes``: its ForgetCounts' ``session_scopes``); returns how many. Best effort:
-    an execution already gone is skipped."""
+    """Delete the user's closed executions (found by their MnemosUserId), and those of the
+    session memory the forget deleted (``session_scopes``: its ForgetCounts' ``session_scopes``,
+    found by their workflow ids); returns how many. An execution already gone is skipped; any
+    other refusal (Temporal out of reach midway) raises: what is left is not found again once
+    the sessions are gone."""
     queries = [
         *workflow_ids_queries(session_workflow_ids(session_scopes)),
         user_executions_query(user_id, agent_id),
@@ -98,6 +100,8 @@ async def _delete(client: Client, workflow_id: str, run_id: str) -> bool:
     try:
         await client.workflow_service.delete_workflow_execution(request)
     except RPCError as err:
-        get_logger(workflow_id=workflow_id).warning("execution not deleted", error=str(err))
+        if err.status != RPCStatusCode.NOT_FOUND:
+            raise
+        get_logger(workflow_id=workflow_id).info("execution already deleted")
         return False
     return True

@@ -216,6 +216,22 @@ async def test_forget_with_temporal_down_names_the_runs_of_the_sessions_it_delet
     assert f'temporal workflow delete --query "{query}' in result.stderr
 
 
+async def test_forget_without_search_attributes_asks_temporal_nothing(tmp_path: Path) -> None:
+    """As the client: a namespace without the Mnemos search attributes is not queried for runs
+    (the query would be refused), so the forget finishes with Temporal out of reach."""
+    store = SQLiteStore(tmp_path / "mnemos.db")
+    await store.setup()
+    await store.upsert_agent(AgentConfig(agent_id="chef", name="Chef"))
+    await record(store, "s1", "chef", [msg("m1", "my knee hurts", user_id="alice")])
+    await store.close()
+    env = {**env_of(tmp_path), "MNEMOS_TEMPORAL__SEARCH_ATTRIBUTES": "false"}
+
+    result = await mnemos(env, "forget", "--agent", "chef", "--user", "alice", "--json")
+
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["workflow_executions_deleted"] is None
+
+
 async def test_a_dry_run_refuses_what_the_import_would_and_writes_nothing(tmp_path: Path) -> None:
     dump = tmp_path / "mem0.json"
     bad = [*ITEMS, {**ITEMS[0], "id": "8c2b1f0e-1a2b-4c3d-9e8f-0000000000ff", "memory": "\x1b[2J"}]
