@@ -65,7 +65,12 @@ _NAME = re.compile(r"^[A-Z][a-z]+")
 
 
 # A title or "e.g." ends in a period that ends no sentence: "My dentist is Dr. Okonkwo." is one.
-_ABBREVIATION = re.compile(r"(?i)(?:^|\s)(?:dr|mr|mrs|ms|mx|prof|st|mt|jr|sr|vs|e\.g|i\.e)\.$")
+# "St." and "Mt." only before a name ("in St. Louis"): after one they end a street's ("Baker St.
+# My dog…"). Not "Jr." nor "Sr.", which close a name and often the sentence.
+_ABBREVIATION = re.compile(
+    r"(?i)(?:^|\s)(?:dr|mr|mrs|ms|mx|prof|vs|e\.g|i\.e)\.$"
+    r"|(?:^|\s)(?-i:[a-z]\w*|[,;(])\s+(?:st|mt)\.$|^(?:st|mt)\.$"
+)
 
 
 def _sentences(text: str) -> list[str]:

@@ -121,6 +121,17 @@ async def test_a_title_or_e_g_ends_no_sentence_but_a_line_break_does() -> None:
     ]
 
 
+async def test_a_street_or_a_suffix_at_the_end_of_a_sentence_ends_it() -> None:
+    msgs = [
+        msg(1, "I live on Baker St. My dog is called Rex. My father is John Smith Jr. He is 80.")
+    ]
+    assert await facts(msgs, ["user", "agent"]) == [
+        ("Alice lives on Baker St.", "user"),
+        ("Alice's dog is called Rex.", "user"),
+        ("Alice's father is John Smith Jr.", "user"),
+    ]
+
+
 async def test_extracts_specific_user_statements_in_the_third_person() -> None:
     assert await facts(CONVERSATION, ["user", "agent"]) == [
         ("Alice's email is alice@example.com.", "user"),
