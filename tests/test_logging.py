@@ -5,11 +5,17 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import structlog
+from temporalio.testing import WorkflowEnvironment
 
+from memory.llm.openai_provider import OpenAIProvider
 from memory.logging import configure_logging, get_logger
+from memory.models import MessageIn
+from tests.fake_provider_server import FakeProviderServer, openai_chat
+from tests.harness import T0, Harness
 
 
 @pytest.fixture
@@ -93,3 +99,26 @@ def test_a_library_records_extra_fields_are_the_lines_fields(
     (line,) = _lines(capsys)
     assert line["step"] == "extract_facts"
     assert line["temporal_workflow"] == {"workflow_id": "form:eve:s1"}
+
+
+@pytest.mark.usefixtures("restored_logging")
+async def test_an_answer_that_does_not_fit_logs_where_not_what_the_user_said(
+    time_env: WorkflowEnvironment, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A weak model writes a fact as a bare string: pydantic's message quotes it, and the worker
+    logs the failure at the default level, in lines no forget can reach (review H129)."""
+    configure_logging("info")  # the default MNEMOS_LOG_LEVEL
+    h = await Harness.create(time_env, tmp_path)
+    with FakeProviderServer() as server:
+        bad = openai_chat(json.dumps({"facts": ["Bea was diagnosed with LEAKDIAG, PIN 4471"]}))
+        server.script(*[bad] * 20)
+        h.llm = OpenAIProvider(api_key="sk-test-0123456789", base_url=server.openai_base_url)
+        told = "I was diagnosed with LEAKDIAG last week; my bank PIN is 4471."
+        await h.record("s1", [MessageIn(message_id="m1", role="user", user_id="bea", content=told, created_at=T0)])  # fmt: skip
+        async with h.worker():
+            summary = await h.form("s1")
+        await h.llm.close()
+    await h.store.close()
+    logged = capsys.readouterr().err
+    assert summary.degraded and "does not fit the schema: facts.0: Input should be" in logged
+    assert "LEAKDIAG" not in logged

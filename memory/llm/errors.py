@@ -69,6 +69,16 @@ _KEY_PATTERN = re.compile(r"\bsk-[A-Za-z0-9_\-]{8,}|\bAIza[0-9A-Za-z_\-]{20,}")
 _MAX_MESSAGE = 500
 
 
+def unfit(err: pydantic.ValidationError) -> str:
+    """Where and why an answer does not fit its schema, never what it said: pydantic's own
+    message quotes each refused value (``input_value='Bea was diagnosed with …'``), which would
+    carry a person's words into the worker's logs and trace spans, where no forget reaches."""
+    problems = err.errors(include_url=False, include_context=False, include_input=False)
+    return "; ".join(
+        f"{'.'.join(str(part) for part in e['loc']) or 'answer'}: {e['msg']}" for e in problems
+    )
+
+
 def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
     for secret in secrets:
         if secret:
@@ -144,7 +154,11 @@ def to_provider_error(
     match exc:
         case ProviderError():
             return exc
-        case pydantic.ValidationError() | openai.LengthFinishReasonError():
+        case pydantic.ValidationError():
+            return MalformedOutputError(
+                f"{provider} output does not fit the schema: {unfit(exc)}", provider=provider
+            )
+        case openai.LengthFinishReasonError():
             return MalformedOutputError(
                 f"{provider} output does not fit the schema: {detail}", provider=provider
             )

@@ -23,7 +23,7 @@ from pydantic import BaseModel
 from memory.errors import InputRefusedError, MalformedOutputError, ProviderError
 from memory.llm.base import LLMProvider, LLMRequest, LLMResult, Usage
 from memory.llm.context_fit import output_cap
-from memory.llm.errors import provider_errors, redact
+from memory.llm.errors import provider_errors, redact, unfit
 from memory.llm.repetition import LoopDetector
 from memory.llm.schema import Mode, parsed_answer, response_format
 from memory.prompts.decide_facts import DecideFactsInput
@@ -209,7 +209,7 @@ class OpenAIProvider(LLMProvider):
                     provider=self.name,
                 ) from None
             raise MalformedOutputError(
-                f"{self.name} output does not fit the schema: {redact(str(e))}",
+                f"{self.name} output does not fit the schema: {unfit(e)}",
                 provider=self.name,
                 content=answer.text,
                 usage=answer.usage,
