@@ -7,8 +7,10 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
+import re
 from collections.abc import Coroutine
 from typing import Any, NoReturn
+from urllib.parse import urlsplit
 
 import typer
 from pydantic import ValidationError
@@ -74,6 +76,27 @@ def _target(settings: Settings) -> str:
         return settings.temporal.address
 
 
+def _credentials(settings: Settings) -> list[str]:
+    """The passwords of the store's DSN and URI, and their pieces around an "@" or a space: a
+    driver quotes the token it could not parse ('invalid percent-encoded token: "S3cr%t-pw"',
+    'failed to resolve host "ssWORD9@db"'), which the URI pattern redact_text knows misses."""
+    found: set[str] = set()
+    for secret in (settings.store.postgres_dsn, settings.store.mongodb_uri):
+        try:
+            password = urlsplit(secret.get_secret_value()).password if secret else None
+        except ValueError:  # a URI that does not even split: no password to find in it
+            continue
+        if password:
+            found |= {password, *(p for p in re.split(r"[@\s]+", password) if len(p) >= 3)}
+    return sorted(found, key=len, reverse=True)
+
+
+def _without_credentials(message: str, settings: Settings) -> str:
+    for password in _credentials(settings):
+        message = message.replace(password, "[redacted]")
+    return message
+
+
 def run[T](coro: Coroutine[Any, Any, T], settings: Settings) -> T:
     """Run a command's coroutine; expected failures become one line on stderr and exit code 1."""
     try:
@@ -86,7 +109,7 @@ def run[T](coro: Coroutine[Any, Any, T], settings: Settings) -> T:
         found = error_line(err, settings)
         if found is None:
             raise
-        message, code = found, 1
+        message, code = _without_credentials(found, settings), 1
     finally:
         # Free the Temporal clients (and an exception's traceback holding one) now, on this
         # thread: freed during interpreter shutdown instead, the SDK's native client crashes the

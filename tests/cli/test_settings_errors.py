@@ -91,6 +91,29 @@ def test_a_dsn_the_driver_cannot_parse_is_one_line_without_its_password(tmp_path
     assert "S3cretPW" not in result.stdout + result.stderr
 
 
+@pytest.mark.parametrize(
+    ("password", "quoted"),
+    [
+        ("S3cr%t-pw", "S3cr%t-pw"),  # 'invalid percent-encoded token: "S3cr%t-pw"'
+        ("Pa ssWORD9", "ssWORD9"),  # 'unexpected spaces found in "Pa ssWORD9"'
+        ("Pa@ssWORD9", "ssWORD9"),  # "failed to resolve host 'ssWORD9@127.0.0.1'"
+    ],
+)
+def test_a_password_the_driver_quotes_is_redacted(password: str, quoted: str) -> None:
+    """A generated password with a character URIs reserve: the driver quotes the token it could
+    not parse, which the URI pattern of the log redaction misses (review H129)."""
+    env = {
+        "MNEMOS_STORE__BACKEND": "postgres",
+        "MNEMOS_STORE__POSTGRES_DSN": f"postgresql://admin:{password}@127.0.0.1:1/db",
+        "MNEMOS_TEMPORAL__ADDRESS": f"127.0.0.1:{free_port()}",
+    }
+
+    result = runner.invoke(app, ["setup"], env=env)
+
+    assert result.exit_code == 1 and "error: store (postgres): " in result.stderr
+    assert quoted not in result.stdout + result.stderr, result.stderr
+
+
 def test_setup_says_which_postgres_it_set_up_without_its_password() -> None:
     store = StoreSettings(backend="postgres", postgres_dsn="postgresql://mn:S3cret@db:5432/mem")
     assert store_location(Settings(store=store)) == "postgresql://[redacted]@db:5432/mem"
