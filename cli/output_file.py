@@ -39,7 +39,7 @@ def replacing(output: Path) -> Iterator[TextIO]:
     a temporary file beside it and renamed over it at the end (removed on failure), so a failed
     export leaves an existing file as it was, and no half-written one. A path that cannot be
     written (no such directory, a directory) is said as one line before the block runs. An
-    existing file keeps its mode (a new one gets open()'s, under the umask); a symlink is written
+    existing file keeps its mode (a new one is the owner's only: 0600); a symlink is written
     through; a device, a pipe or a descriptor (/dev/stdout) is written in place (``_in_place``)."""
     if _in_place(output):
         try:
@@ -61,7 +61,8 @@ def replacing(output: Path) -> Iterator[TextIO]:
         fail(f"cannot write {output}: it is a directory")
     temporary = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
     try:
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        # Owner-only: an export holds a person's messages and memory (as the keys file is 0600).
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except OSError as err:
         fail(_cannot_write(output, err))
     try:

@@ -310,6 +310,14 @@ def test_a_failed_export_leaves_the_existing_file_as_it_was(
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
 
 
+def test_a_new_export_file_is_the_owners_only(seeded: dict[str, str], tmp_path: Path) -> None:
+    """An export holds a person's messages and memory: not readable by the host's other accounts
+    whatever the umask (review H129)."""
+    out = tmp_path / "alice.jsonl"
+    ok(runner.invoke(app, ["export", "--messages", "-o", str(out)], env=seeded))
+    assert out.stat().st_mode & 0o777 == 0o600
+
+
 def test_export_of_an_unregistered_agent_is_refused(seeded: dict[str, str]) -> None:
     line = one_error_line(runner.invoke(app, ["export", "--agent", "nope"], env=seeded))
     assert line == "error: agent 'nope' is not registered"
