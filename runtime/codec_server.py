@@ -2,13 +2,15 @@
 
 Operators who hold the key point the UI's "Remote Codec Endpoint" (or ``temporal --codec-endpoint``)
 here and see decoded payloads in their browser; the Temporal server itself never sees the key.
-It decrypts whatever it is sent, so it binds to loopback by default and can require a token.
+It decrypts whatever it is sent, so it binds to loopback by default and can require a token;
+without one it answers only requests addressed to its bound host or a loopback name.
 """
 
 from __future__ import annotations
 
 import hmac
 from typing import Annotated
+from urllib.parse import urlsplit
 
 import typer
 from fastapi import FastAPI, HTTPException, Request, Response
@@ -18,6 +20,16 @@ from temporalio.api.common.v1 import Payload, Payloads
 
 from memory.settings import CodecSettings, get_settings
 from runtime.codec import AesGcmCodec, CodecError
+
+_LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1"})
+
+
+def _hostname(authority: str) -> str:
+    """The host of a ``host[:port]`` (a bracketed IPv6 address too), lowercased."""
+    try:
+        return (urlsplit(f"//{authority}").hostname or "").lower()
+    except ValueError:
+        return ""
 
 
 def codec_app(cfg: CodecSettings) -> FastAPI:
@@ -36,7 +48,14 @@ def codec_app(cfg: CodecSettings) -> FastAPI:
         allow_credentials=True,
     )
 
+    # Without a token, only a request to the bound address or a loopback name is answered: a page
+    # that DNS-rebinds its own name to 127.0.0.1 would otherwise post here as its own origin
+    # (a text/plain body needs no preflight) and read the decrypted answer.
+    hosts = _LOOPBACK | {_hostname(cfg.server_bind)}
+
     async def payloads_in(request: Request) -> Payloads:
+        if token is None and _hostname(request.headers.get("host", "")) not in hosts:
+            raise HTTPException(status_code=421, detail="not a host this codec server answers")
         if token is not None:
             given = request.headers.get("authorization", "")
             if not hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):

@@ -27,7 +27,7 @@ def settings(**kw: object) -> CodecSettings:
 
 def client(cfg: CodecSettings) -> httpx2.AsyncClient:
     return httpx2.AsyncClient(
-        transport=httpx2.ASGITransport(app=codec_app(cfg)), base_url="http://t"
+        transport=httpx2.ASGITransport(app=codec_app(cfg)), base_url="http://127.0.0.1:8081"
     )
 
 
@@ -115,3 +115,22 @@ def test_the_command_refuses_to_start_without_a_key(monkeypatch: pytest.MonkeyPa
     result = CliRunner().invoke(app, [])
     get_settings.cache_clear()
     assert result.exit_code == 2 and "MNEMOS_CODEC__KEY" in result.output
+
+
+@pytest.mark.parametrize("host", ["rebind.attacker.example:8081", "127.0.0.1.evil.example"])
+async def test_without_a_token_a_foreign_host_is_refused(host: str) -> None:
+    """A page that DNS-rebinds its name to 127.0.0.1 posts as its own origin, a text/plain body
+    needing no preflight: only the bound host or a loopback name is answered (review H129)."""
+    cfg = settings()
+    async with client(cfg) as http:
+        r = await http.post(
+            "/decode",
+            content=await sealed_body(cfg, "Alice's passport is X1234567"),
+            headers={"host": host, "origin": f"http://{host}", "content-type": "text/plain"},
+        )
+        assert r.status_code == 421 and b"X1234567" not in r.content
+        for loopback in ("localhost:8081", "[::1]:8081"):
+            ok = await http.post(
+                "/decode", content=await sealed_body(cfg, "x"), headers={"host": loopback}
+            )
+            assert ok.status_code == 200
