@@ -30,15 +30,18 @@ from activities.errors import classified
 from memory.deps import Deps
 from memory.logging import get_logger
 from memory.lookup import require_session
-from memory.models import Id, SessionAgentState, SessionInfo, UtcDatetime
+from memory.models import Id, ScopeKey, SessionAgentState, SessionInfo, UtcDatetime
 from runtime.starts import start_formation, start_session_end
-from workflows.naming import session_end_workflow_id
+from workflows.naming import consolidation_workflow_id, session_end_workflow_id
 
 # "started", "retry_later" (Temporal unreachable for now) and "failed" (to start) are what the job
-# reports now, and "nothing_due" for an end not restarted (its last run finished, nothing said
-# since: end_settled); the others are kept so results of runs recorded before formations were
-# started without waiting still decode.
+# reports now, and for an end not started again, "still_running" or "nothing_due" (its last run
+# did all it could: SessionActivities._end_left); "formed" is kept so results of runs recorded
+# before formations were started without waiting still decode.
+EndLeft = Literal["nothing_due", "still_running"]
 Outcome = Literal["started", "retry_later", "formed", "nothing_due", "still_running", "failed"]
+# A workflow run as the job weighs it: its status and when it started.
+type RunFacts = tuple[WorkflowExecutionStatus | None, datetime]
 # A transport error is Temporal unreachable for a moment, not a failed session: the session stays
 # in the index and the next scheduled run starts it.
 _TRANSPORT = {RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.CANCELLED}
@@ -116,17 +119,18 @@ def describe_error(err: BaseException) -> str:
     return " <- ".join(parts)[:_ERROR_CHARS]
 
 
-def end_settled(
-    status: WorkflowExecutionStatus | None, started_at: datetime, last_message_at: datetime | None
-) -> bool:
-    """Whether an ended session's last EndSession (its status and start) did all it could: it ran
-    to completion, and nothing was said in the session since it started. Its formation then
-    formed (or withheld) every message, and its consolidation either took the buffer or gave up
-    visibly (an output no draft can take stays buffered): restarting it would only draft the same
-    buffer again, paid, every run of the job. A message said since makes it due again (once the
-    session is quiet: the store lists only those); a run that failed, or never ran, is due."""
-    said_since = last_message_at is not None and last_message_at >= started_at
-    return status == WorkflowExecutionStatus.COMPLETED and not said_since
+def drafted_all(consolidation: RunFacts | None, newest_buffered_at: datetime) -> bool:
+    """Whether the latest consolidation of a scope (its run's status and start) drafted every
+    reflection its buffer holds: it started after the newest was formed (each of its drafts reads
+    the buffer), and it completed, or is still going. Whatever that run gave up on, drafting the
+    same buffer again would give up the same way. (formed_at is a worker's clock, the start
+    Temporal's: were a skew to make the end's own reflections look newer, the end restarted once
+    consolidates again minutes later, which settles it.)"""
+    if consolidation is None:  # never ran, or closed longer ago than the namespace's retention
+        return False
+    status, started_at = consolidation
+    going = status in (WorkflowExecutionStatus.COMPLETED, WorkflowExecutionStatus.RUNNING)
+    return going and newest_buffered_at < started_at
 
 
 class SessionActivities:
@@ -189,9 +193,9 @@ class SessionActivities:
 
     @activity.defn(name="start_session_ends")
     async def start_session_ends(self, page: EndedPage, concurrency: int) -> list[SessionOutcome]:
-        """Start (or join) the EndSession of each ended session whose session buffer is not
-        empty: it forms what is left and consolidates; not one whose last run did all it could
-        (end_settled: "nothing_due"). Outcomes, never raised, as for formations."""
+        """Start the EndSession of each ended session left unfinished (unformed messages or a
+        session buffer not empty): it forms what is left and consolidates; not one whose latest
+        run is going or did all it could (_end_left). Outcomes, never raised, as for formations."""
         limit = asyncio.Semaphore(concurrency)
 
         async def one(session_id: str, agent_id: str) -> SessionOutcome:
@@ -210,9 +214,9 @@ class SessionActivities:
             settings = self.deps.settings
             if end is None:
                 await start_formation(self.client, settings, session, agent_id, force=True)
-            elif await self._end_settled(session, agent_id):
-                log.info("session end not restarted: its last run finished, nothing said since")
-                return SessionOutcome(**ids, outcome="nothing_due")
+            elif left := await self._end_left(session, agent_id):
+                log.info("session end not restarted", outcome=left)
+                return SessionOutcome(**ids, outcome=left)
             else:
                 ended_at = session.ended_at or end
                 await start_session_end(self.client, settings, session, agent_id, ended_at)
@@ -226,18 +230,48 @@ class SessionActivities:
         log.info("session started", end=end is not None)
         return SessionOutcome(**ids, outcome="started")
 
-    async def _end_settled(self, session: SessionInfo, agent_id: str) -> bool:
-        """end_settled for the latest EndSession run of (agent, session). One Temporal keeps no
-        more (never started, or closed longer ago than the namespace's retention) is due: such an
-        end is restarted at most once per retention period."""
-        end_id = session_end_workflow_id(agent_id, session.session_id)
+    async def _end_left(self, session: SessionInfo, agent_id: str) -> EndLeft | None:
+        """Why the ended session's EndSession is not to be started again, None when it is.
+
+        "still_running": its latest run is going. Signalled (signal-with-start), it would go
+        round again, form and force-consolidate, once per run of the job while it waits out an
+        outage, and never answer. It finishes what it can; the next run of the job looks again.
+
+        "nothing_due": its latest run completed, the session holds no unformed message, and the
+        latest consolidation of the session scope drafted every reflection buffered (drafted_all):
+        what is left is what no draft could take, which a restart would only draft again, paid,
+        every run of the job. A message recorded since (whatever its created_at), or a reflection
+        a formation buffered since, makes the end due again (once the session is quiet: the store
+        lists only those). Store facts, not the clocks of clients.
+
+        A run Temporal keeps no more (never started, or closed longer ago than the namespace's
+        retention) is due: such an end is restarted at most once per retention period."""
+        end = await self._latest_run(session_end_workflow_id(agent_id, session.session_id))
+        if end is None or end[0] != WorkflowExecutionStatus.COMPLETED:
+            running = end is not None and end[0] == WorkflowExecutionStatus.RUNNING
+            return "still_running" if running else None
+        store = self.deps.store
+        state = await store.get_session_agent_state(session.session_id, agent_id)
+        if state is None or state.pending_messages:
+            return None
+        key = ScopeKey.session(agent_id, session.session_id)
+        newest = await store.unabsorbed_reflections(key, limit=1, newest_first=True)
+        if newest and not drafted_all(
+            await self._latest_run(consolidation_workflow_id(key)), newest[0].formed_at
+        ):
+            return None
+        return "nothing_due"
+
+    async def _latest_run(self, workflow_id: str) -> RunFacts | None:
+        """The status and start of the latest run under ``workflow_id``; None when Temporal keeps
+        none."""
         try:
-            run = await self.client.get_workflow_handle(end_id).describe()
+            run = await self.client.get_workflow_handle(workflow_id).describe()
         except RPCError as err:
             if err.status == RPCStatusCode.NOT_FOUND:
-                return False
+                return None
             raise
-        return end_settled(run.status, run.start_time, session.last_message_at)
+        return run.status, run.start_time
 
     @staticmethod
     def _failed(log: BoundLogger, ids: dict[str, str], err: Exception) -> SessionOutcome:

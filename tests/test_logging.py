@@ -112,12 +112,13 @@ async def test_an_answer_that_does_not_fit_logs_where_not_what_the_user_said(
     with FakeProviderServer() as server:
         bad = openai_chat(json.dumps({"facts": ["Bea was diagnosed with LEAKDIAG, PIN 4471"]}))
         server.script(*[bad] * 20)
-        h.llm = OpenAIProvider(api_key="sk-test-0123456789", base_url=server.openai_base_url)
+        provider = OpenAIProvider(api_key="sk-test-0123456789", base_url=server.openai_base_url)
+        h.llm = provider  # type: ignore[assignment]  # a real SDK for the Harness's fake
         told = "I was diagnosed with LEAKDIAG last week; my bank PIN is 4471."
         await h.record("s1", [MessageIn(message_id="m1", role="user", user_id="bea", content=told, created_at=T0)])  # fmt: skip
         async with h.worker():
             summary = await h.form("s1")
-        await h.llm.close()
+        await provider.close()
     await h.store.close()
     logged = capsys.readouterr().err
     assert summary.degraded and "does not fit the schema: facts.0: Input should be" in logged

@@ -65,8 +65,9 @@ class ColdSessionsResult(BaseModel):
     formed: int = 0
     nothing_due: int = Field(
         0,
-        description="Ends not restarted: their last run completed, nothing said since (in "
-        "results of older runs: formations with nothing due)",
+        description="Ends not restarted: their last run completed, no message unformed, the "
+        "buffer drafted since its newest reflection (in results of older runs: formations "
+        "with nothing due)",
     )
     still_running: int = 0
     failed: int = 0

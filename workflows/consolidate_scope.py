@@ -317,7 +317,9 @@ class ConsolidateScopeWorkflow:
                 ):
                     if workflow.patched(SPLIT_UNUSABLE):
                         return _Unusable(str(cause), refused=cause.type == INPUT_REFUSED)
-                    # The next formation that finds the buffer due (or the cold job) asks again.
+                    # The next formation that finds the buffer due asks again; for an ended
+                    # session's scope, so does its end, which the cold job restarts once a message
+                    # is pending or a reflection buffered since (activities/sessions.py _end_left).
                     self._degrade(
                         req,
                         summary,

@@ -1,6 +1,7 @@
 """Issue #12 case 6, the cold job's part: an ended session whose end never ran (its messages
-unformed, its session buffer not consolidated) is finished by the cold-sessions job, which starts
-its EndSession; and a transport error while starting is "try again later", not a failed session."""
+unformed, its session buffer not consolidated), or whose end completed before a message was
+recorded (whatever its created_at), is finished by the cold-sessions job, which starts its
+EndSession; and a transport error while starting is "try again later", not a failed session."""
 
 from __future__ import annotations
 
@@ -115,6 +116,44 @@ async def test_cold_job_finishes_every_page_of_ended_sessions(
         ended_before=datetime.now(UTC), after=None, limit=10
     )
     assert unfinished == []
+
+
+async def _job(h: Harness) -> ColdSessionsResult:
+    """One run of the cold-sessions job, as the schedule fires it, to its end."""
+    result: ColdSessionsResult = await h.client.execute_workflow(
+        COLD_SESSIONS_WORKFLOW,
+        ColdSessionsInput.from_settings(h.settings),
+        id=f"cold-test-{uuid.uuid4().hex[:6]}",
+        task_queue=h.settings.temporal.task_queue,
+        result_type=ColdSessionsResult,
+    )
+    return result
+
+
+async def test_cold_job_forms_a_message_recorded_after_the_end_though_said_before_it(
+    dev_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """A turn delivered late (or sent by a client whose clock is behind) is recorded into a
+    session after its end completed, with a created_at before that end started. The job restarts
+    the end, which forms it: before, it took the end as done, nothing said since it started by
+    created_at, every run, and the one message, too few for a cold formation, stayed unformed."""
+    h = await _harness(dev_env, tmp_path)
+    an_hour_ago = datetime.now(UTC) - timedelta(hours=1)
+    await h.record("s1", chat("s1", 4, an_hour_ago))
+    async with h.worker():
+        first = await h.memory.on_session_end("eve", "s1")
+        # ended when it was said, then the late turn: said half an hour ago, recorded now
+        await h.store.end_session("s1", "eve", an_hour_ago + timedelta(minutes=1))
+        await h.record("s1", chat("s1-late", 1, an_hour_ago + timedelta(minutes=30)))
+        job = await _job(h)
+        handle = h.client.get_workflow_handle(end_id("s1"), result_type=SessionEndSummary)
+        again = await asyncio.wait_for(handle.result(), 60)
+
+    assert first.formation.messages_formed == 4
+    assert (job.ends_started, job.nothing_due) == (1, 0), job.summary()
+    assert again.formation.messages_formed == 1
+    state = await h.store.get_session_agent_state("s1", "eve")
+    assert state is not None and (state.cursor_seq, state.pending_messages) == (5, 0)
 
 
 def end_id(session: str) -> str:

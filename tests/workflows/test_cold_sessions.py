@@ -40,6 +40,7 @@ from runtime.schedule import (
 )
 from tests.fakes import facts_input, permanent
 from tests.harness import Harness, facts, gate_first_extraction, reflections
+from tests.workflows.test_end_session_again import _formations_asked
 from worker import run_worker
 from workflows.cold_sessions import ColdSessionsInput, ColdSessionsResult
 from workflows.naming import (
@@ -346,8 +347,9 @@ async def test_an_end_that_gave_up_is_redrafted_only_once_something_is_said_agai
 ) -> None:
     """The session reflection of an ended session that no draft can take stays buffered: its
     end gave up, visibly. The job does not restart that end, which drafted it again, paid, every
-    5 minutes for the 30 days the session is kept; a message said in the session since the end
-    makes it due again (once quiet: here at once, the cut a moment ago)."""
+    5 minutes for the 30 days the session is kept; a message recorded in the session since the
+    end makes it due again (once quiet: here at once, the cut a moment ago), and so does a
+    reflection another formation buffered since (its messages formed, none left unformed)."""
     h = await harness(dev_env, tmp_path, sessions=SessionSettings(cold_after_minutes=1e-9))
     h.llm.defaults["extract_facts"] = facts()
     h.llm.defaults["extract_reflections"] = reflections(session=["the user is planning a trip"])
@@ -370,6 +372,40 @@ async def test_an_end_that_gave_up_is_redrafted_only_once_something_is_said_agai
         )
         again = await asyncio.wait_for(end.result(), 60)
         settled = await _cold_run(h)
+        redrafted = len(h.llm.calls("consolidate"))
+        h.llm.defaults["extract_reflections"] = reflections(session=["the user packs for it"])
+        await h.record("s1", chat("s1-more", 4, minutes_ago=0))
+        await asyncio.wait_for((await h.start("s1")).result(), 60)  # formed, not by the end
+        buffered = len(await h.buffered(h.key("session", "s1")))
+        formed_elsewhere = await _cold_run(h)
+        await asyncio.wait_for(end.result(), 60)  # the end it restarted
     assert resumed.ends_started == 1 and again.formation.messages_formed == 1
     assert len(h.llm.calls("consolidate")) > drafted  # the buffer, grown, drafted once more
     assert (settled.ends_started, settled.nothing_due) == (0, 1)
+    assert buffered == 2  # below the session threshold: the formation asked no consolidation
+    assert (formed_elsewhere.ends_started, formed_elsewhere.nothing_due) == (1, 0)
+    assert len(h.llm.calls("consolidate")) > redrafted
+
+
+async def test_the_cold_job_leaves_a_running_end_alone(
+    dev_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """An ended session whose EndSession still runs (a slow model; an outage its consolidation
+    waits out for up to two days) is counted still running, not signalled: each signal was one
+    more round of forming and force-consolidating, one per run of the job, every 5 minutes, and
+    the end did not answer while they came."""
+    h = await harness(dev_env, tmp_path, sessions=SessionSettings(cold_after_minutes=1e-9))
+    gate = gate_first_extraction(h)
+    h.llm.defaults["extract_reflections"] = reflections(session=["Alice plans a trip"])
+    await h.record("s1", chat("s1", 4, minutes_ago=60))
+    async with h.worker():
+        end = await h.memory.end_session("eve", "s1")
+        await gate.entered.wait()  # the end's formation is in its first extraction
+        await h.store.end_session("s1", "eve", datetime.now(UTC) - timedelta(minutes=59))
+        tick = await _cold_run(h)  # a scheduled run while the end runs
+        gate.release.set()
+        ended = await asyncio.wait_for(end.result(), 60)
+        rounds = await _formations_asked(end)
+    assert (tick.ends_started, tick.still_running) == (0, 1), tick.summary()
+    assert rounds == 1
+    assert ended.formation.messages_formed == 4 and ended.consolidation.absorbed == 1
