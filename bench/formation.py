@@ -36,7 +36,7 @@ from memory.settings import Settings, StoreSettings, TemporalSettings  # noqa: E
 from memory.store.sqlite import SQLiteStore  # noqa: E402
 from tests.fakes import WordHashEmbedder  # noqa: E402
 from worker import build_worker, workflow_runner  # noqa: E402
-from workflows.summary import FormationSummary  # noqa: E402
+from workflows.summary import FormationSummary, calls_made  # noqa: E402
 
 SAMPLE = json.loads((ROOT / "samples" / "conversation.json").read_text())
 
@@ -139,7 +139,7 @@ async def main(sessions: int) -> dict[str, Any]:
             n_lat, n_wall = await run_noop_chains(env.client, sessions, activities)
     f_tput, n_tput = sessions / f_wall, sessions / n_wall
     sample = summaries[0]
-    llm, emb = len(sample.llm_calls), sample.embedding_calls
+    llm, emb = calls_made(sample.llm_calls), sample.embedding_calls
     print(f"{'':22}{'per s':>8}{'p50 ms':>9}{'p95 ms':>9}")
     print(
         f"{'formations':22}{f_tput:8.2f}{percentile(f_lat, 0.5):9.0f}{percentile(f_lat, 0.95):9.0f}"

@@ -4,8 +4,10 @@ functions of their inputs, deterministic, so the workflow can call them anywhere
 
 from __future__ import annotations
 
-from memory.pipeline.types import SplitChain, Window
-from workflows.summary import FormationSummary, added
+from typing import Any
+
+from memory.pipeline.types import LlmCall, SplitChain, Window
+from workflows.summary import DEGRADED_LISTED, FormationSummary, added
 
 
 def after_split(chain: SplitChain | None, limit: int | None, window: Window) -> SplitChain:
@@ -43,7 +45,51 @@ def after_formed(chain: SplitChain | None, window: Window, passed_over: bool) ->
 
 def merged(earlier: dict[str, object] | None, run: FormationSummary) -> FormationSummary:
     """What the whole drain did: its earlier runs' summary (carried by continue-as-new) and this
-    run's (workflows.summary.added)."""
+    run's (workflows.summary.added), bounded; a drain of one run, that run's own summary."""
     if earlier is None:
         return run
-    return added(FormationSummary.model_validate(earlier), run)
+    # Read as the payload converter reads: a newer build's carry may hold fields this one lacks.
+    done = FormationSummary.model_validate(earlier, extra="ignore")
+    return bounded(added(done, run))
+
+
+def carried(earlier: dict[str, object] | None, run: FormationSummary) -> dict[str, Any]:
+    """What a run continuing as new carries to the next (FormationRequest.drained): the drain's
+    totals so far, bounded whatever the drain's length, as Temporal refuses a payload over 2 MB."""
+    return bounded(merged(earlier, run)).model_dump(mode="json")
+
+
+def bounded(summary: FormationSummary) -> FormationSummary:
+    """``summary`` of a size independent of the windows it counts: its LLM calls tallied (counts
+    and token sums per task, provider and model) and its newest degraded steps, with the count of
+    those left out. Every count and sum stays the same."""
+    listed = summary.degraded[-DEGRADED_LISTED:]
+    left_out = len(summary.degraded) - len(listed)
+    return summary.model_copy(
+        update={
+            "llm_calls": tallied(summary.llm_calls),
+            "degraded": listed,
+            "degraded_left_out": summary.degraded_left_out + left_out,
+        }
+    )
+
+
+def tallied(calls: list[LlmCall]) -> list[LlmCall]:
+    """One LlmCall per task, provider and model of ``calls`` (in the order they first came),
+    standing for all of them: their count and their tokens summed."""
+    tally: dict[tuple[str, str, str], LlmCall] = {}
+    for call in calls:
+        key = (call.task, call.provider, call.model)
+        seen = tally.get(key)
+        tally[key] = call if seen is None else _plus(seen, call)
+    return list(tally.values())
+
+
+def _plus(a: LlmCall, b: LlmCall) -> LlmCall:
+    return a.model_copy(
+        update={
+            "input_tokens": a.input_tokens + b.input_tokens,
+            "output_tokens": a.output_tokens + b.output_tokens,
+            "count": a.count + b.count,
+        }
+    )

@@ -157,13 +157,15 @@ class FormMemoriesWorkflow(FormationSteps):
                 carried: dict[str, Any] = {"force": force, "max_messages": limit}
                 if workflow.patched(DRAIN_TOTALS):
                     # The next run's result counts this one's too: whoever waits on the drain
-                    # (a session end, `mnemos form`) reads the last run's.
-                    done = drain.merged(req.drained, summary).model_dump(mode="json")
+                    # (a session end, `mnemos form`) reads the last run's. Bounded (LLM calls
+                    # tallied, the newest degraded steps): the same command as before, its input
+                    # no longer growing with every run (a replay does not compare inputs).
+                    done = drain.carried(req.drained, summary)
                     carried |= {"split": chain, "drained": done}
                 workflow.continue_as_new(req.model_copy(update=carried))
         self._record(summary, started)  # this run's memo and outcome: what it did itself
         await workflow.wait_condition(workflow.all_handlers_finished)
-        return drain.merged(req.drained, summary)
+        return drain.merged(req.drained, summary)  # the drain's totals, bounded as carried
 
     def _after_formed(
         self, chain: SplitChain | None, limit: int | None, window: Window, passed_over: bool

@@ -5,6 +5,7 @@ handle without importing the workflow modules (which import the activities)."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -37,8 +38,14 @@ def added[M: BaseModel](done: M, then: M) -> M:
     return type(done).model_validate(fields)
 
 
-# The newest windows only: a memo is small. Every window is in the store (memory/degraded.py).
-_MEMO_DEGRADED = 40
+# The newest windows only: a memo, and a drain's totals (workflows/drain.py), are small. Every
+# window is in the store (memory/degraded.py), where `mnemos degraded` lists them all.
+DEGRADED_LISTED = 40
+
+
+def calls_made(calls: Iterable[LlmCall]) -> int:
+    """The LLM calls ``calls`` stand for: a drain's totals tally them (LlmCall.count)."""
+    return sum(c.count for c in calls)
 
 
 class FormationSummary(BaseModel):
@@ -52,7 +59,11 @@ class FormationSummary(BaseModel):
     reflections_added: int = 0
     consolidations_requested: list[str] = Field(default_factory=list)
     decisions: dict[str, int] = Field(default_factory=dict)
-    llm_calls: list[LlmCall] = Field(default_factory=list)
+    llm_calls: list[LlmCall] = Field(
+        default_factory=list,
+        description="The LLM calls paid for, one entry each; a drain that continued as new "
+        "tallies them per task, provider and model: their number is the sum of the counts",
+    )
     embedding_calls: int = 0
     decisions_redone: int = Field(0, description="Stale decisions decided again")
     decisions_by_rule: int = Field(
@@ -67,6 +78,11 @@ class FormationSummary(BaseModel):
     )
     duration_ms: int = 0
     degraded: list[DegradedStep] = Field(default_factory=list)
+    degraded_left_out: int = Field(
+        0,
+        description="Of a drain that continued as new, its earliest degraded steps left out of "
+        "degraded, which keeps the newest 40 (all in the store: `mnemos degraded list`)",
+    )
     splits: int = Field(0, description="Windows split because a step could not carry them")
     passed_over: int = Field(
         0,
@@ -99,6 +115,11 @@ class FormationSummary(BaseModel):
         "for the slices of runs before DENSE_MESSAGES); of a window's second looks at the "
         "messages its answer passed over, facts.max_per_formation",
     )
+
+    @property
+    def degraded_steps(self) -> int:
+        """Every degraded step of the run or drain, those left out of ``degraded`` included."""
+        return self.degraded_left_out + len(self.degraded)
 
     def read_in_pieces(self, pieces: int) -> None:
         self.dense_messages += 1
@@ -144,7 +165,7 @@ class FormationSummary(BaseModel):
                 f"{self.formations} formation(s), {self.messages_formed} messages: "
                 f"facts +{self.facts_added} ~{self.facts_updated} -{self.facts_invalidated}, "
                 f"reflections +{self.reflections_added}, consolidations {len(self.consolidations_requested)}, "
-                f"LLM calls {len(self.llm_calls)} ({tokens_in} in / {tokens_out} out tokens)"
+                f"LLM calls {calls_made(self.llm_calls)} ({tokens_in} in / {tokens_out} out tokens)"
                 + (f"; {self.splits} window(s) split" if self.splits else "")
                 + (
                     f"; {self.sliced_messages} long message(s) read in {self.slices_read} slices"
@@ -183,7 +204,7 @@ class FormationSummary(BaseModel):
         last = self.degraded[-1]
         over = f", {self.passed_over} message(s) passed over" if self.passed_over else ""
         return (
-            f"; DEGRADED ({len(self.degraded)} step(s){over}), last {last.step}: "
+            f"; DEGRADED ({self.degraded_steps} step(s){over}), last {last.step}: "
             f"{last.reason[:200]}"
         )
 
@@ -197,7 +218,7 @@ class FormationSummary(BaseModel):
         if self.facts_over_bound:
             refused |= {"facts_over_bound": self.facts_over_bound}
         # A long backlog could degrade window by window.
-        recent = self.degraded[-_MEMO_DEGRADED:]
+        recent = self.degraded[-DEGRADED_LISTED:]
         return refused | ({"degraded": [d.model_dump() for d in recent]} if recent else {})
 
 

@@ -34,7 +34,7 @@ from memory.settings import Settings
 from memory.store import open_store
 from runtime.connection import connect
 from workflows.naming import ALL_KEYS, CONSOLIDATE_WORKFLOW, FORM_WORKFLOW, OUTCOME
-from workflows.summary import ConsolidationSummary, FormationSummary
+from workflows.summary import ConsolidationSummary, FormationSummary, calls_made
 
 ROOT = Path(__file__).resolve().parents[2]
 FAILED = (
@@ -171,7 +171,7 @@ class Stack:
             if _is_degraded(wf, summary):
                 stats.degraded.append(f"{name} {wf.id}: {_degraded_reason(summary)}")
             if summary is not None:
-                stats.llm_calls += len(summary.llm_calls)
+                stats.llm_calls += calls_made(summary.llm_calls)  # a drain's are tallied
                 stats.llm_tokens += sum(c.input_tokens + c.output_tokens for c in summary.llm_calls)
             if isinstance(summary, FormationSummary):
                 stats.decisions.update(summary.decisions)

@@ -53,7 +53,8 @@ class FormationRequest(_T):
     drained: dict[str, Any] | None = Field(
         None,
         description="What the earlier runs of the drain did (a FormationSummary, "
-        "workflows/summary.py, which imports this module): the last run's result counts them",
+        "workflows/summary.py, which imports this module), bounded (workflows/drain.py "
+        "carried): the last run's result counts them",
     )
 
 
@@ -107,6 +108,9 @@ class LlmCall(_T):
     model: str
     input_tokens: int
     output_tokens: int
+    # A drain's totals tally its calls per task, provider and model (workflows/drain.py), so what
+    # continue-as-new carries stays small however long the drain: count them, not the entries.
+    count: int = Field(1, ge=1, description="The calls it stands for, its tokens their sums")
 
 
 class NewFact(_T):

@@ -1,7 +1,9 @@
 """Record the FormMemories histories of a drain that continues as new after every pass, with a
 split that ends in a message passed over (the SPLIT_PASSED_OVER and DRAIN_TOTALS patches):
-``python -m tests.histories.record_drain`` writes drain/form_memories_drain_<n>.json, one per run,
-which tests/workflows/test_replay.py replays.
+``python -m tests.histories.record_drain NAME`` writes drain/NAME_<n>.json, one per run, which
+tests/workflows/test_replay.py replays. form_memories_drain_<n>: each run carried every LLM call
+and degraded step of the runs before it; bounded_carry_<n>: the totals bounded (workflows/drain.py
+carried: the LLM calls tallied per task and model, the newest degraded steps).
 
 Twelve messages in windows of four, message 3 refused: the first window split, 1-2 formed, 3-4
 split, 3 passed over, 4 formed alone (back to windows of four), 5-8 and 9-12; each run carries the
@@ -11,6 +13,7 @@ split in progress and what the drain did to the next (tests/workflows/test_drain
 from __future__ import annotations
 
 import asyncio
+import sys
 import tempfile
 import uuid
 from pathlib import Path
@@ -35,7 +38,7 @@ def _refuses_message_3(request: LLMRequest) -> ExtractedFacts:
     return facts(("Alice plans a trip", "user"))
 
 
-async def record() -> None:
+async def record(name: str) -> None:
     env = await WorkflowEnvironment.start_local(
         dev_server_existing_path=str(temporal_cli()),
         data_converter=payload_data_converter,
@@ -66,11 +69,11 @@ async def record() -> None:
             for n, run in enumerate(sorted(runs, key=lambda r: r.start_time), 1):
                 handle = env.client.get_workflow_handle(workflow_id, run_id=run.run_id)
                 history = await handle.fetch_history()
-                (HERE / f"form_memories_drain_{n}.json").write_text(history.to_json())
+                (HERE / f"{name}_{n}.json").write_text(history.to_json())
             print(f"recorded {len(runs)} runs in drain/")
     finally:
         await env.shutdown()
 
 
 if __name__ == "__main__":
-    asyncio.run(record())
+    asyncio.run(record(sys.argv[1]))

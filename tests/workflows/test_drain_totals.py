@@ -8,7 +8,9 @@ drain is a run of its own."""
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
+from collections import Counter
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -26,9 +28,10 @@ from memory.prompts.extract_facts import ExtractedFacts
 from memory.settings import FormationSettings, TemporalSettings
 from runtime.payloads import payload_data_converter
 from tests.harness import Harness, conversation, facts
+from workflows import drain
 from workflows.drain import merged
 from workflows.naming import formation_workflow_id
-from workflows.summary import FormationSummary
+from workflows.summary import DEGRADED_LISTED, FormationSummary, calls_made
 
 
 @pytest.fixture
@@ -185,7 +188,76 @@ def test_a_drain_summary_adds_up_every_field_of_its_runs() -> None:
         if isinstance(value, int):
             assert getattr(total, name) == getattr(one, name) + value, name
     assert (total.formations, total.messages_formed, total.facts_added) == (2, 8, 3)
-    assert len(total.llm_calls) == 3 and total.decisions == {"ADD": 3}
+    assert calls_made(total.llm_calls) == 3 and total.decisions == {"ADD": 3}
+    assert [(c.count, c.input_tokens, c.output_tokens) for c in total.llm_calls] == [(3, 15, 6)]
     assert [d.after_seq for d in total.degraded] == [1, 2]
     assert total.consolidations_requested == one.consolidations_requested  # a key once
     assert merged(None, two) is two  # a run that did not continue from another
+
+
+async def test_a_drains_result_tallies_its_llm_calls_per_task_and_model(
+    can_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """What a drain carries from run to run, and returns, holds its LLM calls tallied: one entry
+    per task, provider and model counting the calls of every run (it held one entry per call, so
+    a long drain's carry outgrew Temporal's payload limit)."""
+    h = await _bench(can_env, tmp_path, FormationSettings(min_messages=4, max_messages_per_run=4))
+    await h.record("s1", conversation(12))  # three windows of four, a run each
+    async with h.worker():
+        summary = await h.form("s1")
+        memos = await _runs(h, can_env)
+
+    asked = Counter(r.task for r in h.llm.requests if r.task != "consolidate")
+    assert len(memos) >= 3 and summary.messages_formed == 12
+    assert sorted(c.task for c in summary.llm_calls) == sorted(asked)  # each task once
+    assert {c.task: c.count for c in summary.llm_calls} == asked
+    assert sum(c.input_tokens for c in summary.llm_calls) == sum(
+        int(str(m["tokens_in"])) for m in memos
+    )
+    assert f"LLM calls {asked.total()} (" in str(summary.memo()["summary"])
+
+
+def _busy_run(windows: int, degraded: bool) -> FormationSummary:
+    """A run of a long drain: ``windows`` windows of 45 messages, three LLM calls each, each
+    window degraded or none (a run continues as new after ~160 windows)."""
+    run = FormationSummary()
+    for w in range(windows):
+        run.formations += 1
+        run.messages_formed += 45
+        for task in ("extract_facts", "decide_fact_changes", "extract_reflections"):
+            run.llm_calls.append(
+                LlmCall(
+                    task=task,
+                    provider="openai",
+                    model="gpt-4o-mini-2024-07-18",
+                    input_tokens=3456,
+                    output_tokens=789,
+                )
+            )
+        if degraded:
+            run.add_degraded(w * 45, w * 45 + 45, "decide_fact_changes", "x" * 300)
+    return run
+
+
+@pytest.mark.parametrize("degraded", [False, True], ids=["formed", "degraded"])
+@pytest.mark.parametrize("runs", [1, 14, 21, 200])  # 14: 100k messages; 21: 150k; 200: 1.4M
+def test_what_a_drain_carries_stays_small_however_long_it_runs(runs: int, degraded: bool) -> None:
+    """Each run continues as new carrying the drain's totals so far (FormationRequest.drained):
+    they used to hold every LLM call and degraded step of every earlier run, 887 KB after a 100k
+    message backlog (Temporal warns at 512 KB) and 2.58 MB after a degraded 150k one (over its
+    2 MB limit: the continue-as-new is refused and the drain stops). Counted as before."""
+    windows = 160
+    carried: dict[str, object] | None = None
+    for _ in range(runs):
+        carried = drain.carried(carried, _busy_run(windows, degraded))
+        assert len(json.dumps(carried)) < 64_000
+
+    total = merged(carried, FormationSummary())  # the last run's result, having formed nothing
+    assert total.messages_formed == runs * windows * 45
+    assert calls_made(total.llm_calls) == runs * windows * 3
+    assert sum(c.input_tokens for c in total.llm_calls) == runs * windows * 3 * 3456
+    assert total.degraded_steps == (runs * windows if degraded else 0)
+    assert len(total.degraded) == (min(runs * windows, DEGRADED_LISTED) if degraded else 0)
+    if degraded:  # the newest listed, as the memo lists them
+        assert total.degraded[-1].after_seq == (windows - 1) * 45
+        assert f"DEGRADED ({runs * windows} step(s)" in str(total.memo()["summary"])

@@ -857,7 +857,10 @@ export interface components {
             decisions: {
                 [key: string]: number;
             };
-            /** Llm Calls */
+            /**
+             * Llm Calls
+             * @description The LLM calls paid for, one entry each; a drain that continued as new tallies them per task, provider and model: their number is the sum of the counts
+             */
             llm_calls: components["schemas"]["LlmCall"][];
             /**
              * Embedding Calls
@@ -895,6 +898,12 @@ export interface components {
             duration_ms: number;
             /** Degraded */
             degraded: components["schemas"]["DegradedStep"][];
+            /**
+             * Degraded Left Out
+             * @description Of a drain that continued as new, its earliest degraded steps left out of degraded, which keeps the newest 40 (all in the store: `mnemos degraded list`)
+             * @default 0
+             */
+            degraded_left_out: number;
             /**
              * Splits
              * @description Windows split because a step could not carry them
@@ -995,6 +1004,12 @@ export interface components {
             input_tokens: number;
             /** Output Tokens */
             output_tokens: number;
+            /**
+             * Count
+             * @description The calls it stands for, its tokens their sums
+             * @default 1
+             */
+            count: number;
         };
         /** MemoryStats */
         MemoryStats: {
