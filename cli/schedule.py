@@ -68,7 +68,10 @@ async def _show(client: Client, settings: Settings) -> ScheduleView:
             for a in desc.info.running_actions
             if isinstance(a, ScheduleActionExecutionStartWorkflow)
         ],
-        next_runs=[t.isoformat() for t in desc.info.next_action_times[:3]],
+        # Temporal lists next times for a paused schedule too: none runs while it is paused.
+        next_runs=[]
+        if desc.schedule.state.paused
+        else [t.isoformat() for t in desc.info.next_action_times[:3]],
     )
 
 

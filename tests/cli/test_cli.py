@@ -405,6 +405,7 @@ def test_schedule_is_ensured_paused_unpaused_and_triggered(stack: Stack) -> None
     ok(mnemos(stack.env, "schedule", "pause", "--note", "maintenance"))
     view = json.loads(ok(mnemos(stack.env, "schedule", "show", "--json")).stdout)
     assert view["paused"] is True and view["note"] == "maintenance"
+    assert view["next_runs"] == []  # none while paused (Temporal still lists its next times)
     ok(mnemos(stack.env, "schedule", "unpause"))
     assert json.loads(ok(mnemos(stack.env, "schedule", "show", "--json")).stdout)["paused"] is False
     run = json.loads(ok(mnemos(stack.env, "schedule", "trigger", "--json")).stdout)
