@@ -8,6 +8,7 @@ An invalid value fails at start-up with a pydantic error naming the field.
 
 from __future__ import annotations
 
+import os
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal, Self
@@ -16,7 +17,7 @@ from pydantic import BaseModel, Field, SecretStr, ValidationError, model_validat
 from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 
 from memory.settings_codec import CodecSettings as CodecSettings
-from memory.settings_errors import invalid_settings
+from memory.settings_errors import InvalidSettingsError, invalid_settings, misspelt_variable
 from memory.settings_models import ModelSettings as ModelSettings
 from memory.settings_rate_limit import RateLimitSettings as RateLimitSettings
 from memory.settings_temporal import TemporalSettings as TemporalSettings
@@ -387,6 +388,8 @@ class Settings(BaseSettings):
 def read_settings() -> Settings:
     """The settings in the environment now, or InvalidSettingsError: one line naming what is
     wrong, never a value (``from None``: no traceback of pydantic's, which quotes the input)."""
+    if misspelt := misspelt_variable(os.environ, Settings.model_fields):
+        raise InvalidSettingsError(misspelt)
     try:
         return Settings()
     except (ValidationError, SettingsError) as e:

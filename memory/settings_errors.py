@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Mapping
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
+from pydantic.fields import FieldInfo
 from pydantic_settings import SettingsError
 
 from memory.errors import MnemosError
@@ -60,3 +62,34 @@ def settings_error_line(err: SettingsError) -> str:
 def invalid_settings(err: ValidationError | SettingsError) -> InvalidSettingsError:
     line = validation_line(err) if isinstance(err, ValidationError) else settings_error_line(err)
     return InvalidSettingsError(f"invalid settings: {line}")
+
+
+def misspelt_variable(environ: Mapping[str, str], fields: Mapping[str, FieldInfo]) -> str | None:
+    """A variable that names a setting with a single underscore for the double one
+    (MNEMOS_STORE_BACKEND), or a top-level one spelt without its underscore (MNEMOS_LOGLEVEL):
+    pydantic-settings ignores an unknown top-level name, and the process would run on the
+    defaults (SQLite in the pod). Other MNEMOS_* names are left alone: a backend keeps its own
+    (MNEMOS_URL, MNEMOS_API_KEY) beside ours."""
+    for name in environ:
+        if not name.upper().startswith("MNEMOS_"):
+            continue
+        rest = name[len("MNEMOS_") :].lower()
+        if "__" in rest or rest in fields:
+            continue
+        meant = _meant(rest, fields)
+        if meant is not None:
+            return f"invalid settings: {name} is not read: did you mean MNEMOS_{meant.upper()}?"
+    return None
+
+
+def _meant(rest: str, fields: Mapping[str, FieldInfo]) -> str | None:
+    """The setting ``rest`` (a variable's name after MNEMOS_, lowercased) was meant to be."""
+    for group, field in fields.items():
+        sub = field.annotation
+        leaf = rest.removeprefix(f"{group}_")
+        nested = isinstance(sub, type) and issubclass(sub, BaseModel)
+        if leaf != rest and nested and leaf in sub.model_fields:  # type: ignore[union-attr]
+            return f"{group}__{leaf}"
+        if rest.replace("_", "") == group.replace("_", ""):
+            return group
+    return None

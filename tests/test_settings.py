@@ -5,8 +5,9 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from memory.settings import Settings
+from memory.settings import Settings, read_settings
 from memory.settings_doc import settings_table
+from memory.settings_errors import InvalidSettingsError
 
 
 def test_defaults_are_the_design_numbers() -> None:
@@ -100,3 +101,29 @@ def test_readme_lists_every_setting() -> None:
     assert settings_table() in readme, (
         "README settings table is stale: run `python -m memory.settings_doc README.md`"
     )
+
+
+@pytest.mark.parametrize(
+    ("variable", "meant"),
+    [
+        ("MNEMOS_STORE_BACKEND", "MNEMOS_STORE__BACKEND"),
+        ("MNEMOS_TEMPORAL_ADDRESS", "MNEMOS_TEMPORAL__ADDRESS"),
+        ("MNEMOS_STORE_SQLITE_PATH", "MNEMOS_STORE__SQLITE_PATH"),
+        ("MNEMOS_LOGLEVEL", "MNEMOS_LOG_LEVEL"),
+    ],
+)
+def test_a_setting_spelt_with_one_underscore_is_refused_naming_the_one_meant(
+    monkeypatch: pytest.MonkeyPatch, variable: str, meant: str
+) -> None:
+    """pydantic-settings ignores an unknown top-level name: the process would run on the
+    defaults, SQLite in the pod (found by H130)."""
+    monkeypatch.setenv(variable, "postgres")
+    with pytest.raises(InvalidSettingsError) as refused:
+        read_settings()
+    assert str(refused.value) == f"invalid settings: {variable} is not read: did you mean {meant}?"
+
+
+def test_a_backends_own_mnemos_variables_are_left_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("MNEMOS_URL", "MNEMOS_API_KEY", "MNEMOS_AGENT", "MNEMOS_API_KEYS_FILE"):
+        monkeypatch.setenv(name, "x")
+    assert read_settings().store.backend == "sqlite"
