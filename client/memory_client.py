@@ -145,8 +145,9 @@ class MemoryClient:
         may_join: Collection[str] | None = None,
     ) -> RecordOutcome:
         """Store new messages, idempotent by message_id (an id held with another content raises
-        ConflictError). Invalid input (empty or control-character content, bad ids, a
-        ``created_at`` before 1970 or a day ahead) raises InvalidInputError; nothing written.
+        ConflictError). Invalid input (an empty batch, empty or control-character content, bad
+        ids, a ``created_at`` before 1970 or a day ahead) raises InvalidInputError; nothing
+        written.
         ``may_join``: the agents the caller acts for (an API key's); a session holding any other
         agent raises NotFoundError, checked in the transaction that writes (None: no check)."""
         await self._agent(agent_id)
@@ -182,38 +183,39 @@ class MemoryClient:
     # ------------------------------------------------------------ formation
 
     async def maybe_form_memories(
-        self, agent_id: str, session_id: str, *, raise_errors: bool = False
+        self, agent_id: str, session_id: str, *, raise_errors: bool = False, force: bool = False
     ) -> FormationTrigger:
-        """Start a formation when the thresholds are met; formation runs in Temporal. Never fails
-        a turn for Temporal's sake: when the start does not complete within
-        ``temporal.schedule_wait_seconds`` (server down or slow), the trigger is deferred (logged,
-        counted in ``mnemos_formations_deferred``) and returned as such. ``raise_errors``: raise
-        the start's error (``TimeoutError`` past the wait) instead.
+        """Start a formation when the thresholds are met (``force``: now, below them too, as an
+        explicit note asks); formation runs in Temporal. Never fails a turn for Temporal's sake:
+        when the start does not complete within ``temporal.schedule_wait_seconds`` (server down
+        or slow), the trigger is deferred (logged, counted in ``mnemos_formations_deferred``)
+        and returned as such. ``raise_errors``: raise the start's error (``TimeoutError`` past
+        the wait) instead.
 
         Traced (when tracing is on) as the root of the formation's trace: the workflow start
         carries its span context to the worker."""
         with tracing.span(
             "maybe_form_memories", **{"mnemos.agent_id": agent_id, "mnemos.session_id": session_id}
         ) as span:
-            trigger = await self._maybe_form_memories(agent_id, session_id, raise_errors)
+            trigger = await self._maybe_form_memories(agent_id, session_id, raise_errors, force)
             span.set_attribute("mnemos.formation.started", trigger.started)
             span.set_attribute("mnemos.formation.deferred", trigger.deferred)
             return trigger
 
     async def _maybe_form_memories(
-        self, agent_id: str, session_id: str, raise_errors: bool
+        self, agent_id: str, session_id: str, raise_errors: bool, force: bool
     ) -> FormationTrigger:
         state = await self.store.get_session_agent_state(
             _check_id("session_id", session_id), _check_id("agent_id", agent_id)
         )
         if state is None:
             raise NotFoundError(f"session {session_id!r} has no messages for agent {agent_id!r}")
-        if not formation_due(state, self.settings.formation):
+        if not force and not formation_due(state, self.settings.formation):
             return FormationTrigger(
                 started=False,
                 reason=f"{state.pending_messages} messages / {state.pending_weighted_tokens:.0f} weighted tokens pending",
             )
-        if self.held_triggers.holds(agent_id, session_id, state.cursor_seq):
+        if not force and self.held_triggers.holds(agent_id, session_id, state.cursor_seq):
             # Its formation has not committed since this process asked: asking again on every
             # turn would only cost Temporal and the workers a task each (memory.triggers).
             return FormationTrigger(
@@ -226,7 +228,7 @@ class MemoryClient:
         try:
             async with asyncio.timeout(wait):
                 handle = await start_formation(
-                    self.temporal, self.settings, session, agent_id, force=False
+                    self.temporal, self.settings, session, agent_id, force=force
                 )
         except (TimeoutError, RPCError) as err:
             if raise_errors:
@@ -240,7 +242,8 @@ class MemoryClient:
                 started=False, deferred=True, reason=f"deferred ({reason} within {wait:g} s)"
             )
         self.held_triggers.sent(agent_id, session_id, state.cursor_seq)
-        return FormationTrigger(started=True, workflow_id=handle.id, reason="threshold reached")
+        reason = "asked to form now" if force else "threshold reached"
+        return FormationTrigger(started=True, workflow_id=handle.id, reason=reason)
 
     async def form_memories(
         self, agent_id: str, session_id: str, *, force: bool = True, wait: bool = True

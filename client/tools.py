@@ -148,17 +148,33 @@ async def handle_tool_call(
     model cannot mend raises as from ``search_facts`` (an agent that is not registered, a
     provider that fails)."""
     try:
-        call = parse_call(arguments)
-        result = await memory.search_facts(
-            agent_id,
-            call.query,
-            session_id=session_id,
-            user_id=user_id,
-            top_k=call.top_k,
-            debug=call.debug,
+        return await run_tool_call(
+            memory, arguments, agent_id=agent_id, session_id=session_id, user_id=user_id
         )
     except InvalidInputError as e:
         return f"search_facts error: {e}"
+
+
+async def run_tool_call(
+    memory: FactSearch,
+    arguments: str | dict[str, Any],
+    *,
+    agent_id: str,
+    session_id: str | None,
+    user_id: str | None,
+) -> str:
+    """``handle_tool_call`` with invalid input raised (InvalidInputError), for a caller that
+    reports a refusal in its own way: the MCP tools answer it as a tool error (``isError``),
+    which a client tells apart from an answer of memory."""
+    call = parse_call(arguments)
+    result = await memory.search_facts(
+        agent_id,
+        call.query,
+        session_id=session_id,
+        user_id=user_id,
+        top_k=call.top_k,
+        debug=call.debug,
+    )
     text = render(result)
     if call.debug and result.debug is not None:
         text += "\n\n" + result.debug.model_dump_json(indent=1)

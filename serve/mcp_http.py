@@ -28,15 +28,16 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from client.memory_client import MemoryClient
+from client.tools import run_tool_call
 from memory.api_keys import ApiKey
 from memory.errors import MnemosError
 from memory.models import FactFilter, MessageIn
 from serve.auth import session_refusal, token_of
 from serve.errors import problem
 from serve.keys import ApiKeyStore
-from serve.mcp_notes import WITHOUT_USER, note_message
+from serve.mcp_notes import WITHOUT_USER, form_note, note_message
+from serve.mcp_search import Id, Queries, TopK, bounds
 from serve.rate_limit import Kind, RateLimiter
-from workflows.naming import formation_workflow_id
 
 PATH = "/mcp"
 _KEY = "mnemos_api_key"
@@ -105,7 +106,9 @@ def build_http_server(memory: MemoryClient, limiter: RateLimiter) -> MCPServer:
 
     @server.tool(
         description="Record new messages of a session (formed into memory when its thresholds "
-        "are met), or one explicit note (formed at once). Give messages or a note, not both. "
+        "are met), or one explicit note (formed at once; while Temporal cannot be reached the "
+        "formation is deferred, formation_deferred true, and the messages are kept and formed "
+        "later). Give messages or a note, not both. "
         "user_id: the user the conversation is with, the speaker of each user message that "
         f"names none (a message that names its user keeps it) and of the note. {WITHOUT_USER}"
     )
@@ -137,35 +140,35 @@ def build_http_server(memory: MemoryClient, limiter: RateLimiter) -> MCPServer:
                 agent_id, session_id, messages or [], may_join=key.agent_ids
             )
             if note is not None:
-                if recorded.inserted:
-                    await memory.form_memories(agent_id, session_id, force=True, wait=False)
-                started = bool(recorded.inserted)
-                workflow_id = formation_workflow_id(agent_id, session_id) if started else None
+                trigger = await form_note(memory, agent_id, session_id, recorded)
             else:
                 trigger = await memory.maybe_form_memories(agent_id, session_id)
-                started, workflow_id = trigger.started, trigger.workflow_id
         return {
             "inserted": recorded.inserted,
             "duplicates": recorded.duplicates,
-            "formation_started": started,
-            "workflow_id": workflow_id,
+            "formation_started": trigger.started,
+            "formation_deferred": trigger.deferred,
+            "workflow_id": trigger.workflow_id,
         }
 
-    @server.tool()
+    @server.tool(
+        description="Search the agent's long-term memory: "
+        f"{bounds(memory.settings.rag)}. The best facts come back one a line with their age "
+        "(the same text the agent's own search_facts tool gets)."
+    )
     async def search(
         ctx: Context[Any],
         agent_id: str,
-        query: list[str],
-        user_id: str | None = None,
-        session_id: str | None = None,
-        top_k: int | None = None,
+        query: Queries,
+        user_id: Id | None = None,
+        session_id: Id | None = None,
+        top_k: TopK | None = None,
     ) -> str:
-        """Search the agent's long-term memory: 1 to 3 short queries; the best facts one a line
-        with their age (the same text the agent's own search_facts tool gets)."""
         key = _key_of(ctx, limiter, agent_id, "read")
         await _own_session(memory, key, session_id)
         async with _told():
-            return await memory.handle_search_facts(
+            return await run_tool_call(
+                memory,
                 {"query": query, "top_k": top_k},
                 agent_id=agent_id,
                 session_id=session_id,

@@ -20,11 +20,12 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import ValidationError
 
 from client.memory_client import MemoryClient
+from client.tools import run_tool_call
 from memory.errors import MnemosError, NotFoundError
 from memory.settings import Settings
 from serve.auth import session_refusal
-from serve.mcp_notes import WITHOUT_USER, note_message
-from workflows.naming import formation_workflow_id
+from serve.mcp_notes import WITHOUT_USER, form_note, note_message, told
+from serve.mcp_search import Id, Queries, TopK, bounds
 
 INSTRUCTIONS = (
     "Long-term memory of agent {agent}. Call memory_context at the start of a conversation, "
@@ -56,18 +57,20 @@ def build_server(memory: MemoryClient, agent_id: str) -> MCPServer:
         if refusal is not None:
             raise ToolError(refusal)
 
-    @server.tool()
+    @server.tool(
+        description="Search long-term memory for facts about the user or the agent's work: "
+        f"{bounds(memory.settings.rag)}. The best facts come back one a line with their age."
+    )
     async def search_facts(
-        query: list[str],
-        user_id: str | None = None,
-        session_id: str | None = None,
-        top_k: int | None = None,
+        query: Queries,
+        user_id: Id | None = None,
+        session_id: Id | None = None,
+        top_k: TopK | None = None,
     ) -> str:
-        """Search long-term memory for facts about the user or the agent's work: 1 to 3 short
-        queries; the best facts come back one a line with their age."""
         await own_session(session_id)
         async with _told():
-            return await memory.handle_search_facts(
+            return await run_tool_call(
+                memory,
                 {"query": query, "top_k": top_k},
                 agent_id=agent_id,
                 session_id=session_id,
@@ -85,17 +88,15 @@ def build_server(memory: MemoryClient, agent_id: str) -> MCPServer:
     @server.tool(
         description='Keep an explicit note (e.g. "remember that I am vegetarian", with the '
         "user's id): recorded in the session and formed into memory in the background. Returns "
-        f"the formation's workflow id. {WITHOUT_USER}"
+        "the formation's workflow id, or says the formation is deferred while Temporal cannot be "
+        f"reached (the note is kept and formed later). {WITHOUT_USER}"
     )
     async def remember(note: str, session_id: str, user_id: str | None = None) -> str:
         await own_session(session_id)
         async with _told():
             message = note_message(session_id, note, user_id)
             recorded = await memory.record_messages(agent_id, session_id, [message], may_join=mine)
-            if recorded.inserted == 0:
-                return "already noted"
-            await memory.form_memories(agent_id, session_id, force=True, wait=False)
-        return f"noted; forming in {formation_workflow_id(agent_id, session_id)}"
+            return told(recorded, await form_note(memory, agent_id, session_id, recorded))
 
     return server
 

@@ -3,7 +3,9 @@ a SQLite store and the Temporal test server, with the local embedding model."""
 
 from __future__ import annotations
 
+import asyncio
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -12,8 +14,10 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent
+from temporalio.service import RPCError, RPCStatusCode
 from temporalio.testing import WorkflowEnvironment
 
+import client.memory_client as memory_client
 from client.management import MemoryManager
 from memory.embedding import make_embedder
 from memory.models import AgentConfig, ScopeKey
@@ -25,6 +29,7 @@ from tests.store.builders import Former, add, msg, record
 from tests.time_server import ends_with_the_test
 
 ROOT = Path(__file__).resolve().parents[2]
+ID_PATTERN = "^[A-Za-z0-9][A-Za-z0-9_.\\-]{0,127}$"
 
 
 def text_of(result: object) -> str:
@@ -99,7 +104,9 @@ async def test_search_context_and_remember_over_stdio(
             }
             first = await session.call_tool("remember", note)
             assert text_of(first) == "noted; forming in form:eve:s9"
-            assert text_of(await session.call_tool("remember", note)) == "already noted"
+            # Told again before it is formed: recorded once, its formation asked for again.
+            again = text_of(await session.call_tool("remember", note))
+            assert again == "already noted; forming in form:eve:s9"
 
             bad = await session.call_tool("memory_context", {"session_id": "bad id!"})
             assert bad.is_error and "session_id" in text_of(bad)
@@ -143,3 +150,97 @@ async def test_the_tools_cannot_reach_another_agents_session(
         assert isinstance(context, CallToolResult) and not context.is_error
     finally:
         await h.store.close()
+
+
+async def _unreachable(*_: object, **__: object) -> None:
+    raise RPCError("tcp connect error", RPCStatusCode.UNAVAILABLE, b"")
+
+
+async def _unanswered(*_: object, **__: object) -> None:
+    await asyncio.Event().wait()  # the Temporal client retrying a server that is down
+
+
+@pytest.mark.parametrize("down", [_unreachable, _unanswered], ids=["refused", "unanswered"])
+async def test_remember_while_temporal_is_down_keeps_the_note_and_forms_it_on_retry(
+    time_env: WorkflowEnvironment,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    down: Callable[..., Awaitable[None]],
+) -> None:
+    """As a hot trigger, a note's formation never fails the call for Temporal's sake: the note
+    is stored and the formation deferred, within temporal.schedule_wait_seconds. Before, the
+    tool failed with an opaque "Error executing tool remember" (after the client's own retries,
+    seconds), and the call again (what a client does after an error) answered "already noted"
+    and started nothing: the note waited for the cold-sessions job."""
+    h = await Harness.create(time_env, tmp_path)
+    wait = h.settings.temporal.model_copy(update={"schedule_wait_seconds": 0.2})
+    h.settings = h.settings.model_copy(update={"temporal": wait})
+    try:
+        server = build_server(h.memory, "eve")
+        note = {"note": "Remember that I am allergic to nuts", "session_id": "n1", "user_id": "a"}
+        with monkeypatch.context() as m:
+            m.setattr(memory_client, "start_formation", down)
+            # Answered within the wait (0.2 s), not after the client's retries, or never.
+            async with asyncio.timeout(5):
+                first = await server.call_tool("remember", note)
+        assert isinstance(first, CallToolResult) and not first.is_error
+        assert text_of(first).startswith("noted; formation deferred (")
+        state = await h.store.get_session_agent_state("n1", "eve")
+        assert state is not None and (state.last_seq, state.cursor_seq) == (1, 0)
+
+        # Temporal is back: the same note again starts the formation it still waits for.
+        again = await server.call_tool("remember", note)
+        assert text_of(again) == "already noted; forming in form:eve:n1"
+        handle = h.client.get_workflow_handle("form:eve:n1")
+        assert (await handle.describe()).workflow_type == "FormMemories"
+        assert len(await h.store.load_messages("n1", 0, 10)) == 1  # recorded once
+    finally:
+        await h.store.close()
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        ({"query": []}, "at least 1 item"),
+        ({"query": ["a", "b", "c", "d"]}, "1 to 3 queries"),
+        ({"query": ["   "]}, "query 1 is empty"),
+        ({"query": ["tea\x00x"]}, "NUL"),
+        ({"query": ["tea"], "top_k": 0}, "greater than or equal to 1"),
+        ({"query": ["tea"], "top_k": 26}, "top_k must be between 1 and 25"),
+        ({"query": ["tea"], "user_id": "bad id!"}, "user_id"),
+    ],
+)
+async def test_invalid_search_input_is_a_tool_error(
+    time_env: WorkflowEnvironment, tmp_path: Path, args: dict[str, Any], says: str
+) -> None:
+    """Refused as every tool refuses invalid input, a tool error (isError), never an answer of
+    memory: before, search_facts answered "search_facts error: …" as a successful result, which
+    a client checking isError took for what memory holds. The Python backends' handler still
+    gives that text to their model (tests/test_tools.py)."""
+    h = await Harness.create(time_env, tmp_path)
+    try:
+        server = build_server(h.memory, "eve")
+        with pytest.raises(ToolError, match=says):
+            await server.call_tool("search_facts", args)
+    finally:
+        await h.store.close()
+
+
+async def test_the_search_schema_states_its_bounds(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """The bounds the OpenAPI document's SearchRequest states, for a client to read before it
+    calls: the number of queries, each query, top_k and the ids."""
+    h = await Harness.create(time_env, tmp_path)
+    try:
+        [tool] = [
+            t for t in await build_server(h.memory, "eve").list_tools() if t.name == "search_facts"
+        ]
+    finally:
+        await h.store.close()
+    properties = tool.input_schema["properties"]
+    assert properties["query"]["minItems"] == 1
+    assert {"minLength", "maxLength", "pattern"} <= set(properties["query"]["items"])
+    assert {"type": "integer", "minimum": 1} in properties["top_k"]["anyOf"]
+    assert {"type": "string", "pattern": ID_PATTERN} in properties["user_id"]["anyOf"]
+    assert "1 to 3 short queries; top_k: 1 to 25 facts per query" in (tool.description or "")

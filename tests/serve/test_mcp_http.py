@@ -17,7 +17,9 @@ import uvicorn
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult, TextContent
+from temporalio.service import RPCError, RPCStatusCode
 
+import client.memory_client as memory_client
 from tests.harness import T0, facts
 from tests.serve.conftest import Served, form_alice
 
@@ -221,3 +223,50 @@ async def test_remember_gives_user_id_to_the_user_messages_without_one(served: S
     [carol] = await served.h.store.load_messages("mcp2", 0, 10)
     assert carol.user_id == "carol"
     assert await served.h.store.get_session("mcp3") is None
+
+
+async def _unreachable(*_: object, **__: object) -> None:
+    raise RPCError("tcp connect error", RPCStatusCode.UNAVAILABLE, b"")
+
+
+async def test_a_note_while_temporal_is_down_is_deferred_and_its_retry_forms_it(
+    served: Served, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As remember with messages (and the HTTP record route): the note is stored and its
+    formation deferred, not an opaque tool error. Before, the call failed with "Error executing
+    tool remember" though the note was stored, and its retry answered formation_started false:
+    no formation was asked for until the cold-sessions job came by."""
+    note = {"agent_id": "eve", "session_id": "n1", "note": "I am allergic to nuts", "user_id": "a"}
+    async with live(served) as base, mcp_session(base, served.eve) as mcp:
+        with monkeypatch.context() as m:
+            m.setattr(memory_client, "start_formation", _unreachable)
+            first = data(await mcp.call_tool("remember", note))
+        again = data(await mcp.call_tool("remember", note))
+    assert first == {
+        "inserted": 1,
+        "duplicates": 0,
+        "formation_started": False,
+        "formation_deferred": True,
+        "workflow_id": None,
+    }
+    assert again == {
+        "inserted": 0,
+        "duplicates": 1,
+        "formation_started": True,
+        "formation_deferred": False,
+        "workflow_id": "form:eve:n1",
+    }
+
+
+async def test_invalid_search_input_is_an_error_result(served: Served) -> None:
+    """isError true with the reason, as the other tools answer invalid input: before, search
+    answered "search_facts error: …" as a successful result."""
+    refusals: list[tuple[dict[str, Any], str]] = [
+        ({"query": []}, "at least 1 item"),
+        ({"query": ["tea"], "top_k": 26}, "top_k must be between 1 and 25"),
+        ({"query": ["tea"], "user_id": "bad id!"}, "user_id"),
+    ]
+    async with live(served) as base, mcp_session(base, served.eve) as mcp:
+        for args, says in refusals:
+            refused = await mcp.call_tool("search", {"agent_id": "eve", **args})
+            assert refused.is_error and says in text(refused), args

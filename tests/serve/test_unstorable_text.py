@@ -158,7 +158,7 @@ async def test_the_python_client_and_the_mcp_tools_refuse_it_too(served: Served)
     server = build_server(memory, "eve")
     with pytest.raises(ToolError, match="surrogate"):
         await server.call_tool("remember", {"note": BAD, "session_id": "s1"})
-    # the search tool answers the model with the error as its text, as for any bad call
-    result = await server.call_tool("search_facts", {"query": [BAD]})
-    assert "surrogate" in str(result)
+    # a tool error (isError) as for any bad call, not a result that reads as memory's answer
+    with pytest.raises(ToolError, match="surrogate"):
+        await server.call_tool("search_facts", {"query": [BAD]})
     assert await served.h.store.get_session("s1") is None  # nothing was recorded

@@ -145,6 +145,26 @@ async def test_a_stored_message_id_with_another_content_is_refused_and_nothing_w
     assert [(m.message_id, m.content) for m in stored] == [("m1", "one")]
 
 
+async def test_an_empty_batch_is_refused_and_takes_no_session(store: MemoryStore) -> None:
+    """As over HTTP (422), every door: no session created for a batch with nothing in it, and
+    no agent joined to one, so the id stays free for the agent that records into it first."""
+    with pytest.raises(InvalidInputError, match="no messages"):
+        await record(store, "e1", "a1", [])
+    assert await store.get_session("e1") is None
+    assert await store.get_session_agent_state("e1", "a1") is None
+    # The session is a2's when a2 records first (a key for a2 alone may join it).
+    joined = await store.record_messages(
+        "e1", "a2", [msg("m1")], weights=WEIGHTS, chars_per_token=CHARS_PER_TOKEN, now=at(1),
+        may_join={"a2"},
+    )  # fmt: skip
+    assert joined.inserted == 1
+
+    with pytest.raises(InvalidInputError, match="no messages"):
+        await record(store, "e1", "a1", [])
+    session = await store.get_session("e1")
+    assert session is not None and session.agent_ids == ("a2",)
+
+
 async def test_pending_counters_weigh_tokens_by_role(store: MemoryStore) -> None:
     outcome = await store.record_messages(
         "s1",
@@ -289,7 +309,8 @@ async def test_load_messages_returns_the_half_open_range(store: MemoryStore) -> 
 async def test_cold_sessions_are_ordered_and_cut_at_idle_before(store: MemoryStore) -> None:
     await record(store, "s-late", "a1", [msg("m1", seconds=30)])
     await record(store, "s-early", "a1", [msg("m1", seconds=10)])
-    await record(store, "s-mid", "a1", [])  # joins before m1: it is pending for both agents
+    # a1 said m0 before a2 joined: m1 is pending for both agents, both last at 20 s.
+    await record(store, "s-mid", "a1", [msg("m0", seconds=20)])
     await record(store, "s-mid", "a2", [msg("m1", seconds=20)])
 
     cold = await store.list_cold_sessions(

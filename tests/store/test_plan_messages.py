@@ -122,9 +122,9 @@ def test_only_duplicates_write_nothing() -> None:
 def test_a_newcomer_joins_at_the_head_with_nothing_pending() -> None:
     snap = RecordSnapshot(
         session_exists=True, last_seq=4, last_message_at=at(4), state=None,
-        stored={},
+        stored={"m4": "hello there"},
     )  # fmt: skip
-    out = plan([], snap, agent="a2")
+    out = plan([msg("m4")], snap, agent="a2")
     assert out.writes == (
         AddSessionAgent(
             SessionAgentState(
@@ -137,6 +137,13 @@ def test_a_newcomer_joins_at_the_head_with_nothing_pending() -> None:
         ),
     )
     assert out.result.state.cursor_seq == 4
+
+
+def test_an_empty_batch_is_refused_before_any_write() -> None:
+    """Not a new session, nor an agent joining one, with nothing said (HTTP refuses it too)."""
+    for snapshot in (NEW_SESSION, RecordSnapshot(True, 4, at(4), None, {}, ("a1",))):
+        with pytest.raises(InvalidInputError, match="no messages to record"):
+            plan([], snapshot, agent="a2")
 
 
 def test_only_user_messages_add_users_in_order() -> None:

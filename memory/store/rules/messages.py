@@ -1,6 +1,8 @@
 """record_messages, planned: idempotence by message id, seqs, membership and pending counters.
 
-The rules: the messages not yet stored (by message id; a repeated id within the call is a duplicate
+The rules: a call records at least one message (an empty batch is refused, nothing written: it
+would create the session, or join the agent to it, with nothing said, as no door means to). The
+messages not yet stored (by message id; a repeated id within the call is a duplicate
 of its first occurrence) get the next seqs, in order. A message id names one message: an id the
 session holds, or repeats within the call, with another content is refused, the whole call with it
 (a retry sends the same content; an edit is a new message, or it would be dropped unsaid). The
@@ -74,6 +76,10 @@ def plan_record_messages(
     """Read ``RecordRequest(session_id, agent_id, distinct message ids)``'s snapshot."""
     if chars_per_token <= 0:
         raise InvalidInputError("chars_per_token must be > 0")
+    if not messages:
+        # Every door refuses it (HTTP's min_length=1, the MCP tools): here, for the Python client
+        # and the CLI too, before a write could take the session id for an empty session.
+        raise InvalidInputError("no messages to record: give at least one")
     if may_join is not None and not set(snapshot.agent_ids) <= set(may_join):
         raise NotFoundError(f"no session {session_id!r} for {_named(may_join)}")
     writes: list[Write] = []
