@@ -9,7 +9,6 @@ xml = await memory.memory_context("eve", "s1", user_id="alice")
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Collection, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -28,50 +27,37 @@ from client.failures import (
     UNFORMED,
     erased_meanwhile,
     failed_for_provider,
-    provider_failure,
     runs_left,
 )
+from client.formation_triggers import FormationTriggers, check_id
 from client.management import MemoryManager, MemoryStats, ScopeConsolidationStatus
 from client.metrics import ClientMetrics, client_meter
-from client.results import ForgetResult, FormationTrigger, SessionEnd
-from memory import tracing
+from client.results import ForgetResult, SessionEnd
 from memory.context_cache import ContextCache
 from memory.embedding import make_embedder
 from memory.embedding.base import Embedder
 from memory.errors import InvalidInputError, NotFoundError
 from memory.input_rules import misdated
-from memory.logging import get_logger
-from memory.lookup import require_agent, require_session
 from memory.models import AgentConfig, Id, MessageIn, RecordOutcome, ScopeKey, SessionInfo
 from memory.rag import search_facts
 from memory.search_results import SearchResult
 from memory.settings import Settings, get_settings
 from memory.store import MemoryStore, open_store
-from memory.triggers import HeldTriggers, formation_due
+from memory.triggers import HeldTriggers
 from runtime.connection import connect
 from runtime.erasure import delete_user_executions
-from runtime.starts import start_formation, start_session_end
+from runtime.starts import start_session_end
 from workflows.naming import consolidation_workflow_id, formation_workflow_id
-from workflows.summary import FormationSummary
 
 _ID = TypeAdapter(Id)
 _MESSAGES = TypeAdapter(list[MessageIn])
-
-
-def _check_id(name: str, value: str) -> str:
-    try:
-        return _ID.validate_python(value)
-    except ValueError as e:
-        raise InvalidInputError(
-            f"{name} {value!r} is not a valid id (letters, digits, _ . -; ≤ 128)"
-        ) from e
 
 
 def _utc_now() -> datetime:
     return datetime.now(UTC)
 
 
-class MemoryClient:
+class MemoryClient(FormationTriggers):
     def __init__(
         self,
         temporal: Client,
@@ -124,17 +110,10 @@ class MemoryClient:
         sets them in its transaction: MemoryStore.update_agent). Returns the configuration
         written. NotFoundError for an unknown agent, InvalidInputError for a field or value
         the configuration does not admit; nothing written."""
-        updated = await self.store.update_agent(_check_id("agent_id", agent_id), changes)
+        updated = await self.store.update_agent(check_id("agent_id", agent_id), changes)
         if updated is None:
             raise NotFoundError(f"agent {agent_id!r} is not registered")
         return updated
-
-    async def _agent(self, agent_id: str) -> AgentConfig:
-        return await require_agent(self.store, _check_id("agent_id", agent_id))
-
-    async def _session(self, session_id: str, agent_id: str) -> SessionInfo:
-        """The agent's own view of the session (its participants, its end)."""
-        return await require_session(self.store, _check_id("session_id", session_id), agent_id)
 
     async def record_messages(
         self,
@@ -151,7 +130,7 @@ class MemoryClient:
         ``may_join``: the agents the caller acts for (an API key's); a session holding any other
         agent raises NotFoundError, checked in the transaction that writes (None: no check)."""
         await self._agent(agent_id)
-        _check_id("session_id", session_id)
+        check_id("session_id", session_id)
         now = self.clock()
         parsed = self.checked_messages(messages, now)
         cfg = self.settings.formation
@@ -180,103 +159,6 @@ class MemoryClient:
                 raise InvalidInputError(f"invalid message at offset {offset}: {why}")
         return parsed
 
-    # ------------------------------------------------------------ formation
-
-    async def maybe_form_memories(
-        self, agent_id: str, session_id: str, *, raise_errors: bool = False, force: bool = False
-    ) -> FormationTrigger:
-        """Start a formation when the thresholds are met (``force``: now, below them too, as an
-        explicit note asks); formation runs in Temporal. Never fails a turn for Temporal's sake:
-        when the start does not complete within ``temporal.schedule_wait_seconds`` (server down
-        or slow), the trigger is deferred (logged, counted in ``mnemos_formations_deferred``)
-        and returned as such. ``raise_errors``: raise the start's error (``TimeoutError`` past
-        the wait) instead.
-
-        Traced (when tracing is on) as the root of the formation's trace: the workflow start
-        carries its span context to the worker."""
-        with tracing.span(
-            "maybe_form_memories", **{"mnemos.agent_id": agent_id, "mnemos.session_id": session_id}
-        ) as span:
-            trigger = await self._maybe_form_memories(agent_id, session_id, raise_errors, force)
-            span.set_attribute("mnemos.formation.started", trigger.started)
-            span.set_attribute("mnemos.formation.deferred", trigger.deferred)
-            return trigger
-
-    async def _maybe_form_memories(
-        self, agent_id: str, session_id: str, raise_errors: bool, force: bool
-    ) -> FormationTrigger:
-        state = await self.store.get_session_agent_state(
-            _check_id("session_id", session_id), _check_id("agent_id", agent_id)
-        )
-        if state is None:
-            raise NotFoundError(f"session {session_id!r} has no messages for agent {agent_id!r}")
-        if not force and not formation_due(state, self.settings.formation):
-            return FormationTrigger(
-                started=False,
-                reason=f"{state.pending_messages} messages / {state.pending_weighted_tokens:.0f} weighted tokens pending",
-            )
-        if not force and self.held_triggers.holds(agent_id, session_id, state.cursor_seq):
-            # Its formation has not committed since this process asked: asking again on every
-            # turn would only cost Temporal and the workers a task each (memory.triggers).
-            return FormationTrigger(
-                started=False,
-                workflow_id=formation_workflow_id(agent_id, session_id),
-                reason="requested already: the formation underway forms these messages",
-            )
-        session = await self._session(session_id, agent_id)
-        wait = self.settings.temporal.schedule_wait_seconds
-        try:
-            async with asyncio.timeout(wait):
-                handle = await start_formation(
-                    self.temporal, self.settings, session, agent_id, force=force
-                )
-        except (TimeoutError, RPCError) as err:
-            if raise_errors:
-                raise
-            reason = "timeout" if isinstance(err, TimeoutError) else type(err).__name__
-            get_logger(agent_id=agent_id, session_id=session_id).warning(
-                "formation deferred: Temporal did not take the start", reason=reason, error=str(err)
-            )
-            self.metrics.formation_deferred(reason)
-            return FormationTrigger(
-                started=False, deferred=True, reason=f"deferred ({reason} within {wait:g} s)"
-            )
-        self.held_triggers.sent(agent_id, session_id, state.cursor_seq)
-        reason = "asked to form now" if force else "threshold reached"
-        return FormationTrigger(started=True, workflow_id=handle.id, reason=reason)
-
-    async def form_memories(
-        self, agent_id: str, session_id: str, *, force: bool = True, wait: bool = True
-    ) -> FormationSummary | None:
-        """Form now, below the thresholds too (force). With wait, returns the run's summary; a run
-        that failed for its LLM or embedding provider raises ProviderError saying so (another
-        failure raises temporalio's WorkflowFailureError)."""
-        with tracing.span(
-            "form_memories", **{"mnemos.agent_id": agent_id, "mnemos.session_id": session_id}
-        ):
-            await self._agent(agent_id)
-            await self._session(session_id, agent_id)
-            handle = await self._start_formation(agent_id, session_id, force=force)
-            if not wait:
-                return None
-            try:
-                return await handle.result()
-            except WorkflowFailureError as err:
-                if (failed := provider_failure(handle.id, err, UNFORMED)) is not None:
-                    raise failed from err
-                raise
-
-    async def _start_formation(
-        self, agent_id: str, session_id: str, *, force: bool
-    ) -> WorkflowHandle[Any, FormationSummary]:
-        return await start_formation(
-            self.temporal,
-            self.settings,
-            await self._session(session_id, agent_id),
-            agent_id,
-            force=force,
-        )
-
     # ------------------------------------------------------------ session lifecycle
 
     async def on_session_start(
@@ -296,9 +178,9 @@ class MemoryClient:
         ``user_id`` (the caller names the turn's user) its one participant, beside every person
         the session already holds (another agent's users and guests make it a group chat, whose
         user memory is off, memory/scopes.py). Nothing is written."""
-        _check_id("session_id", session_id)
+        check_id("session_id", session_id)
         if user_id is not None:
-            _check_id("user_id", user_id)
+            check_id("user_id", user_id)
         session = await self.store.get_session(session_id, agent_id)
         if session is not None:
             return session
@@ -373,7 +255,7 @@ class MemoryClient:
         agent = await self._agent(agent_id)
         session = await self._session(session_id, agent_id)
         if user_id is not None:
-            _check_id("user_id", user_id)
+            check_id("user_id", user_id)
         return await self._context(agent, session, user_id)
 
     async def search_facts(
@@ -393,7 +275,7 @@ class MemoryClient:
         page's search box)."""
         agent = await self._agent(agent_id)
         if user_id is not None:
-            _check_id("user_id", user_id)
+            check_id("user_id", user_id)
         session = await self._turn_session(agent_id, session_id, user_id) if session_id else None
         with self.metrics.timed_search():
             return await search_facts(
@@ -462,7 +344,7 @@ class MemoryClient:
         """Erase a user (of one agent, or of every agent with None) from the store, then their
         closed workflow executions from Temporal (their id and payloads are in those), with
         those of the session memory the store deleted."""
-        _check_id("user", user_id)
+        check_id("user", user_id)
         counts = await self.manager.forget_user(user_id, agent_id=agent_id)
         executions = None
         # Executions are found by their MnemosUserId search attribute and their workflow ids:

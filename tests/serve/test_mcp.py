@@ -17,7 +17,7 @@ from mcp.types import CallToolResult, TextContent
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.testing import WorkflowEnvironment
 
-import client.memory_client as memory_client
+import client.formation_triggers as formation_triggers
 from client.management import MemoryManager
 from memory.embedding import make_embedder
 from memory.models import AgentConfig, ScopeKey
@@ -179,7 +179,7 @@ async def test_remember_while_temporal_is_down_keeps_the_note_and_forms_it_on_re
         server = build_server(h.memory, "eve")
         note = {"note": "Remember that I am allergic to nuts", "session_id": "n1", "user_id": "a"}
         with monkeypatch.context() as m:
-            m.setattr(memory_client, "start_formation", down)
+            m.setattr(formation_triggers, "start_formation", down)
             # Answered within the wait (0.2 s), not after the client's retries, or never.
             async with asyncio.timeout(5):
                 first = await server.call_tool("remember", note)

@@ -19,7 +19,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult, TextContent
 from temporalio.service import RPCError, RPCStatusCode
 
-import client.memory_client as memory_client
+import client.formation_triggers as formation_triggers
 from tests.harness import T0, facts
 from tests.serve.conftest import Served, form_alice
 
@@ -239,7 +239,7 @@ async def test_a_note_while_temporal_is_down_is_deferred_and_its_retry_forms_it(
     note = {"agent_id": "eve", "session_id": "n1", "note": "I am allergic to nuts", "user_id": "a"}
     async with live(served) as base, mcp_session(base, served.eve) as mcp:
         with monkeypatch.context() as m:
-            m.setattr(memory_client, "start_formation", _unreachable)
+            m.setattr(formation_triggers, "start_formation", _unreachable)
             first = data(await mcp.call_tool("remember", note))
         again = data(await mcp.call_tool("remember", note))
     assert first == {

@@ -8,6 +8,7 @@ import httpx
 import pytest
 from temporalio.service import RPCError, RPCStatusCode
 
+import client.formation_triggers as formation_triggers
 import client.memory_client as memory_client
 from serve.limits import MAX_BODY_BYTES
 from tests.fakes import permanent
@@ -98,7 +99,7 @@ async def test_temporal_unreachable_is_a_503(
     served: Served, monkeypatch: pytest.MonkeyPatch, route: str
 ) -> None:
     await served.h.record("s1", conversation(2))
-    monkeypatch.setattr(memory_client, "start_formation", _unreachable)
+    monkeypatch.setattr(formation_triggers, "start_formation", _unreachable)
     monkeypatch.setattr(memory_client, "start_session_end", _unreachable)
     async with _unraised(served) as c:
         r = await c.post(f"/v1/agents/eve/sessions/s1/{route}")
