@@ -1,4 +1,4 @@
-"""`mnemos reembed`: switch the store to the configured embedding model."""
+"""`mnemos reembed`: switch the store to the configured embedding model and dimension."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ Batch = Annotated[int, typer.Option("--batch", min=1, max=4096, help="Facts per 
 def reembed(batch: Batch = 64, as_json: JsonOption = False) -> None:
     """Re-embed every fact with the configured embedding model, then switch the store to it.
 
+    The same model at another dimension is another embedder: every fact is re-embedded too.
     Resumable: an interrupted run keeps what it embedded, and the next run does only the rest.
     The store keeps its old vectors and model until the end, where one transaction switches
     both. Restart workers and servers with the new model configured afterwards."""
@@ -46,8 +47,8 @@ def reembed(batch: Batch = 64, as_json: JsonOption = False) -> None:
     def text() -> str:
         if not result.switched:
             what = "no fact" if result.total == 0 else f"all {result.total} facts"
-            return f"nothing to re-embed: {what} already in {result.model}"
-        before = "nothing" if result.previous is None else f"{result.previous[0]}"
+            return f"nothing to re-embed: {what} already in {result.model}/{result.dimension}"
+        before = "nothing" if result.previous is None else "/".join(map(str, result.previous))
         return (
             f"switched {result.total} facts from {before} to {result.model}/{result.dimension} "
             f"({result.embedded} embedded by this run, {result.total - result.embedded} earlier)"

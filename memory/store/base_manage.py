@@ -42,37 +42,74 @@ def current_side_vectors(
     return [(item, v) for item, v in vectors if stored.get(item.fact_id) == item.hash]
 
 
+# A re-embed's target is an embedder: its model AT its dimension. The same model at another
+# dimension (MNEMOS_EMBEDDING__GEMINI_DIMENSION 768 -> 1536) makes other vectors, so every fact
+# is re-embedded, and side vectors made at one dimension never count for another.
+
+
+def side_tag(model: str, dimension: int) -> str:
+    """The tag of the side vectors (fact_reembed.model) of ``model`` at ``dimension``."""
+    return f"{model}@{int(dimension)}"
+
+
+@dataclass(frozen=True)
+class ReembedTarget:
+    """What a re-embed into an embedder asks of a backend: the facts pending are those with no
+    side vector tagged ``tag`` for their content, but those of ``kept_model``."""
+
+    tag: str
+    kept_model: str  # its facts already hold the embedder's vectors; "" (no model's) for none
+
+
+def reembed_target(model: str, dimension: int, meta: tuple[str, int] | None) -> ReembedTarget:
+    """The target of a re-embed into (model, dimension) of a store whose vectors are ``meta``'s
+    (every stored vector has its dimension): a fact of ``model`` keeps its vector only when that
+    dimension is ``dimension`` too."""
+    same_dimension = meta is not None and meta[1] == dimension
+    return ReembedTarget(side_tag(model, dimension), model if same_dimension else "")
+
+
 class ManageContract(abc.ABC):
     # ------------------------------------------------------------ re-embedding (mnemos reembed)
     # A re-embed writes each fact's new vector to a side record (keyed by fact, tagged with the
-    # model and the content hash it was made from); the facts keep serving their old vectors until
-    # switch_embedding swaps every vector and the embedding meta in one transaction.
-
-    async def reembed_pending(self, model: str, *, limit: int) -> list[ReembedItem]:
-        """Facts (valid or not) with no side vector of ``model`` for their current content."""
-        return await self._reembed_pending(model, limit) if limit > 0 else []
+    # embedder, side_tag(model, dimension), and the content hash it was made from); the facts
+    # keep serving their old vectors until switch_embedding swaps every vector and the embedding
+    # meta in one transaction. An embedder is its model and its dimension (reembed_target).
 
     @abc.abstractmethod
-    async def _reembed_pending(self, model: str, limit: int) -> list[ReembedItem]:
-        """At most ``limit`` (> 0) of reembed_pending's facts, in any order: a re-embed stores
+    async def embedding_meta(self, *, fresh: bool = False) -> tuple[str, int] | None:
+        """MemoryStore.embedding_meta."""
+
+    async def reembed_pending(self, model: str, dimension: int, *, limit: int) -> list[ReembedItem]:
+        """Facts (valid or not) with no side vector of (model, dimension) for their current
+        content, but those whose vector already is that embedder's."""
+        if limit <= 0:
+            return []
+        meta = await self.embedding_meta(fresh=True)
+        return await self._reembed_pending(reembed_target(model, dimension, meta), limit)
+
+    @abc.abstractmethod
+    async def _reembed_pending(self, target: ReembedTarget, limit: int) -> list[ReembedItem]:
+        """At most ``limit`` (> 0) of ``target``'s pending facts, in any order: a re-embed stores
         their side vectors, and asks again until none is left."""
 
     @abc.abstractmethod
-    async def count_reembed_pending(self, model: str) -> tuple[int, int]:
-        """(pending facts, all facts) for a re-embed into ``model``."""
+    async def count_reembed_pending(self, model: str, dimension: int) -> tuple[int, int]:
+        """(pending facts, all facts) for a re-embed into (model, dimension), as the switch
+        counts them."""
 
     @abc.abstractmethod
     async def put_reembedded(
-        self, model: str, vectors: Sequence[tuple[ReembedItem, Vector]]
+        self, model: str, dimension: int, vectors: Sequence[tuple[ReembedItem, Vector]]
     ) -> None:
-        """Store side vectors of ``model`` (upsert), each for the content hash of its item, in
-        one transaction with the facts' check: only those current_side_vectors keeps."""
+        """Store side vectors of (model, dimension) (upsert), each for the content hash of its
+        item, in one transaction with the facts' check: only those current_side_vectors keeps."""
 
     @abc.abstractmethod
     async def switch_embedding(self, model: str, dimension: int) -> int:
-        """In one transaction: every fact takes its side vector and ``model``, the embedding meta
-        becomes (model, dimension), the side records go. Returns the facts switched. Raises
-        ConflictError (nothing changed) while a fact has no side vector for its content."""
+        """In one transaction: every pending fact takes its side vector of (model, dimension) and
+        ``model``, the embedding meta becomes (model, dimension), the side records go. Returns
+        the facts switched. Raises ConflictError (nothing changed) while a fact is pending."""
 
     # ------------------------------------------------------------ management (operators, backend UIs)
 

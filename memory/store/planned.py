@@ -186,13 +186,15 @@ class PlannedStore(PlannedLifecycle):
 
     # ------------------------------------------------------------ re-embedding
 
-    async def count_reembed_pending(self, model: str) -> tuple[int, int]:
+    async def count_reembed_pending(self, model: str, dimension: int) -> tuple[int, int]:
         # What the switch would find, read in the same kind of transaction, writing nothing.
-        return await self._transact(SwitchRequest(model), lambda pending: Plan((), pending))
+        request = SwitchRequest(model, dimension)
+        return await self._transact(request, lambda pending: Plan((), pending))
 
     async def switch_embedding(self, model: str, dimension: int) -> int:
         switched = await self._transact(
-            SwitchRequest(model), lambda pending: plan_switch(model, dimension, pending)
+            SwitchRequest(model, dimension),
+            lambda pending: plan_switch(model, dimension, pending),
         )
         self._meta = None
         return switched

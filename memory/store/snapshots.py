@@ -14,6 +14,7 @@ from typing import Any, cast
 
 from memory.api_keys import ApiKey
 from memory.models import Fact, FormationCommitResult, Reflection, SessionAgentState
+from memory.store.base_manage import ReembedTarget, reembed_target
 from memory.store.rules import (
     ApiKeyRequest,
     ConsolidationRequest,
@@ -87,8 +88,8 @@ class SnapshotReads(LifecycleReads):
         """rules.purge.PurgeRequest's pairs."""
 
     @abc.abstractmethod
-    async def reembed_pending(self, model: str) -> tuple[int, int]:
-        """(facts without a side vector of ``model`` for their content, all facts)."""
+    async def reembed_pending(self, target: ReembedTarget) -> tuple[int, int]:
+        """(``target``'s pending facts, all facts)."""
 
 
 async def _formation(reads: SnapshotReads, req: FormationRequest) -> FormationSnapshot:
@@ -169,8 +170,9 @@ async def read_snapshot[S](reads: SnapshotReads, request: Request[S]) -> S:
             snapshot = await _consolidation(reads, request)
         case ApiKeyRequest(key_id=key_id):
             snapshot = await reads.api_key(key_id)
-        case SwitchRequest(model=model):
-            snapshot = await reads.reembed_pending(model)
+        case SwitchRequest(model=model, dimension=dimension):
+            meta = await reads.embedding_meta()
+            snapshot = await reads.reembed_pending(reembed_target(model, dimension, meta))
         case PurgeRequest(ended_before=ended_before, limit=limit):
             snapshot = await reads.ended_unpurged(ended_before, limit)
         case _:

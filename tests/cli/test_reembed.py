@@ -33,10 +33,10 @@ async def _old_store(path: Path) -> None:
         add("f2", "Alice plays chess on Fridays", unit(0, 1)),
         add("f3", "Alice is allergic to cats", unit(0, 0, 1)),
     )
-    first = (await store.reembed_pending(MODEL, limit=1))[0]
+    first = (await store.reembed_pending(MODEL, DIMENSION, limit=1))[0]
     embedder = LocalMiniLMEmbedder()
     vector = (await embedder.embed([first.content])).vectors[0]
-    await store.put_reembedded(MODEL, [(first, vector)])
+    await store.put_reembedded(MODEL, DIMENSION, [(first, vector)])
     await embedder.close()
     await store.close()
 
@@ -68,7 +68,7 @@ def test_reembed_switches_the_store_to_the_configured_model(tmp_path: Path) -> N
 
     assert result.exit_code == 0, result.stdout + result.stderr
     assert result.stdout.strip() == (
-        f"switched 3 facts from {OLD} to {MODEL}/{DIMENSION} (2 embedded by this run, 1 earlier)"
+        f"switched 3 facts from {OLD}/4 to {MODEL}/{DIMENSION} (2 embedded by this run, 1 earlier)"
     )
     meta, found = asyncio.run(_search(db, "Who is allergic to cats?"))
     assert meta == (MODEL, DIMENSION)

@@ -22,23 +22,23 @@ async def test_a_batch_written_after_a_forget_puts_back_no_vector_of_the_user(
     store: MemoryStore,
 ) -> None:
     await _two_facts(store)
-    items = await store.reembed_pending(NEW, limit=10)  # the re-embed reads its batch
+    items = await store.reembed_pending(NEW, 4, limit=10)  # the re-embed reads its batch
     await store.forget_user("u1", agent_id=None, at=at(500))  # the user is forgotten
-    await store.put_reembedded(NEW, [(item, vec(0, 1)) for item in items])  # batch written
+    await store.put_reembedded(NEW, 4, [(item, vec(0, 1)) for item in items])  # batch written
 
     assert await _side_vectors(store) == {"f2"}
-    assert await store.count_reembed_pending(NEW) == (0, 1)
+    assert await store.count_reembed_pending(NEW, 4) == (0, 1)
 
 
 async def test_a_batch_written_after_an_edit_keeps_no_vector_of_the_old_text(
     store: MemoryStore,
 ) -> None:
     await _two_facts(store)
-    items = await store.reembed_pending(NEW, limit=10)
+    items = await store.reembed_pending(NEW, 4, limit=10)
     await store.edit_fact(
         "f1", content="Has asthma", embedding=vec(1, 0), embedding_model=MODEL, at=at(500)
     )
-    await store.put_reembedded(NEW, [(item, vec(0, 1)) for item in items])
+    await store.put_reembedded(NEW, 4, [(item, vec(0, 1)) for item in items])
 
     assert await _side_vectors(store) == {"f2"}
-    assert [i.fact_id for i in await store.reembed_pending(NEW, limit=10)] == ["f1"]
+    assert [i.fact_id for i in await store.reembed_pending(NEW, 4, limit=10)] == ["f1"]

@@ -48,7 +48,7 @@ async def test_a_page_of_no_rows_is_empty_on_every_listing(store: MemoryStore, l
     assert await store.list_degraded(limit=10)
     assert await store.list_agent_users("a1", limit=10)
     assert await store.list_agent_sessions("a1", limit=10)
-    assert await store.reembed_pending("other-model", limit=10)
+    assert await store.reembed_pending("other-model", 4, limit=10)
     assert await _cold(store, 10)
     assert await store.text_search("rides", user_filter(), limit=10)
     assert await store.vector_search(query, user_filter(), limit=10)
@@ -62,7 +62,7 @@ async def test_a_page_of_no_rows_is_empty_on_every_listing(store: MemoryStore, l
     assert await store.list_agent_users("a1", limit=limit) == []
     assert await store.list_agent_sessions("a1", limit=limit) == []
     assert await store.list_agent_sessions("a1", user_id="u1", limit=limit) == []
-    assert await store.reembed_pending("other-model", limit=limit) == []
+    assert await store.reembed_pending("other-model", 4, limit=limit) == []
     assert await _cold(store, limit) == []
     assert await store.text_search("rides", user_filter(), limit=limit) == []
     assert await store.vector_search(query, user_filter(), limit=limit) == []

@@ -282,8 +282,8 @@ async def test_forget_deletes_the_side_vectors_of_the_erased_facts(
     former = await Former(store).start(2)
     await former.form(add("f1", "Has epilepsy", unit(1, 0)))
     await former.form(add("f2", "Answers in French", unit(0, 1), scope="agent"))
-    items = await store.reembed_pending(NEW, limit=10)
-    await store.put_reembedded(NEW, [(item, vec(0, 1)) for item in items])
+    items = await store.reembed_pending(NEW, 4, limit=10)
+    await store.put_reembedded(NEW, 4, [(item, vec(0, 1)) for item in items])
     assert await _side_vectors(store) == {"f1", "f2"}
 
     await store.forget_user("u1", agent_id=agent_id, at=at(500))

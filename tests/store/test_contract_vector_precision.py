@@ -31,8 +31,8 @@ async def test_a_committed_vector_is_stored_as_float32(store: MemoryStore) -> No
 async def test_a_switched_side_vector_is_stored_as_float32(store: MemoryStore) -> None:
     await Former(store).start(1)
     await Former(store).form(add("f1", "Likes green tea", unit(1, 0)))
-    items = await store.reembed_pending(NEW, limit=10)
-    await store.put_reembedded(NEW, [(item, vec(1, 1, 1)) for item in items])
+    items = await store.reembed_pending(NEW, 4, limit=10)
+    await store.put_reembedded(NEW, 4, [(item, vec(1, 1, 1)) for item in items])
     await store.switch_embedding(NEW, 4)
 
     assert await _stored_vectors(store) == {"f1": _float32(unit(1, 1, 1))}

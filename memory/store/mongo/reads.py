@@ -18,6 +18,7 @@ from memory.models import (
     Reflection,
     SessionAgentState,
 )
+from memory.store.base_manage import ReembedTarget
 from memory.store.mongo.docs import (
     NO_VECTOR,
     Doc,
@@ -150,8 +151,8 @@ class MongoReads(SnapshotReads):
         by_end = [("ended_at", 1), ("session_id", 1), ("agent_id", 1)]
         return [(d["session_id"], d["agent_id"]) async for d in cursor.sort(by_end).limit(limit)]
 
-    async def reembed_pending(self, model: str) -> tuple[int, int]:
-        return await count_pending_reembeds(self.db, model, self.s)
+    async def reembed_pending(self, target: ReembedTarget) -> tuple[int, int]:
+        return await count_pending_reembeds(self.db, target, self.s)
 
     # ------------------------------------------------------------ the lifecycle snapshots' own
 

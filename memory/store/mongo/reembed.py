@@ -12,7 +12,7 @@ from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.asynchronous.database import AsyncDatabase
 
 from memory.store.base import ReembedItem, Vector
-from memory.store.base_manage import current_side_vectors
+from memory.store.base_manage import ReembedTarget, current_side_vectors, side_tag
 from memory.store.mongo.docs import EMBEDDING_META_ID, Doc, vector_doc
 from memory.store.mongo.txn import run_transaction
 from memory.store.rules.writes import user_key
@@ -28,21 +28,23 @@ async def read_embedding_meta(db: AsyncDatabase[Doc], session: Session) -> tuple
     return None if doc is None else (doc["model"], int(doc["dimension"]))
 
 
-def _pending(model: str) -> list[Doc]:
-    """The facts pending a re-embed into ``model``: their vector is another model's, and they
-    have no side vector of ``model`` made from their current content (its hash)."""
+def _pending(target: ReembedTarget) -> list[Doc]:
+    """``target``'s pending facts: their vector is not the embedder's already, and they have no
+    side vector of it made from their current content (its hash)."""
     side = {"$expr": {"$and": [{"$eq": ["$_id", "$$id"]}, {"$eq": ["$hash", "$$hash"]}]}}
     lookup = {"from": "fact_reembed", "let": {"id": "$_id", "hash": "$hash"}, "as": "side"}
     return [
-        {"$match": {"embedding_model": {"$ne": model}}},
-        {"$lookup": {**lookup, "pipeline": [{"$match": {**side, "model": model}}, _ID_ONLY]}},
+        {"$match": {"embedding_model": {"$ne": target.kept_model}}},
+        {"$lookup": {**lookup, "pipeline": [{"$match": {**side, "model": target.tag}}, _ID_ONLY]}},
         {"$match": {"side": {"$size": 0}}},
     ]
 
 
-async def count_pending_reembeds(db: AsyncDatabase[Doc], model: str, s: Session) -> tuple[int, int]:
+async def count_pending_reembeds(
+    db: AsyncDatabase[Doc], target: ReembedTarget, s: Session
+) -> tuple[int, int]:
     """(pending facts, all facts)."""
-    counted = [*_pending(model), {"$count": "n"}]
+    counted = [*_pending(target), {"$count": "n"}]
     rows = await (await db.facts.aggregate(counted, session=s)).to_list()
     return (int(rows[0]["n"]) if rows else 0), await db.facts.count_documents({}, session=s)
 
@@ -50,15 +52,17 @@ async def count_pending_reembeds(db: AsyncDatabase[Doc], model: str, s: Session)
 class MongoReembed:
     _db: AsyncDatabase[Doc]
 
-    async def _reembed_pending(self, model: str, limit: int) -> list[ReembedItem]:
+    async def _reembed_pending(self, target: ReembedTarget, limit: int) -> list[ReembedItem]:
         fields = {"content": 1, "hash": 1}
         page: list[Doc] = [{"$sort": {"_id": 1}}, {"$limit": limit}, {"$project": fields}]
-        cursor = await self._db.facts.aggregate([*_pending(model), *page])
+        cursor = await self._db.facts.aggregate([*_pending(target), *page])
         return [ReembedItem(doc["_id"], doc["content"], doc["hash"]) async for doc in cursor]
 
     async def put_reembedded(
-        self, model: str, vectors: Sequence[tuple[ReembedItem, Vector]]
+        self, model: str, dimension: int, vectors: Sequence[tuple[ReembedItem, Vector]]
     ) -> None:
+        tag = side_tag(model, dimension)
+
         async def put(s: AsyncClientSession) -> None:
             ids = {"_id": {"$in": [item.fact_id for item, _ in vectors]}}
             facts = await self._db.facts.find(ids, _HASH_AND_USER, session=s).to_list()
@@ -80,7 +84,7 @@ class MongoReembed:
                     [
                         ReplaceOne(
                             {"_id": item.fact_id},
-                            {"model": model, "hash": item.hash, "embedding": vector_doc(v)},
+                            {"model": tag, "hash": item.hash, "embedding": vector_doc(v)},
                             upsert=True,
                         )
                         for item, v in kept
@@ -96,7 +100,7 @@ async def swap_side_vectors(
     db: AsyncDatabase[Doc], model: str, dimension: int, s: AsyncClientSession
 ) -> None:
     """rules.writes.SwapSideVectors."""
-    async for doc in db.fact_reembed.find({"model": model}, session=s):
+    async for doc in db.fact_reembed.find({"model": side_tag(model, dimension)}, session=s):
         await db.facts.update_one(
             {"_id": doc["_id"]},
             {"$set": {"embedding": vector_doc(doc["embedding"]), "embedding_model": model}},

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from memory.store.base_manage import side_tag
 from memory.store.postgres.db import PostgresDb
 from memory.store.postgres.pool import Conn
 from memory.store.postgres.schema import ensure_hnsw_index, hnsw_index_name
@@ -19,9 +20,9 @@ async def swap_side_vectors(conn: Conn, model: str, dimension: int) -> None:
     await conn.execute(
         "UPDATE facts SET embedding = r.embedding, embedding_model = %(model)s, "
         "body = jsonb_set(body, '{embedding_model}', to_jsonb(%(model)s::text)) "
-        "FROM fact_reembed AS r WHERE r.fact_id = facts.fact_id AND r.model = %(model)s "
+        "FROM fact_reembed AS r WHERE r.fact_id = facts.fact_id AND r.model = %(tag)s "
         "AND r.hash = facts.hash",
-        {"model": model},
+        {"model": model, "tag": side_tag(model, dimension)},
     )
     await put_embedding_meta(PostgresDb(conn), model, dimension)
     await conn.execute("DELETE FROM fact_reembed")

@@ -12,9 +12,11 @@ from memory.store.rules.writes import Plan, Request, SwapSideVectors
 
 @dataclass(frozen=True)
 class SwitchRequest(Request[tuple[int, int]]):
-    """(facts without a side vector of ``model`` for their content, all facts)."""
+    """(facts pending a re-embed into (model, dimension), all facts): see
+    base_manage.reembed_target."""
 
     model: str
+    dimension: int
 
 
 def plan_switch(model: str, dimension: int, pending: tuple[int, int]) -> Plan[int]:
@@ -22,6 +24,7 @@ def plan_switch(model: str, dimension: int, pending: tuple[int, int]) -> Plan[in
     left, total = pending
     if left:
         raise ConflictError(
-            f"{left} of {total} facts have no {model} vector yet: re-embed them first"
+            f"{left} of {total} facts have no {model} vector of {dimension} dimensions yet: "
+            "re-embed them first"
         )
     return Plan((SwapSideVectors(model, dimension),), total)

@@ -8,19 +8,24 @@ from datetime import datetime
 
 from memory.api_keys import ApiKey
 from memory.models import Fact, FormationCommitResult, Reflection, SessionAgentState
+from memory.store.base_manage import ReembedTarget
 from memory.store.rules.recheck import reflection_text_key
 from memory.store.snapshots import SnapshotReads
 from memory.store.sql.db import Db
 from memory.store.sql.lifecycle_reads import SqlLifecycleReads
 from memory.store.sql.sessions import STATE_SQL
 
-# A fact is pending re-embedding when its vector is of another model and it has no side vector
-# of the model for its current content hash.
+# A fact is pending re-embedding (base_manage.ReembedTarget) when it has no side vector of the
+# embedder for its current content hash and its vector is not already the embedder's.
 PENDING_REEMBED = """
 FROM facts AS f LEFT JOIN fact_reembed AS r
-    ON r.fact_id = f.fact_id AND r.model = %(model)s AND r.hash = f.hash
-WHERE r.fact_id IS NULL AND f.embedding_model != %(model)s
+    ON r.fact_id = f.fact_id AND r.model = %(tag)s AND r.hash = f.hash
+WHERE r.fact_id IS NULL AND f.embedding_model != %(kept)s
 """
+
+
+def pending_params(target: ReembedTarget) -> dict[str, object]:
+    return {"tag": target.tag, "kept": target.kept_model}
 
 
 async def facts_by_id(db: Db, ids: Sequence[str]) -> list[Fact]:
@@ -39,8 +44,8 @@ async def embedding_meta(db: Db) -> tuple[str, int] | None:
     return str(meta["embedding_model"]), int(meta["embedding_dimension"])
 
 
-async def count_pending_reembeds(db: Db, model: str) -> tuple[int, int]:
-    left = await db.fetch_one(f"SELECT count(*) AS n {PENDING_REEMBED}", {"model": model})
+async def count_pending_reembeds(db: Db, target: ReembedTarget) -> tuple[int, int]:
+    left = await db.fetch_one(f"SELECT count(*) AS n {PENDING_REEMBED}", pending_params(target))
     total = await db.fetch_one("SELECT count(*) AS n FROM facts")
     assert left is not None and total is not None
     return int(left["n"]), int(total["n"])
@@ -160,5 +165,5 @@ class SqlReads(SqlLifecycleReads, SnapshotReads):
         )
         return [(str(row["session_id"]), str(row["agent_id"])) for row in rows]
 
-    async def reembed_pending(self, model: str) -> tuple[int, int]:
-        return await count_pending_reembeds(self.db, model)
+    async def reembed_pending(self, target: ReembedTarget) -> tuple[int, int]:
+        return await count_pending_reembeds(self.db, target)

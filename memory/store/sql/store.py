@@ -30,7 +30,7 @@ from memory.models import (
     StoredMessage,
 )
 from memory.store.base import Cold, ReembedItem, Vector
-from memory.store.base_manage import Which, current_side_vectors
+from memory.store.base_manage import ReembedTarget, Which, current_side_vectors, side_tag
 from memory.store.counts import ExportData
 from memory.store.planned import PlannedStore
 from memory.store.rules import Plan, Request, Write
@@ -39,7 +39,7 @@ from memory.store.sql import degraded, facts
 from memory.store.sql import sessions as ss
 from memory.store.sql.db import Db
 from memory.store.sql.lifecycle_reads import export_data, user_agents
-from memory.store.sql.reads import PENDING_REEMBED, SqlReads
+from memory.store.sql.reads import PENDING_REEMBED, SqlReads, pending_params
 
 type Body[D: Db, T] = Callable[[D], Coroutine[Any, Any, T]]
 
@@ -177,20 +177,22 @@ class SqlStore[D: Db](PlannedStore):
 
     # ------------------------------------------------------------ re-embedding
 
-    async def _reembed_pending(self, model: str, limit: int) -> list[ReembedItem]:
+    async def _reembed_pending(self, target: ReembedTarget, limit: int) -> list[ReembedItem]:
         async def pending(db: Db) -> list[ReembedItem]:
             rows = await db.fetch(
                 f"SELECT f.fact_id, {db.content} AS content, f.hash {PENDING_REEMBED} "
                 f"ORDER BY f.{db.ord} LIMIT %(limit)s",
-                {"model": model, "limit": limit},
+                {**pending_params(target), "limit": limit},
             )
             return [ReembedItem(row["fact_id"], row["content"], row["hash"]) for row in rows]
 
         return await self._db_one(pending)
 
     async def put_reembedded(
-        self, model: str, vectors: Sequence[tuple[ReembedItem, Vector]]
+        self, model: str, dimension: int, vectors: Sequence[tuple[ReembedItem, Vector]]
     ) -> None:
+        tag = side_tag(model, dimension)
+
         async def put(db: D) -> None:
             # The facts' hashes read in the writing transaction: a forget or an edit commits
             # before it (SQLite: one writer) or conflicts with it (PostgreSQL: SERIALIZABLE).
@@ -201,7 +203,7 @@ class SqlStore[D: Db](PlannedStore):
                 "INSERT INTO fact_reembed (fact_id, model, hash, embedding) "
                 "VALUES (%s, %s, %s, %s) ON CONFLICT (fact_id) DO UPDATE SET "
                 "model = excluded.model, hash = excluded.hash, embedding = excluded.embedding",
-                [(item.fact_id, model, item.hash, db.vector(v)) for item, v in kept],
+                [(item.fact_id, tag, item.hash, db.vector(v)) for item, v in kept],
             )
 
         if vectors:
