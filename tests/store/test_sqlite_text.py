@@ -182,3 +182,30 @@ UNDERSCORED = {
 
 def test_words_holding_an_underscore_are_one_word_to_the_shared_bm25() -> None:
     assert {w: stemmed_tokens(w) for w in UNDERSCORED} == UNDERSCORED
+
+
+async def test_a_fact_a_previous_version_updated_is_found_by_its_new_words_after_a_start(
+    tmp_path: Path,
+) -> None:
+    """During a rolling upgrade a process of schema 10 updates a fact's content and leaves its
+    search_text (a column it does not know): the next start of this version folds it again, and
+    the fact is found by its new words, not its old ones (review H136)."""
+    path = tmp_path / "mnemos.db"
+    store = SQLiteStore(path)
+    await store.setup()
+    try:
+        await (await Former(store).start()).form(add("f1", "Lives on Hauptstraße", unit(1, 0)))
+    finally:
+        await store.close()
+    with closing(sqlite3.connect(path)) as conn, conn:  # the previous version's update
+        conn.execute("UPDATE facts SET content = 'Moved to Paris' WHERE fact_id = 'f1'")
+    store = SQLiteStore(path)
+    await store.setup()
+    try:
+        found = [h.fact.fact_id for h in await store.text_search("paris", user_filter(), limit=5)]
+        gone = await store.text_search("hauptstrasse", user_filter(), limit=5)
+    finally:
+        await store.close()
+    assert (found, gone) == (["f1"], [])
+    with closing(sqlite3.connect(path)) as conn:
+        conn.execute("INSERT INTO facts_fts (facts_fts, rank) VALUES ('integrity-check', 1)")

@@ -365,21 +365,32 @@ def search_text_of(content: str) -> str | None:
     return None if content.isascii() else fold(content)
 
 
-def migrate_fts(conn: sqlite3.Connection) -> None:
-    """Make the text index FTS_DDL's, inside setup's transaction: a file of schema 10 or before
-    (or a new one) gains each fact's search_text and an index built anew from them. Idempotent:
-    a file whose index is already FTS_DDL's is left as it is."""
-    row = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'facts_fts'").fetchone()
-    if row is not None and "facts_search" in row[0]:
-        return
-    conn.executescript(_DROP_FTS)  # first: no trigger re-indexes a row the fill below updates
-    last = -1  # in rowid ranges, none of them read by a statement still open while it changes
+def _refold(conn: sqlite3.Connection, where: str) -> None:
+    """Set search_text to the fold of content where it is not, among the rows ``where``, in rowid
+    ranges (none of them read by a statement still open while it changes)."""
+    last = -1
     while batch := conn.execute(
-        "SELECT rowid, content, search_text FROM facts WHERE rowid > ? ORDER BY rowid LIMIT 4096",
+        f"SELECT rowid, content, search_text FROM facts WHERE rowid > ? AND {where} "
+        "ORDER BY rowid LIMIT 4096",
         (last,),
     ).fetchall():
         changed = [(text, r) for r, c, old in batch if (text := search_text_of(c)) != old]
         conn.executemany("UPDATE facts SET search_text = ? WHERE rowid = ?", changed)
         last = batch[-1][0]
+
+
+def migrate_fts(conn: sqlite3.Connection) -> None:
+    """Make the text index FTS_DDL's, inside setup's transaction: a file of schema 10 or before
+    (or a new one) gains each fact's search_text and an index built anew from them. Idempotent.
+    A file whose index is already FTS_DDL's has the search_text of its non-ASCII facts checked:
+    a process of the previous version, during a rolling upgrade, updates a fact's content and
+    leaves its search_text as it was (the index would then hold the old words); the update of a
+    stale one re-indexes its row (the triggers)."""
+    row = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'facts_fts'").fetchone()
+    if row is not None and "facts_search" in row[0]:
+        _refold(conn, "(search_text IS NOT NULL OR content GLOB '*[^ -~]*')")
+        return
+    conn.executescript(_DROP_FTS)  # first: no trigger re-indexes a row the fill below updates
+    _refold(conn, "1")
     conn.executescript(FTS_DDL)
     conn.execute("INSERT INTO facts_fts (facts_fts) VALUES ('rebuild')")
