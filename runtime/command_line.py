@@ -76,25 +76,43 @@ def _target(settings: Settings) -> str:
         return settings.temporal.address
 
 
+# The value of a keyword DSN's password, up to the next "key=" (a value with a space in it).
+_KEYWORD_PASSWORD = re.compile(r"\bpassword\s*=\s*(.*?)(?=\s+\w+\s*=|$)")
+# A quoted token of a driver's message: where it quotes what it could not parse.
+_QUOTED = re.compile(r"\"[^\"]*\"|'[^']*'")
+
+
 def _credentials(settings: Settings) -> list[str]:
     """The passwords of the store's DSN and URI, and their pieces around an "@" or a space: a
     driver quotes the token it could not parse ('invalid percent-encoded token: "S3cr%t-pw"',
     'failed to resolve host "ssWORD9@db"'), which the URI pattern redact_text knows misses."""
     found: set[str] = set()
     for secret in (settings.store.postgres_dsn, settings.store.mongodb_uri):
+        dsn = secret.get_secret_value() if secret else ""
         try:
-            password = urlsplit(secret.get_secret_value()).password if secret else None
-        except ValueError:  # a URI that does not even split: no password to find in it
-            continue
-        if password:
-            found |= {password, *(p for p in re.split(r"[@\s]+", password) if len(p) >= 3)}
+            password = urlsplit(dsn).password if "://" in dsn else None
+        except ValueError:  # a URI that does not even split
+            password = None
+        keyword = _KEYWORD_PASSWORD.search(dsn) if "://" not in dsn else None
+        for value in (password, keyword.group(1).strip("'") if keyword else None):
+            if value:
+                found |= {value, *(p for p in re.split(r"[@\s]+", value) if len(p) >= 3)}
     return sorted(found, key=len, reverse=True)
 
 
 def _without_credentials(message: str, settings: Settings) -> str:
-    for password in _credentials(settings):
-        message = message.replace(password, "[redacted]")
-    return message
+    """``message`` with the store's passwords redacted where a driver quotes them: only inside
+    quotes, so a password that is a common word ("postgres", "mnemos") neither garbles the rest
+    of the line nor gives itself away by what it took out of it."""
+    passwords = _credentials(settings)
+
+    def redacted(quoted: re.Match[str]) -> str:
+        text = quoted.group(0)
+        for password in passwords:
+            text = text.replace(password, "[redacted]")
+        return text
+
+    return _QUOTED.sub(redacted, message) if passwords else message
 
 
 def run[T](coro: Coroutine[Any, Any, T], settings: Settings) -> T:
