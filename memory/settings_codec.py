@@ -44,6 +44,11 @@ class CodecSettings(BaseModel):
         ("http://127.0.0.1:8233", "http://localhost:8233"),
         description="Browser origins (the Temporal UI, JSON list) allowed to call the codec server",
     )
+    server_hosts: tuple[str, ...] = Field(
+        (),
+        description="Host names the codec server answers without a token, besides its bind host "
+        "and loopback (the name a remote Temporal UI calls it by, JSON list)",
+    )
     server_token: SecretStr | None = Field(
         None, description="If set, the codec server requires 'Authorization: Bearer <token>'"
     )

@@ -51,7 +51,7 @@ def codec_app(cfg: CodecSettings) -> FastAPI:
     # Without a token, only a request to the bound address or a loopback name is answered: a page
     # that DNS-rebinds its own name to 127.0.0.1 would otherwise post here as its own origin
     # (a text/plain body needs no preflight) and read the decrypted answer.
-    hosts = _LOOPBACK | {_hostname(cfg.server_bind)}
+    hosts = _LOOPBACK | {_hostname(cfg.server_bind)} | {h.lower() for h in cfg.server_hosts}
 
     async def payloads_in(request: Request) -> Payloads:
         if token is None and _hostname(request.headers.get("host", "")) not in hosts:
@@ -95,10 +95,12 @@ def codec_server(
     import uvicorn
 
     cfg = get_settings().codec
+    if bind is not None:  # the address it answers for too
+        cfg = cfg.model_copy(update={"server_bind": bind})
     try:
         app = codec_app(cfg)
     except ValueError as e:
         raise typer.BadParameter(str(e)) from e
-    host, _, port = (bind or cfg.server_bind).rpartition(":")
+    host, _, port = cfg.server_bind.rpartition(":")
     typer.echo(f"codec endpoint on http://{host}:{port} (origins: {', '.join(cfg.server_origins)})")
     uvicorn.run(app, host=host, port=int(port), log_level="warning")

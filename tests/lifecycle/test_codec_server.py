@@ -5,10 +5,14 @@ from __future__ import annotations
 import base64
 import json
 import os
+from typing import cast
 
 import httpx2
 import pytest
 import typer
+import uvicorn
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
 from google.protobuf import json_format
 from temporalio.api.common.v1 import Payloads
 from typer.testing import CliRunner
@@ -134,3 +138,39 @@ async def test_without_a_token_a_foreign_host_is_refused(host: str) -> None:
                 "/decode", content=await sealed_body(cfg, "x"), headers={"host": loopback}
             )
             assert ok.status_code == 200
+
+
+async def test_without_a_token_the_bind_host_and_the_listed_names_are_answered() -> None:
+    """`--bind 10.1.2.3:8081` answers requests addressed there, and a remote UI's name for the
+    server is listed in MNEMOS_CODEC__SERVER_HOSTS (review H136)."""
+    cfg = settings(server_bind="10.1.2.3:8081", server_hosts=("codec.internal.example",))
+    async with client(cfg) as http:
+        for host in ("10.1.2.3:8081", "codec.internal.example", "CODEC.internal.example:443"):
+            r = await http.post(
+                "/decode", content=await sealed_body(cfg, "x"), headers={"host": host}
+            )
+            assert r.status_code == 200, host
+        other = await http.post(
+            "/decode", content=await sealed_body(cfg, "x"), headers={"host": "10.9.9.9:8081"}
+        )
+        assert other.status_code == 421
+
+
+def test_the_command_answers_the_address_bind_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    served: dict[str, object] = {}
+
+    def run(app: object, **kw: object) -> None:
+        served.update(app=app, **kw)
+
+    monkeypatch.setenv("MNEMOS_CODEC__KEY", base64.b64encode(os.urandom(32)).decode())
+    monkeypatch.setattr(uvicorn, "run", run)
+    get_settings.cache_clear()
+    app = typer.Typer()
+    app.command()(codec_server)
+    result = CliRunner().invoke(app, ["--bind", "10.1.2.3:8081"])
+    get_settings.cache_clear()
+    assert result.exit_code == 0 and (served["host"], served["port"]) == ("10.1.2.3", 8081)
+    probe = TestClient(cast(FastAPI, served["app"]))
+    assert (
+        probe.post("/decode", content=b"{}", headers={"host": "10.1.2.3:8081"}).status_code == 200
+    )
