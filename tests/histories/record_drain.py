@@ -18,14 +18,11 @@ import tempfile
 import uuid
 from pathlib import Path
 
-from temporalio.testing import WorkflowEnvironment
-
-from cli.binaries import temporal_cli
 from memory.errors import InputRefusedError
 from memory.llm.base import LLMRequest
 from memory.prompts.extract_facts import ExtractedFacts
 from memory.settings import FormationSettings, TemporalSettings
-from runtime.payloads import payload_data_converter
+from tests.can_server import continuing_as_new
 from tests.harness import Harness, conversation, facts
 from workflows.naming import formation_workflow_id
 
@@ -39,16 +36,7 @@ def _refuses_message_3(request: LLMRequest) -> ExtractedFacts:
 
 
 async def record(name: str) -> None:
-    env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=str(temporal_cli()),
-        data_converter=payload_data_converter,
-        dev_server_extra_args=[
-            "--ui-disable-news-fetch",
-            "--dynamic-config-value",
-            "limit.historyCount.suggestContinueAsNew=10",
-        ],
-    )
-    try:
+    async with continuing_as_new() as env:
         with tempfile.TemporaryDirectory() as tmp:
             temporal = TemporalSettings(
                 address=env.client.service_client.config.target_host,
@@ -71,8 +59,6 @@ async def record(name: str) -> None:
                 history = await handle.fetch_history()
                 (HERE / f"{name}_{n}.json").write_text(history.to_json())
             print(f"recorded {len(runs)} runs in drain/")
-    finally:
-        await env.shutdown()
 
 
 if __name__ == "__main__":

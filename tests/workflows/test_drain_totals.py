@@ -19,14 +19,13 @@ import pytest
 from temporalio.client import WorkflowExecutionStatus
 from temporalio.testing import WorkflowEnvironment
 
-from cli.binaries import temporal_cli
 from memory.errors import InputRefusedError
 from memory.llm.base import LLMRequest
 from memory.models import ScopeKey
 from memory.pipeline.types import CommitResult, Decision, LlmCall
 from memory.prompts.extract_facts import ExtractedFacts
 from memory.settings import FormationSettings, TemporalSettings
-from runtime.payloads import payload_data_converter
+from tests.can_server import continuing_as_new
 from tests.harness import Harness, conversation, facts
 from workflows import drain
 from workflows.drain import merged
@@ -37,19 +36,8 @@ from workflows.summary import DEGRADED_LISTED, FormationSummary, calls_made
 @pytest.fixture
 async def can_env() -> AsyncIterator[WorkflowEnvironment]:
     """A dev server of its own that suggests continue-as-new after ten history events."""
-    env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=str(temporal_cli()),
-        data_converter=payload_data_converter,
-        dev_server_extra_args=[
-            "--ui-disable-news-fetch",
-            "--dynamic-config-value",
-            "limit.historyCount.suggestContinueAsNew=10",
-        ],
-    )
-    try:
+    async with continuing_as_new() as env:
         yield env
-    finally:
-        await env.shutdown()
 
 
 async def _bench(env: WorkflowEnvironment, tmp_path: Path, formation: FormationSettings) -> Harness:

@@ -17,10 +17,9 @@ import pytest
 from temporalio.client import WorkflowExecutionStatus
 from temporalio.testing import WorkflowEnvironment
 
-from cli.binaries import temporal_cli
 from memory.settings import FormationSettings, TemporalSettings
-from runtime.payloads import payload_data_converter
 from runtime.starts import request_consolidation
+from tests.can_server import continuing_as_new
 from tests.harness import Harness, conversation, gate_first_extraction, reflections
 from workflows.naming import formation_workflow_id
 
@@ -28,19 +27,8 @@ from workflows.naming import formation_workflow_id
 @pytest.fixture
 async def can_env() -> AsyncIterator[WorkflowEnvironment]:
     """A dev server of its own that suggests continue-as-new after ten history events."""
-    env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=str(temporal_cli()),
-        data_converter=payload_data_converter,
-        dev_server_extra_args=[
-            "--ui-disable-news-fetch",
-            "--dynamic-config-value",
-            "limit.historyCount.suggestContinueAsNew=10",
-        ],
-    )
-    try:
+    async with continuing_as_new() as env:
         yield env
-    finally:
-        await env.shutdown()
 
 
 async def test_a_forced_request_during_continue_as_new_forces_the_next_run(
