@@ -28,7 +28,8 @@ from memory.store.base import MemoryStore
 from memory.store.sqlite import SQLiteStore
 from tests.fakes import ScriptedLLM, WordHashEmbedder, echo_consolidation
 from worker import build_worker
-from workflows.naming import consolidation_workflow_id
+from workflows.cold_sessions import ColdSessionsInput, ColdSessionsResult
+from workflows.naming import COLD_SESSIONS_WORKFLOW, consolidation_workflow_id
 from workflows.summary import ConsolidationSummary, FormationSummary
 
 # A day before the run's hour: the conversations are recent (the memory context shows the facts
@@ -259,6 +260,17 @@ class Harness:
     async def form(self, session: str, *, force: bool = True) -> FormationSummary:
         handle = await self.start(session, force=force)
         return await handle.result()
+
+    async def cold_run(self, inp: ColdSessionsInput | None = None) -> ColdSessionsResult:
+        """One run of the cold-sessions job, as the schedule fires it, to its end."""
+        result: ColdSessionsResult = await self.client.execute_workflow(
+            COLD_SESSIONS_WORKFLOW,
+            inp or ColdSessionsInput.from_settings(self.settings),
+            id=f"cold-test-{uuid.uuid4().hex[:6]}",
+            task_queue=self.settings.temporal.task_queue,
+            result_type=ColdSessionsResult,
+        )
+        return result
 
     @staticmethod
     async def results[R](handles: Sequence[WorkflowHandle[Any, R]]) -> list[R]:

@@ -21,7 +21,7 @@ from memory.models import MessageIn
 from memory.settings import Settings, TemporalSettings
 from tests.harness import T0, Harness, conversation, facts, reflections
 from workflows.cold_sessions import ColdSessionsInput, ColdSessionsResult
-from workflows.naming import COLD_SESSIONS_WORKFLOW, session_end_workflow_id
+from workflows.naming import session_end_workflow_id
 from workflows.summary import SessionEndSummary
 
 
@@ -62,13 +62,7 @@ async def test_cold_job_finishes_an_end_that_never_ran(
     await h.store.end_session("ended", "eve", an_hour_ago + timedelta(minutes=1))
 
     async with h.worker():
-        job = await h.client.execute_workflow(
-            COLD_SESSIONS_WORKFLOW,
-            ColdSessionsInput.from_settings(h.settings),
-            id=f"cold-test-{uuid.uuid4().hex[:6]}",
-            task_queue=h.settings.temporal.task_queue,
-            result_type=ColdSessionsResult,
-        )
+        job = await h.cold_run()
         handle = h.client.get_workflow_handle(
             session_end_workflow_id("eve", "ended"), result_type=SessionEndSummary
         )
@@ -100,13 +94,7 @@ async def test_cold_job_finishes_every_page_of_ended_sessions(
     inp = inp.model_copy(update={"sessions": one_a_page, "pages_per_run": 2})
 
     async with h.worker():
-        job = await h.client.execute_workflow(
-            COLD_SESSIONS_WORKFLOW,
-            inp,
-            id=f"cold-test-{uuid.uuid4().hex[:6]}",
-            task_queue=h.settings.temporal.task_queue,
-            result_type=ColdSessionsResult,
-        )
+        job = await h.cold_run(inp)
         for s in ended:
             await asyncio.wait_for(h.client.get_workflow_handle(end_id(s)).result(), 60)
 
@@ -116,18 +104,6 @@ async def test_cold_job_finishes_every_page_of_ended_sessions(
         ended_before=datetime.now(UTC), after=None, limit=10
     )
     assert unfinished == []
-
-
-async def _job(h: Harness) -> ColdSessionsResult:
-    """One run of the cold-sessions job, as the schedule fires it, to its end."""
-    result: ColdSessionsResult = await h.client.execute_workflow(
-        COLD_SESSIONS_WORKFLOW,
-        ColdSessionsInput.from_settings(h.settings),
-        id=f"cold-test-{uuid.uuid4().hex[:6]}",
-        task_queue=h.settings.temporal.task_queue,
-        result_type=ColdSessionsResult,
-    )
-    return result
 
 
 async def test_cold_job_forms_a_message_recorded_after_the_end_though_said_before_it(
@@ -145,7 +121,7 @@ async def test_cold_job_forms_a_message_recorded_after_the_end_though_said_befor
         # ended when it was said, then the late turn: said half an hour ago, recorded now
         await h.store.end_session("s1", "eve", an_hour_ago + timedelta(minutes=1))
         await h.record("s1", chat("s1-late", 1, an_hour_ago + timedelta(minutes=30)))
-        job = await _job(h)
+        job = await h.cold_run()
         handle = h.client.get_workflow_handle(end_id("s1"), result_type=SessionEndSummary)
         again = await asyncio.wait_for(handle.result(), 60)
 

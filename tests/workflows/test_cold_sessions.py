@@ -98,18 +98,6 @@ async def formations(h: Harness, session: str) -> int:
     return state.formations
 
 
-async def _cold_run(h: Harness) -> ColdSessionsResult:
-    """One run of the job, as the schedule fires it, to its end."""
-    result: ColdSessionsResult = await h.client.execute_workflow(
-        COLD_SESSIONS_WORKFLOW,
-        ColdSessionsInput.from_settings(h.settings),
-        id=f"cold-test-{uuid.uuid4().hex[:6]}",
-        task_queue=h.settings.temporal.task_queue,
-        result_type=ColdSessionsResult,
-    )
-    return result
-
-
 async def test_worker_start_creates_the_schedule_which_fires_and_forms_a_cold_session_once(
     dev_env: WorkflowEnvironment, tmp_path: Path, cleanup: list[tuple[Client, Settings]]
 ) -> None:
@@ -291,13 +279,7 @@ async def test_session_end_consolidates_the_session_scope_and_the_job_purges_it_
         ended = await memory.on_session_end("eve", "s1")
         context = await memory.on_session_start("eve", "s1", user_id="alice")
         next_session = await memory.on_session_start("eve", "s2", user_id="alice")
-        purge = await h.client.execute_workflow(
-            COLD_SESSIONS_WORKFLOW,
-            ColdSessionsInput.from_settings(h.settings),
-            id=f"cold-test-{uuid.uuid4().hex[:6]}",
-            task_queue=h.settings.temporal.task_queue,
-            result_type=ColdSessionsResult,
-        )
+        purge = await h.cold_run()
     assert ended.formation.formations == 1
     assert (ended.consolidation.consolidations, ended.consolidation.absorbed) == (1, 1)
     session = await h.store.get_session("s1", "eve")  # ending is the agent's (#11)
@@ -327,7 +309,7 @@ async def test_an_ended_session_resumed_is_finished_once_quiet_not_while_hot(
             await h.store.end_session(session, "eve", an_hour_ago)
         await h.record("hot", chat("hot-again", 1, minutes_ago=0))
         await h.record("quiet", chat("quiet-again", 1, minutes_ago=20))
-        run = await _cold_run(h)
+        run = await h.cold_run()
         quiet_end = h.client.get_workflow_handle(
             session_end_workflow_id("eve", "quiet"), result_type=SessionEndSummary
         )
@@ -361,23 +343,23 @@ async def test_an_end_that_gave_up_is_redrafted_only_once_something_is_said_agai
         await h.store.end_session("s1", "eve", datetime.now(UTC) - timedelta(minutes=59))
         assert gave_up.consolidation.degraded and len(await h.buffered(h.key("session", "s1"))) == 1
         drafted = len(h.llm.calls("consolidate"))
-        quiet = [await _cold_run(h) for _ in range(3)]  # three scheduled firings
+        quiet = [await h.cold_run() for _ in range(3)]  # three scheduled firings
         assert [(r.ends_started, r.nothing_due) for r in quiet] == [(0, 1)] * 3
         assert len(h.llm.calls("consolidate")) == drafted  # no more paid drafts
 
         await h.record("s1", chat("s1-again", 1, minutes_ago=0))
-        resumed = await _cold_run(h)
+        resumed = await h.cold_run()
         end = h.client.get_workflow_handle(
             session_end_workflow_id("eve", "s1"), result_type=SessionEndSummary
         )
         again = await asyncio.wait_for(end.result(), 60)
-        settled = await _cold_run(h)
+        settled = await h.cold_run()
         redrafted = len(h.llm.calls("consolidate"))
         h.llm.defaults["extract_reflections"] = reflections(session=["the user packs for it"])
         await h.record("s1", chat("s1-more", 4, minutes_ago=0))
         await asyncio.wait_for((await h.start("s1")).result(), 60)  # formed, not by the end
         buffered = len(await h.buffered(h.key("session", "s1")))
-        formed_elsewhere = await _cold_run(h)
+        formed_elsewhere = await h.cold_run()
         await asyncio.wait_for(end.result(), 60)  # the end it restarted
     assert resumed.ends_started == 1 and again.formation.messages_formed == 1
     assert len(h.llm.calls("consolidate")) > drafted  # the buffer, grown, drafted once more
@@ -402,7 +384,7 @@ async def test_the_cold_job_leaves_a_running_end_alone(
         end = await h.memory.end_session("eve", "s1")
         await gate.entered.wait()  # the end's formation is in its first extraction
         await h.store.end_session("s1", "eve", datetime.now(UTC) - timedelta(minutes=59))
-        tick = await _cold_run(h)  # a scheduled run while the end runs
+        tick = await h.cold_run()  # a scheduled run while the end runs
         gate.release.set()
         ended = await asyncio.wait_for(end.result(), 60)
         rounds = await _formations_asked(end)
