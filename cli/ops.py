@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from google.protobuf.json_format import ParseError
 from pydantic import BaseModel
 from pymongo import AsyncMongoClient
 from temporalio.client import WorkflowHistory
@@ -245,16 +246,62 @@ def _save(directory: Path, history: WorkflowHistory) -> None:
     (directory / name).write_text(history.to_json())
 
 
-def _load(directory: Path) -> list[WorkflowHistory]:
+# A real history replays in well under a second; a replay still running after this is stuck (the
+# SDK core can wait for ever on a history it cannot start), so it is reported as a FAIL.
+REPLAY_TIMEOUT_SECONDS = 60.0
+
+
+def _read(path: Path) -> WorkflowHistory | ReplayOutcome:
+    """One history file, or a FAIL naming the file and why it cannot be replayed: the SDK hangs
+    on a history that does not begin with WorkflowExecutionStarted, so it never sees one."""
+    try:
+        history = WorkflowHistory.from_json(path.stem, path.read_text())
+    except (OSError, ValueError, TypeError, KeyError, ParseError) as exc:
+        return _unreplayable(path, f"not a workflow history: {exc}")
+    if not history.events:
+        return _unreplayable(path, "the history has no events")
+    first = history.events[0]
+    if not first.HasField("workflow_execution_started_event_attributes"):
+        return _unreplayable(path, "the first event is not WorkflowExecutionStarted")
+    return history
+
+
+def _unreplayable(path: Path, why: str) -> ReplayOutcome:
+    return ReplayOutcome(workflow_id=path.name, run_id="", ok=False, error=f"{path}: {why}")
+
+
+def _load(directory: Path) -> list[WorkflowHistory | ReplayOutcome]:
     paths = sorted(directory.glob("*.json"))
     if not paths:
         raise InvalidInputError(f"no *.json histories in {directory}")
-    return [WorkflowHistory.from_json(p.stem, p.read_text()) for p in paths]
+    return [_read(p) for p in paths]
 
 
-async def _each(histories: list[WorkflowHistory]) -> AsyncIterator[WorkflowHistory]:
-    for history in histories:
-        yield history
+async def _each(
+    items: list[WorkflowHistory | ReplayOutcome],
+) -> AsyncIterator[WorkflowHistory | ReplayOutcome]:
+    for item in items:
+        yield item
+
+
+async def _replay_one(replayer: Replayer, history: WorkflowHistory) -> ReplayOutcome:
+    try:
+        result = await asyncio.wait_for(
+            replayer.replay_workflow(history, raise_on_replay_failure=False),
+            REPLAY_TIMEOUT_SECONDS,
+        )
+    except TimeoutError:
+        failure: BaseException | None = TimeoutError(
+            f"replay did not finish in {REPLAY_TIMEOUT_SECONDS:g} s"
+        )
+    else:
+        failure = result.replay_failure
+    return ReplayOutcome(
+        workflow_id=history.workflow_id,
+        run_id=history.run_id,
+        ok=failure is None,
+        error=None if failure is None else f"{type(failure).__name__}: {failure}",
+    )
 
 
 async def _replay(
@@ -267,26 +314,20 @@ async def _replay(
 ) -> list[ReplayOutcome]:
     from worker import WORKFLOWS
 
-    histories = (
+    histories: AsyncIterator[WorkflowHistory | ReplayOutcome] = (
         _each(await asyncio.to_thread(_load, directory))
         if directory is not None
         else _server_histories(settings, query, limit, export)
     )
     replayer = Replayer(workflows=list(WORKFLOWS), data_converter=data_converter(settings.codec))
     outcomes: list[ReplayOutcome] = []
-    async with replayer.workflow_replay_iterator(histories) as results:
-        async for result in results:
-            failure = result.replay_failure
-            outcome = ReplayOutcome(
-                workflow_id=result.history.workflow_id,
-                run_id=result.history.run_id,
-                ok=failure is None,
-                error=None if failure is None else f"{type(failure).__name__}: {failure}",
-            )
-            outcomes.append(outcome)
-            if not as_json:  # progress: one line per history as it is replayed
-                mark = "ok  " if outcome.ok else "FAIL"
-                typer.echo(f"{mark} {outcome.workflow_id}  {outcome.error or ''}".rstrip())
+    async for item in histories:
+        # One replay at a time, each bounded, so one stuck history cannot stop the others.
+        outcome = item if isinstance(item, ReplayOutcome) else await _replay_one(replayer, item)
+        outcomes.append(outcome)
+        if not as_json:  # progress: one line per history as it is replayed
+            mark = "ok  " if outcome.ok else "FAIL"
+            typer.echo(f"{mark} {outcome.workflow_id}  {outcome.error or ''}".rstrip())
     return outcomes
 
 
