@@ -43,90 +43,42 @@ a line, an overwrite loses what a user said.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from memory.llm.heuristic_corrections import RESTATING, RESTATING_THAT
+from memory.llm.decision_words import (
+    ADVERBS,
+    AUXILIARIES,
+    BARE_VERBS,
+    BE,
+    DETERMINERS,
+    INDEFINITE,
+    IRREGULAR,
+    MANY_VALUES,
+    MONTHS,
+    NEGATIONS,
+    ONE_VALUE,
+    OPENER,
+    PREPOSITIONS,
+    SPLIT_TOKEN,
+    STOPWORDS,
+    TOKEN,
+    WHEN,
+)
 from memory.prompts.decide_facts import DecideFactsInput, FactDecision, FactDecisions
 from memory.prompts.same_fact import SameFact, SameFactInput
 from memory.tense import sentence_tense
 
 Event = Literal["ADD", "UPDATE", "DELETE", "NONE"]
 
-_TOKEN = re.compile(r"[\w@$.:/,'-]*\w")
-# The split also sees a colon or an equals sign between words: "Locker 17 code: 4411".
-_SPLIT_TOKEN = re.compile(r"[\w@$.:/,'-]*\w'?|(?<!\S)[:=](?!\S)|(?<=\w)[:=](?=\s)")
-_NEGATIONS = {"not", "no", "never", "cannot", "longer"}
-_STOPWORDS = {"a", "an", "the", "do", "does", "did"}
-_MONTHS = {"january", "february", "march", "april", "may", "june", "july", "august"}
-_MONTHS |= {"september", "october", "november", "december"}
-
-# What opens a relation. "be" in any form; a colon or equals sign reads as "is".
-_BE = {"is", "are", "am", "was", "were", "be", "been", "being", ":", "="}
-_BE |= {"become", "becomes", "became", "remain", "remains", "remained", "stay", "stays", "stayed"}
-_AUXILIARIES = {"has", "have", "had", "do", "does", "did", "will", "would", "can", "could"}
-_AUXILIARIES |= {"should", "shall", "must", "might"}  # not "may": a month
-_ADVERBS = {"now", "still", "also", "just", "only", "always", "often", "usually", "already"}
-_ADVERBS |= {"currently", "really", "actually", "recently", "again", "anymore", "then", "today"}
-_PREPOSITIONS = {"in", "at", "on", "for", "as", "to", "from", "with", "by", "into", "until"}
-_DETERMINERS = {"a", "an", "the", "my", "our", "your", "his", "her", "its", "their", "this"}
-_DETERMINERS |= {"that", "these", "those", "some", "any", "each", "every"}
-# A discourse opener says nothing of the thing: "Sorry, my locker number is 103."; nor does one
-# that says the fact is said again ("As Alice said, …", "Remember that …"): left in, it would read
-# as part of the subject, and a fact restated would be another thing (ADD), stored twice.
-_OPENING_WORDS = (
-    r"sorry|oh|ah|well|actually|also|btw|ok|okay|so|yes|no|correction|update|note"
-    r"|anyway|now|and|but|plus|fyi|ps|by the way|to be honest|honestly|sadly|unfortunately"
-    r"|luckily|finally|apparently"  # no "\w+ly": "Emily, 31, lives in Paris"
-    rf"|{RESTATING}"
-)
-# Each opener is read once, atomically (``(?>…)``, to its word's end): a lead-in's lazy words
-# ("as … said") inside a repeated group would otherwise try every split of a text such as "as
-# said as said …", exponentially (53 words took 1.3 s, 57 took 3.5 s, on every fact compared).
-_ONE_OPENER = rf"(?>(?:{_OPENING_WORDS})\b)"
-_OPENER = re.compile(
-    rf"(?i)^\s*(?:{_ONE_OPENER}[\s,]*)*"
-    rf"(?:{_ONE_OPENER}[\s,]*[,:]|{RESTATING_THAT})\s*"
-)
-_INDEFINITE = {"a", "an", "one", "another", "some"}  # "Alice is a teacher": one class of many
-# Words that say when, not what: another day or time of one thing is a new value of it, as another
-# number is ("has a dentist appointment on Monday at 3pm" -> "on Tuesday at 4pm").
-_WHEN = {"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "today"}
-_WHEN |= {"tonight", "tomorrow", "yesterday", "morning", "afternoon", "evening", "night", "noon"}
-_WHEN |= {"midnight", "am", "pm", "day", "week", "weekend", "month", "year", "daily", "weekly"}
-_WHEN |= {"monthly", "yearly", "next", "last", "this"}
-
-# Verbs whose relation holds one value at a time: a new value replaces the old one.
-_ONE_VALUE = {"live", "work", "move", "ship", "cost", "start", "begin", "end", "finish", "open"}
-_ONE_VALUE |= {"close", "expire", "arrive", "leave", "depart", "land", "weigh", "earn", "due"}
-_ONE_VALUE |= {"born", "call", "name", "marry", "retire", "graduate", "relocate"}
-# Verbs that may hold many values ("likes pizza", "likes sushi"); known, so the split finds them.
-_MANY_VALUES = {"like", "love", "hate", "prefer", "enjoy", "want", "need", "own", "play", "speak"}
-_MANY_VALUES |= {"use", "visit", "know", "study", "teach", "drive", "read", "watch", "eat", "drink"}
-_MANY_VALUES |= {"collect", "support", "attend", "go", "plan", "take", "keep", "make", "meet"}
-_MANY_VALUES |= {"follow", "write", "cook", "run", "travel", "volunteer", "change", "adopt"}
-_IRREGULAR = {
-    **{"has": "have", "had": "have", "began": "begin", "begun": "begin", "paid": "pay"},
-    **{"left": "leave", "went": "go", "goes": "go", "took": "take", "kept": "keep"},
-    **{"made": "make", "met": "meet", "ate": "eat", "drank": "drink", "taught": "teach"},
-    **{"spoke": "speak", "drove": "drive", "wrote": "write", "ran": "run"},
-    **{"studies": "study", "studied": "study"},
-    **{"dislike": "like", "dislikes": "like", "disliked": "like"},  # negated: see parse_fact
-}
-# A verb's bare form reads as a verb after a plural subject ("Tom's parents live in Rome"), but
-# only for verbs that are seldom nouns: "work", "call", "name" and "end" are nouns as often.
-_BARE_VERBS = {"live", "like", "love", "hate", "prefer", "enjoy", "want", "need", "own", "speak"}
-_BARE_VERBS |= {"dislike", "have"}
-
 
 def _lemma(token: str) -> str | None:
     """The verb a token is a form of, when it is one the rules know (else None)."""
-    if token in _IRREGULAR:
-        return _IRREGULAR[token]
-    known = _ONE_VALUE | _MANY_VALUES
-    if token in _BARE_VERBS or token in {"born", "due"}:
+    if token in IRREGULAR:
+        return IRREGULAR[token]
+    known = ONE_VALUE | MANY_VALUES
+    if token in BARE_VERBS or token in {"born", "due"}:
         return token
     for suffix in ("s", "es", "ies", "ed", "ied", "ing"):
         if not token.endswith(suffix):
@@ -175,12 +127,12 @@ class Statement:
 def _opens_relation(tokens: list[str], i: int) -> bool:
     """Whether tokens[i] is where the verb starts (after a subject of at least one word)."""
     token, folded, before = tokens[i], _fold(tokens[i]), tokens[i - 1]
-    if folded in _BE or folded in _AUXILIARIES or folded in _NEGATIONS or folded.endswith("n't"):
+    if folded in BE or folded in AUXILIARIES or folded in NEGATIONS or folded.endswith("n't"):
         return not token[:1].isupper() or token in {":", "="}
     if not token.isalpha() or not token.islower():
         return False
     # "the work address", "Alice's love of jazz": after a determiner or a possessive, a noun.
-    if before.casefold() in _DETERMINERS or before.endswith(("'s", "'")):
+    if before.casefold() in DETERMINERS or before.endswith(("'s", "'")):
         return False
     if _lemma(folded) is not None:
         return True
@@ -189,12 +141,12 @@ def _opens_relation(tokens: list[str], i: int) -> bool:
 
 
 def _without_opener(text: str) -> str:
-    return _OPENER.sub("", text.replace("\u2019", "'"))
+    return OPENER.sub("", text.replace("\u2019", "'"))
 
 
 def split_statement(text: str) -> Statement | None:
     """``<subject> <relation> <value>``, or None when no verb is found after a subject."""
-    return _split(_SPLIT_TOKEN.findall(_without_opener(text)))
+    return _split(SPLIT_TOKEN.findall(_without_opener(text)))
 
 
 def _split(tokens: list[str]) -> Statement | None:
@@ -207,24 +159,24 @@ def _split(tokens: list[str]) -> Statement | None:
     subject = frozenset(
         _stem(_fold(t))
         for t in tokens[:start]
-        if _fold(t) not in _DETERMINERS | _ADVERBS and not (t.islower() and t.endswith("ly"))
+        if _fold(t) not in DETERMINERS | ADVERBS and not (t.islower() and t.endswith("ly"))
     )
     relation: list[str] = []
     end = start
     while end < len(tokens):
         folded = _fold(tokens[end])
-        lemma = "be" if folded in _BE else _lemma(folded)
-        if folded in _NEGATIONS or folded.endswith("n't") or folded in _ADVERBS:
+        lemma = "be" if folded in BE else _lemma(folded)
+        if folded in NEGATIONS or folded.endswith("n't") or folded in ADVERBS:
             pass  # the negation is compared on its own; "now", "still" change nothing
-        elif folded in _AUXILIARIES and lemma is None:
+        elif folded in AUXILIARIES and lemma is None:
             pass  # "will", "does": the verb that follows says the relation
         elif lemma is not None:
             relation.append(lemma)
-        elif not relation and folded in _ONE_VALUE | _MANY_VALUES:
+        elif not relation and folded in ONE_VALUE | MANY_VALUES:
             relation.append(folded)  # a bare verb after "does not", "will": "does not take"
         elif end == start:
             relation.append(_verb_stem(folded))  # an unknown verb after a name: "A-1 departs"
-        elif folded in _PREPOSITIONS and relation and relation[-1] not in _PREPOSITIONS:
+        elif folded in PREPOSITIONS and relation and relation[-1] not in PREPOSITIONS:
             relation.append(folded)
         else:
             break
@@ -237,7 +189,7 @@ def _split(tokens: list[str]) -> Statement | None:
     joined = " ".join(relation).replace("change to", "be")
     relation = list(dict.fromkeys(joined.split()))  # "was now changed to" -> "be"
     rest = [_fold(t) for t in tokens[end:]]
-    value = frozenset(_stem(w) for w in rest if not _is_number(w) and w not in _STOPWORDS)
+    value = frozenset(_stem(w) for w in rest if not _is_number(w) and w not in STOPWORDS)
     numbers = frozenset(w for w in rest if _is_number(w))
     one_value = _one_value(tokens[:start], relation, rest)
     return Statement(
@@ -251,14 +203,14 @@ def _split(tokens: list[str]) -> Statement | None:
 
 
 # Words that name nothing in a value: "for", "the", "not", "still".
-_FUNCTION = _PREPOSITIONS | _DETERMINERS | _STOPWORDS | _ADVERBS | _NEGATIONS
+_FUNCTION = PREPOSITIONS | DETERMINERS | STOPWORDS | ADVERBS | NEGATIONS
 _FUNCTION |= {"of", "and", "or", "any", "more", "anymore"}
 
 
 def content_words(words: Iterable[str]) -> frozenset[str]:
     """Words that name something: no numbers, function words, days or times."""
-    named = (_stem(w) for w in words if not _is_number(w) and w not in _FUNCTION | _WHEN)
-    return frozenset(named) - _WHEN  # "mondays" too
+    named = (_stem(w) for w in words if not _is_number(w) and w not in _FUNCTION | WHEN)
+    return frozenset(named) - WHEN  # "mondays" too
 
 
 def _thing(relation: list[str], rest: list[str], *, one_value: bool) -> frozenset[str]:
@@ -272,9 +224,9 @@ def _thing(relation: list[str], rest: list[str], *, one_value: bool) -> frozense
     what ("paid 120 dollars for [the concert tickets]", "scored 92 on [the math exam]")."""
     if not one_value:
         return content_words(rest)
-    if relation[0] == "be" or relation[-1] in _PREPOSITIONS:
+    if relation[0] == "be" or relation[-1] in PREPOSITIONS:
         return frozenset()
-    cut = next((i for i, w in enumerate(rest) if w in _PREPOSITIONS), 0)
+    cut = next((i for i, w in enumerate(rest) if w in PREPOSITIONS), 0)
     return content_words(rest[:cut])
 
 
@@ -289,16 +241,16 @@ def _one_value(subject: list[str], relation: list[str], value: list[str]) -> boo
     """Whether the relation holds one value at a time: a known one-value verb, or "is" naming an
     attribute's value (a possessive or definite subject, "Alice's email", "the wifi password",
     and a value that is no class: "Alice is a teacher" and "Alice is a mother" are both true)."""
-    if any(lemma in _ONE_VALUE for lemma in relation):
+    if any(lemma in ONE_VALUE for lemma in relation):
         return True
-    attribute = subject[0].casefold() in _DETERMINERS - _INDEFINITE or any(
+    attribute = subject[0].casefold() in DETERMINERS - INDEFINITE or any(
         t.endswith(("'s", "'")) for t in subject
     )
-    return relation[0] == "be" and attribute and bool(value) and value[0] not in _INDEFINITE
+    return relation[0] == "be" and attribute and bool(value) and value[0] not in INDEFINITE
 
 
 def _is_number(token: str) -> bool:
-    return any(c.isdigit() for c in token) or token in _MONTHS
+    return any(c.isdigit() for c in token) or token in MONTHS
 
 
 @dataclass(frozen=True)
@@ -317,16 +269,16 @@ def parse_fact(text: str) -> ParsedFact:
     numbers: set[str] = set()
     negated = False
     text = _without_opener(text)  # "As Alice said, …" says nothing of the fact
-    for token in _TOKEN.findall(text.casefold()):
+    for token in TOKEN.findall(text.casefold()):
         token = token.removesuffix("'s")
-        if token in _NEGATIONS or token.endswith("n't"):
+        if token in NEGATIONS or token.endswith("n't"):
             negated = True
         elif token.startswith("dislike"):  # "dislikes" is "likes" negated
             negated = True
             words.add("like")
         elif _is_number(token):
             numbers.add(token)
-        elif token not in _STOPWORDS:
+        elif token not in STOPWORDS:
             words.add(_stem(token))
     statement, past = split_statement(text), sentence_tense(text) == "past"
     return ParsedFact(frozenset(words), frozenset(numbers), negated, statement, past)
@@ -349,12 +301,12 @@ def numbered_apart(a: str, b: str) -> bool:
 
 
 # Words a denial adds that name no value: "Alice is not vegetarian any more".
-_NO_VALUE = _ADVERBS | _NEGATIONS | {"any", "more", "anymore", "longer"}
+_NO_VALUE = ADVERBS | NEGATIONS | {"any", "more", "anymore", "longer"}
 
 
 def _many_valued(a: Statement, b: Statement) -> bool:
     """Whether both facts say one verb that holds many values ("takes", "ran", "has", "likes")."""
-    shared = set(a.relation) & set(b.relation) & _MANY_VALUES
+    shared = set(a.relation) & set(b.relation) & MANY_VALUES
     return bool(shared) and not (a.one_value or b.one_value)
 
 
@@ -368,7 +320,7 @@ def _denies(denied: Statement, stated: Statement) -> bool:
 def _dated(numbers: frozenset[str]) -> bool:
     """Whether numbers hold a date: a month's name or a year ("in 2019", "on 3 May")."""
     year = any(n.isdigit() and len(n) == 4 and n[:2] in {"19", "20"} for n in numbers)
-    return year or bool(numbers & _MONTHS)
+    return year or bool(numbers & MONTHS)
 
 
 def _other_things(new: ParsedFact, old: ParsedFact) -> bool:

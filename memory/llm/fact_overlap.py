@@ -27,17 +27,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from memory.fact_words import values
+from memory.llm.decision_words import (
+    ADVERBS,
+    AUXILIARIES,
+    BE,
+    DETERMINERS,
+    MANY_VALUES,
+    NEGATIONS,
+    PREPOSITIONS,
+    SPLIT_TOKEN,
+    STOPWORDS,
+    TOKEN,
+)
 from memory.llm.fact_decisions import (
-    _ADVERBS,
-    _AUXILIARIES,
-    _BE,
-    _DETERMINERS,
-    _MANY_VALUES,
-    _NEGATIONS,
-    _PREPOSITIONS,
-    _SPLIT_TOKEN,
-    _STOPWORDS,
-    _TOKEN,
     _fold,
     _is_number,
     _lemma,
@@ -53,8 +55,8 @@ from memory.tense import sentence_tense as _sentence_tense
 
 # Words that never tell which fact a sentence states: function words, owners every fact may
 # name, and verbs that hold many values ("Alice likes pizza", "Alice likes sushi": both hold).
-_NOT_EVIDENCE = _DETERMINERS | _PREPOSITIONS | _BE | _AUXILIARIES | _ADVERBS | _NEGATIONS
-_NOT_EVIDENCE |= _STOPWORDS | _MANY_VALUES | {"and", "or", "but", "of", "than", "so", "very"}
+_NOT_EVIDENCE = DETERMINERS | PREPOSITIONS | BE | AUXILIARIES | ADVERBS | NEGATIONS
+_NOT_EVIDENCE |= STOPWORDS | MANY_VALUES | {"and", "or", "but", "of", "than", "so", "very"}
 _NOT_EVIDENCE |= {"i", "me", "we", "us", "you", "he", "him", "she", "it", "they", "them"}
 _NOT_EVIDENCE |= {"who", "which", "what", "when", "where", "there", "here", "more", "most"}
 _NOT_EVIDENCE |= {"user", "agent", "assistant", "new", "old", "previous", "current", "former"}
@@ -93,7 +95,7 @@ def _said(text: str) -> _Said:
     names: set[str] = set()
     common: set[str] = set()
     numbers: set[str] = set()
-    for raw in _TOKEN.findall(text):
+    for raw in TOKEN.findall(text):
         folded = _fold(raw).strip("$.,:")
         if _is_number(folded):
             numbers.add(folded)
@@ -231,7 +233,7 @@ def another_value(new: str, stored: str) -> str | None:
 def _forms(text: str) -> dict[str, frozenset[str]]:
     """The fact's content words by root, each with the forms it is written in."""
     forms: dict[str, set[str]] = {}
-    for raw in _TOKEN.findall(_without_opener(text)):
+    for raw in TOKEN.findall(_without_opener(text)):
         folded = _fold(raw).strip("$.,:")
         if folded and not _is_number(folded) and folded not in _NOT_EVIDENCE:
             forms.setdefault(_root(folded), set()).add(folded)
@@ -263,7 +265,7 @@ def another_owner(new: str, stored: str) -> str | None:
 
 def _owners(text: str) -> frozenset[str]:
     """The words of the proper names written with a possessive before the fact's verb."""
-    tokens = _SPLIT_TOKEN.findall(_without_opener(text))
+    tokens = SPLIT_TOKEN.findall(_without_opener(text))
     verb = next((i for i in range(1, len(tokens)) if _opens_relation(tokens, i)), 0)
     subject = tokens[:verb]
     names: set[str] = set()
@@ -273,7 +275,7 @@ def _owners(text: str) -> frozenset[str]:
         start = end
         while start > 0 and subject[start - 1][:1].isupper() and "'" not in subject[start - 1]:
             start -= 1  # "Dr. Smith's", "Alice Smith's": the name's words before its last
-        name = {_fold(w) for w in subject[start : end + 1]} - _TITLES - _DETERMINERS
+        name = {_fold(w) for w in subject[start : end + 1]} - _TITLES - DETERMINERS
         if name and not name <= _GENERIC_OWNERS:
             names |= name
     return frozenset(names)

@@ -21,7 +21,7 @@ _REPLACED_VALUE = re.compile(r",\s*(?:and\s+)?not\s+[^,;:]{1,40}?(?=[.!]?$)", re
 # Left in, "As I said, my locker code is 4471." is another fact than "My locker code is 4471."
 # (its words differ), stored twice, and a later change of the code updates one copy only.
 # Regular-expression source, read without regard to case; the dedup rules strip the same
-# lead-ins from the facts they compare (memory/llm/fact_decisions.py ``_OPENER``), which a model
+# lead-ins from the facts they compare (memory/llm/decision_words.py ``OPENER``), which a model
 # may have written too ("As the user mentioned earlier, …").
 RESTATING = (
     r"(?:as|like)\s+(?:[\w'.-]+\s+){0,3}?"
