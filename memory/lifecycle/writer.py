@@ -32,6 +32,7 @@ from memory.lifecycle.records import (
 )
 from memory.models import SET_ASIDE, AgentConfig, Reflection, ScopeKey
 from memory.pipeline import consolidation
+from memory.pipeline.embed_cache import cache_key
 from memory.pipeline.types import ConsolidationRequest
 from memory.store.base import Vector
 from memory.store.counts import BlobImport, ImportCounts, SessionPeople
@@ -87,7 +88,7 @@ async def _embedded(deps: Deps, texts: Sequence[str]) -> dict[str, Vector]:
     landing meanwhile), the vector of an erased text no fact holds, where no forget finds it."""
     unique = list(dict.fromkeys(texts))
     hashes = {t: text_hash(t) for t in unique}
-    cached = await deps.store.get_embeddings(deps.embedder.model, list(hashes.values()))
+    cached = await deps.store.get_embeddings(cache_key(deps.embedder), list(hashes.values()))
     vectors = {t: cached[hashes[t]] for t in unique if hashes[t] in cached}
     missing = [t for t in unique if t not in vectors]
     if missing:

@@ -26,6 +26,7 @@ from memory.models import (
     Reflection,
 )
 from memory.pipeline.dedup import stored_texts
+from memory.pipeline.embed_cache import cache_key
 from memory.pipeline.facts import dedup_gate
 from memory.pipeline.types import (
     CandidatesResult,
@@ -104,7 +105,7 @@ def fact_ops(
 
 async def _cached_vectors(deps: Deps, texts: list[str]) -> dict[str, list[float]]:
     hashes = {t: text_hash(t) for t in dict.fromkeys(texts)}
-    cached = await deps.store.get_embeddings(deps.embedder.model, list(hashes.values()))
+    cached = await deps.store.get_embeddings(cache_key(deps.embedder), list(hashes.values()))
     missing = [t for t, h in hashes.items() if h not in cached]
     if missing:
         raise StaleDecisionError(

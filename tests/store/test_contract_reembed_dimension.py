@@ -12,6 +12,7 @@ import pytest
 
 from memory.embedding.base import Embedder, EmbeddingBatch
 from memory.errors import EmbeddingMismatchError
+from memory.pipeline.embed_cache import embed_cached
 from memory.reembed import reembed
 from memory.store.base import MemoryStore
 from tests.store.builders import MODEL, Former, add, unit, user_filter, vec
@@ -106,3 +107,16 @@ async def test_a_resumed_run_embeds_only_what_the_killed_one_left(store: MemoryS
     assert (result.embedded, result.switched, len(resumed.embedded)) == (1, True, 1)
     assert await store.embedding_meta(fresh=True) == (MODEL, 8)
     assert await _found(store, _axis(8, 0)) == ["f1"]
+
+
+async def test_after_the_switch_the_embedding_cache_answers_the_new_dimension(
+    store: MemoryStore,
+) -> None:
+    """A text embedded before the switch is asked again by a formation after it: the cache keys
+    an embedder by model and dimension, as the re-embed does (review H137)."""
+    await _two_facts(store)
+    before, _ = await embed_cached(store, _SameModel(4), ["Rides a bike"])
+    assert len(before["Rides a bike"]) == 4
+    await reembed(store, _SameModel(8))
+    after, calls = await embed_cached(store, _SameModel(8), ["Rides a bike"])
+    assert (len(after["Rides a bike"]), calls) == (8, 1)
