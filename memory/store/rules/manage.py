@@ -14,7 +14,7 @@ from memory.errors import ConflictError, EmbeddingMismatchError, InvalidInputErr
 from memory.ids import content_hash
 from memory.models import Fact, FactRevision
 from memory.store.rules.derived import fact_scope_key
-from memory.store.rules.formation import same_fact
+from memory.store.rules.fact_ops import same_fact
 from memory.store.rules.versions import rewritten
 from memory.store.rules.writes import BumpScopeVersions, Plan, PutFact, Request
 

@@ -1,0 +1,212 @@
+"""A formation commit's fact ops, planned on an in-memory view of the snapshot's facts.
+
+- Fact ops: adds and updates in order, then invalidations. Several ops on one fact (a correction
+  of a correction in one window) chain: each is checked against the version the decisions read
+  (the snapshot's), and applies to the version the op before it made, so every version is kept.
+  An add is skipped as a duplicate when a valid fact of the same agent/user/scope has the same
+  hash, and revives the latest invalidated one with that hash, unless a person deleted that one
+  after the add was said (or when it was said is not known: ``versions.deleted_since``): the
+  delete stands (never shown again), and the add is counted a duplicate, resolved to the deleted
+  fact, which an update said before the delete or an invalidation naming the add leaves as it
+  is; the fact told again after the delete comes back. An update is StaleDecisionError when the
+  fact's version != expected_version or it is invalidated; it keeps previous_content and
+  history, version + 1; when its new content is another valid fact's, the updated fact is
+  invalidated in favour of that one (a duplicate). An invalidation names the add of this commit
+  that replaces the fact; that add may have resolved to an existing fact (duplicate, revived or
+  deleted), maybe this very one.
+- A keep (a NONE: the new fact is already known as the named one) writes nothing, and is
+  StaleDecisionError as an update is: the statement it drops must still be what that fact says.
+- An update, invalidation or keep may name a fact added earlier in the same commit (a correction
+  within one window); it applies to the fact that add resolved to (itself, a duplicate or a
+  revived one), whatever that one's version.
+- An update or invalidation by a statement said before the fact's current version (a message
+  recorded late) does not replace it: an update keeps the earlier statement in the fact's
+  history (version + 1, content unchanged); an invalidation marks the earlier statement's new
+  fact as replaced by the stored one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from memory.errors import InvalidInputError, NotFoundError
+from memory.ids import content_hash
+from memory.models import Fact, FactAdd, FactInvalidate, FactKeep, FactUpdate, FormationCommit
+from memory.said import split
+from memory.store.rules.checks import check_current
+from memory.store.rules.derived import fact_scope_key
+from memory.store.rules.recheck import RecentFacts, check_add
+from memory.store.rules.versions import (
+    Provenance,
+    deleted_by_hand,
+    deleted_since,
+    rewritten,
+    said_before,
+    told_before,
+)
+from memory.store.rules.writes import PutFact, Write
+
+
+def same_fact(fact: Fact, agent_id: str, scope: str, user_id: str | None, hash_: str) -> bool:
+    """The dedup key: one valid fact per (agent, user, scope, normalised content)."""
+    key = (agent_id, scope, user_id or "", hash_)
+    return (fact.agent_id, fact.scope, fact.user_id or "", fact.hash) == key
+
+
+@dataclass
+class FactPlanner:
+    """Applies the fact ops to an in-memory view of the snapshot's facts, so that each op sees
+    the effects of the ones before it (two adds of one content, an invalidation whose
+    replacement resolved to a duplicate or a revived fact)."""
+
+    commit: FormationCommit
+    facts: dict[str, Fact]
+    read: Mapping[str, Fact]  # the snapshot's facts: what the decisions were made against
+    recent: RecentFacts = field(default_factory=lambda: RecentFacts(()))
+    writes: list[Write] = field(default_factory=list)
+    resolved: dict[str, str] = field(default_factory=dict)  # FactAdd.fact_id -> holder
+    counts: dict[str, int] = field(
+        default_factory=lambda: {"added": 0, "updated": 0, "invalidated": 0, "duplicate": 0}
+    )
+    touched: set[str] = field(default_factory=set)
+
+    def apply(self) -> None:
+        for op in self.commit.fact_ops:
+            if isinstance(op, FactAdd):
+                self._add(op)
+            elif isinstance(op, FactUpdate):
+                self._update(op)
+            elif isinstance(op, FactKeep):
+                self._current(op.fact_id, op.expected_version)  # the check is all it does
+        for op in self.commit.fact_ops:
+            if isinstance(op, FactInvalidate):
+                self._invalidate(op)
+
+    def _put(self, fact: Fact, embedding: Sequence[float] | None, *, new: bool = False) -> None:
+        self.facts[fact.fact_id] = fact
+        self.writes.append(PutFact(fact, embedding, new))
+        self.touched.add(fact_scope_key(fact))
+
+    def _current(self, fact_id: str, expected_version: int) -> Fact:
+        if (holder := self.resolved.get(fact_id)) is not None:
+            # A fact this commit added (a correction within its window): the op was decided
+            # against that new fact, and applies to whichever fact its add resolved to.
+            return self.facts[holder]
+        fact = self.facts.get(fact_id)
+        if fact is None or fact.agent_id != self.commit.agent_id:
+            raise NotFoundError(f"no fact {fact_id} of agent {self.commit.agent_id}")
+        before = self.read.get(fact_id, fact)
+        check_current(
+            fact_id,
+            version=before.version,
+            invalidated=before.invalidated_at is not None,
+            expected_version=expected_version,
+        )
+        return fact
+
+    def _find(self, scope: str, user_id: str | None, hash_: str, *, valid: bool) -> Fact | None:
+        found = [
+            f
+            for f in self.facts.values()
+            if same_fact(f, self.commit.agent_id, scope, user_id, hash_)
+            and (f.invalidated_at is None) == valid
+        ]
+        # Of several invalidated ones, the latest (valid ones are unique).
+        found.sort(key=lambda f: (f.invalidated_at or f.updated_at, f.fact_id), reverse=True)
+        return found[0] if found else None
+
+    def _source(self, op: FactAdd | FactUpdate) -> Provenance:
+        formation, session = self.commit.formation_id, self.commit.session_id
+        return Provenance(op.source_message_ids, formation, op.said_at, session)
+
+    def _rewrite(self, fact: Fact, op: FactAdd | FactUpdate, reason: str) -> None:
+        at, model = self.commit.committed_at, self.commit.embedding_model
+        new = rewritten(
+            fact, content=op.content, model=model, at=at, reason=reason, provenance=self._source(op)
+        )
+        self._put(new, op.embedding)
+
+    def _add(self, op: FactAdd) -> None:
+        if (op.scope == "user") != (op.user_id is not None):
+            raise InvalidInputError(f"fact {op.fact_id}: user scope needs a user_id, agent none")
+        hash_ = content_hash(op.content)
+        duplicate = self._find(op.scope, op.user_id, hash_, valid=True)
+        if duplicate is not None:
+            self.resolved[op.fact_id] = duplicate.fact_id
+            self.counts["duplicate"] += 1
+            return
+        invalidated = self._find(op.scope, op.user_id, hash_, valid=False)
+        if invalidated is not None and deleted_since(op.said_at, invalidated):
+            # A person deleted it after this was said: the delete stands, and the statement is
+            # one already known (as deleted), dropped as a NONE would be.
+            self.resolved[op.fact_id] = invalidated.fact_id
+            self.counts["duplicate"] += 1
+            return
+        if invalidated is not None:
+            self._rewrite(invalidated, op, "revived")
+            self.resolved[op.fact_id] = invalidated.fact_id
+            self.counts["added"] += 1
+            return
+        if op.fact_id in self.facts:
+            raise InvalidInputError(f"fact id {op.fact_id} is already used")
+        check_add(op, self.commit.recheck, self.recent)
+        at, (said_at, offset) = self.commit.committed_at, split(op.said_at)
+        fact = Fact(
+            fact_id=op.fact_id, agent_id=self.commit.agent_id, user_id=op.user_id,
+            scope=op.scope, content=op.content, hash=hash_,
+            embedding_model=self.commit.embedding_model, said_utc_offset_minutes=offset,
+            source_session_id=self.commit.session_id, source_message_ids=op.source_message_ids,
+            formation_id=self.commit.formation_id, said_at=said_at, formed_at=at, updated_at=at,
+        )  # fmt: skip
+        self._put(fact, op.embedding, new=True)
+        self.resolved[op.fact_id] = op.fact_id
+        self.counts["added"] += 1
+
+    def _update(self, op: FactUpdate) -> None:
+        fact = self._current(op.fact_id, op.expected_version)
+        if deleted_since(op.said_at, fact):
+            # A correction of this commit's add that resolved to a fact a person deleted: said
+            # before the delete, it does not bring it back either (as the add it corrects).
+            self.counts["duplicate"] += 1
+            return
+        if said_before(op.said_at, fact):
+            at, source = self.commit.committed_at, self._source(op)
+            self._put(told_before(fact, content=op.content, at=at, provenance=source), None)
+            self.counts["updated"] += 1
+            return
+        hash_ = content_hash(op.content)
+        duplicate = None
+        if hash_ != fact.hash:
+            duplicate = self._find(fact.scope, fact.user_id, hash_, valid=True)
+        if duplicate is None:
+            self._rewrite(fact, op, op.reason)
+            self.counts["updated"] += 1
+            return
+        # The new content is another valid fact's: the two are one fact now; keep that one.
+        self._mark_invalid(fact, duplicate.fact_id)
+        self.counts["duplicate"] += 1
+
+    def _invalidate(self, op: FactInvalidate) -> None:
+        fact = self._current(op.fact_id, op.expected_version)
+        replacement = self.resolved.get(op.replaced_by)
+        if replacement is None:
+            raise InvalidInputError(f"{op.replaced_by} is not a fact added by this commit")
+        if replacement == fact.fact_id:
+            # The replacement turned out to be this very fact (same content): nothing to replace.
+            return
+        if deleted_by_hand(fact) is not None:
+            # This commit's add resolved to a fact a person deleted: it stays as they left it.
+            return
+        if replacement == op.replaced_by and said_before(self.facts[replacement].said_at, fact):
+            # Retired by what was said before it: the later statement stands, and the earlier
+            # one, new in this commit, is kept as replaced by it.
+            self._mark_invalid(self.facts[replacement], fact.fact_id)
+            self.counts["invalidated"] += 1
+            return
+        self._mark_invalid(fact, replacement)
+        self.counts["invalidated"] += 1
+
+    def _mark_invalid(self, fact: Fact, replaced_by: str) -> None:
+        update = {"invalidated_at": self.commit.committed_at, "invalidated_by": replaced_by}
+        self._put(fact.model_copy(update=update), None)
