@@ -17,7 +17,7 @@ in the run's summary, memo and metric, and in the store with the window's memori
 (memory/degraded.py), where `mnemos degraded` finds it and re-forms it. A message longer than the
 formation budget is read slice by slice, every slice's memories in the window's one commit
 (workflows/form_steps.py, memory/pipeline/slices.py); one stating more facts than one answer
-carries, in halves, bounded (memory/pipeline/pieces.py).
+carries, in halves, bounded (workflows/form_pieces.py, memory/pipeline/pieces.py).
 """
 
 from __future__ import annotations
@@ -29,7 +29,8 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
 from workflows.backoff import jittered
-from workflows.form_steps import FormationSteps, Split, error_type
+from workflows.form_failures import Split, error_type
+from workflows.form_steps import FormationSteps
 
 with workflow.unsafe.imports_passed_through():
     from activities.consolidation import ConsolidationActivities
