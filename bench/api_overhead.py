@@ -32,7 +32,8 @@ import uvicorn  # noqa: E402
 from temporalio.client import Client  # noqa: E402
 
 from client.memory_client import MemoryClient  # noqa: E402
-from memory.models import AgentConfig, FactAdd, FormationCommit, MessageIn, ScopeKey  # noqa: E402
+from memory.formation_commit import FactAdd, FormationCommit  # noqa: E402
+from memory.models import AgentConfig, MessageIn, ScopeKey  # noqa: E402
 from memory.settings import Settings, StoreSettings  # noqa: E402
 from memory.store.sqlite import SQLiteStore  # noqa: E402
 from serve.app import create_app  # noqa: E402

@@ -36,15 +36,8 @@ sys.path.insert(0, str(ROOT))
 from bench.common import BACKEND_HELP, BACKENDS, BulkLoad, bench_store  # noqa: E402
 from memory.context import assemble_context  # noqa: E402
 from memory.context_cache import ContextCache  # noqa: E402
-from memory.models import (  # noqa: E402
-    AgentConfig,
-    FactAdd,
-    FormationCommit,
-    MessageIn,
-    Reflection,
-    ScopeKey,
-    SessionInfo,
-)
+from memory.formation_commit import FactAdd, FormationCommit  # noqa: E402
+from memory.models import AgentConfig, MessageIn, Reflection, ScopeKey, SessionInfo  # noqa: E402
 from memory.settings import Settings  # noqa: E402
 from memory.store.base import MemoryStore  # noqa: E402
 

@@ -39,7 +39,8 @@ sys.path.insert(0, str(ROOT))
 from memory import ids  # noqa: E402
 from memory.embedding import make_embedder  # noqa: E402
 from memory.embedding.base import Embedder, EmbeddingBatch  # noqa: E402
-from memory.models import AgentConfig, FactAdd, FormationCommit, MessageIn  # noqa: E402
+from memory.formation_commit import FactAdd, FormationCommit  # noqa: E402
+from memory.models import AgentConfig, MessageIn  # noqa: E402
 from memory.rag import search_facts  # noqa: E402
 from memory.search_results import SearchMode  # noqa: E402
 from memory.settings import RagSettings, Settings  # noqa: E402

@@ -48,7 +48,8 @@ sys.path.insert(0, str(ROOT))
 from bench.common import BACKEND_HELP, BACKENDS, BulkLoad, bench_store  # noqa: E402
 from bench.vectors import DIMENSION, MODES, VectorModel, calibrate  # noqa: E402
 from memory.embedding.base import Embedder, EmbeddingBatch  # noqa: E402
-from memory.models import AgentConfig, FactAdd, FactFilter, FormationCommit, MessageIn  # noqa: E402
+from memory.formation_commit import FactAdd, FormationCommit  # noqa: E402
+from memory.models import AgentConfig, FactFilter, MessageIn  # noqa: E402
 from memory.query_words import content_words  # noqa: E402
 from memory.rag import search_facts  # noqa: E402
 from memory.search_results import SearchResult  # noqa: E402

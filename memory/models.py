@@ -6,7 +6,6 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool
 
-from memory.degraded import DegradedWindow
 from memory.input_rules import (
     NO_CONTROL,
     READABLE,
@@ -24,7 +23,9 @@ from memory.model_types import UtcOffsetMinutes
 from memory.settings import Scope
 
 
-class _Model(BaseModel):
+class DomainModel(BaseModel):
+    """Every domain record: unknown fields refused, immutable once made."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
@@ -50,7 +51,7 @@ StoredInt = Annotated[int, AfterValidator(fits_int64)]
 # ---------------------------------------------------------------- agents, sessions, messages
 
 
-class AgentConfig(_Model):
+class AgentConfig(DomainModel):
     """An agent as registered by its backend; the prompts use its name, persona and instructions."""
 
     agent_id: Id
@@ -64,7 +65,7 @@ class AgentConfig(_Model):
     tier: WholeInt = Field(0, ge=0, le=10, description="0 = standard models, ≥1 = premium models")
 
 
-class MessageIn(_Model):
+class MessageIn(DomainModel):
     """One conversation message as the backend records it. ``message_id`` makes recording idempotent.
 
     ``content`` must hold more than whitespace and no control character but tab, newline and
@@ -88,7 +89,7 @@ class MessageIn(_Model):
     )
 
 
-class StoredMessage(_Model):
+class StoredMessage(DomainModel):
     session_id: Id
     seq: StoredInt = Field(ge=1, description="Position in the session, assigned by the store")
     message_id: Id
@@ -103,7 +104,7 @@ class StoredMessage(_Model):
     utc_offset_minutes: UtcOffsetMinutes | None = None
 
 
-class SessionInfo(_Model):
+class SessionInfo(DomainModel):
     session_id: Id
     agent_ids: tuple[Id, ...] = ()
     user_ids: tuple[Id, ...] = ()
@@ -125,7 +126,7 @@ class SessionInfo(_Model):
         return users > 1 or (users == 1 and self.has_guests)
 
 
-class SessionAgentState(_Model):
+class SessionAgentState(DomainModel):
     """Formation state of one agent in one session: the cursor and what is pending after it."""
 
     session_id: Id
@@ -140,7 +141,7 @@ class SessionAgentState(_Model):
     withheld: dict[str, StoredInt] = Field(default_factory=dict, exclude=True)
 
 
-class RecordOutcome(_Model):
+class RecordOutcome(DomainModel):
     inserted: int
     duplicates: int
     state: SessionAgentState
@@ -149,7 +150,7 @@ class RecordOutcome(_Model):
 # ---------------------------------------------------------------- scope keys
 
 
-class ScopeKey(_Model):
+class ScopeKey(DomainModel):
     """Where a reflection or a consolidated blob belongs. Session memory is per agent too."""
 
     scope: Scope
@@ -210,7 +211,7 @@ MAX_SOURCES = 20
 SourceIds = Annotated[tuple[str, ...], Field(max_length=MAX_SOURCES)]
 
 
-class FactRevision(_Model):
+class FactRevision(DomainModel):
     """A replaced version of a fact, with the provenance it had."""
 
     version: StoredInt
@@ -225,7 +226,7 @@ class FactRevision(_Model):
     said_utc_offset_minutes: UtcOffsetMinutes | None = None  # its speaker's clock, as Fact's
 
 
-class Fact(_Model):
+class Fact(DomainModel):
     fact_id: str
     agent_id: Id
     user_id: Id | None = None
@@ -257,14 +258,14 @@ class Fact(_Model):
     last_accessed_at: UtcDatetime | None = None
 
 
-class ScoredFact(_Model):
+class ScoredFact(DomainModel):
     fact: Fact
     score: float = Field(
         description="Backend-normalised: cosine in [-1, 1] for vectors, BM25-like ≥ 0 for text"
     )
 
 
-class FactFilter(_Model):
+class FactFilter(DomainModel):
     """Which facts a search may see: pre-applied inside every search, never after."""
 
     agent_id: Id
@@ -282,7 +283,7 @@ class FactFilter(_Model):
 SET_ASIDE = 0
 
 
-class Reflection(_Model):
+class Reflection(DomainModel):
     reflection_id: str
     scope_key: ScopeKey
     content: str
@@ -299,120 +300,10 @@ class Reflection(_Model):
     )
 
 
-class ConsolidatedMemory(_Model):
+class ConsolidatedMemory(DomainModel):
     scope_key: ScopeKey
     content: str
     version: StoredInt = Field(ge=0)
     word_limit: StoredInt
     updated_at: UtcDatetime
     edited_by: Literal["consolidation", "manual"] = "consolidation"
-
-
-# ---------------------------------------------------------------- formation commit (one atomic write)
-
-
-class FactAdd(_Model):
-    op: Literal["add"] = "add"
-    fact_id: str = Field(
-        description="Deterministic: derived from the formation id and the fact's index"
-    )
-    scope: FactScope
-    user_id: Id | None = None
-    content: str
-    embedding: list[float]
-    source_message_ids: SourceIds = ()
-    said_at: UtcDatetime | None = None
-
-
-class FactUpdate(_Model):
-    op: Literal["update"] = "update"
-    fact_id: str = Field(description="The existing fact")
-    expected_version: StoredInt = Field(
-        description="The version the decision saw; a newer one makes the decision stale"
-    )
-    content: str
-    embedding: list[float]
-    reason: str = ""
-    source_message_ids: SourceIds = ()
-    said_at: UtcDatetime | None = None
-
-
-class FactInvalidate(_Model):
-    """DELETE of the decision: the old fact is kept, marked invalid, and replaced by ``replaced_by``."""
-
-    op: Literal["invalidate"] = "invalidate"
-    fact_id: str
-    expected_version: StoredInt
-    replaced_by: str = Field(description="fact_id of the FactAdd in the same commit")
-    reason: str = ""
-
-
-class FactKeep(_Model):
-    """NONE of the decision: the new fact is already known as this stored one, so nothing is
-    written; but the new statement is dropped only if that fact is still what the decision read
-    (an update or invalidation since makes the decision stale, as for FactUpdate)."""
-
-    op: Literal["keep"] = "keep"
-    fact_id: str
-    expected_version: StoredInt
-
-
-FactOp = Annotated[FactAdd | FactUpdate | FactInvalidate | FactKeep, Field(discriminator="op")]
-
-
-class AddRecheck(_Model):
-    """What the decisions of a commit saw: its adds are checked against the facts committed
-    since, so that concurrent formations of one new fact converge on one fact."""
-
-    candidates_read_at: UtcDatetime
-    seen: dict[str, StoredInt] = Field(
-        default_factory=dict, description="fact id -> version shown to the decision"
-    )
-    similarity: float = Field(ge=0, le=1, description="The dedup candidate threshold")
-    floors: dict[str, float] = Field(
-        default_factory=dict,
-        description="add fact id -> similarity of the last candidate shown, when its list was "
-        "full: a fact less similar would not have been shown either",
-    )
-
-
-class FormationCommit(_Model):
-    """Everything one formation writes, applied at once with the cursor move, or not at all."""
-
-    formation_id: str = Field(description="session + agent + message range: the idempotency key")
-    session_id: Id
-    agent_id: Id
-    expected_cursor: StoredInt = Field(
-        ge=0, description="The cursor must still be here (the range start)"
-    )
-    new_cursor: StoredInt = Field(ge=0, description="The range end (last seq formed)")
-    embedding_model: str
-    fact_ops: list[FactOp] = []
-    reflections: list[Reflection] = []
-    committed_at: UtcDatetime
-    user_epochs: dict[str, StoredInt] = Field(
-        default_factory=dict,
-        description="Erasure epoch of each user of the window when it was loaded (forget_user): "
-        "a commit for a user erased since writes no memory",
-    )
-    recheck: AddRecheck | None = Field(
-        None, description="Re-check the adds against facts committed since the candidates read"
-    )
-    embedded_text_hashes: list[str] = []  # cache keys of its texts: see rules.erasure
-    # The window's degraded steps (memory/degraded.py): recorded with its memories, or not at all.
-    degraded: list[DegradedWindow] = []
-
-
-class FormationCommitResult(_Model):
-    formation_id: str
-    already_committed: bool = False
-    facts_added: int = 0
-    facts_updated: int = 0
-    facts_invalidated: int = 0
-    facts_duplicate: int = 0
-    reflections_added: int = 0
-    discarded_for_erasure: bool = False
-    buffered: dict[str, int] = Field(
-        default_factory=dict, description="Unabsorbed count per touched scope key"
-    )
-    state: SessionAgentState | None = None

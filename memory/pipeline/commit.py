@@ -14,8 +14,7 @@ from memory import ids
 from memory.degraded import DegradedWindow
 from memory.deps import Deps
 from memory.errors import StaleDecisionError
-from memory.ids import text_hash
-from memory.models import (
+from memory.formation_commit import (
     AddRecheck,
     FactAdd,
     FactInvalidate,
@@ -23,8 +22,9 @@ from memory.models import (
     FactOp,
     FactUpdate,
     FormationCommit,
-    Reflection,
 )
+from memory.ids import text_hash
+from memory.models import Reflection
 from memory.pipeline.dedup import stored_texts
 from memory.pipeline.embed_cache import cache_key
 from memory.pipeline.facts import dedup_gate

@@ -18,13 +18,12 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime
 from functools import partial
 
+from memory.formation_commit import FormationCommit, FormationCommitResult
 from memory.models import (
     AgentConfig,
     ConsolidatedMemory,
     Fact,
     FactFilter,
-    FormationCommit,
-    FormationCommitResult,
     MessageIn,
     RecordOutcome,
     Reflection,

@@ -16,17 +16,9 @@ import numpy as np
 
 from memory import tracing
 from memory.api_keys import ApiKey
+from memory.formation_commit import FormationCommit, FormationCommitResult
 from memory.ids import content_hash
-from memory.models import (
-    ConsolidatedMemory,
-    Fact,
-    FormationCommit,
-    FormationCommitResult,
-    MessageIn,
-    RecordOutcome,
-    Reflection,
-    ScopeKey,
-)
+from memory.models import ConsolidatedMemory, Fact, MessageIn, RecordOutcome, Reflection, ScopeKey
 from memory.store.base import Vector
 from memory.store.planned_lifecycle import PlannedLifecycle
 from memory.store.rules import (

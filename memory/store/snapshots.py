@@ -13,7 +13,8 @@ from datetime import datetime
 from typing import Any, cast
 
 from memory.api_keys import ApiKey
-from memory.models import Fact, FormationCommitResult, Reflection, SessionAgentState
+from memory.formation_commit import FormationCommitResult
+from memory.models import Fact, Reflection, SessionAgentState
 from memory.store.base_manage import ReembedTarget, reembed_target
 from memory.store.rules import (
     ApiKeyRequest,

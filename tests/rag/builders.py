@@ -13,17 +13,8 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
-from memory.models import (
-    AgentConfig,
-    FactAdd,
-    FactInvalidate,
-    FactScope,
-    FormationCommit,
-    MessageIn,
-    Reflection,
-    ScopeKey,
-    SessionInfo,
-)
+from memory.formation_commit import FactAdd, FactInvalidate, FormationCommit
+from memory.models import AgentConfig, FactScope, MessageIn, Reflection, ScopeKey, SessionInfo
 from memory.store.base import MemoryStore
 from tests.fakes import WordHashEmbedder
 

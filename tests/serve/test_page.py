@@ -10,8 +10,9 @@ from pathlib import Path
 import httpx
 from temporalio.testing import WorkflowEnvironment
 
+from memory.formation_commit import FactUpdate
 from memory.ids import formation_id, text_hash
-from memory.models import FactUpdate, ScopeKey
+from memory.models import ScopeKey
 from serve.app import create_app
 from serve.keys import StoreKeyStore
 from tests.harness import Harness, conversation

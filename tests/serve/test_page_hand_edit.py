@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta, timezone
 
-from memory.models import FactUpdate, MessageIn
+from memory.formation_commit import FactUpdate
+from memory.models import MessageIn
 from tests.serve.conftest import Served, form_alice
 from tests.serve.test_page import browser
 from tests.store.builders import Former, add, at, msg, record, unit

@@ -12,19 +12,16 @@ from unittest.mock import patch
 
 import numpy as np
 
-from memory.ids import formation_id, reflection_id
-from memory.models import (
+from memory.formation_commit import (
     FactAdd,
-    FactFilter,
     FactInvalidate,
     FactKeep,
     FactUpdate,
     FormationCommit,
     FormationCommitResult,
-    MessageIn,
-    Reflection,
-    ScopeKey,
 )
+from memory.ids import formation_id, reflection_id
+from memory.models import FactFilter, MessageIn, Reflection, ScopeKey
 from memory.store.base import MemoryStore, Vector
 from memory.store.rules import messages as message_rules
 

@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 
 from memory.errors import StaleDecisionError
-from memory.models import AddRecheck, FormationCommit
+from memory.formation_commit import AddRecheck, FormationCommit
 from memory.store.base import MemoryStore
 from tests.store.builders import AGENT_KEY, USER_KEY, Former, add, at, reflection, unit
 

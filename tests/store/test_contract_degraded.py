@@ -14,9 +14,10 @@ import pytest
 from memory.degraded import ERASED_REASON, FACT_STEPS, DegradedWindow
 from memory.deps import Deps
 from memory.errors import ConflictError
+from memory.formation_commit import FormationCommit, FormationCommitResult
 from memory.llm.heuristic import HeuristicProvider
 from memory.model_check import CheckReport, form_session
-from memory.models import AgentConfig, FormationCommit, FormationCommitResult
+from memory.models import AgentConfig
 from memory.reform import reform
 from memory.settings import Settings
 from memory.store.base import MemoryStore

@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 
 from memory.errors import ConflictError
+from memory.formation_commit import FactUpdate
 from memory.ids import text_hash
-from memory.models import FactUpdate, ScopeKey
+from memory.models import ScopeKey
 from memory.store.base import MemoryStore
 from tests.store.builders import (
     MODEL,

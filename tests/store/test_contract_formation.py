@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from memory.errors import ConflictError, EmbeddingMismatchError, StaleDecisionError
+from memory.formation_commit import FactAdd, FactInvalidate, FactKeep, FactUpdate
 from memory.ids import content_hash
-from memory.models import FactAdd, FactFilter, FactInvalidate, FactKeep, FactUpdate
+from memory.models import FactFilter
 from memory.store.base import MemoryStore
 from tests.store.builders import (
     AGENT_KEY,

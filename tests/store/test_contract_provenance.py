@@ -4,8 +4,8 @@ backend)."""
 
 from __future__ import annotations
 
+from memory.formation_commit import FactInvalidate, FactUpdate
 from memory.ids import formation_id
-from memory.models import FactInvalidate, FactUpdate
 from memory.store.base import MemoryStore
 from tests.store.builders import USER_KEY, Former, add, at, msg, record, reflection, unit
 

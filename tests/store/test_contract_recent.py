@@ -3,7 +3,7 @@ backend; facts without said_at fall back to when they were stored."""
 
 from __future__ import annotations
 
-from memory.models import FactAdd, FactInvalidate, FactUpdate
+from memory.formation_commit import FactAdd, FactInvalidate, FactUpdate
 from memory.store.base import MemoryStore
 from tests.store.builders import Former, add, at, unit, user_filter
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from memory.errors import EmbeddingMismatchError
-from memory.models import FactFilter, FactInvalidate, FactUpdate
+from memory.formation_commit import FactInvalidate, FactUpdate
+from memory.models import FactFilter
 from memory.store.base import MemoryStore
 from tests.store.builders import Former, add, at, unit, user_filter, vec
 

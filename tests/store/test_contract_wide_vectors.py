@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from memory.models import FactAdd
+from memory.formation_commit import FactAdd
 from memory.store.base import MemoryStore
 from tests.store.builders import Former, user_filter
 

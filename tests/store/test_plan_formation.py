@@ -12,16 +12,15 @@ from memory.errors import (
     InvalidInputError,
     StaleDecisionError,
 )
-from memory.ids import content_hash
-from memory.models import (
-    Fact,
+from memory.formation_commit import (
     FactAdd,
     FactInvalidate,
     FactKeep,
     FactUpdate,
     FormationCommitResult,
-    SessionAgentState,
 )
+from memory.ids import content_hash
+from memory.models import Fact, SessionAgentState
 from memory.store.rules import FormationSnapshot, formation_request, plan_formation
 from memory.store.rules.writes import (
     BumpScopeVersions,

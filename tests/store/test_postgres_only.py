@@ -9,8 +9,9 @@ import numpy as np
 import psycopg
 import pytest
 
+from memory.formation_commit import FactUpdate
 from memory.ids import content_hash
-from memory.models import AgentConfig, Fact, FactUpdate
+from memory.models import AgentConfig, Fact
 from memory.store.postgres import PostgresStore
 from memory.store.postgres.codec import fact_body, terms_of
 from memory.store.postgres.pool import Conn

@@ -18,8 +18,9 @@ from typing import Any
 
 import pytest
 
+from memory.formation_commit import FactKeep
 from memory.ids import content_hash
-from memory.models import Fact, FactKeep, Reflection, StoredMessage
+from memory.models import Fact, Reflection, StoredMessage
 from memory.store.base import MemoryStore
 from memory.store.mongo import MongoStore
 from memory.store.rules import RecordRequest, formation_request

@@ -9,7 +9,8 @@ from contextlib import closing
 from datetime import timedelta, timezone
 from pathlib import Path
 
-from memory.models import FactUpdate, ScopeKey
+from memory.formation_commit import FactUpdate
+from memory.models import ScopeKey
 from memory.store.sqlite import SQLiteStore
 from memory.store.sqlite.codec import to_us
 from memory.store.sqlite.schema import ADDED_COLUMNS, SCHEMA_VERSION

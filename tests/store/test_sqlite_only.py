@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from memory.models import FactInvalidate
+from memory.formation_commit import FactInvalidate
 from memory.store.sql.sessions import COLD_SESSIONS_SQL
 from memory.store.sqlite import SQLiteStore
 from memory.store.sqlite.db import sqlite_sql

@@ -11,7 +11,7 @@ import sqlite3
 from contextlib import closing
 from pathlib import Path
 
-from memory.models import FactUpdate
+from memory.formation_commit import FactUpdate
 from memory.store.rules.text import stemmed_tokens
 from memory.store.sqlite import SQLiteStore
 from memory.store.sqlite.schema import FTS_DDL

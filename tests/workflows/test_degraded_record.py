@@ -14,8 +14,8 @@ from temporalio.testing import WorkflowEnvironment
 
 from memory.degraded import DegradedWindow
 from memory.errors import MalformedOutputError
+from memory.formation_commit import FormationCommit, FormationCommitResult
 from memory.llm.base import LLMRequest
-from memory.models import FormationCommit, FormationCommitResult
 from memory.prompts.decide_facts import FactDecision, FactDecisions
 from memory.store.base import MemoryStore
 from tests.fakes import Faults, FaultyProxy, permanent, transcript_of

@@ -11,13 +11,8 @@ from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.asynchronous.database import AsyncDatabase
 
 from memory.api_keys import ApiKey
-from memory.models import (
-    ConsolidatedMemory,
-    Fact,
-    FormationCommitResult,
-    Reflection,
-    SessionAgentState,
-)
+from memory.formation_commit import FormationCommitResult
+from memory.models import ConsolidatedMemory, Fact, Reflection, SessionAgentState
 from memory.store.base_manage import ReembedTarget
 from memory.store.mongo.docs import (
     NO_VECTOR,

@@ -9,7 +9,8 @@ from memory.errors import (
     NotFoundError,
     StaleDecisionError,
 )
-from memory.models import FactAdd, FactUpdate, FormationCommit, SessionAgentState
+from memory.formation_commit import FactAdd, FactUpdate, FormationCommit
+from memory.models import SessionAgentState
 
 
 def check_cursor(state: SessionAgentState | None, commit: FormationCommit) -> SessionAgentState:

@@ -19,16 +19,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from memory.formation_commit import FactAdd, FactUpdate, FormationCommit, FormationCommitResult
 from memory.ids import content_hash, text_hash
 from memory.models import Fact as _Fact
-from memory.models import (
-    FactAdd,
-    FactUpdate,
-    FormationCommit,
-    FormationCommitResult,
-    ScopeKey,
-    SessionAgentState,
-)
+from memory.models import ScopeKey, SessionAgentState
 from memory.store.counts import ForgetCounts
 from memory.store.rules.lifecycle_writes import (
     DeleteEmbeddings,

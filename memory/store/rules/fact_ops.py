@@ -31,8 +31,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from memory.errors import InvalidInputError, NotFoundError
+from memory.formation_commit import FactAdd, FactInvalidate, FactKeep, FactUpdate, FormationCommit
 from memory.ids import content_hash
-from memory.models import Fact, FactAdd, FactInvalidate, FactKeep, FactUpdate, FormationCommit
+from memory.models import Fact
 from memory.said import split
 from memory.store.rules.checks import check_current
 from memory.store.rules.derived import fact_scope_key

@@ -27,16 +27,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from memory.errors import InvalidInputError
+from memory.formation_commit import FactAdd, FactUpdate, FormationCommit, FormationCommitResult
 from memory.ids import content_hash
-from memory.models import (
-    Fact,
-    FactAdd,
-    FactUpdate,
-    FormationCommit,
-    FormationCommitResult,
-    Reflection,
-    SessionAgentState,
-)
+from memory.models import Fact, Reflection, SessionAgentState
 from memory.store.rules.checks import (
     check_cursor,
     check_embedding_meta,

@@ -18,7 +18,8 @@ from datetime import datetime, timedelta
 import numpy as np
 
 from memory.errors import StaleDecisionError
-from memory.models import AddRecheck, Fact, FactAdd, Reflection
+from memory.formation_commit import AddRecheck, FactAdd
+from memory.models import Fact, Reflection
 
 # Facts stamped this long before the candidates were read are read too: a commit stamps its time
 # before its transaction, so one that was still writing when the candidates were read carries an

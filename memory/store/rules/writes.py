@@ -12,10 +12,10 @@ from datetime import datetime
 
 from memory.api_keys import ApiKey
 from memory.degraded import DegradedWindow
+from memory.formation_commit import FormationCommitResult
 from memory.models import (
     ConsolidatedMemory,
     Fact,
-    FormationCommitResult,
     Reflection,
     ScopeKey,
     SessionAgentState,

@@ -7,7 +7,8 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from memory.api_keys import ApiKey
-from memory.models import Fact, FormationCommitResult, Reflection, SessionAgentState
+from memory.formation_commit import FormationCommitResult
+from memory.models import Fact, Reflection, SessionAgentState
 from memory.store.base_manage import ReembedTarget
 from memory.store.rules.recheck import reflection_text_key
 from memory.store.snapshots import SnapshotReads
