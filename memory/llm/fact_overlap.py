@@ -39,16 +39,16 @@ from memory.llm.decision_words import (
     STOPWORDS,
     TOKEN,
 )
-from memory.llm.fact_decisions import (
-    _fold,
-    _is_number,
-    _lemma,
-    _opens_relation,
-    _without_opener,
+from memory.llm.fact_reading import (
     apart,
     content_words,
+    fold,
+    is_number,
+    opens_relation,
     parse_fact,
     split_statement,
+    verb_lemma,
+    without_opener,
 )
 from memory.tense import Tense
 from memory.tense import sentence_tense as _sentence_tense
@@ -65,12 +65,12 @@ _NOT_EVIDENCE |= {"get", "got", "make", "do", "go", "have", "want", "plan", "lik
 
 def sentence_tense(text: str) -> Tense | None:
     """The fact's tense, its opener aside: "As Alice said, …" says it again, not in the past."""
-    return _sentence_tense(_without_opener(text))
+    return _sentence_tense(without_opener(text))
 
 
 def _root(word: str) -> str:
     """A word's crude root, so that "opens" meets "opening" and "dance" meets "dancing"."""
-    if (lemma := _lemma(word)) is not None:
+    if (lemma := verb_lemma(word)) is not None:
         return lemma
     for suffix in ("ing", "ed", "es", "s"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
@@ -91,13 +91,13 @@ class _Said:
 
 
 def _said(text: str) -> _Said:
-    text = _without_opener(text)
+    text = without_opener(text)
     names: set[str] = set()
     common: set[str] = set()
     numbers: set[str] = set()
     for raw in TOKEN.findall(text):
-        folded = _fold(raw).strip("$.,:")
-        if _is_number(folded):
+        folded = fold(raw).strip("$.,:")
+        if is_number(folded):
             numbers.add(folded)
         elif folded and folded not in _NOT_EVIDENCE and _root(folded) not in _NOT_EVIDENCE:
             (names if raw[:1].isupper() else common).add(_root(folded))
@@ -233,9 +233,9 @@ def another_value(new: str, stored: str) -> str | None:
 def _forms(text: str) -> dict[str, frozenset[str]]:
     """The fact's content words by root, each with the forms it is written in."""
     forms: dict[str, set[str]] = {}
-    for raw in TOKEN.findall(_without_opener(text)):
-        folded = _fold(raw).strip("$.,:")
-        if folded and not _is_number(folded) and folded not in _NOT_EVIDENCE:
+    for raw in TOKEN.findall(without_opener(text)):
+        folded = fold(raw).strip("$.,:")
+        if folded and not is_number(folded) and folded not in _NOT_EVIDENCE:
             forms.setdefault(_root(folded), set()).add(folded)
     return {root: frozenset(written) for root, written in forms.items()}
 
@@ -265,8 +265,8 @@ def another_owner(new: str, stored: str) -> str | None:
 
 def _owners(text: str) -> frozenset[str]:
     """The words of the proper names written with a possessive before the fact's verb."""
-    tokens = SPLIT_TOKEN.findall(_without_opener(text))
-    verb = next((i for i in range(1, len(tokens)) if _opens_relation(tokens, i)), 0)
+    tokens = SPLIT_TOKEN.findall(without_opener(text))
+    verb = next((i for i in range(1, len(tokens)) if opens_relation(tokens, i)), 0)
     subject = tokens[:verb]
     names: set[str] = set()
     for end, token in enumerate(subject):
@@ -275,7 +275,7 @@ def _owners(text: str) -> frozenset[str]:
         start = end
         while start > 0 and subject[start - 1][:1].isupper() and "'" not in subject[start - 1]:
             start -= 1  # "Dr. Smith's", "Alice Smith's": the name's words before its last
-        name = {_fold(w) for w in subject[start : end + 1]} - _TITLES - DETERMINERS
+        name = {fold(w) for w in subject[start : end + 1]} - _TITLES - DETERMINERS
         if name and not name <= _GENERIC_OWNERS:
             names |= name
     return frozenset(names)

@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 
 from memory.llm.base import LLMRequest
-from memory.llm.fact_decisions import numbered_apart, split_statement
+from memory.llm.fact_decisions import numbered_apart
 from memory.llm.fact_overlap import keeps_the_thing, may_restate, nothing_in_common
+from memory.llm.fact_reading import split_statement
 from memory.llm.heuristic import HeuristicProvider
 from memory.prompts.decide_facts import (
     DecideFactsInput,
