@@ -107,7 +107,7 @@ async def _drop_database(uri: str, database: str) -> None:
 class BulkLoad:
     """A bulk load into a PostgreSQL store builds its HNSW index once at the end (with memory to
     hold the graph) instead of inserting every vector into the graph: what a migration of
-    existing data would do. The index is the store's own (schema.hnsw_index_sql). No-op on
+    existing data would do. The index is the store's own (hnsw.hnsw_index_sql). No-op on
     other stores."""
 
     def __init__(self, store: MemoryStore) -> None:
@@ -123,12 +123,12 @@ class BulkLoad:
                 await conn.execute(statement.encode())
 
     async def drop_index(self, dimension: int) -> None:
-        from memory.store.postgres.schema import hnsw_index_name
+        from memory.store.postgres.hnsw import hnsw_index_name
 
         await self._run(f"DROP INDEX IF EXISTS {hnsw_index_name(dimension)}")
 
     async def build_index(self, dimension: int) -> None:
-        from memory.store.postgres.schema import hnsw_index_sql
+        from memory.store.postgres.hnsw import hnsw_index_sql
 
         build = hnsw_index_sql(dimension)
         await self._run(

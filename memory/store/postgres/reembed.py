@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from memory.store.base_manage import side_tag
 from memory.store.postgres.db import PostgresDb
+from memory.store.postgres.hnsw import ensure_hnsw_index, hnsw_index_name
 from memory.store.postgres.pool import Conn
-from memory.store.postgres.schema import ensure_hnsw_index, hnsw_index_name
 from memory.store.sql.reads import embedding_meta
 from memory.store.sql.writes import put_embedding_meta
 

@@ -23,8 +23,8 @@ from memory.models import FactFilter, ScoredFact
 from memory.store.base import Vector
 from memory.store.postgres.codec import FACT_SELECT, fact_from_row, is_lexeme, vector_param
 from memory.store.postgres.db import PostgresDb
+from memory.store.postgres.hnsw import hnsw_predicate, indexed_vector
 from memory.store.postgres.pool import Conn, Row, fetch
-from memory.store.postgres.schema import hnsw_predicate, indexed_vector
 from memory.store.ranking import best
 from memory.store.rules.filters import scope_branches
 from memory.store.rules.text import CANDIDATE_CAP, query_stems, query_terms, stemmed_tokens

@@ -16,8 +16,9 @@ from memory.store.base import Vector
 from memory.store.postgres.codec import UPSERT_ACCESS, vector_param
 from memory.store.postgres.db import PostgresDb
 from memory.store.postgres.guests import mark_guests
+from memory.store.postgres.hnsw import ensure_hnsw_index
 from memory.store.postgres.pool import Conn, PostgresPool, connect
-from memory.store.postgres.schema import ensure_hnsw_index, migrate
+from memory.store.postgres.schema import migrate
 from memory.store.postgres.search import text_hits, vector_hits
 from memory.store.postgres.writes import apply_writes
 from memory.store.rules import Write, check_query_dimension

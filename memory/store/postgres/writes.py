@@ -17,9 +17,9 @@ from memory.store.postgres.codec import (
     vector_param,
 )
 from memory.store.postgres.db import PostgresDb
+from memory.store.postgres.hnsw import ensure_hnsw_index
 from memory.store.postgres.pool import Conn
 from memory.store.postgres.reembed import swap_side_vectors
-from memory.store.postgres.schema import ensure_hnsw_index
 from memory.store.rules import lifecycle_writes as lw
 from memory.store.rules import writes as w
 from memory.store.sql.writes import apply_shared
