@@ -362,8 +362,8 @@ def _said_earlier(
     """The window's earlier new facts as candidates of each later one of the same scope: a
     correction said within one window ("my number is 555-1234", then "sorry, 555-9999") is
     decided as it would be across two. Each stands for the fact its add will write (its
-    deterministic id, version 1); dedup.through_window retargets a decision about one that was
-    not added."""
+    deterministic id, version 1); decision_order.through_window retargets a decision about one
+    that was not added."""
     unit = {f.index: _unit(vectors[f.content]) for f in facts}
     out: dict[int, list[SimilarFact]] = {}
     for j, later in enumerate(facts):

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from memory.models import AgentConfig, Fact, FactFilter
-from memory.pipeline.dedup import through_window
+from memory.pipeline.decision_order import through_window
 from memory.pipeline.predecide import REFUSED
 from memory.pipeline.types import Decision, Window
 from memory.store.sqlite import SQLiteStore
