@@ -13,23 +13,21 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal, Self
 
-from pydantic import BaseModel, Field, SecretStr, ValidationError, model_validator
+from pydantic import Field, SecretStr, ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 
 from memory.settings_codec import CodecSettings as CodecSettings
 from memory.settings_errors import InvalidSettingsError, invalid_settings, misspelt_variable
+from memory.settings_group import SettingsGroup
 from memory.settings_models import ModelSettings as ModelSettings
 from memory.settings_rate_limit import RateLimitSettings as RateLimitSettings
+from memory.settings_retries import RetrySettings as RetrySettings
 from memory.settings_temporal import TemporalSettings as TemporalSettings
 
 Scope = Literal["agent", "user", "session"]
 
 
-class _Group(BaseModel):
-    model_config = {"extra": "forbid", "frozen": True, "hide_input_in_errors": True}
-
-
-class FormationSettings(_Group):
+class FormationSettings(SettingsGroup):
     """When the hot path starts a formation (seed 002 "Formation Triggers", 004 "Message Weighting")."""
 
     message_interval: int = Field(
@@ -82,7 +80,7 @@ class FormationSettings(_Group):
         }.get(role, self.weight_other)
 
 
-class FactSettings(_Group):
+class FactSettings(SettingsGroup):
     """Fact extraction, deduplication and the always-in-context FIFO (002 "Facts System")."""
 
     max_words: int = Field(30, ge=5, description="Most words in one fact")
@@ -112,7 +110,7 @@ class FactSettings(_Group):
     )
 
 
-class ReflectionSettings(_Group):
+class ReflectionSettings(SettingsGroup):
     """Reflection extraction and consolidation (002 "Consolidation" table)."""
 
     max_words: int = Field(35, ge=5, description="Most words in one reflection")
@@ -150,7 +148,7 @@ class ReflectionSettings(_Group):
         }[scope]
 
 
-class RagSettings(_Group):
+class RagSettings(SettingsGroup):
     """search_facts (002 "RAG Thresholds"); every score is on the store's normalised scale.
 
     The cosine and fused gates depend on the embedding model's scale: with ``calibrated_gates``
@@ -198,13 +196,13 @@ class RagSettings(_Group):
         return data
 
 
-class ContextSettings(_Group):
+class ContextSettings(SettingsGroup):
     cache_ttl_seconds: float = Field(
         300, ge=0, description="Memory context cache TTL (002: 5 minutes)"
     )
 
 
-class SessionSettings(_Group):
+class SessionSettings(SettingsGroup):
     """Cold sessions and retention (001 "Key Production Patterns")."""
 
     cold_after_minutes: float = Field(
@@ -222,7 +220,7 @@ class SessionSettings(_Group):
     )
 
 
-class EmbeddingSettings(_Group):
+class EmbeddingSettings(SettingsGroup):
     provider: Literal["auto", "local", "openai", "gemini"] = Field(
         "local",
         description="Embedding provider; local = MiniLM int8 shipped in a PyPI wheel; auto = the"
@@ -245,64 +243,7 @@ class EmbeddingSettings(_Group):
     )
 
 
-class RetrySettings(_Group):
-    """Activity timeouts and retries. Carried in each workflow's input, so a run keeps the policy it
-    started with (replay-safe) and operators tune it without a deploy."""
-
-    llm_timeout_seconds: float = Field(
-        180, gt=0, description="Start-to-close timeout of an LLM step"
-    )
-    llm_heartbeat_seconds: float = Field(
-        20, gt=0, description="A worker silent this long is presumed dead"
-    )
-    llm_max_attempts: int = Field(
-        5, ge=1, description="Attempts of an LLM step before the run fails"
-    )
-    llm_initial_interval_seconds: float = Field(
-        2, gt=0, description="First retry delay of an LLM step"
-    )
-    llm_max_interval_seconds: float = Field(
-        60, gt=0, description="Largest retry delay of an LLM step"
-    )
-    store_timeout_seconds: float = Field(
-        60, gt=0, description="Start-to-close timeout of a store step"
-    )
-    store_max_attempts: int = Field(20, ge=1, description="Attempts of a store step")
-    store_heartbeat_seconds: float = Field(
-        5, gt=0, description="A worker silent this long in a store step is presumed dead"
-    )
-    stale_decision_seconds: float = Field(
-        600, gt=0, description="How long a formation re-decides stale decisions (backoff, jitter)"
-    )
-    store_initial_interval_seconds: float = Field(
-        1, gt=0, description="First retry delay of a store step"
-    )
-    store_max_interval_seconds: float = Field(
-        5, gt=0, description="Largest retry delay of a store step (a dead worker costs this too)"
-    )
-
-    @model_validator(mode="after")
-    def _consistent(self) -> Self:
-        # Temporal refuses such a retry policy only when a workflow schedules the step: each
-        # workflow task would fail, and be retried, forever. Refuse it at start instead.
-        for step, initial, maximum in (
-            ("llm", self.llm_initial_interval_seconds, self.llm_max_interval_seconds),
-            ("store", self.store_initial_interval_seconds, self.store_max_interval_seconds),
-        ):
-            if initial > maximum:
-                raise ValueError(
-                    f"{step}_initial_interval_seconds ({initial:g}) must not exceed "
-                    f"{step}_max_interval_seconds ({maximum:g})"
-                )
-        if self.llm_heartbeat_seconds >= self.llm_timeout_seconds:
-            raise ValueError(
-                f"llm_heartbeat_seconds ({self.llm_heartbeat_seconds:g}) must be less than "
-                f"llm_timeout_seconds ({self.llm_timeout_seconds:g})"
-            )
-        return self
-
-
-class StoreSettings(_Group):
+class StoreSettings(SettingsGroup):
     backend: Literal["sqlite", "postgres", "mongo"] = Field(
         "sqlite", description="Memory store backend"
     )

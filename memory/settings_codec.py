@@ -8,17 +8,17 @@ import binascii
 import re
 from typing import Self
 
-from pydantic import BaseModel, Field, SecretStr, model_validator
+from pydantic import Field, SecretStr, model_validator
+
+from memory.settings_group import SettingsGroup
 
 _KEY_ID = r"^[A-Za-z0-9_.\-]{1,64}$"
 
 
-class CodecSettings(BaseModel):
+class CodecSettings(SettingsGroup):
     """Encryption of Temporal payloads (activity inputs/results, workflow arguments): AES-256-GCM,
     on when a key is set. Rotation: put the old key under ``previous_keys`` and set a new
     ``key``/``key_id``; histories written with the old key still decode."""
-
-    model_config = {"extra": "forbid", "frozen": True, "hide_input_in_errors": True}
 
     key: SecretStr | None = Field(
         None, description="Active AES-256 key, base64 of 32 random bytes (None: no encryption)"

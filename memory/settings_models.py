@@ -5,14 +5,12 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field, SecretStr
+from pydantic import Field, SecretStr
+
+from memory.settings_group import SettingsGroup
 
 
-class _Group(BaseModel):
-    model_config = {"extra": "forbid", "frozen": True, "hide_input_in_errors": True}
-
-
-class ModelSettings(_Group):
+class ModelSettings(SettingsGroup):
     """Model choice by purpose and tier (002 "LLM Model Selection")."""
 
     provider: Literal["auto", "openai", "gemini", "openai_compatible", "heuristic"] = Field(

@@ -10,14 +10,12 @@ Budgets are per server process: N replicas admit up to N times as much (docs/htt
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import Field
+
+from memory.settings_group import SettingsGroup
 
 
-class _Group(BaseModel):
-    model_config = {"extra": "forbid", "frozen": True, "hide_input_in_errors": True}
-
-
-class RateLimitSettings(_Group):
+class RateLimitSettings(SettingsGroup):
     enabled: bool = Field(
         True, description="Limit each API key's requests (429 with Retry-After beyond its budget)"
     )

@@ -5,14 +5,12 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
+
+from memory.settings_group import SettingsGroup
 
 
-class _Group(BaseModel):
-    model_config = {"extra": "forbid", "frozen": True, "hide_input_in_errors": True}
-
-
-class TemporalSettings(_Group):
+class TemporalSettings(SettingsGroup):
     address: str = Field("127.0.0.1:7233", description="Temporal frontend address")
     namespace: str = Field("default", description="Temporal namespace")
     task_queue: str = Field("mnemos", description="Task queue of workflows and store activities")
