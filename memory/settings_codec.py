@@ -5,14 +5,73 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
+import ipaddress
 import re
 from typing import Self
 
-from pydantic import Field, SecretStr, model_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 
 from memory.settings_group import SettingsGroup
 
 _KEY_ID = r"^[A-Za-z0-9_.\-]{1,64}$"
+
+# What a Host header holds: a name or IPv4 address, or an IPv6 address in brackets, then maybe a
+# port. A name has no colon, so an unbracketed IPv6 address (whose last group reads like a port)
+# never parses: `fd00::5:8081` is refused rather than guessed at.
+_AUTHORITY = re.compile(
+    r"(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<name>[A-Za-z0-9._-]+))(?::(?P<port>\d{1,5}))?"
+)
+
+
+def parse_authority(authority: str) -> tuple[str, int | None] | None:
+    """``(host, port)`` of ``host``, ``host:port``, ``[v6]`` or ``[v6]:port`` (the Host header's
+    forms): host lowercased, IPv6 without brackets and in its short form, so one address written
+    two ways compares equal. None if it is none of these."""
+    match = _AUTHORITY.fullmatch(authority)
+    if match is None:
+        return None
+    port = int(match["port"]) if match["port"] else None
+    if match["name"]:
+        return match["name"].lower(), port
+    try:
+        return str(ipaddress.IPv6Address(match["v6"])), port
+    except ValueError:
+        return None
+
+
+def authority_host(authority: str) -> str | None:
+    """The host of a Host header (see `parse_authority`); None if it does not parse."""
+    parsed = parse_authority(authority)
+    return parsed[0] if parsed else None
+
+
+def _listed_host(entry: str) -> str:
+    """A ``server_hosts`` entry as `authority_host` reads a Host header; a bare IPv6 address is
+    taken whole (a list of hosts has no port to confuse its last group with)."""
+    with contextlib.suppress(ValueError):
+        return str(ipaddress.IPv6Address(entry))
+    host = authority_host(entry)
+    if host is None:
+        raise ValueError(f"{entry!r} is not a host, host:port, [IPv6] or [IPv6]:port")
+    return host
+
+
+def _bind_address(bind: str) -> tuple[str, int]:
+    """``(host, port)`` of a ``server_bind``; ValueError saying which form it should take."""
+    parsed = parse_authority(bind)
+    port = parsed[1] if parsed else None
+    if parsed is None or port is None:
+        # `fd00::5:8081` could be port 8081 of fd00::5 or the address fd00::5:8081 on no port
+        v6 = (
+            " (an IPv6 address goes in brackets, e.g. [fd00::5]:8081)"
+            if bind.count(":") > 1
+            else ""
+        )
+        raise ValueError(f"{bind!r} is not host:port or [IPv6]:port{v6}")
+    if not 0 < port < 65536:
+        raise ValueError(f"{bind!r}: port {port} is not in 1-65535")
+    return parsed[0], port
 
 
 class CodecSettings(SettingsGroup):
@@ -37,8 +96,8 @@ class CodecSettings(SettingsGroup):
     )
     server_bind: str = Field(
         "127.0.0.1:8081",
-        pattern=r"^\S+:\d{1,5}$",
-        description="host:port of `mnemos codec-server` (it decrypts: keep it private)",
+        description="host:port of `mnemos codec-server`, [v6]:port for IPv6 (it decrypts: keep it "
+        "private)",
     )
     server_origins: tuple[str, ...] = Field(
         ("http://127.0.0.1:8233", "http://localhost:8233"),
@@ -47,11 +106,28 @@ class CodecSettings(SettingsGroup):
     server_hosts: tuple[str, ...] = Field(
         (),
         description="Host names the codec server answers without a token, besides its bind host "
-        "and loopback (the name a remote Temporal UI calls it by, JSON list)",
+        "and loopback (the name a remote Temporal UI calls it by, JSON list; host, host:port or "
+        "[v6] as in a Host header, the port ignored)",
     )
     server_token: SecretStr | None = Field(
         None, description="If set, the codec server requires 'Authorization: Bearer <token>'"
     )
+
+    @field_validator("server_bind")
+    @classmethod
+    def _bind_is_host_and_port(cls, bind: str) -> str:
+        _bind_address(bind)
+        return bind
+
+    @field_validator("server_hosts")
+    @classmethod
+    def _hosts_as_host_headers_name_them(cls, hosts: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(_listed_host(entry) for entry in hosts)
+
+    @property
+    def bind_address(self) -> tuple[str, int]:
+        """``(host, port)`` of ``server_bind`` as a socket takes it (IPv6 without brackets)."""
+        return _bind_address(self.server_bind)
 
     @model_validator(mode="after")
     def _keys_are_aes256(self) -> Self:

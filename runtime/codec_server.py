@@ -10,26 +10,19 @@ from __future__ import annotations
 
 import hmac
 from typing import Annotated
-from urllib.parse import urlsplit
 
 import typer
 from fastapi import FastAPI, HTTPException, Request, Response
 from fastapi.middleware.cors import CORSMiddleware
 from google.protobuf import json_format
+from pydantic import ValidationError
 from temporalio.api.common.v1 import Payload, Payloads
 
 from memory.settings import CodecSettings, get_settings
+from memory.settings_codec import authority_host
 from runtime.codec import AesGcmCodec, CodecError
 
 _LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1"})
-
-
-def _hostname(authority: str) -> str:
-    """The host of a ``host[:port]`` (a bracketed IPv6 address too), lowercased."""
-    try:
-        return (urlsplit(f"//{authority}").hostname or "").lower()
-    except ValueError:
-        return ""
 
 
 def codec_app(cfg: CodecSettings) -> FastAPI:
@@ -51,10 +44,12 @@ def codec_app(cfg: CodecSettings) -> FastAPI:
     # Without a token, only a request to the bound address or a loopback name is answered: a page
     # that DNS-rebinds its own name to 127.0.0.1 would otherwise post here as its own origin
     # (a text/plain body needs no preflight) and read the decrypted answer.
-    hosts = _LOOPBACK | {_hostname(cfg.server_bind)} | {h.lower() for h in cfg.server_hosts}
+    # The settings parse the bind and the listed names as a Host header is parsed below, and a
+    # Host that does not parse is None, never in this set: a bad header is refused, not let in.
+    hosts = _LOOPBACK | {cfg.bind_address[0]} | set(cfg.server_hosts)
 
     async def payloads_in(request: Request) -> Payloads:
-        if token is None and _hostname(request.headers.get("host", "")) not in hosts:
+        if token is None and authority_host(request.headers.get("host", "")) not in hosts:
             raise HTTPException(status_code=421, detail="not a host this codec server answers")
         if token is not None:
             given = request.headers.get("authorization", "")
@@ -86,21 +81,33 @@ def codec_app(cfg: CodecSettings) -> FastAPI:
     return app
 
 
+def _with_bind(cfg: CodecSettings, bind: str) -> CodecSettings:
+    """``cfg`` listening on (and answering for) ``bind``, checked as MNEMOS_CODEC__SERVER_BIND is:
+    model_copy(update=) would skip the check and leave a bad bind to fail in uvicorn."""
+    try:
+        return CodecSettings.model_validate({**cfg.model_dump(), "server_bind": bind})
+    except ValidationError as e:
+        msg = e.errors()[0]["msg"].removeprefix("Value error, ")
+        raise typer.BadParameter(msg, param_hint="--bind") from e
+
+
 def codec_server(
     bind: Annotated[
-        str | None, typer.Option(help="host:port to listen on (default: codec.server_bind)")
+        str | None,
+        typer.Option(help="host:port or [IPv6]:port to listen on (default: codec.server_bind)"),
     ] = None,
 ) -> None:
     """Serve /encode and /decode for the Temporal UI (set it as the UI's Remote Codec Endpoint)."""
     import uvicorn
 
     cfg = get_settings().codec
-    if bind is not None:  # the address it answers for too
-        cfg = cfg.model_copy(update={"server_bind": bind})
+    if bind is not None:
+        cfg = _with_bind(cfg, bind)
     try:
         app = codec_app(cfg)
     except ValueError as e:
         raise typer.BadParameter(str(e)) from e
-    host, _, port = cfg.server_bind.rpartition(":")
-    typer.echo(f"codec endpoint on http://{host}:{port} (origins: {', '.join(cfg.server_origins)})")
-    uvicorn.run(app, host=host, port=int(port), log_level="warning")
+    host, port = cfg.bind_address  # uvicorn takes an IPv6 host without its brackets
+    origins = ", ".join(cfg.server_origins)
+    typer.echo(f"codec endpoint on http://{cfg.server_bind} (origins: {origins})")
+    uvicorn.run(app, host=host, port=port, log_level="warning")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 from typing import cast
 
 import httpx2
@@ -14,8 +15,9 @@ import uvicorn
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from google.protobuf import json_format
+from pydantic import ValidationError
 from temporalio.api.common.v1 import Payloads
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from memory.settings import CodecSettings, get_settings
 from runtime.codec import data_converter
@@ -156,7 +158,8 @@ async def test_without_a_token_the_bind_host_and_the_listed_names_are_answered()
         assert other.status_code == 421
 
 
-def test_the_command_answers_the_address_bind_names(monkeypatch: pytest.MonkeyPatch) -> None:
+def serve(monkeypatch: pytest.MonkeyPatch, *args: str) -> tuple[Result, dict[str, object]]:
+    """`mnemos codec-server *args` with a key set, and what it handed uvicorn.run (if it got there)."""
     served: dict[str, object] = {}
 
     def run(app: object, **kw: object) -> None:
@@ -167,10 +170,81 @@ def test_the_command_answers_the_address_bind_names(monkeypatch: pytest.MonkeyPa
     get_settings.cache_clear()
     app = typer.Typer()
     app.command()(codec_server)
-    result = CliRunner().invoke(app, ["--bind", "10.1.2.3:8081"])
+    result = CliRunner().invoke(app, list(args))
     get_settings.cache_clear()
-    assert result.exit_code == 0 and (served["host"], served["port"]) == ("10.1.2.3", 8081)
+    return result, served
+
+
+@pytest.mark.parametrize(
+    ("bind", "host", "port"),
+    [("10.1.2.3:8081", "10.1.2.3", 8081), ("[fd00::5]:8081", "fd00::5", 8081)],
+)
+def test_the_command_answers_the_address_bind_names(
+    monkeypatch: pytest.MonkeyPatch, bind: str, host: str, port: int
+) -> None:
+    """An IPv6 bind is written [address]:port, as in a URL; uvicorn gets it without the brackets
+    and the Host header of that URL is answered (review H145)."""
+    result, served = serve(monkeypatch, "--bind", bind)
+    assert result.exit_code == 0, result.output
+    assert (served["host"], served["port"]) == (host, port)
+    assert f"http://{bind} " in result.output
     probe = TestClient(cast(FastAPI, served["app"]))
-    assert (
-        probe.post("/decode", content=b"{}", headers={"host": "10.1.2.3:8081"}).status_code == 200
-    )
+    assert probe.post("/decode", content=b"{}", headers={"host": bind}).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("bind", "says"),
+    [
+        ("fd00::5:8081", "[IPv6]:port"),  # is 8081 the port or the last group of the address?
+        ("::1:8081", "[IPv6]:port"),
+        (":8081", "host:port"),
+        ("10.1.2.3", "host:port"),
+        ("10.1.2.3:99999", "1-65535"),
+    ],
+)
+def test_a_bind_that_is_not_host_and_port_is_a_one_line_error(
+    monkeypatch: pytest.MonkeyPatch, bind: str, says: str
+) -> None:
+    """An unbracketed IPv6 bind is ambiguous and one without a host once let any unparsable Host
+    header in; neither starts a server, and the error names the form to use (review H145)."""
+    result, served = serve(monkeypatch, "--bind", bind)
+    assert result.exit_code == 2 and not served
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert says in result.output and "--bind" in result.output
+    with pytest.raises(ValidationError, match=re.escape(says)):
+        settings(server_bind=bind)
+
+
+@pytest.mark.parametrize(
+    ("listed", "host"),
+    [
+        ("codec.internal.example:8081", "codec.internal.example:8081"),
+        ("Codec.Internal.Example", "codec.internal.example"),
+        ("[fd00::5]", "[fd00::5]:8081"),
+        ("[fd00::5]:8081", "[fd00:0:0::5]"),
+        ("fd00::5", "[FD00::5]:8081"),
+    ],
+)
+async def test_a_listed_host_is_read_as_a_host_header(listed: str, host: str) -> None:
+    """MNEMOS_CODEC__SERVER_HOSTS takes the name as a Host header writes it, port or brackets
+    included; a remote UI calling it so is answered (review H145)."""
+    cfg = settings(server_hosts=(listed,))
+    async with client(cfg) as http:
+        r = await http.post("/decode", content=await sealed_body(cfg, "x"), headers={"host": host})
+    assert r.status_code == 200
+
+
+@pytest.mark.parametrize("listed", ["http://codec.internal.example", "[fd00::5", "", "a b"])
+def test_a_listed_host_that_is_no_host_is_refused_at_start(listed: str) -> None:
+    with pytest.raises(ValidationError, match="is not a host"):
+        settings(server_hosts=(listed,))
+
+
+@pytest.mark.parametrize("host", ["[evil", "", "evil.example@127.0.0.1", "localhost/x", "[::1"])
+async def test_without_a_token_a_host_header_that_does_not_parse_is_refused(host: str) -> None:
+    """A Host header is answered only if it parses to an answered host: one that does not is
+    refused, never read as a loopback name or as no host at all (review H145)."""
+    cfg = settings()
+    async with client(cfg) as http:
+        r = await http.post("/decode", content=await sealed_body(cfg, "x"), headers={"host": host})
+    assert r.status_code == 421
