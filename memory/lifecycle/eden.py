@@ -296,8 +296,17 @@ class _Mapper:
             )
         )
 
+    def pending_users(self) -> dict[str, list[str]]:
+        """Session memory id → every user whose blob lists it as pending: a group directive is
+        listed by each of its users, and keeping one of them would make it that user's memory."""
+        pending: dict[str, list[str]] = {}
+        for u in self.docs.users:
+            for i in u.unabsorbed_memory_ids:
+                pending.setdefault(i, []).append(u.user_id)
+        return pending
+
     def session_memories(self) -> None:
-        user_pending = {i: u.user_id for u in self.docs.users for i in u.unabsorbed_memory_ids}
+        user_pending = self.pending_users()
         shard_pending = {i for s in self.docs.shards for i in s.unabsorbed_memory_ids}
         for doc in sorted(self.docs.sessions, key=lambda d: d.id):
             shard = self.shards.get(doc.shard_id or "")
@@ -310,7 +319,9 @@ class _Mapper:
             elif kind in ("fact", "suggestion") and shard is not None and not shard.is_active:
                 self.drop(V1_SESSIONS, doc, INACTIVE_SHARD)
             elif kind == "directive":
-                users = [user_pending[doc.id]] if doc.id in user_pending else doc.related_users
+                # Its users: those whose blob lists it pending and those it names. A directive
+                # of a group stays one when some of its users' consolidations absorbed it.
+                users = [*user_pending.get(doc.id, ()), *doc.related_users]
                 if len(set(users)) != 1:
                     self.drop(V1_SESSIONS, doc, NO_USER if not users else f"directive {GROUP}")
                     continue

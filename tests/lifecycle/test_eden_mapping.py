@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+import pytest
+
 from memory.lifecycle.eden import EDEN_EMBEDDING_MODEL, map_agent
 from memory.lifecycle.eden_docs import parse_agent_docs
 from memory.lifecycle.plan import plan, render
@@ -144,6 +146,22 @@ def test_plan_lists_imports_and_drops_per_agent_and_user() -> None:
     n_docs = sum(len(docs) for docs in fx.ALL.values())
     # every source document is accounted for: imported (a blob may merge several) or dropped
     assert p.total_imported + p.total_dropped == n_docs - 1  # two shards → one blob
+
+
+@pytest.mark.parametrize("pending_in", [2, 1], ids=["both-blobs", "one-absorbed"])
+def test_a_pending_group_directive_is_dropped_not_given_to_one_user(pending_in: int) -> None:
+    # Eden lists a group session's pending directive in each of its users' blobs; one of them
+    # may have absorbed it already, and it is still the group's.
+    group = 150
+    directive = fx.session_memory(
+        group, "directive", "Alice asked to keep her diagnosis private",
+        related_users=[fx.ALICE, fx.BOB],
+    )  # fmt: skip
+    users = [{**u, "unabsorbed_memory_ids": [fx.oid(group)]} for u in fx.MEMORY_USER[:pending_in]]
+    pairs = [("memory_sessions", directive), *(("memory_user", u) for u in users)]
+    batch = map_agent(parse_agent_docs(str(fx.AGENT_A), pairs), CFG, now=NOW)
+    assert [r.scope_key.user_id for r in batch.reflections] == []
+    assert by_source(batch)[sid(group)].startswith("directive names several users")
 
 
 def test_unreadable_documents_are_dropped_with_the_error() -> None:

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from memory.lifecycle.mem0 import load_items, map_mem0
+from memory.lifecycle.plan import plan
 
 NOW = datetime(2026, 11, 22, tzinfo=UTC)
 
@@ -96,6 +97,38 @@ def test_ids_are_stable_across_runs() -> None:
 )
 def test_every_get_all_shape_loads(text: str) -> None:
     assert load_items(text) == ITEMS
+
+
+def test_json_lines_of_one_memory_load() -> None:
+    # One line of JSON Lines is also a whole JSON document: a memory, not a page of them.
+    assert load_items(json.dumps(ITEMS[0]) + "\n") == [ITEMS[0]]
+
+
+# get_all pages (or two dumps) joined while mem0 UPDATEd a memory: same id, new text and time.
+LISBON = {
+    "id": "8c2b1f0e-0000-4000-8000-000000000001",
+    "memory": "Lives in Lisbon",
+    "user_id": "alice",
+    "agent_id": "chef",
+    "created_at": "2025-07-20T01:30:00-07:00",
+    "updated_at": "2025-07-20T01:30:00-07:00",
+}
+PORTO = {**LISBON, "memory": "Lives in Porto", "updated_at": "2025-08-01T10:00:00-07:00"}
+
+
+@pytest.mark.parametrize("items", [[LISBON, PORTO], [PORTO, LISBON]], ids=["old-new", "new-old"])
+def test_a_memory_listed_twice_keeps_its_latest_update(items: list[dict[str, Any]]) -> None:
+    batch = map_mem0(items, default_agent="chef", now=NOW)
+    [fact] = batch.facts
+    assert (fact.content, fact.updated_at) == (
+        "Lives in Porto",
+        datetime(2025, 8, 1, 17, tzinfo=UTC),
+    )
+    [dropped] = batch.dropped
+    assert dropped.reason.startswith("mem0 memory id listed more than once")
+    assert "'Lives in Lisbon'" in dropped.detail
+    dry_run = plan([batch])  # what --dry-run shows is what the import does
+    assert (dry_run.total_imported, dry_run.total_dropped) == (1, 1)
 
 
 def test_an_unknown_shape_is_refused() -> None:
