@@ -13,7 +13,6 @@ from google.protobuf.json_format import ParseError
 from pydantic import BaseModel
 from pymongo import AsyncMongoClient
 from temporalio.client import WorkflowHistory
-from temporalio.worker import Replayer
 
 from cli.common import (
     JsonOption,
@@ -25,13 +24,14 @@ from cli.common import (
     start_tracing,
     temporal_of,
 )
+from cli.replay_child import ReplayOutcome
+from cli.replay_runner import ChildReplayer
 from memory.embedding import make_embedder
 from memory.errors import EmbeddingMismatchError, InvalidInputError
 from memory.logging import configure_logging, redact_text
 from memory.settings import Settings
 from memory.store import open_store
 from memory.store.mongo.indexes import search_index_specs, setup_search_indexes
-from runtime.codec import data_converter
 from runtime.connection import ensure_search_attributes
 from runtime.metrics import MetricsEndpointError, install_runtime
 
@@ -222,13 +222,6 @@ def setup_indexes(
 # ---------------------------------------------------------------- replay
 
 
-class ReplayOutcome(BaseModel):
-    workflow_id: str
-    run_id: str
-    ok: bool
-    error: str | None = None
-
-
 async def _server_histories(
     settings: Settings, query: str | None, limit: int, export: Path | None
 ) -> AsyncIterator[WorkflowHistory]:
@@ -247,23 +240,35 @@ def _save(directory: Path, history: WorkflowHistory) -> None:
 
 
 # A real history replays in well under a second; a replay still running after this is stuck (the
-# SDK core can wait for ever on a history it cannot start), so it is reported as a FAIL.
+# SDK core can wait for ever on a history it cannot start): its child process is killed and the
+# history reported as a FAIL (cli/replay_runner.py).
 REPLAY_TIMEOUT_SECONDS = 60.0
 
 
 def _read(path: Path) -> WorkflowHistory | ReplayOutcome:
-    """One history file, or a FAIL naming the file and why it cannot be replayed: the SDK hangs
-    on a history that does not begin with WorkflowExecutionStarted, so it never sees one."""
+    """One history file, or a FAIL naming the file and why it cannot be replayed. The SDK hangs
+    or fails an assertion on these shapes, so they fail here at once, not at the time limit."""
     try:
         history = WorkflowHistory.from_json(path.stem, path.read_text())
     except (OSError, ValueError, TypeError, KeyError, ParseError) as exc:
         return _unreplayable(path, f"not a workflow history: {exc}")
+    why = _shape_error(history)
+    return history if why is None else _unreplayable(path, why)
+
+
+def _shape_error(history: WorkflowHistory) -> str | None:
+    """Why a parsed history cannot be replayed, cheaply checked; None when it may be."""
     if not history.events:
-        return _unreplayable(path, "the history has no events")
+        return "the history has no events"
     first = history.events[0]
     if not first.HasField("workflow_execution_started_event_attributes"):
-        return _unreplayable(path, "the first event is not WorkflowExecutionStarted")
-    return history
+        return "the first event is not WorkflowExecutionStarted"
+    if not first.workflow_execution_started_event_attributes.workflow_type.name:
+        return "the WorkflowExecutionStarted event names no workflow type"
+    for expected, event in enumerate(history.events, start=1):
+        if event.event_id != expected:
+            return f"event ids do not count 1, 2, 3…: event {expected} has id {event.event_id}"
+    return None
 
 
 def _unreplayable(path: Path, why: str) -> ReplayOutcome:
@@ -284,26 +289,6 @@ async def _each(
         yield item
 
 
-async def _replay_one(replayer: Replayer, history: WorkflowHistory) -> ReplayOutcome:
-    try:
-        result = await asyncio.wait_for(
-            replayer.replay_workflow(history, raise_on_replay_failure=False),
-            REPLAY_TIMEOUT_SECONDS,
-        )
-    except TimeoutError:
-        failure: BaseException | None = TimeoutError(
-            f"replay did not finish in {REPLAY_TIMEOUT_SECONDS:g} s"
-        )
-    else:
-        failure = result.replay_failure
-    return ReplayOutcome(
-        workflow_id=history.workflow_id,
-        run_id=history.run_id,
-        ok=failure is None,
-        error=None if failure is None else f"{type(failure).__name__}: {failure}",
-    )
-
-
 async def _replay(
     settings: Settings,
     query: str | None,
@@ -312,22 +297,21 @@ async def _replay(
     export: Path | None,
     as_json: bool,
 ) -> list[ReplayOutcome]:
-    from worker import WORKFLOWS
-
     histories: AsyncIterator[WorkflowHistory | ReplayOutcome] = (
         _each(await asyncio.to_thread(_load, directory))
         if directory is not None
         else _server_histories(settings, query, limit, export)
     )
-    replayer = Replayer(workflows=list(WORKFLOWS), data_converter=data_converter(settings.codec))
     outcomes: list[ReplayOutcome] = []
-    async for item in histories:
-        # One replay at a time, each bounded, so one stuck history cannot stop the others.
-        outcome = item if isinstance(item, ReplayOutcome) else await _replay_one(replayer, item)
-        outcomes.append(outcome)
-        if not as_json:  # progress: one line per history as it is replayed
-            mark = "ok  " if outcome.ok else "FAIL"
-            typer.echo(f"{mark} {outcome.workflow_id}  {outcome.error or ''}".rstrip())
+    # One replay at a time, each bounded in a child process, so one stuck or crashing history
+    # cannot stop the others.
+    async with ChildReplayer(REPLAY_TIMEOUT_SECONDS) as replayer:
+        async for item in histories:
+            outcome = item if isinstance(item, ReplayOutcome) else await replayer.replay(item)
+            outcomes.append(outcome)
+            if not as_json:  # progress: one line per history as it is replayed
+                mark = "ok  " if outcome.ok else "FAIL"
+                typer.echo(f"{mark} {outcome.workflow_id}  {outcome.error or ''}".rstrip())
     return outcomes
 
 
