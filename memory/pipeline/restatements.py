@@ -7,13 +7,24 @@ docs/local_models.md). So where the model added or updated a fact and the rules 
 state a stored candidate again (memory/llm/fact_overlap.py ``may_restate``: the same numbers
 and names, nothing denied, nothing added), that one pair is asked; a yes makes the decision NONE.
 
-Failing towards the model's first answer: an answer that cannot be read keeps the decision as it
-was (a restatement stored twice costs a line; a change dropped as a repeat would lose it).
+Failing towards the model's first answer: an answer that cannot be read, or a refused question,
+keeps the decision as it was (a restatement stored twice costs a line; a change dropped as a
+repeat would lose it), and a provider failing on one ends the second looks, every decision kept:
+as the extraction's second looks do (memory/pipeline/facts.py ``_read_again``). Raised, the
+failure would fail the decision step, and its retry pay for the decision again, or its
+fallback add every new fact unmerged.
 """
 
 from __future__ import annotations
 
-from memory.errors import InvalidModelOutputError, MalformedOutputError
+import structlog
+
+from memory.errors import (
+    InputRefusedError,
+    InvalidModelOutputError,
+    MalformedOutputError,
+    ProviderError,
+)
 from memory.llm.base import LLMProvider, LLMRequest
 from memory.llm.fact_overlap import may_restate
 from memory.pipeline.predecide import refused
@@ -22,6 +33,8 @@ from memory.pipeline.usage import llm_call
 from memory.prompts.same_fact import SameFact, SameFactInput
 
 RESTATES = "restates"  # a decision's reasoning when the second look made it NONE
+
+log = structlog.get_logger(__name__)
 
 
 async def second_look(
@@ -40,8 +53,9 @@ async def second_look(
     said = {f.index: f.content for f in facts}
     out: list[Decision] = []
     calls: list[LlmCall] = []
+    ended = False  # a provider failed: the decisions left are kept as the model made them
     for decision in decisions:
-        stored = _maybe_restated(decision, said, candidates)
+        stored = None if ended else _maybe_restated(decision, said, candidates)
         if stored is None:
             out.append(decision)
             continue
@@ -52,7 +66,16 @@ async def second_look(
         )
         try:
             result = await llm.generate_structured(request, SameFact)
-        except (InvalidModelOutputError, MalformedOutputError):
+        except (InvalidModelOutputError, MalformedOutputError, InputRefusedError) as err:
+            # This pair's answer is unusable or refused: its decision stands, the next may be asked.
+            _log_kept(err, ended=False)
+            out.append(decision)
+            continue
+        except ProviderError as err:
+            # Unreachable, rate limited, unauthorised: the next pair would fail the same way, and
+            # a retry of the step would ask the decision again (malformed and refused are above).
+            _log_kept(err, ended=True)
+            ended = True
             out.append(decision)
             continue
         calls.append(llm_call(request, result.usage))
@@ -68,6 +91,18 @@ async def second_look(
             else decision
         )
     return out, calls
+
+
+def _log_kept(err: Exception, *, ended: bool) -> None:
+    """Say why a second look kept the first decision: the error's type, provider and status,
+    never its message (a refusal may quote what the user said)."""
+    log.warning(
+        "same_fact_failed_decision_kept",
+        error=type(err).__name__,
+        provider=getattr(err, "provider", ""),
+        status=getattr(err, "status", None),
+        second_looks_ended=ended,
+    )
 
 
 def _maybe_restated(

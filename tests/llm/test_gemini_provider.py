@@ -3,18 +3,26 @@
 from __future__ import annotations
 
 import json
+import re
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any
 
 import pytest
 
 from memory.errors import InputRefusedError, MalformedOutputError, ProviderError
 from memory.llm.base import LLMRequest, Usage
-from memory.llm.gemini_provider import GeminiProvider
+from memory.llm.gemini_provider import THINKING_ALLOWANCE, GeminiProvider
 from memory.prompts.consolidate import ConsolidatedSections, blob_text
 from memory.prompts.decide_facts import FactDecision, FactDecisions
 from memory.prompts.same_fact import SameFact, SameFactInput
-from tests.fake_provider_server import FakeProviderServer, Reply, gemini_content, google_error
+from tests.fake_provider_server import (
+    FakeProviderServer,
+    Received,
+    Reply,
+    gemini_content,
+    google_error,
+)
 from tests.fakes import CONSOLIDATE_INPUT, DECIDE_INPUT
 
 API_KEY = "AIzaSyTest0123456789abcdefghijklmnop"
@@ -85,7 +93,9 @@ async def test_structured_output_is_validated_and_usage_comes_from_usage_metadat
     config = sent.body["generationConfig"]
     assert config["responseMimeType"] == "application/json"
     assert config["temperature"] == 0.0
-    assert config["maxOutputTokens"] == 512
+    # Gemini 3 Flash thinks a little even at MINIMAL: its thoughts get room beside the answer.
+    assert config["maxOutputTokens"] == 512 + THINKING_ALLOWANCE
+    assert _thinking(config) == {"thinking_level": "MINIMAL"}
     decision_schema = config["responseSchema"]["properties"]["decisions"]["items"]
     assert decision_schema["properties"]["event"]["enum"] == ["ADD", "UPDATE", "DELETE", "NONE"]
     assert decision_schema["properties"]["existing_index"]["nullable"] is True
@@ -277,3 +287,104 @@ async def test_the_api_key_never_appears_in_the_error(
     assert API_KEY not in str(error)
     assert "[redacted]" in str(error)
     assert error.__cause__ is None and error.__suppress_context__
+
+
+def _thinking(config: dict[str, Any]) -> dict[str, Any] | None:
+    """The thinkingConfig sent, its keys in snake_case: the SDK passes this one through as its
+    fields are named (as it does responseSchema's max_length), which the API's proto3 JSON
+    parsing accepts as well as the camelCase names."""
+    sent = config.get("thinkingConfig")
+    if sent is None:
+        return None
+    return {re.sub(r"(?<!^)(?=[A-Z])", "_", k).lower(): v for k, v in sent.items()}
+
+
+def _thoughts(config: dict[str, Any]) -> int:
+    """The thought tokens of a thinking model (python-genai#2062): none when turned off or at
+    MINIMAL, the budget when one is set, a little at LOW, plenty at its default."""
+    thinking = _thinking(config) or {}
+    budget = thinking.get("thinking_budget")
+    if budget is not None:
+        return int(budget)
+    return {"MINIMAL": 0, "LOW": 64}.get(thinking.get("thinking_level", ""), 512)
+
+
+def _thinking_model(answer: dict[str, Any]) -> Callable[[Received], Reply]:
+    """A model whose thoughts count against maxOutputTokens: past the cap, no text at all."""
+
+    def reply(request: Received) -> Reply:
+        config = request.body["generationConfig"]
+        thoughts = _thoughts(config)
+        if thoughts >= config["maxOutputTokens"]:
+            return gemini_content(None, thoughts_tokens=config["maxOutputTokens"],
+                                  finish_reason="MAX_TOKENS")  # fmt: skip
+        return gemini_content(json.dumps(answer), thoughts_tokens=thoughts)
+
+    return reply
+
+
+@pytest.mark.parametrize(
+    "model",
+    ["gemini-3-flash-preview", "gemini-3-pro-preview", "gemini-2.5-flash", "gemini-2.5-pro"],
+)
+async def test_a_thinking_model_answers_the_restatement_question_within_its_tight_cap(
+    server: FakeProviderServer, provider: GeminiProvider, model: str
+) -> None:
+    """The defaults think by default: sent same_fact's cap of 24 tokens and left to think, they
+    thought through it and answered nothing (MalformedOutputError, MAX_TOKENS)."""
+    server.script(_thinking_model({"same": True}))
+    pair = SameFactInput(stored="Alice lives in Paris", new="Alice lives in Paris, France")
+    request = LLMRequest.of(pair, model=model)
+    assert request.max_output_tokens < 512
+
+    result = await provider.generate_structured(request, SameFact)
+
+    assert result.value.same is True
+
+
+@pytest.mark.parametrize(
+    ("model", "thinking", "allowance"),
+    [
+        ("gemini-3-flash-preview", {"thinking_level": "MINIMAL"}, THINKING_ALLOWANCE),
+        ("gemini-3.1-flash-lite-preview", {"thinking_level": "MINIMAL"}, THINKING_ALLOWANCE),
+        ("gemini-3-pro-preview", {"thinking_level": "LOW"}, THINKING_ALLOWANCE),
+        ("gemini-2.5-flash", {"thinking_budget": 0}, 0),
+        ("models/gemini-2.5-flash-lite", {"thinking_budget": 0}, 0),
+        ("gemini-2.5-pro", {"thinking_budget": 128}, THINKING_ALLOWANCE),
+        ("gemini-2.0-flash", None, 0),  # a 400 "thinking is not supported by this model"
+        ("gemma-3-27b-it", None, 0),
+        ("gemini-flash-latest", None, 0),  # an alias: which family is unknown
+    ],
+)
+async def test_each_model_is_asked_to_think_as_little_as_it_can(
+    server: FakeProviderServer,
+    provider: GeminiProvider,
+    model: str,
+    thinking: dict[str, Any] | None,
+    allowance: int,
+) -> None:
+    server.script(gemini_content('{"same": false}'))
+    request = LLMRequest.of(SameFactInput(stored="a", new="b"), model=model)
+
+    await provider.generate_structured(request, SameFact)
+
+    [sent] = server.requests
+    config = sent.body["generationConfig"]
+    assert _thinking(config) == thinking
+    assert config["maxOutputTokens"] == request.max_output_tokens + allowance
+
+
+async def test_a_model_that_rejects_the_thinking_config_is_asked_without_it(
+    server: FakeProviderServer, provider: GeminiProvider
+) -> None:
+    """Asked once more without it, and from then on: no run fails on a model that takes none."""
+    rejected = google_error(400, "Unable to submit request because thinking is not supported")
+    server.script(rejected, gemini_content('{"same": true}'), gemini_content('{"same": false}'))
+    request = LLMRequest.of(SameFactInput(stored="a", new="b"), model="gemini-2.5-flash-image")
+
+    first = await provider.generate_structured(request, SameFact)
+    second = await provider.generate_structured(request, SameFact)
+
+    assert (first.value.same, second.value.same) == (True, False)
+    sent = [_thinking(r.body["generationConfig"]) for r in server.requests]
+    assert sent == [{"thinking_budget": 0}, None, None]

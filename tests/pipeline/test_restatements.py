@@ -1,23 +1,28 @@
 """A restatement is NONE (issue #22): after the batched decision kept a fact that may state a
 stored one again, that one pair is asked once more, and a yes makes the decision NONE. The pair is
-asked only where the rules allow a restatement; an unreadable answer keeps the first decision."""
+asked only where the rules allow a restatement; an unreadable or refused answer keeps the first
+decision, and a provider failing on one ends the second looks with every decision kept."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+from structlog.testing import capture_logs
+from temporalio.testing import WorkflowEnvironment
 
 from memory.deps import Deps
-from memory.errors import MalformedOutputError
+from memory.errors import InputRefusedError, MalformedOutputError
 from memory.llm.base import LLMRequest
 from memory.llm.heuristic import HeuristicProvider
-from memory.pipeline import dedup
-from memory.pipeline.types import CandidatesResult, NewFact, SimilarFact
+from memory.pipeline import dedup, restatements
+from memory.pipeline.types import CandidatesResult, Decision, NewFact, SimilarFact
+from memory.prompts.decide_facts import FactDecision, FactDecisions
 from memory.prompts.same_fact import SameFact, SameFactInput
-from memory.settings import Settings
+from memory.settings import FactSettings, Settings
 from memory.store.sqlite import SQLiteStore
-from tests.fakes import ScriptedLLM, WordHashEmbedder
+from tests.fakes import ScriptedLLM, WordHashEmbedder, permanent, transient
+from tests.harness import Harness, conversation, facts
 from tests.realmodel.identifier_cases import AGENT, window
 
 LIBRARY = SimilarFact(
@@ -57,7 +62,9 @@ async def _decide(
     decided = await dedup.decide(deps, window(), new, CandidatesResult(by_new_index={0: stored}))
     [d] = decided.decisions
     # Every call answered is counted in the formation's usage, the second look's too.
-    answered = [r.task for r in llm.requests if r.task == "decide_facts" or same is not looped]
+    answered = [
+        r.task for r in llm.requests if r.task == "decide_facts" or not isinstance(same, Exception)
+    ]
     assert [c.task for c in decided.llm] == answered
     return d.event, d.existing_id, d.reasoning
 
@@ -126,3 +133,63 @@ async def test_the_offline_rules_are_not_asked_twice(deps: Deps) -> None:
     decided = await dedup.decide(offline, window(), new, candidates)
     assert [d.event for d in decided.decisions] == ["ADD"]
     assert [c.task for c in decided.llm] == ["decide_facts"]
+
+
+refused = InputRefusedError("gemini refused: block_reason=SAFETY", provider="gemini")
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [refused, transient(), permanent()],
+    ids=["refused", "rate-limited", "rejected"],
+)
+async def test_a_failed_restatement_question_keeps_the_first_decision(
+    deps: Deps, failure: Exception
+) -> None:
+    """Refused, or the provider failing: the model's UPDATE stands, the decision step does not
+    fail (its retry would pay for the decision again, its fallback add the fact unmerged)."""
+    said = "Alice's birthday is March 3."  # may restate it; an UPDATE the rules let stand
+    with capture_logs() as logs:
+        got = await _decide(deps, said, [BIRTHDAY], "UPDATE", 0, failure)
+    assert got == ("UPDATE", "f-birthday", "")
+    [line] = [e for e in logs if e["event"] == "same_fact_failed_decision_kept"]
+    assert line["error"] == type(failure).__name__
+    assert "March" not in repr(line)  # said why, not what was said
+
+
+async def test_a_provider_failing_on_a_second_look_ends_them() -> None:
+    """The next pair would fail the same way: not asked, its decision kept too."""
+    llm = ScriptedLLM()
+    llm.script("same_fact", transient(), {"same": True})
+    new = [
+        NewFact(index=0, content="Alice was born on March 3.", scope="user"),
+        NewFact(index=1, content="Alice's flight is on March 3.", scope="user"),
+    ]
+    first = [Decision(new_index=0, event="ADD"), Decision(new_index=1, event="ADD")]
+    looked, calls = await restatements.second_look(
+        llm, "m", first, new, {0: [BIRTHDAY], 1: [FLIGHT]}
+    )
+    assert looked == first and calls == []
+    assert len(llm.calls("same_fact")) == 1
+
+
+async def test_through_formation_a_refused_second_look_keeps_the_update(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """A birthday said again in other words, the model's UPDATE, the restatement question
+    refused: the stored fact is updated, once, and the run is not degraded."""
+    h = await Harness.create(time_env, tmp_path, facts=FactSettings(dedup_similarity_threshold=0.5))
+    await h.record("s0", conversation(2, prefix="a"))
+    await h.record("s1", conversation(2))
+    update = FactDecision(new_fact_index=0, event="UPDATE", existing_index=0, merged_text=None)
+    async with h.worker():
+        h.llm.defaults["extract_facts"] = facts(("Alice's birthday is on March 3", "user"))
+        await h.form("s0")
+        h.llm.defaults["extract_facts"] = facts(("Alice's birthday is March 3", "user"))
+        h.llm.defaults["decide_facts"] = FactDecisions(decisions=[update])
+        h.llm.defaults["same_fact"] = refused
+        summary = await h.form("s1")
+    assert [r.task for r in h.llm.calls("same_fact")] == ["same_fact"]  # it was asked
+    assert not summary.degraded, summary.degraded
+    assert (summary.facts_updated, summary.facts_added) == (1, 0)
+    assert [f.content for f in await h.all_facts()] == ["Alice's birthday is March 3"]
