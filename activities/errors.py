@@ -21,6 +21,7 @@ from memory.errors import (
     UnusableOutputError,
     WindowTooLargeError,
 )
+from memory.llm.errors import ContextExceededError
 
 # Error types a workflow reacts to by itself instead of letting the activity retry.
 STALE_DECISION = StaleDecisionError.type_name()
@@ -67,6 +68,10 @@ def classified() -> Iterator[None]:
 UNUSABLE_OUTPUT = frozenset(
     {
         InputRefusedError.type_name(),  # an input the provider refuses: no retry changes it
+        # A request the server refuses as longer than its model's context: a type of its own, not
+        # WINDOW_TOO_LARGE, so that the decision (nothing to split) takes its fallback too, and no
+        # recorded history meets it (they hold a ProviderError there, and replay so).
+        ContextExceededError.type_name(),
         InvalidModelOutputError.type_name(),
         MalformedOutputError.type_name(),
         UnusableOutputError.type_name(),

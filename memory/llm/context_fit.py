@@ -10,16 +10,29 @@ nothing is sent that cannot fit.
 
 Tokens are estimated from characters at 3 per token: below English's usual 4, so the estimate
 errs towards a larger prompt (a tokenizer would be exact, and a dependency per model family).
+A script written without spaces between words (Chinese, Japanese, Korean, Thai, Lao, Khmer,
+Burmese) is tokenized about one token per character: each of its characters counts one. A server
+that refuses a request all the same (its tokenizer counts more) says so, and the step splits or
+falls back as it would here (memory/llm/errors.py ContextExceededError).
 """
 
 from __future__ import annotations
 
 import math
+import re
 
 from memory.errors import WindowTooLargeError
 from memory.llm.base import LLMRequest
 
 CHARS_PER_TOKEN = 3.0
+# Characters of the scripts written without spaces, about a token each (CHARS_PER_TOKEN, 3 and
+# more to a token, would count Chinese text at a third of what a tokenizer does): Thai and Lao,
+# Burmese, Khmer, CJK radicals to ideographs (kana, CJK punctuation and Hangul jamo among them),
+# Yi, Hangul syllables, CJK compatibility ideographs, fullwidth forms, and the ideograph planes.
+_ONE_TOKEN_EACH = re.compile(
+    "[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u2e80-\u9fff\ua000-\ua4cf"
+    "\uac00-\ud7af\uf900-\ufaff\uff00-\uffef\U00020000-\U0003ffff]+"
+)
 TEMPLATE_TOKENS = 32  # the chat template's role markers around system and user
 MARGIN_TOKENS = 64
 # The least room an extraction's or a consolidation's answer needs: its JSON envelope and a few
@@ -29,9 +42,15 @@ MIN_ANSWER_TOKENS = 256
 SPLIT_TASKS = frozenset({"extract_facts", "extract_reflections", "consolidate"})
 
 
+def text_tokens(text: str) -> float:
+    """About how many tokens ``text`` is: a token a character of a script without spaces, one per
+    CHARS_PER_TOKEN of the rest."""
+    dense = sum(len(run) for run in _ONE_TOKEN_EACH.findall(text))
+    return dense + (len(text) - dense) / CHARS_PER_TOKEN
+
+
 def prompt_tokens(request: LLMRequest) -> int:
-    chars = len(request.system) + len(request.prompt)
-    return math.ceil(chars / CHARS_PER_TOKEN) + TEMPLATE_TOKENS
+    return math.ceil(text_tokens(request.system) + text_tokens(request.prompt)) + TEMPLATE_TOKENS
 
 
 def output_cap(request: LLMRequest, context_tokens: int | None) -> int:

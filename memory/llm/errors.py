@@ -1,4 +1,5 @@
-"""One place that turns SDK exceptions and HTTP statuses into ProviderError / MalformedOutputError.
+"""One place that turns SDK exceptions and HTTP statuses into ProviderError / MalformedOutputError
+(and ContextExceededError: a server's refusal of a request longer than its model's context).
 
 Temporal owns retries, so the only job here is to say *whether* a retry can help and how long the
 provider asked us to wait. Messages are redacted: an API key must never reach a log line or a
@@ -22,7 +23,12 @@ import openai
 import pydantic
 from google.genai import errors as genai_errors
 
-from memory.errors import InputRefusedError, MalformedOutputError, ProviderError
+from memory.errors import (
+    InputRefusedError,
+    MalformedOutputError,
+    ProviderError,
+    WindowTooLargeError,
+)
 
 # Transport failures, retryable. google-genai sends through httpx2 by default, through httpx when
 # GOOGLE_GENAI_HTTP_CLIENT=httpx (or an httpx client is passed in), and through aiohttp when that
@@ -67,6 +73,26 @@ _RETRYABLE_STATUSES = frozenset({408, 409, 429})
 # Key shapes of OpenAI (sk-…) and Google (AIza…), redacted even when we were not told the key.
 _KEY_PATTERN = re.compile(r"\bsk-[A-Za-z0-9_\-]{8,}|\bAIza[0-9A-Za-z_\-]{20,}")
 _MAX_MESSAGE = 500
+# How servers refuse a request longer than their model's context, in an HTTP 400 (or an error
+# event): OpenAI's code, llama.cpp's type and message, vLLM's (and Mistral's) message, Gemini's.
+_CONTEXT_REFUSAL = re.compile(
+    r"context_length_exceeded|exceed_context_size|exceeds the available context size"
+    r"|maximum context length|input token count \(?\d*\)? ?exceeds",
+    re.IGNORECASE,
+)
+_PAYLOAD_TOO_LARGE = 413
+
+
+class ContextExceededError(WindowTooLargeError, ProviderError):
+    """The server refused the request as longer than its model's context (HTTP 400 saying so, or
+    413): the same request is refused again, a smaller one is not. A window too large, in the
+    domain's terms: an extraction's window is split, a consolidation's buffer halved; the steps
+    with no input to split (the decision) take their fallback (activities/errors.py)."""
+
+    error_type = "ContextExceeded"
+
+    def __init__(self, message: str, *, status: int | None, provider: str) -> None:
+        super().__init__(message, retryable=False, status=status, provider=provider)
 
 
 def unfit(err: pydantic.ValidationError) -> str:
@@ -129,9 +155,30 @@ def _google_retry_delay(details: Any) -> float | None:
     return None
 
 
+def _refuses_context(status: int | None, *said: object) -> bool:
+    """A server's answer that says the request exceeds its model's context: a 413, or a 400 (or
+    a status-less error event) whose code, type or message says so (``_CONTEXT_REFUSAL``)."""
+    if status == _PAYLOAD_TOO_LARGE:
+        return True
+    return status in (None, 400) and any(
+        isinstance(text, str) and _CONTEXT_REFUSAL.search(text) for text in said
+    )
+
+
 def _status_error(
-    status: int, message: str, retry_after: float | None, *, provider: str
+    status: int,
+    message: str,
+    retry_after: float | None,
+    *,
+    provider: str,
+    said: tuple[object, ...] = (),
 ) -> ProviderError:
+    if _refuses_context(status, message, *said):
+        return ContextExceededError(
+            f"{provider} HTTP {status}, the request exceeds the model's context: {message}",
+            status=status,
+            provider=provider,
+        )
     return ProviderError(
         f"{provider} HTTP {status}: {message}",
         retryable=is_retryable_status(status),
@@ -172,7 +219,11 @@ def to_provider_error(
         case openai.APIStatusError():
             retry_after = parse_retry_after(dict(exc.response.headers))
             return _status_error(
-                exc.status_code, redact(exc.message, secrets), retry_after, provider=provider
+                exc.status_code,
+                redact(exc.message, secrets),
+                retry_after,
+                provider=provider,
+                said=(exc.code, exc.type),  # OpenAI's code, llama.cpp's type
             )
         case openai.APIResponseValidationError():
             return failed(f"sent an unexpected response: {detail}", retryable=True)
@@ -199,6 +250,14 @@ def to_provider_error(
             # whose HTTP status was 200. The server failed mid-answer; a retry may succeed.
             status = _body_status(exc.body)
             where = f" ({status})" if status is not None else ""
+            if _refuses_context(status, exc.message, exc.code, exc.type):
+                # A server that refuses an over-long prompt only once its stream has begun.
+                return ContextExceededError(
+                    f"{provider} stream error{where}, the request exceeds the model's context: "
+                    f"{redact(exc.message, secrets)}",
+                    status=status,
+                    provider=provider,
+                )
             return ProviderError(
                 f"{provider} stream error{where}: {redact(exc.message, secrets)}",
                 retryable=True,

@@ -23,10 +23,15 @@ from tests.fakes import CONSOLIDATE_INPUT, DECIDE_INPUT, FACTS_INPUT
 AT = datetime(2026, 3, 1, tzinfo=UTC)
 
 
-def _window(chars: int) -> LLMRequest:
+def _window(chars: int, text: str = "word ") -> LLMRequest:
+    """A window of 10 messages holding ``chars`` characters of ``text`` repeated."""
     said = [
         PromptMessage(
-            seq=n, role="user", name="Ana", content="word " * (chars // 5 // 10), created_at=AT
+            seq=n,
+            role="user",
+            name="Ana",
+            content=text * (chars // len(text) // 10),
+            created_at=AT,
         )
         for n in range(10)
     ]
@@ -99,3 +104,30 @@ def test_a_window_at_its_bound_fits_an_8k_model() -> None:
     fits = Settings(models={"context_tokens": 8192}).formation
     request = _window(fits.max_chars_per_run)
     assert output_cap(request, 8192) >= 1024
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "今天天气很好，我们沿着河边散步。",
+        "きょうはいいてんきです。",
+        "오늘날씨가좋아요",
+        "วันนี้อากาศดีมาก",
+    ],
+    ids=["chinese", "japanese", "korean", "thai"],
+)
+def test_a_script_without_spaces_counts_about_a_token_a_character(text: str) -> None:
+    """A tokenizer gives Chinese, Japanese, Korean or Thai about a token a character, not a
+    third of one: counted at 3 characters a token, a window mnemos thought fit was refused."""
+    latin = prompt_tokens(_window(9_000))
+    dense = prompt_tokens(_window(9_000, text))
+    assert dense - latin >= 9_000 * 0.9 * (1 - 1 / 3)
+
+
+def test_a_chinese_window_at_its_bound_is_split_before_it_is_sent() -> None:
+    """The largest window formation builds for an 8k model, in Chinese: about 8,000 tokens, which
+    leave the answer no room (the server would refuse it): split, not sent."""
+    fits = Settings(models={"context_tokens": 8192}).formation
+    request = _window(fits.max_chars_per_run, "今天天气很好，我们沿着河边散步。")
+    with pytest.raises(WindowTooLargeError, match="its input is split"):
+        output_cap(request, 8192)

@@ -15,6 +15,7 @@ from memory.models import SET_ASIDE
 from memory.prompts.consolidate import ConsolidatedSections, ConsolidateInput
 from memory.settings import ReflectionSettings
 from runtime.starts import request_consolidation
+from tests.context_refusals import OPENAI, refusal
 from tests.fakes import echo_consolidation
 from tests.harness import Harness, conversation, reflections
 from workflows.summary import ConsolidationSummary
@@ -187,6 +188,31 @@ async def test_a_buffer_too_big_for_the_models_context_is_consolidated_in_parts(
         assert isinstance(p, ConsolidateInput)
         if len(p.reflections) > 2:
             raise WindowTooLargeError("consolidate: a prompt of about 9000 tokens leaves none")
+        return echo_consolidation(request)
+
+    h.llm.defaults["consolidate"] = small_context
+    summary = await _consolidate_user(h)
+
+    blob = await h.store.get_consolidated(h.key("user"))
+    assert blob is not None and all(f"- {item}" in blob.content for item in "vwxyz")
+    assert await h.buffered(h.key("user")) == []
+    assert (summary.absorbed, summary.set_aside, summary.degraded) == (5, [], None)
+
+
+async def test_a_buffer_the_servers_context_refuses_is_consolidated_in_parts(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """The server, not mnemos' estimate, finds the draft's prompt over its context (HTTP 400
+    context_length_exceeded): the pass failed; now the buffer is halved as for a buffer mnemos
+    itself finds too big, every reflection consolidated, nothing set aside."""
+    h = await Harness.create(time_env, tmp_path, reflections=ReflectionSettings(threshold_user=9))
+    await _buffered(h, ["v", "w", "x", "y", "z"])
+
+    def small_context(request: LLMRequest) -> ConsolidatedSections:
+        p = request.task_input
+        assert isinstance(p, ConsolidateInput)
+        if len(p.reflections) > 2:
+            raise refusal(400, OPENAI)
         return echo_consolidation(request)
 
     h.llm.defaults["consolidate"] = small_context

@@ -13,6 +13,7 @@ from memory.llm.base import LLMRequest
 from memory.llm.heuristic import HeuristicProvider
 from memory.models import MessageIn
 from memory.prompts.decide_facts import FactDecision, FactDecisions
+from tests.context_refusals import refusal
 from tests.fakes import transcript_of
 from tests.harness import T0, Harness, conversation, facts, reflections
 from tests.workflows.test_formation import seeded
@@ -71,6 +72,32 @@ async def test_decisions_that_stay_invalid_add_the_facts_unmerged_and_flagged(
     assert [r.content for r in await h.buffered(h.key("user"))] == ["prefers bullets"]
     assert await _cursor(h) == 6
     assert later.degraded == [] and later.facts_added == 1
+
+
+async def test_a_decision_the_servers_context_refuses_adds_the_facts_unmerged_and_flagged(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """llama.cpp refusing the decision's prompt as over its context (HTTP 400): the step has no
+    input to split, and mnemos sends it capped (memory/llm/context_fit.py); the refusal failed
+    the run, and every later run at the same window. Now it takes the step's fallback."""
+    h = await seeded(time_env, tmp_path, "Alice works at Acme Robotics")
+    await h.record("s1", conversation(4))
+    h.llm.script("extract_facts", facts(("Alice works at Acme Robotics as CTO", "user")))
+    h.llm.defaults["decide_facts"] = refusal()
+    h.llm.script("extract_reflections", reflections(user=["prefers bullets"]))
+    async with h.worker():
+        summary = await h.form("s1")
+
+    assert len(h.llm.calls("decide_facts")) == 1  # the same prompt is refused again: no retry
+    [step] = summary.degraded
+    assert (step.step, step.after_seq, step.upto_seq) == ("decide_fact_changes", 0, 4)
+    assert "exceeds the model's context" in step.reason
+    assert summary.decisions == {"ADD": 1}
+    assert sorted(f.content for f in await h.all_facts()) == [
+        "Alice works at Acme Robotics",
+        "Alice works at Acme Robotics as CTO",
+    ]
+    assert await _cursor(h) == 4
 
 
 async def test_retries_after_invalid_output_never_repeat_the_request(

@@ -4,9 +4,11 @@ recorded where operators look; a backlog drains window after window and consolid
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from temporalio.api.enums.v1 import EventType
@@ -15,10 +17,14 @@ from temporalio.testing import WorkflowEnvironment
 from memory.errors import InputRefusedError, MalformedOutputError
 from memory.llm.base import LLMRequest
 from memory.llm.heuristic import HeuristicProvider
+from memory.llm.openai_provider import OpenAIProvider, ServerOptions
 from memory.models import MessageIn
 from memory.prompts.common import MAX_ITEMS
 from memory.prompts.extract_facts import ExtractedFacts
-from memory.settings import FormationSettings
+from memory.settings import FormationSettings, Settings
+from memory.settings_models import ModelSettings
+from tests.context_refusals import LLAMA_CPP, OPENAI, refusal
+from tests.fake_provider_server import FakeProviderServer, Received, Reply, openai_chat
 from tests.fakes import transcript_of
 from tests.harness import T0, Harness, add_all, facts
 from workflows.naming import formation_workflow_id
@@ -190,3 +196,120 @@ async def test_a_backlog_of_1000_messages_drains_in_one_run_and_consolidates_onc
         e for e in history.events if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED
     ]
     assert len(failed) == summary.splits
+
+
+def over_a_small_context(status: int, body: dict[str, Any]) -> Callable[[LLMRequest], Any]:
+    """A server whose context holds 12,000 characters of a window's messages, refusing a larger
+    request as it says so (what OpenAIProvider raises for it); one fact per message otherwise."""
+
+    def model(request: LLMRequest) -> ExtractedFacts:
+        if sum(len(m.content) for m in transcript_of(request)) > 12_000:
+            raise refusal(status, body)
+        return facts(
+            *[(f"Alice: {m.content.split('. ')[0]}.", "user") for m in transcript_of(request)]
+        )
+
+    return model
+
+
+def long_stated(n: int) -> list[MessageIn]:
+    """``n`` messages of about 500 characters, each stating one fact: 40 are one window by
+    mnemos' budget, and more than the server's context."""
+    return [
+        MessageIn(
+            message_id=f"m{i}",
+            role="user",
+            content=f"My favourite number {i} is {i * 7}. " + "We walked along the river. " * 18,
+            created_at=T0 + timedelta(seconds=i),
+            user_id="alice",
+        )
+        for i in range(n)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("status", "body"), [(400, OPENAI), (400, LLAMA_CPP)], ids=["openai", "llama.cpp"]
+)
+async def test_a_window_the_servers_context_refuses_is_split_and_every_message_formed(
+    time_env: WorkflowEnvironment, tmp_path: Path, status: int, body: dict[str, Any]
+) -> None:
+    """The server, not mnemos' estimate, finds the window too long (models.context_tokens unset,
+    or a tokenizer that counts more): HTTP 400 context_length_exceeded / exceed_context_size_error
+    used to fail the run, and every later run, at the same window."""
+    h = await Harness.create(time_env, tmp_path)
+    h.llm.defaults["extract_facts"] = over_a_small_context(status, body)
+    h.llm.defaults["decide_facts"] = add_all
+    await h.record("s1", long_stated(40))
+    async with h.worker():
+        summary = await h.form("s1")
+
+    assert summary.splits >= 1 and summary.passed_over == 0 and summary.degraded == []
+    formed = {f.content for f in await h.all_facts()}
+    assert formed == {f"Alice: My favourite number {i} is {i * 7}." for i in range(40)}
+    assert await _cursor(h) == 40
+
+
+# What the model answers: nothing worth keeping (the test is about what it is sent).
+NOTHING_SAID: dict[str, Any] = {
+    "ExtractedFacts": {"facts": []},
+    "ExtractedReflections": {
+        "agent_reflections": [],
+        "user_reflections": [],
+        "session_reflections": [],
+    },
+}
+
+
+def chinese(n: int) -> list[MessageIn]:
+    """``n`` messages of about 270 Han characters: a tokenizer gives about one token each."""
+    return [
+        MessageIn(
+            message_id=f"c{i}",
+            role="user",
+            content=f"第{i}条：" + "今天天气很好，我们沿着河边散步，然后去了市场买菜。" * 11,
+            created_at=T0 + timedelta(seconds=i),
+            user_id="alice",
+        )
+        for i in range(n)
+    ]
+
+
+async def test_chinese_text_is_split_to_the_models_context_before_the_server_refuses_it(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """MNEMOS_MODELS__CONTEXT_TOKENS=8192 set right, as for llama.cpp -c 8192: mnemos' own check
+    (memory/llm/context_fit.py) counted Chinese at 3 characters a token, sent a window of about
+    three times the tokens it thought, and the server's 400 failed the run."""
+    n_ctx = 8192
+    refused: list[int] = []
+
+    def llama(request: Received) -> Reply:
+        said = [m["content"] for m in request.body["messages"]]
+        han = sum(1 for text in said for ch in text if ord(ch) > 0x2E80)
+        ascii_ = sum(len(text.encode("ascii", "ignore")) for text in said)
+        if han + ascii_ // 4 + request.body.get("max_tokens", 0) > n_ctx:
+            refused.append(han)
+            return Reply(status=400, body=LLAMA_CPP)
+        name = request.body["response_format"]["json_schema"]["name"]
+        return openai_chat(json.dumps(NOTHING_SAID[name]))
+
+    settings = Settings(models=ModelSettings(context_tokens=n_ctx))
+    with FakeProviderServer() as server:
+        for _ in range(100):
+            server.script(llama)
+        h = await Harness.create(time_env, tmp_path, settings=settings)
+        h.llm = OpenAIProvider(  # type: ignore[assignment]
+            api_key=None,
+            base_url=server.openai_base_url,
+            timeout=10,
+            options=ServerOptions(context_tokens=n_ctx),
+        )
+        await h.record("s1", chinese(40))
+        try:
+            async with h.worker():
+                summary = await h.form("s1")
+        finally:
+            await h.llm.close()
+
+    assert refused == []  # nothing sent that the server's context cannot hold
+    assert summary.passed_over == 0 and await _cursor(h) == 40
