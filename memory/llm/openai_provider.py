@@ -23,7 +23,7 @@ from pydantic import BaseModel
 from memory.errors import InputRefusedError, MalformedOutputError, ProviderError
 from memory.llm.base import LLMProvider, LLMRequest, LLMResult, Usage
 from memory.llm.context_fit import output_cap
-from memory.llm.errors import provider_errors, redact, unfit
+from memory.llm.errors import provider_errors, unfit
 from memory.llm.repetition import LoopDetector
 from memory.llm.schema import Mode, parsed_answer, response_format
 from memory.prompts.decide_facts import DecideFactsInput
@@ -142,8 +142,11 @@ class OpenAIProvider(LLMProvider):
                             loop.feed(choice.delta.content)
                         finish = choice.finish_reason or finish
                         if getattr(choice.delta, "refusal", None):
+                            # The refusal's text is the model's words, often the user's too ("I
+                            # can't store Bea's diagnosis"): an error says where and why, never
+                            # what was said (errors.py ``unfit``), since it reaches logs and memos.
                             raise InputRefusedError(
-                                f"{self.name} refused: {redact(choice.delta.refusal or '')}",
+                                f"{self.name} refused: the model declined to answer",
                                 provider=self.name,
                             )
                     if loop.looping:
@@ -185,6 +188,17 @@ class OpenAIProvider(LLMProvider):
         answer = await self._stream(
             request, response_format=response_format(schema, mode, _speakers(request), decisions)
         )
+        if answer.finish_reason == "content_filter":
+            # The provider's filter stopped the answer: refused as the SDK's
+            # ContentFilterFinishReasonError is (errors.py), not asked again hotter.
+            raise InputRefusedError(
+                f"{self.name} refused: the answer was stopped by a content filter",
+                provider=self.name,
+            )
+        if answer.finish_reason is None and not answer.text.strip():
+            # The stream ended before the model said anything (the server went away): a transport
+            # failure, retried as one, not an empty answer to reject.
+            raise _ended_early(self.name)
         if answer.finish_reason == "length":
             raise MalformedOutputError(
                 f"{self.name} output does not fit the schema: cut at the output token limit",
@@ -203,11 +217,7 @@ class OpenAIProvider(LLMProvider):
                 # No finish reason: the stream ended before the answer did (the server went away
                 # mid-answer). A transport failure, retried as one: not the model's output to
                 # reject, nor a reason to sample hotter.
-                raise ProviderError(
-                    f"{self.name} answer stream ended before the answer (no finish reason)",
-                    retryable=True,
-                    provider=self.name,
-                ) from None
+                raise _ended_early(self.name) from None
             raise MalformedOutputError(
                 f"{self.name} output does not fit the schema: {unfit(e)}",
                 provider=self.name,
@@ -218,6 +228,15 @@ class OpenAIProvider(LLMProvider):
 
     async def close(self) -> None:
         await self._client.close()
+
+
+def _ended_early(provider: str) -> ProviderError:
+    """The answer stream ended with no finish reason: the server went away mid-answer."""
+    return ProviderError(
+        f"{provider} answer stream ended before the answer (no finish reason)",
+        retryable=True,
+        provider=provider,
+    )
 
 
 def _cached(usage: Any, timings: Any) -> int | None:

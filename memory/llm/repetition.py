@@ -2,32 +2,66 @@
 
 Small models at low temperature fall into loops: the same sentence or list entry again and again
 until the token cap (issue #22: a consolidation repeated two sentences to its 2,464-token cap,
-179 s on 2 cores). A bounded schema limits the damage, the token cap ends it, but both only after
-the whole budget is paid. This watches the text as it arrives and says when a run of a dozen
-words has occurred for the third time, so the provider can hang up and raise the same error as
-for malformed output (the retry then samples hotter).
+179 s on 2 cores; the 1.5B model's decisions repeated two sentences inside one ``merged_text``,
+../shared/data/real-model/). A bounded schema limits the damage, the token cap ends it, but
+both only after the whole budget is paid. This watches the JSON answer as it arrives and says
+when it repeats itself, so the provider can hang up and raise the same error as for malformed
+output (the retry then samples hotter). Three kinds of loop, none counted across the boundary of
+a value (the words between items are never part of a span):
 
-The unit is the word (whitespace-separated), and the JSON between values is skipped: keys, braces
-and brackets, numbers and null. A model pretty-prints its answer, a word to a line, so the glue
-between two list items is a dozen words by itself ("scope": "user", "speaker": "jon", "sources":
-[ 3 ] }, { "content": "Jon); counted, three distinct facts of one message that began with the
-same name made a 12-word span occur three times, a loop by this rule
-(tests/llm/test_repetition.py). Skipped, a loop is text said again: the values, the fact's words.
+- within one string value, a run of a dozen words occurs for the third time (a text going round);
+- the same dozen words in a fourth value (a fact written again with a word more each time:
+  "... in a dance studio again.", "... yet again.");
+- within one list, the same entry (the words of its strings: a fact's content, scope and speaker)
+  occurs for the third time (a model writing the same fact again, each time with other sources).
+
+Counted over the whole answer, the words between two items were part of every span: first the
+JSON keys (three facts of one message that began with the same name made a 12-word span of the
+glue), then the values between the facts ("user", "bea": three distinct facts ending "every
+morning with breakfast before she leaves for work" made one), and a correct answer was cut twice
+and its message passed over (tests/llm/test_repetition.py). Keys, numbers, booleans and null are
+never words. Across values one copy more is allowed: three things one message says alike ("I take
+metformin, lisinopril and atorvastatin every morning ...") are three facts that share a clause.
+
+An answer that is not JSON at all has its bare words counted as one value, so a looping free
+text is still cut.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 
-# A repeated span this long (in words) is a loop, not a turn of phrase.
+# A repeated span this long (in words) within one value is a loop, not a turn of phrase.
 NGRAM_WORDS = 12
-# How often the newest n-gram must already have occurred: a fact legitimately restated once or
-# twice is no loop, a third verbatim copy of a dozen words is.
+# How often a span (within one value) or an entry must have occurred to be a loop: a fact
+# legitimately restated once or twice is no loop, a third verbatim copy is. Across values: one more.
 REPEATS = 3
-# Checked every this many new words: the cost stays linear in the answer.
-_CHECK_EVERY = 4
-# A word that is only JSON between values: a key, punctuation, a number, null or a boolean.
-_GLUE = re.compile(r'[\[\]{},:]*(?:"\w+":)?[\[\]{},:]*|(?:-?\d+(?:\.\d+)?|null|true|false)[\]},]*')
+# A list entry with fewer words than this ("NONE", a one-word title) may recur legitimately.
+ENTRY_WORDS = 4
+# Outside strings: a number, true, false or null; never a word of the answer.
+_LITERAL = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|true|false|null")
+_ESCAPED_SPACE = frozenset("nrtbf")
+
+
+@dataclass
+class _Container:
+    """An open object or list. ``words``: the words of its strings so far (a list: of the entry
+    being read, ``done`` those of the entries before); ``seen``: a list's entries, by their words."""
+
+    is_list: bool
+    words: list[str] = field(default_factory=list)
+    done: list[str] = field(default_factory=list)
+    seen: dict[tuple[str, ...], int] = field(default_factory=dict)
+    expects_key: bool = True  # an object's next string is a key
+
+
+@dataclass
+class _Text:
+    """The words of one string value (or of the answer's bare text) and its spans so far."""
+
+    words: list[str] = field(default_factory=list)
+    spans: dict[tuple[str, ...], int] = field(default_factory=dict)
 
 
 class LoopDetector:
@@ -36,31 +70,107 @@ class LoopDetector:
     def __init__(self, ngram_words: int = NGRAM_WORDS, repeats: int = REPEATS) -> None:
         self._n = ngram_words
         self._repeats = repeats
-        self._words: list[str] = []
-        self._tail = ""  # an unfinished word at the end of the last chunk
-        self._counts: dict[tuple[str, ...], int] = {}
-        self._counted = 0  # n-grams counted so far (those ending before this word index)
+        self._open: list[_Container] = []
+        self._bare = _Text()  # words outside any string: an answer that is not JSON
+        self._text: _Text | None = None  # the string being read
+        self._values_with: dict[tuple[str, ...], int] = {}  # span -> how many values hold it
+        self._is_key = False
+        self._escaped = False
+        self._word: list[str] = []  # the word being read
         self.looping = False
 
     def feed(self, text: str) -> bool:
         """Add a streamed chunk; True once the answer loops."""
-        if self.looping or not text:
-            return self.looping
-        joined = self._tail + text
-        parts = joined.split()
-        # The last part may continue in the next chunk, unless the chunk ended with whitespace.
-        self._tail = "" if joined[-1].isspace() else (parts.pop() if parts else "")
-        self._words += [word for word in parts if not _GLUE.fullmatch(word)]
-        if len(self._words) - self._counted - self._n + 1 >= _CHECK_EVERY:
-            self._count()
+        for char in text:
+            if self.looping:
+                break
+            if self._text is not None:
+                self._in_string(char, self._text)
+            else:
+                self._outside(char)
         return self.looping
 
-    def _count(self) -> None:
-        words = self._words
-        for end in range(self._counted + self._n, len(words) + 1):
-            gram = tuple(words[end - self._n : end])
-            seen = self._counts.get(gram, 0) + 1
-            self._counts[gram] = seen
-            if seen >= self._repeats:
-                self.looping = True
-        self._counted = max(self._counted, len(words) - self._n + 1)
+    def _in_string(self, char: str, text: _Text) -> None:
+        if self._escaped:
+            self._escaped = False
+            self._add_char(" " if char in _ESCAPED_SPACE else char, text)
+        elif char == "\\":
+            self._escaped = True
+        elif char == '"':
+            self._end_word(text)
+            self._end_string(text)
+        else:
+            self._add_char(char, text)
+
+    def _outside(self, char: str) -> None:
+        if char == '"':
+            self._end_word(self._bare)
+            self._start_string()
+        elif char in "{}[],:" or char.isspace():
+            self._end_word(self._bare)
+            self._structure(char)
+        else:
+            self._word.append(char)
+
+    def _add_char(self, char: str, text: _Text) -> None:
+        if char.isspace():
+            self._end_word(text)
+        else:
+            self._word.append(char)
+
+    def _end_word(self, text: _Text) -> None:
+        if not self._word:
+            return
+        word = "".join(self._word)
+        self._word = []
+        if text is self._bare and _LITERAL.fullmatch(word):
+            return
+        text.words.append(word)
+        if len(text.words) >= self._n:
+            self._count_span(tuple(text.words[-self._n :]), text)
+
+    def _count_span(self, span: tuple[str, ...], text: _Text) -> None:
+        text.spans[span] = within = text.spans.get(span, 0) + 1
+        if within == 1:
+            self._values_with[span] = across = self._values_with.get(span, 0) + 1
+            self.looping = self.looping or across >= self._repeats + 1
+        self.looping = self.looping or within >= self._repeats
+
+    def _start_string(self) -> None:
+        top = self._open[-1] if self._open else None
+        self._is_key = top is not None and not top.is_list and top.expects_key
+        self._text = _Text()
+
+    def _end_string(self, text: _Text) -> None:
+        self._text = None
+        if not self._is_key and self._open:
+            self._open[-1].words += text.words
+
+    def _structure(self, char: str) -> None:
+        top = self._open[-1] if self._open else None
+        if char in "{[":
+            self._open.append(_Container(is_list=char == "["))
+        elif char in "}]" and top is not None:
+            if top.is_list:
+                self._end_entry(top)
+            self._open.pop()
+            if self._open:
+                parent = self._open[-1]
+                parent.words += top.done if top.is_list else top.words
+                if parent.is_list:  # counted as it closes, not at the next comma
+                    self._end_entry(parent)
+        elif char == "," and top is not None:
+            if top.is_list:
+                self._end_entry(top)
+            top.expects_key = True
+        elif char == ":" and top is not None:
+            top.expects_key = False
+
+    def _end_entry(self, entries: _Container) -> None:
+        """A list's entry is complete: count it, and keep its words for the list's container."""
+        if len(entries.words) >= ENTRY_WORDS:
+            entry = tuple(entries.words)
+            entries.seen[entry] = seen = entries.seen.get(entry, 0) + 1
+            self.looping = self.looping or seen >= self._repeats
+        entries.done += entries.words
+        entries.words = []

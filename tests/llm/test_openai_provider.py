@@ -317,6 +317,60 @@ async def test_a_refusal_is_not_retryable(
     assert "refused" in str(error)
 
 
+async def test_a_refusal_keeps_the_models_words_out_of_the_error(
+    server: FakeProviderServer, provider: OpenAIProvider
+) -> None:
+    """A refusal often quotes what it refuses, the user's words; the error reaches the worker's
+    logs and the run's memo, where only where and why belong (errors.py ``unfit``)."""
+    server.script(openai_chat(None, refusal="I can't store Bea's LEAKDIAG diagnosis or PIN 4471."))
+
+    error = await failure(provider)
+
+    assert isinstance(error, InputRefusedError) and "refused" in str(error)
+    assert "LEAKDIAG" not in str(error) and "4471" not in str(error)
+
+
+def _chunk(delta: dict[str, str], finish: str | None = None) -> dict[str, object]:
+    choice = {"index": 0, "delta": delta, "finish_reason": finish}
+    return {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m",
+            "choices": [choice]}  # fmt: skip
+
+
+def _events(*chunks: dict[str, object], done: bool = True) -> Reply:
+    body = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks)
+    return Reply(body=(body + ("data: [DONE]\n\n" if done else "")).encode(),
+                 content_type="text/event-stream")  # fmt: skip
+
+
+@pytest.mark.parametrize("content", ["", '{"facts": [{"content": "Bea has'], ids=["none", "some"])
+async def test_a_content_filtered_stream_is_a_refusal_of_the_input(
+    server: FakeProviderServer, provider: OpenAIProvider, content: str
+) -> None:
+    """OpenAI and Azure end a filtered answer with finish_reason "content_filter": the input is
+    refused (split down to the message, not asked again hotter), as a filtered 400 is."""
+    start = _chunk({"role": "assistant", "content": content})
+    server.script(_events(start, _chunk({}, "content_filter")))
+
+    error = await failure(provider)
+
+    assert isinstance(error, InputRefusedError) and not error.retryable
+    assert "content filter" in str(error)
+
+
+@pytest.mark.parametrize("done", [True, False], ids=["with-DONE", "without-DONE"])
+async def test_a_stream_that_ends_before_any_content_is_a_retryable_provider_error(
+    server: FakeProviderServer, provider: OpenAIProvider, done: bool
+) -> None:
+    """The server went away before the model said a word: a transport failure, retried as one,
+    not an empty answer rejected (sampled hotter; twice: the message passed over)."""
+    server.script(_events(_chunk({"role": "assistant", "content": ""}), done=done))
+
+    error = await failure(provider)
+
+    assert not isinstance(error, MalformedOutputError) and error.retryable
+    assert "ended before the answer" in str(error)
+
+
 async def test_a_content_filters_400_is_a_refusal_of_the_input_not_a_failure_of_the_call(
     server: FakeProviderServer, provider: OpenAIProvider
 ) -> None:

@@ -4,6 +4,7 @@ a sentence said twice, are no loop."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -12,8 +13,10 @@ from memory.llm.base import LLMRequest
 from memory.llm.openai_provider import OpenAIProvider
 from memory.llm.repetition import LoopDetector
 from memory.prompts.consolidate import ConsolidatedSections, ConsolidateInput
+from memory.prompts.extract_facts import ExtractedFacts
 from tests.fake_provider_server import FakeProviderServer, openai_chat
-from tests.fakes import CONSOLIDATE_INPUT
+from tests.fakes import CONSOLIDATE_INPUT, FACTS_INPUT
+from tests.realmodel.replay import find_data
 
 LOOP = "The team prefers short status updates and weekly demos on Fridays. " * 40
 FACTS = json.dumps(
@@ -98,3 +101,128 @@ async def test_the_provider_hangs_up_on_a_looping_answer_and_raises_malformed_ou
     assert "repeats itself" in str(caught.value)
     assert caught.value.content is not None
     assert len(caught.value.content) < len(LOOP) // 5  # what arrived before the hang-up
+
+
+def _facts(contents: list[str], speaker: str, indent: int | None = None) -> str:
+    """Facts as a model writes them, each with its scope and speaker."""
+    facts = [{"content": c, "scope": "user", "speaker": speaker, "sources": [1]} for c in contents]
+    return json.dumps({"facts": facts}, indent=indent)
+
+
+# Three things one message says alike ("I take metformin 500 mg, lisinopril 10 mg and atorvastatin
+# 20 mg every morning with breakfast before I leave for work"): three distinct facts, one tail.
+ALIKE = {
+    "medications": [
+        f"Bea takes {drug} every morning with breakfast before she leaves for work"
+        for drug in ("metformin 500 mg", "lisinopril 10 mg", "atorvastatin 20 mg")
+    ],
+    "lessons": [
+        f"Bea's {child} has swimming lessons every Tuesday at the community pool after school"
+        for child in ("son Tom", "daughter Mia", "nephew Leo")
+    ],
+    "meetings": [
+        f"Bea has a {meeting} every Monday at 9 am in the main conference room"
+        for meeting in ("team standup", "budget review", "hiring sync")
+    ],
+}
+
+
+@pytest.mark.parametrize("indent", [None, 2], ids=["compact", "pretty"])
+@pytest.mark.parametrize("said", ALIKE.values(), ids=ALIKE.keys())
+def test_three_distinct_facts_that_end_alike_are_no_loop(
+    said: list[str], indent: int | None
+) -> None:
+    """Counted across the facts, the shared tail and the values between them ("user", "bea")
+    made a 12-word span three times: the answer was cut twice and the message passed over."""
+    answer = _facts([*said, "Bea lives in Leeds with her husband and two children"], "bea", indent)
+    assert not _feed(answer).looping
+
+
+async def test_the_provider_reads_three_facts_that_end_alike_whole() -> None:
+    request = LLMRequest.of(FACTS_INPUT, model="m")
+    with FakeProviderServer() as server:
+        server.script(openai_chat(_facts(ALIKE["medications"], "bea")))
+        llm = OpenAIProvider(api_key=None, base_url=server.openai_base_url)
+        try:
+            result = await llm.generate_structured(request, ExtractedFacts)
+        finally:
+            await llm.close()
+    assert [f.content for f in result.value.facts] == ALIKE["medications"]
+
+
+# The 1.5B model's loops on LoCoMo conv-30 (2026-11-26, docs/local_models.md), as it streamed
+# them: the same fact again with other sources, between other facts.
+_STUDIO = "Jon shared a photo of a group of young girls in a dance studio."
+_FAVOURITE = "Gina asked Jon about his favorite part of running his own studio."
+_STORE = "Gina's online clothing store has been a roller coaster but rewarding."
+_COURAGE = "Starting a business takes courage - you hang in there too!"
+RECORDED_LOOPS = {
+    "studio": [("Jon is passionate about dancing.", "agent"), (_STUDIO, "user"),
+               (_FAVOURITE, "agent"), (_STUDIO, "user"), (_FAVOURITE, "agent"), (_STUDIO, "user"),
+               (_FAVOURITE, "agent"), (_STUDIO, "user")],
+    "store": [(_STORE, "user"), (_COURAGE, "agent"), (_STORE, "user"), (_STORE, "user"),
+              (_COURAGE, "agent"), (_STORE, "user")],
+}  # fmt: skip
+
+
+def _looped(said: list[tuple[str, str]]) -> str:
+    """The facts pretty-printed as the model wrote them, each copy with other sources."""
+    facts = [
+        {"content": content, "scope": scope, "speaker": None, "sources": [i + 1]}
+        for i, (content, scope) in enumerate(said)
+    ]
+    return json.dumps({"facts": facts}, indent=4)
+
+
+def _end_of_copy(text: str, content: str, copy: int) -> int:
+    """Where the object holding the ``copy``-th copy of ``content`` ends."""
+    at = -1
+    for _ in range(copy):
+        at = text.index(content, at + 1)
+    return text.index("}", at) + 1
+
+
+@pytest.mark.parametrize("said", RECORDED_LOOPS.values(), ids=RECORDED_LOOPS.keys())
+def test_the_small_models_recorded_loops_are_cut_at_the_third_copy(
+    said: list[tuple[str, str]],
+) -> None:
+    looped = _looped(said)
+    cut = _cut_at(looped, 5)
+    assert cut is not None and cut <= _end_of_copy(looped, said[-1][0], 3) + 5
+
+
+def test_a_fact_said_again_with_a_word_more_each_time_is_cut_at_its_fourth_copy() -> None:
+    """The model went on: "... in a dance studio again.", "... yet again.", "... once more.":
+    no copy whole, but the same dozen words in a fourth value."""
+    said = [
+        (_STUDIO[:-1] + more + ".", "agent") for more in ("", " again", " yet again", " once more")
+    ]
+    between = [
+        (f"Gina sold {n} dresses this week.", "user") for n in ("two", "five", "nine", "ten")
+    ]
+    looped = _looped([item for pair in zip(said, between, strict=True) for item in pair])
+    cut = _cut_at(looped, 5)
+    assert cut is not None
+    assert looped.index(said[3][0]) < cut <= looped.index(said[3][0]) + len(said[3][0])
+
+
+def _real_answers() -> list[tuple[str, str]]:
+    """(finish_reason, content) of every answer of the real 1.5B model kept: committed with the
+    tests, and ../shared's when it is there (tests/realmodel/replay.py)."""
+    paths = sorted((Path(__file__).parents[1] / "realmodel" / "data").glob("*.jsonl"))
+    paths += [shared] if (shared := find_data()) is not None else []
+    lines = [line for path in paths for line in path.read_text().splitlines() if line.strip()]
+    return [(d["finish_reason"], d["content"]) for d in map(json.loads, lines)]
+
+
+def test_the_real_small_models_answers_are_cut_only_when_they_ran_to_the_cap() -> None:
+    """Every answer it finished is read whole; every one it ended at its token cap (a dedup
+    decision repeating two sentences inside one merged text) is cut early."""
+    answers = _real_answers()
+    assert len(answers) >= 40
+    for finish, content in answers:
+        cut = _cut_at(content, 9)
+        if finish == "stop":
+            assert cut is None, content
+        else:
+            assert cut is not None and cut < len(content) // 2, content
