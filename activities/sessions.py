@@ -31,6 +31,7 @@ from memory.deps import Deps
 from memory.logging import get_logger
 from memory.lookup import require_session
 from memory.models import Id, ScopeKey, SessionAgentState, SessionInfo, UtcDatetime
+from runtime.connection import TEMPORAL_TRANSIENT
 from runtime.starts import start_formation, start_session_end
 from workflows.naming import consolidation_workflow_id, session_end_workflow_id
 
@@ -42,9 +43,8 @@ EndLeft = Literal["nothing_due", "still_running"]
 Outcome = Literal["started", "retry_later", "formed", "nothing_due", "still_running", "failed"]
 # A workflow run as the job weighs it: its status and when it started.
 type RunFacts = tuple[WorkflowExecutionStatus | None, datetime]
-# A transport error is Temporal unreachable for a moment, not a failed session: the session stays
-# in the index and the next scheduled run starts it.
-_TRANSPORT = {RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.CANCELLED}
+# Temporal unreachable for a moment (connection.TEMPORAL_TRANSIENT) is not a failed session: the
+# session stays in the index and the next scheduled run starts it.
 
 _ERROR_CHARS = 300
 
@@ -221,7 +221,7 @@ class SessionActivities:
                 ended_at = session.ended_at or end
                 await start_session_end(self.client, settings, session, agent_id, ended_at)
         except RPCError as err:
-            if err.status not in _TRANSPORT:
+            if err.status not in TEMPORAL_TRANSIENT:
                 return self._failed(log, ids, err)
             log.warning("Temporal unreachable: start again later", error=describe_error(err))
             return SessionOutcome(**ids, outcome="retry_later", error=describe_error(err))

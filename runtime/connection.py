@@ -25,6 +25,7 @@ from temporalio.api.operatorservice.v1 import (
 )
 from temporalio.client import Client
 from temporalio.envconfig import ClientConfigProfile, ClientConnectConfig
+from temporalio.service import RPCStatusCode
 
 from memory.errors import InvalidInputError
 from memory.settings import CodecSettings, TemporalSettings
@@ -32,6 +33,19 @@ from runtime import tracing
 from runtime.codec import data_converter
 from runtime.payloads import payload_data_converter
 from workflows.naming import ALL_KEYS
+
+# Temporal unreachable for now, which the same call may get past later: down or restarting
+# (UNAVAILABLE), overloaded (RESOURCE_EXHAUSTED), or hung, which the client's own RPC timeout
+# reports as DEADLINE_EXCEEDED or CANCELLED "Timeout expired". Any other RPC error (an unknown
+# namespace, a refused permission) is the deployment's to mend.
+TEMPORAL_TRANSIENT = frozenset(
+    {
+        RPCStatusCode.UNAVAILABLE,
+        RPCStatusCode.DEADLINE_EXCEEDED,
+        RPCStatusCode.CANCELLED,
+        RPCStatusCode.RESOURCE_EXHAUSTED,
+    }
+)
 
 
 class TemporalConfigError(InvalidInputError):

@@ -20,7 +20,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
-from temporalio.service import RPCError, RPCStatusCode
+from temporalio.service import RPCError
 
 from client.failures import RunsLeftError
 from memory.errors import (
@@ -30,6 +30,7 @@ from memory.errors import (
     NotFoundError,
     ProviderError,
 )
+from runtime.connection import TEMPORAL_TRANSIENT
 
 log = structlog.get_logger("serve")
 PROBLEM_JSON = "application/problem+json"
@@ -43,12 +44,9 @@ _STATUS: list[tuple[type[Exception], int]] = [
     (RunsLeftError, status.HTTP_503_SERVICE_UNAVAILABLE),  # a forget done but for its runs
 ]
 
-# Temporal cannot be reached for now (down, restarting, overloaded): the same request may
-# succeed later, so 503. Any other RPC error (an unknown namespace, a refused permission) is the
-# deployment's to mend: a 500 with its error_id.
-_TEMPORAL_UNREACHABLE = frozenset(
-    {RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.RESOURCE_EXHAUSTED}
-)
+# Temporal cannot be reached for now (runtime.connection.TEMPORAL_TRANSIENT): the same request
+# may succeed later, so 503. Any other RPC error is the deployment's to mend: a 500 with its
+# error_id.
 TEMPORAL_UNREACHABLE = "the workflow service (Temporal) cannot be reached"
 
 _SLUGS = {
@@ -141,7 +139,7 @@ async def _domain(request: Request, exc: Exception) -> ProblemResponse:
 
 def temporal_unreachable(exc: BaseException) -> bool:
     """Whether ``exc`` is Temporal unreachable for now, which a retry may get past."""
-    return isinstance(exc, RPCError) and exc.status in _TEMPORAL_UNREACHABLE
+    return isinstance(exc, RPCError) and exc.status in TEMPORAL_TRANSIENT
 
 
 async def _temporal(request: Request, exc: Exception) -> ProblemResponse:

@@ -89,18 +89,25 @@ async def test_a_formation_its_provider_failed_is_a_502_saying_so(
     assert state is not None and state.pending_messages == 2  # stored, to form again
 
 
-async def _unreachable(*_: object, **__: object) -> None:
-    """What the Temporal client raises when its server is down."""
-    raise RPCError("tcp connect error", RPCStatusCode.UNAVAILABLE, b"")
+# What the Temporal client raises when its server is down, and when it hangs: the client's own
+# RPC timeout comes back as CANCELLED "Timeout expired".
+_UNREACHABLE = {
+    "down": RPCError("tcp connect error", RPCStatusCode.UNAVAILABLE, b""),
+    "hung": RPCError("Timeout expired", RPCStatusCode.CANCELLED, b""),
+}
 
 
+@pytest.mark.parametrize("how", list(_UNREACHABLE))
 @pytest.mark.parametrize("route", ["form", "end"])
 async def test_temporal_unreachable_is_a_503(
-    served: Served, monkeypatch: pytest.MonkeyPatch, route: str
+    served: Served, monkeypatch: pytest.MonkeyPatch, route: str, how: str
 ) -> None:
+    async def unreachable(*_: object, **__: object) -> None:
+        raise _UNREACHABLE[how]
+
     await served.h.record("s1", conversation(2))
-    monkeypatch.setattr(formation_triggers, "start_formation", _unreachable)
-    monkeypatch.setattr(memory_client, "start_session_end", _unreachable)
+    monkeypatch.setattr(formation_triggers, "start_formation", unreachable)
+    monkeypatch.setattr(memory_client, "start_session_end", unreachable)
     async with _unraised(served) as c:
         r = await c.post(f"/v1/agents/eve/sessions/s1/{route}")
     assert r.status_code == 503, r.text
