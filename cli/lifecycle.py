@@ -17,9 +17,10 @@ from rich.progress import Progress
 from cli.common import JsonOption, check_id, emit, fail, load_settings, run, temporal_of
 from cli.output_file import replacing
 from memory.deps import Deps, open_deps
-from memory.errors import InvalidInputError, MnemosError
+from memory.errors import InvalidInputError, MnemosError, NotFoundError
 from memory.lifecycle import export as export_format
 from memory.lifecycle.checks import check_batch
+from memory.lifecycle.dry_run import against_store
 from memory.lifecycle.exporting import export_store
 from memory.lifecycle.mem0 import load_items, map_mem0
 from memory.lifecycle.plan import plan, render
@@ -117,17 +118,44 @@ async def _store_model(settings: Settings) -> str:
         await embedder.close()
 
 
+async def _against_store(
+    settings: Settings, batches: list[ImportBatch]
+) -> tuple[list[ImportBatch], bool]:
+    """The batches as the import would take them into the store (what is there, a forgotten
+    user's: dropped), and whether there is a store: a SQLite file that does not exist is an
+    empty store, read as such and not created (open_store refuses to create it)."""
+    try:
+        store = await open_store(settings, create=False)
+    except NotFoundError:
+        return batches, False
+    try:
+        return [await against_store(store, batch) for batch in batches], True
+    finally:
+        await store.close()
+
+
+def _dry_run(settings: Settings, batches: list[ImportBatch], as_json: bool) -> None:
+    # What the import would refuse is what the dry run says first: nothing would be written.
+    try:
+        for batch in batches:
+            check_batch(batch, now=_now())
+    except InvalidInputError as err:
+        fail(str(err))
+    judged, exists = run(_against_store(settings, batches), settings)
+    p = plan(judged)
+    model = run(_store_model(settings), settings)
+    path = settings.store.sqlite_path
+    empty = "" if exists else f"no store at {path} yet (the import creates it): nothing there\n"
+    emit(
+        {**p.model_dump(), "store_exists": exists},
+        as_json=as_json,
+        text=lambda: empty + render(p, store_model=model),
+    )
+
+
 def _finish(settings: Settings, batches: list[ImportBatch], dry_run: bool, as_json: bool) -> None:
     if dry_run:
-        # What the import would refuse is what the dry run says first: nothing would be written.
-        try:
-            for batch in batches:
-                check_batch(batch, now=_now())
-        except InvalidInputError as err:
-            fail(str(err))
-        p = plan(batches)
-        model = run(_store_model(settings), settings)
-        emit(p, as_json=as_json, text=lambda: render(p, store_model=model))
+        _dry_run(settings, batches, as_json)
         return
     report = run(_write_all(settings, batches), settings)
     emit(report.__dict__, as_json=as_json, text=lambda: _report_text(report))
@@ -200,7 +228,8 @@ def import_mem0(
     if agent is not None:
         check_id("agent", agent)
     try:
-        items = load_items(file.read_text(encoding="utf-8"))
+        # utf-8-sig: a dump saved by an editor that writes a BOM (Notepad, PowerShell) reads.
+        items = load_items(file.read_text(encoding="utf-8-sig"))
     except (OSError, ValueError) as err:
         fail(f"cannot read {file}: {err}")
     _finish(settings, [map_mem0(items, default_agent=agent, now=_now())], dry_run, as_json)
@@ -215,7 +244,7 @@ def import_file(
     """An export of this or another mnemos: same ids, so importing twice writes nothing new."""
     settings = load_settings()
     try:
-        with file.open(encoding="utf-8") as f:
+        with file.open(encoding="utf-8-sig") as f:  # a BOM, as some editors save, is skipped
             batch = export_format.to_import(list(export_format.read_export(f)))
     except export_format.ExportFormatError as err:
         fail(str(err))

@@ -1,11 +1,12 @@
 """``mnemos export``'s format: JSON Lines, one typed record a line, and its reader.
 
-    {"type": "header", "format": "mnemos-export", "version": 1, ...}
+    {"type": "header", "format": "mnemos-export", "version": 2, ...}
     {"type": "agent", ...AgentConfig}
     {"type": "fact", ...Fact, "embedding": [...] | null}     # with history and previous content
     {"type": "reflection", ...Reflection}
     {"type": "consolidated", ...ConsolidatedMemory}
-    {"type": "message", ...StoredMessage, "session_created_at": ..., "withheld_from": [...]}
+    {"type": "message", ...StoredMessage, "session_created_at": ..., "withheld_from": [...],
+     "pending_for": [...]}
                                                              # only with --messages
     {"type": "end", "counts": {"fact": n, ...}}
 
@@ -24,6 +25,13 @@ from (memory.store.rules.withheld: kept for the session's other agents, not thes
 or show): the import withholds it from them again, and they do not count its user among their
 participants unless another message of the user is theirs. Files written before it have none:
 nothing withheld, as before.
+
+A message line's ``pending_for`` names the agents that had not formed it yet when the file was
+written (their cursor before it: a live store's pending tail): the import leaves it, and every
+later message of the session, to form for them (memory.store.rules.import_sessions), so a store
+moved by export and import forms what the source had not. Files written before it (version 1)
+and other sources have none: their messages count as formed, as before. Version 2 is this field:
+a mnemos too old to know it refuses the file at its header, not at its first message line.
 
 A record the import refuses (a user-scope fact without a user, a negative version or count) is a
 bad line like one that does not parse: the reader names it (ExportFormatError), before anything
@@ -60,7 +68,8 @@ from memory.models import (
 from memory.settings_errors import validation_line
 
 FORMAT: Final = "mnemos-export"
-VERSION: Final = 1
+VERSION: Final = 2  # 2: message lines' pending_for (1: every message counts as formed)
+_VERSIONS: Final = "v1/v2"  # those read: a version 1 file imports as it always did
 
 
 class HeaderLine(BaseModel):
@@ -68,7 +77,7 @@ class HeaderLine(BaseModel):
 
     type: Literal["header"] = "header"
     format: Literal["mnemos-export"] = FORMAT
-    version: Literal[1] = VERSION
+    version: Literal[1, 2] = VERSION  # a version 1 file still imports (no pending_for)
     exported_at: UtcDatetime
     embedding_model: str | None = Field(None, description="The store's model (fact vectors)")
     agent_id: Id | None = Field(None, description="Filter: only this agent")
@@ -100,6 +109,9 @@ class MessageLine(StoredMessage):
     )
     withheld_from: tuple[Id, ...] = Field(
         (), description="The agents a forget withheld it from (none: files before it)"
+    )
+    pending_for: tuple[Id, ...] = Field(
+        (), description="The agents that had not formed it yet (none: formed, or files before it)"
     )
 
 
@@ -159,7 +171,7 @@ def read_export(lines: Iterable[str]) -> Iterator[HeaderLine | Record]:
         except ValidationError as e:
             if n == 1:
                 raise ExportFormatError(
-                    n, f"not a {FORMAT} v{VERSION} header: {validation_line(e)}"
+                    n, f"not a {FORMAT} {_VERSIONS} header: {validation_line(e)}"
                 ) from e
             raise ExportFormatError(n, validation_line(e)) from e
         if (n == 1) != isinstance(parsed, HeaderLine):
@@ -210,11 +222,12 @@ def import_record(r: Record) -> ImportRecord:
                 **r.model_dump(exclude={"type"}), sources=(_ref("consolidated", r.scope_key.key),)
             )
         case MessageLine():
-            dumped = r.model_dump(exclude={"type", "session_created_at", "withheld_from"})
+            extra = {"type", "session_created_at", "withheld_from", "pending_for"}
             return MessageImport(
-                message=StoredMessage.model_validate(dumped),
+                message=StoredMessage.model_validate(r.model_dump(exclude=extra)),
                 session_created_at=r.session_created_at,
                 withheld_from=r.withheld_from,
+                pending_for=r.pending_for,
                 source=_ref("messages", f"{r.session_id}:{r.message_id}"),
             )
 

@@ -16,6 +16,7 @@ from memory.lifecycle.export import (
     ReflectionLine,
     write_export,
 )
+from memory.models import StoredMessage
 from memory.store.base import MemoryStore
 from memory.store.counts import ExportData
 from memory.store.rules.withheld import Withheld, withheld_from
@@ -25,11 +26,14 @@ def records_of(
     data: ExportData,
     sessions_created: Mapping[str, datetime] | None = None,
     sessions_withheld: Mapping[str, Mapping[str, Withheld]] | None = None,
+    sessions_cursors: Mapping[str, Mapping[str, int]] | None = None,
 ) -> Iterator[Record]:
     """``sessions_created``: each message's session's created_at (absent: none written);
-    ``sessions_withheld``: each session's agents' withheld maps (absent: nothing withheld)."""
+    ``sessions_withheld``: each session's agents' withheld maps (absent: nothing withheld);
+    ``sessions_cursors``: each session's agents' cursors (absent: every message formed)."""
     created = sessions_created or {}
     withheld = sessions_withheld or {}
+    cursors = sessions_cursors or {}
     for agent in data.agents:
         yield AgentLine(**agent.model_dump())
     for fact, vector in data.facts:
@@ -43,7 +47,14 @@ def records_of(
             **m.model_dump(),
             session_created_at=created.get(m.session_id),
             withheld_from=withheld_from(m, withheld.get(m.session_id, {})),
+            pending_for=pending_for(m, cursors.get(m.session_id, {})),
         )
+
+
+def pending_for(message: StoredMessage, cursors: Mapping[str, int]) -> tuple[str, ...]:
+    """The agents (of ``cursors``: each one's cursor) that have not formed the message yet: an
+    import of the file leaves it to form for them (rules.import_sessions.file_cursors)."""
+    return tuple(sorted(a for a, cursor in cursors.items() if message.seq > cursor))
 
 
 async def sessions_created(store: MemoryStore, data: ExportData) -> dict[str, datetime]:
@@ -76,6 +87,25 @@ async def sessions_withheld(store: MemoryStore, data: ExportData) -> dict[str, d
     return withheld
 
 
+async def sessions_cursors(store: MemoryStore, data: ExportData) -> dict[str, dict[str, int]]:
+    """Each session's agents' cursors (the last seq each has formed), with ``--agent`` too, as
+    sessions_withheld: a message line names the agents it is still to be formed for. Read after
+    the export's snapshot, as the others: a formation committing between the two reads makes its
+    messages count as formed while its facts are not in the file. A store is moved with its
+    workers stopped (what they record or form after the snapshot is not in the file either). A
+    session gone since then has no cursor left: its messages count as formed, as in files
+    written before this."""
+    cursors: dict[str, dict[str, int]] = {}
+    for session_id in dict.fromkeys(m.session_id for m in data.messages):
+        if (session := await store.get_session(session_id)) is None:
+            continue
+        for agent_id in session.agent_ids:
+            state = await store.get_session_agent_state(session_id, agent_id)
+            if state is not None:
+                cursors.setdefault(session_id, {})[agent_id] = state.cursor_seq
+    return cursors
+
+
 async def export_store(
     store: MemoryStore,
     out: TextIO,
@@ -97,4 +127,5 @@ async def export_store(
     )
     created = await sessions_created(store, data)
     withheld = await sessions_withheld(store, data)
-    return write_export(out, header, records_of(data, created, withheld))
+    cursors = await sessions_cursors(store, data)
+    return write_export(out, header, records_of(data, created, withheld, cursors))

@@ -170,6 +170,9 @@ class MessageImport(Record):
     # The agents a forget of its user under them withheld it from (a mnemos export;
     # memory.store.rules.withheld): the import withholds it from them again.
     withheld_from: tuple[Id, ...] = ()
+    # The agents that had not formed it where it comes from (a mnemos export): the import leaves
+    # it to form for them. None named: it counts as formed (other sources have no cursor).
+    pending_for: tuple[Id, ...] = ()
     source: SourceRef
 
 

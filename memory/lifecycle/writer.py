@@ -34,8 +34,9 @@ from memory.models import SET_ASIDE, AgentConfig, Reflection, ScopeKey
 from memory.pipeline import consolidation
 from memory.pipeline.embed_cache import cache_key
 from memory.pipeline.types import ConsolidationRequest
-from memory.store.base import Vector
+from memory.store.base import MemoryStore, Vector
 from memory.store.counts import BlobImport, ImportCounts, SessionPeople
+from memory.store.rules.import_sessions import file_cursors
 from memory.store.rules.imports import Pair, erased, users_by_agent
 from memory.store.rules.withheld import file_bounds
 
@@ -97,14 +98,15 @@ async def _embedded(deps: Deps, texts: Sequence[str]) -> dict[str, Vector]:
     return vectors
 
 
-async def _not_forgotten(deps: Deps, facts: Sequence[FactImport]) -> list[FactImport]:
+async def not_forgotten(store: MemoryStore, facts: Sequence[FactImport]) -> list[FactImport]:
     """The facts whose user the store has not forgotten for their agent: a forgotten user's
-    text is not even sent to the embedder (often another company's API). import_facts judges
-    them all again in its transaction, with the same rule (rules.imports.erased)."""
+    text is not even sent to the embedder (often another company's API), nor counted by a dry
+    run. import_facts judges them all again in its transaction, with the same rule
+    (rules.imports.erased)."""
     pairs = dict.fromkeys((f.agent_id, f.user_id) for f in facts if f.user_id)
     epochs: dict[Pair, int] = {}
     for agent_id, users in users_by_agent(pairs).items():
-        stored = await deps.store.erasure_epochs(agent_id, users)
+        stored = await store.erasure_epochs(agent_id, users)
         epochs |= {(agent_id, user): epoch for user, epoch in stored.items()}
     return [f for f in facts if not erased(epochs, f.agent_id, f.user_id)]
 
@@ -251,7 +253,10 @@ async def write_batch(
         messages = [m.message for m in m_chunk]
         created = sessions_created(m_chunk)
         marks = file_bounds((m.message, m.withheld_from) for m in m_chunk)
-        counts = await store.import_messages(messages, sessions_created=created, withheld=marks)
+        cursors = file_cursors((m.message, m.pending_for) for m in m_chunk)
+        counts = await store.import_messages(
+            messages, sessions_created=created, withheld=marks, cursors=cursors
+        )
         report.add("messages", counts)
         progress("messages", len(m_chunk))
 
@@ -281,7 +286,7 @@ async def write_batch(
         present = {f.fact_id for f in await store.get_facts([f.fact_id for f in all_facts])}
         report.add("facts", ImportCounts(existing=len(present)))
         absent = [f for f in all_facts if f.fact_id not in present]
-        chunk = await _not_forgotten(deps, absent)
+        chunk = await not_forgotten(store, absent)
         report.add("facts", ImportCounts(forgotten=len(absent) - len(chunk)))
         vectors, embedded = await _vectors(deps, chunk)
         report.embedded += embedded

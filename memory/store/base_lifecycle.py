@@ -73,13 +73,16 @@ class LifecycleContract(abc.ABC):
         *,
         sessions_created: Mapping[str, datetime] | None = None,
         withheld: Mapping[str, Mapping[str, Mapping[str, int]]] | None = None,
+        cursors: Mapping[str, Mapping[str, int]] | None = None,
     ) -> ImportCounts:
         """Insert by (session, message id), keeping seqs (a seq held by another message:
         conflict); create sessions, agents and users as needed (a session created at its time in
         ``sessions_created``, else at its first imported message's; a stored one keeps its own);
         move each touched agent's cursor to at least the highest imported seq (imported messages
         count as formed). ``withheld``: {session: {agent: {user: bound}}}, the file's withheld
-        marks (rules.withheld.file_bounds), merged into the agents' own, never lowering one."""
+        marks (rules.withheld.file_bounds), merged into the agents' own, never lowering one.
+        ``cursors``: {session: {agent: cursor}}, the file's (rules.import_sessions.file_cursors):
+        the agent's imported messages after it are not formed, and stay pending."""
 
     @abc.abstractmethod
     async def forget_user(

@@ -93,6 +93,7 @@ class PlannedLifecycle(SharedReads):
         *,
         sessions_created: Mapping[str, datetime] | None = None,
         withheld: Mapping[str, Mapping[str, Mapping[str, int]]] | None = None,
+        cursors: Mapping[str, Mapping[str, int]] | None = None,
     ) -> ImportCounts:
         """One transaction per session (a session's messages are imported together)."""
         total = ImportCounts()
@@ -101,7 +102,8 @@ class PlannedLifecycle(SharedReads):
             batch = list(group)
             created = (sessions_created or {}).get(session_id)
             marks = (withheld or {}).get(session_id)
-            req = session_import_request(session_id, batch, created, marks)
+            there = (cursors or {}).get(session_id)
+            req = session_import_request(session_id, batch, created, marks, there)
             total += await self._transact(req, partial(plan_import_session, req, batch))
         return total
 

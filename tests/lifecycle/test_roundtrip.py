@@ -17,7 +17,7 @@ from memory.lifecycle.exporting import export_store
 from memory.lifecycle.writer import write_batch
 from memory.store.base import MemoryStore
 from memory.store.sqlite import SQLiteStore
-from tests.harness import Harness
+from tests.harness import Harness, conversation
 from tests.lifecycle.test_forget import _two_users
 
 NOW = datetime(2026, 11, 22, tzinfo=UTC)  # the export's time, in its header
@@ -106,3 +106,49 @@ async def test_an_export_written_before_provenance_still_imports(
     for fact in await empty.get_facts([f.fact_id for f in batch.facts]):
         assert (fact.source_message_ids, fact.said_at, fact.formation_id) == ((), None, None)
     await empty.close()
+
+
+async def _copy(h: Harness, tmp_path: Path, lines: list[str]) -> tuple[int, int]:
+    """The lines imported into a new store: session s1's (cursor, pending) for eve there."""
+    copy = SQLiteStore(tmp_path / "copy.db")
+    await copy.setup()
+    deps = Deps(settings=h.settings, store=copy, llm=h.llm, embedder=h.embedder)
+    await write_batch(deps, to_import(read_export(lines)), now=_import_time())
+    state = await copy.get_session_agent_state("s1", "eve")
+    await copy.close()
+    assert state is not None
+    return state.cursor_seq, state.pending_messages
+
+
+async def test_a_store_moved_by_export_and_import_still_forms_what_it_had_not(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """A live store's session has messages not formed yet (recorded since its last formation):
+    moved to another store, they are still to form there, not counted as formed and skipped."""
+    h = await Harness.create(time_env, tmp_path)
+    await h.record("s1", conversation(4))
+    async with h.worker():
+        await h.form("s1")
+    await h.record("s1", conversation(4, start=4))  # the pending tail, not formed yet
+    source = await h.store.get_session_agent_state("s1", "eve")
+    assert source is not None and (source.cursor_seq, source.pending_messages) == (4, 4)
+
+    assert await _copy(h, tmp_path, await _export(h.store)) == (4, 4)
+
+
+async def test_a_version_1_export_counts_its_messages_as_formed(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """A file written before exports said what was formed has no ``pending_for``: its messages
+    count as formed, as they always did."""
+    h = await Harness.create(time_env, tmp_path)
+    await h.record("s1", conversation(4))
+    old = []
+    for line in await _export(h.store):
+        record = json.loads(line)
+        record.pop("pending_for", None)
+        if record["type"] == "header":
+            record["version"] = 1
+        old.append(json.dumps(record))
+
+    assert await _copy(h, tmp_path, old) == (4, 0)

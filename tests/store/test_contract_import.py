@@ -166,3 +166,34 @@ async def test_a_forgotten_user_is_never_imported_again(store: MemoryStore) -> N
     assert blobs == {USER_KEY.key: "forgotten"}
     assert (messages.forgotten, messages.inserted) == (1, 1)
     assert await store.get_facts(["i1"]) == []
+
+
+async def test_messages_an_export_marks_unformed_stay_to_form(store: MemoryStore) -> None:
+    """A live store moved by export and import: the messages its agent had not formed yet (the
+    file's cursor, 2) stay pending in the copy, so the copy forms them; the others are formed."""
+    messages = [message("s1", seq) for seq in (1, 2, 3, 4)]
+
+    counts = await store.import_messages(messages, cursors={"s1": {"a1": 2}})
+
+    assert counts.inserted == 4
+    state = await store.get_session_agent_state("s1", "a1")
+    assert state is not None
+    assert (state.cursor_seq, state.last_seq, state.pending_messages) == (2, 4, 2)
+    assert state.pending_weighted_tokens > 0
+
+
+async def test_a_stored_session_keeps_its_unformed_messages_and_gains_the_files(
+    store: MemoryStore,
+) -> None:
+    """The copy already holds the session's first messages (an earlier import), formed up to 1:
+    the file's later ones, unformed where they come from, add to what is pending."""
+    await store.import_messages([message("s1", 1), message("s1", 2)], cursors={"s1": {"a1": 1}})
+    messages = [message("s1", seq) for seq in (1, 2, 3, 4)]
+
+    counts = await store.import_messages(messages, cursors={"s1": {"a1": 3}})
+
+    assert (counts.existing, counts.inserted) == (2, 2)
+    state = await store.get_session_agent_state("s1", "a1")
+    assert state is not None
+    # Message 2 is not formed here: the cursor stays at 1 (formed twice at worst, never skipped).
+    assert (state.cursor_seq, state.pending_messages) == (1, 3)

@@ -5,7 +5,7 @@ agent what a forget under it withheld from it (rules.withheld)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -31,8 +31,9 @@ from memory.store.rules.writes import (
     user_key,
 )
 
-# Imported messages count as formed (the cursor moves past them); their weighted tokens are
-# only kept for pending recounts, at weight 1.
+# Imported messages count as formed (the cursor moves past them) unless the file says an agent
+# had not formed them yet (``file_cursors``); their weighted tokens are only kept for pending
+# recounts, at weight 1.
 _CHARS_PER_TOKEN = 4.0
 
 
@@ -84,6 +85,9 @@ class SessionImportRequest(Request[SessionImportSnapshot]):
     # The file's withheld marks, (agent, user, bound) (rules.withheld.file_bounds): merged into
     # the agents' own, never lowering one.
     withheld: tuple[tuple[str, str, int], ...] = ()
+    # The file's cursors, (agent, cursor) (``file_cursors``): the agent had not formed the file's
+    # messages after it where they come from. An agent not named: all counted as formed.
+    cursors: tuple[tuple[str, int], ...] = ()
 
     def serialized_on(self) -> tuple[str, ...]:
         # The file's users. Those the stored session holds are known only once read, but a
@@ -96,8 +100,10 @@ def session_import_request(
     messages: Sequence[StoredMessage],
     created_at: datetime | None = None,
     withheld: Mapping[str, Withheld] | None = None,
+    cursors: Mapping[str, int] | None = None,
 ) -> SessionImportRequest:
-    """``withheld``: the file's marks of the session, {agent: {user: bound}}."""
+    """``withheld``: the file's marks of the session, {agent: {user: bound}}; ``cursors``: the
+    file's cursors of the session, {agent: cursor} (``file_cursors``)."""
     return SessionImportRequest(
         session_id=session_id,
         agent_ids=tuple(dict.fromkeys(m.agent_id for m in messages if m.agent_id)),
@@ -111,7 +117,23 @@ def session_import_request(
             for agent, bounds in sorted((withheld or {}).items())
             for user, seq in sorted(bounds.items())
         ),
+        cursors=tuple(sorted((cursors or {}).items())),
     )
+
+
+def file_cursors(
+    marked: Iterable[tuple[StoredMessage, Iterable[str]]],
+) -> dict[str, dict[str, int]]:
+    """{session: {agent: cursor}} from messages and the agents each was still to be formed for
+    where it comes from (an export's ``pending_for``): the cursor is just before the first such
+    message of the agent, as the exporting store's was (every message after a cursor is pending,
+    so the file's messages before that one were formed)."""
+    cursors: dict[str, dict[str, int]] = {}
+    for m, agents in marked:
+        for agent in agents:
+            mine = cursors.setdefault(m.session_id, {})
+            mine[agent] = min(m.seq - 1, mine.get(agent, m.seq))
+    return cursors
 
 
 def _maps(
@@ -168,20 +190,26 @@ def _formed_upto(
     new: Sequence[StoredMessage],
     stored_seqs: Sequence[int],
     max_seq: int,
+    file_cursor: int | None = None,
 ) -> MoveCursor | None:
     """The agent's cursor past the imported messages, which count as formed, but never past a
-    stored message it has not formed yet: that one, and everything after it, is formed as usual
-    (the imported messages among them too: better formed twice, deduplicated, than never)."""
+    stored message it has not formed yet, nor past one the file says it had not formed where it
+    comes from (after ``file_cursor``; None: the file says nothing, all formed): that one, and
+    everything after it, is formed as usual (the imported messages among them too: better formed
+    twice, deduplicated, than never)."""
     unformed = [seq for seq in stored_seqs if seq > state.cursor_seq]
-    if not unformed:
+    unformed_there = [] if file_cursor is None else [m.seq for m in new if m.seq > file_cursor]
+    if not unformed and not unformed_there:
         # Nothing stored after the cursor: nothing is pending once it passes the file's messages.
         cursor, pending, tokens = max(state.cursor_seq, max_seq), 0, 0.0
     else:
-        first = min(unformed)
+        first = min(unformed + unformed_there)
         cursor = max([state.cursor_seq, *(m.seq for m in new if m.seq < first)])
         after = [m for m in new if m.seq > cursor]
-        pending = state.pending_messages + len(after)
-        tokens = state.pending_weighted_tokens + sum(_tokens(m) for m in after)
+        # The state's pending are the stored ones after its cursor: none when nothing stored is.
+        pending = (state.pending_messages if unformed else 0) + len(after)
+        held = state.pending_weighted_tokens if unformed else 0.0
+        tokens = held + sum(_tokens(m) for m in after)
     update = {"cursor_seq": cursor, "pending_messages": pending, "pending_weighted_tokens": tokens}
     if all(getattr(state, k) == v for k, v in update.items()):
         return None
@@ -195,7 +223,8 @@ def plan_import_session(
 ) -> Plan[ImportCounts]:
     """One session's messages by (session, message id), seqs kept; the session, its agents and
     users created as needed; each agent's cursor moved past the imported messages so that the
-    cold-sessions job does not form them a second time.
+    cold-sessions job does not form them a second time, but not past those the file says the
+    agent had not formed yet (``req.cursors``): they stay pending, as where they come from.
 
     Never brings back what forget_user deleted: a session it deleted whole (its every user
     forgotten, ``gone_with_users``) is skipped whole, the agents' messages too; in another, a
@@ -259,7 +288,8 @@ def plan_import_session(
             writes.append(AddSessionAgent(state))
         # Those withheld from it are not pending for it (as rules.erasure recounts them).
         mine = tuple(formable(new.values(), maps[agent_id]))
-        if (move := _formed_upto(state, mine, stored_seqs, req.max_seq)) is not None:
+        there = dict(req.cursors).get(agent_id)
+        if (move := _formed_upto(state, mine, stored_seqs, req.max_seq, there)) is not None:
             writes.append(move)
     # After the agents join: the users of the imported messages are the session's and each of its
     # agents' participants (the imported history is theirs), added once each.

@@ -1,0 +1,179 @@
+"""What a dry run says of the store it would import into: the records the import would find
+already there, or refuse as a forgotten user's, moved from a batch to its drops, with the words
+the import's counts use. Only reads the store: the import itself judges again in its writes.
+
+The same rules as the import (rules.imports.erased, rules.import_sessions), read outside its
+transactions: session memory of a session a forget deleted whole is judged by the import alone
+(its tombstones), and a message whose seq another message holds (a conflict) counts as new."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from memory.lifecycle.records import (
+    ConsolidatedImport,
+    Dropped,
+    FactImport,
+    ImportBatch,
+    MessageImport,
+    ReflectionImport,
+    SourceRef,
+)
+from memory.lifecycle.writer import not_forgotten, shard_reflections
+from memory.store.base import MemoryStore
+from memory.store.rules.erasure import ALL_AGENTS
+from memory.store.rules.import_sessions import erased_in_session, gone_with_users
+from memory.store.rules.imports import Pair, erased, users_by_agent
+
+THERE = "already there"
+FORGOTTEN = "forgotten user"
+CONFLICT = "conflict: the store's own is kept"
+
+_CHUNK = 500
+
+
+def _drop(source: SourceRef, agent_id: str | None, user_id: str | None, reason: str) -> Dropped:
+    return Dropped(source=source, agent_id=agent_id, user_id=user_id, reason=reason)
+
+
+async def _epochs(store: MemoryStore, pairs: Iterable[Pair]) -> dict[Pair, int]:
+    """The effective erasure epoch of each (agent, user) pair, as the import reads them."""
+    epochs: dict[Pair, int] = {}
+    for agent_id, users in users_by_agent(dict.fromkeys(pairs)).items():
+        stored = await store.erasure_epochs(agent_id, users)
+        epochs |= {(agent_id, user): epoch for user, epoch in stored.items()}
+    return epochs
+
+
+async def _facts(
+    store: MemoryStore, facts: Sequence[FactImport]
+) -> tuple[list[FactImport], list[Dropped]]:
+    kept: list[FactImport] = []
+    dropped: list[Dropped] = []
+    for i in range(0, len(facts), _CHUNK):
+        chunk = facts[i : i + _CHUNK]
+        present = {f.fact_id for f in await store.get_facts([f.fact_id for f in chunk])}
+        absent = [f for f in chunk if f.fact_id not in present]
+        allowed = {f.fact_id for f in await not_forgotten(store, absent)}
+        for f in chunk:
+            reason = THERE if f.fact_id in present else None if f.fact_id in allowed else FORGOTTEN
+            if reason is None:
+                kept.append(f)
+            else:
+                dropped.append(_drop(f.source, f.agent_id, f.user_id, reason))
+    return kept, dropped
+
+
+async def _reflections(
+    store: MemoryStore, reflections: Sequence[ReflectionImport]
+) -> tuple[list[ReflectionImport], list[Dropped]]:
+    keys = [r.scope_key for r in reflections]
+    epochs = await _epochs(store, ((k.agent_id, k.user_id) for k in keys if k.user_id))
+    kept: list[ReflectionImport] = []
+    dropped: list[Dropped] = []
+    for r in reflections:
+        key = r.scope_key
+        if await store.get_reflection(r.reflection_id) is not None:
+            dropped.append(_drop(r.source, key.agent_id, key.user_id, THERE))
+        elif erased(epochs, key.agent_id, key.user_id):
+            dropped.append(_drop(r.source, key.agent_id, key.user_id, FORGOTTEN))
+        else:
+            kept.append(r)
+    return kept, dropped
+
+
+async def _blob_reason(store: MemoryStore, blob: ConsolidatedImport) -> str | None:
+    """As the writer judges a blob: a scope without one takes it; an agent's shards merged by an
+    earlier run are there; else the store's own wins."""
+    stored = await store.get_consolidated(blob.scope_key)
+    if stored is None:
+        return None
+    if blob.needs_merge:
+        shard = shard_reflections(blob)[0].reflection_id
+        return THERE if await store.get_reflection(shard) is not None else CONFLICT
+    return THERE if (stored.content, stored.version) == (blob.content, blob.version) else CONFLICT
+
+
+async def _blobs(
+    store: MemoryStore, blobs: Sequence[ConsolidatedImport]
+) -> tuple[list[ConsolidatedImport], list[Dropped]]:
+    keys = [b.scope_key for b in blobs]
+    epochs = await _epochs(store, ((k.agent_id, k.user_id) for k in keys if k.user_id))
+    kept: list[ConsolidatedImport] = []
+    dropped: list[Dropped] = []
+    for b in blobs:
+        key = b.scope_key
+        reason = FORGOTTEN if erased(epochs, key.agent_id, key.user_id) else None
+        reason = reason or await _blob_reason(store, b)
+        if reason is None:
+            kept.append(b)
+        else:
+            source = b.sources[0] if b.sources else SourceRef(
+                system="import", collection="consolidated", source_id=key.key
+            )  # fmt: skip
+            dropped.append(_drop(source, key.agent_id, key.user_id, reason))
+    return kept, dropped
+
+
+async def _session_messages(
+    store: MemoryStore, session_id: str, messages: Sequence[MessageImport]
+) -> tuple[list[MessageImport], list[Dropped]]:
+    """One session's, as rules.import_sessions judges them: stored ids are there; a session a
+    forget took whole, or a forgotten user's message, is refused."""
+    session = await store.get_session(session_id)
+    file_agents = [m.message.agent_id for m in messages if m.message.agent_id]
+    agents = tuple(dict.fromkeys((*(session.agent_ids if session else ()), *file_agents)))
+    file_users = [m.message.user_id for m in messages if m.message.user_id]
+    stored_users = (*session.user_ids, *session.session_user_ids) if session else ()
+    users = tuple(dict.fromkeys((*stored_users, *file_users)))
+    epochs = await _epochs(store, ((a, u) for a in agents or (ALL_AGENTS,) for u in users))
+    gone = gone_with_users(epochs, agents, users)
+    stored = {
+        m.message_id
+        for m in await store.get_messages(session_id, [m.message.message_id for m in messages])
+    }
+    kept: list[MessageImport] = []
+    dropped: list[Dropped] = []
+    for m in messages:
+        msg = m.message
+        user_erased = msg.user_id is not None and erased_in_session(epochs, agents, msg.user_id)
+        reason = THERE if msg.message_id in stored else None
+        reason = reason or (FORGOTTEN if gone or user_erased else None)
+        if reason is None:
+            kept.append(m)
+        else:
+            dropped.append(_drop(m.source, msg.agent_id, msg.user_id, reason))
+    return kept, dropped
+
+
+async def _messages(
+    store: MemoryStore, messages: Sequence[MessageImport]
+) -> tuple[list[MessageImport], list[Dropped]]:
+    sessions: dict[str, list[MessageImport]] = {}
+    for m in messages:
+        sessions.setdefault(m.message.session_id, []).append(m)
+    kept: list[MessageImport] = []
+    dropped: list[Dropped] = []
+    for session_id, theirs in sessions.items():
+        k, d = await _session_messages(store, session_id, theirs)
+        kept += k
+        dropped += d
+    return kept, dropped
+
+
+async def against_store(store: MemoryStore, batch: ImportBatch) -> ImportBatch:
+    """The batch as the import would write it into this store: what is there, and what is of a
+    user forgotten there, among the drops (agents are not counted by the dry run)."""
+    facts, f_drops = await _facts(store, batch.facts)
+    reflections, r_drops = await _reflections(store, batch.reflections)
+    blobs, b_drops = await _blobs(store, batch.consolidated)
+    messages, m_drops = await _messages(store, batch.messages)
+    return batch.model_copy(
+        update={
+            "facts": tuple(facts),
+            "reflections": tuple(reflections),
+            "consolidated": tuple(blobs),
+            "messages": tuple(messages),
+            "dropped": (*batch.dropped, *f_drops, *r_drops, *b_drops, *m_drops),
+        }
+    )
