@@ -117,3 +117,16 @@ class UnusableOutputError(MnemosError):
     window (or takes the step's fallback) at once instead of retrying with backoff."""
 
     error_type = "UnusableOutput"
+
+
+class StoreUnavailableError(MnemosError):
+    """The memory store cannot be reached (a server down, restarting or failing over, every
+    pooled connection busy, a database file that cannot be opened or read): the same call may
+    succeed later. Its message names no driver's text (addresses, paths): that is the cause's, for
+    the logs. Each backend says which of its driver's errors mean it (memory/store/outage.py)."""
+
+    retryable = True
+    error_type = "StoreUnavailable"
+
+    def __init__(self, message: str = "the memory store cannot be reached; retry later") -> None:
+        super().__init__(message)

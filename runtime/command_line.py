@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from temporalio.client import WorkflowFailureError
 from temporalio.service import RPCError
 
-from memory.errors import MnemosError
+from memory.errors import MnemosError, StoreUnavailableError
 from memory.logging import redact_text
 from memory.settings import Settings
 from memory.settings_errors import validation_line
@@ -49,6 +49,10 @@ def error_line(err: BaseException, settings: Settings) -> str | None:
     match err:
         case ValidationError():
             return f"invalid input: {validation_line(err)}"
+        case StoreUnavailableError() if err.__cause__ is not None:
+            # The caller of the API is told no more than that; the operator is told why.
+            cause = " ".join(str(err.__cause__).split())
+            return f"store ({settings.store.backend}) cannot be reached: {cause}"
         case MnemosError():
             return str(err)
         case RPCError():

@@ -3,7 +3,7 @@
 ``type`` names the kind of problem (a URN: stable, never fetched), ``title`` is its short summary,
 ``detail`` this occurrence, ``instance`` the request's path, and a 422 lists the field errors. A
 405 carries ``Allow`` with every method of the path. A stack trace never leaves the server: a
-500 answers an ``error_id`` to find it in the logs. Temporal unreachable is a 503.
+500 answers an ``error_id`` to find it in the logs. Temporal or the store unreachable is a 503.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from memory.errors import (
     InvalidInputError,
     NotFoundError,
     ProviderError,
+    StoreUnavailableError,
 )
 from runtime.connection import TEMPORAL_TRANSIENT
 
@@ -42,6 +43,7 @@ _STATUS: list[tuple[type[Exception], int]] = [
     (EmbeddingMismatchError, status.HTTP_409_CONFLICT),
     (ProviderError, status.HTTP_502_BAD_GATEWAY),
     (RunsLeftError, status.HTTP_503_SERVICE_UNAVAILABLE),  # a forget done but for its runs
+    (StoreUnavailableError, status.HTTP_503_SERVICE_UNAVAILABLE),  # _store_unavailable
 ]
 
 # Temporal cannot be reached for now (runtime.connection.TEMPORAL_TRANSIENT): the same request
@@ -152,6 +154,12 @@ async def _temporal(request: Request, exc: Exception) -> ProblemResponse:
     return problem(request, status.HTTP_503_SERVICE_UNAVAILABLE, detail)
 
 
+async def _store_unavailable(request: Request, exc: Exception) -> ProblemResponse:
+    # The driver's text (addresses, paths) is the cause's: the logs', not the caller's.
+    log.warning("store unavailable", path=request.url.path, error=str(exc.__cause__ or exc))
+    return problem(request, status.HTTP_503_SERVICE_UNAVAILABLE, str(exc))
+
+
 def allowed_methods(request: Request) -> list[str]:
     """Every method the document gives this path (Starlette's own 405 names one route's only)."""
     methods: set[str] = set()
@@ -211,6 +219,7 @@ async def _unexpected(request: Request, exc: Exception) -> ProblemResponse:
 def install(app: FastAPI) -> None:
     for kind, _ in _STATUS:
         app.add_exception_handler(kind, _domain)
+    app.add_exception_handler(StoreUnavailableError, _store_unavailable)  # _domain, and logged
     app.add_exception_handler(RPCError, _temporal)
     app.add_exception_handler(HTTPException, _http)
     app.add_exception_handler(RequestValidationError, _validation)

@@ -2,9 +2,9 @@
 in the one problem shape, and the limits that come from settings.
 
 Statuses that follow from an operation's shape are added here, so that a new route cannot forget
-them: 401, 403 and 429 (the key's budget for the operation's kind, with ``Retry-After``) for a
-keyed operation, 404 under an agent, 413 and 422 for a body, 422 for
-parameters, 405 everywhere (with ``Allow``). Statuses that follow from what a handler does (409
+them: 401, 403, 429 (the key's budget for the operation's kind, with ``Retry-After``) and 503
+(the store, which holds the keys, out of reach) for a keyed operation, 404 under an agent, 413
+and 422 for a body, 422 for parameters, 405 everywhere (with ``Allow``). Statuses that follow from what a handler does (409
 on a conflict, 502 when a provider fails) are declared on the route with ``problems(...)``.
 """
 
@@ -31,6 +31,7 @@ _WHY = {
     413: f"The body exceeds {MAX_BODY_BYTES // (1024 * 1024)} MiB",
     422: "The input is invalid: `errors` lists each invalid field",
     502: "An LLM or embedding provider failed",
+    503: "The memory store cannot be reached: retry later",
 }
 _ALLOW = {"Allow": {"description": "The methods this path takes", "schema": {"type": "string"}}}
 _RATE_HEADERS = {
@@ -82,7 +83,7 @@ def _document(
     responses: dict[str, Any] = operation.setdefault("responses", {})
     codes: list[int] = [405]
     if operation.get("security"):
-        codes += [401, 403]
+        codes += [401, 403, 503]
         if budgets is not None:
             kind = kind_of(method, operation.get("operationId", ""))
             responses["429"] = _rate_limited(kind, budgets[kind])

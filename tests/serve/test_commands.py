@@ -158,7 +158,7 @@ def test_a_store_path_that_is_a_directory_is_one_line(
 ) -> None:
     monkeypatch.setenv("MNEMOS_STORE__SQLITE_PATH", str(db_path.parent.parent))
     line = one_error_line(CliRunner().invoke(keys_app, command))
-    assert line.startswith("error: store (sqlite): ")
+    assert line.startswith("error: store (sqlite) cannot be reached: unable to open database file")
 
 
 @pytest.mark.parametrize("command", [["list"], ["revoke", "k1"], ["create", "-a", "eve"]])

@@ -14,6 +14,7 @@ from memory.errors import (
     NotFoundError,
     ProviderError,
     StaleDecisionError,
+    StoreUnavailableError,
 )
 from workflows.options import PERMANENT
 
@@ -34,6 +35,7 @@ def translated(err: MnemosError) -> ApplicationError:
         (MalformedOutputError("not json"), "MalformedOutputError", True),
         (ProviderError("quota", retryable=True, status=429), "ProviderError", True),
         (ProviderError("bad key", retryable=False, status=401), "ProviderError", False),
+        (StoreUnavailableError(), "StoreUnavailable", True),  # a store down: Temporal retries
     ],
 )
 def test_an_error_becomes_an_application_error_of_its_class(

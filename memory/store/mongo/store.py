@@ -25,7 +25,7 @@ import numpy as np
 from bson.codec_options import CodecOptions
 from pymongo import DESCENDING, AsyncMongoClient, ReplaceOne
 from pymongo.asynchronous.client_session import AsyncClientSession
-from pymongo.errors import CollectionInvalid
+from pymongo.errors import CollectionInvalid, ConnectionFailure
 
 from memory.models import SET_ASIDE, AgentConfig, Fact, FactFilter, Reflection, ScopeKey, ScoredFact
 from memory.store.base import Vector
@@ -48,12 +48,22 @@ from memory.store.mongo.search import AtlasMode, FactSearch, fact_match
 from memory.store.mongo.sessions import MongoSessions, mark_guests, migrate_session_agents
 from memory.store.mongo.txn import run_transaction
 from memory.store.mongo.writes import apply_writes
+from memory.store.outage import CONNECT_TIMEOUT_SECONDS, translating_outages
 from memory.store.planned import PlannedStore
 from memory.store.records import vector_bytes, vector_of_bytes
 from memory.store.rules import Plan, Request, check_query_dimension
 from memory.store.snapshots import SnapshotReads, run_planned
 
 
+def mongo_outage(exc: BaseException) -> bool:
+    """Whether ``exc`` is the server out of reach: no server to select within the timeout, a
+    connection refused, lost or timed out (pymongo's ConnectionFailure and its subclasses
+    ServerSelectionTimeoutError, AutoReconnect, NetworkTimeout). A command the server answered
+    with an error is not."""
+    return isinstance(exc, ConnectionFailure)
+
+
+@translating_outages(mongo_outage)
 class MongoStore(
     MongoSessions, MongoListings, MongoLifecycleReads, MongoReembed, MongoDegraded, PlannedStore
 ):
@@ -74,9 +84,22 @@ class MongoStore(
         self._search = FactSearch(self._db.facts, atlas_search)
 
     @classmethod
-    def from_uri(cls, uri: str, *, database: str, atlas_search: AtlasMode = "auto") -> MongoStore:
-        """A store owning its client (closed by close()). Connects lazily, on first use."""
-        client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(uri)
+    def from_uri(
+        cls,
+        uri: str,
+        *,
+        database: str,
+        atlas_search: AtlasMode = "auto",
+        connect_timeout: float = CONNECT_TIMEOUT_SECONDS,
+    ) -> MongoStore:
+        """A store owning its client (closed by close()). Connects lazily, on first use.
+
+        A call waits ``connect_timeout`` for a server to select, not pymongo's 30 s, unless the
+        URI sets its own serverSelectionTimeoutMS."""
+        options: dict[str, Any] = {}
+        if "serverselectiontimeoutms" not in uri.lower():
+            options["serverSelectionTimeoutMS"] = int(connect_timeout * 1000)
+        client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(uri, **options)
         return cls(client, database, atlas_search=atlas_search, owns_client=True)
 
     async def _transact[S, R](self, request: Request[S], plan: Callable[[S], Plan[R]]) -> R:

@@ -18,8 +18,9 @@ import psycopg
 from pgvector.psycopg import register_vector_async
 from psycopg import IsolationLevel, errors
 from psycopg.rows import DictRow, dict_row
-from psycopg_pool import AsyncConnectionPool
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
+from memory.store.outage import CONNECT_TIMEOUT_SECONDS, outages_translated
 from memory.store.retry import retry_conflicts
 
 Conn = psycopg.AsyncConnection[DictRow]
@@ -30,6 +31,19 @@ MAX_ATTEMPTS = 30
 # violation is one too (two transactions inserting the same key, the second having read before
 # the first committed); a key that truly exists is seen by the snapshot of the next attempt.
 _RETRY = (errors.SerializationFailure, errors.DeadlockDetected, errors.UniqueViolation)
+# The server says it cannot serve now: shutting down, crashed, starting, out of connections.
+_SERVER_AWAY = frozenset({"57P01", "57P02", "57P03", "53300"})
+
+
+def postgres_outage(exc: BaseException) -> bool:
+    """Whether ``exc`` is the server out of reach: no connection to be had (the pool's timeout, a
+    refused connection), a connection lost (no SQLSTATE: the server never answered), a
+    connection exception (class 08), or the server saying it cannot serve now. A statement's own
+    failure (a timeout, a constraint) is not: the server answered it."""
+    if not isinstance(exc, psycopg.OperationalError):
+        return False
+    state = exc.sqlstate
+    return state is None or state.startswith("08") or state in _SERVER_AWAY
 
 
 async def connect(dsn: str) -> Conn:
@@ -40,11 +54,19 @@ async def connect(dsn: str) -> Conn:
 class PostgresPool:
     """The pool of one store; every statement runs through ``_read``, ``_write`` or ``_one``."""
 
-    def __init__(self, dsn: str, *, pool_size: int = 10, ef_search: int = 100) -> None:
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        pool_size: int = 10,
+        ef_search: int = 100,
+        connect_timeout: float = CONNECT_TIMEOUT_SECONDS,
+    ) -> None:
         self._dsn = dsn
         self._ef_search = ef_search
         self._pool: AsyncConnectionPool[Conn] | None = None
         self._pool_size = pool_size
+        self._connect_timeout = connect_timeout
 
     async def _configure(self, conn: Conn) -> None:
         await register_vector_async(conn)
@@ -69,6 +91,9 @@ class PostgresPool:
                 # A connection that died with its server is discarded when returned broken; the
                 # call that met it fails (a store step is retried by Temporal).
                 open=False,
+                # A call waits this long for a connection, not psycopg_pool's 30 s: a server
+                # out of reach is a prompt StoreUnavailableError, not a request held a minute.
+                timeout=self._connect_timeout,
             )
             await pool.open(wait=True)
             self._pool = pool
@@ -102,6 +127,13 @@ class PostgresPool:
     async def _on_live_connection[T](
         self, body: Callable[[Conn], Awaitable[T]], level: IsolationLevel | None, *, read_only: bool
     ) -> T:
+        """``_attempts``, the server out of reach raised as StoreUnavailableError."""
+        with outages_translated(postgres_outage):
+            return await self._attempts(body, level, read_only=read_only)
+
+    async def _attempts[T](
+        self, body: Callable[[Conn], Awaitable[T]], level: IsolationLevel | None, *, read_only: bool
+    ) -> T:
         """``body`` in a transaction at ``level`` (None: autocommit, a read of one statement).
 
         A pooled connection may have died with its server (a restart) since its last use; the
@@ -109,7 +141,8 @@ class PostgresPool:
         its BEGIN never ran, and a one-statement read is safe to repeat: both run again once,
         after the pool has tested its idle connections (the others died too). A transaction that failed later may or may not have committed: its
         error reaches the caller (a store step is retried; the writes the guarantees rest on
-        are idempotent)."""
+        are idempotent). No connection within the pool's timeout is no dead connection: the
+        server is out of reach, and a second wait would only double the caller's."""
         for attempt in (1, 2):
             began = False
             try:
@@ -120,8 +153,8 @@ class PostgresPool:
                     async with conn.transaction():
                         began = True
                         return await body(conn)
-            except psycopg.OperationalError:
-                if attempt == 2 or (began and not read_only):
+            except psycopg.OperationalError as exc:
+                if attempt == 2 or (began and not read_only) or isinstance(exc, PoolTimeout):
                     raise
                 # The server went away (a restart, a failover): every idle connection died with
                 # it, so the next one the pool hands out would fail too. Test them all first.

@@ -16,12 +16,27 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from memory.store.outage import outages_translated
+
 BUSY_TIMEOUT_SECONDS = 30.0
 # Reads through a memory map instead of read() calls into SQLite's small page cache: a text
 # search visits each match's row at random, and at 100k facts its FTS5 join took 5.2 ms with
 # read() and 0.9 ms mapped (bench/search.py's queries). The map is address space, not memory:
 # the pages are the OS page cache's, shared with every process on the file.
 MMAP_BYTES = 1 << 30
+
+
+# The file cannot be opened (a directory gone or unreadable, a volume unmounted) or read and
+# written (an I/O error of the disk under it): the store out of reach, not a bug. The primary
+# result code: every extended I/O error (SQLITE_IOERR_READ, …) is one.
+_OUT_OF_REACH = frozenset({sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_IOERR})
+
+
+def sqlite_outage(exc: BaseException) -> bool:
+    """Whether ``exc`` is the database file out of reach."""
+    # None for an error the module raises itself (a closed connection): no database's answer.
+    code: int | None = getattr(exc, "sqlite_errorcode", None)
+    return isinstance(exc, sqlite3.Error) and code is not None and code & 0xFF in _OUT_OF_REACH
 
 
 def _transaction[T](
@@ -68,7 +83,8 @@ class _Owned:
 
     async def call[T](self, fn: Callable[[sqlite3.Connection], T]) -> T:
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, lambda: fn(self._connection()))
+        with outages_translated(sqlite_outage):
+            return await loop.run_in_executor(self._executor, lambda: fn(self._connection()))
 
     async def close(self) -> None:
         def close_connection(_: sqlite3.Connection) -> None:
