@@ -3,7 +3,8 @@
 
 manager = MemoryManager(store, embedder, settings)
 page = await manager.list_facts(FactFilter(agent_id="eve", user_id="alice"))
-await manager.edit_fact(fact_id, "Prefers green tea", within=FactFilter(...))
+await manager.edit_fact(fact_id, "Prefers green tea", within=FactFilter(...),
+                       expected_version=shown.version)
 await manager.edit_consolidated(key, text, expected_version=shown.version)
 
 Every write goes through one atomic store call; ``within`` (facts) and the scope key
@@ -31,6 +32,7 @@ from memory.settings import Scope, Settings
 from memory.settings_errors import validation_line
 from memory.store.base import MemoryStore
 from memory.store.counts import ForgetCounts
+from memory.store.rules.manage import check_edited_version
 
 MAX_PAGE = 500
 # The longest text a person may give a fact, a reflection or a consolidated memory, in characters:
@@ -104,6 +106,11 @@ def _checked(content: str, what: str, limit: int, *, one_line: bool = True) -> s
     return text
 
 
+def _check_version(expected_version: int | None) -> None:
+    if expected_version is not None and expected_version < 0:
+        raise InvalidInputError(f"expected_version {expected_version}: a version is 0 or more")
+
+
 def _now() -> datetime:
     return datetime.now(UTC)
 
@@ -164,17 +171,25 @@ class MemoryManager:
         *,
         within: FactFilter | None = None,
         reason: str = "manual edit",
+        expected_version: int | None = None,
     ) -> Fact:
         """A correction: a new version with the new text and its vector. Saving the same text again
-        changes nothing. ConflictError for a deleted fact or a text another fact already holds."""
+        changes nothing. ConflictError for a deleted fact or a text another fact already holds.
+
+        ``expected_version`` is the version the person edited (None: the current one); when
+        another edit or a formation stored a newer one meanwhile, ConflictError and nothing is
+        written, so that neither overwrites the other unseen (as edit_consolidated)."""
+        _check_version(expected_version)
         text = _checked(content, "a fact", self.settings.facts.max_words * 2)
         require_storable(reason, "the reason")
         fact = await self.show_fact(fact_id, within=within)
         if fact.invalidated_at is not None:
             raise ConflictError(f"fact {fact_id!r} was deleted: it can no longer be edited")
+        check_edited_version(fact, expected_version)
         if text == fact.content:
             return fact
         batch = await self.embedder.embed([text])
+        # Checked again in the write's transaction: a formation may update it while embedding.
         return await self.store.edit_fact(
             fact_id,
             content=text,
@@ -182,6 +197,7 @@ class MemoryManager:
             embedding_model=batch.model,
             at=self._clock(),
             reason=reason,
+            expected_version=expected_version,
         )
 
     async def delete_fact(
@@ -206,12 +222,25 @@ class MemoryManager:
             key, include_absorbed=include_absorbed, limit=limit
         )
 
-    async def edit_reflection(self, key: ScopeKey, reflection_id: str, content: str) -> Reflection:
+    async def edit_reflection(
+        self,
+        key: ScopeKey,
+        reflection_id: str,
+        content: str,
+        *,
+        expected_content: str | None = None,
+    ) -> Reflection:
         """Refine a buffered (or set-aside) reflection before it is consolidated. ConflictError
-        once absorbed."""
+        once absorbed, or when its text is no longer ``expected_content``, the text the person
+        edited (a reflection has no version; None: the current one), so that another person's
+        correction is not overwritten unseen."""
         text = _checked(content, "a reflection", self.settings.reflections.max_words * 2)
+        if expected_content is not None:
+            require_storable(expected_content, "the text edited")
         await self._reflection_of(key, reflection_id)
-        return await self.store.edit_reflection(reflection_id, content=text)
+        return await self.store.edit_reflection(
+            reflection_id, content=text, expected_content=expected_content
+        )
 
     async def delete_reflection(self, key: ScopeKey, reflection_id: str) -> None:
         """Drop a buffered reflection. ConflictError once absorbed."""
@@ -243,8 +272,7 @@ class MemoryManager:
         by the new version's, as consolidation writes it. The text saved as it stands changes
         nothing: the current blob is returned.
         """
-        if expected_version is not None and expected_version < 0:
-            raise InvalidInputError(f"expected_version {expected_version}: a version is 0 or more")
+        _check_version(expected_version)
         reflections = self.settings.reflections
         word_limit = reflections.word_limit(key.scope)
         allowed = int(word_limit * (1 + reflections.word_limit_tolerance))

@@ -80,13 +80,25 @@ async def fact_history(agent_id: ReadAgent, fact_id: FactPath, svc: Svc) -> list
 
 @router.patch(
     "/facts/{fact_id}",
-    responses=problems(409, 502, s409="The fact was deleted, or another fact holds this text"),
+    responses=problems(
+        409,
+        502,
+        s409="The fact was deleted, another fact holds this text, or it moved past "
+        "expected_version",
+    ),
 )
 async def edit_fact(agent_id: WriteAgent, fact_id: FactPath, body: FactEdit, svc: Svc) -> Fact:
-    """A correction: a new version; the old text stays in the history."""
+    """A correction: a new version; the old text stays in the history. 409 when it moved past
+    ``expected_version`` (another edit, a formation's update)."""
     fact = await _any_scope(svc, agent_id, fact_id)
     within = FactFilter(agent_id=agent_id, user_id=fact.user_id)
-    return await svc.manager.edit_fact(fact_id, body.content, within=within, reason=body.reason)
+    return await svc.manager.edit_fact(
+        fact_id,
+        body.content,
+        within=within,
+        reason=body.reason,
+        expected_version=body.expected_version,
+    )
 
 
 @router.delete("/facts/{fact_id}")

@@ -11,7 +11,7 @@ from memory.errors import NotFoundError
 from memory.models import ConsolidatedMemory, Reflection, ScopeKey
 from serve.auth import ID_PATTERN, ReadAgent, Svc, WriteAgent
 from serve.openapi import problems
-from serve.schemas import ConsolidatedEdit, TextEdit
+from serve.schemas import ConsolidatedEdit, ReflectionEdit
 
 router = APIRouter(prefix="/v1/agents/{agent_id}", tags=["memory"])
 ReflectionPath = Annotated[str, Path(min_length=1, max_length=200)]
@@ -60,11 +60,14 @@ async def _reflection_key(svc: Svc, agent_id: str, reflection_id: str) -> ScopeK
 
 @router.patch("/reflections/{reflection_id}", responses=problems(409))
 async def edit_reflection(
-    agent_id: WriteAgent, reflection_id: ReflectionPath, body: TextEdit, svc: Svc
+    agent_id: WriteAgent, reflection_id: ReflectionPath, body: ReflectionEdit, svc: Svc
 ) -> Reflection:
-    """Refine a buffered reflection; 409 once consolidated (edit the blob instead)."""
+    """Refine a buffered reflection; 409 once consolidated (edit the blob instead), or when its
+    text is no longer ``expected_content``."""
     key = await _reflection_key(svc, agent_id, reflection_id)
-    return await svc.manager.edit_reflection(key, reflection_id, body.content)
+    return await svc.manager.edit_reflection(
+        key, reflection_id, body.content, expected_content=body.expected_content
+    )
 
 
 @router.delete(

@@ -10,12 +10,16 @@ import asyncio
 from datetime import datetime
 from urllib.parse import quote
 
+import structlog
 from pydantic import BaseModel
 from temporalio.client import Client, WorkflowExecution
+from temporalio.service import RPCError
 
+from serve.errors import temporal_unreachable
 from workflows.naming import AGENT_ID, FORM_WORKFLOW, SESSION_ID, USER_ID
 
 LIST_SECONDS = 3.0
+log = structlog.get_logger("serve.runs")
 
 
 class Run(BaseModel):
@@ -74,4 +78,23 @@ async def recent_formations(
     try:
         return Runs(runs=await asyncio.wait_for(collect(), LIST_SECONDS))
     except Exception as e:
-        return Runs(runs=[], note=f"formation runs are not listed: {type(e).__name__}: {e}"[:300])
+        # Its message names the transport's failure (addresses, OS errors, TLS): the logs', not
+        # the page's, whoever holds a key (as serve/errors.py answers the API).
+        log.warning(
+            "formation runs not listed", agent_id=agent_id, error=f"{type(e).__name__}: {e}"
+        )
+        return Runs(runs=[], note=f"formation runs are not listed: {_why(e)}")
+
+
+def _why(e: Exception) -> str:
+    """What the page may say of a listing that failed: its kind, never its message."""
+    if isinstance(e, TimeoutError):
+        return f"Temporal did not answer within {LIST_SECONDS:g} s"
+    # A client that cannot connect raises RuntimeError ("Failed client connect: ...").
+    if temporal_unreachable(e) or isinstance(e, RuntimeError):
+        return "Temporal is unreachable"
+    if isinstance(e, RPCError):
+        # An answer, not a transport's failure: most often a server without advanced
+        # visibility or without our search attributes registered.
+        return "Temporal refused the query (its reason is in the server's log)"
+    return "an error (in the server's log)"

@@ -89,13 +89,28 @@ class TextEdit(_In):
     )
 
 
+# The bound on the integer itself: on the optional field, pydantic would write a bare "ge".
+_ExpectedVersion = Annotated[WholeInt, Field(ge=0)] | None
+
+
 class FactEdit(TextEdit):
     reason: StorableStr = Field("manual edit", max_length=200)
+    expected_version: _ExpectedVersion = Field(
+        None, description="The version edited; a newer one is a 409 (None: current)"
+    )
+
+
+class ReflectionEdit(TextEdit):
+    # A reflection has no version: the text the caller read stands for it.
+    expected_content: StorableStr | None = Field(
+        None,
+        max_length=MAX_EDIT_CHARS,
+        description="The text edited, as read; another one now is a 409 (None: current)",
+    )
 
 
 class ConsolidatedEdit(TextEdit):
-    # The bound on the integer itself: on the optional field, pydantic would write a bare "ge".
-    expected_version: Annotated[WholeInt, Field(ge=0)] | None = Field(
+    expected_version: _ExpectedVersion = Field(
         None, description="The version edited; a newer one is a 409 (None: current)"
     )
 

@@ -144,10 +144,12 @@ class ManageContract(abc.ABC):
         embedding_model: str,
         at: datetime,
         reason: str = "manual edit",
+        expected_version: int | None = None,
     ) -> Fact:
         """A person's correction: version + 1, previous content kept in history, new vector, scope
-        version bumped. NotFoundError for an unknown id, ConflictError for an invalidated fact or a
-        content that duplicates another valid fact of the same agent/user/scope."""
+        version bumped. NotFoundError for an unknown id, ConflictError for an invalidated fact, a
+        content that duplicates another valid fact of the same agent/user/scope, or a fact no
+        longer at ``expected_version`` (the version edited; None: whichever is stored)."""
 
     @abc.abstractmethod
     async def invalidate_fact(
@@ -180,9 +182,12 @@ class ManageContract(abc.ABC):
         MemoryStore.unabsorbed_reflections' query."""
 
     @abc.abstractmethod
-    async def edit_reflection(self, reflection_id: str, *, content: str) -> Reflection:
+    async def edit_reflection(
+        self, reflection_id: str, *, content: str, expected_content: str | None = None
+    ) -> Reflection:
         """Correct a buffered reflection, or a set-aside one (back in the buffer). ConflictError
-        once absorbed (edit the blob instead)."""
+        once absorbed (edit the blob instead), or when its text is no longer
+        ``expected_content``, the one edited (None: whichever is stored)."""
 
     @abc.abstractmethod
     async def delete_reflection(self, reflection_id: str) -> None:

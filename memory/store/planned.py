@@ -133,13 +133,14 @@ class PlannedStore(PlannedLifecycle):
         embedding_model: str,
         at: datetime,
         reason: str = "manual edit",
+        expected_version: int | None = None,
     ) -> Fact:
         vector = [float(x) for x in np.asarray(embedding, dtype=np.float32).reshape(-1)]
         return await self._transact(
             FactRequest(fact_id, content_hash(content)),
             lambda snapshot: plan_edit_fact(
                 fact_id, content=content, embedding=vector, embedding_model=embedding_model,
-                at=at, reason=reason, snapshot=snapshot,
+                at=at, reason=reason, snapshot=snapshot, expected_version=expected_version,
             ),
         )  # fmt: skip
 
@@ -159,10 +160,12 @@ class PlannedStore(PlannedLifecycle):
             lambda current: plan_set_aside(key, reflection_id, content_hash, current),
         )
 
-    async def edit_reflection(self, reflection_id: str, *, content: str) -> Reflection:
+    async def edit_reflection(
+        self, reflection_id: str, *, content: str, expected_content: str | None = None
+    ) -> Reflection:
         return await self._transact(
             ReflectionRequest(reflection_id),
-            lambda current: plan_edit_reflection(reflection_id, content, current),
+            lambda current: plan_edit_reflection(reflection_id, content, current, expected_content),
         )
 
     async def delete_reflection(self, reflection_id: str) -> None:

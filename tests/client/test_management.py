@@ -157,6 +157,24 @@ async def test_a_fact_edit_that_cannot_apply_changes_nothing(
     assert await manager.edit_fact("f1", " ".join(["word"] * limit)) is not None
 
 
+async def test_a_fact_edit_of_an_older_version_never_overwrites_unseen(
+    manager: MemoryManager, store: SQLiteStore, embedder: WordHashEmbedder
+) -> None:
+    await _facts(store, embedder)
+    # Two people opened f1 at version 1; the first one's correction is version 2.
+    mine = await manager.edit_fact("f1", "Drinks oolong", within=U1, expected_version=1)
+    calls = len(embedder.calls)
+
+    with pytest.raises(ConflictError, match="version 2, not 1: reload and edit again"):
+        await manager.edit_fact("f1", "Drinks mate", within=U1, expected_version=1)
+    assert len(embedder.calls) == calls  # refused before it costs an embedding
+    assert await manager.show_fact("f1") == mine
+    with pytest.raises(InvalidInputError, match="0 or more"):
+        await manager.edit_fact("f1", "Drinks mate", expected_version=-1)
+    # Without a version: whichever is stored, as a script's edit always did.
+    assert (await manager.edit_fact("f1", "Drinks mate")).version == 3
+
+
 async def test_a_deleted_fact_disappears_from_the_list(
     manager: MemoryManager, store: SQLiteStore, embedder: WordHashEmbedder, clock: Clock
 ) -> None:
@@ -233,6 +251,19 @@ async def test_buffered_reflections_are_edited_and_deleted_before_consolidation(
         await manager.delete_reflection(USER_KEY, r2)
     assert await manager.list_reflections(USER_KEY) == []
     assert len(await manager.list_reflections(USER_KEY, include_absorbed=True)) == 2
+
+
+async def test_a_reflection_edit_of_a_text_changed_since_never_overwrites_unseen(
+    manager: MemoryManager, store: SQLiteStore
+) -> None:
+    _, r2, _ = await _reflections(store)
+    mine = await manager.edit_reflection(
+        USER_KEY, r2, "user note 2, refined", expected_content="user note 2"
+    )
+
+    with pytest.raises(ConflictError, match="changed since it was read"):
+        await manager.edit_reflection(USER_KEY, r2, "note two", expected_content="user note 2")
+    assert await store.get_reflection(r2) == mine
 
 
 # ------------------------------------------------------------ consolidated memory

@@ -44,6 +44,31 @@ async def test_facts_list_get_edit_history_delete(served: Served) -> None:
         assert (await c.get("/v1/agents/eve/facts", params={"limit": 0})).status_code == 422
 
 
+async def test_a_fact_or_reflection_edit_of_what_changed_since_is_a_409(served: Served) -> None:
+    await form_alice(served.h)
+    async with served.client(served.eve) as c:
+        fact = await _alice_fact(c)
+        url = f"/v1/agents/eve/facts/{fact['fact_id']}"
+        first = await c.patch(url, json={"content": "Alice drinks oolong", "expected_version": 1})
+        assert first.status_code == 200 and first.json()["version"] == 2
+        # Another UI edited version 1 too: its save must not replace version 2 unseen.
+        stale = await c.patch(url, json={"content": "Alice drinks mate", "expected_version": 1})
+        assert stale.status_code == 409 and "version 2, not 1" in stale.json()["detail"]
+        assert (await c.get(url)).json()["content"] == "Alice drinks oolong"
+        # Without expected_version an edit replaces whichever version is stored, as before.
+        r = await c.patch(url, json={"content": "Alice drinks mate"})
+        assert r.status_code == 200 and r.json()["version"] == 3
+
+        [refl] = (await c.get("/v1/agents/eve/scopes/user:alice/reflections")).json()
+        url = f"/v1/agents/eve/reflections/{refl['reflection_id']}"
+        read = refl["content"]
+        first = await c.patch(url, json={"content": "Alice wakes at six", "expected_content": read})
+        assert first.status_code == 200
+        stale = await c.patch(url, json={"content": "Alice runs", "expected_content": read})
+        assert stale.status_code == 409 and "changed since" in stale.json()["detail"]
+        assert (await c.patch(url, json={"content": "Alice runs"})).status_code == 200
+
+
 async def test_search_returns_hits_and_on_request_both_lists(served: Served) -> None:
     await form_alice(served.h)
     async with served.client(served.eve) as c:

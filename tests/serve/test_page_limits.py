@@ -23,7 +23,7 @@ EDIT_MAX = 20_000  # what the OpenAPI document states for every edit's content
 def test_the_manager_holds_the_bound_the_api_states() -> None:
     """One bound for every door: the manager's is the document's, for each edit's text."""
     schemas = openapi_document(Settings())["components"]["schemas"]
-    for edit in ("FactEdit", "TextEdit", "ConsolidatedEdit"):
+    for edit in ("FactEdit", "ReflectionEdit", "ConsolidatedEdit"):
         assert schemas[edit]["properties"]["content"]["maxLength"] == MAX_EDIT_CHARS == EDIT_MAX
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from memory.errors import ConflictError, EmbeddingMismatchError, InvalidInputError, NotFoundError
 from memory.ids import content_hash
-from memory.models import FactRevision, ScopeKey
+from memory.models import Fact, FactRevision, ScopeKey
 from memory.store.base import MemoryStore
 from memory.store.sqlite import SQLiteStore
 from tests.store.builders import (
@@ -180,6 +180,24 @@ async def test_edit_fact_of_a_deleted_or_unknown_fact_fails(store: MemoryStore) 
     assert await store.vector_search(vec(0, 1), user_filter(), limit=5) == []
 
 
+async def test_edit_fact_refuses_a_version_it_did_not_edit(store: MemoryStore) -> None:
+    former = await Former(store).start()
+    await former.form(add("f1", "Likes tea", unit(1, 0)))
+
+    async def edit(content: str, expected_version: int) -> Fact:
+        return await store.edit_fact(
+            "f1", content=content, embedding=vec(0, 1), embedding_model=MODEL, at=at(500),
+            expected_version=expected_version,
+        )  # fmt: skip
+
+    second = await edit("Likes oolong", 1)
+    # Edited from version 1 too, but version 2 is stored: nothing is written.
+    with pytest.raises(ConflictError, match="version 2, not 1"):
+        await edit("Likes mate", 1)
+    assert await store.get_facts(["f1"]) == [second]
+    assert (await edit("Likes mate", 2)).version == 3
+
+
 async def test_edit_fact_checks_content_and_embedding(store: MemoryStore) -> None:
     former = await Former(store).start()
     await former.form(add("f1", "Likes tea", unit(1, 0)))
@@ -319,6 +337,21 @@ async def test_edit_a_buffered_reflection(store: MemoryStore) -> None:
     with pytest.raises(InvalidInputError):
         await store.edit_reflection(r2, content=" ")
     assert await store.get_reflection(r2) == edited
+
+
+async def test_edit_reflection_refuses_a_text_it_did_not_edit(store: MemoryStore) -> None:
+    _, r2, _ = await _buffer(store)
+    edited = await store.edit_reflection(
+        r2, content="note 2, fixed", expected_content="user note 2"
+    )
+
+    # Another edit of "user note 2": it would replace the correction unseen.
+    with pytest.raises(ConflictError, match="changed since"):
+        await store.edit_reflection(r2, content="note two", expected_content="user note 2")
+    assert await store.get_reflection(r2) == edited
+    # The text as a form sends it back (a line break as CR LF) is the same text.
+    again = await store.edit_reflection(r2, content="note 2", expected_content=" note\r\n2,  fixed")
+    assert again.content == "note 2"
 
 
 async def test_delete_a_buffered_reflection(store: MemoryStore) -> None:

@@ -138,13 +138,25 @@ def _editable(reflection_id: str, current: Reflection | None, action: str) -> Re
 
 
 def plan_edit_reflection(
-    reflection_id: str, content: str, current: Reflection | None
+    reflection_id: str,
+    content: str,
+    current: Reflection | None,
+    expected_content: str | None = None,
 ) -> Plan[Reflection]:
     """Correct a buffered reflection, or a set-aside one, which puts it back in the buffer (the
-    next consolidation tries its new text). ConflictError once absorbed (edit the blob instead)."""
+    next consolidation tries its new text). ConflictError once absorbed (edit the blob instead),
+    or when its text is no longer ``expected_content``, the one the person edited (None:
+    whichever is stored)."""
     if not content.strip():
         raise InvalidInputError("a reflection cannot be empty")
     reflection = _editable(reflection_id, current, "edit")
+    # A reflection has no version: its text is what the person saw. Another tab's correction
+    # would otherwise be lost unseen, as a stale edit of a blob or a fact would. Compared word
+    # by word: a form sends a line break back as CR LF, and an edit stores one line anyway.
+    if expected_content is not None and reflection.content.split() != expected_content.split():
+        raise ConflictError(
+            f"reflection {reflection_id} was changed since it was read: reload and edit again"
+        )
     key = reflection.scope_key
     writes: tuple[Write, ...] = (SetReflectionContent(reflection_id, content),)
     if reflection.absorbed_into_version == SET_ASIDE:

@@ -41,10 +41,12 @@ def plan_edit_fact(
     at: datetime,
     reason: str,
     snapshot: FactSnapshot,
+    expected_version: int | None = None,
 ) -> Plan[Fact]:
     """A person's correction: version + 1, previous content kept in history, new vector, scope
-    version bumped. NotFoundError for an unknown id, ConflictError for an invalidated fact or a
-    content that duplicates another valid fact of the same agent/user/scope.
+    version bumped. NotFoundError for an unknown id, ConflictError for an invalidated fact, a
+    content that duplicates another valid fact of the same agent/user/scope, or a fact no longer
+    at ``expected_version`` (the version the person edited; None: whichever is stored).
 
     Read ``FactRequest(fact_id, content_hash(content))``'s snapshot."""
     fact, embedding_meta = snapshot.fact, snapshot.embedding_meta
@@ -54,6 +56,7 @@ def plan_edit_fact(
         raise NotFoundError(f"no fact {fact_id}")
     if fact.invalidated_at is not None:
         raise ConflictError(f"fact {fact_id} was deleted: it can no longer be edited")
+    check_edited_version(fact, expected_version)
     if embedding_meta != (embedding_model, len(embedding)):
         raise EmbeddingMismatchError(
             f"edit has {embedding_model}/{len(embedding)}, stored facts have "
@@ -67,6 +70,16 @@ def plan_edit_fact(
     edited = rewritten(fact, content=content, model=embedding_model, at=at, reason=reason)
     writes = (PutFact(edited, embedding), BumpScopeVersions((fact_scope_key(fact),)))
     return Plan(writes, edited)
+
+
+def check_edited_version(fact: Fact, expected_version: int | None) -> None:
+    """A person's edit of version n replaces version n only: a newer one (another tab's edit, a
+    formation's update) would be lost unseen, so the edit is refused, as a blob's is."""
+    if expected_version is not None and fact.version != expected_version:
+        raise ConflictError(
+            f"fact {fact.fact_id} is at version {fact.version}, not {expected_version}: "
+            "reload and edit again"
+        )
 
 
 def plan_invalidate_fact(
