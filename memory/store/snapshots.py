@@ -33,6 +33,7 @@ from memory.store.rules import (
 )
 from memory.store.rules.purge import PurgeRequest
 from memory.store.rules.reembed import SwitchRequest
+from memory.store.rules.versions import deleted_by_hand
 from memory.store.rules.withheld import bounds_after
 from memory.store.snapshots_lifecycle import LifecycleReads, read_lifecycle_snapshot
 
@@ -55,8 +56,16 @@ class SnapshotReads(LifecycleReads):
     async def valid_since(
         self, agent_id: str, since: datetime, owners: Sequence[str]
     ) -> list[tuple[Fact, Sequence[float]]]:
-        """The agent's valid facts updated at or after ``since`` whose user id is one of
-        ``owners`` ("": no user id, the agent's own), with their vectors."""
+        """The agent's valid facts inserted (by the store's own stamp) or updated at or after
+        ``since`` (rules.recheck) whose user id is one of ``owners`` ("": no user id, the agent's
+        own), with their vectors."""
+
+    @abc.abstractmethod
+    async def invalidated_since(
+        self, agent_id: str, since: datetime, owners: Sequence[str]
+    ) -> list[tuple[Fact, Sequence[float]]]:
+        """The agent's facts invalidated at or after ``since`` whose user id is one of
+        ``owners`` ("": no user id), with their vectors."""
 
     @abc.abstractmethod
     async def reflection_texts(
@@ -99,6 +108,11 @@ async def _formation(reads: SnapshotReads, req: FormationRequest) -> FormationSn
     recent: list[tuple[Fact, Sequence[float]]] = []
     if req.recent_since is not None and req.recent_owners:
         recent = await reads.valid_since(req.agent_id, req.recent_since, req.recent_owners)
+    deleted: list[tuple[Fact, Sequence[float]]] = []
+    if req.deleted_since is not None and req.recent_owners:
+        gone = await reads.invalidated_since(req.agent_id, req.deleted_since, req.recent_owners)
+        # A person's deletes only: a formation's replaced the fact by another, which stands.
+        deleted = [(f, v) for f, v in gone if deleted_by_hand(f) is not None]
     texts: frozenset[tuple[str, str]] = frozenset()
     if req.reflection_texts:
         texts = await reads.reflection_texts(req.scope_keys, req.reflection_texts)
@@ -117,6 +131,7 @@ async def _formation(reads: SnapshotReads, req: FormationRequest) -> FormationSn
         epochs=await reads.epochs(req.agent_id, req.users),
         recent=recent,
         reflection_texts=texts,
+        deleted=deleted,
     )
 
 

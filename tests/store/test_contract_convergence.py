@@ -1,16 +1,19 @@
 """Convergence at commit (issue #12 case 2), on each backend: an add is re-checked against the
-facts committed since its candidates were read, and a reflection text is buffered once per key."""
+facts committed since its candidates were read (imported ones too, whatever their own times),
+and a reflection text is buffered once per key."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from memory.errors import StaleDecisionError
 from memory.formation_commit import AddRecheck, FormationCommit
+from memory.ids import content_hash
+from memory.models import Fact
 from memory.store.base import MemoryStore
-from tests.store.builders import AGENT_KEY, USER_KEY, Former, add, at, reflection, unit
+from tests.store.builders import AGENT_KEY, MODEL, USER_KEY, Former, add, at, reflection, unit, vec
 
 
 def rechecked(c: FormationCommit, read_seconds: float, seen: dict[str, int]) -> FormationCommit:
@@ -32,6 +35,31 @@ async def test_add_similar_to_a_fact_committed_since_is_stale(store: MemoryStore
     [f1] = await store.get_facts(["f1"])
     other = rechecked(two.next_commit(add("f3", "Likes tea", unit(0, 1))), 200, {"f1": f1.version})
     assert (await store.commit_formation(other)).facts_added == 1
+
+
+async def test_add_similar_to_a_fact_imported_since_is_stale(store: MemoryStore) -> None:
+    """A mem0 import lands while a formation is between reading its candidates and committing:
+    the imported fact keeps its source's updated_at (months ago), yet it was stored after the
+    candidates were read, so the formation's near-duplicate is decided again, not stored
+    beside it."""
+    former = await Former(store, "s1").start()
+    read = datetime.now(UTC)  # the formation reads its candidates (none) now
+    months_ago = read - timedelta(days=130)
+    text = "Alice drinks green tea every single morning"
+    imported = Fact(
+        fact_id="mem0-1", agent_id="a1", user_id="u1", scope="user", content=text,
+        hash=content_hash(text), embedding_model=MODEL, formed_at=months_ago,
+        updated_at=months_ago,
+    )  # fmt: skip
+    assert (await store.import_facts([imported], [vec(1, 0)])).inserted == 1
+
+    commit = former.next_commit(
+        add("f1", "Alice drinks green tea each single morning", unit(1, 0.1))
+    )
+    recheck = AddRecheck(candidates_read_at=read, seen={}, similarity=0.9)
+    with pytest.raises(StaleDecisionError):
+        await store.commit_formation(commit.model_copy(update={"recheck": recheck}))
+    assert await store.get_facts(["f1"]) == []
 
 
 async def test_only_facts_of_the_adds_owner_are_rechecked(store: MemoryStore) -> None:

@@ -90,17 +90,19 @@ async def test_an_update_said_on_another_clock_moves_it_and_the_history_keeps_th
     [reread] = await store.get_facts(["f1"])
     assert reread == edited
 
-    # Said again in UTC: the offset moves with said_at (to None), not left from before.
+    # Said again in UTC: the offset moves with said_at (to None), not left from before. Said
+    # after the edit, formed at 300 (one said before it would not undo the person's correction).
     former.cursor = 2
-    await former.form(
-        FactUpdate(
-            fact_id="f1", expected_version=3, content="Alice is flying to Oslo on 9 May",
-            embedding=unit(1, 0), reason="changed", source_message_ids=("m6",),
-            said_at=at(60).astimezone(UTC),
-        )
+    update = FactUpdate(
+        fact_id="f1", expected_version=3, content="Alice is flying to Oslo on 9 May",
+        embedding=unit(1, 0), reason="changed", source_message_ids=("m6",),
+        said_at=at(250).astimezone(UTC),
     )  # fmt: skip
+    await store.commit_formation(
+        former.next_commit(update).model_copy(update={"committed_at": at(300)})
+    )
     [fact] = await store.get_facts(["f1"])
-    assert (fact.said_at, fact.said_utc_offset_minutes) == (at(60), None)
+    assert (fact.said_at, fact.said_utc_offset_minutes) == (at(250), None)
     assert [r.said_utc_offset_minutes for r in fact.history] == [-300, 330, 330]
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from memory.errors import ConflictError, EmbeddingMismatchError, StaleDecisionError
-from memory.formation_commit import FactAdd, FactInvalidate, FactKeep, FactUpdate
+from memory.formation_commit import AddRecheck, FactAdd, FactInvalidate, FactKeep, FactUpdate
 from memory.ids import content_hash
 from memory.models import FactFilter
 from memory.store.base import MemoryStore
@@ -139,6 +139,45 @@ async def test_a_fact_a_person_deleted_comes_back_when_told_again_after(
     [fact] = await store.list_facts(user_filter())
     assert (fact.fact_id, fact.content, fact.said_at) == ("f1", ADDRESS, at(108))
     assert [r.reason for r in fact.history] == ["user asked to delete it", "revived"]
+
+
+async def test_a_fact_a_person_edited_then_deleted_is_not_brought_back_in_its_formed_words(
+    store: MemoryStore,
+) -> None:
+    """The person corrects the address, then deletes it; a formation of messages said before
+    the delete restates the formed text (no longer the fact's current one): it stays deleted."""
+    former = await Former(store).start()
+    await former.form(said("f1", 10))  # committed at 100
+    edited = f"{ADDRESS}, Paris"
+    await store.edit_fact(
+        "f1", content=edited, embedding=vec(1, 0.1), embedding_model=MODEL, at=at(103)
+    )
+    deleted = await store.invalidate_fact("f1", at=at(105), reason="user asked to delete it")
+
+    result = await former.form(said("f2", 60))  # said before the delete, committed at 110
+
+    assert (result.facts_added, result.facts_duplicate) == (0, 1)
+    assert await store.get_facts(["f1", "f2"]) == [deleted]
+    assert await store.list_facts(user_filter()) == []
+
+
+async def test_a_fact_a_person_deleted_is_not_brought_back_in_other_words(
+    store: MemoryStore,
+) -> None:
+    """Said before the delete in other words, as similar to the deleted fact as a dedup candidate
+    must be: it is that fact (the decision never sees deleted facts to tell)."""
+    former = await Former(store).start()
+    await former.form(said("f1", 10))
+    deleted = await store.invalidate_fact("f1", at=at(105), reason="user asked to delete it")
+    reworded = add("f2", "Alice lives at 12 Rue de Rivoli", unit(1, 0.2))
+    late = former.next_commit(reworded.model_copy(update={"said_at": at(60)}))
+    recheck = AddRecheck(candidates_read_at=at(106), similarity=0.9)
+
+    result = await store.commit_formation(late.model_copy(update={"recheck": recheck}))
+
+    assert (result.facts_added, result.facts_duplicate) == (0, 1)
+    assert await store.get_facts(["f1", "f2"]) == [deleted]
+    assert await store.list_facts(user_filter()) == []
 
 
 async def test_update_keeps_history_and_bumps_the_version(store: MemoryStore) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import pytest
 
@@ -13,15 +14,19 @@ from memory.errors import (
     StaleDecisionError,
 )
 from memory.formation_commit import (
+    AddRecheck,
     FactAdd,
     FactInvalidate,
     FactKeep,
     FactUpdate,
+    FormationCommit,
     FormationCommitResult,
 )
 from memory.ids import content_hash
 from memory.models import Fact, SessionAgentState
 from memory.store.rules import FormationSnapshot, formation_request, plan_formation
+from memory.store.rules.manage import FactSnapshot, plan_invalidate_fact
+from memory.store.rules.versions import LEARNT_LATE, rewritten
 from memory.store.rules.writes import (
     BumpScopeVersions,
     InsertReflections,
@@ -197,6 +202,101 @@ def test_a_fact_a_person_deleted_comes_back_when_told_again_after() -> None:
     plan = plan_formation(commit(ops=ops), snapshot(_deleted_at_20()))
     assert puts(plan.writes) == [("f1", "Paris 15e", None, False)]
     assert (plan.result.facts_updated, plan.result.facts_duplicate) == (1, 1)
+
+
+def _formed(fact_id: str, content: str, said: float) -> Fact:
+    """A fact formed from message m1 of session s0, said at T0 + said."""
+    return stored(
+        fact_id, content, said_at=at(said), formation_id="s0-form", source_session_id="s0",
+        source_message_ids=("m1",),
+    )  # fmt: skip
+
+
+def _edited(fact: Fact, content: str, seconds: float) -> Fact:
+    """The fact as a person corrected it at T0 + seconds (the memory page, PATCH …/facts/{id})."""
+    return rewritten(fact, content=content, model=MODEL, at=at(seconds), reason="manual edit")
+
+
+def _hand_deleted(fact: Fact, seconds: float) -> Fact:
+    snap = FactSnapshot(fact=fact, same_content=(), embedding_meta=None)
+    return plan_invalidate_fact(fact.fact_id, at=at(seconds), reason="delete", snapshot=snap).result
+
+
+def _with_deleted(*deleted: Fact, vector: list[float]) -> FormationSnapshot:
+    """The snapshot of a commit whose adds have none of the deleted facts' current texts: they
+    are read as the agent's facts deleted by hand since its earliest add was said."""
+    return replace(snapshot(), deleted=[(fact, vector) for fact in deleted])
+
+
+def test_a_statement_said_before_a_persons_correction_does_not_undo_it() -> None:
+    """Said at 5 "Works at Acme", corrected by hand at 50 to "Works at Initech"; a formation of
+    messages said at 10 (after the fact's, before the correction) restates Acme: the correction
+    stands, the statement kept in the fact's history, as for a statement said before the fact."""
+    fact = _edited(_formed("f1", "Works at Acme", 5), "Works at Initech", 50)
+    plan = plan_formation(
+        commit(ops=[_said(update("f1", "Works at Acme", expected=2), 10)]), snapshot(fact)
+    )
+    [put] = [w.fact for w in plan.writes if isinstance(w, PutFact)]
+    assert (put.content, put.version, put.invalidated_at) == ("Works at Initech", 3, None)
+    assert (put.history[-1].content, put.history[-1].reason) == ("Works at Acme", LEARNT_LATE)
+    # Said after the correction, it replaces it.
+    plan = plan_formation(
+        commit(ops=[_said(update("f1", "Works at Acme", expected=2), 60)]), snapshot(fact)
+    )
+    assert puts(plan.writes) == [("f1", "Works at Acme", None, False)]
+    # A DELETE said before the correction does not retire it: the new fact is kept as replaced.
+    ops = [_said(add("f3", "Works at Globex", unit(0, 1)), 10), invalidate("f1", "f3", expected=2)]
+    plan = plan_formation(commit(ops=ops), snapshot(fact))
+    assert puts(plan.writes)[-1] == ("f3", "Works at Globex", "f1", False)
+    assert "f1" not in [fact_id for fact_id, *_ in puts(plan.writes)]
+
+
+def test_an_add_said_before_a_delete_of_an_edited_fact_in_its_formed_words_leaves_it_deleted() -> (
+    None
+):
+    """Formed "Lives at 12 Rue de Rivoli", corrected by hand to "… Rivoli, Paris", then deleted
+    at 20: a formation of messages said at 10 restates the formed text (no longer the fact's
+    current one). It is the deleted fact: a duplicate, nothing written. Said after the delete,
+    it is new."""
+    formed = _formed("f1", "Lives at 12 Rue de Rivoli", 5)
+    gone = _hand_deleted(_edited(formed, "Lives at 12 Rue de Rivoli, Paris", 15), 20)
+    before = commit(ops=[_said(add("f3", "Lives at 12 Rue de Rivoli", unit(0, 1)), 10)])
+    assert formation_request(before).deleted_since == at(10)
+
+    plan = plan_formation(before, _with_deleted(gone, vector=unit(1)))
+    assert puts(plan.writes) == []
+    assert (plan.result.facts_added, plan.result.facts_duplicate) == (0, 1)
+
+    after = commit(ops=[_said(add("f3", "Lives at 12 Rue de Rivoli", unit(0, 1)), 30)])
+    plan = plan_formation(after, _with_deleted(gone, vector=unit(1)))
+    assert puts(plan.writes) == [("f3", "Lives at 12 Rue de Rivoli", None, True)]
+
+
+def _rechecked(*ops: FactAdd | FactUpdate) -> FormationCommit:
+    recheck = AddRecheck(candidates_read_at=at(90), similarity=0.8)
+    return commit(ops=ops).model_copy(update={"recheck": recheck})
+
+
+def test_an_add_said_before_a_delete_in_other_words_leaves_it_deleted() -> None:
+    """Deleted at 20 "Lives at 12 Rue de Rivoli"; a formation of messages said at 10 words it
+    "Resides at 12 Rue de Rivoli", as similar to it as a dedup candidate must be (0.8): it is the
+    deleted fact. A dissimilar add, one said after the delete, and one of another user are new."""
+    gone = _hand_deleted(_formed("f1", "Lives at 12 Rue de Rivoli", 5), 20)
+    close = unit(1, 0.2)  # cosine 0.98 with the deleted fact's vector
+    plan = plan_formation(
+        _rechecked(_said(add("f3", "Resides at 12 Rue de Rivoli", close), 10)),
+        _with_deleted(gone, vector=unit(1)),
+    )
+    assert puts(plan.writes) == []
+    assert (plan.result.facts_added, plan.result.facts_duplicate) == (0, 1)
+
+    ops = [
+        _said(add("f4", "Likes jazz", unit(0, 1)), 10),
+        _said(add("f5", "Resides at 12 Rue de Rivoli", close), 30),
+        _said(add("f6", "Resides at 12 Rue de Rivoli", close, user_id="u2"), 10),
+    ]
+    plan = plan_formation(_rechecked(*ops), _with_deleted(gone, vector=unit(1)))
+    assert [fact_id for fact_id, *_ in puts(plan.writes)] == ["f4", "f5", "f6"]
 
 
 def test_update_keeps_history_and_bumps_the_version() -> None:

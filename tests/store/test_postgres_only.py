@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import asyncio
-from datetime import timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
+from unittest.mock import patch
 
 import numpy as np
 import psycopg
 import pytest
 
-from memory.formation_commit import FactUpdate
+from memory.errors import StaleDecisionError
+from memory.formation_commit import AddRecheck, FactUpdate
 from memory.ids import content_hash
 from memory.models import AgentConfig, Fact
 from memory.store.postgres import PostgresStore
+from memory.store.postgres import writes as postgres_writes
 from memory.store.postgres.codec import fact_body, terms_of
 from memory.store.postgres.pool import Conn
 from memory.store.postgres.schema import MIGRATIONS
@@ -22,6 +25,7 @@ from memory.store.sql.facts import fact_filter_sql
 from tests.conftest import fresh_schema
 from tests.postgres_server import PostgresServer
 from tests.store.builders import (
+    MODEL,
     Former,
     add,
     assert_guests_marked,
@@ -31,6 +35,7 @@ from tests.store.builders import (
     record_unmarked,
     unit,
     user_filter,
+    vec,
 )
 
 pytestmark = pytest.mark.postgres
@@ -445,3 +450,52 @@ async def test_a_start_neither_waits_for_nor_blocks_writes_on_facts(postgres_dsn
             long_writer.rollback()
     finally:
         await running.close()
+
+
+async def test_migration_15_stamps_what_the_previous_version_inserts_for_the_recheck(
+    postgres_dsn: str,
+) -> None:
+    """A commit's re-check reads the facts inserted since its candidates were read (an imported
+    fact keeps its source's updated_at): a version-14 database's facts have no stamp (read by
+    updated_at, as before), and a fact that a process of version 14, still writing during the
+    upgrade, imports without one is stamped by the column's default all the same."""
+    dsn = fresh_schema(postgres_dsn)
+    store = PostgresStore(dsn, pool_size=1)
+    await store.setup()
+    former = await Former(store).start()
+    await former.form(add("f1", "Alice lives in Paris", unit(0, 1)))
+    await store.close()
+    with psycopg.connect(dsn, autocommit=True) as conn:  # as version 14 left facts
+        conn.execute("ALTER TABLE facts DROP COLUMN inserted_at")
+        conn.execute("DELETE FROM schema_migrations WHERE version >= 15")
+
+    store = PostgresStore(dsn, pool_size=1)
+    await store.setup()
+    assert _applied(dsn) == list(range(1, len(MIGRATIONS) + 1)) and len(MIGRATIONS) >= 15
+    former.store = store
+    read = datetime.now(UTC)  # a formation reads its candidates (none), then the import lands
+    months_ago = read - timedelta(days=130)
+    text = "Alice drinks green tea every single morning"
+    imported = Fact(
+        fact_id="mem0-1", agent_id="a1", user_id="u1", scope="user", content=text,
+        hash=content_hash(text), embedding_model=MODEL, formed_at=months_ago,
+        updated_at=months_ago,
+    )  # fmt: skip
+    version_14_insert = postgres_writes._INSERT_FACT.replace(",\n    inserted_at)", ")").replace(
+        ",\n    %(inserted_at)s)", ")"
+    )
+    assert "inserted_at" not in version_14_insert
+    try:
+        with patch.object(postgres_writes, "_INSERT_FACT", version_14_insert):
+            assert (await store.import_facts([imported], [vec(1, 0)])).inserted == 1
+        late = former.next_commit(add("f2", "Alice drinks green tea each single morning", unit(1)))
+        recheck = AddRecheck(candidates_read_at=read, seen={}, similarity=0.9)
+        with pytest.raises(StaleDecisionError):
+            await store.commit_formation(late.model_copy(update={"recheck": recheck}))
+    finally:
+        await store.close()
+    with psycopg.connect(dsn) as conn:
+        stamped = conn.execute(
+            "SELECT fact_id, inserted_at IS NOT NULL FROM facts ORDER BY fact_id"
+        ).fetchall()
+    assert stamped == [("f1", False), ("mem0-1", True)]

@@ -6,15 +6,22 @@ from __future__ import annotations
 
 import sqlite3
 from contextlib import closing
-from datetime import timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
+from unittest.mock import patch
 
-from memory.formation_commit import FactUpdate
-from memory.models import ScopeKey
+import pytest
+
+from memory.errors import StaleDecisionError
+from memory.formation_commit import AddRecheck, FactUpdate
+from memory.ids import content_hash
+from memory.models import Fact, ScopeKey
 from memory.store.sqlite import SQLiteStore
+from memory.store.sqlite import writes as sqlite_writes
 from memory.store.sqlite.codec import to_us
 from memory.store.sqlite.schema import ADDED_COLUMNS, SCHEMA_VERSION
 from tests.store.builders import (
+    MODEL,
     Former,
     add,
     assert_guests_marked,
@@ -24,6 +31,7 @@ from tests.store.builders import (
     record_unmarked,
     unit,
     user_filter,
+    vec,
 )
 
 # The session tables as schema 1 wrote them (the rest of the DDL is unchanged since).
@@ -76,6 +84,10 @@ def _as_schema_10(conn: sqlite3.Connection) -> None:
         UPDATE meta SET value = '10' WHERE key = 'schema_version';
     """)  # fmt: skip
     conn.executescript(SCHEMA_10_FTS)
+
+
+# Schema 13's insertion stamp (rules.recheck) but its column: its trigger and index, which name it.
+DROP_INSERTED_AT = "DROP TRIGGER facts_inserted_at; DROP INDEX facts_inserted;"
 
 
 def _schema_1_file(path: Path) -> None:
@@ -133,6 +145,7 @@ async def test_a_schema_2_file_gains_the_provenance_columns(tmp_path: Path) -> N
     with closing(sqlite3.connect(path)) as conn, conn:  # as schema 2 wrote these tables
         conn.execute("DROP INDEX facts_said")  # schema 4's, on a column schema 2 did not have
         _as_schema_10(conn)  # schema 11's text index reads a column schema 2 did not have
+        conn.executescript(DROP_INSERTED_AT)  # schema 13's, on a column schema 2 did not have
         for table, column, _ in ADDED_COLUMNS:
             if column != "search_text":
                 conn.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
@@ -351,4 +364,51 @@ async def test_a_schema_10_files_facts_are_found_by_their_words_folded(tmp_path:
     with closing(sqlite3.connect(path)) as conn:
         conn.execute("INSERT INTO facts_fts (facts_fts, rank) VALUES ('integrity-check', 1)")
         version = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-    assert version == (str(SCHEMA_VERSION),) == ("12",)
+    assert version == (str(SCHEMA_VERSION),) == ("13",)
+
+
+async def test_a_fact_the_previous_version_inserts_is_stamped_for_the_recheck(
+    tmp_path: Path,
+) -> None:
+    """Schema 13 stamps when each fact was inserted: a commit's re-check reads the facts inserted
+    since its candidates were read (an imported fact keeps its source's updated_at). A file of
+    schema 12 gains the column (its facts unstamped: read by updated_at, as before), and a fact
+    that a process of schema 12, still writing during the upgrade, imports without a stamp is
+    stamped all the same: a formation's near-duplicate of it is decided again."""
+    path = tmp_path / "v12.db"
+    store = SQLiteStore(path)
+    await store.setup()
+    former = await Former(store).start()
+    await former.form(add("f1", "Alice lives in Paris", unit(0, 1)))
+    await store.close()
+    with closing(sqlite3.connect(path)) as conn, conn:  # as schema 12 wrote facts
+        conn.executescript(DROP_INSERTED_AT)
+        conn.execute("ALTER TABLE facts DROP COLUMN inserted_at")
+        conn.execute("UPDATE meta SET value = '12' WHERE key = 'schema_version'")
+
+    store = SQLiteStore(path)
+    await store.setup()
+    former.store = store
+    read = datetime.now(UTC)  # a formation reads its candidates (none), then the import lands
+    months_ago = read - timedelta(days=130)
+    text = "Alice drinks green tea every single morning"
+    imported = Fact(
+        fact_id="mem0-1", agent_id="a1", user_id="u1", scope="user", content=text,
+        hash=content_hash(text), embedding_model=MODEL, formed_at=months_ago,
+        updated_at=months_ago,
+    )  # fmt: skip
+    schema_12_insert = sqlite_writes._INSERT_FACT.replace(", inserted_at", "").replace(
+        ", :inserted_at", ""
+    )
+    try:
+        with patch.object(sqlite_writes, "_INSERT_FACT", schema_12_insert):
+            assert (await store.import_facts([imported], [vec(1, 0)])).inserted == 1
+        late = former.next_commit(add("f2", "Alice drinks green tea each single morning", unit(1)))
+        recheck = AddRecheck(candidates_read_at=read, seen={}, similarity=0.9)
+        with pytest.raises(StaleDecisionError):
+            await store.commit_formation(late.model_copy(update={"recheck": recheck}))
+    finally:
+        await store.close()
+    with closing(sqlite3.connect(path)) as conn:
+        stamped = dict(conn.execute("SELECT fact_id, inserted_at IS NOT NULL FROM facts"))
+    assert stamped == {"f1": 0, "mem0-1": 1}

@@ -59,8 +59,15 @@ def compound_id(*parts: str) -> str:
 
 
 def insertion_order() -> ObjectId:
-    """Tie-breaker for equal timestamps: ObjectIds made by one process increase, like rowids."""
+    """Tie-breaker for equal timestamps: ObjectIds made by one process increase, like rowids.
+    Its time (whole seconds, the inserting process's clock) is also when the fact was inserted
+    (memory.store.rules.recheck); every version of mnemos writes one."""
     return ObjectId()
+
+
+def inserted_from(since: datetime) -> ObjectId:
+    """The least insertion order made at or after ``since`` (its second, the rest zero)."""
+    return ObjectId.from_datetime(since)
 
 
 def ts(value: datetime) -> str:

@@ -68,6 +68,13 @@ REGULAR_INDEXES: dict[str, list[IndexModel]] = {
         # A commit's snapshot: the agent's facts with the contents it writes, valid or not.
         IndexModel([("agent_id", ASCENDING), ("hash", ASCENDING)], name="facts_agent_hash"),
         IndexModel([("agent_id", ASCENDING), ("updated_at", DESCENDING)]),
+        # A commit's re-check: the agent's valid facts inserted since (rules.recheck; facts
+        # updated since by the index above).
+        IndexModel(
+            [("agent_id", ASCENDING), ("ins", ASCENDING)],
+            partialFilterExpression={"invalidated": False},
+            name="facts_inserted",
+        ),
         # The context FIFO by when facts were said (mongo.reads.recent_fact_docs); facts without
         # said_at are read by updated_at, with the index above.
         IndexModel(

@@ -21,6 +21,7 @@ from memory.store.mongo.docs import (
     consolidated_from_doc,
     fact_and_vector,
     fact_from_doc,
+    inserted_from,
     opt_dt,
     reflection_from_doc,
     state_from_doc,
@@ -108,10 +109,23 @@ class MongoReads(SnapshotReads):
         changed = {
             "agent_id": agent_id,
             "invalidated": False,
-            "updated_at": {"$gte": ts(since)},
+            # Inserted or updated since (rules.recheck): each term has its index.
+            "$or": [{"ins": {"$gte": inserted_from(since)}}, {"updated_at": {"$gte": ts(since)}}],
             "user_id": {"$in": users},  # None matches a missing or null user id
         }
         return [fact_and_vector(doc) async for doc in self.db.facts.find(changed, session=self.s)]
+
+    async def invalidated_since(
+        self, agent_id: str, since: datetime, owners: Sequence[str]
+    ) -> list[tuple[Fact, Sequence[float]]]:
+        users: list[str | None] = [o for o in owners if o] + ([None] if "" in owners else [])
+        gone = {
+            "agent_id": agent_id,
+            "invalidated": True,
+            "invalidated_at": {"$gte": ts(since)},
+            "user_id": {"$in": users},  # None matches a missing or null user id
+        }
+        return [fact_and_vector(doc) async for doc in self.db.facts.find(gone, session=self.s)]
 
     async def reflection_texts(
         self, keys: Sequence[str], texts: Sequence[str]

@@ -336,6 +336,18 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE facts ALTER COLUMN embedding SET STORAGE MAIN;
     ALTER TABLE fact_reembed ALTER COLUMN embedding SET STORAGE MAIN;
     """,
+    # 15: when the store inserted each fact (memory.store.rules.recheck: a commit's re-check
+    # reads the facts inserted since its candidates were read, whatever their own updated_at
+    # says: an imported fact keeps its source's). Added without a default (the catalog only;
+    # older rows NULL: read by updated_at alone), then given one for the rows inserted from now
+    # on by a process of the previous version, which knows no such column; this version's
+    # inserts stamp their writer's clock, as updated_at. Indexed as facts_recent is.
+    """
+    ALTER TABLE facts ADD COLUMN IF NOT EXISTS inserted_at timestamptz;
+    ALTER TABLE facts ALTER COLUMN inserted_at SET DEFAULT clock_timestamp();
+    CREATE INDEX IF NOT EXISTS facts_inserted ON facts (agent_id, inserted_at)
+        WHERE invalidated_at IS NULL;
+    """,
 )
 
 LOCK = 0x6D6E656D6F73  # "mnemos": the advisory lock that serialises migrations

@@ -5,6 +5,7 @@ the caller's transaction; the others are memory.store.sql.writes'."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import UTC, datetime
 
 from psycopg.types.json import Jsonb
 
@@ -26,10 +27,12 @@ from memory.store.sql.writes import apply_shared
 
 _INSERT_FACT = """
 INSERT INTO facts (fact_id, agent_id, user_id, scope, hash, said_at, said_utc_offset_minutes,
-    updated_at, invalidated_at, embedding, embedding_model, terms, term_count, term_repeats, body)
+    updated_at, invalidated_at, embedding, embedding_model, terms, term_count, term_repeats, body,
+    inserted_at)
 VALUES (%(fact_id)s, %(agent_id)s, %(user_id)s, %(scope)s, %(hash)s, %(said_at)s,
     %(said_utc_offset_minutes)s, %(updated_at)s, %(invalidated_at)s, %(embedding)s,
-    %(embedding_model)s, array_to_tsvector(%(terms)s), %(term_count)s, %(term_repeats)s, %(body)s)
+    %(embedding_model)s, array_to_tsvector(%(terms)s), %(term_count)s, %(term_repeats)s, %(body)s,
+    %(inserted_at)s)
 """
 _UPDATE_FACT = """
 UPDATE facts SET hash = %(hash)s, said_at = %(said_at)s,
@@ -54,6 +57,8 @@ def _fact_params(put: w.PutFact) -> dict[str, object]:
         "embedding": None if put.embedding is None else vector_param(put.embedding),
         **text_columns(fact.content),
         "body": fact_body(fact),
+        # When inserted, by this writer's clock (rules.recheck); an update leaves it.
+        "inserted_at": datetime.now(UTC),
     }
 
 

@@ -8,10 +8,13 @@
   after the add was said (or when it was said is not known: ``versions.deleted_since``): the
   delete stands (never shown again), and the add is counted a duplicate, resolved to the deleted
   fact, which an update said before the delete or an invalidation naming the add leaves as it
-  is; the fact told again after the delete comes back. An update is StaleDecisionError when the
-  fact's version != expected_version or it is invalidated; it keeps previous_content and
-  history, version + 1; when its new content is another valid fact's, the updated fact is
-  invalidated in favour of that one (a duplicate). An invalidation names the add of this commit
+  is; the fact told again after the delete comes back. So is an add said before a person
+  deleted a fact that held its text in any version (an edit before the delete) or is as similar
+  to it as a dedup candidate must be (``commit.recheck.similarity``; the same statement in other
+  words, which the decision never weighed: deleted facts are no candidates). An update is
+  StaleDecisionError when the fact's version != expected_version or it is invalidated; it keeps
+  previous_content and history, version + 1; when its new content is another valid fact's, the
+  updated fact is invalidated in favour of that one (a duplicate). An invalidation names the add of this commit
   that replaces the fact; that add may have resolved to an existing fact (duplicate, revived or
   deleted), maybe this very one.
 - A keep (a NONE: the new fact is already known as the named one) writes nothing, and is
@@ -20,9 +23,10 @@
   within one window); it applies to the fact that add resolved to (itself, a duplicate or a
   revived one), whatever that one's version.
 - An update or invalidation by a statement said before the fact's current version (a message
-  recorded late) does not replace it: an update keeps the earlier statement in the fact's
-  history (version + 1, content unchanged); an invalidation marks the earlier statement's new
-  fact as replaced by the stored one.
+  recorded late) or before a person last corrected it (``versions.said_before``) does not
+  replace it: an update keeps the earlier statement in the fact's history (version + 1, content
+  unchanged); an invalidation marks the earlier statement's new fact as replaced by the stored
+  one.
 """
 
 from __future__ import annotations
@@ -45,14 +49,18 @@ from memory.store.rules.versions import (
     rewritten,
     said_before,
     told_before,
+    version_hashes,
 )
 from memory.store.rules.writes import PutFact, Write
 
 
 def same_fact(fact: Fact, agent_id: str, scope: str, user_id: str | None, hash_: str) -> bool:
     """The dedup key: one valid fact per (agent, user, scope, normalised content)."""
-    key = (agent_id, scope, user_id or "", hash_)
-    return (fact.agent_id, fact.scope, fact.user_id or "", fact.hash) == key
+    return same_owner(fact, agent_id, scope, user_id) and fact.hash == hash_
+
+
+def same_owner(fact: Fact, agent_id: str, scope: str, user_id: str | None) -> bool:
+    return (fact.agent_id, fact.scope, fact.user_id or "") == (agent_id, scope, user_id or "")
 
 
 @dataclass
@@ -65,6 +73,8 @@ class FactPlanner:
     facts: dict[str, Fact]
     read: Mapping[str, Fact]  # the snapshot's facts: what the decisions were made against
     recent: RecentFacts = field(default_factory=lambda: RecentFacts(()))
+    # The agent's facts a person deleted since the commit's earliest add was said, with vectors.
+    deleted: RecentFacts = field(default_factory=lambda: RecentFacts(()))
     writes: list[Write] = field(default_factory=list)
     resolved: dict[str, str] = field(default_factory=dict)  # FactAdd.fact_id -> holder
     counts: dict[str, int] = field(
@@ -137,13 +147,14 @@ class FactPlanner:
             self.resolved[op.fact_id] = duplicate.fact_id
             self.counts["duplicate"] += 1
             return
-        invalidated = self._find(op.scope, op.user_id, hash_, valid=False)
-        if invalidated is not None and deleted_since(op.said_at, invalidated):
+        deleted = self._deleted_statement(op, hash_)
+        if deleted is not None:
             # A person deleted it after this was said: the delete stands, and the statement is
             # one already known (as deleted), dropped as a NONE would be.
-            self.resolved[op.fact_id] = invalidated.fact_id
+            self.resolved[op.fact_id] = deleted.fact_id
             self.counts["duplicate"] += 1
             return
+        invalidated = self._find(op.scope, op.user_id, hash_, valid=False)
         if invalidated is not None:
             self._rewrite(invalidated, op, "revived")
             self.resolved[op.fact_id] = invalidated.fact_id
@@ -163,6 +174,37 @@ class FactPlanner:
         self._put(fact, op.embedding, new=True)
         self.resolved[op.fact_id] = op.fact_id
         self.counts["added"] += 1
+
+    def _deleted_statement(self, op: FactAdd, hash_: str) -> Fact | None:
+        """The fact a person deleted after the add was said (``versions.deleted_since``) that the
+        add states: its latest invalidated fact of this text (when it was said is not known: any
+        delete), or a deleted fact that held this text in any version (an edit before the
+        delete), or one as similar to it as a dedup candidate must be (the same statement in
+        other words, which the decision could not weigh: deleted facts are no candidates)."""
+        latest = self._find(op.scope, op.user_id, hash_, valid=False)
+        if latest is not None and deleted_since(op.said_at, latest):
+            return latest
+        if op.said_at is None:
+            return None
+        mine = [
+            f
+            for f in self.deleted.facts
+            if same_owner(f, self.commit.agent_id, op.scope, op.user_id)
+            and deleted_since(op.said_at, f)
+        ]
+        for fact in mine:
+            if hash_ in version_hashes(fact):
+                return fact
+        return self._most_similar(op, {f.fact_id for f in mine})
+
+    def _most_similar(self, op: FactAdd, among: set[str]) -> Fact | None:
+        """Of the facts ``among`` (deleted ones), the most similar to the add, if one is as
+        similar as a dedup candidate must be (None: no gate to tell by, an older commit)."""
+        if self.commit.recheck is None or not among:
+            return None
+        similar = self.deleted.similar(op.embedding, self.commit.recheck.similarity)
+        ranked = sorted((s, f.fact_id) for f, s in similar if f.fact_id in among)
+        return self.facts[ranked[-1][1]] if ranked else None
 
     def _update(self, op: FactUpdate) -> None:
         fact = self._current(op.fact_id, op.expected_version)

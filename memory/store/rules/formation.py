@@ -12,6 +12,10 @@ nothing written. The rules:
 - The commit's vectors share one dimension, and the stored model/dimension (the first commit
   sets them), else EmbeddingMismatchError.
 - Fact ops: planned by ``fact_ops.FactPlanner`` (its rules are written there).
+- An add said before a person deleted a fact is that fact when it holds the add's text in any
+  version (an edit before the delete) or is as similar to it as a dedup candidate must be: the
+  snapshot holds the agent's facts deleted by hand since the commit's earliest add was said, with
+  their vectors (hand deletes are rare), and ``fact_ops`` resolves the add to the deleted one.
 - An add that would be new is re-checked against the agent's facts committed since the commit's
   candidates were read (``recheck``): one as similar as a candidate is StaleDecisionError.
 - Reflections are inserted by id (existing ids are left alone), and not when their text is
@@ -73,10 +77,12 @@ class FormationSnapshot:
     pending_after: tuple[int, float]  # messages after new_cursor
     participants: frozenset[str] = frozenset()  # the agent's users of the session
     epochs: Mapping[str, int] = field(default_factory=dict)  # users' erasure epochs (erasure)
-    # The agent's valid facts updated since recent_since, with their vectors.
+    # The agent's valid facts inserted or updated since recent_since, with their vectors.
     recent: Sequence[tuple[Fact, Sequence[float]]] = ()
     # (scope key, whitespace-normalised content) of the stored reflections among reflection_texts.
     reflection_texts: frozenset[tuple[str, str]] = frozenset()
+    # The agent's facts a person deleted since deleted_since, with their vectors.
+    deleted: Sequence[tuple[Fact, Sequence[float]]] = ()
 
 
 @dataclass(frozen=True)
@@ -92,13 +98,17 @@ class FormationRequest(Request[FormationSnapshot]):
     scope_keys: tuple[str, ...]  # unabsorbed reflections per key, before the commit
     new_cursor: int  # pending messages (count, weighted tokens) after this seq
     users: tuple[str, ...] = ()  # their erasure epochs (rules.erasure)
-    recent_since: datetime | None = None  # the agent's valid facts updated since, with vectors
+    recent_since: datetime | None = None  # valid facts inserted or updated since, with vectors
     # ... of these owners only (a user id; "" the agent's own facts): an add is re-checked against
     # the facts of its own owner (rules.recheck.check_add), so a busy agent's commit does not read
     # every fact its other users formed in the last minute inside its write transaction.
     recent_owners: tuple[str, ...] = ()
     # Reflections of these keys with one of these contents (raw and normalised), absorbed or not.
     reflection_texts: tuple[str, ...] = ()
+    # The agent's facts (of recent_owners) invalidated at or after this time, with their vectors,
+    # of which the snapshot keeps a person's deletes: an add said before a delete may state the
+    # deleted fact in another of its words.
+    deleted_since: datetime | None = None
 
     def serialized_on(self) -> tuple[str, ...]:
         # Keeps and re-checks read the agent's facts; the erasure check reads the users' epochs.
@@ -128,7 +138,15 @@ def formation_request(commit: FormationCommit) -> FormationRequest:
                 for text in (r.content, reflection_text_key("", r.content)[1])
             )
         ),
+        deleted_since=_earliest_add(commit),
     )
+
+
+def _earliest_add(commit: FormationCommit) -> datetime | None:
+    """When the commit's earliest add was said: a fact deleted by hand after it may be one an add
+    states (an add not known when said matches a deleted fact by its current text only)."""
+    said = [op.said_at for op in commit.fact_ops if isinstance(op, FactAdd) and op.said_at]
+    return min(said, default=None)
 
 
 def _check_owners(commit: FormationCommit, participants: frozenset[str]) -> None:
@@ -176,8 +194,11 @@ def plan_formation(
         else:
             check_embedding_meta(commit, dimension, snapshot.embedding_meta)
 
-    read = {fact.fact_id: fact for fact in snapshot.facts}
-    facts = FactPlanner(commit, dict(read), read, RecentFacts(snapshot.recent))
+    read = {fact.fact_id: fact for fact, _ in snapshot.deleted}
+    read |= {fact.fact_id: fact for fact in snapshot.facts}
+    facts = FactPlanner(
+        commit, dict(read), read, RecentFacts(snapshot.recent), RecentFacts(snapshot.deleted)
+    )
     facts.apply()
     writes += facts.writes
     reflections, keys = _new_reflections(

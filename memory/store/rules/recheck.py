@@ -6,6 +6,15 @@ re-checks its adds against the facts committed since its candidates were read: a
 to one of them as a dedup candidate would have been (cosine, the candidates' threshold) makes the
 decision stale, and the workflow decides again against fresh candidates, which now hold that fact.
 
+A fact committed since ``recent_since`` is one the store inserted since (its insertion stamp, the
+writer's clock at the insert, whatever the fact's own times say: an imported fact keeps its
+source's updated_at, often months old) or one updated since (updated_at: every change of a stored
+fact stamps the time of its commit). The stores' ``valid_since`` read exactly these. Rows stored
+before the stamp existed have none: updated_at alone, as before. A process of the previous
+version, still writing during a rolling upgrade, inserts without the stamp: its insert is stamped
+by the store itself (SQLite: a trigger; PostgreSQL: the column's default; MongoDB's insertion
+ObjectId is the stamp, and every version writes one).
+
 Reflections converge the simpler way: a text already buffered or absorbed in its scope key is not
 buffered again.
 """
@@ -21,9 +30,9 @@ from memory.errors import StaleDecisionError
 from memory.formation_commit import AddRecheck, FactAdd
 from memory.models import Fact, Reflection
 
-# Facts stamped this long before the candidates were read are read too: a commit stamps its time
-# before its transaction, so one that was still writing when the candidates were read carries an
-# earlier time. Facts the decision saw (at that version) are not counted, so the margin never
+# Facts stamped this long before the candidates were read are read too: a commit (an insert)
+# stamps its time before its transaction commits, so one that was still writing when the
+# candidates were read carries an earlier time; the margin also covers the writers' clocks. Facts the decision saw (at that version) are not counted, so the margin never
 # makes a decision stale by itself.
 CLOCK_MARGIN = timedelta(seconds=60)
 _TIE = 1e-5

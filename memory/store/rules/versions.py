@@ -155,8 +155,15 @@ def edited_by_hand(fact: Fact) -> HandEdit | None:
 
 def said_before(said_at: datetime | None, fact: Fact) -> bool:
     """Whether a statement was said before the fact's current version was (a message recorded
-    late, an older conversation imported after a newer one): it must not replace it."""
-    return said_at is not None and fact.said_at is not None and said_at < fact.said_at
+    late, an older conversation imported after a newer one), or before a person last corrected
+    it (a formation in flight during the edit): it must not replace it. An edit keeps the
+    said_at of the version it replaced, so its own time is the edit's."""
+    if said_at is None:
+        return False
+    if fact.said_at is not None and said_at < fact.said_at:
+        return True
+    edit = edited_by_hand(fact)
+    return edit is not None and said_at < edit.at
 
 
 def deleted_by_hand(fact: Fact) -> datetime | None:
@@ -175,6 +182,12 @@ def deleted_since(said_at: datetime | None, fact: Fact) -> bool:
     may undo it."""
     deleted_at = deleted_by_hand(fact)
     return deleted_at is not None and (said_at is None or said_at <= deleted_at)
+
+
+def version_hashes(fact: Fact) -> frozenset[str]:
+    """The content hashes of every text the fact held: its versions, and the statements of it
+    learnt late (``told_before``), which its history keeps."""
+    return frozenset({fact.hash, *(content_hash(r.content) for r in fact.history)})
 
 
 def told_before(fact: Fact, *, content: str, at: datetime, provenance: Provenance) -> Fact:

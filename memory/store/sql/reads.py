@@ -114,9 +114,24 @@ class SqlReads(SqlLifecycleReads, SnapshotReads):
     async def valid_since(
         self, agent_id: str, since: datetime, owners: Sequence[str]
     ) -> list[tuple[Fact, Sequence[float]]]:
+        # Inserted or updated since (rules.recheck): each term has its index.
         rows = await self.db.fetch_in(
             f"SELECT {self.db.fact_select}, f.embedding FROM facts AS f WHERE f.agent_id = %s "
-            "AND f.invalidated_at IS NULL AND f.updated_at >= %s AND COALESCE(f.user_id, '')",
+            "AND f.invalidated_at IS NULL AND (f.inserted_at >= %s OR f.updated_at >= %s) "
+            "AND COALESCE(f.user_id, '')",
+            owners,
+            agent_id,
+            self.db.time(since),
+            self.db.time(since),
+        )
+        return [(self.db.fact(r), self.db.vector_of(r["embedding"]).tolist()) for r in rows]
+
+    async def invalidated_since(
+        self, agent_id: str, since: datetime, owners: Sequence[str]
+    ) -> list[tuple[Fact, Sequence[float]]]:
+        rows = await self.db.fetch_in(
+            f"SELECT {self.db.fact_select}, f.embedding FROM facts AS f WHERE f.agent_id = %s "
+            "AND f.invalidated_at >= %s AND COALESCE(f.user_id, '')",
             owners,
             agent_id,
             self.db.time(since),

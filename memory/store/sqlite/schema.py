@@ -8,7 +8,11 @@ import sqlite3
 from memory.store.rules.text import fold
 from memory.store.sql.sessions import GUESTS_BACKFILL_SQL, GUESTS_INDEX_SQL
 
-SCHEMA_VERSION = 12
+SCHEMA_VERSION = 13
+
+# SQLite's clock as a stored timestamp (integer microseconds since the epoch; 'now' has
+# millisecond precision).
+NOW_US = "CAST((julianday('now') - 2440587.5) * 86400000000 AS INTEGER)"
 
 DDL = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -122,7 +126,8 @@ CREATE TABLE IF NOT EXISTS facts (
     change_seq        INTEGER NOT NULL,
     -- Schema 11: what the text index holds of a content that is not ASCII (search_text_of);
     -- NULL: the content itself (FTS5 lowercases ASCII as the fold does).
-    search_text       TEXT
+    search_text       TEXT,
+    inserted_at       INTEGER                   -- schema 13: see ADDED_COLUMNS
 );
 -- Exact duplicates: one valid fact per (agent, user, scope, normalised content). Invalidated facts
 -- are outside the index so that an update may take over the content of an invalidated fact.
@@ -251,6 +256,10 @@ ADDED_COLUMNS = (
     ("facts", "said_utc_offset_minutes", "INTEGER"),
     # Schema 10 → 11: the folded text the FTS5 index holds (FTS_DDL); filled by migrate_fts.
     ("facts", "search_text", "TEXT"),
+    # Schema 12 → 13: when this store inserted the row, by its clock (rules.recheck: the
+    # re-check of a commit reads the rows inserted since its candidates were read, whatever
+    # their own updated_at says); older rows NULL.
+    ("facts", "inserted_at", "INTEGER"),
 )
 
 # Schema 3 → 4, after ADDED_COLUMNS (its index names said_at, a column older files gain there):
@@ -260,11 +269,20 @@ ADDED_COLUMNS = (
 # Schema 7, at every setup (the column is ADDED_COLUMNS'): the guests' messages (index) and the
 # sessions holding one not marked yet, marked (sql.sessions.GUESTS_BACKFILL_SQL: the previous
 # version's writers, still running during an upgrade, record guests without marking).
+# Schema 13 (inserted_at is ADDED_COLUMNS'): the re-check's read by insertion time (index), and
+# the stamp of a row inserted without one (trigger): a process of the previous version, still
+# writing during an upgrade, knows no inserted_at; this version's inserts stamp their own.
 AFTER_ADDED_COLUMNS = f"""
 CREATE INDEX IF NOT EXISTS facts_said
     ON facts (agent_id, coalesce(said_at, updated_at)) WHERE invalidated_at IS NULL;
 {GUESTS_INDEX_SQL};
 {GUESTS_BACKFILL_SQL};
+CREATE INDEX IF NOT EXISTS facts_inserted
+    ON facts (agent_id, inserted_at) WHERE invalidated_at IS NULL;
+CREATE TRIGGER IF NOT EXISTS facts_inserted_at AFTER INSERT ON facts
+    WHEN new.inserted_at IS NULL BEGIN
+    UPDATE facts SET inserted_at = {NOW_US} WHERE rowid = new.rowid;
+END;
 """
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterable
+from datetime import UTC, datetime
 
 from memory.models import Fact
 from memory.store.records import to_record, vector_bytes
@@ -20,15 +21,15 @@ from memory.store.sqlite.reembed import swap_side_vectors
 from memory.store.sqlite.schema import fact_counter_key, facts_purge_key, search_text_of
 
 # The columns a PutFact writes: the fact's fields but its access (touch_facts and SetFactAccess
-# write those), then its vector, change stamp and what the text index holds of its content
-# (schema.search_text_of). An update keeps whose fact it is and when it was formed, and its
-# vector unless it brings a new one.
+# write those), then its vector, change stamp, what the text index holds of its content
+# (schema.search_text_of) and when it was inserted (rules.recheck). An update keeps whose fact it
+# is, when it was formed and inserted, and its vector unless it brings a new one.
 _ACCESS = {"access_count", "last_accessed_at"}
 _COLUMNS = [
     *(name for name in Fact.model_fields if name not in _ACCESS),
-    *("embedding", "change_seq", "search_text"),
+    *("embedding", "change_seq", "search_text", "inserted_at"),
 ]
-_KEPT = {"fact_id", "agent_id", "user_id", "scope", "formed_at"}
+_KEPT = {"fact_id", "agent_id", "user_id", "scope", "formed_at", "inserted_at"}
 _INSERT_FACT = (
     f"INSERT INTO facts ({', '.join(_COLUMNS)}) VALUES ({', '.join(f':{c}' for c in _COLUMNS)})"
 )
@@ -48,6 +49,7 @@ def _put_fact(conn: sqlite3.Connection, put: w.PutFact, change_seq: int) -> None
         "history": history_to_json(fact.history),
         "change_seq": change_seq,
         "search_text": search_text_of(fact.content),
+        "inserted_at": to_us(datetime.now(UTC)),
     }
     conn.execute(_INSERT_FACT if put.new else _UPDATE_FACT, params)
 
