@@ -10,7 +10,7 @@ its form is read. Writes answer with a redirect (post/redirect/get) carrying a n
 as one of the page's own sentences; a write refused by the memory answers its error page at
 once. No page is cached (signed out, Back shows nothing), and an invalid input (an id, a query,
 an empty box, a form too large to read) answers the page's error page, not the API's JSON
-problem.
+problem; so does the store out of reach (a 503: retry later).
 """
 
 from __future__ import annotations
@@ -28,19 +28,21 @@ from fastapi.templating import Jinja2Templates
 from pydantic import BeforeValidator, StringConstraints
 from starlette.exceptions import HTTPException
 
-from memory.errors import InvalidInputError, MnemosError
+from client.management import MAX_OFFSET
+from memory.errors import ConflictError, InvalidInputError, MnemosError, StoreUnavailableError
 from memory.models import Fact, FactFilter, ScopeKey
 from memory.settings import Scope
 from serve.auth import ID_PATTERN, AgentPath, Svc, foreign_session, token_of
-from serve.errors import status_of
+from serve.errors import log, status_of
 from serve.keys import ApiKey
 from serve.limits import MAX_BODY_BYTES
 from serve.page_guard import invalid_input, same_origin
-from serve.page_sources import fact_view
+from serve.page_sources import fact_view, utc_time
 from serve.page_view import agent_view
 
 COOKIE = "mnemos_key"
 templates = Jinja2Templates(directory=Path(__file__).resolve().parent / "templates")
+templates.env.filters["utc"] = utc_time  # every time the page shows names its zone
 
 
 def _given(value: object) -> object:
@@ -105,6 +107,14 @@ _UNREAD = {
 }
 
 
+def _outage(request: Request, e: StoreUnavailableError) -> Response:
+    """The store out of reach, as the API answers it (a 503, logged with its driver's text) but
+    on the page's own page: its sentence ("...; retry later") capitalised and ended."""
+    log.warning("store unavailable", path=request.url.path, error=str(e.__cause__ or e))
+    said = str(e)
+    return _page(request, "error.html", {"message": said[:1].upper() + said[1:] + "."}, 503)
+
+
 class _PageRoute(APIRoute):
     """Every page route: writes from another origin refused before their form is read, invalid
     input answered as a page, and the page's headers on every answer (redirects too)."""
@@ -134,6 +144,8 @@ class _PageRoute(APIRoute):
                         raise
                     message = _UNREAD[e.status_code]
                     response = _page(request, "error.html", {"message": message}, e.status_code)
+                except StoreUnavailableError as e:
+                    response = _outage(request, e)
             response.headers.update(_HEADERS)
             return response
 
@@ -238,6 +250,7 @@ async def agent(
     session_id: OptId = None,
     q: Annotated[str, Query(max_length=QUERY_CHARS)] = "",
     notice: str | None = None,
+    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,  # the first fact listed
 ) -> Response:
     key = await _key(request, svc, agent_id, write=False)
     if session_id is not None:
@@ -248,7 +261,9 @@ async def agent(
             context = {"message": f"No session {session_id} for this key.", "key": key}
             return _page(request, "error.html", context, 404)
     try:
-        view = await agent_view(svc, agent_id, user_id, session_id, q)
+        view = await agent_view(svc, agent_id, user_id, session_id, q, offset)
+    except StoreUnavailableError:
+        raise  # no unknown agent: the page's 503 (_PageRoute)
     except MnemosError as e:
         return _page(request, "error.html", {"message": str(e), "key": key}, 404)
     context = {"v": view, "key": key, "notice": NOTICES.get(notice or "")}
@@ -282,14 +297,21 @@ async def edit_fact(
     fact_id: str,
     svc: Svc,
     content: Annotated[str, Form()] = "",  # empty: the manager's own sentence says so
+    expected_version: Annotated[int | None, Form(ge=0)] = None,  # the version the form showed
 ) -> Response:
     key = await _key(request, svc, agent_id, write=True)
     url = f"/ui/agents/{agent_id}/facts/{fact_id}"
     try:
         before = await _fact_of(svc, agent_id, fact_id)
         within = FactFilter(agent_id=agent_id, user_id=before.user_id if before else None)
-        after = await svc.manager.edit_fact(fact_id, content, within=within)
+        after = await svc.manager.edit_fact(
+            fact_id, content, within=within, expected_version=expected_version
+        )
     except MnemosError as e:
+        if isinstance(e, ConflictError) and expected_version is not None:
+            now = await _fact_of(svc, agent_id, fact_id)
+            if now is not None and now.invalidated_at is None and now.version != expected_version:
+                return _changed(request, key, e, "Not saved", url, now.content, content)
         return _refused(request, key, e, "Not saved", url)
     same = before is not None and after.version == before.version  # the same text: no version
     return _back(url, notice="unchanged" if same else "saved")
@@ -308,6 +330,16 @@ async def delete_fact(request: Request, agent_id: AgentPath, fact_id: str, svc: 
     return _back(url, notice="deleted")
 
 
+def _changed(
+    request: Request, key: ApiKey, e: MnemosError, what: str, back: str, now: str, yours: str
+) -> Response:
+    """A save of a text changed since the page showed it: the refusal, with the text stored now
+    (which the person has not seen) and their own (not lost: they may paste it again)."""
+    message = f"{what}: {e}. It now reads “{now}”. Your text was “{yours}”."
+    context = {"message": message, "key": key, "back": back}
+    return _page(request, "error.html", context, status_of(e) or 409)
+
+
 async def _fact_of(svc: Svc, agent_id: str, fact_id: str) -> Fact | None:
     found = await svc.memory.store.get_facts([fact_id])
     return found[0] if found and found[0].agent_id == agent_id else None
@@ -321,11 +353,13 @@ async def reflection(
     action: str,
     svc: Svc,
     content: Annotated[str, Form()] = "",
+    expected_content: Annotated[str | None, Form()] = None,
     page_user_id: FormId = None,
     page_session_id: FormId = None,
 ) -> Response:
-    """``page_user_id``, ``page_session_id``: the user and session the page showed, to go back
-    to (without them: the reflection's own)."""
+    """``expected_content``: the text the page showed, which an edit replaces (a reflection has
+    no version); ``page_user_id``, ``page_session_id``: the user and session the page showed, to
+    go back to (without them: the reflection's own)."""
     key = await _key(request, svc, agent_id, write=True)
     found = await svc.memory.store.get_reflection(reflection_id)
     if found is None or found.scope_key.agent_id != agent_id or action not in ("edit", "delete"):
@@ -337,11 +371,17 @@ async def reflection(
     back = f"/ui/agents/{agent_id}"
     try:
         if action == "edit":
-            await svc.manager.edit_reflection(scope, reflection_id, content)
+            await svc.manager.edit_reflection(
+                scope, reflection_id, content, expected_content=expected_content
+            )
         else:
             await svc.manager.delete_reflection(scope, reflection_id)
     except MnemosError as e:
         there = _url(back, user_id=user_id, session_id=session_id)
+        if isinstance(e, ConflictError) and action == "edit" and expected_content is not None:
+            now = await svc.memory.store.get_reflection(reflection_id)
+            if now is not None and now.content.split() != expected_content.split():
+                return _changed(request, key, e, "Not saved", there, now.content, content)
         return _refused(request, key, e, "Not done", there)
     done = "reflection-saved" if action == "edit" else "reflection-deleted"
     return _back(back, user_id=user_id, session_id=session_id, notice=done)

@@ -4,7 +4,7 @@ sources of the version it replaced: memory/store/rules/versions.py)."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from memory import ids
@@ -12,6 +12,20 @@ from memory.models import Fact, StoredMessage
 from memory.said import said_time
 from memory.store.rules.versions import edited_by_hand
 from serve.services import Services
+
+
+def utc_time(at: datetime, *, seconds: bool = False) -> str:
+    """A time of the memory's own (formed, updated, last active), in UTC and saying so: beside
+    a "Said" on the speaker's clock a bare time reads as that clock's."""
+    shape = "%Y-%m-%d %H:%M:%S" if seconds else "%Y-%m-%d %H:%M"
+    return f"{at.astimezone(UTC).strftime(shape)} UTC"
+
+
+def speaker_time(at: datetime, minutes: int | None) -> str:
+    """When something was said, on the speaker's clock, its zone always named (said_time names
+    none for UTC, as the context and the CLI show it)."""
+    shown = said_time(at, minutes)
+    return shown if minutes else f"{shown} UTC"
 
 
 def cited_since(f: Fact) -> datetime:
@@ -52,8 +66,8 @@ async def fact_view(svc: Services, f: Fact) -> dict[str, Any]:
     """The fact page's context: the fact, its sources, its hand edit if its text is one
     (``edited``: when, and the version the sources said), and when it was said, on its
     speaker's clock (``said``; ``clock`` shows each source message's time on its own)."""
-    said = None if f.said_at is None else said_time(f.said_at, f.said_utc_offset_minutes)
+    said = None if f.said_at is None else speaker_time(f.said_at, f.said_utc_offset_minutes)
     return {
         "f": f, "sources": await sources(svc, f), "edited": edited_by_hand(f), "said": said,
-        "clock": said_time,
+        "clock": speaker_time,
     }  # fmt: skip

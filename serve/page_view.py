@@ -1,16 +1,27 @@
 """What the memory page shows for one agent, gathered through the client and its manager.
 
 The users and sessions come from the store's listings (most recently active first; the
-sessions of the chosen user when there is one); any other id can be typed in.
+sessions of the chosen user when there is one), counted in full up to ``COUNTED``; any other id
+can be typed in. The facts are the agent's own (agent scope) on the agent's page and the user's
+own (user scope) on a user's, in pages of ``FACTS_SHOWN``.
 """
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 from pydantic import BaseModel
 
-from client.management import FactPage, ScopeConsolidationStatus, ScopeStats
+from client.management import MAX_PAGE, FactPage, ScopeConsolidationStatus, ScopeStats
 from memory.directory import AgentUser
-from memory.models import ConsolidatedMemory, FactFilter, Reflection, ScopeKey, SessionInfo
+from memory.models import (
+    SET_ASIDE,
+    ConsolidatedMemory,
+    FactFilter,
+    Reflection,
+    ScopeKey,
+    SessionInfo,
+)
 from memory.search_results import SearchHit, SearchResult
 from serve.runs import Runs, recent_formations
 from serve.services import Services
@@ -19,6 +30,9 @@ RECENT_REFLECTIONS = 10
 FACTS_SHOWN = 50
 USERS_SHOWN = 50
 SESSIONS_SHOWN = 50
+# The users and sessions are read up to this many to count them (the store has no count of them;
+# each row is small): the page lists the most recently active ones and says how many there are.
+COUNTED = 1000
 
 
 class ScopeView(BaseModel):
@@ -26,7 +40,15 @@ class ScopeView(BaseModel):
     stats: ScopeStats
     status: ScopeConsolidationStatus
     blob: ConsolidatedMemory | None
-    reflections: list[Reflection]
+    reflections: list[Reflection]  # the newest buffered ones and every set-aside one
+
+
+class Listed[T](BaseModel):
+    """The first rows of a listing, and how many rows it has (``more``: past ``COUNTED``)."""
+
+    rows: list[T]
+    total: int
+    more: bool
 
 
 class Ranked(BaseModel):
@@ -43,13 +65,20 @@ class AgentView(BaseModel):
     agent_id: str
     user_id: str | None
     session_id: str | None
-    users: list[AgentUser]
-    sessions: list[SessionInfo]
+    users: Listed[AgentUser]
+    sessions: Listed[SessionInfo]
     scopes: list[ScopeView]
     facts: FactPage
     runs: Runs
     query: str
     ranked: list[Ranked]
+
+    def facts_from(self, offset: int) -> str:
+        """This page (its user, session and query) listing the facts from ``offset`` on."""
+        params = {"user_id": self.user_id, "session_id": self.session_id, "q": self.query}
+        shown = {k: v for k, v in params.items() if v} | ({"offset": offset} if offset else {})
+        query = urlencode(shown)
+        return f"/ui/agents/{self.agent_id}" + (f"?{query}" if query else "") + "#facts"
 
 
 def ranking(result: SearchResult) -> list[Ranked]:
@@ -81,8 +110,33 @@ def ranking(result: SearchResult) -> list[Ranked]:
     ]
 
 
+def _listed[T](rows: list[T], shown: int) -> Listed[T]:
+    return Listed[T](rows=rows[:shown], total=min(len(rows), COUNTED), more=len(rows) > COUNTED)
+
+
+def shown_reflections(unabsorbed: list[Reflection]) -> list[Reflection]:
+    """The newest buffered reflections, and every set-aside one however old (few: it takes a
+    refusal each), which only a person can put back (by correcting it); newest first."""
+    buffered = [r for r in unabsorbed if r.absorbed_into_version is None]
+    recent = {r.reflection_id for r in buffered[:RECENT_REFLECTIONS]}
+    return [
+        r for r in unabsorbed if r.reflection_id in recent or r.absorbed_into_version == SET_ASIDE
+    ]
+
+
+def fact_filter(agent_id: str, user_id: str | None) -> FactFilter:
+    """A user's page lists the user's own facts; the agent's page the agent's own (mixed, the
+    agent's newer facts would push the user's off the page)."""
+    return FactFilter(agent_id=agent_id, user_id=user_id, include_agent_scope=user_id is None)
+
+
 async def agent_view(
-    svc: Services, agent_id: str, user_id: str | None, session_id: str | None, query: str
+    svc: Services,
+    agent_id: str,
+    user_id: str | None,
+    session_id: str | None,
+    query: str,
+    offset: int = 0,
 ) -> AgentView:
     manager = svc.manager
     stats = await manager.stats(agent_id, user_id, session_id)
@@ -93,18 +147,21 @@ async def agent_view(
             stats=s,
             status=status,
             blob=await manager.show_consolidated(s.scope_key),
-            reflections=await manager.list_reflections(s.scope_key, limit=RECENT_REFLECTIONS),
+            # Read past the newest few: a set-aside one may be older than the whole buffer.
+            reflections=shown_reflections(
+                await manager.list_reflections(s.scope_key, limit=MAX_PAGE)
+            ),
         )
         for s, status in zip(stats.scopes, statuses, strict=True)
     ]
-    flt = FactFilter(agent_id=agent_id, user_id=user_id)
-    facts = await manager.list_facts(flt, limit=FACTS_SHOWN)
+    flt = fact_filter(agent_id, user_id)
+    facts = await manager.list_facts(flt, offset=offset, limit=FACTS_SHOWN)
     runs = await recent_formations(
         svc.memory.temporal, agent_id, ui_url=svc.temporal_ui_url, namespace=svc.namespace
     )
     store = svc.memory.store
-    users = await store.list_agent_users(agent_id, limit=USERS_SHOWN)
-    sessions = await store.list_agent_sessions(agent_id, user_id=user_id, limit=SESSIONS_SHOWN)
+    users = await store.list_agent_users(agent_id, limit=COUNTED + 1)
+    sessions = await store.list_agent_sessions(agent_id, user_id=user_id, limit=COUNTED + 1)
     ranked: list[Ranked] = []
     if query.strip():
         # A person looking is not the agent's use: the hits' "Used" counts stay as they are.
@@ -116,8 +173,8 @@ async def agent_view(
         agent_id=agent_id,
         user_id=user_id,
         session_id=session_id,
-        users=users,
-        sessions=sessions,
+        users=_listed(users, USERS_SHOWN),
+        sessions=_listed(sessions, SESSIONS_SHOWN),
         scopes=scopes,
         facts=facts,
         runs=runs,

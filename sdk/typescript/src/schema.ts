@@ -262,7 +262,8 @@ export interface paths {
         head?: never;
         /**
          * Edit Fact
-         * @description A correction: a new version; the old text stays in the history.
+         * @description A correction: a new version; the old text stays in the history. 409 when it moved past
+         *     ``expected_version`` (another edit, a formation's update).
          */
         patch: operations["edit_fact"];
         trace?: never;
@@ -326,7 +327,8 @@ export interface paths {
         head?: never;
         /**
          * Edit Reflection
-         * @description Refine a buffered reflection; 409 once consolidated (edit the blob instead).
+         * @description Refine a buffered reflection; 409 once consolidated (edit the blob instead), or when its
+         *     text is no longer ``expected_content``.
          */
         patch: operations["edit_reflection"];
         trace?: never;
@@ -702,6 +704,11 @@ export interface components {
              * @default manual edit
              */
             reason?: string;
+            /**
+             * Expected Version
+             * @description The version edited; a newer one is a 409 (None: current)
+             */
+            expected_version?: number | null;
         };
         /** FactPage */
         FactPage: {
@@ -1111,6 +1118,16 @@ export interface components {
              */
             absorbed_into_version: number | null;
         };
+        /** ReflectionEdit */
+        ReflectionEdit: {
+            /** Content */
+            content: string;
+            /**
+             * Expected Content
+             * @description The text edited, as read; another one now is a 409 (None: current)
+             */
+            expected_content?: string | null;
+        };
         /** ScopeConsolidationStatus */
         ScopeConsolidationStatus: {
             scope_key: components["schemas"]["ScopeKey"];
@@ -1309,11 +1326,6 @@ export interface components {
              * @description The user of this turn (none: agent memory only)
              */
             user_id?: string | null;
-        };
-        /** TextEdit */
-        TextEdit: {
-            /** Content */
-            content: string;
         };
         /**
          * FieldError
@@ -1544,6 +1556,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The memory store cannot be reached: retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     get_agent: {
@@ -1623,6 +1644,15 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description What is left (IETF draft): `"<kind>";r=0;t=<seconds>` */
                     RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The memory store cannot be reached: retry later */
+            503: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -1730,6 +1760,15 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description What is left (IETF draft): `"<kind>";r=0;t=<seconds>` */
                     RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The memory store cannot be reached: retry later */
+            503: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -1848,6 +1887,15 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description What is left (IETF draft): `"<kind>";r=0;t=<seconds>` */
                     RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The memory store cannot be reached: retry later */
+            503: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -2079,6 +2127,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The memory store cannot be reached: retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     session_end: {
@@ -2275,6 +2332,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The memory store cannot be reached: retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     search: {
@@ -2400,6 +2466,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The memory store cannot be reached: retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     list_facts: {
@@ -2485,6 +2560,15 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description What is left (IETF draft): `"<kind>";r=0;t=<seconds>` */
                     RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The memory store cannot be reached: retry later */
+            503: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -2578,6 +2662,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The memory store cannot be reached: retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     delete_fact: {
@@ -2665,6 +2758,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The memory store cannot be reached: retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     edit_fact: {
@@ -2741,7 +2843,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The fact was deleted, or another fact holds this text */
+            /** @description The fact was deleted, another fact holds this text, or it moved past expected_version */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2785,6 +2887,15 @@ export interface operations {
             };
             /** @description An LLM or embedding provider failed */
             502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The memory store cannot be reached: retry later */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2879,6 +2990,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The memory store cannot be reached: retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     list_reflections: {
@@ -2963,6 +3083,15 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description What is left (IETF draft): `"<kind>";r=0;t=<seconds>` */
                     RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The memory store cannot be reached: retry later */
+            503: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -3062,6 +3191,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The memory store cannot be reached: retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     edit_reflection: {
@@ -3077,7 +3215,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["TextEdit"];
+                "application/json": components["schemas"]["ReflectionEdit"];
             };
         };
         responses: {
@@ -3179,6 +3317,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The memory store cannot be reached: retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     get_consolidated: {
@@ -3260,6 +3407,15 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description What is left (IETF draft): `"<kind>";r=0;t=<seconds>` */
                     RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The memory store cannot be reached: retry later */
+            503: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -3384,6 +3540,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The memory store cannot be reached: retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     stats: {
@@ -3472,6 +3637,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The memory store cannot be reached: retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     consolidation_status: {
@@ -3554,6 +3728,15 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description What is left (IETF draft): `"<kind>";r=0;t=<seconds>` */
                     RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The memory store cannot be reached: retry later */
+            503: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -3738,6 +3921,15 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description What is left (IETF draft): `"<kind>";r=0;t=<seconds>` */
                     RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The memory store cannot be reached: retry later */
+            503: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
