@@ -11,8 +11,11 @@ from datetime import UTC, datetime, timedelta
 from unittest.mock import patch
 
 import numpy as np
+import pytest
 
+from memory.errors import StaleDecisionError
 from memory.formation_commit import (
+    AddRecheck,
     FactAdd,
     FactInvalidate,
     FactKeep,
@@ -20,8 +23,8 @@ from memory.formation_commit import (
     FormationCommit,
     FormationCommitResult,
 )
-from memory.ids import formation_id, reflection_id
-from memory.models import FactFilter, MessageIn, Reflection, ScopeKey
+from memory.ids import content_hash, formation_id, reflection_id
+from memory.models import Fact, FactFilter, MessageIn, Reflection, ScopeKey
 from memory.store.base import MemoryStore, Vector
 from memory.store.rules import messages as message_rules
 
@@ -224,3 +227,31 @@ class Former:
         )
         self.cursor += 1
         return result
+
+
+# A mem0 fact imported while a formation is between reading its candidates (none) and committing:
+# it keeps its source's updated_at, months before, and the formation restates it.
+IMPORTED_TEXT = "Alice drinks green tea every single morning"
+RESTATED_TEXT = "Alice drinks green tea each single morning"
+
+
+def imported_long_ago(read: datetime) -> Fact:
+    """The imported fact, its source's times 130 days before ``read``."""
+    months_ago = read - timedelta(days=130)
+    return Fact(
+        fact_id="mem0-1", agent_id="a1", user_id="u1", scope="user", content=IMPORTED_TEXT,
+        hash=content_hash(IMPORTED_TEXT), embedding_model=MODEL, formed_at=months_ago,
+        updated_at=months_ago,
+    )  # fmt: skip
+
+
+async def assert_restatement_stale(
+    store: MemoryStore, former: Former, read: datetime, fact_id: str
+) -> None:
+    """The formation's near-duplicate of what was imported after ``read`` is decided again (the
+    re-check sees the import), and nothing of it is stored."""
+    late = former.next_commit(add(fact_id, RESTATED_TEXT, unit(1, 0.1)))
+    recheck = AddRecheck(candidates_read_at=read, seen={}, similarity=0.9)
+    with pytest.raises(StaleDecisionError):
+        await store.commit_formation(late.model_copy(update={"recheck": recheck}))
+    assert await store.get_facts([fact_id]) == []

@@ -10,8 +10,7 @@ import numpy as np
 import psycopg
 import pytest
 
-from memory.errors import StaleDecisionError
-from memory.formation_commit import AddRecheck, FactUpdate
+from memory.formation_commit import FactUpdate
 from memory.ids import content_hash
 from memory.models import AgentConfig, Fact
 from memory.store.postgres import PostgresStore
@@ -25,11 +24,12 @@ from memory.store.sql.facts import fact_filter_sql
 from tests.conftest import fresh_schema
 from tests.postgres_server import PostgresServer
 from tests.store.builders import (
-    MODEL,
     Former,
     add,
     assert_guests_marked,
+    assert_restatement_stale,
     at,
+    imported_long_ago,
     msg,
     record,
     record_unmarked,
@@ -474,13 +474,7 @@ async def test_migration_15_stamps_what_the_previous_version_inserts_for_the_rec
     assert _applied(dsn) == list(range(1, len(MIGRATIONS) + 1)) and len(MIGRATIONS) >= 15
     former.store = store
     read = datetime.now(UTC)  # a formation reads its candidates (none), then the import lands
-    months_ago = read - timedelta(days=130)
-    text = "Alice drinks green tea every single morning"
-    imported = Fact(
-        fact_id="mem0-1", agent_id="a1", user_id="u1", scope="user", content=text,
-        hash=content_hash(text), embedding_model=MODEL, formed_at=months_ago,
-        updated_at=months_ago,
-    )  # fmt: skip
+    imported = imported_long_ago(read)
     version_14_insert = postgres_writes._INSERT_FACT.replace(",\n    inserted_at)", ")").replace(
         ",\n    %(inserted_at)s)", ")"
     )
@@ -488,10 +482,7 @@ async def test_migration_15_stamps_what_the_previous_version_inserts_for_the_rec
     try:
         with patch.object(postgres_writes, "_INSERT_FACT", version_14_insert):
             assert (await store.import_facts([imported], [vec(1, 0)])).inserted == 1
-        late = former.next_commit(add("f2", "Alice drinks green tea each single morning", unit(1)))
-        recheck = AddRecheck(candidates_read_at=read, seen={}, similarity=0.9)
-        with pytest.raises(StaleDecisionError):
-            await store.commit_formation(late.model_copy(update={"recheck": recheck}))
+        await assert_restatement_stale(store, former, read, "f2")
     finally:
         await store.close()
     with psycopg.connect(dsn) as conn:

@@ -10,22 +10,19 @@ from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from unittest.mock import patch
 
-import pytest
-
-from memory.errors import StaleDecisionError
-from memory.formation_commit import AddRecheck, FactUpdate
-from memory.ids import content_hash
-from memory.models import Fact, ScopeKey
+from memory.formation_commit import FactUpdate
+from memory.models import ScopeKey
 from memory.store.sqlite import SQLiteStore
 from memory.store.sqlite import writes as sqlite_writes
 from memory.store.sqlite.codec import to_us
 from memory.store.sqlite.schema import ADDED_COLUMNS, SCHEMA_VERSION
 from tests.store.builders import (
-    MODEL,
     Former,
     add,
     assert_guests_marked,
+    assert_restatement_stale,
     at,
+    imported_long_ago,
     msg,
     record,
     record_unmarked,
@@ -390,23 +387,14 @@ async def test_a_fact_the_previous_version_inserts_is_stamped_for_the_recheck(
     await store.setup()
     former.store = store
     read = datetime.now(UTC)  # a formation reads its candidates (none), then the import lands
-    months_ago = read - timedelta(days=130)
-    text = "Alice drinks green tea every single morning"
-    imported = Fact(
-        fact_id="mem0-1", agent_id="a1", user_id="u1", scope="user", content=text,
-        hash=content_hash(text), embedding_model=MODEL, formed_at=months_ago,
-        updated_at=months_ago,
-    )  # fmt: skip
+    imported = imported_long_ago(read)
     schema_12_insert = sqlite_writes._INSERT_FACT.replace(", inserted_at", "").replace(
         ", :inserted_at", ""
     )
     try:
         with patch.object(sqlite_writes, "_INSERT_FACT", schema_12_insert):
             assert (await store.import_facts([imported], [vec(1, 0)])).inserted == 1
-        late = former.next_commit(add("f2", "Alice drinks green tea each single morning", unit(1)))
-        recheck = AddRecheck(candidates_read_at=read, seen={}, similarity=0.9)
-        with pytest.raises(StaleDecisionError):
-            await store.commit_formation(late.model_copy(update={"recheck": recheck}))
+        await assert_restatement_stale(store, former, read, "f2")
     finally:
         await store.close()
     with closing(sqlite3.connect(path)) as conn:
