@@ -251,6 +251,7 @@ async def consolidation_case(llm: LLMProvider, settings: Settings, attempts: int
             next_version=task.next_version,
             word_limit=task.word_limit,
             tolerance=cfg.word_limit_tolerance,
+            merged=task.reflections,  # as the pipeline checks it: an echo of the prompt fails
         ).lower()
         kept = [word for _, word in _REFLECTIONS if word in blob]
         return "keeps " + (", ".join(kept) if kept else "none of them")

@@ -19,20 +19,15 @@ falls back as it would here (memory/llm/errors.py ContextExceededError).
 from __future__ import annotations
 
 import math
-import re
 
 from memory.errors import WindowTooLargeError
 from memory.llm.base import LLMRequest
+from memory.word_count import SPACELESS_RUN
 
 CHARS_PER_TOKEN = 3.0
-# Characters of the scripts written without spaces, about a token each (CHARS_PER_TOKEN, 3 and
-# more to a token, would count Chinese text at a third of what a tokenizer does): Thai and Lao,
-# Burmese, Khmer, CJK radicals to ideographs (kana, CJK punctuation and Hangul jamo among them),
-# Yi, Hangul syllables, CJK compatibility ideographs, fullwidth forms, and the ideograph planes.
-_ONE_TOKEN_EACH = re.compile(
-    "[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u2e80-\u9fff\ua000-\ua4cf"
-    "\uac00-\ud7af\uf900-\ufaff\uff00-\uffef\U00020000-\U0003ffff]+"
-)
+# Characters of the scripts written without spaces count about a token each (CHARS_PER_TOKEN, 3
+# and more to a token, would count Chinese text at a third of what a tokenizer does); which they
+# are is memory/word_count.py's, where a word limit counts each as a word.
 TEMPLATE_TOKENS = 32  # the chat template's role markers around system and user
 MARGIN_TOKENS = 64
 # The least room an extraction's or a consolidation's answer needs: its JSON envelope and a few
@@ -45,7 +40,7 @@ SPLIT_TASKS = frozenset({"extract_facts", "extract_reflections", "consolidate"})
 def text_tokens(text: str) -> float:
     """About how many tokens ``text`` is: a token a character of a script without spaces, one per
     CHARS_PER_TOKEN of the rest."""
-    dense = sum(len(run) for run in _ONE_TOKEN_EACH.findall(text))
+    dense = sum(len(run) for run in SPACELESS_RUN.findall(text))
     return dense + (len(text) - dense) / CHARS_PER_TOKEN
 
 

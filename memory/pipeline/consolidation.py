@@ -2,22 +2,25 @@
 
 The model answers sections of bounded items (memory.prompts.consolidate); mnemos writes the blob
 from them, with its ``VERSION: n+1`` line. A draft is checked before anything is stored: at least
-one item, within the word limit (plus a small tolerance). The store then replaces the blob and
-marks exactly the drafted reflections absorbed in one compare-and-set, so a reflection is
-absorbed once or stays buffered.
+one item, within the word limit (plus a small tolerance; a character of a script written without
+spaces counts as a word, memory/word_count.py), and no item repeating the prompt's instructions
+(memory/pipeline/echoes.py). The store then replaces the blob and marks exactly the drafted
+reflections absorbed in one compare-and-set, so a reflection is absorbed once or stays buffered.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
 from memory.deps import Deps
 from memory.errors import InvalidModelOutputError
-from memory.ids import text_hash
+from memory.ids import normalize_text, text_hash
 from memory.llm import choose_model
 from memory.llm.base import FIRST, LLMRequest, Retry
 from memory.lookup import require_agent
 from memory.models import SET_ASIDE, ScopeKey
+from memory.pipeline.echoes import echoes_instructions
 from memory.pipeline.types import (
     BufferedReflection,
     ConsolidationDraft,
@@ -26,9 +29,11 @@ from memory.pipeline.types import (
 )
 from memory.pipeline.usage import llm_call, words
 from memory.prompts.consolidate import (
+    INSTRUCTIONS,
     VERSION_LINE,
     ConsolidatedSections,
     ConsolidateInput,
+    blob_items,
     blob_text,
 )
 
@@ -43,18 +48,43 @@ __all__ = [
 
 
 def checked_blob(
-    answer: ConsolidatedSections, *, next_version: int, word_limit: int, tolerance: float
+    answer: ConsolidatedSections,
+    *,
+    next_version: int,
+    word_limit: int,
+    tolerance: float,
+    merged: Sequence[str] | None = None,
 ) -> str:
-    """The blob written from the model's sections, or an error a retry can fix."""
+    """The blob written from the model's sections, or an error a retry can fix. ``merged``: what
+    the model was given to merge (the blob's items, the reflections), against which a draft
+    repeating the prompt's instructions is told from one grounded in it; None: not checked."""
     body = blob_text(answer, next_version)
-    if not any(line.startswith("- ") for line in body.splitlines()):
+    items = [line[2:] for line in body.splitlines() if line.startswith("- ")]
+    if not items:
         raise InvalidModelOutputError("consolidation returned no items")
     limit = int(word_limit * (1 + tolerance))
     if words(body) > limit:
         raise InvalidModelOutputError(
             f"consolidated blob has {words(body)} words, over the limit of {limit}"
         )
+    if merged is not None:
+        _refuse_echoes(items, merged)
     return body
+
+
+def _refuse_echoes(items: list[str], merged: Sequence[str]) -> None:
+    """Stored, an echo would stand in every later prompt as the memory, and the reflections it
+    replaced would be marked absorbed: lost. What the draft adds to what it merged (its items
+    but the copies) is judged as one text: a memory item paraphrased in the instructions' common
+    words ("Alice prefers short answers") is grounded by the names and things beside it, while
+    an answer of the prompt's rules is made of nothing else."""
+    copied = {normalize_text(text) for text in merged}
+    added = [item for item in items if normalize_text(item) not in copied]
+    if added and echoes_instructions(" ".join(added), False, INSTRUCTIONS, merged):
+        raise InvalidModelOutputError(
+            "consolidation repeats the prompt's instructions: write only what the memory and "
+            "the new reflections say"
+        )
 
 
 async def draft(deps: Deps, req: ConsolidationRequest, retry: Retry = FIRST) -> ConsolidationDraft:
@@ -95,6 +125,7 @@ async def draft(deps: Deps, req: ConsolidationRequest, retry: Retry = FIRST) -> 
         next_version=base_version + 1,
         word_limit=word_limit,
         tolerance=cfg.word_limit_tolerance,
+        merged=[*blob_items(blob.content if blob else ""), *(r.content for r in buffered)],
     )
     return ConsolidationDraft(
         key=key,

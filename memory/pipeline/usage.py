@@ -16,6 +16,7 @@ from typing import Any
 
 from memory.llm.base import LLMRequest, Usage
 from memory.pipeline.types import LlmCall
+from memory.word_count import words as words  # the pipeline's and management's word count
 
 # Heartbeat details of an LLM step: [why the last answer was rejected, how many were, the usage].
 HEARTBEAT_USAGE = 2
@@ -34,10 +35,6 @@ def llm_call(request: LLMRequest, usage: Usage) -> LlmCall:
         input_tokens=usage.input_tokens,
         output_tokens=usage.output_tokens,
     )
-
-
-def words(text: str) -> int:
-    return len(text.split())
 
 
 def encoded(calls: Sequence[LlmCall]) -> Encoded:

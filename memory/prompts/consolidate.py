@@ -13,6 +13,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, StringConstraints
 
+from memory.ids import normalize_text
 from memory.input_rules import ModelText
 from memory.models import AgentConfig
 from memory.prompts.common import (
@@ -68,6 +69,11 @@ _CONSOLIDATE_FOCUS = {
 }
 
 
+# What the model is told, as opposed to what it reads: a draft made of these words is an echo
+# (memory.pipeline.echoes).
+INSTRUCTIONS = SYSTEM + TEMPLATE + "".join(_CONSOLIDATE_FOCUS.values())
+
+
 class ConsolidateInput(PromptInput):
     task: Literal["consolidate"] = "consolidate"
     agent: AgentConfig
@@ -105,27 +111,50 @@ def version_line(version: int) -> str:
 
 
 _BULLET = re.compile(r"^[-*•](?:\s+|$)")  # a bullet the model wrote itself ("-5 °C" is no bullet)
+# A line that only heads what follows: blob_text's "[TITLE]", a Markdown heading (an import's).
+_HEADING = re.compile(r"^(?:\[[^\]]*\]|#+(?:\s.*)?)$")
 
 
 def blob_text(answer: ConsolidatedSections, next_version: int) -> str:
     """The blob mnemos stores: ``VERSION: n``, then each section's ``[TITLE]`` and bullets.
 
     Whitespace is collapsed, so an item is one line; a bullet or bracket the model added itself is
-    not doubled; a title given twice gathers its items under its first place; an item given twice
-    is kept once; empty items and sections are left out (a title-less section has no title line)."""
-    sections: dict[str, list[str]] = {}
-    seen: set[str] = set()
+    not doubled; a title given twice gathers its items under its first place; empty items and
+    sections are left out (a title-less section has no title line). An item given twice, as
+    normalize_text tells texts apart, is kept once, the later (the newer: items are answered
+    oldest first, the blob's then the reflections'); a code in another letter case ("Tr0ub4dor",
+    "tr0ub4dor") is another value, both kept."""
+    placed: dict[str, tuple[str, str]] = {}  # each item's title and text, at its latest place
     for section in answer.sections:
         title = one_line(section.title).strip("[]# ").upper()
         for raw in section.items:
             item = _BULLET.sub("", one_line(raw))
-            if item and item.casefold() not in seen:
-                seen.add(item.casefold())
-                sections.setdefault(title, []).append(f"- {item}")
+            if item:
+                placed.pop(normalize_text(item), None)
+                placed[normalize_text(item)] = (title, item)
+    sections: dict[str, list[str]] = {}
+    for section in answer.sections:  # titles in the order the answer gave them
+        sections.setdefault(one_line(section.title).strip("[]# ").upper(), [])
+    for title, item in placed.values():
+        sections[title].append(f"- {item}")
     lines = [version_line(next_version)]
     for title, items in sections.items():
-        lines += [f"[{title}]", *items] if title else items
+        if items:
+            lines += [f"[{title}]", *items] if title else items
     return "\n".join(lines)
+
+
+def blob_items(blob: str) -> list[str]:
+    """A blob's items, oldest first: every line but its version and its headings, bullet marker
+    off. A person's edit or an import may be plain lines or other bullets: each is an item."""
+    lines = (one_line(line) for line in _without_version(blob).splitlines())
+    return [
+        item
+        for line in lines
+        if line and not _HEADING.match(line)
+        for item in [_BULLET.sub("", line)]
+        if item
+    ]
 
 
 def _without_version(blob: str) -> str:

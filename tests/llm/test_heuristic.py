@@ -36,6 +36,7 @@ from memory.prompts.extract_reflections import (
 )
 from memory.scopes import place_fact, place_reflection
 from memory.settings import Scope
+from memory.word_count import words
 
 llm = HeuristicProvider()
 EVE = AgentConfig(agent_id="eve", name="Eve")
@@ -373,6 +374,82 @@ async def test_consolidation_of_many_reflections_stays_within_the_answers_bounds
     assert kept == reflections[-len(kept) :]
     text = await consolidate("agent", reflections=reflections[:33], **blank)
     assert len(text.splitlines()) == 1 + 33  # all of them, as one list
+
+
+async def test_consolidation_keeps_a_blob_a_person_wrote_by_hand() -> None:
+    """A person edits the memory in plain lines or other bullets (the memory page, `mnemos
+    consolidated edit`, an import): every line is an item; only the headings are not."""
+    text = await consolidate(
+        "user",
+        current_content="VERSION: 1\n## Health\nAlice is allergic to peanuts.\n"
+        "* Alice prefers answers in French.\n\n• Alice lives in Oslo",
+        current_version=1,
+        reflections=["Alice likes short answers"],
+        word_limit=300,
+    )
+    assert text == (
+        "VERSION: 2\n- Alice is allergic to peanuts.\n- Alice prefers answers in French.\n"
+        "- Alice lives in Oslo\n- Alice likes short answers"
+    )
+
+
+LONG_LINE = (
+    "Alice's standing instructions for travel bookings: aisle seat, no red-eye flights, "
+    "vegetarian meal, hotels within walking distance of the venue, always refundable fares, "
+    "loyalty number on every booking, arrive the evening before any morning meeting, and "
+    "send the itinerary to her assistant Bob before paying and copy the travel desk, keep "
+    "receipts in the shared folder named after the trip, final check code ZX-4471"
+)
+
+
+async def test_consolidation_keeps_a_line_longer_than_an_item_whole() -> None:
+    """Longer than an answer's item may be (400 characters): it was cut there, mid-word, its end
+    lost. It is written on as many bullets as it takes, every word kept."""
+    assert len(LONG_LINE) > 400
+    text = await consolidate(
+        "user",
+        current_content=f"VERSION: 1\n- {LONG_LINE}",
+        current_version=1,
+        reflections=["Alice likes short answers"],
+        word_limit=300,
+    )
+    lines = text.splitlines()
+    assert lines[-1] == "- Alice likes short answers"
+    assert " ".join(line.removeprefix("- ") for line in lines[1:-1]) == LONG_LINE
+
+
+async def test_consolidation_drops_a_long_old_line_whole_to_fit_the_word_limit() -> None:
+    text = await consolidate(
+        "session",
+        current_content=f"VERSION: 1\n- {LONG_LINE}\n- Alice flies on Monday",
+        current_version=1,
+        reflections=["Alice needs a hotel in Lisbon"],
+        word_limit=40,  # the long line is 69 words
+    )
+    assert text == "VERSION: 2\n- Alice flies on Monday\n- Alice needs a hotel in Lisbon"
+
+
+async def test_consolidation_in_chinese_stays_within_the_word_limit() -> None:
+    """Each character of a script without spaces is a word (memory.word_count): 100 Chinese
+    requests made a "200-word" session blob of 3,930 characters, about 3,300 tokens."""
+    request = "她下个月要去东京出差，需要我们帮她预订靠近会场的酒店。"
+    reflections = [f"Alice asked: {request}{i}" for i in range(100)]
+    inp = {"current_content": "", "current_version": 0, "word_limit": 200}
+    text = await consolidate("session", reflections=reflections, **inp)
+    assert 180 <= words(text) <= 200
+    assert text.endswith(f"- {reflections[-1]}")  # the newest kept, whole
+
+
+async def test_consolidation_keeps_a_code_corrected_in_another_case() -> None:
+    """ "Tr0ub4dor" and "tr0ub4dor" are two passwords: the correction was dropped as a repeat."""
+    text = await consolidate(
+        "user",
+        current_content="VERSION: 1\n- Alice's wifi password is Tr0ub4dor",
+        current_version=1,
+        reflections=["Alice's wifi password is tr0ub4dor"],
+        word_limit=300,
+    )
+    assert text.splitlines()[-1] == "- Alice's wifi password is tr0ub4dor"
 
 
 async def test_same_input_same_output_whatever_the_prompt() -> None:

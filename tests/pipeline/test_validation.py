@@ -8,8 +8,10 @@ from memory.errors import InvalidModelOutputError
 from memory.pipeline.consolidation import checked_blob
 from memory.pipeline.dedup import resolve
 from memory.pipeline.types import NewFact, SimilarFact
+from memory.pipeline.usage import words
 from memory.prompts.consolidate import ConsolidatedSection, ConsolidatedSections
 from memory.prompts.decide_facts import FactDecision
+from tests.fakes import consolidated
 
 NEW = [
     NewFact(index=0, content="Alice works at Acme as CTO", scope="user"),
@@ -197,8 +199,9 @@ def test_the_blob_is_written_from_the_sections_with_the_next_version() -> None:
             ConsolidatedSection(title="EMPTY", items=["  "]),
         ]
     )
+    # "likes TEA" repeats "Likes tea": kept once, the later (newer) one, at its place.
     assert checked_blob(answer, next_version=2, word_limit=20, tolerance=0.1) == (
-        "VERSION: 2\n[PREFERENCES]\n- Likes tea\n- Answers briefly\n- Uses vim\n- Untitled point"
+        "VERSION: 2\n[PREFERENCES]\n- Answers briefly\n- likes TEA\n- Uses vim\n- Untitled point"
     )
 
 
@@ -217,6 +220,71 @@ def test_the_word_limit_has_a_small_tolerance() -> None:
     # VERSION: 2 / [NOTES] / - and 18 words: 22 words ≤ 20 × 1.1
     answer = ConsolidatedSections(sections=[ConsolidatedSection(title="NOTES", items=["w " * 18])])
     assert checked_blob(answer, next_version=2, word_limit=20, tolerance=0.1)
+
+
+# "She is travelling to Tokyo next month and wants every answer in simplified Chinese": 44
+# characters, one whitespace-separated "word".
+CHINESE = "她下个月要去东京出差，需要我们帮她预订靠近会场的酒店，并且希望所有的回答都用简体中文写。"
+
+
+def test_a_blob_in_a_script_without_spaces_counts_each_character_as_a_word() -> None:
+    """A user blob's limit is 300 words: in Chinese, 300 characters (about a token each), not
+    300 paragraphs of them (it took 60,000 characters, put into every later prompt)."""
+    assert words(CHINESE) == len(CHINESE) and words(f"Alice: {CHINESE} OK") == 2 + len(CHINESE)
+    one = ConsolidatedSections(sections=[ConsolidatedSection(title="NOTES", items=[CHINESE])])
+    assert checked_blob(one, next_version=2, word_limit=300, tolerance=0.1)
+    many = ConsolidatedSections(
+        sections=[ConsolidatedSection(title="NOTES", items=[f"{CHINESE}{i}" for i in range(10)])]
+    )
+    with pytest.raises(InvalidModelOutputError, match="over the limit of 330"):
+        checked_blob(many, next_version=2, word_limit=300, tolerance=0.1)
+
+
+MERGED = ["Alice wants code samples in Rust", "Alice dislikes long preambles"]
+
+
+def test_a_draft_repeating_the_prompts_instructions_is_refused() -> None:
+    """Stored, the rules would stand in every prompt as the user's memory, and the reflections
+    the draft replaced would be marked absorbed: lost."""
+    echo = consolidated(
+        "Preserve important existing insights; integrate the new information.",
+        "Resolve contradictions: newer information wins. Drop what is outdated.",
+        "Focus on preferences, directives and interaction style: how should the agent "
+        "interact with this user?",
+    )
+    with pytest.raises(InvalidModelOutputError, match="repeats the prompt's instructions"):
+        checked_blob(echo, next_version=1, word_limit=300, tolerance=0.1, merged=MERGED)
+    # Beside the memory it copies, too: what the draft adds is judged.
+    padded = consolidated("Alice lives in Oslo", *echo.sections[0].items)
+    with pytest.raises(InvalidModelOutputError, match="repeats the prompt's instructions"):
+        checked_blob(
+            padded, next_version=2, word_limit=300, tolerance=0.1,
+            merged=["Alice lives in Oslo", *MERGED],
+        )  # fmt: skip
+
+
+def test_a_draft_in_the_instructions_words_but_grounded_in_the_reflections_is_kept() -> None:
+    # "prefers", "short", "answers", "agent", "always" are the prompt's words too.
+    answer = consolidated(
+        "Alice prefers short answers without preambles",
+        "The agent should always give code samples in Rust",
+    )
+    assert checked_blob(answer, next_version=1, word_limit=300, tolerance=0.1, merged=MERGED)
+
+
+def test_a_code_corrected_in_another_case_reaches_the_blob_and_a_repeat_keeps_the_newer() -> None:
+    """ "Tr0ub4dor" and "tr0ub4dor" are two passwords (memory.ids.normalize_text): the correction
+    was dropped as a repeat of the old one, its reflection absorbed."""
+    answer = consolidated(
+        "Alice's wifi password is Tr0ub4dor",
+        "Alice likes tea",
+        "Alice's wifi password is tr0ub4dor",
+        "alice likes tea.",
+    )
+    assert checked_blob(answer, next_version=2, word_limit=300, tolerance=0.1) == (
+        "VERSION: 2\n[NOTES]\n- Alice's wifi password is Tr0ub4dor\n"
+        "- Alice's wifi password is tr0ub4dor\n- alice likes tea."
+    )
 
 
 def test_an_update_whose_merge_says_nothing_of_the_new_fact_is_refused() -> None:

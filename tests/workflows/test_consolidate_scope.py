@@ -13,11 +13,12 @@ from temporalio.testing import WorkflowEnvironment
 
 from cli.binaries import temporal_test_server
 from memory.llm.base import LLMRequest
+from memory.llm.heuristic import HeuristicProvider
 from memory.prompts.consolidate import ConsolidatedSections
 from memory.settings import ReflectionSettings
 from runtime.payloads import payload_data_converter
 from runtime.starts import request_consolidation
-from tests.fakes import echo_consolidation, transient
+from tests.fakes import consolidated, echo_consolidation, transient
 from tests.harness import Harness, conversation, reflections
 from workflows.summary import ConsolidationSummary
 
@@ -187,3 +188,52 @@ async def test_edits_without_end_give_up_visibly_and_keep_every_correction(
     assert len(await h.buffered(h.key("user"))) == 5
     drafts = len(h.llm.calls("consolidate"))
     assert 6 <= drafts <= 12  # four at once, then waits of 1 s doubling until 30 s passed
+
+
+async def test_a_draft_repeating_the_prompts_rules_replaces_nothing_and_absorbs_nothing(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """A weak model answers the prompt's own rules: stored, they stood in every later prompt as
+    Alice's memory, and the reflections they replaced were marked absorbed, lost."""
+    h = await _quiet_user(time_env, tmp_path)
+    await h.record("s1", conversation(4))
+    said = ["Alice wants code samples in Rust", "Alice dislikes long preambles"]
+    h.llm.script("extract_reflections", reflections(user=said))
+    async with h.worker():
+        await h.form("s1")
+    h.llm.defaults["consolidate"] = consolidated(
+        "Preserve important existing insights; integrate the new information.",
+        "Resolve contradictions: newer information wins. Drop what is outdated.",
+        "Focus on preferences, directives and interaction style: how should the agent "
+        "interact with this user?",
+        title="RULES",
+    )
+    summary, _ = await _consolidate_user(h)
+
+    assert summary.consolidations == 0 and summary.degraded is not None
+    assert await h.store.get_consolidated(h.key("user")) is None
+    assert sorted(r.content for r in await h.buffered(h.key("user"))) == sorted(said)
+
+
+async def test_the_offline_provider_keeps_a_memory_written_by_hand(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """A person writes Alice's memory in plain lines: the offline provider's next consolidation
+    kept only its "- " bullets, and so none of it."""
+    h = await _quiet_user(time_env, tmp_path)
+    await h.memory.manager.edit_consolidated(
+        h.key("user"), "Alice is allergic to peanuts.\nAlice prefers answers in French."
+    )
+    await h.record("s1", conversation(4))
+    h.llm.script("extract_reflections", reflections(user=["Alice likes short answers"]))
+    async with h.worker():
+        await h.form("s1")
+    h.llm = HeuristicProvider()  # type: ignore[assignment]
+    summary, _ = await _consolidate_user(h)
+
+    assert summary.consolidations == 1
+    blob = await h.store.get_consolidated(h.key("user"))
+    assert blob is not None and blob.content == (
+        "VERSION: 2\n- Alice is allergic to peanuts.\n- Alice prefers answers in French.\n"
+        "- Alice likes short answers"
+    )
