@@ -41,8 +41,11 @@ class _Child:
     @classmethod
     async def start(cls) -> _Child:
         stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed in stop()
+        # -P: not the working directory first on sys.path, as `-m` would put it: a project's own
+        # worker.py or memory/ there would be imported instead of mnemos's (the mnemos script
+        # never puts it there either). PYTHONPATH still counts.
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "cli.replay_child",
+            sys.executable, "-P", "-m", "cli.replay_child",
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=stderr,
             limit=_LINE_LIMIT,
         )  # fmt: skip

@@ -41,7 +41,7 @@ class Replay:
     err: str
 
 
-def replay_dir(directory: Path, tmp_path: Path) -> Replay:
+def replay_dir(directory: Path, tmp_path: Path, cwd: Path = ROOT) -> Replay:
     env = {
         **os.environ,
         "PYTHONPATH": str(ROOT),
@@ -49,8 +49,9 @@ def replay_dir(directory: Path, tmp_path: Path) -> Replay:
         "MNEMOS_MODELS__PROVIDER": "heuristic",
     }
     proc = subprocess.Popen(
-        [sys.executable, "-c", RUN, str(directory)],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        # -P: the mnemos script puts no working directory on sys.path, nor does this.
+        [sys.executable, "-P", "-c", RUN, str(directory)],
+        cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         start_new_session=True,  # the replay's own child dies with it on the deadline
     )  # fmt: skip
     try:
@@ -156,3 +157,18 @@ async def test_a_replay_process_that_dies_is_a_fail_and_a_fresh_one_replays_the_
         assert not died.ok and died.workflow_id == "good"
         assert (died.error or "").startswith("the replay process crashed (exit code -9")
         assert (await replayer.replay(good)).ok
+
+
+def test_a_replay_run_from_a_project_with_its_own_worker_and_memory_modules(tmp_path: Path) -> None:
+    """Run where an agent project keeps its own worker.py and memory/ (a likely name beside an
+    agent): the replay's own process imports mnemos's, not those."""
+    project = tmp_path / "project"
+    (project / "memory").mkdir(parents=True)
+    (project / "worker.py").write_text("raise SystemExit('the project worker.py ran')\n")
+    (project / "memory" / "__init__.py").write_text("raise SystemExit('the project memory ran')\n")
+    histories = tmp_path / "histories"
+    histories.mkdir()
+    (histories / GOOD.name).write_text(GOOD.read_text())
+    run = replay_dir(histories, tmp_path, cwd=project)
+    assert run.code == 0, run.out + run.err
+    assert "ran" not in run.out + run.err
