@@ -23,7 +23,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 from structlog.stdlib import BoundLogger
 from temporalio import activity
-from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.client import Client, WorkflowExecutionDescription, WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 
 from activities.errors import classified
@@ -34,6 +34,7 @@ from memory.models import Id, ScopeKey, SessionAgentState, SessionInfo, UtcDatet
 from runtime.connection import TEMPORAL_TRANSIENT
 from runtime.starts import start_formation, start_session_end
 from workflows.naming import consolidation_workflow_id, session_end_workflow_id
+from workflows.summary import ConsolidationSummary
 
 # "started", "retry_later" (Temporal unreachable for now) and "failed" (to start) are what the job
 # reports now, and for an end not started again, "still_running" or "nothing_due" (its last run
@@ -240,9 +241,10 @@ class SessionActivities:
         "nothing_due": its latest run completed, the session holds no unformed message, and the
         latest consolidation of the session scope drafted every reflection buffered (drafted_all):
         what is left is what no draft could take, which a restart would only draft again, paid,
-        every run of the job. A message recorded since (whatever its created_at), or a reflection
-        a formation buffered since, makes the end due again (once the session is quiet: the store
-        lists only those). Store facts, not the clocks of clients.
+        every run of the job. A message recorded since (whatever its created_at), a reflection
+        a formation buffered since, or one that consolidation set aside and a person corrected
+        since (back in the buffer: _corrected_since), makes the end due again (once the session is
+        quiet: the store lists only those). Store facts, not the clocks of clients.
 
         A run Temporal keeps no more (never started, or closed longer ago than the namespace's
         retention) is due: such an end is restarted at most once per retention period."""
@@ -256,22 +258,44 @@ class SessionActivities:
             return None
         key = ScopeKey.session(agent_id, session.session_id)
         newest = await store.unabsorbed_reflections(key, limit=1, newest_first=True)
-        if newest and not drafted_all(
-            await self._latest_run(consolidation_workflow_id(key)), newest[0].formed_at
-        ):
+        if not newest:
+            return "nothing_due"
+        run = await self._describe(consolidation_workflow_id(key))
+        facts = None if run is None else (run.status, run.start_time)
+        if not drafted_all(facts, newest[0].formed_at) or await self._corrected_since(run):
             return None
         return "nothing_due"
+
+    async def _corrected_since(self, run: WorkflowExecutionDescription | None) -> bool:
+        """Whether a reflection the completed consolidation ``run`` set aside is buffered again: a
+        person corrected it since, for the next consolidation to take, and none has run since.
+        A correction keeps the reflection's formed_at, so drafted_all takes it for drafted."""
+        if run is None or run.status != WorkflowExecutionStatus.COMPLETED:
+            return False
+        handle = self.client.get_workflow_handle(
+            run.id, run_id=run.run_id, result_type=ConsolidationSummary
+        )
+        summary = await handle.result(follow_runs=False)
+        for reflection_id in summary.set_aside:
+            found = await self.deps.store.get_reflection(reflection_id)
+            if found is not None and found.absorbed_into_version is None:
+                return True
+        return False
 
     async def _latest_run(self, workflow_id: str) -> RunFacts | None:
         """The status and start of the latest run under ``workflow_id``; None when Temporal keeps
         none."""
+        run = await self._describe(workflow_id)
+        return None if run is None else (run.status, run.start_time)
+
+    async def _describe(self, workflow_id: str) -> WorkflowExecutionDescription | None:
+        """The latest run under ``workflow_id``; None when Temporal keeps none."""
         try:
-            run = await self.client.get_workflow_handle(workflow_id).describe()
+            return await self.client.get_workflow_handle(workflow_id).describe()
         except RPCError as err:
             if err.status == RPCStatusCode.NOT_FOUND:
                 return None
             raise
-        return run.status, run.start_time
 
     @staticmethod
     def _failed(log: BoundLogger, ids: dict[str, str], err: Exception) -> SessionOutcome:

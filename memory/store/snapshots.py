@@ -70,9 +70,9 @@ class SnapshotReads(LifecycleReads):
     @abc.abstractmethod
     async def reflection_texts(
         self, keys: Sequence[str], texts: Sequence[str]
-    ) -> frozenset[tuple[str, str]]:
+    ) -> frozenset[tuple[str, str, int | None]]:
         """rules.recheck.reflection_text_key of the stored reflections of ``keys`` whose
-        content is one of ``texts``."""
+        content is one of ``texts``, each with its absorbed_into_version."""
 
     @abc.abstractmethod
     async def message_contents(self, session_id: str, message_ids: Sequence[str]) -> dict[str, str]:
@@ -113,9 +113,13 @@ async def _formation(reads: SnapshotReads, req: FormationRequest) -> FormationSn
         gone = await reads.invalidated_since(req.agent_id, req.deleted_since, req.recent_owners)
         # A person's deletes only: a formation's replaced the fact by another, which stands.
         deleted = [(f, v) for f, v in gone if deleted_by_hand(f) is not None]
-    texts: frozenset[tuple[str, str]] = frozenset()
+    texts: frozenset[tuple[str, str, int | None]] = frozenset()
+    versions: dict[str, int] = {}
     if req.reflection_texts:
         texts = await reads.reflection_texts(req.scope_keys, req.reflection_texts)
+        # Whether an absorbed text is in its key's current blob (rules.recheck.in_memory).
+        if absorbed := sorted({key for key, _, version in texts if version}):
+            versions = {key: b.version for key, b in (await reads.blobs(absorbed)).items()}
     state = await reads.state(req.session_id, req.agent_id)
     # The messages withheld from the agent are none of its pending (rules.withheld).
     withheld = bounds_after(state.withheld, req.new_cursor) if state is not None else ()
@@ -131,6 +135,7 @@ async def _formation(reads: SnapshotReads, req: FormationRequest) -> FormationSn
         epochs=await reads.epochs(req.agent_id, req.users),
         recent=recent,
         reflection_texts=texts,
+        blob_versions=versions,
         deleted=deleted,
     )
 

@@ -137,3 +137,28 @@ async def test_reflection_text_buffered_or_absorbed_once_per_key(store: MemorySt
     assert (first.reflections_added, again.reflections_added) == (1, 1)
     assert [r.content for r in await store.unabsorbed_reflections(USER_KEY)] == [text]
     assert [r.content for r in await store.unabsorbed_reflections(AGENT_KEY)] == [text]
+
+
+async def test_reflection_said_again_after_the_memory_moved_on_is_buffered(
+    store: MemoryStore,
+) -> None:
+    """French, then English, then French again: the third is news to the blob (English), though
+    its text was absorbed before (into an older version), so it is buffered."""
+    former = await Former(store, "s1").start()
+    french, english = "Alice prefers answers in French.", "Alice prefers answers in English."
+    for n, (text, version) in enumerate([(french, 0), (english, 1)], start=1):
+        await former.form(reflections=[reflection(USER_KEY, n, text)])
+        [buffered] = await store.unabsorbed_reflections(USER_KEY)
+        await store.commit_consolidation(
+            USER_KEY, expected_version=version, content=text, word_limit=200,
+            absorbed_ids=[buffered.reflection_id], at=at(n),
+        )  # fmt: skip
+
+    current = await former.form(
+        reflections=[reflection(USER_KEY, 3, " Alice prefers  answers in English.")]
+    )
+    again = await former.form(reflections=[reflection(USER_KEY, 4, french)])
+
+    # English is in the current blob: not news. French was absorbed into version 1 only.
+    assert (current.reflections_added, again.reflections_added) == (0, 1)
+    assert [r.content for r in await store.unabsorbed_reflections(USER_KEY)] == [french]

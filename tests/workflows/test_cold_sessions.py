@@ -26,10 +26,10 @@ from temporalio.exceptions import ActivityError
 from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 
-from memory.errors import UnusableOutputError
+from memory.errors import InputRefusedError, UnusableOutputError
 from memory.llm.base import LLMRequest
 from memory.models import MessageIn
-from memory.prompts.consolidate import ConsolidatedSections
+from memory.prompts.consolidate import ConsolidatedSections, ConsolidateInput
 from memory.prompts.extract_facts import ExtractedFacts
 from memory.settings import FormationSettings, SessionSettings, Settings, TemporalSettings
 from runtime.schedule import (
@@ -38,7 +38,7 @@ from runtime.schedule import (
     pause_schedule,
     trigger_schedule,
 )
-from tests.fakes import facts_input, permanent
+from tests.fakes import echo_consolidation, facts_input, permanent
 from tests.harness import Harness, facts, gate_first_extraction, reflections
 from tests.workflows.test_end_session_again import _formations_asked
 from worker import run_worker
@@ -367,6 +367,46 @@ async def test_an_end_that_gave_up_is_redrafted_only_once_something_is_said_agai
     assert buffered == 2  # below the session threshold: the formation asked no consolidation
     assert (formed_elsewhere.ends_started, formed_elsewhere.nothing_due) == (1, 0)
     assert len(h.llm.calls("consolidate")) > redrafted
+
+
+def _refuses_forbidden(request: LLMRequest) -> ConsolidatedSections:
+    """A content filter that refuses one reflection's text."""
+    p = request.task_input
+    assert isinstance(p, ConsolidateInput)
+    if any("forbidden" in r for r in p.reflections):
+        raise InputRefusedError("refused by the content filter", provider="fake")
+    return echo_consolidation(request)
+
+
+async def test_a_corrected_set_aside_reflection_of_an_ended_session_is_consolidated(
+    dev_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """The provider refused the session reflection at the end: set aside. A person corrects it,
+    which puts it back in the buffer for the next consolidation; the session has ended, so the
+    cold job restarts its end, which consolidates it. Before, the correction kept the reflection's
+    formed_at, older than the last consolidation: "nothing_due" every run until the purge."""
+    h = await harness(dev_env, tmp_path)
+    h.llm.defaults["extract_reflections"] = reflections(session=["forbidden words"])
+    h.llm.defaults["consolidate"] = _refuses_forbidden
+    key = h.key("session", "s1")
+    await h.record("s1", chat("s1", 4, minutes_ago=60))
+    async with h.worker():
+        ended = await h.memory.on_session_end("eve", "s1")
+        await h.store.end_session("s1", "eve", datetime.now(UTC) - timedelta(minutes=59))
+        [aside] = ended.consolidation.set_aside
+        await h.memory.manager.edit_reflection(key, aside, "the user said it politely")
+        job = await h.cold_run()
+        end = h.client.get_workflow_handle(
+            session_end_workflow_id("eve", "s1"), result_type=SessionEndSummary
+        )
+        again = await asyncio.wait_for(end.result(), 60)
+        settled = await h.cold_run()
+    assert (job.ends_started, job.nothing_due) == (1, 0), job.summary()
+    assert again.consolidation.absorbed == 1
+    blob = await h.store.get_consolidated(key)
+    assert blob is not None and "the user said it politely" in blob.content
+    assert await h.buffered(key) == []
+    assert settled.ends_started == 0
 
 
 async def test_the_cold_job_leaves_a_running_end_alone(

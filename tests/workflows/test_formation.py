@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
+from memory.llm.base import LLMRequest
 from memory.models import AgentConfig, MessageIn
-from memory.prompts.consolidate import ConsolidatedSections
+from memory.prompts.consolidate import ConsolidatedSections, ConsolidateInput
 from memory.prompts.decide_facts import FactDecision, FactDecisions
 from memory.settings import FactSettings, ReflectionSettings
 from tests.fakes import consolidated, facts_input, reflections_input
@@ -209,6 +210,34 @@ async def test_session_buffer_at_threshold_is_consolidated(
     blob = await h.store.get_consolidated(h.key("session"))
     assert blob is not None and blob.version == 1 and blob.content.startswith("VERSION: 1")
     assert await h.buffered(h.key("session")) == []
+
+
+def newer_language_wins(request: LLMRequest) -> ConsolidatedSections:
+    """A model that keeps one preference about the answers' language: the newest."""
+    p = request.task_input
+    assert isinstance(p, ConsolidateInput)
+    kept = [line[2:] for line in p.current_content.splitlines() if line.startswith("- ")]
+    if any("answers in" in r for r in p.reflections):
+        kept = [k for k in kept if "answers in" not in k]
+    return consolidated(*kept, *p.reflections)
+
+
+async def test_a_preference_changed_back_reaches_the_users_memory(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    h = await Harness.create(time_env, tmp_path, reflections=ReflectionSettings(threshold_user=1))
+    h.llm.defaults["consolidate"] = newer_language_wins
+    said = ["French", "English", "French"]  # the third in the words the first was absorbed in
+    for n, language in enumerate(said):
+        await h.record("s1", conversation(2, start=2 * n))
+        h.llm.script("extract_reflections", reflections(user=[f"Prefers answers in {language}"]))
+        async with h.worker():
+            await h.form("s1")
+            await h.consolidation_result(h.key("user"))
+
+    blob = await h.store.get_consolidated(h.key("user"))
+    assert blob is not None and blob.version == 3
+    assert "Prefers answers in French" in blob.content and "English" not in blob.content
 
 
 # Over the session blob's word limit (200, and its tolerance).

@@ -129,10 +129,16 @@ class MongoReads(SnapshotReads):
 
     async def reflection_texts(
         self, keys: Sequence[str], texts: Sequence[str]
-    ) -> frozenset[tuple[str, str]]:
+    ) -> frozenset[tuple[str, str, int | None]]:
         same = {"scope_key": {"$in": list(keys)}, "content": {"$in": list(texts)}}
-        cursor = self.db.reflections.find(same, {"scope_key": 1, "content": 1}, session=self.s)
-        return frozenset([reflection_text_key(d["scope_key"], d["content"]) async for d in cursor])
+        fields = {"scope_key": 1, "content": 1, "absorbed_into_version": 1}
+        cursor = self.db.reflections.find(same, fields, session=self.s)
+        return frozenset(
+            [
+                (*reflection_text_key(d["scope_key"], d["content"]), d.get("absorbed_into_version"))
+                async for d in cursor
+            ]
+        )
 
     async def session_head(self, session_id: str) -> tuple[int, datetime | None] | None:
         doc = await self.db.sessions.find_one({"_id": session_id}, session=self.s)

@@ -19,7 +19,8 @@ nothing written. The rules:
 - An add that would be new is re-checked against the agent's facts committed since the commit's
   candidates were read (``recheck``): one as similar as a candidate is StaleDecisionError.
 - Reflections are inserted by id (existing ids are left alone), and not when their text is
-  already stored in their scope key (buffered or absorbed) or repeated in the commit.
+  already in their scope key's memory (buffered, set aside, or absorbed into the key's current
+  blob: ``recheck.in_memory``) or repeated in the commit.
 - cursor = new_cursor; pending counters = the messages after it; formations + 1; the versions of
   every touched scope key are bumped.
 """
@@ -48,6 +49,7 @@ from memory.store.rules.erasure import (
 from memory.store.rules.fact_ops import FactPlanner
 from memory.store.rules.recheck import (
     RecentFacts,
+    in_memory,
     recent_since,
     reflection_text_key,
     unseen_reflections,
@@ -79,8 +81,11 @@ class FormationSnapshot:
     epochs: Mapping[str, int] = field(default_factory=dict)  # users' erasure epochs (erasure)
     # The agent's valid facts inserted or updated since recent_since, with their vectors.
     recent: Sequence[tuple[Fact, Sequence[float]]] = ()
-    # (scope key, whitespace-normalised content) of the stored reflections among reflection_texts.
-    reflection_texts: frozenset[tuple[str, str]] = frozenset()
+    # (scope key, whitespace-normalised content, absorbed_into_version) of the stored reflections
+    # among reflection_texts.
+    reflection_texts: frozenset[tuple[str, str, int | None]] = frozenset()
+    # The version of each scope key's blob (missing: 0, none) when reflection_texts found any.
+    blob_versions: Mapping[str, int] = field(default_factory=dict)
     # The agent's facts a person deleted since deleted_since, with their vectors.
     deleted: Sequence[tuple[Fact, Sequence[float]]] = ()
 
@@ -103,7 +108,8 @@ class FormationRequest(Request[FormationSnapshot]):
     # the facts of its own owner (rules.recheck.check_add), so a busy agent's commit does not read
     # every fact its other users formed in the last minute inside its write transaction.
     recent_owners: tuple[str, ...] = ()
-    # Reflections of these keys with one of these contents (raw and normalised), absorbed or not.
+    # Reflections of these keys with one of these contents (raw and normalised), absorbed or not,
+    # and those keys' blob versions.
     reflection_texts: tuple[str, ...] = ()
     # The agent's facts (of recent_owners) invalidated at or after this time, with their vectors,
     # of which the snapshot keeps a person's deletes: an add said before a delete may state the
@@ -201,9 +207,8 @@ def plan_formation(
     )
     facts.apply()
     writes += facts.writes
-    reflections, keys = _new_reflections(
-        commit, snapshot.existing_reflections, snapshot.reflection_texts
-    )
+    repeated = in_memory(snapshot.reflection_texts, snapshot.blob_versions)
+    reflections, keys = _new_reflections(commit, snapshot.existing_reflections, repeated)
     if reflections:
         writes.append(InsertReflections(reflections))
     if touched := facts.touched | keys:

@@ -15,20 +15,22 @@ version, still writing during a rolling upgrade, inserts without the stamp: its 
 by the store itself (SQLite: a trigger; PostgreSQL: the column's default; MongoDB's insertion
 ObjectId is the stamp, and every version writes one).
 
-Reflections converge the simpler way: a text already buffered or absorbed in its scope key is not
-buffered again.
+Reflections converge the simpler way: a text already in its scope key's memory is not buffered
+again: one buffered or set aside, or absorbed into the key's current blob. One absorbed into an
+older blob is not: a later consolidation moved the memory on (a preference changed since), so the
+same words said again are news ("French" again after "English") and are buffered.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime, timedelta
 
 import numpy as np
 
 from memory.errors import StaleDecisionError
 from memory.formation_commit import AddRecheck, FactAdd
-from memory.models import Fact, Reflection
+from memory.models import SET_ASIDE, Fact, Reflection
 
 # Facts stamped this long before the candidates were read are read too: a commit (an insert)
 # stamps its time before its transaction commits, so one that was still writing when the
@@ -105,10 +107,24 @@ def reflection_text_key(scope_key: str, content: str) -> tuple[str, str]:
     return scope_key, " ".join(content.split())
 
 
+def in_memory(
+    stored: Collection[tuple[str, str, int | None]], blob_versions: Mapping[str, int]
+) -> frozenset[tuple[str, str]]:
+    """The stored texts (scope key, normalised content, absorbed_into_version) a new reflection of
+    the same text repeats: buffered, set aside, or absorbed into the key's current blob version.
+    A text absorbed into an older version was moved on from by a later consolidation."""
+    return frozenset(
+        (key, text)
+        for key, text, absorbed in stored
+        if absorbed in (None, SET_ASIDE) or absorbed == blob_versions.get(key, 0)
+    )
+
+
 def unseen_reflections(
     reflections: Sequence[Reflection], stored: Collection[tuple[str, str]]
 ) -> list[Reflection]:
-    """The reflections whose text is neither stored in their scope key nor repeated before them."""
+    """The reflections whose text is neither in ``stored`` (``in_memory``) nor repeated before
+    them."""
     seen = set(stored)
     kept: list[Reflection] = []
     for r in reflections:

@@ -140,12 +140,18 @@ class SqlReads(SqlLifecycleReads, SnapshotReads):
 
     async def reflection_texts(
         self, keys: Sequence[str], texts: Sequence[str]
-    ) -> frozenset[tuple[str, str]]:
-        sql = f"SELECT {self.db.content} AS content FROM reflections WHERE scope_key = %s AND "
-        found: set[tuple[str, str]] = set()
+    ) -> frozenset[tuple[str, str, int | None]]:
+        sql = (
+            f"SELECT {self.db.content} AS content, absorbed_into_version FROM reflections "
+            "WHERE scope_key = %s AND "
+        )
+        found: set[tuple[str, str, int | None]] = set()
         for key in keys:
             rows = await self.db.fetch_in(sql + self.db.content, texts, key)
-            found.update(reflection_text_key(key, row["content"]) for row in rows)
+            found.update(
+                (*reflection_text_key(key, row["content"]), row["absorbed_into_version"])
+                for row in rows
+            )
         return frozenset(found)
 
     async def session_head(self, session_id: str) -> tuple[int, datetime | None] | None:
