@@ -10,10 +10,19 @@ import pytest
 
 from memory.errors import StaleDecisionError
 from memory.formation_commit import AddRecheck, FormationCommit
-from memory.ids import content_hash
-from memory.models import Fact
 from memory.store.base import MemoryStore
-from tests.store.builders import AGENT_KEY, MODEL, USER_KEY, Former, add, at, reflection, unit, vec
+from tests.store.builders import (
+    AGENT_KEY,
+    USER_KEY,
+    Former,
+    add,
+    assert_restatement_stale,
+    at,
+    imported_long_ago,
+    reflection,
+    unit,
+    vec,
+)
 
 
 def rechecked(c: FormationCommit, read_seconds: float, seen: dict[str, int]) -> FormationCommit:
@@ -44,22 +53,8 @@ async def test_add_similar_to_a_fact_imported_since_is_stale(store: MemoryStore)
     beside it."""
     former = await Former(store, "s1").start()
     read = datetime.now(UTC)  # the formation reads its candidates (none) now
-    months_ago = read - timedelta(days=130)
-    text = "Alice drinks green tea every single morning"
-    imported = Fact(
-        fact_id="mem0-1", agent_id="a1", user_id="u1", scope="user", content=text,
-        hash=content_hash(text), embedding_model=MODEL, formed_at=months_ago,
-        updated_at=months_ago,
-    )  # fmt: skip
-    assert (await store.import_facts([imported], [vec(1, 0)])).inserted == 1
-
-    commit = former.next_commit(
-        add("f1", "Alice drinks green tea each single morning", unit(1, 0.1))
-    )
-    recheck = AddRecheck(candidates_read_at=read, seen={}, similarity=0.9)
-    with pytest.raises(StaleDecisionError):
-        await store.commit_formation(commit.model_copy(update={"recheck": recheck}))
-    assert await store.get_facts(["f1"]) == []
+    assert (await store.import_facts([imported_long_ago(read)], [vec(1, 0)])).inserted == 1
+    await assert_restatement_stale(store, former, read, "f1")
 
 
 async def test_only_facts_of_the_adds_owner_are_rechecked(store: MemoryStore) -> None:
