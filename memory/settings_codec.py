@@ -10,7 +10,7 @@ import ipaddress
 import re
 from typing import Self
 
-from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic import Field, SecretStr, model_validator
 
 from memory.settings_group import SettingsGroup
 
@@ -113,21 +113,20 @@ class CodecSettings(SettingsGroup):
         None, description="If set, the codec server requires 'Authorization: Bearer <token>'"
     )
 
-    @field_validator("server_bind")
-    @classmethod
-    def _bind_is_host_and_port(cls, bind: str) -> str:
-        _bind_address(bind)
-        return bind
-
-    @field_validator("server_hosts")
-    @classmethod
-    def _hosts_as_host_headers_name_them(cls, hosts: tuple[str, ...]) -> tuple[str, ...]:
-        return tuple(_listed_host(entry) for entry in hosts)
-
+    # `server_bind` and `server_hosts` are kept as given and read only by `mnemos codec-server`
+    # (via these two): checked at load, a value only that command uses would stop the worker,
+    # serve and every CLI command sharing the environment (review H161).
     @property
     def bind_address(self) -> tuple[str, int]:
-        """``(host, port)`` of ``server_bind`` as a socket takes it (IPv6 without brackets)."""
+        """``(host, port)`` of ``server_bind`` as a socket takes it (IPv6 without brackets);
+        ValueError saying which form it should take."""
         return _bind_address(self.server_bind)
+
+    @property
+    def listed_hosts(self) -> frozenset[str]:
+        """``server_hosts`` as `authority_host` reads a Host header; ValueError naming an entry
+        that is no host."""
+        return frozenset(_listed_host(entry) for entry in self.server_hosts)
 
     @model_validator(mode="after")
     def _keys_are_aes256(self) -> Self:

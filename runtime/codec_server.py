@@ -15,7 +15,6 @@ import typer
 from fastapi import FastAPI, HTTPException, Request, Response
 from fastapi.middleware.cors import CORSMiddleware
 from google.protobuf import json_format
-from pydantic import ValidationError
 from temporalio.api.common.v1 import Payload, Payloads
 
 from memory.settings import CodecSettings, get_settings
@@ -44,9 +43,10 @@ def codec_app(cfg: CodecSettings) -> FastAPI:
     # Without a token, only a request to the bound address or a loopback name is answered: a page
     # that DNS-rebinds its own name to 127.0.0.1 would otherwise post here as its own origin
     # (a text/plain body needs no preflight) and read the decrypted answer.
-    # The settings parse the bind and the listed names as a Host header is parsed below, and a
-    # Host that does not parse is None, never in this set: a bad header is refused, not let in.
-    hosts = _LOOPBACK | {cfg.bind_address[0]} | set(cfg.server_hosts)
+    # The bind and the listed names are parsed as a Host header is parsed below (a bad one raises
+    # ValueError here, before anything listens), and a Host that does not parse is None, never in
+    # this set: a bad header is refused, not let in.
+    hosts = _LOOPBACK | {cfg.bind_address[0]} | cfg.listed_hosts
 
     async def payloads_in(request: Request) -> Payloads:
         if token is None and authority_host(request.headers.get("host", "")) not in hosts:
@@ -81,14 +81,22 @@ def codec_app(cfg: CodecSettings) -> FastAPI:
     return app
 
 
-def _with_bind(cfg: CodecSettings, bind: str) -> CodecSettings:
-    """``cfg`` listening on (and answering for) ``bind``, checked as MNEMOS_CODEC__SERVER_BIND is:
-    model_copy(update=) would skip the check and leave a bad bind to fail in uvicorn."""
+def _bind_of(cfg: CodecSettings, *, from_flag: bool) -> tuple[str, int]:
+    """``cfg``'s bind as uvicorn takes it, or the one-line error naming where it was set: the
+    settings keep it as given, so this command is where a bad one is refused (review H161)."""
     try:
-        return CodecSettings.model_validate({**cfg.model_dump(), "server_bind": bind})
-    except ValidationError as e:
-        msg = e.errors()[0]["msg"].removeprefix("Value error, ")
-        raise typer.BadParameter(msg, param_hint="--bind") from e
+        return cfg.bind_address
+    except ValueError as e:
+        hint = "--bind" if from_flag else "MNEMOS_CODEC__SERVER_BIND"
+        raise typer.BadParameter(str(e), param_hint=hint) from e
+
+
+def _check_hosts(cfg: CodecSettings) -> frozenset[str]:
+    """The listed hosts, or a one-line error naming one that is no host, before anything listens."""
+    try:
+        return cfg.listed_hosts
+    except ValueError as e:
+        raise typer.BadParameter(str(e), param_hint="MNEMOS_CODEC__SERVER_HOSTS") from e
 
 
 def codec_server(
@@ -102,12 +110,15 @@ def codec_server(
 
     cfg = get_settings().codec
     if bind is not None:
-        cfg = _with_bind(cfg, bind)
+        cfg = cfg.model_copy(update={"server_bind": bind})
+    host, port = _bind_of(
+        cfg, from_flag=bind is not None
+    )  # uvicorn takes IPv6 without its brackets
+    _check_hosts(cfg)
     try:
         app = codec_app(cfg)
     except ValueError as e:
         raise typer.BadParameter(str(e)) from e
-    host, port = cfg.bind_address  # uvicorn takes an IPv6 host without its brackets
     origins = ", ".join(cfg.server_origins)
     typer.echo(f"codec endpoint on http://{cfg.server_bind} (origins: {origins})")
     uvicorn.run(app, host=host, port=port, log_level="warning")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 import json
 import os
-import re
 from typing import cast
 
 import httpx2
@@ -15,11 +14,10 @@ import uvicorn
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from google.protobuf import json_format
-from pydantic import ValidationError
 from temporalio.api.common.v1 import Payloads
 from typer.testing import CliRunner, Result
 
-from memory.settings import CodecSettings, get_settings
+from memory.settings import CodecSettings, get_settings, read_settings
 from runtime.codec import data_converter
 from runtime.codec_server import codec_app, codec_server
 from runtime.payloads import payload_data_converter
@@ -211,8 +209,31 @@ def test_a_bind_that_is_not_host_and_port_is_a_one_line_error(
     assert result.exit_code == 2 and not served
     assert result.exception is None or isinstance(result.exception, SystemExit)
     assert says in result.output and "--bind" in result.output
-    with pytest.raises(ValidationError, match=re.escape(says)):
-        settings(server_bind=bind)
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "named"),
+    [
+        ("MNEMOS_CODEC__SERVER_BIND", "fd00::5:8081", "'fd00::5:8081'"),
+        (
+            "MNEMOS_CODEC__SERVER_HOSTS",
+            '["https://temporal-ui.example.com"]',
+            "'https://temporal-ui.example.com'",
+        ),
+    ],
+)
+def test_a_codec_server_setting_does_not_stop_the_other_processes(
+    monkeypatch: pytest.MonkeyPatch, name: str, value: str, named: str
+) -> None:
+    """The worker, serve and every CLI command load the settings too: a bind or a listed host
+    only codec-server reads must not stop them (in a rolling upgrade with a shared environment
+    the new workers would crash-loop); codec-server alone refuses it, naming it (review H161)."""
+    monkeypatch.setenv(name, value)
+    read_settings()
+    result, served = serve(monkeypatch)
+    assert result.exit_code == 2 and not served
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert name in result.output and named in result.output, result.output
 
 
 @pytest.mark.parametrize(
@@ -235,9 +256,16 @@ async def test_a_listed_host_is_read_as_a_host_header(listed: str, host: str) ->
 
 
 @pytest.mark.parametrize("listed", ["http://codec.internal.example", "[fd00::5", "", "a b"])
-def test_a_listed_host_that_is_no_host_is_refused_at_start(listed: str) -> None:
-    with pytest.raises(ValidationError, match="is not a host"):
-        settings(server_hosts=(listed,))
+def test_a_listed_host_that_is_no_host_is_refused_at_start(
+    monkeypatch: pytest.MonkeyPatch, listed: str
+) -> None:
+    """codec-server names the entry rather than never matching it; a mounted codec_app too."""
+    monkeypatch.setenv("MNEMOS_CODEC__SERVER_HOSTS", json.dumps([listed]))
+    result, served = serve(monkeypatch)
+    assert result.exit_code == 2 and not served
+    assert "is not a host" in result.output and "MNEMOS_CODEC__SERVER_HOSTS" in result.output
+    with pytest.raises(ValueError, match="is not a host"):
+        codec_app(settings(server_hosts=(listed,)))
 
 
 @pytest.mark.parametrize("host", ["[evil", "", "evil.example@127.0.0.1", "localhost/x", "[::1"])
