@@ -222,6 +222,16 @@ class MemoryManager:
             key, include_absorbed=include_absorbed, limit=limit
         )
 
+    async def list_set_aside_reflections(
+        self, key: ScopeKey, *, limit: int = MAX_PAGE
+    ) -> list[Reflection]:
+        """The set-aside reflections alone, newest first: however many newer ones were buffered
+        after one, it stays reachable for a person to correct (back in the buffer) or remove."""
+        if not 1 <= limit <= MAX_PAGE:
+            raise InvalidInputError(f"1 ≤ limit ≤ {MAX_PAGE}")
+        await self._require_agent(key.agent_id)
+        return await self.store.list_set_aside_reflections(key, limit=limit)
+
     async def edit_reflection(
         self,
         key: ScopeKey,

@@ -12,10 +12,9 @@ from urllib.parse import urlencode
 
 from pydantic import BaseModel
 
-from client.management import MAX_PAGE, FactPage, ScopeConsolidationStatus, ScopeStats
+from client.management import FactPage, MemoryManager, ScopeConsolidationStatus, ScopeStats
 from memory.directory import AgentUser
 from memory.models import (
-    SET_ASIDE,
     ConsolidatedMemory,
     FactFilter,
     Reflection,
@@ -33,6 +32,9 @@ SESSIONS_SHOWN = 50
 # The users and sessions are read up to this many to count them (the store has no count of them;
 # each row is small): the page lists the most recently active ones and says how many there are.
 COUNTED = 1000
+# The set-aside reflections of a scope are all listed (few: each takes a refusal a person has not
+# yet answered); past this many the page lists the newest and says there are more.
+SET_ASIDE_SHOWN = 200
 
 
 class ScopeView(BaseModel):
@@ -41,6 +43,7 @@ class ScopeView(BaseModel):
     status: ScopeConsolidationStatus
     blob: ConsolidatedMemory | None
     reflections: list[Reflection]  # the newest buffered ones and every set-aside one
+    more_set_aside: bool = False  # more than SET_ASIDE_SHOWN set aside: the newest are listed
 
 
 class Listed[T](BaseModel):
@@ -114,14 +117,36 @@ def _listed[T](rows: list[T], shown: int) -> Listed[T]:
     return Listed[T](rows=rows[:shown], total=min(len(rows), COUNTED), more=len(rows) > COUNTED)
 
 
-def shown_reflections(unabsorbed: list[Reflection]) -> list[Reflection]:
-    """The newest buffered reflections, and every set-aside one however old (few: it takes a
-    refusal each), which only a person can put back (by correcting it); newest first."""
-    buffered = [r for r in unabsorbed if r.absorbed_into_version is None]
-    recent = {r.reflection_id for r in buffered[:RECENT_REFLECTIONS]}
-    return [
-        r for r in unabsorbed if r.reflection_id in recent or r.absorbed_into_version == SET_ASIDE
-    ]
+async def scope_view(
+    manager: MemoryManager, stats: ScopeStats, status: ScopeConsolidationStatus
+) -> ScopeView:
+    key = stats.scope_key
+    # The set-aside ones are read on their own: one may be older than the whole buffer.
+    set_aside = await manager.list_set_aside_reflections(key, limit=SET_ASIDE_SHOWN + 1)
+    # The newest of those in no blob hold the newest RECENT_REFLECTIONS buffered ones: at most
+    # len(set_aside) of them are set aside.
+    newest = await manager.list_reflections(key, limit=RECENT_REFLECTIONS + len(set_aside))
+    return ScopeView(
+        key=key,
+        stats=stats,
+        status=status,
+        blob=await manager.show_consolidated(key),
+        reflections=shown_reflections(newest, set_aside[:SET_ASIDE_SHOWN]),
+        more_set_aside=len(set_aside) > SET_ASIDE_SHOWN,
+    )
+
+
+def shown_reflections(newest: list[Reflection], set_aside: list[Reflection]) -> list[Reflection]:
+    """The newest buffered reflections, and every set-aside one however old, which only a person
+    can put back (by correcting it); newest first. ``newest``: the newest of those in no blob;
+    any set-aside one not among them is older than all of them, so it follows them."""
+    buffered = [r for r in newest if r.absorbed_into_version is None]
+    shown = {r.reflection_id for r in buffered[:RECENT_REFLECTIONS]} | {
+        r.reflection_id for r in set_aside
+    }
+    listed = [r for r in newest if r.reflection_id in shown]
+    seen = {r.reflection_id for r in listed}
+    return listed + [r for r in set_aside if r.reflection_id not in seen]
 
 
 def fact_filter(agent_id: str, user_id: str | None) -> FactFilter:
@@ -142,16 +167,7 @@ async def agent_view(
     stats = await manager.stats(agent_id, user_id, session_id)
     statuses = await manager.consolidation_status(agent_id, user_id, session_id)
     scopes = [
-        ScopeView(
-            key=s.scope_key,
-            stats=s,
-            status=status,
-            blob=await manager.show_consolidated(s.scope_key),
-            # Read past the newest few: a set-aside one may be older than the whole buffer.
-            reflections=shown_reflections(
-                await manager.list_reflections(s.scope_key, limit=MAX_PAGE)
-            ),
-        )
+        await scope_view(manager, s, status)
         for s, status in zip(stats.scopes, statuses, strict=True)
     ]
     flt = fact_filter(agent_id, user_id)

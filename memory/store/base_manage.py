@@ -18,8 +18,9 @@ from memory.models import Fact, FactFilter, Reflection, ScopeKey
 from memory.store.base_lifecycle import Vector
 
 # Which reflections a listing reads: the buffer alone is the context's and the consolidation's
-# (a partial index of its own on SQLite); those in no blob add the set-aside ones.
-type Which = Literal["buffered", "in_no_blob", "all"]
+# (a partial index of its own on SQLite); those in no blob add the set-aside ones; "set_aside"
+# reads those alone (few: each takes a refusal), however many newer ones are buffered.
+type Which = Literal["buffered", "in_no_blob", "set_aside", "all"]
 
 
 @dataclass(frozen=True)
@@ -171,15 +172,22 @@ class ManageContract(abc.ABC):
         which: Which = "all" if include_absorbed else "in_no_blob"
         return await self._reflections(key, which=which, newest_first=True, limit=limit)
 
+    async def list_set_aside_reflections(self, key: ScopeKey, *, limit: int) -> list[Reflection]:
+        """The key's set-aside reflections alone (absorbed_into_version SET_ASIDE), newest first:
+        a person's to correct or remove, however many newer ones were buffered after them."""
+        if limit <= 0:
+            return []
+        return await self._reflections(key, which="set_aside", newest_first=True, limit=limit)
+
     @abc.abstractmethod
     async def _reflections(
         self, key: ScopeKey, *, which: Which, newest_first: bool, limit: int | None
     ) -> list[Reflection]:
         """The key's reflections (``which``: the buffered ones, absorbed_into_version None; those
-        in no blob, the buffered and the set-aside ones, SET_ASIDE; or all) ordered by
-        formed_at, then by insertion (the later stored last), in that direction; at most
-        ``limit`` (> 0) of them, all of them for None. list_reflections' and
-        MemoryStore.unabsorbed_reflections' query."""
+        in no blob, the buffered and the set-aside ones, SET_ASIDE; the set-aside ones alone; or
+        all) ordered by formed_at, then by insertion (the later stored last), in that direction;
+        at most ``limit`` (> 0) of them, all of them for None. list_reflections',
+        list_set_aside_reflections' and MemoryStore.unabsorbed_reflections' query."""
 
     @abc.abstractmethod
     async def edit_reflection(

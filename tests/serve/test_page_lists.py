@@ -7,8 +7,12 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta, timezone
 
+import pytest
+
+from client.management import MAX_PAGE
 from memory.ids import text_hash
 from memory.models import MessageIn, ScopeKey
+from serve import page_view
 from tests.serve.conftest import Served
 from tests.serve.test_page import browser
 from tests.store.builders import Former, add, msg, record, reflection, unit
@@ -96,6 +100,33 @@ async def test_a_set_aside_reflection_is_listed_however_many_are_buffered_after_
     assert "Alice likes thing 11" in user_scope and "Alice likes thing 1<" not in user_scope
 
 
+async def test_a_set_aside_reflection_is_listed_past_a_full_page_buffered_after_it(
+    served: Served,
+) -> None:
+    """README: every set-aside reflection is listed, however old: even when more newer ones were
+    buffered after it (a long outage, an import) than a listing page holds (MAX_PAGE)."""
+    store = served.h.store
+    key = ScopeKey(scope="user", agent_id="eve", user_id="alice")
+    await record(store, "s1", "eve", [msg(f"m{i}", "hello", user_id="alice") for i in range(3)])
+    former = Former(store, "s1", "eve")
+    old = reflection(key, 0, "Alice once said something the provider refuses", seconds=1)
+    await former.form(reflections=[old])
+    assert await store.set_aside_reflection(
+        key, old.reflection_id, content_hash=text_hash(old.content)
+    )
+    newer = [
+        reflection(key, i, f"Alice likes thing {i}", seconds=10 + i) for i in range(1, MAX_PAGE + 2)
+    ]
+    await former.form(reflections=newer)
+    async with browser(served, served.eve) as c:
+        page = (await c.get("/ui/agents/eve", params={"user_id": "alice"})).text
+    user_scope = page.split('id="scope-user"')[1].split("</section>")[0]
+    assert old.content in user_scope and ">set aside</span>" in user_scope
+    assert f"the 10 newest of {MAX_PAGE + 1} buffered" in user_scope
+    assert f'value="Alice likes thing {MAX_PAGE + 1}"' in user_scope  # the newest buffered
+    assert 'value="Alice likes thing 1"' not in user_scope  # past the newest ten
+
+
 async def test_the_users_and_sessions_counts_are_the_agents_not_the_pages(served: Served) -> None:
     store = served.h.store
     for n in range(60):
@@ -133,3 +164,24 @@ async def test_every_time_on_the_fact_page_names_its_zone(served: Served) -> Non
     assert "<td>2025-01-01 21:00 UTC+09:00</td>" in page  # the source message, its clock
     assert "<td>2025-01-01 12:01 UTC</td>" in facts_section(listing)
     assert "<td>2025-01-01 12:00 UTC</td>" in listing  # the user's last activity
+
+
+async def test_more_set_aside_reflections_than_the_page_lists_are_said_to_be_more(
+    served: Served, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past the page's bound of set-aside reflections, the page says it lists the newest only."""
+    monkeypatch.setattr(page_view, "SET_ASIDE_SHOWN", 1)
+    store = served.h.store
+    key = ScopeKey(scope="user", agent_id="eve", user_id="alice")
+    await record(store, "s1", "eve", [msg(f"m{i}", "hello", user_id="alice") for i in range(3)])
+    refused = [reflection(key, i, f"Alice said refused thing {i}", seconds=1 + i) for i in (0, 1)]
+    await Former(store, "s1", "eve").form(reflections=refused)
+    for r in refused:
+        assert await store.set_aside_reflection(
+            key, r.reflection_id, content_hash=text_hash(r.content)
+        )
+    async with browser(served, served.eve) as c:
+        page = (await c.get("/ui/agents/eve", params={"user_id": "alice"})).text
+    user_scope = page.split('id="scope-user"')[1].split("</section>")[0]
+    assert "the newest 1 set aside are listed" in user_scope
+    assert refused[1].content in user_scope and refused[0].content not in user_scope

@@ -71,3 +71,36 @@ async def test_correcting_a_set_aside_reflection_puts_it_back_and_it_can_be_remo
     assert [
         r.reflection_id for r in await store.list_reflections(USER_KEY, include_absorbed=True)
     ] == [first]
+
+
+async def test_the_set_aside_reflections_are_listed_alone_however_many_are_buffered_after(
+    store: MemoryStore,
+) -> None:
+    """A reflection set aside before newer ones were buffered (an outage, an import) is still
+    listed, to be corrected; absorbed, buffered and other scopes' ones are not."""
+    former = await Former(store).start()
+    user = [reflection(USER_KEY, i, f"r{i}", seconds=i) for i in range(4)]
+    await former.form(reflections=[*user, reflection(AGENT_KEY, 9, "a9", seconds=9)])
+    first, second, third, fourth = (r.reflection_id for r in user)
+    for key, reflection_id, text in (
+        (USER_KEY, first, "r0"),
+        (USER_KEY, third, "r2"),
+        (AGENT_KEY, reflection(AGENT_KEY, 9).reflection_id, "a9"),
+    ):
+        assert await store.set_aside_reflection(key, reflection_id, content_hash=text_hash(text))
+    await store.commit_consolidation(
+        USER_KEY, expected_version=0, content="- r1", word_limit=100,
+        absorbed_ids=[second], at=at(100),
+    )  # fmt: skip
+
+    listed = await store.list_set_aside_reflections(USER_KEY, limit=10)
+
+    assert [(r.reflection_id, r.absorbed_into_version) for r in listed] == [
+        (third, SET_ASIDE),
+        (first, SET_ASIDE),
+    ]
+    newest = await store.list_set_aside_reflections(USER_KEY, limit=1)
+    assert [r.reflection_id for r in newest] == [third]
+    assert await store.list_set_aside_reflections(USER_KEY, limit=0) == []
+    # The newest of those in no blob is buffered: the set-aside ones are past it.
+    assert [r.reflection_id for r in await store.list_reflections(USER_KEY, limit=1)] == [fourth]

@@ -227,6 +227,8 @@ class MongoStore(
             query["absorbed_into_version"] = None
         elif which == "in_no_blob":
             query["absorbed_into_version"] = {"$in": [None, SET_ASIDE]}
+        elif which == "set_aside":
+            query["absorbed_into_version"] = SET_ASIDE
         direction = -1 if newest_first else 1
         cursor = self._db.reflections.find(query).sort(
             [("formed_at", direction), ("ins", direction)]

@@ -217,6 +217,7 @@ class SqlStore[D: Db](PlannedStore):
         state = {
             "buffered": " AND absorbed_into_version IS NULL",
             "in_no_blob": f" AND coalesce(absorbed_into_version, {SET_ASIDE}) = {SET_ASIDE}",
+            "set_aside": f" AND absorbed_into_version = {SET_ASIDE}",
             "all": "",
         }[which]
         order = "DESC" if newest_first else "ASC"
