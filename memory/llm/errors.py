@@ -74,12 +74,36 @@ _RETRYABLE_STATUSES = frozenset({408, 409, 429})
 _KEY_PATTERN = re.compile(r"\bsk-[A-Za-z0-9_\-]{8,}|\bAIza[0-9A-Za-z_\-]{20,}")
 _MAX_MESSAGE = 500
 # How servers refuse a request longer than their model's context, in an HTTP 400 (or an error
-# event): OpenAI's code, llama.cpp's type and message, vLLM's (and Mistral's) message, Gemini's.
+# event): OpenAI's code, llama.cpp's type and message, vLLM's (and Mistral's) message, Gemini's,
+# LM Studio's, the "prompt is too long" of Anthropic-style servers, and TGI's two (HTTP 422).
 _CONTEXT_REFUSAL = re.compile(
     r"context_length_exceeded|exceed_context_size|exceeds the available context size"
-    r"|maximum context length|input token count \(?\d*\)? ?exceeds",
+    r"|maximum context length|input token count \(?\d*\)? ?exceeds|context length of only"
+    r"|prompt is too long|`inputs` tokens \+ `max_new_tokens` must be|`inputs` must have less than",
     re.IGNORECASE,
 )
+# A refusal that states the answer's cap and the model's context: vLLM's older message (OpenAI's
+# of old), vLLM's newer one, TGI's. When the cap alone is over the context no input is small
+# enough, so splitting would pass every message over: mnemos was not told how small the model is.
+_CAP_AND_CONTEXT = (
+    re.compile(
+        r"maximum context length is (?P<context>\d+) tokens.*?\(\d+ in the messages, "
+        r"(?P<cap>\d+) in the completion\)",
+        re.IGNORECASE | re.DOTALL,
+    ),
+    re.compile(
+        r"is too large: (?P<cap>\d+)\. This model's maximum context length is (?P<context>\d+)",
+        re.IGNORECASE,
+    ),
+    re.compile(
+        r"`max_new_tokens` must be <= (?P<context>\d+)\. Given: \d+ `inputs` tokens and "
+        r"(?P<cap>\d+) `max_new_tokens`",
+        re.IGNORECASE,
+    ),
+)
+# Statuses a context refusal comes with: a 400, TGI's 422 (validation), or none (an error event).
+# Older llama.cpp answered a 500, left retryable: a 500 says nothing certain about the request.
+_CONTEXT_REFUSAL_STATUSES = (None, 400, 422)
 _PAYLOAD_TOO_LARGE = 413
 
 
@@ -156,12 +180,41 @@ def _google_retry_delay(details: Any) -> float | None:
 
 
 def _refuses_context(status: int | None, *said: object) -> bool:
-    """A server's answer that says the request exceeds its model's context: a 413, or a 400 (or
-    a status-less error event) whose code, type or message says so (``_CONTEXT_REFUSAL``)."""
+    """A server's answer that says the request exceeds its model's context: a 413, or a 400 (a
+    422, a status-less error event) whose code, type or message says so (``_CONTEXT_REFUSAL``)."""
     if status == _PAYLOAD_TOO_LARGE:
         return True
-    return status in (None, 400) and any(
+    return status in _CONTEXT_REFUSAL_STATUSES and any(
         isinstance(text, str) and _CONTEXT_REFUSAL.search(text) for text in said
+    )
+
+
+def _cap_alone_over_context(message: str) -> bool:
+    """The refusal says the answer's cap (max_tokens) is itself at least the model's context."""
+    for pattern in _CAP_AND_CONTEXT:
+        if (found := pattern.search(message)) is not None:
+            return int(found["cap"]) >= int(found["context"])
+    return False
+
+
+def _context_refusal(
+    status: int | None, message: str, where: str, *, provider: str
+) -> ProviderError:
+    """The error for a refusal over the context: a window too large, unless the cap alone is over
+    it, which no smaller window fixes and which fails the run, saying what to set."""
+    if _cap_alone_over_context(message):
+        return ProviderError(
+            f"{provider} {where}, the answer's max_tokens alone exceeds the model's context: set "
+            f"MNEMOS_MODELS__CONTEXT_TOKENS to the model's context (mnemos then sizes max_tokens "
+            f"to fit): {message}",
+            retryable=False,
+            status=status,
+            provider=provider,
+        )
+    return ContextExceededError(
+        f"{provider} {where}, the request exceeds the model's context: {message}",
+        status=status,
+        provider=provider,
     )
 
 
@@ -174,11 +227,7 @@ def _status_error(
     said: tuple[object, ...] = (),
 ) -> ProviderError:
     if _refuses_context(status, message, *said):
-        return ContextExceededError(
-            f"{provider} HTTP {status}, the request exceeds the model's context: {message}",
-            status=status,
-            provider=provider,
-        )
+        return _context_refusal(status, message, f"HTTP {status}", provider=provider)
     return ProviderError(
         f"{provider} HTTP {status}: {message}",
         retryable=is_retryable_status(status),
@@ -220,7 +269,7 @@ def to_provider_error(
             retry_after = parse_retry_after(dict(exc.response.headers))
             return _status_error(
                 exc.status_code,
-                redact(exc.message, secrets),
+                redact(_said_in_status(exc), secrets),
                 retry_after,
                 provider=provider,
                 said=(exc.code, exc.type),  # OpenAI's code, llama.cpp's type
@@ -252,10 +301,10 @@ def to_provider_error(
             where = f" ({status})" if status is not None else ""
             if _refuses_context(status, exc.message, exc.code, exc.type):
                 # A server that refuses an over-long prompt only once its stream has begun.
-                return ContextExceededError(
-                    f"{provider} stream error{where}, the request exceeds the model's context: "
-                    f"{redact(exc.message, secrets)}",
-                    status=status,
+                return _context_refusal(
+                    status,
+                    redact(exc.message, secrets),
+                    f"stream error{where}",
                     provider=provider,
                 )
             return ProviderError(
@@ -265,6 +314,14 @@ def to_provider_error(
                 provider=provider,
             )
     return None
+
+
+def _said_in_status(exc: openai.APIStatusError) -> str:
+    """The SDK's message, and the body's error when that is a bare string (TGI's ``{"error":
+    "Input validation error: ..."}``), which the SDK leaves out of its message."""
+    if isinstance(exc.body, str) and exc.body and exc.body not in exc.message:
+        return f"{exc.message} - {exc.body}"
+    return exc.message
 
 
 def _body_status(body: object) -> int | None:

@@ -51,12 +51,12 @@ def thinking_for(model: str) -> Thinking:
     """The least thinking ``model`` accepts, by family (ai.google.dev/gemini-api/docs/thinking):
     Gemini 3 and later take a level (MINIMAL on Flash and Flash-Lite, LOW on Pro; none can stop
     thinking); 2.5 a budget (0 turns Flash's and Flash-Lite's off; Pro's least is 128). Older
-    models and names of no known family (gemini-2.0, gemma, a -latest alias, a tuned model) get no
+    models and names of no Gemini family (gemini-2.0, gemma, a tuned model) get no
     thinkingConfig: gemini-2.0 answers one with a 400 "thinking is not supported by this model"."""
     name = model.lower().removeprefix("models/")
     found = _VERSION.match(name)
     if found is None:
-        return Thinking(None)
+        return _unversioned(name)
     version = (int(found.group(1)), int(found.group(2) or 0))
     if version >= (3, 0):
         level = types.ThinkingLevel.MINIMAL if "flash" in name else types.ThinkingLevel.LOW
@@ -67,6 +67,18 @@ def thinking_for(model: str) -> Thinking:
     if version == (2, 5):
         return Thinking(types.ThinkingConfig(thinking_budget=0))
     return Thinking(None)
+
+
+def _unversioned(name: str) -> Thinking:
+    """A gemini-* name of no version (gemini-pro-latest, gemini-flash-latest, an experimental
+    name) is today's thinking model of its family, which may not stop thinking: left at its
+    default, a tight cap is spent thinking. So it is asked for the level its family name suggests,
+    with the allowance; a model that takes no such config answers a 400 about thinking and is
+    asked again without it, the allowance kept (GeminiProvider._generate)."""
+    if not name.startswith("gemini-"):
+        return Thinking(None)
+    level = types.ThinkingLevel.MINIMAL if "flash" in name else types.ThinkingLevel.LOW
+    return Thinking(types.ThinkingConfig(thinking_level=level), THINKING_ALLOWANCE)
 
 
 def rejects_thinking(err: ProviderError) -> bool:
@@ -96,8 +108,8 @@ class GeminiProvider(LLMProvider):
             except ProviderError as err:
                 if not rejects_thinking(err):
                     raise
-                # A model of a known family that takes no thinking config, or not this level:
-                # asked again without one (its default thinking, the allowance on top).
+                # A model (of a known family, or an alias) that takes no thinking config, or not
+                # this level: asked again without one (its default thinking, the allowance on top).
                 self._no_thinking_config.add(request.model)
         return await self._send(request, schema, Thinking(None, thinking.allowance))
 

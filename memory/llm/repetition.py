@@ -10,7 +10,7 @@ output (the retry then samples hotter). Three kinds of loop, none counted across
 a value (the words between items are never part of a span):
 
 - within one string value, a run of a dozen words occurs for the third time (a text going round);
-- the same dozen words in a fourth value (a fact written again with a word more each time:
+- the same dozen words opening a fourth value (a fact written again with a word more each time:
   "... in a dance studio again.", "... yet again.");
 - within one list, the same entry (the words of its strings: a fact's content, scope and speaker)
   occurs for the third time (a model writing the same fact again, each time with other sources).
@@ -22,6 +22,15 @@ morning with breakfast before she leaves for work" made one), and a correct answ
 and its message passed over (tests/llm/test_repetition.py). Keys, numbers, booleans and null are
 never words. Across values one copy more is allowed: three things one message says alike ("I take
 metformin, lisinopril and atorvastatin every morning ...") are three facts that share a clause.
+Nor is a span shared by values that differ in the words before it counted across them at all:
+four such facts ("Bea takes metformin / lisinopril / atorvastatin / aspirin every morning with
+breakfast before she leaves for work at the office.") were cut as a loop. Only a value that opens
+as another did is counted with it: a copy going on differently. A value repeated whole is caught
+by the same-entry rule, a loop inside one value by the within-value rule.
+
+A character of a script written without spaces (Chinese, Japanese, Thai: memory/word_count.py)
+is a word, as it is for every limit counted in words: split on whitespace only, a Chinese value
+going round was one growing word, never cut.
 
 An answer that is not JSON at all has its bare words counted as one value, so a looping free
 text is still cut.
@@ -31,6 +40,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+
+from memory.word_count import SPACELESS_RUN
 
 # A repeated span this long (in words) within one value is a loop, not a turn of phrase.
 NGRAM_WORDS = 12
@@ -73,7 +84,7 @@ class LoopDetector:
         self._open: list[_Container] = []
         self._bare = _Text()  # words outside any string: an answer that is not JSON
         self._text: _Text | None = None  # the string being read
-        self._values_with: dict[tuple[str, ...], int] = {}  # span -> how many values hold it
+        self._values_opening: dict[tuple[str, ...], int] = {}  # span -> values opening with it
         self._is_key = False
         self._escaped = False
         self._word: list[str] = []  # the word being read
@@ -110,10 +121,15 @@ class LoopDetector:
             self._end_word(self._bare)
             self._structure(char)
         else:
-            self._word.append(char)
+            self._add_char(char, self._bare)
 
     def _add_char(self, char: str, text: _Text) -> None:
         if char.isspace():
+            self._end_word(text)
+        elif SPACELESS_RUN.fullmatch(char):
+            # A word of its own: the script has no spaces to end it.
+            self._end_word(text)
+            self._word.append(char)
             self._end_word(text)
         else:
             self._word.append(char)
@@ -131,8 +147,11 @@ class LoopDetector:
 
     def _count_span(self, span: tuple[str, ...], text: _Text) -> None:
         text.spans[span] = within = text.spans.get(span, 0) + 1
-        if within == 1:
-            self._values_with[span] = across = self._values_with.get(span, 0) + 1
+        # Across values only a value's opening: values that share a span after different words
+        # are distinct things said alike; a span shared after the same words is shared from the
+        # opening on, so counting the opening alone cuts such a copy no later.
+        if len(text.words) == self._n and text is not self._bare:
+            self._values_opening[span] = across = self._values_opening.get(span, 0) + 1
             self.looping = self.looping or across >= self._repeats + 1
         self.looping = self.looping or within >= self._repeats
 

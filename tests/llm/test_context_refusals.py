@@ -109,3 +109,106 @@ def test_the_refusal_the_workflow_tests_raise_is_the_providers(
     status: int, body: dict[str, Any]
 ) -> None:
     _is_context_refusal(refusal(status, body))
+
+
+# vLLM (newer) when the answer's cap alone exceeds the model's context: mnemos asks extract_facts
+# for 6,624 tokens (the schema's bound) when MNEMOS_MODELS__CONTEXT_TOKENS is unset.
+VLLM_CAP_TOO_LARGE: dict[str, Any] = {
+    "object": "error",
+    "message": "'max_tokens' or 'max_completion_tokens' is too large: 6624. This model's maximum "
+    "context length is 4096 tokens and your request has 180 input tokens (6624 > 4096 - 180).",
+    "type": "BadRequestError",
+    "param": None,
+    "code": 400,
+}
+# vLLM (older), and OpenAI of old, for the same request.
+VLLM_COMPLETION_OVER: dict[str, Any] = {
+    **VLLM,
+    "message": "This model's maximum context length is 4096 tokens. However, you requested 6804 "
+    "tokens (180 in the messages, 6624 in the completion). Please reduce the length of the "
+    "messages or completion.",
+}
+# TGI (HTTP 422), its error a string.
+TGI_CAP_TOO_LARGE: dict[str, Any] = {
+    "error": "Input validation error: `inputs` tokens + `max_new_tokens` must be <= 4096. Given: "
+    "180 `inputs` tokens and 6624 `max_new_tokens`",
+    "error_type": "validation",
+}
+
+
+@pytest.mark.parametrize(
+    ("status", "body"),
+    [(400, VLLM_CAP_TOO_LARGE), (400, VLLM_COMPLETION_OVER), (422, TGI_CAP_TOO_LARGE)],
+    ids=["vllm", "vllm-older", "tgi"],
+)
+async def test_an_answer_cap_alone_over_the_context_fails_the_step_naming_the_setting(
+    status: int, body: dict[str, Any]
+) -> None:
+    """Taken for a window too large, every window was split down to single messages and each
+    passed over, the run ending with only degraded counts: a small model run without
+    MNEMOS_MODELS__CONTEXT_TOKENS lost every message, silently."""
+    err = await _openai_failure(Reply(status=status, body=body))
+    assert type(err) is ProviderError and not err.retryable, f"{type(err).__name__}: {err}"
+    assert "MNEMOS_MODELS__CONTEXT_TOKENS" in str(err)
+    with pytest.raises(Exception) as caught, classified():
+        raise err
+    app: Any = caught.value
+    assert app.type not in SPLITS_WINDOW | UNUSABLE_OUTPUT and app.non_retryable
+
+
+def _said(status: int, message: str) -> dict[str, Any]:
+    return {"error": {"message": message, "type": "invalid_request_error", "code": status}}
+
+
+@pytest.mark.parametrize(
+    ("status", "body"),
+    [
+        (  # the newer vLLM, where a smaller input would leave the cap room
+            400,
+            {
+                **VLLM_CAP_TOO_LARGE,
+                "message": "'max_tokens' or 'max_completion_tokens' is too large: 1000. This "
+                "model's maximum context length is 8192 tokens and your request has 8000 input "
+                "tokens (1000 > 8192 - 8000).",
+            },
+        ),
+        (
+            422,
+            {
+                "error": "Input validation error: `inputs` tokens + `max_new_tokens` must be <= "
+                "8192. Given: 8000 `inputs` tokens and 1000 `max_new_tokens`",
+                "error_type": "validation",
+            },
+        ),
+        (
+            422,
+            {
+                "error": "Input validation error: `inputs` must have less than 8192 tokens. "
+                "Given: 9000",
+                "error_type": "validation",
+            },
+        ),
+        (
+            400,
+            _said(
+                400,
+                "Trying to keep the first 9000 tokens when context the overflows. However, the "
+                "model is loaded with context length of only 8192 tokens, which is not enough.",
+            ),
+        ),
+        (400, _said(400, "prompt is too long: 9000 tokens > 8192 maximum")),
+    ],
+    ids=["vllm-input", "tgi", "tgi-inputs", "lm-studio", "prompt-too-long"],
+)
+async def test_more_servers_refusals_of_an_input_over_the_context_are_a_window_too_large(
+    status: int, body: dict[str, Any]
+) -> None:
+    err = await _openai_failure(Reply(status=status, body=body))
+    _is_context_refusal(err)
+
+
+async def test_a_500_naming_the_context_stays_retryable() -> None:
+    """Older llama.cpp answered an over-long prompt with a 500, as any server fault: a 500 says
+    nothing certain about the request, so it is retried as before."""
+    err = await _openai_failure(Reply(status=500, body=_said(500, LLAMA_CPP["error"]["message"])))
+    assert type(err) is ProviderError and err.retryable

@@ -353,7 +353,10 @@ async def test_a_thinking_model_answers_the_restatement_question_within_its_tigh
         ("gemini-2.5-pro", {"thinking_budget": 128}, THINKING_ALLOWANCE),
         ("gemini-2.0-flash", None, 0),  # a 400 "thinking is not supported by this model"
         ("gemma-3-27b-it", None, 0),
-        ("gemini-flash-latest", None, 0),  # an alias: which family is unknown
+        # An alias of no version: the lowest level its family name suggests, room to think.
+        ("gemini-flash-latest", {"thinking_level": "MINIMAL"}, THINKING_ALLOWANCE),
+        ("gemini-pro-latest", {"thinking_level": "LOW"}, THINKING_ALLOWANCE),
+        ("models/gemini-exp-1206", {"thinking_level": "LOW"}, THINKING_ALLOWANCE),
     ],
 )
 async def test_each_model_is_asked_to_think_as_little_as_it_can(
@@ -372,6 +375,37 @@ async def test_each_model_is_asked_to_think_as_little_as_it_can(
     config = sent.body["generationConfig"]
     assert _thinking(config) == thinking
     assert config["maxOutputTokens"] == request.max_output_tokens + allowance
+
+
+@pytest.mark.parametrize("model", ["gemini-flash-latest", "gemini-pro-latest"])
+async def test_a_latest_alias_answers_the_restatement_question_within_its_tight_cap(
+    server: FakeProviderServer, provider: GeminiProvider, model: str
+) -> None:
+    """An alias is today's thinking model: left at its default thinking, same_fact's cap of 24
+    tokens was spent thinking and the answer was empty (MalformedOutputError, MAX_TOKENS)."""
+    server.script(_thinking_model({"same": True}))
+    pair = SameFactInput(stored="Alice lives in Paris", new="Alice lives in Paris, France")
+
+    result = await provider.generate_structured(LLMRequest.of(pair, model=model), SameFact)
+
+    assert result.value.same is True
+
+
+async def test_an_alias_that_rejects_the_thinking_level_keeps_the_room_to_think(
+    server: FakeProviderServer, provider: GeminiProvider
+) -> None:
+    """An alias of a 2.5 model takes no thinking level: asked again without one, still given the
+    allowance, since it may think at its default."""
+    rejected = google_error(400, "Thinking level is not supported for this model.")
+    server.script(rejected, gemini_content('{"same": true}'))
+    request = LLMRequest.of(SameFactInput(stored="a", new="b"), model="gemini-flash-latest")
+
+    result = await provider.generate_structured(request, SameFact)
+
+    assert result.value.same is True
+    configs = [r.body["generationConfig"] for r in server.requests]
+    assert [_thinking(c) for c in configs] == [{"thinking_level": "MINIMAL"}, None]
+    assert configs[1]["maxOutputTokens"] == request.max_output_tokens + THINKING_ALLOWANCE
 
 
 async def test_a_model_that_rejects_the_thinking_config_is_asked_without_it(

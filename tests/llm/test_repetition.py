@@ -138,6 +138,47 @@ def test_three_distinct_facts_that_end_alike_are_no_loop(
     assert not _feed(answer).looping
 
 
+@pytest.mark.parametrize("indent", [None, 2], ids=["compact", "pretty"])
+def test_four_distinct_facts_that_share_a_dozen_words_are_no_loop(indent: int | None) -> None:
+    """Counted across values, the fourth fact holding the shared clause (12 words) was cut as a
+    loop, the answer asked again hotter and, written alike again, its message passed over."""
+    tail = "every morning with breakfast before she leaves for work at the office."
+    drugs = ("metformin", "lisinopril", "atorvastatin", "aspirin")
+    assert not _feed(_facts([f"Bea takes {drug} {tail}" for drug in drugs], "bea", indent)).looping
+
+
+# A sentence going round in a script written without spaces: split on whitespace only, the value
+# was one growing word and ran to the token cap.
+SPACELESS_LOOPS = {
+    "chinese": "小明每天早上在公园跑步然后去咖啡店喝一杯咖啡再去上班。",
+    "japanese": "ベアは毎朝朝食と一緒に薬を飲んでから会社へ出かけます。",
+    "thai": "เบียทานยาทุกเช้าพร้อมอาหารเช้าก่อนออกไปทำงานที่สำนักงาน",
+}
+
+
+@pytest.mark.parametrize("sentence", SPACELESS_LOOPS.values(), ids=SPACELESS_LOOPS.keys())
+def test_a_value_going_round_in_a_script_without_spaces_is_cut_at_its_third_copy(
+    sentence: str,
+) -> None:
+    answer = json.dumps(
+        {"facts": [{"content": sentence * 40, "scope": "user", "speaker": "bea"}]},
+        ensure_ascii=False,
+    )
+    cut = _cut_at(answer, 3)
+    assert cut is not None and cut < answer.index(sentence) + len(sentence) * 3 + 12
+
+
+def test_distinct_facts_in_a_script_without_spaces_are_no_loop() -> None:
+    said = [
+        "小明每天早上在公园跑步。",
+        "小明喜欢在咖啡店喝咖啡。",
+        "小明的妹妹在北京的一所大学学习医学。",
+        "小明计划明年夏天和家人一起去日本旅行。",
+    ]
+    facts = [{"content": c, "scope": "user", "speaker": "xiaoming"} for c in said]
+    assert not _feed(json.dumps({"facts": facts}, ensure_ascii=False)).looping
+
+
 async def test_the_provider_reads_three_facts_that_end_alike_whole() -> None:
     request = LLMRequest.of(FACTS_INPUT, model="m")
     with FakeProviderServer() as server:
