@@ -290,8 +290,8 @@ class MemoryStore(ManageContract, LifecycleContract):
           of the session, else InvalidInputError.
         - Fact ops: add (skip as duplicate when a valid fact of the same agent/user/scope has the
           same hash; revive an invalidated one with that hash; an add said before a person's
-          delete of a fact that held its text in any version, or as similar to it as a dedup
-          candidate, is that deleted fact: a duplicate, rules.fact_ops), update (StaleDecisionError when the
+          delete of a fact that held its text in any version is that deleted fact: a duplicate;
+          a merely similar one is added, rules.fact_ops), update (StaleDecisionError when the
           fact's version != expected_version or it is invalidated; keeps previous_content and history,
           version + 1), invalidate (StaleDecisionError on version mismatch; sets invalidated_at and
           invalidated_by), keep (a NONE: StaleDecisionError when the fact it was judged to repeat

@@ -61,11 +61,11 @@ class SnapshotReads(LifecycleReads):
         own), with their vectors."""
 
     @abc.abstractmethod
-    async def invalidated_since(
+    async def deleted_by_hand_since(
         self, agent_id: str, since: datetime, owners: Sequence[str]
-    ) -> list[tuple[Fact, Sequence[float]]]:
-        """The agent's facts invalidated at or after ``since`` whose user id is one of
-        ``owners`` ("": no user id), with their vectors."""
+    ) -> list[Fact]:
+        """The agent's facts a person deleted (invalidated by no fact) at or after ``since``
+        whose user id is one of ``owners`` ("": no user id)."""
 
     @abc.abstractmethod
     async def reflection_texts(
@@ -108,11 +108,12 @@ async def _formation(reads: SnapshotReads, req: FormationRequest) -> FormationSn
     recent: list[tuple[Fact, Sequence[float]]] = []
     if req.recent_since is not None and req.recent_owners:
         recent = await reads.valid_since(req.agent_id, req.recent_since, req.recent_owners)
-    deleted: list[tuple[Fact, Sequence[float]]] = []
+    deleted: list[Fact] = []
     if req.deleted_since is not None and req.recent_owners:
-        gone = await reads.invalidated_since(req.agent_id, req.deleted_since, req.recent_owners)
-        # A person's deletes only: a formation's replaced the fact by another, which stands.
-        deleted = [(f, v) for f, v in gone if deleted_by_hand(f) is not None]
+        gone = await reads.deleted_by_hand_since(req.agent_id, req.deleted_since, req.recent_owners)
+        # The read's filter, by the rule's one definition: a formation's delete replaced the
+        # fact by another, which stands.
+        deleted = [f for f in gone if deleted_by_hand(f) is not None]
     texts: frozenset[tuple[str, str, int | None]] = frozenset()
     versions: dict[str, int] = {}
     if req.reflection_texts:

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from memory.errors import ConflictError, EmbeddingMismatchError, InvalidInputError, NotFoundError
+from memory.formation_commit import FactUpdate
 from memory.ids import content_hash
 from memory.models import Fact, FactRevision, ScopeKey
 from memory.store.base import MemoryStore
@@ -196,6 +197,38 @@ async def test_edit_fact_refuses_a_version_it_did_not_edit(store: MemoryStore) -
         await edit("Likes mate", 1)
     assert await store.get_facts(["f1"]) == [second]
     assert (await edit("Likes mate", 2)).version == 3
+
+
+async def test_a_statement_learnt_late_does_not_refuse_the_persons_next_edit(
+    store: MemoryStore,
+) -> None:
+    """A person corrects "Works at Acme" to "Works at Initech"; a formation of messages said
+    before the correction restates Acme, kept in the history (version + 1, the text unchanged).
+    The person's next edit of the text they see, from the version their edit returned, stands:
+    nothing they saw changed. One from the version before their own edit is still refused."""
+    former = await Former(store).start()
+    await former.form(add("f1", "Works at Acme", unit(1, 0)).model_copy(update={"said_at": at(10)}))
+    shown = await store.edit_fact(
+        "f1", content="Works at Initech", embedding=vec(1, 0.1), embedding_model=MODEL, at=at(103)
+    )
+    late = FactUpdate(
+        fact_id="f1", expected_version=shown.version, content="Works at Acme",
+        embedding=unit(1, 0), reason="changed", said_at=at(60),
+    )  # fmt: skip
+    await former.form(late)
+    [kept] = await store.get_facts(["f1"])
+    assert (kept.content, kept.version) == (shown.content, shown.version + 1)
+
+    async def edit(content: str, expected_version: int) -> Fact:
+        return await store.edit_fact(
+            "f1", content=content, embedding=vec(1, 0.2), embedding_model=MODEL, at=at(200),
+            expected_version=expected_version,
+        )  # fmt: skip
+
+    with pytest.raises(ConflictError, match="not 1"):
+        await edit("Works at Globex", 1)  # Initech, the person's edit, is newer than version 1
+    edited = await edit("Works at Initech, Berlin", shown.version)
+    assert (edited.content, edited.version) == ("Works at Initech, Berlin", kept.version + 1)
 
 
 async def test_edit_fact_checks_content_and_embedding(store: MemoryStore) -> None:

@@ -75,6 +75,14 @@ REGULAR_INDEXES: dict[str, list[IndexModel]] = {
             partialFilterExpression={"invalidated": False},
             name="facts_inserted",
         ),
+        # A commit's snapshot: the agent's facts a person deleted since its earliest add was said
+        # (mongo.reads.deleted_by_hand_since), found among the invalidated ones only; the
+        # filter is the equality every server accepts in a partial index (a null one may not be).
+        IndexModel(
+            [("agent_id", ASCENDING), ("invalidated_at", ASCENDING)],
+            partialFilterExpression={"invalidated": True},
+            name="facts_invalidated",
+        ),
         # The context FIFO by when facts were said (mongo.reads.recent_fact_docs); facts without
         # said_at are read by updated_at, with the index above.
         IndexModel(

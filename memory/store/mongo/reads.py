@@ -115,17 +115,19 @@ class MongoReads(SnapshotReads):
         }
         return [fact_and_vector(doc) async for doc in self.db.facts.find(changed, session=self.s)]
 
-    async def invalidated_since(
+    async def deleted_by_hand_since(
         self, agent_id: str, since: datetime, owners: Sequence[str]
-    ) -> list[tuple[Fact, Sequence[float]]]:
+    ) -> list[Fact]:
         users: list[str | None] = [o for o in owners if o] + ([None] if "" in owners else [])
         gone = {
             "agent_id": agent_id,
             "invalidated": True,
             "invalidated_at": {"$gte": ts(since)},
+            "invalidated_by": None,  # a person's deletes only (a formation's names a fact)
             "user_id": {"$in": users},  # None matches a missing or null user id
         }
-        return [fact_and_vector(doc) async for doc in self.db.facts.find(gone, session=self.s)]
+        docs = self.db.facts.find(gone, {"embedding": 0}, session=self.s)  # no vectors
+        return [fact_from_doc(doc) async for doc in docs]
 
     async def reflection_texts(
         self, keys: Sequence[str], texts: Sequence[str]

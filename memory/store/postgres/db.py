@@ -30,6 +30,7 @@ class PostgresDb(Db):
     ord = "ord"
     content = "body->>'content'"
     fact_select = FACT_SELECT
+    hand_deleted = "f.invalidated_at IS NOT NULL AND (f.body->>'invalidated_by') IS NULL"
     min_time = datetime(1, 1, 1, tzinfo=UTC)
     no_limit = None  # LIMIT NULL
     json_param = "%s::jsonb"

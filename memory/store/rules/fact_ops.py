@@ -9,9 +9,8 @@
   delete stands (never shown again), and the add is counted a duplicate, resolved to the deleted
   fact, which an update said before the delete or an invalidation naming the add leaves as it
   is; the fact told again after the delete comes back. So is an add said before a person
-  deleted a fact that held its text in any version (an edit before the delete) or is as similar
-  to it as a dedup candidate must be (``commit.recheck.similarity``; the same statement in other
-  words, which the decision never weighed: deleted facts are no candidates). An update is
+  deleted a fact that held its text in any version (an edit before the delete); a merely
+  similar add is not (it may be a distinct fact: penicillin, not peanuts) and is added. An update is
   StaleDecisionError when the fact's version != expected_version or it is invalidated; it keeps
   previous_content and history, version + 1; when its new content is another valid fact's, the
   updated fact is invalidated in favour of that one (a duplicate). An invalidation names the add of this commit
@@ -73,8 +72,8 @@ class FactPlanner:
     facts: dict[str, Fact]
     read: Mapping[str, Fact]  # the snapshot's facts: what the decisions were made against
     recent: RecentFacts = field(default_factory=lambda: RecentFacts(()))
-    # The agent's facts a person deleted since the commit's earliest add was said, with vectors.
-    deleted: RecentFacts = field(default_factory=lambda: RecentFacts(()))
+    # The agent's facts a person deleted since the commit's earliest add was said.
+    deleted: Sequence[Fact] = ()
     writes: list[Write] = field(default_factory=list)
     resolved: dict[str, str] = field(default_factory=dict)  # FactAdd.fact_id -> holder
     counts: dict[str, int] = field(
@@ -179,32 +178,21 @@ class FactPlanner:
         """The fact a person deleted after the add was said (``versions.deleted_since``) that the
         add states: its latest invalidated fact of this text (when it was said is not known: any
         delete), or a deleted fact that held this text in any version (an edit before the
-        delete), or one as similar to it as a dedup candidate must be (the same statement in
-        other words, which the decision could not weigh: deleted facts are no candidates)."""
+        delete). Only the text tells: a similar statement may be a distinct fact (allergic to
+        penicillin, not peanuts), and dropping it would lose what the user said."""
         latest = self._find(op.scope, op.user_id, hash_, valid=False)
         if latest is not None and deleted_since(op.said_at, latest):
             return latest
         if op.said_at is None:
             return None
-        mine = [
-            f
-            for f in self.deleted.facts
-            if same_owner(f, self.commit.agent_id, op.scope, op.user_id)
-            and deleted_since(op.said_at, f)
-        ]
-        for fact in mine:
-            if hash_ in version_hashes(fact):
+        for fact in self.deleted:
+            if (
+                same_owner(fact, self.commit.agent_id, op.scope, op.user_id)
+                and deleted_since(op.said_at, fact)
+                and hash_ in version_hashes(fact)
+            ):
                 return fact
-        return self._most_similar(op, {f.fact_id for f in mine})
-
-    def _most_similar(self, op: FactAdd, among: set[str]) -> Fact | None:
-        """Of the facts ``among`` (deleted ones), the most similar to the add, if one is as
-        similar as a dedup candidate must be (None: no gate to tell by, an older commit)."""
-        if self.commit.recheck is None or not among:
-            return None
-        similar = self.deleted.similar(op.embedding, self.commit.recheck.similarity)
-        ranked = sorted((s, f.fact_id) for f, s in similar if f.fact_id in among)
-        return self.facts[ranked[-1][1]] if ranked else None
+        return None
 
     def _update(self, op: FactUpdate) -> None:
         fact = self._current(op.fact_id, op.expected_version)

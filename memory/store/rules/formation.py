@@ -12,10 +12,10 @@ nothing written. The rules:
 - The commit's vectors share one dimension, and the stored model/dimension (the first commit
   sets them), else EmbeddingMismatchError.
 - Fact ops: planned by ``fact_ops.FactPlanner`` (its rules are written there).
-- An add said before a person deleted a fact is that fact when it holds the add's text in any
-  version (an edit before the delete) or is as similar to it as a dedup candidate must be: the
-  snapshot holds the agent's facts deleted by hand since the commit's earliest add was said, with
-  their vectors (hand deletes are rare), and ``fact_ops`` resolves the add to the deleted one.
+- An add said before a person deleted a fact is that fact when it held the add's text in any
+  version (an edit before the delete); a similar text is no match (it may be a distinct fact):
+  the snapshot holds the agent's facts deleted by hand since the commit's earliest add was said
+  (hand deletes are rare; no vectors), and ``fact_ops`` resolves the add to the deleted one.
 - An add that would be new is re-checked against the agent's facts committed since the commit's
   candidates were read (``recheck``): one as similar as a candidate is StaleDecisionError.
 - Reflections are inserted by id (existing ids are left alone), and not when their text is
@@ -86,8 +86,8 @@ class FormationSnapshot:
     reflection_texts: frozenset[tuple[str, str, int | None]] = frozenset()
     # The version of each scope key's blob (missing: 0, none) when reflection_texts found any.
     blob_versions: Mapping[str, int] = field(default_factory=dict)
-    # The agent's facts a person deleted since deleted_since, with their vectors.
-    deleted: Sequence[tuple[Fact, Sequence[float]]] = ()
+    # The agent's facts a person deleted since deleted_since.
+    deleted: Sequence[Fact] = ()
 
 
 @dataclass(frozen=True)
@@ -111,9 +111,8 @@ class FormationRequest(Request[FormationSnapshot]):
     # Reflections of these keys with one of these contents (raw and normalised), absorbed or not,
     # and those keys' blob versions.
     reflection_texts: tuple[str, ...] = ()
-    # The agent's facts (of recent_owners) invalidated at or after this time, with their vectors,
-    # of which the snapshot keeps a person's deletes: an add said before a delete may state the
-    # deleted fact in another of its words.
+    # The agent's facts (of recent_owners) a person deleted at or after this time: an add said
+    # before a delete may state the deleted fact in another of its versions' words.
     deleted_since: datetime | None = None
 
     def serialized_on(self) -> tuple[str, ...]:
@@ -200,11 +199,9 @@ def plan_formation(
         else:
             check_embedding_meta(commit, dimension, snapshot.embedding_meta)
 
-    read = {fact.fact_id: fact for fact, _ in snapshot.deleted}
+    read = {fact.fact_id: fact for fact in snapshot.deleted}
     read |= {fact.fact_id: fact for fact in snapshot.facts}
-    facts = FactPlanner(
-        commit, dict(read), read, RecentFacts(snapshot.recent), RecentFacts(snapshot.deleted)
-    )
+    facts = FactPlanner(commit, dict(read), read, RecentFacts(snapshot.recent), snapshot.deleted)
     facts.apply()
     writes += facts.writes
     repeated = in_memory(snapshot.reflection_texts, snapshot.blob_versions)

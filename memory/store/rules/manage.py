@@ -15,7 +15,7 @@ from memory.ids import content_hash
 from memory.models import Fact, FactRevision
 from memory.store.rules.derived import fact_scope_key
 from memory.store.rules.fact_ops import same_fact
-from memory.store.rules.versions import rewritten
+from memory.store.rules.versions import LEARNT_LATE, rewritten
 from memory.store.rules.writes import BumpScopeVersions, Plan, PutFact, Request
 
 
@@ -74,12 +74,23 @@ def plan_edit_fact(
 
 def check_edited_version(fact: Fact, expected_version: int | None) -> None:
     """A person's edit of version n replaces version n only: a newer one (another tab's edit, a
-    formation's update) would be lost unseen, so the edit is refused, as a blob's is."""
-    if expected_version is not None and fact.version != expected_version:
+    formation's update) would be lost unseen, so the edit is refused, as a blob's is. Versions
+    that only kept a statement learnt late (``versions.told_before``: the text unchanged) hide
+    nothing from the person: the edit of the text they saw stands."""
+    if expected_version is not None and not _unchanged_since(fact, expected_version):
         raise ConflictError(
             f"fact {fact.fact_id} is at version {fact.version}, not {expected_version}: "
             "reload and edit again"
         )
+
+
+def _unchanged_since(fact: Fact, version: int) -> bool:
+    """Whether the fact's text is version ``version``'s: the same version, or every one after it
+    a statement learnt late (whose revision, of the version it followed, keeps the text)."""
+    if version > fact.version:
+        return False
+    reasons = {r.version: r.reason for r in fact.history}  # the latest revision of each version
+    return all(reasons.get(v) == LEARNT_LATE for v in range(version, fact.version))
 
 
 def plan_invalidate_fact(

@@ -41,6 +41,9 @@ class Db(abc.ABC):
     content: str
     # The select list of one fact of ``facts AS f``, what ``fact`` decodes.
     fact_select: str
+    # A fact of ``facts AS f`` a person deleted (invalidated, by no fact): the terms of the
+    # partial index the commit's read of them uses (rules.versions.deleted_by_hand).
+    hand_deleted: str
     # Below every stored timestamp: where a first page of an ordered scan starts.
     min_time: object
     # The LIMIT that means none.

@@ -114,29 +114,35 @@ class SqlReads(SqlLifecycleReads, SnapshotReads):
     async def valid_since(
         self, agent_id: str, since: datetime, owners: Sequence[str]
     ) -> list[tuple[Fact, Sequence[float]]]:
-        # Inserted or updated since (rules.recheck): each term has its index.
-        rows = await self.db.fetch_in(
-            f"SELECT {self.db.fact_select}, f.embedding FROM facts AS f WHERE f.agent_id = %s "
-            "AND f.invalidated_at IS NULL AND (f.inserted_at >= %s OR f.updated_at >= %s) "
-            "AND COALESCE(f.user_id, '')",
-            owners,
-            agent_id,
-            self.db.time(since),
-            self.db.time(since),
-        )
-        return [(self.db.fact(r), self.db.vector_of(r["embedding"]).tolist()) for r in rows]
+        # Inserted or updated since (rules.recheck): one query per term, each on its index
+        # (facts_inserted, facts_recent). One query ORing them lets SQLite's planner pick the
+        # owner's whole range of facts_hash instead, scanned inside the write transaction.
+        found: dict[str, tuple[Fact, Sequence[float]]] = {}
+        for column in ("inserted_at", "updated_at"):
+            rows = await self.db.fetch_in(
+                f"SELECT {self.db.fact_select}, f.embedding FROM facts AS f WHERE f.agent_id = %s "
+                f"AND f.invalidated_at IS NULL AND f.{column} >= %s AND COALESCE(f.user_id, '')",
+                owners,
+                agent_id,
+                self.db.time(since),
+            )
+            for r in rows:
+                fact = self.db.fact(r)
+                found.setdefault(fact.fact_id, (fact, self.db.vector_of(r["embedding"]).tolist()))
+        return list(found.values())
 
-    async def invalidated_since(
+    async def deleted_by_hand_since(
         self, agent_id: str, since: datetime, owners: Sequence[str]
-    ) -> list[tuple[Fact, Sequence[float]]]:
+    ) -> list[Fact]:
+        # Hand deletes only, on their partial index: not the facts formations replaced since.
         rows = await self.db.fetch_in(
-            f"SELECT {self.db.fact_select}, f.embedding FROM facts AS f WHERE f.agent_id = %s "
-            "AND f.invalidated_at >= %s AND COALESCE(f.user_id, '')",
+            f"SELECT {self.db.fact_select} FROM facts AS f WHERE f.agent_id = %s "
+            f"AND {self.db.hand_deleted} AND f.invalidated_at >= %s AND COALESCE(f.user_id, '')",
             owners,
             agent_id,
             self.db.time(since),
         )
-        return [(self.db.fact(r), self.db.vector_of(r["embedding"]).tolist()) for r in rows]
+        return [self.db.fact(r) for r in rows]
 
     async def reflection_texts(
         self, keys: Sequence[str], texts: Sequence[str]

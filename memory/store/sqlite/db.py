@@ -47,6 +47,7 @@ class SQLiteDb(Db):
     ord = "rowid"
     content = "content"
     fact_select = ", ".join(f"f.{name}" for name in Fact.model_fields)  # a fact's columns
+    hand_deleted = "f.invalidated_at IS NOT NULL AND f.invalidated_by IS NULL"
     min_time = -(2**63)
     no_limit = -1
 

@@ -8,7 +8,7 @@ import sqlite3
 from memory.store.rules.text import fold
 from memory.store.sql.sessions import GUESTS_BACKFILL_SQL, GUESTS_INDEX_SQL
 
-SCHEMA_VERSION = 13
+SCHEMA_VERSION = 14
 
 # SQLite's clock as a stored timestamp (integer microseconds since the epoch; 'now' has
 # millisecond precision).
@@ -140,6 +140,10 @@ CREATE INDEX IF NOT EXISTS facts_agent_hash ON facts (agent_id, hash);
 CREATE INDEX IF NOT EXISTS facts_changes ON facts (agent_id, change_seq);
 CREATE INDEX IF NOT EXISTS facts_recent
     ON facts (agent_id, updated_at) WHERE invalidated_at IS NULL;
+-- Schema 14: a commit's snapshot reads the agent's facts a person deleted (invalidated by no
+-- fact) since its earliest add was said: rare rows, found without scanning the replaced ones.
+CREATE INDEX IF NOT EXISTS facts_hand_deleted
+    ON facts (agent_id, invalidated_at) WHERE invalidated_at IS NOT NULL AND invalidated_by IS NULL;
 
 -- mnemos reembed: each fact's vector in the new model, until the switch swaps them in.
 CREATE TABLE IF NOT EXISTS fact_reembed (
