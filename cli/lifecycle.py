@@ -28,7 +28,7 @@ from memory.lifecycle.records import ImportBatch
 from memory.lifecycle.writer import ImportReport, write_batch
 from memory.lookup import require_agent
 from memory.settings import Settings
-from memory.store import open_store
+from memory.store import SchemaMismatchError, open_store
 from memory.store.counts import ForgetCounts
 
 import_app = typer.Typer(
@@ -120,16 +120,27 @@ async def _store_model(settings: Settings) -> str:
 
 async def _against_store(
     settings: Settings, batches: list[ImportBatch]
-) -> tuple[list[ImportBatch], bool]:
+) -> tuple[list[ImportBatch], bool, str | None]:
     """The batches as the import would take them into the store (what is there, a forgotten
-    user's: dropped), and whether there is a store: a SQLite file that does not exist is an
-    empty store, read as such and not created (open_store refuses to create it)."""
+    user's: dropped), whether there is a store, and why it was not read (else None). A SQLite
+    file that does not exist is an empty store, read as such and not created; the store is
+    opened without setup: a dry run does not migrate a store an older fleet still uses, and a
+    store at another schema is not read (the file's plan alone)."""
     try:
-        store = await open_store(settings, create=False)
+        store = await open_store(settings, setup=False)
     except NotFoundError:
-        return batches, False
+        return batches, False, None
+    except SchemaMismatchError as err:
+        upgrade = (
+            "`mnemos setup` upgrades it" if err.stored < err.reads else "a newer mnemos reads it"
+        )
+        note = (
+            f"the store is at schema {err.stored}, this CLI reads {err.reads}: "
+            f"the dry run checks the file only; {upgrade}"
+        )
+        return batches, True, note
     try:
-        return [await against_store(store, batch) for batch in batches], True
+        return [await against_store(store, batch) for batch in batches], True, None
     finally:
         await store.close()
 
@@ -141,15 +152,16 @@ def _dry_run(settings: Settings, batches: list[ImportBatch], as_json: bool) -> N
             check_batch(batch, now=_now())
     except InvalidInputError as err:
         fail(str(err))
-    judged, exists = run(_against_store(settings, batches), settings)
+    judged, exists, unread = run(_against_store(settings, batches), settings)
     p = plan(judged)
     model = run(_store_model(settings), settings)
     path = settings.store.sqlite_path
     empty = "" if exists else f"no store at {path} yet (the import creates it): nothing there\n"
+    said = empty + (f"{unread}\n" if unread else "")
     emit(
-        {**p.model_dump(), "store_exists": exists},
+        {**p.model_dump(), "store_exists": exists, "store_not_read": unread},
         as_json=as_json,
-        text=lambda: empty + render(p, store_model=model),
+        text=lambda: said + render(p, store_model=model),
     )
 
 

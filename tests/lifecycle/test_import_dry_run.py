@@ -103,3 +103,47 @@ async def test_an_export_file_saved_with_a_bom_imports(tmp_path: Path) -> None:
 
     assert result.exit_code == 0, result.stderr
     assert rows(tmp_path / "copy.db", STORED) == rows(tmp_path / "mnemos.db", STORED)
+
+
+async def test_a_dry_run_leaves_a_store_at_an_older_schema_as_it_is_and_says_so(
+    tmp_path: Path,
+) -> None:
+    """A newer CLI's dry run while the previous version's fleet uses the store: no migration
+    (schema_version, trigger), the file's plan printed, and why the store was not read."""
+    import sqlite3
+
+    from memory.store.sqlite.schema import SCHEMA_VERSION
+
+    dump = _dump(tmp_path)
+    env = env_of(tmp_path)
+    ok(await mnemos(env, "import", "mem0", str(dump)))
+    db = tmp_path / "mnemos.db"
+    old = str(SCHEMA_VERSION - 1)
+    with sqlite3.connect(db) as c:  # the store as the previous version left it
+        c.execute("DROP TRIGGER facts_inserted_at")
+        c.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (old,))
+    schema = "SELECT name FROM sqlite_master ORDER BY name"
+    before = rows(db, schema)
+
+    text = ok(await mnemos(env, "import", "mem0", str(dump), "--dry-run")).stdout
+    dry = json.loads(
+        ok(await mnemos(env, "import", "mem0", str(dump), "--dry-run", "--json")).stdout
+    )
+
+    assert rows(db, "SELECT value FROM meta WHERE key = 'schema_version'") == [(old,)]
+    assert rows(db, schema) == before  # no trigger, table or index added
+    said = f"the store is at schema {old}, this CLI reads {SCHEMA_VERSION}"
+    assert said in text and "`mnemos setup` upgrades it" in text
+    assert dry["store_not_read"].startswith(said)
+    assert "total: 3 to import, 0 dropped" in text  # the file's plan, the store unread
+
+
+async def test_a_dry_run_reads_an_up_to_date_store_without_a_note(tmp_path: Path) -> None:
+    dump = _dump(tmp_path)
+    env = env_of(tmp_path)
+    ok(await mnemos(env, "import", "mem0", str(dump)))
+    dry = json.loads(
+        ok(await mnemos(env, "import", "mem0", str(dump), "--dry-run", "--json")).stdout
+    )
+    assert dry["store_not_read"] is None
+    assert sum(ln["facts"] for ln in dry["lines"]) == 0  # read: everything already there
