@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import socket
 
+import pytest
+import structlog
 from structlog.testing import capture_logs
 from temporalio.client import Client
 
+from serve import runs as serve_runs
 from tests.serve.conftest import Served, form_alice
 from tests.serve.test_page import browser
 
@@ -22,12 +25,15 @@ def _closed_port() -> int:
 
 
 async def test_temporal_unreachable_is_a_plain_note_and_its_detail_is_logged(
-    served: Served,
+    served: Served, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     await form_alice(served.h)
     address = f"127.0.0.1:{_closed_port()}"
     served.h.memory.temporal = await Client.connect(address, lazy=True)
     with capture_logs() as logs:
+        # A logger another test used is cached with the configuration of then (memory/logging.py
+        # caches on first use), which capture_logs does not reach: this one is made under it.
+        monkeypatch.setattr(serve_runs, "log", structlog.get_logger("serve.runs"))
         async with browser(served, served.eve) as c:
             page = await c.get("/ui/agents/eve", params={"user_id": "alice"})
     assert page.status_code == 200
