@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-import memory.store.sqlite.schema as schema
+import memory.store.sqlite.fts as fts
 from memory.formation_commit import FactInvalidate, FactUpdate
 from memory.store.rules.text import stemmed_tokens
 from memory.store.sqlite import SQLiteStore
-from memory.store.sqlite.schema import FTS_DDL
+from memory.store.sqlite.fts import FTS_DDL
 from tests.store.builders import MODEL, Former, add, at, unit, user_filter, vec
 
 CONTENTS = [
@@ -215,16 +215,16 @@ async def test_a_fact_a_previous_version_updated_is_found_by_its_new_words_after
 
 
 def count_folds(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The contents a setup folds from now on (its calls of schema.search_text_of); the writes
+    """The contents a setup folds from now on (its calls of fts.search_text_of); the writes
     fold with their own reference, so only the refolding of stale rows is counted."""
     folded: list[str] = []
-    real = schema.search_text_of
+    real = fts.search_text_of
 
     def counting(content: str) -> str | None:
         folded.append(content)
         return real(content)
 
-    monkeypatch.setattr(schema, "search_text_of", counting)
+    monkeypatch.setattr(fts, "search_text_of", counting)
     return folded
 
 

@@ -19,6 +19,7 @@ from memory.store.sql.reads import embedding_meta, facts_by_id
 from memory.store.sql.store import Body, SqlStore
 from memory.store.sqlite.codec import to_us
 from memory.store.sqlite.db import SQLiteDb
+from memory.store.sqlite.fts import migrate_fts
 from memory.store.sqlite.schema import (
     ADDED_COLUMNS,
     AFTER_ADDED_COLUMNS,
@@ -27,7 +28,6 @@ from memory.store.sqlite.schema import (
     ERASURES_DDL,
     MIGRATE_1_TO_2,
     SCHEMA_VERSION,
-    migrate_fts,
     needs_migration,
 )
 from memory.store.sqlite.search import VectorCache, text_search_tx

@@ -17,12 +17,13 @@ from memory.store.rules import writes as w
 from memory.store.sql.writes import apply_shared, bump_version
 from memory.store.sqlite.codec import history_to_json, reflection_params, to_us
 from memory.store.sqlite.db import SQLiteDb
+from memory.store.sqlite.fts import search_text_of
 from memory.store.sqlite.reembed import swap_side_vectors
-from memory.store.sqlite.schema import fact_counter_key, facts_purge_key, search_text_of
+from memory.store.sqlite.schema import fact_counter_key, facts_purge_key
 
 # The columns a PutFact writes: the fact's fields but its access (touch_facts and SetFactAccess
 # write those), then its vector, change stamp, what the text index holds of its content
-# (schema.search_text_of) and when it was inserted (rules.recheck). An update keeps whose fact it
+# (fts.search_text_of) and when it was inserted (rules.recheck). An update keeps whose fact it
 # is, when it was formed and inserted, and its vector unless it brings a new one.
 _ACCESS = {"access_count", "last_accessed_at"}
 _COLUMNS = [
