@@ -5,6 +5,7 @@ server stopped under a serving app, is tests/serve/test_api_store_down.py."""
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import sqlite3
 import time
@@ -16,6 +17,7 @@ from pymongo.errors import ServerSelectionTimeoutError
 from memory.errors import StoreUnavailableError
 from memory.store.mongo import MongoStore
 from memory.store.sqlite import SQLiteStore
+from tests.store.builders import at
 
 
 def _closed_port() -> int:
@@ -62,3 +64,21 @@ async def test_a_mongodb_server_that_is_down_is_the_store_unavailable_within_its
     assert isinstance(caught.value.__cause__, ServerSelectionTimeoutError)
     assert took < 5, f"waited {took:.1f} s for a server to select, not connect_timeout's 0.3 s"
     assert str(caught.value) == "the memory store cannot be reached; retry later"
+
+
+@pytest.mark.mongo
+async def test_a_mongodb_write_while_the_server_is_down_is_the_store_unavailable_promptly() -> None:
+    # A write runs in a transaction, where pymongo labels the failure a transient one to retry.
+    uri = f"mongodb://127.0.0.1:{_closed_port()}/?directConnection=true"
+    store = MongoStore.from_uri(uri, database="mnemos", connect_timeout=0.3)
+    try:
+        started = time.monotonic()
+        with pytest.raises(StoreUnavailableError) as caught:
+            await asyncio.wait_for(
+                store.invalidate_fact("f1", at=at(1), reason="user asked to delete it"), 15
+            )
+        took = time.monotonic() - started
+    finally:
+        await store.close()
+    assert isinstance(caught.value.__cause__, ServerSelectionTimeoutError)
+    assert took < 5, f"waited {took:.1f} s: the outage was retried as a write conflict"

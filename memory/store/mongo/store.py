@@ -25,7 +25,7 @@ import numpy as np
 from bson.codec_options import CodecOptions
 from pymongo import DESCENDING, AsyncMongoClient, ReplaceOne
 from pymongo.asynchronous.client_session import AsyncClientSession
-from pymongo.errors import CollectionInvalid, ConnectionFailure
+from pymongo.errors import CollectionInvalid
 
 from memory.models import SET_ASIDE, AgentConfig, Fact, FactFilter, Reflection, ScopeKey, ScoredFact
 from memory.store.base import Vector
@@ -46,21 +46,13 @@ from memory.store.mongo.reads import MongoReads, recent_fact_docs
 from memory.store.mongo.reembed import MongoReembed
 from memory.store.mongo.search import AtlasMode, FactSearch, fact_match
 from memory.store.mongo.sessions import MongoSessions, mark_guests, migrate_session_agents
-from memory.store.mongo.txn import run_transaction
+from memory.store.mongo.txn import mongo_outage, run_transaction
 from memory.store.mongo.writes import apply_writes
 from memory.store.outage import CONNECT_TIMEOUT_SECONDS, translating_outages
 from memory.store.planned import PlannedStore
 from memory.store.records import vector_bytes, vector_of_bytes
 from memory.store.rules import Plan, Request, check_query_dimension
 from memory.store.snapshots import SnapshotReads, run_planned
-
-
-def mongo_outage(exc: BaseException) -> bool:
-    """Whether ``exc`` is the server out of reach: no server to select within the timeout, a
-    connection refused, lost or timed out (pymongo's ConnectionFailure and its subclasses
-    ServerSelectionTimeoutError, AutoReconnect, NetworkTimeout). A command the server answered
-    with an error is not."""
-    return isinstance(exc, ConnectionFailure)
 
 
 @translating_outages(mongo_outage)

@@ -8,8 +8,9 @@ from typing import Any
 from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
-from pymongo.errors import DuplicateKeyError, OperationFailure, PyMongoError
+from pymongo.errors import ConnectionFailure, DuplicateKeyError, OperationFailure, PyMongoError
 
+from memory.errors import StoreUnavailableError
 from memory.store.retry import retry_conflicts
 
 _WRITE_CONFLICT = 112
@@ -50,20 +51,50 @@ async def _reset_server_transaction(
         pass  # best effort: the retry reports any real problem
 
 
+def mongo_outage(exc: BaseException) -> bool:
+    """Whether ``exc`` is the server out of reach: no server to select within the timeout, a
+    connection refused, lost or timed out (pymongo's ConnectionFailure and its subclasses
+    ServerSelectionTimeoutError, AutoReconnect, NetworkTimeout). A command the server answered
+    with an error is not."""
+    return isinstance(exc, ConnectionFailure)
+
+
+async def _committed[T](
+    session: AsyncClientSession, body: Callable[[AsyncClientSession], Awaitable[T]]
+) -> T:
+    """``body`` then the commit, a connection failure in either raised as StoreUnavailableError.
+
+    Inside a transaction pymongo labels a connection failure TransientTransactionError (or, at
+    commit, UnknownTransactionCommitResult), which with_transaction retries for 120 s and
+    _is_transient would retry 40 times more: minutes for a server that is down. Our own error,
+    raised from the callback, carries no label, so neither retries it and the caller hears
+    "retry later" within the connect timeout. Committing here, not in with_transaction, keeps
+    its commit retry off an outage; a conflict at commit still leaves labelled as before.
+    """
+    try:
+        result = await body(session)
+        await session.commit_transaction()
+    except PyMongoError as exc:
+        if mongo_outage(exc):
+            raise StoreUnavailableError() from exc
+        raise
+    return result
+
+
 async def run_transaction[T](
     db: AsyncDatabase[dict[str, Any]],
     body: Callable[[AsyncClientSession], Awaitable[T]],
 ) -> T:
     """Run ``body`` in one transaction and commit; any exception aborts everything it wrote.
 
-    ``with_transaction`` already retries labelled transient errors and unknown commit results;
-    retry_conflicts adds the unlabelled conflicts.
+    ``with_transaction`` already retries labelled transient errors; retry_conflicts adds the
+    unlabelled conflicts. The server out of reach is neither (_committed).
     """
 
     async def attempt() -> T:
         async with db.client.start_session() as session:
             try:
-                return await session.with_transaction(body)
+                return await session.with_transaction(lambda s: _committed(s, body))
             except PyMongoError as exc:
                 if _is_transient(exc):
                     await _reset_server_transaction(session, db["meta"])
