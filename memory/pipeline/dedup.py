@@ -20,6 +20,9 @@ fact says (``merge_loses``), is not stored: the UPDATE stands with the new fact'
 user's fact never UPDATEs or DELETEs a fact in agent scope (memory/scopes.py ``may_change``),
 which every user reads; it is ADDed as theirs, by the model's decision or by rule.
 
+An ADD of a fact a person deleted after it was said, in other words than the fact held, stores
+nothing when the model, asked that pair, says it is the same fact (deleted_again.py).
+
 The step also embeds the texts its decisions store (ADD texts, UPDATE merges) through the
 content-addressed cache: the commit only reads those vectors, so the store write never waits on the
 remote embedder.
@@ -43,6 +46,7 @@ from memory.llm.fact_overlap import (
 )
 from memory.models import FactScope
 from memory.pipeline.decision_order import in_message_order, through_window
+from memory.pipeline.deleted_again import not_deleted_again
 from memory.pipeline.embed_cache import embed_cached
 from memory.pipeline.predecide import REFUSED, predecide
 from memory.pipeline.restatements import second_look
@@ -102,9 +106,10 @@ async def decide(
 ) -> DecisionsResult:
     """Decide, then embed the texts to store (one embedding call at most, none when cached)."""
     decisions, llm = await _decide(deps, window, facts, candidates, retry)
+    decisions, asked = await not_deleted_again(deps, window, facts, decisions)
     decisions = through_window(window, decisions)
     _, calls = await embed_cached(deps.store, deps.embedder, stored_texts(facts, decisions))
-    return DecisionsResult(decisions=decisions, llm=llm, embedding_calls=calls)
+    return DecisionsResult(decisions=decisions, llm=llm + asked, embedding_calls=calls)
 
 
 async def undecided(deps: Deps, facts: list[NewFact], reason: str) -> DecisionsResult:

@@ -255,6 +255,14 @@ class MemoryStore(ManageContract, LifecycleContract):
     async def _text_search(self, query: str, flt: FactFilter, limit: int) -> list[ScoredFact]:
         """text_search with limit > 0."""
 
+    @abc.abstractmethod
+    async def hand_deleted_since(
+        self, agent_id: str, since: datetime, owners: Sequence[str]
+    ) -> list[Fact]:
+        """The agent's facts a person deleted (rules.versions.deleted_by_hand) at or after
+        ``since`` whose user id is one of ``owners`` ("": no user id), without vectors: what a
+        formation of statements said since must not bring back (pipeline/deleted_again.py)."""
+
     async def recent_facts(self, flt: FactFilter, *, since: datetime, limit: int) -> list[Fact]:
         """The context FIFO: valid facts said at or after ``since``, most recently said first.
 

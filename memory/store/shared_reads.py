@@ -24,6 +24,7 @@ from memory.models import (
     StoredMessage,
 )
 from memory.store.base import MemoryStore, Vector
+from memory.store.rules.versions import deleted_by_hand
 from memory.store.rules.withheld import formable
 from memory.store.snapshots import SnapshotReads
 
@@ -113,6 +114,17 @@ class SharedReads(MemoryStore):
         found = await self._read_once(lambda reads: reads.facts_by_id(ids))
         by_id = {fact.fact_id: fact for fact in found}
         return [by_id[fact_id] for fact_id in ids if fact_id in by_id]  # in the order asked
+
+    async def hand_deleted_since(
+        self, agent_id: str, since: datetime, owners: Sequence[str]
+    ) -> list[Fact]:
+        if not owners:
+            return []
+        gone = await self._read_once(
+            lambda reads: reads.deleted_by_hand_since(agent_id, since, owners)
+        )
+        # The read's filter, by the rule's one definition (as snapshots.read_snapshot's).
+        return [fact for fact in gone if deleted_by_hand(fact) is not None]
 
     @abc.abstractmethod
     async def _touch_facts(self, fact_ids: list[str], at: datetime) -> None:

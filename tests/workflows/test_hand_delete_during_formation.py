@@ -4,18 +4,22 @@ before the delete is inside its extraction; that formation restates the fact. Wh
 before the delete does not bring it back (memory/store/rules/versions.py deleted_since), in the
 fact's current words or in the words it had before a person corrected it: the ADD is counted a
 duplicate, and the agent is not shown the fact. A distinct fact merely as similar as a dedup
-candidate is added."""
+candidate is added; one in other words is not when the model, asked that pair, calls it the same
+fact (memory/pipeline/deleted_again.py)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from client.management import MemoryManager
+from memory.errors import InputRefusedError
 from memory.llm.base import LLMRequest
 from memory.prompts.extract_facts import ExtractedFacts
+from memory.prompts.same_fact import SameFact, SameFactInput
 from memory.settings import FactSettings
 from tests.harness import FirstExtractionGate, Harness, conversation, facts
 
@@ -112,3 +116,40 @@ async def test_a_distinct_fact_said_before_a_similar_one_was_deleted_is_added(
 
     assert counts == (1, 0)
     assert [f.content for f in await h.all_facts() if f.invalidated_at is None] == [work]
+
+
+REWORDED = "Alice lives at 12 Rue de Rivoli"
+
+
+async def test_a_statement_in_other_words_said_before_the_delete_does_not_bring_it_back(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """The late formation finds the deleted address in other words: the rules see that it may
+    state the deleted fact again, the model asked that pair says it does, and nothing is stored
+    (the commit alone compares texts, and would have added it)."""
+    h = await Harness.create(time_env, tmp_path)
+    h.llm.defaults["same_fact"] = SameFact(same=True)
+    counts = await _deleted_during_a_late_formation(h, REWORDED)
+
+    [asked] = h.llm.calls("same_fact")
+    assert asked.task_input == SameFactInput(stored=SECRET, new=REWORDED)
+    assert counts == (0, 0)
+    assert [f.content for f in await h.all_facts() if f.invalidated_at is None] == []
+    assert "Rivoli" not in await h.memory.memory_context("eve", "s1", user_id="alice")
+
+
+@pytest.mark.parametrize(
+    "answer", [SameFact(same=False), InputRefusedError("refused", provider="scripted")]
+)
+async def test_a_statement_in_other_words_the_model_does_not_call_the_same_is_added(
+    time_env: WorkflowEnvironment, tmp_path: Path, answer: SameFact | Exception
+) -> None:
+    """Asked, the model says it is another fact, or refuses the question: what was said is kept
+    (a failure never drops it; the person can delete it again)."""
+    h = await Harness.create(time_env, tmp_path)
+    h.llm.defaults["same_fact"] = answer
+    counts = await _deleted_during_a_late_formation(h, REWORDED)
+
+    assert len(h.llm.calls("same_fact")) == 1
+    assert counts == (1, 0)
+    assert [f.content for f in await h.all_facts() if f.invalidated_at is None] == [REWORDED]
