@@ -20,29 +20,17 @@ from __future__ import annotations
 
 from datetime import datetime
 
-import structlog
-
 from memory.deps import Deps
-from memory.errors import (
-    InputRefusedError,
-    InvalidModelOutputError,
-    MalformedOutputError,
-    ProviderError,
-)
 from memory.ids import content_hash
 from memory.llm import choose_model
-from memory.llm.base import LLMRequest
 from memory.llm.fact_overlap import may_restate
 from memory.models import Fact
+from memory.pipeline.restatements import ask_same_fact
 from memory.pipeline.types import Decision, LlmCall, NewFact, Window
-from memory.pipeline.usage import llm_call
 from memory.pipeline.window import window_agent
-from memory.prompts.same_fact import SameFact, SameFactInput
 from memory.store.rules.versions import deleted_since
 
 DELETED_AGAIN = "deleted by hand, said before the delete:"  # a dropped add's reasoning
-
-log = structlog.get_logger(__name__)
 
 
 async def not_deleted_again(
@@ -71,24 +59,10 @@ async def not_deleted_again(
             out.append(decision)
             continue
         fact, text = pair
-        request = LLMRequest.of(
-            SameFactInput(stored=text, new=said[decision.new_index].content),
-            model=model,
-            temperature=0.0,  # one yes/no: the likeliest answer, the same on every retry
+        same, call, ended = await ask_same_fact(
+            deps.llm, model, text, said[decision.new_index].content
         )
-        try:
-            result = await deps.llm.generate_structured(request, SameFact)
-        except (InvalidModelOutputError, MalformedOutputError, InputRefusedError) as err:
-            _log_kept(err, ended=False)
-            out.append(decision)
-            continue
-        except ProviderError as err:
-            _log_kept(err, ended=True)
-            ended = True
-            out.append(decision)
-            continue
-        calls.append(llm_call(request, result.usage))
-        same = result.value.same
+        calls += [call] if call is not None else []
         out.append(
             Decision(
                 new_index=decision.new_index,
@@ -128,15 +102,3 @@ def _restated(window: Window, new: NewFact, deleted: list[Fact]) -> tuple[Fact, 
             if may_restate(new.content, text):
                 return fact, text
     return None
-
-
-def _log_kept(err: Exception, *, ended: bool) -> None:
-    """Why an add was kept unasked: the error's type, provider and status, never its message (a
-    refusal may quote what the user said)."""
-    log.warning(
-        "deleted_again_check_failed_add_kept",
-        error=type(err).__name__,
-        provider=getattr(err, "provider", ""),
-        status=getattr(err, "status", None),
-        second_looks_ended=ended,
-    )

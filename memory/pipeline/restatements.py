@@ -17,6 +17,8 @@ fallback add every new fact unmerged.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import structlog
 
 from memory.errors import (
@@ -59,26 +61,10 @@ async def second_look(
         if stored is None:
             out.append(decision)
             continue
-        request = LLMRequest.of(
-            SameFactInput(stored=stored.content, new=said[decision.new_index]),
-            model=model,
-            temperature=0.0,  # one yes/no: the likeliest answer, the same on every retry
+        same, call, ended = await ask_same_fact(
+            llm, model, stored.content, said[decision.new_index]
         )
-        try:
-            result = await llm.generate_structured(request, SameFact)
-        except (InvalidModelOutputError, MalformedOutputError, InputRefusedError) as err:
-            # This pair's answer is unusable or refused: its decision stands, the next may be asked.
-            _log_kept(err, ended=False)
-            out.append(decision)
-            continue
-        except ProviderError as err:
-            # Unreachable, rate limited, unauthorised: the next pair would fail the same way, and
-            # a retry of the step would ask the decision again (malformed and refused are above).
-            _log_kept(err, ended=True)
-            ended = True
-            out.append(decision)
-            continue
-        calls.append(llm_call(request, result.usage))
+        calls += [call] if call is not None else []
         out.append(
             Decision(
                 new_index=decision.new_index,
@@ -87,14 +73,41 @@ async def second_look(
                 expected_version=stored.version,
                 reasoning=f"{RESTATES} {stored.fact_id}",
             )
-            if result.value.same
+            if same
             else decision
         )
     return out, calls
 
 
+class SameFactAnswer(NamedTuple):
+    same: bool  # False when not answered: the decision stands
+    call: LlmCall | None  # the call paid for, if answered
+    ended: bool  # the provider failed: the pairs left would fail the same way, not asked
+
+
+async def ask_same_fact(llm: LLMProvider, model: str, stored: str, new: str) -> SameFactAnswer:
+    """The model's yes or no to one pair: whether ``new`` states ``stored`` again. Failing
+    towards the decision made: an unusable or refused answer is a no for this pair (the next may
+    be asked); a provider failure (unreachable, rate limited, unauthorised) a no that ends the
+    asking, since a retry of the step would pay for the decision again."""
+    request = LLMRequest.of(
+        SameFactInput(stored=stored, new=new),
+        model=model,
+        temperature=0.0,  # one yes/no: the likeliest answer, the same on every retry
+    )
+    try:
+        result = await llm.generate_structured(request, SameFact)
+    except (InvalidModelOutputError, MalformedOutputError, InputRefusedError) as err:
+        _log_kept(err, ended=False)
+        return SameFactAnswer(same=False, call=None, ended=False)
+    except ProviderError as err:
+        _log_kept(err, ended=True)
+        return SameFactAnswer(same=False, call=None, ended=True)
+    return SameFactAnswer(same=result.value.same, call=llm_call(request, result.usage), ended=False)
+
+
 def _log_kept(err: Exception, *, ended: bool) -> None:
-    """Say why a second look kept the first decision: the error's type, provider and status,
+    """Say why a second look kept the decision made: the error's type, provider and status,
     never its message (a refusal may quote what the user said)."""
     log.warning(
         "same_fact_failed_decision_kept",
