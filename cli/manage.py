@@ -88,8 +88,12 @@ def facts_list(
     user: Annotated[str | None, typer.Option(help="Also this user's facts (user scope).")] = None,
     agent_scope: Annotated[bool, typer.Option(help="Include the agent-scoped facts.")] = True,
     deleted: Annotated[bool, typer.Option(help="Include deleted facts.")] = False,
-    offset: Annotated[int, typer.Option(help="Skip this many (paging).")] = 0,
+    offset: Annotated[int, typer.Option(help="Skip this many (paging; prefer --cursor).")] = 0,
     limit: Annotated[int, typer.Option(help="Facts per page.")] = 50,
+    cursor: Annotated[
+        str | None,
+        typer.Option(help="The page a listing named (next page: …): skips nothing on deletes."),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Facts an agent holds, last changed first."""
@@ -99,12 +103,14 @@ def facts_list(
         include_agent_scope=agent_scope,
     )
     page = _managed(
-        lambda m: m.list_facts(flt, include_invalid=deleted, offset=offset, limit=limit)
+        lambda m: m.list_facts(
+            flt, include_invalid=deleted, offset=offset, limit=limit, cursor=cursor
+        )
     )
 
     def text() -> str:
         lines = [_fact_line(f) for f in page.facts] or ["(no facts)"]
-        more = f"; next page: --offset {offset + limit}" if page.has_more else ""
+        more = f"; next page: --cursor {page.next_cursor}" if page.next_cursor else ""
         lines.append(f"{page.valid_total} valid fact(s){more}")
         return "\n".join(lines)
 

@@ -14,6 +14,8 @@ reported as unknown.
 
 from __future__ import annotations
 
+import base64
+import json
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Literal
@@ -31,6 +33,7 @@ from memory.pipeline.usage import words
 from memory.settings import Scope, Settings
 from memory.settings_errors import validation_line
 from memory.store.base import MemoryStore
+from memory.store.base_manage import Keyset, fact_key
 from memory.store.counts import ForgetCounts
 from memory.store.rules.manage import check_edited_version
 
@@ -52,8 +55,32 @@ class FactPage(_Out):
     facts: list[Fact]
     offset: int
     limit: int
-    has_more: bool
+    has_more: bool  # older facts follow: next_cursor reads them
     valid_total: int  # valid facts within the filter, whatever the page
+    next_cursor: str | None = None  # the older facts after this page (None: none)
+    prev_cursor: str | None = None  # the newer facts before it (None: this is the first page)
+
+
+def _cursor(side: Literal["after", "before"], fact: Fact) -> str:
+    """An opaque token for the facts listed ``side`` the fact (its listing key, store.fact_key)."""
+    at, fact_id = fact_key(fact)
+    raw = json.dumps([side, at.isoformat(), fact_id], separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def read_cursor(token: str) -> Keyset:
+    """The keyset of a page's cursor; InvalidInputError for a token no listing gave."""
+    try:
+        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+        side, at, fact_id = json.loads(raw)
+        key = (datetime.fromisoformat(at), str(fact_id))
+        if key[0].tzinfo is None or side not in ("after", "before"):
+            raise ValueError(side)
+    except (ValueError, TypeError, UnicodeDecodeError) as e:
+        raise InvalidInputError(
+            "page: the cursor is not one a fact listing gave (next_cursor, prev_cursor)"
+        ) from e
+    return Keyset(after=key, before=None) if side == "after" else Keyset(after=None, before=key)
 
 
 class ScopeStats(_Out):
@@ -140,22 +167,48 @@ class MemoryManager:
     # ------------------------------------------------------------ facts
 
     async def list_facts(
-        self, flt: FactFilter, *, include_invalid: bool = False, offset: int = 0, limit: int = 50
+        self,
+        flt: FactFilter,
+        *,
+        include_invalid: bool = False,
+        offset: int = 0,
+        limit: int = 50,
+        cursor: str | None = None,
     ) -> FactPage:
-        """Newest (last changed) first; deleted facts only on request."""
+        """Newest (last changed) first; deleted facts only on request. ``cursor``: a page's
+        ``next_cursor`` (the older facts after it) or ``prev_cursor`` (the newer ones before it),
+        which skip nothing and repeat nothing while facts are deleted, edited or formed; an offset
+        counts rows, which shift under it."""
         if not 1 <= limit <= MAX_PAGE or not 0 <= offset <= MAX_OFFSET:
             raise InvalidInputError(f"page: 1 ≤ limit ≤ {MAX_PAGE} and 0 ≤ offset ≤ {MAX_OFFSET:,}")
+        keyset = None if cursor is None else read_cursor(cursor)
+        if keyset is not None and offset:
+            raise InvalidInputError("page: a cursor or an offset, not both")
         await self._require_agent(flt.agent_id)
-        # One more than asked tells whether there is a next page.
+        # One more than asked tells whether there is a page beyond, on the side read.
         facts = await self.store.list_facts(
-            flt, include_invalid=include_invalid, offset=offset, limit=limit + 1
+            flt,
+            include_invalid=include_invalid,
+            offset=offset,
+            limit=limit + 1,
+            after=None if keyset is None else keyset.after,
+            before=None if keyset is None else keyset.before,
         )
+        beyond = len(facts) > limit
+        if keyset is not None and keyset.newer:
+            shown = facts[-limit:] if beyond else facts  # the nearest: the newest one is beyond
+            newer, older = beyond, True
+        else:
+            shown = facts[:limit]
+            newer, older = keyset is not None or offset > 0, beyond
         return FactPage(
-            facts=facts[:limit],
+            facts=shown,
             offset=offset,
             limit=limit,
-            has_more=len(facts) > limit,
+            has_more=older and bool(shown),
             valid_total=await self.store.count_facts(flt),
+            next_cursor=_cursor("after", shown[-1]) if older and shown else None,
+            prev_cursor=_cursor("before", shown[0]) if newer and shown else None,
         )
 
     async def show_fact(self, fact_id: str, *, within: FactFilter | None = None) -> Fact:

@@ -250,7 +250,8 @@ async def agent(
     session_id: OptId = None,
     q: Annotated[str, Query(max_length=QUERY_CHARS)] = "",
     notice: str | None = None,
-    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,  # the first fact listed
+    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,  # links of earlier builds
+    cursor: Annotated[str | None, Query(max_length=1024)] = None,  # the facts' page (FactPage)
 ) -> Response:
     key = await _key(request, svc, agent_id, write=False)
     if session_id is not None:
@@ -261,7 +262,7 @@ async def agent(
             context = {"message": f"No session {session_id} for this key.", "key": key}
             return _page(request, "error.html", context, 404)
     try:
-        view = await agent_view(svc, agent_id, user_id, session_id, q, offset)
+        view = await agent_view(svc, agent_id, user_id, session_id, q, offset, cursor)
     except StoreUnavailableError:
         raise  # no unknown agent: the page's 503 (_PageRoute)
     except MnemosError as e:

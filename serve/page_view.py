@@ -75,11 +75,12 @@ class AgentView(BaseModel):
     runs: Runs
     query: str
     ranked: list[Ranked]
+    paged: bool = False  # a page past the first (by cursor or offset)
 
-    def facts_from(self, offset: int) -> str:
-        """This page (its user, session and query) listing the facts from ``offset`` on."""
+    def facts_at(self, cursor: str | None) -> str:
+        """This page (its user, session and query) listing the facts of ``cursor``'s page."""
         params = {"user_id": self.user_id, "session_id": self.session_id, "q": self.query}
-        shown = {k: v for k, v in params.items() if v} | ({"offset": offset} if offset else {})
+        shown = {k: v for k, v in params.items() if v} | ({"cursor": cursor} if cursor else {})
         query = urlencode(shown)
         return f"/ui/agents/{self.agent_id}" + (f"?{query}" if query else "") + "#facts"
 
@@ -162,6 +163,7 @@ async def agent_view(
     session_id: str | None,
     query: str,
     offset: int = 0,
+    cursor: str | None = None,
 ) -> AgentView:
     manager = svc.manager
     stats = await manager.stats(agent_id, user_id, session_id)
@@ -171,7 +173,7 @@ async def agent_view(
         for s, status in zip(stats.scopes, statuses, strict=True)
     ]
     flt = fact_filter(agent_id, user_id)
-    facts = await manager.list_facts(flt, offset=offset, limit=FACTS_SHOWN)
+    facts = await manager.list_facts(flt, offset=offset, limit=FACTS_SHOWN, cursor=cursor)
     runs = await recent_formations(
         svc.memory.temporal, agent_id, ui_url=svc.temporal_ui_url, namespace=svc.namespace
     )
@@ -196,4 +198,5 @@ async def agent_view(
         runs=runs,
         query=query,
         ranked=ranked,
+        paged=bool(cursor or offset),
     )

@@ -49,11 +49,21 @@ async def list_facts(
     include_invalid: bool = False,
     offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50,
+    cursor: Annotated[
+        str | None,
+        Query(
+            max_length=1024,
+            pattern=r"^[A-Za-z0-9_-]+$",
+            description="A page's next_cursor (older facts) or prev_cursor (newer ones): pages "
+            "read by cursor skip nothing and repeat nothing while facts are deleted, edited or "
+            "formed, as an offset may. Not with an offset.",
+        ),
+    ] = None,
 ) -> FactPage:
     """Newest first: the agent's facts and, with ``user_id``, that user's."""
     flt = FactFilter(agent_id=agent_id, user_id=user_id, include_agent_scope=include_agent_scope)
     return await svc.manager.list_facts(
-        flt, include_invalid=include_invalid, offset=offset, limit=limit
+        flt, include_invalid=include_invalid, offset=offset, limit=limit, cursor=cursor
     )
 
 

@@ -23,6 +23,33 @@ from memory.store.base_lifecycle import Vector
 type Which = Literal["buffered", "in_no_blob", "set_aside", "all"]
 
 
+# A fact's place in a listing: (updated_at, fact_id), the order list_facts sorts by.
+FactKey = tuple[datetime, str]
+
+
+def fact_key(fact: Fact) -> FactKey:
+    return fact.updated_at, fact.fact_id
+
+
+@dataclass(frozen=True)
+class Keyset:
+    """Which side of a key a page lies on: ``after`` it (older, read descending) or ``before``
+    it (newer: the nearest ones, read ascending and returned descending)."""
+
+    after: FactKey | None
+    before: FactKey | None
+
+    @property
+    def key(self) -> FactKey:
+        key = self.after or self.before
+        assert key is not None
+        return key
+
+    @property
+    def newer(self) -> bool:
+        return self.after is None
+
+
 @dataclass(frozen=True)
 class ReembedItem:
     """A fact to re-embed: its id, its content and that content's hash (what the vector is for)."""
@@ -115,21 +142,36 @@ class ManageContract(abc.ABC):
     # ------------------------------------------------------------ management (operators, backend UIs)
 
     async def list_facts(
-        self, flt: FactFilter, *, include_invalid: bool = False, offset: int = 0, limit: int = 50
+        self,
+        flt: FactFilter,
+        *,
+        include_invalid: bool = False,
+        offset: int = 0,
+        limit: int = 50,
+        after: FactKey | None = None,
+        before: FactKey | None = None,
     ) -> list[Fact]:
-        """Facts within ``flt``, newest (updated_at) first, paged. Invalidated ones only on request."""
+        """Facts within ``flt``, newest first: by updated_at, then fact_id (both descending),
+        paged. Invalidated ones only on request. ``after`` a fact's key (``fact_key``): only those
+        listed after it; ``before`` one: the nearest listed before it (still newest first). A
+        page read by its last fact's key skips nothing and repeats nothing when facts are
+        deleted, edited or formed meanwhile, as an offset would."""
         if limit <= 0:
             return []
         return await self._list_facts(
-            flt, valid_only=not include_invalid, offset=max(offset, 0), limit=limit
+            flt,
+            valid_only=not include_invalid,
+            offset=max(offset, 0),
+            limit=limit,
+            keyset=None if after is None and before is None else Keyset(after, before),
         )
 
     @abc.abstractmethod
     async def _list_facts(
-        self, flt: FactFilter, *, valid_only: bool, offset: int, limit: int
+        self, flt: FactFilter, *, valid_only: bool, offset: int, limit: int, keyset: Keyset | None
     ) -> list[Fact]:
-        """list_facts with offset >= 0 and limit > 0: newest (updated_at) first, then the later
-        stored first."""
+        """list_facts with offset >= 0 and limit > 0, ordered (updated_at, fact_id) descending,
+        those the keyset admits (Keyset)."""
 
     @abc.abstractmethod
     async def count_facts(self, flt: FactFilter) -> int:

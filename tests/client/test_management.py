@@ -106,6 +106,28 @@ async def test_facts_are_listed_newest_first_one_page_at_a_time(
         await manager.list_facts(FactFilter(agent_id="a2", user_id="u1"))
 
 
+async def test_pages_follow_their_cursors_both_ways(
+    manager: MemoryManager, store: SQLiteStore, embedder: WordHashEmbedder
+) -> None:
+    await _facts(store, embedder)
+
+    first = await manager.list_facts(U1, limit=2)
+    assert first.prev_cursor is None and first.next_cursor is not None
+    second = await manager.list_facts(U1, limit=2, cursor=first.next_cursor)
+    assert [f.fact_id for f in second.facts] == ["f1"]
+    assert (second.has_more, second.next_cursor) == (False, None)
+    assert second.prev_cursor is not None
+    back = await manager.list_facts(U1, limit=2, cursor=second.prev_cursor)
+    assert [f.fact_id for f in back.facts] == ["f3", "f2"]
+    assert back.prev_cursor is None and back.next_cursor is not None  # the first page again
+
+    for bad in ("nonsense", "W10", first.next_cursor[:-3]):
+        with pytest.raises(InvalidInputError, match="cursor is not one a fact listing gave"):
+            await manager.list_facts(U1, cursor=bad)
+    with pytest.raises(InvalidInputError, match="a cursor or an offset"):
+        await manager.list_facts(U1, offset=2, cursor=first.next_cursor)
+
+
 async def test_an_edited_fact_is_re_embedded_and_found_by_its_new_text(
     manager: MemoryManager, store: SQLiteStore, embedder: WordHashEmbedder, clock: Clock
 ) -> None:

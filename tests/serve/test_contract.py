@@ -69,16 +69,23 @@ CONFIG = SchemathesisConfig.from_dict(
         "warnings": False,
         # A message's created_at must lie between 1970 and a day after the recording time: a
         # bound that moves with the clock cannot be stated in the document, so the operation
-        # documents it with its 422, and only there is a 422 for schema-valid data accepted.
+        # documents it with its 422; and a fact listing's cursor is a token only a listing gives
+        # (any text of its pattern is not one). Only there is a 422 for schema-valid data accepted.
         "operations": [
             {
-                "include-path": "/v1/agents/{agent_id}/sessions/{session_id}/messages",
+                "include-path": path,
                 "checks": {
                     "positive_data_acceptance": {
                         "expected-statuses": [*POSITIVE_DATA_ACCEPTANCE_EXPECTED_STATUSES, "422"]
                     }
                 },
-            },
+            }
+            for path in (
+                "/v1/agents/{agent_id}/sessions/{session_id}/messages",
+                "/v1/agents/{agent_id}/facts",
+            )
+        ]
+        + [
             *(
                 {
                     "include-path": path,

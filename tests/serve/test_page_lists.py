@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
 
 import pytest
 
@@ -36,16 +37,43 @@ async def test_every_fact_of_a_user_can_be_reached_page_by_page(served: Served) 
     await Former(store, "chat-1", "eve").form(*ops)
     async with browser(served, served.eve) as c:
         page = (await c.get("/ui/agents/eve", params={"user_id": "u1"})).text
-        assert "120 valid" in page and "Facts 1–50 of 120" in page
+        assert "120 valid" in page and "50 of 120 facts" in page
         pages, seen = [page], set(FACT_LINK.findall(facts_section(page)))
         while (link := next_link(pages[-1])) is not None and len(pages) < 5:
             pages.append((await c.get(link)).text)
             seen |= set(FACT_LINK.findall(facts_section(pages[-1])))
         typed = (await c.get("/ui/agents/eve", params={"user_id": "u1", "offset": "100"})).text
     assert len(seen) == 120, f"{len(seen)} of the 120 facts the page counts can be opened"
-    assert len(pages) == 3 and "Facts 101–120 of 120" in pages[-1]
-    assert 'rel="prev"' in pages[-1] and "offset=50" in pages[-1]  # back to the newer ones
+    assert len(pages) == 3 and "20 of 120 facts" in pages[-1]
+    newer = re.search(r'<a href="([^"]+)" rel="prev">', facts_section(pages[-1]))
+    assert newer is not None  # back to the newer ones: the second page's facts
+    back = (await _get(served, newer.group(1).replace("&amp;", "&"))).text
+    assert FACT_LINK.findall(facts_section(back)) == FACT_LINK.findall(facts_section(pages[1]))
     assert len(FACT_LINK.findall(facts_section(typed))) == 20
+
+
+async def _get(served: Served, link: str) -> Any:
+    async with browser(served, served.eve) as c:
+        return await c.get(link)
+
+
+async def test_a_fact_deleted_on_one_page_leaves_the_next_page_whole(served: Served) -> None:
+    """A person deletes a fact of the first page, then goes to the older ones: every other fact
+    is listed exactly once (an offset would have skipped the first of the next page)."""
+    store = served.h.store
+    await record(store, "chat-1", "eve", [msg(f"m{i}", "a fact", user_id="u1") for i in range(60)])
+    former = Former(store, "chat-1", "eve")
+    for n in range(60):  # one formation each: each fact newer than the one before
+        await former.form(add(f"f{n:03d}", f"Fact number {n:03d}", unit(1, n / 100)))
+    async with browser(served, served.eve) as c:
+        first = (await c.get("/ui/agents/eve", params={"user_id": "u1"})).text
+        shown = FACT_LINK.findall(facts_section(first))
+        await store.invalidate_fact("f059", at=datetime.now(UTC))  # the newest, on this page
+        link = next_link(first)
+        assert link is not None
+        second = FACT_LINK.findall(facts_section((await c.get(link)).text))
+    listed = [*shown, *second]
+    assert len(listed) == len(set(listed)) == 60  # the deleted one was on the page already
 
 
 async def test_an_offset_the_page_cannot_take_answers_its_own_error_page(served: Served) -> None:

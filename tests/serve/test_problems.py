@@ -44,6 +44,17 @@ async def test_an_offset_out_of_range_is_422_not_a_store_error(served: Served, o
     assert r.status_code == 422 and r.headers["content-type"] == "application/problem+json"
 
 
+async def test_a_cursor_no_listing_gave_is_422_and_pages_name_their_cursors(
+    served: Served,
+) -> None:
+    async with served.client(served.eve) as c:
+        bad = await c.get("/v1/agents/eve/facts", params={"cursor": "not-a-cursor"})
+        first = (await c.get("/v1/agents/eve/facts", params={"limit": 1})).json()
+    assert bad.status_code == 422 and bad.headers["content-type"] == "application/problem+json"
+    assert "cursor is not one a fact listing gave" in bad.json()["detail"]
+    assert {"next_cursor", "prev_cursor"} <= first.keys() and first["prev_cursor"] is None
+
+
 @pytest.mark.parametrize("body", [b"{nope", b"[1", b"\xff\xfe"])
 async def test_a_body_that_is_no_json_is_400_not_a_field_error(served: Served, body: bytes) -> None:
     """The documented 400: a 422 would name a character offset as if it were a field."""

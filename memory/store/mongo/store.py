@@ -23,13 +23,13 @@ from typing import Any
 
 import numpy as np
 from bson.codec_options import CodecOptions
-from pymongo import DESCENDING, AsyncMongoClient, ReplaceOne
+from pymongo import ASCENDING, DESCENDING, AsyncMongoClient, ReplaceOne
 from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.errors import CollectionInvalid
 
 from memory.models import SET_ASIDE, AgentConfig, Fact, FactFilter, Reflection, ScopeKey, ScoredFact
 from memory.store.base import Vector
-from memory.store.base_manage import Which
+from memory.store.base_manage import Keyset, Which
 from memory.store.mongo.degraded import MongoDegraded
 from memory.store.mongo.docs import (
     NO_VECTOR,
@@ -236,17 +236,24 @@ class MongoStore(
     # ------------------------------------------------------------ management reads
 
     async def _list_facts(
-        self, flt: FactFilter, *, valid_only: bool, offset: int, limit: int
+        self, flt: FactFilter, *, valid_only: bool, offset: int, limit: int, keyset: Keyset | None
     ) -> list[Fact]:
         if (match := fact_match(flt, valid_only=valid_only)) is None:
             return []
+        order = DESCENDING
+        if keyset is not None:
+            (at, fact_id), side = keyset.key, "$gt" if keyset.newer else "$lt"
+            order = ASCENDING if keyset.newer else DESCENDING
+            past = [{"updated_at": {side: ts(at)}}, {"updated_at": ts(at), "_id": {side: fact_id}}]
+            match = {"$and": [match, {"$or": past}]}
         cursor = (
             self._db.facts.find(match, NO_VECTOR)
-            .sort([("updated_at", DESCENDING), ("ins", DESCENDING)])
+            .sort([("updated_at", order), ("_id", order)])
             .skip(offset)
             .limit(limit)
         )
-        return [fact_from_doc(doc) async for doc in cursor]
+        listed = [fact_from_doc(doc) async for doc in cursor]
+        return listed[::-1] if order == ASCENDING else listed
 
     async def count_facts(self, flt: FactFilter) -> int:
         match = fact_match(flt)

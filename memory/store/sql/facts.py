@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from memory.models import Fact, FactFilter, ScoredFact
+from memory.store.base_manage import Keyset
 from memory.store.ranking import text_hits
 from memory.store.rules.filters import scope_branches
 from memory.store.rules.text import bm25_of_counts, bm25_of_terms
@@ -49,14 +50,23 @@ async def listed_facts(
 
 
 async def list_facts(
-    db: Db, flt: FactFilter, *, valid_only: bool, offset: int, limit: int
+    db: Db, flt: FactFilter, *, valid_only: bool, offset: int, limit: int, keyset: Keyset | None
 ) -> list[Fact]:
-    """Newest (updated) first."""
-    return await listed_facts(
+    """Newest (updated, then fact_id) first; the keyset's side of its key (MemoryStore.list_facts)."""
+    order, then = "DESC", ""
+    params: dict[str, object] = {"limit": limit, "offset": offset}
+    if keyset is not None:
+        order, side = ("ASC", ">") if keyset.newer else ("DESC", "<")
+        at, fact_id = keyset.key
+        then = f"AND (f.updated_at {side} %(at)s OR (f.updated_at = %(at)s AND f.fact_id {side} %(id)s)) "
+        params |= {"at": db.time(at), "id": fact_id}
+    listed = await listed_facts(
         db, flt, valid_only=valid_only,
-        then=f"ORDER BY f.updated_at DESC, f.{db.ord} DESC LIMIT %(limit)s OFFSET %(offset)s",
-        params={"limit": limit, "offset": offset},
+        then=f"{then}ORDER BY f.updated_at {order}, f.fact_id {order} "
+        "LIMIT %(limit)s OFFSET %(offset)s",
+        params=params,
     )  # fmt: skip
+    return listed[::-1] if order == "ASC" else listed
 
 
 async def recent_facts(db: Db, flt: FactFilter, since: datetime, limit: int) -> list[Fact]:

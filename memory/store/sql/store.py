@@ -30,7 +30,7 @@ from memory.models import (
     StoredMessage,
 )
 from memory.store.base import Cold, ReembedItem, Vector
-from memory.store.base_manage import ReembedTarget, Which, current_side_vectors, side_tag
+from memory.store.base_manage import Keyset, ReembedTarget, Which, current_side_vectors, side_tag
 from memory.store.counts import ExportData
 from memory.store.planned import PlannedStore
 from memory.store.rules import Plan, Request, Write
@@ -166,10 +166,12 @@ class SqlStore[D: Db](PlannedStore):
         return await self._db_one(lambda db: facts.recent_facts(db, flt, since, limit))
 
     async def _list_facts(
-        self, flt: FactFilter, *, valid_only: bool, offset: int, limit: int
+        self, flt: FactFilter, *, valid_only: bool, offset: int, limit: int, keyset: Keyset | None
     ) -> list[Fact]:
         return await self._db_one(
-            lambda db: facts.list_facts(db, flt, valid_only=valid_only, offset=offset, limit=limit)
+            lambda db: facts.list_facts(
+                db, flt, valid_only=valid_only, offset=offset, limit=limit, keyset=keyset
+            )
         )
 
     async def count_facts(self, flt: FactFilter) -> int:

@@ -189,13 +189,19 @@ export class Mnemos {
 
   async facts(
     agentId: string,
-    options: { userId?: string; offset?: number; limit?: number } = {},
+    // cursor: a page's next_cursor (older facts) or prev_cursor (newer): skips nothing on deletes.
+    options: { userId?: string; offset?: number; limit?: number; cursor?: string } = {},
   ): Promise<FactPage> {
     return unwrap(
       await this.api.GET("/v1/agents/{agent_id}/facts", {
         params: {
           path: { agent_id: agentId },
-          query: { user_id: options.userId, offset: options.offset, limit: options.limit },
+          query: {
+            user_id: options.userId,
+            offset: options.offset,
+            limit: options.limit,
+            cursor: options.cursor,
+          },
         },
       }),
     );

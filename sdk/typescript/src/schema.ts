@@ -722,6 +722,10 @@ export interface components {
             has_more: boolean;
             /** Valid Total */
             valid_total: number;
+            /** Next Cursor */
+            next_cursor: string | null;
+            /** Prev Cursor */
+            prev_cursor: string | null;
         };
         /**
          * FactRevision
@@ -2485,6 +2489,8 @@ export interface operations {
                 include_invalid?: boolean;
                 offset?: number;
                 limit?: number;
+                /** @description A page's next_cursor (older facts) or prev_cursor (newer ones): pages read by cursor skip nothing and repeat nothing while facts are deleted, edited or formed, as an offset may. Not with an offset. */
+                cursor?: string | null;
             };
             header?: never;
             path: {
