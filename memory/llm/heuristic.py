@@ -53,6 +53,11 @@ _PREFERENCE = re.compile(
 _DIRECTIVE = re.compile(
     r"(?i)^(?:please|always|never|don't|do not|call me)\s|\b(?:I|we)\s+(?:really\s+)?prefer\b"
 )
+# A directive joined to a statement ("My email is alice@example.com and I prefer calls after
+# 10am"): the statement before it is a fact all the same; the directive is the reflections'.
+_JOINED_DIRECTIVE = re.compile(
+    r"(?i)\s*[,;]?\s+(?:and|but)\s+(?:I|we)\s+(?:really\s+)?prefer\b.*$"
+)
 _ABOUT_AGENT = re.compile(r"(?i)\b(?:your|yours|you are|you're|(?:the|our|this) project)\b")
 _NAME = re.compile(r"^[A-Z][a-z]+")
 
@@ -237,6 +242,7 @@ def extract_facts(p: ExtractFactsInput) -> ExtractedFacts:
     for speaker, speaker_id, content, n in _user_messages(p.messages):
         for raw in _sentences(content):
             sentence = as_corrected(_without_self_introduction(raw, speaker))
+            sentence = _JOINED_DIRECTIVE.sub("", sentence)
             specific = _is_specific(sentence)
             if (
                 len(sentence.split()) < _MIN_FACT_WORDS

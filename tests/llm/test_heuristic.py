@@ -162,6 +162,16 @@ async def test_a_directive_to_the_agent_is_no_fact_for_every_user() -> None:
     assert [scope for _, scope in await facts(work, ["user", "agent"])] == ["agent"] * 3
 
 
+async def test_a_statement_joined_to_a_directive_is_a_fact_without_it() -> None:
+    """The README's curl walkthrough: the email was lost with the preference it was said with
+    (the whole sentence read as a directive), and search_facts never found it."""
+    msgs = [
+        msg(1, "My email is alice@example.com and I prefer calls after 10am"),
+        msg(2, "I prefer calls after 10am and my email is alice@example.com"),  # directive first
+    ]
+    assert await facts(msgs, ["user", "agent"]) == [("Alice's email is alice@example.com", "user")]
+
+
 async def test_only_enabled_scopes_with_agent_scope_alone_keeping_agent_and_project_facts() -> None:
     assert await facts(CONVERSATION, ["agent"]) == [
         ("Our launch deadline is March 3 and your project budget is 50000 dollars.", "agent")
