@@ -20,6 +20,7 @@ from temporalio.api.common.v1 import Payload, Payloads
 from memory.settings import CodecSettings, get_settings
 from memory.settings_codec import authority_host
 from runtime.codec import AesGcmCodec, CodecError
+from runtime.command_line import fail
 
 _LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1"})
 
@@ -87,8 +88,9 @@ def _bind_of(cfg: CodecSettings, *, from_flag: bool) -> tuple[str, int]:
     try:
         return cfg.bind_address
     except ValueError as e:
-        hint = "--bind" if from_flag else "MNEMOS_CODEC__SERVER_BIND"
-        raise typer.BadParameter(str(e), param_hint=hint) from e
+        if from_flag:
+            raise typer.BadParameter(str(e), param_hint="--bind") from e
+        fail(f"MNEMOS_CODEC__SERVER_BIND: {e}")  # a setting, not this command's usage
 
 
 def _check_hosts(cfg: CodecSettings) -> frozenset[str]:
@@ -96,7 +98,7 @@ def _check_hosts(cfg: CodecSettings) -> frozenset[str]:
     try:
         return cfg.listed_hosts
     except ValueError as e:
-        raise typer.BadParameter(str(e), param_hint="MNEMOS_CODEC__SERVER_HOSTS") from e
+        fail(f"MNEMOS_CODEC__SERVER_HOSTS: {e}")
 
 
 def codec_server(
@@ -118,7 +120,7 @@ def codec_server(
     try:
         app = codec_app(cfg)
     except ValueError as e:
-        raise typer.BadParameter(str(e)) from e
+        fail(str(e))  # no key: what the README's CLI contract says a setting's error is
     origins = ", ".join(cfg.server_origins)
     typer.echo(f"codec endpoint on http://{cfg.server_bind} (origins: {origins})")
     uvicorn.run(app, host=host, port=port, log_level="warning")

@@ -111,16 +111,6 @@ def test_no_key_no_server() -> None:
         codec_app(CodecSettings())
 
 
-def test_the_command_refuses_to_start_without_a_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("MNEMOS_CODEC__KEY", raising=False)
-    get_settings.cache_clear()
-    app = typer.Typer()
-    app.command()(codec_server)
-    result = CliRunner().invoke(app, [])
-    get_settings.cache_clear()
-    assert result.exit_code == 2 and "MNEMOS_CODEC__KEY" in result.output
-
-
 @pytest.mark.parametrize("host", ["rebind.attacker.example:8081", "127.0.0.1.evil.example"])
 async def test_without_a_token_a_foreign_host_is_refused(host: str) -> None:
     """A page that DNS-rebinds its name to 127.0.0.1 posts as its own origin, a text/plain body
@@ -231,7 +221,7 @@ def test_a_codec_server_setting_does_not_stop_the_other_processes(
     monkeypatch.setenv(name, value)
     read_settings()
     result, served = serve(monkeypatch)
-    assert result.exit_code == 2 and not served
+    assert result.exit_code == 1 and not served  # a setting's error: one line (README, CLI)
     assert result.exception is None or isinstance(result.exception, SystemExit)
     assert name in result.output and named in result.output, result.output
 
@@ -262,7 +252,7 @@ def test_a_listed_host_that_is_no_host_is_refused_at_start(
     """codec-server names the entry rather than never matching it; a mounted codec_app too."""
     monkeypatch.setenv("MNEMOS_CODEC__SERVER_HOSTS", json.dumps([listed]))
     result, served = serve(monkeypatch)
-    assert result.exit_code == 2 and not served
+    assert result.exit_code == 1 and not served
     assert "is not a host" in result.output and "MNEMOS_CODEC__SERVER_HOSTS" in result.output
     with pytest.raises(ValueError, match="is not a host"):
         codec_app(settings(server_hosts=(listed,)))
@@ -276,3 +266,19 @@ async def test_without_a_token_a_host_header_that_does_not_parse_is_refused(host
     async with client(cfg) as http:
         r = await http.post("/decode", content=await sealed_body(cfg, "x"), headers={"host": host})
     assert r.status_code == 421
+
+
+def test_no_key_is_one_error_line_and_exit_1(monkeypatch: pytest.MonkeyPatch) -> None:
+    """README's CLI contract: a setting's error is one `error: …` line and exit code 1, not a
+    usage box and exit 2 (found by H171)."""
+    monkeypatch.setattr(uvicorn, "run", lambda *a, **kw: pytest.fail("served without a key"))
+    monkeypatch.delenv("MNEMOS_CODEC__KEY", raising=False)
+    get_settings.cache_clear()
+    app = typer.Typer()
+    app.command()(codec_server)
+    result = CliRunner().invoke(app, [])
+    get_settings.cache_clear()
+    assert result.exit_code == 1
+    assert result.output.strip().splitlines() == [
+        "error: no codec key configured (MNEMOS_CODEC__KEY): nothing to decode"
+    ]
