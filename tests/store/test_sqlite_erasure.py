@@ -39,3 +39,27 @@ async def test_forget_leaves_none_of_the_erased_words_in_the_text_index(tmp_path
     blocks = _index_blocks(path)
     assert b"french" in blocks
     assert b"zyxquorp" not in blocks and b"pennywhistl" not in blocks  # porter stem
+
+
+async def test_forget_leaves_none_of_the_erased_words_in_any_file_of_a_running_store(
+    tmp_path: Path,
+) -> None:
+    """As deployed: a worker holds the file open for weeks; `mnemos forget` opens its own store,
+    forgets and closes. The write-ahead log kept the erased rows' frames (reused, never zeroed)
+    while any connection was open; forget checkpoints and truncates it (found by H168)."""
+    path = tmp_path / "mnemos.db"
+    worker = SQLiteStore(path)
+    await worker.setup()
+    try:
+        former = await Former(worker).start(2)
+        await former.form(add("f1", "Zyxquorp diagnosis from Dr Pennywhistle", unit(1, 0)))
+        await former.form(add("f2", "Answers in French", unit(0, 1), scope="agent"))
+        cli = SQLiteStore(path)
+        await cli.setup()
+        await cli.forget_user("u1", agent_id="a1", at=at(500))
+        await cli.close()
+        assert [f.fact_id for f in await worker.list_facts(user_filter())] == ["f2"]
+        files = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.is_file())
+        assert b"Zyxquorp" not in files and b"Pennywhistle" not in files
+    finally:
+        await worker.close()

@@ -13,6 +13,7 @@ import numpy as np
 
 from memory.models import FactFilter, ScoredFact
 from memory.store.base import Vector
+from memory.store.counts import ForgetCounts
 from memory.store.rules import Write, check_query_dimension
 from memory.store.snapshots import run_sync
 from memory.store.sql.reads import embedding_meta, facts_by_id
@@ -52,6 +53,20 @@ class SQLiteStore(SQLiteThread, SqlStore[SQLiteDb]):
 
     async def _db_write[T](self, body: Body[SQLiteDb, T]) -> T:
         return await self._write(lambda conn: run_sync(body(SQLiteDb(conn))))
+
+    async def forget_user(
+        self, user_id: str, *, agent_id: str | None, at: datetime
+    ) -> list[ForgetCounts]:
+        counts = await super().forget_user(user_id, agent_id=agent_id, at=at)
+        # secure_delete zeroes what the erasure freed in the database file; the write-ahead log
+        # keeps the frames that held the user's words, reused but never zeroed, for as long as a
+        # connection is open (a server's: weeks). Checkpointed into the file and truncated, the
+        # log holds none of them. Best effort: a reader on an older snapshot (another process)
+        # leaves it busy, and the next forget or the last connection's close empties it.
+        await self._writer.call(
+            lambda conn: conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        )
+        return counts
 
     # ------------------------------------------------------------ lifecycle
 
