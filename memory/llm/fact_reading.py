@@ -150,10 +150,11 @@ def _split(tokens: list[str]) -> Statement | None:
         end += 1
     if not relation or not subject:
         return None
-    # "has", "had" before another verb are auxiliaries; "changed to", "became" read as "is".
+    # "has", "had" before another verb are auxiliaries; "changed to", "moved to" (a deadline,
+    # a meeting, a person), "became" read as "is".
     if len(relation) > 1 and relation[0] == "have":
         relation.pop(0)
-    joined = " ".join(relation).replace("change to", "be")
+    joined = " ".join(relation).replace("change to", "be").replace("move to", "be")
     relation = list(dict.fromkeys(joined.split()))  # "was now changed to" -> "be"
     rest = [fold(t) for t in tokens[end:]]
     value = frozenset(_stem(w) for w in rest if not is_number(w) and w not in STOPWORDS)

@@ -55,9 +55,7 @@ _DIRECTIVE = re.compile(
 )
 # A directive joined to a statement ("My email is alice@example.com and I prefer calls after
 # 10am"): the statement before it is a fact all the same; the directive is the reflections'.
-_JOINED_DIRECTIVE = re.compile(
-    r"(?i)\s*[,;]?\s+(?:and|but)\s+(?:I|we)\s+(?:really\s+)?prefer\b.*$"
-)
+_JOINED_DIRECTIVE = re.compile(r"(?i)\s*[,;]?\s+(?:and|but)\s+(?:I|we)\s+(?:really\s+)?prefer\b.*$")
 _ABOUT_AGENT = re.compile(r"(?i)\b(?:your|yours|you are|you're|(?:the|our|this) project)\b")
 _NAME = re.compile(r"^[A-Z][a-z]+")
 

@@ -10,7 +10,8 @@ import re
 # in, they make the fact unlike the one it corrects (both would stay valid).
 _CORRECTION_OPENING = re.compile(
     r"^(?:(?:sorry|oops|actually|correction|wait|no)\b[\s,:;!.-]*)+"
-    r"(?:(?:I was wrong|I got (?:that|it) wrong|I made a mistake|I misspoke|I meant(?: to say)?)"
+    r"(?:(?:I was wrong|I got (?:that|it) wrong|I made a mistake|I misspoke|I meant(?: to say)?"
+    r"|I misread(?: (?:the|that|it|my|your) \w+)?)"
     r"\b[\s,:;!.-]*)?",
     re.IGNORECASE,
 )
@@ -29,7 +30,9 @@ RESTATING = (
     r"(?:\s+(?:before|earlier|already|previously|above|last\s+time))?"
     r"|(?:just\s+)?to\s+(?:confirm|repeat|reiterate|recap|be\s+clear)"
     r"|(?:just\s+)?(?:as\s+)?(?:a\s+)?(?:quick\s+)?reminder|for\s+the\s+record"
-    r"|(?:once\s+)?again|remember"
+    r"|(?:once\s+)?again|remember|also"
+    # "Eve, news on the Mars Festival: …", "Quick update: …": who it is told and what about
+    r"|(?:[A-Z][\w'-]*\s*,\s*)?(?:(?:some|quick|good|bad)\s+)?(?:news|update)\b[^,:;]{0,40}"
 )
 # One that ends in "that" before the clause it says again: "Remember that my locker code is
 # 4471." Only before a clause's first word (a pronoun, a determiner, a name): "Remember that

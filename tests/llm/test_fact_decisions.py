@@ -281,3 +281,25 @@ def test_a_restatement_in_other_words_may_be_asked_about(new: str, stored: str) 
 @pytest.mark.parametrize(("new", "stored"), NEVER_ASKED)
 def test_a_change_is_never_asked_about(new: str, stored: str) -> None:
     assert not may_restate(new, stored)
+
+
+@pytest.mark.parametrize(
+    ("stored", "new"),
+    [
+        (
+            "The vendor contract deadline is January 10, 2027.",
+            "Also, the vendor contract deadline moved to January 20, 2027.",
+        ),
+        (
+            "The total budget is $50,000.",
+            "Eve, news on the Mars Festival: the total budget was raised to $70,000.",
+        ),
+    ],
+)
+async def test_the_bundled_samples_corrections_update_the_stored_value(
+    stored: str, new: str
+) -> None:
+    """samples/corrections.json after samples/conversation.json, offline: "moved to" is a new
+    value of the deadline, and a lead-in is no part of the budget (both were added beside the
+    fact they correct; found by H171)."""
+    assert await decide(stored, new) == ("UPDATE", 3)

@@ -109,6 +109,22 @@ async def test_a_spoken_correction_states_the_new_value_alone() -> None:
     ]
 
 
+async def test_the_bundled_samples_corrections_state_their_values_alone() -> None:
+    """samples/corrections.json, formed offline (docs/local_models.md): "I misread the memo" is an
+    apology, and a lead-in telling whom and what about is no part of the fact; left in, they
+    made a user fact of the project's budget, beside the agent's (found by H171)."""
+    msgs = [
+        msg(1, "Sorry, I misread the memo: the total budget is $65,000."),
+        msg(2, "Eve, news on the Mars Festival: the total budget was raised to $70,000."),
+        msg(3, "Also, the vendor contract deadline moved to January 20, 2027."),
+    ]
+    assert await facts(msgs, ["user", "agent"]) == [
+        ("The total budget is $65,000.", "agent"),
+        ("The total budget was raised to $70,000.", "agent"),
+        ("The vendor contract deadline moved to January 20, 2027.", "agent"),
+    ]
+
+
 async def test_a_title_or_e_g_ends_no_sentence_but_a_line_break_does() -> None:
     msgs = [
         msg(1, "My dentist is Dr. Okonkwo on Rua Augusta. My landlord is Mr. Brown."),
