@@ -63,3 +63,27 @@ async def test_forget_leaves_none_of_the_erased_words_in_any_file_of_a_running_s
         assert b"Zyxquorp" not in files and b"Pennywhistle" not in files
     finally:
         await worker.close()
+
+
+async def test_a_read_open_during_forget_only_defers_the_logs_truncation(tmp_path: Path) -> None:
+    """Another process reading when forget checkpoints keeps it from the log's end: the store
+    tries again after its next call, once the read is over, and the words go (found by H168).
+    The forget waits half a second for it, not the 30 s every write of the store would wait."""
+    path = tmp_path / "mnemos.db"
+    store = SQLiteStore(path)
+    await store.setup()
+    try:
+        former = await Former(store).start(2)
+        await former.form(add("f1", "Zyxquorp diagnosis from Dr Pennywhistle", unit(1, 0)))
+        with closing(sqlite3.connect(path, autocommit=True)) as reader:  # a page being read
+            reader.execute("BEGIN")
+            reader.execute("SELECT count(*) FROM facts").fetchone()
+            await store.forget_user("u1", agent_id="a1", at=at(500))
+            held = Path(f"{path}-wal").read_bytes()
+            reader.execute("COMMIT")
+        await store.get_facts(["f1"])  # the store's next call, after the read
+        files = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.is_file())
+        assert b"Zyxquorp" in held  # what the open read kept there ...
+        assert b"Zyxquorp" not in files and b"Pennywhistle" not in files  # ... is gone
+    finally:
+        await store.close()

@@ -32,8 +32,12 @@ from memory.store.sqlite.schema import (
     needs_migration,
 )
 from memory.store.sqlite.search import VectorCache, text_search_tx
-from memory.store.sqlite.thread import SQLiteThread
+from memory.store.sqlite.thread import BUSY_TIMEOUT_SECONDS, SQLiteThread
 from memory.store.sqlite.writes import apply_writes
+
+# How long a forget waits for readers of older snapshots before leaving the log's truncation to
+# the store's next call: short, since the store's one writer waits with it.
+_ERASED_WAL_WAIT_MS = 500
 
 
 class SQLiteStore(SQLiteThread, SqlStore[SQLiteDb]):
@@ -44,15 +48,22 @@ class SQLiteStore(SQLiteThread, SqlStore[SQLiteDb]):
         super().__init__(path)
         self._vectors = VectorCache()
         self._closed = False
+        self._wal_holds_erased = False  # a forget's truncation of the log is still to be done
 
     async def _apply_writes(self, db: SQLiteDb, writes: Sequence[Write]) -> None:
         await apply_writes(db, writes)
 
     async def _db_read[T](self, body: Body[SQLiteDb, T]) -> T:
-        return await self._read(lambda conn: run_sync(body(SQLiteDb(conn))))
+        result = await self._read(lambda conn: run_sync(body(SQLiteDb(conn))))
+        if self._wal_holds_erased:
+            await self._reader.call(lambda conn: self._truncate_wal(conn, wait_ms=0))
+        return result
 
     async def _db_write[T](self, body: Body[SQLiteDb, T]) -> T:
-        return await self._write(lambda conn: run_sync(body(SQLiteDb(conn))))
+        result = await self._write(lambda conn: run_sync(body(SQLiteDb(conn))))
+        if self._wal_holds_erased:
+            await self._writer.call(lambda conn: self._truncate_wal(conn, wait_ms=0))
+        return result
 
     async def forget_user(
         self, user_id: str, *, agent_id: str | None, at: datetime
@@ -61,12 +72,23 @@ class SQLiteStore(SQLiteThread, SqlStore[SQLiteDb]):
         # secure_delete zeroes what the erasure freed in the database file; the write-ahead log
         # keeps the frames that held the user's words, reused but never zeroed, for as long as a
         # connection is open (a server's: weeks). Checkpointed into the file and truncated, the
-        # log holds none of them. Best effort: a reader on an older snapshot (another process)
-        # leaves it busy, and the next forget or the last connection's close empties it.
-        await self._writer.call(
-            lambda conn: conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-        )
+        # log holds none of them. A reader on an older snapshot (another process's page read)
+        # keeps the checkpoint from the log's end: it is tried again after every later call of
+        # this store until it goes through, waiting on no one (the writer is not held 30 s).
+        self._wal_holds_erased = True
+        await self._writer.call(lambda conn: self._truncate_wal(conn, wait_ms=_ERASED_WAL_WAIT_MS))
         return counts
+
+    def _truncate_wal(self, conn: sqlite3.Connection, *, wait_ms: int) -> None:
+        """Checkpoint the whole log into the file and truncate it, waiting at most ``wait_ms``
+        for readers of older snapshots; done, the log holds no erased frame."""
+        conn.execute(f"PRAGMA busy_timeout = {wait_ms}")
+        try:
+            busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        finally:
+            conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_SECONDS * 1000)}")
+        if not busy:
+            self._wal_holds_erased = False
 
     # ------------------------------------------------------------ lifecycle
 
