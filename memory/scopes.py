@@ -90,14 +90,36 @@ def users_named(text: str, messages: Sequence[StoredMessage]) -> frozenset[str]:
     )
 
 
+# An item about "the user" (the words models write for the person who said it), or one with no
+# subject at all ("Works as CTO of Acme Robotics"), is about a person of the window whom the model
+# did not name: as personal as one naming them. Not "user tickets" (a thing, not its subject).
+_ABOUT_THE_SPEAKER = re.compile(
+    r"(?i)^\W*(?:the\s+)?(?:user|speaker)(?:['\u2019]s)?\b|\bthe\s+(?:user|speaker)(?:['\u2019]s)?\b"
+)
+_NO_SUBJECT = re.compile(
+    r"^\W*(?:is|was|has|had|works|worked|lives|lived|plans|planned|likes|loves|hates|prefers"
+    r"|wants|needs|owns|studies|studied|moved|moves|travels|traveled|travelled|visited|visits"
+    r"|plays|enjoys|uses|drives|speaks|manages|leads|founded|joined|started|attends|bought"
+    r"|became|recently|just|currently)\b",
+    re.IGNORECASE,
+)
+
+
+def about_the_speaker(text: str) -> bool:
+    """Whether ``text`` is about the person who said it, unnamed: "The user is the CTO…",
+    "User's budget…", "Works as CTO…"."""
+    return bool(_ABOUT_THE_SPEAKER.search(text) or _NO_SUBJECT.match(text))
+
+
 def as_owned[S: Scope](
     scope: S, speaker: str | None, text: str, messages: Sequence[StoredMessage]
 ) -> tuple[S | Literal["user"], str | None]:
     """(scope, speaker) of an extracted item as the rules read it. One the model put in agent
     memory is personal content when it names a user of the window (that user's; naming several,
-    nobody's, so it is never kept as user memory) or a person's private detail (its speaker's:
+    nobody's, so it is never kept as user memory), a person's private detail (its speaker's:
     what a user tells of somebody else's health or family is theirs to be reminded of, not every
-    user's to read). One the model put in session memory that tells a private detail is its
+    user's to read) or a statement about its unnamed speaker ("The user is the CTO of…", "Works
+    as…": ``about_the_speaker``; its speaker's, dropped in a group chat). One the model put in session memory that tells a private detail is its
     speaker's too: whoever joins the session later reads its memory, and a detail told in a
     conversation of one user is not theirs to read (a group's stays in the session:
     ``place_reflection``, since each of its people heard it). Anything else stays as classified."""
@@ -107,7 +129,7 @@ def as_owned[S: Scope](
         return scope, speaker
     if named := users_named(text, messages):
         return "user", next(iter(named)) if len(named) == 1 else None
-    if private_detail(text) is not None:
+    if private_detail(text) is not None or about_the_speaker(text):
         return "user", speaker
     return scope, speaker
 

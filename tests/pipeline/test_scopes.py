@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pytest
+
 from memory.models import AgentConfig, Role, ScopeKey, SessionInfo, StoredMessage
 from memory.scopes import (
     as_owned,
@@ -119,6 +121,31 @@ def test_agent_memory_that_tells_a_persons_private_detail_is_its_speakers() -> N
         "agent",
         "carol",
     )
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "The user is the CTO of Acme Robotics and plans a festival in Lisbon",
+        "User works as CTO of Acme Robotics",
+        "the user's budget for the trip is 3,000 euros",
+        "Works as CTO of Acme Robotics and plans a festival in Lisbon",
+        "Recently moved to Lisbon",
+    ],
+)
+def test_agent_memory_about_its_unnamed_speaker_is_the_speakers(said: str) -> None:
+    """Models write "The user …", or no subject, for the person who said it: kept as agent memory,
+    every other user of the agent read it (found by H169)."""
+    window = [_said("carol")]
+    assert as_owned("agent", "carol", said, window) == ("user", "carol")
+    assert as_owned("agent", None, said, window) == ("user", None)  # a group's: dropped
+
+
+@pytest.mark.parametrize(
+    "said", ["The support team answers user tickets within 2 days", "Tickets cost 50 euros"]
+)
+def test_agent_memory_about_the_work_that_says_user_stays_the_agents(said: str) -> None:
+    assert as_owned("agent", "carol", said, [_said("carol")]) == ("agent", "carol")
 
 
 def test_a_users_fact_never_changes_the_agents_memory() -> None:
