@@ -77,12 +77,13 @@ def sole_speaker(messages: Sequence[StoredMessage], window_user: str | None) -> 
 
 def users_named(text: str, messages: Sequence[StoredMessage]) -> frozenset[str]:
     """The window's users (their ids) that ``text`` names, by the name their messages carry or by
-    their user id, as whole words in any case: "Alice's new job" names the user alice. A name that
+    their user id, as whole words in any case: "Alice's new job" names the user alice (and the
+    user "Alice Smith" too: a part of a name names its person). A name that
     is also a word ("Will") claims the sentences using it: for agent memory, the safe side."""
     labels: dict[str, set[str]] = {}
     for m in messages:
         if (user := said_by(m)) is not None:
-            labels.setdefault(user, {user}).update([m.name] if m.name else [])
+            labels.setdefault(user, {user}).update(_names_of(m.name))
     return frozenset(
         user
         for user, names in labels.items()
@@ -109,6 +110,14 @@ def about_the_speaker(text: str) -> bool:
     """Whether ``text`` is about the person who said it, unnamed: "The user is the CTO…",
     "User's budget…", "Works as CTO…"."""
     return bool(_ABOUT_THE_SPEAKER.search(text) or _NO_SUBJECT.match(text))
+
+
+def _names_of(name: str | None) -> list[str]:
+    """A person's name and each of its parts a model may call them by: "Alice Smith" is named by
+    "Alice" (models write first names) and by "Smith" ("Ms. Smith"); not by an initial."""
+    if not name:
+        return []
+    return [name, *(part for part in name.split() if len(part) > 2 and part[:1].isupper())]
 
 
 def as_owned[S: Scope](

@@ -97,6 +97,9 @@ def test_agent_memory_that_names_a_user_of_the_window_is_theirs() -> None:
     assert users_named("carol prefers tea; so does CAROL", window) == {"carol"}
     assert users_named("Bob runs the front desk", window) == frozenset()
     assert users_named("Caroline likes jazz", window) == frozenset()  # a whole word only
+    # Models call people by their first name, or by title and surname (found by H175).
+    assert users_named("Alice is the CTO of Acme Robotics", window) == {"u-17"}
+    assert users_named("Ms. Martin moves to Berlin next month", window) == {"u-17"}
 
     assert as_owned("agent", None, "Alice Martin is the CTO of Acme", window) == ("user", "u-17")
     # Naming two users: nobody's, so never kept as user memory (a fact is dropped).
