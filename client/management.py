@@ -73,10 +73,11 @@ def read_cursor(token: str) -> Keyset:
     try:
         raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
         side, at, fact_id = json.loads(raw)
-        key = (datetime.fromisoformat(at), str(fact_id))
-        if key[0].tzinfo is None or side not in ("after", "before"):
+        when = datetime.fromisoformat(at)
+        if when.tzinfo is None or side not in ("after", "before"):
             raise ValueError(side)
-    except (ValueError, TypeError, UnicodeDecodeError) as e:
+        key = (when.astimezone(UTC), str(fact_id))  # one a store can write (not year 0's edge)
+    except (ValueError, TypeError, UnicodeDecodeError, OverflowError) as e:
         raise InvalidInputError(
             "page: the cursor is not one a fact listing gave (next_cursor, prev_cursor)"
         ) from e
@@ -177,8 +178,9 @@ class MemoryManager:
     ) -> FactPage:
         """Newest (last changed) first; deleted facts only on request. ``cursor``: a page's
         ``next_cursor`` (the older facts after it) or ``prev_cursor`` (the newer ones before it),
-        which skip nothing and repeat nothing while facts are deleted, edited or formed; an offset
-        counts rows, which shift under it."""
+        which skip nothing and repeat nothing while facts are deleted or formed (one edited
+        meanwhile moves to the front: it changed last); an offset counts rows, which shift
+        under it."""
         if not 1 <= limit <= MAX_PAGE or not 0 <= offset <= MAX_OFFSET:
             raise InvalidInputError(f"page: 1 ≤ limit ≤ {MAX_PAGE} and 0 ≤ offset ≤ {MAX_OFFSET:,}")
         keyset = None if cursor is None else read_cursor(cursor)

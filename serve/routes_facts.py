@@ -55,8 +55,9 @@ async def list_facts(
             max_length=1024,
             pattern=r"^[A-Za-z0-9_-]+$",
             description="A page's next_cursor (older facts) or prev_cursor (newer ones): pages "
-            "read by cursor skip nothing and repeat nothing while facts are deleted, edited or "
-            "formed, as an offset may. Not with an offset.",
+            "read by cursor skip nothing and repeat nothing while facts are deleted or formed, as "
+            "an offset may; a fact edited meanwhile moves to the front (it changed last). Not "
+            "with an offset.",
         ),
     ] = None,
 ) -> FactPage:

@@ -155,7 +155,7 @@ class ManageContract(abc.ABC):
         paged. Invalidated ones only on request. ``after`` a fact's key (``fact_key``): only those
         listed after it; ``before`` one: the nearest listed before it (still newest first). A
         page read by its last fact's key skips nothing and repeats nothing when facts are
-        deleted, edited or formed meanwhile, as an offset would."""
+        deleted or formed meanwhile, as an offset would (an edited one moves to the front)."""
         if limit <= 0:
             return []
         return await self._list_facts(

@@ -3,6 +3,7 @@ Memory", "Managing Collective Memory"), on a real SQLite store with a word-hash 
 
 from __future__ import annotations
 
+import base64
 from collections.abc import AsyncIterator
 from datetime import datetime
 from pathlib import Path
@@ -121,7 +122,8 @@ async def test_pages_follow_their_cursors_both_ways(
     assert [f.fact_id for f in back.facts] == ["f3", "f2"]
     assert back.prev_cursor is None and back.next_cursor is not None  # the first page again
 
-    for bad in ("nonsense", "W10", first.next_cursor[:-3]):
+    edge = base64.urlsafe_b64encode(b'["after","0001-01-01T00:00:00+05:00","f1"]').decode()
+    for bad in ("nonsense", "W10", first.next_cursor[:-3], edge):  # edge: no store writes it
         with pytest.raises(InvalidInputError, match="cursor is not one a fact listing gave"):
             await manager.list_facts(U1, cursor=bad)
     with pytest.raises(InvalidInputError, match="a cursor or an offset"):

@@ -7,7 +7,10 @@ import sqlite3
 from contextlib import closing
 from pathlib import Path
 
+import pytest
+
 from memory.store.sqlite import SQLiteStore
+from memory.store.sqlite import store as sqlite_store
 from tests.store.builders import Former, add, at, unit, user_filter
 
 
@@ -87,3 +90,34 @@ async def test_a_read_open_during_forget_only_defers_the_logs_truncation(tmp_pat
         assert b"Zyxquorp" not in files and b"Pennywhistle" not in files  # ... is gone
     finally:
         await store.close()
+
+
+async def test_a_cli_forget_beside_a_long_read_is_emptied_by_the_workers_next_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`mnemos forget` runs its own store and exits; a read in another process held the log past
+    its wait and its close. The worker, which never heard of the forget, empties the shared log
+    with its writes (every minute; at once here), and the words go (review H176)."""
+    monkeypatch.setattr(sqlite_store, "BUSY_TIMEOUT_SECONDS", 0.05)  # the close's wait, shortened
+    path = tmp_path / "mnemos.db"
+    worker = SQLiteStore(path)
+    await worker.setup()
+    try:
+        former = await Former(worker).start(2)
+        await former.form(add("f1", "Zyxquorp diagnosis from Dr Pennywhistle", unit(1, 0)))
+        await former.form(add("f2", "Answers in French", unit(0, 1), scope="agent"))
+        cli = SQLiteStore(path)
+        await cli.setup()
+        with closing(sqlite3.connect(path, autocommit=True)) as reader:  # a long page read
+            reader.execute("BEGIN")
+            reader.execute("SELECT count(*) FROM facts").fetchone()
+            await cli.forget_user("u1", agent_id="a1", at=at(500))
+            await cli.close()
+            reader.execute("COMMIT")
+        assert b"Zyxquorp" in Path(f"{path}-wal").read_bytes()  # what the read kept there ...
+        monkeypatch.setattr(sqlite_store, "_WAL_TRUNCATE_EVERY_SECONDS", 0.0)  # a minute on
+        await worker.touch_facts(["f2"], at=at(600))
+        files = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.is_file())
+        assert b"Zyxquorp" not in files and b"Pennywhistle" not in files  # ... is gone
+    finally:
+        await worker.close()

@@ -58,7 +58,12 @@ async def list_facts(
     if keyset is not None:
         order, side = ("ASC", ">") if keyset.newer else ("DESC", "<")
         at, fact_id = keyset.key
-        then = f"AND (f.updated_at {side} %(at)s OR (f.updated_at = %(at)s AND f.fact_id {side} %(id)s)) "
+        # The bound alone first: an index range for the planner (PostgreSQL scanned from the
+        # top without it, O(position) as an offset); the OR then breaks the ties.
+        then = (
+            f"AND f.updated_at {side}= %(at)s "
+            f"AND (f.updated_at {side} %(at)s OR (f.updated_at = %(at)s AND f.fact_id {side} %(id)s)) "
+        )
         params |= {"at": db.time(at), "id": fact_id}
     listed = await listed_facts(
         db, flt, valid_only=valid_only,

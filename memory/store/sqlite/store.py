@@ -4,13 +4,16 @@ thread (thread), never on the event loop."""
 
 from __future__ import annotations
 
+import math
 import os
 import sqlite3
+import time
 from collections.abc import Sequence
 from datetime import datetime
 
 import numpy as np
 
+from memory.logging import get_logger
 from memory.models import FactFilter, ScoredFact
 from memory.store.base import Vector
 from memory.store.counts import ForgetCounts
@@ -38,6 +41,7 @@ from memory.store.sqlite.writes import apply_writes
 # How long a forget waits for readers of older snapshots before leaving the log's truncation to
 # the store's next call: short, since the store's one writer waits with it.
 _ERASED_WAL_WAIT_MS = 500
+_WAL_TRUNCATE_EVERY_SECONDS = 60.0
 
 
 class SQLiteStore(SQLiteThread, SqlStore[SQLiteDb]):
@@ -49,6 +53,7 @@ class SQLiteStore(SQLiteThread, SqlStore[SQLiteDb]):
         self._vectors = VectorCache()
         self._closed = False
         self._wal_holds_erased = False  # a forget's truncation of the log is still to be done
+        self._wal_truncated_at = -math.inf  # when this store last tried (monotonic seconds)
 
     async def _apply_writes(self, db: SQLiteDb, writes: Sequence[Write]) -> None:
         await apply_writes(db, writes)
@@ -61,7 +66,12 @@ class SQLiteStore(SQLiteThread, SqlStore[SQLiteDb]):
 
     async def _db_write[T](self, body: Body[SQLiteDb, T]) -> T:
         result = await self._write(lambda conn: run_sync(body(SQLiteDb(conn))))
-        if self._wal_holds_erased:
+        # Another process's forget may have left erased frames in the shared log (a read held
+        # it past its wait): every writer empties the log now and then, so they go within a
+        # minute of the next write, whoever forgot. It waits on no one.
+        due = time.monotonic() - self._wal_truncated_at > _WAL_TRUNCATE_EVERY_SECONDS
+        if self._wal_holds_erased or due:
+            self._wal_truncated_at = time.monotonic()
             await self._writer.call(lambda conn: self._truncate_wal(conn, wait_ms=0))
         return result
 
@@ -115,6 +125,16 @@ class SQLiteStore(SQLiteThread, SqlStore[SQLiteDb]):
         if self._closed:
             return
         self._closed = True
+        if self._wal_holds_erased:
+            # A short-lived store (`mnemos forget`) has no next call to try again on, and a worker
+            # keeping the file open leaves the log as it is: wait for the readers here, as long as
+            # any statement would.
+            wait_ms = int(BUSY_TIMEOUT_SECONDS * 1000)
+            await self._writer.call(lambda conn: self._truncate_wal(conn, wait_ms=wait_ms))
+            if self._wal_holds_erased:
+                get_logger().warning(
+                    "erased words left in the write-ahead log: a read held it past the timeout",
+                )
         await self._close_connections()
 
     # ------------------------------------------------------------ facts

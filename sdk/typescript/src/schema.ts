@@ -2489,7 +2489,7 @@ export interface operations {
                 include_invalid?: boolean;
                 offset?: number;
                 limit?: number;
-                /** @description A page's next_cursor (older facts) or prev_cursor (newer ones): pages read by cursor skip nothing and repeat nothing while facts are deleted, edited or formed, as an offset may. Not with an offset. */
+                /** @description A page's next_cursor (older facts) or prev_cursor (newer ones): pages read by cursor skip nothing and repeat nothing while facts are deleted or formed, as an offset may; a fact edited meanwhile moves to the front (it changed last). Not with an offset. */
                 cursor?: string | null;
             };
             header?: never;
