@@ -91,17 +91,30 @@ def users_named(text: str, messages: Sequence[StoredMessage]) -> frozenset[str]:
     )
 
 
-# An item about "the user" (the words models write for the person who said it), or one with no
-# subject at all ("Works as CTO of Acme Robotics"), is about a person of the window whom the model
-# did not name: as personal as one naming them. Not "user tickets" (a thing, not its subject).
+# An item about its unnamed speaker: in the words models write for the person who said it ("The
+# user is…", "The customer's budget…", "She works…", "I am the CTO…", copied from the message),
+# or with no subject before a verb only a person does ("Works as CTO…", "Plans to move…"). As
+# personal as one naming them. Only as the subject, at the start: "Always confirm dates with the
+# user" and "The user tickets queue opens at 8:00" are the agent's work, "Has a 30-day refund
+# policy" may be a business's.
+_PERSON = r"(?:user|customer|client|person|caller|speaker)"
+_PERSON_VERB = (
+    r"(?:is|was|are|were|has|had|will|would|can|does|did|isn['\u2019]t|doesn['\u2019]t"
+    r"|works|worked|lives|lived|plans|planned|likes|loves|hates|prefers|wants|needs|owns"
+    r"|studies|studied|moved|moves|travels|traveled|travelled|visited|visits|plays|enjoys"
+    r"|speaks|drives|attends|joined|founded|became|bought|recently|just|currently|also)"
+)
 _ABOUT_THE_SPEAKER = re.compile(
-    r"(?i)^\W*(?:the\s+)?(?:user|speaker)(?:['\u2019]s)?\b|\bthe\s+(?:user|speaker)(?:['\u2019]s)?\b"
+    rf"^\W*(?:(?:the|this|that)\s+)?{_PERSON}(?:['\u2019]s\s|\s+{_PERSON_VERB}\b)"
+    r"|^\W*(?:I|I['\u2019]m|I['\u2019]ve|my|me|he|she|they|his|her|their|he['\u2019]s|she['\u2019]s"
+    r"|they['\u2019]re)\b",
+    re.IGNORECASE,
 )
 _NO_SUBJECT = re.compile(
-    r"^\W*(?:is|was|has|had|works|worked|lives|lived|plans|planned|likes|loves|hates|prefers"
-    r"|wants|needs|owns|studies|studied|moved|moves|travels|traveled|travelled|visited|visits"
-    r"|plays|enjoys|uses|drives|speaks|manages|leads|founded|joined|started|attends|bought"
-    r"|became|recently|just|currently)\b",
+    r"^\W*(?:works|worked|lives|lived|plans\s+to|planned\s+to|likes|loves|hates|prefers|wants"
+    r"|needs|owns|studies|studied|moved|travels|traveled|travelled|visited|enjoys|speaks|drives"
+    r"|attends|joined|became|bought|recently\s+moved|planning|working\s+(?:as|at|for)"
+    r"|living\s+in|moving\s+to)\b",
     re.IGNORECASE,
 )
 

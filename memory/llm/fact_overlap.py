@@ -154,6 +154,13 @@ def keeps_the_thing(new: str, old: str) -> bool:
     return bool(thing & (new_said.common | new_said.names))
 
 
+def restatement_keys(text: str) -> frozenset[str]:
+    """The numbers and names a text's restatement must hold, every one (``may_restate``): what an
+    index of many texts finds its candidates by."""
+    said = _said(text)
+    return said.numbers | said.names
+
+
 def may_restate(new: str, stored: str) -> bool:
     """Whether a new fact may state a stored one again in other words, so that a model is asked
     (memory/pipeline/restatements.py): the same numbers and names, at least one of them a value

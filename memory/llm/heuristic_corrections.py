@@ -32,7 +32,8 @@ RESTATING = (
     r"|(?:just\s+)?(?:as\s+)?(?:a\s+)?(?:quick\s+)?reminder|for\s+the\s+record"
     r"|(?:once\s+)?again|remember|also"
     # "Eve, news on the Mars Festival: …", "Quick update: …": who it is told and what about
-    r"|(?:[A-Z][\w'-]*\s*,\s*)?(?:(?:some|quick|good|bad)\s+)?(?:news|update)\b[^,:;]{0,40}"
+    r"|(?:[A-Z][\w'-]*\s*,\s*)?(?:(?:some|quick|good|bad)\s+)?(?:news|update)s?"
+    r"(?:\s+(?:on|about|re|regarding|from|for)\b[^,:;]{0,40})?"  # not "News desk:", a subject
 )
 # One that ends in "that" before the clause it says again: "Remember that my locker code is
 # 4471." Only before a clause's first word (a pronoun, a determiner, a name): "Remember that

@@ -107,7 +107,11 @@ async def decide(
     """Decide, then embed the texts to store (one embedding call at most, none when cached)."""
     decisions, llm = await _decide(deps, window, facts, candidates, retry)
     decisions, asked = await not_deleted_again(deps, window, facts, decisions)
-    decisions = through_window(window, decisions)
+    ordered = through_window(window, decisions)
+    # A later statement naming an add just dropped is an ADD now: looked at in its turn.
+    made_adds = {d.new_index for d, was in zip(ordered, decisions, strict=True) if d != was}
+    decisions, again = await not_deleted_again(deps, window, facts, ordered, only=made_adds)
+    asked += again
     _, calls = await embed_cached(deps.store, deps.embedder, stored_texts(facts, decisions))
     return DecisionsResult(decisions=decisions, llm=llm + asked, embedding_calls=calls)
 

@@ -18,12 +18,13 @@ Said after the delete, the fact told again comes back, as the commit lets it.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import datetime
 
 from memory.deps import Deps
 from memory.ids import content_hash
 from memory.llm import choose_model
-from memory.llm.fact_overlap import may_restate
+from memory.llm.fact_overlap import may_restate, restatement_keys
 from memory.models import Fact
 from memory.pipeline.restatements import ask_same_fact
 from memory.pipeline.types import Decision, LlmCall, NewFact, Window
@@ -34,19 +35,34 @@ DELETED_AGAIN = "deleted by hand, said before the delete:"  # a dropped add's re
 
 
 async def not_deleted_again(
-    deps: Deps, window: Window, facts: list[NewFact], decisions: list[Decision]
+    deps: Deps,
+    window: Window,
+    facts: list[NewFact],
+    decisions: list[Decision],
+    only: Collection[int] | None = None,
 ) -> tuple[list[Decision], list[LlmCall]]:
     """The decisions, each ADD of a statement of a fact a person deleted after it was said made a
-    NONE that stores nothing; and the calls that took."""
+    NONE that stores nothing; and the calls that took. ``only``: the new facts to look at (those
+    another rule made ADDs since the first look: ``dedup.decide``)."""
     said = {f.index: f for f in facts if f.said_at is not None}
-    adds = [said[d.new_index] for d in decisions if d.event == "ADD" and d.new_index in said]
+    adds = [
+        said[d.new_index]
+        for d in decisions
+        if d.event == "ADD" and d.new_index in said and (only is None or d.new_index in only)
+    ]
     if not adds:
         return decisions, []
     since = min(_said(f) for f in adds)
-    owners = sorted({_owner(window, f) or "" for f in adds})
-    deleted = await deps.store.hand_deleted_since(window.agent_id, since, owners)
-    asks = {f.index: pair for f in adds if (pair := _restated(window, f, deleted)) is not None}
-    if not asks:
+    # What the speaker's facts may restate: the agent's, and the window's user's (a model files
+    # one statement in either scope: the dedup filter reads both too).
+    owners = sorted({"", *([window.user_id] if window.user_id else [])})
+    deleted = _Deleted(await deps.store.hand_deleted_since(window.agent_id, since, owners))
+    found = {
+        f.index: hit
+        for f in adds
+        if (hit := deleted.restated(f, window.user_id if f.scope == "user" else None)) is not None
+    }
+    if not found:
         return decisions, []
     agent = await window_agent(deps, window)
     model = choose_model(deps.settings, deps.llm.name, "fast", agent.tier)
@@ -54,15 +70,17 @@ async def not_deleted_again(
     calls: list[LlmCall] = []
     ended = False  # a provider failed: the adds left are kept
     for decision in decisions:
-        pair = None if ended or decision.event != "ADD" else asks.get(decision.new_index)
-        if pair is None:
+        hit = None if ended or decision.event != "ADD" else found.get(decision.new_index)
+        if hit is None:
             out.append(decision)
             continue
-        fact, text = pair
-        same, call, ended = await ask_same_fact(
-            deps.llm, model, text, said[decision.new_index].content
-        )
-        calls += [call] if call is not None else []
+        fact, text = hit
+        same = text is None  # its very words: the same fact, no question to ask
+        if text is not None:
+            same, call, ended = await ask_same_fact(
+                deps.llm, model, text, said[decision.new_index].content
+            )
+            calls += [call] if call is not None else []
         out.append(
             Decision(
                 new_index=decision.new_index,
@@ -80,25 +98,32 @@ def _said(fact: NewFact) -> datetime:
     return fact.said_at
 
 
-def _owner(window: Window, fact: NewFact) -> str | None:
-    """The user the fact would be stored for (pipeline/commit.py fact_ops)."""
-    return window.user_id if fact.scope == "user" else None
+class _Deleted:
+    """The hand-deleted facts, looked up by the numbers and names of their versions (a restatement
+    holds them all: ``restatement_keys``): each new fact is compared with the few holding its
+    rarest one, not with every fact a person ever deleted (10,000: 20 s, on the event loop)."""
 
+    def __init__(self, facts: list[Fact]) -> None:
+        self.by_key: dict[str, list[tuple[Fact, str]]] = {}
+        self.hashes: dict[str, Fact] = {}
+        for fact in facts:
+            for text in (fact.content, *(r.content for r in reversed(fact.history))):
+                self.hashes.setdefault(content_hash(text), fact)
+                for key in restatement_keys(text):
+                    self.by_key.setdefault(key, []).append((fact, text))
 
-def _restated(window: Window, new: NewFact, deleted: list[Fact]) -> tuple[Fact, str] | None:
-    """The deleted fact of the new fact's owner, deleted after it was said, and its version's
-    text the new fact may state again in other words: the first found. A text the fact held is
-    the commit's to drop (it compares hashes), with no question asked."""
-    hash_ = content_hash(new.content)
-    for fact in deleted:
-        if fact.scope != new.scope or fact.user_id != _owner(window, new):
-            continue
-        if not deleted_since(new.said_at, fact):
-            continue
-        texts = [fact.content, *(r.content for r in reversed(fact.history))]
-        if any(content_hash(t) == hash_ for t in texts):
+    def restated(self, new: NewFact, owner: str | None) -> tuple[Fact, str | None] | None:
+        """The deleted fact, deleted after ``new`` was said, that it states: in one of its
+        versions' words (text None), or maybe in other words (the version's text, to ask). Its
+        words in its own scope are the commit's to drop (rules/fact_ops.py, counted there)."""
+        same = self.hashes.get(content_hash(new.content))
+        if same is not None and deleted_since(new.said_at, same):
+            mine = same.scope == new.scope and same.user_id == owner
+            return None if mine else (same, None)
+        keys = restatement_keys(new.content)
+        if not keys or any(key not in self.by_key for key in keys):
             return None
-        for text in texts:
-            if may_restate(new.content, text):
+        for fact, text in min((self.by_key[key] for key in keys), key=len):
+            if deleted_since(new.said_at, fact) and may_restate(new.content, text):
                 return fact, text
-    return None
+        return None

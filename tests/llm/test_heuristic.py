@@ -125,6 +125,18 @@ async def test_the_bundled_samples_corrections_state_their_values_alone() -> Non
     ]
 
 
+async def test_a_subject_named_news_or_update_is_no_lead_in() -> None:
+    """A subject called "News desk" or "Update frequency" is no lead-in (review H177)."""
+    msgs = [
+        msg(1, "News desk: closes at 6pm on weekdays."),
+        msg(2, "Update frequency of the dashboard: every 5 minutes."),
+    ]
+    assert [text for text, _ in await facts(msgs, ["user", "agent"])] == [
+        "News desk: closes at 6pm on weekdays.",
+        "Update frequency of the dashboard: every 5 minutes.",
+    ]
+
+
 async def test_a_title_or_e_g_ends_no_sentence_but_a_line_break_does() -> None:
     msgs = [
         msg(1, "My dentist is Dr. Okonkwo on Rua Augusta. My landlord is Mr. Brown."),

@@ -134,6 +134,15 @@ def test_agent_memory_that_tells_a_persons_private_detail_is_its_speakers() -> N
         "the user's budget for the trip is 3,000 euros",
         "Works as CTO of Acme Robotics and plans a festival in Lisbon",
         "Recently moved to Lisbon",
+        # In other words (review H177): the message's own first person, a pronoun, another noun
+        "I am the CTO of Acme Robotics",
+        "My company is Acme Robotics",
+        "She works at Acme Robotics",
+        "They plan a festival in Lisbon",
+        "Their budget is 3,000 euros",
+        "The customer works at Acme Robotics",
+        "This user is the CTO of Acme Robotics",
+        "Planning a festival in Lisbon",
     ],
 )
 def test_agent_memory_about_its_unnamed_speaker_is_the_speakers(said: str) -> None:
@@ -145,7 +154,18 @@ def test_agent_memory_about_its_unnamed_speaker_is_the_speakers(said: str) -> No
 
 
 @pytest.mark.parametrize(
-    "said", ["The support team answers user tickets within 2 days", "Tickets cost 50 euros"]
+    "said",
+    [
+        "The support team answers user tickets within 2 days",
+        "Tickets cost 50 euros",
+        # The agent's work that says "user" or "speaker", or has no subject (review H177)
+        "The user tickets queue opens at 8:00",
+        "Speaker notes for the Mars Festival are due on Friday",
+        "Always confirm dates with the user before booking a venue",
+        "Plans start at 10 dollars a month",
+        "Has a 30-day refund policy",
+        "Currently supports English and Portuguese only",
+    ],
 )
 def test_agent_memory_about_the_work_that_says_user_stays_the_agents(said: str) -> None:
     assert as_owned("agent", "carol", said, [_said("carol")]) == ("agent", "carol")

@@ -18,6 +18,7 @@ from temporalio.testing import WorkflowEnvironment
 from client.management import MemoryManager
 from memory.errors import InputRefusedError
 from memory.llm.base import LLMRequest
+from memory.prompts.decide_facts import DecideFactsInput, FactDecision, FactDecisions
 from memory.prompts.extract_facts import ExtractedFacts
 from memory.prompts.same_fact import SameFact, SameFactInput
 from memory.settings import FactSettings
@@ -31,10 +32,12 @@ class _SaysTheAddress(FirstExtractionGate):
     """Every extraction finds the address (in ``words``); the first held until released."""
 
     words: str = SECRET
+    also: str | None = None  # a second statement of it, later in the window
 
     async def __call__(self, request: LLMRequest) -> ExtractedFacts:
         await super().__call__(request)
-        return facts((self.words, "user"), sources=[1])
+        said = [(self.words, "user"), *([(self.also, "user")] if self.also else [])]
+        return facts(*said, sources=[1])
 
 
 async def test_a_statement_said_before_a_hand_delete_does_not_bring_the_fact_back(
@@ -67,7 +70,7 @@ async def test_a_statement_said_before_a_hand_delete_does_not_bring_the_fact_bac
 
 
 async def _deleted_during_a_late_formation(
-    h: Harness, words: str, *, edit: str | None = None
+    h: Harness, words: str, *, edit: str | None = None, also: str | None = None
 ) -> tuple[int, int]:
     """s0 forms the address; s1 (said in the same hour) is held in its extraction, which finds
     the address in ``words``, while a person corrects the fact to ``edit`` (if any), then deletes
@@ -79,7 +82,7 @@ async def _deleted_during_a_late_formation(
     async with h.worker():
         await h.form("s0")
         [fact] = [f for f in await h.all_facts() if f.content == SECRET]
-        gate = _SaysTheAddress(words=words)
+        gate = _SaysTheAddress(words=words, also=also)
         h.llm.defaults["extract_facts"] = gate
         run = await h.start("s1")
         await gate.entered.wait()
@@ -153,3 +156,65 @@ async def test_a_statement_in_other_words_the_model_does_not_call_the_same_is_ad
     assert len(h.llm.calls("same_fact")) == 1
     assert counts == (1, 0)
     assert [f.content for f in await h.all_facts() if f.invalidated_at is None] == [REWORDED]
+
+
+def _repeat_of_the_earlier(request: LLMRequest) -> FactDecisions:
+    """The model: each new fact asked about repeats (NONE) its first candidate, the window's
+    earlier statement of the address."""
+    p = request.task_input
+    assert isinstance(p, DecideFactsInput)
+    return FactDecisions(
+        decisions=[
+            FactDecision(
+                new_fact_index=new.index,
+                event="NONE",
+                existing_index=next(e.index for e in p.existing if new.index in e.candidate_for),
+                merged_text=None,
+            )
+            for new in p.new_facts
+        ]
+    )
+
+
+async def test_a_repeat_in_the_window_of_a_dropped_restatement_does_not_bring_it_back(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """The window states the deleted address twice, the second a repeat of the first: the first
+    dropped, the second was made an ADD (it named an add not kept) and stored (review H177)."""
+    h = await Harness.create(time_env, tmp_path, facts=FactSettings(dedup_similarity_threshold=0.1))
+    h.llm.defaults["same_fact"] = SameFact(same=True)
+    h.llm.defaults["decide_facts"] = _repeat_of_the_earlier
+    await _deleted_during_a_late_formation(h, REWORDED, also="Alice's home is at 12 Rue de Rivoli")
+
+    assert [f.content for f in await h.all_facts() if f.invalidated_at is None] == []
+    assert "Rivoli" not in await h.memory.memory_context("eve", "s1", user_id="alice")
+
+
+DEADLINE = "The vendor contract deadline is January 10, 2027"
+
+
+async def test_a_deleted_agent_fact_said_again_as_the_users_stays_deleted(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """A model files one fact under "agent" in one session and "user" in the next (the real 1.5B
+    model did so with the Mars Festival facts): deleted as the agent's, it does not come back as
+    alice's, in the very same words (review H177)."""
+    h = await Harness.create(time_env, tmp_path)
+    manager = MemoryManager(h.store, h.embedder, h.settings)
+    await h.record("s0", conversation(4, prefix="a"))
+    await h.record("s1", conversation(4, prefix="b"))
+    h.llm.script("extract_facts", facts((DEADLINE, "agent"), sources=[1]))
+    async with h.worker():
+        await h.form("s0")
+        [fact] = [f for f in await h.all_facts() if f.content == DEADLINE]
+        gate = _SaysTheAddress(words=DEADLINE)  # as alice's
+        h.llm.defaults["extract_facts"] = gate
+        run = await h.start("s1")
+        await gate.entered.wait()
+        await manager.delete_fact(fact.fact_id, reason="wrong, never show it")
+        gate.release.set()
+        await run.result()
+
+    assert fact.scope == "agent" and h.llm.calls("same_fact") == []  # its words: no question
+    assert [f for f in await h.all_facts() if f.invalidated_at is None] == []
+    assert "January 10" not in await h.memory.memory_context("eve", "s1", user_id="alice")
