@@ -122,40 +122,32 @@ async def agent_memory_on(
         await store.close()
 
 
+@pytest.mark.parametrize(
+    ("job", "plan"),
+    [
+        ("Alice is the CTO of Acme Robotics.", "Alice is planning a festival in Lisbon"),
+        # As models often write it: about "the user", or with no subject. It names nobody, yet
+        # it is hers (memory/scopes.py about_the_speaker; found by H169).
+        (
+            "The user is the CTO of Acme Robotics and plans a festival in Lisbon",
+            "The user plans a festival in Lisbon",
+        ),
+        (
+            "User works as CTO of Acme Robotics and plans a festival in Lisbon",
+            "The user plans a festival in Lisbon",
+        ),
+        (
+            "Works as CTO of Acme Robotics and plans a festival in Lisbon",
+            "The user plans a festival in Lisbon",
+        ),
+    ],
+)
 async def test_a_users_news_put_in_agent_memory_never_reaches_another_user(
-    server: FakeProviderServer, tmp_path: Path
+    server: FakeProviderServer, tmp_path: Path, job: str, plan: str
 ) -> None:
     """The model classifies alice's job and her plans as the agent's, which every user of the
     agent reads (a real 1.5B model did so with "Alice is the CTO of Acme Robotics.",
-    tests/realmodel). They name her, so they are hers: bob's turns never see them, hers do."""
-    job, plan = "Alice is the CTO of Acme Robotics.", "Alice is planning a festival in Lisbon"
-    async with agent_memory_on(server, tmp_path, job, plan) as b:
-        await b.say("eve", "s1", "I'm the CTO of Acme Robotics, and I plan a festival in Lisbon.", user_id="alice")  # fmt: skip
-        await b.form("s1", "eve")
-        await b.say("eve", "s2", "Hello!", user_id="bob")
-
-        bob_sees = await b.seen_by("eve", "s2", "bob", ["CTO", "Acme", "festival", "Lisbon"])
-        assert "CTO" not in bob_sees and "Lisbon" not in bob_sees
-        assert await b.store.list_facts(FactFilter(agent_id="eve", user_id=None)) == []
-        alice_sees = await b.seen_by("eve", "s1", "alice", ["CTO", "festival"])
-        assert job in alice_sees and plan in alice_sees
-
-
-@pytest.mark.parametrize(
-    "job",
-    [
-        "The user is the CTO of Acme Robotics and plans a festival in Lisbon",
-        "User works as CTO of Acme Robotics and plans a festival in Lisbon",
-        "Works as CTO of Acme Robotics and plans a festival in Lisbon",
-    ],
-)
-async def test_a_users_news_in_agent_memory_without_her_name_never_reaches_another_user(
-    server: FakeProviderServer, tmp_path: Path, job: str
-) -> None:
-    """The same news, as models often write it: about "the user", or with no subject. It names
-    nobody, yet it is hers (memory/scopes.py about_the_speaker): bob's turns never see it, the
-    fact nor the reflection (found by H169)."""
-    plan = "The user plans a festival in Lisbon"
+    tests/realmodel). They are hers: bob's turns never see them, hers do."""
     async with agent_memory_on(server, tmp_path, job, plan) as b:
         await b.say("eve", "s1", "I'm the CTO of Acme Robotics, and I plan a festival in Lisbon.", user_id="alice")  # fmt: skip
         await b.form("s1", "eve")
