@@ -14,14 +14,13 @@ reported as unknown.
 
 from __future__ import annotations
 
-import base64
-import json
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from client.fact_pages import FactPage, fact_page, read_cursor
 from memory.context import one_line as as_one_line
 from memory.embedding.base import Embedder
 from memory.errors import ConflictError, InvalidInputError, NotFoundError
@@ -33,7 +32,6 @@ from memory.pipeline.usage import words
 from memory.settings import Scope, Settings
 from memory.settings_errors import validation_line
 from memory.store.base import MemoryStore
-from memory.store.base_manage import Keyset, fact_key
 from memory.store.counts import ForgetCounts
 from memory.store.rules.manage import check_edited_version
 
@@ -49,39 +47,6 @@ MAX_OFFSET = 1_000_000_000
 
 class _Out(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class FactPage(_Out):
-    facts: list[Fact]
-    offset: int
-    limit: int
-    has_more: bool  # older facts follow: next_cursor reads them
-    valid_total: int  # valid facts within the filter, whatever the page
-    next_cursor: str | None = None  # the older facts after this page (None: none)
-    prev_cursor: str | None = None  # the newer facts before it (None: this is the first page)
-
-
-def _cursor(side: Literal["after", "before"], fact: Fact) -> str:
-    """An opaque token for the facts listed ``side`` the fact (its listing key, store.fact_key)."""
-    at, fact_id = fact_key(fact)
-    raw = json.dumps([side, at.isoformat(), fact_id], separators=(",", ":")).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def read_cursor(token: str) -> Keyset:
-    """The keyset of a page's cursor; InvalidInputError for a token no listing gave."""
-    try:
-        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
-        side, at, fact_id = json.loads(raw)
-        when = datetime.fromisoformat(at)
-        if when.tzinfo is None or side not in ("after", "before"):
-            raise ValueError(side)
-        key = (when.astimezone(UTC), str(fact_id))  # one a store can write (not year 0's edge)
-    except (ValueError, TypeError, UnicodeDecodeError, OverflowError) as e:
-        raise InvalidInputError(
-            "page: the cursor is not one a fact listing gave (next_cursor, prev_cursor)"
-        ) from e
-    return Keyset(after=key, before=None) if side == "after" else Keyset(after=None, before=key)
 
 
 class ScopeStats(_Out):
@@ -196,21 +161,8 @@ class MemoryManager:
             after=None if keyset is None else keyset.after,
             before=None if keyset is None else keyset.before,
         )
-        beyond = len(facts) > limit
-        if keyset is not None and keyset.newer:
-            shown = facts[-limit:] if beyond else facts  # the nearest: the newest one is beyond
-            newer, older = beyond, True
-        else:
-            shown = facts[:limit]
-            newer, older = keyset is not None or offset > 0, beyond
-        return FactPage(
-            facts=shown,
-            offset=offset,
-            limit=limit,
-            has_more=older and bool(shown),
-            valid_total=await self.store.count_facts(flt),
-            next_cursor=_cursor("after", shown[-1]) if older and shown else None,
-            prev_cursor=_cursor("before", shown[0]) if newer and shown else None,
+        return fact_page(
+            facts, keyset, offset=offset, limit=limit, valid_total=await self.store.count_facts(flt)
         )
 
     async def show_fact(self, fact_id: str, *, within: FactFilter | None = None) -> Fact:

@@ -12,7 +12,8 @@ from urllib.parse import urlencode
 
 from pydantic import BaseModel
 
-from client.management import FactPage, MemoryManager, ScopeConsolidationStatus, ScopeStats
+from client.fact_pages import FactPage
+from client.management import MemoryManager, ScopeConsolidationStatus, ScopeStats
 from memory.directory import AgentUser
 from memory.models import (
     ConsolidatedMemory,

@@ -6,7 +6,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
 
-from client.management import MAX_OFFSET, MAX_PAGE, FactPage
+from client.fact_pages import FactPage
+from client.management import MAX_OFFSET, MAX_PAGE
 from memory.models import Fact, FactFilter, FactRevision
 from memory.search_results import SearchResult
 from serve.auth import ID_PATTERN, CurrentKey, ReadAgent, Svc, WriteAgent, own_session
