@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import signal
 import sqlite3
 import sys
@@ -363,6 +364,36 @@ def test_facts_are_listed_shown_corrected_and_deleted(stack: Stack, tmp_path: Pa
     assert fact_id in with_deleted and "DELETED" in with_deleted
     line = one_error_line(mnemos(env, "facts", "edit", fact_id, "Back again."))
     assert "deleted" in line
+
+
+def _text_page(env: dict[str, str], *paging: str) -> tuple[list[str], str | None]:
+    """The fact ids `mnemos facts list` prints and the --cursor it names for the next page."""
+    out = ok(mnemos(env, "facts", "list", "eve", "--user", "alice", "--limit", "2", *paging))
+    lines = out.stdout.strip().splitlines()
+    following = re.search(r"next page: --cursor (\S+)$", lines[-1])
+    return [line.split()[0] for line in lines[:-1]], following and following.group(1)
+
+
+def test_facts_list_names_the_next_pages_cursor_and_a_delete_skips_nothing(
+    stack: Stack, tmp_path: Path
+) -> None:
+    """An operator deletes a fact of the first page, then runs the --cursor it printed: every
+    other fact is listed once (--offset 2 would have skipped the first of the old page 2)."""
+    env = copy_of(stack, tmp_path)
+    every = [f["fact_id"] for f in json.loads(
+        ok(mnemos(env, "facts", "list", "eve", "--user", "alice", "--json")).stdout
+    )["facts"]]  # fmt: skip
+    assert len(every) >= 4
+    listed, cursor = _text_page(env)
+    assert listed == every[:2] and cursor is not None
+    ok(mnemos(env, "facts", "delete", every[0]))
+    while cursor is not None:
+        shown, cursor = _text_page(env, "--cursor", cursor)
+        listed += shown
+    assert listed == every
+    assert "cursor is not one a fact listing gave" in one_error_line(
+        mnemos(env, "facts", "list", "eve", "--cursor", "nonsense")
+    )
 
 
 def test_context_and_search_show_what_the_next_turn_gets(stack: Stack) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from memory.store.base import MemoryStore
 from memory.store.base_manage import fact_key
-from tests.store.builders import Former, add, at, unit, user_filter
+from tests.store.builders import MODEL, Former, add, at, unit, user_filter, vec
 
 U1 = user_filter(agent_scope=False)
 
@@ -43,3 +43,28 @@ async def test_pages_from_a_key_skip_and_repeat_nothing_as_facts_come_and_go(
     # Deleted ones on request, in their places.
     with_deleted = await store.list_facts(U1, include_invalid=True, limit=2, after=fact_key(f2))
     assert [f.fact_id for f in with_deleted] == ["f1", "f0"]
+
+
+async def test_a_fact_edited_or_formed_between_pages_is_neither_skipped_nor_repeated(
+    store: MemoryStore,
+) -> None:
+    """A person reads the first page; meanwhile f3 (on a later page) is edited and f8 is formed.
+    Both were changed last, so they lead the listing read again from the start; the pages on
+    from the first one's key hold every other fact once (an offset of 3 would repeat f5)."""
+    former = await Former(store).start(messages=10)
+    for n in range(8):
+        await former.form(add(f"f{n}", f"Fact {n}", unit(0, 1, n / 10)))
+    first = await _ids(store, limit=3)
+    assert first == ["f7", "f6", "f5"]
+    [f5] = await store.get_facts(["f5"])
+
+    await store.edit_fact(
+        "f3", content="Fact 3, corrected", embedding=vec(1, 1), embedding_model=MODEL, at=at(900)
+    )
+    await former.form(add("f8", "Fact 8", unit(1, 0, 1)))
+
+    rest = await _ids(store, limit=3, after=fact_key(f5))
+    [last] = await store.get_facts([rest[-1]])
+    rest += await _ids(store, limit=3, after=fact_key(last))
+    assert rest == ["f4", "f2", "f1", "f0"]  # f3 left for the front, nothing else moved
+    assert await _ids(store, limit=3) == ["f3", "f8", "f7"]  # both seen from the start
