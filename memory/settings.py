@@ -132,6 +132,12 @@ class ReflectionSettings(SettingsGroup):
     recent_in_context: int = Field(
         10, ge=0, description="Newest unabsorbed reflections shown per scope"
     )
+    consolidation_batch: int = Field(
+        50,
+        ge=1,
+        description="Most buffered reflections one consolidation draft merges (at least the "
+        "scope's threshold); a bigger buffer is merged in turns, oldest first",
+    )
 
     def threshold(self, scope: Scope) -> int:
         return {
@@ -139,6 +145,12 @@ class ReflectionSettings(SettingsGroup):
             "user": self.threshold_user,
             "session": self.threshold_session,
         }[scope]
+
+    def batch(self, scope: Scope) -> int:
+        """The most reflections one draft merges: a buffer grown past it (a consolidation held
+        back by a long outage on a busy scope) is merged in turns, so that no draft's prompt or
+        step result grows with the buffer (a step's result past 2 MB fails every attempt)."""
+        return max(self.consolidation_batch, self.threshold(scope))
 
     def word_limit(self, scope: Scope) -> int:
         return {

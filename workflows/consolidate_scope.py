@@ -11,6 +11,8 @@ for a user or agent scope until its next reflection. A draft whose output stayed
 content filter refusing one reflection's text) is split: each half of the buffer is consolidated
 on its own, down to single reflections; one that no draft can take is set aside, visibly, once
 the rest consolidated (so the blob itself is not what fails), and no longer holds back the scope.
+A draft merges at most a batch of the buffer, oldest first; while more is buffered, it drafts
+again, so a buffer grown large (a long outage on a busy scope) is merged in turns.
 """
 
 from __future__ import annotations
@@ -59,6 +61,11 @@ _CONFLICT_MAX_SECONDS = 60.0
 # for the next request (which met the same refusal, for ever); older histories took the
 # fallback at once (workflow.patched).
 SPLIT_UNUSABLE = "consolidation-split-unusable"
+# From it on, a pass that merged a batch while more was buffered (or a split that consolidated a
+# part) is followed by another; older histories waited for the next request (workflow.patched).
+# Their buffer was read whole, into one step result: past about 16,000 reflections it exceeded
+# Temporal's 2 MB payload limit and the scope never consolidated again.
+IN_BATCHES = "consolidation-in-batches"
 
 
 @dataclass(frozen=True)
@@ -95,6 +102,8 @@ class ConsolidateScopeWorkflow:
         # The current pass's transient draft failures: since when, how many waits so far.
         self._outage_since: datetime | None = None
         self._outage_waits = 0
+        # The last pass left more in the buffer than it drafted, and took some of it.
+        self._more = False
 
     @workflow.signal
     def request(self, force: bool = False) -> None:
@@ -108,11 +117,12 @@ class ConsolidateScopeWorkflow:
         summary = ConsolidationSummary()
         force = req.force
         while True:
-            self._requested, self._force = False, False
+            self._requested, self._force, self._more = False, False, False
             await self._consolidate(req.model_copy(update={"force": force}), summary)
-            if not self._requested:
+            more = self._more and workflow.patched(IN_BATCHES)
+            if not (self._requested or more):
                 break
-            force = self._force
+            force = (force and more) or self._force  # the rest of a forced buffer stays forced
             if workflow.info().is_continue_as_new_suggested():
                 workflow.continue_as_new(req.model_copy(update={"force": force}))
         degraded = f"; DEGRADED: {summary.degraded}" if summary.degraded else ""
@@ -179,6 +189,8 @@ class ConsolidateScopeWorkflow:
                     blob_refused = await self._blob_refused(req, summary)
                     blob_fine = not blob_refused
                 (kept if blob_refused else refused).append(part[0])
+        # Only progress asks for another pass: a model failing on everything stops here.
+        self._more = consolidated
         aside = [r.reflection_id for r in refused if await self._set_aside(req, r)]
         summary.set_aside += aside
         left = sum(len(p) for p in parts)
@@ -262,6 +274,7 @@ class ConsolidateScopeWorkflow:
                 summary.consolidations += 1
                 summary.absorbed += result.absorbed
                 summary.version = result.version
+                self._more = draft.more
                 return True
 
     async def _conflict_wait(

@@ -6,6 +6,8 @@ one item, within the word limit (plus a small tolerance; a character of a script
 spaces counts as a word, memory/word_count.py), and no item repeating the prompt's instructions
 (memory/pipeline/echoes.py). The store then replaces the blob and marks exactly the drafted
 reflections absorbed in one compare-and-set, so a reflection is absorbed once or stays buffered.
+A draft merges the buffer's oldest batch (settings.reflections.batch) and says whether more is
+buffered; the consolidation then drafts again.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from memory.ids import normalize_text, text_hash
 from memory.llm import choose_model
 from memory.llm.base import FIRST, LLMRequest, Retry
 from memory.lookup import require_agent
-from memory.models import SET_ASIDE, ScopeKey
+from memory.models import SET_ASIDE, Reflection, ScopeKey
 from memory.pipeline.echoes import echoes_instructions
 from memory.pipeline.types import (
     BufferedReflection,
@@ -93,10 +95,7 @@ async def draft(deps: Deps, req: ConsolidationRequest, retry: Retry = FIRST) -> 
     word_limit = cfg.word_limit(key.scope)
     blob = await deps.store.get_consolidated(key)
     base_version = blob.version if blob else 0
-    buffered = [] if req.blob_only else await deps.store.unabsorbed_reflections(key)
-    if req.only_ids is not None:
-        wanted = set(req.only_ids)
-        buffered = [r for r in buffered if r.reflection_id in wanted]
+    buffered, more = await _to_draft(deps, req)
     due = req.force or req.only_ids is not None or len(buffered) >= cfg.threshold(key.scope)
     if not req.blob_only and (not buffered or not due):
         return ConsolidationDraft(key=key, base_version=base_version, word_limit=word_limit)
@@ -136,7 +135,23 @@ async def draft(deps: Deps, req: ConsolidationRequest, retry: Retry = FIRST) -> 
         absorbed_hashes={r.reflection_id: text_hash(r.content) for r in buffered},
         llm=[llm_call(request, result.usage)],
         oldest_buffered_at=min((r.formed_at for r in buffered), default=None),
+        more=more,
     )
+
+
+async def _to_draft(deps: Deps, req: ConsolidationRequest) -> tuple[list[Reflection], bool]:
+    """What the draft merges, oldest first, and whether more is buffered beyond it: the oldest
+    batch of the buffer, or the part of it a split asks for (``only_ids``, never more than a
+    batch: the split halves what ``buffered`` read)."""
+    if req.blob_only:
+        return [], False
+    if req.only_ids is not None:
+        wanted = set(req.only_ids)
+        part = await deps.store.unabsorbed_reflections(req.key)
+        return [r for r in part if r.reflection_id in wanted], False
+    batch = deps.settings.reflections.batch(req.key.scope)
+    oldest = await deps.store.unabsorbed_reflections(req.key, limit=batch + 1)
+    return oldest[:batch], len(oldest) > batch
 
 
 async def apply(deps: Deps, d: ConsolidationDraft, now: datetime) -> ConsolidationResult:
@@ -161,11 +176,12 @@ async def apply(deps: Deps, d: ConsolidationDraft, now: datetime) -> Consolidati
 
 
 async def buffered(deps: Deps, key: ScopeKey) -> list[BufferedReflection]:
-    """The scope's buffer, oldest first: what a consolidation splits when its draft of the whole
-    stayed unusable."""
+    """The oldest batch of the scope's buffer, oldest first: what a consolidation splits when
+    its draft of that batch stayed unusable (the same reflections that draft read)."""
+    batch = deps.settings.reflections.batch(key.scope)
     return [
         BufferedReflection(reflection_id=r.reflection_id, content_hash=text_hash(r.content))
-        for r in await deps.store.unabsorbed_reflections(key)
+        for r in await deps.store.unabsorbed_reflections(key, limit=batch)
     ]
 
 

@@ -246,6 +246,9 @@ class ConsolidationDraft(_T):
     # When the oldest of them was buffered: the consolidation lag (runtime.metrics) is measured
     # from it. None in drafts of older histories.
     oldest_buffered_at: UtcDatetime | None = None
+    # More reflections are buffered than this draft merged (settings.reflections.batch): the
+    # consolidation drafts again once it is applied. False in drafts of older workers.
+    more: bool = False
 
 
 class ConsolidationResult(_T):

@@ -172,7 +172,10 @@ async def test_a_refused_reflection_corrected_meanwhile_is_neither_set_aside_nor
 
     assert summary.set_aside == []
     assert summary.degraded is not None and "set aside" not in summary.degraded
-    assert [r.content for r in await h.buffered(h.key("user"))] == ["y, said politely"]
+    # The split consolidated a part, so the consolidation drafts again: the correction is merged.
+    blob = await h.store.get_consolidated(h.key("user"))
+    assert blob is not None and "- y, said politely" in blob.content
+    assert await h.buffered(h.key("user")) == []
 
 
 async def test_a_buffer_too_big_for_the_models_context_is_consolidated_in_parts(
