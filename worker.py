@@ -79,6 +79,7 @@ def build_worker(
             consolidation.draft_consolidation,
             consolidation.apply_consolidation,
             consolidation.buffered_reflections,
+            consolidation.buffered_batch,
             consolidation.set_aside_reflection,
             consolidation.request_consolidation,
             sessions.find_cold_sessions,

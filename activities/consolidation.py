@@ -50,6 +50,11 @@ class ConsolidationActivities:
         with classified():
             return await consolidation.buffered(self.deps, key)
 
+    @activity.defn(name="buffered_batch")
+    async def buffered_batch(self, req: ConsolidationRequest) -> list[BufferedReflection]:
+        with classified():
+            return await consolidation.buffered_batch(self.deps, req)
+
     @activity.defn(name="set_aside_reflection")
     async def set_aside_reflection(self, key: ScopeKey, reflection: BufferedReflection) -> bool:
         with classified():

@@ -122,8 +122,9 @@ def describe_error(err: BaseException) -> str:
 
 def drafted_all(consolidation: RunFacts | None, newest_buffered_at: datetime) -> bool:
     """Whether the latest consolidation of a scope (its run's status and start) drafted every
-    reflection its buffer holds: it started after the newest was formed (each of its drafts reads
-    the buffer), and it completed, or is still going. Whatever that run gave up on, drafting the
+    reflection its buffer holds: it started after the newest was formed (its drafts read the
+    buffer, batch after batch, until none is left but what no draft took), and it completed, or
+    is still going. Whatever that run gave up on, drafting the
     same buffer again would give up the same way. (formed_at is a worker's clock, the start
     Temporal's: were a skew to make the end's own reflections look newer, the end restarted once
     consolidates again minutes later, which settles it.)"""

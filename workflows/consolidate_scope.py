@@ -22,7 +22,7 @@ from datetime import datetime
 from typing import Any
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, ApplicationError, RetryState
+from temporalio.exceptions import ActivityError, ApplicationError
 
 from workflows.backoff import jittered
 
@@ -35,6 +35,7 @@ with workflow.unsafe.imports_passed_through():
         ConsolidationRequest,
     )
     from workflows import options
+    from workflows.consolidate_parts import carried, halves, summary_so_far, transient
     from workflows.naming import CONSOLIDATE_WORKFLOW, DEGRADED_METRIC
     from workflows.paid import paid_for
     from workflows.summary import ConsolidationSummary
@@ -61,11 +62,14 @@ _CONFLICT_MAX_SECONDS = 60.0
 # for the next request (which met the same refusal, for ever); older histories took the
 # fallback at once (workflow.patched).
 SPLIT_UNUSABLE = "consolidation-split-unusable"
-# From it on, a pass that merged a batch while more was buffered (or a split that consolidated a
-# part) is followed by another; older histories waited for the next request (workflow.patched).
-# Their buffer was read whole, into one step result: past about 16,000 reflections it exceeded
-# Temporal's 2 MB payload limit and the scope never consolidated again.
+# From it on (asked at the start of each run), a draft merges the buffer's oldest batch and the
+# run drafts again while more is buffered, leaving out what its splits kept; older histories read
+# the whole buffer into one draft and, split, into one step result: past about 16,000 reflections
+# that result exceeded Temporal's 2 MB payload limit and the scope never consolidated again.
 IN_BATCHES = "consolidation-in-batches"
+# Reflections kept buffered by this consolidation's splits, which its later batches leave out (a
+# few per split): past this many the run stops going round, the rest left for the next request.
+_KEPT_MOST = 200
 
 
 @dataclass(frozen=True)
@@ -74,22 +78,6 @@ class _Unusable:
 
     reason: str
     refused: bool = False  # the provider refused the input (InputRefused)
-
-
-def _halves(part: list[BufferedReflection]) -> list[list[BufferedReflection]]:
-    mid = len(part) // 2
-    return [part[:mid], part[mid:]]
-
-
-def _transient(err: ActivityError) -> bool:
-    """The step gave up on an error a later attempt may not meet (its retries or time ran out), as
-    opposed to one no retry changes (invalid input, a non-retryable provider answer)."""
-    cause = err.cause
-    if isinstance(cause, ApplicationError) and (
-        cause.non_retryable or cause.type in UNUSABLE_OUTPUT
-    ):
-        return False
-    return err.retry_state in (RetryState.MAXIMUM_ATTEMPTS_REACHED, RetryState.TIMEOUT)
 
 
 @workflow.defn(name=CONSOLIDATE_WORKFLOW)
@@ -104,6 +92,8 @@ class ConsolidateScopeWorkflow:
         self._outage_waits = 0
         # The last pass left more in the buffer than it drafted, and took some of it.
         self._more = False
+        self._in_batches = False
+        self._kept: list[str] = []  # what this consolidation's splits kept buffered
 
     @workflow.signal
     def request(self, force: bool = False) -> None:
@@ -114,17 +104,21 @@ class ConsolidateScopeWorkflow:
     async def run(self, req: ConsolidationRequest) -> ConsolidationSummary:
         self._llm = options.llm(req.retries, req.llm_task_queue)
         self._store = options.store(req.retries)
-        summary = ConsolidationSummary()
+        self._in_batches = workflow.patched(IN_BATCHES)
+        self._kept = list(req.skip_ids)
+        summary = summary_so_far(req.carried)
         force = req.force
         while True:
             self._requested, self._force, self._more = False, False, False
-            await self._consolidate(req.model_copy(update={"force": force}), summary)
-            more = self._more and workflow.patched(IN_BATCHES)
+            this = {"force": force, "in_batches": self._in_batches, "skip_ids": self._kept}
+            await self._consolidate(req.model_copy(update={**this, "carried": None}), summary)
+            more = self._more and self._in_batches and len(self._kept) <= _KEPT_MOST
             if not (self._requested or more):
                 break
             force = (force and more) or self._force  # the rest of a forced buffer stays forced
             if workflow.info().is_continue_as_new_suggested():
-                workflow.continue_as_new(req.model_copy(update={"force": force}))
+                carry = {"force": force, "skip_ids": self._kept, "carried": carried(summary)}
+                workflow.continue_as_new(req.model_copy(update=carry))
         degraded = f"; DEGRADED: {summary.degraded}" if summary.degraded else ""
         if summary.set_aside:  # the ids a person looks up to correct them (a few: a memo is small)
             degraded += f"; set aside: {', '.join(summary.set_aside[:10])}"
@@ -154,10 +148,16 @@ class ConsolidateScopeWorkflow:
         blob drafted alone is not refused (if it is, the split stops: no reflection is to
         blame). One whose output is otherwise unusable (over the word limit, malformed) stays
         buffered: the blob or the model may be the cause."""
-        buffer: list[BufferedReflection] = await workflow.execute_activity_method(
-            ConsolidationActivities.buffered_reflections, req.key, **self._store
-        )
-        parts = _halves(buffer) if len(buffer) > 1 else [buffer] if buffer else []
+        buffer: list[BufferedReflection]
+        if self._in_batches:  # the batch whose draft stayed unusable
+            buffer = await workflow.execute_activity_method(
+                ConsolidationActivities.buffered_batch, req, **self._store
+            )
+        else:
+            buffer = await workflow.execute_activity_method(
+                ConsolidationActivities.buffered_reflections, req.key, **self._store
+            )
+        parts = halves(buffer) if len(buffer) > 1 else [buffer] if buffer else []
         budget = 2 * (len(buffer) - 1).bit_length() + 1
         refused: list[BufferedReflection] = []
         kept: list[BufferedReflection] = []
@@ -181,7 +181,7 @@ class ConsolidateScopeWorkflow:
                 continue
             reason = outcome.reason
             if len(part) > 1:
-                parts[:0] = _halves(part)
+                parts[:0] = halves(part)
             elif not outcome.refused:
                 kept.append(part[0])
             else:
@@ -189,9 +189,11 @@ class ConsolidateScopeWorkflow:
                     blob_refused = await self._blob_refused(req, summary)
                     blob_fine = not blob_refused
                 (kept if blob_refused else refused).append(part[0])
-        # Only progress asks for another pass: a model failing on everything stops here.
-        self._more = consolidated
         aside = [r.reflection_id for r in refused if await self._set_aside(req, r)]
+        # Only progress (the buffer shrank) asks for another pass: a model failing on everything
+        # stops here; what no draft took is left out of the later batches.
+        self._more = consolidated or bool(aside)
+        self._kept += [r.reflection_id for r in kept]
         summary.set_aside += aside
         left = sum(len(p) for p in parts)
         notes = [
@@ -340,7 +342,7 @@ class ConsolidateScopeWorkflow:
                         "consolidation output unusable after retries: buffer kept",
                     )
                     return None
-                if not (_transient(err) and workflow.patched(OUTAGE_WAIT)):
+                if not (transient(err) and workflow.patched(OUTAGE_WAIT)):
                     raise
                 if not await self._wait_out(req, summary, str(cause or err)):
                     return None

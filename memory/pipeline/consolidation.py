@@ -6,8 +6,8 @@ one item, within the word limit (plus a small tolerance; a character of a script
 spaces counts as a word, memory/word_count.py), and no item repeating the prompt's instructions
 (memory/pipeline/echoes.py). The store then replaces the blob and marks exactly the drafted
 reflections absorbed in one compare-and-set, so a reflection is absorbed once or stays buffered.
-A draft merges the buffer's oldest batch (settings.reflections.batch) and says whether more is
-buffered; the consolidation then drafts again.
+A consolidation's draft merges the buffer's oldest batch (settings.reflections.batch) and says
+whether more is buffered; the workflow then drafts again.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ __all__ = [
     "VERSION_LINE",
     "apply",
     "buffered",
+    "buffered_batch",
     "checked_blob",
     "draft",
     "set_aside",
@@ -140,17 +141,33 @@ async def draft(deps: Deps, req: ConsolidationRequest, retry: Retry = FIRST) -> 
 
 
 async def _to_draft(deps: Deps, req: ConsolidationRequest) -> tuple[list[Reflection], bool]:
-    """What the draft merges, oldest first, and whether more is buffered beyond it: the oldest
-    batch of the buffer, or the part of it a split asks for (``only_ids``, never more than a
-    batch: the split halves what ``buffered`` read)."""
+    """What the draft merges, oldest first, and whether more is buffered beyond it: the buffer's
+    oldest batch (or the whole buffer, for a request not ``in_batches``), or the part of it a
+    split asks for (``only_ids``: a part of what ``buffered`` read)."""
     if req.blob_only:
         return [], False
+    if not req.in_batches:
+        whole = await deps.store.unabsorbed_reflections(req.key)
+        if req.only_ids is not None:
+            wanted = set(req.only_ids)
+            whole = [r for r in whole if r.reflection_id in wanted]
+        return whole, False
+    oldest, more = await _oldest_batch(deps, req.key, req.skip_ids)
     if req.only_ids is not None:
         wanted = set(req.only_ids)
-        part = await deps.store.unabsorbed_reflections(req.key)
-        return [r for r in part if r.reflection_id in wanted], False
-    batch = deps.settings.reflections.batch(req.key.scope)
-    oldest = await deps.store.unabsorbed_reflections(req.key, limit=batch + 1)
+        return [r for r in oldest if r.reflection_id in wanted], False
+    return oldest, more
+
+
+async def _oldest_batch(
+    deps: Deps, key: ScopeKey, skip_ids: Sequence[str]
+) -> tuple[list[Reflection], bool]:
+    """The buffer's oldest batch but the reflections to skip, and whether more is buffered: a
+    read of a batch's size, whatever the buffer's."""
+    batch = deps.settings.reflections.batch(key.scope)
+    skip = set(skip_ids)
+    read = await deps.store.unabsorbed_reflections(key, limit=batch + len(skip) + 1)
+    oldest = [r for r in read if r.reflection_id not in skip]
     return oldest[:batch], len(oldest) > batch
 
 
@@ -176,13 +193,20 @@ async def apply(deps: Deps, d: ConsolidationDraft, now: datetime) -> Consolidati
 
 
 async def buffered(deps: Deps, key: ScopeKey) -> list[BufferedReflection]:
-    """The oldest batch of the scope's buffer, oldest first: what a consolidation splits when
-    its draft of that batch stayed unusable (the same reflections that draft read)."""
-    batch = deps.settings.reflections.batch(key.scope)
-    return [
-        BufferedReflection(reflection_id=r.reflection_id, content_hash=text_hash(r.content))
-        for r in await deps.store.unabsorbed_reflections(key, limit=batch)
-    ]
+    """The scope's whole buffer, oldest first: what a consolidation of an older workflow splits
+    when its draft of the whole stayed unusable."""
+    return [_named(r) for r in await deps.store.unabsorbed_reflections(key)]
+
+
+async def buffered_batch(deps: Deps, req: ConsolidationRequest) -> list[BufferedReflection]:
+    """The batch a draft of ``req`` reads, oldest first: what a consolidation splits when that
+    draft stayed unusable (a step result of a batch's size, whatever the buffer's)."""
+    oldest, _ = await _oldest_batch(deps, req.key, req.skip_ids)
+    return [_named(r) for r in oldest]
+
+
+def _named(r: Reflection) -> BufferedReflection:
+    return BufferedReflection(reflection_id=r.reflection_id, content_hash=text_hash(r.content))
 
 
 async def set_aside(deps: Deps, key: ScopeKey, reflection: BufferedReflection) -> bool:

@@ -221,6 +221,18 @@ class ConsolidationRequest(_T):
     # Draft from the blob alone, no reflection: whether the provider refuses the blob (or the
     # prompt) itself, when it refused a single reflection with it. The draft is not stored.
     blob_only: bool = False
+    # Draft from the buffer's oldest batch (settings.reflections.batch), saying whether more is
+    # buffered; False (the runs of older workflows, the import's merge): from the whole buffer.
+    in_batches: bool = False
+    # Buffered reflections an earlier split of this consolidation kept (no draft took them):
+    # its later batches leave them out, or each would fail on them and be split again.
+    skip_ids: list[str] = []
+    # Carried by continue-as-new, never read by the steps; absent from older runs' payloads.
+    carried: dict[str, Any] | None = Field(
+        None,
+        description="What the earlier runs of this consolidation did (a ConsolidationSummary, "
+        "workflows/summary.py, bounded): the last run's result counts them",
+    )
 
 
 class BufferedReflection(_T):

@@ -7,10 +7,13 @@ merges at most a batch, oldest first, and the consolidation drafts again while m
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+import pytest
+from temporalio import workflow
 from temporalio.testing import WorkflowEnvironment
 
-from memory.errors import InputRefusedError
+from memory.errors import InputRefusedError, InvalidModelOutputError
 from memory.llm.base import LLMRequest
 from memory.models import SET_ASIDE
 from memory.prompts.consolidate import ConsolidatedSections, ConsolidateInput
@@ -18,6 +21,7 @@ from memory.settings import ReflectionSettings
 from runtime.starts import request_consolidation
 from tests.fakes import echo_consolidation
 from tests.harness import Harness, conversation, reflections
+from workflows.consolidate_scope import IN_BATCHES
 from workflows.summary import ConsolidationSummary
 
 ITEMS = [f"item {c}" for c in "abcdefgh"]
@@ -43,6 +47,15 @@ async def _consolidate(h: Harness, *, force: bool) -> ConsolidationSummary:
     handle = await request_consolidation(h.client, h.settings, h.key("user"), force=force)
     async with h.worker():
         return await handle.result()
+
+
+def _filtered(request: LLMRequest) -> ConsolidatedSections:
+    """A provider whose content filter refuses any prompt holding the word 'forbidden'."""
+    p = request.task_input
+    assert isinstance(p, ConsolidateInput)
+    if any("forbidden" in r for r in p.reflections):
+        raise InputRefusedError("refused by the content filter", provider="fake")
+    return echo_consolidation(request)
 
 
 def _drafted(h: Harness) -> list[list[str]]:
@@ -87,14 +100,7 @@ async def test_a_refused_reflection_in_a_later_batch_splits_only_that_batch(
     h = await Harness.create(time_env, tmp_path, reflections=ReflectionSettings(threshold_user=99))
     await grown_buffer(h, batch=3, threshold=2, items=[*ITEMS[:4], "forbidden e", *ITEMS[5:]])
 
-    def filtered(request: LLMRequest) -> ConsolidatedSections:
-        p = request.task_input
-        assert isinstance(p, ConsolidateInput)
-        if any("forbidden" in r for r in p.reflections):
-            raise InputRefusedError("refused by the content filter", provider="fake")
-        return echo_consolidation(request)
-
-    h.llm.defaults["consolidate"] = filtered
+    h.llm.defaults["consolidate"] = _filtered
     summary = await _consolidate(h, force=True)
 
     assert max(len(d) for d in _drafted(h)) == 3
@@ -108,3 +114,108 @@ async def test_a_refused_reflection_in_a_later_batch_splits_only_that_batch(
     assert blob is not None
     assert all(f"- {item}" in blob.content for item in ITEMS if item != "item e")
     assert await h.buffered(h.key("user")) == []
+
+
+async def test_a_refused_oldest_batch_does_not_hold_back_the_rest(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """Nothing in the first batch consolidates, but both are set aside: the buffer shrank, so
+    the consolidation goes on to the batches behind it."""
+    h = await Harness.create(time_env, tmp_path, reflections=ReflectionSettings(threshold_user=99))
+    await grown_buffer(h, batch=2, threshold=2, items=["forbidden a", "forbidden b", *ITEMS[2:]])
+    h.llm.defaults["consolidate"] = _filtered
+    summary = await _consolidate(h, force=True)
+
+    assert await h.buffered(h.key("user")) == []
+    assert (summary.absorbed, len(summary.set_aside)) == (6, 2)
+
+
+async def test_a_reflection_no_draft_takes_is_left_out_of_the_later_batches(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """Kept buffered (its draft over the word limit, not refused), it would fail every later
+    batch's draft and split it again: 2,000 buffered cost 699 drafts instead of about 41."""
+    h = await Harness.create(time_env, tmp_path, reflections=ReflectionSettings(threshold_user=99))
+    await grown_buffer(h, batch=3, threshold=2, items=["bad a", *ITEMS[1:]])
+
+    def over_the_limit_with_it(request: LLMRequest) -> ConsolidatedSections:
+        p = request.task_input
+        assert isinstance(p, ConsolidateInput)
+        if any("bad" in r for r in p.reflections):
+            raise InvalidModelOutputError("consolidated blob over the word limit")
+        return echo_consolidation(request)
+
+    h.llm.defaults["consolidate"] = over_the_limit_with_it
+    summary = await _consolidate(h, force=True)
+
+    assert [r.content for r in await h.buffered(h.key("user"))] == ["bad a"]
+    assert summary.absorbed == 7
+    # The first batch whole, then its first half, "bad a" alone (each tried twice); never again.
+    with_it = [d for d in _drafted(h) if "bad a" in d]
+    assert with_it == [["bad a", "item b", "item c"]] * 2 + [["bad a"]] * 2
+
+
+async def test_the_summary_counts_every_run_of_a_consolidation_continued_as_new(
+    time_env: WorkflowEnvironment, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A session end reads it (what was absorbed, what set aside), and so does the cold job (a
+    set-aside reflection corrected since makes the end due again)."""
+    # Temporal suggests it at about 4 MB of history (a buffer of some 10,000): here every pass.
+    monkeypatch.setattr(workflow.Info, "is_continue_as_new_suggested", lambda _: True)
+    h = await Harness.create(time_env, tmp_path, reflections=ReflectionSettings(threshold_user=99))
+    await grown_buffer(h, batch=3, threshold=2, items=[*ITEMS[:4], "forbidden e", *ITEMS[5:]])
+    h.llm.defaults["consolidate"] = _filtered
+    summary = await _consolidate(h, force=True)
+
+    assert await h.buffered(h.key("user")) == []
+    assert (summary.absorbed, len(summary.set_aside), summary.consolidations) == (7, 1, 4)
+    assert sum(c.count for c in summary.llm_calls) == 4  # the answered drafts, of every run
+
+
+async def test_a_consolidation_of_the_previous_version_still_drafts_the_whole_buffer(
+    time_env: WorkflowEnvironment, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rolling upgrade: a run begun before batches (no IN_BATCHES marker: it drafts once per
+    request) whose draft an upgraded worker makes must still merge every reflection."""
+    patched = workflow.patched
+    monkeypatch.setattr(workflow, "patched", lambda pid: pid != IN_BATCHES and patched(pid))
+    h = await Harness.create(time_env, tmp_path, reflections=ReflectionSettings(threshold_user=99))
+    await grown_buffer(h, batch=3, threshold=2)
+    summary = await _consolidate(h, force=True)
+
+    assert await h.buffered(h.key("user")) == []
+    assert [len(d) for d in _drafted(h)] == [8] and summary.absorbed == 8
+
+
+class _Reads:
+    """The store, noting the ``limit`` of every read of a buffer."""
+
+    def __init__(self, store: Any) -> None:
+        self._store = store
+        self.limits: list[int | None] = []
+
+    def __getattr__(self, name: str) -> Any:
+        found = getattr(self._store, name)
+        if name != "unabsorbed_reflections":
+            return found
+
+        async def read(key: Any, **kw: Any) -> Any:
+            self.limits.append(kw.get("limit"))
+            return await found(key, **kw)
+
+        return read
+
+
+async def test_no_step_reads_more_than_a_batch_of_the_buffer(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """Split parts too: each read the whole buffer to pick its few ids (500 ms a draft on a
+    buffer of 20,000, on SQLite)."""
+    h = await Harness.create(time_env, tmp_path, reflections=ReflectionSettings(threshold_user=99))
+    await grown_buffer(h, batch=3, threshold=2, items=[*ITEMS[:4], "forbidden e", *ITEMS[5:]])
+    reads = _Reads(h.store)
+    h.worker_store = reads  # type: ignore[assignment]
+    h.llm.defaults["consolidate"] = _filtered
+    await _consolidate(h, force=True)
+
+    assert reads.limits and None not in reads.limits, reads.limits
