@@ -6,7 +6,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-_ADVERBS = r"(?: (?:\w+ly|also|never|always|often|usually|still|just|only|no longer))*"
+# Verbs ending in -ly, which are not adverbs: "I fly to Kathmandu" is not "I (fly) to…".
+_LY_VERBS = r"(?:fly|rely|apply|reply|supply|comply|imply|multiply|ally|bully|rally|tally|dally)"
+_ADVERBS = (
+    rf"(?: (?:(?!{_LY_VERBS}\b)\w+ly|also|never|always|often|usually|still|just|only|no longer))*"
+)
 _UNCHANGED = {"can", "could", "will", "would", "should", "may", "might", "must", "was", "had"}
 # Irregular past forms take no -s ("I went" → "Alice went"); regular ones end in -ed.
 _UNCHANGED |= set(

@@ -12,6 +12,7 @@ from pydantic import TypeAdapter, ValidationError
 from memory.errors import MalformedOutputError
 from memory.llm.base import LLMRequest, Task
 from memory.llm.heuristic import HeuristicProvider
+from memory.llm.heuristic_person import third_person
 from memory.models import AgentConfig, FactScope, Role
 from memory.prompts import (
     ConsolidateInput,
@@ -704,3 +705,19 @@ async def test_a_present_verb_ending_in_ed_takes_its_s() -> None:
             "user",
         )
     ]
+
+
+@pytest.mark.parametrize(
+    ("said", "written"),
+    [
+        ("I fly to Kathmandu tomorrow.", "Alice flies to Kathmandu tomorrow."),
+        ("I apply for jobs in Berlin.", "Alice applies for jobs in Berlin."),
+        ("I rely on my bike.", "Alice relies on Alice's bike."),
+        ("I only fly economy.", "Alice only flies economy."),
+        ("I usually cycle to work.", "Alice usually cycles to work."),  # an adverb still is one
+    ],
+)
+def test_a_verb_ending_in_ly_is_not_read_as_an_adverb(said: str, written: str) -> None:
+    """It was: "I fly to Kathmandu" stored as "Alice fly toes Kathmandu" (the offline provider is
+    the default without a key)."""
+    assert third_person(said, "Alice") == written
