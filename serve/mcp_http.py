@@ -35,7 +35,7 @@ from memory.models import FactFilter, MessageIn
 from serve.auth import session_refusal, token_of
 from serve.errors import problem
 from serve.keys import ApiKeyStore
-from serve.mcp_notes import WITHOUT_USER, form_note, note_message
+from serve.mcp_notes import OFFSET_HELP, WITHOUT_USER, form_note, note_message
 from serve.mcp_search import Id, Queries, TopK, bounds
 from serve.rate_limit import Kind, RateLimiter
 
@@ -110,7 +110,8 @@ def build_http_server(memory: MemoryClient, limiter: RateLimiter) -> MCPServer:
         "formation is deferred, formation_deferred true, and the messages are kept and formed "
         "later). Give messages or a note, not both. "
         "user_id: the user the conversation is with, the speaker of each user message that "
-        f"names none (a message that names its user keeps it) and of the note. {WITHOUT_USER}"
+        f"names none (a message that names its user keeps it) and of the note. {WITHOUT_USER} "
+        f"{OFFSET_HELP} (for the note; messages carry their own created_at)"
     )
     async def remember(
         ctx: Context[Any],
@@ -119,6 +120,7 @@ def build_http_server(memory: MemoryClient, limiter: RateLimiter) -> MCPServer:
         messages: list[MessageIn] | None = None,
         note: str | None = None,
         user_id: str | None = None,
+        utc_offset_minutes: int | None = None,
     ) -> dict[str, Any]:
         key = _key_of(ctx, limiter, agent_id, "write")
         if (messages is None) == (note is None) or messages == []:
@@ -126,7 +128,7 @@ def build_http_server(memory: MemoryClient, limiter: RateLimiter) -> MCPServer:
         await _own_session(memory, key, session_id)
         async with _told():
             if note is not None:
-                messages = [note_message(session_id, note, user_id)]
+                messages = [note_message(session_id, note, user_id, utc_offset_minutes)]
             elif user_id is not None and messages:
                 # A user message without a user_id is a guest's: beside alice it would make the
                 # session a group chat, turning user memory off there for every agent.

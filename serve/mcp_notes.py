@@ -4,10 +4,11 @@ started at once: one rule for both doors (stdio and HTTP)."""
 from __future__ import annotations
 
 import hashlib
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta, timezone
 
 from client.memory_client import MemoryClient
 from client.results import FormationTrigger
+from memory.errors import InvalidInputError
 from memory.input_rules import require_storable
 from memory.models import MessageIn, RecordOutcome
 
@@ -18,17 +19,34 @@ WITHOUT_USER = (
 )
 
 
-def note_message(session_id: str, note: str, user_id: str | None) -> MessageIn:
+# What the tools say of the speaker's clock, which only the caller knows.
+OFFSET_HELP = (
+    "utc_offset_minutes: the speaker's UTC offset (540 for Tokyo, -300 for New York in winter), "
+    "so that 'tomorrow' in the note is counted in the speaker's calendar; without it, in UTC's."
+)
+# The offsets clocks use: UTC-12:00 to UTC+14:00.
+_OFFSETS = range(-12 * 60, 14 * 60 + 1)
+
+
+def note_message(
+    session_id: str, note: str, user_id: str | None, utc_offset_minutes: int | None = None
+) -> MessageIn:
     """The note as its user's message, or the agent's system message without one (a user message
-    without a user id would be a guest's, which makes the session a group chat). Its id is the
-    note's hash: the same note told twice is recorded once."""
+    without a user id would be a guest's, which makes the session a group chat), said now on the
+    speaker's clock when the caller gives its offset. Its id is the note's hash: the same note
+    told twice is recorded once."""
     require_storable(note, "the note")
+    if utc_offset_minutes is not None and utc_offset_minutes not in _OFFSETS:
+        raise InvalidInputError(
+            f"utc_offset_minutes {utc_offset_minutes} is not a clock's offset (-720 to 840)"
+        )
+    zone = UTC if utc_offset_minutes is None else timezone(timedelta(minutes=utc_offset_minutes))
     digest = hashlib.sha256(f"{session_id}\0{user_id}\0{note}".encode()).hexdigest()
     return MessageIn(
         message_id=f"note-{digest[:24]}",
         role="user" if user_id else "system",
         content=note,
-        created_at=datetime.now(UTC),
+        created_at=datetime.now(zone),
         user_id=user_id,
     )
 

@@ -24,7 +24,7 @@ from client.tools import run_tool_call
 from memory.errors import MnemosError, NotFoundError
 from memory.settings import Settings
 from serve.auth import session_refusal
-from serve.mcp_notes import WITHOUT_USER, form_note, note_message, told
+from serve.mcp_notes import OFFSET_HELP, WITHOUT_USER, form_note, note_message, told
 from serve.mcp_search import Id, Queries, TopK, bounds
 
 INSTRUCTIONS = (
@@ -89,12 +89,17 @@ def build_server(memory: MemoryClient, agent_id: str) -> MCPServer:
         description='Keep an explicit note (e.g. "remember that I am vegetarian", with the '
         "user's id): recorded in the session and formed into memory in the background. Returns "
         "the formation's workflow id, or says the formation is deferred while Temporal cannot be "
-        f"reached (the note is kept and formed later). {WITHOUT_USER}"
+        f"reached (the note is kept and formed later). {WITHOUT_USER} {OFFSET_HELP}"
     )
-    async def remember(note: str, session_id: str, user_id: str | None = None) -> str:
+    async def remember(
+        note: str,
+        session_id: str,
+        user_id: str | None = None,
+        utc_offset_minutes: int | None = None,
+    ) -> str:
         await own_session(session_id)
         async with _told():
-            message = note_message(session_id, note, user_id)
+            message = note_message(session_id, note, user_id, utc_offset_minutes)
             recorded = await memory.record_messages(agent_id, session_id, [message], may_join=mine)
             return told(recorded, await form_note(memory, agent_id, session_id, recorded))
 

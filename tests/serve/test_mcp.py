@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +19,10 @@ from temporalio.service import RPCError, RPCStatusCode
 from temporalio.testing import WorkflowEnvironment
 
 import client.formation_triggers as formation_triggers
+import serve.mcp_notes as mcp_notes
 from client.management import MemoryManager
 from memory.embedding import make_embedder
+from memory.llm.heuristic import HeuristicProvider
 from memory.models import AgentConfig, ScopeKey
 from memory.settings import EmbeddingSettings, Settings, StoreSettings
 from memory.store.sqlite import SQLiteStore
@@ -244,3 +247,38 @@ async def test_the_search_schema_states_its_bounds(
     assert {"type": "integer", "minimum": 1} in properties["top_k"]["anyOf"]
     assert {"type": "string", "pattern": ID_PATTERN} in properties["user_id"]["anyOf"]
     assert "1 to 3 short queries; top_k: 1 to 25 facts per query" in (tool.description or "")
+
+
+class _TokyoMorning(datetime):
+    """08:30 on Saturday 28 November in Tokyo: still the 27th in UTC."""
+
+    @classmethod
+    def now(cls, tz: tzinfo | None = None) -> datetime:  # type: ignore[override]
+        return datetime(2026, 11, 27, 23, 30, tzinfo=UTC).astimezone(tz)
+
+
+async def test_a_note_counts_its_relative_dates_in_the_speakers_calendar(
+    time_env: WorkflowEnvironment, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A note is said now, but only the caller knows the speaker's clock: it was recorded in
+    UTC's, so Alice's "tomorrow", said in Tokyo on the 28th, became the 28th."""
+    monkeypatch.setattr(mcp_notes, "datetime", _TokyoMorning)
+    h = await Harness.create(time_env, tmp_path)
+    h.llm = HeuristicProvider()  # type: ignore[assignment]
+    try:
+        server = build_server(h.memory, "eve")
+        note = {"note": "I have a dentist appointment tomorrow.", "session_id": "n1"}
+        with pytest.raises(ToolError, match="utc_offset_minutes 900 is not a clock's offset"):
+            await server.call_tool(
+                "remember", {**note, "user_id": "alice", "utc_offset_minutes": 900}
+            )
+        assert await h.store.load_messages("n1", 0, 10) == []
+        async with h.worker():
+            await server.call_tool(
+                "remember", {**note, "user_id": "alice", "utc_offset_minutes": 540}
+            )
+            await h.client.get_workflow_handle("form:eve:n1").result()
+        [fact] = await h.all_facts()
+        assert "29 November 2026" in fact.content, fact.content
+    finally:
+        await h.store.close()
