@@ -353,7 +353,31 @@ async def find_candidates(deps: Deps, window: Window, facts: list[NewFact]) -> C
         similar = sorted([*stored, *earlier.get(f.index, [])], key=lambda c: -c.similarity)
         if similar:
             by_index[f.index] = similar[: cfg.dedup_candidates]
-    return CandidatesResult(by_new_index=by_index, embedding_calls=calls)
+    return CandidatesResult(by_new_index=fewest_fitting(by_index), embedding_calls=calls)
+
+
+# The candidates' texts of one window travel in three step payloads (the search's result, the
+# decision's input, the commit's input), each refused by Temporal over 2 MB, and two of them in
+# one 4 MB message: a dense message's 320 facts with 20 candidates of 400 characters each would be
+# 2.5 MB, and its formation stuck for ever. Under a third of the limit (in UTF-8, as the payloads
+# carry it) leaves room for the rest of each payload.
+CANDIDATE_BYTES = 600_000
+
+
+def fewest_fitting(
+    by_index: dict[int, list[SimilarFact]], budget: int = CANDIDATE_BYTES
+) -> dict[int, list[SimilarFact]]:
+    """``by_index`` (each fact's candidates, most similar first) with at most as many candidates
+    a fact as keeps their texts within ``budget`` bytes: the most similar of each are kept
+    (at least one), so that a window's size cannot make its decision's payloads too large."""
+    most = max((len(found) for found in by_index.values()), default=0)
+    while most > 1 and sum(_size(found[:most]) for found in by_index.values()) > budget:
+        most -= 1
+    return {i: found[:most] for i, found in by_index.items()}
+
+
+def _size(found: list[SimilarFact]) -> int:
+    return sum(len(s.content.encode()) for s in found)
 
 
 def _said_earlier(

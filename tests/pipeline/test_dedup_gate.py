@@ -16,8 +16,8 @@ from memory.embedding.local import LocalMiniLMEmbedder
 from memory.embedding.openai_embedder import OpenAIEmbedder
 from memory.llm.heuristic import HeuristicProvider
 from memory.pipeline.commit import _recheck
-from memory.pipeline.facts import dedup_gate
-from memory.pipeline.types import CandidatesResult, Window
+from memory.pipeline.facts import CANDIDATE_BYTES, dedup_gate, fewest_fitting
+from memory.pipeline.types import CandidatesResult, SimilarFact, Window
 from memory.settings import FactSettings, Settings
 from memory.store.base import MemoryStore
 
@@ -82,3 +82,22 @@ def test_the_commit_rechecks_adds_at_the_gate_their_candidates_were_read_at() ->
     read = CandidatesResult(by_new_index={}, read_at=datetime(2026, 1, 1, tzinfo=UTC))
     recheck = _recheck(deps, cast(Window, None), read)  # no candidates: the window is not read
     assert recheck is not None and recheck.similarity == pytest.approx(0.45)
+
+
+def test_a_windows_candidates_are_cut_to_the_most_similar_when_their_texts_grow_too_large() -> None:
+    """Their texts travel in the decision's step payloads, which Temporal refuses over 2 MB: a
+    window of many long facts keeps fewer candidates a fact, the most similar, never none."""
+
+    def found(i: int, n: int) -> list[SimilarFact]:
+        return [
+            SimilarFact(fact_id=f"f{i}-{k}", content="x" * 400, version=1, similarity=1 - k / 100)
+            for k in range(n)
+        ]
+
+    small = {0: found(0, 20), 1: found(1, 3)}
+    assert fewest_fitting(small) == small  # within the budget: unchanged
+    many = {i: found(i, 20) for i in range(320)}  # 2.56 MB of texts
+    cut = fewest_fitting(many)
+    assert sum(len(s.content) for c in cut.values() for s in c) <= CANDIDATE_BYTES
+    assert all(c == many[i][: len(c)] and len(c) >= 1 for i, c in cut.items())
+    assert fewest_fitting({0: found(0, 2)}, budget=10) == {0: found(0, 1)}

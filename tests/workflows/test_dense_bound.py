@@ -4,6 +4,7 @@ log line: the run's summary (what `mnemos form` prints), its memo, and a metric 
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from temporalio.client import Client
@@ -12,6 +13,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from memory.llm.heuristic import HeuristicProvider
 from memory.pipeline import pieces
+from memory.settings import FactSettings
 from runtime.payloads import payload_data_converter
 from tests.harness import Harness
 from tests.workflows.test_dense_message import dense, memo
@@ -91,3 +93,31 @@ async def test_facts_past_the_bound_are_counted_by_the_workers_metric(
     assert sum(v for v, _ in counted) == STATED - pieces.MAX_DENSE_FACTS
     assert {a["bound"] for _, a in counted} == {"facts"}
     assert summary.facts_over_bound == STATED - pieces.MAX_DENSE_FACTS
+
+
+# Words that make each stated fact long (about 275 characters), as dense prose is.
+_LONG = (
+    "according to extraordinarily comprehensive documentation concerning supplementary "
+    "specifications regarding interoperability considerations internationalization "
+    "responsibilities accompanying institutionalised telecommunications infrastructure"
+)
+
+
+async def test_a_dense_message_forms_with_the_most_dedup_candidates(
+    dev_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """320 long facts, each with 20 candidates (the setting's most): their texts were 2.3 MB in
+    the decision's payloads, over Temporal's 2 MB, and the run failed its workflow task for
+    ever, the session's cursor never moving. A real server refuses them; the test server
+    does not, so this runs on the dev server."""
+    h = await Harness.create(dev_env, tmp_path, facts=FactSettings(dedup_candidates=20))
+    h.llm = HeuristicProvider()  # type: ignore[assignment]
+    text = " ".join(f"My favourite number {i} is {4100 + i} {_LONG}." for i in range(1, 331))
+    await h.record("s1", [said(text)])
+    async with h.worker():
+        handle = await h.start("s1")
+        summary = await asyncio.wait_for(handle.result(), timeout=120)
+
+    state = await h.store.get_session_agent_state("s1", "eve")
+    assert state is not None and state.cursor_seq == 1
+    assert summary.facts_added == pieces.MAX_DENSE_FACTS
