@@ -56,6 +56,10 @@ _PHRASES: dict[str, tuple[str, ...]] = {
         r"takes \d+ ?mg",
         r"(?:has|had|have|with) (?:cancer|diabetes|asthma|epilepsy|adhd|autism|hiv|depression)",
         _WHOSE + r"(?:illness|disease|surgery|therapy|therapist|medication|prescription)s?",
+        # A person's care ("her diabetes treatment"), not a business's ("our treatment rooms",
+        # "the clinic's treatment plans").
+        _A_PERSONS + r"(?:treatments?|diagnos[ie]s)",
+        r"(?:is|was|are|were|been|goes|went|started|began) (?:in|to) therapy",
     ),
     "family": (
         _WHOSE + r"(?:wife|husband|spouse|sons?|daughters?|mother|father|mom|mum|dad|parents"
@@ -108,6 +112,8 @@ _PHRASES: dict[str, tuple[str, ...]] = {
         # 90000 dollars", "Alice said: Salary is …"); "The starting salary is …", "offers a
         # salary of …" are a role's.
         r"(?:^|(?<=:)|(?<=: ))(?:annual |yearly |monthly |gross |net )?salary (?:is|was)",
+        # So does what somebody earns, their subject left out ("Earns 90000 dollars a year").
+        r"(?:^|(?<=:)|(?<=: ))earn(?:s|ed)",
         _WHO + r"earns",
     ),
     "contact data": (
@@ -148,7 +154,8 @@ _PHRASES: dict[str, tuple[str, ...]] = {
         # 1985 in Lyon" opens its sentence. Not "founded in", "created in".
         r"born on",
         _WHO + r"(?:was|were) born (?:in|at)",
-        r"(?:^|(?<=:)|(?<=: ))born (?:in|at)",
+        # "Was born in 1990 in Porto": its subject left out, as models write of the speaker.
+        r"(?:^|(?<=:)|(?<=: ))(?:(?:was|were) )?born (?:in|at)",
         _A_PERSONS + r"(?:birthday|birth ?date|birthplace|religion|citizenship|nationality)",
         # Documents a person is identified by.
         r"driver'?s licen[cs]e",

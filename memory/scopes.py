@@ -12,7 +12,10 @@
   a user of the window ("Alice is the CTO of Acme Robotics") is that user's, whatever the model
   said: placed as theirs by the rule above; and one that names a person's private detail
   ("Dana was diagnosed with asthma", memory/privacy.py) is its speaker's. A model's scope is a
-  classification, not a permission.
+  classification, not a permission. A user is named by the name their messages carry, their
+  id, the name the id spells ("alice_smith") or the name they give themselves ("I'm Alice").
+  A model's merged text for an agent fact is held to the same rules (``personal_merge``,
+  memory/pipeline/dedup.py): a merge that would write a person's detail there is refused.
 - Session memory is read by whoever is in the session, including people who join it later: a
   private detail the model put there, told where one user was alone, is that user's.
 
@@ -76,14 +79,19 @@ def sole_speaker(messages: Sequence[StoredMessage], window_user: str | None) -> 
 
 
 def users_named(text: str, messages: Sequence[StoredMessage]) -> frozenset[str]:
-    """The window's users (their ids) that ``text`` names, by the name their messages carry or by
-    their user id, as whole words in any case: "Alice's new job" names the user alice (and the
-    user "Alice Smith" too: a part of a name names its person). A name that
-    is also a word ("Will") claims the sentences using it: for agent memory, the safe side."""
+    """The window's users (their ids) that ``text`` names, as whole words in any case: by the
+    name their messages carry, by their user id, by the name the id spells ("alice_smith",
+    "AliceSmith": ``_id_names``) and by the name they give themselves in the window ("Hi, I'm
+    Alice Smith": ``_said_names``): "Alice's new job" names the user alice (and the user "Alice
+    Smith" too: a part of a name names its person). A name that is also a word ("Will") claims
+    the sentences using it: for agent memory, the safe side."""
     labels: dict[str, set[str]] = {}
     for m in messages:
         if (user := said_by(m)) is not None:
-            labels.setdefault(user, {user}).update(_names_of(m.name))
+            names = labels.setdefault(user, {user, *_names_of(_id_names(user))})
+            names.update(_names_of(m.name))
+            for said in _said_names(m.content):
+                names.update(_names_of(said))
     return frozenset(
         user
         for user, names in labels.items()
@@ -110,19 +118,54 @@ _ABOUT_THE_SPEAKER = re.compile(
     r"|they['\u2019]re)\b",
     re.IGNORECASE,
 )
+# A subjectless "is" or "was" says what its unnamed subject is, and models leave out the subject
+# of the person who said it ("Is the CTO of…", "Was a nurse", "Is in therapy…"); a business's
+# state said so ("Is open on Sundays", "Was founded in 1990") stays the agent's. "Has" stays out
+# ("Has a 30-day refund policy"): what a person has that is private, privacy.py reads ("Has two
+# kids", "Has diabetes"), like what they earn or where they were born.
+_A_BUSINESS_STATE = (
+    r"(?:open|opened|closed|located|situated|based|available|accessible|reachable|staffed|free"
+    r"|included|required|offered|priced|valid|limited|sold|served|shipped|delivered|run|managed"
+    r"|owned|operated|hosted|powered|compatible|supported|founded|established|built|made"
+    r"|designed|created|launched|released|updated|scheduled|held|due|currently\s+(?:open|closed)"
+    r"|not\s+(?:open|available|supported|included|required|offered))"
+)
 _NO_SUBJECT = re.compile(
     r"^\W*(?:works|worked|lives|lived|plans\s+to|planned\s+to|likes|loves|hates|prefers|wants"
     r"|needs|owns|studies|studied|moved|travels|traveled|travelled|visited|enjoys|speaks|drives"
     r"|attends|joined|became|bought|recently\s+moved|planning|working\s+(?:as|at|for)"
-    r"|living\s+in|moving\s+to)\b",
+    r"|living\s+in|moving\s+to"
+    rf"|(?:is|was|am)\s+(?!{_A_BUSINESS_STATE}\b))\b",
+    re.IGNORECASE,
+)
+# Where a merged text joins what two facts say: a comma or semicolon, a conjunction or a relative
+# word ("The clinic opens at 9, where the user gets…"), each one opening a clause.
+_JOINED = re.compile(
+    r"\s*[,;]\s*(?:(?:and|but|while|whereas|where|who|whose|which|because|since|so)\s+)?"
+    r"|\s+(?:and|but|while|whereas|where|who|whose|which|because|since)\s+",
     re.IGNORECASE,
 )
 
 
 def about_the_speaker(text: str) -> bool:
     """Whether ``text`` is about the person who said it, unnamed: "The user is the CTO…",
-    "User's budget…", "Works as CTO…"."""
+    "User's budget…", "Works as CTO…", "Is the CTO…"."""
     return bool(_ABOUT_THE_SPEAKER.search(text) or _NO_SUBJECT.match(text))
+
+
+def personal(text: str) -> bool:
+    """Whether ``text`` is what agent memory never holds, whoever it names: a person's private
+    detail (memory/privacy.py) or a statement about its unnamed speaker."""
+    return private_detail(text) is not None or about_the_speaker(text)
+
+
+def personal_merge(text: str) -> bool:
+    """Whether a model's merged text is ``personal``, read as the items it joins: "The clinic
+    opens at 9 am, where the user gets…" tells of its speaker as "The user gets…" does. A joined
+    clause without a subject continues the first one's ("…, and is open on Sundays"): there only
+    a person as the subject counts."""
+    _, *joined = _JOINED.split(text)
+    return personal(text) or any(_ABOUT_THE_SPEAKER.search(clause) for clause in joined)
 
 
 def _names_of(name: str | None) -> list[str]:
@@ -131,6 +174,70 @@ def _names_of(name: str | None) -> list[str]:
     if not name:
         return []
     return [name, *(part for part in name.split() if len(part) > 2 and part[:1].isupper())]
+
+
+# The words of an id that are no name: "user_alice" spells Alice, "support-team" nobody.
+_NOT_A_NAME = frozenset((
+    "user", "users", "customer", "client", "guest", "visitor", "member", "person", "caller",
+    "speaker", "agent", "admin", "account", "test", "demo", "anon", "anonymous", "bot", "team",
+    "support", "staff", "sales", "service", "system", "api", "web", "app", "mobile", "ops", "dev",
+    "prod", "default", "unknown", "temp", "tmp", "id",
+))  # fmt: skip
+
+
+def _id_names(user_id: str) -> str | None:
+    """The name a user id spells, when it is made of names only: "alice_smith", "alice.smith",
+    "alice-smith" and "AliceSmith" spell "Alice Smith"; an opaque id ("u-8f3a21", "user_42")
+    spells none, nor an id of one word (the id itself names its user)."""
+    if not re.fullmatch(r"[A-Za-z]+(?:[._-][A-Za-z]+)*", user_id):
+        return None
+    parts = re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])", user_id)
+    if len(parts) < 2:
+        return None
+    names = [p.capitalize() for p in parts if p.lower() not in _NOT_A_NAME]
+    return " ".join(names) or None
+
+
+# A name as people write theirs: capitalised words ("Alice Smith", "Anne-Marie", "O'Brien").
+_NAME_WORD = r"(?:[A-Z]['\u2019])?[A-Z][a-z]+(?:-[A-Z][a-z]+)?"
+_NAME = rf"({_NAME_WORD}(?:\s+{_NAME_WORD}){{0,2}})\b(?![-'\u2019]?\w)"
+# Where a message opens, or after a greeting: "I'm …" is an introduction there ("Hi, I'm Alice
+# Smith, CTO of…"), not mid-talk ("so I'm French").
+_OPENING = (
+    r"(?:^|(?i:\b(?:hi|hello|hey|hiya|greetings|good\s+(?:morning|afternoon|evening)))[,.!]?)\s*"
+)
+# How a speaker gives her name: "my name is …" and "call me …" anywhere; "I'm …" and "I am …"
+# opening; "this is …" opening and with nothing after the name but "from", "here" or the
+# sentence's end ("This is Dana from Acme", not "This is Python code").
+_SAID_NAME = (
+    re.compile(rf"(?i:\bmy\s+name\s+is|\bmy\s+name['\u2019]s|\bcall\s+me)\s+{_NAME}"),
+    re.compile(rf"{_OPENING}(?i:I['\u2019]m|I\s+am)\s+{_NAME}"),
+    re.compile(
+        rf"{_OPENING}(?i:this\s+is)\s+{_NAME}(?=\s*(?:[,.!?;]|$)|\s+(?:from|here|speaking)\b)"
+    ),
+)
+# Capitalised words said after "I'm" that are no name: peoples, faiths, languages.
+_NOT_A_SAID_NAME = frozenset((
+    "american", "british", "english", "french", "german", "spanish", "italian", "canadian",
+    "australian", "irish", "scottish", "welsh", "dutch", "chinese", "japanese", "korean", "indian",
+    "mexican", "brazilian", "russian", "polish", "portuguese", "swedish", "norwegian", "danish",
+    "finnish", "greek", "turkish", "african", "european", "asian", "latino", "latina", "jewish",
+    "muslim", "christian", "catholic", "protestant", "hindu", "buddhist", "sikh", "mormon",
+    "sorry", "fine", "good", "great", "okay", "ok", "here", "back", "done", "ready", "sure",
+    "happy", "glad", "new", "not", "just", "so", "very", "really", "also", "still", "currently",
+    "looking", "trying", "going",
+))  # fmt: skip
+
+
+def _said_names(content: str) -> list[str]:
+    """The names a speaker gives herself in a message ("Hi, I'm Alice Smith", "my name is Dana
+    Lee", "This is Bo from Acme"): her name for the rules of ``users_named``."""
+    return [
+        name
+        for pattern in _SAID_NAME
+        for name in pattern.findall(content)
+        if name.split()[0].lower() not in _NOT_A_SAID_NAME
+    ]
 
 
 def as_owned[S: Scope](
@@ -151,7 +258,7 @@ def as_owned[S: Scope](
         return scope, speaker
     if named := users_named(text, messages):
         return "user", next(iter(named)) if len(named) == 1 else None
-    if private_detail(text) is not None or about_the_speaker(text):
+    if personal(text):
         return "user", speaker
     return scope, speaker
 

@@ -18,7 +18,11 @@ model's word alone neither replaces one with the other nor drops one as the othe
 An UPDATE's merged text that lacks a number, code or name of the new fact, or adds one neither
 fact says (``merge_loses``), is not stored: the UPDATE stands with the new fact's own text. And a
 user's fact never UPDATEs or DELETEs a fact in agent scope (memory/scopes.py ``may_change``),
-which every user reads; it is ADDed as theirs, by the model's decision or by rule.
+which every user reads; it is ADDed as theirs, by the model's decision or by rule. Nor does a
+merge write a person's detail there: an UPDATE of an agent fact whose merged text tells a private
+detail or is about its speaker (memory/scopes.py ``personal_merge``, the rules extracted items
+are placed by) is refused, the agent fact left as it was and the new fact ADDed where formation
+placed it.
 
 An ADD of a fact a person deleted after it was said, in other words than the fact held, stores
 nothing when the model, asked that pair, says it is the same fact (deleted_again.py).
@@ -70,9 +74,10 @@ from memory.prompts.decide_facts import (
     FactDecisions,
     NewFactShown,
 )
-from memory.scopes import may_change
+from memory.scopes import may_change, personal_merge
 
 _NOT_SHARED = "a user's fact never changes the agent's memory, which every user reads"
+_PERSONAL = "its merged text tells of a person, and every user reads the agent's memory"
 # A model that overshoots the word limit a little still wrote a usable text; far beyond, it looped.
 _WORD_SLACK = 1.25
 # What a merged text must not carry: the prompt's list numbering, tags and candidate notes.
@@ -200,7 +205,7 @@ async def _ask(
         offered,
         max_words=deps.settings.facts.max_words,
         ordered=False,
-        agent_facts=await _agent_facts(deps, contested, existing),
+        agent_facts=await _agent_facts(deps, contested, existing, result.value.decisions),
     )
     looked, again = await second_look(deps.llm, request.model, resolved, contested, asked)
     return looked, [llm_call(request, result.usage), *again]
@@ -219,7 +224,8 @@ def resolve(
     """Validate the model's decisions and map indices back to fact ids; ``ordered``, put them in
     message order (``in_message_order``), else by new fact index (the caller orders them when it
     has looked at them again). ``agent_facts``: the ids of the existing facts in agent scope,
-    which a user's fact may not change (scopes.may_change). Raises InvalidModelOutputError."""
+    which a user's fact may not change (scopes.may_change) and no personal merge may reword
+    (scopes.personal_merge). Raises InvalidModelOutputError."""
     by_index = {f.index: f for f in contested}
     out: dict[int, Decision] = {}
     for d in raw:
@@ -244,6 +250,10 @@ def resolve(
             # Not retried: the model may be right that they meet; whose memory changes is the
             # rules' to say.
             out[fact.index] = _kept(fact, f"{d.event} of {target.fact_id}: {_NOT_SHARED}")
+            continue
+        if stored_scope == "agent" and _personal_merge(d):
+            # The model may be right that they are one fact; its words are not agent memory.
+            out[fact.index] = _kept(fact, f"{d.event} of {target.fact_id}: {_PERSONAL}")
             continue
         if why := _refusal(d.event, fact.content, target.content, d.merged_text):
             # Not rejected for a retry: the answer is well formed, and a model that read the
@@ -272,12 +282,27 @@ def resolve(
     return in_message_order(decisions) if ordered else decisions
 
 
+def _personal_merge(decision: FactDecision) -> bool:
+    """Whether ``decision`` is an UPDATE whose merged text is no agent memory."""
+    return (
+        decision.event == "UPDATE"
+        and decision.merged_text is not None
+        and personal_merge(decision.merged_text)
+    )
+
+
 async def _agent_facts(
-    deps: Deps, contested: list[NewFact], existing: list[SimilarFact]
+    deps: Deps,
+    contested: list[NewFact],
+    existing: list[SimilarFact],
+    raw: list[FactDecision],
 ) -> frozenset[str]:
     """The ids of the shown facts in agent scope, read only when a user's fact is among those
-    decided (a fact's scope never changes, so reading it before the commit is safe)."""
-    if not existing or all(f.scope != "user" for f in contested):
+    decided or a merged text is personal (a fact's scope never changes, so reading it before
+    the commit is safe)."""
+    if not existing:
+        return frozenset()
+    if all(f.scope != "user" for f in contested) and not any(map(_personal_merge, raw)):
         return frozenset()
     stored = await deps.store.get_facts([c.fact_id for c in existing])
     return frozenset(f.fact_id for f in stored if f.scope == "agent")

@@ -41,6 +41,12 @@ from memory.privacy import private_detail
         ("Tom lives in Rue de la Paix 12 in Lyon since 2021.", "contact data"),
         ("Tom is a Muslim and prays five times a day since 2019.", "identity"),
         ("Tom was arrested for drunk driving in 2022.", "criminal record"),
+        # Said of the speaker, the subject left out as models write it, or merged into another
+        # fact's text (h180).
+        ("Earns 90000 dollars a year", "finances"),
+        ("Was born in 1990 in Porto", "identity"),
+        ("Is in therapy for depression", "health"),
+        ("The clinic opens at 9 am, where the user gets her diabetes treatment", "health"),
     ],
 )
 def test_a_persons_private_detail_is_found(text: str, category: str) -> None:
@@ -74,6 +80,9 @@ def test_a_persons_private_detail_is_found(text: str, category: str) -> None:
         "The Pro plan earns 40 percent of revenue",
         "Deploys run as prescribed by the runbook",
         "The account number field of the invoice form takes 10 digits",
+        "Our treatment rooms open at 8:00.",
+        "The clinic's treatment plans start at 50 euros.",
+        "The clinic specialises in therapy for children.",
     ],
 )
 def test_what_a_business_says_of_its_work_is_no_private_detail(text: str) -> None:

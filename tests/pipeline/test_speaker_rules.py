@@ -1,0 +1,136 @@
+"""The rules that keep a speaker's personal content out of agent memory, read alone: who a text
+names (memory/scopes.py ``users_named``), what is about an unnamed speaker (``about_the_speaker``),
+what a merged text may write into an agent fact (``personal_merge``, memory/pipeline/dedup.py
+``resolve``)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from memory.models import Role, StoredMessage
+from memory.pipeline.dedup import resolve
+from memory.pipeline.types import NewFact, SimilarFact
+from memory.prompts.decide_facts import FactDecision
+from memory.scopes import about_the_speaker, as_owned, personal_merge, users_named
+
+TEXT = "Alice Smith is the CTO of Acme Robotics"
+
+
+def _said(user_id: str | None, content: str = "hi", role: Role = "user") -> StoredMessage:
+    return StoredMessage(
+        session_id="s1", seq=1, message_id="m1", role=role, content=content,
+        created_at=datetime(2026, 1, 1, tzinfo=UTC), user_id=user_id,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("user", ["alice_smith", "alice.smith", "alice-smith", "AliceSmith"])
+def test_an_id_made_of_names_names_its_user_by_them(user: str) -> None:
+    window = [_said(user)]
+    assert users_named(TEXT, window) == {user}
+    assert users_named("Ms. Smith moves to Berlin", window) == {user}
+
+
+@pytest.mark.parametrize("user", ["u-8f3a21", "user_42", "support-team", "guest-user"])
+def test_an_opaque_id_names_nobody_but_itself(user: str) -> None:
+    assert users_named(TEXT, [_said(user)]) == frozenset()
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "Hi, I'm Alice Smith, CTO of Acme Robotics.",
+        "I am Alice Smith.",
+        "Good morning! This is Alice Smith from Acme.",
+        "As I said, my name is Alice Smith.",
+        "Please call me Alice.",
+    ],
+)
+def test_the_name_a_speaker_gives_herself_names_her(said: str) -> None:
+    window = [_said("u-8f3a21", said), _said("u-77c0de")]
+    assert users_named(TEXT, window) == {"u-8f3a21"}
+    assert as_owned("agent", None, TEXT, window) == ("user", "u-8f3a21")
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "I'm French, and Alice Smith is my CTO.",  # a people, not a name
+        "So I'm Alice Smith's assistant.",  # not an introduction
+        "This is Acme Robotics code from our repo.",
+        "Nice to meet you, I think Alice Smith will call.",
+    ],
+)
+def test_a_capitalised_word_said_otherwise_is_no_name(said: str) -> None:
+    window = [_said("u-8f3a21", said)]
+    assert users_named(TEXT, window) == frozenset()
+    # Another user's words name nobody either: the agent's name-giving is not the user's.
+    agent_says = [_said("u-8f3a21"), _said(None, "Hi, I'm Alice Smith.", role="agent")]
+    assert users_named(TEXT, agent_says) == frozenset()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Is the CTO of Acme Robotics",
+        "Was a nurse in Lisbon until 2020",
+        "Is in therapy for depression",
+        "Earns 90000 dollars a year",
+        "Was born in 1990 in Porto",
+    ],
+)
+def test_a_subjectless_person_statement_is_the_speakers(text: str) -> None:
+    assert as_owned("agent", "carol", text, [_said("carol")]) == ("user", "carol")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Opens at 9 am on weekdays",
+        "Is open on Sundays until 2 pm",
+        "Was founded in 1990 in Porto",
+        "Is located at 12 Elm Street",
+        "Has a 30-day refund policy",
+    ],
+)
+def test_a_subjectless_business_statement_stays_the_agents(text: str) -> None:
+    assert not about_the_speaker(text)
+    assert as_owned("agent", "carol", text, [_said("carol")]) == ("agent", "carol")
+
+
+@pytest.mark.parametrize(
+    ("merged", "personal"),
+    [
+        ("The clinic opens at 9 am, where the user gets her diabetes treatment", True),
+        ("The clinic opens at 9 am, and the user is a nurse there", True),
+        ("The clinic opens at 9 am; she works there on Mondays", True),
+        ("The clinic opens at 9 am on weekdays, and is open on Sundays", False),
+        ("The clinic opens at 9 am, which suits early patients", False),
+    ],
+)
+def test_a_merge_is_read_as_the_items_it_joins(merged: str, personal: bool) -> None:
+    assert personal_merge(merged) is personal
+
+
+STORED = SimilarFact(fact_id="f_c", content="The clinic opens at 9 am", version=2, similarity=0.9)
+NEW = NewFact(index=0, content="The clinic opens at 9 am on weekdays", scope="agent")
+HERS = "The clinic opens at 9 am on weekdays, where the user gets her diabetes treatment"
+
+
+def _update(merged: str) -> list[FactDecision]:
+    return [FactDecision(new_fact_index=0, event="UPDATE", existing_index=0, merged_text=merged)]
+
+
+def test_a_personal_merge_of_an_agent_fact_is_refused_and_the_new_fact_kept() -> None:
+    [kept] = resolve(_update(HERS), [NEW], [STORED], {0: {0}}, agent_facts=frozenset({"f_c"}))
+    assert (kept.event, kept.existing_id, kept.final_text) == ("ADD", None, NEW.content)
+    assert kept.reasoning is not None and "tells of a person" in kept.reasoning
+
+
+def test_a_merge_into_the_users_own_fact_or_in_the_agents_words_stands() -> None:
+    [mine] = resolve(_update(HERS), [NEW], [STORED], {0: {0}})  # f_c is a user's fact
+    assert (mine.event, mine.existing_id, mine.final_text) == ("UPDATE", "f_c", HERS)
+    plain = "On weekdays the clinic opens at 9 am"
+    [agents] = resolve(_update(plain), [NEW], [STORED], {0: {0}}, agent_facts=frozenset({"f_c"}))
+    assert (agents.event, agents.existing_id, agents.final_text) == ("UPDATE", "f_c", plain)
