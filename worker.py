@@ -92,6 +92,7 @@ def build_worker(
             ending.start_session_formation,
             ending.start_session_consolidation,
             ending.formation_outcome,
+            ending.run_progress,
             ending.consolidation_outcome,
         ],
         interceptors=[MetricsInterceptor(), HeartbeatInterceptor()],

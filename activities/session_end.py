@@ -57,6 +57,11 @@ class SessionEndActivities:
         """The formation's summary once its latest run completed, None while it runs."""
         return await _outcome(self.client, workflow_id, FormationSummary)
 
+    @activity.defn(name="run_progress")
+    async def run_progress(self, workflow_id: str) -> str:
+        """Where the polled run has got (compared between looks: moved, or stuck)."""
+        return await _progress(self.client, workflow_id)
+
     @activity.defn(name="consolidation_outcome")
     async def consolidation_outcome(self, workflow_id: str) -> ConsolidationSummary | None:
         """The consolidation's summary once its latest run completed, None while it runs."""
@@ -66,6 +71,13 @@ class SessionEndActivities:
                 "session scope consolidated", version=summary.version, absorbed=summary.absorbed
             )
         return summary
+
+
+async def _progress(client: Client, workflow_id: str) -> str:
+    """How far the workflow has got: its latest run and that run's history length, which grow
+    while it makes progress (a workflow task that fails for ever adds no event)."""
+    described = await client.get_workflow_handle(workflow_id).describe()
+    return f"{described.run_id}:{described.history_length}"
 
 
 async def _outcome[T](client: Client, workflow_id: str, result_type: type[T]) -> T | None:
