@@ -52,8 +52,10 @@ from memory.degraded import (
 )
 from memory.deps import Deps
 from memory.errors import InvalidInputError, InvalidModelOutputError
+from memory.group_start import FirstSeqs, as_of, first_seqs, group_since, window_end
 from memory.lookup import require_agent, require_session
 from memory.model_check import CheckReport, attempt
+from memory.models import SessionInfo
 from memory.pipeline import commit, dedup, facts, reflections
 from memory.pipeline.pieces import most_facts
 from memory.pipeline.types import (
@@ -137,9 +139,11 @@ async def reform(
         )
     agent = await require_agent(deps.store, agent_id)
     session = await require_session(deps.store, session_id)
-    fact_scopes, reflection_scopes = formable_scopes(agent, session)
+    first = await first_seqs(deps.store, session)
     records = await _records_within(deps, agent_id, session_id, after_seq, upto_seq)
-    todo = reform_parts(records, after_seq, upto_seq, with_reflections)
+    todo = _alone_apart(
+        reform_parts(records, after_seq, upto_seq, with_reflections), session, first
+    )
     if not todo:
         raise InvalidInputError(_nothing_left(records, session_id, after_seq, upto_seq))
     undecided = undecided_within(records, after_seq, upto_seq)
@@ -172,11 +176,14 @@ async def reform(
             if (p.after_seq, p.upto_seq) == (after_seq, upto_seq)
             else f":{p.after_seq}-{p.upto_seq}"
         )
+        # As a formation window sees it: the scopes of who had spoken by its last message.
+        seen = as_of(session, first, p.upto_seq)
+        fact_scopes, reflection_scopes = formable_scopes(agent, seen)
         w = Window(
             formation_id=f"{original}:reform:{state.formations}{part}",
             session_id=session_id,
             agent_id=agent_id,
-            user_id=single_user(session),
+            user_id=single_user(seen),
             after_seq=p.after_seq,
             upto_seq=p.upto_seq,
             message_count=p.upto_seq - p.after_seq,
@@ -224,6 +231,19 @@ async def reform(
         marked=marked,
         steps=tuple(s for s in (*FACT_STEPS, *REFLECTION_STEPS) if s in ran),
     )
+
+
+def _alone_apart(
+    parts: list[ReformPart], session: SessionInfo, first: FirstSeqs
+) -> list[ReformPart]:
+    """The parts, each one that spans the moment the session became a group cut there, as a
+    formation window is (memory/group_start.py): what was said alone is re-formed alone."""
+    since = group_since(session, first)
+    cut: list[ReformPart] = []
+    for p in parts:
+        end = window_end(p.after_seq, p.upto_seq, since)
+        cut += [p] if end == p.upto_seq else [replace(p, upto_seq=end), replace(p, after_seq=end)]
+    return cut
 
 
 async def _records_within(

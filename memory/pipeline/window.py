@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from memory import ids, transcript
 from memory.deps import Deps
+from memory.group_start import as_of, first_seqs, group_since, window_end
 from memory.lookup import require_agent, require_session
 from memory.models import AgentConfig, StoredMessage
 from memory.pipeline.types import FormationRequest, Window
@@ -49,11 +50,13 @@ async def load_window(
         return None
     agent = await require_agent(store, req.agent_id)
     session = await require_session(store, req.session_id, req.agent_id)
-    fact_scopes, reflection_scopes = formable_scopes(agent, session)
     limit = message_limit(settings)
     if req.max_messages is not None:  # a split: the part of a window that did not fit
         limit = min(limit, req.max_messages)
     upto = min(state.last_seq, state.cursor_seq + limit)
+    # Never across the moment the session became a group: what was said alone forms alone.
+    first = await first_seqs(store, session)
+    upto = window_end(state.cursor_seq, upto, group_since(session, first))
     slices = 1
     if _may_exceed_budget(state.pending_weighted_tokens, settings.formation):
         # Cut by size too: the window's messages, as the prompts show them, fit the budget.
@@ -65,6 +68,9 @@ async def load_window(
             upto = messages[fit - 1].seq
             # A message longer than the budget is alone: read in slices (pipeline/slices.py).
             slices = transcript.slice_count(messages[:fit], settings.formation.max_chars_per_run)
+    # The scopes of the people who had spoken up to the window's last message (group_start.py).
+    seen = as_of(session, first, upto)
+    fact_scopes, reflection_scopes = formable_scopes(agent, seen)
     return Window(
         slices=slices,
         formation_id=ids.formation_id(
@@ -72,7 +78,7 @@ async def load_window(
         ),
         session_id=req.session_id,
         agent_id=req.agent_id,
-        user_id=single_user(session),
+        user_id=single_user(seen),
         after_seq=state.cursor_seq,
         upto_seq=upto,
         message_count=upto - state.cursor_seq,

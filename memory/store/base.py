@@ -133,6 +133,13 @@ class MemoryStore(ManageContract, LifecycleContract):
         """Messages with after_seq < seq <= upto_seq, in seq order."""
 
     @abc.abstractmethod
+    async def first_seqs(self, session_id: str) -> dict[str | None, int]:
+        """The seq of each person's first message in the session: of every user id a message
+        carries (whatever its role: memory.speakers.participants), and under None of its
+        guests' (role "user" without a user id); empty for an unknown session. When the
+        session became a group chat follows from it (memory/group_start.py)."""
+
+    @abc.abstractmethod
     async def get_messages(
         self, session_id: str, message_ids: Sequence[str], agent_id: str | None = None
     ) -> list[StoredMessage]:

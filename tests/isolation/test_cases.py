@@ -31,10 +31,12 @@ async def bench(tmp_path: Path) -> AsyncIterator[Bench]:
 
 
 async def test_case_1_a_group_chat_never_reaches_another_users_memory(bench: Bench) -> None:
+    # bob first: alice tells the group (what she says before anyone joins is hers alone,
+    # test_later_joiner.py).
+    await bench.say("eve", "group", "Hello everyone, nice to meet you.", user_id="bob")
     await bench.say("eve", "group", "Please never mention my divorce to anyone.", user_id="alice")
     await bench.say("eve", "group", "I really like talking about my diabetes treatment.", user_id="alice")  # fmt: skip
     await bench.say("eve", "group", "Please always answer me in French.", user_id="alice")
-    await bench.say("eve", "group", "Hello everyone, nice to meet you.", user_id="bob")
     await bench.form("group", "eve")
     for user in ("carol", "bob"):
         await bench.say("eve", f"{user}-private", "Hello, how are you today?", user_id=user)
@@ -53,11 +55,13 @@ async def test_case_1_a_group_chat_never_reaches_another_users_memory(bench: Ben
 
 
 async def test_case_2_an_anonymous_speaker_is_nobodys_user_memory(bench: Bench) -> None:
-    await bench.say("eve", "s1", "Hi Eve, I live in Paris since 2019.", user_id="alice")
+    # The guest first: alice speaks in a group chat (before anyone else spoke, her words would be
+    # hers alone: test_later_joiner.py).
     await bench.say(
         "eve", "s1", "My bank is Evilbank and my email is guest@evil.example", user_id=None,
         name="Guest",
     )  # fmt: skip
+    await bench.say("eve", "s1", "Hi Eve, I live in Paris since 2019.", user_id="alice")
     await bench.form("s1", "eve")
 
     everything = await bench.store.list_facts(FactFilter(agent_id="eve", user_id="alice"))

@@ -31,13 +31,19 @@ async def _memory_of_desk(bench: Bench, agent_id: str) -> str:
     return " | ".join(texts)
 
 
-async def _desk(store: MemoryStore) -> Bench:
+async def _desk(store: MemoryStore, *, carol_first: bool = False) -> Bench:
     """Alice tells bob of her diabetes; eve joins, alice tells her (bob hears it) of her job,
-    carol of her weekends."""
+    carol of her weekends. With ``carol_first`` carol speaks before alice's job: eve's first
+    window then holds both (a window never spans the moment the session became a group,
+    memory/group_start.py, so in the other order alice's job is formed alone)."""
     bench = await Bench.create(store, [EVE, BOB])
     await bench.say("bob", "desk", "I was diagnosed with diabetes in March 2024.", user_id="alice")
-    await bench.say("eve", "desk", "I work as a pilot for a small airline.", user_id="alice")
-    await bench.say("eve", "desk", "I like sailing on weekends.", user_id="carol")
+    said = [
+        ("I work as a pilot for a small airline.", "alice"),
+        ("I like sailing on weekends.", "carol"),
+    ]
+    for text, user in reversed(said) if carol_first else said:
+        await bench.say("eve", "desk", text, user_id=user)
     return bench
 
 
@@ -77,12 +83,12 @@ async def test_a_transcript_read_before_the_forget_is_read_without_the_kept_mess
 ) -> None:
     """A formation of eve running when alice is forgotten for her: its steps read the window
     again after the forget (a cached transcript too) without alice's messages kept for bob."""
-    bench = await _desk(store)
+    bench = await _desk(store, carol_first=True)
     deps = bench.deps
     w = await window.load_window(deps.store, deps.settings, _request("eve"))
     assert w is not None
     before = await window.window_messages(deps, w)
-    assert [m.user_id for m in before] == ["alice", "carol"]
+    assert [m.user_id for m in before] == ["carol", "alice"]
 
     await store.forget_user("alice", agent_id="eve", at=T0)
 

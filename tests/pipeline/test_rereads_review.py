@@ -14,7 +14,7 @@ from memory.llm.base import LLMRequest
 from memory.model_check import CheckReport, form_session
 from memory.model_check_record import Recorder, StepFigures
 from memory.models import AgentConfig, MessageIn, StoredMessage
-from memory.pipeline import facts, rereads, window
+from memory.pipeline import commit, facts, rereads, window
 from memory.pipeline.types import FormationRequest, NewFact, Window
 from memory.prompts.extract_facts import ExtractedFact, ExtractedFacts
 from memory.settings import FactSettings, RetrySettings, Settings
@@ -44,25 +44,47 @@ def _said(n: int, user: str | None, text: str) -> MessageIn:
 
 
 async def _window(
-    tmp_path: Path, said: list[MessageIn], settings: Settings
+    tmp_path: Path, said: list[MessageIn], settings: Settings, *, group: str | None = None
 ) -> tuple[SQLiteStore, Window]:
+    """The window of ``said``; with ``group``, a group chat's: that person spoke before, in a
+    window formed already (a window never spans the moment a session became a group,
+    memory/group_start.py: from the start, what the first person said would form alone)."""
     store = SQLiteStore(tmp_path / "m.db")
     await store.setup()
     await store.upsert_agent(AgentConfig(agent_id="eve", name="Eve"))
+    req = FormationRequest(session_id="s1", agent_id="eve", force=True)
+    if group is not None:
+        await _formed(store, settings, req, _said(0, group or None, "Hello everyone."))
     await store.record_messages(
         "s1", "eve", said, weights={"user": 1.0}, chars_per_token=4.0, now=AT
     )
-    req = FormationRequest(session_id="s1", agent_id="eve", force=True)
     w = await window.load_window(store, settings, req)
     assert w is not None
     return store, w
 
 
+async def _formed(
+    store: SQLiteStore, settings: Settings, req: FormationRequest, message: MessageIn
+) -> None:
+    """``message`` recorded and its window committed with nothing formed: the cursor past it."""
+    await store.record_messages(
+        "s1", "eve", [message], weights={"user": 1.0}, chars_per_token=4.0, now=AT
+    )
+    w = await window.load_window(store, settings, req)
+    assert w is not None
+    deps = Deps(settings=settings, store=store, llm=ScriptedLLM(), embedder=WordHashEmbedder())
+    await commit.commit(deps, w, [], [], [], AT)
+
+
 async def _extracted(
-    tmp_path: Path, said: list[MessageIn], *answers: Reply, settings: Settings | None = None
+    tmp_path: Path,
+    said: list[MessageIn],
+    *answers: Reply,
+    settings: Settings | None = None,
+    group: str | None = None,
 ) -> tuple[list[NewFact], Window, ScriptedLLM]:
     settings = settings or Settings(facts=FactSettings(reread_messages=3))
-    store, w = await _window(tmp_path, said, settings)
+    store, w = await _window(tmp_path, said, settings, group=group)
     llm = ScriptedLLM()
     llm.script("extract_facts", *answers)
     deps = Deps(settings=settings, store=store, llm=llm, embedder=WordHashEmbedder())
@@ -92,7 +114,7 @@ async def test_a_message_read_alone_naming_another_user_of_a_group_is_not_agent_
         _said(1, "alice", "Hi all, quick update from me."),
         _said(2, "bob", "Big news: Alice was promoted to CTO of Acme Robotics in 2026!"),
     ]
-    kept, w, llm = await _extracted(tmp_path, said, NOTHING, PROMOTED)
+    kept, w, llm = await _extracted(tmp_path, said, NOTHING, PROMOTED, group="bob")
     assert w.user_id is None and w.fact_scopes == ("agent",)
     assert len(llm.calls("extract_facts")) == 2  # Bob's message was read again alone
     assert [f.content for f in kept if "Alice" in f.content] == []
@@ -107,7 +129,7 @@ async def test_a_guests_message_read_alone_naming_the_user_is_not_agent_memory(
         _said(1, "alice", "Hello, my colleague is with me today."),
         _said(2, None, "Alice was promoted to CTO of Acme Robotics in 2026, by the way."),
     ]
-    kept, w, llm = await _extracted(tmp_path, said, NOTHING, PROMOTED)
+    kept, w, llm = await _extracted(tmp_path, said, NOTHING, PROMOTED, group="")  # the guest
     assert w.user_id is None
     assert len(llm.calls("extract_facts")) == 2
     assert kept == []
@@ -195,7 +217,7 @@ async def test_a_message_whose_facts_the_rules_dropped_is_not_asked_about_again(
             ),
         ]
     )
-    kept, w, llm = await _extracted(tmp_path, said, answer, NOTHING, NOTHING)
+    kept, w, llm = await _extracted(tmp_path, said, answer, NOTHING, NOTHING, group="bob")
     assert w.fact_scopes == ("agent",) and kept == []
     assert len(llm.calls("extract_facts")) == 1
 

@@ -48,9 +48,14 @@ async def test_a_user_forgotten_during_formation_leaves_the_others_messages_form
 ) -> None:
     h = await Harness.create(time_env, tmp_path)
     gate = _EveryMessageAFact()
-    h.llm.defaults["extract_facts"] = gate
-    await h.record("g", [_message(1, "alice", ALICE), _message(2, "bob", BOB)])
+    await h.record("g", [_message(0, "carol", "Hello all")])
     async with h.worker():
+        # carol's opening formed alone (no fact of it): alice and bob then speak in a group
+        # chat, in one window (a window never spans its start: memory/group_start.py).
+        await h.form("g")
+        opening = len(h.llm.calls("extract_facts"))
+        h.llm.defaults["extract_facts"] = gate
+        await h.record("g", [_message(1, "alice", ALICE), _message(2, "bob", BOB)])
         run = await h.start("g")
         await gate.entered.wait()  # the pass read both messages
         await h.store.forget_user("alice", agent_id="eve", at=T0 + timedelta(hours=1))
@@ -59,13 +64,14 @@ async def test_a_user_forgotten_during_formation_leaves_the_others_messages_form
 
     # The second pass read the window again: alice's message is gone from its transcript.
     transcripts = [
-        [m.content for m in facts_input(r).messages] for r in h.llm.calls("extract_facts")
+        [m.content for m in facts_input(r).messages]
+        for r in h.llm.calls("extract_facts")[opening:]
     ]
     assert transcripts == [[ALICE, BOB], [BOB]]
     formed = [(f.content, f.source_message_ids) for f in await h.all_facts(user_id=None)]
     assert formed == [(BOB, ("g2",))]
     state = await h.store.get_session_agent_state("g", "eve")
-    assert state is not None and (state.cursor_seq, state.pending_messages) == (2, 0)
+    assert state is not None and (state.cursor_seq, state.pending_messages) == (3, 0)
 
 
 async def test_a_forced_request_during_that_pass_forms_what_the_others_said(

@@ -169,21 +169,25 @@ async def test_group_chat_turns_user_memory_off(
     time_env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
     h = await Harness.create(time_env, tmp_path)
+    # bob first: alice speaks in the group (what he said before she came forms alone, in a
+    # window of its own: memory/group_start.py; its answers are empty).
     msgs = [
-        *conversation(4),
         MessageIn(
             message_id="b1", role="user", content="hi from bob", created_at=T0, user_id="bob"
         ),
+        *conversation(4),
     ]
     await h.record("s1", msgs)
-    h.llm.script("extract_facts", facts(("Alice's email is a@example.com", "user")))
+    h.llm.script("extract_facts", facts(), facts(("Alice's email is a@example.com", "user")))
     h.llm.script(
-        "extract_reflections", reflections(user=["Alice likes bullets"], session=["group planning"])
+        "extract_reflections",
+        reflections(),
+        reflections(user=["Alice likes bullets"], session=["group planning"]),
     )
     async with h.worker():
         await h.form("s1")
     assert await h.all_facts() == []
-    assert "user" not in reflections_input(h.llm.calls("extract_reflections")[0]).scopes
+    assert "user" not in reflections_input(h.llm.calls("extract_reflections")[1]).scopes
     assert (
         await h.buffered(h.key("user")) == [] and await h.buffered(h.key("user", user="bob")) == []
     )

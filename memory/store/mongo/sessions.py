@@ -39,6 +39,16 @@ class MongoSessions:
         seqs = {"$gt": after_seq, "$lte": upto_seq}
         return await self._find_messages({"session_id": session_id, "seq": seqs})
 
+    async def first_seqs(self, session_id: str) -> dict[str | None, int]:
+        # The guests' grouped under None: a guest message's user_id is null or missing.
+        persons = {"$or": [{"user_id": {"$ne": None}}, GUEST_MESSAGE]}
+        pipeline: list[Doc] = [
+            {"$match": {"session_id": session_id, **persons}},
+            {"$group": {"_id": "$user_id", "first_seq": {"$min": "$seq"}}},
+        ]
+        cursor = await self._db.messages.aggregate(pipeline)
+        return {doc["_id"]: int(doc["first_seq"]) async for doc in cursor}
+
     async def _messages(self, session_id: str, message_ids: list[str]) -> list[StoredMessage]:
         ids = {"$in": message_ids}
         return await self._find_messages({"session_id": session_id, "message_id": ids})

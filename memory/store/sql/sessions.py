@@ -139,6 +139,16 @@ async def session_view(db: Db, session_id: str, agent_id: str | None) -> Session
     return session_of(dict(row), db.time_of, everyone, own, agent_ids=agent_ids)
 
 
+async def first_seqs(db: Db, session_id: str) -> dict[str | None, int]:
+    """Each person's first seq (MemoryStore.first_seqs): the guests' grouped under NULL."""
+    rows = await db.fetch(
+        "SELECT user_id, MIN(seq) AS first_seq FROM messages WHERE session_id = %s "
+        f"AND (user_id IS NOT NULL OR {GUEST_MESSAGE_SQL}) GROUP BY user_id",
+        (session_id,),
+    )
+    return {row["user_id"]: int(row["first_seq"]) for row in rows}
+
+
 async def cold_sessions(
     db: Db, idle_before: datetime, min_messages: int, min_tokens: float, after: Cold, limit: int
 ) -> list[SessionAgentState]:

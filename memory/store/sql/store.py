@@ -120,6 +120,9 @@ class SqlStore[D: Db](PlannedStore):
 
         return await self._db_one(load)
 
+    async def first_seqs(self, session_id: str) -> dict[str | None, int]:
+        return await self._db_one(lambda db: ss.first_seqs(db, session_id))
+
     async def _messages(self, session_id: str, message_ids: list[str]) -> list[StoredMessage]:
         async def load(db: Db) -> list[StoredMessage]:
             sql = "SELECT * FROM messages WHERE session_id = %s AND message_id"
