@@ -6,7 +6,7 @@ Layout (empty parts omitted, everything empty → ""):
       <AgentMemory>            agent scope, when agent memory is on
         <Consolidated>…</Consolidated>
         <RecentReflections>
-        - …                    the newest unabsorbed reflections, oldest → newest
+        - …                    the newest unabsorbed reflections, oldest → newest said
         </RecentReflections>
       </AgentMemory>
       <UserMemory>…</UserMemory>        this user, when user memory is on and not a group chat
@@ -32,7 +32,15 @@ from datetime import datetime, timedelta
 from xml.sax.saxutils import escape
 
 from memory.dates import format_day, in_offset
-from memory.models import AgentConfig, ConsolidatedMemory, Fact, Reflection, ScopeKey, SessionInfo
+from memory.models import (
+    AgentConfig,
+    ConsolidatedMemory,
+    Fact,
+    Reflection,
+    ScopeKey,
+    SessionInfo,
+    in_said_order,
+)
 from memory.scopes import VisibleScopes, visible_scopes
 from memory.settings import Settings
 from memory.store.base import MemoryStore
@@ -111,8 +119,9 @@ def _scope_xml(
     if blob is not None and blob.content.strip():
         parts.append(f"    <Consolidated>{xml_text(blob.content.strip())}</Consolidated>")
     if reflections:
-        # Read newest first (to bound them), shown in the order they were formed.
-        texts = [r.content for r in reversed(reflections)]
+        # Read newest formed first (to bound them), shown oldest said first: the last line is
+        # the latest said, also when a conversation recorded late was formed after it.
+        texts = [r.content for r in in_said_order(reversed(reflections))]
         parts.append(f"    <RecentReflections>\n{_lines(texts)}\n    </RecentReflections>")
     if not parts:
         return None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from datetime import datetime
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool
@@ -292,12 +294,44 @@ class Reflection(DomainModel):
         (), description="The messages it was formed from (their message_id)"
     )
     formation_id: str | None = Field(None, description="The formation that wrote it")
+    said_at: UtcDatetime | None = Field(
+        None,
+        description="When it was said: the time of its latest source message (None: stored "
+        "before it was kept)",
+    )
     formed_at: UtcDatetime
     absorbed_into_version: StoredInt | None = Field(
         None,
         description="Blob version that absorbed it; None = buffered; 0 = set aside (no "
         "consolidation could take it; editing it puts it back in the buffer)",
     )
+
+    @property
+    def said_or_formed(self) -> datetime:
+        """When it was said, as far as is known: formed_at for one stored before said_at was
+        kept (formed from what had just been said, as it was then)."""
+        return self.said_at or self.formed_at
+
+
+def in_said_order(reflections: Iterable[Reflection]) -> list[Reflection]:
+    """Reflections oldest said first: the order a reader takes as "the later, the newer". The
+    store keeps them in the order they were formed, which a conversation recorded late (a
+    backfill, a session the cold job forms after a newer one) puts after newer words.
+
+    A formation's reflections move together, at the latest time any of them was said: its model
+    weighed them against each other in one answer, in the order it gave them, so that order is
+    kept (and reflections formed in the order they were said keep the order they were formed
+    in: the same prompt as before). Stable: ties keep the order given."""
+    listed = list(reflections)
+    said: dict[str, datetime] = {}
+    for r in listed:
+        group = _formed_with(r)
+        said[group] = max(said.get(group, r.said_or_formed), r.said_or_formed)
+    return sorted(listed, key=lambda r: said[_formed_with(r)])
+
+
+def _formed_with(r: Reflection) -> str:
+    return r.formation_id or r.reflection_id
 
 
 class ConsolidatedMemory(DomainModel):

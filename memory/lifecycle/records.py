@@ -129,6 +129,9 @@ class ReflectionImport(Record):
     source_session_id: Id | None = None
     source_message_ids: SourceIds = ()
     formation_id: str | None = None
+    said_at: UtcDatetime | None = Field(
+        None, description="When it was said (None: files before it, read in the order formed)"
+    )
     absorbed_into_version: int | None = Field(
         None,
         description="Version of the imported blob of the same scope that already holds it; "
@@ -305,6 +308,7 @@ def reflection_of(imp: ReflectionImport) -> Reflection:
         source_session_id=imp.source_session_id or NO_SESSION,
         source_message_ids=imp.source_message_ids,
         formation_id=imp.formation_id,
+        said_at=imp.said_at,
         formed_at=imp.formed_at,
         absorbed_into_version=imp.absorbed_into_version,
     )

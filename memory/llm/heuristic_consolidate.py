@@ -1,6 +1,7 @@
 """The offline provider's consolidation: the blob's items and the new reflections, each once,
 the oldest dropped first to fit the word limit, none cut (memory/llm/heuristic.py answers with
-it)."""
+it). Oldest by position: the draft gives the reflections oldest said first (ConsolidateInput),
+so a conversation recorded late is dropped before what was said after it."""
 
 from __future__ import annotations
 

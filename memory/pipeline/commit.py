@@ -168,6 +168,7 @@ async def commit(
                 source_session_id=window.session_id,
                 source_message_ids=r.source_message_ids,
                 formation_id=window.formation_id,
+                said_at=r.said_at,
                 formed_at=now,
             )
         )

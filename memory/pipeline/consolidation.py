@@ -7,7 +7,9 @@ spaces counts as a word, memory/word_count.py), and no item repeating the prompt
 (memory/pipeline/echoes.py). The store then replaces the blob and marks exactly the drafted
 reflections absorbed in one compare-and-set, so a reflection is absorbed once or stays buffered.
 A consolidation's draft merges the buffer's oldest batch (settings.reflections.batch) and says
-whether more is buffered; the workflow then drafts again.
+whether more is buffered; the workflow then drafts again. Batches are cut in the order formed
+(the store's, stable while a consolidation drafts them in turns); within a draft the model reads
+the reflections in the order they were said (models.in_said_order).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from memory.ids import normalize_text, text_hash
 from memory.llm import choose_model
 from memory.llm.base import FIRST, LLMRequest, Retry
 from memory.lookup import require_agent
-from memory.models import SET_ASIDE, Reflection, ScopeKey
+from memory.models import SET_ASIDE, Reflection, ScopeKey, in_said_order
 from memory.pipeline.echoes import echoes_instructions
 from memory.pipeline.types import (
     BufferedReflection,
@@ -101,13 +103,16 @@ async def draft(deps: Deps, req: ConsolidationRequest, retry: Retry = FIRST) -> 
     if not req.blob_only and (not buffered or not due):
         return ConsolidationDraft(key=key, base_version=base_version, word_limit=word_limit)
     agent = await require_agent(deps.store, key.agent_id)
+    # The batch is the buffer's oldest formed (its order in the store); the model reads it in the
+    # order it was said, so that "newer information wins" means the latest said, whenever formed.
+    said = in_said_order(buffered)
     request = LLMRequest.of(
         ConsolidateInput(
             agent=agent,
             scope=key.scope,
             current_content=blob.content if blob else "",
             current_version=base_version,
-            reflections=[r.content for r in buffered],
+            reflections=[r.content for r in said],
             word_limit=word_limit,
         ),
         model=choose_model(deps.settings, deps.llm.name, "consolidation", agent.tier),
@@ -125,7 +130,7 @@ async def draft(deps: Deps, req: ConsolidationRequest, retry: Retry = FIRST) -> 
         next_version=base_version + 1,
         word_limit=word_limit,
         tolerance=cfg.word_limit_tolerance,
-        merged=[*blob_items(blob.content if blob else ""), *(r.content for r in buffered)],
+        merged=[*blob_items(blob.content if blob else ""), *(r.content for r in said)],
     )
     return ConsolidationDraft(
         key=key,

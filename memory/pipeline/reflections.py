@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from memory import transcript
 from memory.dates import resolve_relative_dates
 from memory.deps import Deps
@@ -9,10 +11,10 @@ from memory.errors import WindowTooLargeError
 from memory.ids import content_hash
 from memory.llm import choose_model
 from memory.llm.base import FIRST, LLMRequest, Retry
-from memory.models import StoredMessage
+from memory.models import StoredMessage, in_said_order
 from memory.pipeline.echoes import echoes_instructions
 from memory.pipeline.slices import merge_reflections
-from memory.pipeline.sources import any_cited, cited
+from memory.pipeline.sources import Sources, any_cited, cited
 from memory.pipeline.types import NewReflection, ReflectionsResult, Window
 from memory.pipeline.usage import llm_call
 from memory.pipeline.window import answer_is_full, window_agent, window_messages
@@ -30,7 +32,8 @@ from memory.settings import Scope
 
 
 async def current_memory(deps: Deps, window: Window) -> dict[Scope, CurrentMemory]:
-    """Consolidated blob and newest unabsorbed reflections of each enabled scope."""
+    """Consolidated blob and newest unabsorbed reflections of each enabled scope (the newest
+    formed, shown oldest said first)."""
     recent_n = deps.settings.reflections.recent_in_context
     current: dict[Scope, CurrentMemory] = {}
     for scope in window.reflection_scopes:
@@ -39,7 +42,7 @@ async def current_memory(deps: Deps, window: Window) -> dict[Scope, CurrentMemor
         recent = await deps.store.unabsorbed_reflections(key, limit=recent_n, newest_first=True)
         current[scope] = CurrentMemory(
             consolidated=blob.content if blob else "",
-            recent=[r.content for r in reversed(recent)],
+            recent=[r.content for r in in_said_order(reversed(recent))],
         )
     return current
 
@@ -67,6 +70,14 @@ async def extract_reflections(
     if part is not None and part >= count:  # none such (the budget changed since the load)
         return ReflectionsResult(reflections=[])
     return await _reflect(deps, window, messages, new_facts, retry, part if count > 1 else None)
+
+
+def _said_at(source: Sources | None, messages: list[StoredMessage]) -> datetime:
+    """When a reflection was said, as an instant: its latest source message's time; for one the
+    window does not ground, the window's latest (it interprets what was said up to there)."""
+    if source is not None:
+        return source.said_at.astimezone(UTC)
+    return max(m.created_at for m in messages).astimezone(UTC)
 
 
 def _shown(new_facts: list[str]) -> list[str]:
@@ -149,6 +160,7 @@ async def _reflect(
                         scope=scope,
                         content=text,
                         source_message_ids=source.message_ids if source else (),
+                        said_at=_said_at(source, messages),
                     )
                 )
     return ReflectionsResult(reflections=kept, llm=[llm_call(request, result.usage)])

@@ -181,6 +181,7 @@ class NewReflection(_T):
     scope: Scope
     content: str
     source_message_ids: SourceIds = Field((), description="The messages it was formed from")
+    said_at: UtcDatetime | None = Field(None, description="Time of its latest source message")
 
 
 class ReflectionsResult(_T):

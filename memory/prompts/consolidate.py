@@ -80,6 +80,8 @@ class ConsolidateInput(PromptInput):
     scope: Scope
     current_content: str
     current_version: int
+    # Oldest said first (memory.models.in_said_order): "newer information wins" reads the list's
+    # order, so the latest said is the newer whenever it was formed.
     reflections: list[str]
     word_limit: int
 

@@ -152,3 +152,41 @@ async def test_a_version_1_export_counts_its_messages_as_formed(
         old.append(json.dumps(record))
 
     assert await _copy(h, tmp_path, old) == (4, 0)
+
+
+async def test_a_reflection_keeps_when_it_was_said_through_export_and_import(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """A consolidation merges reflections in the order they were said: an export carries each
+    one's said_at and an import keeps it; a file written before it (no said_at) still imports,
+    its reflections read in the order formed."""
+    h = await Harness.create(time_env, tmp_path)
+    await _two_users(h)
+    exported = await _export(h.store)
+    said = {
+        r.content: r.said_at for key in (h.key("user"), h.key("user", user="bob"))
+        for r in await h.buffered(key)
+    }  # fmt: skip
+    # Each is the time of the conversation's latest message, not when it was formed.
+    assert said == {
+        "Alice is a morning person": conversation(4)[-1].created_at,
+        "Bob is a night owl": conversation(4, user="bob", prefix="b")[-1].created_at,
+    }
+    before = []
+    for line in exported:
+        record = json.loads(line)
+        if record.get("type") == "reflection":
+            record.pop("said_at")
+        before.append(json.dumps(record))
+    for name, lines, expected in (("copy", exported, said), ("before", before, None)):
+        store = SQLiteStore(tmp_path / f"{name}.db")
+        await store.setup()
+        deps = Deps(settings=h.settings, store=store, llm=h.llm, embedder=h.embedder)
+        batch = to_import(read_export(lines))
+        report = await write_batch(deps, batch, now=_import_time())
+        assert report.counts["reflections"].inserted == 2
+        copied = [await store.get_reflection(r.reflection_id) for r in batch.reflections]
+        assert {r.content: r.said_at for r in copied if r is not None} == (
+            expected or dict.fromkeys(said)
+        )
+        await store.close()

@@ -7,7 +7,17 @@ from __future__ import annotations
 from memory.formation_commit import FactInvalidate, FactUpdate
 from memory.ids import formation_id
 from memory.store.base import MemoryStore
-from tests.store.builders import USER_KEY, Former, add, at, msg, record, reflection, unit
+from tests.store.builders import (
+    AGENT_KEY,
+    USER_KEY,
+    Former,
+    add,
+    at,
+    msg,
+    record,
+    reflection,
+    unit,
+)
 
 
 async def test_a_formed_fact_keeps_its_sources_formation_and_time(store: MemoryStore) -> None:
@@ -227,3 +237,32 @@ async def test_a_fact_added_by_a_commit_is_corrected_by_a_later_op_of_the_same_c
     assert [r.content for r in phone.history] == ["Alice's phone number is 555-1234"]
     assert (locker.content, locker.version) == ("Alice's locker is green", 2)
     assert await store.get_facts(["n2"]) == []
+
+
+async def test_a_reflection_keeps_when_it_was_said_formed_edited_and_imported(
+    store: MemoryStore,
+) -> None:
+    """A consolidation merges a batch in the order it was said (memory.models.in_said_order): a
+    reflection keeps the time of its latest source message on every backend, an edit keeps it,
+    an import keeps it; one stored before said_at was kept reads None (ordered as formed)."""
+    former = await Former(store).start()
+    said = reflection(USER_KEY, 0, "Alice gave up coffee", seconds=100).model_copy(
+        update={"said_at": at(5)}
+    )
+    before = reflection(USER_KEY, 1, "Alice likes short answers", seconds=100)
+    await former.form(reflections=[said, before])
+
+    stored = await store.unabsorbed_reflections(USER_KEY)
+    assert [(r.content, r.said_at) for r in stored] == [
+        ("Alice gave up coffee", at(5)),
+        ("Alice likes short answers", None),
+    ]
+    edited = await store.edit_reflection(said.reflection_id, content="Alice drinks green tea")
+    assert edited.said_at == at(5)
+    assert (await store.get_reflection(said.reflection_id)) == edited
+
+    imported = reflection(AGENT_KEY, 2, "Eve answers in French", seconds=100).model_copy(
+        update={"said_at": at(7)}
+    )
+    await store.import_reflections([imported])
+    assert await store.get_reflection(imported.reflection_id) == imported

@@ -17,6 +17,7 @@ from memory.store.sqlite import writes as sqlite_writes
 from memory.store.sqlite.codec import to_us
 from memory.store.sqlite.schema import ADDED_COLUMNS, SCHEMA_VERSION
 from tests.store.builders import (
+    USER_KEY,
     Former,
     add,
     assert_guests_marked,
@@ -26,6 +27,7 @@ from tests.store.builders import (
     msg,
     record,
     record_unmarked,
+    reflection,
     unit,
     user_filter,
     vec,
@@ -361,7 +363,7 @@ async def test_a_schema_10_files_facts_are_found_by_their_words_folded(tmp_path:
     with closing(sqlite3.connect(path)) as conn:
         conn.execute("INSERT INTO facts_fts (facts_fts, rank) VALUES ('integrity-check', 1)")
         version = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-    assert version == (str(SCHEMA_VERSION),) == ("14",)
+    assert version == (str(SCHEMA_VERSION),) == ("15",)
 
 
 async def test_a_fact_the_previous_version_inserts_is_stamped_for_the_recheck(
@@ -400,3 +402,37 @@ async def test_a_fact_the_previous_version_inserts_is_stamped_for_the_recheck(
     with closing(sqlite3.connect(path)) as conn:
         stamped = dict(conn.execute("SELECT fact_id, inserted_at IS NOT NULL FROM facts"))
     assert stamped == {"f1": 0, "mem0-1": 1}
+
+
+async def test_a_file_of_schema_14_keeps_its_reflections_and_learns_when_new_ones_were_said(
+    tmp_path: Path,
+) -> None:
+    """Schema 15 keeps when a reflection was said (a consolidation merges in that order): a file
+    of schema 14 gains the column, its reflections read said_at None (ordered as formed, as
+    before), and a reflection formed after the upgrade keeps its time."""
+    path = tmp_path / "v14.db"
+    store = SQLiteStore(path)
+    await store.setup()
+    former = await Former(store).start()
+    await former.form(reflections=[reflection(USER_KEY, 0, "Alice likes jazz", seconds=10)])
+    await store.close()
+    with closing(sqlite3.connect(path)) as conn, conn:  # as schema 14 wrote reflections
+        conn.execute("ALTER TABLE reflections DROP COLUMN said_at")
+        conn.execute("UPDATE meta SET value = '14' WHERE key = 'schema_version'")
+
+    store = SQLiteStore(path)
+    await store.setup()
+    former.store = store
+    said = reflection(USER_KEY, 1, "Alice gave up coffee", seconds=20)
+    try:
+        await former.form(reflections=[said.model_copy(update={"said_at": at(15)})])
+        buffered = await store.unabsorbed_reflections(USER_KEY)
+    finally:
+        await store.close()
+    assert [(r.content, r.said_at) for r in buffered] == [
+        ("Alice likes jazz", None),
+        ("Alice gave up coffee", at(15)),
+    ]
+    with closing(sqlite3.connect(path)) as conn:
+        version = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    assert version == ("15",)

@@ -31,10 +31,10 @@ def history_to_json(history: tuple[FactRevision, ...]) -> str:
 
 def reflection_params(r: Reflection) -> tuple[object, ...]:
     """The values of a reflections row: the DDL's columns up to formed_at, then its provenance
-    (source_message_ids, formation_id); absorbed_into_version is not among them."""
+    (source_message_ids, formation_id, said_at); absorbed_into_version is not among them."""
     key = r.scope_key
     return (
         r.reflection_id, key.key, key.scope, key.agent_id, key.user_id, key.session_id,
         r.content, r.source_session_id, to_us(r.formed_at), json.dumps(r.source_message_ids),
-        r.formation_id,
+        r.formation_id, None if r.said_at is None else to_us(r.said_at),
     )  # fmt: skip

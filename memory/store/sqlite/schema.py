@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from memory.store.sql.sessions import GUESTS_BACKFILL_SQL, GUESTS_INDEX_SQL
 
-SCHEMA_VERSION = 14
+SCHEMA_VERSION = 15
 
 # SQLite's clock as a stored timestamp (integer microseconds since the epoch; 'now' has
 # millisecond precision).
@@ -162,7 +162,8 @@ CREATE TABLE IF NOT EXISTS reflections (
     formed_at             INTEGER NOT NULL,
     absorbed_into_version INTEGER,
     source_message_ids    TEXT NOT NULL DEFAULT '[]',  -- JSON list of message ids (provenance)
-    formation_id          TEXT
+    formation_id          TEXT,
+    said_at               INTEGER                   -- schema 15: see ADDED_COLUMNS
 );
 CREATE INDEX IF NOT EXISTS reflections_buffer
     ON reflections (scope_key, formed_at) WHERE absorbed_into_version IS NULL;
@@ -261,6 +262,9 @@ ADDED_COLUMNS = (
     # re-check of a commit reads the rows inserted since its candidates were read, whatever
     # their own updated_at says); older rows NULL.
     ("facts", "inserted_at", "INTEGER"),
+    # Schema 14 → 15: when a reflection was said (Reflection.said_at: a consolidation merges its
+    # batch in the order things were said); older rows NULL (read in the order formed).
+    ("reflections", "said_at", "INTEGER"),
 )
 
 # Schema 3 → 4, after ADDED_COLUMNS (its index names said_at, a column older files gain there):

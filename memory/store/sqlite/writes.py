@@ -79,8 +79,8 @@ async def _apply(db: SQLiteDb, write: w.Write, stamps: dict[str, int]) -> None:
                 """
                 INSERT INTO reflections (reflection_id, scope_key, scope, agent_id, user_id,
                     session_id, content, source_session_id, formed_at, source_message_ids,
-                    formation_id, absorbed_into_version)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    formation_id, said_at, absorbed_into_version)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
                 [
                     (*reflection_params(r), None if new else r.absorbed_into_version)
