@@ -67,6 +67,9 @@ async def export_user(
         user_id=user_id,
         messages=messages,
         now=svc.memory.clock(),
+        # A message line names this agent's session state only (pending_for, withheld_from): a
+        # session holding another agent is unknown to the key (serve.auth.foreign_session).
+        states_of=(agent_id,),
     )
     filename = f"mnemos-{agent_id}-{user_id}.jsonl"
     return Response(

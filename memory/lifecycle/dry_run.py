@@ -16,10 +16,17 @@ from memory.lifecycle.records import (
     FactImport,
     ImportBatch,
     MessageImport,
+    Placed,
     ReflectionImport,
     SourceRef,
 )
-from memory.lifecycle.writer import not_forgotten, shard_reflections
+from memory.lifecycle.writer import (
+    not_forgotten,
+    place_facts,
+    place_reflections,
+    shard_reflections,
+)
+from memory.models import ScopeKey
 from memory.store.base import MemoryStore
 from memory.store.rules.erasure import ALL_AGENTS
 from memory.store.rules.import_sessions import erased_in_session, gone_with_users
@@ -51,17 +58,17 @@ async def _facts(
     kept: list[FactImport] = []
     dropped: list[Dropped] = []
     for i in range(0, len(facts), _CHUNK):
-        chunk = facts[i : i + _CHUNK]
-        present = {f.fact_id for f in await store.get_facts([f.fact_id for f in chunk])}
-        absent = [f for f in chunk if f.fact_id not in present]
-        allowed = {f.fact_id for f in await not_forgotten(store, absent)}
-        for f in chunk:
-            reason = THERE if f.fact_id in present else None if f.fact_id in allowed else FORGOTTEN
-            if reason is None:
-                kept.append(f)
-            else:
-                dropped.append(_drop(f.source, f.agent_id, f.user_id, reason))
+        placed = await place_facts(store, facts[i : i + _CHUNK])
+        allowed = {f.fact_id for f in await not_forgotten(store, placed.new)}
+        kept += [f for f in placed.new if f.fact_id in allowed]
+        refused = [(f, FORGOTTEN) for f in placed.new if f.fact_id not in allowed]
+        for f, reason in [*refused, *_there_or_taken(placed)]:
+            dropped.append(_drop(f.source, f.agent_id, f.user_id, reason))
     return kept, dropped
+
+
+def _there_or_taken[R: (FactImport, ReflectionImport)](placed: Placed[R]) -> list[tuple[R, str]]:
+    return [(r, THERE) for r in placed.there] + [(r, CONFLICT) for r in placed.taken]
 
 
 async def _reflections(
@@ -69,17 +76,17 @@ async def _reflections(
 ) -> tuple[list[ReflectionImport], list[Dropped]]:
     keys = [r.scope_key for r in reflections]
     epochs = await _epochs(store, ((k.agent_id, k.user_id) for k in keys if k.user_id))
-    kept: list[ReflectionImport] = []
+    placed = await place_reflections(store, reflections)
     dropped: list[Dropped] = []
-    for r in reflections:
-        key = r.scope_key
-        if await store.get_reflection(r.reflection_id) is not None:
-            dropped.append(_drop(r.source, key.agent_id, key.user_id, THERE))
-        elif erased(epochs, key.agent_id, key.user_id):
-            dropped.append(_drop(r.source, key.agent_id, key.user_id, FORGOTTEN))
-        else:
-            kept.append(r)
+    refused = [(r, FORGOTTEN) for r in placed.new if _erased(epochs, r.scope_key)]
+    kept = [r for r in placed.new if not _erased(epochs, r.scope_key)]
+    for r, reason in [*refused, *_there_or_taken(placed)]:
+        dropped.append(_drop(r.source, r.scope_key.agent_id, r.scope_key.user_id, reason))
     return kept, dropped
+
+
+def _erased(epochs: dict[Pair, int], key: ScopeKey) -> bool:
+    return erased(epochs, key.agent_id, key.user_id)
 
 
 async def _blob_reason(store: MemoryStore, blob: ConsolidatedImport) -> str | None:

@@ -11,8 +11,11 @@
     {"type": "end", "counts": {"fact": n, ...}}
 
 Records carry the store's own ids, so importing an export into an empty store recreates the same
-facts, reflections and blobs (and importing it twice writes nothing new). The ``end`` line's
-counts let the reader tell a complete file from a truncated one.
+facts, reflections and blobs (and importing it twice writes nothing new). A fact or reflection
+whose id the store holds for another agent, user or scope (a file edited to another agent or
+user) is imported under an id derived from its own and its owner (``FactImport.other_id``,
+records.place), so it is imported for them, and once. The ``end`` line's counts let the reader
+tell a complete file from a truncated one.
 
 A message line's ``session_created_at`` is when its session was created in the exporting store:
 an import creating the session gives it that time, so that the ids of the formations that read
@@ -212,10 +215,19 @@ def import_record(r: Record) -> ImportRecord:
         case FactLine():
             fields = r.model_dump(exclude={"type", "hash", "embedding_model"})
             model = r.embedding_model if r.embedding is not None else None
-            return FactImport(**fields, embedding_model=model, source=_ref("facts", r.fact_id))
+            source = _ref("facts", r.fact_id)
+            return FactImport(
+                **fields,
+                embedding_model=model,
+                other_id=source.owned_id("f", r.agent_id, r.user_id),
+                source=source,
+            )
         case ReflectionLine():
+            source = _ref("reflections", r.reflection_id)
             return ReflectionImport(
-                **r.model_dump(exclude={"type"}), source=_ref("reflections", r.reflection_id)
+                **r.model_dump(exclude={"type"}),
+                other_id=source.owned_id("r", r.scope_key.key),
+                source=source,
             )
         case ConsolidatedLine():
             return ConsolidatedImport(

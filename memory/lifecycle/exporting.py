@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from datetime import datetime
 from typing import TextIO
 
@@ -69,41 +69,52 @@ async def sessions_created(store: MemoryStore, data: ExportData) -> dict[str, da
     return created
 
 
-async def sessions_withheld(store: MemoryStore, data: ExportData) -> dict[str, dict[str, Withheld]]:
+async def sessions_withheld(
+    store: MemoryStore, data: ExportData, agents: Collection[str] | None = None
+) -> dict[str, dict[str, Withheld]]:
     """Each session's agents' withheld maps (rules.withheld), those not empty: a message line
     names the agents its message is withheld from, so that an import withholds it again. Every
-    agent's, with ``--agent`` too: a session imported from one file per agent keeps the others'
-    marks. Read after the export's snapshot, as sessions_created: a bound only grows, so a
-    forget since then withholds more, never less; a session deleted since then (every user
-    forgotten) has none left to read, and the file is older than that forget anyway."""
+    agent's (``agents`` None), with ``--agent`` too: a session imported from one file per agent
+    keeps the others' marks. Read after the export's snapshot, as sessions_created: a bound only
+    grows, so a forget since then withholds more, never less; a session deleted since then
+    (every user forgotten) has none left to read, and the file is older than that forget
+    anyway."""
     withheld: dict[str, dict[str, Withheld]] = {}
-    for session_id in dict.fromkeys(m.session_id for m in data.messages):
-        if (session := await store.get_session(session_id)) is None:
-            continue
-        for agent_id in session.agent_ids:
-            state = await store.get_session_agent_state(session_id, agent_id)
-            if state is not None and state.withheld:
-                withheld.setdefault(session_id, {})[agent_id] = state.withheld
+    for session_id, agent_id in await _session_agents(store, data, agents):
+        state = await store.get_session_agent_state(session_id, agent_id)
+        if state is not None and state.withheld:
+            withheld.setdefault(session_id, {})[agent_id] = state.withheld
     return withheld
 
 
-async def sessions_cursors(store: MemoryStore, data: ExportData) -> dict[str, dict[str, int]]:
-    """Each session's agents' cursors (the last seq each has formed), with ``--agent`` too, as
-    sessions_withheld: a message line names the agents it is still to be formed for. Read after
-    the export's snapshot, as the others: a formation committing between the two reads makes its
-    messages count as formed while its facts are not in the file. A store is moved with its
-    workers stopped (what they record or form after the snapshot is not in the file either). A
-    session gone since then has no cursor left: its messages count as formed, as in files
-    written before this."""
+async def sessions_cursors(
+    store: MemoryStore, data: ExportData, agents: Collection[str] | None = None
+) -> dict[str, dict[str, int]]:
+    """Each session's agents' cursors (the last seq each has formed), of every agent (``agents``
+    None) with ``--agent`` too, as sessions_withheld: a message line names the agents it is
+    still to be formed for. Read after the export's snapshot, as the others: a formation
+    committing between the two reads makes its messages count as formed while its facts are not
+    in the file. A store is moved with its workers stopped (what they record or form after the
+    snapshot is not in the file either). A session gone since then has no cursor left: its
+    messages count as formed, as in files written before this."""
     cursors: dict[str, dict[str, int]] = {}
-    for session_id in dict.fromkeys(m.session_id for m in data.messages):
-        if (session := await store.get_session(session_id)) is None:
-            continue
-        for agent_id in session.agent_ids:
-            state = await store.get_session_agent_state(session_id, agent_id)
-            if state is not None:
-                cursors.setdefault(session_id, {})[agent_id] = state.cursor_seq
+    for session_id, agent_id in await _session_agents(store, data, agents):
+        state = await store.get_session_agent_state(session_id, agent_id)
+        if state is not None:
+            cursors.setdefault(session_id, {})[agent_id] = state.cursor_seq
     return cursors
+
+
+async def _session_agents(
+    store: MemoryStore, data: ExportData, agents: Collection[str] | None
+) -> list[tuple[str, str]]:
+    """(session, agent) of the exported messages' sessions still stored, the agents among
+    ``agents`` (None: every one)."""
+    pairs: list[tuple[str, str]] = []
+    for session_id in dict.fromkeys(m.session_id for m in data.messages):
+        if (session := await store.get_session(session_id)) is not None:
+            pairs += [(session_id, a) for a in session.agent_ids if agents is None or a in agents]
+    return pairs
 
 
 async def export_store(
@@ -114,8 +125,14 @@ async def export_store(
     user_id: str | None,
     messages: bool,
     now: datetime,
+    states_of: Collection[str] | None = None,
 ) -> dict[str, int]:
-    """Write the export (one read snapshot of the store); returns the counts per record type."""
+    """Write the export (one read snapshot of the store); returns the counts per record type.
+    ``states_of``: the agents whose formation state of a session (``pending_for``,
+    ``withheld_from``) message lines may name; None, every agent's (an operator's export: a
+    store moved by export and import keeps each one's). An export for an API key names only its
+    agent's: a session holding another agent is unknown to the key (serve.auth.foreign_session),
+    and the file must not tell that the agent holds it."""
     data = await store.export_data(agent_id=agent_id, user_id=user_id, messages=messages)
     meta = await store.embedding_meta()
     header = HeaderLine(
@@ -126,6 +143,6 @@ async def export_store(
         messages=messages,
     )
     created = await sessions_created(store, data)
-    withheld = await sessions_withheld(store, data)
-    cursors = await sessions_cursors(store, data)
+    withheld = await sessions_withheld(store, data, states_of)
+    cursors = await sessions_cursors(store, data, states_of)
     return write_export(out, header, records_of(data, created, withheld, cursors))

@@ -139,8 +139,8 @@ def _quote(item: Mem0Item) -> str:
 def _latest_versions(
     readable: list[tuple[SourceRef, Mem0Item]],
 ) -> tuple[list[tuple[SourceRef, Mem0Item]], list[Dropped]]:
-    """One item per mem0 id, its latest version: the fact id derives from the mem0 id, so two
-    versions would be one fact, and whichever came first would win."""
+    """One item per mem0 id, its latest version: the fact id derives from the mem0 id (with its
+    agent and user), so two versions would be one fact, and whichever came first would win."""
     latest: dict[str, tuple[SourceRef, Mem0Item]] = {}
     for source, item in readable:
         seen = latest.get(item.id)
@@ -194,7 +194,9 @@ def _fact(
 ) -> FactImport:
     created = as_utc(item.created_at) if item.created_at else now
     return FactImport(
-        fact_id=source.derived_id("f"),
+        # The agent may be --agent's: the same dump imported for another agent is its facts.
+        fact_id=source.owned_id("f", agent, user),
+        other_id=source.derived_id("f"),  # the id imports of before gave it (records.place)
         agent_id=agent,
         user_id=user,
         scope="user" if user else "agent",

@@ -1,13 +1,16 @@
-"""Import records: what an import writes, whatever the source. Ids are derived from source ids, so
-re-running an import finds its own records already there and writes nothing twice."""
+"""Import records: what an import writes, whatever the source. Ids are derived from source ids (and,
+where the source does not fix whose a record is, from the agent and user it is imported for), so
+re-running an import finds its own records already there and writes nothing twice, and the same
+source imported for another agent or user is imported for it (``place``)."""
 
 from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Annotated, Literal, Self
+from typing import Annotated, Literal, Protocol, Self
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
@@ -45,6 +48,13 @@ class Record(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+OTHER_ID = (
+    "A second id it may be stored under (see place): a mem0 fact's id of before ids named the "
+    "agent and user (the source's alone); an export's record's id for its agent and user, when "
+    "the store holds its own id for another (a file edited to another agent or user)"
+)
+
+
 class SourceRef(Record):
     """Where a record came from: kept with the plan and in logs, so a drop can be traced back."""
 
@@ -53,11 +63,23 @@ class SourceRef(Record):
     source_id: str
 
     def derived_id(self, prefix: str) -> str:
-        """A stable id for what this source record becomes (same source → same id, every run)."""
-        digest = hashlib.sha256(
-            "\x1f".join(("import", self.system, self.collection, self.source_id)).encode()
-        ).hexdigest()[:24]
-        return f"{prefix}_{digest}"
+        """A stable id for what this source record becomes (same source → same id, every run),
+        for a source that fixes whose the record is (an Eden document names its agent and user)."""
+        return _digest(prefix, "import", self.system, self.collection, self.source_id)
+
+    def owned_id(self, prefix: str, *owner: str | None) -> str:
+        """A stable id for what this source record becomes for one owner (a fact's agent and
+        user, a reflection's scope key), for a source that does not fix it: a mem0 memory naming
+        no agent takes ``--agent``'s, and a file can be edited to another agent or user. Each
+        owner gets its own record, where one id would make the second import "already there"."""
+        parts = (*(o or "" for o in owner),)
+        return _digest(
+            prefix, "import", self.system, self.collection, self.source_id, "owner", *parts
+        )
+
+
+def _digest(prefix: str, *parts: str) -> str:
+    return f"{prefix}_{hashlib.sha256(chr(0x1F).join(parts).encode()).hexdigest()[:24]}"
 
 
 def is_id(value: str | None) -> bool:
@@ -103,7 +125,19 @@ class FactImport(Record):
         None, description="The source's vector; reused only if embedding_model is the store's"
     )
     embedding_model: str | None = None
+    other_id: str | None = Field(None, description=OTHER_ID)
     source: SourceRef
+
+    @property
+    def ids(self) -> tuple[str, ...]:
+        return (self.fact_id,) if self.other_id is None else (self.fact_id, self.other_id)
+
+    @property
+    def owner(self) -> tuple[str, str | None]:
+        return (self.agent_id, self.user_id)
+
+    def under(self, record_id: str) -> Self:
+        return self.model_copy(update={"fact_id": record_id})
 
     @property
     def hash(self) -> str:
@@ -137,7 +171,21 @@ class ReflectionImport(Record):
         description="Version of the imported blob of the same scope that already holds it; "
         "None: buffered, the next consolidation absorbs it; 0: set aside (in no blob)",
     )
+    other_id: str | None = Field(None, description=OTHER_ID)
     source: SourceRef
+
+    @property
+    def ids(self) -> tuple[str, ...]:
+        return (
+            (self.reflection_id,) if self.other_id is None else (self.reflection_id, self.other_id)
+        )
+
+    @property
+    def owner(self) -> str:
+        return self.scope_key.key
+
+    def under(self, record_id: str) -> Self:
+        return self.model_copy(update={"reflection_id": record_id})
 
 
 class BlobPart(Record):
@@ -209,6 +257,49 @@ class ImportBatch(Record):
             messages=self.messages + other.messages,
             dropped=self.dropped + other.dropped,
         )
+
+
+class Placeable(Protocol):
+    """A fact or reflection import, as ``place`` sorts them."""
+
+    @property
+    def ids(self) -> tuple[str, ...]: ...
+
+    @property
+    def owner(self) -> Hashable: ...
+
+    def under(self, record_id: str) -> Self: ...
+
+
+@dataclass(frozen=True)
+class Placed[R: Placeable]:
+    new: list[R] = field(default_factory=list)  # each under the id it is written with
+    there: list[R] = field(default_factory=list)  # a re-run: stored already
+    taken: list[R] = field(default_factory=list)  # every id it may take is another's: conflict
+
+
+def place[R: Placeable](records: Sequence[R], stored: Mapping[str, Hashable]) -> Placed[R]:
+    """The one rule for what of an import is already there. ``stored``: the owner (a fact's
+    (agent, user), a reflection's scope key) of each stored record among the records' ids. A
+    record stored under one of its ids for its own owner is there (a re-run; under its other id,
+    one of an earlier version); one stored only for other owners is not (the same source
+    imported for another agent or user), and is written under the first of its ids that is
+    free; taken when none is (nothing written). An id given to one of the records is held
+    for the next ones, as the store would hold it."""
+    held = dict(stored)
+    placed: Placed[R] = Placed()
+    for record in records:
+        if any(held.get(i, _NONE) == record.owner for i in record.ids):
+            placed.there.append(record)
+        elif (free := next((i for i in record.ids if i not in held), None)) is not None:
+            held[free] = record.owner
+            placed.new.append(record.under(free))
+        else:
+            placed.taken.append(record)
+    return placed
+
+
+_NONE = object()  # no stored record: equal to no owner
 
 
 def dedup_facts(facts: list[FactImport]) -> tuple[list[FactImport], list[Dropped]]:

@@ -2,7 +2,8 @@
 with the store's model unless the source's vectors are of that model), reflections, messages.
 
 Every store call inserts by id only what is absent, so running an import again writes nothing
-twice and an interrupted import resumes: records already written come back as ``existing``.
+twice and an interrupted import resumes: records already written come back as ``existing``
+(a fact or reflection only when stored for the same agent and user, or scope: records.place).
 A batch is checked whole before the first write (``checks.check_batch``, the embedder against
 the store), so bad input is refused with nothing written.
 """
@@ -24,10 +25,12 @@ from memory.lifecycle.records import (
     FactImport,
     ImportBatch,
     MessageImport,
+    Placed,
     ReflectionImport,
     SourceRef,
     consolidated_of,
     fact_of,
+    place,
     reflection_of,
 )
 from memory.models import SET_ASIDE, AgentConfig, Reflection, ScopeKey
@@ -96,6 +99,25 @@ async def _embedded(deps: Deps, texts: Sequence[str]) -> dict[str, Vector]:
         batch = await deps.embedder.embed(missing)
         vectors |= {t: batch.vectors[i] for i, t in enumerate(missing)}
     return vectors
+
+
+async def place_facts(store: MemoryStore, facts: Sequence[FactImport]) -> Placed[FactImport]:
+    """The facts already there, and the ids the others are written under (records.place): a
+    fact id the store holds for another agent or user is not this fact."""
+    ids = list(dict.fromkeys(i for f in facts for i in f.ids))
+    stored = {f.fact_id: (f.agent_id, f.user_id) for f in await store.get_facts(ids)}
+    return place(facts, stored)
+
+
+async def place_reflections(
+    store: MemoryStore, reflections: Sequence[ReflectionImport]
+) -> Placed[ReflectionImport]:
+    """As place_facts, a reflection's owner being its scope key."""
+    stored: dict[str, str] = {}
+    for i in dict.fromkeys(i for r in reflections for i in r.ids):
+        if (found := await store.get_reflection(i)) is not None:
+            stored[i] = found.scope_key.key
+    return place(reflections, stored)
 
 
 async def not_forgotten(store: MemoryStore, facts: Sequence[FactImport]) -> list[FactImport]:
@@ -283,9 +305,9 @@ async def write_batch(
 
     for all_facts in _chunks(batch.facts):
         # A re-run (or a resumed run) does not embed again what an earlier run wrote.
-        present = {f.fact_id for f in await store.get_facts([f.fact_id for f in all_facts])}
-        report.add("facts", ImportCounts(existing=len(present)))
-        absent = [f for f in all_facts if f.fact_id not in present]
+        placed = await place_facts(store, all_facts)
+        report.add("facts", ImportCounts(existing=len(placed.there), conflict=len(placed.taken)))
+        absent = placed.new
         chunk = await not_forgotten(store, absent)
         report.add("facts", ImportCounts(forgotten=len(absent) - len(chunk)))
         vectors, embedded = await _vectors(deps, chunk)
@@ -297,7 +319,10 @@ async def write_batch(
 
     written = {k for k, v in report.blobs.items() if v in ("inserted", "existing")}
     for r_chunk in _chunks(batch.reflections):
-        reflections = [_buffered_unless(r, written) for r in r_chunk]
+        placed_r = await place_reflections(store, r_chunk)
+        there, taken = len(placed_r.there), len(placed_r.taken)
+        report.add("reflections", ImportCounts(existing=there, conflict=taken))
+        reflections = [_buffered_unless(r, written) for r in placed_r.new]
         sessions = _among(people, [r.scope_key for r in reflections])
         report.add("reflections", await store.import_reflections(reflections, sessions=sessions))
         progress("reflections", len(r_chunk))

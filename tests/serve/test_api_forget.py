@@ -9,7 +9,8 @@ from temporalio.service import RPCError, RPCStatusCode
 
 import client.memory_client as memory_client
 from memory.lifecycle.export import FactLine, HeaderLine, MessageLine, ReflectionLine, read_export
-from tests.harness import conversation
+from memory.models import MessageIn
+from tests.harness import T0, conversation
 from tests.serve.conftest import Served, form_alice
 
 
@@ -68,6 +69,30 @@ async def test_a_users_export_is_what_their_erasure_would_delete(served: Served)
         assert (await c.delete("/v1/agents/eve/users/alice")).status_code == 200
         after = list(read_export((await c.get(url)).text.splitlines()))
     assert not [x for x in after if isinstance(x, FactLine | ReflectionLine | MessageLine)]
+
+
+async def test_a_users_export_names_no_agent_the_key_is_not_for(served: Served) -> None:
+    """README "Keys": a session holding an agent the key is not for is answered as an unknown
+    one. The user's export through eve's key lists eve's messages of such a session, but names
+    only eve's formation state of it (pending_for, withheld_from): not that bob holds it, has
+    not formed it, or had alice forgotten (`mnemos export`, an operator's, names every agent)."""
+    memory = served.memory
+    await memory.record_messages("bob", "s1", [
+        MessageIn(message_id="b1", role="user", user_id="alice", content="Hi Bob", created_at=T0),
+    ])  # fmt: skip
+    await memory.record_messages("eve", "s1", [
+        MessageIn(message_id="e1", role="user", user_id="alice", content="We plan the launch",
+                  created_at=T0),
+    ])  # fmt: skip
+    await memory.forget_user("bob", "alice")  # withholds alice's words in s1 from bob only
+    async with served.client(served.eve) as c:
+        assert (await c.get("/v1/agents/eve/sessions/s1/context")).status_code == 404
+        r = await c.get("/v1/agents/eve/users/alice/export", params={"messages": "true"})
+
+    assert r.status_code == 200
+    [message] = [x for x in read_export(r.text.splitlines()) if isinstance(x, MessageLine)]
+    assert (message.message_id, message.pending_for) == ("e1", ("eve",))
+    assert "bob" not in message.model_dump_json(), message
 
 
 async def test_the_export_of_an_unregistered_agent_is_404(served: Served) -> None:

@@ -1112,6 +1112,11 @@ export interface components {
              */
             formation_id: string | null;
             /**
+             * Said At
+             * @description When it was said: the time of its latest source message (None: stored before it was kept)
+             */
+            said_at: string | null;
+            /**
              * Formed At
              * Format: date-time
              */
