@@ -75,9 +75,9 @@ async def _wait_through_the_budget(env: WorkflowEnvironment, tmp_path: Path) -> 
 
 
 @workflow.defn(name=FORM_WORKFLOW)
-class _LongDrain:
-    """A formation that drains for three times the end's budget, each window moving its run on
-    (here a durable timer a window: its history grows, as a real drain's steps make it)."""
+class LongDrain:
+    """A formation that drains for one and a half times the end's budget, each window moving
+    its run on (here a durable timer a window: its history grows, as a real drain's makes it)."""
 
     @workflow.signal
     def request(self, force: bool = False) -> None:
@@ -85,13 +85,13 @@ class _LongDrain:
 
     @workflow.run
     async def run(self, req: FormationRequest) -> FormationSummary:
-        for _ in range(30):
-            await workflow.sleep(_BUDGET_SECONDS / 10)
+        for _ in range(15):
+            await workflow.sleep(BUDGET_SECONDS / 10)
         return FormationSummary(messages_formed=2)
 
 
-_RETRIES = RetrySettings(llm_timeout_seconds=60, llm_max_attempts=1, stale_decision_seconds=1)
-_BUDGET_SECONDS = 60 * 16.0 + 1  # the end's wait (workflows/end_session.py _polled) with _RETRIES
+RETRIES = RetrySettings(llm_timeout_seconds=30, llm_max_attempts=1, stale_decision_seconds=1)
+BUDGET_SECONDS = 30 * 16.0 + 1  # the end's wait (workflows/end_session.py _polled) with RETRIES
 
 
 async def test_the_end_of_a_long_healthy_drain_waits_while_it_moves_on(
@@ -101,9 +101,9 @@ async def test_the_end_of_a_long_healthy_drain_waits_while_it_moves_on(
     nothing had failed: 625 windows of a 50,000-message session at 8 s a call. The budget is a
     wait without progress now."""
     queue = TemporalSettings(task_queue=f"end-{uuid.uuid4().hex[:8]}", search_attributes=False)
-    h = await Harness.create(time_env, tmp_path, retries=_RETRIES, temporal=queue)
+    h = await Harness.create(time_env, tmp_path, retries=RETRIES, temporal=queue)
     await h.record("s1", conversation(2))
-    workflows = [_LongDrain, EndSessionWorkflow, ConsolidateScopeWorkflow]
+    workflows = [LongDrain, EndSessionWorkflow, ConsolidateScopeWorkflow]
     async with build_worker(h.client, h.deps, h.settings, workflows=workflows):
         handle = await h.memory.end_session("eve", "s1")
         ended = await asyncio.wait_for(handle.result(), 600)

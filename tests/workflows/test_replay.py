@@ -28,7 +28,8 @@ from worker import WORKFLOWS
 # message read in pieces, halved on a full answer and on a failure, a piece passed over
 # (DENSE_MESSAGES, record_dense.py); drain/: every run of a drain that continued as new after
 # each pass, its split ending in a message passed over and going back to whole windows
-# (SPLIT_PASSED_OVER, DRAIN_TOTALS, record_drain.py); batches/: a ConsolidateScope buffer merged
+# (SPLIT_PASSED_OVER, DRAIN_TOTALS, record_drain.py); end_session/progress.json: an end waiting on a
+# drain longer than its budget that keeps moving (PROGRESS_DEADLINE); batches/: a ConsolidateScope buffer merged
 # in batches, one split for a refused reflection (IN_BATCHES, record_batches.py) (subfolders, so
 # that the CLI's replay test of the top folder keeps its own count).
 HISTORIES = sorted((Path(__file__).parent.parent / "histories").glob("**/*.json"))
