@@ -64,8 +64,7 @@ async def test_a_user_forgotten_during_formation_leaves_the_others_messages_form
 
     # The second pass read the window again: alice's message is gone from its transcript.
     transcripts = [
-        [m.content for m in facts_input(r).messages]
-        for r in h.llm.calls("extract_facts")[opening:]
+        [m.content for m in facts_input(r).messages] for r in h.llm.calls("extract_facts")[opening:]
     ]
     assert transcripts == [[ALICE, BOB], [BOB]]
     formed = [(f.content, f.source_message_ids) for f in await h.all_facts(user_id=None)]
