@@ -106,7 +106,8 @@ WholeInt = Annotated[int, BeforeValidator(_whole)]
 
 
 # A backend's clock may run ahead of ours, or a time zone be misread; a message dated further
-# ahead is a clear error (stored, it would keep its session from ever going cold).
+# ahead is a clear error (stored, it would keep its session from ever going cold). One dated
+# ahead by less is stored as said when recorded (``said_when_recorded``).
 FUTURE_SKEW = timedelta(days=1)
 # Before the Unix epoch, a timestamp is a zero or a unit mistake, not a conversation.
 EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
@@ -122,6 +123,19 @@ def misdated(created_at: datetime, now: datetime) -> str | None:
             f"{now.isoformat(timespec='seconds')}"
         )
     return None
+
+
+def said_when_recorded(created_at: datetime, now: datetime) -> datetime:
+    """When a message recorded at ``now`` was said, as stored: its ``created_at``, or ``now``
+    when it is dated ahead (accepted up to FUTURE_SKEW), on the message's own clock (its UTC
+    offset kept: the speaker's calendar, which relative dates count in). Nothing is said after
+    it is recorded: a time ahead is a clock's error, and believed it would order the message
+    after every later one (a correction recorded a minute later would be "said before" the fact
+    it corrects for up to that day, memory.store.rules.versions.said_before) and show its
+    facts as said tomorrow."""
+    if created_at <= now:
+        return created_at
+    return now.astimezone(created_at.tzinfo)
 
 
 # The validators of MessageIn's content and name (memory.models).

@@ -105,6 +105,10 @@ class SnapshotReads(LifecycleReads):
 async def _formation(reads: SnapshotReads, req: FormationRequest) -> FormationSnapshot:
     facts = {f.fact_id: f for f in await reads.facts_by_id(req.fact_ids)}
     facts |= {f.fact_id: f for f in await reads.facts_with_hashes(req.agent_id, req.hashes)}
+    # The facts the retired ones of those texts were retired in favour of: an add said before
+    # the statement that retired its text does not revive it (rules.fact_ops).
+    if retirers := {f.invalidated_by for f in facts.values() if f.invalidated_by} - facts.keys():
+        facts |= {f.fact_id: f for f in await reads.facts_by_id(sorted(retirers))}
     recent: list[tuple[Fact, Sequence[float]]] = []
     if req.recent_since is not None and req.recent_owners:
         recent = await reads.valid_since(req.agent_id, req.recent_since, req.recent_owners)

@@ -4,7 +4,7 @@ offset and stores nothing (not even the valid messages of the call)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +13,8 @@ from temporalio.testing import WorkflowEnvironment
 
 from memory.errors import InvalidInputError
 from memory.input_rules import FUTURE_SKEW
+from memory.llm.heuristic import HeuristicProvider
+from memory.models import MessageIn, Role
 from tests.harness import T0, Harness
 
 
@@ -88,15 +90,55 @@ async def test_a_timestamp_from_the_future_or_before_1970_is_refused_and_nothing
     assert await h.store.get_session("s1") is None  # not even the valid message
 
 
-async def test_a_clock_up_to_a_day_ahead_and_the_epoch_itself_are_believed(
+async def test_a_clock_up_to_a_day_ahead_is_taken_as_the_recording_time_and_the_epoch_believed(
     time_env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
+    """Accepted, a message dated ahead is stored as said when it was recorded (never later),
+    on its own clock: the offset it was sent with is kept for its relative dates."""
     h = await Harness.create(time_env, tmp_path)
-    ahead = datetime.now(UTC) + FUTURE_SKEW - timedelta(minutes=5)
+    tokyo = timezone(timedelta(hours=9))
+    ahead = (datetime.now(UTC) + FUTURE_SKEW - timedelta(minutes=5)).astimezone(tokyo)
     epoch = datetime(1970, 1, 1, tzinfo=UTC)
+    before = datetime.now(UTC)
     await h.memory.record_messages(
         "eve",
         "s1",
         [message("m0", created_at=epoch.isoformat()), message(created_at=ahead.isoformat())],
     )
-    assert [m.created_at for m in await h.store.load_messages("s1", 0, 2)] == [epoch, ahead]
+    after = datetime.now(UTC)
+    first, second = await h.store.load_messages("s1", 0, 2)
+    assert first.created_at == epoch
+    assert before <= second.created_at <= after
+    assert second.utc_offset_minutes == 540
+
+
+def said(message_id: str, content: str, at: datetime, role: Role = "user") -> MessageIn:
+    return MessageIn(
+        message_id=message_id, role=role, content=content, created_at=at,
+        user_id="alice" if role == "user" else None,
+    )  # fmt: skip
+
+
+async def test_a_correction_after_a_message_dated_ahead_of_the_clock_is_applied(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """Alice's backend stamps her messages 20 hours ahead (a misread time zone); her correction
+    comes a minute later through a source with a right clock (another device, an MCP note). It
+    is what she said last: the fact is corrected, and shown as said today, not tomorrow."""
+    h = await Harness.create(time_env, tmp_path)
+    h.llm = HeuristicProvider()  # type: ignore[assignment]
+    now = datetime.now(UTC)
+    ahead, later = now + timedelta(hours=20), now + timedelta(minutes=1)
+    await h.record(
+        "s1", [said("m1", "My locker code is 5522.", ahead), said("m2", "ok", ahead, "agent")]
+    )
+    async with h.worker():
+        await h.form("s1")
+        await h.record("s1", [
+            said("m3", "Sorry, my locker code is 4411.", later), said("m4", "ok", later, "agent"),
+        ])  # fmt: skip
+        await h.form("s1")
+    [fact] = await h.all_facts()
+    assert fact.content == "Alice's locker code is 4411."
+    assert fact.said_at is not None and fact.said_at - now < timedelta(minutes=2)  # not tomorrow
+    assert [r.content for r in fact.history] == ["Alice's locker code is 5522."]

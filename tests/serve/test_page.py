@@ -250,14 +250,14 @@ async def test_a_version_said_in_another_session_opens_that_sessions_message(
     message, not s1's m1; the earlier version keeps its session in the history."""
     store = served.h.store
     await record(store, "s1", "eve", [msg("m1", "I live in Paris", seconds=10)])
-    await record(store, "s2", "eve", [msg("m1", "I moved to Berlin", seconds=500)])
+    await record(store, "s2", "eve", [msg("m1", "I moved to Berlin", seconds=50)])
     paris = add("f1", "Alice lives in Paris", unit(1, 0))
     await Former(store, "s1", "eve").form(
         paris.model_copy(update={"source_message_ids": ("m1",), "said_at": at(10)})
     )
     berlin = FactUpdate(
         fact_id="f1", expected_version=1, content="Alice lives in Berlin", embedding=unit(1, 0),
-        reason="moved", source_message_ids=("m1",), said_at=at(500),
+        reason="moved", source_message_ids=("m1",), said_at=at(50),
     )  # fmt: skip
     await Former(store, "s2", "eve").form(berlin)
     async with browser(served, served.eve) as c:

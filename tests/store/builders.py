@@ -77,15 +77,20 @@ async def record(
     agent_id: str,
     messages: Sequence[MessageIn],
     *,
-    now_seconds: float = 0,
+    now_seconds: float | None = None,
 ) -> None:
+    """Recorded at T0 + now_seconds; by default when the last of them was said (not before T0):
+    a message dated ahead of its recording is stored as said then (input_rules)."""
+    now = at(0) if now_seconds is None else at(now_seconds)
+    if now_seconds is None and messages:
+        now = max(now, *(m.created_at for m in messages))
     await store.record_messages(
         session_id,
         agent_id,
         messages,
         weights=WEIGHTS,
         chars_per_token=CHARS_PER_TOKEN,
-        now=at(now_seconds),
+        now=now,
     )
 
 

@@ -14,7 +14,7 @@ async def _sessions(store: MemoryStore) -> None:
         "s2",
         "a1",
         [msg("s2-m1", user_id="u2", seconds=29), msg("s2-m2", user_id="u1", seconds=30)],
-        now_seconds=29,
+        now_seconds=30,
     )
     await record(store, "s3", "a1", [msg("s3-m1", user_id="u3", seconds=20)], now_seconds=20)
     await record(store, "s3", "a2", [msg("s3-m2", role="agent", seconds=20)], now_seconds=21)

@@ -31,8 +31,10 @@ def said(i: int, text: str) -> MessageIn:
 
 
 async def _record(deps: Deps, session: str, messages: list[MessageIn]) -> None:
+    # Recorded once the last is said (a time ahead of the recording is stored as the recording's).
+    now = max(m.created_at for m in messages)
     await deps.store.record_messages(
-        session, "eve", messages, weights={"user": 1.0}, chars_per_token=4.0, now=T0
+        session, "eve", messages, weights={"user": 1.0}, chars_per_token=4.0, now=now
     )
 
 

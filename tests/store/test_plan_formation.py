@@ -487,3 +487,37 @@ def test_delete_with_a_replacement_that_revived_a_fact_points_at_the_revived_one
         ("f1", "Lives in Paris", "f0", False),
     ]
     assert (plan.result.facts_added, plan.result.facts_invalidated) == (1, 1)
+
+
+def _moved() -> tuple[Fact, Fact]:
+    """Berlin said at 5, retired at 50 by Paris, said at 40."""
+    paris = _formed("f2", "Lives in Paris", 40)
+    berlin = _formed("f1", "Lives in Berlin", 5).model_copy(
+        update={"invalidated_at": at(50), "invalidated_by": "f2"}
+    )
+    return berlin, paris
+
+
+def test_a_correction_of_an_add_said_before_what_retired_its_text_keeps_it_retired() -> None:
+    """A backfilled window says Berlin at 10 and corrects it at 12, both before the move to
+    Paris: the add is kept as its own fact, replaced by Paris, and the correction in its
+    history; Paris stands and the retired Berlin is not revived. Corrected after the move (at
+    45), the correction is what was said last, and replaces it."""
+    ops = [
+        _said(add("f3", "Lives in Berlin", unit(1)), 10),
+        _said(update("f3", "Berlin Mitte"), 12),
+    ]
+    plan = plan_formation(commit(ops=ops), snapshot(*_moved()))
+    assert puts(plan.writes) == [
+        ("f3", "Lives in Berlin", "f2", True),
+        ("f3", "Lives in Berlin", "f2", False),
+    ]
+    [*_, kept] = [w.fact for w in plan.writes if isinstance(w, PutFact)]
+    assert (kept.history[-1].content, kept.history[-1].reason) == ("Berlin Mitte", LEARNT_LATE)
+
+    ops = [
+        _said(add("f3", "Lives in Berlin", unit(1)), 10),
+        _said(update("f3", "Berlin Mitte"), 45),
+    ]
+    plan = plan_formation(commit(ops=ops), snapshot(*_moved()))
+    assert puts(plan.writes)[-1] == ("f3", "Berlin Mitte", None, False)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta, timezone
+
 import pytest
 
 from memory.errors import ConflictError, InvalidInputError, NotFoundError
@@ -184,3 +186,19 @@ def test_a_caller_for_some_agents_may_not_join_a_session_holding_another() -> No
         snapshot=NEW_SESSION, may_join={"eve"},
     )  # fmt: skip
     assert new.result.inserted == 1
+
+
+def test_a_message_dated_ahead_of_its_recording_is_stored_as_said_then_on_its_own_clock() -> None:
+    """A backend's clock 30 s ahead (accepted: input_rules.FUTURE_SKEW): the message is stored
+    as said when recorded (at 50), never after, so what is recorded later is said later; its
+    UTC offset is kept (the speaker's calendar), and the session's last message is at 50."""
+    tokyo = timezone(timedelta(hours=9))
+    ahead = msg("m2", seconds=80).model_copy(update={"created_at": at(80).astimezone(tokyo)})
+    out = plan([msg("m1", seconds=10), ahead], NEW_SESSION)
+
+    [insert] = [w for w in out.writes if isinstance(w, InsertMessages)]
+    stored = [(m.message.created_at, m.message.utc_offset_minutes) for m in insert.messages]
+    assert stored == [(at(10), 0), (at(50), 540)]
+    assert all(m.message.created_at.utcoffset() == timedelta(0) for m in insert.messages)
+    [advance] = [w for w in out.writes if isinstance(w, AdvanceSession)]
+    assert (advance.last_message_at, out.result.state.last_message_at) == (at(50), at(50))

@@ -10,7 +10,11 @@
   fact, which an update said before the delete or an invalidation naming the add leaves as it
   is; the fact told again after the delete comes back. So is an add said before a person
   deleted a fact that held its text in any version (an edit before the delete); a merely
-  similar add is not (it may be a distinct fact: penicillin, not peanuts) and is added. An update is
+  similar add is not (it may be a distinct fact: penicillin, not peanuts) and is added. An add
+  said before the statement that retired that invalidated fact (a formation's DELETE, or an
+  update into it: ``_retired_after``; a backfilled conversation) does not revive it either: it
+  is added as its own fact, retired by that statement's fact, the later statement standing, as
+  an invalidation by an earlier statement leaves it (below). An update is
   StaleDecisionError when the fact's version != expected_version or it is invalidated; it keeps
   previous_content and history, version + 1; when its new content is another valid fact's, the
   updated fact is invalidated in favour of that one (a duplicate). An invalidation names the add of this commit
@@ -25,13 +29,17 @@
   recorded late) or before a person last corrected it (``versions.said_before``) does not
   replace it: an update keeps the earlier statement in the fact's history (version + 1, content
   unchanged); an invalidation marks the earlier statement's new fact as replaced by the stored
-  one.
+  one. An invalidation's statement was said when its add was, or when the fact that add
+  resolved to was, whichever is later (a duplicate said since may replace the fact); one that
+  resolved to an existing fact leaves that fact as it is. An update of an add kept as retired,
+  said before what retired it too, keeps it retired, the update in its history.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from memory.errors import InvalidInputError, NotFoundError
 from memory.formation_commit import FactAdd, FactInvalidate, FactKeep, FactUpdate, FormationCommit
@@ -76,6 +84,7 @@ class FactPlanner:
     deleted: Sequence[Fact] = ()
     writes: list[Write] = field(default_factory=list)
     resolved: dict[str, str] = field(default_factory=dict)  # FactAdd.fact_id -> holder
+    said: dict[str, datetime | None] = field(default_factory=dict)  # FactAdd.fact_id -> said_at
     counts: dict[str, int] = field(
         default_factory=lambda: {"added": 0, "updated": 0, "invalidated": 0, "duplicate": 0}
     )
@@ -141,6 +150,7 @@ class FactPlanner:
         if (op.scope == "user") != (op.user_id is not None):
             raise InvalidInputError(f"fact {op.fact_id}: user scope needs a user_id, agent none")
         hash_ = content_hash(op.content)
+        self.said[op.fact_id] = op.said_at
         duplicate = self._find(op.scope, op.user_id, hash_, valid=True)
         if duplicate is not None:
             self.resolved[op.fact_id] = duplicate.fact_id
@@ -154,11 +164,18 @@ class FactPlanner:
             self.counts["duplicate"] += 1
             return
         invalidated = self._find(op.scope, op.user_id, hash_, valid=False)
-        if invalidated is not None:
+        retired_by = None if invalidated is None else self._retired_after(op.said_at, invalidated)
+        if invalidated is not None and retired_by is None:
             self._rewrite(invalidated, op, "revived")
             self.resolved[op.fact_id] = invalidated.fact_id
             self.counts["added"] += 1
             return
+        # New; or said before what retired the fact of its text (a conversation backfilled
+        # after a later one): what was said is kept, and the later statement stands.
+        self._insert(op, hash_, retired_by)
+
+    def _insert(self, op: FactAdd, hash_: str, retired_by: Fact | None) -> None:
+        """The add as a new fact; retired by ``retired_by`` (said after it) when given."""
         if op.fact_id in self.facts:
             raise InvalidInputError(f"fact id {op.fact_id} is already used")
         check_add(op, self.commit.recheck, self.recent)
@@ -170,9 +187,26 @@ class FactPlanner:
             source_session_id=self.commit.session_id, source_message_ids=op.source_message_ids,
             formation_id=self.commit.formation_id, said_at=said_at, formed_at=at, updated_at=at,
         )  # fmt: skip
+        if retired_by is not None:
+            fact = fact.model_copy(
+                update={"invalidated_at": at, "invalidated_by": retired_by.fact_id}
+            )
         self._put(fact, op.embedding, new=True)
         self.resolved[op.fact_id] = op.fact_id
         self.counts["added"] += 1
+
+    def _retired_after(self, said_at: datetime | None, fact: Fact) -> Fact | None:
+        """The fact a formation retired ``fact`` in favour of (a DELETE, or an update into it),
+        when that one was said after ``said_at`` (``versions.said_before``: its current
+        version, which a later reaffirmation moves on, or a person's edit): a statement said
+        before it must not bring ``fact`` back. None: valid, deleted by hand
+        (``deleted_since``), or retired by what was said before (or is not in the snapshot)."""
+        if fact.invalidated_at is None or fact.invalidated_by is None:
+            return None
+        retirer = self.facts.get(fact.invalidated_by)
+        if retirer is None or not said_before(said_at, retirer):
+            return None
+        return retirer
 
     def _deleted_statement(self, op: FactAdd, hash_: str) -> Fact | None:
         """The fact a person deleted after the add was said (``versions.deleted_since``) that the
@@ -201,7 +235,9 @@ class FactPlanner:
             # before the delete, it does not bring it back either (as the add it corrects).
             self.counts["duplicate"] += 1
             return
-        if said_before(op.said_at, fact):
+        # Said before the fact's version, or before what retired it (a correction of an add
+        # kept as retired, said before the statement that retired it): it stays as it is.
+        if said_before(op.said_at, fact) or self._retired_after(op.said_at, fact) is not None:
             at, source = self.commit.committed_at, self._source(op)
             self._put(told_before(fact, content=op.content, at=at, provenance=source), None)
             self.counts["updated"] += 1
@@ -229,14 +265,28 @@ class FactPlanner:
         if deleted_by_hand(fact) is not None:
             # This commit's add resolved to a fact a person deleted: it stays as they left it.
             return
-        if replacement == op.replaced_by and said_before(self.facts[replacement].said_at, fact):
-            # Retired by what was said before it: the later statement stands, and the earlier
-            # one, new in this commit, is kept as replaced by it.
-            self._mark_invalid(self.facts[replacement], fact.fact_id)
-            self.counts["invalidated"] += 1
+        if said_before(self._said_when(op.replaced_by, replacement), fact):
+            # Retired by what was said before it: the later statement stands. The earlier one,
+            # new in this commit, is kept as replaced by it (unless already kept as retired); a
+            # fact the add resolved to (a duplicate or a revived one) is no statement of this
+            # commit's alone, and is left as it is.
+            earlier = self.facts[replacement]
+            if replacement == op.replaced_by and earlier.invalidated_at is None:
+                self._mark_invalid(earlier, fact.fact_id)
+                self.counts["invalidated"] += 1
             return
         self._mark_invalid(fact, replacement)
         self.counts["invalidated"] += 1
+
+    def _said_when(self, add_id: str, holder: str) -> datetime | None:
+        """When the statement replacing a fact was said: its add's time, or its holder's (a
+        duplicate said since) when later. None when the add's is not known, which
+        ``said_before`` takes as not before (as it did before adds were dated)."""
+        said = self.said.get(add_id)
+        if said is None:
+            return None
+        later = self.facts[holder].said_at
+        return said if later is None else max(said, later)
 
     def _mark_invalid(self, fact: Fact, replaced_by: str) -> None:
         update = {"invalidated_at": self.commit.committed_at, "invalidated_by": replaced_by}

@@ -11,8 +11,10 @@ pending_messages += 1 and pending_weighted_tokens += weight(role) * ceil(len(con
 chars_per_token) per new message, and every user_id a new message carries, whatever its role,
 among its participants (memory/speakers.py); a new user message without a user_id (a guest's)
 marks the session as having guests (for all of its agents: the group-chat rule counts guests,
-SessionInfo.is_group); last_message_at = max(created_at). An agent new to the session joins at
-its head (cursor = last_seq, nothing pending): it forms memory only of what is said from then on.
+SessionInfo.is_group); last_message_at = max(created_at). A created_at ahead of the recording
+time (``now``) is stored as ``now``, its offset kept (memory.input_rules.said_when_recorded). An
+agent new to the session joins at its head (cursor = last_seq, nothing pending): it forms memory
+only of what is said from then on.
 
 A caller that acts for some agents only (an API key, ``mnemos mcp``) names them (``may_join``):
 a session holding any other agent is refused as unknown (NotFoundError, nothing written), here,
@@ -28,6 +30,7 @@ from datetime import UTC, datetime
 
 from memory.dates import offset_minutes
 from memory.errors import ConflictError, InvalidInputError, NotFoundError
+from memory.input_rules import said_when_recorded
 from memory.models import MessageIn, RecordOutcome, SessionAgentState, StoredMessage
 from memory.speakers import participants
 from memory.store.rules.derived import said_by_guest, weighted_tokens
@@ -113,7 +116,8 @@ def plan_record_messages(
 
     new = tuple(
         NewMessage(
-            _stored(session_id, agent_id, seq, m), weighted_tokens(m, weights, chars_per_token)
+            _stored(session_id, agent_id, seq, m, now),
+            weighted_tokens(m, weights, chars_per_token),
         )
         for seq, m in enumerate(fresh, start=snapshot.last_seq + 1)
     )
@@ -123,7 +127,7 @@ def plan_record_messages(
         writes.append(AddSessionUsers(session_id, users))
     if any(said_by_guest(m) for m in fresh):
         writes.append(MarkGuests(session_id))
-    last_at = max(m.created_at for m in fresh)
+    last_at = max(stored.message.created_at for stored in new)
     if snapshot.last_message_at is not None:
         last_at = max(last_at, snapshot.last_message_at)
     tokens = 0.0
@@ -143,12 +147,14 @@ def plan_record_messages(
     return Plan(tuple(writes), outcome)
 
 
-def _stored(session_id: str, agent_id: str, seq: int, m: MessageIn) -> StoredMessage:
+def _stored(session_id: str, agent_id: str, seq: int, m: MessageIn, now: datetime) -> StoredMessage:
     # The instant in UTC, as every store keeps it, and the offset it was sent with apart: the
-    # speaker's local calendar, which relative dates count in (memory.dates.in_offset).
+    # speaker's local calendar, which relative dates count in (memory.dates.in_offset). Never
+    # after the recording time, stored once: what was said is ordered and shown by it.
+    said = said_when_recorded(m.created_at, now)
     return StoredMessage(
         session_id=session_id, seq=seq, message_id=m.message_id, role=m.role, content=m.content,
-        created_at=m.created_at.astimezone(UTC), user_id=m.user_id, name=m.name,
+        created_at=said.astimezone(UTC), user_id=m.user_id, name=m.name,
         agent_id=agent_id, utc_offset_minutes=offset_minutes(m.created_at),
     )  # fmt: skip
 
