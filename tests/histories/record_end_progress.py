@@ -13,26 +13,17 @@ import tempfile
 import uuid
 from pathlib import Path
 
-from temporalio.testing import WorkflowEnvironment
-
-from cli.binaries import temporal_test_server
 from memory.settings import TemporalSettings
-from runtime.payloads import payload_data_converter
 from tests.harness import Harness, conversation
+from tests.histories.recorder import save, time_skipping
 from tests.workflows.test_end_session_wait import RETRIES, LongDrain
 from worker import build_worker
 from workflows.consolidate_scope import ConsolidateScopeWorkflow
 from workflows.end_session import EndSessionWorkflow
 
-HERE = Path(__file__).parent / "end_session"
-
 
 async def record() -> None:
-    env = await WorkflowEnvironment.start_time_skipping(
-        test_server_existing_path=str(temporal_test_server()),
-        data_converter=payload_data_converter,
-    )
-    try:
+    async with time_skipping() as env:
         with tempfile.TemporaryDirectory() as tmp:
             queue = TemporalSettings(
                 task_queue=f"end-{uuid.uuid4().hex[:8]}", search_attributes=False
@@ -45,11 +36,7 @@ async def record() -> None:
                 ended = await handle.result()
                 history = await handle.fetch_history()
             assert ended.formation.messages_formed == 2, ended
-        HERE.mkdir(exist_ok=True)
-        (HERE / "progress.json").write_text(history.to_json())
-        print(f"recorded end_session/progress.json ({len(history.events)} events)")
-    finally:
-        await env.shutdown()
+        save(history, "end_session/progress.json")
 
 
 if __name__ == "__main__":

@@ -49,7 +49,7 @@ async def _consolidate(h: Harness, *, force: bool) -> ConsolidationSummary:
         return await handle.result()
 
 
-def _filtered(request: LLMRequest) -> ConsolidatedSections:
+def refused_forbidden(request: LLMRequest) -> ConsolidatedSections:
     """A provider whose content filter refuses any prompt holding the word 'forbidden'."""
     p = request.task_input
     assert isinstance(p, ConsolidateInput)
@@ -100,7 +100,7 @@ async def test_a_refused_reflection_in_a_later_batch_splits_only_that_batch(
     h = await Harness.create(time_env, tmp_path, reflections=ReflectionSettings(threshold_user=99))
     await grown_buffer(h, batch=3, threshold=2, items=[*ITEMS[:4], "forbidden e", *ITEMS[5:]])
 
-    h.llm.defaults["consolidate"] = _filtered
+    h.llm.defaults["consolidate"] = refused_forbidden
     summary = await _consolidate(h, force=True)
 
     assert max(len(d) for d in _drafted(h)) == 3
@@ -123,7 +123,7 @@ async def test_a_refused_oldest_batch_does_not_hold_back_the_rest(
     the consolidation goes on to the batches behind it."""
     h = await Harness.create(time_env, tmp_path, reflections=ReflectionSettings(threshold_user=99))
     await grown_buffer(h, batch=2, threshold=2, items=["forbidden a", "forbidden b", *ITEMS[2:]])
-    h.llm.defaults["consolidate"] = _filtered
+    h.llm.defaults["consolidate"] = refused_forbidden
     summary = await _consolidate(h, force=True)
 
     assert await h.buffered(h.key("user")) == []
@@ -164,7 +164,7 @@ async def test_the_summary_counts_every_run_of_a_consolidation_continued_as_new(
     monkeypatch.setattr(workflow.Info, "is_continue_as_new_suggested", lambda _: True)
     h = await Harness.create(time_env, tmp_path, reflections=ReflectionSettings(threshold_user=99))
     await grown_buffer(h, batch=3, threshold=2, items=[*ITEMS[:4], "forbidden e", *ITEMS[5:]])
-    h.llm.defaults["consolidate"] = _filtered
+    h.llm.defaults["consolidate"] = refused_forbidden
     summary = await _consolidate(h, force=True)
 
     assert await h.buffered(h.key("user")) == []
@@ -215,7 +215,7 @@ async def test_no_step_reads_more_than_a_batch_of_the_buffer(
     await grown_buffer(h, batch=3, threshold=2, items=[*ITEMS[:4], "forbidden e", *ITEMS[5:]])
     reads = _Reads(h.store)
     h.worker_store = reads  # type: ignore[assignment]
-    h.llm.defaults["consolidate"] = _filtered
+    h.llm.defaults["consolidate"] = refused_forbidden
     await _consolidate(h, force=True)
 
     assert reads.limits and None not in reads.limits, reads.limits
