@@ -27,7 +27,7 @@ from memory.ids import text_hash
 from memory.models import Reflection
 from memory.pipeline.dedup import stored_texts
 from memory.pipeline.embed_cache import cache_key
-from memory.pipeline.facts import dedup_gate
+from memory.pipeline.candidates import dedup_gate
 from memory.pipeline.types import (
     CandidatesResult,
     CommitResult,
