@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from memory.lifecycle.placement import Placed
 from memory.lifecycle.records import (
     ConsolidatedImport,
     Dropped,
     FactImport,
     ImportBatch,
     MessageImport,
-    Placed,
     ReflectionImport,
     SourceRef,
 )

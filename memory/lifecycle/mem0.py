@@ -196,7 +196,7 @@ def _fact(
     return FactImport(
         # The agent may be --agent's: the same dump imported for another agent is its facts.
         fact_id=source.owned_id("f", agent, user),
-        other_id=source.derived_id("f"),  # the id imports of before gave it (records.place)
+        other_id=source.derived_id("f"),  # the id imports of before gave it (placement.place)
         agent_id=agent,
         user_id=user,
         scope="user" if user else "agent",

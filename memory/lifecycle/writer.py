@@ -3,7 +3,7 @@ with the store's model unless the source's vectors are of that model), reflectio
 
 Every store call inserts by id only what is absent, so running an import again writes nothing
 twice and an interrupted import resumes: records already written come back as ``existing``
-(a fact or reflection only when stored for the same agent and user, or scope: records.place).
+(a fact or reflection only when stored for the same agent and user, or scope: placement.place).
 A batch is checked whole before the first write (``checks.check_batch``, the embedder against
 the store), so bad input is refused with nothing written.
 """
@@ -20,17 +20,16 @@ from memory.deps import Deps
 from memory.errors import EmbeddingMismatchError
 from memory.ids import text_hash
 from memory.lifecycle.checks import check_batch
+from memory.lifecycle.placement import Placed, place
 from memory.lifecycle.records import (
     ConsolidatedImport,
     FactImport,
     ImportBatch,
     MessageImport,
-    Placed,
     ReflectionImport,
     SourceRef,
     consolidated_of,
     fact_of,
-    place,
     reflection_of,
 )
 from memory.models import SET_ASIDE, AgentConfig, Reflection, ScopeKey
@@ -102,7 +101,7 @@ async def _embedded(deps: Deps, texts: Sequence[str]) -> dict[str, Vector]:
 
 
 async def place_facts(store: MemoryStore, facts: Sequence[FactImport]) -> Placed[FactImport]:
-    """The facts already there, and the ids the others are written under (records.place): a
+    """The facts already there, and the ids the others are written under (placement.place): a
     fact id the store holds for another agent or user is not this fact."""
     ids = list(dict.fromkeys(i for f in facts for i in f.ids))
     stored = {f.fact_id: (f.agent_id, f.user_id) for f in await store.get_facts(ids)}
