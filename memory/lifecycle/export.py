@@ -145,14 +145,26 @@ def line(record: HeaderLine | Record | EndLine) -> str:
     return record.model_dump_json() + "\n"
 
 
+def export_lines(
+    header: HeaderLine, records: Iterable[Record], counts: Counter[str] | None = None
+) -> Iterator[str]:
+    """The file's lines, one at a time: header, records, then the end line with the counts
+    (tallied into ``counts`` too). Lazy, so that a writer holds a line, not the file; and the end
+    line comes only once every record is written: a writer that fails midway (a record that
+    does not serialise) leaves a file without it, which read_export refuses as truncated."""
+    tally = Counter[str]() if counts is None else counts
+    yield line(header)
+    for record in records:
+        yield line(record)
+        tally[record.type] += 1
+    yield line(EndLine(counts=dict(tally)))
+
+
 def write_export(out: TextIO, header: HeaderLine, records: Iterable[Record]) -> dict[str, int]:
     """Header, records, then the end line with the counts; returns the counts."""
-    out.write(line(header))
     counts: Counter[str] = Counter()
-    for record in records:
-        out.write(line(record))
-        counts[record.type] += 1
-    out.write(line(EndLine(counts=dict(counts))))
+    for text in export_lines(header, records, counts):
+        out.write(text)
     return dict(counts)
 
 

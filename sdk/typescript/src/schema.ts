@@ -3867,7 +3867,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description JSON Lines: a header, one record a line, an end line with the counts */
+            /** @description JSON Lines, streamed: a header, one record a line, an end line with the counts. A body without the end line was cut midway (a failure after the first bytes): not the whole export */
             200: {
                 headers: {
                     [name: string]: unknown;
