@@ -25,9 +25,9 @@ from memory.formation_commit import (
 )
 from memory.ids import text_hash
 from memory.models import Reflection
+from memory.pipeline.candidates import dedup_gate
 from memory.pipeline.dedup import stored_texts
 from memory.pipeline.embed_cache import cache_key
-from memory.pipeline.candidates import dedup_gate
 from memory.pipeline.types import (
     CandidatesResult,
     CommitResult,

@@ -15,8 +15,8 @@ from memory.embedding.base import Embedder, EmbeddingBatch
 from memory.embedding.local import LocalMiniLMEmbedder
 from memory.embedding.openai_embedder import OpenAIEmbedder
 from memory.llm.heuristic import HeuristicProvider
-from memory.pipeline.commit import _recheck
 from memory.pipeline.candidates import CANDIDATE_BYTES, dedup_gate, fewest_fitting
+from memory.pipeline.commit import _recheck
 from memory.pipeline.types import CandidatesResult, SimilarFact, Window
 from memory.settings import FactSettings, Settings
 from memory.store.base import MemoryStore
