@@ -7,7 +7,7 @@
 - User memory belongs to the user who said it: an item about a speaker without a user id, or about
   another user than the window's single one, is never anyone's user memory. Personal content that
   cannot be user memory is never promoted to agent memory: a fact is dropped, a reflection stays
-  in this session's memory.
+  in this session's memory, unless it tells a private detail in a window of no group (below).
 - Agent memory is what any user of the agent may read, so an item the model put there that names
   a user of the window ("Alice is the CTO of Acme Robotics") is that user's, whatever the model
   said: placed as theirs by the rule above; and one that names a person's private detail
@@ -17,7 +17,9 @@
   A model's merged text for an agent fact is held to the same rules (``personal_merge``,
   memory/pipeline/dedup.py): a merge that would write a person's detail there is refused.
 - Session memory is read by whoever is in the session, including people who join it later: a
-  private detail the model put there, told where one user was alone, is that user's.
+  private detail the model put there, told where one user was alone, is that user's; one that
+  can be no one's user memory there (a guest's, or any while the agent's user memory is off) is
+  dropped. In a group chat session memory is what everyone present heard: kept there.
 
 ``formable_scopes`` is what a formation window may write, and ``place_fact``/``place_reflection``
 where one extracted item goes (the models and the heuristic classify into every scope; this
@@ -248,10 +250,11 @@ def as_owned[S: Scope](
     nobody's, so it is never kept as user memory), a person's private detail (its speaker's:
     what a user tells of somebody else's health or family is theirs to be reminded of, not every
     user's to read) or a statement about its unnamed speaker ("The user is the CTO of…", "Works
-    as…": ``about_the_speaker``; its speaker's, dropped in a group chat). One the model put in session memory that tells a private detail is its
-    speaker's too: whoever joins the session later reads its memory, and a detail told in a
-    conversation of one user is not theirs to read (a group's stays in the session:
-    ``place_reflection``, since each of its people heard it). Anything else stays as classified."""
+    as…": ``about_the_speaker``; its speaker's, dropped in a group chat). One the model put in
+    session memory that tells a private detail is its speaker's too: whoever joins the session
+    later reads its memory, and a detail told in a conversation of one user is not theirs to
+    read (a group's stays in the session, since each of its people heard it; one that can be no
+    one's is dropped: ``place_reflection``). Anything else stays as classified."""
     if scope == "session" and private_detail(text) is not None:
         return "user", speaker
     if scope != "agent":
@@ -275,13 +278,25 @@ def place_fact(
 
 
 def place_reflection(
-    scope: Scope, speaker: str | None, window_user: str | None, allowed: tuple[Scope, ...]
+    scope: Scope,
+    speaker: str | None,
+    window_user: str | None,
+    allowed: tuple[Scope, ...],
+    *,
+    text: str = "",
+    group: bool | None = None,
 ) -> Scope | None:
     """The scope an extracted reflection is stored in, or None (dropped). A user reflection that
-    cannot be this user's stays in the session, where only this conversation sees it."""
+    cannot be this user's stays in the session, where only this conversation sees it; but not
+    one telling a private detail in a window of no group (``group`` False: a guest alone, or a
+    user whose agent keeps no user memory): whoever joins later did not hear it, and reads the
+    session's memory. A group's stays: each of its people heard it. ``group`` None (a window of
+    an older run) keeps it in the session, as those runs did."""
     if scope == "user":
         if "user" in allowed and speaker is not None and speaker == window_user:
             return "user"
+        if group is False and private_detail(text) is not None:
+            return None
         return "session"
     return scope if scope in allowed else None
 

@@ -140,7 +140,14 @@ async def _reflect(
             # A disabled scope is never written, whatever the model returned (memory.scopes).
             text = transcript.as_said(item.content)
             owned, speaker = as_owned(classified, item.speaker or only, text, messages)
-            scope = place_reflection(owned, speaker, window.user_id, window.reflection_scopes)
+            scope = place_reflection(
+                owned,
+                speaker,
+                window.user_id,
+                window.reflection_scopes,
+                text=text,
+                group=window.group,
+            )
             key = content_hash(text)
             if (
                 scope

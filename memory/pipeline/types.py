@@ -86,7 +86,9 @@ class Window(_T):
     )
     user_epochs: dict[str, int] = Field(
         default_factory=dict,
-        description="Erasure epoch of each user of the session when loaded (forget_user)",
+        description="Erasure epoch, when loaded, of each user the window's messages carry the id "
+        "of and of its single user (forget_user): not every user of the session, whom a big "
+        "group's window could not carry",
     )
     agent: AgentConfig | None = Field(
         None, description="The agent's config as the pass read it (None in windows of older runs)"
@@ -96,6 +98,12 @@ class Window(_T):
         ge=1,
         description="How many slices its steps read it in: more than 1 for a message longer than "
         "the formation budget, alone in its window (memory/pipeline/slices.py)",
+    )
+    group: bool | None = Field(
+        None,
+        description="Whether the session was a group chat by its last message (memory/"
+        "group_start.py): what one person told alone is not kept for whoever joins later "
+        "(memory.scopes.place_reflection). None in windows of older runs",
     )
 
     def scope_key(self, scope: Scope) -> ScopeKey:

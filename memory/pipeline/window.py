@@ -6,11 +6,12 @@ from memory import ids, transcript
 from memory.deps import Deps
 from memory.group_start import as_of, first_seqs, group_since, window_end
 from memory.lookup import require_agent, require_session
-from memory.models import AgentConfig, StoredMessage
+from memory.models import AgentConfig, SessionInfo, StoredMessage
 from memory.pipeline.types import FormationRequest, Window
 from memory.prompts.common import MAX_ITEMS
 from memory.scopes import formable_scopes, single_user
 from memory.settings import FormationSettings, Settings
+from memory.speakers import participants
 from memory.store.base import MemoryStore
 from memory.store.rules.withheld import formable
 from memory.triggers import formation_due
@@ -58,16 +59,18 @@ async def load_window(
     first = await first_seqs(store, session)
     upto = window_end(state.cursor_seq, upto, group_since(session, first))
     slices = 1
+    stored: list[StoredMessage] | None = None  # the range as stored, when read here
     if _may_exceed_budget(state.pending_weighted_tokens, settings.formation):
         # Cut by size too: the window's messages, as the prompts show them, fit the budget.
-        messages = await store.load_messages(req.session_id, state.cursor_seq, upto)
+        stored = await store.load_messages(req.session_id, state.cursor_seq, upto)
         # Those a forget kept for other agents are not this one's to form (rules.withheld).
-        messages = formable(messages, state.withheld)
+        messages = formable(stored, state.withheld)
         if messages:
             fit = transcript.fitting(messages, settings.formation.max_chars_per_run)
             upto = messages[fit - 1].seq
             # A message longer than the budget is alone: read in slices (pipeline/slices.py).
             slices = transcript.slice_count(messages[:fit], settings.formation.max_chars_per_run)
+        stored = [m for m in stored if m.seq <= upto]
     # The scopes of the people who had spoken up to the window's last message (group_start.py).
     seen = as_of(session, first, upto)
     fact_scopes, reflection_scopes = formable_scopes(agent, seen)
@@ -85,11 +88,35 @@ async def load_window(
         fact_scopes=fact_scopes,
         reflection_scopes=reflection_scopes,
         more_pending=upto < state.last_seq,
+        group=seen.is_group,
         # A user forgotten while this formation runs gets a new epoch: the commit then writes
         # nothing for them (rules.erasure).
-        user_epochs=await store.erasure_epochs(req.agent_id, session.user_ids),
+        user_epochs=await store.erasure_epochs(
+            req.agent_id, await _window_users(store, seen, state.cursor_seq, upto, stored)
+        ),
         agent=agent,
     )
+
+
+async def _window_users(
+    store: MemoryStore,
+    seen: SessionInfo,
+    after_seq: int,
+    upto_seq: int,
+    stored: list[StoredMessage] | None,
+) -> tuple[str, ...]:
+    """The users a commit of the window (after_seq, upto_seq] can write memory for, or whose
+    forget changes its messages: those its messages carry the id of (any role, withheld ones
+    too: memory.speakers.participants) and its single user. Not every user of the session: the
+    epochs of a group of thousands would make the window, a step payload, larger than Temporal
+    allows. A window while the session was no group has at most one person: no read. A group's
+    messages are read here unless the budget cut read them: a window it did not need to read
+    fits the budget, so this read is small."""
+    if not seen.is_group:
+        return tuple(dict.fromkeys((*seen.user_ids, *seen.session_user_ids)))
+    if stored is None:
+        stored = await store.load_messages(seen.session_id, after_seq, upto_seq)
+    return participants(stored)
 
 
 async def window_agent(deps: Deps, window: Window) -> AgentConfig:

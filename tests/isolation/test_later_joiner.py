@@ -17,10 +17,12 @@ from memory.errors import MalformedOutputError
 from memory.llm.base import LLMRequest, LLMResult
 from memory.llm.heuristic import HeuristicProvider
 from memory.model_check import CheckReport, form_session
-from memory.models import MessageIn
+from memory.models import AgentConfig, MessageIn
 from memory.pipeline import commit, window
 from memory.pipeline.types import FormationRequest, Window
 from memory.reform import reform
+from memory.scopes import place_reflection
+from memory.settings import Scope
 from tests import harness
 from tests.harness import Harness
 from tests.isolation.bench import T0, Bench, sqlite_bench
@@ -53,6 +55,62 @@ async def test_what_is_not_private_stays_the_sessions(bench: Bench) -> None:
 
     session = (await bench.memory.memory_context("eve", "desk", "bob")).split("<SessionMemory>")
     assert "product launch" in session[1]
+
+
+# --- A private detail that can be no one's user memory there: a guest's, or any while the agent's
+# user memory is off. Nobody's memory is no reason to keep it for whoever joins next.
+
+
+async def test_a_guests_private_detail_told_alone_is_not_read_by_who_joins_later(
+    bench: Bench,
+) -> None:
+    await bench.say("eve", "desk", SECRET, user_id=None, name="Guest")
+    await bench.say("eve", "desk", "Let us plan my week, please.", user_id=None, name="Guest")
+    await bench.form("desk", "eve")
+    await bench.say("eve", "desk", "Hi, I am Alice, joining the chat.", user_id="alice")
+
+    context = await bench.memory.memory_context("eve", "desk", "alice")
+    assert "diabetes" not in context
+    assert "plan" in context.split("<SessionMemory>")[1]  # what is not private stays
+
+
+async def test_with_user_memory_off_a_private_detail_told_alone_is_not_read_by_who_joins_later(
+    tmp_path: Path,
+) -> None:
+    quiet = AgentConfig(agent_id="eve", name="Eve", user_memory_enabled=False)
+    async with sqlite_bench(tmp_path, (quiet,)) as bench:
+        await bench.say("eve", "desk", SECRET, user_id="alice")
+        await bench.form("desk", "eve")
+        await bench.say("eve", "desk", "Hi, I am Bob, joining the chat.", user_id="bob")
+
+        assert "diabetes" not in await bench.memory.memory_context("eve", "desk", "bob")
+
+
+async def test_a_private_detail_told_in_a_group_stays_the_sessions_everyone_there_heard_it(
+    bench: Bench,
+) -> None:
+    await bench.say("eve", "desk", "Hi, I am Bob.", user_id="bob")
+    await bench.form("desk", "eve")
+    await bench.say("eve", "desk", SECRET, user_id="alice")
+    await bench.form("desk", "eve")
+
+    assert "diabetes" in await bench.memory.memory_context("eve", "desk", "bob")
+
+
+@pytest.mark.parametrize(
+    ("text", "group", "placed"),
+    [
+        (SECRET, False, None),
+        (SECRET, True, "session"),
+        (SECRET, None, "session"),  # a window of an older run: as that run placed it
+        ("Wants to plan the week.", False, "session"),
+    ],
+)
+def test_a_user_reflection_that_can_be_no_ones_is_dropped_only_where_one_person_told_it(
+    text: str, group: bool | None, placed: str | None
+) -> None:
+    allowed: tuple[Scope, ...] = ("agent", "session")  # a guest's window: no user memory
+    assert place_reflection("user", None, None, allowed, text=text, group=group) == placed
 
 
 # --- Someone joins before the formation ran: a window never spans the moment the session became
