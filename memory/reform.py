@@ -191,6 +191,7 @@ async def reform(
             reflection_scopes=reflection_scopes,
             user_epochs=epochs,
             agent=agent,
+            group=seen.is_group,  # a private detail of no one's is dropped where one told it
         )
         try:
             done.append(

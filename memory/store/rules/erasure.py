@@ -3,10 +3,11 @@ erasure epoch that keeps a formation running meanwhile from writing them again.
 
 Erasure epochs: ``erasures(agent or "*", user)`` counts the user's erasures; a user's effective
 epoch for an agent is the sum of both rows. A formation window records it per user of the
-session when it is loaded (FormationCommit.user_epochs); a commit whose users' epochs moved since
-writes nothing, not even the cursor: its window is loaded again, without the forgotten user's
-messages, and the other users' messages in it are formed then (a group chat's do not go with
-the user who was forgotten).
+window (who spoke in it, or the session's one user) when it is loaded
+(FormationCommit.user_epochs); a commit whose users' epochs moved since writes nothing, not
+even the cursor: its window is loaded again, without the forgotten user's messages, and the
+other users' messages in it are formed then (a group chat's do not go with the user who was
+forgotten).
 
 Session tombstones: ``erasures(session scope key, user)``, one for each session scope whose
 memory a forget deleted (session_tombstones): an import never brings that memory back, even from
