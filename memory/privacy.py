@@ -25,6 +25,18 @@ _WHOSE = r"(?:his|her|their|my|our|your|\w+'s?)\s+(?:\w+\s+)?"
 # Whose, of a person: not "the store's", "the company's", nor "our" (a business says "our
 # address" of its own), for what a business has too: an address, a home, a nationality.
 _A_PERSONS = r"(?:his|her|their|my|your|(?<![Tt]he )(?<![Aa] )(?<![Oo]ur )\b\w+'s?)\s+(?:\w+\s+)?"
+# Whose, of a person said by a pronoun or a name ("her", "Dana's"): not "each patient's", a
+# business's words for whom it serves.
+_NAMED_PERSONS = (
+    r"(?:his|her|their|my|your|(?:user|customer|client|caller)'s?"
+    r"|(?<![Tt]he )(?<![Aa] )(?<![Oo]ur )(?-i:\b[A-Z][a-z]+)'s?)\s+(?:\w+\s+)?"
+)
+# An amount of money in a period: "90000 dollars a year", "$40 an hour", "about 5k euros a month".
+_PAY = (
+    r"(?:about |around |over |nearly )?(?:[$\u20ac\u00a3] ?\d[\d,.]*k?"
+    r"|\d[\d,.]*k? ?(?:dollars|euros|pounds|usd|eur|gbp|bucks))"
+    r" (?:a|an|per) (?:year|month|week|day|hour)"
+)
 # Who: a person as the subject, a pronoun or a capitalised name ("Tom lives in", not "the config
 # lives in": tools, plans and files live in places, are separated and earn too).
 _WHO = r"(?:\b(?:he|she|they|I|we)|(?-i:\b[A-Z][a-z]+))\s+"
@@ -56,10 +68,15 @@ _PHRASES: dict[str, tuple[str, ...]] = {
         r"takes \d+ ?mg",
         r"(?:has|had|have|with) (?:cancer|diabetes|asthma|epilepsy|adhd|autism|hiv|depression)",
         _WHOSE + r"(?:illness|disease|surgery|therapy|therapist|medication|prescription)s?",
-        # A person's care ("her diabetes treatment"), not a business's ("our treatment rooms",
-        # "the clinic's treatment plans").
-        _A_PERSONS + r"(?:treatments?|diagnos[ie]s)",
-        r"(?:is|was|are|were|been|goes|went|started|began) (?:in|to) therapy",
+        # A person's care, whose said by a pronoun or a name ("her diabetes treatment", "Dana's
+        # diagnosis"), not a business's ("our treatment rooms", "each patient's treatment plan").
+        _NAMED_PERSONS + r"(?:treatments?|diagnos[ie]s)",
+        # Therapy said of a person ("she is in therapy") or, its subject left out, of the speaker
+        # ("Is in therapy for depression"); not of whom a business serves ("Members who are in
+        # therapy get a discount").
+        _WHO + r"(?:(?:is|was|are|were|has been|have been|goes|went|started|began) )(?:in|to)"
+        r" therapy",
+        r"(?:^|(?<=:)|(?<=: ))(?:is|was|am|goes|went|started|began) (?:in|to) therapy",
     ),
     "family": (
         _WHOSE + r"(?:wife|husband|spouse|sons?|daughters?|mother|father|mom|mum|dad|parents"
@@ -112,8 +129,13 @@ _PHRASES: dict[str, tuple[str, ...]] = {
         # 90000 dollars", "Alice said: Salary is …"); "The starting salary is …", "offers a
         # salary of …" are a role's.
         r"(?:^|(?<=:)|(?<=: ))(?:annual |yearly |monthly |gross |net )?salary (?:is|was)",
-        # So does what somebody earns, their subject left out ("Earns 90000 dollars a year").
-        r"(?:^|(?<=:)|(?<=: ))earn(?:s|ed)",
+        # So does what somebody earns, their subject left out: an amount of money in a period
+        # ("Earns 90000 dollars a year", "Makes $40 an hour"), not "Earns 2% cashback on every
+        # purchase", a card's, nor "Makes 500 loaves a day", a bakery's.
+        r"(?:^|(?<=:)|(?<=: ))(?:earn(?:s|ed)|makes|made) " + _PAY,
+        # A bare number is pay only earned ("Earns 90000 a year"): "Makes 500 a day" is a count.
+        r"(?:^|(?<=:)|(?<=: ))earn(?:s|ed) (?:about |around |over |nearly )?\d[\d,.]*k?"
+        r" (?:a|an|per) (?:year|month|week|day|hour)",
         _WHO + r"earns",
     ),
     "contact data": (

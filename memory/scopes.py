@@ -13,9 +13,11 @@
   said: placed as theirs by the rule above; and one that names a person's private detail
   ("Dana was diagnosed with asthma", memory/privacy.py) is its speaker's. A model's scope is a
   classification, not a permission. A user is named by the name their messages carry, their
-  id, the name the id spells ("alice_smith") or the name they give themselves ("I'm Alice").
+  id, the name the id spells ("alice_smith") or the name they give themselves ("I'm Alice"),
+  these two where the text writes them as a name ("Mark Price", not "the price").
   A model's merged text for an agent fact is held to the same rules (``personal_merge``,
-  memory/pipeline/dedup.py): a merge that would write a person's detail there is refused.
+  memory/pipeline/dedup.py): a merge that would write a person's detail there is refused, the
+  model's UPDATE kept in the new fact's own words.
 - Session memory is read by whoever is in the session, including people who join it later: a
   private detail the model put there, told where one user was alone, is that user's; one that
   can be no one's user memory there (a guest's, or any while the agent's user memory is off) is
@@ -81,24 +83,53 @@ def sole_speaker(messages: Sequence[StoredMessage], window_user: str | None) -> 
 
 
 def users_named(text: str, messages: Sequence[StoredMessage]) -> frozenset[str]:
-    """The window's users (their ids) that ``text`` names, as whole words in any case: by the
-    name their messages carry, by their user id, by the name the id spells ("alice_smith",
-    "AliceSmith": ``_id_names``) and by the name they give themselves in the window ("Hi, I'm
-    Alice Smith": ``_said_names``): "Alice's new job" names the user alice (and the user "Alice
-    Smith" too: a part of a name names its person). A name that is also a word ("Will") claims
-    the sentences using it: for agent memory, the safe side."""
-    labels: dict[str, set[str]] = {}
+    """The window's users (their ids) that ``text`` names: by the name their messages carry or
+    by their user id, as whole words in any case ("Alice's new job" names the user alice, and
+    the user "Alice Smith" too: a part of a name names its person; a name that is also a word,
+    "Will", claims the sentences using it: for agent memory, the safe side). And by a name the
+    rules read, the one the id spells ("alice_smith", "AliceSmith": ``_id_names``) or the one
+    they give themselves in the window ("Hi, I'm Alice Smith": ``_said_names``), only where
+    ``text`` writes it as a name (``_written_as_name``): an id ``mark_price`` is no claim on
+    "The price of the Pro plan"."""
+    given: dict[str, set[str]] = {}
+    read: dict[str, set[str]] = {}
     for m in messages:
         if (user := said_by(m)) is not None:
-            names = labels.setdefault(user, {user, *_names_of(_id_names(user))})
-            names.update(_names_of(m.name))
-            for said in _said_names(m.content):
-                names.update(_names_of(said))
+            given.setdefault(user, {user}).update(_names_of(m.name))
+            inferred = read.setdefault(user, set())
+            inferred.update(name for name in (_id_names(user),) if name is not None)
+            inferred.update(_said_names(m.content))
     return frozenset(
         user
-        for user, names in labels.items()
+        for user, names in given.items()
         if any(re.search(rf"(?<!\w){re.escape(n)}(?!\w)", text, re.IGNORECASE) for n in names)
+        or any(_written_as_name(n, text) for n in read[user])
     )
+
+
+# Where a sentence opens, and a capitalised word may be any word: the text's start, or after a
+# sentence's end, a colon or a bullet; not after a title ("Ms. Smith").
+_SENTENCE_OPENS = re.compile(
+    r"(?:^|[!?:;]|(?<!\bMr)(?<!\bMs)(?<!\bMrs)(?<!\bDr)(?<!\bProf)(?<!\bSt)\.)[\s\"'(*-]*$"
+)
+
+
+def _written_as_name(name: str, text: str) -> bool:
+    """Whether ``text`` writes ``name``, one the rules read from an id or an introduction, as
+    a name: the whole of a name of several words in its capitals ("Mark Price"), a part of it
+    capitalised inside a sentence ("Ms. Price", "ask Mark"), or its first part opening one as
+    a person's subject ("Mark is…", "Mark's…", "Mark Twain…"). The capitals are the evidence:
+    not "the price", "Mark the invoice as paid", "Price is per seat"."""
+    parts = name.split()
+    if len(parts) > 1 and re.search(rf"(?<!\w){re.escape(name)}(?!\w)", text):
+        return True
+    for first, part in ((i == 0, p) for i, p in enumerate(parts) if len(p) > 2):
+        for found in re.finditer(rf"(?<!\w){re.escape(part)}(?!\w)", text):
+            if not _SENTENCE_OPENS.search(text, 0, found.start()):
+                return True
+            if first and _A_SUBJECTS_NEXT.match(text, found.end()):
+                return True
+    return False
 
 
 # An item about its unnamed speaker: in the words models write for the person who said it ("The
@@ -120,26 +151,47 @@ _ABOUT_THE_SPEAKER = re.compile(
     r"|they['\u2019]re)\b",
     re.IGNORECASE,
 )
-# A subjectless "is" or "was" says what its unnamed subject is, and models leave out the subject
-# of the person who said it ("Is the CTO of…", "Was a nurse", "Is in therapy…"); a business's
-# state said so ("Is open on Sundays", "Was founded in 1990") stays the agent's. "Has" stays out
+# What a subjectless "is" or "was" says only of a person: models leave out the subject of the
+# person who said it ("Is the CTO of…", "Was a nurse", "Is in therapy…", "Is 34 years old"). A
+# positive list: anything else a business says of itself so ("Is open on Sundays", "Was acquired
+# by Google", "Is a 24/7 service", "Is the only clinic with…") stays the agent's. "Has" stays out
 # ("Has a 30-day refund policy"): what a person has that is private, privacy.py reads ("Has two
 # kids", "Has diabetes"), like what they earn or where they were born.
-_A_BUSINESS_STATE = (
-    r"(?:open|opened|closed|located|situated|based|available|accessible|reachable|staffed|free"
-    r"|included|required|offered|priced|valid|limited|sold|served|shipped|delivered|run|managed"
-    r"|owned|operated|hosted|powered|compatible|supported|founded|established|built|made"
-    r"|designed|created|launched|released|updated|scheduled|held|due|currently\s+(?:open|closed)"
-    r"|not\s+(?:open|available|supported|included|required|offered))"
+_ROLE = (
+    r"(?:cto|ceo|cfo|coo|cio|cmo|founder|co-?founder|engineer|developer|programmer|designer"
+    r"|nurse|doctor|physician|surgeon|dentist|pharmacist|teacher|professor|lecturer|tutor"
+    r"|student|researcher|scientist|manager|director|lawyer|attorney|accountant|consultant"
+    r"|architect|analyst|chef|cook|waiter|waitress|pilot|therapist|psychologist|journalist"
+    r"|writer|artist|musician|photographer|mechanic|electrician|plumber|carpenter|farmer"
+    r"|firefighter|soldier|veteran|intern|freelancer|retiree|pensioner|mother|father|mom|dad"
+    r"|parent|widow|widower|vegetarian|vegan)s?"
+)
+# A role noun is a person's when nothing it qualifies follows: "a nurse in Lisbon", not "a
+# nurse staffing agency".
+_ROLE_ENDS = r"(?=\s*(?:[,.;:!?)]|$)|\s+(?:at|in|for|with|from|of|and|who|since|until|by|on)\b)"
+_A_PERSON_IS = (
+    rf"(?:an?\s+(?:[\w-]+\s+){{0,2}}{_ROLE}{_ROLE_ENDS}"
+    r"|the\s+(?:new\s+|current\s+|former\s+)?(?:cto|ceo|cfo|coo|cio|cmo|founder|co-?founder"
+    r"|owner)\s+(?:of|at)"
+    r"|\d{1,3}\s+(?:years?|yrs?)\s+old|married|pregnant|divorced|engaged\s+to|widowed"
+    r"|unemployed|self-employed|in\s+(?:therapy|rehab))"
 )
 _NO_SUBJECT = re.compile(
-    r"^\W*(?:works|worked|lives|lived|plans\s+to|planned\s+to|likes|loves|hates|prefers|wants"
-    r"|needs|owns|studies|studied|moved|travels|traveled|travelled|visited|enjoys|speaks|drives"
-    r"|attends|joined|became|bought|recently\s+moved|planning|working\s+(?:as|at|for)"
-    r"|living\s+in|moving\s+to"
-    rf"|(?:is|was|am)\s+(?!{_A_BUSINESS_STATE}\b))\b",
+    r"^\W*(?:(?:currently|still|now|also|recently)\s+)?(?:works|worked|lives|lived|plans\s+to"
+    r"|planned\s+to|likes|loves|hates|prefers|wants|needs|owns|studies|studied|moved|travels"
+    r"|traveled|travelled|visited|enjoys|speaks|drives|attends|joined|became|bought|planning"
+    r"|working\s+(?:as|at|for)|living\s+in|moving\s+to"
+    r"|used\s+to\s+(?:work|live|study)"
+    rf"|(?:(?:is|was|am)\s+(?:(?:currently|still|now|also)\s+)?|used\s+to\s+be\s+){_A_PERSON_IS})"
+    r"\b",
     re.IGNORECASE,
 )
+# A text opening with "is", "was" or "has" left out its subject, and so does each clause joined
+# to it ("Is based in Berlin and works at Acme as a nurse": "works at…" is its subject's too).
+_SUBJECTLESS = re.compile(r"^\W*(?:is|was|am|has|had)\b", re.IGNORECASE)
+# After a name opening a sentence, what makes it a person's: "Mark's", "Mark is…", a surname
+# ("Alice Smith is…").
+_A_SUBJECTS_NEXT = re.compile(rf"['\u2019]s\b|\s+{_PERSON_VERB}\b|\s+[A-Z][a-z]+\b")
 # Where a merged text joins what two facts say: a comma or semicolon, a conjunction or a relative
 # word ("The clinic opens at 9, where the user gets…"), each one opening a clause.
 _JOINED = re.compile(
@@ -151,8 +203,11 @@ _JOINED = re.compile(
 
 def about_the_speaker(text: str) -> bool:
     """Whether ``text`` is about the person who said it, unnamed: "The user is the CTO…",
-    "User's budget…", "Works as CTO…", "Is the CTO…"."""
-    return bool(_ABOUT_THE_SPEAKER.search(text) or _NO_SUBJECT.match(text))
+    "User's budget…", "Works as CTO…", "Is the CTO…", "Is based in Berlin and works as…"."""
+    if _ABOUT_THE_SPEAKER.search(text) or _NO_SUBJECT.match(text):
+        return True
+    first, *joined = _JOINED.split(text)
+    return bool(_SUBJECTLESS.match(first)) and any(_NO_SUBJECT.match(c) for c in joined)
 
 
 def personal(text: str) -> bool:
@@ -183,7 +238,9 @@ _NOT_A_NAME = frozenset((
     "user", "users", "customer", "client", "guest", "visitor", "member", "person", "caller",
     "speaker", "agent", "admin", "account", "test", "demo", "anon", "anonymous", "bot", "team",
     "support", "staff", "sales", "service", "system", "api", "web", "app", "mobile", "ops", "dev",
-    "prod", "default", "unknown", "temp", "tmp", "id",
+    "prod", "default", "unknown", "temp", "tmp", "id", "buyer", "seller", "owner", "manager",
+    "lead", "desk", "help", "info", "contact", "billing", "inc", "corp", "ltd", "llc", "shop",
+    "store", "office", "group", "labs",
 ))  # fmt: skip
 
 
@@ -194,7 +251,9 @@ def _id_names(user_id: str) -> str | None:
     if not re.fullmatch(r"[A-Za-z]+(?:[._-][A-Za-z]+)*", user_id):
         return None
     parts = re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])", user_id)
-    if len(parts) < 2:
+    if len(parts) < 2 or parts[-1].lower() in _NOT_A_NAME:
+        # One word is the id itself; a role last ("acme_buyer", "guest-user") is something's
+        # role, and the words before it name what it serves, not a person.
         return None
     names = [p.capitalize() for p in parts if p.lower() not in _NOT_A_NAME]
     return " ".join(names) or None
@@ -203,20 +262,29 @@ def _id_names(user_id: str) -> str | None:
 # A name as people write theirs: capitalised words ("Alice Smith", "Anne-Marie", "O'Brien").
 _NAME_WORD = r"(?:[A-Z]['\u2019])?[A-Z][a-z]+(?:-[A-Z][a-z]+)?"
 _NAME = rf"({_NAME_WORD}(?:\s+{_NAME_WORD}){{0,2}})\b(?![-'\u2019]?\w)"
-# Where a message opens, or after a greeting: "I'm …" is an introduction there ("Hi, I'm Alice
-# Smith, CTO of…"), not mid-talk ("so I'm French").
-_OPENING = (
-    r"(?:^|(?i:\b(?:hi|hello|hey|hiya|greetings|good\s+(?:morning|afternoon|evening)))[,.!]?)\s*"
+# A greeting, and whom it greets ("Hey there,", "Hi everyone!", "Thanks!").
+_GREETING = (
+    r"(?i:\b(?:hi|hello|hey|hiya|greetings|good\s+(?:morning|afternoon|evening)|thanks"
+    r"|thank\s+you)(?:\s+(?:there|everyone|all|folks|team|guys|again))?)\s*[,.!]*\s*"
 )
-# How a speaker gives her name: "my name is …" and "call me …" anywhere; "I'm …" and "I am …"
-# opening; "this is …" opening and with nothing after the name but "from", "here" or the
-# sentence's end ("This is Dana from Acme", not "This is Python code").
+# Where a message opens, or after a greeting: what is said there introduces its speaker ("Hi,
+# I'm Alice Smith, CTO of…", "Call me Dana"), not mid-talk ("Can you call me Monday?").
+_GREETED = rf"(?:^\W*|{_GREETING})"
+# Where a sentence opens, too: "I'm …" introduces the speaker there ("Thanks. I'm Alice Smith"),
+# not mid-sentence ("so I'm French").
+_OPENING = rf"(?:{_GREETED}|(?<=[.!?])\s+)"
+# How a speaker gives her name: "my name is …" anywhere; "call me …" and "<name> here" where the
+# message opens or after a greeting; "I'm …" and "I am …" opening a sentence; "this is …" after a
+# greeting with nothing after the name but the sentence's end, or opening a sentence with
+# "from", "here" or "speaking" after it ("This is Dana from Acme", not "This is Python code",
+# nor "This is Premium.").
 _SAID_NAME = (
-    re.compile(rf"(?i:\bmy\s+name\s+is|\bmy\s+name['\u2019]s|\bcall\s+me)\s+{_NAME}"),
+    re.compile(rf"(?i:\bmy\s+name\s+is|\bmy\s+name['\u2019]s)\s+{_NAME}"),
+    re.compile(rf"{_GREETED}(?i:(?:please\s+|just\s+|you\s+can\s+)?call\s+me)\s+{_NAME}"),
     re.compile(rf"{_OPENING}(?i:I['\u2019]m|I\s+am)\s+{_NAME}"),
-    re.compile(
-        rf"{_OPENING}(?i:this\s+is)\s+{_NAME}(?=\s*(?:[,.!?;]|$)|\s+(?:from|here|speaking)\b)"
-    ),
+    re.compile(rf"{_GREETING}(?i:this\s+is)\s+{_NAME}(?=\s*(?:[,.!?;]|$))"),
+    re.compile(rf"{_OPENING}(?i:this\s+is)\s+{_NAME}(?=\s+(?:from|here|speaking)\b)"),
+    re.compile(rf"{_GREETED}{_NAME}(?=\s+(?i:here)\s*(?:[,.!;]|$))"),
 )
 # Capitalised words said after "I'm" that are no name: peoples, faiths, languages.
 _NOT_A_SAID_NAME = frozenset((
@@ -227,7 +295,9 @@ _NOT_A_SAID_NAME = frozenset((
     "muslim", "christian", "catholic", "protestant", "hindu", "buddhist", "sikh", "mormon",
     "sorry", "fine", "good", "great", "okay", "ok", "here", "back", "done", "ready", "sure",
     "happy", "glad", "new", "not", "just", "so", "very", "really", "also", "still", "currently",
-    "looking", "trying", "going",
+    "looking", "trying", "going", "monday", "tuesday", "wednesday", "thursday", "friday",
+    "saturday", "sunday", "tomorrow", "today", "later", "support", "sales", "billing", "team",
+    "everyone", "someone", "nobody", "all", "same",
 ))  # fmt: skip
 
 

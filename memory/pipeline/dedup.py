@@ -21,8 +21,8 @@ user's fact never UPDATEs or DELETEs a fact in agent scope (memory/scopes.py ``m
 which every user reads; it is ADDed as theirs, by the model's decision or by rule. Nor does a
 merge write a person's detail there: an UPDATE of an agent fact whose merged text tells a private
 detail or is about its speaker (memory/scopes.py ``personal_merge``, the rules extracted items
-are placed by) is refused, the agent fact left as it was and the new fact ADDed where formation
-placed it.
+are placed by) stands with the new fact's own text, as one that loses a value does (a new fact in
+agent scope is one formation cleared for it): one fact, never two copies of it.
 
 An ADD of a fact a person deleted after it was said, in other words than the fact held, stores
 nothing when the model, asked that pair, says it is the same fact (deleted_again.py).
@@ -77,7 +77,6 @@ from memory.prompts.decide_facts import (
 from memory.scopes import may_change, personal_merge
 
 _NOT_SHARED = "a user's fact never changes the agent's memory, which every user reads"
-_PERSONAL = "its merged text tells of a person, and every user reads the agent's memory"
 # A model that overshoots the word limit a little still wrote a usable text; far beyond, it looped.
 _WORD_SLACK = 1.25
 # What a merged text must not carry: the prompt's list numbering, tags and candidate notes.
@@ -251,10 +250,6 @@ def resolve(
             # rules' to say.
             out[fact.index] = _kept(fact, f"{d.event} of {target.fact_id}: {_NOT_SHARED}")
             continue
-        if stored_scope == "agent" and _personal_merge(d):
-            # The model may be right that they are one fact; its words are not agent memory.
-            out[fact.index] = _kept(fact, f"{d.event} of {target.fact_id}: {_PERSONAL}")
-            continue
         if why := _refusal(d.event, fact.content, target.content, d.merged_text):
             # Not rejected for a retry: the answer is well formed, and a model that read the
             # two facts as one would read them so again. The new fact is kept beside the other.
@@ -263,8 +258,13 @@ def resolve(
         text = None
         if d.event == "UPDATE":
             text = _merged(d.merged_text, fact, max_words) if d.merged_text else fact.content
-            if merge_loses(fact.content, target.content, text):
+            if merge_loses(fact.content, target.content, text) or (
+                stored_scope == "agent" and personal_merge(text)
+            ):
                 # Not retried either: the model's UPDATE stands; only its wording is set aside.
+                # A personal merge too: the model may be right that they are one fact, its words
+                # are no agent memory, and the new fact's own are (formation placed it there).
+                # Added beside the old one instead, the one fact would be held twice.
                 text = fact.content
         elif d.event == "DELETE":
             text = fact.content

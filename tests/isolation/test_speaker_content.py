@@ -81,7 +81,7 @@ async def _bob_then_alice(h: Harness, merged: str) -> None:
         await h.form("s1")
 
 
-async def test_a_merge_telling_a_users_private_detail_leaves_the_agents_fact_as_it_was(
+async def test_a_merge_telling_a_users_private_detail_keeps_one_agent_fact_without_it(
     time_env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
     h = await Harness.create(time_env, tmp_path)
@@ -89,8 +89,9 @@ async def test_a_merge_telling_a_users_private_detail_leaves_the_agents_fact_as_
 
     assert "diabetes" not in await _seen_by(h, "carol", "clinic")
     agents = {f.content for f in await h.all_facts(user_id=None)}
-    # The stored fact unchanged, the new one kept beside it, nothing of hers in agent memory.
-    assert agents == {CLINIC, "The clinic opens at 9 am"}
+    # The model's UPDATE stands in the new fact's own words, nothing of hers in agent memory,
+    # and the clinic's hours are held once, not twice (h188).
+    assert agents == {"The clinic opens at 9 am"}
     hers = {f.content for f in await h.all_facts() if f.scope == "user" and f.user_id == "alice"}
     assert hers == {"Alice gets diabetes treatment at the clinic"}
 
@@ -190,3 +191,31 @@ async def test_a_subjectless_agent_item_about_the_business_stays_the_agents(
         await h.form("s1")
 
     assert item in await _seen_by(h, "carol", item)
+
+
+@pytest.mark.parametrize(
+    ("user", "fact"),
+    [
+        # An id of words: "mark_price" is no claim on the price list (h188).
+        ("mark_price", "The price of the Pro plan is 20 dollars a month."),
+        ("bill_jones", "The monthly bill is emailed on the first of the month."),
+        # Subjectless, and the business's own: no person is "discontinued".
+        ("u-42", "Was discontinued in 2022, replaced by the Pro plan."),
+    ],
+)
+async def test_the_agents_own_statement_stays_agent_memory_whoever_asked(
+    time_env: WorkflowEnvironment, tmp_path: Path, user: str, fact: str
+) -> None:
+    h = await Harness.create(time_env, tmp_path)
+    await h.record(
+        "s1",
+        [
+            _msg("m1", "Can you call me Monday about the plans?", user, 0),
+            _msg("m2", fact, None, 1, role="agent", name="Eve"),
+        ],
+    )
+    h.llm.script("extract_facts", facts((fact, "agent"), sources=[2]))
+    async with h.worker():
+        await h.form("s1")
+
+    assert fact in await _seen_by(h, "carol", fact)

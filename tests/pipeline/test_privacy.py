@@ -47,6 +47,12 @@ from memory.privacy import private_detail
         ("Was born in 1990 in Porto", "identity"),
         ("Is in therapy for depression", "health"),
         ("The clinic opens at 9 am, where the user gets her diabetes treatment", "health"),
+        # An amount of money per period (h188), and therapy or care said of a person.
+        ("Makes 90000 dollars a year", "finances"),
+        ("Earns $40 an hour at the port", "finances"),
+        ("Earns 90000 a year", "finances"),
+        ("She is in therapy since the accident", "health"),
+        ("Dana's cancer treatment starts in May", "health"),
     ],
 )
 def test_a_persons_private_detail_is_found(text: str, category: str) -> None:
@@ -83,6 +89,12 @@ def test_a_persons_private_detail_is_found(text: str, category: str) -> None:
         "Our treatment rooms open at 8:00.",
         "The clinic's treatment plans start at 50 euros.",
         "The clinic specialises in therapy for children.",
+        # A card's, a bakery's, a clinic's policy (h188).
+        "Earns 2% cashback on every purchase",
+        "Earns 500 points a month on the Gold plan",
+        "Makes 500 loaves a day",
+        "Each patient's treatment plan is reviewed monthly by two doctors",
+        "Members who are in therapy get a 10% discount on the gym",
     ],
 )
 def test_what_a_business_says_of_its_work_is_no_private_detail(text: str) -> None:

@@ -38,6 +38,29 @@ def test_an_opaque_id_names_nobody_but_itself(user: str) -> None:
 
 
 @pytest.mark.parametrize(
+    ("user", "text"),
+    [
+        ("mark_price", "The price of the Pro plan is 20 dollars a month"),
+        ("mark_price", "Mark the invoice as paid once the bank confirms"),
+        ("bill_jones", "The monthly bill is emailed on the first of the month"),
+        ("rose_hill", "The hotel is at the top of the hill"),
+        ("acme_buyer", "Acme ships orders within two days"),
+        ("acme_buyer", "Orders from Acme ship within two days"),
+    ],
+)
+def test_a_word_in_a_users_id_does_not_claim_agent_facts(user: str, text: str) -> None:
+    """An id of words spells a name only where the text writes it as one (h188)."""
+    assert as_owned("agent", None, text, [_said(user)]) == ("agent", None)
+
+
+@pytest.mark.parametrize(
+    "text", ["Mark Price is the CTO of Acme", "Mark is the CTO of Acme", "Acme hired Mr. Price"]
+)
+def test_an_id_of_words_names_its_user_where_the_text_writes_the_name(text: str) -> None:
+    assert users_named(text, [_said("mark_price")]) == {"mark_price"}
+
+
+@pytest.mark.parametrize(
     "said",
     [
         "Hi, I'm Alice Smith, CTO of Acme Robotics.",
@@ -45,6 +68,11 @@ def test_an_opaque_id_names_nobody_but_itself(user: str) -> None:
         "Good morning! This is Alice Smith from Acme.",
         "As I said, my name is Alice Smith.",
         "Please call me Alice.",
+        # Greetings and openings people write (h188).
+        "Hey there, I'm Alice Smith, CTO of Acme Robotics.",
+        "Hi everyone, I'm Alice Smith.",
+        "Thanks! I'm Alice Smith, the new CTO.",
+        "Alice Smith here, CTO of Acme Robotics.",
     ],
 )
 def test_the_name_a_speaker_gives_herself_names_her(said: str) -> None:
@@ -71,6 +99,17 @@ def test_a_capitalised_word_said_otherwise_is_no_name(said: str) -> None:
 
 
 @pytest.mark.parametrize(
+    ("said", "text"),
+    [
+        ("Can you call me Monday about the refund?", "The Berlin store is closed on Monday"),
+        ("This is Premium.", "Premium includes priority support"),
+    ],
+)
+def test_a_word_after_call_me_or_this_is_mid_talk_is_no_name(said: str, text: str) -> None:
+    assert as_owned("agent", None, text, [_said("u-8f3a21", said)]) == ("agent", None)
+
+
+@pytest.mark.parametrize(
     "text",
     [
         "Is the CTO of Acme Robotics",
@@ -78,6 +117,12 @@ def test_a_capitalised_word_said_otherwise_is_no_name(said: str) -> None:
         "Is in therapy for depression",
         "Earns 90000 dollars a year",
         "Was born in 1990 in Porto",
+        # h188: the same shapes, missed before.
+        "Makes 90000 dollars a year",
+        "Currently works as a nurse in Lisbon",
+        "Used to be a nurse in Lisbon",
+        "Is based in Berlin and works at Acme as a nurse",
+        "Is 34 years old and lives in Porto",
     ],
 )
 def test_a_subjectless_person_statement_is_the_speakers(text: str) -> None:
@@ -92,6 +137,15 @@ def test_a_subjectless_person_statement_is_the_speakers(text: str) -> None:
         "Was founded in 1990 in Porto",
         "Is located at 12 Elm Street",
         "Has a 30-day refund policy",
+        # h188: read as the speaker's by an exclusion list of business states.
+        "Was acquired by Google in 2019",
+        "Is the only clinic in Porto with an MRI scanner",
+        "Is a 24/7 service",
+        "Was discontinued in 2022",
+        "Is a nurse staffing agency in Lisbon",
+        "Earns 2% cashback on every purchase",
+        "Each patient's treatment plan is reviewed monthly by two doctors",
+        "Members who are in therapy get a 10% discount on the gym",
     ],
 )
 def test_a_subjectless_business_statement_stays_the_agents(text: str) -> None:
@@ -122,10 +176,24 @@ def _update(merged: str) -> list[FactDecision]:
     return [FactDecision(new_fact_index=0, event="UPDATE", existing_index=0, merged_text=merged)]
 
 
-def test_a_personal_merge_of_an_agent_fact_is_refused_and_the_new_fact_kept() -> None:
+def test_a_personal_merge_of_an_agent_fact_keeps_the_update_in_the_new_facts_words() -> None:
+    """Its wording refused, the UPDATE stands, as a merge that loses a value does: an ADD would
+    hold the one fact twice in agent memory (h188)."""
     [kept] = resolve(_update(HERS), [NEW], [STORED], {0: {0}}, agent_facts=frozenset({"f_c"}))
-    assert (kept.event, kept.existing_id, kept.final_text) == ("ADD", None, NEW.content)
-    assert kept.reasoning is not None and "tells of a person" in kept.reasoning
+    assert (kept.event, kept.existing_id, kept.final_text) == ("UPDATE", "f_c", NEW.content)
+    assert kept.expected_version == STORED.version
+
+
+def test_a_policy_merge_of_an_agent_fact_leaves_one_copy() -> None:
+    stored = SimilarFact(
+        fact_id="f_p", content="The Pro plan costs 20 dollars a month", version=1, similarity=0.9
+    )
+    new = NewFact(
+        index=0, content="The Pro plan costs 20 dollars a month and can be cancelled", scope="agent"
+    )
+    merged = "The Pro plan costs 20 dollars a month, and the user can cancel anytime"
+    [d] = resolve(_update(merged), [new], [stored], {0: {0}}, agent_facts=frozenset({"f_p"}))
+    assert (d.event, d.existing_id, d.final_text) == ("UPDATE", "f_p", new.content)
 
 
 def test_a_merge_into_the_users_own_fact_or_in_the_agents_words_stands() -> None:
