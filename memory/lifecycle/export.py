@@ -44,7 +44,7 @@ is written.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 from typing import Annotated, Final, Literal, TextIO
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
@@ -155,6 +155,18 @@ def export_lines(
     tally = Counter[str]() if counts is None else counts
     yield line(header)
     for record in records:
+        yield line(record)
+        tally[record.type] += 1
+    yield line(EndLine(counts=dict(tally)))
+
+
+async def export_text(
+    header: HeaderLine, records: AsyncIterable[Record], counts: Counter[str] | None = None
+) -> AsyncIterator[str]:
+    """export_lines of records read as they are written (a store's pages between them)."""
+    tally = Counter[str]() if counts is None else counts
+    yield line(header)
+    async for record in records:
         yield line(record)
         tally[record.type] += 1
     yield line(EndLine(counts=dict(tally)))

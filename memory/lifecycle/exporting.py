@@ -1,12 +1,15 @@
 """A store's memories as ``mnemos export`` records (memory.lifecycle.export's format), written
-to a file (export_store) or streamed in chunks (export_chunks, the HTTP export), from one read
-of the store (read_for_export): the text is made a line at a time, never the whole file in
-memory. The read itself is held whole (MemoryStore.export_data reads one snapshot at once)."""
+to a file (export_store) or streamed in chunks (export_chunks, the HTTP export), from the reads
+of read_for_export: the text is made a line at a time, never the whole file in memory. The facts
+(with their vectors, the bulk of an export) are read a page at a time as the file is written
+(MemoryStore.export_facts, by the ids read before the first line), the rest in one read before
+the first line."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Collection, Iterator, Mapping
+from collections import Counter
+from collections.abc import AsyncIterator, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Final, TextIO
@@ -19,32 +22,34 @@ from memory.lifecycle.export import (
     MessageLine,
     Record,
     ReflectionLine,
-    export_lines,
-    write_export,
+    export_text,
 )
 from memory.models import StoredMessage
 from memory.store.base import MemoryStore
 from memory.store.counts import ExportData
+from memory.store.rules.export import EXPORT_PAGE, Exported
 from memory.store.rules.withheld import Withheld, withheld_from
 
 
-def records_of(
+async def records_of(
     data: ExportData,
+    facts: AsyncIterator[Exported] | None = None,
     sessions_created: Mapping[str, datetime] | None = None,
     sessions_withheld: Mapping[str, Mapping[str, Withheld]] | None = None,
     sessions_cursors: Mapping[str, Mapping[str, int]] | None = None,
-) -> Iterator[Record]:
+) -> AsyncIterator[Record]:
     """The records of ``data``, which they consume: its lists are emptied as their records
-    are made (_drained). ``sessions_created``: each message's session's created_at (absent:
-    none written); ``sessions_withheld``: each session's agents' withheld maps (absent:
-    nothing withheld); ``sessions_cursors``: each session's agents' cursors (absent: every
-    message formed)."""
+    are made (_drained). ``facts``: the facts as they are read (fact_pages), after the agents;
+    absent, those of ``data``. ``sessions_created``: each message's session's created_at
+    (absent: none written); ``sessions_withheld``: each session's agents' withheld maps
+    (absent: nothing withheld); ``sessions_cursors``: each session's agents' cursors (absent:
+    every message formed)."""
     created = sessions_created or {}
     withheld = sessions_withheld or {}
     cursors = sessions_cursors or {}
     for agent in _drained(data.agents):
         yield AgentLine(**agent.model_dump())
-    for fact, vector in _drained(data.facts):
+    async for fact, vector in _listed(data.facts) if facts is None else facts:
         yield FactLine(**fact.model_dump(), embedding=vector)
     for r in _drained(data.reflections):
         yield ReflectionLine(**r.model_dump())
@@ -57,6 +62,25 @@ def records_of(
             withheld_from=withheld_from(m, withheld.get(m.session_id, {})),
             pending_for=pending_for(m, cursors.get(m.session_id, {})),
         )
+
+
+async def _listed[T](items: list[T]) -> AsyncIterator[T]:
+    for item in _drained(items):
+        yield item
+
+
+async def fact_pages(
+    store: MemoryStore, fact_ids: Sequence[str], first: list[Exported]
+) -> AsyncIterator[Exported]:
+    """The export's facts: ``first``, the page of the first ids (read already), then a page of
+    ``fact_ids`` at a time (EXPORT_PAGE), each read once the one before is taken: the store holds
+    no read open meanwhile (its other reads get their turns), and memory holds a page of facts
+    with their vectors, not all of them."""
+    for fact in _drained(first):
+        yield fact
+    for start in range(EXPORT_PAGE, len(fact_ids), EXPORT_PAGE):
+        for fact in _drained(await store.export_facts(fact_ids[start : start + EXPORT_PAGE])):
+            yield fact
 
 
 def _drained[T](items: list[T]) -> Iterator[T]:
@@ -136,11 +160,12 @@ async def _session_agents(
 
 @dataclass(frozen=True)
 class ReadExport:
-    """An export read from the store (its one snapshot, and the session states read after it),
-    not written yet: the header and the records, made one at a time as the file is written."""
+    """An export read from the store (its one read, the session states read after it, the ids
+    of its facts and the first page of them), not written yet: the header and the records, made
+    one at a time as the file is written, the facts' later pages read meanwhile."""
 
     header: HeaderLine
-    records: Iterator[Record]
+    records: AsyncIterator[Record]
 
 
 async def read_for_export(
@@ -152,14 +177,23 @@ async def read_for_export(
     now: datetime,
     states_of: Collection[str] | None = None,
 ) -> ReadExport:
-    """Every store read of an export, before its first line: a store that fails fails here,
-    answered as any failed request, not as a file cut midway. ``states_of``: the agents whose
+    """The store reads of an export before its first line: a store that fails fails here,
+    answered as any failed request, not as a file cut midway; one failing on a later page of
+    facts cuts the file before its end line (export_text). ``states_of``: the agents whose
     formation state of a session (``pending_for``, ``withheld_from``) message lines may name;
     None, every agent's (an operator's export: a store moved by export and import keeps each
     one's). An export for an API key names only its agent's: a session holding another agent is
     unknown to the key (serve.auth.foreign_session), and the file must not tell that the agent
     holds it."""
-    data = await store.export_data(agent_id=agent_id, user_id=user_id, messages=messages)
+    data = await store.export_data(
+        agent_id=agent_id, user_id=user_id, messages=messages, facts=False
+    )
+    # The ids in one read, the facts then by id a page at a time: no index orders one user's
+    # facts by insertion, so a page read after a key sorted all of them for each page (100,000
+    # facts on SQLite: twice the time). A fact formed after this read is not in the file, none
+    # is in it twice, and one changed before its page is read is in its newer version.
+    fact_ids = await store.export_fact_ids(agent_id=agent_id, user_id=user_id)
+    first = await store.export_facts(fact_ids[:EXPORT_PAGE])
     meta = await store.embedding_meta()
     header = HeaderLine(
         exported_at=now,
@@ -171,7 +205,8 @@ async def read_for_export(
     created = await sessions_created(store, data)
     withheld = await sessions_withheld(store, data, states_of)
     cursors = await sessions_cursors(store, data, states_of)
-    return ReadExport(header, records_of(data, created, withheld, cursors))
+    facts = fact_pages(store, fact_ids, first)
+    return ReadExport(header, records_of(data, facts, created, withheld, cursors))
 
 
 async def export_store(
@@ -189,7 +224,10 @@ async def export_store(
     read = await read_for_export(
         store, agent_id=agent_id, user_id=user_id, messages=messages, now=now, states_of=states_of
     )
-    return write_export(out, read.header, read.records)
+    counts: Counter[str] = Counter()
+    async for text in export_text(read.header, read.records, counts):
+        out.write(text)
+    return dict(counts)
 
 
 # About what a chunk of a streamed export holds: big enough that sending it costs little beside
@@ -203,20 +241,21 @@ async def export_chunks(read: ReadExport, size: int = CHUNK_CHARS) -> AsyncItera
     before each chunk, so that serialising a big export leaves the server's other requests
     their turns. Its last chunk ends with the end line: a stream cut by a failure midway lacks
     it, and read_export refuses what the client saved as truncated."""
-    lines = export_lines(read.header, read.records)
-    while True:
+    async for chunk in _chunked(export_text(read.header, read.records), size):
         await asyncio.sleep(0)
-        chunk = list(_take(lines, size))
-        if not chunk:
-            return
-        yield "".join(chunk)
+        yield chunk
+    await asyncio.sleep(0)  # the end of the body too, after the last chunk's turn
 
 
-def _take(lines: Iterator[str], size: int) -> Iterator[str]:
-    """The next lines of ``lines``, as many as reach ``size`` characters (at least one)."""
+async def _chunked(lines: AsyncIterator[str], size: int) -> AsyncIterator[str]:
+    """``lines`` joined in chunks of whole lines of ``size`` characters or so (at least one)."""
+    chunk: list[str] = []
     taken = 0
-    for text in lines:
-        yield text
+    async for text in lines:
+        chunk.append(text)
         taken += len(text)
         if taken >= size:
-            return
+            yield "".join(chunk)
+            chunk, taken = [], 0
+    if chunk:
+        yield "".join(chunk)

@@ -29,6 +29,7 @@ from memory.store.counts import (
     ImportCounts,
     SessionPeople,
 )
+from memory.store.rules.export import Exported, in_order
 
 Vector = npt.NDArray[np.float32]
 
@@ -102,17 +103,34 @@ class LifecycleContract(abc.ABC):
 
     @abc.abstractmethod
     async def export_data(
-        self, *, agent_id: str | None, user_id: str | None, messages: bool
+        self, *, agent_id: str | None, user_id: str | None, messages: bool, facts: bool = True
     ) -> ExportData:
         """Everything ``mnemos export`` writes, filtered, in one read snapshot: agents; facts
-        (invalidated ones too) with their vectors; reflections (absorbed too); blobs; messages
-        on request. With user_id: what forget_user of that user erases, nothing it keeps
-        (rules.export.users_export): the user's facts and user-scope memory, the session-scope
-        memory of the sessions the user was the only user of (not of a session another user
-        shares), and of the messages the user's own (whatever their role), and the agent's only
-        in sessions the user was the only user of; with agent_id too, of those only the ones that
-        agent recorded (rules.export.recorded_by: another agent's records of a shared session
-        are that agent's) and does not withhold (rules.withheld)."""
+        (invalidated ones too) with their vectors, unless ``facts`` is False (an export reads
+        them a page at a time: export_fact_ids, export_facts); reflections (absorbed too);
+        blobs; messages on request. With user_id: what forget_user of that user erases, nothing
+        it keeps (rules.export.users_export): the user's facts and user-scope memory, the
+        session-scope memory of the sessions the user was the only user of (not of a session
+        another user shares), and of the messages the user's own (whatever their role), and the
+        agent's only in sessions the user was the only user of; with agent_id too, of those only
+        the ones that agent recorded (rules.export.recorded_by: another agent's records of a
+        shared session are that agent's) and does not withhold (rules.withheld)."""
+
+    @abc.abstractmethod
+    async def export_fact_ids(self, *, agent_id: str | None, user_id: str | None) -> list[str]:
+        """The ids of export_data's facts (of the agent, of the user; None: of all), in its
+        order (insertion): what an export then reads a page at a time (export_facts)."""
+
+    async def export_facts(self, fact_ids: Sequence[str]) -> list[Exported]:
+        """The facts of these ids with their vectors, as export_data has them, in the order of
+        ``fact_ids``; an id no longer stored is left out. A read of its own: an export reads a
+        page of ids at a time (rules.export.EXPORT_PAGE), and the store serves other reads
+        between pages. A fact changed since its id was read is read as it is now."""
+        return in_order(fact_ids, await self._export_facts(fact_ids)) if fact_ids else []
+
+    @abc.abstractmethod
+    async def _export_facts(self, fact_ids: Sequence[str]) -> list[Exported]:
+        """export_facts of at least one id, in any order."""
 
     # ------------------------------------------------------------ who an agent talks with
 

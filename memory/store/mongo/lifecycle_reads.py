@@ -3,7 +3,7 @@ of every agent) and the export, read in one transaction."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.asynchronous.database import AsyncDatabase
@@ -19,7 +19,12 @@ from memory.store.mongo.docs import (
 )
 from memory.store.mongo.reads import user_sessions
 from memory.store.mongo.txn import run_transaction
-from memory.store.rules.export import UserSessions, export_view, users_of_messages
+from memory.store.rules.export import (
+    Exported,
+    UserSessions,
+    export_view,
+    users_of_messages,
+)
 from memory.store.rules.withheld import parsed
 
 
@@ -36,12 +41,23 @@ class MongoLifecycleReads:
         return sorted(agents | {agent for doc in sessions for agent in doc["agent_ids"]})
 
     async def export_data(
-        self, *, agent_id: str | None, user_id: str | None, messages: bool
+        self, *, agent_id: str | None, user_id: str | None, messages: bool, facts: bool = True
     ) -> ExportData:
         async def body(s: AsyncClientSession) -> ExportData:
-            return await _export(self._db, s, agent_id, user_id, messages)
+            return await _export(self._db, s, agent_id, user_id, messages, facts)
 
         return await run_transaction(self._db, body)
+
+    async def export_fact_ids(self, *, agent_id: str | None, user_id: str | None) -> list[str]:
+        # By insertion order (``ins``, set once when the fact is inserted; index facts (agent_id,
+        # ins)), as _export reads them.
+        query = _only(agent_id=agent_id, user_id=user_id)
+        cursor = self._db.facts.find(query, {"_id": 1}).sort("ins", 1)
+        return [d["_id"] async for d in cursor]
+
+    async def _export_facts(self, fact_ids: Sequence[str]) -> list[Exported]:
+        cursor = self._db.facts.find({"_id": {"$in": list(fact_ids)}})
+        return [fact_and_vector(d) async for d in cursor]
 
 
 def _only(**fields: str | None) -> Doc:
@@ -55,6 +71,7 @@ async def _export(
     agent_id: str | None,
     user_id: str | None,
     messages: bool,
+    facts: bool,
 ) -> ExportData:
     sq = _only(agent_ids=agent_id)  # the sessions read: the agent's, holding the user's data
     memory = _only(agent_id=agent_id)  # reflections and blobs
@@ -80,12 +97,7 @@ async def _export(
             AgentConfig.model_validate({k: v for k, v in d.items() if k != "_id"})
             async for d in db.agents.find(agents_q, session=s).sort("_id", 1)
         ],
-        facts=[
-            fact_and_vector(d)
-            async for d in db.facts.find(_only(agent_id=agent_id, user_id=user_id), session=s).sort(
-                "ins", 1
-            )
-        ],
+        facts=await _facts(db, s, agent_id, user_id) if facts else [],
         reflections=[
             reflection_from_doc(d)
             async for d in db.reflections.find(memory, session=s).sort(
@@ -126,6 +138,14 @@ async def _export(
         )
         sessions = UserSessions(participants, said, session_agents, guests)
     return export_view(data, withheld, agent_id=agent_id, user_id=user_id, sessions=sessions)
+
+
+async def _facts(
+    db: AsyncDatabase[Doc], s: AsyncClientSession, agent_id: str | None, user_id: str | None
+) -> list[Exported]:
+    """Every fact of the export, by insertion order (``ins``)."""
+    query = _only(agent_id=agent_id, user_id=user_id)
+    return [fact_and_vector(d) async for d in db.facts.find(query, session=s).sort("ins", 1)]
 
 
 async def _message_users(

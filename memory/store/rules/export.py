@@ -15,11 +15,27 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Final
 
-from memory.models import ScopeKey, StoredMessage
+from memory.models import Fact, ScopeKey, StoredMessage
 from memory.store.counts import ExportData
 from memory.store.rules.erasure import alone_in, session_users
 from memory.store.rules.withheld import Withheld, is_withheld
+
+# Facts a page of an export reads (MemoryStore.export_facts): with their vectors about 4 MB of a
+# 384-dimension model, converted in some 30 ms, so a store's other reads and the event loop get
+# their turns between pages; the pages' round trips cost little beside it.
+EXPORT_PAGE: Final = 500
+
+Exported = tuple[Fact, list[float]]  # an exported fact, with its vector
+
+
+def in_order(fact_ids: Sequence[str], read: Iterable[Exported]) -> list[Exported]:
+    """The facts ``read`` in the order of ``fact_ids`` (MemoryStore.export_facts), those no
+    longer stored left out: a backend reads them in any order."""
+    by_id = {fact.fact_id: (fact, vector) for fact, vector in read}
+    return [by_id[i] for i in dict.fromkeys(fact_ids) if i in by_id]
+
 
 # (session id, id) rows as a backend reads them: a user id, or an agent id, of the session.
 Pairs = Sequence[tuple[str, str]]

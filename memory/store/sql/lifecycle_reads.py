@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from memory.models import AgentConfig, ConsolidatedMemory, Fact, SessionAgentState
 from memory.store.counts import ExportData
 from memory.store.rules.export import (
+    Exported,
     UserSessions,
     export_view,
     judges_sessions,
@@ -16,7 +17,7 @@ from memory.store.rules.export import (
 )
 from memory.store.rules.withheld import MessageMark, parsed
 from memory.store.snapshots_lifecycle import LifecycleReads
-from memory.store.sql.db import Db
+from memory.store.sql.db import Db, Row
 from memory.store.sql.sessions import STATE_SQL
 
 # The sessions holding a user's data (%(user)s): those they are a user of, and those with a
@@ -162,12 +163,38 @@ OF_AGENT = (
 EXPORT_SESSIONS = f"{OF_AGENT} AND session_id IN {USER_SESSIONS}"
 
 
+def _of(agent_id: str | None, user_id: str | None) -> str:
+    """The facts of an export (``facts AS f``): of the agent (%(agent)s), of the user (%(user)s);
+    None, of every one."""
+    terms = ["1 = 1"]
+    terms += [] if agent_id is None else ["f.agent_id = %(agent)s"]
+    terms += [] if user_id is None else ["f.user_id = %(user)s"]
+    return " AND ".join(terms)
+
+
+async def export_fact_ids(db: Db, agent_id: str | None, user_id: str | None) -> list[str]:
+    """MemoryStore.export_fact_ids: by insertion order (db.ord)."""
+    sql = f"SELECT f.fact_id FROM facts AS f WHERE {_of(agent_id, user_id)} ORDER BY f.{db.ord}"
+    rows = await db.fetch(sql, {"agent": agent_id, "user": user_id})
+    return [str(row["fact_id"]) for row in rows]
+
+
+async def export_facts(db: Db, fact_ids: Sequence[str]) -> list[Exported]:
+    """MemoryStore._export_facts: by their ids (the primary key), in any order."""
+    sql = f"SELECT {db.fact_select}, f.embedding FROM facts AS f WHERE f.fact_id"
+    return [_exported(db, r) for r in await db.fetch_in(sql, fact_ids)]
+
+
+def _exported(db: Db, row: Row) -> Exported:
+    return db.fact(row), db.vector_of(row["embedding"]).tolist()
+
+
 async def export_data(
-    db: Db, *, agent_id: str | None, user_id: str | None, messages: bool
+    db: Db, *, agent_id: str | None, user_id: str | None, messages: bool, facts: bool = True
 ) -> ExportData:
     params = {"agent": agent_id, "user": user_id}
     of_agent = "1 = 1" if agent_id is None else "agent_id = %(agent)s"
-    w, o = of_agent if user_id is None else f"{of_agent} AND user_id = %(user)s", db.ord
+    o = db.ord
     # Reflections and blobs: with a user, those of their scope and the session memory of their
     # sessions, of which rules.export.users_export keeps that of the sessions they are alone in
     # (forget_user erases it with them).
@@ -179,8 +206,14 @@ async def export_data(
         "OR agent_id = %(agent)s ORDER BY agent_id",
         params,
     )
-    facts = await db.fetch(
-        f"SELECT {db.fact_select}, f.embedding FROM facts AS f WHERE {w} ORDER BY f.{o}", params
+    every_fact = (
+        await db.fetch(
+            f"SELECT {db.fact_select}, f.embedding FROM facts AS f "
+            f"WHERE {_of(agent_id, user_id)} ORDER BY f.{o}",
+            params,
+        )
+        if facts
+        else []
     )
     reflections = await db.fetch(
         f"SELECT * FROM reflections WHERE {memory} ORDER BY formed_at, {o}", params
@@ -188,7 +221,7 @@ async def export_data(
     blobs = await db.fetch(f"SELECT * FROM consolidated WHERE {memory} ORDER BY scope_key", params)
     data = ExportData(
         agents=[db.model(AgentConfig, r["config"]) for r in agents],
-        facts=[(db.fact(r), db.vector_of(r["embedding"]).tolist()) for r in facts],
+        facts=[_exported(db, r) for r in every_fact],
         reflections=[db.reflection(r) for r in reflections],
         consolidated=[db.consolidated(r) for r in blobs],
     )

@@ -34,11 +34,17 @@ from memory.store.base_manage import Keyset, ReembedTarget, Which, current_side_
 from memory.store.counts import ExportData
 from memory.store.planned import PlannedStore
 from memory.store.rules import Plan, Request, Write
+from memory.store.rules.export import Exported
 from memory.store.snapshots import SnapshotReads, run_planned
 from memory.store.sql import degraded, facts
 from memory.store.sql import sessions as ss
 from memory.store.sql.db import Db
-from memory.store.sql.lifecycle_reads import export_data, user_agents
+from memory.store.sql.lifecycle_reads import (
+    export_data,
+    export_fact_ids,
+    export_facts,
+    user_agents,
+)
 from memory.store.sql.reads import PENDING_REEMBED, SqlReads, pending_params
 
 type Body[D: Db, T] = Callable[[D], Coroutine[Any, Any, T]]
@@ -250,11 +256,17 @@ class SqlStore[D: Db](PlannedStore):
         return await self._db_read(lambda db: user_agents(db, user_id))
 
     async def export_data(
-        self, *, agent_id: str | None, user_id: str | None, messages: bool
+        self, *, agent_id: str | None, user_id: str | None, messages: bool, facts: bool = True
     ) -> ExportData:
         return await self._db_read(
-            partial(export_data, agent_id=agent_id, user_id=user_id, messages=messages)
+            partial(export_data, agent_id=agent_id, user_id=user_id, messages=messages, facts=facts)
         )
+
+    async def export_fact_ids(self, *, agent_id: str | None, user_id: str | None) -> list[str]:
+        return await self._db_one(lambda db: export_fact_ids(db, agent_id, user_id))
+
+    async def _export_facts(self, fact_ids: Sequence[str]) -> list[Exported]:
+        return await self._db_one(lambda db: export_facts(db, fact_ids))
 
     # ------------------------------------------------------------ degraded windows
 
