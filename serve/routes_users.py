@@ -57,12 +57,13 @@ async def export_user(
     U`` (read back by ``mnemos import file``): what a DELETE of the user would erase of this
     agent's, nothing it keeps (the agent's own memory, a shared session's memory). Of the
     messages, those this agent recorded: in a session shared with another agent, that agent's
-    records stay out. One read snapshot; drawn on the key's erasure budget, as it reads all of
-    the user's data at once."""
+    records stay out. Streamed, its facts read a page at a time as it is sent (one changed
+    meanwhile may be in its newer version); drawn on the key's erasure budget, as it reads all
+    of the user's data."""
     # A typo in the agent id must not read as "this user has no data" (404 as on every route).
     await require_agent(svc.memory.store, agent_id)
-    # Every store read before the first byte: a store failure is answered as on any route. The
-    # file is then streamed, serialised a chunk at a time between other requests' turns: built
+    # The store read before the first byte (all but the facts' later pages): a store failure is
+    # answered as on any route. The file is then streamed, serialised a chunk at a time between other requests' turns: built
     # whole, a big user's export held the event loop for seconds and its text in memory twice.
     read = await read_for_export(
         svc.memory.store,

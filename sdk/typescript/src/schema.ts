@@ -427,8 +427,9 @@ export interface paths {
          *     U`` (read back by ``mnemos import file``): what a DELETE of the user would erase of this
          *     agent's, nothing it keeps (the agent's own memory, a shared session's memory). Of the
          *     messages, those this agent recorded: in a session shared with another agent, that agent's
-         *     records stay out. One read snapshot; drawn on the key's erasure budget, as it reads all of
-         *     the user's data at once.
+         *     records stay out. Streamed, its facts read a page at a time as it is sent (one changed
+         *     meanwhile may be in its newer version); drawn on the key's erasure budget, as it reads all
+         *     of the user's data.
          */
         get: operations["export_user"];
         put?: never;
