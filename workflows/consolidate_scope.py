@@ -66,7 +66,10 @@ SPLIT_UNUSABLE = "consolidation-split-unusable"
 # run drafts again while more is buffered, leaving out what its splits kept; older histories read
 # the whole buffer into one draft and, split, into one step result: past about 16,000 reflections
 # that result exceeded Temporal's 2 MB payload limit and the scope never consolidated again.
-IN_BATCHES = "consolidation-in-batches"
+IN_BATCHES = "consolidation-batches-from-start"
+# A first version (27f3504) asked under this id after a run's first pass whether to go round while
+# more was buffered, its drafts reading a batch of their own accord: its runs replay and go on so.
+AFTER_A_PASS = "consolidation-in-batches"
 # Reflections kept buffered by this consolidation's splits, which its later batches leave out (a
 # few per split): past this many the run stops going round, the rest left for the next request.
 _KEPT_MOST = 200
@@ -112,7 +115,8 @@ class ConsolidateScopeWorkflow:
             self._requested, self._force, self._more = False, False, False
             this = {"force": force, "in_batches": self._in_batches, "skip_ids": self._kept}
             await self._consolidate(req.model_copy(update={**this, "carried": None}), summary)
-            more = self._more and self._in_batches and len(self._kept) <= _KEPT_MOST
+            batched = self._in_batches or (self._more and workflow.patched(AFTER_A_PASS))
+            more = self._more and batched and len(self._kept) <= _KEPT_MOST
             if not (self._requested or more):
                 break
             force = (force and more) or self._force  # the rest of a forced buffer stays forced

@@ -30,7 +30,8 @@ from worker import WORKFLOWS
 # each pass, its split ending in a message passed over and going back to whole windows
 # (SPLIT_PASSED_OVER, DRAIN_TOTALS, record_drain.py); end_session/progress.json: an end waiting on a
 # drain longer than its budget that keeps moving (PROGRESS_DEADLINE); batches/: a ConsolidateScope buffer merged
-# in batches, one split for a refused reflection (IN_BATCHES, record_batches.py) (subfolders, so
+# in batches, one split for a refused reflection (IN_BATCHES, record_batches.py; _27f3504: the first
+# version, AFTER_A_PASS) (subfolders, so
 # that the CLI's replay test of the top folder keeps its own count).
 HISTORIES = sorted((Path(__file__).parent.parent / "histories").glob("**/*.json"))
 
