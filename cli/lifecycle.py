@@ -5,10 +5,10 @@ them out, erase a person (issue 15; README "Your data"). Imports are idempotent 
 from __future__ import annotations
 
 import sys
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any, TextIO
+from typing import Annotated, Any, BinaryIO, TextIO
 
 import typer
 from rich.console import Console
@@ -18,18 +18,18 @@ from cli.common import JsonOption, check_id, emit, fail, load_settings, run, tem
 from cli.output_file import replacing
 from memory.deps import Deps, open_deps
 from memory.errors import InvalidInputError, MnemosError, NotFoundError
-from memory.lifecycle import export as export_format
 from memory.lifecycle.checks import check_batch
-from memory.lifecycle.dry_run import against_store
+from memory.lifecycle.dry_run import Judge, combined
 from memory.lifecycle.exporting import export_store
+from memory.lifecycle.import_file import PLAN_ORDER, FileIndex, batches, open_export, scan
 from memory.lifecycle.mem0 import load_items, map_mem0
-from memory.lifecycle.plan import plan, render
+from memory.lifecycle.plan import ImportPlan, plan, render
 from memory.lifecycle.records import ImportBatch
-from memory.lifecycle.writer import ImportReport, write_batch
+from memory.lifecycle.writer import ImportReport, write_batches
 from memory.lookup import require_agent
 from memory.settings import Settings
 from memory.store import SchemaMismatchError, open_store
-from memory.store.counts import ForgetCounts
+from memory.store.counts import ForgetCounts, SessionPeople
 
 import_app = typer.Typer(
     help="Import memories: from Eden's MongoDB, a mem0 dump, or a `mnemos export` file.",
@@ -73,39 +73,31 @@ def _report_text(report: ImportReport) -> str:
 
 
 async def _write_all(
-    settings: Settings, batches: AsyncIterator[ImportBatch] | Iterable[ImportBatch]
+    settings: Settings,
+    batches: AsyncIterator[ImportBatch] | Iterable[ImportBatch],
+    *,
+    people: Sequence[SessionPeople] | None = None,
+    facts: bool = False,
 ) -> ImportReport:
-    total = ImportReport()
+    """The batches written one after the other. A file read in batches (import_file) gives
+    ``people``, its sessions' (writer.session_people of the whole file), and ``facts``, whether
+    it holds any: the embedder is checked against the store before the first batch, as for one
+    batch, and not at the facts', after the agents and messages are written."""
     deps: Deps = await open_deps(settings)
     console = Console(stderr=True)
     try:
         with Progress(console=console, transient=not console.is_terminal) as bar:
             task = bar.add_task("importing", total=None)
 
-            async def each(batch: ImportBatch) -> None:
-                size = (
-                    len(batch.facts) + len(batch.reflections) + len(batch.consolidated)
-                    + len(batch.messages) + len(batch.agents)
-                )  # fmt: skip
-                bar.update(task, total=(bar.tasks[0].total or 0) + size)
-                report = await write_batch(
-                    deps, batch, now=_now(), progress=lambda _, n: bar.advance(task, n)
-                )
-                for what, counts in report.counts.items():
-                    total.add(what, counts)
-                total.blobs.update(report.blobs)
-                total.merged += report.merged
-                total.embedded += report.embedded
+            def begun(batch: ImportBatch) -> None:
+                bar.update(task, total=(bar.tasks[0].total or 0) + batch.size)
 
-            if isinstance(batches, AsyncIterator):
-                async for batch in batches:
-                    await each(batch)
-            else:
-                for batch in batches:
-                    await each(batch)
+            return await write_batches(
+                deps, batches, now=_now, progress=lambda _, n: bar.advance(task, n),
+                begun=begun, people=people, facts=facts,
+            )  # fmt: skip
     finally:
         await deps.close()
-    return total
 
 
 async def _store_model(settings: Settings) -> str:
@@ -119,17 +111,19 @@ async def _store_model(settings: Settings) -> str:
 
 
 async def _against_store(
-    settings: Settings, batches: list[ImportBatch]
-) -> tuple[list[ImportBatch], bool, str | None]:
-    """The batches as the import would take them into the store (what is there, a forgotten
-    user's: dropped), whether there is a store, and why it was not read (else None). A SQLite
-    file that does not exist is an empty store, read as such and not created; the store is
-    opened without setup: a dry run does not migrate a store an older fleet still uses, and a
-    store at another schema is not read (the file's plan alone)."""
+    settings: Settings, batches: Iterable[ImportBatch]
+) -> tuple[ImportPlan, bool, str | None]:
+    """The plan of the batches as the import would take them into the store (what is there, a
+    forgotten user's: dropped), whether there is a store, and why it was not read (else None).
+    The batches are judged one at a time, in the order the import writes them (dry_run.Judge),
+    so that a file read in batches is never held whole. A SQLite file that does not exist is an
+    empty store, read as such and not created; the store is opened without setup: a dry run
+    does not migrate a store an older fleet still uses, and a store at another schema is not
+    read (the file's plan alone)."""
     try:
         store = await open_store(settings, setup=False)
     except NotFoundError:
-        return batches, False, None
+        return plan(batches), False, None
     except SchemaMismatchError as err:
         upgrade = (
             "`mnemos setup` upgrades it" if err.stored < err.reads else "a newer mnemos reads it"
@@ -138,9 +132,10 @@ async def _against_store(
             f"the store is at schema {err.stored}, this CLI reads {err.reads}: "
             f"the dry run checks the file only; {upgrade}"
         )
-        return batches, True, note
+        return plan(batches), True, note
     try:
-        return [await against_store(store, batch) for batch in batches], True, None
+        judge = Judge(store)
+        return combined([plan([await judge(batch)]) for batch in batches]), True, None
     finally:
         await store.close()
 
@@ -152,8 +147,12 @@ def _dry_run(settings: Settings, batches: list[ImportBatch], as_json: bool) -> N
             check_batch(batch, now=_now())
     except InvalidInputError as err:
         fail(str(err))
-    judged, exists, unread = run(_against_store(settings, batches), settings)
-    p = plan(judged)
+    _print_plan(settings, batches, as_json)
+
+
+def _print_plan(settings: Settings, batches: Iterable[ImportBatch], as_json: bool) -> None:
+    """The dry run's report of batches the input rules have passed."""
+    p, exists, unread = run(_against_store(settings, batches), settings)
     model = run(_store_model(settings), settings)
     path = settings.store.sqlite_path
     empty = "" if exists else f"no store at {path} yet (the import creates it): nothing there\n"
@@ -253,18 +252,33 @@ def import_file(
     dry_run: DryRun = False,
     as_json: JsonOption = False,
 ) -> None:
-    """An export of this or another mnemos: same ids, so importing twice writes nothing new."""
+    """An export of this or another mnemos: same ids, so importing twice writes nothing new.
+    Read a batch at a time (memory.lifecycle.import_file), after a first pass that checks the
+    whole file: a truncated or bad one is refused with nothing written."""
     settings = load_settings()
     try:
-        with file.open(encoding="utf-8-sig") as f:  # a BOM, as some editors save, is skipped
-            batch = export_format.to_import(list(export_format.read_export(f)))
-    except export_format.ExportFormatError as err:
+        with open_export(file) as f:
+            index = _scanned(file, f)
+            if dry_run:
+                _print_plan(settings, batches(f, index, order=PLAN_ORDER), as_json)
+                return
+            written = _write_all(
+                settings, batches(f, index), people=index.people, facts=bool(index.facts)
+            )
+            report = run(written, settings)
+    except OSError as err:
+        fail(f"cannot read {file}: {err.strerror or err}")
+    emit(report.__dict__, as_json=as_json, text=lambda: _report_text(report))
+
+
+def _scanned(file: Path, f: BinaryIO) -> FileIndex:
+    """The file's first pass (import_file.scan), its refusal one line."""
+    try:
+        return scan(f, now=_now())
+    except InvalidInputError as err:  # a bad line (ExportFormatError) or a bad record
         fail(str(err))
     except UnicodeDecodeError:
         fail(f"cannot read {file}: not UTF-8 text (a `mnemos export` file is)")
-    except OSError as err:
-        fail(f"cannot read {file}: {err.strerror or err}")
-    _finish(settings, [batch], dry_run, as_json)
 
 
 def export(

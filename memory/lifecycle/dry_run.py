@@ -4,13 +4,20 @@ the import's counts use. Only reads the store: the import itself judges again in
 
 The same rules as the import (rules.imports.erased, rules.import_sessions), read outside its
 transactions: session memory of a session a forget deleted whole is judged by the import alone
-(its tombstones), and a message whose seq another message holds (a conflict) counts as new."""
+(its tombstones), and a message whose seq another message holds (a conflict) counts as new.
+
+A source judged in several batches (an export file read a batch at a time) is judged as one:
+the ids a write would have given the facts and reflections of earlier batches are held for the
+later ones (``Judge``), as the store holds them once written, and the plans of the batches add up
+(``combined``) to the plan of the whole."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections import Counter, defaultdict
+from collections.abc import Hashable, Iterable, Sequence
 
 from memory.lifecycle.placement import Placed
+from memory.lifecycle.plan import ImportPlan, PlanLine
 from memory.lifecycle.records import (
     ConsolidatedImport,
     Dropped,
@@ -52,13 +59,21 @@ async def _epochs(store: MemoryStore, pairs: Iterable[Pair]) -> dict[Pair, int]:
     return epochs
 
 
+def _hold[R: (FactImport, ReflectionImport)](held: dict[str, Hashable], placed: Placed[R]) -> None:
+    """The ids given to these records (each one's first is the one it is placed under), held
+    for the later chunks and batches: the result does not depend on where they are cut."""
+    for r in placed.new:
+        held[r.ids[0]] = r.owner
+
+
 async def _facts(
-    store: MemoryStore, facts: Sequence[FactImport]
+    store: MemoryStore, facts: Sequence[FactImport], held: dict[str, Hashable]
 ) -> tuple[list[FactImport], list[Dropped]]:
     kept: list[FactImport] = []
     dropped: list[Dropped] = []
     for i in range(0, len(facts), _CHUNK):
-        placed = await place_facts(store, facts[i : i + _CHUNK])
+        placed = await place_facts(store, facts[i : i + _CHUNK], held)
+        _hold(held, placed)
         allowed = {f.fact_id for f in await not_forgotten(store, placed.new)}
         kept += [f for f in placed.new if f.fact_id in allowed]
         refused = [(f, FORGOTTEN) for f in placed.new if f.fact_id not in allowed]
@@ -72,11 +87,12 @@ def _there_or_taken[R: (FactImport, ReflectionImport)](placed: Placed[R]) -> lis
 
 
 async def _reflections(
-    store: MemoryStore, reflections: Sequence[ReflectionImport]
+    store: MemoryStore, reflections: Sequence[ReflectionImport], held: dict[str, Hashable]
 ) -> tuple[list[ReflectionImport], list[Dropped]]:
     keys = [r.scope_key for r in reflections]
     epochs = await _epochs(store, ((k.agent_id, k.user_id) for k in keys if k.user_id))
-    placed = await place_reflections(store, reflections)
+    placed = await place_reflections(store, reflections, held)
+    _hold(held, placed)
     dropped: list[Dropped] = []
     refused = [(r, FORGOTTEN) for r in placed.new if _erased(epochs, r.scope_key)]
     kept = [r for r in placed.new if not _erased(epochs, r.scope_key)]
@@ -168,19 +184,59 @@ async def _messages(
     return kept, dropped
 
 
+class Judge:
+    """against_store of the batches of one import, in the order it writes them: a record of a
+    later batch whose id an earlier one takes is found there, as the import finds it stored.
+    A session's messages are to be in one batch (as the writer takes them: _session_messages)."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        self._store = store
+        self._facts: dict[str, Hashable] = {}  # id -> owner, of the records judged new so far
+        self._reflections: dict[str, Hashable] = {}
+
+    async def __call__(self, batch: ImportBatch) -> ImportBatch:
+        """The batch as the import would write it into this store: what is there, and what is
+        of a user forgotten there, among the drops (agents are not counted by the dry run)."""
+        store = self._store
+        facts, f_drops = await _facts(store, batch.facts, self._facts)
+        reflections, r_drops = await _reflections(store, batch.reflections, self._reflections)
+        blobs, b_drops = await _blobs(store, batch.consolidated)
+        messages, m_drops = await _messages(store, batch.messages)
+        return batch.model_copy(
+            update={
+                "facts": tuple(facts),
+                "reflections": tuple(reflections),
+                "consolidated": tuple(blobs),
+                "messages": tuple(messages),
+                "dropped": (*batch.dropped, *f_drops, *r_drops, *b_drops, *m_drops),
+            }
+        )
+
+
 async def against_store(store: MemoryStore, batch: ImportBatch) -> ImportBatch:
-    """The batch as the import would write it into this store: what is there, and what is of a
-    user forgotten there, among the drops (agents are not counted by the dry run)."""
-    facts, f_drops = await _facts(store, batch.facts)
-    reflections, r_drops = await _reflections(store, batch.reflections)
-    blobs, b_drops = await _blobs(store, batch.consolidated)
-    messages, m_drops = await _messages(store, batch.messages)
-    return batch.model_copy(
-        update={
-            "facts": tuple(facts),
-            "reflections": tuple(reflections),
-            "consolidated": tuple(blobs),
-            "messages": tuple(messages),
-            "dropped": (*batch.dropped, *f_drops, *r_drops, *b_drops, *m_drops),
-        }
+    """One batch as the import would write it into this store (Judge, for a single batch)."""
+    return await Judge(store)(batch)
+
+
+_KEY = ("agent_id", "user_id", "dropped")  # a plan line's fields that are not its counts
+
+
+def combined(plans: Iterable[ImportPlan]) -> ImportPlan:
+    """The plans of a source's batches as one: the plan of all their records (plan.plan), its
+    lines in plan's order, without holding the records of more than one batch."""
+    counts: dict[tuple[str | None, str | None], Counter[str]] = defaultdict(Counter)
+    drops: dict[tuple[str | None, str | None], Counter[str]] = defaultdict(Counter)
+    models: Counter[str] = Counter()
+    for p in plans:
+        for ln in p.lines:
+            counts[ln.agent_id, ln.user_id].update(ln.model_dump(exclude=set(_KEY)))
+            drops[ln.agent_id, ln.user_id].update(ln.dropped)
+        models.update(p.facts_with_source_vectors)
+    keys = sorted(counts, key=lambda k: (k[0] or "", k[1] or ""))  # as plan.plan sorts them
+    return ImportPlan(
+        lines=tuple(
+            PlanLine(agent_id=a, user_id=u, **counts[a, u], dropped=dict(drops[a, u]))
+            for a, u in keys
+        ),
+        facts_with_source_vectors=dict(models),
     )

@@ -246,6 +246,12 @@ class ImportBatch(Record):
     messages: tuple[MessageImport, ...] = ()
     dropped: tuple[Dropped, ...] = ()
 
+    @property
+    def size(self) -> int:
+        """The records it writes (what a progress bar counts)."""
+        kinds = (self.agents, self.facts, self.reflections, self.consolidated, self.messages)
+        return sum(map(len, kinds))
+
     def __add__(self, other: ImportBatch) -> ImportBatch:
         agents = {a.agent_id: a for a in (*self.agents, *other.agents)}
         return ImportBatch(

@@ -5,12 +5,24 @@ Every store call inserts by id only what is absent, so running an import again w
 twice and an interrupted import resumes: records already written come back as ``existing``
 (a fact or reflection only when stored for the same agent and user, or scope: placement.place).
 A batch is checked whole before the first write (``checks.check_batch``, the embedder against
-the store), so bad input is refused with nothing written.
+the store), so bad input is refused with nothing written. A source written in several batches
+(an export file read a batch at a time, import_file) is checked whole before the first of them,
+and tells each batch what the others hold that it needs: the people of the file's sessions,
+the blobs earlier batches wrote (``write_batch``'s ``people`` and ``blobs_written``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import (
+    AsyncIterable,
+    AsyncIterator,
+    Callable,
+    Collection,
+    Hashable,
+    Iterable,
+    Mapping,
+    Sequence,
+)
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -20,6 +32,7 @@ from memory.deps import Deps
 from memory.errors import EmbeddingMismatchError
 from memory.ids import text_hash
 from memory.lifecycle.checks import check_batch
+from memory.lifecycle.people import session_people
 from memory.lifecycle.placement import Placed, place
 from memory.lifecycle.records import (
     ConsolidatedImport,
@@ -57,6 +70,21 @@ class ImportReport:
     def add(self, what: str, counts: ImportCounts) -> None:
         self.counts[what] = self.counts.get(what, ImportCounts()) + counts
 
+    def merge(self, other: ImportReport) -> None:
+        """Adds a later batch's report. A scope's blob keeps its first outcome: a second blob of
+        the scope in one store call is skipped (rules.imports.plan_import_consolidated), and in
+        a later batch it would be "existing" or "conflict" against the first."""
+        for what, counts in other.counts.items():
+            self.add(what, counts)
+        for key, outcome in other.blobs.items():
+            self.blobs.setdefault(key, outcome)
+        self.merged += other.merged
+        self.embedded += other.embedded
+
+    def written_blobs(self) -> set[str]:
+        """The scope keys whose imported blob is in the store: their reflections stay absorbed."""
+        return {k for k, v in self.blobs.items() if v in ("inserted", "existing")}
+
 
 def _chunks[T](items: Sequence[T]) -> list[Sequence[T]]:
     return [items[i : i + CHUNK] for i in range(0, len(items), CHUNK)]
@@ -69,10 +97,11 @@ def _dimension(deps: Deps, meta: tuple[str, int] | None) -> int:
     return meta[1] if meta is not None and meta[0] == deps.embedder.model else 0
 
 
-async def _check_embedder(deps: Deps, batch: ImportBatch) -> None:
+async def check_embedder(deps: Deps, *, facts: bool) -> None:
     """Facts are written with the embedder's vectors: into a store of another model or dimension
-    they would fail at the first write, after the agents and blobs (refused here, before)."""
-    meta = await deps.store.embedding_meta() if batch.facts else None
+    they would fail at the first write, after the agents and blobs (refused here, before).
+    ``facts``: whether the import writes any (else there is nothing to check)."""
+    meta = await deps.store.embedding_meta() if facts else None
     if meta is None:
         return
     model, dimension = deps.embedder.model, _dimension(deps, meta)
@@ -100,23 +129,35 @@ async def _embedded(deps: Deps, texts: Sequence[str]) -> dict[str, Vector]:
     return vectors
 
 
-async def place_facts(store: MemoryStore, facts: Sequence[FactImport]) -> Placed[FactImport]:
+Held = Mapping[str, Hashable]  # record id -> owner, as placement.place reads the store
+
+
+def _held_among(held: Held | None, ids: Sequence[str]) -> dict[str, Hashable]:
+    """Of the ids held for earlier records, those among ``ids`` (not all: a file's may be many)."""
+    return {} if held is None else {i: held[i] for i in ids if i in held}
+
+
+async def place_facts(
+    store: MemoryStore, facts: Sequence[FactImport], held: Held | None = None
+) -> Placed[FactImport]:
     """The facts already there, and the ids the others are written under (placement.place): a
-    fact id the store holds for another agent or user is not this fact."""
+    fact id the store holds for another agent or user is not this fact. ``held``: ids given to
+    earlier records that a write would have stored (a dry run, which writes none)."""
     ids = list(dict.fromkeys(i for f in facts for i in f.ids))
     stored = {f.fact_id: (f.agent_id, f.user_id) for f in await store.get_facts(ids)}
-    return place(facts, stored)
+    return place(facts, _held_among(held, ids) | stored)
 
 
 async def place_reflections(
-    store: MemoryStore, reflections: Sequence[ReflectionImport]
+    store: MemoryStore, reflections: Sequence[ReflectionImport], held: Held | None = None
 ) -> Placed[ReflectionImport]:
     """As place_facts, a reflection's owner being its scope key."""
-    stored: dict[str, str] = {}
-    for i in dict.fromkeys(i for r in reflections for i in r.ids):
+    ids = list(dict.fromkeys(i for r in reflections for i in r.ids))
+    stored: dict[str, Hashable] = {}
+    for i in ids:
         if (found := await store.get_reflection(i)) is not None:
             stored[i] = found.scope_key.key
-    return place(reflections, stored)
+    return place(reflections, _held_among(held, ids) | stored)
 
 
 async def not_forgotten(store: MemoryStore, facts: Sequence[FactImport]) -> list[FactImport]:
@@ -152,29 +193,6 @@ async def _vectors(deps: Deps, facts: Sequence[FactImport]) -> tuple[list[Vector
         for f, ok in zip(facts, reusable, strict=True)
     ]
     return vectors, len(texts)
-
-
-def session_people(batch: ImportBatch) -> tuple[SessionPeople, ...]:
-    """The sessions of the batch's session memory that the batch has messages of, each with the
-    agents and users those show: the store judges in the import's transaction whether
-    forget_user deleted the session whole (its session memory is then not imported). Session
-    memory without messages in the batch, which cannot say who took part, is judged by the
-    session tombstones a forget leaves (rules.erasure.session_tombstones) alone."""
-    keys = [b.scope_key for b in batch.consolidated] + [r.scope_key for r in batch.reflections]
-    agents: dict[str, dict[str, None]] = {}
-    for key in keys:
-        if key.scope == "session" and key.session_id is not None:
-            agents.setdefault(key.session_id, {})[key.agent_id] = None
-    users: dict[str, dict[str, None]] = {}
-    for m in (i.message for i in batch.messages):
-        if m.session_id not in agents:
-            continue
-        users.setdefault(m.session_id, {})
-        if m.user_id:
-            users[m.session_id][m.user_id] = None
-        if m.agent_id:
-            agents[m.session_id][m.agent_id] = None
-    return tuple((sid, tuple(agents[sid]), tuple(u)) for sid, u in users.items())
 
 
 def _among(people: tuple[SessionPeople, ...], keys: Sequence[ScopeKey]) -> list[SessionPeople]:
@@ -249,6 +267,8 @@ async def write_batch(
     *,
     now: datetime,
     progress: Progress = lambda what, n: None,
+    people: Sequence[SessionPeople] | None = None,
+    blobs_written: Collection[str] = (),
 ) -> ImportReport:
     """Writes the batch: agents, messages, blobs, facts, reflections, each kind in chunks of one
     store transaction. Bad input (a record recording would refuse, an embedder the store's facts
@@ -260,12 +280,16 @@ async def write_batch(
     transaction whether forget_user deleted the session whole (``session_people``): a forget
     that lands at any point of the import leaves nothing of the user. Were session memory first,
     a forget between it and the messages would not find the session (not stored yet) and leave
-    its memory behind."""
+    its memory behind.
+
+    A batch that is one of several of a source: ``people``, session_people of the whole source
+    (its session memory and its messages may be in different batches); ``blobs_written``, the
+    scope keys whose blob earlier batches wrote (a reflection absorbed into it stays absorbed)."""
     check_batch(batch, now=now)
-    await _check_embedder(deps, batch)
+    await check_embedder(deps, facts=bool(batch.facts))
     report = ImportReport()
     store = deps.store
-    people = session_people(batch)
+    people = session_people(batch) if people is None else tuple(people)
     configs = [a.config or AgentConfig(agent_id=a.agent_id, name=a.agent_id) for a in batch.agents]
     report.add("agents", await store.import_agents(configs))
     progress("agents", len(configs))
@@ -316,7 +340,7 @@ async def write_batch(
             report.add("facts", await store.import_facts(facts, vectors))
         progress("facts", len(all_facts))
 
-    written = {k for k, v in report.blobs.items() if v in ("inserted", "existing")}
+    written = report.written_blobs() | set(blobs_written)
     for r_chunk in _chunks(batch.reflections):
         placed_r = await place_reflections(store, r_chunk)
         there, taken = len(placed_r.there), len(placed_r.taken)
@@ -326,6 +350,49 @@ async def write_batch(
         report.add("reflections", await store.import_reflections(reflections, sessions=sessions))
         progress("reflections", len(r_chunk))
     return report
+
+
+async def _each(
+    batches: AsyncIterable[ImportBatch] | Iterable[ImportBatch],
+) -> AsyncIterator[ImportBatch]:
+    # Each batch let go of before the next is read (``del``): memory holds one batch, not two.
+    if isinstance(batches, AsyncIterable):
+        async for batch in batches:
+            yield batch
+            del batch
+    else:
+        for batch in batches:
+            yield batch
+            del batch
+
+
+async def write_batches(
+    deps: Deps,
+    batches: AsyncIterable[ImportBatch] | Iterable[ImportBatch],
+    *,
+    now: Callable[[], datetime],
+    progress: Progress = lambda what, n: None,
+    begun: Callable[[ImportBatch], None] = lambda batch: None,
+    people: Sequence[SessionPeople] | None = None,
+    facts: bool = False,
+) -> ImportReport:
+    """The batches of one import written one after the other (write_batch, each at ``now()``),
+    their reports added up; ``begun`` is told of each before it is written. A source whose
+    batches are parts of one whole (an export file read a batch at a time) gives ``people``,
+    session_people of the whole, and ``facts``, whether any batch holds facts: the embedder is
+    checked before the first batch is written (not at the first with facts, after the agents and
+    messages of the earlier ones)."""
+    await check_embedder(deps, facts=facts)
+    total = ImportReport()
+    async for batch in _each(batches):
+        begun(batch)
+        report = await write_batch(
+            deps, batch, now=now(), progress=progress, people=people,
+            blobs_written=total.written_blobs(),
+        )  # fmt: skip
+        total.merge(report)
+        del batch  # before the next is read (_each)
+    return total
 
 
 def _buffered_unless(r: ReflectionImport, written: set[str]) -> Reflection:
