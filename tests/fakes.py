@@ -13,7 +13,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from memory.embedding.base import Embedder, EmbeddingBatch, normalize
-from memory.errors import ProviderError
+from memory.errors import InputRefusedError, ProviderError
 from memory.llm.base import LLMProvider, LLMRequest, LLMResult, Task, Usage
 from memory.models import AgentConfig
 from memory.prompts import (
@@ -150,6 +150,16 @@ def echo_consolidation(request: LLMRequest) -> ConsolidatedSections:
     assert isinstance(p, ConsolidateInput)
     old = [ln[2:] for ln in p.current_content.splitlines() if ln.startswith("- ")]
     return consolidated(*old, *p.reflections)
+
+
+def refused_forbidden(request: LLMRequest) -> ConsolidatedSections:
+    """A consolidation whose provider's content filter refuses any prompt holding the word
+    'forbidden' (the rest drafted as echo_consolidation does)."""
+    p = request.task_input
+    assert isinstance(p, ConsolidateInput)
+    if any("forbidden" in r for r in p.reflections):
+        raise InputRefusedError("refused by the content filter", provider="fake")
+    return echo_consolidation(request)
 
 
 def consolidated(*items: str, title: str = "NOTES") -> ConsolidatedSections:

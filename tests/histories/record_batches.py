@@ -14,9 +14,10 @@ from pathlib import Path
 
 from memory.settings import ReflectionSettings
 from runtime.starts import request_consolidation
+from tests.fakes import refused_forbidden
 from tests.harness import Harness
 from tests.histories.recorder import save, time_skipping
-from tests.workflows.test_consolidate_batches import ITEMS, grown_buffer, refused_forbidden
+from tests.workflows.test_consolidate_batches import ITEMS, grown_buffer
 
 
 async def record() -> None:

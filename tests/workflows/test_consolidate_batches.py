@@ -13,13 +13,13 @@ import pytest
 from temporalio import workflow
 from temporalio.testing import WorkflowEnvironment
 
-from memory.errors import InputRefusedError, InvalidModelOutputError
+from memory.errors import InvalidModelOutputError
 from memory.llm.base import LLMRequest
 from memory.models import SET_ASIDE
 from memory.prompts.consolidate import ConsolidatedSections, ConsolidateInput
 from memory.settings import ReflectionSettings
 from runtime.starts import request_consolidation
-from tests.fakes import echo_consolidation
+from tests.fakes import echo_consolidation, refused_forbidden
 from tests.harness import Harness, conversation, reflections
 from workflows.consolidate_scope import IN_BATCHES
 from workflows.summary import ConsolidationSummary
@@ -47,15 +47,6 @@ async def _consolidate(h: Harness, *, force: bool) -> ConsolidationSummary:
     handle = await request_consolidation(h.client, h.settings, h.key("user"), force=force)
     async with h.worker():
         return await handle.result()
-
-
-def refused_forbidden(request: LLMRequest) -> ConsolidatedSections:
-    """A provider whose content filter refuses any prompt holding the word 'forbidden'."""
-    p = request.task_input
-    assert isinstance(p, ConsolidateInput)
-    if any("forbidden" in r for r in p.reflections):
-        raise InputRefusedError("refused by the content filter", provider="fake")
-    return echo_consolidation(request)
 
 
 def _drafted(h: Harness) -> list[list[str]]:

@@ -16,18 +16,9 @@ from memory.prompts.consolidate import ConsolidatedSections, ConsolidateInput
 from memory.settings import ReflectionSettings
 from runtime.starts import request_consolidation
 from tests.context_refusals import OPENAI, refusal
-from tests.fakes import echo_consolidation
+from tests.fakes import echo_consolidation, refused_forbidden
 from tests.harness import Harness, conversation, reflections
 from workflows.summary import ConsolidationSummary
-
-
-def _filtered(request: LLMRequest) -> ConsolidatedSections:
-    """A provider whose content filter refuses any prompt holding the word 'forbidden'."""
-    p = request.task_input
-    assert isinstance(p, ConsolidateInput)
-    if any("forbidden" in r for r in p.reflections):
-        raise InputRefusedError("refused by the content filter", provider="fake")
-    return echo_consolidation(request)
 
 
 async def _buffered(h: Harness, items: list[str]) -> None:
@@ -50,7 +41,7 @@ async def test_a_refused_reflection_is_set_aside_and_the_rest_consolidated(
 ) -> None:
     h = await Harness.create(time_env, tmp_path, reflections=ReflectionSettings(threshold_user=9))
     await _buffered(h, ["w", "x", "forbidden y", "z"])
-    h.llm.defaults["consolidate"] = _filtered
+    h.llm.defaults["consolidate"] = refused_forbidden
     summary = await _consolidate_user(h)
 
     blob = await h.store.get_consolidated(h.key("user"))
@@ -88,7 +79,7 @@ async def test_a_sessions_last_reflection_refused_alone_is_set_aside_and_its_end
     h.llm.script("extract_reflections", reflections(session=["forbidden y"]))
     async with h.worker():
         await h.form("s1")
-    h.llm.defaults["consolidate"] = _filtered
+    h.llm.defaults["consolidate"] = refused_forbidden
     async with h.worker():
         end = await h.memory.end_session("eve", "s1")
         ended = await end.result()
@@ -165,7 +156,7 @@ async def test_a_refused_reflection_corrected_meanwhile_is_neither_set_aside_nor
         if p.reflections == ["forbidden y"]:  # its own draft: a person corrects it meanwhile
             [r] = [r for r in await h.buffered(h.key("user")) if r.content == "forbidden y"]
             await h.store.edit_reflection(r.reflection_id, content="y, said politely")
-        return _filtered(request)
+        return refused_forbidden(request)
 
     h.llm.defaults["consolidate"] = corrected_while_drafted
     summary = await _consolidate_user(h)
@@ -234,7 +225,7 @@ async def test_two_refused_reflections_first_in_the_buffer_are_both_set_aside(
     provider refuses their texts, not the blob."""
     h = await Harness.create(time_env, tmp_path, reflections=ReflectionSettings(threshold_user=9))
     await _buffered(h, ["forbidden a", "forbidden b", "c", "d"])
-    h.llm.defaults["consolidate"] = _filtered
+    h.llm.defaults["consolidate"] = refused_forbidden
     summary = await _consolidate_user(h)
 
     aside = {r.content for r in await h.store.list_reflections(h.key("user"))}
