@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import typer
 
-from cli import degraded, lifecycle, manage, memory_commands, ops, reembed, schedule
+from cli import degraded, export_forget, lifecycle, manage, memory_commands, ops, reembed, schedule
 from cli.check_model import check_model_command
 from memory.settings_errors import InvalidSettingsError
 from runtime.codec_server import codec_server
@@ -55,8 +55,8 @@ app.command("codec-server", rich_help_panel="Serve")(codec_server)
 
 # Your data: import, export, erase a user (issue 15)
 app.add_typer(lifecycle.import_app, name="import", rich_help_panel="Your data")
-app.command(rich_help_panel="Your data")(lifecycle.export)
-app.command(rich_help_panel="Your data")(lifecycle.forget)
+app.command(rich_help_panel="Your data")(export_forget.export)
+app.command(rich_help_panel="Your data")(export_forget.forget)
 
 
 def main() -> None:

@@ -104,3 +104,8 @@ async def agent_of(store: MemoryStore, agent_id: str) -> AgentConfig:
 
 async def session_of(store: MemoryStore, session_id: str) -> SessionInfo:
     return await require_session(store, check_id("session", session_id))
+
+
+def counted(count: int, noun: str, plural: str | None = None) -> str:
+    """ "1 fact", "3 facts", "2 cache entries" (with ``plural``)."""
+    return f"{count} {noun if count == 1 else plural or noun + 's'}"

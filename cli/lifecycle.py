@@ -1,35 +1,31 @@
-"""`mnemos import eden|mem0|file`, `mnemos export`, `mnemos forget`: bring memories in, take
-them out, erase a person (issue 15; README "Your data"). Imports are idempotent and resumable
-(run again: what is there is skipped) and start with --dry-run; the source is only read."""
+"""`mnemos import eden|mem0|file`: bring memories in (issue 15; README "Your data"; taking them out
+and erasing a person: cli/export_forget.py). Imports are idempotent and resumable (run again:
+what is there is skipped) and start with --dry-run; the source is only read."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import AsyncIterator, Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any, BinaryIO, TextIO
+from typing import Annotated, Any, BinaryIO
 
 import typer
 from rich.console import Console
 from rich.progress import Progress
 
-from cli.common import JsonOption, check_id, emit, fail, load_settings, run, temporal_of
-from cli.output_file import replacing
+from cli.common import JsonOption, check_id, emit, fail, load_settings, run
 from memory.deps import Deps, open_deps
 from memory.errors import InvalidInputError, MnemosError, NotFoundError
 from memory.lifecycle.checks import check_batch
 from memory.lifecycle.dry_run import Judge, combined
-from memory.lifecycle.exporting import export_store
 from memory.lifecycle.import_file import PLAN_ORDER, FileIndex, batches, open_export, scan
 from memory.lifecycle.mem0 import load_items, map_mem0
 from memory.lifecycle.plan import ImportPlan, plan, render
 from memory.lifecycle.records import ImportBatch
 from memory.lifecycle.writer import ImportReport, write_batches
-from memory.lookup import require_agent
 from memory.settings import Settings
 from memory.store import SchemaMismatchError, open_store
-from memory.store.counts import ForgetCounts, SessionPeople
+from memory.store.counts import SessionPeople
 
 import_app = typer.Typer(
     help="Import memories: from Eden's MongoDB, a mem0 dump, or a `mnemos export` file.",
@@ -43,10 +39,6 @@ DryRun = Annotated[
 
 def _now() -> datetime:
     return datetime.now(UTC)
-
-
-def _n(count: int, noun: str, plural: str | None = None) -> str:
-    return f"{count} {noun if count == 1 else plural or noun + 's'}"
 
 
 def _report_text(report: ImportReport) -> str:
@@ -279,137 +271,3 @@ def _scanned(file: Path, f: BinaryIO) -> FileIndex:
         fail(str(err))
     except UnicodeDecodeError:
         fail(f"cannot read {file}: not UTF-8 text (a `mnemos export` file is)")
-
-
-def export(
-    agent: Annotated[str | None, typer.Option(help="Only this agent.")] = None,
-    user: Annotated[str | None, typer.Option(help="Only this user's memories.")] = None,
-    messages: Annotated[bool, typer.Option("--messages", help="Messages too.")] = False,
-    output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="File to write (default: stdout).")
-    ] = None,
-) -> None:
-    """Everything as JSON Lines: agents, facts with history and vectors, reflections, blobs."""
-    settings = load_settings()
-    for name, value in (("agent", agent), ("user", user)):
-        if value is not None:
-            check_id(name, value)
-
-    async def go(out: TextIO) -> dict[str, int]:
-        store = await open_store(settings, create=False)
-        try:
-            if agent is not None:
-                await require_agent(store, agent)
-            return await export_store(
-                store, out, agent_id=agent, user_id=user, messages=messages, now=_now()
-            )
-        finally:
-            await store.close()
-
-    if output is None:
-        counts = run(go(sys.stdout), settings)
-    else:
-        with replacing(output) as f:
-            counts = run(go(f), settings)
-    summary = ", ".join(_n(n, kind) for kind, n in counts.items())
-    typer.echo(f"exported {summary}" if summary else "nothing to export", err=True)
-
-
-def _session_runs_left(session_scopes: list[str]) -> str:
-    """What a second forget cannot find: the closed runs of the sessions this one deleted."""
-    from runtime.erasure import session_workflow_ids, workflow_ids_queries
-
-    queries = workflow_ids_queries(session_workflow_ids(session_scopes))
-    if not queries:
-        return ""
-    # Ids hold no quote nor anything a shell expands (memory.model_types.Id).
-    deletes = "\n".join(f'  temporal workflow delete --query "{q}"' for q in queries)
-    return (
-        "; then delete the runs of the sessions this forget deleted (a second one cannot find "
-        "them):\n" + deletes
-    )
-
-
-def forget(
-    user: Annotated[str, typer.Option(help="The user to erase.", show_default=False)],
-    agent: Annotated[
-        str | None, typer.Option(help="Erase the user's memories of this agent.")
-    ] = None,
-    all_agents: Annotated[
-        bool, typer.Option("--all-agents", help="Erase the user's memories of every agent.")
-    ] = False,
-    keep_executions: Annotated[
-        bool,
-        typer.Option(
-            "--keep-executions",
-            help="Do not delete the user's closed workflow executions from Temporal.",
-        ),
-    ] = False,
-    as_json: JsonOption = False,
-) -> None:
-    """Hard-delete a user: facts with history, user memory, messages, cache entries; then their
-    closed workflow executions. Agent-scope memory is not keyed by a user and stays."""
-    if (agent is None) == (not all_agents):
-        fail("give --agent A or --all-agents")
-    settings = load_settings()
-    check_id("user", user)
-    if agent is not None:
-        check_id("agent", agent)
-
-    async def erase() -> list[ForgetCounts]:
-        from client.management import MemoryManager
-        from memory.embedding import make_embedder
-
-        store = await open_store(settings, create=False)
-        embedder = make_embedder(settings)
-        try:
-            return await MemoryManager(store, embedder, settings).forget_user(user, agent_id=agent)
-        finally:
-            await embedder.close()
-            await store.close()
-
-    counts = run(erase(), settings)
-    # The sessions whose memory the store deleted, their consolidation runs tagged with no user:
-    # only this call knows them (a second one finds those sessions gone).
-    sessions = [key for c in counts for key in c.session_scopes]
-
-    async def delete_executions() -> int:
-        from runtime.erasure import delete_user_executions
-
-        return await delete_user_executions(await temporal_of(settings), user, agent, sessions)
-
-    executions: int | None = None
-    # A namespace without the Mnemos search attributes is not queried (as the client does).
-    if not keep_executions and settings.temporal.search_attributes:
-        try:
-            executions = run(delete_executions(), settings)
-        except typer.Exit:
-            # The store part is done (and repeating it is harmless): say what is left to do.
-            typer.echo(
-                "error: the user's memories are erased from the store, but their closed "
-                "workflow executions are not deleted: run this command again once Temporal "
-                "is reachable (or pass --keep-executions)" + _session_runs_left(sessions),
-                err=True,
-            )
-            raise
-
-    def text() -> str:
-        lines = [
-            f"agent {c.agent_id}: deleted "
-            + ", ".join(
-                (
-                    _n(c.facts, "fact"),
-                    _n(c.reflections, "reflection"),
-                    _n(c.blobs, "blob"),
-                    _n(c.messages, "message"),
-                    _n(c.sessions, "session"),
-                    _n(c.embedding_cache, "cache entry", "cache entries"),
-                )
-            )
-            for c in counts
-        ] or [f"nothing of user {user} was stored"]
-        if executions is not None:
-            lines.append(f"workflow executions deleted: {executions}")
-        return "\n".join(lines)
-
-    emit({"agents": counts, "workflow_executions_deleted": executions}, as_json=as_json, text=text)
