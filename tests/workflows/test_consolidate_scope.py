@@ -11,15 +11,14 @@ import pytest
 from temporalio.client import WorkflowHistory
 from temporalio.testing import WorkflowEnvironment
 
-from cli.binaries import temporal_test_server
 from memory.llm.base import LLMRequest
 from memory.llm.heuristic import HeuristicProvider
 from memory.prompts.consolidate import ConsolidatedSections
 from memory.settings import ReflectionSettings
-from runtime.payloads import payload_data_converter
 from runtime.starts import request_consolidation
 from tests.fakes import consolidated, echo_consolidation, transient
 from tests.harness import Harness, conversation, reflections
+from tests.histories.recorder import time_skipping
 from workflows.summary import ConsolidationSummary
 
 
@@ -96,14 +95,8 @@ async def test_a_user_consolidation_waits_out_a_provider_outage_and_consolidates
 async def own_clock() -> AsyncIterator[WorkflowEnvironment]:
     """A time-skipping server of its own: the test below moves its clock two days on, which the
     session's shared server should not see."""
-    env = await WorkflowEnvironment.start_time_skipping(
-        test_server_existing_path=str(temporal_test_server()),
-        data_converter=payload_data_converter,
-    )
-    try:
+    async with time_skipping() as env:
         yield env
-    finally:
-        await env.shutdown()
 
 
 async def test_a_consolidation_gives_up_visibly_after_two_days_of_outage(
