@@ -31,6 +31,7 @@ from client.memory_client import MemoryClient
 from client.tools import run_tool_call
 from memory.api_keys import ApiKey
 from memory.errors import MnemosError
+from memory.input_rules import WholeInt
 from memory.models import FactFilter, MessageIn
 from serve.auth import session_refusal, token_of
 from serve.errors import problem
@@ -120,7 +121,7 @@ def build_http_server(memory: MemoryClient, limiter: RateLimiter) -> MCPServer:
         messages: list[MessageIn] | None = None,
         note: str | None = None,
         user_id: str | None = None,
-        utc_offset_minutes: int | None = None,
+        utc_offset_minutes: WholeInt | None = None,  # not a JSON true,
     ) -> dict[str, Any]:
         key = _key_of(ctx, limiter, agent_id, "write")
         if (messages is None) == (note is None) or messages == []:

@@ -22,6 +22,7 @@ from pydantic import ValidationError
 from client.memory_client import MemoryClient
 from client.tools import run_tool_call
 from memory.errors import MnemosError, NotFoundError
+from memory.input_rules import WholeInt
 from memory.settings import Settings
 from serve.auth import session_refusal
 from serve.mcp_notes import OFFSET_HELP, WITHOUT_USER, form_note, note_message, told
@@ -95,7 +96,7 @@ def build_server(memory: MemoryClient, agent_id: str) -> MCPServer:
         note: str,
         session_id: str,
         user_id: str | None = None,
-        utc_offset_minutes: int | None = None,
+        utc_offset_minutes: WholeInt | None = None,  # not a JSON true,
     ) -> str:
         await own_session(session_id)
         async with _told():

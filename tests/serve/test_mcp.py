@@ -268,10 +268,14 @@ async def test_a_note_counts_its_relative_dates_in_the_speakers_calendar(
     try:
         server = build_server(h.memory, "eve")
         note = {"note": "I have a dentist appointment tomorrow.", "session_id": "n1"}
-        with pytest.raises(ToolError, match="utc_offset_minutes 900 is not a clock's offset"):
-            await server.call_tool(
-                "remember", {**note, "user_id": "alice", "utc_offset_minutes": 900}
-            )
+        for wrong in (900, True):  # past UTC+14; a JSON true, an int to Python
+            with pytest.raises(
+                ToolError,
+                match=r"is not a clock's offset|is a JSON number, not a string or a boolean",
+            ):
+                await server.call_tool(
+                    "remember", {**note, "user_id": "alice", "utc_offset_minutes": wrong}
+                )
         assert await h.store.load_messages("n1", 0, 10) == []
         async with h.worker():
             await server.call_tool(
