@@ -7,13 +7,13 @@ from datetime import UTC, datetime
 import pytest
 
 from memory.models import AgentConfig, Role, ScopeKey, SessionInfo, StoredMessage
+from memory.names import users_named
 from memory.scopes import (
     as_owned,
     formable_scopes,
     may_change,
     place_fact,
     sole_speaker,
-    users_named,
     visible_scopes,
 )
 

@@ -1,5 +1,5 @@
 """The rules that keep a speaker's personal content out of agent memory, read alone: who a text
-names (memory/scopes.py ``users_named``), what is about an unnamed speaker (``about_the_speaker``),
+names (memory/names.py ``users_named``), what is about an unnamed speaker (``about_the_speaker``),
 what a merged text may write into an agent fact (``personal_merge``, memory/pipeline/dedup.py
 ``resolve``)."""
 
@@ -10,10 +10,11 @@ from datetime import UTC, datetime
 import pytest
 
 from memory.models import Role, StoredMessage
+from memory.names import users_named
 from memory.pipeline.dedup import resolve
 from memory.pipeline.types import NewFact, SimilarFact
 from memory.prompts.decide_facts import FactDecision
-from memory.scopes import about_the_speaker, as_owned, personal_merge, users_named
+from memory.scopes import about_the_speaker, as_owned, personal_merge
 
 TEXT = "Alice Smith is the CTO of Acme Robotics"
 
