@@ -110,40 +110,29 @@ async def sessions_created(store: MemoryStore, data: ExportData) -> dict[str, da
     return created
 
 
-async def sessions_withheld(
+async def session_states(
     store: MemoryStore, data: ExportData, agents: Collection[str] | None = None
-) -> dict[str, dict[str, Withheld]]:
-    """Each session's agents' withheld maps (rules.withheld), those not empty: a message line
-    names the agents its message is withheld from, so that an import withholds it again. Every
-    agent's (``agents`` None), with ``--agent`` too: a session imported from one file per agent
-    keeps the others' marks. Read after the export's snapshot, as sessions_created: a bound only
-    grows, so a forget since then withholds more, never less; a session deleted since then
-    (every user forgotten) has none left to read, and the file is older than that forget
-    anyway."""
+) -> tuple[dict[str, dict[str, Withheld]], dict[str, dict[str, int]]]:
+    """Each session's agents' withheld maps (rules.withheld), those not empty, and cursors (the
+    last seq each has formed), each state read once: a message line names the agents its message
+    is withheld from, so that an import withholds it again, and those it is still to be formed
+    for. Every agent's (``agents`` None), with ``--agent`` too: a session imported from one file
+    per agent keeps the others' marks. Read after the export's snapshot, as sessions_created: a
+    bound only grows, so a forget since then withholds more, never less; a formation committing
+    between the two reads makes its messages count as formed while its facts are not in the file
+    (a store is moved with its workers stopped: what they record or form after the snapshot is
+    not in the file either). A session gone since then (every user forgotten) has no state left:
+    its messages count as formed, as in files written before this."""
     withheld: dict[str, dict[str, Withheld]] = {}
-    for session_id, agent_id in await _session_agents(store, data, agents):
-        state = await store.get_session_agent_state(session_id, agent_id)
-        if state is not None and state.withheld:
-            withheld.setdefault(session_id, {})[agent_id] = state.withheld
-    return withheld
-
-
-async def sessions_cursors(
-    store: MemoryStore, data: ExportData, agents: Collection[str] | None = None
-) -> dict[str, dict[str, int]]:
-    """Each session's agents' cursors (the last seq each has formed), of every agent (``agents``
-    None) with ``--agent`` too, as sessions_withheld: a message line names the agents it is
-    still to be formed for. Read after the export's snapshot, as the others: a formation
-    committing between the two reads makes its messages count as formed while its facts are not
-    in the file. A store is moved with its workers stopped (what they record or form after the
-    snapshot is not in the file either). A session gone since then has no cursor left: its
-    messages count as formed, as in files written before this."""
     cursors: dict[str, dict[str, int]] = {}
     for session_id, agent_id in await _session_agents(store, data, agents):
         state = await store.get_session_agent_state(session_id, agent_id)
-        if state is not None:
-            cursors.setdefault(session_id, {})[agent_id] = state.cursor_seq
-    return cursors
+        if state is None:
+            continue
+        cursors.setdefault(session_id, {})[agent_id] = state.cursor_seq
+        if state.withheld:
+            withheld.setdefault(session_id, {})[agent_id] = state.withheld
+    return withheld, cursors
 
 
 async def _session_agents(
@@ -203,8 +192,7 @@ async def read_for_export(
         messages=messages,
     )
     created = await sessions_created(store, data)
-    withheld = await sessions_withheld(store, data, states_of)
-    cursors = await sessions_cursors(store, data, states_of)
+    withheld, cursors = await session_states(store, data, states_of)
     facts = fact_pages(store, fact_ids, first)
     return ReadExport(header, records_of(data, facts, created, withheld, cursors))
 
