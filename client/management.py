@@ -311,6 +311,9 @@ class MemoryManager:
             absorbed_ids=[],
             at=self._clock(),
             edited_by="manual",
+            # A person's edit is news to the blob: what was said before all it held is still
+            # older than it.
+            said_from=None if current is None else current.said_from,
         )
 
     # ------------------------------------------------------------ overview

@@ -4,6 +4,9 @@ Layout (empty parts omitted, everything empty → ""):
 
     <MemoryContext>
       <AgentMemory>            agent scope, when agent memory is on
+        <EarlierReflections>   unabsorbed reflections said before what the blob holds
+        - …                    (a conversation recorded late), oldest → newest said
+        </EarlierReflections>
         <Consolidated>…</Consolidated>
         <RecentReflections>
         - …                    the newest unabsorbed reflections, oldest → newest said
@@ -39,7 +42,7 @@ from memory.models import (
     Reflection,
     ScopeKey,
     SessionInfo,
-    in_said_order,
+    said_before,
 )
 from memory.scopes import VisibleScopes, visible_scopes
 from memory.settings import Settings
@@ -116,12 +119,17 @@ def _scope_xml(
     key: ScopeKey, blob: ConsolidatedMemory | None, reflections: list[Reflection]
 ) -> str | None:
     parts = []
+    # Read newest formed first (to bound them), shown oldest said first: the last line is the
+    # latest said, also when a conversation recorded late was formed after it; and one said
+    # before all the blob holds (its said_from) before the blob, which it does not undo.
+    earlier, later = said_before(reversed(reflections), blob.said_from if blob else None)
+    if earlier:
+        texts = [r.content for r in earlier]
+        parts.append(f"    <EarlierReflections>\n{_lines(texts)}\n    </EarlierReflections>")
     if blob is not None and blob.content.strip():
         parts.append(f"    <Consolidated>{xml_text(blob.content.strip())}</Consolidated>")
-    if reflections:
-        # Read newest formed first (to bound them), shown oldest said first: the last line is
-        # the latest said, also when a conversation recorded late was formed after it.
-        texts = [r.content for r in in_said_order(reversed(reflections))]
+    if later:
+        texts = [r.content for r in later]
         parts.append(f"    <RecentReflections>\n{_lines(texts)}\n    </RecentReflections>")
     if not parts:
         return None

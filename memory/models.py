@@ -323,11 +323,33 @@ def in_said_order(reflections: Iterable[Reflection]) -> list[Reflection]:
     kept (and reflections formed in the order they were said keep the order they were formed
     in: the same prompt as before). Stable: ties keep the order given."""
     listed = list(reflections)
+    said = _said_times(listed)
+    return sorted(listed, key=lambda r: said[_formed_with(r)])
+
+
+def said_before(
+    reflections: Iterable[Reflection], since: datetime | None
+) -> tuple[list[Reflection], list[Reflection]]:
+    """The reflections said before ``since`` (a blob's ``said_from``) and the others, each
+    oldest said first. A formation's reflections stay together, at the latest time any of them
+    was said, as in_said_order: one said at ``since`` or after is news to the blob."""
+    said = in_said_order(reflections)
+    if since is None:
+        return [], said
+    at = _said_times(said)
+    return (
+        [r for r in said if at[_formed_with(r)] < since],
+        [r for r in said if at[_formed_with(r)] >= since],
+    )
+
+
+def _said_times(reflections: list[Reflection]) -> dict[str, datetime]:
+    """When each formation's reflections were said: the latest of them."""
     said: dict[str, datetime] = {}
-    for r in listed:
+    for r in reflections:
         group = _formed_with(r)
         said[group] = max(said.get(group, r.said_or_formed), r.said_or_formed)
-    return sorted(listed, key=lambda r: said[_formed_with(r)])
+    return said
 
 
 def _formed_with(r: Reflection) -> str:
@@ -341,3 +363,10 @@ class ConsolidatedMemory(DomainModel):
     word_limit: StoredInt
     updated_at: UtcDatetime
     edited_by: Literal["consolidation", "manual"] = "consolidation"
+    said_from: UtcDatetime | None = Field(
+        None,
+        description="When the earliest reflection it absorbed as news was said (None: not "
+        "known, a blob stored before it was kept or imported without it): a reflection said "
+        "before it, formed later (a conversation recorded late), is older than all the blob "
+        "holds",
+    )

@@ -201,6 +201,7 @@ class ConsolidatedImport(Record):
     word_limit: int = Field(ge=1)
     updated_at: UtcDatetime
     edited_by: Literal["consolidation", "manual"] = "consolidation"
+    said_from: UtcDatetime | None = None  # ConsolidatedMemory's (None: not known)
     parts: tuple[BlobPart, ...] = Field(
         (), description="Pieces to merge with the consolidation LLM when there are several"
     )
@@ -375,4 +376,5 @@ def consolidated_of(imp: ConsolidatedImport) -> ConsolidatedMemory:
         word_limit=imp.word_limit,
         updated_at=imp.updated_at,
         edited_by=imp.edited_by,
+        said_from=imp.said_from,
     )

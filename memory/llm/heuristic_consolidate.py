@@ -1,7 +1,8 @@
 """The offline provider's consolidation: the blob's items and the new reflections, each once,
 the oldest dropped first to fit the word limit, none cut (memory/llm/heuristic.py answers with
 it). Oldest by position: the draft gives the reflections oldest said first (ConsolidateInput),
-so a conversation recorded late is dropped before what was said after it."""
+so a conversation recorded late is dropped before what was said after it, and those said before
+what the blob holds (ConsolidateInput.earlier) before the blob's items."""
 
 from __future__ import annotations
 
@@ -21,12 +22,16 @@ from memory.word_count import first_words, word_spans, words
 
 
 def consolidate(p: ConsolidateInput) -> ConsolidatedSections:
-    """The blob's items then the new reflections, each once at its newest place, the oldest
-    dropped first to fit the word limit; one section with no title (a rule cannot name what it
-    does not understand). Every line of the blob is an item (a person's edit or an import may be
+    """The earlier reflections, the blob's items, then the new reflections, each once at its
+    newest place, the oldest dropped first to fit the word limit; one section with no title (a
+    rule cannot name what it does not understand). Every line of the blob is an item (a person's edit or an import may be
     plain lines), kept whole: the word limit bounds the blob by dropping items, never by cutting
     one, but for a newest item over the whole limit alone."""
-    items = blob_items(p.current_content) + [one_line(r) for r in p.reflections if r.strip()]
+    items = [
+        *(one_line(r) for r in p.earlier if r.strip()),
+        *blob_items(p.current_content),
+        *(one_line(r) for r in p.reflections if r.strip()),
+    ]
     unique: dict[str, str] = {}  # keeps each item at its newest position: repeats are dropped last
     for item in items:
         unique.pop(normalize_text(item), None)

@@ -9,7 +9,8 @@ reflections absorbed in one compare-and-set, so a reflection is absorbed once or
 A consolidation's draft merges the buffer's oldest batch (settings.reflections.batch) and says
 whether more is buffered; the workflow then drafts again. Batches are cut in the order formed
 (the store's, stable while a consolidation drafts them in turns); within a draft the model reads
-the reflections in the order they were said (models.in_said_order).
+the reflections in the order they were said (models.in_said_order), and those said before all
+the blob holds (its ``said_from``) before the blob (models.said_before).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from memory.ids import normalize_text, text_hash
 from memory.llm import choose_model
 from memory.llm.base import FIRST, LLMRequest, Retry
 from memory.lookup import require_agent
-from memory.models import SET_ASIDE, Reflection, ScopeKey, in_said_order
+from memory.models import SET_ASIDE, Reflection, ScopeKey, said_before
 from memory.pipeline.echoes import echoes_instructions
 from memory.pipeline.types import (
     BufferedReflection,
@@ -104,16 +105,19 @@ async def draft(deps: Deps, req: ConsolidationRequest, retry: Retry = FIRST) -> 
         return ConsolidationDraft(key=key, base_version=base_version, word_limit=word_limit)
     agent = await require_agent(deps.store, key.agent_id)
     # The batch is the buffer's oldest formed (its order in the store); the model reads it in the
-    # order it was said, so that "newer information wins" means the latest said, whenever formed.
-    said = in_said_order(buffered)
+    # order it was said, so that "newer information wins" means the latest said, whenever formed:
+    # what was said before all the blob holds (a conversation recorded late) comes before the
+    # blob, which it cannot override.
+    earlier, later = said_before(buffered, blob.said_from if blob else None)
     request = LLMRequest.of(
         ConsolidateInput(
             agent=agent,
             scope=key.scope,
             current_content=blob.content if blob else "",
             current_version=base_version,
-            reflections=[r.content for r in said],
+            reflections=[r.content for r in later],
             word_limit=word_limit,
+            earlier=[r.content for r in earlier],
         ),
         model=choose_model(deps.settings, deps.llm.name, "consolidation", agent.tier),
         temperature=deps.settings.models.temperature,
@@ -130,8 +134,20 @@ async def draft(deps: Deps, req: ConsolidationRequest, retry: Retry = FIRST) -> 
         next_version=base_version + 1,
         word_limit=word_limit,
         tolerance=cfg.word_limit_tolerance,
-        merged=[*blob_items(blob.content if blob else ""), *(r.content for r in said)],
+        merged=[
+            *(r.content for r in earlier),
+            *blob_items(blob.content if blob else ""),
+            *(r.content for r in later),
+        ],
     )
+    # Where the blob's present begins stays where it began: what it absorbs as earlier does not
+    # move it, so the next conversation recorded late, said after that one but before all the
+    # blob held, is earlier too. A blob that does not know (stored before it was kept) begins
+    # at what it absorbs now.
+    if blob is not None and blob.said_from is not None:
+        said_from: datetime | None = blob.said_from
+    else:
+        said_from = min((r.said_or_formed for r in later), default=None)
     return ConsolidationDraft(
         key=key,
         base_version=base_version,
@@ -142,6 +158,7 @@ async def draft(deps: Deps, req: ConsolidationRequest, retry: Retry = FIRST) -> 
         llm=[llm_call(request, result.usage)],
         oldest_buffered_at=min((r.formed_at for r in buffered), default=None),
         more=more,
+        said_from=said_from,
     )
 
 
@@ -193,6 +210,7 @@ async def apply(deps: Deps, d: ConsolidationDraft, now: datetime) -> Consolidati
         absorbed_ids=d.absorbed_ids,
         at=now,
         absorbed_hashes=d.absorbed_hashes or None,
+        said_from=d.said_from,
     )
     return ConsolidationResult(key=d.key, version=stored.version, absorbed=len(d.absorbed_ids))
 

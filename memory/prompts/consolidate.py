@@ -62,6 +62,22 @@ Rules:
 
 Answer in JSON: {{"sections": [{{"title": "...", "items": ["...", "..."]}}]}}"""
 
+# When the batch holds reflections said before what the memory holds (a conversation recorded
+# late): they come first, and the rule on contradictions says which is newer. A batch without
+# them reads TEMPLATE as it always was (recorded answers of real models stay valid).
+EARLIER = """<earlier_reflections>
+{earlier}
+</earlier_reflections>
+
+"""
+EARLIER_RULE = (
+    "- The earlier reflections were said before anything the memory holds: where one\n"
+    "  contradicts the memory, the memory wins.\n"
+)
+_MEMORY_OPEN = "<current_consolidated_memory>"
+_MERGE = ("Merge the new reflections", "Merge the earlier and the new reflections")
+_RULES_END = "- Never invent information; never repeat an item.\n"
+
 _CONSOLIDATE_FOCUS = {
     "agent": "Focus on persona evolution, project status and domain learnings: what should the agent always know?",
     "user": "Focus on preferences, directives and interaction style: how should the agent interact with this user?",
@@ -71,7 +87,7 @@ _CONSOLIDATE_FOCUS = {
 
 # What the model is told, as opposed to what it reads: a draft made of these words is an echo
 # (memory.pipeline.echoes).
-INSTRUCTIONS = SYSTEM + TEMPLATE + "".join(_CONSOLIDATE_FOCUS.values())
+INSTRUCTIONS = SYSTEM + TEMPLATE + EARLIER_RULE + "".join(_CONSOLIDATE_FOCUS.values())
 
 
 class ConsolidateInput(PromptInput):
@@ -84,6 +100,9 @@ class ConsolidateInput(PromptInput):
     # order, so the latest said is the newer whenever it was formed.
     reflections: list[str]
     word_limit: int
+    # Said before all the memory holds (ConsolidatedMemory.said_from), oldest said first: older
+    # than it, whenever they were formed.
+    earlier: list[str] = Field(default_factory=list)
 
     @property
     def next_version(self) -> int:
@@ -165,14 +184,30 @@ def _without_version(blob: str) -> str:
     return "\n".join(lines[1:] if lines and VERSION_LINE.match(lines[0]) else lines)
 
 
+def _template(inp: ConsolidateInput) -> str:
+    if not inp.earlier:
+        return TEMPLATE
+    return (
+        TEMPLATE.replace(_MEMORY_OPEN, EARLIER + _MEMORY_OPEN, 1)
+        .replace(*_MERGE, 1)
+        .replace(_RULES_END, EARLIER_RULE + _RULES_END, 1)
+    )
+
+
+def _bullets(texts: list[str]) -> str:
+    return "\n".join(f"- {tag(t)}" for t in texts)
+
+
 def render(inp: ConsolidateInput) -> Rendered:
     return Rendered(
         system=SYSTEM,
-        user=TEMPLATE.format(
+        user=_template(inp).format(
             scope=inp.scope,
             agent_name=tag(inp.agent.name),
             current=tag(_without_version(inp.current_content)) or "None yet",
-            reflections="\n".join(f"- {tag(r)}" for r in inp.reflections),
+            # (None said after the memory: all of the batch is earlier.)
+            reflections=_bullets(inp.reflections) or ("None" if inp.earlier else ""),
+            earlier=_bullets(inp.earlier),
             focus=_CONSOLIDATE_FOCUS[inp.scope],
             word_limit=inp.word_limit,
         ),

@@ -352,8 +352,10 @@ class MemoryStore(ManageContract, LifecycleContract):
         at: datetime,
         edited_by: str = "consolidation",
         absorbed_hashes: Mapping[str, str] | None = None,
+        said_from: datetime | None = None,
     ) -> ConsolidatedMemory:
         """Replace the blob (version expected_version + 1) and mark the reflections absorbed into it.
+        ``said_from``: the new blob's (ConsolidatedMemory.said_from), as given.
 
         ConflictError when the blob is not at expected_version (0 = no blob yet), one of the
         reflections is already absorbed or unknown, or one named in ``absorbed_hashes`` (id:

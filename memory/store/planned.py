@@ -113,10 +113,11 @@ class PlannedStore(PlannedLifecycle):
         at: datetime,
         edited_by: str = "consolidation",
         absorbed_hashes: Mapping[str, str] | None = None,
+        said_from: datetime | None = None,
     ) -> ConsolidatedMemory:
         blob = consolidation_blob(
             key, expected_version=expected_version, content=content, word_limit=word_limit,
-            at=at, edited_by=edited_by,
+            at=at, edited_by=edited_by, said_from=said_from,
         )  # fmt: skip
         ids = tuple(dict.fromkeys(absorbed_ids))
         return await self._transact(

@@ -19,7 +19,7 @@ from memory.store.rules.withheld import parsed
 
 _TIMES = frozenset(
     {"created_at", "last_message_at", "ended_at", "formed_at", "updated_at", "invalidated_at"}
-    | {"last_accessed_at", "said_at", "degraded_at", "reformed_at"}
+    | {"last_accessed_at", "said_at", "degraded_at", "reformed_at", "said_from"}
 )
 
 

@@ -190,3 +190,35 @@ async def test_a_reflection_keeps_when_it_was_said_through_export_and_import(
             expected or dict.fromkeys(said)
         )
         await store.close()
+
+
+async def test_a_blob_keeps_where_its_present_began_through_export_and_import(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """A reflection said before all a blob holds is older than the blob: an export
+    carries the blob's said_from and an import keeps it; a file written before it imports
+    the blob with it unknown."""
+    h = await Harness.create(time_env, tmp_path)
+    await _two_users(h)
+    key = h.key("user")
+    said = datetime(2026, 11, 20, 9, 30, tzinfo=UTC)
+    await h.store.commit_consolidation(
+        key, expected_version=0, content="VERSION: 1\n- Alice is a morning person",
+        word_limit=50, absorbed_ids=[], at=said, said_from=said,
+    )  # fmt: skip
+    exported = await _export(h.store)
+    before = []
+    for line in exported:
+        record = json.loads(line)
+        if record.get("type") == "consolidated":
+            record.pop("said_from")
+        before.append(json.dumps(record))
+    for name, lines, expected in (("copy", exported, said), ("before", before, None)):
+        store = SQLiteStore(tmp_path / f"{name}.db")
+        await store.setup()
+        deps = Deps(settings=h.settings, store=store, llm=h.llm, embedder=h.embedder)
+        await write_batch(deps, to_import(read_export(lines)), now=_import_time())
+        blob = await store.get_consolidated(key)
+        await store.close()
+        assert blob is not None and blob.content.endswith("morning person")
+        assert blob.said_from == expected

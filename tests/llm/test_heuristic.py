@@ -400,6 +400,20 @@ async def test_consolidation_drops_the_oldest_lines_to_stay_within_the_word_limi
     assert len(text.split()) <= 20
 
 
+async def test_consolidation_drops_what_was_said_before_the_blob_first() -> None:
+    """A reflection said before what the blob holds (a conversation recorded late) is older than
+    the blob's items: it goes first when the limit leaves room for only some."""
+    text = await consolidate(
+        "user",
+        current_content="VERSION: 1\n- Alice drinks green tea now",
+        current_version=1,
+        earlier=["Alice drinks black coffee daily"],
+        reflections=["Alice likes jazz"],
+        word_limit=12,
+    )
+    assert text.splitlines() == ["VERSION: 2", "- Alice drinks green tea now", "- Alice likes jazz"]
+
+
 async def test_consolidation_of_many_reflections_stays_within_the_answers_bounds() -> None:
     """A LoCoMo session's agent reflections (33 in one consolidation) once overflowed the 24
     items a section may hold: the answer was refused and the consolidation took its fallback."""

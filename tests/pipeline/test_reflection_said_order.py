@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from memory.models import Reflection, ScopeKey, in_said_order
+from memory.models import Reflection, ScopeKey, in_said_order, said_before
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 KEY = ScopeKey(scope="user", agent_id="eve", user_id="alice")
@@ -63,3 +63,17 @@ def test_a_reflection_stored_before_said_at_was_kept_is_ordered_by_when_it_was_f
     assert contents([stored_before, unsourced_import, said_later, said_earlier]) == [
         "imported", "said earlier", "before", "said later",
     ]  # fmt: skip
+
+
+def test_what_was_said_before_the_blobs_latest_is_earlier_a_formation_together() -> None:
+    """A blob that absorbed what was said up to day 10: a backfill of day 2 is earlier than it,
+    a formation that cites day 3 and day 12 is news to it, whole (its model weighed them in one
+    answer); a blob that does not know when (None) finds every reflection news."""
+    backfill = formed("march", "f-old", formed_on=20, said_on=2)
+    mixed_a = formed("mixed a", "f-mixed", formed_on=21, said_on=3)
+    mixed_b = formed("mixed b", "f-mixed", formed_on=21, said_on=12)
+    at_the_blob = formed("same moment", "f-same", formed_on=22, said_on=10)
+    earlier, later = said_before([mixed_a, mixed_b, backfill, at_the_blob], day(10))
+    assert [r.content for r in earlier] == ["march"]
+    assert [r.content for r in later] == ["same moment", "mixed a", "mixed b"]
+    assert said_before([backfill, mixed_a], None) == ([], in_said_order([backfill, mixed_a]))

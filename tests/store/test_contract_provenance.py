@@ -266,3 +266,26 @@ async def test_a_reflection_keeps_when_it_was_said_formed_edited_and_imported(
     )
     await store.import_reflections([imported])
     assert await store.get_reflection(imported.reflection_id) == imported
+
+
+async def test_a_blob_keeps_when_what_it_absorbed_was_said(store: MemoryStore) -> None:
+    """A reflection said before all a blob holds is older than it
+    (memory.models.said_before): the blob keeps that time on every backend, through a
+    consolidation and an import; a commit that gives none (a person's first edit, a draft of an
+    older worker) reads None, as a blob stored before it was kept."""
+    first = await store.commit_consolidation(
+        USER_KEY, expected_version=0, content="VERSION: 1\n- green tea", word_limit=50,
+        absorbed_ids=[], at=at(10), said_from=at(5),
+    )  # fmt: skip
+    assert first.said_from == at(5)
+    assert await store.get_consolidated(USER_KEY) == first
+    unknown = await store.commit_consolidation(
+        USER_KEY, expected_version=1, content="VERSION: 2\n- tea", word_limit=50,
+        absorbed_ids=[], at=at(11), edited_by="manual",
+    )  # fmt: skip
+    assert unknown.said_from is None
+    assert await store.get_consolidated(USER_KEY) == unknown
+
+    imported = first.model_copy(update={"scope_key": AGENT_KEY, "said_from": at(7)})
+    assert await store.import_consolidated([imported]) == {AGENT_KEY.key: "inserted"}
+    assert await store.get_consolidated(AGENT_KEY) == imported

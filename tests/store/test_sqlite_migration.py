@@ -363,7 +363,7 @@ async def test_a_schema_10_files_facts_are_found_by_their_words_folded(tmp_path:
     with closing(sqlite3.connect(path)) as conn:
         conn.execute("INSERT INTO facts_fts (facts_fts, rank) VALUES ('integrity-check', 1)")
         version = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-    assert version == (str(SCHEMA_VERSION),) == ("15",)
+    assert version == (str(SCHEMA_VERSION),) == ("16",)
 
 
 async def test_a_fact_the_previous_version_inserts_is_stamped_for_the_recheck(
@@ -435,4 +435,41 @@ async def test_a_file_of_schema_14_keeps_its_reflections_and_learns_when_new_one
     ]
     with closing(sqlite3.connect(path)) as conn:
         version = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-    assert version == ("15",)
+    assert version == (str(SCHEMA_VERSION),)
+
+
+async def test_a_file_of_schema_15_keeps_its_blobs_and_learns_where_new_ones_begin(
+    tmp_path: Path,
+) -> None:
+    """Schema 16 keeps when the earliest reflection a blob absorbed as news was said (one said
+    before it is older than the blob): a file of schema 15 gains the column, its blob reads
+    said_from None (every reflection news to it, as before), and the next consolidation
+    keeps its time."""
+    path = tmp_path / "v15.db"
+    store = SQLiteStore(path)
+    await store.setup()
+    await store.commit_consolidation(
+        USER_KEY, expected_version=0, content="VERSION: 1\n- jazz", word_limit=50,
+        absorbed_ids=[], at=at(10), said_from=at(5),
+    )  # fmt: skip
+    await store.close()
+    with closing(sqlite3.connect(path)) as conn, conn:  # as schema 15 wrote blobs
+        conn.execute("ALTER TABLE consolidated DROP COLUMN said_from")
+        conn.execute("UPDATE meta SET value = '15' WHERE key = 'schema_version'")
+
+    store = SQLiteStore(path)
+    await store.setup()
+    try:
+        old = await store.get_consolidated(USER_KEY)
+        new = await store.commit_consolidation(
+            USER_KEY, expected_version=1, content="VERSION: 2\n- jazz, tea", word_limit=50,
+            absorbed_ids=[], at=at(20), said_from=at(15),
+        )  # fmt: skip
+        stored = await store.get_consolidated(USER_KEY)
+    finally:
+        await store.close()
+    assert old is not None and (old.content, old.said_from) == ("VERSION: 1\n- jazz", None)
+    assert stored == new and new.said_from == at(15)
+    with closing(sqlite3.connect(path)) as conn:
+        version = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    assert version == ("16",)

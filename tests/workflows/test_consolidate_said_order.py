@@ -1,6 +1,7 @@
 """A conversation recorded late (a backfill of an old conversation, or a session the cold job forms
 after a newer one) is formed after what was said since: the consolidated blob and the context
-still take the latest SAID as the newest, not the latest formed (h179)."""
+still take the latest SAID as the newest, not the latest formed (h179), also when what was said
+after it is already consolidated (h189)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from temporalio.testing import WorkflowEnvironment
 from memory.llm.base import LLMRequest
 from memory.llm.heuristic import HeuristicProvider
 from memory.models import MessageIn
-from memory.prompts.consolidate import ConsolidatedSections, ConsolidateInput
+from memory.prompts.consolidate import ConsolidatedSections, ConsolidateInput, render
 from memory.settings import ReflectionSettings
 from runtime.starts import request_consolidation
 from tests.fakes import echo_consolidation
@@ -112,3 +113,90 @@ async def test_the_context_shows_the_latest_said_reflection_last(
     assert await h.store.get_consolidated(h.key("user")) is None  # below the threshold
     user_part = context[context.index("<UserMemory>") : context.index("</UserMemory>")]
     assert user_part.index("black coffee") < user_part.index("green tea"), user_part
+
+
+async def _tea_consolidated_then_march_formed(h: Harness) -> None:
+    """Yesterday's wish formed and consolidated; then March's conversation recorded and formed:
+    its reflection is buffered after a blob that holds what was said after it."""
+    key = h.key("user")
+    await h.record("recent", said("recent", TEA, YESTERDAY))
+    await h.form("recent")
+    await request_consolidation(h.client, h.settings, key, force=True)
+    await h.consolidation_result(key)
+    await h.record("march", said("march", COFFEE, MARCH))
+    await h.form("march")
+
+
+async def test_a_conversation_recorded_after_the_blob_does_not_undo_what_it_holds(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """The blob already holds yesterday's wish when March's is formed: the blob keeps when what
+    it absorbed was said, and March's reflection, said before it, is older than the blob, not
+    newer (h189). The context shows it before the blob, and the next consolidation keeps
+    yesterday's wish."""
+    h = await Harness.create(time_env, tmp_path, reflections=ReflectionSettings(word_limit_user=24))
+    h.llm = HeuristicProvider()  # type: ignore[assignment]
+    key = h.key("user")
+    async with h.worker():
+        await _tea_consolidated_then_march_formed(h)
+        first = await h.store.get_consolidated(key)
+        context = await h.memory.on_session_start("eve", "next", user_id="alice")
+        await request_consolidation(h.client, h.settings, key, force=True)
+        await h.consolidation_result(key)
+
+    assert first is not None and first.said_from is not None
+    assert YESTERDAY <= first.said_from < NOW
+    user_part = context[context.index("<UserMemory>") : context.index("</UserMemory>")]
+    assert "<RecentReflections>" not in user_part, user_part
+    assert (
+        user_part.index("black coffee")
+        < user_part.index("<Consolidated>")
+        < user_part.index("green tea")
+    ), user_part
+    blob = await h.store.get_consolidated(key)
+    assert blob is not None and blob.version == 2
+    assert "green tea" in blob.content, f"the March statement overrode the blob:\n{blob.content}"
+    assert "black coffee" not in blob.content
+    assert blob.said_from == first.said_from  # absorbing what is earlier does not move it
+
+
+async def test_the_model_reads_what_was_said_before_the_blob_as_earlier(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """March's reflection, formed after a blob holding yesterday's wish, is given to the model
+    as earlier than the blob (where it contradicts the blob, the blob wins), not as new; and
+    April's, recorded after March's was absorbed, too: absorbing what is earlier does not move
+    where the blob's present begins."""
+    h = await Harness.create(time_env, tmp_path)
+    h.llm.script(
+        "extract_reflections",
+        reflections(user=["Alice wants green tea, she gave up coffee"]),
+        reflections(user=["Alice wants three cups of black coffee"]),
+        reflections(user=["Alice wants two cups of coffee"]),
+    )
+    drafted: list[ConsolidateInput] = []
+
+    def seen(request: LLMRequest) -> ConsolidatedSections:
+        assert isinstance(request.task_input, ConsolidateInput)
+        drafted.append(request.task_input)
+        return echo_consolidation(request)
+
+    h.llm.script("consolidate", seen, seen, seen)
+    key = h.key("user")
+    async with h.worker():
+        await _tea_consolidated_then_march_formed(h)
+        await request_consolidation(h.client, h.settings, key, force=True)
+        await h.consolidation_result(key)
+        await h.record("april", said("april", COFFEE, MARCH + timedelta(days=30)))
+        await h.form("april")
+        await request_consolidation(h.client, h.settings, key, force=True)
+        await h.consolidation_result(key)
+
+    assert [(d.earlier, d.reflections) for d in drafted] == [
+        ([], ["Alice wants green tea, she gave up coffee"]),
+        (["Alice wants three cups of black coffee"], []),
+        (["Alice wants two cups of coffee"], []),
+    ]
+    prompt = render(drafted[1]).user
+    assert prompt.index("black coffee") < prompt.index("<current_consolidated_memory>")
+    assert "the memory wins" in prompt

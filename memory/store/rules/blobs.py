@@ -52,6 +52,7 @@ def consolidation_blob(
     word_limit: int,
     at: datetime,
     edited_by: str,
+    said_from: datetime | None = None,
 ) -> ConsolidatedMemory:
     """The blob a consolidation writes, validated before any transaction (edited_by must be one
     the model knows)."""
@@ -63,6 +64,7 @@ def consolidation_blob(
             "word_limit": word_limit,
             "updated_at": at,
             "edited_by": edited_by,
+            "said_from": said_from,
         }
     )
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from memory.store.sql.sessions import GUESTS_BACKFILL_SQL, GUESTS_INDEX_SQL
 
-SCHEMA_VERSION = 15
+SCHEMA_VERSION = 16
 
 # SQLite's clock as a stored timestamp (integer microseconds since the epoch; 'now' has
 # millisecond precision).
@@ -180,7 +180,8 @@ CREATE TABLE IF NOT EXISTS consolidated (
     version    INTEGER NOT NULL,
     word_limit INTEGER NOT NULL,
     updated_at INTEGER NOT NULL,
-    edited_by  TEXT NOT NULL
+    edited_by  TEXT NOT NULL,
+    said_from  INTEGER                      -- schema 16: see ADDED_COLUMNS
 );
 CREATE INDEX IF NOT EXISTS consolidated_session
     ON consolidated (session_id) WHERE session_id IS NOT NULL;
@@ -265,6 +266,9 @@ ADDED_COLUMNS = (
     # Schema 14 → 15: when a reflection was said (Reflection.said_at: a consolidation merges its
     # batch in the order things were said); older rows NULL (read in the order formed).
     ("reflections", "said_at", "INTEGER"),
+    # Schema 15 → 16: when the earliest reflection a blob absorbed as news was said
+    # (ConsolidatedMemory.said_from); older rows NULL (not known: every reflection is news).
+    ("consolidated", "said_from", "INTEGER"),
 )
 
 # Schema 3 → 4, after ADDED_COLUMNS (its index names said_at, a column older files gain there):

@@ -555,6 +555,11 @@ export interface components {
              * @enum {string}
              */
             edited_by: "consolidation" | "manual";
+            /**
+             * Said From
+             * @description When the earliest reflection it absorbed as news was said (None: not known, a blob stored before it was kept or imported without it): a reflection said before it, formed later (a conversation recorded late), is older than all the blob holds
+             */
+            said_from: string | null;
         };
         /** ConsolidationSummary */
         ConsolidationSummary: {
