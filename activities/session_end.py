@@ -6,7 +6,9 @@ look, and a retried start is idempotent by the workflow id and the cursor."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
+from typing import Any
 
 from temporalio import activity
 from temporalio.client import Client, WorkflowExecutionStatus
@@ -19,6 +21,7 @@ from memory.lookup import require_session
 from memory.models import ScopeKey
 from memory.pipeline.types import SessionEndRequest
 from runtime.starts import request_consolidation, start_formation
+from workflows.naming import WAITING_UNTIL
 from workflows.summary import ConsolidationSummary, FormationSummary
 
 
@@ -75,9 +78,29 @@ class SessionEndActivities:
 
 async def _progress(client: Client, workflow_id: str) -> str:
     """How far the workflow has got: its latest run and that run's history length, which grow
-    while it makes progress (a workflow task that fails for ever adds no event)."""
+    while it makes progress (a workflow task that fails for ever adds no event). A run waiting
+    out a durable timer it announced in its memo (ConsolidateScope's outage wait: up to hours, no
+    event meanwhile, longer than the end's budget) is not stuck: each look until then reads as
+    moved, with its own time."""
     described = await client.get_workflow_handle(workflow_id).describe()
-    return f"{described.run_id}:{described.history_length}"
+    where = f"{described.run_id}:{described.history_length}"
+    until = _waiting_until(await described.memo())
+    # The server's clock, as the run's timer reads it (a time-skipping server's too).
+    now = activity.info().current_attempt_scheduled_time
+    if until is not None and until > now:
+        return f"{where}:waiting until {until.isoformat()}, looked at {now.isoformat()}"
+    return where
+
+
+def _waiting_until(memo: Mapping[str, Any]) -> datetime | None:
+    """The end of the wait a run announced (workflows.naming.WAITING_UNTIL), None when it
+    announced none, or one this worker cannot read."""
+    value = memo.get(WAITING_UNTIL)
+    try:
+        until = datetime.fromisoformat(value) if isinstance(value, str) else None
+    except ValueError:
+        return None
+    return until if until is not None and until.tzinfo is not None else None
 
 
 async def _outcome[T](client: Client, workflow_id: str, result_type: type[T]) -> T | None:

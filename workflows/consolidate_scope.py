@@ -36,7 +36,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from workflows import options
     from workflows.consolidate_parts import carried, halves, summary_so_far, transient
-    from workflows.naming import CONSOLIDATE_WORKFLOW, DEGRADED_METRIC
+    from workflows.naming import CONSOLIDATE_WORKFLOW, DEGRADED_METRIC, WAITING_UNTIL
     from workflows.paid import paid_for
     from workflows.summary import ConsolidationSummary
 
@@ -376,7 +376,9 @@ class ConsolidateScopeWorkflow:
         )
         minutes = f"{delay.total_seconds() / 60:.0f}"
         waiting = f"waiting {minutes} min to draft again (wait {self._outage_waits})"
-        workflow.upsert_memo({"summary": f"{waiting}: {reason[:200]}"})
+        # Replay-safe: the memo's content is not compared on replay, its command is the same.
+        until = (now + delay).isoformat()
+        workflow.upsert_memo({"summary": f"{waiting}: {reason[:200]}", WAITING_UNTIL: until})
         await workflow.sleep(delay)
         return True
 

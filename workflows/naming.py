@@ -22,6 +22,11 @@ DEGRADED_METRIC = "mnemos_formation_degraded"
 # reached: "facts" or "text" (a workflow metric: replay-safe).
 OVER_BOUND_METRIC = "mnemos_formation_facts_over_bound"
 
+# A memo key: until when a run waits out a durable timer it set itself (an outage wait: up to
+# hours, no event meanwhile), an ISO time. Who polls the run (EndSession) reads it as "waiting,
+# not stuck" until then.
+WAITING_UNTIL = "waiting_until"
+
 FORM_WORKFLOW = "FormMemories"
 CONSOLIDATE_WORKFLOW = "ConsolidateScope"
 COLD_SESSIONS_WORKFLOW = "ColdSessions"

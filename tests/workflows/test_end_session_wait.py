@@ -17,7 +17,8 @@ from cli.binaries import temporal_test_server
 from memory.pipeline.types import FormationRequest
 from memory.settings import RetrySettings, TemporalSettings
 from runtime.payloads import payload_data_converter
-from tests.harness import Harness, conversation
+from tests.fakes import transient
+from tests.harness import Harness, conversation, reflections
 from worker import build_worker
 from workflows.consolidate_scope import ConsolidateScopeWorkflow
 from workflows.end_session import EndSessionWorkflow
@@ -109,3 +110,26 @@ async def test_the_end_of_a_long_healthy_drain_waits_while_it_moves_on(
         ended = await asyncio.wait_for(handle.result(), 600)
 
     assert ended.formation.messages_formed == 2
+
+
+async def test_the_end_waits_while_its_consolidation_waits_out_an_outage_past_its_budget(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """The session's consolidation meets a provider outage and waits on durable timers, 5 minutes
+    doubling (jittered): the third wait, 10 to 30 minutes, is longer than the end's budget of
+    these retries (8 minutes) and adds no event while it lasts. The run is waiting, not stuck
+    (it says until when in its memo): the end waits it out and answers (h189; it failed with
+    "made no progress")."""
+    queue = TemporalSettings(task_queue=f"end-{uuid.uuid4().hex[:8]}", search_attributes=False)
+    h = await Harness.create(time_env, tmp_path, retries=RETRIES, temporal=queue)
+    await h.record("s1", conversation(4))
+    h.llm.script("extract_reflections", reflections(session=["Alice is planning a trip"]))
+    h.llm.script("consolidate", *[transient("provider down")] * 3)
+    async with h.worker():
+        handle = await h.memory.end_session("eve", "s1")
+        ended = await asyncio.wait_for(handle.result(), 600)
+
+    assert ended.consolidation.consolidations == 1 and ended.consolidation.degraded is None
+    assert len(h.llm.calls("consolidate")) == 4
+    blob = await h.store.get_consolidated(h.key("session"))
+    assert blob is not None
