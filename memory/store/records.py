@@ -23,6 +23,12 @@ _TIMES = frozenset(
 )
 
 
+def known[M: BaseModel](model: type[M], data: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields of ``data`` that ``model`` has: a record a newer version wrote (a field added
+    since) reads as this version knows it, not refused, while both run during a roll."""
+    return {name: value for name, value in data.items() if name in model.model_fields}
+
+
 def from_record[M: BaseModel](
     model: type[M], record: Mapping[str, Any], to_time: Callable[[Any], datetime], **fields: Any
 ) -> M:
@@ -117,7 +123,9 @@ def history_of(stored: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         if isinstance(said, str):
             said = datetime.fromisoformat(said)
         said_at, offset = split(said)
-        revisions.append({**record, "said_at": said_at, "said_utc_offset_minutes": offset})
+        revisions.append(
+            {**known(FactRevision, record), "said_at": said_at, "said_utc_offset_minutes": offset}
+        )
     return revisions
 
 

@@ -19,6 +19,7 @@ from memory.store.mongo.docs import (
 )
 from memory.store.mongo.reads import user_sessions
 from memory.store.mongo.txn import run_transaction
+from memory.store.records import known
 from memory.store.rules.export import (
     Exported,
     UserSessions,
@@ -94,7 +95,7 @@ async def _export(
     agents_q = _only(_id=agent_id)
     data = ExportData(
         agents=[
-            AgentConfig.model_validate({k: v for k, v in d.items() if k != "_id"})
+            AgentConfig.model_validate(known(AgentConfig, d))
             async for d in db.agents.find(agents_q, session=s).sort("_id", 1)
         ],
         facts=await _facts(db, s, agent_id, user_id) if facts else [],

@@ -15,7 +15,7 @@ from memory.models import ConsolidatedMemory, Fact, Reflection
 from memory.said import split
 from memory.store.base import Vector
 from memory.store.postgres.pool import Row
-from memory.store.records import history_of, stored_history
+from memory.store.records import history_of, known, stored_history
 from memory.store.rules.text import stemmed_tokens
 
 # Fields kept out of the body: touched by searches (access, in fact_access: schema migration 4)
@@ -59,7 +59,7 @@ def fact_from_row(row: Row) -> Fact:
     offset = row["said_utc_offset_minutes"] if carried is None else carried
     return Fact.model_validate(
         {
-            **body,
+            **known(Fact, body),
             "history": history_of(body.get("history", ())),
             "said_at": said_at,
             "said_utc_offset_minutes": offset,
@@ -115,7 +115,7 @@ def reflection_body(r: Reflection) -> Jsonb:
 
 def reflection_from_row(row: Row) -> Reflection:
     return Reflection.model_validate(
-        {**row["body"], "absorbed_into_version": row["absorbed_into_version"]}
+        {**known(Reflection, row["body"]), "absorbed_into_version": row["absorbed_into_version"]}
     )
 
 
@@ -136,4 +136,4 @@ VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)
 
 
 def consolidated_from_row(row: Row) -> ConsolidatedMemory:
-    return ConsolidatedMemory.model_validate(row["body"])
+    return ConsolidatedMemory.model_validate(known(ConsolidatedMemory, row["body"]))

@@ -22,6 +22,7 @@ from memory.store.postgres.codec import (
     vector_param,
 )
 from memory.store.postgres.pool import Conn, Row
+from memory.store.records import known
 from memory.store.sql.db import Db, Params
 from memory.store.sql.db import Row as AnyRow
 
@@ -71,7 +72,7 @@ class PostgresDb(Db):
         return Jsonb(model.model_dump(mode="json"))
 
     def model[M: BaseModel](self, cls: type[M], value: Any) -> M:
-        return cls.model_validate(value)
+        return cls.model_validate(known(cls, value))
 
     def vector(self, vector: Vector | Sequence[float]) -> object:
         return vector_param(vector)

@@ -17,7 +17,7 @@ from pydantic import BaseModel
 
 from memory.models import ConsolidatedMemory, Fact, Reflection
 from memory.store.base import Vector
-from memory.store.records import history_of, scope_key_of, vector_bytes, vector_of_bytes
+from memory.store.records import history_of, known, scope_key_of, vector_bytes, vector_of_bytes
 from memory.store.sql.db import Db, Params, Row
 from memory.store.sqlite.codec import from_us, to_us
 
@@ -88,7 +88,7 @@ class SQLiteDb(Db):
         return model.model_dump_json()
 
     def model[M: BaseModel](self, cls: type[M], value: Any) -> M:
-        return cls.model_validate_json(value)
+        return cls.model_validate(known(cls, json.loads(value)))
 
     def vector(self, vector: Vector | Sequence[float]) -> object:
         return vector_bytes(vector)

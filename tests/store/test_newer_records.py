@@ -1,0 +1,70 @@
+"""A record a newer version wrote reads in this one (a field added since is not known here): while
+both run during a roll, a process of the previous version reads the facts, reflections, blobs,
+agents and formation results the new one writes, on every backend, as it reads its own. A
+PostgreSQL body once refused a field it did not know: an old process failed every context that
+read a blob the new one had consolidated."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from contextlib import closing
+from datetime import UTC, datetime
+from typing import Any
+
+from memory.models import AgentConfig, ConsolidatedMemory, Fact, Reflection, ScopeKey
+from memory.store.postgres.codec import consolidated_from_row, fact_from_row, reflection_from_row
+from memory.store.records import from_record
+from memory.store.sqlite.db import SQLiteDb
+
+AT = datetime(2026, 11, 1, tzinfo=UTC)
+KEY = ScopeKey(scope="user", agent_id="eve", user_id="alice")
+LATER = {"a_field_added_later": {"nested": True}}
+
+
+def _json(model: Any) -> dict[str, Any]:
+    return dict(model.model_dump(mode="json"))
+
+
+def test_a_postgres_body_with_a_field_added_later_reads() -> None:
+    blob = ConsolidatedMemory(
+        scope_key=KEY, content="- jazz", version=1, word_limit=50, updated_at=AT
+    )
+    assert consolidated_from_row({"body": _json(blob) | LATER}) == blob
+    reflection = Reflection(
+        reflection_id="r1", scope_key=KEY, content="jazz", source_session_id="s1", formed_at=AT
+    )
+    body = _json(reflection) | LATER
+    body.pop("absorbed_into_version")
+    row = {"body": body, "absorbed_into_version": None}
+    assert reflection_from_row(row) == reflection
+
+
+def test_a_fact_and_its_history_with_fields_added_later_read() -> None:
+    fact = Fact(
+        fact_id="f1", agent_id="eve", user_id="alice", scope="user", content="Alice plays jazz",
+        hash="h", embedding_model="m", formed_at=AT, updated_at=AT,
+    )  # fmt: skip
+    body = _json(fact) | LATER
+    row = {"body": body, "said_utc_offset_minutes": None, "access_count": 0,
+           "last_accessed_at": None}  # fmt: skip
+    assert fact_from_row(row) == fact
+    revision = {"version": 1, "content": "Alice plays blues", "changed_at": AT.isoformat()}
+    older = fact.model_copy(update={"version": 2})
+    row["body"] = _json(older) | {"history": [revision | LATER]}
+    assert [r.content for r in fact_from_row(row).history] == ["Alice plays blues"]
+
+
+def test_a_model_stored_whole_with_a_field_added_later_reads_on_sqlite() -> None:
+    agent = AgentConfig(agent_id="eve", name="Eve")
+    with closing(sqlite3.connect(":memory:")) as conn:
+        db = SQLiteDb(conn)
+        assert db.model(AgentConfig, json.dumps(_json(agent) | LATER)) == agent
+
+
+def test_a_mongo_document_with_a_field_added_later_reads() -> None:
+    blob = ConsolidatedMemory(
+        scope_key=KEY, content="- jazz", version=1, word_limit=50, updated_at=AT
+    )
+    doc = _json(blob) | LATER
+    assert from_record(ConsolidatedMemory, doc, datetime.fromisoformat) == blob
