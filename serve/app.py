@@ -22,6 +22,7 @@ from serve import (
     mcp_http,
     openapi,
     page,
+    page_route,
     routes_agents,
     routes_facts,
     routes_health,
@@ -96,7 +97,7 @@ def create_app(
         limiter=limiter,
     )
     app.include_router(page.router)
-    page.install(app)
+    page_route.install(app)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     app.router.routes.append(Route(mcp_http.PATH, mcp_app))  # MCP, behind the same keys
     if tracing_enabled():
