@@ -365,8 +365,7 @@ class ConsolidatedMemory(DomainModel):
     edited_by: Literal["consolidation", "manual"] = "consolidation"
     said_from: UtcDatetime | None = Field(
         None,
-        description="When the earliest reflection it absorbed as news was said (None: not "
-        "known, a blob stored before it was kept or imported without it): a reflection said "
-        "before it, formed later (a conversation recorded late), is older than all the blob "
-        "holds",
+        description="When the earliest reflection it absorbed was said (None: not known, a "
+        "blob stored before it was kept or imported without it): a reflection said before it, "
+        "formed later (a conversation recorded late), is older than all the blob holds",
     )

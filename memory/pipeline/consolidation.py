@@ -140,14 +140,16 @@ async def draft(deps: Deps, req: ConsolidationRequest, retry: Retry = FIRST) -> 
             *(r.content for r in later),
         ],
     )
-    # Where the blob's present begins stays where it began: what it absorbs as earlier does not
-    # move it, so the next conversation recorded late, said after that one but before all the
-    # blob held, is earlier too. A blob that does not know (stored before it was kept) begins
-    # at what it absorbs now.
-    if blob is not None and blob.said_from is not None:
-        said_from: datetime | None = blob.said_from
+    # The earliest said of all it holds then: what it absorbs as earlier moves it back, so that
+    # "earlier" stays true of every item (a conversation said between two it holds is news, as
+    # the blob does not know when each item was said). A blob that does not know where it
+    # begins (stored before it was kept, imported without it, rewritten by an older process)
+    # never learns it: it holds things said at any time before.
+    said = [r.said_or_formed for r in buffered]
+    if blob is None:
+        said_from = min(said, default=None)
     else:
-        said_from = min((r.said_or_formed for r in later), default=None)
+        said_from = None if blob.said_from is None else min([blob.said_from, *said])
     return ConsolidationDraft(
         key=key,
         base_version=base_version,
@@ -198,6 +200,9 @@ async def apply(deps: Deps, d: ConsolidationDraft, now: datetime) -> Consolidati
     a reflection it absorbs was edited since (the blob holds its old text)."""
     assert d.content is not None
     blob = await deps.store.get_consolidated(d.key)
+    # A draft of an older worker (or one an older workflow task passed on) carries none: the
+    # blob keeps its own, which the commit's compare-and-set says is still the drafted blob's.
+    said_from = d.said_from if d.said_from is not None or blob is None else blob.said_from
     if blob is not None and blob.version == d.base_version + 1 and blob.content == d.content:
         return ConsolidationResult(
             key=d.key, version=blob.version, absorbed=len(d.absorbed_ids)
@@ -210,7 +215,7 @@ async def apply(deps: Deps, d: ConsolidationDraft, now: datetime) -> Consolidati
         absorbed_ids=d.absorbed_ids,
         at=now,
         absorbed_hashes=d.absorbed_hashes or None,
-        said_from=d.said_from,
+        said_from=said_from,
     )
     return ConsolidationResult(key=d.key, version=stored.version, absorbed=len(d.absorbed_ids))
 

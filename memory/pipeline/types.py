@@ -270,7 +270,7 @@ class ConsolidationDraft(_T):
     # More reflections are buffered than this draft merged (settings.reflections.batch): the
     # consolidation drafts again once it is applied. False in drafts of older workers.
     more: bool = False
-    # The new blob's said_from: when the earliest of what it absorbed as news was said. None in
+    # The new blob's said_from: when the earliest of what it holds was said. None in
     # drafts of older workers (the blob then says it is not known).
     said_from: UtcDatetime | None = None
 

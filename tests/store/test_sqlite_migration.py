@@ -441,7 +441,7 @@ async def test_a_file_of_schema_14_keeps_its_reflections_and_learns_when_new_one
 async def test_a_file_of_schema_15_keeps_its_blobs_and_learns_where_new_ones_begin(
     tmp_path: Path,
 ) -> None:
-    """Schema 16 keeps when the earliest reflection a blob absorbed as news was said (one said
+    """Schema 16 keeps when the earliest reflection a blob absorbed was said (one said
     before it is older than the blob): a file of schema 15 gains the column, its blob reads
     said_from None (every reflection news to it, as before), and the next consolidation
     keeps its time."""

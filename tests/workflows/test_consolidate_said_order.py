@@ -130,10 +130,10 @@ async def _tea_consolidated_then_march_formed(h: Harness) -> None:
 async def test_a_conversation_recorded_after_the_blob_does_not_undo_what_it_holds(
     time_env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
-    """The blob already holds yesterday's wish when March's is formed: the blob keeps when what
-    it absorbed was said, and March's reflection, said before it, is older than the blob, not
-    newer (h189). The context shows it before the blob, and the next consolidation keeps
-    yesterday's wish."""
+    """The blob already holds yesterday's wish when March's is formed: the blob keeps when the
+    earliest of what it holds was said, and March's reflection, said before it, is older than
+    the blob, not newer (h189). The context shows it before the blob, and the next
+    consolidation keeps yesterday's wish; the blob then holds what was said in March."""
     h = await Harness.create(time_env, tmp_path, reflections=ReflectionSettings(word_limit_user=24))
     h.llm = HeuristicProvider()  # type: ignore[assignment]
     key = h.key("user")
@@ -157,21 +157,23 @@ async def test_a_conversation_recorded_after_the_blob_does_not_undo_what_it_hold
     assert blob is not None and blob.version == 2
     assert "green tea" in blob.content, f"the March statement overrode the blob:\n{blob.content}"
     assert "black coffee" not in blob.content
-    assert blob.said_from == first.said_from  # absorbing what is earlier does not move it
+    assert blob.said_from is not None and MARCH <= blob.said_from < first.said_from
 
 
 async def test_the_model_reads_what_was_said_before_the_blob_as_earlier(
     time_env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
     """March's reflection, formed after a blob holding yesterday's wish, is given to the model
-    as earlier than the blob (where it contradicts the blob, the blob wins), not as new; and
-    April's, recorded after March's was absorbed, too: absorbing what is earlier does not move
-    where the blob's present begins."""
+    as earlier than the blob (where it contradicts the blob, the blob wins), not as new. Once
+    the blob holds March's words, February's are earlier still, but April's, said between two
+    things the blob holds, are news, as before (h195): the blob does not know when each of its
+    items was said, and "earlier" must be true of all of them."""
     h = await Harness.create(time_env, tmp_path)
     h.llm.script(
         "extract_reflections",
         reflections(user=["Alice wants green tea, she gave up coffee"]),
         reflections(user=["Alice wants three cups of black coffee"]),
+        reflections(user=["Alice wants milk in her coffee"]),
         reflections(user=["Alice wants two cups of coffee"]),
     )
     drafted: list[ConsolidateInput] = []
@@ -181,22 +183,54 @@ async def test_the_model_reads_what_was_said_before_the_blob_as_earlier(
         drafted.append(request.task_input)
         return echo_consolidation(request)
 
-    h.llm.script("consolidate", seen, seen, seen)
+    h.llm.script("consolidate", seen, seen, seen, seen)
     key = h.key("user")
     async with h.worker():
         await _tea_consolidated_then_march_formed(h)
         await request_consolidation(h.client, h.settings, key, force=True)
         await h.consolidation_result(key)
-        await h.record("april", said("april", COFFEE, MARCH + timedelta(days=30)))
-        await h.form("april")
-        await request_consolidation(h.client, h.settings, key, force=True)
-        await h.consolidation_result(key)
+        for session, at in (("february", MARCH - timedelta(days=30)),
+                            ("april", MARCH + timedelta(days=30))):  # fmt: skip
+            await h.record(session, said(session, COFFEE, at))
+            await h.form(session)
+            await request_consolidation(h.client, h.settings, key, force=True)
+            await h.consolidation_result(key)
 
     assert [(d.earlier, d.reflections) for d in drafted] == [
         ([], ["Alice wants green tea, she gave up coffee"]),
         (["Alice wants three cups of black coffee"], []),
-        (["Alice wants two cups of coffee"], []),
+        (["Alice wants milk in her coffee"], []),
+        ([], ["Alice wants two cups of coffee"]),
     ]
     prompt = render(drafted[1]).user
     assert prompt.index("black coffee") < prompt.index("<current_consolidated_memory>")
     assert "the memory wins" in prompt
+
+
+async def test_a_blob_that_does_not_know_where_it_begins_takes_every_reflection_as_news(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """A blob stored before said_from was kept (or imported without it, or rewritten by an older
+    process) holds things said at any time: it never learns said_from from what it absorbs
+    next, and a conversation recorded late is news to it, as before (h195)."""
+    h = await Harness.create(time_env, tmp_path)
+    h.llm = HeuristicProvider()  # type: ignore[assignment]
+    key = h.key("user")
+    async with h.worker():
+        await h.store.commit_consolidation(
+            key, expected_version=0, content="VERSION: 1\n- Alice drinks black coffee",
+            word_limit=200, absorbed_ids=[], at=NOW - timedelta(days=2),
+        )  # fmt: skip
+        await h.record("recent", said("recent", TEA, YESTERDAY))
+        await h.form("recent")
+        await request_consolidation(h.client, h.settings, key, force=True)
+        await h.consolidation_result(key)
+        await h.record("march", said("march", COFFEE, MARCH))
+        await h.form("march")
+        context = await h.memory.on_session_start("eve", "next", user_id="alice")
+
+    blob = await h.store.get_consolidated(key)
+    assert blob is not None and blob.version == 2 and blob.said_from is None
+    user_part = context[context.index("<UserMemory>") : context.index("</UserMemory>")]
+    assert "<EarlierReflections>" not in user_part, user_part
+    assert user_part.index("<Consolidated>") < user_part.index("three cups"), user_part

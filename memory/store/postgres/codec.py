@@ -135,5 +135,12 @@ VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)
 """
 
 
+def consolidated_body(blob: ConsolidatedMemory) -> Jsonb:
+    """A blob's body: said_from is its column's (schema 17), out of the body a process of the
+    previous version reads."""
+    return Jsonb(blob.model_dump(mode="json", exclude={"said_from"}))
+
+
 def consolidated_from_row(row: Row) -> ConsolidatedMemory:
-    return ConsolidatedMemory.model_validate(known(ConsolidatedMemory, row["body"]))
+    body = known(ConsolidatedMemory, row["body"])
+    return ConsolidatedMemory.model_validate({**body, "said_from": row.get("said_from")})

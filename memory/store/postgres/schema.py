@@ -355,6 +355,13 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX IF NOT EXISTS facts_hand_deleted ON facts (agent_id, invalidated_at)
         WHERE invalidated_at IS NOT NULL AND (body->>'invalidated_by') IS NULL;
     """,
+    # 17: when the earliest of what a blob holds was said (ConsolidatedMemory.said_from), beside the
+    # body, as 13's: a process of the previous version reads the bodies during a rolling
+    # upgrade and refuses a field it does not know, and its writes (version and body) leave the
+    # column as it was. The catalog only; older rows NULL (not known).
+    """
+    ALTER TABLE consolidated ADD COLUMN IF NOT EXISTS said_from timestamptz;
+    """,
 )
 
 LOCK = 0x6D6E656D6F73  # "mnemos": the advisory lock that serialises migrations

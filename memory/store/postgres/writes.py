@@ -7,11 +7,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import UTC, datetime
 
-from psycopg.types.json import Jsonb
-
 from memory.store.postgres.codec import (
     INSERT_REFLECTION,
     UPSERT_ACCESS,
+    consolidated_body,
     fact_body,
     reflection_params,
     text_columns,
@@ -94,11 +93,12 @@ async def _apply(conn: Conn, write: w.Write) -> None:
             sk = blob.scope_key
             await conn.execute(
                 "INSERT INTO consolidated (scope_key, scope, agent_id, user_id, session_id, "
-                "version, body) VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (scope_key) "
-                "DO UPDATE SET version = excluded.version, body = excluded.body",
+                "version, body, said_from) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) "
+                "ON CONFLICT (scope_key) DO UPDATE SET version = excluded.version, "
+                "body = excluded.body, said_from = excluded.said_from",
                 (
                     sk.key, sk.scope, sk.agent_id, sk.user_id, sk.session_id, blob.version,
-                    Jsonb(blob.model_dump(mode="json")),
+                    consolidated_body(blob), blob.said_from,
                 ),
             )  # fmt: skip
         case w.SetReflectionContent(reflection_id=reflection_id, content=content):

@@ -266,7 +266,7 @@ ADDED_COLUMNS = (
     # Schema 14 → 15: when a reflection was said (Reflection.said_at: a consolidation merges its
     # batch in the order things were said); older rows NULL (read in the order formed).
     ("reflections", "said_at", "INTEGER"),
-    # Schema 15 → 16: when the earliest reflection a blob absorbed as news was said
+    # Schema 15 → 16: when the earliest reflection a blob absorbed was said
     # (ConsolidatedMemory.said_from); older rows NULL (not known: every reflection is news).
     ("consolidated", "said_from", "INTEGER"),
 )

@@ -557,7 +557,7 @@ export interface components {
             edited_by: "consolidation" | "manual";
             /**
              * Said From
-             * @description When the earliest reflection it absorbed as news was said (None: not known, a blob stored before it was kept or imported without it): a reflection said before it, formed later (a conversation recorded late), is older than all the blob holds
+             * @description When the earliest reflection it absorbed was said (None: not known, a blob stored before it was kept or imported without it): a reflection said before it, formed later (a conversation recorded late), is older than all the blob holds
              */
             said_from: string | null;
         };
