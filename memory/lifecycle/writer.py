@@ -26,12 +26,9 @@ from collections.abc import (
 from dataclasses import dataclass, field
 from datetime import datetime
 
-import numpy as np
-
 from memory.deps import Deps
-from memory.errors import EmbeddingMismatchError
-from memory.ids import text_hash
 from memory.lifecycle.checks import check_batch
+from memory.lifecycle.import_vectors import check_embedder, vectors_for
 from memory.lifecycle.people import session_people
 from memory.lifecycle.placement import Placed, place
 from memory.lifecycle.records import (
@@ -47,9 +44,8 @@ from memory.lifecycle.records import (
 )
 from memory.models import SET_ASIDE, AgentConfig, Reflection, ScopeKey
 from memory.pipeline import consolidation
-from memory.pipeline.embed_cache import cache_key
 from memory.pipeline.types import ConsolidationRequest
-from memory.store.base import MemoryStore, Vector
+from memory.store.base import MemoryStore
 from memory.store.counts import BlobImport, ImportCounts, SessionPeople
 from memory.store.rules.import_sessions import file_cursors
 from memory.store.rules.imports import Pair, erased, users_by_agent
@@ -88,45 +84,6 @@ class ImportReport:
 
 def _chunks[T](items: Sequence[T]) -> list[Sequence[T]]:
     return [items[i : i + CHUNK] for i in range(0, len(items), CHUNK)]
-
-
-def _dimension(deps: Deps, meta: tuple[str, int] | None) -> int:
-    """The embedder's dimension; 0 while unknown (an API model measured on its first call)."""
-    if deps.embedder.dimension:
-        return deps.embedder.dimension
-    return meta[1] if meta is not None and meta[0] == deps.embedder.model else 0
-
-
-async def check_embedder(deps: Deps, *, facts: bool) -> None:
-    """Facts are written with the embedder's vectors: into a store of another model or dimension
-    they would fail at the first write, after the agents and blobs (refused here, before).
-    ``facts``: whether the import writes any (else there is nothing to check)."""
-    meta = await deps.store.embedding_meta() if facts else None
-    if meta is None:
-        return
-    model, dimension = deps.embedder.model, _dimension(deps, meta)
-    if meta != (model, dimension):
-        raise EmbeddingMismatchError(
-            f"nothing imported: the store's facts are embedded as {meta[0]}/{meta[1]}, the "
-            f"configured embedder makes {model}/{dimension or '?'}: import with the store's "
-            "embedder (or re-embed the store first)"
-        )
-
-
-async def _embedded(deps: Deps, texts: Sequence[str]) -> dict[str, Vector]:
-    """Vectors by text: the store's cached ones, the others embedded and not cached. An import's
-    vector is written only with its fact, by the transaction that judges whether its user was
-    forgotten: a cache entry written before would stay when it refuses the fact (a forget
-    landing meanwhile), the vector of an erased text no fact holds, where no forget finds it."""
-    unique = list(dict.fromkeys(texts))
-    hashes = {t: text_hash(t) for t in unique}
-    cached = await deps.store.get_embeddings(cache_key(deps.embedder), list(hashes.values()))
-    vectors = {t: cached[hashes[t]] for t in unique if hashes[t] in cached}
-    missing = [t for t in unique if t not in vectors]
-    if missing:
-        batch = await deps.embedder.embed(missing)
-        vectors |= {t: batch.vectors[i] for i, t in enumerate(missing)}
-    return vectors
 
 
 Held = Mapping[str, Hashable]  # record id -> owner, as placement.place reads the store
@@ -171,28 +128,6 @@ async def not_forgotten(store: MemoryStore, facts: Sequence[FactImport]) -> list
         stored = await store.erasure_epochs(agent_id, users)
         epochs |= {(agent_id, user): epoch for user, epoch in stored.items()}
     return [f for f in facts if not erased(epochs, f.agent_id, f.user_id)]
-
-
-async def _vectors(deps: Deps, facts: Sequence[FactImport]) -> tuple[list[Vector], int]:
-    """The source's vector where it is of the embedder's model and dimension (and finite), else a
-    new one: a vector of another size, even under the model's name, would set the dimension of a
-    fresh store and make every later formation fail."""
-    model = deps.embedder.model
-    dimension = _dimension(deps, await deps.store.embedding_meta())
-    reusable = [
-        f.embedding is not None
-        and f.embedding_model == model
-        and len(f.embedding) == dimension > 0
-        and bool(np.isfinite(f.embedding).all())
-        for f in facts
-    ]
-    texts = [f.content for f, ok in zip(facts, reusable, strict=True) if not ok]
-    fresh = await _embedded(deps, texts) if texts else {}
-    vectors = [
-        np.asarray(f.embedding, dtype=np.float32) if ok else fresh[f.content]
-        for f, ok in zip(facts, reusable, strict=True)
-    ]
-    return vectors, len(texts)
 
 
 def _among(people: tuple[SessionPeople, ...], keys: Sequence[ScopeKey]) -> list[SessionPeople]:
@@ -333,7 +268,7 @@ async def write_batch(
         absent = placed.new
         chunk = await not_forgotten(store, absent)
         report.add("facts", ImportCounts(forgotten=len(absent) - len(chunk)))
-        vectors, embedded = await _vectors(deps, chunk)
+        vectors, embedded = await vectors_for(deps, chunk)
         report.embedded += embedded
         facts = [fact_of(f, deps.embedder.model) for f in chunk]
         if facts:
