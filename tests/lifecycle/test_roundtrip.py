@@ -154,6 +154,17 @@ async def test_a_version_1_export_counts_its_messages_as_formed(
     assert await _copy(h, tmp_path, old) == (4, 0)
 
 
+def _without(exported: list[str], kind: str, field: str) -> list[str]:
+    """The export as a file written before ``field`` of its ``kind`` records was kept."""
+    lines = []
+    for line in exported:
+        record = json.loads(line)
+        if record.get("type") == kind:
+            record.pop(field)
+        lines.append(json.dumps(record))
+    return lines
+
+
 async def test_a_reflection_keeps_when_it_was_said_through_export_and_import(
     time_env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
@@ -172,12 +183,7 @@ async def test_a_reflection_keeps_when_it_was_said_through_export_and_import(
         "Alice is a morning person": conversation(4)[-1].created_at,
         "Bob is a night owl": conversation(4, user="bob", prefix="b")[-1].created_at,
     }
-    before = []
-    for line in exported:
-        record = json.loads(line)
-        if record.get("type") == "reflection":
-            record.pop("said_at")
-        before.append(json.dumps(record))
+    before = _without(exported, "reflection", "said_at")
     for name, lines, expected in (("copy", exported, said), ("before", before, None)):
         store = SQLiteStore(tmp_path / f"{name}.db")
         await store.setup()
@@ -207,12 +213,7 @@ async def test_a_blob_keeps_where_its_present_began_through_export_and_import(
         word_limit=50, absorbed_ids=[], at=said, said_from=said,
     )  # fmt: skip
     exported = await _export(h.store)
-    before = []
-    for line in exported:
-        record = json.loads(line)
-        if record.get("type") == "consolidated":
-            record.pop("said_from")
-        before.append(json.dumps(record))
+    before = _without(exported, "consolidated", "said_from")
     for name, lines, expected in (("copy", exported, said), ("before", before, None)):
         store = SQLiteStore(tmp_path / f"{name}.db")
         await store.setup()

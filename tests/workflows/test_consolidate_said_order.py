@@ -118,13 +118,20 @@ async def test_the_context_shows_the_latest_said_reflection_last(
 async def _tea_consolidated_then_march_formed(h: Harness) -> None:
     """Yesterday's wish formed and consolidated; then March's conversation recorded and formed:
     its reflection is buffered after a blob that holds what was said after it."""
+    await _formed(h, "recent", TEA, YESTERDAY)
+    await _consolidated(h)
+    await _formed(h, "march", COFFEE, MARCH)
+
+
+async def _formed(h: Harness, session: str, words: str, at: datetime) -> None:
+    await h.record(session, said(session, words, at))
+    await h.form(session)
+
+
+async def _consolidated(h: Harness) -> None:
     key = h.key("user")
-    await h.record("recent", said("recent", TEA, YESTERDAY))
-    await h.form("recent")
     await request_consolidation(h.client, h.settings, key, force=True)
     await h.consolidation_result(key)
-    await h.record("march", said("march", COFFEE, MARCH))
-    await h.form("march")
 
 
 async def test_a_conversation_recorded_after_the_blob_does_not_undo_what_it_holds(
@@ -141,8 +148,7 @@ async def test_a_conversation_recorded_after_the_blob_does_not_undo_what_it_hold
         await _tea_consolidated_then_march_formed(h)
         first = await h.store.get_consolidated(key)
         context = await h.memory.on_session_start("eve", "next", user_id="alice")
-        await request_consolidation(h.client, h.settings, key, force=True)
-        await h.consolidation_result(key)
+        await _consolidated(h)
 
     assert first is not None and first.said_from is not None
     assert YESTERDAY <= first.said_from < NOW
@@ -184,17 +190,13 @@ async def test_the_model_reads_what_was_said_before_the_blob_as_earlier(
         return echo_consolidation(request)
 
     h.llm.script("consolidate", seen, seen, seen, seen)
-    key = h.key("user")
     async with h.worker():
         await _tea_consolidated_then_march_formed(h)
-        await request_consolidation(h.client, h.settings, key, force=True)
-        await h.consolidation_result(key)
+        await _consolidated(h)
         for session, at in (("february", MARCH - timedelta(days=30)),
                             ("april", MARCH + timedelta(days=30))):  # fmt: skip
-            await h.record(session, said(session, COFFEE, at))
-            await h.form(session)
-            await request_consolidation(h.client, h.settings, key, force=True)
-            await h.consolidation_result(key)
+            await _formed(h, session, COFFEE, at)
+            await _consolidated(h)
 
     assert [(d.earlier, d.reflections) for d in drafted] == [
         ([], ["Alice wants green tea, she gave up coffee"]),
@@ -221,12 +223,7 @@ async def test_a_blob_that_does_not_know_where_it_begins_takes_every_reflection_
             key, expected_version=0, content="VERSION: 1\n- Alice drinks black coffee",
             word_limit=200, absorbed_ids=[], at=NOW - timedelta(days=2),
         )  # fmt: skip
-        await h.record("recent", said("recent", TEA, YESTERDAY))
-        await h.form("recent")
-        await request_consolidation(h.client, h.settings, key, force=True)
-        await h.consolidation_result(key)
-        await h.record("march", said("march", COFFEE, MARCH))
-        await h.form("march")
+        await _tea_consolidated_then_march_formed(h)
         context = await h.memory.on_session_start("eve", "next", user_id="alice")
 
     blob = await h.store.get_consolidated(key)
