@@ -200,9 +200,13 @@ async def apply(deps: Deps, d: ConsolidationDraft, now: datetime) -> Consolidati
     a reflection it absorbs was edited since (the blob holds its old text)."""
     assert d.content is not None
     blob = await deps.store.get_consolidated(d.key)
-    # A draft of an older worker (or one an older workflow task passed on) carries none: the
-    # blob keeps its own, which the commit's compare-and-set says is still the drafted blob's.
-    said_from = d.said_from if d.said_from is not None or blob is None else blob.said_from
+    # A draft of an older worker (or one an older workflow task passed on) carries none. One
+    # that absorbed nothing keeps the blob's (the commit's compare-and-set says it is still the
+    # drafted blob's); one that absorbed reflections may have absorbed one said before it, so
+    # the blob then does not know where it begins.
+    said_from = d.said_from
+    if said_from is None and blob is not None and not d.absorbed_ids:
+        said_from = blob.said_from
     if blob is not None and blob.version == d.base_version + 1 and blob.content == d.content:
         return ConsolidationResult(
             key=d.key, version=blob.version, absorbed=len(d.absorbed_ids)

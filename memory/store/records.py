@@ -29,6 +29,19 @@ def known[M: BaseModel](model: type[M], data: Mapping[str, Any]) -> dict[str, An
     return {name: value for name, value in data.items() if name in model.model_fields}
 
 
+def blob_said_from(
+    record: Mapping[str, Any], to_time: Callable[[Any], datetime]
+) -> datetime | None:
+    """A blob's said_from as its columns keep it (SQLite, PostgreSQL): with the version it was
+    written for. A process of the previous version consolidates without knowing the columns: it
+    leaves them, and its blob, which may hold something said before them, does not know where it
+    begins (None)."""
+    said_from = record.get("said_from")
+    if said_from is None or record.get("said_from_version") != record.get("version"):
+        return None
+    return to_time(said_from)
+
+
 def from_record[M: BaseModel](
     model: type[M], record: Mapping[str, Any], to_time: Callable[[Any], datetime], **fields: Any
 ) -> M:

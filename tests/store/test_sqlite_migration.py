@@ -455,6 +455,7 @@ async def test_a_file_of_schema_15_keeps_its_blobs_and_learns_where_new_ones_beg
     await store.close()
     with closing(sqlite3.connect(path)) as conn, conn:  # as schema 15 wrote blobs
         conn.execute("ALTER TABLE consolidated DROP COLUMN said_from")
+        conn.execute("ALTER TABLE consolidated DROP COLUMN said_from_version")
         conn.execute("UPDATE meta SET value = '15' WHERE key = 'schema_version'")
 
     store = SQLiteStore(path)
@@ -473,3 +474,28 @@ async def test_a_file_of_schema_15_keeps_its_blobs_and_learns_where_new_ones_beg
     with closing(sqlite3.connect(path)) as conn:
         version = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
     assert version == ("16",)
+
+
+async def test_a_blob_the_previous_version_consolidates_does_not_know_where_it_begins(
+    tmp_path: Path,
+) -> None:
+    """A process of the previous version writes a blob's content and version, not said_from (a
+    column it does not know): what it absorbed may have been said before it, so the blob reads
+    as not knowing (h196)."""
+    path = tmp_path / "roll.db"
+    store = SQLiteStore(path)
+    await store.setup()
+    await store.commit_consolidation(
+        USER_KEY, expected_version=0, content="VERSION: 1\n- jazz", word_limit=50,
+        absorbed_ids=[], at=at(10), said_from=at(5),
+    )  # fmt: skip
+    await store.close()
+    with closing(sqlite3.connect(path)) as conn, conn:  # the previous version's upsert
+        conn.execute("UPDATE consolidated SET content = 'VERSION: 2\n- jazz, tea', version = 2")
+    store = SQLiteStore(path)
+    await store.setup()
+    try:
+        blob = await store.get_consolidated(USER_KEY)
+    finally:
+        await store.close()
+    assert blob is not None and (blob.version, blob.said_from) == (2, None)

@@ -15,7 +15,7 @@ from memory.models import ConsolidatedMemory, Fact, Reflection
 from memory.said import split
 from memory.store.base import Vector
 from memory.store.postgres.pool import Row
-from memory.store.records import history_of, known, stored_history
+from memory.store.records import blob_said_from, history_of, known, stored_history
 from memory.store.rules.text import stemmed_tokens
 
 # Fields kept out of the body: touched by searches (access, in fact_access: schema migration 4)
@@ -143,4 +143,5 @@ def consolidated_body(blob: ConsolidatedMemory) -> Jsonb:
 
 def consolidated_from_row(row: Row) -> ConsolidatedMemory:
     body = known(ConsolidatedMemory, row["body"])
-    return ConsolidatedMemory.model_validate({**body, "said_from": row.get("said_from")})
+    said_from = blob_said_from(row, lambda value: value)
+    return ConsolidatedMemory.model_validate({**body, "said_from": said_from})

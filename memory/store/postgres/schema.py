@@ -357,10 +357,12 @@ MIGRATIONS: tuple[str, ...] = (
     """,
     # 17: when the earliest of what a blob holds was said (ConsolidatedMemory.said_from), beside the
     # body, as 13's: a process of the previous version reads the bodies during a rolling
-    # upgrade and refuses a field it does not know, and its writes (version and body) leave the
-    # column as it was. The catalog only; older rows NULL (not known).
+    # upgrade and refuses a field it does not know; its writes (version and body) leave the
+    # columns as they were, so said_from keeps the version it was written for
+    # (memory.store.records.blob_said_from). The catalog only; older rows NULL (not known).
     """
-    ALTER TABLE consolidated ADD COLUMN IF NOT EXISTS said_from timestamptz;
+    ALTER TABLE consolidated ADD COLUMN IF NOT EXISTS said_from timestamptz,
+        ADD COLUMN IF NOT EXISTS said_from_version bigint;
     """,
 )
 

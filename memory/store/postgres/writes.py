@@ -93,12 +93,14 @@ async def _apply(conn: Conn, write: w.Write) -> None:
             sk = blob.scope_key
             await conn.execute(
                 "INSERT INTO consolidated (scope_key, scope, agent_id, user_id, session_id, "
-                "version, body, said_from) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) "
+                "version, body, said_from, said_from_version) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) "
                 "ON CONFLICT (scope_key) DO UPDATE SET version = excluded.version, "
-                "body = excluded.body, said_from = excluded.said_from",
+                "body = excluded.body, said_from = excluded.said_from, "
+                "said_from_version = excluded.said_from_version",
                 (
                     sk.key, sk.scope, sk.agent_id, sk.user_id, sk.session_id, blob.version,
-                    consolidated_body(blob), blob.said_from,
+                    consolidated_body(blob), blob.said_from, blob.version,
                 ),
             )  # fmt: skip
         case w.SetReflectionContent(reflection_id=reflection_id, content=content):

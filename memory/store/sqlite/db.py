@@ -17,7 +17,14 @@ from pydantic import BaseModel
 
 from memory.models import ConsolidatedMemory, Fact, Reflection
 from memory.store.base import Vector
-from memory.store.records import history_of, known, scope_key_of, vector_bytes, vector_of_bytes
+from memory.store.records import (
+    blob_said_from,
+    history_of,
+    known,
+    scope_key_of,
+    vector_bytes,
+    vector_of_bytes,
+)
 from memory.store.sql.db import Db, Params, Row
 from memory.store.sqlite.codec import from_us, to_us
 
@@ -110,4 +117,8 @@ class SQLiteDb(Db):
         )
 
     def consolidated(self, row: Row) -> ConsolidatedMemory:
-        return self.record(ConsolidatedMemory, row, scope_key=scope_key_of(dict(row)))
+        record = dict(row)
+        said_from = blob_said_from(record, self.time_of)
+        return self.record(
+            ConsolidatedMemory, row, scope_key=scope_key_of(record), said_from=said_from
+        )

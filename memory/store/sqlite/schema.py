@@ -181,7 +181,8 @@ CREATE TABLE IF NOT EXISTS consolidated (
     word_limit INTEGER NOT NULL,
     updated_at INTEGER NOT NULL,
     edited_by  TEXT NOT NULL,
-    said_from  INTEGER                      -- schema 16: see ADDED_COLUMNS
+    said_from  INTEGER,                     -- schema 16: see ADDED_COLUMNS
+    said_from_version INTEGER
 );
 CREATE INDEX IF NOT EXISTS consolidated_session
     ON consolidated (session_id) WHERE session_id IS NOT NULL;
@@ -269,6 +270,8 @@ ADDED_COLUMNS = (
     # Schema 15 → 16: when the earliest reflection a blob absorbed was said
     # (ConsolidatedMemory.said_from); older rows NULL (not known: every reflection is news).
     ("consolidated", "said_from", "INTEGER"),
+    # ...and the blob version it was written for (memory.store.records.blob_said_from).
+    ("consolidated", "said_from_version", "INTEGER"),
 )
 
 # Schema 3 → 4, after ADDED_COLUMNS (its index names said_at, a column older files gain there):

@@ -92,17 +92,19 @@ async def _apply(db: SQLiteDb, write: w.Write, stamps: dict[str, int]) -> None:
             conn.execute(
                 """
                 INSERT INTO consolidated (scope_key, scope, agent_id, user_id, session_id,
-                    content, version, word_limit, updated_at, edited_by, said_from)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    content, version, word_limit, updated_at, edited_by, said_from,
+                    said_from_version)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (scope_key) DO UPDATE SET content = excluded.content,
                     version = excluded.version, word_limit = excluded.word_limit,
                     updated_at = excluded.updated_at, edited_by = excluded.edited_by,
-                    said_from = excluded.said_from
+                    said_from = excluded.said_from,
+                    said_from_version = excluded.said_from_version
                 """,
                 (
                     sk.key, sk.scope, sk.agent_id, sk.user_id, sk.session_id, blob.content,
                     blob.version, blob.word_limit, to_us(blob.updated_at), blob.edited_by,
-                    None if blob.said_from is None else to_us(blob.said_from),
+                    None if blob.said_from is None else to_us(blob.said_from), blob.version,
                 ),
             )  # fmt: skip
         case w.SetReflectionContent(reflection_id=reflection_id, content=content):
