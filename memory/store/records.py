@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, cast
+from typing import Any, cast, get_args
 
 import numpy as np
 from pydantic import BaseModel
@@ -24,9 +24,40 @@ _TIMES = frozenset(
 
 
 def known[M: BaseModel](model: type[M], data: Mapping[str, Any]) -> dict[str, Any]:
-    """The fields of ``data`` that ``model`` has: a record a newer version wrote (a field added
-    since) reads as this version knows it, not refused, while both run during a roll."""
-    return {name: value for name, value in data.items() if name in model.model_fields}
+    """The fields of ``data`` that ``model`` has, in the models it holds too (a session state
+    in a formation's result, a revision in a fact's history): a record a newer version wrote
+    (a field added since) reads as this version knows it, not refused, while both run during a
+    roll. Only for what a store read: what users send stays refused with a field it lacks."""
+    fields = model.model_fields
+    return {
+        name: _known_value(fields[name].annotation, value)
+        for name, value in data.items()
+        if name in fields
+    }
+
+
+def _known_value(annotation: Any, value: Any) -> Any:
+    """``value`` with the fields left out that the one model its annotation names lacks
+    (through ``X | None``, ``Annotated``, lists, tuples and dict values); as it is when the
+    annotation names none, or several (which one the value is, validation tells)."""
+    models = _models_in(annotation)
+    if len(models) != 1:
+        return value
+    [model] = models
+    if isinstance(value, Mapping):
+        return known(model, value)
+    if isinstance(value, list | tuple):
+        return [known(model, v) if isinstance(v, Mapping) else v for v in value]
+    return value
+
+
+def _models_in(annotation: Any) -> set[type[BaseModel]]:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return {annotation}
+    found: set[type[BaseModel]] = set()
+    for arg in get_args(annotation):
+        found |= _models_in(arg)
+    return found
 
 
 def blob_said_from(

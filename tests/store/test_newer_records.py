@@ -12,7 +12,18 @@ from contextlib import closing
 from datetime import UTC, datetime
 from typing import Any
 
-from memory.models import AgentConfig, ConsolidatedMemory, Fact, Reflection, ScopeKey
+from memory.api_keys import ApiKey
+from memory.formation_commit import FormationCommitResult
+from memory.models import (
+    AgentConfig,
+    ConsolidatedMemory,
+    Fact,
+    Reflection,
+    ScopeKey,
+    SessionAgentState,
+)
+from memory.store.mongo.listings import api_key_from_doc
+from memory.store.mongo.reads import MongoReads
 from memory.store.postgres.codec import consolidated_from_row, fact_from_row, reflection_from_row
 from memory.store.records import from_record
 from memory.store.sqlite.db import SQLiteDb
@@ -68,3 +79,31 @@ def test_a_mongo_document_with_a_field_added_later_reads() -> None:
     )
     doc = _json(blob) | LATER
     assert from_record(ConsolidatedMemory, doc, datetime.fromisoformat) == blob
+
+
+def test_a_model_inside_a_record_stored_whole_with_a_field_added_later_reads() -> None:
+    """A formation's recorded result (the idempotency check of every commit) holds the session
+    state, a model that has gained fields before (h196)."""
+    result = FormationCommitResult(
+        formation_id="f1", state=SessionAgentState(session_id="s1", agent_id="eve")
+    )
+    stored = json.loads(result.model_dump_json()) | LATER
+    stored["state"] |= LATER
+    with closing(sqlite3.connect(":memory:")) as conn:
+        assert SQLiteDb(conn).model(FormationCommitResult, json.dumps(stored)) == result
+
+
+async def test_a_mongo_api_key_and_formation_result_with_fields_added_later_read() -> None:
+    key = ApiKey(key_id="k1", agent_ids=("eve",), secret_sha256="ab", created_at=AT)
+    assert api_key_from_doc({"_id": "k1", **key.model_dump(exclude={"key_id"})} | LATER) == key
+    result = FormationCommitResult(formation_id="f1", reflections_added=1)
+    stored = {"_id": "f1", "result": result.model_dump(mode="json") | LATER}
+
+    class Commits:
+        async def find_one(self, query: object, session: object = None) -> object:
+            return stored
+
+    class Db:
+        formation_commits = Commits()
+
+    assert await MongoReads(Db(), None).formation_done("f1") == result  # type: ignore[arg-type]

@@ -9,7 +9,7 @@ from memory.api_keys import ApiKey
 from memory.directory import AgentUser
 from memory.models import SessionInfo
 from memory.store.mongo.docs import Doc, dt, session_from_doc, ts
-from memory.store.records import to_record
+from memory.store.records import known, to_record
 
 
 def api_key_doc(key: ApiKey) -> Doc:
@@ -17,8 +17,7 @@ def api_key_doc(key: ApiKey) -> Doc:
 
 
 def api_key_from_doc(doc: Doc) -> ApiKey:
-    fields = {name: value for name, value in doc.items() if name != "_id"}
-    return ApiKey.model_validate({**fields, "key_id": doc["_id"]})
+    return ApiKey.model_validate({**known(ApiKey, doc), "key_id": doc["_id"]})
 
 
 def _mine(agent_id: str, user_id: str | None = None) -> list[Doc]:

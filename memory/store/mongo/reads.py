@@ -29,6 +29,7 @@ from memory.store.mongo.docs import (
 )
 from memory.store.mongo.listings import api_key_from_doc
 from memory.store.mongo.reembed import count_pending_reembeds, read_embedding_meta
+from memory.store.records import known
 from memory.store.rules.recheck import reflection_text_key
 from memory.store.rules.withheld import MessageMark
 from memory.store.snapshots import SnapshotReads
@@ -64,7 +65,9 @@ class MongoReads(SnapshotReads):
 
     async def formation_done(self, formation_id: str) -> FormationCommitResult | None:
         doc = await self.db.formation_commits.find_one({"_id": formation_id}, session=self.s)
-        return None if doc is None else FormationCommitResult.model_validate(doc["result"])
+        if doc is None:
+            return None
+        return FormationCommitResult.model_validate(known(FormationCommitResult, doc["result"]))
 
     async def existing_reflections(self, reflection_ids: Sequence[str]) -> frozenset[str]:
         return await self._ids("reflections", {"_id": {"$in": list(reflection_ids)}})
