@@ -46,7 +46,8 @@ def just_said(messages: list[MessageIn], now: datetime) -> list[MessageIn]:
 async def demo(memory: MemoryClient, settings: Settings, sample: dict[str, Any]) -> None:
     agent = AgentConfig.model_validate(sample["agent"])
     session_id: str = sample["session_id"]
-    await memory.register_agent(agent)
+    if await memory.store.get_agent(agent.agent_id) is None:  # a configuration changed since stays
+        await memory.register_agent(agent)
     messages = just_said([MessageIn.model_validate(m) for m in sample["messages"]], memory.clock())
     recorded = await memory.record_messages(agent.agent_id, session_id, messages)
     _print(

@@ -83,7 +83,12 @@ async def _form(
             transcript = source
             # Refused messages change nothing: checked before the agent is registered.
             memory.checked_messages(transcript.messages)
-            if transcript.agent is not None:
+            # The transcript's agent block registers an agent the store does not have; one it
+            # has keeps its configuration (a block of a name alone would reset its switches,
+            # tier and persona), as an import keeps it.
+            if transcript.agent is not None and not await store.get_agent(
+                transcript.agent.agent_id
+            ):
                 await memory.register_agent(transcript.agent)
             agent_id = (
                 agent_opt
