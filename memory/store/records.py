@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, cast, get_args
+from types import UnionType
+from typing import Annotated, Any, TypeAliasType, Union, cast, get_args, get_origin
 
 import numpy as np
 from pydantic import BaseModel
@@ -37,27 +38,26 @@ def known[M: BaseModel](model: type[M], data: Mapping[str, Any]) -> dict[str, An
 
 
 def _known_value(annotation: Any, value: Any) -> Any:
-    """``value`` with the fields left out that the one model its annotation names lacks
-    (through ``X | None``, ``Annotated``, lists, tuples and dict values); as it is when the
-    annotation names none, or several (which one the value is, validation tells)."""
-    models = _models_in(annotation)
-    if len(models) != 1:
-        return value
-    [model] = models
-    if isinstance(value, Mapping):
-        return known(model, value)
-    if isinstance(value, list | tuple):
-        return [known(model, v) if isinstance(v, Mapping) else v for v in value]
-    return value
-
-
-def _models_in(annotation: Any) -> set[type[BaseModel]]:
+    """``value`` as ``annotation`` reads it, a model's unknown fields left out, through
+    ``X | None``, ``Annotated``, type aliases, lists, tuples and dict values; as it is where the
+    annotation is a union of several types (which one the value is, validation tells)."""
+    if isinstance(annotation, TypeAliasType):
+        return _known_value(annotation.__value__, value)
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin is Annotated:
+        return _known_value(args[0], value)
+    if origin in (Union, UnionType):
+        kinds = [a for a in args if a is not type(None)]
+        return _known_value(kinds[0], value) if len(kinds) == 1 else value
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return {annotation}
-    found: set[type[BaseModel]] = set()
-    for arg in get_args(annotation):
-        found |= _models_in(arg)
-    return found
+        return known(annotation, value) if isinstance(value, Mapping) else value
+    if origin in (list, tuple, set, frozenset) and args and isinstance(value, list | tuple):
+        if origin is tuple and not (len(args) == 2 and args[1] is Ellipsis):
+            return [_known_value(a, v) for a, v in zip(args, value, strict=False)]
+        return [_known_value(args[0], v) for v in value]
+    if origin in (dict, Mapping) and len(args) == 2 and isinstance(value, Mapping):
+        return {k: _known_value(args[1], v) for k, v in value.items()}
+    return value
 
 
 def blob_said_from(

@@ -12,6 +12,8 @@ from contextlib import closing
 from datetime import UTC, datetime
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict
+
 from memory.api_keys import ApiKey
 from memory.formation_commit import FormationCommitResult
 from memory.models import (
@@ -25,7 +27,7 @@ from memory.models import (
 from memory.store.mongo.listings import api_key_from_doc
 from memory.store.mongo.reads import MongoReads
 from memory.store.postgres.codec import consolidated_from_row, fact_from_row, reflection_from_row
-from memory.store.records import from_record
+from memory.store.records import from_record, known
 from memory.store.sqlite.db import SQLiteDb
 
 AT = datetime(2026, 11, 1, tzinfo=UTC)
@@ -107,3 +109,27 @@ async def test_a_mongo_api_key_and_formation_result_with_fields_added_later_read
         formation_commits = Commits()
 
     assert await MongoReads(Db(), None).formation_done("f1") == result  # type: ignore[arg-type]
+
+
+class _Inner(BaseModel):
+    a: int
+
+
+class _Outer(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    by_name: dict[str, _Inner]
+    listed: tuple[_Inner, ...]
+    maybe: _Inner | None = None
+
+
+def test_models_inside_dicts_tuples_and_options_lose_only_their_unknown_fields() -> None:
+    """A dict's keys are its data, not fields: only the values (models) are read by their
+    fields."""
+    data = {
+        "by_name": {"x": {"a": 1} | LATER, "y": {"a": 2}},
+        "listed": [{"a": 3} | LATER],
+        "maybe": {"a": 4} | LATER,
+    } | LATER
+    assert _Outer.model_validate(known(_Outer, data)) == _Outer(
+        by_name={"x": _Inner(a=1), "y": _Inner(a=2)}, listed=(_Inner(a=3),), maybe=_Inner(a=4)
+    )
