@@ -17,8 +17,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+import annotated_types
+
 from memory.deps import Deps
 from memory.errors import InvalidModelOutputError, MalformedOutputError, WindowTooLargeError
+from memory.llm import Purpose, choose_model
 from memory.llm.base import Retry
 from memory.model_check_record import CallRecord, Recorder
 from memory.models import AgentConfig, MessageIn, ScopeKey
@@ -32,11 +35,61 @@ from memory.pipeline.types import (
     ReflectionsResult,
     Window,
 )
+from memory.settings import Settings
 
 STEPS = ("extract_facts", "decide_facts", "extract_reflections", "consolidate")
 # Asked by decide_facts only when the model kept a fact that may state a stored one again
 # (memory/pipeline/restatements.py): reported when called, never required.
 SECOND_LOOKS = ("same_fact",)
+# The model each step asks is its purpose's (memory.llm.choose_model).
+PURPOSES: dict[str, Purpose] = {
+    "extract_facts": "fast",
+    "decide_facts": "fast",
+    "same_fact": "fast",
+    "extract_reflections": "reflection",
+    "consolidate": "consolidation",
+}
+
+
+def _top_tier() -> int:
+    """The highest tier an agent may have (AgentConfig.tier's bound)."""
+    bounds = AgentConfig.model_fields["tier"].metadata
+    return max(b.le for b in bounds if isinstance(b, annotated_types.Le) and isinstance(b.le, int))
+
+
+TOP_TIER = _top_tier()
+
+
+@dataclass(frozen=True)
+class TierModels:
+    """The models agents of ``tier`` use, per purpose, and which of them no lower tier uses:
+    those the check must still ask."""
+
+    tier: int
+    models: dict[Purpose, str]
+    new: frozenset[str]
+
+    def checks(self, step: str) -> bool:
+        """Whether this tier's run judges the step: its model is one no lower tier asked."""
+        return self.models[PURPOSES[step]] in self.new
+
+
+def tiers_to_check(settings: Settings, provider: str) -> list[TierModels]:
+    """Tier 0 and the highest tier, the latter only when it uses a model tier 0 does not (an
+    agent of tier ≥ 1 has its reflections and consolidations made by the premium model): every
+    model an agent may use is checked, none twice."""
+    out: list[TierModels] = []
+    seen: set[str] = set()
+    for tier in (0, TOP_TIER):
+        models: dict[Purpose, str] = {
+            p: choose_model(settings, provider, p, tier)
+            for p in ("fast", "reflection", "consolidation")
+        }
+        new = frozenset(models.values()) - seen
+        if new:
+            out.append(TierModels(tier, models, new))
+            seen |= new
+    return out
 
 
 @dataclass
@@ -114,14 +167,16 @@ async def attempt[T](
     return None, rejected or "unusable output"
 
 
-def _count_kept(recorder: Recorder | None, task: str, kept: int) -> None:
+def _count_kept(recorder: Recorder | None, task: str, kept: int, since: int) -> None:
     """Note on the calls of the step's accepted attempt how many items each answer held, and on
     the last how many formation kept: a model whose every reflection echoes the prompt answers
     validly and keeps nothing. A window's extraction may be several calls (its second looks at
     messages it passed over, memory/pipeline/rereads.py): the calls not noted yet, back to the
-    first that failed or was noted."""
+    first that failed or was noted. Only calls since the window's first (``since``) are its: a
+    window whose answers a higher tier's run reused made none, and the calls before are others'."""
     fresh: list[CallRecord] = []
-    for call in reversed([c for c in recorder.calls if c.task == task] if recorder else []):
+    made = recorder.calls[since:] if recorder else []
+    for call in reversed([c for c in made if c.task == task]):
         if not call.valid or call.items is not None:
             break
         fresh.insert(0, call)
@@ -154,6 +209,7 @@ async def form_session(
 async def _form_window(deps: Deps, w: Window, report: CheckReport, attempts: int) -> bool:
     """Whether the window was formed (False: split it)."""
     steps, rec = report.steps, report.recorder
+    since = len(rec.calls) if rec else 0
     extracted, why = await attempt(
         steps["extract_facts"], lambda r: facts.extract_facts(deps, w, r), attempts, rec
     )
@@ -190,9 +246,9 @@ async def _form_window(deps: Deps, w: Window, report: CheckReport, attempts: int
         report.degraded.append(f"{w.formation_id} extract_reflections: {why}")
         reflected = ReflectionsResult(reflections=[])
     else:
-        _count_kept(rec, "extract_reflections", len(reflected.reflections))
+        _count_kept(rec, "extract_reflections", len(reflected.reflections), since)
     if extracted.llm:
-        _count_kept(rec, "extract_facts", len(new))
+        _count_kept(rec, "extract_facts", len(new), since)
     done = await commit.commit(
         deps, w, new, decided.decisions, reflected.reflections, datetime.now(UTC)
     )
@@ -225,16 +281,22 @@ def load_transcript(path: Path) -> tuple[AgentConfig, str, list[MessageIn]]:
 
 
 async def check_model(
-    deps: Deps, transcripts: list[Path], attempts: int = 3, report: CheckReport | None = None
+    deps: Deps,
+    transcripts: list[Path],
+    attempts: int = 3,
+    report: CheckReport | None = None,
+    tier: int = 0,
 ) -> CheckReport:
-    """Record each transcript in ``deps.store`` (a scratch store) and form it; then consolidate
-    every scope that still holds reflections, whatever its threshold."""
+    """Record each transcript in ``deps.store`` (a scratch store) as said by an agent of ``tier``
+    (which chooses the models its steps ask) and form it; then consolidate every scope that
+    still holds reflections, whatever its threshold."""
     report = report or CheckReport()
     cfg = deps.settings.formation
     weights = {r: cfg.weight(r) for r in ("user", "agent", "tool", "system", "other")}
     keys: set[ScopeKey] = set()
     for path in transcripts:
         agent, session_id, messages = load_transcript(path)
+        agent = agent.model_copy(update={"tier": tier})
         if report.recorder:
             report.recorder.what = f"sample {path.name}"
         await deps.store.upsert_agent(agent)

@@ -58,6 +58,8 @@ class CaseResult:
     expected: str
     got: str
     passed: bool
+    model: str = ""  # the model that answered it
+    tier: int = 0  # the agents' tier that chose that model
 
 
 @dataclass(frozen=True)
@@ -113,6 +115,7 @@ async def _ask[M: BaseModel](
     schema: type[M],
     check: Callable[[M], object],
     attempts: int,
+    tier: int,
 ) -> object | None:
     """The checked answer, retried as the pipeline retries (hotter, saying why); None when no
     attempt was usable."""
@@ -120,7 +123,7 @@ async def _ask[M: BaseModel](
     for n in range(1, attempts + 1):
         request = LLMRequest.of(
             task_input,
-            model=choose_model(settings, llm.name, purpose, 0),
+            model=choose_model(settings, llm.name, purpose, tier),
             temperature=settings.models.temperature,
             retry=Retry(attempt=n, rejected=rejected),
         )
@@ -137,7 +140,7 @@ async def _ask[M: BaseModel](
 
 
 async def decide_case(
-    llm: LLMProvider, settings: Settings, case: DecideCase, attempts: int
+    llm: LLMProvider, settings: Settings, case: DecideCase, attempts: int, tier: int = 0
 ) -> CaseResult:
     new = NewFact(index=0, content=case.new, scope="user")
     existing = [
@@ -160,9 +163,9 @@ async def decide_case(
         )
         return decision
 
-    got = await _ask(llm, settings, task, "fast", FactDecisions, check, attempts)
+    got = await _ask(llm, settings, task, "fast", FactDecisions, check, attempts, tier)
     if isinstance(got, Decision):  # as formation takes it: a kept restatement is looked at again
-        model = choose_model(settings, llm.name, "fast", 0)
+        model = choose_model(settings, llm.name, "fast", tier)
         before = len(llm.calls) if isinstance(llm, Recorder) else 0
         [got], again = await second_look(llm, model, [got], [new], {0: existing})
         if isinstance(llm, Recorder):
@@ -181,7 +184,9 @@ def _said(decision: Decision, existing: list[SimilarFact]) -> str:
     return decision.event + (f" of {target}" if target is not None else "")
 
 
-async def relative_date_case(llm: LLMProvider, settings: Settings, attempts: int) -> CaseResult:
+async def relative_date_case(
+    llm: LLMProvider, settings: Settings, attempts: int, tier: int = 0
+) -> CaseResult:
     task = ExtractFactsInput(
         agent=AGENT,
         messages=[_message(1, "I started my new job at Siemens yesterday.")],
@@ -193,7 +198,7 @@ async def relative_date_case(llm: LLMProvider, settings: Settings, attempts: int
         # As formation stores it: a relative date the model left is resolved by rule (dates.py).
         return resolve_relative_dates(job[0], _SAID_AT) if job else "(no fact about the job)"
 
-    got = await _ask(llm, settings, task, "fast", ExtractedFacts, check, attempts)
+    got = await _ask(llm, settings, task, "fast", ExtractedFacts, check, attempts, tier)
     text = str(got or "no valid answer")
     return CaseResult(
         "relative date", "extract_facts", "the job fact says 2026-03-09", text,
@@ -201,7 +206,9 @@ async def relative_date_case(llm: LLMProvider, settings: Settings, attempts: int
     )  # fmt: skip
 
 
-async def scope_case(llm: LLMProvider, settings: Settings, attempts: int) -> CaseResult:
+async def scope_case(
+    llm: LLMProvider, settings: Settings, attempts: int, tier: int = 0
+) -> CaseResult:
     task = ExtractFactsInput(
         agent=AGENT,
         messages=[
@@ -218,7 +225,7 @@ async def scope_case(llm: LLMProvider, settings: Settings, attempts: int) -> Cas
 
         return f"penicillin: {scope('penicillin')}, front desk: {scope('8:00')}"
 
-    got = await _ask(llm, settings, task, "fast", ExtractedFacts, check, attempts)
+    got = await _ask(llm, settings, task, "fast", ExtractedFacts, check, attempts, tier)
     expected = "penicillin: user, front desk: agent"
     return CaseResult(
         "user vs agent scope", "extract_facts", expected, str(got or "no valid answer"),
@@ -234,7 +241,9 @@ _REFLECTIONS = (
 )
 
 
-async def consolidation_case(llm: LLMProvider, settings: Settings, attempts: int) -> CaseResult:
+async def consolidation_case(
+    llm: LLMProvider, settings: Settings, attempts: int, tier: int = 0
+) -> CaseResult:
     cfg = settings.reflections
     task = ConsolidateInput(
         agent=AGENT,
@@ -256,28 +265,46 @@ async def consolidation_case(llm: LLMProvider, settings: Settings, attempts: int
         kept = [word for _, word in _REFLECTIONS if word in blob]
         return "keeps " + (", ".join(kept) if kept else "none of them")
 
-    got = await _ask(llm, settings, task, "consolidation", ConsolidatedSections, check, attempts)
+    got = await _ask(
+        llm, settings, task, "consolidation", ConsolidatedSections, check, attempts, tier
+    )
     expected = "keeps " + ", ".join(word for _, word in _REFLECTIONS)
     return CaseResult(
         "consolidation", "consolidate", expected, str(got or "no valid answer"), got == expected
     )
 
 
-async def run_cases(llm: LLMProvider, settings: Settings, attempts: int = 3) -> list[CaseResult]:
-    cases: list[tuple[str, Callable[[], Awaitable[CaseResult]]]] = [
+async def run_cases(
+    llm: LLMProvider,
+    settings: Settings,
+    attempts: int = 3,
+    tier: int = 0,
+    models: frozenset[str] | None = None,
+) -> list[CaseResult]:
+    """The cases, as asked for an agent of ``tier``; with ``models``, only those whose model is
+    one of them (a higher tier's run asks only the models no lower tier asked)."""
+    Run = Callable[[], Awaitable[CaseResult]]
+    cases: list[tuple[str, Purpose, Run]] = [
         *[
-            (f"case {c.name}", lambda c=c: decide_case(llm, settings, c, attempts))
+            (f"case {c.name}", "fast", lambda c=c: decide_case(llm, settings, c, attempts, tier))
             for c in DECIDE_CASES
         ],
-        ("case relative date", lambda: relative_date_case(llm, settings, attempts)),
-        ("case scope", lambda: scope_case(llm, settings, attempts)),
-        ("case consolidation", lambda: consolidation_case(llm, settings, attempts)),
+        ("case relative date", "fast", lambda: relative_date_case(llm, settings, attempts, tier)),
+        ("case scope", "fast", lambda: scope_case(llm, settings, attempts, tier)),
+        (
+            "case consolidation",
+            "consolidation",
+            lambda: consolidation_case(llm, settings, attempts, tier),
+        ),
     ]
     results = []
-    for what, run in cases:
+    for what, purpose, run in cases:
+        model = choose_model(settings, llm.name, purpose, tier)
+        if models is not None and model not in models:
+            continue
         if isinstance(llm, Recorder):
             llm.what = what
-        results.append(await run())
+        results.append(replace(await run(), model=model, tier=tier))
     return results
 
 

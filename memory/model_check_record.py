@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import cast
 
 from pydantic import BaseModel
 
@@ -41,6 +42,7 @@ class CallRecord:
     # (the others were echoes of the prompt, over the word limit, ungrounded, or duplicates).
     items: int | None = None
     kept: int | None = None
+    model: str = ""  # the model asked: a check asks every model the tiers choose
 
     @property
     def generated_per_s(self) -> float | None:
@@ -84,6 +86,10 @@ class Recorder(LLMProvider):
         self.what = ""
         # Written after every call: a run stopped halfway (a slow CPU) keeps what it measured.
         self.path = path
+        # Models already checked: a request one of them was sent before gets its first outcome
+        # again, unasked (a higher tier's run re-forms the transcripts only for its new model).
+        self.reuse: frozenset[str] = frozenset()
+        self._outcomes: dict[tuple[object, ...], LLMResult[BaseModel] | ProviderError] = {}
 
     def flush(self) -> None:
         if self.path is not None:
@@ -112,6 +118,7 @@ class Recorder(LLMProvider):
                 content=content or "",
                 cached_tokens=usage.cached_input_tokens if usage else None,
                 error=str(error)[:300] if error else None,
+                model=request.model,
             )
         )
         self.flush()
@@ -119,19 +126,41 @@ class Recorder(LLMProvider):
     async def generate_structured[M: BaseModel](
         self, request: LLMRequest, schema: type[M]
     ) -> LLMResult[M]:
+        key = _key(request, schema)
+        if request.model in self.reuse and key in self._outcomes:
+            return _again(self._outcomes[key], schema)
         started = time.perf_counter()
         try:
             result = await self.inner.generate_structured(request, schema)
         except ProviderError as e:
             content = e.content if isinstance(e, MalformedOutputError) else None
             self._record(request, None, content, e, time.perf_counter() - started)
+            self._outcomes.setdefault(key, e)
             raise
         raw = result.raw if result.raw is not None else result.value.model_dump_json()
         self._record(request, result.usage, raw, None, time.perf_counter() - started)
+        self._outcomes.setdefault(key, result)  # type: ignore[arg-type]
         return result
 
     async def close(self) -> None:
         await self.inner.close()
+
+
+def _key(request: LLMRequest, schema: type[BaseModel]) -> tuple[object, ...]:
+    """What makes two requests the same question."""
+    return (
+        request.model, request.system, request.prompt, request.temperature,
+        request.max_output_tokens, schema.__name__,
+    )  # fmt: skip
+
+
+def _again[M: BaseModel](
+    outcome: LLMResult[BaseModel] | ProviderError, schema: type[M]
+) -> LLMResult[M]:
+    if isinstance(outcome, ProviderError):
+        raise outcome
+    assert isinstance(outcome.value, schema)  # the key holds the schema
+    return cast(LLMResult[M], outcome)
 
 
 @dataclass
