@@ -9,7 +9,7 @@ xml = await memory.memory_context("eve", "s1", user_id="alice")
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -39,10 +39,12 @@ from memory.embedding.base import Embedder
 from memory.errors import InvalidInputError, NotFoundError
 from memory.input_rules import misdated
 from memory.models import AgentConfig, Id, MessageIn, RecordOutcome, ScopeKey, SessionInfo
+from memory.prompt_budget import PROMPT_FIELDS, check_agent_fits
 from memory.rag import search_facts
 from memory.search_results import SearchResult
 from memory.settings import Settings, get_settings
 from memory.store import MemoryStore, open_store
+from memory.store.rules.agents import changed_agent
 from memory.triggers import HeldTriggers
 from runtime.connection import connect
 from runtime.erasure import delete_user_executions
@@ -101,7 +103,10 @@ class MemoryClient(FormationTriggers):
     # ------------------------------------------------------------ agents and messages
 
     async def register_agent(self, config: AgentConfig) -> None:
-        """Register the agent, or replace its whole configuration."""
+        """Register the agent, or replace its whole configuration. InvalidInputError, nothing
+        written, when its persona and memory instructions leave a small model (the configured
+        models.context_tokens) no room for a window's reflections (memory/prompt_budget.py)."""
+        check_agent_fits(self.settings, config)
         await self.store.upsert_agent(config)
 
     async def update_agent(self, agent_id: str, **changes: object) -> AgentConfig:
@@ -109,11 +114,23 @@ class MemoryClient(FormationTriggers):
         keep their value, even when another change of other fields runs at once (the store
         sets them in its transaction: MemoryStore.update_agent). Returns the configuration
         written. NotFoundError for an unknown agent, InvalidInputError for a field or value
-        the configuration does not admit; nothing written."""
-        updated = await self.store.update_agent(check_id("agent_id", agent_id), changes)
+        the configuration does not admit (a persona too long for a small model's context among
+        them: register_agent); nothing written."""
+        agent_id = check_id("agent_id", agent_id)
+        await self._check_fits(agent_id, changes)
+        updated = await self.store.update_agent(agent_id, changes)
         if updated is None:
             raise NotFoundError(f"agent {agent_id!r} is not registered")
         return updated
+
+    async def _check_fits(self, agent_id: str, changes: Mapping[str, object]) -> None:
+        """The changed configuration's fit (check_agent_fits), read before the store's transaction:
+        nothing to read on a hosted model, or when no text the prompts carry changes."""
+        if self.settings.models.context_tokens is None or not PROMPT_FIELDS & changes.keys():
+            return
+        current = await self.store.get_agent(agent_id)
+        if current is not None:  # unknown: the store's NotFoundError says so
+            check_agent_fits(self.settings, changed_agent(current, changes))
 
     async def record_messages(
         self,

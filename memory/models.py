@@ -22,7 +22,7 @@ from memory.model_types import InputDatetime as InputDatetime
 from memory.model_types import Role as Role
 from memory.model_types import UtcDatetime as UtcDatetime
 from memory.model_types import UtcOffsetMinutes
-from memory.settings import Scope
+from memory.settings_scope import Scope
 
 
 class DomainModel(BaseModel):

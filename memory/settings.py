@@ -22,9 +22,8 @@ from memory.settings_group import SettingsGroup
 from memory.settings_models import ModelSettings as ModelSettings
 from memory.settings_rate_limit import RateLimitSettings as RateLimitSettings
 from memory.settings_retries import RetrySettings as RetrySettings
+from memory.settings_scope import Scope as Scope
 from memory.settings_temporal import TemporalSettings as TemporalSettings
-
-Scope = Literal["agent", "user", "session"]
 
 
 class FormationSettings(SettingsGroup):
@@ -316,7 +315,7 @@ class Settings(BaseSettings):
                 "store.postgres_dsn (MNEMOS_STORE__POSTGRES_DSN) is required when store.backend "
                 "is postgres"
             )
-        return self._window_fits_the_model()
+        return self._window_fits_the_model()._reflections_fit_the_model()
 
     def _window_fits_the_model(self) -> Self:
         """A window's transcript takes at most a third of a small model's context, the rest being
@@ -335,6 +334,18 @@ class Settings(BaseSettings):
         if self.formation.max_tokens_per_run > fits:
             formation = self.formation.model_copy(update={"max_tokens_per_run": fits})
             object.__setattr__(self, "formation", formation)  # still inside validation
+        return self
+
+    def _reflections_fit_the_model(self) -> Self:
+        """The part of every window's reflection prompt no split makes smaller (the memory at its
+        word limits) leaves a small model's context room for a message and an answer."""
+        if self.models.context_tokens is None:  # a hosted model's context is far larger
+            return self
+        # Imported here: loading memory.llm (its package) loads the store, which loads settings.
+        from memory.prompt_budget import settings_problem
+
+        if problem := settings_problem(self):
+            raise ValueError(problem)
         return self
 
 

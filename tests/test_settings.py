@@ -82,6 +82,35 @@ def test_an_initial_retry_interval_equal_to_the_maximum_is_accepted(
     assert Settings().retries.store_initial_interval_seconds == 5
 
 
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [("WORD_LIMIT_AGENT", "2400"), ("RECENT_IN_CONTEXT", "40"), ("MAX_WORDS", "120")],
+)
+def test_reflection_memory_too_big_for_a_small_models_context_is_refused_at_start(
+    monkeypatch: pytest.MonkeyPatch, variable: str, value: str
+) -> None:
+    """On the documented local model (8,192 tokens), memory these limits admit would fill every
+    window's reflection prompt: reflections would stop forming for every session. Refused when
+    the settings load, naming the settings."""
+    monkeypatch.setenv("MNEMOS_MODELS__CONTEXT_TOKENS", "8192")
+    monkeypatch.setenv(f"MNEMOS_REFLECTIONS__{variable}", value)
+    with pytest.raises(InvalidSettingsError) as refused:
+        read_settings()
+    assert variable in str(refused.value)
+    assert "MNEMOS_MODELS__CONTEXT_TOKENS" in str(refused.value)
+
+
+def test_the_documented_local_model_setup_and_hosted_models_keep_their_limits(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("MNEMOS_MODELS__CONTEXT_TOKENS", "8192")
+    assert read_settings().reflections.word_limit_agent == 1200
+    # Without a context size (a hosted model's is far larger) any limit is the operator's.
+    monkeypatch.delenv("MNEMOS_MODELS__CONTEXT_TOKENS")
+    monkeypatch.setenv("MNEMOS_REFLECTIONS__WORD_LIMIT_AGENT", "2400")
+    assert read_settings().reflections.word_limit_agent == 2400
+
+
 def test_mongo_backend_needs_a_uri(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MNEMOS_STORE__BACKEND", "mongo")
     with pytest.raises(ValidationError, match="mongodb_uri"):

@@ -25,7 +25,7 @@ from memory.prompts.common import (
     one_line,
     tag,
 )
-from memory.settings import Scope
+from memory.settings_scope import Scope
 
 # The blob's first line; management reads it.
 VERSION_LINE = re.compile(r"^\s*VERSION:\s*(\d+)\s*$")

@@ -24,7 +24,7 @@ from memory.prompts.common import (
     tag,
     transcript_head,
 )
-from memory.settings import Scope
+from memory.settings_scope import Scope
 
 # Shared with fact extraction, as is the start of the prompt (common.transcript_head).
 SYSTEM = MEMORY_SYSTEM
