@@ -17,14 +17,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-import annotated_types
-
 from memory.deps import Deps
 from memory.errors import InvalidModelOutputError, MalformedOutputError, WindowTooLargeError
 from memory.llm import Purpose, choose_model
 from memory.llm.base import Retry
 from memory.model_check_record import CallRecord, Recorder
-from memory.models import AgentConfig, MessageIn, ScopeKey
+from memory.models import MAX_TIER, AgentConfig, MessageIn, ScopeKey
 from memory.pipeline import commit, consolidation, dedup, facts, reflections, window
 from memory.pipeline.types import (
     ConsolidationRequest,
@@ -51,13 +49,7 @@ PURPOSES: dict[str, Purpose] = {
 }
 
 
-def _top_tier() -> int:
-    """The highest tier an agent may have (AgentConfig.tier's bound)."""
-    bounds = AgentConfig.model_fields["tier"].metadata
-    return max(b.le for b in bounds if isinstance(b, annotated_types.Le) and isinstance(b.le, int))
-
-
-TOP_TIER = _top_tier()
+TOP_TIER = MAX_TIER
 
 
 @dataclass(frozen=True)

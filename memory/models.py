@@ -24,6 +24,9 @@ from memory.model_types import UtcDatetime as UtcDatetime
 from memory.model_types import UtcOffsetMinutes
 from memory.settings_scope import Scope
 
+# The highest tier an agent may have (mnemos check-model checks the models it chooses).
+MAX_TIER = 10
+
 
 class DomainModel(BaseModel):
     """Every domain record: unknown fields refused, immutable once made."""
@@ -64,7 +67,9 @@ class AgentConfig(DomainModel):
     )
     user_memory_enabled: StrictBool = True
     agent_memory_enabled: StrictBool = True
-    tier: WholeInt = Field(0, ge=0, le=10, description="0 = standard models, ≥1 = premium models")
+    tier: WholeInt = Field(
+        0, ge=0, le=MAX_TIER, description="0 = standard models, ≥1 = premium models"
+    )
 
 
 class MessageIn(DomainModel):
