@@ -438,6 +438,17 @@ async def test_a_file_of_schema_14_keeps_its_reflections_and_learns_when_new_one
     assert version == (str(SCHEMA_VERSION),)
 
 
+async def _blob_said_from_5(path: Path) -> None:
+    """A file holding the user's blob, version 1, said from at(5)."""
+    store = SQLiteStore(path)
+    await store.setup()
+    await store.commit_consolidation(
+        USER_KEY, expected_version=0, content="VERSION: 1\n- jazz", word_limit=50,
+        absorbed_ids=[], at=at(10), said_from=at(5),
+    )  # fmt: skip
+    await store.close()
+
+
 async def test_a_file_of_schema_15_keeps_its_blobs_and_learns_where_new_ones_begin(
     tmp_path: Path,
 ) -> None:
@@ -446,13 +457,7 @@ async def test_a_file_of_schema_15_keeps_its_blobs_and_learns_where_new_ones_beg
     said_from None (every reflection news to it, as before), and the next consolidation
     keeps its time."""
     path = tmp_path / "v15.db"
-    store = SQLiteStore(path)
-    await store.setup()
-    await store.commit_consolidation(
-        USER_KEY, expected_version=0, content="VERSION: 1\n- jazz", word_limit=50,
-        absorbed_ids=[], at=at(10), said_from=at(5),
-    )  # fmt: skip
-    await store.close()
+    await _blob_said_from_5(path)
     with closing(sqlite3.connect(path)) as conn, conn:  # as schema 15 wrote blobs
         conn.execute("ALTER TABLE consolidated DROP COLUMN said_from")
         conn.execute("ALTER TABLE consolidated DROP COLUMN said_from_version")
@@ -483,13 +488,7 @@ async def test_a_blob_the_previous_version_consolidates_does_not_know_where_it_b
     column it does not know): what it absorbed may have been said before it, so the blob reads
     as not knowing (h196)."""
     path = tmp_path / "roll.db"
-    store = SQLiteStore(path)
-    await store.setup()
-    await store.commit_consolidation(
-        USER_KEY, expected_version=0, content="VERSION: 1\n- jazz", word_limit=50,
-        absorbed_ids=[], at=at(10), said_from=at(5),
-    )  # fmt: skip
-    await store.close()
+    await _blob_said_from_5(path)
     with closing(sqlite3.connect(path)) as conn, conn:  # the previous version's upsert
         conn.execute("UPDATE consolidated SET content = 'VERSION: 2\n- jazz, tea', version = 2")
     store = SQLiteStore(path)
