@@ -14,7 +14,7 @@ from temporalio.testing import WorkflowEnvironment
 from memory.llm.openai_provider import OpenAIProvider, ServerOptions
 from memory.models import AgentConfig, MessageIn, Reflection, ScopeKey
 from memory.prompt_budget import agent_problem
-from memory.settings import ModelSettings, Settings
+from memory.settings import ModelSettings, ReflectionSettings, Settings
 from tests.fake_provider_server import FakeProviderServer, Received, Reply, openai_chat
 from tests.harness import T0, Harness
 from tests.realmodel.replay import task_of
@@ -104,7 +104,14 @@ async def test_the_longest_persona_accepted_on_an_8k_model_forms_reflections_wit
 ) -> None:
     with FakeProviderServer() as server:
         server.script(*[answer] * 100)
-        h = await Harness.create(time_env, tmp_path, models=ModelSettings(context_tokens=8192))
+        # No consolidation: the buffers are past their thresholds, and what is tested is the
+        # formation's prompt (a consolidation left running would hold the test server's clock).
+        quiet = ReflectionSettings(
+            threshold_agent=1000, threshold_user=1000, threshold_session=1000
+        )
+        h = await Harness.create(
+            time_env, tmp_path, models=ModelSettings(context_tokens=8192), reflections=quiet
+        )
         h.llm = OpenAIProvider(  # type: ignore[assignment]
             api_key=None,
             base_url=server.openai_base_url,
