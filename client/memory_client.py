@@ -115,7 +115,9 @@ class MemoryClient(FormationTriggers):
         sets them in its transaction: MemoryStore.update_agent). Returns the configuration
         written. NotFoundError for an unknown agent, InvalidInputError for a field or value
         the configuration does not admit (a persona too long for a small model's context among
-        them: register_agent); nothing written."""
+        them: register_agent); nothing written. A change of ``user_memory_enabled`` or
+        ``agent_memory_enabled`` holds for what is recorded from then on: what was recorded
+        before forms under the switches then (memory/switch_marks.py)."""
         agent_id = check_id("agent_id", agent_id)
         await self._check_fits(agent_id, changes)
         updated = await self.store.update_agent(agent_id, changes)

@@ -146,6 +146,9 @@ class SessionAgentState(DomainModel):
     formations: StoredInt = Field(0, ge=0, description="Formations committed")
     # {user: seq}: theirs up to seq not this agent's to form (store/rules/withheld.py; unsent)
     withheld: dict[str, StoredInt] = Field(default_factory=dict, exclude=True)
+    # ((seq, user memory, agent memory), ...): the switches its messages up to each seq were
+    # recorded under (memory/switch_marks.py; unsent)
+    switch_marks: tuple[tuple[int, bool, bool], ...] = Field(default=(), exclude=True)
 
 
 class RecordOutcome(DomainModel):

@@ -37,7 +37,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
-from memory import ids
+from memory import ids, switch_marks
 from memory.degraded import (
     DECIDE_FACTS,
     EXTRACT_FACTS,
@@ -69,6 +69,7 @@ from memory.pipeline.types import (
 from memory.pipeline.window import window_messages
 from memory.reform_supersede import superseding as supersede
 from memory.scopes import formable_scopes, single_user
+from memory.switch_marks import SwitchMarks
 
 # The records of one (agent, session) read for the windows a re-form covers, newest first; an
 # older one beyond them keeps its copies among the candidates and stays listed.
@@ -141,8 +142,11 @@ async def reform(
     session = await require_session(deps.store, session_id)
     first = await first_seqs(deps.store, session)
     records = await _records_within(deps, agent_id, session_id, after_seq, upto_seq)
-    todo = _alone_apart(
-        reform_parts(records, after_seq, upto_seq, with_reflections), session, first
+    todo = _cut(
+        reform_parts(records, after_seq, upto_seq, with_reflections),
+        session,
+        first,
+        state.switch_marks,
     )
     if not todo:
         raise InvalidInputError(_nothing_left(records, session_id, after_seq, upto_seq))
@@ -178,7 +182,8 @@ async def reform(
         )
         # As a formation window sees it: the scopes of who had spoken by its last message.
         seen = as_of(session, first, p.upto_seq)
-        fact_scopes, reflection_scopes = formable_scopes(agent, seen)
+        recorded_under = switch_marks.as_recorded(agent, state.switch_marks, p.upto_seq)
+        fact_scopes, reflection_scopes = formable_scopes(recorded_under, seen)
         w = Window(
             formation_id=f"{original}:reform:{state.formations}{part}",
             session_id=session_id,
@@ -234,16 +239,26 @@ async def reform(
     )
 
 
-def _alone_apart(
-    parts: list[ReformPart], session: SessionInfo, first: FirstSeqs
+def _cut(
+    parts: list[ReformPart], session: SessionInfo, first: FirstSeqs, marks: SwitchMarks
 ) -> list[ReformPart]:
-    """The parts, each one that spans the moment the session became a group cut there, as a
-    formation window is (memory/group_start.py): what was said alone is re-formed alone."""
+    """The parts, each one that spans the moment the session became a group or a change of the
+    agent's memory switches cut there, as a formation window is (memory/group_start.py,
+    memory/switch_marks.py): what was said alone is re-formed alone, what was said under some
+    switches under them."""
     since = group_since(session, first)
     cut: list[ReformPart] = []
-    for p in parts:
-        end = window_end(p.after_seq, p.upto_seq, since)
-        cut += [p] if end == p.upto_seq else [replace(p, upto_seq=end), replace(p, after_seq=end)]
+    todo = list(parts)
+    while todo:
+        p = todo.pop(0)
+        end = switch_marks.window_end(
+            p.after_seq, window_end(p.after_seq, p.upto_seq, since), marks
+        )
+        if end == p.upto_seq:
+            cut.append(p)
+        else:
+            cut.append(replace(p, upto_seq=end))
+            todo.insert(0, replace(p, after_seq=end))
     return cut
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memory import ids, transcript
+from memory import ids, switch_marks, transcript
 from memory.deps import Deps
 from memory.group_start import as_of, first_seqs, group_since, window_end
 from memory.lookup import require_agent, require_session
@@ -58,6 +58,9 @@ async def load_window(
     # Never across the moment the session became a group: what was said alone forms alone.
     first = await first_seqs(store, session)
     upto = window_end(state.cursor_seq, upto, group_since(session, first))
+    # Nor across a change of the agent's memory switches: each part forms under the switches it
+    # was recorded under (memory/switch_marks.py).
+    upto = switch_marks.window_end(state.cursor_seq, upto, state.switch_marks)
     slices = 1
     stored: list[StoredMessage] | None = None  # the range as stored, when read here
     if _may_exceed_budget(state.pending_weighted_tokens, settings.formation):
@@ -73,7 +76,8 @@ async def load_window(
         stored = [m for m in stored if m.seq <= upto]
     # The scopes of the people who had spoken up to the window's last message (group_start.py).
     seen = as_of(session, first, upto)
-    fact_scopes, reflection_scopes = formable_scopes(agent, seen)
+    recorded_under = switch_marks.as_recorded(agent, state.switch_marks, upto)
+    fact_scopes, reflection_scopes = formable_scopes(recorded_under, seen)
     return Window(
         slices=slices,
         formation_id=ids.formation_id(

@@ -12,6 +12,7 @@ from typing import Annotated, Any, TypeAliasType, Union, cast, get_args, get_ori
 import numpy as np
 from pydantic import BaseModel
 
+from memory import switch_marks
 from memory.dates import in_offset
 from memory.models import FactRevision, ScopeKey, SessionAgentState, SessionInfo
 from memory.said import split
@@ -117,9 +118,11 @@ def state_of(record: Mapping[str, Any], to_time: Callable[[Any], datetime]) -> S
     # forbids < 0.
     tokens = max(0.0, float(record["pending_weighted_tokens"]))
     withheld = parsed(record.get("withheld"))  # none stored (older rows): nothing withheld
+    marks = switch_marks.parsed(record.get("switch_marks"))  # none stored (older rows): none
     return from_record(
-        SessionAgentState, record, to_time, pending_weighted_tokens=tokens, withheld=withheld
-    )
+        SessionAgentState, record, to_time, pending_weighted_tokens=tokens, withheld=withheld,
+        switch_marks=marks,
+    )  # fmt: skip
 
 
 def to_record(

@@ -11,7 +11,7 @@ from pathlib import Path
 from unittest.mock import patch
 
 from memory.formation_commit import FactUpdate
-from memory.models import ScopeKey
+from memory.models import AgentConfig, ScopeKey
 from memory.store.sqlite import SQLiteStore
 from memory.store.sqlite import writes as sqlite_writes
 from memory.store.sqlite.codec import to_us
@@ -363,7 +363,7 @@ async def test_a_schema_10_files_facts_are_found_by_their_words_folded(tmp_path:
     with closing(sqlite3.connect(path)) as conn:
         conn.execute("INSERT INTO facts_fts (facts_fts, rank) VALUES ('integrity-check', 1)")
         version = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-    assert version == (str(SCHEMA_VERSION),) == ("16",)
+    assert version == (str(SCHEMA_VERSION),) == ("17",)
 
 
 async def test_a_fact_the_previous_version_inserts_is_stamped_for_the_recheck(
@@ -478,7 +478,35 @@ async def test_a_file_of_schema_15_keeps_its_blobs_and_learns_where_new_ones_beg
     assert stored == new and new.said_from == at(15)
     with closing(sqlite3.connect(path)) as conn:
         version = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-    assert version == ("16",)
+    assert version == (str(SCHEMA_VERSION),)
+
+
+async def test_a_file_of_schema_16_keeps_its_sessions_and_marks_a_switch_change(
+    tmp_path: Path,
+) -> None:
+    """Schema 17 keeps the memory switches a session's messages were recorded under
+    (memory/switch_marks.py): a file of schema 16 gains the column, its pending session reads
+    no marks (formed under the switches then, as before), and a change of a switch marks it."""
+    path = tmp_path / "v16.db"
+    store = SQLiteStore(path)
+    await store.setup()
+    await store.upsert_agent(AgentConfig(agent_id="a1", name="Ada"))
+    await record(store, "s1", "a1", [msg("m1", "My email is ada@example.com")])
+    await store.close()
+    with closing(sqlite3.connect(path)) as conn, conn:  # as schema 16 wrote session states
+        conn.execute("ALTER TABLE session_agents DROP COLUMN switch_marks")
+        conn.execute("UPDATE meta SET value = '16' WHERE key = 'schema_version'")
+
+    store = SQLiteStore(path)
+    await store.setup()
+    try:
+        before = await store.get_session_agent_state("s1", "a1")
+        await store.update_agent("a1", {"user_memory_enabled": False})
+        after = await store.get_session_agent_state("s1", "a1")
+    finally:
+        await store.close()
+    assert before is not None and before.switch_marks == ()
+    assert after is not None and after.switch_marks == ((1, True, True),)
 
 
 async def test_a_blob_the_previous_version_consolidates_does_not_know_where_it_begins(

@@ -364,6 +364,12 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE consolidated ADD COLUMN IF NOT EXISTS said_from timestamptz,
         ADD COLUMN IF NOT EXISTS said_from_version bigint;
     """,
+    # 18: the memory switches each session's messages were recorded under
+    # (SessionAgentState.switch_marks, memory/switch_marks.py), as JSON [[seq, user, agent],
+    # ...]; a constant default: the catalog only, older rows none marked.
+    """
+    ALTER TABLE session_agents ADD COLUMN IF NOT EXISTS switch_marks text NOT NULL DEFAULT '[]';
+    """,
 )
 
 LOCK = 0x6D6E656D6F73  # "mnemos": the advisory lock that serialises migrations

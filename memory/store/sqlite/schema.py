@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from memory.store.sql.sessions import GUESTS_BACKFILL_SQL, GUESTS_INDEX_SQL
 
-SCHEMA_VERSION = 16
+SCHEMA_VERSION = 17
 
 # SQLite's clock as a stored timestamp (integer microseconds since the epoch; 'now' has
 # millisecond precision).
@@ -52,6 +52,9 @@ CREATE TABLE IF NOT EXISTS session_agents (
     purged                  INTEGER NOT NULL DEFAULT 0,  -- 1: its session memory was purged
     -- Schema 8: SessionAgentState.withheld as JSON [[user, seq], ...] (memory.store.rules.withheld)
     withheld                TEXT NOT NULL DEFAULT '[]',
+    -- Schema 17: SessionAgentState.switch_marks as JSON [[seq, user, agent], ...]
+    -- (memory/switch_marks.py)
+    switch_marks            TEXT NOT NULL DEFAULT '[]',
     UNIQUE (session_id, agent_id)
 );
 -- purge_ended_sessions walks the ended, not yet purged (session, agent) rows oldest first.
@@ -272,6 +275,9 @@ ADDED_COLUMNS = (
     ("consolidated", "said_from", "INTEGER"),
     # ...and the blob version it was written for (memory.store.records.blob_said_from).
     ("consolidated", "said_from_version", "INTEGER"),
+    # Schema 16 → 17: the memory switches each session's messages were recorded under
+    # (memory/switch_marks.py); older rows: none marked (formed under the switches then).
+    ("session_agents", "switch_marks", "TEXT NOT NULL DEFAULT '[]'"),
 )
 
 # Schema 3 → 4, after ADDED_COLUMNS (its index names said_at, a column older files gain there):
