@@ -122,19 +122,49 @@ _GREETED = rf"(?:^\W*|{_GREETING})"
 # Where a sentence opens, too: "I'm …" introduces the speaker there ("Thanks. I'm Alice Smith"),
 # not mid-sentence ("so I'm French").
 _OPENING = rf"(?:{_GREETED}|(?<=[.!?])\s+)"
+
+
 # How a speaker gives her name: "my name is …" anywhere; "call me …" and "<name> here" where the
 # message opens or after a greeting; "I'm …" and "I am …" opening a sentence; "this is …" after a
 # greeting with nothing after the name but the sentence's end, or opening a sentence with
 # "from", "here" or "speaking" after it ("This is Dana from Acme", not "This is Python code",
-# nor "This is Premium.").
-_SAID_NAME = (
-    re.compile(rf"(?i:\bmy\s+name\s+is|\bmy\s+name['\u2019]s)\s+{_NAME}"),
-    re.compile(rf"{_GREETED}(?i:(?:please\s+|just\s+|you\s+can\s+)?call\s+me)\s+{_NAME}"),
-    re.compile(rf"{_OPENING}(?i:I['\u2019]m|I\s+am)\s+{_NAME}"),
-    re.compile(rf"{_GREETING}(?i:this\s+is)\s+{_NAME}(?=\s*(?:[,.!?;]|$))"),
-    re.compile(rf"{_OPENING}(?i:this\s+is)\s+{_NAME}(?=\s+(?:from|here|speaking)\b)"),
-    re.compile(rf"{_GREETED}{_NAME}(?=\s+(?i:here)\s*(?:[,.!;]|$))"),
+# nor "This is Premium."). Index 0 is "my name is", which needs no capitals (below).
+def _said_name_patterns(name: str) -> tuple[re.Pattern[str], ...]:
+    return (
+        re.compile(rf"(?i:\bmy\s+name\s+is|\bmy\s+name['\u2019]s)\s+{name}"),
+        re.compile(rf"{_GREETED}(?i:(?:please\s+|just\s+|you\s+can\s+)?call\s+me)\s+{name}"),
+        re.compile(rf"{_OPENING}(?i:I['\u2019]m|I\s+am)\s+{name}"),
+        re.compile(rf"{_GREETING}(?i:this\s+is)\s+{name}(?=\s*(?:[,.!?;]|$))"),
+        re.compile(rf"{_OPENING}(?i:this\s+is)\s+{name}(?=\s+(?:from|here|speaking)\b)"),
+        re.compile(rf"{_GREETED}{name}(?=\s+(?i:here)\s*(?:[,.!;]|$))"),
+    )
+
+
+_SAID_NAME = _said_name_patterns(_NAME)
+# A name written in lower case, as many type in chat ("hi i'm alice smith", "my name is dana
+# lee"): read where the capitals say nothing, a message without any, and after "my name is",
+# which says it whatever the case. Its words up to the first that is no name's ("alice and i
+# work…" is Alice), capitalised as a model writes them: the text's capitals stay the evidence
+# (``_written_as_name``), so a word taken for a name ("i'm tired") claims no ordinary text.
+_LOWER_WORD = r"[a-z]+(?:['\u2019-][a-z]+)?"
+_LOWER_SAID_NAME = _said_name_patterns(
+    rf"({_LOWER_WORD}(?:\s+{_LOWER_WORD}){{0,2}})\b(?![-'\u2019]?\w)"
 )
+_NO_NAME_WORDS = frozenset((
+    "and", "or", "but", "so", "i", "im", "i'm", "from", "here", "at", "of", "the", "a", "an",
+    "with", "in", "on", "to", "for", "by", "is", "am", "was", "my", "me", "we", "you", "btw", "speaking", "again", "too", "please", "thanks", "ok", "okay", "lol",
+))  # fmt: skip
+
+
+def _lower_name(words: str) -> str | None:
+    kept: list[str] = []
+    for word in words.split():
+        if word in _NO_NAME_WORDS:
+            break
+        kept.append(re.sub(r"(^|['\u2019-])([a-z])", lambda m: m[1] + m[2].upper(), word))
+    return " ".join(kept) or None
+
+
 # Capitalised words said after "I'm" that are no name: peoples, faiths, languages.
 _NOT_A_SAID_NAME = frozenset((
     "american", "british", "english", "french", "german", "spanish", "italian", "canadian",
@@ -153,9 +183,12 @@ _NOT_A_SAID_NAME = frozenset((
 def _said_names(content: str) -> list[str]:
     """The names a speaker gives herself in a message ("Hi, I'm Alice Smith", "my name is Dana
     Lee", "This is Bo from Acme"): her name for the rules of ``users_named``."""
-    return [
+    found = [name for pattern in _SAID_NAME for name in pattern.findall(content)]
+    lower = _LOWER_SAID_NAME if content == content.lower() else _LOWER_SAID_NAME[:1]
+    found += [
         name
-        for pattern in _SAID_NAME
-        for name in pattern.findall(content)
-        if name.split()[0].lower() not in _NOT_A_SAID_NAME
+        for pattern in lower
+        for words in pattern.findall(content)
+        if (name := _lower_name(words)) is not None
     ]
+    return [name for name in found if name.split()[0].lower() not in _NOT_A_SAID_NAME]

@@ -74,6 +74,11 @@ def test_an_id_of_words_names_its_user_where_the_text_writes_the_name(text: str)
         "Hi everyone, I'm Alice Smith.",
         "Thanks! I'm Alice Smith, the new CTO.",
         "Alice Smith here, CTO of Acme Robotics.",
+        # In lower case, as many type in chat: the capitals say nothing there.
+        "hi i'm alice smith, cto of acme robotics",
+        "hey there, this is alice smith from acme",
+        "alice smith here",
+        "My name is alice smith and I run Acme.",  # "my name is" says it whatever the case
     ],
 )
 def test_the_name_a_speaker_gives_herself_names_her(said: str) -> None:
@@ -89,6 +94,7 @@ def test_the_name_a_speaker_gives_herself_names_her(said: str) -> None:
         "So I'm Alice Smith's assistant.",  # not an introduction
         "This is Acme Robotics code from our repo.",
         "Nice to meet you, I think Alice Smith will call.",
+        "i'm tired, and Alice Smith is my CTO",  # lower case, but not an introduction of hers
     ],
 )
 def test_a_capitalised_word_said_otherwise_is_no_name(said: str) -> None:
