@@ -24,7 +24,7 @@ from memory.formation_commit import (
     FormationCommitResult,
 )
 from memory.ids import content_hash, formation_id, reflection_id
-from memory.models import Fact, FactFilter, MessageIn, Reflection, ScopeKey
+from memory.models import AgentConfig, Fact, FactFilter, MessageIn, Reflection, ScopeKey
 from memory.store.base import MemoryStore, Vector
 from memory.store.rules import messages as message_rules
 
@@ -260,3 +260,24 @@ async def assert_restatement_stale(
     with pytest.raises(StaleDecisionError):
         await store.commit_formation(late.model_copy(update={"recheck": recheck}))
     assert await store.get_facts([fact_id]) == []
+
+
+async def a_pending_session(store: MemoryStore) -> None:
+    """Agent a1 with one message of u1 to form in session s1."""
+    await store.upsert_agent(AgentConfig(agent_id="a1", name="Ada"))
+    await record(store, "s1", "a1", [msg("m1", "My email is ada@example.com")])
+    await store.close()
+
+
+async def assert_upgraded_session_marked(store: MemoryStore) -> None:
+    """``a_pending_session``'s, in a file or database upgraded from before the marks of the memory
+    switches: no marks stored, and a change of a switch marks it (memory/switch_marks.py)."""
+    await store.setup()
+    try:
+        before = await store.get_session_agent_state("s1", "a1")
+        await store.update_agent("a1", {"user_memory_enabled": False})
+        after = await store.get_session_agent_state("s1", "a1")
+    finally:
+        await store.close()
+    assert before is not None and before.switch_marks == ()
+    assert after is not None and after.switch_marks == ((1, True, True),)

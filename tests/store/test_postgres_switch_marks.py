@@ -7,11 +7,10 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from memory.models import AgentConfig
 from memory.store.postgres import PostgresStore
 from memory.store.postgres.schema import MIGRATIONS
 from tests.conftest import fresh_schema
-from tests.store.builders import msg, record
+from tests.store.builders import a_pending_session, assert_upgraded_session_marked
 
 pytestmark = pytest.mark.postgres
 
@@ -19,24 +18,13 @@ pytestmark = pytest.mark.postgres
 async def test_a_database_of_migration_17_keeps_its_sessions_and_marks_a_switch_change(
     postgres_dsn: str,
 ) -> None:
+    assert len(MIGRATIONS) >= 18
     dsn = fresh_schema(postgres_dsn)
     store = PostgresStore(dsn, pool_size=1)
     await store.setup()
-    await store.upsert_agent(AgentConfig(agent_id="a1", name="Ada"))
-    await record(store, "s1", "a1", [msg("m1", "My email is ada@example.com")])
-    await store.close()
+    await a_pending_session(store)
     with psycopg.connect(dsn, autocommit=True) as conn:  # as migration 17 left session_agents
         conn.execute("ALTER TABLE session_agents DROP COLUMN switch_marks")
         conn.execute("DELETE FROM schema_migrations WHERE version >= 18")
 
-    store = PostgresStore(dsn, pool_size=1)
-    await store.setup()
-    try:
-        before = await store.get_session_agent_state("s1", "a1")
-        await store.update_agent("a1", {"user_memory_enabled": False})
-        after = await store.get_session_agent_state("s1", "a1")
-    finally:
-        await store.close()
-    assert len(MIGRATIONS) >= 18
-    assert before is not None and before.switch_marks == ()
-    assert after is not None and after.switch_marks == ((1, True, True),)
+    await assert_upgraded_session_marked(PostgresStore(dsn, pool_size=1))

@@ -11,7 +11,7 @@ from pathlib import Path
 from unittest.mock import patch
 
 from memory.formation_commit import FactUpdate
-from memory.models import AgentConfig, ScopeKey
+from memory.models import ScopeKey
 from memory.store.sqlite import SQLiteStore
 from memory.store.sqlite import writes as sqlite_writes
 from memory.store.sqlite.codec import to_us
@@ -19,9 +19,11 @@ from memory.store.sqlite.schema import ADDED_COLUMNS, SCHEMA_VERSION
 from tests.store.builders import (
     USER_KEY,
     Former,
+    a_pending_session,
     add,
     assert_guests_marked,
     assert_restatement_stale,
+    assert_upgraded_session_marked,
     at,
     imported_long_ago,
     msg,
@@ -490,23 +492,12 @@ async def test_a_file_of_schema_16_keeps_its_sessions_and_marks_a_switch_change(
     path = tmp_path / "v16.db"
     store = SQLiteStore(path)
     await store.setup()
-    await store.upsert_agent(AgentConfig(agent_id="a1", name="Ada"))
-    await record(store, "s1", "a1", [msg("m1", "My email is ada@example.com")])
-    await store.close()
+    await a_pending_session(store)
     with closing(sqlite3.connect(path)) as conn, conn:  # as schema 16 wrote session states
         conn.execute("ALTER TABLE session_agents DROP COLUMN switch_marks")
         conn.execute("UPDATE meta SET value = '16' WHERE key = 'schema_version'")
 
-    store = SQLiteStore(path)
-    await store.setup()
-    try:
-        before = await store.get_session_agent_state("s1", "a1")
-        await store.update_agent("a1", {"user_memory_enabled": False})
-        after = await store.get_session_agent_state("s1", "a1")
-    finally:
-        await store.close()
-    assert before is not None and before.switch_marks == ()
-    assert after is not None and after.switch_marks == ((1, True, True),)
+    await assert_upgraded_session_marked(SQLiteStore(path))
 
 
 async def test_a_blob_the_previous_version_consolidates_does_not_know_where_it_begins(
