@@ -147,8 +147,9 @@ class SessionAgentState(DomainModel):
     # {user: seq}: theirs up to seq not this agent's to form (store/rules/withheld.py; unsent)
     withheld: dict[str, StoredInt] = Field(default_factory=dict, exclude=True)
     # ((seq, user memory, agent memory), ...): the switches its messages up to each seq were
-    # recorded under (memory/switch_marks.py; unsent)
+    # recorded under, and those of its messages since the last (memory/switch_marks.py; unsent)
     switch_marks: tuple[tuple[int, bool, bool], ...] = Field(default=(), exclude=True)
+    recorded_under: tuple[bool, bool] | None = Field(default=None, exclude=True)
 
 
 class RecordOutcome(DomainModel):

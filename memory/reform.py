@@ -182,7 +182,7 @@ async def reform(
         )
         # As a formation window sees it: the scopes of who had spoken by its last message.
         seen = as_of(session, first, p.upto_seq)
-        recorded_under = switch_marks.as_recorded(agent, state.switch_marks, p.upto_seq)
+        recorded_under = switch_marks.as_recorded(agent, state, p.upto_seq)
         fact_scopes, reflection_scopes = formable_scopes(recorded_under, seen)
         w = Window(
             formation_id=f"{original}:reform:{state.formations}{part}",

@@ -6,22 +6,32 @@ An operator turns an agent's user memory off, a user tells her email meanwhile, 
 turns it on again before the session forms (it forms at a threshold, at its end or when idle, so
 hours later): read at formation time, the switch would make what she said while it was off her
 user memory. The other way round, what she said while it was on would be lost for good to a
-moment's switch-off (the cursor moves past it). So a change of a switch marks, in the same
-transaction, every session of the agent with messages still to form: ``(seq, user, agent)``,
-"the messages up to this seq were recorded under these switches", seq the session's last then
-(``SessionAgentState.switch_marks``, the store's own field, like ``withheld``). Messages after the
-last mark were recorded under the agent's switches now.
+moment's switch-off (the cursor moves past it).
+
+So each (session, agent) state keeps the switches of the agent its messages were recorded under
+(``SessionAgentState.switch_marks`` and ``recorded_under``, the store's own fields, like
+``withheld``): a recording reads the switches of every agent of the session in its transaction
+(they all hear the new messages), and where an agent's differ from those its state's last
+messages were recorded under, it closes that stretch with a mark ``(seq, user, agent)``, "the
+messages after the previous mark up to this seq were recorded under these switches", and opens
+one under the new switches (``recorded``). A change of a switch itself writes only the agent:
+nothing to do for its sessions however many, and a session with no message since has no
+stretch to close.
 
 A formation window never spans a mark (``window_end``), like it never spans the moment a
 session became a group (memory/group_start.py), and its scopes are those of the switches its
-messages were recorded under (``as_recorded``). The marks only follow what the store holds, so a
-window loaded again after a failed attempt is the same window; a mark set while a window forms
-is at a seq no lower than the window's last, with the switches the window was loaded with.
+messages were recorded under (``as_recorded``), read from the state alone; a re-formed window
+too, formed long ago or not. The marks only change where messages are recorded, after every
+window of the state's messages, so a window loaded again after a failed attempt is the same
+window.
 
-Marks are few: one per change of a switch in a session with messages recorded since its last
-mark, so never more than its messages; they go with the session when it is deleted. States
-stored before (and sessions an import creates) have none: their messages form under the
-switches at formation time, as they did.
+Marks are few: one per change of a switch with messages recorded on both sides, so never more
+than the session's messages; they go with the session when it is deleted. A state recorded into
+before has no open stretch: its earlier messages count as recorded under the switches of its
+next recording, or, until there is one, of the agent at formation time, as they did. So do the
+messages a previous version records during a rolling upgrade (it keeps no marks) and those an
+import creates: an export does not carry the marks yet, and a session moved with messages still
+to form forms them under the switches of the store it lands in.
 """
 
 from __future__ import annotations
@@ -29,31 +39,30 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from memory.models import AgentConfig
+from memory.models import AgentConfig, SessionAgentState
 
+type Switches = tuple[bool, bool]  # (user memory on, agent memory on)
 # (seq, user memory on, agent memory on), in ascending seqs: the messages after the previous
 # mark up to seq were recorded under these switches.
 type SwitchMark = tuple[int, bool, bool]
 type SwitchMarks = tuple[SwitchMark, ...]
 
 
-def switches(agent: AgentConfig) -> tuple[bool, bool]:
+def switches(agent: AgentConfig) -> Switches:
     return agent.user_memory_enabled, agent.agent_memory_enabled
 
 
-def flipped(before: AgentConfig | None, after: AgentConfig) -> bool:
-    """Whether writing ``after`` in place of ``before`` changes a memory switch (a new agent has
-    no session to mark)."""
-    return before is not None and switches(before) != switches(after)
-
-
-def marked(marks: SwitchMarks, last_seq: int, before: AgentConfig) -> SwitchMarks:
-    """A session's marks once ``before``'s switches change while its last message is
-    ``last_seq``. Unchanged when a mark already ends there: nothing was recorded under the
-    switches that held since (a switch turned off and on again with no message between)."""
-    if marks and marks[-1][0] >= last_seq:
-        return marks
-    return (*marks, (last_seq, *switches(before)))
+def recorded(state: SessionAgentState, now: Switches) -> tuple[SwitchMarks, Switches] | None:
+    """The state's marks and open switches once messages are recorded after its last one
+    (``state.last_seq``, the session's head before them) under the switches ``now``; None when
+    they stay as they are."""
+    if state.recorded_under == now:
+        return None
+    marks = state.switch_marks
+    open_since = marks[-1][0] if marks else 0
+    if state.recorded_under is not None and state.last_seq > open_since:
+        marks = (*marks, (state.last_seq, *state.recorded_under))
+    return marks, now
 
 
 def window_end(after_seq: int, upto_seq: int, marks: SwitchMarks) -> int:
@@ -61,23 +70,28 @@ def window_end(after_seq: int, upto_seq: int, marks: SwitchMarks) -> int:
     return next((seq for seq, _, _ in marks if after_seq < seq < upto_seq), upto_seq)
 
 
-def as_recorded(agent: AgentConfig, marks: SwitchMarks, upto_seq: int) -> AgentConfig:
-    """The agent with the switches a window whose last message is ``upto_seq`` (and which spans
-    no mark) was recorded under: the first mark at or after it, else the agent's own."""
-    for seq, user, agent_memory in marks:
-        if seq >= upto_seq:
-            return agent.model_copy(
-                update={"user_memory_enabled": user, "agent_memory_enabled": agent_memory}
-            )
-    return agent
+def as_recorded(agent: AgentConfig, state: SessionAgentState, upto_seq: int) -> AgentConfig:
+    """The agent with the switches a window of ``state`` whose last message is ``upto_seq`` (and
+    which spans no mark) was recorded under: the first mark at or after it, else the open
+    stretch's, else (recorded before they were kept) the agent's own."""
+    found = next((m[1:] for m in state.switch_marks if m[0] >= upto_seq), state.recorded_under)
+    if found is None:
+        return agent
+    user, agent_memory = found
+    return agent.model_copy(
+        update={"user_memory_enabled": user, "agent_memory_enabled": agent_memory}
+    )
 
 
-def parsed(raw: object) -> SwitchMarks:
-    """Marks as stored (JSON text in the SQL backends, a list in MongoDB); none for rows stored
-    before."""
+def parsed(raw: object) -> tuple[SwitchMarks, Switches | None]:
+    """(marks, open switches) as stored: JSON text in the SQL backends, a list in MongoDB, the
+    marks then the open stretch's switches under a null seq; nothing for rows stored before."""
     items: Any = json.loads(raw) if isinstance(raw, str) else (raw or ())
-    return tuple((int(s), bool(u), bool(a)) for s, u, a in items)
+    marks = tuple((int(s), bool(u), bool(a)) for s, u, a in items if s is not None)
+    opened = [(bool(u), bool(a)) for s, u, a in items if s is None]
+    return marks, (opened[-1] if opened else None)
 
 
-def dumped(marks: SwitchMarks) -> list[list[int | bool]]:
-    return [[seq, user, agent] for seq, user, agent in marks]
+def dumped(marks: SwitchMarks, recorded_under: Switches | None) -> list[list[Any]]:
+    items: list[list[Any]] = [[seq, user, agent] for seq, user, agent in marks]
+    return items + ([[None, *recorded_under]] if recorded_under is not None else [])

@@ -76,7 +76,7 @@ async def load_window(
         stored = [m for m in stored if m.seq <= upto]
     # The scopes of the people who had spoken up to the window's last message (group_start.py).
     seen = as_of(session, first, upto)
-    recorded_under = switch_marks.as_recorded(agent, state.switch_marks, upto)
+    recorded_under = switch_marks.as_recorded(agent, state, upto)
     fact_scopes, reflection_scopes = formable_scopes(recorded_under, seen)
     return Window(
         slices=slices,

@@ -118,10 +118,11 @@ def state_of(record: Mapping[str, Any], to_time: Callable[[Any], datetime]) -> S
     # forbids < 0.
     tokens = max(0.0, float(record["pending_weighted_tokens"]))
     withheld = parsed(record.get("withheld"))  # none stored (older rows): nothing withheld
-    marks = switch_marks.parsed(record.get("switch_marks"))  # none stored (older rows): none
+    # None stored (older rows): no marks, no open stretch.
+    marks, recorded_under = switch_marks.parsed(record.get("switch_marks"))
     return from_record(
         SessionAgentState, record, to_time, pending_weighted_tokens=tokens, withheld=withheld,
-        switch_marks=marks,
+        switch_marks=marks, recorded_under=recorded_under,
     )  # fmt: skip
 
 

@@ -75,6 +75,11 @@ class SnapshotReads(LifecycleReads):
         content is one of ``texts``, each with its absorbed_into_version."""
 
     @abc.abstractmethod
+    async def agent_switches(self, agent_ids: Sequence[str]) -> dict[str, tuple[bool, bool]]:
+        """The memory switches of each registered agent among ``agent_ids``
+        (memory.switch_marks.switches)."""
+
+    @abc.abstractmethod
     async def message_contents(self, session_id: str, message_ids: Sequence[str]) -> dict[str, str]:
         """The content of each stored message among ``message_ids``."""
 
@@ -150,13 +155,16 @@ async def _record(reads: SnapshotReads, req: RecordRequest) -> RecordSnapshot:
     # Every agent of the session (a caller acting for some agents only may not join one holding
     # another), the calling agent's state among them: one read instead of the state's own.
     states = await reads.session_states(req.session_id) if head is not None else []
+    agent_ids = tuple(s.agent_id for s in states)
     return RecordSnapshot(
         session_exists=head is not None,
         last_seq=0 if head is None else head[0],
         last_message_at=None if head is None else head[1],
         state=next((s for s in states if s.agent_id == req.agent_id), None),
         stored=await reads.message_contents(req.session_id, req.message_ids),
-        agent_ids=tuple(s.agent_id for s in states),
+        agent_ids=agent_ids,
+        states=tuple(states),
+        switches=await reads.agent_switches(tuple(dict.fromkeys((*agent_ids, req.agent_id)))),
     )
 
 

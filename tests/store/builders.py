@@ -271,13 +271,17 @@ async def a_pending_session(store: MemoryStore) -> None:
 
 async def assert_upgraded_session_marked(store: MemoryStore) -> None:
     """``a_pending_session``'s, in a file or database upgraded from before the marks of the memory
-    switches: no marks stored, and a change of a switch marks it (memory/switch_marks.py)."""
+    switches: none stored, its message counts as recorded under the switches of the next
+    recording, and a change of a switch after it closes that stretch (memory/switch_marks.py)."""
     await store.setup()
     try:
         before = await store.get_session_agent_state("s1", "a1")
+        await record(store, "s1", "a1", [msg("m2", "And my phone is 555-0100", seconds=2)])
         await store.update_agent("a1", {"user_memory_enabled": False})
+        await record(store, "s1", "a1", [msg("m3", "Bye", seconds=3)])
         after = await store.get_session_agent_state("s1", "a1")
     finally:
         await store.close()
-    assert before is not None and before.switch_marks == ()
-    assert after is not None and after.switch_marks == ((1, True, True),)
+    assert before is not None and (before.switch_marks, before.recorded_under) == ((), None)
+    assert after is not None
+    assert (after.switch_marks, after.recorded_under) == (((2, True, True),), (False, True))

@@ -1,49 +1,50 @@
-"""Contract: a change of an agent's memory switches marks, in its transaction, every session of
-the agent with messages still to form with the switches they were recorded under
-(memory/switch_marks.py): by ``update_agent`` and by ``upsert_agent`` (a registration again)
-alike; a session formed up, another agent's and a change of another field are not marked."""
+"""Contract: a recording keeps, in its transaction, the memory switches each agent of the session
+heard the new messages under (memory/switch_marks.py): where an agent's switches changed since
+its state's last messages were recorded, that stretch is closed by a mark; a change of a switch
+writes only the agent, a change with nothing recorded on one side marks nothing, and each agent
+of a shared session keeps its own."""
 
 from __future__ import annotations
 
-from memory.models import AgentConfig
+from memory.models import AgentConfig, SessionAgentState
 from memory.store.base import MemoryStore
-from tests.store.builders import commit, msg, record
+from tests.store.builders import msg, record
 
 
-async def _marks(store: MemoryStore, session_id: str, agent_id: str = "a1") -> object:
+async def _state(store: MemoryStore, session_id: str, agent_id: str = "a1") -> SessionAgentState:
     state = await store.get_session_agent_state(session_id, agent_id)
     assert state is not None
-    return state.switch_marks
+    return state
 
 
-async def test_a_switch_change_marks_the_sessions_with_messages_to_form(
+async def test_a_recording_closes_the_stretch_recorded_under_other_switches(
     store: MemoryStore,
 ) -> None:
     await store.upsert_agent(AgentConfig(agent_id="a1", name="Ada"))
-    await store.upsert_agent(AgentConfig(agent_id="a2", name="Bo"))
-    await record(store, "pending", "a1", [msg("p1", seconds=1), msg("p2", seconds=2)])
-    await record(store, "formed", "a1", [msg("f1", seconds=1)])
-    await store.commit_formation(commit(session_id="formed", new_cursor=1))
-    await record(store, "other", "a2", [msg("o1", seconds=1)])
+    await store.upsert_agent(AgentConfig(agent_id="a2", name="Bo", user_memory_enabled=False))
+    await record(store, "s1", "a1", [msg("m1", seconds=1), msg("m2", seconds=2)])
+    first = await _state(store, "s1")
+    assert (first.switch_marks, first.recorded_under) == ((), (True, True))
 
-    await store.update_agent("a1", {"persona": "terse"})  # no switch: nothing marked
-    assert await _marks(store, "pending") == ()
-
+    await store.update_agent("a1", {"persona": "terse"})  # no switch
     await store.update_agent("a1", {"user_memory_enabled": False})
-    # Recorded up to seq 2 while both switches were on; the formed-up session has nothing to mark.
-    assert await _marks(store, "pending") == ((2, True, True),)
-    assert await _marks(store, "formed") == ()
-    assert await _marks(store, "other", "a2") == ()
+    assert (await _state(store, "s1")).switch_marks == ()  # the change writes only the agent
+    await record(store, "s1", "a1", [msg("m3", seconds=3)])
+    second = await _state(store, "s1")
+    assert (second.switch_marks, second.recorded_under) == (((2, True, True),), (False, True))
 
-    # Turned on again before anything more was said: nothing was recorded while it was off.
+    # Off and on again with nothing said between: the stretch goes on, nothing marked.
     await store.update_agent("a1", {"user_memory_enabled": True})
-    assert await _marks(store, "pending") == ((2, True, True),)
+    await store.update_agent("a1", {"user_memory_enabled": False})
+    await record(store, "s1", "a1", [msg("m4", seconds=4)])
+    assert (await _state(store, "s1")).switch_marks == ((2, True, True),)
 
+    # A second agent joins at the head under its own switches; both hear what follows.
+    await record(store, "s1", "a2", [msg("m5", seconds=5)])
     await store.update_agent("a1", {"agent_memory_enabled": False})
-    await record(store, "pending", "a1", [msg("p3", seconds=3)])
-    # A registration again is a change too: seq 3 was recorded with agent memory off.
-    await store.upsert_agent(AgentConfig(agent_id="a1", name="Ada"))
-    assert await _marks(store, "pending") == ((2, True, True), (3, True, False))
-    # The other sessions' marks are untouched by the recording; a new session has none.
-    await record(store, "new", "a1", [msg("n1", seconds=4)])
-    assert await _marks(store, "new") == ()
+    await record(store, "s1", "a2", [msg("m6", seconds=6)])
+    a1, a2 = await _state(store, "s1"), await _state(store, "s1", "a2")
+    assert (a1.switch_marks, a1.recorded_under) == (
+        ((2, True, True), (5, False, True)), (False, False)
+    )  # fmt: skip
+    assert (a2.switch_marks, a2.recorded_under) == ((), (False, True))

@@ -12,7 +12,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from memory.api_keys import ApiKey
 from memory.formation_commit import FormationCommitResult
-from memory.models import ConsolidatedMemory, Fact, Reflection, SessionAgentState
+from memory.models import AgentConfig, ConsolidatedMemory, Fact, Reflection, SessionAgentState
 from memory.store.base_manage import ReembedTarget
 from memory.store.mongo.docs import (
     NO_VECTOR,
@@ -33,6 +33,7 @@ from memory.store.records import known
 from memory.store.rules.recheck import reflection_text_key
 from memory.store.rules.withheld import MessageMark
 from memory.store.snapshots import SnapshotReads
+from memory.switch_marks import switches
 
 
 class MongoReads(SnapshotReads):
@@ -219,6 +220,12 @@ class MongoReads(SnapshotReads):
         query = {"session_id": session_id, "message_id": {"$in": list(message_ids)}}
         cursor = self.db.messages.find(query, {"message_id": 1, "seq": 1}, session=self.s)
         return {m["message_id"]: int(m["seq"]) async for m in cursor}
+
+    async def agent_switches(self, agent_ids: Sequence[str]) -> dict[str, tuple[bool, bool]]:
+        query = {"_id": {"$in": list(agent_ids)}}
+        cursor = self.db.agents.find(query, {"_id": 0}, session=self.s)
+        agents = [AgentConfig.model_validate(known(AgentConfig, d)) async for d in cursor]
+        return {a.agent_id: switches(a) for a in agents}
 
     async def message_contents(self, session_id: str, message_ids: Sequence[str]) -> dict[str, str]:
         query = {"session_id": session_id, "message_id": {"$in": list(message_ids)}}

@@ -1,7 +1,6 @@
 """Sessions on the MongoDB backend, per agent: an agent's view of a session, its messages, the
 cold-sessions scan, ending it, the ended sessions with memory still to form, the migration of
-documents written when ending was session-wide, the marking of sessions with guests and of the
-memory switches their messages were recorded under."""
+documents written when ending was session-wide, and the marking of sessions with guests."""
 
 from __future__ import annotations
 
@@ -9,11 +8,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from bson import ObjectId
-from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.asynchronous.database import AsyncDatabase
 
-from memory import switch_marks
-from memory.models import AgentConfig, SessionAgentState, SessionInfo, StoredMessage
+from memory.models import SessionAgentState, SessionInfo, StoredMessage
 from memory.store.base import Cold
 from memory.store.mongo.docs import Doc, message_from_doc, session_from_doc, state_from_doc, ts
 
@@ -187,26 +184,3 @@ async def _mark_guests(db: AsyncDatabase[Doc], session_ids: list[str]) -> None:
             {"_id": {"$in": session_ids}, "has_guests": {"$ne": True}},
             {"$set": {"has_guests": True}},
         )
-
-
-async def mark_switches(
-    db: AsyncDatabase[Doc], s: AsyncClientSession, before: AgentConfig | None, after: AgentConfig
-) -> None:
-    """In the transaction writing ``after`` in place of ``before``: when a memory switch
-    changes, mark the agent's sessions with messages to form (memory/switch_marks.py). A
-    recording racing it writes the same documents: one of the two transactions runs again."""
-    if not switch_marks.flipped(before, after):
-        return
-    assert before is not None
-    # The cold index's term (pending_messages > 0): the pending states only.
-    query = {"agent_id": after.agent_id, "pending_messages": {"$gt": 0}}
-    fields = {"session_id": 1, "cursor_seq": 1, "last_seq": 1, "switch_marks": 1}
-    async for doc in db.session_agents.find(query, fields, session=s):
-        if int(doc["last_seq"]) <= int(doc["cursor_seq"]):
-            continue
-        marks = switch_marks.parsed(doc.get("switch_marks"))
-        new = switch_marks.marked(marks, int(doc["last_seq"]), before)
-        if new != marks:
-            await db.session_agents.update_one(
-                {"_id": doc["_id"]}, {"$set": {"switch_marks": switch_marks.dumped(new)}}, session=s
-            )

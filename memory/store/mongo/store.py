@@ -45,12 +45,7 @@ from memory.store.mongo.listings import MongoListings
 from memory.store.mongo.reads import MongoReads, recent_fact_docs
 from memory.store.mongo.reembed import MongoReembed
 from memory.store.mongo.search import AtlasMode, FactSearch, fact_match
-from memory.store.mongo.sessions import (
-    MongoSessions,
-    mark_guests,
-    mark_switches,
-    migrate_session_agents,
-)
+from memory.store.mongo.sessions import MongoSessions, mark_guests, migrate_session_agents
 from memory.store.mongo.txn import mongo_outage, run_transaction
 from memory.store.mongo.writes import apply_writes
 from memory.store.outage import CONNECT_TIMEOUT_SECONDS, translating_outages
@@ -141,14 +136,9 @@ class MongoStore(
     # ------------------------------------------------------------ agents
 
     async def upsert_agent(self, config: AgentConfig) -> None:
-        async def upsert(s: AsyncClientSession) -> None:
-            before = await self._agent(config.agent_id, s)
-            await self._db.agents.replace_one(
-                {"_id": config.agent_id}, config.model_dump(mode="json"), upsert=True, session=s
-            )
-            await mark_switches(self._db, s, before, config)
-
-        await run_transaction(self._db, upsert)
+        await self._db.agents.replace_one(
+            {"_id": config.agent_id}, config.model_dump(mode="json"), upsert=True
+        )
 
     async def get_agent(self, agent_id: str) -> AgentConfig | None:
         return await self._agent(agent_id, None)
@@ -169,7 +159,6 @@ class MongoStore(
             await self._db.agents.replace_one(
                 {"_id": agent_id}, changed.model_dump(mode="json"), session=s
             )
-            await mark_switches(self._db, s, current, changed)
             return changed
 
         return await run_transaction(self._db, update)

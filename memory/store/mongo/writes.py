@@ -9,6 +9,7 @@ from typing import assert_never
 from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.asynchronous.database import AsyncDatabase
 
+from memory import switch_marks
 from memory.store.mongo.degraded import insert_windows
 from memory.store.mongo.docs import (
     EMBEDDING_META_ID,
@@ -95,6 +96,13 @@ async def _apply(db: AsyncDatabase[Doc], s: AsyncClientSession, write: w.Write) 
         case w.InsertMessages(messages=messages):
             docs = [message_doc(new.message, new.weighted_tokens) for new in messages]
             await db.messages.insert_many(docs, session=s)
+        case w.SetSwitchMarks(session_id=sid, agent_id=agent_id) as marks:
+            stored = switch_marks.dumped(marks.marks, marks.recorded_under)
+            await db.session_agents.update_one(
+                {"session_id": sid, "agent_id": agent_id},
+                {"$set": {"switch_marks": stored}},
+                session=s,
+            )
         case w.AdvanceSession() as a:
             head = {"last_seq": a.last_seq, "last_message_at": ts(a.last_message_at)}
             added = {"pending_messages": a.messages, "pending_weighted_tokens": a.weighted_tokens}

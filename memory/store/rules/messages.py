@@ -25,9 +25,10 @@ racing into a new session both in.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from memory import switch_marks
 from memory.dates import offset_minutes
 from memory.errors import ConflictError, InvalidInputError, NotFoundError
 from memory.input_rules import said_when_recorded
@@ -44,6 +45,7 @@ from memory.store.rules.writes import (
     NewMessage,
     Plan,
     Request,
+    SetSwitchMarks,
     Write,
 )
 
@@ -56,6 +58,10 @@ class RecordSnapshot:
     state: SessionAgentState | None  # the calling agent's
     stored: Mapping[str, str]  # the content of each of the call's message ids the session holds
     agent_ids: tuple[str, ...] = ()  # the session's agents, in join order
+    states: tuple[SessionAgentState, ...] = ()  # theirs
+    # The memory switches of the session's agents and the caller's now (memory/switch_marks.py);
+    # an agent not registered has none.
+    switches: Mapping[str, tuple[bool, bool]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -63,6 +69,18 @@ class RecordRequest(Request[RecordSnapshot]):
     session_id: str
     agent_id: str
     message_ids: tuple[str, ...]  # distinct
+
+
+def _switch_marks(snapshot: RecordSnapshot, caller: SessionAgentState) -> list[Write]:
+    """Every agent of the session hears the new messages: where its switches now differ from
+    those its state's last messages were recorded under, that stretch is closed by a mark."""
+    joined = () if snapshot.state is not None else (caller,)
+    writes: list[Write] = []
+    for state in (*snapshot.states, *joined):
+        now = snapshot.switches.get(state.agent_id)
+        if now is not None and (changed := switch_marks.recorded(state, now)) is not None:
+            writes.append(SetSwitchMarks(state.session_id, state.agent_id, *changed))
+    return writes
 
 
 def plan_record_messages(
@@ -135,6 +153,7 @@ def plan_record_messages(
         tokens += stored.weighted_tokens
     advance = AdvanceSession(session_id, snapshot.last_seq + len(new), last_at, len(new), tokens)
     writes.append(advance)
+    writes += _switch_marks(snapshot, state)
     after = state.model_copy(
         update={
             "last_seq": advance.last_seq,

@@ -92,6 +92,17 @@ class AddSessionAgent:
 
 
 @dataclass(frozen=True)
+class SetSwitchMarks:
+    """The agent's state in the session keeps these marks of the memory switches its messages
+    were recorded under, and the switches of those since (memory/switch_marks.py)."""
+
+    session_id: str
+    agent_id: str
+    marks: tuple[tuple[int, bool, bool], ...]
+    recorded_under: tuple[bool, bool]
+
+
+@dataclass(frozen=True)
 class AddSessionUsers:
     """Users speaking in the session, in join order: added to the session's users and to the
     participants of each of its agents (already present ones are left alone)."""
@@ -191,6 +202,7 @@ Write = (
     | RecordDegraded
     | CreateSession
     | AddSessionAgent
+    | SetSwitchMarks
     | AddSessionUsers
     | MarkGuests
     | InsertMessages

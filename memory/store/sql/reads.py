@@ -8,13 +8,14 @@ from datetime import datetime
 
 from memory.api_keys import ApiKey
 from memory.formation_commit import FormationCommitResult
-from memory.models import Fact, Reflection, SessionAgentState
+from memory.models import AgentConfig, Fact, Reflection, SessionAgentState
 from memory.store.base_manage import ReembedTarget
 from memory.store.rules.recheck import reflection_text_key
 from memory.store.snapshots import SnapshotReads
 from memory.store.sql.db import Db
 from memory.store.sql.lifecycle_reads import SqlLifecycleReads
 from memory.store.sql.sessions import STATE_SQL
+from memory.switch_marks import switches
 
 # A fact is pending re-embedding (base_manage.ReembedTarget) when it has no side vector of the
 # embedder for its current content hash and its vector is not already the embedder's.
@@ -59,6 +60,11 @@ class SqlReads(SqlLifecycleReads, SnapshotReads):
         sql = STATE_SQL + " WHERE sa.session_id = %s AND sa.agent_id = %s"
         row = await self.db.fetch_one(sql, (session_id, agent_id))
         return None if row is None else self.db.state(row)
+
+    async def agent_switches(self, agent_ids: Sequence[str]) -> dict[str, tuple[bool, bool]]:
+        rows = await self.db.fetch_in("SELECT config FROM agents WHERE agent_id", agent_ids)
+        agents = [self.db.model(AgentConfig, row["config"]) for row in rows]
+        return {a.agent_id: switches(a) for a in agents}
 
     async def facts_by_id(self, fact_ids: Sequence[str]) -> list[Fact]:
         return await facts_by_id(self.db, fact_ids)

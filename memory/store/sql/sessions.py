@@ -4,12 +4,10 @@ listings of an agent's users and sessions."""
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 
-from memory import switch_marks
 from memory.directory import AgentUser
-from memory.models import AgentConfig, SessionAgentState, SessionInfo
+from memory.models import SessionAgentState, SessionInfo
 from memory.store.base import Cold
 from memory.store.records import session_of
 from memory.store.sql.db import Db
@@ -20,32 +18,6 @@ SELECT sa.session_id, sa.agent_id, sa.cursor_seq, s.last_seq, sa.pending_message
        sa.switch_marks
 FROM session_agents AS sa JOIN sessions AS s ON s.session_id = sa.session_id
 """
-
-# The states of an agent with messages to form, which a change of its memory switches marks.
-# `pending_messages > 0` is the cold index's term: the scan reads the pending states only.
-_TO_MARK_SQL = """
-SELECT sa.session_id, s.last_seq, sa.switch_marks
-FROM session_agents AS sa JOIN sessions AS s ON s.session_id = sa.session_id
-WHERE sa.pending_messages > 0 AND sa.agent_id = %s AND s.last_seq > sa.cursor_seq
-"""
-
-
-async def mark_switches(db: Db, before: AgentConfig | None, after: AgentConfig) -> None:
-    """In the transaction writing ``after`` in place of ``before``: when a memory switch
-    changes, mark the agent's sessions with messages to form (memory/switch_marks.py)."""
-    if not switch_marks.flipped(before, after):
-        return
-    assert before is not None
-    for row in await db.fetch(_TO_MARK_SQL, (after.agent_id,)):
-        marks = switch_marks.parsed(row["switch_marks"])
-        new = switch_marks.marked(marks, int(row["last_seq"]), before)
-        if new != marks:
-            await db.execute(
-                "UPDATE session_agents SET switch_marks = %s "
-                "WHERE session_id = %s AND agent_id = %s",
-                (json.dumps(switch_marks.dumped(new)), row["session_id"], after.agent_id),
-            )
-
 
 # The WHERE term `pending_messages > 0` repeats the partial index's, which lets the planner use
 # it; the row value comparison makes the page boundary part of the index range (the first page

@@ -80,16 +80,13 @@ class SqlStore[D: Db](PlannedStore):
     # ------------------------------------------------------------ agents
 
     async def upsert_agent(self, config: AgentConfig) -> None:
-        async def upsert(db: Db) -> None:
-            before = await _agent(db, config.agent_id)
-            await db.execute(
+        await self._db_write(
+            lambda db: db.execute(
                 "INSERT INTO agents (agent_id, config) VALUES (%s, %s) "
                 "ON CONFLICT (agent_id) DO UPDATE SET config = excluded.config",
                 (config.agent_id, db.document(config)),
             )
-            await ss.mark_switches(db, before, config)
-
-        await self._db_write(upsert)
+        )
 
     async def get_agent(self, agent_id: str) -> AgentConfig | None:
         return await self._db_one(lambda db: _agent(db, agent_id))
@@ -107,7 +104,6 @@ class SqlStore[D: Db](PlannedStore):
                 "UPDATE agents SET config = %s WHERE agent_id = %s",
                 (db.document(changed), agent_id),
             )
-            await ss.mark_switches(db, current, changed)
             return changed
 
         return await self._db_write(update)

@@ -6,8 +6,10 @@ backend stores its own way (facts, new reflections, blobs, vectors) are the back
 
 from __future__ import annotations
 
+import json
 from typing import assert_never
 
+from memory import switch_marks
 from memory.degraded import ERASED_REASON
 from memory.store.rules import lifecycle_writes as lw
 from memory.store.rules import writes as w
@@ -34,6 +36,7 @@ type SharedWrite = (
     | w.RecordDegraded
     | w.CreateSession
     | w.AddSessionAgent
+    | w.SetSwitchMarks
     | w.AddSessionUsers
     | w.MarkGuests
     | w.InsertMessages
@@ -112,6 +115,12 @@ async def apply_shared(db: Db, write: SharedWrite) -> None:
                     s.pending_weighted_tokens, db.opt_time(s.last_message_at),
                 ),
             )  # fmt: skip
+        case w.SetSwitchMarks(session_id=sid, agent_id=agent_id) as marks:
+            text = json.dumps(switch_marks.dumped(marks.marks, marks.recorded_under))
+            await db.execute(
+                "UPDATE session_agents SET switch_marks = %s WHERE session_id = %s AND agent_id = %s",
+                (text, sid, agent_id),
+            )
         case w.AddSessionUsers(session_id=session_id, user_ids=user_ids):
             for user_id in user_ids:  # in join order, which the insertion order column keeps
                 await db.execute(
