@@ -59,6 +59,17 @@ def _utc_now() -> datetime:
     return datetime.now(UTC)
 
 
+def _read_by(session: SessionInfo, user_id: str | None) -> SessionInfo:
+    """The agent's view of a session as a turn of ``user_id`` reads it: a view holding no user
+    yet (nothing recorded, or only the agent's own greeting or note) has the asking user as its
+    one participant, since that turn is theirs and it is recorded after the answer. A view that
+    holds a user, and the people of the whole session (another user, a guest: a group chat), are
+    left as they are, so the asking user never reads their memory where somebody else spoke."""
+    if user_id is None or session.user_ids:
+        return session
+    return session.model_copy(update={"user_ids": (user_id,)})
+
+
 class MemoryClient(FormationTriggers):
     def __init__(
         self,
@@ -193,25 +204,24 @@ class MemoryClient(FormationTriggers):
     ) -> SessionInfo:
         """The session as a turn of this agent sees it, recorded into or not: a backend records a
         turn after its answer, so the first turn's context and searches come before any message.
-        The agent's own view once it recorded there; before, the view its first turn makes:
-        ``user_id`` (the caller names the turn's user) its one participant, beside every person
+        The agent's own view once it recorded there; before, an empty view beside every person
         the session already holds (another agent's users and guests make it a group chat, whose
-        user memory is off, memory/scopes.py). Nothing is written."""
+        user memory is off, memory/scopes.py); either as ``user_id`` reads it (``_read_by``).
+        Nothing is written."""
         check_id("session_id", session_id)
         if user_id is not None:
             check_id("user_id", user_id)
         session = await self.store.get_session(session_id, agent_id)
-        if session is not None:
-            return session
-        whole = await self.store.get_session(session_id)
-        return SessionInfo(
-            session_id=session_id,
-            agent_ids=(agent_id,),
-            user_ids=(user_id,) if user_id else (),
-            created_at=self.clock(),
-            session_user_ids=whole.user_ids if whole else (),
-            has_guests=whole.has_guests if whole else False,
-        )
+        if session is None:
+            whole = await self.store.get_session(session_id)
+            session = SessionInfo(
+                session_id=session_id,
+                agent_ids=(agent_id,),
+                created_at=self.clock(),
+                session_user_ids=whole.user_ids if whole else (),
+                has_guests=whole.has_guests if whole else False,
+            )
+        return _read_by(session, user_id)
 
     async def _context(self, agent: AgentConfig, session: SessionInfo, user_id: str | None) -> str:
         xml = await self.context_cache.get(
@@ -275,7 +285,7 @@ class MemoryClient(FormationTriggers):
         session = await self._session(session_id, agent_id)
         if user_id is not None:
             check_id("user_id", user_id)
-        return await self._context(agent, session, user_id)
+        return await self._context(agent, _read_by(session, user_id), user_id)
 
     async def search_facts(
         self,

@@ -18,8 +18,17 @@ NAME = "search_facts"
 DESCRIPTION = (
     "Search long-term memory for facts about users, projects and past conversations. Use it when "
     "the answer to a specific question (names, emails, URLs, dates, numbers, specifications) is not "
-    "in the current memory context. Up to 3 queries run in parallel."
+    "in the current memory context."
 )
+
+
+def description(rag: RagSettings | None = None) -> str:
+    """What the model is told of the tool: the number of queries it may send is the setting's, as
+    in the schema's maxItems (a fixed number would have it send calls refused, or too few)."""
+    most = (rag or RagSettings()).max_queries
+    return DESCRIPTION + (
+        " One query per call." if most == 1 else f" Up to {most} queries run in parallel."
+    )
 
 
 def parameters_schema(rag: RagSettings | None = None) -> dict[str, Any]:
@@ -52,7 +61,7 @@ def openai_tool(rag: RagSettings | None = None) -> dict[str, Any]:
         "type": "function",
         "function": {
             "name": NAME,
-            "description": DESCRIPTION,
+            "description": description(rag),
             "parameters": parameters_schema(rag),
         },
     }
@@ -63,7 +72,7 @@ def openai_responses_tool(rag: RagSettings | None = None) -> dict[str, Any]:
     return {
         "type": "function",
         "name": NAME,
-        "description": DESCRIPTION,
+        "description": description(rag),
         "parameters": parameters_schema(rag),
     }
 
@@ -74,7 +83,7 @@ def gemini_tool(rag: RagSettings | None = None) -> dict[str, Any]:
         "function_declarations": [
             {
                 "name": NAME,
-                "description": DESCRIPTION,
+                "description": description(rag),
                 "parameters_json_schema": parameters_schema(rag),
             }
         ]

@@ -9,6 +9,7 @@ from typing import Annotated
 
 from pydantic import Field
 
+from memory.input_rules import WholeInt
 from memory.model_types import Id
 from memory.settings import RagSettings
 from serve.schemas import Query
@@ -17,8 +18,11 @@ __all__ = ["Id", "Queries", "TopK", "bounds"]
 
 # At least one query, each storable and not blank (maxItems is rag.max_queries: ``bounds``).
 Queries = Annotated[list[Query], Field(min_length=1)]
-# rag.top_k_min is at least 1 whatever the settings; the configured range: ``bounds``.
-TopK = Annotated[int, Field(ge=1)]
+# rag.top_k_min is at least 1 whatever the settings; the configured range: ``bounds``. A JSON
+# true or "3" is refused as the HTTP search's top_k refuses it (WholeInt's check). The bound
+# comes before that check, on the int itself: after it, pydantic's input schema says "ge", not
+# "minimum".
+TopK = Annotated[int, Field(ge=1), *WholeInt.__metadata__]
 
 
 def bounds(rag: RagSettings) -> str:
