@@ -17,6 +17,8 @@ about the same thing is compared further:
   and "paid 80 dollars for the museum tickets", "moved the dentist appointment to May 3" and
   "moved the haircut to May 5" (``fact_reading._thing``: a value's words other than its numbers and times,
   or a one-value verb's object).
+- ADD: a value said beside the stored one ("Alice also works at a bakery", "Alice's phone number
+  is also 555-9876", "… too", "a second …"): a one-value relation may hold two.
 - UPDATE: a new value of the same thing: different numbers in the value ("Alice is 30" -> "31";
   "order A-1 ships on 3 May" -> "on 5 May"), or different words for a relation that holds one
   value at a time (an attribute's value: "the wifi password is x" -> "y"; where one lives, works,
@@ -129,7 +131,8 @@ def compare(new: ParsedFact, old: ParsedFact) -> tuple[Event, float]:
                 # 3", "moved the haircut to May 5". Both hold, whatever the numbers.
                 return "ADD", 0.0
             if a.one_value and b.one_value:
-                return "UPDATE", full
+                # "also works at a bakery": a second value beside the first, not instead of it.
+                return ("ADD", 0.0) if new.another else ("UPDATE", full)
         many = _many_valued(a, b)
         if not same_sign and (a.relation == b.relation or many):
             denied, stated = (a, b) if new.negated else (b, a)
@@ -145,6 +148,7 @@ def compare(new: ParsedFact, old: ParsedFact) -> tuple[Event, float]:
     # ("got 85 percent on the biology test", "got 70 percent on the chemistry test"), which thing
     # each number is of cannot be told, and both are kept.
     renumbered = same_sign and new.numbers and old.numbers and new.numbers != old.numbers
+    renumbered = renumbered and not new.another  # "a second phone number": beside the first
     if renumbered and full >= 0.5 and not apart(content_words(new.words), content_words(old.words)):
         return "UPDATE", full
     return "ADD", 0.0

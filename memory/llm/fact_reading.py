@@ -15,6 +15,7 @@ answers (memory/llm/fact_overlap.py). A lead-in that says a fact is said again (
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -37,6 +38,7 @@ from memory.llm.decision_words import (
     TOKEN,
     WHEN,
 )
+from memory.llm.heuristic_corrections import without_replaced_value
 from memory.tense import sentence_tense
 
 
@@ -103,6 +105,8 @@ def opens_relation(tokens: list[str], i: int) -> bool:
         return False
     if verb_lemma(folded) is not None:
         return True
+    if folded in _PASSIVE_GET:  # "Alice's locker code got changed to 7721"
+        return i + 1 < len(tokens) and verb_lemma(fold(tokens[i + 1])) is not None
     # An unknown verb, in its -s or -ed form, right after a name or a code: "A-1 departs".
     return _names_a_thing(before) and len(token) > 3 and token.endswith(("s", "ed"))
 
@@ -111,9 +115,51 @@ def without_opener(text: str) -> str:
     return OPENER.sub("", text.replace("\u2019", "'"))
 
 
+def _stated(text: str) -> str:
+    """What a fact states: no lead-in, no value it says it replaces (", not March 3")."""
+    return without_replaced_value(without_opener(text))
+
+
 def split_statement(text: str) -> Statement | None:
     """``<subject> <relation> <value>``, or None when no verb is found after a subject."""
-    return _split(SPLIT_TOKEN.findall(without_opener(text)))
+    return _split(SPLIT_TOKEN.findall(_stated(text)))
+
+
+# Verbs that say a value was changed, and where the new value follows: "changed Alice's locker
+# code to 7721", "Alice's locker code changed, it is now 7721", "…; it's 7721 now".
+_CHANGE_VERBS = {"change", "changed", "changes", "update", "updated", "updates", "reset", "resets"}
+# "got changed to 7721": the passive's "got" is no verb of its own.
+_PASSIVE_GET = {"get", "gets", "got", "gotten"}
+# Words that say a value is the new one, not which thing it is of: "Alice's new phone number" is
+# her phone number ("New York" is a name: capitalized, it stays). Only of a thing one has one
+# value of at a time (``_ONE_VALUED``): "Alice's new dog is named Max" may be a second dog, and
+# an overwrite would lose Rex.
+_NEW_VALUE = {"new", "current", "updated", "latest"}
+_ONE_VALUED = {
+    "number", "email", "address", "code", "password", "pin", "phone", "username", "handle",
+    "job", "title", "role", "position", "salary", "employer", "manager", "boss", "name",
+    "surname", "nickname", "plan", "rate", "price", "deadline", "budget", "birthday",
+}  # fmt: skip
+
+
+def _as_change(tokens: list[str], start: int, verb: int) -> list[str] | None:
+    """A change told with its new value, as the statement of that value: "<S> changed <thing> to
+    <value>" or "<thing> changed, it is <value>" read as "<thing> is <value>" (else None). The
+    subject ends at ``start``; the change verb is at ``verb`` (after "got", a passive's)."""
+    if fold(tokens[verb]) not in _CHANGE_VERBS:
+        return None
+    rest = tokens[verb + 1 :]
+    folded = [fold(t) for t in rest]
+    cut = next((i for i, w in enumerate(folded) if w in {"to", "it"}), None)
+    if cut is None:
+        return None
+    thing = rest[:cut] or tokens[:start]  # "changed <thing> to", else the subject changed
+    value = rest[cut + 1 :]
+    if rest[cut].casefold() in {"it's", "it'"} or (folded[cut] == "to" and value):
+        value = ["is", *value]
+    elif not value or fold(value[0]) not in BE:
+        return None  # "changed it to …" said nothing of which thing: read as it is
+    return [*thing, *value] if thing and len(value) > 1 else None
 
 
 def _split(tokens: list[str]) -> Statement | None:
@@ -122,11 +168,17 @@ def _split(tokens: list[str]) -> Statement | None:
         return None
     if tokens[start] == ":" and (clause := _split(tokens[start + 1 :])) is not None:
         return clause  # "Alice read the memo: the budget is $65,000" states the clause
-    # Determiners and adverbs name nothing ("really", but not "Emily": a capital is a name).
+    verb = start + 1 if fold(tokens[start]) in _PASSIVE_GET else start
+    if (change := _as_change(tokens, start, verb)) is not None and change != tokens:
+        return _split(change)
+    # Determiners and adverbs name nothing ("really", but not "Emily": a capital is a name), nor
+    # does a word saying the value is the new one ("Alice's new email" is her email).
+    one_valued = any(fold(t) in _ONE_VALUED for t in tokens[:start])
     subject = frozenset(
         _stem(fold(t))
         for t in tokens[:start]
-        if fold(t) not in DETERMINERS | ADVERBS and not (t.islower() and t.endswith("ly"))
+        if fold(t) not in DETERMINERS | ADVERBS
+        and not (t.islower() and (t.endswith("ly") or (one_valued and t in _NEW_VALUE)))
     )
     relation: list[str] = []
     end = start
@@ -135,8 +187,8 @@ def _split(tokens: list[str]) -> Statement | None:
         lemma = "be" if folded in BE else verb_lemma(folded)
         if folded in NEGATIONS or folded.endswith("n't") or folded in ADVERBS:
             pass  # the negation is compared on its own; "now", "still" change nothing
-        elif folded in AUXILIARIES and lemma is None:
-            pass  # "will", "does": the verb that follows says the relation
+        elif (folded in AUXILIARIES or folded in _PASSIVE_GET) and lemma is None:
+            pass  # "will", "does", "got" (changed): the verb that follows says the relation
         elif lemma is not None:
             relation.append(lemma)
         elif not relation and folded in ONE_VALUE | MANY_VALUES:
@@ -230,13 +282,25 @@ class ParsedFact:
     negated: bool
     statement: Statement | None
     past: bool = False  # said in the past tense: an occasion ("ran 5 km"), not a standing state
+    # Said as a value beside another ("also works at a bakery", "a second phone number"): see
+    # ``_ANOTHER``.
+    another: bool = False
+
+
+# Words that give a value beside the one known, not instead of it: "Alice also works at a bakery",
+# "Alice's phone number is also 555-9876", "… as well", "… too", "another", "a second home". A
+# lead-in "Also, …" (furthermore) is no part of the fact (``OPENER``); "too" before a word is a
+# degree ("too expensive"), not another value.
+_ANOTHER = re.compile(
+    r"(?i)\b(?:also|another|second|additional|extra)\b|\b(?:too|as well)\s*(?:[.,;!]|$)"
+)
 
 
 def parse_fact(text: str) -> ParsedFact:
     words: set[str] = set()
     numbers: set[str] = set()
     negated = False
-    text = without_opener(text)  # "As Alice said, …" says nothing of the fact
+    text = _stated(text)  # "As Alice said, …", ", not March 3" say nothing of the fact
     for token in TOKEN.findall(text.casefold()):
         token = token.removesuffix("'s")
         if token in NEGATIONS or token.endswith("n't"):
@@ -249,4 +313,5 @@ def parse_fact(text: str) -> ParsedFact:
         elif token not in STOPWORDS:
             words.add(_stem(token))
     statement, past = split_statement(text), sentence_tense(text) == "past"
-    return ParsedFact(frozenset(words), frozenset(numbers), negated, statement, past)
+    another = _ANOTHER.search(text) is not None
+    return ParsedFact(frozenset(words), frozenset(numbers), negated, statement, past, another)

@@ -41,6 +41,9 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 _SPECIFIC = re.compile(
     r"(?i)\d|\S+@\S+\.\w+|https?://|www\.|\bmy \w+(?: \w+)? (?:is|are)\b|\bI work (?:at|for|as)\b"
     r"|\bI live in\b|\bdeadline\b|\bborn\b"
+    # A retraction says what no longer holds ("I no longer have a dog", "… anymore"): dropped,
+    # the stored fact it retracts would stay valid.
+    r"|\bno longer\b|\banymore\b"
 )
 _PREFERENCE = re.compile(
     r"(?i)\b(?:prefer\w*|please|always|never|don't|do not|call me)\b"

@@ -48,6 +48,13 @@ _RESTATING_OPENING = re.compile(
 )
 
 
+def without_replaced_value(text: str) -> str:
+    """A statement without the value it says it replaces: "Alice's birthday is on March 5, not
+    March 3." states "Alice's birthday is on March 5", with or without an opening that says it is
+    a correction; the decision rules read it so (the fact keeps its words)."""
+    return _REPLACED_VALUE.sub("", text.strip())
+
+
 def as_corrected(sentence: str) -> str:
     """What a correction or a restatement states, without the opening that says it is one (and,
     for a correction, the value it replaces); any other sentence as it is."""
@@ -62,6 +69,6 @@ def as_corrected(sentence: str) -> str:
     if rest is sentence:
         return sentence
     if corrected:
-        rest = _REPLACED_VALUE.sub("", rest)
+        rest = without_replaced_value(rest)
     rest = rest.strip()
     return rest[:1].upper() + rest[1:] if rest else sentence

@@ -6,11 +6,20 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from memory.llm.decision_words import ADVERBS
+
 # Verbs ending in -ly, which are not adverbs: "I fly to Kathmandu" is not "I (fly) to…".
 _LY_VERBS = r"(?:fly|rely|apply|reply|supply|comply|imply|multiply|ally|bully|rally|tally|dally)"
-_ADVERBS = (
-    rf"(?: (?:(?!{_LY_VERBS}\b)\w+ly|also|never|always|often|usually|still|just|only|no longer))*"
+# Words said between "I" and the verb that are no verb: they are kept as they are and the word
+# after them is conjugated ("I now live" → "Alice now lives", not "Alice nows live"). The dedup
+# rules' adverbs (one list for both) and those that only stand before a verb.
+_BEFORE_VERB = sorted(
+    ADVERBS
+    | {"sometimes", "once", "even", "ever", "too", "never", "rarely", "seldom", "mostly"}
+    | {"first", "finally", "soon", "later", "no longer", "no more", "not only"},
+    key=lambda words: (-len(words), words),  # one order each run; "no longer" before "no"
 )
+_ADVERBS = rf"(?: (?:(?!{_LY_VERBS}\b)\w+ly|{'|'.join(_BEFORE_VERB)})(?=\s))*"
 _UNCHANGED = {"can", "could", "will", "would", "should", "may", "might", "must", "was", "had"}
 # Irregular past forms take no -s ("I went" → "Alice went"); regular ones end in -ed.
 _UNCHANGED |= set(

@@ -41,6 +41,15 @@ BOTH_HOLD = [
     ("Alice is vegetarian", "Alice is allergic to nuts"),
     ("Alice owns 2 cats", "Alice owns 3 dogs"),
     ("Alice lives in Paris", "Alice moved to Berlin"),
+    # A value said beside the stored one, of a relation that mostly holds one: both hold.
+    ("Alice works at Google.", "Alice also works at a bakery on weekends."),
+    ("Alice lives in Paris.", "Alice also lives in Lyon part of the year."),
+    ("Alice's phone number is 555-1234.", "Alice's phone number is also 555-9876."),
+    ("Alice works at Google.", "Alice works at a bakery too."),
+    ("Alice's phone number is 555-1234.", "Alice's phone number is 555-9876 as well."),
+    ("Alice's work phone is 555-1234.", "Alice's new home phone is 555-9999."),  # another phone
+    # "new" of a thing one may have two of: a second dog, not Rex replaced.
+    ("Alice's dog is named Rex.", "Alice's new dog is named Max."),
 ]
 NEW_VALUE = [
     ("Alice's favourite number 17 is 119.", "Alice's favourite number 17 is 120."),
@@ -61,6 +70,17 @@ NEW_VALUE = [
     ("The launch deadline is March 3", "The launch deadline is April 3"),
     ("Kay's locker number is 102.", "Sorry, Kay's locker number is 103."),
     ("Alice's locker code is 4412.", "Alice's locker code is 4415."),  # a correction, as extracted
+    # The common wordings of a new value: "new", "current", the value it replaces, "changed".
+    ("Alice's phone number is 555-1234.", "Alice's new phone number is 555-9999."),
+    ("Alice's email is alice@acme.example.", "Alice's new email is alice.m@acme.example."),
+    ("Alice's address is 12 Rue de Rivoli.", "Alice's current address is 3 Avenue Foch."),
+    ("Alice's birthday is on March 3.", "Alice's birthday is on March 5, not March 3."),
+    ("Alice works at Google.", "Alice now works at Apple."),
+    ("Alice's locker code is 7720.", "Alice's new locker code is 7721."),
+    ("Alice's locker code is 7720.", "Alice changed Alice's locker code to 7721."),
+    ("Alice's locker code is 7720.", "Alice's locker code got changed to 7721."),
+    ("Alice's locker code is 7720.", "Alice's locker code changed, it is now 7721."),
+    ("Alice's locker code is 7720.", "They changed Alice's locker code; it's 7721 now."),
 ]
 SAME = [
     ("Alice likes pizza.", "alice likes pizza"),
@@ -71,6 +91,8 @@ NO_LONGER = [
     ("Alice likes pizza", "Alice dislikes pizza"),
     ("Alice lives in Paris", "Alice no longer lives in Paris"),
     ("Alice's dog Rex likes bones", "Alice's dog Rex does not like bones"),
+    ("Alice has a dog named Rex.", "Alice no longer has a dog."),
+    ("Alice has a dog named Rex.", "Alice does not have a dog anymore."),
 ]
 
 

@@ -735,3 +735,22 @@ def test_a_verb_ending_in_ly_is_not_read_as_an_adverb(said: str, written: str) -
     """It was: "I fly to Kathmandu" stored as "Alice fly toes Kathmandu" (the offline provider is
     the default without a key)."""
     assert third_person(said, "Alice") == written
+
+
+@pytest.mark.parametrize(
+    ("said", "written"),
+    [
+        ("I now live in Berlin.", "Alice now lives in Berlin."),
+        ("I now work at Apple.", "Alice now works at Apple."),
+        ("I sometimes cook pasta.", "Alice sometimes cooks pasta."),
+        ("I already own a Tesla.", "Alice already owns a Tesla."),
+        ("I once lived in Rome.", "Alice once lived in Rome."),
+        ("I too work at Acme.", "Alice too works at Acme."),
+        ("I then moved to Lyon.", "Alice then moved to Lyon."),
+        ("I even speak Basque.", "Alice even speaks Basque."),
+    ],
+)
+def test_an_adverb_before_the_verb_is_not_conjugated(said: str, written: str) -> None:
+    """It was: "I now work at Apple" stored as "Alice nows work at Apple", a fact whose verb the
+    dedup rules cannot read, added beside "Alice works at Google" instead of replacing it."""
+    assert third_person(said, "Alice") == written

@@ -180,6 +180,62 @@ async def test_no_longer_taking_a_medication_retires_that_one_alone(deps: Deps) 
     assert stored == ["Alice no longer takes Lipitor.", "Alice takes 50 mg of metformin daily."]
 
 
+@pytest.mark.parametrize(
+    ("first", "second", "kept"),
+    [
+        ("I work at Google.", "I also work at a bakery on weekends.", "Google"),
+        ("I live in Paris.", "I also live in Lyon part of the year.", "Paris"),
+        ("My phone number is 555-1234.", "My phone number is also 555-9876.", "555-1234"),
+    ],
+)
+async def test_a_second_value_said_with_also_is_kept_beside_the_first(
+    deps: Deps, first: str, second: str, kept: str
+) -> None:
+    await form(deps, "s1", first)
+    await form(deps, "s22", second)
+
+    stored = await valid_facts(deps)
+    assert len(stored) == 2, stored
+    assert any(kept in fact for fact in stored), f"{second!r} replaced {first!r}"
+
+
+@pytest.mark.parametrize(
+    ("first", "correction", "now"),
+    [
+        ("I work at Google.", "I now work at Apple.", ["Alice now works at Apple."]),
+        ("I live in Paris.", "I now live in Berlin.", ["Alice now lives in Berlin."]),
+        (
+            "My phone number is 555-1234.",
+            "My new phone number is 555-9999.",
+            ["Alice's new phone number is 555-9999."],
+        ),
+        (
+            "My birthday is on March 3.",
+            "My birthday is on March 5, not March 3.",
+            ["Alice's birthday is on March 5, not March 3."],
+        ),
+        (
+            "My locker code is 7720.",
+            "I changed my locker code to 7721.",
+            ["Alice changed Alice's locker code to 7721."],
+        ),
+        (
+            "My locker code is 7720.",
+            "My locker code changed, it is now 7721.",
+            ["Alice's locker code changed, it is now 7721."],
+        ),
+        ("I have a dog named Rex.", "I no longer have a dog.", ["Alice no longer has a dog."]),
+    ],
+)
+async def test_a_correction_in_common_words_leaves_no_old_value_valid(
+    deps: Deps, first: str, correction: str, now: list[str]
+) -> None:
+    await form(deps, "s1", first)
+    await form(deps, "s22", correction)
+
+    assert await valid_facts(deps) == now
+
+
 # --- one long word -----------------------------------------------------------------------------
 
 LINK = "https://example.com/share?token=" + "a1b2c3d4e5" * 45
