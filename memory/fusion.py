@@ -6,7 +6,7 @@ the identifier tier puts the candidates holding a query's exact identifier first
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from memory.identifiers import held
@@ -142,7 +142,8 @@ def with_session_prior(fused: Sequence[Fused], *, weight: float, hits: int) -> l
 
 def with_identifier_tier(fused: Sequence[Fused], wanted: frozenset[str]) -> list[Fused]:
     """The candidates holding more of the queries' identifiers (``memory.identifiers``: keys such
-    as "4711" or "a17") first; within a tier, the fused order.
+    as "4711" or "a17") first; within a tier, the fused order. A candidate moved up takes the best
+    score of those it passed (``_scores_in_order``): the scores follow the order.
 
     Why a tier and not one more weighted term: a fact that holds the exact number or code asked
     about is the one meant, however its words and vector compare. Fused scores cannot say so:
@@ -159,7 +160,19 @@ def with_identifier_tier(fused: Sequence[Fused], wanted: frozenset[str]) -> list
         for f in fused
     ]
     tiered.sort(key=lambda x: -x.identifiers)  # stable: the fused order within a tier
-    return tiered
+    return _scores_in_order(tiered)
+
+
+def _scores_in_order(ranked: Sequence[Fused]) -> list[Fused]:
+    """Each candidate's score raised to the best score of those it outranks, so that scores never
+    increase down the list: a client that keeps the hits above a score, or sorts them by it,
+    keeps the tier's order. Without a tier move the fused order is the score order: no change."""
+    floor = 0.0
+    raised: list[Fused] = []
+    for f in reversed(ranked):
+        floor = max(floor, f.score)
+        raised.append(replace(f, score=floor) if f.score < floor else f)
+    return raised[::-1]
 
 
 def _session_key(f: Fused) -> str:

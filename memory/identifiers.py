@@ -16,13 +16,17 @@ move from 4 years ago?") has none and ranks exactly as before:
 - ordinals ("18th"), times ("10:30", "7pm"), decades ("1990s"), dates ("2023-05-01", "3/5/2023");
 - a number beside a month name ("May 3", "3 June", and the year after it: "October 13, 2023");
 - a year after a preposition or a season ("in 2023", "since 1999", "summer 2022");
-- a number counting time or occurrences ("4 years", "2 weeks", "5 times").
+- a number counting time or occurrences ("4 years", "2 weeks", "5 times");
+- a small number (up to 3 digits) counting the plural noun after it ("Alice's 2 dogs", "the 3
+  kids"): the answer rarely repeats the count, and many unrelated facts hold the digit.
 Any other number counts, a single digit too ("locker 7"): an amount in a question is rare, and a
 fact holding the very number asked about is usually the one meant.
 
 What matches (the fact side): a fact holds an identifier when one of its tokens (any token with a
-digit, no exclusions: the query already decided) has the same key: case-folded, inner joiners
-dropped, so "A-17", "a17" and "A17" match, while "17" does not match "A-17" or "170".
+digit but a number inside a date: formed facts carry absolute dates, "on 2 May 2023") has the
+same key: case-folded, inner joiners dropped, so "A-17", "a17" and "A17" match, while "17" does
+not match "A-17" or "170". The text search is asked for each spelling a fact may be indexed
+under ("a17" also as "17", "55007" also as "55 007"), so the fact is found whatever its joiners.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from functools import lru_cache
 # Letters and digits, joined inside by - _ / . : (codes, versions, hosts) or a thousands comma.
 _TOKEN = re.compile(r"[^\W_]+(?:(?:[-_/.:]|(?<=\d),(?=\d{3}\b))[^\W_]+)*")
 _DIGIT = re.compile(r"\d")
+_RUNS = re.compile(r"\d+|[^\W\d_]+")  # the runs of digits and of letters of a key
 _NOT_A_NAME = re.compile(
     r"\d+(?:st|nd|rd|th)"  # ordinals
     r"|\d{1,2}(?::\d{2}){1,2}(?:am|pm)?|\d{1,2}(?:am|pm)"  # times of day
@@ -56,6 +61,15 @@ _COUNTED_UNITS = """
     decade decades time times
 """
 _COUNTED = frozenset(_COUNTED_UNITS.split())
+# A count before a plural noun ("2 dogs") has at most this many digits; a longer number is a name.
+_MAX_COUNT_DIGITS = 3
+_NOT_PLURAL = ("ss", "us", "is", "ous")  # "boss", "bus", "analysis", "famous"
+_NOT_A_NOUN = frozenset(
+    ("does", "has", "was", "is", "this", "its", "yours", "ours", "hers", "theirs")
+)
+# A number this long is also searched in thousands groups: a shorter one's head group ("4" of
+# "4711") is in so many facts that it would fill the text search's candidate cap.
+_MIN_GROUPED = 5
 _MAX_IDENTIFIERS = 8  # a query is a question, not a list: more is a paste, not a lookup
 
 
@@ -72,45 +86,92 @@ def _is_year(token: str) -> bool:
     return len(token) == 4 and token.isdigit() and 1900 <= int(token) <= 2099
 
 
-def identifiers(query: str) -> tuple[str, ...]:
-    """The query's identifiers as they are written (folded), first occurrence first; see the
-    module docstring for what counts and why."""
-    tokens = [m.group() for m in _TOKEN.finditer(_fold(query))]
-    found: dict[str, str] = {}
+def _tokens(text: str) -> list[str]:
+    return [m.group() for m in _TOKEN.finditer(_fold(text))]
+
+
+def _dated(tokens: Sequence[str]) -> set[int]:
+    """The positions of the numbers that are part of a date: beside a month name ("May 3",
+    "3 June"), or a year right after such a number ("October 13, 2023")."""
     dated: set[int] = set()
     for i, token in enumerate(tokens):
-        if not _DIGIT.search(token) or _NOT_A_NAME.fullmatch(token):
+        if not token.isdigit():
             continue
         before = tokens[i - 1] if i > 0 else ""
         after = tokens[i + 1] if i + 1 < len(tokens) else ""
-        if token.isdigit():
-            if before in _MONTHS or after in _MONTHS or (i - 1 in dated and _is_year(token)):
-                dated.add(i)
-                continue
-            if (_is_year(token) and before in _BEFORE_A_YEAR) or after in _COUNTED:
-                continue
+        if before in _MONTHS or after in _MONTHS or (i - 1 in dated and _is_year(token)):
+            dated.add(i)
+    return dated
+
+
+def _counts_a_noun(number: str, after: str) -> bool:
+    """A small number before a plural noun counts things ("Alice's 2 dogs", "the 3 kids"): the
+    fact that answers rarely repeats the count, and many unrelated facts hold the digit."""
+    return (
+        len(number) <= _MAX_COUNT_DIGITS
+        and after.isalpha()
+        and len(after) > 3
+        and after.endswith("s")
+        and not after.endswith(_NOT_PLURAL)
+        and after not in _NOT_A_NOUN
+    )
+
+
+def identifiers(query: str) -> tuple[str, ...]:
+    """The query's identifiers as they are written (folded), first occurrence first; see the
+    module docstring for what counts and why."""
+    tokens = _tokens(query)
+    dated = _dated(tokens)
+    found: dict[str, str] = {}
+    for i, token in enumerate(tokens):
+        if not _DIGIT.search(token) or _NOT_A_NAME.fullmatch(token) or i in dated:
+            continue
+        before = tokens[i - 1] if i > 0 else ""
+        after = tokens[i + 1] if i + 1 < len(tokens) else ""
+        if token.isdigit() and (
+            (_is_year(token) and before in _BEFORE_A_YEAR)
+            or after in _COUNTED
+            or _counts_a_noun(token, after)
+        ):
+            continue
         found.setdefault(key(token), token)
     return tuple(found.values())[:_MAX_IDENTIFIERS]
 
 
+def _spellings(token: str) -> list[str]:
+    """The words a fact holding ``token`` may be indexed under, whichever joiners it was written
+    with: the key ("a-17" and "a17" -> "a17"), a code's number apart from its prefix or suffix
+    ("a17" -> "17", as "A-17" is indexed), and a long number in thousands groups ("55007" ->
+    "55", "007", as "$55,007" is indexed). Only the words holding a digit: "a" alone would match
+    every fact with the article."""
+    joined = key(token)
+    words = [joined, *re.findall(r"\w+", token)]
+    runs = _RUNS.findall(joined)
+    if len(runs) == 2:  # a prefix and a number ("a17", "17b"), not a word with a digit ("h2o")
+        words += runs
+    if joined.isdigit() and len(joined) >= _MIN_GROUPED and "," not in token:
+        head = len(joined) % 3 or 3
+        words += [joined[:head], *re.findall(r"\d{3}", joined[head:])]
+    return [w for w in words if _DIGIT.search(w)]
+
+
 def search_terms(query: str) -> str:
-    """What the text search is asked for the query's identifiers: their word parts that hold a
-    digit, as every backend's tokenizer splits them ("a-17" -> "17": "a" alone would match any
-    fact with the article). Empty when the query has no identifier."""
-    parts = (
-        part
-        for token in identifiers(query)
-        for part in re.findall(r"\w+", token)
-        if _DIGIT.search(part)
-    )
-    return " ".join(dict.fromkeys(parts))
+    """What the text search is asked for the query's identifiers: every spelling of each that a
+    backend's tokenizer (``\\w+`` words, shared by every backend: memory.store.rules.text) may
+    have indexed a fact holding it under. The words are OR-ed, and the fact holding them all
+    scores highest; empty when the query has no identifier."""
+    return " ".join(dict.fromkeys(w for token in identifiers(query) for w in _spellings(token)))
 
 
 @lru_cache(maxsize=65536)
 def held_keys(content: str) -> frozenset[str]:
-    """The keys of every token with a digit in a fact's text."""
-    tokens = (m.group() for m in _TOKEN.finditer(_fold(content)))
-    return frozenset(key(token) for token in tokens if _DIGIT.search(token))
+    """The keys of every token with a digit in a fact's text, but the numbers inside a date:
+    formed facts carry absolute dates ("on 2 May 2023"), which name no thing."""
+    tokens = _tokens(content)
+    dated = _dated(tokens)
+    return frozenset(
+        key(token) for i, token in enumerate(tokens) if _DIGIT.search(token) and i not in dated
+    )
 
 
 def identifier_keys(queries: Sequence[str]) -> frozenset[str]:

@@ -44,6 +44,9 @@ def test_numbers_and_codes_that_name_a_thing_are_identifiers(
         "Music of the 1990s",
         "What happened on 2023-05-01 and 3/5/2023?",
         "Did I go there 5 times?",
+        "What are the names of Alice's 2 dogs?",
+        "Which 2 restaurants did Alice recommend?",
+        "How old are her 3 kids?",
         "What is my favourite colour?",
     ],
 )
@@ -52,9 +55,13 @@ def test_dates_times_durations_and_words_are_not(query: str) -> None:
     assert len(text_queries(query)) == 1  # the content words alone
 
 
-def test_the_text_search_is_asked_for_the_parts_that_hold_a_digit() -> None:
-    assert search_terms("Where is order A-17?") == "17"  # "a" would match every article
-    assert search_terms("flight LH400, ticket 52-113") == "lh400 52 113"
+def test_the_text_search_is_asked_for_every_spelling_that_holds_a_digit() -> None:
+    # "A17" is indexed as "a17", "A-17" as "a" + "17" ("a" alone would match every article).
+    assert search_terms("Where is order A-17?") == search_terms("A17") == "a17 17"
+    assert search_terms("flight LH400, ticket 52-113") == "lh400 400 52113 52 113"
+    assert search_terms("55007") == "55007 55 007"  # as "$55,007" is indexed
+    assert search_terms("the 4,711 invoice") == "4711 4 711"
+    assert search_terms("4711") == "4711"  # "4" would match too many facts
     assert search_terms("What is my favourite colour?") == ""
     assert text_queries("What is my favourite number 4711?") == ["favourite number 4711", "4711"]
     assert text_queries("4711") == ["4711"]  # one search when the words are the identifier
@@ -69,6 +76,21 @@ def test_a_fact_holds_an_identifier_by_its_key_whatever_the_joiners() -> None:
     assert held("My favourite number 4711 is 217; order a-17 too.", wanted) == 2
     assert held("Order B-17 and 47110 and locker 17", wanted) == 0  # no part or prefix matches
     assert held("anything", frozenset()) == 0
+
+
+def test_a_number_inside_a_date_of_a_fact_holds_no_identifier() -> None:
+    wanted = identifier_keys(["What is in room 2?"])
+
+    assert wanted == {"2"}
+    assert held("Alice visited Lisbon on 2 May 2023", wanted) == 0
+    assert held("Alice moved on May 2, 2023", wanted) == 0
+    assert held("Alice booked room 2 on 2 May 2023", wanted) == 1
+
+
+def test_a_number_labelling_a_thing_stays_an_identifier_before_a_verb() -> None:
+    assert identifiers("Is room 2 booked?") == ("2",)
+    assert identifiers("Which gate does flight 12 leave from?") == ("12",)
+    assert identifiers("Who has the 4711 tickets?") == ("4711",)  # 4 digits: a name, not a count
 
 
 def fused(fact_id: str, content: str, score: float) -> Fused:
@@ -96,7 +118,8 @@ def test_candidates_holding_the_identifier_rank_first_in_fused_order() -> None:
 
     assert ids(tiered) == ["n17-old", "n17", "n18", "n19"]
     assert [f.identifiers for f in tiered] == [1, 1, 0, 0]
-    assert [f.score for f in tiered] == [0.9, 0.6, 0.95, 0.8]  # scores untouched
+    # A candidate moved up takes the best score it passed: the scores follow the order.
+    assert [f.score for f in tiered] == [0.95, 0.95, 0.95, 0.8]
 
 
 def test_more_identifiers_held_rank_higher() -> None:
