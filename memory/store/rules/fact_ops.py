@@ -44,7 +44,7 @@ from datetime import datetime
 from memory.errors import InvalidInputError, NotFoundError
 from memory.formation_commit import FactAdd, FactInvalidate, FactKeep, FactUpdate, FormationCommit
 from memory.ids import content_hash
-from memory.models import Fact
+from memory.models import Fact, FactScope
 from memory.said import split
 from memory.store.rules.checks import check_current
 from memory.store.rules.derived import fact_scope_key
@@ -156,7 +156,7 @@ class FactPlanner:
             self.resolved[op.fact_id] = duplicate.fact_id
             self.counts["duplicate"] += 1
             return
-        deleted = self._deleted_statement(op, hash_)
+        deleted = self._deleted_statement(op.scope, op.user_id, op.said_at, hash_)
         if deleted is not None:
             # A person deleted it after this was said: the delete stands, and the statement is
             # one already known (as deleted), dropped as a NONE would be.
@@ -208,21 +208,24 @@ class FactPlanner:
             return None
         return retirer
 
-    def _deleted_statement(self, op: FactAdd, hash_: str) -> Fact | None:
-        """The fact a person deleted after the add was said (``versions.deleted_since``) that the
-        add states: its latest invalidated fact of this text (when it was said is not known: any
+    def _deleted_statement(
+        self, scope: FactScope, user_id: str | None, said_at: datetime | None, hash_: str
+    ) -> Fact | None:
+        """The fact of this owner a person deleted after a statement of ``hash_`` was said
+        (``versions.deleted_since``) that the statement states, as an add or as the new text of
+        an update: its latest invalidated fact of this text (when it was said is not known: any
         delete), or a deleted fact that held this text in any version (an edit before the
         delete). Only the text tells: a similar statement may be a distinct fact (allergic to
         penicillin, not peanuts), and dropping it would lose what the user said."""
-        latest = self._find(op.scope, op.user_id, hash_, valid=False)
-        if latest is not None and deleted_since(op.said_at, latest):
+        latest = self._find(scope, user_id, hash_, valid=False)
+        if latest is not None and deleted_since(said_at, latest):
             return latest
-        if op.said_at is None:
+        if said_at is None:
             return None
         for fact in self.deleted:
             if (
-                same_owner(fact, self.commit.agent_id, op.scope, op.user_id)
-                and deleted_since(op.said_at, fact)
+                same_owner(fact, self.commit.agent_id, scope, user_id)
+                and deleted_since(said_at, fact)
                 and hash_ in version_hashes(fact)
             ):
                 return fact
@@ -243,6 +246,13 @@ class FactPlanner:
             self.counts["updated"] += 1
             return
         hash_ = content_hash(op.content)
+        if hash_ != fact.hash and self._deleted_statement(
+            fact.scope, fact.user_id, op.said_at, hash_
+        ):
+            # Its new text is one a person deleted after it was said (as another fact): the
+            # delete stands, and this fact keeps its own (an add of it would be dropped too).
+            self.counts["duplicate"] += 1
+            return
         duplicate = None
         if hash_ != fact.hash:
             duplicate = self._find(fact.scope, fact.user_id, hash_, valid=True)
