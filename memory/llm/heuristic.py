@@ -266,7 +266,11 @@ def extract_facts(p: ExtractFactsInput) -> ExtractedFacts:
                 if personal
                 else ExtractedFact(content=text, scope="agent", speaker=None, sources=[n])
             )
-            facts.setdefault(normalize_text(text), fact)
+            # Said again: one fact at its latest statement, citing both (a correction back to
+            # what was said first comes after what it corrects).
+            if (earlier := facts.pop(normalize_text(text), None)) is not None:
+                fact = fact.model_copy(update={"sources": [*(earlier.sources or []), n]})
+            facts[normalize_text(text)] = fact
     return ExtractedFacts(facts=list(facts.values()))
 
 

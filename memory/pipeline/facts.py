@@ -296,19 +296,33 @@ def _kept(
         # "Yesterday" means the day before it was said, whoever extracted it (memory/dates.py).
         text = resolve_relative_dates(text, source.dates_from)
         key = content_hash(text)
-        if key in seen:
-            continue
-        seen.add(key)
-        kept.append(
-            NewFact(
-                index=len(kept),
-                content=text,
-                scope=scope,
-                source_message_ids=source.message_ids,
-                said_at=source.said_at,
-            )
+        new = NewFact(
+            index=len(kept),
+            content=text,
+            scope=scope,
+            source_message_ids=source.message_ids,
+            said_at=source.said_at,
         )
-    return kept
+        if key in seen:
+            # Said again in the window ("I live in Berlin. … I live in Paris. … Sorry, I live in
+            # Berlin."): one fact, said at its latest statement, citing all of them, so that the
+            # order things were said in puts it after what it corrects back (h202).
+            earlier = next(k for k in kept if content_hash(k.content) == key)
+            kept.remove(earlier)
+            new = _said_again(earlier, new)
+        seen.add(key)
+        kept.append(new)
+    return [k.model_copy(update={"index": i}) for i, k in enumerate(kept)]
+
+
+def _said_again(earlier: NewFact, later: NewFact) -> NewFact:
+    """One fact of two statements of its text: the first's words and scope, the sources of
+    both, said at the latest."""
+    ids = tuple(dict.fromkeys((*earlier.source_message_ids, *later.source_message_ids)))
+    times = [t for t in (earlier.said_at, later.said_at) if t is not None]
+    return earlier.model_copy(
+        update={"source_message_ids": ids, "said_at": max(times) if times else None}
+    )
 
 
 __all__ = ["dedup_gate", "extract_facts", "find_candidates"]
