@@ -39,7 +39,6 @@ from functools import lru_cache
 # Letters and digits, joined inside by - _ / . : (codes, versions, hosts) or a thousands comma.
 _TOKEN = re.compile(r"[^\W_]+(?:(?:[-_/.:]|(?<=\d),(?=\d{3}\b))[^\W_]+)*")
 _DIGIT = re.compile(r"\d")
-_RUNS = re.compile(r"\d+|[^\W\d_]+")  # the runs of digits and of letters of a key
 _NOT_A_NAME = re.compile(
     r"\d+(?:st|nd|rd|th)"  # ordinals
     r"|\d{1,2}(?::\d{2}){1,2}(?:am|pm)?|\d{1,2}(?:am|pm)"  # times of day
@@ -67,9 +66,6 @@ _NOT_PLURAL = ("ss", "us", "is", "ous")  # "boss", "bus", "analysis", "famous"
 _NOT_A_NOUN = frozenset(
     ("does", "has", "was", "is", "this", "its", "yours", "ours", "hers", "theirs")
 )
-# A number this long is also searched in thousands groups: a shorter one's head group ("4" of
-# "4711") is in so many facts that it would fill the text search's candidate cap.
-_MIN_GROUPED = 5
 _MAX_IDENTIFIERS = 8  # a query is a question, not a list: more is a paste, not a lookup
 
 
@@ -140,18 +136,12 @@ def identifiers(query: str) -> tuple[str, ...]:
 
 def _spellings(token: str) -> list[str]:
     """The words a fact holding ``token`` may be indexed under, whichever joiners it was written
-    with: the key ("a-17" and "a17" -> "a17"), a code's number apart from its prefix or suffix
-    ("a17" -> "17", as "A-17" is indexed), and a long number in thousands groups ("55007" ->
-    "55", "007", as "$55,007" is indexed). Only the words holding a digit: "a" alone would match
-    every fact with the article."""
-    joined = key(token)
-    words = [joined, *re.findall(r"\w+", token)]
-    runs = _RUNS.findall(joined)
-    if len(runs) == 2:  # a prefix and a number ("a17", "17b"), not a word with a digit ("h2o")
-        words += runs
-    if joined.isdigit() and len(joined) >= _MIN_GROUPED and "," not in token:
-        head = len(joined) % 3 or 3
-        words += [joined[:head], *re.findall(r"\d{3}", joined[head:])]
+    with: the key ("a-17" and "a17" -> "a17") and the token's own words that hold a digit. Not a
+    code's bare number ("a17" -> "17") nor a long number's thousands groups ("55007" -> "55",
+    "007"): OR-ed into the rare token's search, those common words would fill its candidate cap
+    on a big store with newer facts holding them, and the fact holding the code would never be
+    scored (h210). So "A-17" written in a fact is found by "A-17", not by "A17" (left)."""
+    words = [key(token), *re.findall(r"\w+", token)]
     return [w for w in words if _DIGIT.search(w)]
 
 

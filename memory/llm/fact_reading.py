@@ -142,6 +142,20 @@ _ONE_VALUED = {
 }  # fmt: skip
 
 
+def _new_value_of(tokens: list[str], i: int, end: int) -> bool:
+    """Whether ``tokens[i]`` ("new", "current") says the value of the one-valued thing right
+    after it is the new one ("my new phone number", "her current email"), not which thing it is
+    ("my new dog's name" is another dog's name: h210)."""
+    if tokens[i] not in _NEW_VALUE:
+        return False
+    for after in tokens[i + 1 : end]:  # "new locker code": the thing may follow a qualifier
+        if after.endswith(("'s", "\u2019s")):
+            return False  # "new dog's …": the new one is the dog
+        if fold(after) in _ONE_VALUED:
+            return True
+    return False
+
+
 def _as_change(tokens: list[str], start: int, verb: int) -> list[str] | None:
     """A change told with its new value, as the statement of that value: "<S> changed <thing> to
     <value>" or "<thing> changed, it is <value>" read as "<thing> is <value>" (else None). The
@@ -173,12 +187,11 @@ def _split(tokens: list[str]) -> Statement | None:
         return _split(change)
     # Determiners and adverbs name nothing ("really", but not "Emily": a capital is a name), nor
     # does a word saying the value is the new one ("Alice's new email" is her email).
-    one_valued = any(fold(t) in _ONE_VALUED for t in tokens[:start])
     subject = frozenset(
         _stem(fold(t))
-        for t in tokens[:start]
+        for i, t in enumerate(tokens[:start])
         if fold(t) not in DETERMINERS | ADVERBS
-        and not (t.islower() and (t.endswith("ly") or (one_valued and t in _NEW_VALUE)))
+        and not (t.islower() and (t.endswith("ly") or _new_value_of(tokens, i, start)))
     )
     relation: list[str] = []
     end = start

@@ -50,6 +50,8 @@ BOTH_HOLD = [
     ("Alice's work phone is 555-1234.", "Alice's new home phone is 555-9999."),  # another phone
     # "new" of a thing one may have two of: a second dog, not Rex replaced.
     ("Alice's dog is named Rex.", "Alice's new dog is named Max."),
+    ("Alice's dog's name is Rex.", "Alice's new dog's name is Max."),  # h210
+    ("Alice's client's budget is $5,000.", "Alice's new client's budget is $8,000."),
 ]
 NEW_VALUE = [
     ("Alice's favourite number 17 is 119.", "Alice's favourite number 17 is 120."),
