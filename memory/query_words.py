@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from memory.identifiers import search_terms
+from memory.identifiers import identifiers, key, search_terms
 
 _WORD = re.compile(r"\w+")
 # Function words, question words and the fragments of English contractions ("Caroline's" is
@@ -31,12 +31,36 @@ def content_words(query: str) -> str:
     return " ".join(kept or words)
 
 
+def _groups(digits: str) -> list[str]:
+    """A long number's thousands groups ("55007" -> "55", "007")."""
+    head = len(digits) % 3 or 3
+    return [digits[:head], *(digits[i : i + 3] for i in range(head, len(digits), 3))]
+
+
+def phrases(query: str) -> list[str]:
+    """The other spellings of the query's identifiers as phrases (memory.store.rules.text
+    .query_parts: words joined by hyphens, found next to each other in a fact): a code's letters
+    and digits apart ("A17" -> "a-17", found in "A-17" and "A 17"), a long number's thousands
+    groups ("55007" -> "55-007", found in "$55,007"), and the token's own words ("52-113"). As
+    phrases, never alone: a bare "17" or "007" fills the store's candidate cap on a big store,
+    and the fact holding the code is never scored."""
+    found: list[str] = []
+    for token in identifiers(query):
+        code = key(token)
+        parts = re.findall(r"\d+|[^\W\d_]+", code)
+        if len(parts) == 1 and code.isdigit() and len(code) > 3:
+            parts = _groups(code)
+        found += ["-".join(words) for words in (parts, _WORD.findall(token)) if len(words) > 1]
+    return list(dict.fromkeys(found))
+
+
 def text_queries(query: str) -> list[str]:
     """What the text half of a search asks the store for one query: its content words, and its
-    identifiers' terms on their own (``memory.identifiers``) when it has any. A store ranks its
-    matches within a candidate cap (newest first on SQLite and PostgreSQL), so among 10,000 facts
-    holding "favourite number" the one holding "4711" may never be scored; asked alone, the rare
-    token matches only the facts that hold it."""
+    identifiers' terms on their own (``memory.identifiers``) with their other spellings as
+    phrases (``phrases``) when it has any. A store ranks its matches within a candidate cap
+    (newest first on SQLite and PostgreSQL), so among 10,000 facts holding "favourite number"
+    the one holding "4711" may never be scored; asked alone, the rare token matches only the
+    facts that hold it."""
     words = content_words(query)
-    exact = search_terms(query)
+    exact = " ".join(dict.fromkeys([*search_terms(query).split(), *phrases(query)]))
     return [words, exact] if exact and exact != words else [words]

@@ -65,8 +65,13 @@ def test_the_text_search_is_asked_for_every_spelling_that_holds_a_digit() -> Non
     assert search_terms("the 4,711 invoice") == "4711 4 711"
     assert search_terms("4711") == "4711"  # "4" would match too many facts
     assert search_terms("What is my favourite colour?") == ""
-    assert text_queries("What is my favourite number 4711?") == ["favourite number 4711", "4711"]
-    assert text_queries("4711") == ["4711"]  # one search when the words are the identifier
+    # The other spellings as phrases ("4-711": "4" and "711" next to each other, as "4,711").
+    assert text_queries("What is my favourite number 4711?") == [
+        "favourite number 4711",
+        "4711 4-711",
+    ]
+    assert text_queries("A-17") == ["17", "a17 17 a-17"]
+    assert text_queries("417") == ["417"]  # one search when the words are the identifier
 
 
 def test_a_fact_holds_an_identifier_by_its_key_whatever_the_joiners() -> None:

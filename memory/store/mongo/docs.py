@@ -25,6 +25,7 @@ from memory.models import (
     StoredMessage,
 )
 from memory.store.base_lifecycle import Vector
+from memory.store.mongo.indexes import CJK_TERMS, cjk_terms
 from memory.store.records import (
     from_record,
     history_of,
@@ -100,7 +101,7 @@ def fact_fields(fact: Fact) -> Doc:
     # A field of the document, which a process of the previous version passes over (it reads
     # the fields it knows); in the history, inside each revision's said_at (memory.store.records).
     fields["history"] = stored_history(fact.history, ts)
-    derived = {"user_key": user_key(fact.scope, fact.user_id)}
+    derived = {"user_key": user_key(fact.scope, fact.user_id), CJK_TERMS: cjk_terms(fact.content)}
     return fields | derived | {"invalidated": fact.invalidated_at is not None}
 
 

@@ -16,8 +16,15 @@ from pymongo import ASCENDING, DESCENDING, TEXT, IndexModel
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.operations import SearchIndexModel
 
+from memory.store.rules.text import CJK_CLASS, has_cjk, index_text, tokenize
+
 VECTOR_INDEX = "facts_vector"
 TEXT_INDEX = "facts_text"
+# The words of a fact holding CJK characters (rules.text.tokenize: its CJK runs as bigrams),
+# which neither index of its content finds: $text keeps a run (and a word written against it,
+# "我用iphone拍照") as one token, lucene.standard a Han or Hiragana character alone. A fact
+# without CJK characters holds null (its update clears the field), and is found by $text alone.
+CJK_TERMS = "cjk_terms"
 
 # The fields every fact search filters on; both search indexes must know them so that the filter
 # runs inside the search (Atlas rejects a $vectorSearch filter on a field not indexed as "filter").
@@ -93,6 +100,12 @@ REGULAR_INDEXES: dict[str, list[IndexModel]] = {
         # "none": no stemming and no stop words, so $text matches the words that Atlas'
         # lucene.standard analyzer and our BM25 tokenizer see.
         IndexModel([("content", TEXT)], default_language="none", name="facts_content_text"),
+        # The words of the facts holding CJK characters (CJK_TERMS), found beside $text's.
+        IndexModel(
+            [("agent_id", ASCENDING), (CJK_TERMS, ASCENDING)],
+            partialFilterExpression={"invalidated": False},
+            name="facts_cjk_terms",
+        ),
     ],
     "reflections": [
         IndexModel(
@@ -213,3 +226,30 @@ async def setup_search_indexes(db: AsyncDatabase[dict[str, Any]], dimension: int
     for spec in update:
         await facts.update_search_index(spec.name, spec.definition)
     return [spec.name for spec in create + update]
+
+
+def cjk_terms(content: str) -> list[str] | None:
+    """A fact's CJK_TERMS: its distinct words when it holds a CJK character, else None."""
+    return list(dict.fromkeys(tokenize(content))) if has_cjk(index_text(content)) else None
+
+
+# meta: the facts stored before CJK_TERMS were given theirs (fill_cjk_terms ran to its end).
+_CJK_TERMS_FILLED = "cjk_terms_filled"
+
+
+async def fill_cjk_terms(db: AsyncDatabase[dict[str, Any]]) -> int:
+    """Give the facts stored before CJK_TERMS, holding a CJK character, their terms; once (a
+    scan of every fact's content): a setup that dies midway leaves the rest to the next, and a
+    fact a process of the previous version writes during a rolling upgrade is found by $text
+    alone until it is rewritten. Returns how many it filled."""
+    if await db.meta.find_one({"_id": _CJK_TERMS_FILLED}) is not None:
+        return 0
+    filled = 0
+    query = {"content": {"$regex": f"[{CJK_CLASS}]"}, CJK_TERMS: {"$exists": False}}
+    async for doc in db.facts.find(query, {"content": 1}):
+        await db.facts.update_one(
+            {"_id": doc["_id"]}, {"$set": {CJK_TERMS: cjk_terms(doc["content"])}}
+        )
+        filled += 1
+    await db.meta.update_one({"_id": _CJK_TERMS_FILLED}, {"$set": {"done": True}}, upsert=True)
+    return filled

@@ -5,12 +5,16 @@ exact cosine of the stored embeddings, and the shared BM25 (memory.store.rules.t
 count of the facts the filter lets through. ``$text`` scores are not BM25 (mongoeco scores every
 match 1.0) and ``$search`` returns no searchScore on mongoeco. Words match exactly (case and
 diacritics folded): unlike SQLite's porter tokenizer, neither $text with language "none" nor
-lucene.standard stems, so a candidate holds a query word, and BM25 counts its stems.
+lucene.standard stems, so a candidate holds a query word, and BM25 counts its stems. Neither
+splits a run of CJK characters as the shared tokenizer does (into bigrams): the facts holding
+one are also found by their words, kept in a field of their own (indexes.CJK_TERMS).
 """
 
 from __future__ import annotations
 
+import asyncio
 import math
+import re
 from collections.abc import Awaitable, Callable
 from typing import Literal
 
@@ -21,10 +25,10 @@ from pymongo.errors import OperationFailure
 from memory.models import FactFilter
 from memory.store.base import Vector
 from memory.store.mongo.docs import Doc
-from memory.store.mongo.indexes import TEXT_INDEX, VECTOR_INDEX
+from memory.store.mongo.indexes import CJK_TERMS, TEXT_INDEX, VECTOR_INDEX
 from memory.store.ranking import best, cosine_scores, text_hits
 from memory.store.rules.filters import scope_branches
-from memory.store.rules.text import CANDIDATE_CAP, bm25, query_terms
+from memory.store.rules.text import CANDIDATE_CAP, bm25, has_cjk, query_parts, query_terms
 
 log = structlog.get_logger(__name__)
 
@@ -90,12 +94,9 @@ class FactSearch:
             return None
         return any(doc.get("queryable", False) for doc in docs)
 
-    async def _run(
-        self,
-        index: str,
-        atlas: Callable[[], Awaitable[Scored]],
-        fallback: Callable[[], Awaitable[Scored]],
-    ) -> Scored:
+    async def _run[T](
+        self, index: str, atlas: Callable[[], Awaitable[T]], fallback: Callable[[], Awaitable[T]]
+    ) -> T:
         if self._mode != "auto":
             return await (atlas() if self._mode == "on" else fallback())
         use = self._atlas.get(index)
@@ -151,9 +152,12 @@ class FactSearch:
         match = fact_match(flt)
         if not terms or match is None:
             return []
-        words = " ".join(terms)
+        alone, phrases = query_parts(query)
+        # A CJK term (a bigram) is left to _cjk_ids: $text holds none, and lucene.standard
+        # would find every fact holding one of its characters.
+        words = " ".join(t for t in alone if not has_cjk(t))
 
-        async def atlas() -> Scored:
+        async def atlas() -> list[object]:
             search = {
                 "index": TEXT_INDEX,
                 "compound": {
@@ -164,26 +168,59 @@ class FactSearch:
             pipeline: list[Doc] = [
                 {"$search": search},
                 {"$limit": CANDIDATE_CAP},
-                {"$sort": {"ins": -1}},  # newest first: the text ranking's tie rule
-                {"$project": {"embedding": 0}},
+                {"$project": {"_id": 1}},
             ]
-            docs = await (await self._facts.aggregate(pipeline)).to_list()
-            return await self._rank(terms, match, docs, limit)
+            return [doc["_id"] for doc in await (await self._facts.aggregate(pipeline)).to_list()]
 
-        async def classic() -> Scored:
-            # Ids first, then the documents: mongoeco mangles any other projection of a $text
-            # query, and the vectors are not worth fetching.
+        async def classic() -> list[object]:
+            # Ids only: mongoeco mangles any other projection of a $text query, and the
+            # vectors are not worth fetching.
             cursor = (
                 self._facts.find({**match, "$text": {"$search": words}}, {"_id": 1})
                 .sort([("score", {"$meta": "textScore"})])
                 .limit(CANDIDATE_CAP)
             )
-            ids = [doc["_id"] async for doc in cursor]
-            found = self._facts.find({"_id": {"$in": ids}}, {"embedding": 0})
-            docs = await found.sort("ins", -1).to_list()  # newest first, as atlas()
-            return await self._rank(terms, match, docs, limit)
+            return [doc["_id"] async for doc in cursor]
 
-        return await self._run(TEXT_INDEX, atlas, classic)
+        async def by_words() -> list[object]:
+            return await self._run(TEXT_INDEX, atlas, classic) if words else []
+
+        found = await asyncio.gather(
+            by_words(),
+            self._cjk_ids(alone, match),
+            *(self._phrase_ids(phrase, match) for phrase in phrases),
+        )
+        ids = list(dict.fromkeys(fact_id for ids in found for fact_id in ids))
+        if not ids:
+            return []
+        docs = self._facts.find({"_id": {"$in": ids}}, {"embedding": 0})
+        return await self._rank(terms, match, await docs.sort("ins", -1).to_list(), limit)
+
+    async def _cjk_ids(self, terms: list[str], match: Doc) -> list[object]:
+        """The newest facts (at most CANDIDATE_CAP) whose CJK_TERMS hold a query term: the
+        facts holding CJK characters, which their content's indexes do not split (a bigram, or
+        a word written against a CJK run)."""
+        cursor = (
+            self._facts.find({**match, CJK_TERMS: {"$in": terms}}, {"_id": 1})
+            .sort("ins", -1)
+            .limit(CANDIDATE_CAP)
+        )
+        return [doc["_id"] async for doc in cursor]
+
+    async def _phrase_ids(self, phrase: tuple[str, ...], match: Doc) -> list[object]:
+        """The newest facts (at most CANDIDATE_CAP) holding the phrase's words next to each
+        other, apart by what is not a word ("A-17", "$55,007"; rules.text.query_parts): $text
+        finds those holding its longest word, a regex of their content keeps the phrase's (the
+        index keeps no positions; Atlas' lucene.standard reads "55,007" as one number)."""
+        longest = max(phrase, key=len)
+        near = r"\W+".join(re.escape(word) for word in phrase)
+        query = {
+            **match,
+            "$text": {"$search": longest},
+            "content": {"$regex": rf"(?:^|\W){near}(?:$|\W)", "$options": "i"},
+        }
+        cursor = self._facts.find(query, {"_id": 1}).sort("ins", -1).limit(CANDIDATE_CAP)
+        return [doc["_id"] async for doc in cursor]
 
     async def _rank(self, terms: list[str], match: Doc, docs: list[Doc], limit: int) -> Scored:
         if not docs:

@@ -39,7 +39,7 @@ from memory.store.mongo.docs import (
     reflection_from_doc,
     ts,
 )
-from memory.store.mongo.indexes import PLAIN_COLLECTIONS, REGULAR_INDEXES
+from memory.store.mongo.indexes import PLAIN_COLLECTIONS, REGULAR_INDEXES, fill_cjk_terms
 from memory.store.mongo.lifecycle_reads import MongoLifecycleReads
 from memory.store.mongo.listings import MongoListings
 from memory.store.mongo.reads import MongoReads, recent_fact_docs
@@ -126,6 +126,7 @@ class MongoStore(
                     await self._db.create_collection(name)
         for name, indexes in REGULAR_INDEXES.items():
             await self._db[name].create_indexes(indexes)
+        await fill_cjk_terms(self._db)  # once: the facts stored before their CJK terms
         await migrate_session_agents(self._db)
         await mark_guests(self._db)  # at every start (mongo.sessions.mark_guests)
 

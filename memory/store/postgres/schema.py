@@ -14,7 +14,11 @@ content (memory.store.rules.text, what FTS5's porter tokenizer indexes), as a ts
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
+from memory.store.postgres.codec import text_columns
 from memory.store.postgres.pool import Conn
+from memory.store.rules.text import CJK_CLASS
 
 MIGRATIONS: tuple[str, ...] = (
     # 1: the whole store.
@@ -370,9 +374,39 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE session_agents ADD COLUMN IF NOT EXISTS switch_marks text NOT NULL DEFAULT '[]';
     """,
+    # 19: a run of CJK characters is split into bigrams (memory.store.rules.text.split_cjk), so
+    # the facts holding one get their text columns anew: the splitting is Python's, done by
+    # _split_cjk_terms after this statement, in its transaction (AFTER_MIGRATION); the SQL is
+    # a no-op.
+    """
+    SELECT 1;
+    """,
 )
 
 LOCK = 0x6D6E656D6F73  # "mnemos": the advisory lock that serialises migrations
+_SPLIT_BATCH = 1000
+
+
+async def _split_cjk_terms(conn: Conn) -> None:
+    """Migration 19: the text columns (codec.text_columns) of the facts holding a CJK character
+    computed anew, their runs split into bigrams as the search's query terms are. Once, in the
+    migration's transaction; a fact a process of the previous version writes during a rolling
+    upgrade keeps its runs whole (found by a whole run only) until it is rewritten."""
+    async with conn.cursor(name="cjk_facts") as cur:  # server-side: batches, not every row
+        await cur.execute(
+            "SELECT fact_id, content FROM facts WHERE content ~ %s", (f"[{CJK_CLASS}]",)
+        )
+        while rows := await cur.fetchmany(_SPLIT_BATCH):
+            await conn.cursor().executemany(
+                "UPDATE facts SET terms = array_to_tsvector(%(terms)s), "
+                "term_count = %(term_count)s, term_repeats = %(term_repeats)s "
+                "WHERE fact_id = %(fact_id)s",
+                [{"fact_id": row["fact_id"], **text_columns(row["content"])} for row in rows],
+            )
+
+
+# What a migration does in Python after its SQL, in its transaction (version -> step).
+AFTER_MIGRATION: dict[int, Callable[[Conn], Awaitable[None]]] = {19: _split_cjk_terms}
 
 _CREATE_LEDGER = """
 CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -393,6 +427,8 @@ async def migrate(conn: Conn) -> int:
         for version, sql in enumerate(MIGRATIONS, start=1):
             if version > current:
                 await conn.execute(sql.encode())
+                if (step := AFTER_MIGRATION.get(version)) is not None:
+                    await step(conn)
                 await conn.execute(
                     "INSERT INTO schema_migrations (version) VALUES (%s)", (version,)
                 )

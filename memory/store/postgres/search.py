@@ -8,9 +8,11 @@ with the caller's filter (agent, scopes, validity) in the same SQL statement.
 - text: the index finds the facts holding a query word's Porter stem (newest first, at most
   CANDIDATE_CAP); their scores are the shared BM25 (memory.store.rules.text) with N the count of
   the facts within the filter, never the whole table's: another agent's facts never move a
-  score, and the scale is the other backends'. The statement returns each candidate's counts of
-  the query stems and its length (schema migration 7), not its text: fetching and stemming a
-  thousand contents took most of a search's time at 100k facts.
+  score, and the scale is the other backends'. A phrase of the query (rules.text.query_parts:
+  "a-17") finds the facts holding its stems whose content holds its words next to each other.
+  The statement returns each candidate's counts of the query stems and its length (schema
+  migration 7), not its text: fetching and stemming a thousand contents took most of a
+  search's time at 100k facts.
 """
 
 from __future__ import annotations
@@ -27,7 +29,13 @@ from memory.store.postgres.hnsw import hnsw_predicate, indexed_vector
 from memory.store.postgres.pool import Conn, Row, fetch
 from memory.store.ranking import best
 from memory.store.rules.filters import scope_branches
-from memory.store.rules.text import CANDIDATE_CAP, query_stems, query_terms, stemmed_tokens
+from memory.store.rules.text import (
+    CANDIDATE_CAP,
+    query_parts,
+    query_stems,
+    query_terms,
+    stemmed_tokens,
+)
 from memory.store.sql.facts import fact_filter_sql, ranked_counted_hits
 
 STEMMED_CACHE = 10_000  # contents of facts stored before schema migration 7 (see _counted)
@@ -74,11 +82,33 @@ async def vector_hits(
 
 
 def tsquery(query: str) -> tuple[list[str], str | None]:
-    """The query's stems (of its first MAX_TERMS words), each once, and the tsquery OR-ing them.
-    A stem is a \\w+ word, which holds no quote or backslash: quoting it keeps user text out
-    of the tsquery syntax. A stem too long for a lexeme is left out: no fact's index holds it."""
+    """The query's stems (of its first MAX_TERMS words: what BM25 counts), each once, and the
+    tsquery OR-ing those of its words found alone (rules.text.query_parts: not a phrase's). A
+    stem is a \\w+ word, which holds no quote or backslash: quoting it keeps user text out of
+    the tsquery syntax. A stem too long for a lexeme is left out: no fact's index holds it."""
     stems = [s for s in query_stems(query_terms(query)) if is_lexeme(s)]
-    return stems, " | ".join(f"'{s}'" for s in stems) or None
+    alone = [s for s in query_stems(query_parts(query)[0]) if is_lexeme(s)]
+    return stems, " | ".join(f"'{s}'" for s in alone) or None
+
+
+_NOT_WORD = "[^[:alnum:]_]"
+
+
+def _phrase_sql(phrases: list[tuple[str, ...]]) -> tuple[list[str], dict[str, object]]:
+    """The conditions finding each phrase (rules.text.query_parts): the GIN index finds the
+    facts holding all its stems (the terms hold no positions, which <-> needs), the content
+    those that hold its words next to each other, apart by what is not a word ("A-17",
+    "$55,007"), case-insensitively (the words are folded)."""
+    conditions: list[str] = []
+    params: dict[str, object] = {}
+    for i, words in enumerate(phrases):
+        stems = query_stems(words)
+        if not all(is_lexeme(s) for s in stems):
+            continue  # no fact's index holds it
+        params[f"phrase{i}"] = " & ".join(f"'{s}'" for s in stems)
+        params[f"next{i}"] = f"(^|{_NOT_WORD}){f'{_NOT_WORD}+'.join(words)}($|{_NOT_WORD})"
+        conditions.append(f"(f.terms @@ %(phrase{i})s::tsquery AND f.content ~* %(next{i})s)")
+    return conditions, params
 
 
 def _counts(stems: list[str]) -> tuple[str, dict[str, object]]:
@@ -97,7 +127,11 @@ def _counts(stems: list[str]) -> tuple[str, dict[str, object]]:
 
 async def text_hits(conn: Conn, query: str, flt: FactFilter, limit: int) -> list[ScoredFact]:
     stems, match = tsquery(query)
-    if match is None:
+    finds, find_params = _phrase_sql(query_parts(query)[1])
+    if match is not None:
+        finds.append("f.terms @@ %(match)s::tsquery")
+        find_params["match"] = match
+    if not finds:
         return []
     where, params = fact_filter_sql(flt)
     count, count_params = fact_count_sql(flt)
@@ -110,9 +144,9 @@ async def text_hits(conn: Conn, query: str, flt: FactFilter, limit: int) -> list
         f"SELECT c.fact_id, c.term_count, {counts} AS counts, c.content, ({count}) AS n "
         "FROM (SELECT f.fact_id, f.ord, f.terms, f.term_count, f.term_repeats, "
         "CASE WHEN f.term_count IS NULL THEN f.content END AS content FROM facts AS f "
-        f"WHERE f.terms @@ %(match)s::tsquery AND {where} ORDER BY f.ord DESC LIMIT %(cap)s) "
+        f"WHERE ({' OR '.join(finds)}) AND {where} ORDER BY f.ord DESC LIMIT %(cap)s) "
         "AS c ORDER BY c.ord DESC",
-        {**params, **count_params, **stem_params, "match": match, "cap": CANDIDATE_CAP},
+        {**params, **count_params, **stem_params, **find_params, "cap": CANDIDATE_CAP},
     )
     if not rows:
         return []

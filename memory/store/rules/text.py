@@ -6,7 +6,16 @@ The statistics (N, avgdl, document frequencies) are the caller's facts', never t
 Length normalisation b = 0.15, not FTS5's built-in 0.75: facts are short, and a longer fact is
 not padded with off-topic words — it usually says more about its subject. On the LoCoMo dev split
 (bench/locomo.py; chosen on the even-numbered questions, plateau k1 0.5–1.2 × b 0–0.15 at hybrid
-recall@10 0.70–0.705 there) this lifts hybrid recall@10 from 0.666 to 0.689 over all questions."""
+recall@10 0.70–0.705 there) this lifts hybrid recall@10 from 0.666 to 0.689 over all questions.
+
+Chinese and Japanese are written without spaces (Korean attaches its particles to the word), so a
+run of their characters is a clause, not a word: each such run is split into overlapping
+character bigrams ("爱丽丝住在北京" -> "爱丽 丽丝 丝住 住在 在北 北京"), a lone character kept
+whole, as Lucene's CJKAnalyzer and Elasticsearch's cjk_bigram do (``split_cjk``). A word of two
+characters or more is then found inside a sentence without a dictionary, on every backend: each
+indexes the split text (SQLite's FTS5 the pre-split search_text, PostgreSQL the terms, MongoDB
+finds candidates by the same bigrams), and BM25 counts the bigrams. Text without such characters
+is split exactly as before."""
 
 from __future__ import annotations
 
@@ -28,6 +37,22 @@ CANDIDATE_CAP = 1000
 
 _WORD = re.compile(r"\w+")
 _PORTER = snowballstemmer.stemmer("porter")
+# The scripts written without spaces between words, as code point ranges: Hangul jamo (what NFKD
+# decomposes a syllable into), Han iteration marks and numerals, Hiragana, Katakana (with its
+# prolonged sound mark, not its middle dot: punctuation), Hangul, Han ideographs (BMP, extensions,
+# compatibility). Every character of them is a \w character: a run is a part of a word.
+CJK_RANGES: tuple[tuple[str, str], ...] = (
+    ("\u1100", "\u11ff"), ("\u3005", "\u3007"), ("\u3021", "\u3029"), ("\u3031", "\u3035"),
+    ("\u3038", "\u303c"), ("\u3041", "\u3096"), ("\u309d", "\u309f"), ("\u30a1", "\u30fa"),
+    ("\u30fc", "\u30ff"), ("\u3130", "\u318f"), ("\u31f0", "\u31ff"), ("\u3400", "\u4dbf"),
+    ("\u4e00", "\u9fff"), ("\ua960", "\ua97f"), ("\uac00", "\ud7ff"), ("\uf900", "\ufaff"),
+    ("\uff66", "\uff9d"), ("\U00020000", "\U0003134f"),
+)  # fmt: skip
+# The ranges as the inside of a character class ("a-b..."): none of their ends is special in
+# a regex class or an SQLite GLOB class.
+CJK_CLASS = "".join(f"{first}-{last}" for first, last in CJK_RANGES)
+_CJK_RUN = re.compile(f"[{CJK_CLASS}]+")
+_PHRASE = re.compile(r"\w+(?:-\w+)+")  # a phrase of a query (query_parts)
 
 
 def fold(text: str) -> str:
@@ -40,15 +65,65 @@ def fold(text: str) -> str:
     return "".join(c for c in decomposed if not unicodedata.combining(c)).casefold()
 
 
+def _bigrams(run: re.Match[str]) -> str:
+    """A run of CJK characters as its overlapping bigrams, spaced apart (a lone character
+    whole). NFC first: NFKD (``fold``) decomposed each Hangul syllable into its jamo."""
+    chars = unicodedata.normalize("NFC", run.group())
+    grams = [chars[i : i + 2] for i in range(len(chars) - 1)] or [chars]
+    return f" {' '.join(grams)} "
+
+
+def split_cjk(text: str) -> str:
+    """The text with each run of CJK characters replaced by its bigrams, set apart by spaces from
+    each other and from the letters around them ("iphone手机" -> "iphone 手机"); any other text
+    as it is. The text SQLite's FTS5 index holds, so that its own tokenizer splits the runs as
+    ``tokenize`` does (memory.store.sqlite.fts.search_text_of)."""
+    return _CJK_RUN.sub(_bigrams, text)
+
+
+def has_cjk(text: str) -> bool:
+    """Whether the text holds a character ``split_cjk`` splits runs of."""
+    return _CJK_RUN.search(text) is not None
+
+
+def index_text(text: str) -> str:
+    """The text folded (``fold``), its CJK runs split (``split_cjk``): what a word index that
+    splits words at spaces and punctuation only is given to hold the words ``tokenize`` finds
+    (SQLite's FTS5, MongoDB's $text index)."""
+    folded = fold(text)
+    return folded if folded.isascii() else split_cjk(folded)
+
+
 def tokenize(text: str) -> list[str]:
-    """Words, case- and diacritic-folded: what $text (language "none") and FTS5's unicode61
-    tokenizer (over the folded text) match on."""
-    return _WORD.findall(fold(text))
+    """Words, case- and diacritic-folded, runs of CJK characters as their bigrams: the \\w+
+    words of ``index_text``, what FTS5's unicode61 tokenizer and $text (language "none") find
+    in it."""
+    return _WORD.findall(index_text(text))
 
 
 def query_terms(query: str) -> list[str]:
-    """The query's distinct words, in order, the first MAX_TERMS of them."""
+    """The query's distinct words, in order, the first MAX_TERMS of them: what BM25 counts."""
     return list(dict.fromkeys(tokenize(query)))[:MAX_TERMS]
+
+
+def query_parts(query: str) -> tuple[list[str], list[tuple[str, ...]]]:
+    """What a store's index is asked for: the query's words found alone, and its phrases.
+    A phrase is words joined by hyphens without a space ("a-17", "55-007": how
+    memory.query_words asks for the other spellings of a code or a number); a fact holds it
+    when it holds its words next to each other, whatever stands between them ("A-17", "A 17",
+    "$55,007"), and its words are never searched alone: a bare "17" or "007" would fill the
+    candidate cap with the facts holding it. BM25 counts every word (``query_terms``). A query
+    without a hyphen between two words is its words alone, as ``query_terms``."""
+    phrases: list[tuple[str, ...]] = []
+    alone: list[str] = []
+    for match in _PHRASE.finditer(query):
+        words = tuple(tokenize(match.group()))
+        if len(words) > 1:
+            phrases.append(words)
+        else:
+            alone.extend(words)
+    alone = query_terms(" ".join([_PHRASE.sub(" ", query), *alone]))
+    return alone, list(dict.fromkeys(phrases))[:MAX_TERMS]
 
 
 @lru_cache(maxsize=65536)

@@ -2,18 +2,38 @@
 
 Schema 11 indexes each fact's content folded as the shared tokenizer folds it; schema 12's
 triggers note what a schema-10 process writes unfolded, which the next setup folds
-(``migrate_fts``, called inside setup's transaction by memory/store/sqlite/store.py)."""
+(``migrate_fts``, called inside setup's transaction by memory/store/sqlite/store.py). Schema 18
+indexes the runs of CJK characters split into bigrams as the shared tokenizer splits them
+(rules.text.split_cjk), and its triggers also note what a process of schema 11 to 17 writes
+unsplit."""
 
 from __future__ import annotations
 
 import sqlite3
 
-from memory.store.rules.text import fold
+from memory.store.rules.text import CJK_CLASS, index_text
 
 
 def _not_ascii(text: str) -> str:
     """SQL: the text is not ASCII (its UTF-8 holds more bytes than characters)."""
     return f"length(CAST({text} AS BLOB)) > length({text})"
+
+
+_CJK = f"[{CJK_CLASS}]"
+_NOT_CJK_NOR_SPACE = f"[^ {CJK_CLASS}]"
+_JAMO = "[\u1100-\u11ff\ua960-\ua97f\ud7b0-\ud7ff]"
+
+
+def _unsplit(text: str) -> str:
+    """SQL: the search_text may hold a run of CJK characters that split_cjk did not split (a
+    process of schema 11 to 17 wrote its mere fold). split_cjk leaves every CJK character in a
+    bigram or alone, between spaces, and a Hangul syllable composed; so three of them in a row,
+    one beside another character, or a jamo is a text to split again. Some texts split already
+    match too (an old jamo NFC leaves as it is): splitting them again changes nothing."""
+    return (
+        f"({text} GLOB '*{_CJK}{_CJK}{_CJK}*' OR {text} GLOB '*{_NOT_CJK_NOR_SPACE}{_CJK}*' "
+        f"OR {text} GLOB '*{_CJK}{_NOT_CJK_NOR_SPACE}*' OR {text} GLOB '*{_JAMO}*')"
+    )
 
 
 # Schema 11, after ADDED_COLUMNS (its view names search_text): the text index of the facts. FTS5's
@@ -27,6 +47,9 @@ def _not_ascii(text: str) -> str:
 # the next setup to fold (migrate_fts); this version's writes fold what they write and note none.
 # In the index's triggers, not in triggers of their own: what drops those (to take a file back to
 # schema 10, whose column search_text no trigger may name then) drops these too.
+# Schema 18: the search_text holds the runs of CJK characters split (search_text_of); the
+# triggers also note a search_text a process of schema 11 to 17 wrote unsplit (_unsplit), for
+# the next setup to split.
 FTS_DDL = f"""
 CREATE VIEW IF NOT EXISTS facts_search (rowid, content) AS
     SELECT rowid, coalesce(search_text, content) FROM facts;
@@ -40,7 +63,8 @@ CREATE TRIGGER IF NOT EXISTS facts_fts_insert AFTER INSERT ON facts BEGIN
     INSERT INTO facts_fts (rowid, content)
         VALUES (new.rowid, coalesce(new.search_text, new.content));
     INSERT OR IGNORE INTO facts_refold (rowid) SELECT new.rowid
-        WHERE new.search_text IS NULL AND {_not_ascii("new.content")};
+        WHERE (new.search_text IS NULL AND {_not_ascii("new.content")})
+            OR {_unsplit("new.search_text")};
 END;
 CREATE TRIGGER IF NOT EXISTS facts_fts_delete AFTER DELETE ON facts BEGIN
     INSERT INTO facts_fts (facts_fts, rowid, content)
@@ -52,8 +76,9 @@ CREATE TRIGGER IF NOT EXISTS facts_fts_update AFTER UPDATE OF content, search_te
     INSERT INTO facts_fts (rowid, content)
         VALUES (new.rowid, coalesce(new.search_text, new.content));
     INSERT OR IGNORE INTO facts_refold (rowid) SELECT new.rowid
-        WHERE new.content IS NOT old.content AND new.search_text IS old.search_text
-            AND (new.search_text IS NOT NULL OR {_not_ascii("new.content")});
+        WHERE (new.content IS NOT old.content AND new.search_text IS old.search_text
+            AND (new.search_text IS NOT NULL OR {_not_ascii("new.content")}))
+            OR {_unsplit("new.search_text")};
 END;
 """
 
@@ -72,8 +97,10 @@ DROP VIEW IF EXISTS facts_search;
 
 
 def search_text_of(content: str) -> str | None:
-    """facts.search_text of a content: its fold, None for ASCII (FTS5 lowercases that itself)."""
-    return None if content.isascii() else fold(content)
+    """facts.search_text of a content: its fold with its CJK runs split (rules.text.index_text:
+    FTS5's unicode61 then finds the bigrams the shared tokenizer counts), None for ASCII (FTS5
+    lowercases that itself)."""
+    return None if content.isascii() else index_text(content)
 
 
 def _refold(conn: sqlite3.Connection, where: str) -> None:
@@ -90,12 +117,19 @@ def _refold(conn: sqlite3.Connection, where: str) -> None:
         last = batch[-1][0]
 
 
+def _notes_unsplit(conn: sqlite3.Connection) -> bool:
+    """Whether the file's triggers are schema 18's: they note the rows written unsplit."""
+    row = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'facts_fts_insert'").fetchone()
+    return row is not None and "GLOB" in row[0]
+
+
 def migrate_fts(conn: sqlite3.Connection) -> None:
     """Make the text index FTS_DDL's, inside setup's transaction, idempotently: a file of schema
     10 or before (or a new one) gains each fact's search_text and an index built anew from them;
-    one of schema 12 has the rows its triggers noted folded (the update of a stale one re-indexes
-    its row); one of schema 11 gains the noting triggers and has every row that may be stale
-    checked, once (a process of schema 10 may have written it since the last start)."""
+    one of schema 18 has the rows its triggers noted folded (the update of a stale one re-indexes
+    its row); one of schema 11 to 17 gains the noting triggers and has every row that may be
+    stale checked, once (a process of schema 10 may have written it unfolded since the last
+    start; before schema 18 no CJK run was split)."""
     row = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'facts_fts'").fetchone()
     noted = "SELECT 1 FROM sqlite_master WHERE name = 'facts_refold'"
     if row is None or "facts_search" not in row[0]:
@@ -103,7 +137,7 @@ def migrate_fts(conn: sqlite3.Connection) -> None:
         _refold(conn, "1")
         conn.executescript(FTS_DDL)
         conn.execute("INSERT INTO facts_fts (facts_fts) VALUES ('rebuild')")
-    elif conn.execute(noted).fetchone() is not None:
+    elif conn.execute(noted).fetchone() is not None and _notes_unsplit(conn):
         _refold(conn, "rowid IN (SELECT rowid FROM facts_refold)")
     else:
         conn.executescript(_DROP_FTS_TRIGGERS + FTS_DDL)

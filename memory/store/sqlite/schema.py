@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from memory.store.sql.sessions import GUESTS_BACKFILL_SQL, GUESTS_INDEX_SQL
 
-SCHEMA_VERSION = 17
+SCHEMA_VERSION = 18
 
 # SQLite's clock as a stored timestamp (integer microseconds since the epoch; 'now' has
 # millisecond precision).

@@ -19,7 +19,7 @@ import numpy.typing as npt
 
 from memory.models import FactFilter, ScoredFact
 from memory.store.base import Vector
-from memory.store.rules.text import CANDIDATE_CAP, query_terms, stemmed_tokens
+from memory.store.rules.text import CANDIDATE_CAP, query_parts, query_terms, stemmed_tokens
 from memory.store.sql.facts import fact_filter_sql, ranked_text_hits
 from memory.store.sqlite.db import SQLiteDb
 from memory.store.sqlite.schema import fact_counter_key, facts_purge_key
@@ -35,12 +35,14 @@ _ROWS = (
 )
 
 
-def fts_match_expression(terms: list[str]) -> str | None:
-    """The query's words (``query_terms``: folded as the index's text is, facts.search_text),
-    each quoted as an FTS5 string and OR-ed: user text never becomes FTS5 syntax (operators,
+def fts_match_expression(terms: list[str], phrases: list[tuple[str, ...]]) -> str | None:
+    """The query's words and phrases (``query_parts``: folded as the index's text is,
+    facts.search_text), each quoted as an FTS5 string (a phrase's words in one: FTS5 matches
+    them next to each other) and OR-ed: user text never becomes FTS5 syntax (operators,
     prefixes, columns, NEAR). None when the query has no word."""
     # Quoting is safe because a \\w+ word never holds a double quote.
-    return " OR ".join(f'"{word}"' for word in terms) or None
+    quoted = [*terms, *(" ".join(phrase) for phrase in phrases)]
+    return " OR ".join(f'"{text}"' for text in quoted) or None
 
 
 async def text_search_tx(
@@ -51,8 +53,7 @@ async def text_search_tx(
     bm25(), whose statistics are the whole table's: other agents' facts must not move a score.
     The matches' terms and the count of the caller's facts come from the agent's in-memory
     index, refreshed in this same read transaction; whole rows are read for the ``limit`` best."""
-    terms = query_terms(query)
-    match = fts_match_expression(terms)
+    match = fts_match_expression(*query_parts(query))
     if match is None:
         return []
     where, params = fact_filter_sql(flt)
@@ -69,7 +70,7 @@ async def text_search_tx(
         return []
     agent = index.fresh(db.conn, flt.agent_id)
     docs = {fid: agent.terms[fid] for fid in matched if fid in agent.terms}
-    return await ranked_text_hits(db, terms, docs, agent.count(flt), limit)
+    return await ranked_text_hits(db, query_terms(query), docs, agent.count(flt), limit)
 
 
 def _unit_rows(matrix: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
