@@ -27,16 +27,24 @@ window.
 
 Marks are few: one per change of a switch with messages recorded on both sides, so never more
 than the session's messages; they go with the session when it is deleted. A state recorded into
-before has no open stretch: its earlier messages count as recorded under the switches of its
-next recording, or, until there is one, of the agent at formation time, as they did. So do the
-messages a previous version records during a rolling upgrade (it keeps no marks) and those an
-import creates: an export does not carry the marks yet, and a session moved with messages still
-to form forms them under the switches of the store it lands in.
+before has no open stretch, nor has one a previous version records into during a rolling upgrade
+(it keeps no marks), nor one an import creates from a file that does not name their switches
+(other sources, mnemos exports before version 3): while it has messages to form, every start
+opens its stretch under its agent's switches then (``opened``). Until then its messages count
+as recorded under the switches of its next recording, or of the agent at formation time.
+
+An export names, on each message line, the switches each agent the message is still to be
+formed for recorded it under (``recorded_at``; a formed one needs none), and an import makes
+them marks (``of_messages``) merged into the agents' own (``merged``): a session moved with
+messages still to form forms them under the switches they were said under, not those of the
+store it lands in.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from memory.models import AgentConfig, SessionAgentState
@@ -74,13 +82,39 @@ def as_recorded(agent: AgentConfig, state: SessionAgentState, upto_seq: int) -> 
     """The agent with the switches a window of ``state`` whose last message is ``upto_seq`` (and
     which spans no mark) was recorded under: the first mark at or after it, else the open
     stretch's, else (recorded before they were kept) the agent's own."""
-    found = next((m[1:] for m in state.switch_marks if m[0] >= upto_seq), state.recorded_under)
+    found = recorded_at(state, upto_seq)
     if found is None:
         return agent
     user, agent_memory = found
     return agent.model_copy(
         update={"user_memory_enabled": user, "agent_memory_enabled": agent_memory}
     )
+
+
+def recorded_at(state: SessionAgentState, seq: int) -> Switches | None:
+    """The switches the state's message ``seq`` was recorded under: the first mark at or after
+    it, else the open stretch's; None, not known (recorded before they were kept)."""
+    return next((m[1:] for m in state.switch_marks if m[0] >= seq), state.recorded_under)
+
+
+def of_messages(recorded: Mapping[int, Switches]) -> SwitchMarks:
+    """The marks of messages whose switches are known one by one ({seq: switches}, an export's):
+    one at the last message of each run recorded under the same switches."""
+    return _closing([(seq, *recorded[seq]) for seq in sorted(recorded)])
+
+
+def merged(own: SwitchMarks, other: SwitchMarks) -> SwitchMarks:
+    """``own`` with the marks of ``other`` at the seqs it has none at: a store keeps its own, an
+    import adds what the file knows and it does not (so the same file twice changes nothing)."""
+    by_seq = {m[0]: m for m in other} | {m[0]: m for m in own}
+    return _closing([by_seq[seq] for seq in sorted(by_seq)])
+
+
+def _closing(marks: list[SwitchMark]) -> SwitchMarks:
+    """Of marks in ascending seqs, those followed by one under other switches, and the last: a
+    mark followed by one under the same switches closes no stretch of its own (both are one)."""
+    closing = [m for m, after in itertools.pairwise(marks) if after[1:] != m[1:]]
+    return (*closing, *marks[-1:])
 
 
 def parsed(raw: object) -> tuple[SwitchMarks, Switches | None]:
@@ -95,3 +129,13 @@ def parsed(raw: object) -> tuple[SwitchMarks, Switches | None]:
 def dumped(marks: SwitchMarks, recorded_under: Switches | None) -> list[list[Any]]:
     items: list[list[Any]] = [[seq, user, agent] for seq, user, agent in marks]
     return items + ([[None, *recorded_under]] if recorded_under is not None else [])
+
+
+def opened(agent: AgentConfig) -> list[list[Any]]:
+    """The stored marks of a state recorded into before the switches were kept, still holding
+    messages to form: no mark, a stretch open under its agent's switches now. Every setup
+    writes it to such states (the backends' ``open_unmarked``): a store upgraded with messages
+    pending, or recorded into by a process of the previous version during the roll (the README
+    asks for no switch change meanwhile), so these are the switches they were said under, and a
+    change made after the roll no longer reaches back to them at formation time."""
+    return dumped((), switches(agent))

@@ -6,7 +6,7 @@
     {"type": "reflection", ...Reflection}
     {"type": "consolidated", ...ConsolidatedMemory}
     {"type": "message", ...StoredMessage, "session_created_at": ..., "withheld_from": [...],
-     "pending_for": [...]}
+     "pending_for": [...], "recorded_under": {agent: [user, agent memory]}}
                                                              # only with --messages
     {"type": "end", "counts": {"fact": n, ...}}
 
@@ -35,6 +35,14 @@ later message of the session, to form for them (memory.store.rules.import_sessio
 moved by export and import forms what the source had not. Files written before it (version 1)
 and other sources have none: their messages count as formed, as before. Version 2 is this field:
 a mnemos too old to know it refuses the file at its header, not at its first message line.
+
+A message line's ``recorded_under`` gives, for each agent of its ``pending_for`` that knows them,
+the memory switches (user memory on, agent memory on) it was recorded under there
+(memory/switch_marks.py): the import marks them in the agent's state, so the message forms
+under them, not under the switches of the store it lands in (an email told while user memory
+was off does not become user memory after a move). A formed message needs none. Files written
+before it (version 2 and older) have none: their messages form under the store's switches, as
+before. Version 3 is this field, refused at the header by a mnemos too old to know it.
 
 A record the import refuses (a user-scope fact without a user, a negative version or count) is a
 bad line like one that does not parse: the reader names it (ExportFormatError), before anything
@@ -71,8 +79,9 @@ from memory.models import (
 from memory.settings_errors import validation_line
 
 FORMAT: Final = "mnemos-export"
-VERSION: Final = 2  # 2: message lines' pending_for (1: every message counts as formed)
-_VERSIONS: Final = "v1/v2"  # those read: a version 1 file imports as it always did
+# 2: message lines' pending_for (1: every message counts as formed); 3: their recorded_under.
+VERSION: Final = 3
+_VERSIONS: Final = "v1/v2/v3"  # those read: an older file imports as it always did
 
 
 class HeaderLine(BaseModel):
@@ -80,7 +89,7 @@ class HeaderLine(BaseModel):
 
     type: Literal["header"] = "header"
     format: Literal["mnemos-export"] = FORMAT
-    version: Literal[1, 2] = VERSION  # a version 1 file still imports (no pending_for)
+    version: Literal[1, 2, 3] = VERSION  # older files still import (no pending_for, marks)
     exported_at: UtcDatetime
     embedding_model: str | None = Field(None, description="The store's model (fact vectors)")
     agent_id: Id | None = Field(None, description="Filter: only this agent")
@@ -115,6 +124,11 @@ class MessageLine(StoredMessage):
     )
     pending_for: tuple[Id, ...] = Field(
         (), description="The agents that had not formed it yet (none: formed, or files before it)"
+    )
+    recorded_under: dict[Id, tuple[bool, bool]] = Field(
+        default_factory=dict,
+        description="Of those, the memory switches (user, agent) each recorded it under "
+        "(none: not known, or files before it)",
     )
 
 
@@ -258,12 +272,13 @@ def import_record(r: Record) -> ImportRecord:
                 **r.model_dump(exclude={"type"}), sources=(_ref("consolidated", r.scope_key.key),)
             )
         case MessageLine():
-            extra = {"type", "session_created_at", "withheld_from", "pending_for"}
+            extra = {"type", "session_created_at", "withheld_from", "pending_for", "recorded_under"}
             return MessageImport(
                 message=StoredMessage.model_validate(r.model_dump(exclude=extra)),
                 session_created_at=r.session_created_at,
                 withheld_from=r.withheld_from,
                 pending_for=r.pending_for,
+                recorded_under=r.recorded_under,
                 source=_ref("messages", f"{r.session_id}:{r.message_id}"),
             )
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Final, TextIO
 
+from memory import switch_marks
 from memory.lifecycle.export import (
     AgentLine,
     ConsolidatedLine,
@@ -24,7 +25,7 @@ from memory.lifecycle.export import (
     ReflectionLine,
     export_text,
 )
-from memory.models import StoredMessage
+from memory.models import SessionAgentState, StoredMessage
 from memory.store.base import MemoryStore
 from memory.store.counts import ExportData
 from memory.store.rules.export import EXPORT_PAGE, Exported
@@ -36,17 +37,17 @@ async def records_of(
     facts: AsyncIterator[Exported] | None = None,
     sessions_created: Mapping[str, datetime] | None = None,
     sessions_withheld: Mapping[str, Mapping[str, Withheld]] | None = None,
-    sessions_cursors: Mapping[str, Mapping[str, int]] | None = None,
+    sessions_states: Mapping[str, Mapping[str, SessionAgentState]] | None = None,
 ) -> AsyncIterator[Record]:
     """The records of ``data``, which they consume: its lists are emptied as their records
     are made (_drained). ``facts``: the facts as they are read (fact_pages), after the agents;
     absent, those of ``data``. ``sessions_created``: each message's session's created_at
     (absent: none written); ``sessions_withheld``: each session's agents' withheld maps
-    (absent: nothing withheld); ``sessions_cursors``: each session's agents' cursors (absent:
-    every message formed)."""
+    (absent: nothing withheld); ``sessions_states``: each session's agents' states, for what
+    each has formed and the switches it recorded the rest under (absent: every message formed)."""
     created = sessions_created or {}
     withheld = sessions_withheld or {}
-    cursors = sessions_cursors or {}
+    states = sessions_states or {}
     for agent in _drained(data.agents):
         yield AgentLine(**agent.model_dump())
     async for fact, vector in _listed(data.facts) if facts is None else facts:
@@ -56,11 +57,14 @@ async def records_of(
     for b in _drained(data.consolidated):
         yield ConsolidatedLine(**b.model_dump())
     for m in _drained(data.messages):
+        mine = states.get(m.session_id, {})
+        pending = pending_for(m, mine)
         yield MessageLine(
             **m.model_dump(),
             session_created_at=created.get(m.session_id),
             withheld_from=withheld_from(m, withheld.get(m.session_id, {})),
-            pending_for=pending_for(m, cursors.get(m.session_id, {})),
+            pending_for=pending,
+            recorded_under=recorded_under(m, {a: mine[a] for a in pending}),
         )
 
 
@@ -92,10 +96,20 @@ def _drained[T](items: list[T]) -> Iterator[T]:
         yield items.pop()
 
 
-def pending_for(message: StoredMessage, cursors: Mapping[str, int]) -> tuple[str, ...]:
-    """The agents (of ``cursors``: each one's cursor) that have not formed the message yet: an
+def pending_for(message: StoredMessage, states: Mapping[str, SessionAgentState]) -> tuple[str, ...]:
+    """The agents (of ``states``: each one's state) that have not formed the message yet: an
     import of the file leaves it to form for them (rules.import_sessions.file_cursors)."""
-    return tuple(sorted(a for a, cursor in cursors.items() if message.seq > cursor))
+    return tuple(sorted(a for a, state in states.items() if message.seq > state.cursor_seq))
+
+
+def recorded_under(
+    message: StoredMessage, states: Mapping[str, SessionAgentState]
+) -> dict[str, tuple[bool, bool]]:
+    """The memory switches each agent (of ``states``: those the message is still to be formed
+    for) recorded it under, where known (memory/switch_marks.py): an import of the file marks
+    them, so it forms under them in the store it lands in too."""
+    known = {a: switch_marks.recorded_at(state, message.seq) for a, state in states.items()}
+    return {a: switches for a, switches in known.items() if switches is not None}
 
 
 async def sessions_created(store: MemoryStore, data: ExportData) -> dict[str, datetime]:
@@ -112,11 +126,12 @@ async def sessions_created(store: MemoryStore, data: ExportData) -> dict[str, da
 
 async def session_states(
     store: MemoryStore, data: ExportData, agents: Collection[str] | None = None
-) -> tuple[dict[str, dict[str, Withheld]], dict[str, dict[str, int]]]:
-    """Each session's agents' withheld maps (rules.withheld), those not empty, and cursors (the
-    last seq each has formed), each state read once: a message line names the agents its message
-    is withheld from, so that an import withholds it again, and those it is still to be formed
-    for. Every agent's (``agents`` None), with ``--agent`` too: a session imported from one file
+) -> tuple[dict[str, dict[str, Withheld]], dict[str, dict[str, SessionAgentState]]]:
+    """Each session's agents' withheld maps (rules.withheld), those not empty, and states (the
+    last seq each has formed, the switches it recorded the rest under), each state read once: a
+    message line names the agents its message is withheld from, so that an import withholds it
+    again, and those it is still to be formed for, with the switches each recorded it under.
+    Every agent's (``agents`` None), with ``--agent`` too: a session imported from one file
     per agent keeps the others' marks. Read after the export's snapshot, as sessions_created: a
     bound only grows, so a forget since then withholds more, never less; a formation committing
     between the two reads makes its messages count as formed while its facts are not in the file
@@ -124,15 +139,15 @@ async def session_states(
     not in the file either). A session gone since then (every user forgotten) has no state left:
     its messages count as formed, as in files written before this."""
     withheld: dict[str, dict[str, Withheld]] = {}
-    cursors: dict[str, dict[str, int]] = {}
+    states: dict[str, dict[str, SessionAgentState]] = {}
     for session_id, agent_id in await _session_agents(store, data, agents):
         state = await store.get_session_agent_state(session_id, agent_id)
         if state is None:
             continue
-        cursors.setdefault(session_id, {})[agent_id] = state.cursor_seq
+        states.setdefault(session_id, {})[agent_id] = state
         if state.withheld:
             withheld.setdefault(session_id, {})[agent_id] = state.withheld
-    return withheld, cursors
+    return withheld, states
 
 
 async def _session_agents(
@@ -169,11 +184,11 @@ async def read_for_export(
     """The store reads of an export before its first line: a store that fails fails here,
     answered as any failed request, not as a file cut midway; one failing on a later page of
     facts cuts the file before its end line (export_text). ``states_of``: the agents whose
-    formation state of a session (``pending_for``, ``withheld_from``) message lines may name;
-    None, every agent's (an operator's export: a store moved by export and import keeps each
-    one's). An export for an API key names only its agent's: a session holding another agent is
-    unknown to the key (serve.auth.foreign_session), and the file must not tell that the agent
-    holds it."""
+    formation state of a session (``pending_for``, ``recorded_under``, ``withheld_from``)
+    message lines may name; None, every agent's (an operator's export: a store moved by export
+    and import keeps each one's). An export for an API key names only its agent's: a session
+    holding another agent is unknown to the key (serve.auth.foreign_session), and the file must
+    not tell that the agent holds it."""
     data = await store.export_data(
         agent_id=agent_id, user_id=user_id, messages=messages, facts=False
     )
@@ -192,9 +207,9 @@ async def read_for_export(
         messages=messages,
     )
     created = await sessions_created(store, data)
-    withheld, cursors = await session_states(store, data, states_of)
+    withheld, states = await session_states(store, data, states_of)
     facts = fact_pages(store, fact_ids, first)
-    return ReadExport(header, records_of(data, facts, created, withheld, cursors))
+    return ReadExport(header, records_of(data, facts, created, withheld, states))
 
 
 async def export_store(

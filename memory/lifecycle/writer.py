@@ -47,7 +47,7 @@ from memory.pipeline import consolidation
 from memory.pipeline.types import ConsolidationRequest
 from memory.store.base import MemoryStore
 from memory.store.counts import BlobImport, ImportCounts, SessionPeople
-from memory.store.rules.import_sessions import file_cursors
+from memory.store.rules.import_sessions import file_cursors, file_switches
 from memory.store.rules.imports import Pair, erased, users_by_agent
 from memory.store.rules.withheld import file_bounds
 
@@ -234,8 +234,9 @@ async def write_batch(
         created = sessions_created(m_chunk)
         marks = file_bounds((m.message, m.withheld_from) for m in m_chunk)
         cursors = file_cursors((m.message, m.pending_for) for m in m_chunk)
+        switches = file_switches((m.message, m.recorded_under) for m in m_chunk)
         counts = await store.import_messages(
-            messages, sessions_created=created, withheld=marks, cursors=cursors
+            messages, sessions_created=created, withheld=marks, cursors=cursors, switches=switches
         )
         report.add("messages", counts)
         progress("messages", len(m_chunk))

@@ -75,6 +75,7 @@ class LifecycleContract(abc.ABC):
         sessions_created: Mapping[str, datetime] | None = None,
         withheld: Mapping[str, Mapping[str, Mapping[str, int]]] | None = None,
         cursors: Mapping[str, Mapping[str, int]] | None = None,
+        switches: Mapping[str, Mapping[str, Mapping[int, tuple[bool, bool]]]] | None = None,
     ) -> ImportCounts:
         """Insert by (session, message id), keeping seqs (a seq held by another message:
         conflict); create sessions, agents and users as needed (a session created at its time in
@@ -83,7 +84,10 @@ class LifecycleContract(abc.ABC):
         count as formed). ``withheld``: {session: {agent: {user: bound}}}, the file's withheld
         marks (rules.withheld.file_bounds), merged into the agents' own, never lowering one.
         ``cursors``: {session: {agent: cursor}}, the file's (rules.import_sessions.file_cursors):
-        the agent's imported messages after it are not formed, and stay pending."""
+        the agent's imported messages after it are not formed, and stay pending. ``switches``:
+        {session: {agent: {seq: switches}}}, the memory switches the file says the agent recorded
+        each message under (rules.import_sessions.file_switches): marks merged into the agent's
+        own (memory/switch_marks.py), so those still to form form under them."""
 
     @abc.abstractmethod
     async def forget_user(

@@ -94,6 +94,7 @@ class PlannedLifecycle(SharedReads):
         sessions_created: Mapping[str, datetime] | None = None,
         withheld: Mapping[str, Mapping[str, Mapping[str, int]]] | None = None,
         cursors: Mapping[str, Mapping[str, int]] | None = None,
+        switches: Mapping[str, Mapping[str, Mapping[int, tuple[bool, bool]]]] | None = None,
     ) -> ImportCounts:
         """One transaction per session (a session's messages are imported together)."""
         total = ImportCounts()
@@ -103,7 +104,8 @@ class PlannedLifecycle(SharedReads):
             created = (sessions_created or {}).get(session_id)
             marks = (withheld or {}).get(session_id)
             there = (cursors or {}).get(session_id)
-            req = session_import_request(session_id, batch, created, marks, there)
+            under = (switches or {}).get(session_id)
+            req = session_import_request(session_id, batch, created, marks, there, under)
             total += await self._transact(req, partial(plan_import_session, req, batch))
         return total
 

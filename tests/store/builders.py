@@ -104,6 +104,16 @@ async def record_unmarked(
         await record(store, session_id, agent_id, messages)
 
 
+async def record_before_marks(
+    store: MemoryStore, session_id: str, agent_id: str, messages: Sequence[MessageIn]
+) -> None:
+    """``record`` as a writer older than the switch marks did (a store upgraded with these
+    messages pending, or a replica of the previous version during the roll): no marks, no
+    open stretch."""
+    with patch.object(message_rules, "_switch_marks", lambda snapshot, caller: []):
+        await record(store, session_id, agent_id, messages)
+
+
 async def assert_guests_marked(store: MemoryStore) -> None:
     """Sessions "guests" (u1 and a guest) and "alone" (u1 and the agent), recorded by agent a1:
     in every view, the first has guests and is a group chat, the second neither."""
@@ -271,8 +281,8 @@ async def a_pending_session(store: MemoryStore) -> None:
 
 async def assert_upgraded_session_marked(store: MemoryStore) -> None:
     """``a_pending_session``'s, in a file or database upgraded from before the marks of the memory
-    switches: none stored, its message counts as recorded under the switches of the next
-    recording, and a change of a switch after it closes that stretch (memory/switch_marks.py)."""
+    switches: the start opens its stretch under the agent's switches then (what it was said
+    under), and a change of a switch after it closes that stretch (memory/switch_marks.py)."""
     await store.setup()
     try:
         before = await store.get_session_agent_state("s1", "a1")
@@ -282,6 +292,6 @@ async def assert_upgraded_session_marked(store: MemoryStore) -> None:
         after = await store.get_session_agent_state("s1", "a1")
     finally:
         await store.close()
-    assert before is not None and (before.switch_marks, before.recorded_under) == ((), None)
+    assert before is not None and (before.switch_marks, before.recorded_under) == ((), (True, True))
     assert after is not None
     assert (after.switch_marks, after.recorded_under) == (((2, True, True),), (False, True))

@@ -10,9 +10,11 @@ from typing import Any
 from bson import ObjectId
 from pymongo.asynchronous.database import AsyncDatabase
 
-from memory.models import SessionAgentState, SessionInfo, StoredMessage
+from memory import switch_marks
+from memory.models import AgentConfig, SessionAgentState, SessionInfo, StoredMessage
 from memory.store.base import Cold
 from memory.store.mongo.docs import Doc, message_from_doc, session_from_doc, state_from_doc, ts
+from memory.store.records import known
 
 
 class MongoSessions:
@@ -117,6 +119,31 @@ class MongoSessions:
         }
         found = sorted(p for p in pairs if p in done and p > after)
         return found[:limit]
+
+
+# memory.switch_marks.opened's states: messages to form, no switch kept yet (a document stored
+# before the field, or written by a process of the previous version, has none).
+_UNMARKED: Doc = {
+    "pending_messages": {"$gt": 0},
+    "$or": [{"switch_marks": {"$exists": False}}, {"switch_marks": {"$size": 0}}],
+}
+_UNMARKED_BATCH = 500
+
+
+async def open_unmarked(db: AsyncDatabase[Doc]) -> None:
+    """memory.switch_marks.opened, at every setup, agent by agent and a batch at a time; each
+    update re-checks the filter, so a state a recording opened meanwhile keeps its own."""
+    async for doc in db.agents.find({}):
+        agent = AgentConfig.model_validate(
+            known(AgentConfig, {k: v for k, v in doc.items() if k != "_id"})
+        )
+        unmarked = {"agent_id": agent.agent_id, **_UNMARKED}
+        opened = {"$set": {"switch_marks": switch_marks.opened(agent)}}
+        while ids := [
+            d["_id"]
+            async for d in db.session_agents.find(unmarked, {"_id": 1}).limit(_UNMARKED_BATCH)
+        ]:
+            await db.session_agents.update_many({"_id": {"$in": ids}, **unmarked}, opened)
 
 
 async def migrate_session_agents(db: AsyncDatabase[Doc]) -> None:

@@ -45,7 +45,12 @@ from memory.store.mongo.listings import MongoListings
 from memory.store.mongo.reads import MongoReads, recent_fact_docs
 from memory.store.mongo.reembed import MongoReembed
 from memory.store.mongo.search import AtlasMode, FactSearch, fact_match
-from memory.store.mongo.sessions import MongoSessions, mark_guests, migrate_session_agents
+from memory.store.mongo.sessions import (
+    MongoSessions,
+    mark_guests,
+    migrate_session_agents,
+    open_unmarked,
+)
 from memory.store.mongo.txn import mongo_outage, run_transaction
 from memory.store.mongo.writes import apply_writes
 from memory.store.outage import CONNECT_TIMEOUT_SECONDS, translating_outages
@@ -129,6 +134,7 @@ class MongoStore(
         await fill_cjk_terms(self._db)  # once: the facts stored before their CJK terms
         await migrate_session_agents(self._db)
         await mark_guests(self._db)  # at every start (mongo.sessions.mark_guests)
+        await open_unmarked(self._db)  # at every start (memory.switch_marks.opened)
 
     async def close(self) -> None:
         if self._owns_client:

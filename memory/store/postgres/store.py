@@ -47,8 +47,8 @@ class PostgresStore(PostgresPool, SqlStore[PostgresDb]):
     # ------------------------------------------------------------ lifecycle
 
     async def setup(self) -> None:
-        """Apply the pending migrations (idempotent), mark the sessions with guests, then open the
-        pool."""
+        """Apply the pending migrations (idempotent), mark the sessions with guests, open the
+        pool, then open the switches of states recorded into before they were kept."""
         conn = await connect(self._dsn)
         try:
             await migrate(conn)
@@ -58,6 +58,7 @@ class PostgresStore(PostgresPool, SqlStore[PostgresDb]):
         finally:
             await conn.close()
         await self._open_pool()
+        await self._open_unmarked()  # at every start (memory.switch_marks.opened)
 
     async def close(self) -> None:
         await self._close_pool()

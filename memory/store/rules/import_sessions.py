@@ -1,14 +1,16 @@
 """The import of messages, planned (memory.store.rules.imports for the rest): one session's
 messages by id with their seqs, never bringing back what forget_user deleted, nor showing an
-agent what a forget under it withheld from it (rules.withheld)."""
+agent what a forget under it withheld from it (rules.withheld), each still to form under the
+memory switches it was recorded under where it comes from (memory/switch_marks.py)."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from memory import switch_marks
 from memory.models import SessionAgentState, StoredMessage
 from memory.speakers import participants
 from memory.store.counts import ImportCounts
@@ -27,6 +29,7 @@ from memory.store.rules.writes import (
     NewMessage,
     Plan,
     Request,
+    SetSwitchMarks,
     Write,
     user_key,
 )
@@ -88,6 +91,10 @@ class SessionImportRequest(Request[SessionImportSnapshot]):
     # The file's cursors, (agent, cursor) (``file_cursors``): the agent had not formed the file's
     # messages after it where they come from. An agent not named: all counted as formed.
     cursors: tuple[tuple[str, int], ...] = ()
+    # The memory switches the agent recorded the file's message ``seq`` under where it comes
+    # from, (agent, seq, user memory, agent memory) (``file_switches``): made marks merged into
+    # the agent's own (memory/switch_marks.py). A message not named: not known.
+    switches: tuple[tuple[str, int, bool, bool], ...] = ()
 
     def serialized_on(self) -> tuple[str, ...]:
         # The file's users. Those the stored session holds are known only once read, but a
@@ -101,9 +108,11 @@ def session_import_request(
     created_at: datetime | None = None,
     withheld: Mapping[str, Withheld] | None = None,
     cursors: Mapping[str, int] | None = None,
+    switches: Mapping[str, Mapping[int, switch_marks.Switches]] | None = None,
 ) -> SessionImportRequest:
     """``withheld``: the file's marks of the session, {agent: {user: bound}}; ``cursors``: the
-    file's cursors of the session, {agent: cursor} (``file_cursors``)."""
+    file's cursors of the session, {agent: cursor} (``file_cursors``); ``switches``: the file's
+    switches of the session's messages, {agent: {seq: switches}} (``file_switches``)."""
     return SessionImportRequest(
         session_id=session_id,
         agent_ids=tuple(dict.fromkeys(m.agent_id for m in messages if m.agent_id)),
@@ -118,6 +127,11 @@ def session_import_request(
             for user, seq in sorted(bounds.items())
         ),
         cursors=tuple(sorted((cursors or {}).items())),
+        switches=tuple(
+            (agent, seq, *under)
+            for agent, known in sorted((switches or {}).items())
+            for seq, under in sorted(known.items())
+        ),
     )
 
 
@@ -134,6 +148,44 @@ def file_cursors(
             mine = cursors.setdefault(m.session_id, {})
             mine[agent] = min(m.seq - 1, mine.get(agent, m.seq))
     return cursors
+
+
+def file_switches(
+    marked: Iterable[tuple[StoredMessage, Mapping[str, switch_marks.Switches]]],
+) -> dict[str, dict[str, dict[int, switch_marks.Switches]]]:
+    """{session: {agent: {seq: switches}}} from messages and the memory switches each agent
+    recorded each under where it comes from (an export's ``recorded_under``)."""
+    switches: dict[str, dict[str, dict[int, switch_marks.Switches]]] = {}
+    for m, under in marked:
+        for agent, recorded in under.items():
+            switches.setdefault(m.session_id, {}).setdefault(agent, {})[m.seq] = recorded
+    return switches
+
+
+def _marking(
+    req: SessionImportRequest,
+    states: Mapping[str, SessionAgentState],
+    agents: Collection[str],
+    kept: Collection[int],
+) -> list[Write]:
+    """The marks of the switches the file says each of the session's ``agents`` recorded its
+    messages under (those ``kept``: stored or imported, not a forgotten user's), merged into the
+    agent's own (switch_marks.merged: a store keeps its marks, so the same file twice changes
+    nothing), written where they add to them; its open stretch stays as it is. A new agent (not
+    in ``states``) has none of its own."""
+    known: dict[str, dict[int, switch_marks.Switches]] = {}
+    for agent, seq, user, memory in req.switches:
+        if agent in agents and seq in kept:
+            known.setdefault(agent, {})[seq] = (user, memory)
+    writes: list[Write] = []
+    for agent, recorded in known.items():
+        state = states.get(agent)
+        own = () if state is None else state.switch_marks
+        marks = switch_marks.merged(own, switch_marks.of_messages(recorded))
+        if marks != switch_marks.merged(own, ()):
+            under = None if state is None else state.recorded_under
+            writes.append(SetSwitchMarks(req.session_id, agent, marks, under))
+    return writes
 
 
 def _maps(
@@ -235,7 +287,10 @@ def plan_import_session(
 
     The file's withheld marks (a forget under some agents kept a user's messages for the
     others) are merged into the agents' own maps, never lowering one, and such an agent does
-    not count a user it withholds every message of among its participants (``_withholding``)."""
+    not count a user it withholds every message of among its participants (``_withholding``).
+    The switches the file says each agent recorded its messages under (``req.switches``) are
+    marks merged into the agent's own (``_marking``): those it still has to form form under
+    them, not under the agent's switches here."""
     counts = ImportCounts()
     agents = tuple(dict.fromkeys((*snapshot.states, *req.agent_ids)))
     users = tuple(dict.fromkeys((*snapshot.user_ids, *req.user_ids)))
@@ -259,11 +314,14 @@ def plan_import_session(
     # those of a session already imported too, as a forget under the agent makes them.
     by_id = {m.message_id: m for m in messages}
     kept = [m for i, m in by_id.items() if i in snapshot.stored or i in new]
+    kept_seqs = {m.seq for m in kept}
     if not new:
         if gone or disagree:
             return Plan((), counts)
         maps = _maps(req, snapshot.states, tuple(snapshot.states))
-        return Plan(tuple(_withholding(req.session_id, snapshot.states, maps, kept, ())), counts)
+        withholding = _withholding(req.session_id, snapshot.states, maps, kept, ())
+        marking = _marking(req, snapshot.states, snapshot.states, kept_seqs)
+        return Plan((*withholding, *marking), counts)
     maps = _maps(req, snapshot.states, agents)
     first = min(new.values(), key=lambda m: m.seq)
     last_at = max(m.created_at for m in new.values())
@@ -291,6 +349,9 @@ def plan_import_session(
         there = dict(req.cursors).get(agent_id)
         if (move := _formed_upto(state, mine, stored_seqs, req.max_seq, there)) is not None:
             writes.append(move)
+    # After the agents join (a new one's state is written first): the switches the file says
+    # each recorded the messages under, so that those still to form form under them.
+    writes += _marking(req, snapshot.states, agents, kept_seqs)
     # After the agents join: the users of the imported messages are the session's and each of its
     # agents' participants (the imported history is theirs), added once each.
     if new_users := participants(new.values()):

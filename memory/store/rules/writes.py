@@ -99,7 +99,7 @@ class SetSwitchMarks:
     session_id: str
     agent_id: str
     marks: tuple[tuple[int, bool, bool], ...]
-    recorded_under: tuple[bool, bool]
+    recorded_under: tuple[bool, bool] | None  # None: none open yet (an import's marks)
 
 
 @dataclass(frozen=True)

@@ -99,6 +99,19 @@ UPDATE sessions SET has_guests = true WHERE NOT has_guests AND session_id IN (
 )
 """
 
+# memory.switch_marks.opened, in batches (an UPDATE of a few rows at a time: a busy PostgreSQL
+# store's SERIALIZABLE recordings then rarely conflict with it): an agent's states with messages to
+# form and no switch kept yet (among the partial index session_agents_cold's rows).
+UNMARKED_BATCH = 500
+OPEN_UNMARKED_SQL = """
+UPDATE session_agents SET switch_marks = %s WHERE agent_id = %s AND switch_marks = '[]'
+  AND session_id IN (
+    SELECT session_id FROM session_agents
+    WHERE agent_id = %s AND pending_messages > 0 AND switch_marks = '[]' LIMIT %s
+  )
+"""
+
+
 # A batch of them: the next sessions to mark after a session id, in id order.
 GUEST_SESSIONS_AFTER_SQL = f"""
 SELECT DISTINCT m.session_id FROM messages AS m JOIN sessions AS s ON s.session_id = m.session_id

@@ -10,11 +10,13 @@ its schema and search."""
 from __future__ import annotations
 
 import abc
+import json
 from collections.abc import Callable, Coroutine, Sequence
 from datetime import datetime
 from functools import partial
 from typing import Any
 
+from memory import switch_marks
 from memory.api_keys import ApiKey
 from memory.degraded import DegradedWindow
 from memory.directory import AgentUser
@@ -107,6 +109,19 @@ class SqlStore[D: Db](PlannedStore):
             return changed
 
         return await self._db_write(update)
+
+    async def _open_unmarked(self) -> None:
+        """memory.switch_marks.opened, written at setup to the states it is for, agent by agent
+        and a batch at a time."""
+        agents = await self._db_read(
+            lambda db: db.fetch("SELECT agent_id, config FROM agents ORDER BY agent_id")
+        )
+        for row in agents:
+            agent_id = row["agent_id"]
+            # The agent read in the batch's own transaction: a change of its switches meanwhile
+            # is either before the batch (its switches) or after (states already opened).
+            while await self._db_write(partial(_open_unmarked_batch, agent_id=agent_id)):
+                pass
 
     # ------------------------------------------------------------ sessions and messages
 
@@ -314,3 +329,10 @@ class SqlStore[D: Db](PlannedStore):
 async def _agent(db: Db, agent_id: str) -> AgentConfig | None:
     row = await db.fetch_one("SELECT config FROM agents WHERE agent_id = %s", (agent_id,))
     return None if row is None else db.model(AgentConfig, row["config"])
+
+
+async def _open_unmarked_batch(db: Db, *, agent_id: str) -> int:
+    if (agent := await _agent(db, agent_id)) is None:
+        return 0
+    stored = json.dumps(switch_marks.opened(agent))
+    return await db.execute(ss.OPEN_UNMARKED_SQL, (stored, agent_id, agent_id, ss.UNMARKED_BATCH))

@@ -120,6 +120,7 @@ class SQLiteStore(SQLiteThread, SqlStore[SQLiteDb]):
             )
 
         await self._write(create)
+        await self._open_unmarked()  # at every start (memory.switch_marks.opened)
 
     async def close(self) -> None:
         if self._closed:
