@@ -37,6 +37,13 @@ _SAME_CHARACTER = str.maketrans({"\u2212": "-", "\u2013": "-", "\u2019": "'"})
 # Words whose presence never changes what a fact says ("a" only as an article: see ``words``).
 # Negations, tense and prepositions do ("is" / "was", "for" / "by"), so they stay.
 _ARTICLES = frozenset({"an", "the"})
+# The words that deny what the rest of a sentence says ("no longer", "not", "never"), and so make
+# it another statement than the same words without them: the offline decision rules read a fact
+# by them (memory/llm/decision_words.py), and a new version's sources do (store/rules/versions.py).
+NEGATIONS = frozenset({"not", "no", "never", "cannot", "longer"})
+# "longer" denies only after "no" or "not … any", which say so already; alone it compares ("a
+# longer commute").
+_DENIALS = NEGATIONS - {"longer"}
 
 
 def is_code(token: str) -> bool:
@@ -87,3 +94,9 @@ def values(text: str) -> frozenset[str]:
     """The text's numbers and codes (tokens holding a digit), exact: with their sign, currency,
     unit symbol and letter case ("-18", "$50,000", "10%", "QX7Bz")."""
     return frozenset(w for w in tokens(text) if _DIGIT.search(w))
+
+
+def denies(text: str) -> bool:
+    """Whether the text holds a negation: a word of NEGATIONS (but a bare "longer"), or a
+    contraction of "not" ("isn't", "doesn't", "won't"; ``tokens`` reads a typographic apostrophe as "'")."""
+    return any(w in _DENIALS or w.endswith("n't") for w in map(str.casefold, tokens(text)))

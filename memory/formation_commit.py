@@ -57,13 +57,18 @@ class FactInvalidate(DomainModel):
 
 
 class FactKeep(DomainModel):
-    """NONE of the decision: the new fact is already known as this stored one, so nothing is
-    written; but the new statement is dropped only if that fact is still what the decision read
-    (an update or invalidation since makes the decision stale, as for FactUpdate)."""
+    """NONE of the decision: the new fact is already known as this stored one, so its text is
+    not written again; but the new statement is dropped only if that fact is still what the
+    decision read (an update or invalidation since makes the decision stale, as for FactUpdate).
+    Said after the fact was, the statement is its latest: the fact takes its time and cites it
+    (memory/store/rules/fact_ops.py), so that what was said in between, learnt late, does not
+    replace it. Keeps of older workers' payloads carry neither: nothing moves."""
 
     op: Literal["keep"] = "keep"
     fact_id: str
     expected_version: StoredInt
+    source_message_ids: SourceIds = ()
+    said_at: UtcDatetime | None = None
 
 
 FactOp = Annotated[FactAdd | FactUpdate | FactInvalidate | FactKeep, Field(discriminator="op")]

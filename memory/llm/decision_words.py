@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import re
 
+from memory.fact_words import NEGATIONS as NEGATIONS  # re-exported: the rules read by it
 from memory.llm.heuristic_corrections import RESTATING, RESTATING_THAT
 
 TOKEN = re.compile(r"[\w@$.:/,'-]*\w")
 # The split also sees a colon or an equals sign between words: "Locker 17 code: 4411".
 SPLIT_TOKEN = re.compile(r"[\w@$.:/,'-]*\w'?|(?<!\S)[:=](?!\S)|(?<=\w)[:=](?=\s)")
-NEGATIONS = {"not", "no", "never", "cannot", "longer"}
 STOPWORDS = {"a", "an", "the", "do", "does", "did"}
 MONTHS = {"january", "february", "march", "april", "may", "june", "july", "august"}
 MONTHS |= {"september", "october", "november", "december"}

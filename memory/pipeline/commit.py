@@ -97,9 +97,13 @@ def fact_ops(
                     )
                 )
             case "NONE" if d.existing_id is not None and d.expected_version is not None:
-                # Writes nothing, but drops the new statement as already known: only while the
-                # fact it was judged to repeat is still the version it was judged against.
-                ops.append(FactKeep(fact_id=d.existing_id, expected_version=d.expected_version))
+                # Drops the new statement as already known: only while the fact it was judged to
+                # repeat is still the version it was judged against. Said later, it dates it.
+                ops.append(
+                    FactKeep(
+                        fact_id=d.existing_id, expected_version=d.expected_version, **provenance
+                    )
+                )
     return ops
 
 

@@ -25,7 +25,8 @@ are placed by) stands with the new fact's own text, as one that loses a value do
 agent scope is one formation cleared for it): one fact, never two copies of it.
 
 An ADD of a fact a person deleted after it was said, in other words than the fact held, stores
-nothing when the model, asked that pair, says it is the same fact (deleted_again.py).
+nothing when the model, asked that pair, says it is the same fact; an ADD of a text a person
+replaced by editing a candidate, said before the edit, is a NONE of that fact (deleted_again.py).
 
 The step also embeds the texts its decisions store (ADD texts, UPDATE merges) through the
 content-addressed cache: the commit only reads those vectors, so the store write never waits on the
@@ -49,8 +50,8 @@ from memory.llm.fact_overlap import (
     nothing_in_common,
 )
 from memory.models import FactScope
-from memory.pipeline.decision_order import in_message_order, through_window
-from memory.pipeline.deleted_again import not_deleted_again
+from memory.pipeline.decision_order import in_message_order, said_back, through_window
+from memory.pipeline.deleted_again import not_deleted_again, not_replaced_again
 from memory.pipeline.embed_cache import embed_cached
 from memory.pipeline.predecide import REFUSED, predecide
 from memory.pipeline.restatements import second_look
@@ -110,10 +111,12 @@ async def decide(
 ) -> DecisionsResult:
     """Decide, then embed the texts to store (one embedding call at most, none when cached)."""
     decisions, llm = await _decide(deps, window, facts, candidates, retry)
+    decisions = await not_replaced_again(deps, facts, candidates, decisions)
     decisions, asked = await not_deleted_again(deps, window, facts, decisions)
-    ordered = through_window(window, decisions)
+    ordered = said_back(window, through_window(window, decisions), facts)
     # A later statement naming an add just dropped is an ADD now: looked at in its turn.
     made_adds = {d.new_index for d, was in zip(ordered, decisions, strict=True) if d != was}
+    ordered = await not_replaced_again(deps, facts, candidates, ordered, only=made_adds)
     decisions, again = await not_deleted_again(deps, window, facts, ordered, only=made_adds)
     asked += again
     _, calls = await embed_cached(deps.store, deps.embedder, stored_texts(facts, decisions))

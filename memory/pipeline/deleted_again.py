@@ -14,6 +14,13 @@ cannot be read, a refusal or a provider failure keeps the add, as the second loo
 decision: what the user said is not lost to a failure, and the person can delete it again.
 
 Said after the delete, the fact told again comes back, as the commit lets it.
+
+A fact a person corrected by hand holds the same promise: what was said before the edit does not
+undo it. The commit keeps a late UPDATE back to the replaced text from replacing theirs
+(versions.said_before); an ADD of that very text, a model's, or its NONE of the edited fact
+refused as naming another value (dedup ``another_value``: "Rex" is no value of "… is called
+Max"), would store it as a new fact beside the edit. Such an add, of a text an edit replaced in a
+candidate, said no later than the edit, is a NONE of the edited fact (``not_replaced_again``).
 """
 
 from __future__ import annotations
@@ -26,12 +33,61 @@ from memory.ids import content_hash
 from memory.llm import choose_model
 from memory.llm.fact_overlap import may_restate, restatement_keys
 from memory.models import Fact
+from memory.pipeline.predecide import RULE
 from memory.pipeline.restatements import ask_same_fact
-from memory.pipeline.types import Decision, LlmCall, NewFact, Window
+from memory.pipeline.types import CandidatesResult, Decision, LlmCall, NewFact, Window
 from memory.pipeline.window import window_agent
-from memory.store.rules.versions import deleted_since
+from memory.store.rules.versions import deleted_since, replaced_by_hand
 
 DELETED_AGAIN = "deleted by hand, said before the delete:"  # a dropped add's reasoning
+EDITED_AGAIN = f"{RULE}: replaced by hand, said before the edit:"  # an add made a NONE
+
+
+async def not_replaced_again(
+    deps: Deps,
+    facts: list[NewFact],
+    candidates: CandidatesResult,
+    decisions: list[Decision],
+    only: Collection[int] | None = None,
+) -> list[Decision]:
+    """The decisions, each ADD of a text a person replaced by editing one of its candidates,
+    said no later than the edit (versions.replaced_by_hand), made a NONE of that fact: nothing
+    is written while it is the version read (pipeline/commit.py). ``only``: as in
+    ``not_deleted_again``. Only a candidate past its first version can have been edited: most
+    windows read nothing more."""
+    said = {f.index: f for f in facts}
+    offered = {
+        d.new_index: [
+            c.fact_id for c in candidates.by_new_index.get(d.new_index, ()) if c.version > 1
+        ]
+        for d in decisions
+        if d.event == "ADD" and (only is None or d.new_index in only)
+    }
+    wanted = sorted({fact_id for ids in offered.values() for fact_id in ids})
+    if not wanted:
+        return decisions
+    stored = {f.fact_id: f for f in await deps.store.get_facts(wanted) if f.invalidated_at is None}
+    out: list[Decision] = []
+    for decision in decisions:
+        ids = offered.get(decision.new_index, [])
+        edited = _replaced_in(said[decision.new_index], [stored[i] for i in ids if i in stored])
+        out.append(
+            decision
+            if edited is None
+            else Decision(
+                new_index=decision.new_index,
+                event="NONE",
+                existing_id=edited.fact_id,
+                expected_version=edited.version,
+                reasoning=f"{EDITED_AGAIN} {edited.fact_id}",
+            )
+        )
+    return out
+
+
+def _replaced_in(new: NewFact, candidates: list[Fact]) -> Fact | None:
+    """The first candidate a person edited after ``new`` was said whose edit replaced its text."""
+    return next((f for f in candidates if replaced_by_hand(new.content, new.said_at, f)), None)
 
 
 async def not_deleted_again(

@@ -58,8 +58,31 @@ def test_a_statement_learnt_late_is_passed_over() -> None:
     assert edited_by_hand(told_before(_formed(), content="x", at=at(200), provenance=late)) is None
 
 
-def test_a_fact_citing_nothing_cannot_tell() -> None:
-    bare = _formed().model_copy(
+def _imported() -> Fact:
+    """A fact as an import writes it (mem0's): citing nothing."""
+    return _formed().model_copy(
         update={"source_message_ids": (), "formation_id": None, "said_at": None}
     )
-    assert edited_by_hand(_edit(bare, "Alice lives in Lyon", 100)) is None
+
+
+def test_an_edit_of_a_fact_citing_nothing_is_its_latest_write() -> None:
+    edited = _edit(_imported(), "Alice lives in Lyon", 100)
+    edit = edited_by_hand(edited)
+    assert edit is not None and (edit.at, edit.said.content) == (at(100), "Alice lives in Paris")
+    # Statements learnt late since (told over the edit) leave it the edit.
+    late = Provenance(("m0",), "a1:s1:9-9~abcd1234", at(5), "s1")
+    told = told_before(edited, content="Alice lived in Rome", at=at(200), provenance=late)
+    edit = edited_by_hand(told)
+    assert edit is not None and edit.at == at(100)
+    # Edited twice: the latest edit, which replaced the first (the import's history and a
+    # person's earlier edit cannot be told apart).
+    edit = edited_by_hand(_edit(edited, "Alice lives in Nice", 300))
+    assert edit is not None and (edit.at, edit.said.content) == (at(300), "Alice lives in Lyon")
+
+
+def test_an_imported_history_citing_nothing_is_no_edit() -> None:
+    # Eden's update_history: the change dated apart from the fact's own update time.
+    changed = _edit(_imported(), "Alice lives in Lyon", 100)
+    imported = changed.model_copy(update={"updated_at": at(150)})
+    assert edited_by_hand(imported) is None
+    assert edited_by_hand(_imported()) is None

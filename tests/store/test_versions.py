@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from memory.ids import content_hash, formation_id
 from memory.models import Fact
 from memory.store.rules.versions import Provenance, rewritten
@@ -66,3 +68,40 @@ def test_a_re_formed_version_is_of_the_incarnation_its_original_read() -> None:
     fact = hotline(formation_id("s1", "eve", 0, 2, FIRST), ("m2",))
     reform = f"{formation_id('s1', 'eve', 2, 3, FIRST)}:reform:4"
     assert updated(fact, reform).source_message_ids == ("m3", "m2")
+
+
+@pytest.mark.parametrize(
+    "denial",
+    [
+        "The support hotline is no longer 555-0100.",
+        "The support hotline is not 555-0100.",
+        "The support hotline isn't 555-0100 anymore.",
+        "The support hotline is never 555-0100 on Sundays.",
+    ],
+)
+def test_a_denial_in_the_same_session_cites_only_what_denied_it(denial: str) -> None:
+    # "The hotline is 555-0100" (m2), then "it is no longer 555-0100" (m3): m2 said the
+    # opposite of the new version, though every word of it is still there.
+    fact = hotline(formation_id("s1", "eve", 0, 2, FIRST), ("m2",))
+    new = updated(fact, formation_id("s1", "eve", 2, 3, FIRST), denial)
+    assert new.source_message_ids == ("m3",)
+
+
+def test_a_statement_after_a_denial_cites_only_what_said_it() -> None:
+    # "It is no longer 555-0100" (m2), then "it is 555-0100 again" (m3).
+    denied = hotline(formation_id("s1", "eve", 0, 2, FIRST), ("m2",)).model_copy(
+        update={"content": "The support hotline is not 555-0100."}
+    )
+    new = updated(
+        denied, formation_id("s1", "eve", 2, 3, FIRST), "The support hotline is 555-0100."
+    )
+    assert new.source_message_ids == ("m3",)
+
+
+def test_a_merge_of_two_denials_cites_both() -> None:
+    denied = hotline(formation_id("s1", "eve", 0, 2, FIRST), ("m2",)).model_copy(
+        update={"content": "The support hotline is not open on Sundays."}
+    )
+    merged = "The support hotline is not open on Sundays or holidays."
+    new = updated(denied, formation_id("s1", "eve", 2, 3, FIRST), merged)
+    assert new.source_message_ids == ("m3", "m2")

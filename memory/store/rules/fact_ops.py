@@ -20,8 +20,12 @@
   updated fact is invalidated in favour of that one (a duplicate). An invalidation names the add of this commit
   that replaces the fact; that add may have resolved to an existing fact (duplicate, revived or
   deleted), maybe this very one.
-- A keep (a NONE: the new fact is already known as the named one) writes nothing, and is
+- A keep (a NONE: the new fact is already known as the named one) writes no text, and is
   StaleDecisionError as an update is: the statement it drops must still be what that fact says.
+  Said after the fact (and after a person last corrected it), it is the fact's latest statement:
+  the fact takes its time and cites it, its text and version unchanged, so that a statement said
+  in between and learnt late does not replace it. Said at the fact's time or before, or after
+  this commit changed the fact's text (it repeats the text replaced), it moves nothing.
 - An update, invalidation or keep may name a fact added earlier in the same commit (a correction
   within one window); it applies to the fact that add resolved to (itself, a duplicate or a
   revived one), whatever that one's version.
@@ -53,8 +57,10 @@ from memory.store.rules.versions import (
     Provenance,
     deleted_by_hand,
     deleted_since,
+    edited_by_hand,
     rewritten,
     said_before,
+    sourced_as,  # the sources a version of the same text cites (one rule, with rewritten)
     told_before,
     version_hashes,
 )
@@ -97,7 +103,7 @@ class FactPlanner:
             elif isinstance(op, FactUpdate):
                 self._update(op)
             elif isinstance(op, FactKeep):
-                self._current(op.fact_id, op.expected_version)  # the check is all it does
+                self._keep(op)
         for op in self.commit.fact_ops:
             if isinstance(op, FactInvalidate):
                 self._invalidate(op)
@@ -135,7 +141,7 @@ class FactPlanner:
         found.sort(key=lambda f: (f.invalidated_at or f.updated_at, f.fact_id), reverse=True)
         return found[0] if found else None
 
-    def _source(self, op: FactAdd | FactUpdate) -> Provenance:
+    def _source(self, op: FactAdd | FactUpdate | FactKeep) -> Provenance:
         formation, session = self.commit.formation_id, self.commit.session_id
         return Provenance(op.source_message_ids, formation, op.said_at, session)
 
@@ -263,6 +269,35 @@ class FactPlanner:
         # The new content is another valid fact's: the two are one fact now; keep that one.
         self._mark_invalid(fact, duplicate.fact_id)
         self.counts["duplicate"] += 1
+
+    def _keep(self, op: FactKeep) -> None:
+        """The statement is the fact's, already known (``_current`` checks that the fact is
+        still what the decision read). Said later than the fact, it moves the fact's said_at and
+        sources to it in place: a repeat is no new version, so no history grows with every
+        repeat, and decisions made against the fact's version stay valid."""
+        fact = self._current(op.fact_id, op.expected_version)
+        if not self._said_later(op, fact):
+            return
+        restated = sourced_as(fact, self._source(op), fact.content)
+        self._put(
+            fact.model_copy(update={**restated, "updated_at": self.commit.committed_at}), None
+        )
+
+    def _said_later(self, op: FactKeep, fact: Fact) -> bool:
+        """Whether a keep's statement is later than what the fact holds: said after its time
+        (an equal time is nothing new: a retried plan writes the same), of a fact still valid
+        whose text this commit did not change (a merge said before it: the keep repeats the text
+        that merge replaced). Not of a text a person wrote: an edit is told by citing what the
+        version it replaced cited (``edited_by_hand``), and cited anew it would no longer stand
+        against what was said before it; its edit time already does (``said_before``)."""
+        if op.said_at is None or fact.invalidated_at is not None or said_before(op.said_at, fact):
+            return False
+        if edited_by_hand(fact) is not None:
+            return False
+        if fact.said_at is not None and op.said_at <= fact.said_at:
+            return False
+        read = self.read.get(op.fact_id)
+        return read is None or read.hash == fact.hash
 
     def _invalidate(self, op: FactInvalidate) -> None:
         fact = self._current(op.fact_id, op.expected_version)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from memory.fact_words import denies
 from memory.ids import content_hash, incarnation
 from memory.models import MAX_SOURCES, Fact, FactRevision
 from memory.query_words import STOP_WORDS
@@ -34,7 +35,7 @@ def rewritten(
     provenance: Provenance | None = None,
 ) -> Fact:
     """A new version of the fact with this content, valid, its old content and provenance kept
-    in history (see ``_sourced`` for a formed version's); a manual edit keeps the sources it
+    in history (see ``sourced_as`` for a formed version's); a manual edit keeps the sources it
     had, which said the version before (``edited_by_hand`` tells it from the history)."""
     revision = FactRevision(
         version=fact.version,
@@ -47,7 +48,7 @@ def rewritten(
         said_at=fact.said_at,
         said_utc_offset_minutes=fact.said_utc_offset_minutes,
     )
-    sourced = {} if provenance is None else _sourced(fact, provenance, content)
+    sourced = {} if provenance is None else sourced_as(fact, provenance, content)
     return fact.model_copy(
         update={
             **sourced,
@@ -74,17 +75,19 @@ def _another_incarnation(fact: Fact, provenance: Provenance) -> bool:
 
 def _still_says(content: str, earlier: str) -> bool:
     """Whether a version's text says everything the earlier one did (each of its words but the
-    function words, by stem): a merge ("likes jazz" with "likes rock": "likes jazz and rock"),
-    which the earlier version's messages said part of; not a correction ("code 7720" by "code
-    7721", "lives in Paris" by "lives in Berlin"), which they contradict."""
+    function words, by stem, and denying it as that one did): a merge ("likes jazz" with "likes
+    rock": "likes jazz and rock"), which the earlier version's messages said part of; not a
+    correction ("code 7720" by "code 7721", "lives in Paris" by "lives in Berlin"), nor a denial
+    ("lives in Paris" by "no longer lives in Paris", or back), which they contradict. The
+    function words include "no" and "not": a negation is compared on its own."""
 
     def said(text: str) -> set[str]:
         return {stem(w) for w in tokenize(text) if w not in STOP_WORDS}
 
-    return said(earlier) <= said(content)
+    return denies(content) == denies(earlier) and said(earlier) <= said(content)
 
 
-def _sourced(fact: Fact, provenance: Provenance, content: str) -> dict[str, object]:
+def sourced_as(fact: Fact, provenance: Provenance, content: str) -> dict[str, object]:
     """A formed version's provenance. Formed in the session the fact's sources are in, it cites
     its own messages first, then the earlier version's when its text still says what that one
     did (``_still_says``: it is the same fact, merged), at most MAX_SOURCES. Otherwise it cites
@@ -122,10 +125,12 @@ LEARNT_LATE = "said before the current version, learnt later"
 @dataclass(frozen=True)
 class HandEdit:
     """A fact whose current text a person wrote: ``at`` the latest edit, ``said`` the revision
-    of the version its sources said (the last formed one before the edits)."""
+    of the version its sources said (the last formed one before the edits), ``replaced`` the
+    content hashes of the texts the edits replaced."""
 
     at: datetime
     said: FactRevision
+    replaced: frozenset[str] = frozenset()
 
 
 def _cites(v: Fact | FactRevision) -> tuple[object, ...]:
@@ -135,22 +140,40 @@ def _cites(v: Fact | FactRevision) -> tuple[object, ...]:
 def edited_by_hand(fact: Fact) -> HandEdit | None:
     """Whether the fact's current text is a person's edit (rules.manage), told by its history: an
     edit keeps the sources of the version it replaced, so that version's revision cites what the
-    fact cites, while a formed version cites its own formation (``_sourced``). None: formed, or
-    nothing cited to tell by (an import's history without provenance). A revision of a statement
-    learnt late (``told_before``) records that statement, not the version: it is passed over."""
-    if fact.formation_id is None and not fact.source_message_ids:
-        return None
+    fact cites, while a formed version cites its own formation (``sourced_as``). A revision of a
+    statement learnt late (``told_before``) records that statement, not the version: it is passed
+    over. A fact citing nothing (an import) is told by ``_edited_here``. None: formed, imported
+    so, or nothing to tell by."""
+    cites_nothing = fact.formation_id is None and not fact.source_message_ids
     last = {r.version: r for r in fact.history}  # the last revision of each version
     edits: list[FactRevision] = []
+    learnt_late = False  # after the latest edit
     for version in range(fact.version - 1, 0, -1):
         r = last.get(version)
         if r is None or (r.reason != LEARNT_LATE and _cites(r) != _cites(fact)):
             break
-        if r.reason != LEARNT_LATE:
-            edits.append(r)
-    if not edits:
+        if r.reason == LEARNT_LATE:
+            learnt_late = learnt_late or not edits
+            continue
+        edits.append(r)
+        if cites_nothing:
+            break  # an earlier revision may be the import's own history: the latest edit only
+    if not edits or (cites_nothing and not _edited_here(fact, edits[0], learnt_late)):
         return None
-    return HandEdit(at=edits[0].changed_at, said=edits[-1])
+    replaced = frozenset(content_hash(r.content) for r in edits)
+    return HandEdit(at=edits[0].changed_at, said=edits[-1], replaced=replaced)
+
+
+def _edited_here(fact: Fact, edit: FactRevision, learnt_late: bool) -> bool:
+    """Whether the latest revision of a fact citing nothing (an import: mem0's, Eden's) is a
+    person's edit here, not a change the import brought in its history, which cites nothing
+    either. An edit dates its revision and the fact alike (``rewritten``): it is the fact's
+    latest write, unless statements learnt late followed it, which a fact citing nothing is told
+    only over an edit (it has no said time of its own: ``said_before``). An imported history's
+    last change is dated apart from the fact's update (Eden's update_history); one dated the same
+    is taken for an edit, and a statement said before it does not replace the text it left
+    either, as it should not."""
+    return learnt_late or edit.changed_at == fact.updated_at
 
 
 def said_before(said_at: datetime | None, fact: Fact) -> bool:
@@ -164,6 +187,18 @@ def said_before(said_at: datetime | None, fact: Fact) -> bool:
         return True
     edit = edited_by_hand(fact)
     return edit is not None and said_at < edit.at
+
+
+def replaced_by_hand(content: str, said_at: datetime | None, fact: Fact) -> bool:
+    """Whether a statement is of a text a person replaced by editing the fact, said no later
+    than their latest edit: what they corrected away, formed late (a backlog, a formation in
+    flight), which must not come back beside their text either (as ``said_before`` keeps it from
+    replacing it). Said after the edit, it is the user telling it again; when it was said is
+    not known, what was said is kept."""
+    edit = edited_by_hand(fact)
+    if edit is None or said_at is None or said_at > edit.at:
+        return False
+    return content_hash(content) in edit.replaced
 
 
 def deleted_by_hand(fact: Fact) -> datetime | None:
