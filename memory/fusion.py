@@ -84,8 +84,16 @@ def fuse(
     k: int,
     weights: Mapping[Source, float],
     min_rrf: float,
+    exact: frozenset[str] = frozenset(),
 ) -> list[Fused]:
-    """Deduplicated candidates whose classic RRF reaches ``min_rrf``, best first.
+    """Deduplicated candidates whose classic RRF reaches ``min_rrf``, or which hold one of the
+    queries' identifiers ``exact``, best first.
+
+    Why the identifiers pass: the gate drops weak matches, and a fact holding the exact number
+    or code asked about is the one meant (``with_identifier_tier``). Found by the identifier's
+    own text search but merged into the text list below the facts that share the query's other
+    words ("Is it true room 3 keys are at the desk?" among 40 "My room N keys are at the desk."),
+    it would rank past the gate and never reach its tier.
 
     Ranking score, in (0, 1]: per query, Σ over its lists of weight × min-max-normalised score
     (weights scaled to sum to 1; a fact absent from a list gets 0 there), and per fact the best
@@ -107,7 +115,11 @@ def fuse(
     best: dict[str, float] = {}
     for (_, fid), value in per_query.items():
         best[fid] = max(best.get(fid, 0.0), value)
-    fused = [Fused(first[f], gate[f], best[f]) for f in first if gate[f] >= min_rrf]
+    fused = [
+        Fused(first[f], gate[f], best[f])
+        for f in first
+        if gate[f] >= min_rrf or (exact and held(first[f].fact.content, exact))
+    ]
     fused.sort(key=lambda x: (-x.score, -x.rrf, x.hit.fact.fact_id))
     return fused
 

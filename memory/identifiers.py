@@ -15,10 +15,12 @@ count either, so an ordinary question ("What did Maria do on May 3, 2023?", "Whe
 move from 4 years ago?") has none and ranks exactly as before:
 - ordinals ("18th"), times ("10:30", "7pm"), decades ("1990s"), dates ("2023-05-01", "3/5/2023");
 - a number beside a month name ("May 3", "3 June", and the year after it: "October 13, 2023");
+  "may" only where it is no verb ("Room 12 may be free" holds 12: memory.dates.may_is_month);
 - a year after a preposition or a season ("in 2023", "since 1999", "summer 2022");
 - a number counting time or occurrences ("4 years", "2 weeks", "5 times");
 - a small number (up to 3 digits) counting the plural noun after it ("Alice's 2 dogs", "the 3
-  kids"): the answer rarely repeats the count, and many unrelated facts hold the digit.
+  kids"): the answer rarely repeats the count, and many unrelated facts hold the digit; but
+  not after a word for a numbered thing ("room 12 keys", "flight 12 leaves": room 12).
 Any other number counts, a single digit too ("locker 7"): an amount in a question is rare, and a
 fact holding the very number asked about is usually the one meant.
 
@@ -35,6 +37,8 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from functools import lru_cache
+
+from memory.dates import may_is_month
 
 # Letters and digits, joined inside by - _ / . : (codes, versions, hosts) or a thousands comma.
 _TOKEN = re.compile(r"[^\W_]+(?:(?:[-_/.:]|(?<=\d),(?=\d{3}\b))[^\W_]+)*")
@@ -66,6 +70,14 @@ _NOT_PLURAL = ("ss", "us", "is", "ous")  # "boss", "bus", "analysis", "famous"
 _NOT_A_NOUN = frozenset(
     ("does", "has", "was", "is", "this", "its", "yours", "ours", "hers", "theirs")
 )
+# Things named by a number after their word: the number is which one, never how many.
+_NUMBERED_THINGS = """
+    room flight gate seat platform bus line apartment apt unit locker order ticket table track
+    terminal floor suite lot space box route train level row section lane pier berth cabin door
+    building block ward bed court bay dock stop exit channel case invoice account number
+    version release chapter page step item
+"""
+_NUMBERED = frozenset(_NUMBERED_THINGS.split())
 _MAX_IDENTIFIERS = 8  # a query is a question, not a list: more is a paste, not a lookup
 
 
@@ -82,29 +94,40 @@ def _is_year(token: str) -> bool:
     return len(token) == 4 and token.isdigit() and 1900 <= int(token) <= 2099
 
 
-def _tokens(text: str) -> list[str]:
-    return [m.group() for m in _TOKEN.finditer(_fold(text))]
+def _written(text: str) -> list[str]:
+    """The text's tokens with their case, which tells the month "May" from the verb."""
+    return [m.group() for m in _TOKEN.finditer(unicodedata.normalize("NFKC", text))]
 
 
-def _dated(tokens: Sequence[str]) -> set[int]:
+def _month(written: Sequence[str], i: int) -> bool:
+    """Whether ``written[i]`` names a month: "may" only where it is no verb ("Room 12 may be
+    free": memory.dates.may_is_month)."""
+    if not 0 <= i < len(written):
+        return False
+    folded = _fold(written[i])
+    return folded in _MONTHS and (folded != "may" or may_is_month(written, i))
+
+
+def _dated(written: Sequence[str]) -> set[int]:
     """The positions of the numbers that are part of a date: beside a month name ("May 3",
     "3 June"), or a year right after such a number ("October 13, 2023")."""
     dated: set[int] = set()
-    for i, token in enumerate(tokens):
+    for i, token in enumerate(written):
         if not token.isdigit():
             continue
-        before = tokens[i - 1] if i > 0 else ""
-        after = tokens[i + 1] if i + 1 < len(tokens) else ""
-        if before in _MONTHS or after in _MONTHS or (i - 1 in dated and _is_year(token)):
+        if _month(written, i - 1) or _month(written, i + 1) or (i - 1 in dated and _is_year(token)):
             dated.add(i)
     return dated
 
 
-def _counts_a_noun(number: str, after: str) -> bool:
+def _counts_a_noun(before: str, number: str, after: str) -> bool:
     """A small number before a plural noun counts things ("Alice's 2 dogs", "the 3 kids"): the
-    fact that answers rarely repeats the count, and many unrelated facts hold the digit."""
+    fact that answers rarely repeats the count, and many unrelated facts hold the digit. Not
+    one right after a word for a numbered thing: "room 12 keys", "flight 12 leaves" ask about
+    room 12, flight 12."""
     return (
-        len(number) <= _MAX_COUNT_DIGITS
+        before not in _NUMBERED
+        and len(number) <= _MAX_COUNT_DIGITS
         and after.isalpha()
         and len(after) > 3
         and after.endswith("s")
@@ -116,8 +139,9 @@ def _counts_a_noun(number: str, after: str) -> bool:
 def identifiers(query: str) -> tuple[str, ...]:
     """The query's identifiers as they are written (folded), first occurrence first; see the
     module docstring for what counts and why."""
-    tokens = _tokens(query)
-    dated = _dated(tokens)
+    written = _written(query)
+    tokens = [_fold(token) for token in written]
+    dated = _dated(written)
     found: dict[str, str] = {}
     for i, token in enumerate(tokens):
         if not _DIGIT.search(token) or _NOT_A_NAME.fullmatch(token) or i in dated:
@@ -127,7 +151,7 @@ def identifiers(query: str) -> tuple[str, ...]:
         if token.isdigit() and (
             (_is_year(token) and before in _BEFORE_A_YEAR)
             or after in _COUNTED
-            or _counts_a_noun(token, after)
+            or _counts_a_noun(before, token, after)
         ):
             continue
         found.setdefault(key(token), token)
@@ -140,7 +164,8 @@ def _spellings(token: str) -> list[str]:
     code's bare number ("a17" -> "17") nor a long number's thousands groups ("55007" -> "55",
     "007"): OR-ed into the rare token's search, those common words would fill its candidate cap
     on a big store with newer facts holding them, and the fact holding the code would never be
-    scored (h210). So "A-17" written in a fact is found by "A-17", not by "A17" (left)."""
+    scored (h210). Those other spellings are searched as phrases instead, their words next to
+    each other (memory.query_words.phrases): "A17" finds "A-17", "55007" finds "$55,007"."""
     words = [key(token), *re.findall(r"\w+", token)]
     return [w for w in words if _DIGIT.search(w)]
 
@@ -157,7 +182,7 @@ def search_terms(query: str) -> str:
 def held_keys(content: str) -> frozenset[str]:
     """The keys of every token with a digit in a fact's text, but the numbers inside a date:
     formed facts carry absolute dates ("on 2 May 2023"), which name no thing."""
-    tokens = _tokens(content)
+    tokens = _written(content)
     dated = _dated(tokens)
     return frozenset(
         key(token) for i, token in enumerate(tokens) if _DIGIT.search(token) and i not in dated

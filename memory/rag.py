@@ -274,9 +274,9 @@ async def search_facts(
 def _ranked(
     lists: Sequence[RankedList], rag: RagSettings, min_rrf: float, exact: frozenset[str]
 ) -> list[Fused]:
-    """The fused candidates that pass the gate, best first, after the session prior, those
-    holding the queries' identifiers first."""
-    fused = fuse(lists, k=rag.rrf_k, weights=HYBRID_WEIGHTS, min_rrf=min_rrf)
+    """The fused candidates that pass the gate (or hold one of the queries' identifiers), best
+    first, after the session prior, those holding the queries' identifiers first."""
+    fused = fuse(lists, k=rag.rrf_k, weights=HYBRID_WEIGHTS, min_rrf=min_rrf, exact=exact)
     prior = with_session_prior(fused, weight=rag.session_prior_weight, hits=rag.session_prior_hits)
     return with_identifier_tier(prior, exact)
 

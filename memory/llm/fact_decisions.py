@@ -13,6 +13,9 @@ about the same thing is compared further:
 - DELETE: one says it, the other denies it ("Alice no longer lives in Paris"): the denied value is
   part of the stated one ("no longer takes Lipitor" of "takes 20 mg of Lipitor daily"); a denial
   of another value is another fact ("not allergic to shellfish" beside "allergic to peanuts").
+  A denial of some items of a listed value is an UPDATE to what still holds, the denial said
+  with it: "Alice has a dog and a cat" -> "Alice has a cat; Alice no longer has a dog"
+  (``still_held``).
 - ADD: a value of another thing, named in the value: "paid 120 dollars for the concert tickets"
   and "paid 80 dollars for the museum tickets", "moved the dentist appointment to May 3" and
   "moved the haircut to May 5" (``fact_reading._thing``: a value's words other than its numbers and times,
@@ -52,6 +55,7 @@ from memory.llm.fact_reading import (
     content_words,
     parse_fact,
     split_statement,
+    value_items,
 )
 from memory.prompts.decide_facts import DecideFactsInput, FactDecision, FactDecisions
 from memory.prompts.same_fact import SameFact, SameFactInput
@@ -75,8 +79,9 @@ def numbered_apart(a: str, b: str) -> bool:
     return bool(numbered[0] or numbered[1]) and numbered[0] != numbered[1]
 
 
-# Words a denial adds that name no value: "Alice is not vegetarian any more".
-_NO_VALUE = ADVERBS | NEGATIONS | {"any", "more", "anymore", "longer"}
+# Words a denial adds that name no value: "Alice is not vegetarian any more"; nor do the words
+# joining a list's items ("no longer has a dog or a cat" of "has a dog and a cat").
+_NO_VALUE = ADVERBS | NEGATIONS | {"any", "more", "anymore", "longer", "and", "or"}
 
 
 def _many_valued(a: Statement, b: Statement) -> bool:
@@ -154,24 +159,51 @@ def compare(new: ParsedFact, old: ParsedFact) -> tuple[Event, float]:
     return "ADD", 0.0
 
 
+def still_held(denial: str, stated: str) -> str | None:
+    """A fact listing several values with a denial of some of them taken in: "Alice has a dog
+    and a cat." and "Alice no longer has a dog." make "Alice has a cat; Alice no longer has a
+    dog." (the denial said too: a merge must say what the new fact says, memory/pipeline/dedup.py,
+    and it tells a reader the dog is gone). None when the stated fact lists one value, or the
+    denial is of all of them or of none by name. Each item the denial names is dropped, details
+    and all ("a dog named Rex")."""
+    stated_items, denied_items = value_items(stated), value_items(denial)
+    if stated_items is None or denied_items is None or len(stated_items.items) < 2:
+        return None
+    denied = [words for words in denied_items.words() if words]
+    kept = [
+        item
+        for item, words in zip(stated_items.items, stated_items.words(), strict=True)
+        if not any(named <= words for named in denied)
+    ]
+    if not kept or len(kept) == len(stated_items.items):
+        return None
+    return f"{stated_items.keeping(kept).rstrip('.!;')}; {denial.strip()}"
+
+
 _PRIORITY: dict[Event, int] = {"NONE": 0, "DELETE": 1, "UPDATE": 2}
 
 
 def _decide(index: int, content: str, existing: list[tuple[int, str]]) -> FactDecision:
     new = parse_fact(content)
-    # (rule priority, -likeness, existing index, event): NONE first, a duplicate needs nothing else.
-    matches: list[tuple[int, float, int, Event]] = []
+    # (rule priority, -likeness, existing index, event, merged text): NONE first, a duplicate
+    # needs nothing else.
+    matches: list[tuple[int, float, int, Event, str | None]] = []
     for old_index, old in existing:
         event, score = compare(new, parse_fact(old))
+        merged = None
+        if event == "DELETE" and new.negated and (kept := still_held(content, old)):
+            # "no longer has a dog" of "has a dog and a cat": the cat is still had. Deleted, it
+            # would be lost; the fact is updated to what still holds (h214).
+            event, merged = "UPDATE", kept
         if event != "ADD":
-            matches.append((_PRIORITY[event], -score, old_index, event))
+            matches.append((_PRIORITY[event], -score, old_index, event, merged))
     if not matches:
         return FactDecision(
             new_fact_index=index, event="ADD", existing_index=None, merged_text=None
         )
-    _, _, best, event = min(matches)
-    # The new fact's own text is stored: the rules never merge, so they send no merged_text.
-    return FactDecision(new_fact_index=index, event=event, existing_index=best, merged_text=None)
+    _, _, best, event, merged = min(matches)
+    # Else the new fact's own text is stored: the rules merge only what a denial leaves.
+    return FactDecision(new_fact_index=index, event=event, existing_index=best, merged_text=merged)
 
 
 def same_fact(p: SameFactInput) -> SameFact:

@@ -16,9 +16,10 @@ answers (memory/llm/fact_overlap.py). A lead-in that says a fact is said again (
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from memory.dates import may_is_month
 from memory.llm.decision_words import (
     ADVERBS,
     AUXILIARIES,
@@ -176,8 +177,39 @@ def _as_change(tokens: list[str], start: int, verb: int) -> list[str] | None:
     return [*thing, *value] if thing and len(value) > 1 else None
 
 
+# Verbs that say a thing was moved, whose new value a clause about "it" then gives: "Alice's
+# flight got moved: it now leaves at 9".
+_MOVE_VERBS = {"move", "moved", "moves", "reschedule", "rescheduled", "reschedules"}
+_MOVE_VERBS |= {"postpone", "postponed", "postpones", "delay", "delayed", "delays"}
+_MOVE_VERBS |= {"shift", "shifted", "shifts", "push", "pushed", "pushes"}
+
+
+def _said_of_it(tokens: list[str], start: int, verb: int) -> list[str] | None:
+    """ "<thing> changed/moved[:,] it <verb> <value>" as "<thing> <verb> <value>": the value said
+    in the clause about "it" is the thing's (else None). Only of an owned or definite thing
+    ("Alice's flight", "the meeting"): "Alice moved, it was hard" says nothing of Alice."""
+    if fold(tokens[verb]) not in _CHANGE_VERBS | _MOVE_VERBS:
+        return None
+    owned = fold(tokens[0]) in DETERMINERS - INDEFINITE or any(
+        t.endswith(("'s", "'")) for t in tokens[:start]
+    )
+    after = verb + 1
+    while after < len(tokens) and (tokens[after] == ":" or fold(tokens[after]) in ADVERBS):
+        after += 1  # "got moved again: it …"
+    if not owned or after >= len(tokens) or tokens[after].casefold() != "it":
+        return None
+    clause = tokens[after:]
+    if _split(clause) is None:
+        return None  # no verb of its own: "changed it" says nothing
+    return [*tokens[:start], *clause[1:]]
+
+
+def _relation_start(tokens: list[str]) -> int | None:
+    return next((i for i in range(1, len(tokens)) if opens_relation(tokens, i)), None)
+
+
 def _split(tokens: list[str]) -> Statement | None:
-    start = next((i for i in range(1, len(tokens)) if opens_relation(tokens, i)), None)
+    start = _relation_start(tokens)
     if start is None:
         return None
     if tokens[start] == ":" and (clause := _split(tokens[start + 1 :])) is not None:
@@ -185,6 +217,8 @@ def _split(tokens: list[str]) -> Statement | None:
     verb = start + 1 if fold(tokens[start]) in _PASSIVE_GET else start
     if (change := _as_change(tokens, start, verb)) is not None and change != tokens:
         return _split(change)
+    if (about_it := _said_of_it(tokens, start, verb)) is not None:
+        return _split(about_it)
     # Determiners and adverbs name nothing ("really", but not "Emily": a capital is a name), nor
     # does a word saying the value is the new one ("Alice's new email" is her email).
     subject = frozenset(
@@ -193,6 +227,34 @@ def _split(tokens: list[str]) -> Statement | None:
         if fold(t) not in DETERMINERS | ADVERBS
         and not (t.islower() and (t.endswith("ly") or _new_value_of(tokens, i, start)))
     )
+    relation, end = _read_relation(tokens, start)
+    if not relation or not subject:
+        return None
+    # "has", "had" before another verb are auxiliaries; "changed to", "moved to" (a deadline,
+    # a meeting, a person), "became" read as "is".
+    if len(relation) > 1 and relation[0] == "have":
+        relation.pop(0)
+    joined = " ".join(relation).replace("change to", "be").replace("move to", "be")
+    relation = list(dict.fromkeys(joined.split()))  # "was now changed to" -> "be"
+    rest = [fold(t) for t in tokens[end:]]
+    numeric = [number_at(tokens, i) for i in range(end, len(tokens))]
+    value = frozenset(
+        _stem(w) for w, n in zip(rest, numeric, strict=True) if not n and w not in STOPWORDS
+    )
+    numbers = frozenset(w for w, n in zip(rest, numeric, strict=True) if n)
+    one_value = _one_value(tokens[:start], relation, rest)
+    return Statement(
+        subject=subject,
+        relation=tuple(relation),
+        value=value,
+        value_numbers=numbers,
+        one_value=one_value,
+        thing=_thing(relation, rest, one_value=one_value),
+    )
+
+
+def _read_relation(tokens: list[str], start: int) -> tuple[list[str], int]:
+    """The relation's lemmas from ``tokens[start]`` on, and where its value starts."""
     relation: list[str] = []
     end = start
     while end < len(tokens):
@@ -213,26 +275,85 @@ def _split(tokens: list[str]) -> Statement | None:
         else:
             break
         end += 1
-    if not relation or not subject:
+    return relation, end
+
+
+# Where the items of a value said as a list meet: "a dog, a cat and a parrot", "a dog or a cat".
+_ITEM_BREAK = re.compile(r"(?i),\s*(?:and\s+|or\s+)?|\s+(?:and|or)\s+")
+
+
+@dataclass(frozen=True)
+class ValueItems:
+    """A fact's value as a list: ``head`` says whose and which relation ("Alice has "),
+    ``items`` the list's items as written ("a dog named Rex", "a cat"), ``tail`` its end (".")."""
+
+    head: str
+    items: tuple[str, ...]
+    tail: str
+
+    def words(self) -> list[frozenset[str]]:
+        """Each item's words that name something, its numbers too: {"dog", "rex"}, {"cat"}."""
+        return [item_words(item) for item in self.items]
+
+    def keeping(self, kept: Sequence[str]) -> str:
+        """The fact said of ``kept`` items alone: "Alice has a cat.", "Alice has a dog and a
+        parrot."."""
+        listed = kept[0] if len(kept) == 1 else f"{', '.join(kept[:-1])} and {kept[-1]}"
+        return f"{self.head}{listed}{self.tail}"
+
+
+def item_words(text: str) -> frozenset[str]:
+    """The words of an item that name something, numbers included ("20 mg of Lipitor")."""
+    tokens = [fold(t) for t in TOKEN.findall(text)]
+    return content_words(tokens) | {t for t in tokens if any(c.isdigit() for c in t)}
+
+
+def value_items(text: str) -> ValueItems | None:
+    """The items of a fact's value, a list or one, read in its own words (None when the fact is
+    not plainly ``<subject> <verb> <value>``): "Alice has a dog and a cat." -> "Alice has " /
+    "a dog", "a cat" / ".". So that a denial of one item can keep the others
+    (memory/llm/fact_decisions.py)."""
+    said = _stated(text)
+    found = list(SPLIT_TOKEN.finditer(said))
+    tokens = [m.group() for m in found]
+    start = _relation_start(tokens)
+    if start is None or tokens[start] == ":" or fold(tokens[start]) in _PASSIVE_GET:
         return None
-    # "has", "had" before another verb are auxiliaries; "changed to", "moved to" (a deadline,
-    # a meeting, a person), "became" read as "is".
-    if len(relation) > 1 and relation[0] == "have":
-        relation.pop(0)
-    joined = " ".join(relation).replace("change to", "be").replace("move to", "be")
-    relation = list(dict.fromkeys(joined.split()))  # "was now changed to" -> "be"
-    rest = [fold(t) for t in tokens[end:]]
-    value = frozenset(_stem(w) for w in rest if not is_number(w) and w not in STOPWORDS)
-    numbers = frozenset(w for w in rest if is_number(w))
-    one_value = _one_value(tokens[:start], relation, rest)
-    return Statement(
-        subject=subject,
-        relation=tuple(relation),
-        value=value,
-        value_numbers=numbers,
-        one_value=one_value,
-        thing=_thing(relation, rest, one_value=one_value),
-    )
+    if _as_change(tokens, start, start) is not None or _said_of_it(tokens, start, start):
+        return None  # read from a change: the value is not where its words are
+    relation, end = _read_relation(tokens, start)
+    if not relation or end >= len(tokens):
+        return None
+    value = said[found[end].start() :].rstrip()
+    body = value.rstrip(".!;")
+    items = tuple(item.strip() for item in _ITEM_BREAK.split(body))
+    kinds = {_item_kind(item) for item in items}
+    if len(kinds) != 1 or None in kinds:
+        return None  # no list of like things: "20 mg of Lipitor, with food", "Paris and works at …"
+    return ValueItems(said[: found[end].start()], items, value[len(body) :])
+
+
+# Words that open a clause, not a list's item: "a dog named Rex, who is 3".
+_RELATIVE = {"who", "whom", "whose", "which", "that", "where", "when", "while", "because"}
+
+
+def _item_kind(item: str) -> str | None:
+    """How a list's item starts, so that a list is told from a value with a clause or a
+    qualifier after a comma: a determiner or a number ("a dog", "2 cats"), a name ("Lyon"), a
+    word ("jazz"); None for what no item starts with: nothing, a preposition ("with food"), a verb
+    ("works at Google"), a relative ("who is 3")."""
+    words = SPLIT_TOKEN.findall(item)
+    if not words:
+        return None
+    first = fold(words[0])
+    if first in DETERMINERS | INDEFINITE or any(c.isdigit() for c in first):
+        return "determined"
+    if words[0][:1].isupper():
+        return "name"
+    verb = verb_lemma(first) is not None or first in BE | AUXILIARIES
+    if verb or first in PREPOSITIONS | _RELATIVE | NEGATIONS:
+        return None
+    return "word"
 
 
 # Words that name nothing in a value: "for", "the", "not", "still".
@@ -286,6 +407,15 @@ def is_number(token: str) -> bool:
     return any(c.isdigit() for c in token) or token in MONTHS
 
 
+def number_at(written: Sequence[str], i: int) -> bool:
+    """``is_number`` of ``written[i]`` read in place (words as written, case kept): "may" is a
+    month only where it is no verb ("3 May", not "Alice may move": memory.dates.may_is_month)."""
+    folded = fold(written[i])
+    if folded == "may":
+        return may_is_month(written, i)
+    return is_number(folded)
+
+
 @dataclass(frozen=True)
 class ParsedFact:
     """All of a fact's words and numbers (for likeness), its negation, and its statement."""
@@ -309,22 +439,42 @@ _ANOTHER = re.compile(
 )
 
 
+# Where a sentence's clauses meet: "…, I also changed my email", "…: it now leaves at 9", "… and
+# my email changed too" (not the comma of "$65,000" nor the colon of "10:30": no space follows).
+_CLAUSE_BREAK = re.compile(r"(?i)\s*[,;:]\s+|\s+(?:and|but)\s+")
+
+
+def _value_clause(text: str) -> str:
+    """The clause that gives the fact's value: the first that states one on its own (a subject,
+    a verb and a value after it), else the whole text. "Alice's phone number is 555-2222, Alice
+    also changed Alice's email" gives it in its first clause; "Alice's flight also got moved: it
+    now leaves at 9" in its second."""
+    for clause in _CLAUSE_BREAK.split(text):
+        statement = split_statement(clause)
+        if statement is not None and (statement.value or statement.value_numbers):
+            return clause
+    return text
+
+
 def parse_fact(text: str) -> ParsedFact:
     words: set[str] = set()
     numbers: set[str] = set()
     negated = False
     text = _stated(text)  # "As Alice said, …", ", not March 3" say nothing of the fact
-    for token in TOKEN.findall(text.casefold()):
-        token = token.removesuffix("'s")
+    written = TOKEN.findall(text)  # with their case: "May" the month, "may" the verb
+    for i, raw in enumerate(written):
+        token = raw.casefold().removesuffix("'s")
         if token in NEGATIONS or token.endswith("n't"):
             negated = True
         elif token.startswith("dislike"):  # "dislikes" is "likes" negated
             negated = True
             words.add("like")
-        elif is_number(token):
+        elif number_at(written, i):
             numbers.add(token)
         elif token not in STOPWORDS:
             words.add(_stem(token))
     statement, past = split_statement(text), sentence_tense(text) == "past"
-    another = _ANOTHER.search(text) is not None
+    # Only "also" or "too" of the value says it is another: not of another clause ("my number is
+    # 555-2222, I also changed my email" corrects the number).
+    another = _ANOTHER.search(_value_clause(text)) is not None
     return ParsedFact(frozenset(words), frozenset(numbers), negated, statement, past, another)

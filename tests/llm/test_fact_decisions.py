@@ -52,6 +52,9 @@ BOTH_HOLD = [
     ("Alice's dog is named Rex.", "Alice's new dog is named Max."),
     ("Alice's dog's name is Rex.", "Alice's new dog's name is Max."),  # h210
     ("Alice's client's budget is $5,000.", "Alice's new client's budget is $8,000."),
+    # "also" in the clause that gives the value: a second value, whatever clause follows.
+    ("Alice's phone number is 555-1111.", "Alice's phone number is also 555-2222, for work."),
+    ("Alice works at Google.", "Alice also works at a bakery, on weekends."),
 ]
 NEW_VALUE = [
     ("Alice's favourite number 17 is 119.", "Alice's favourite number 17 is 120."),
@@ -83,6 +86,22 @@ NEW_VALUE = [
     ("Alice's locker code is 7720.", "Alice's locker code got changed to 7721."),
     ("Alice's locker code is 7720.", "Alice's locker code changed, it is now 7721."),
     ("Alice's locker code is 7720.", "They changed Alice's locker code; it's 7721 now."),
+    # "also" or "too" of another clause says nothing of the value (h214 #1).
+    (
+        "Alice's phone number is 555-1111.",
+        "Actually Alice's phone number is 555-2222, Alice also changed Alice's email.",
+    ),
+    (
+        "Alice's phone number is 555-1111.",
+        "Alice's phone number is 555-2222 and Alice's email changed too.",
+    ),
+    ("Alice's flight leaves at 7.", "Alice's flight also got moved: it now leaves at 9."),
+    ("Alice's flight leaves at 7.", "Alice's flight got moved, it now leaves at 9."),
+    # A lowercase "may" is the verb, no date that would make each count an occasion (h214 #4).
+    (
+        "Alice keeps 2 spare keys so her neighbours may get in.",
+        "Alice keeps 3 spare keys so her neighbours may get in.",
+    ),
 ]
 SAME = [
     ("Alice likes pizza.", "alice likes pizza"),
@@ -95,6 +114,10 @@ NO_LONGER = [
     ("Alice's dog Rex likes bones", "Alice's dog Rex does not like bones"),
     ("Alice has a dog named Rex.", "Alice no longer has a dog."),
     ("Alice has a dog named Rex.", "Alice does not have a dog anymore."),
+    ("Alice has a dog and a cat.", "Alice no longer has a dog or a cat."),  # all it held
+    # A comma before a detail or a clause is no list: the denial is of the whole fact.
+    ("Alice takes 20 mg of Lipitor daily, with food.", "Alice no longer takes Lipitor."),
+    ("Alice has a dog named Rex, who is 3.", "Alice no longer has a dog."),
 ]
 
 
@@ -122,6 +145,46 @@ async def test_a_new_value_of_the_same_thing_updates_it(stored: str, new: str) -
 @pytest.mark.parametrize(("stored", "new"), SAME)
 async def test_the_same_thing_with_the_same_value_is_a_duplicate(stored: str, new: str) -> None:
     assert await decide(stored, new) == ("NONE", 3)
+
+
+@pytest.mark.parametrize(
+    ("stored", "new", "kept"),
+    [
+        (
+            "Alice has a dog and a cat.",
+            "Alice no longer has a dog.",
+            "Alice has a cat; Alice no longer has a dog.",
+        ),
+        (
+            "Alice has a dog named Rex and a cat named Tom.",
+            "Alice does not have a dog anymore.",
+            "Alice has a cat named Tom; Alice does not have a dog anymore.",
+        ),
+        (
+            "Alice has a dog, a cat and a parrot.",
+            "Alice no longer has a cat.",
+            "Alice has a dog and a parrot; Alice no longer has a cat.",
+        ),
+        (
+            "Alice lives in Paris and Lyon.",
+            "Alice no longer lives in Paris.",
+            "Alice lives in Lyon; Alice no longer lives in Paris.",
+        ),
+    ],
+)
+async def test_a_denial_of_one_of_several_values_keeps_the_others(
+    stored: str, new: str, kept: str
+) -> None:
+    """It was: "no longer has a dog" deleted "Alice has a dog and a cat", the cat with it (h214
+    #2). The stored fact is updated to what still holds, the denial said with it."""
+    inp = DecideFactsInput(
+        new_facts=[NewFactShown(index=0, content=new, scope="user")],
+        existing=[ExistingFactShown(index=3, content=stored, candidate_for=(0,))],
+        max_words=30,
+    )
+    request = LLMRequest(task_input=inp, model="heuristic-rules-v1", system="", prompt="")
+    [d] = (await HeuristicProvider().generate_structured(request, FactDecisions)).value.decisions
+    assert (d.event, d.existing_index, d.merged_text) == ("UPDATE", 3, kept)
 
 
 @pytest.mark.parametrize(("stored", "new"), NO_LONGER)

@@ -225,6 +225,23 @@ async def test_a_second_value_said_with_also_is_kept_beside_the_first(
             ["Alice's locker code changed, it is now 7721."],
         ),
         ("I have a dog named Rex.", "I no longer have a dog.", ["Alice no longer has a dog."]),
+        # "also" of another clause (h214 #1).
+        (
+            "My phone number is 555-1111.",
+            "Actually my phone number is 555-2222, I also changed my email.",
+            ["Alice's phone number is 555-2222, Alice also changed Alice's email."],
+        ),
+        (
+            "My flight leaves at 7.",
+            "My flight also got moved: it now leaves at 9.",
+            ["Alice's flight also got moved: it now leaves at 9."],
+        ),
+        # A denial of one of two values keeps the other (h214 #2).
+        (
+            "I have a dog named Rex and a cat named Tom.",
+            "I no longer have a dog.",
+            ["Alice has a cat named Tom; Alice no longer has a dog."],
+        ),
     ],
 )
 async def test_a_correction_in_common_words_leaves_no_old_value_valid(
