@@ -53,6 +53,7 @@ from memory.llm.fact_reading import (
     Statement,
     apart,
     content_words,
+    item_words,
     parse_fact,
     split_statement,
     value_items,
@@ -169,7 +170,10 @@ def still_held(denial: str, stated: str) -> str | None:
     stated_items, denied_items = value_items(stated), value_items(denial)
     if stated_items is None or denied_items is None or len(stated_items.items) < 2:
         return None
-    denied = [words for words in denied_items.words() if words]
+    # The words the stated list shares are no item's ("allergic" of "allergic to peanuts and
+    # shellfish"): the denial names an item by the rest.
+    shared = item_words(stated_items.head)
+    denied = [words - shared for words in denied_items.words() if words - shared]
     kept = [
         item
         for item, words in zip(stated_items.items, stated_items.words(), strict=True)

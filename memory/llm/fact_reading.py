@@ -327,10 +327,37 @@ def value_items(text: str) -> ValueItems | None:
     value = said[found[end].start() :].rstrip()
     body = value.rstrip(".!;")
     items = tuple(item.strip() for item in _ITEM_BREAK.split(body))
+    lead = _shared_lead(items)
+    items = (items[0][len(lead) :], *items[1:])
     kinds = {_item_kind(item) for item in items}
     if len(kinds) != 1 or None in kinds:
         return None  # no list of like things: "20 mg of Lipitor, with food", "Paris and works at …"
-    return ValueItems(said[: found[end].start()], items, value[len(body) :])
+    head = said[: found[end].start()] + lead
+    return ValueItems(head, items, value[len(body) :])
+
+
+def _shared_lead(items: tuple[str, ...]) -> str:
+    """The words of the first item up to its first preposition, when it starts with a plain word
+    (an adjective, a participle) and the other items have no preposition:
+    what the list shares, not an item ("allergic to peanuts and shellfish": "allergic to ", the
+    items "peanuts" and "shellfish"; read as items, "shellfish" alone would be what Alice is)."""
+    if len(items) < 2 or any(_has_preposition(item) for item in items[1:]):
+        return ""
+    if _item_kind(items[0]) != "word":
+        return ""  # "a cup of tea and a biscuit": the first item is a thing of its own
+    for i, match in enumerate(SPLIT_TOKEN.finditer(items[0])):
+        if i and fold(match.group()) in _LEADS:
+            rest = items[0][match.end() :]
+            return items[0][: len(items[0]) - len(rest.lstrip())] if rest.strip() else ""
+    return ""
+
+
+# "of" too: "afraid of spiders and snakes" (PREPOSITIONS leaves it out: "20 mg of Lipitor").
+_LEADS = PREPOSITIONS | {"of"}
+
+
+def _has_preposition(item: str) -> bool:
+    return any(fold(word) in _LEADS for word in SPLIT_TOKEN.findall(item))
 
 
 # Words that open a clause, not a list's item: "a dog named Rex, who is 3".

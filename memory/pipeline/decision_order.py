@@ -5,6 +5,8 @@ gives its decisions in that order; the commit's fact ops follow it)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from memory import ids
 from memory.llm.fact_overlap import another_value
 from memory.pipeline.predecide import REFUSED, RULE
@@ -59,21 +61,31 @@ def in_message_order(decisions: list[Decision]) -> list[Decision]:
     ]
 
 
-def said_back(window: Window, decisions: list[Decision], facts: list[NewFact]) -> list[Decision]:
+def said_back(
+    window: Window,
+    decisions: list[Decision],
+    facts: list[NewFact],
+    stored: Mapping[str, str],
+) -> list[Decision]:
     """A fact the window changed, then stated again as it was stored ("my account number is now
     4415" … "no wait, it's 4412"): the later statement was judged a repeat (NONE) of the text the
     fact had before the window, which the earlier change replaced. It is the last word: an UPDATE
     back to its own text, with its own sources and time (``_takes_back`` says when). A DELETE it
     takes back becomes an UPDATE, its text kept in the history: only the last change may retire
     a fact (``in_message_order``). ``decisions`` in new fact order, as ``through_window`` leaves
-    them; a NONE no decision of the window changed the fact of stays a NONE."""
+    them; a NONE no decision of the window changed the fact of stays a NONE, and so does one
+    that does not say the fact as it was stored (``stored``: the candidates' texts, fact id ->
+    text): "Alice worked at Google for 5 years" after "works at Meta" mentions the old value, it
+    does not take the change back."""
     said = {f.index: f.content for f in facts}
     named = {d.existing_id for d in decisions}
     latest: dict[str, int] = {}  # fact id -> where in ``out`` the window last changed it
     out: list[Decision] = []
     for d in decisions:
         changed = latest.get(d.existing_id or "") if d.event == "NONE" else None
-        if changed is not None and _takes_back(window, out[changed], said, d, named):
+        before = stored.get(d.existing_id or "")
+        restates = before is not None and _says(said[d.new_index], before)
+        if changed is not None and restates and _takes_back(window, out[changed], said, d, named):
             out[changed] = out[changed].model_copy(update={"event": "UPDATE"})
             update = {"event": "UPDATE", "final_text": said[d.new_index], "reasoning": SAID_BACK}
             d = d.model_copy(update=update)
@@ -97,3 +109,9 @@ def _takes_back(
     return (
         change.event == "UPDATE" or ids.fact_id(window.formation_id, change.new_index) not in named
     )
+
+
+def _says(statement: str, text: str) -> bool:
+    """Whether a statement says the text again: nothing in it the text lacks (``another_value``:
+    no other number, name, tense or denial) and the other way round."""
+    return another_value(statement, text) is None and another_value(text, statement) is None

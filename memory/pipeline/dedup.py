@@ -113,7 +113,8 @@ async def decide(
     decisions, llm = await _decide(deps, window, facts, candidates, retry)
     decisions = await not_replaced_again(deps, facts, candidates, decisions)
     decisions, asked = await not_deleted_again(deps, window, facts, decisions)
-    ordered = said_back(window, through_window(window, decisions), facts)
+    stored = {c.fact_id: c.content for found in candidates.by_new_index.values() for c in found}
+    ordered = said_back(window, through_window(window, decisions), facts, stored)
     # A later statement naming an add just dropped is an ADD now: looked at in its turn.
     made_adds = {d.new_index for d, was in zip(ordered, decisions, strict=True) if d != was}
     ordered = await not_replaced_again(deps, facts, candidates, ordered, only=made_adds)

@@ -170,6 +170,22 @@ async def test_the_same_thing_with_the_same_value_is_a_duplicate(stored: str, ne
             "Alice no longer lives in Paris.",
             "Alice lives in Lyon; Alice no longer lives in Paris.",
         ),
+        # The words the items share stay with them (h219 #1: it was "Alice is shellfish; …").
+        (
+            "Alice is allergic to peanuts and shellfish.",
+            "Alice is no longer allergic to peanuts.",
+            "Alice is allergic to shellfish; Alice is no longer allergic to peanuts.",
+        ),
+        (
+            "Alice is afraid of spiders, snakes and wasps.",
+            "Alice is no longer afraid of spiders.",
+            "Alice is afraid of snakes and wasps; Alice is no longer afraid of spiders.",
+        ),
+        (
+            "Alice has a cup of tea and a biscuit.",
+            "Alice no longer has a biscuit.",
+            "Alice has a cup of tea; Alice no longer has a biscuit.",
+        ),
     ],
 )
 async def test_a_denial_of_one_of_several_values_keeps_the_others(

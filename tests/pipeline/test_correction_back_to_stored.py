@@ -107,9 +107,8 @@ def test_a_repeat_of_what_a_merge_still_says_stays_a_repeat() -> None:
         Decision(new_index=1, event="NONE", existing_id="f1", expected_version=2),
     ]
 
-    assert said_back(_window(), decisions, _said("Alice likes rock", "Alice likes jazz")) == (
-        decisions
-    )
+    facts = _said("Alice likes rock", "Alice likes jazz")
+    assert said_back(_window(), decisions, facts, {"f1": "Alice likes jazz"}) == decisions
 
 
 def test_a_denial_whose_new_fact_is_changed_later_is_left_to_the_order_it_has() -> None:
@@ -133,4 +132,30 @@ def test_a_denial_whose_new_fact_is_changed_later_is_left_to_the_order_it_has() 
         "Alice lives in Paris",
     )
 
-    assert said_back(w, decisions, facts) == decisions
+    assert said_back(w, decisions, facts, {"f1": "Alice lives in Paris"}) == decisions
+
+
+@pytest.mark.parametrize(
+    ("stored", "changed_to", "mention"),
+    [
+        ("Alice works at Google", "Alice works at Meta", "Alice worked at Google for 5 years"),
+        (
+            "Alice's locker code is 4412",
+            "Alice's locker code is 4415",
+            "Alice's previous locker code was 4412",
+        ),
+    ],
+)
+def test_a_mention_of_the_old_value_does_not_take_the_change_back(
+    stored: str, changed_to: str, mention: str
+) -> None:
+    """A model judged the mention of the old value already known (NONE of the stored fact): it
+    does not say the fact as it was stored, so the window's change stands (h219 #3)."""
+    decisions = [
+        Decision(
+            new_index=0, event="UPDATE", existing_id="f1", expected_version=1, final_text=changed_to
+        ),
+        Decision(new_index=1, event="NONE", existing_id="f1", expected_version=1),
+    ]
+
+    assert said_back(_window(), decisions, _said(changed_to, mention), {"f1": stored}) == decisions

@@ -59,7 +59,11 @@ async def test_an_older_statement_learnt_late_does_not_override_a_newer_restatem
         "s3",
         ("c1",),
     )
-    assert [r.content for r in fact.history] == ["Alice lives in Paris."]
+    # The first statement's citation kept (its session's messages), then Paris learnt late.
+    assert [(r.content, r.source_session_id, r.source_message_ids) for r in fact.history] == [
+        ("Alice lives in Berlin.", "s1", ("a1",)),
+        ("Alice lives in Paris.", "s2", ("b1",)),
+    ]
 
 
 async def test_a_restatement_in_the_same_session_cites_both_statements(bench: Bench) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from memory.formation_commit import FactAdd, FactKeep, FactUpdate
 from memory.models import Fact
 from memory.store.base import MemoryStore
+from memory.store.rules.versions import CITED_BEFORE
 from tests.store.builders import MODEL, Former, add, at, unit, vec
 
 DAY = 86400.0
@@ -98,3 +99,20 @@ async def test_a_restatement_of_a_persons_edit_leaves_it_as_they_left_it(
     await former.form(keep(50, "m2", version=2))
 
     assert await store.get_facts(["f1"]) == [edited]
+
+
+async def test_a_restatement_in_another_session_keeps_the_first_citation_in_the_history(
+    store: MemoryStore,
+) -> None:
+    await (await Former(store).start()).form(berlin(10, "m1"))
+    elsewhere = await Former(store, session_id="s2").start()
+
+    await elsewhere.form(keep(50, "m7"))
+
+    [fact] = await store.get_facts(["f1"])
+    assert (fact.content, fact.version, fact.said_at) == (BERLIN, 1, at(50 * DAY))
+    assert (fact.source_session_id, fact.source_message_ids) == ("s2", ("m7",))
+    [first] = fact.history
+    assert (first.reason, first.content, first.version) == (CITED_BEFORE, BERLIN, 1)
+    assert (first.source_session_id, first.source_message_ids) == ("s1", ("m1",))
+    assert first.said_at == at(10 * DAY)

@@ -55,6 +55,7 @@ from memory.store.rules.derived import fact_scope_key
 from memory.store.rules.recheck import RecentFacts, check_add
 from memory.store.rules.versions import (
     Provenance,
+    cited_before,
     deleted_by_hand,
     deleted_since,
     edited_by_hand,
@@ -273,15 +274,20 @@ class FactPlanner:
     def _keep(self, op: FactKeep) -> None:
         """The statement is the fact's, already known (``_current`` checks that the fact is
         still what the decision read). Said later than the fact, it moves the fact's said_at and
-        sources to it in place: a repeat is no new version, so no history grows with every
-        repeat, and decisions made against the fact's version stay valid."""
+        sources to it in place: a repeat is no new version, so decisions made against the fact's
+        version stay valid. Cited from another session, the citation it replaces is kept in the
+        history (``cited_before``); a repeat in the same session adds to its sources."""
         fact = self._current(op.fact_id, op.expected_version)
         if not self._said_later(op, fact):
             return
-        restated = sourced_as(fact, self._source(op), fact.content)
-        self._put(
-            fact.model_copy(update={**restated, "updated_at": self.commit.committed_at}), None
-        )
+        at = self.commit.committed_at
+        restated: dict[str, object] = {
+            **sourced_as(fact, self._source(op), fact.content),
+            "updated_at": at,
+        }
+        if "source_session_id" in restated:  # cited elsewhere: the first citation is kept
+            restated["history"] = (*fact.history, cited_before(fact, at))
+        self._put(fact.model_copy(update=restated), None)
 
     def _said_later(self, op: FactKeep, fact: Fact) -> bool:
         """Whether a keep's statement is later than what the fact holds: said after its time

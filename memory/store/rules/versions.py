@@ -120,6 +120,28 @@ def sourced_as(fact: Fact, provenance: Provenance, content: str) -> dict[str, ob
 
 
 LEARNT_LATE = "said before the current version, learnt later"
+# A revision of the same version and text: the citation a restatement in another session took
+# the place of (``cited_before``).
+CITED_BEFORE = "said again in another session, cited there since"
+
+
+def cited_before(fact: Fact, at: datetime) -> FactRevision:
+    """The fact's citation, kept in its history when a restatement in another session (or the
+    same session id recorded again) is cited in its place (rules.fact_ops): message ids name
+    messages within their session only, so the two cannot be one list, and the first statement
+    stays reachable. Same version and text: no new version, nothing for a decision to go stale
+    on."""
+    return FactRevision(
+        version=fact.version,
+        content=fact.content,
+        changed_at=at,
+        reason=CITED_BEFORE,
+        source_session_id=fact.source_session_id,
+        source_message_ids=fact.source_message_ids,
+        formation_id=fact.formation_id,
+        said_at=fact.said_at,
+        said_utc_offset_minutes=fact.said_utc_offset_minutes,
+    )
 
 
 @dataclass(frozen=True)
