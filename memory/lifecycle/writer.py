@@ -226,6 +226,11 @@ async def write_batch(
     store = deps.store
     people = session_people(batch) if people is None else tuple(people)
     configs = [a.config or AgentConfig(agent_id=a.agent_id, name=a.agent_id) for a in batch.agents]
+    configs += [
+        AgentConfig(agent_id=a, name=a)
+        for a in _undeclared_agents(batch)
+        if await store.get_agent(a) is None  # one of an earlier batch's lines, most often
+    ]
     report.add("agents", await store.import_agents(configs))
     progress("agents", len(configs))
 
@@ -338,3 +343,18 @@ def _buffered_unless(r: ReflectionImport, written: set[str]) -> Reflection:
     if r.absorbed_into_version not in (None, SET_ASIDE) and r.scope_key.key not in written:
         return reflection.model_copy(update={"absorbed_into_version": None})
     return reflection
+
+
+def _undeclared_agents(batch: ImportBatch) -> list[str]:
+    """The agents the batch's records belong to that it names no agent line for: each is
+    registered as a placeholder, as an agent line without a config is (``import_agents`` leaves
+    a registered one as it is), so that what is imported under it can be listed, exported and
+    forgotten agent by agent ("agent 'zz' is not registered" refused all three)."""
+    declared = {a.agent_id for a in batch.agents}
+    named = [
+        *(f.agent_id for f in batch.facts),
+        *(r.scope_key.agent_id for r in batch.reflections),
+        *(b.scope_key.agent_id for b in batch.consolidated),
+        *(m.message.agent_id for m in batch.messages if m.message.agent_id),
+    ]
+    return [a for a in dict.fromkeys(named) if a not in declared]

@@ -351,3 +351,22 @@ async def test_a_forget_landing_during_an_import_leaves_nothing_of_the_user(
     assert await store.get_consolidated(SESSION_KEY) is None
     assert await store.list_reflections(SESSION_KEY, include_absorbed=True) == []
     assert await store.get_facts(["f1"]) == []
+
+
+async def test_memories_of_an_agent_the_file_declares_no_line_for_stay_the_agents(
+    store: MemoryStore,
+) -> None:
+    """A file holding facts of an agent it has no line for (h218 D4): they were imported under an
+    unregistered agent, and listing, exporting or forgetting them agent by agent was refused. The
+    agent is registered as a placeholder, as an agent line without a config is."""
+    from client.management import MemoryManager
+
+    lines = export_file(AGENT, fact("f1", "Likes green tea", agent_id="zz"))
+
+    await import_lines(store, lines)
+
+    agent = await store.get_agent("zz")
+    assert agent is not None and agent.name == "zz"
+    manager = MemoryManager(store, StoreModelEmbedder(), Settings())
+    await manager.forget_user("u1", agent_id="zz")
+    assert await store.get_facts(["f1"]) == []
