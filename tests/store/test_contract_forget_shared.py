@@ -167,3 +167,30 @@ async def test_without_another_agent_holding_them_all_go_as_before(store: Memory
     assert await _ids(store) == ["a1", "r2", "c4"]
     assert (await _state(store, "eve")).withheld == {"alice": 5}
     assert _pending(await _state(store, "bob"))[:2] == (5, 0)
+
+
+async def test_a_forget_under_one_agent_leaves_it_nothing_of_the_users_conversation_to_form(
+    store: MemoryStore,
+) -> None:
+    """Alice was the session's only person, with two agents (h218 D3): a forget under bob left
+    him the replies to form, his own and eve's quoting what alice told her, which would form her
+    memory again. Nothing before the head is his to form; eve still forms what she holds."""
+    await record(
+        store, "clinic", "bob",
+        [msg("m1", "I was diagnosed with asthma", user_id="alice", seconds=1),
+         msg("r1", "Sorry to hear about your asthma", role="agent", seconds=2)],
+    )  # fmt: skip
+    await record(
+        store, "clinic", "eve",
+        [msg("m2", "My inhaler is expensive", user_id="alice", seconds=3),
+         msg("r2", "Asthma inhalers can be costly", role="agent", seconds=4)],
+    )  # fmt: skip
+    eve_before = await store.get_session_agent_state("clinic", "eve")
+
+    await store.forget_user("alice", agent_id="bob", at=at(100))
+
+    bob = await store.get_session_agent_state("clinic", "bob")
+    eve = await store.get_session_agent_state("clinic", "eve")
+    assert bob is not None and (bob.cursor_seq, bob.pending_messages) == (4, 0)
+    assert eve is not None and eve_before is not None
+    assert (eve.cursor_seq, eve.pending_messages) == (eve_before.cursor_seq, 2)

@@ -236,7 +236,7 @@ def plan_forget(
     for s in snapshot.sessions:
         if s in whole or (user_id not in s.user_ids and not s.user_messages):
             continue
-        deleted, user_writes = _user_messages(req, s)
+        deleted, user_writes = _user_messages(req, s, parted=s in alone)
         messages += deleted
         writes += user_writes
     dropped = tuple(sorted(snapshot.cached - snapshot.in_use))
@@ -260,10 +260,17 @@ def plan_forget(
     return Plan((tombstone, *sessions, *writes), counts)
 
 
-def _user_messages(req: ForgetRequest, s: UserSession) -> tuple[int, list[Write]]:
+def _user_messages(req: ForgetRequest, s: UserSession, *, parted: bool) -> tuple[int, list[Write]]:
     """(how many go, the writes) of the user's messages in a session that stays. For every
     agent, all of them; for one agent, those no other agent of the session holds: the rest are
-    kept for them, withheld from this agent (rules.withheld). Each agent's pending recounted."""
+    kept for them, withheld from this agent (rules.withheld). Each agent's pending recounted.
+
+    ``parted``: the user was the session's only person, and it stays for another agent. What
+    is left of it for this agent to form is the agents' side of the user's conversation (its
+    replies, another agent's answer quoting what the user told it), which would form the user's
+    memory again, the session memory this forget deleted among it: its cursor goes to the
+    session's head, nothing before it this agent's to form (h218 D3). Another agent's own
+    cursor and pending stay: what it has to form it still forms."""
     user_id, agent_id = req.user_id, req.agent_id
     kept = (
         ()
@@ -283,5 +290,9 @@ def _user_messages(req: ForgetRequest, s: UserSession) -> tuple[int, list[Write]
             withheld = withhold(withheld, user_id, max(s.last_seq, *(m.seq for m in kept)))
             writes.append(SetWithheld(s.session_id, agent_id, tuple(sorted(withheld.items()))))
         after = pending_of(state, (pending, tokens), user_id, kept, withheld)
+        if parted and state.agent_id == agent_id:
+            head = max(after.cursor_seq, s.last_seq)
+            update = {"cursor_seq": head, "pending_messages": 0, "pending_weighted_tokens": 0.0}
+            after = after.model_copy(update=update)
         writes.append(MoveCursor(after))
     return s.user_messages - len(kept), writes
