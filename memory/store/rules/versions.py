@@ -37,17 +37,7 @@ def rewritten(
     """A new version of the fact with this content, valid, its old content and provenance kept
     in history (see ``sourced_as`` for a formed version's); a manual edit keeps the sources it
     had, which said the version before (``edited_by_hand`` tells it from the history)."""
-    revision = FactRevision(
-        version=fact.version,
-        content=fact.content,
-        changed_at=at,
-        reason=reason,
-        source_session_id=fact.source_session_id,
-        source_message_ids=fact.source_message_ids,
-        formation_id=fact.formation_id,
-        said_at=fact.said_at,
-        said_utc_offset_minutes=fact.said_utc_offset_minutes,
-    )
+    revision = revision_of(fact, at, reason)
     sourced = {} if provenance is None else sourced_as(fact, provenance, content)
     return fact.model_copy(
         update={
@@ -62,6 +52,21 @@ def rewritten(
             "invalidated_at": None,
             "invalidated_by": None,
         }
+    )
+
+
+def revision_of(fact: Fact, at: datetime, reason: str) -> FactRevision:
+    """The fact's current version as its history keeps it: text and provenance."""
+    return FactRevision(
+        version=fact.version,
+        content=fact.content,
+        changed_at=at,
+        reason=reason,
+        source_session_id=fact.source_session_id,
+        source_message_ids=fact.source_message_ids,
+        formation_id=fact.formation_id,
+        said_at=fact.said_at,
+        said_utc_offset_minutes=fact.said_utc_offset_minutes,
     )
 
 
@@ -131,17 +136,7 @@ def cited_before(fact: Fact, at: datetime) -> FactRevision:
     messages within their session only, so the two cannot be one list, and the first statement
     stays reachable. Same version and text: no new version, nothing for a decision to go stale
     on."""
-    return FactRevision(
-        version=fact.version,
-        content=fact.content,
-        changed_at=at,
-        reason=CITED_BEFORE,
-        source_session_id=fact.source_session_id,
-        source_message_ids=fact.source_message_ids,
-        formation_id=fact.formation_id,
-        said_at=fact.said_at,
-        said_utc_offset_minutes=fact.said_utc_offset_minutes,
-    )
+    return revision_of(fact, at, CITED_BEFORE)
 
 
 @dataclass(frozen=True)
