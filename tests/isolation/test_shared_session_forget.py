@@ -118,8 +118,10 @@ async def test_a_window_of_only_withheld_messages_asks_the_model_nothing(
 ) -> None:
     """Eve's whole pending range is alice's words kept for bob: a forced pass (a session end,
     the cold job) has nothing to read, and a model asked with an empty transcript could only
-    make memories up from its instructions and the current blobs."""
+    make memories up from its instructions and the current blobs. Carol spoke first: in a
+    session alice was alone in, a forget under eve would leave eve nothing to pass at all."""
     bench = await Bench.create(store, [EVE, BOB])
+    await bench.say("bob", "desk", "Hello everyone.", user_id="carol")
     await bench.say("bob", "desk", "I was diagnosed with diabetes in March 2024.", user_id="alice")
     await bench.say("eve", "desk", "I work as a pilot for a small airline.", user_id="alice")
     await store.forget_user("alice", agent_id="eve", at=T0)

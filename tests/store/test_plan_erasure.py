@@ -59,8 +59,10 @@ def test_forget_deletes_lone_sessions_whole_and_the_users_part_of_shared_ones() 
     assert DeleteUserMessages("s2", "u1") in plan.writes
     assert DeleteUserMessages("s3", "u1") in plan.writes
     moved = [w.state for w in plan.writes if isinstance(w, MoveCursor)]
+    # s2, the user's alone, stays for b1: nothing of it left for a1 to form (its replies would
+    # form the user's memory again); s3, shared with u2, keeps the others' messages pending.
     assert [(s.session_id, s.pending_messages, s.pending_weighted_tokens) for s in moved] == [
-        ("s2", 1, 2.0), ("s3", 2, 3.0),
+        ("s2", 0, 0.0), ("s3", 2, 3.0),
     ]  # fmt: skip
     counts = plan.result
     assert (counts.sessions, counts.messages, counts.embedding_cache) == (1, 4 + 2 + 2, 1)
