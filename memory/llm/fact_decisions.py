@@ -53,11 +53,10 @@ from memory.llm.fact_reading import (
     Statement,
     apart,
     content_words,
-    item_words,
     parse_fact,
     split_statement,
-    value_items,
 )
+from memory.llm.value_items import item_words, value_items
 from memory.prompts.decide_facts import DecideFactsInput, FactDecision, FactDecisions
 from memory.prompts.same_fact import SameFact, SameFactInput
 
