@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -46,14 +47,17 @@ def backend(request: pytest.FixtureRequest) -> tuple[str, str | None]:
     return "sqlite", None
 
 
-@pytest.fixture
-async def store(backend: tuple[str, str | None], tmp_path: Path) -> AsyncIterator[MemoryStore]:
+@asynccontextmanager
+async def opened_store(backend: tuple[str, str | None], path: Path) -> AsyncIterator[MemoryStore]:
+    """An empty store of the backend, set up, closed afterwards: a file under ``path`` (sqlite),
+    a fresh schema (postgres) or database (mongo). The ``store`` fixture's, and a second one's
+    for a test that moves memory between two stores."""
     name, uri = backend
     opened: MemoryStore
     if name == "sqlite":
         from memory.store.sqlite import SQLiteStore
 
-        opened = SQLiteStore(tmp_path / "mnemos.db")
+        opened = SQLiteStore(path / "mnemos.db")
     elif name == "postgres":
         from memory.store.postgres import PostgresStore
 
@@ -71,3 +75,9 @@ async def store(backend: tuple[str, str | None], tmp_path: Path) -> AsyncIterato
         yield opened
     finally:
         await opened.close()
+
+
+@pytest.fixture
+async def store(backend: tuple[str, str | None], tmp_path: Path) -> AsyncIterator[MemoryStore]:
+    async with opened_store(backend, tmp_path) as opened:
+        yield opened

@@ -8,9 +8,6 @@ from __future__ import annotations
 
 import io
 import json
-import uuid
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from datetime import timedelta
 from pathlib import Path
 
@@ -24,9 +21,9 @@ from memory.pipeline import commit, dedup, facts, window
 from memory.pipeline.types import FormationRequest
 from memory.settings import Settings
 from memory.store.base import MemoryStore
-from tests.conftest import fresh_schema
 from tests.fakes import WordHashEmbedder
 from tests.store.builders import T0, record
+from tests.store.conftest import opened_store
 
 EMAIL = "My email is alice.private@example.com"
 HIKING = "I like hiking in the Alps on weekends"
@@ -55,32 +52,6 @@ async def _exported(store: MemoryStore) -> list[str]:
     out = io.StringIO()
     await export_store(store, out, agent_id=None, user_id=None, messages=True, now=T0)
     return out.getvalue().splitlines()
-
-
-@asynccontextmanager
-async def _fresh(backend: tuple[str, str | None], tmp_path: Path) -> AsyncIterator[MemoryStore]:
-    """Another empty store of the backend under test (as the ``store`` fixture opens one)."""
-    name, uri = backend
-    opened: MemoryStore
-    if name == "sqlite":
-        from memory.store.sqlite import SQLiteStore
-
-        opened = SQLiteStore(tmp_path / "copy.db")
-    elif name == "postgres":
-        from memory.store.postgres import PostgresStore
-
-        assert uri is not None
-        opened = PostgresStore(fresh_schema(uri), pool_size=4)
-    else:
-        from memory.store.mongo import MongoStore
-
-        assert uri is not None
-        opened = MongoStore.from_uri(uri, database=f"t_{uuid.uuid4().hex[:12]}")
-    await opened.setup()
-    try:
-        yield opened
-    finally:
-        await opened.close()
 
 
 def _deps(store: MemoryStore) -> Deps:
@@ -117,7 +88,7 @@ async def test_a_moved_store_forms_what_was_told_under_the_switches_it_was_told_
 ) -> None:
     await _told_while_off(store)
     lines = await _exported(store)
-    async with _fresh(backend, tmp_path) as copy:
+    async with opened_store(backend, tmp_path / "copy") as copy:
         # The copy's agent has user memory on, as the source's has now.
         await copy.upsert_agent(AgentConfig(agent_id="eve", name="Eve"))
         await _import(copy, lines)
@@ -142,12 +113,12 @@ async def test_importing_the_file_again_or_an_earlier_one_first_keeps_the_same_m
     said = [r for r in records if json.loads(r)["type"] == "message"]
     end = {"type": "end", "counts": {"agent": len(agents), "message": 1}}
     earlier = [header, *agents, said[0], json.dumps(end)]
-    async with _fresh(backend, tmp_path) as copy:
+    async with opened_store(backend, tmp_path / "copy") as copy:
         await _import(copy, lines)
         whole = await _state(copy)
         await _import(copy, lines)
         again = await _state(copy)
-    async with _fresh(backend, tmp_path / "parts") as parts:
+    async with opened_store(backend, tmp_path / "parts") as parts:
         await _import(parts, earlier)
         await _import(parts, lines)
         in_parts = await _state(parts)
@@ -173,7 +144,7 @@ async def test_a_file_without_the_switches_imports_as_before(
         if record_["type"] == "header":
             record_["version"] = 2
         old.append(json.dumps(record_))
-    async with _fresh(backend, tmp_path) as copy:
+    async with opened_store(backend, tmp_path / "copy") as copy:
         await _import(copy, old)
         state = await _state(copy)
         user_memory = await _form(copy)
