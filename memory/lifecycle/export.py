@@ -8,6 +8,8 @@
     {"type": "message", ...StoredMessage, "session_created_at": ..., "withheld_from": [...],
      "pending_for": [...], "recorded_under": {agent: [user, agent memory]}}
                                                              # only with --messages
+    {"type": "erasure", "agent_key": ..., "user_id": ..., "epoch": n, "forgotten_at": ...,
+     "counts": {...}}                                        # a forget's tombstone
     {"type": "end", "counts": {"fact": n, ...}}
 
 Records carry the store's own ids, so importing an export into an empty store recreates the same
@@ -44,6 +46,13 @@ was off does not become user memory after a move). A formed message needs none. 
 before it (version 2 and older) have none: their messages form under the store's switches, as
 before. Version 3 is this field, refused at the header by a mnemos too old to know it.
 
+An ``erasure`` line is a forget's tombstone (rules.erasure: of an agent, of every agent, or of a
+session memory it deleted; ids, epoch, time and counts, never content), of the export's agent
+and user: the import merges it by epoch after the file's other records
+(rules.import_erasures), so that a store moved by export and import still never imports the
+forgotten user again, from an older file of theirs. Files written before it (version 3 and
+older) have none: a moved store forgot who was forgotten. Version 4 is this line.
+
 A record the import refuses (a user-scope fact without a user, a negative version or count) is a
 bad line like one that does not parse: the reader names it (ExportFormatError), before anything
 is written.
@@ -61,6 +70,7 @@ from memory.errors import InvalidInputError
 from memory.lifecycle.records import (
     AgentImport,
     ConsolidatedImport,
+    ErasureImport,
     FactImport,
     ImportBatch,
     MessageImport,
@@ -77,11 +87,13 @@ from memory.models import (
     UtcDatetime,
 )
 from memory.settings_errors import validation_line
+from memory.store.counts import Erasure
 
 FORMAT: Final = "mnemos-export"
-# 2: message lines' pending_for (1: every message counts as formed); 3: their recorded_under.
-VERSION: Final = 3
-_VERSIONS: Final = "v1/v2/v3"  # those read: an older file imports as it always did
+# 2: message lines' pending_for (1: every message counts as formed); 3: their recorded_under;
+# 4: erasure lines.
+VERSION: Final = 4
+_VERSIONS: Final = "v1/v2/v3/v4"  # those read: an older file imports as it always did
 
 
 class HeaderLine(BaseModel):
@@ -89,7 +101,7 @@ class HeaderLine(BaseModel):
 
     type: Literal["header"] = "header"
     format: Literal["mnemos-export"] = FORMAT
-    version: Literal[1, 2, 3] = VERSION  # older files still import (no pending_for, marks)
+    version: Literal[1, 2, 3, 4] = VERSION  # older files still import (no pending_for, marks)
     exported_at: UtcDatetime
     embedding_model: str | None = Field(None, description="The store's model (fact vectors)")
     agent_id: Id | None = Field(None, description="Filter: only this agent")
@@ -132,6 +144,10 @@ class MessageLine(StoredMessage):
     )
 
 
+class ErasureLine(Erasure):
+    type: Literal["erasure"] = "erasure"
+
+
 class EndLine(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -139,7 +155,7 @@ class EndLine(BaseModel):
     counts: dict[str, int]
 
 
-Record = AgentLine | FactLine | ReflectionLine | ConsolidatedLine | MessageLine
+Record = AgentLine | FactLine | ReflectionLine | ConsolidatedLine | MessageLine | ErasureLine
 Line = Annotated[HeaderLine | Record | EndLine, Field(discriminator="type")]
 _LINE: TypeAdapter[Line] = TypeAdapter(Line)
 
@@ -237,7 +253,9 @@ def read_export(lines: Iterable[str]) -> Iterator[HeaderLine | Record]:
         raise ExportFormatError(n, f"records {dict(counts)} != end line counts {ended.counts}")
 
 
-ImportRecord = AgentImport | FactImport | ReflectionImport | ConsolidatedImport | MessageImport
+ImportRecord = (
+    AgentImport | FactImport | ReflectionImport | ConsolidatedImport | MessageImport | ErasureImport
+)
 
 
 def _ref(collection: str, source_id: str) -> SourceRef:
@@ -281,6 +299,11 @@ def import_record(r: Record) -> ImportRecord:
                 recorded_under=r.recorded_under,
                 source=_ref("messages", f"{r.session_id}:{r.message_id}"),
             )
+        case ErasureLine():
+            return ErasureImport(
+                **r.model_dump(exclude={"type"}),
+                source=_ref("erasures", f"{r.agent_key}:{r.user_id}"),
+            )
 
 
 def to_import(records: Iterable[HeaderLine | Record]) -> ImportBatch:
@@ -292,4 +315,5 @@ def to_import(records: Iterable[HeaderLine | Record]) -> ImportBatch:
         reflections=tuple(r for r in converted if isinstance(r, ReflectionImport)),
         consolidated=tuple(r for r in converted if isinstance(r, ConsolidatedImport)),
         messages=tuple(r for r in converted if isinstance(r, MessageImport)),
+        erasures=tuple(r for r in converted if isinstance(r, ErasureImport)),
     )

@@ -18,6 +18,7 @@ from memory import switch_marks
 from memory.lifecycle.export import (
     AgentLine,
     ConsolidatedLine,
+    ErasureLine,
     FactLine,
     HeaderLine,
     MessageLine,
@@ -66,6 +67,8 @@ async def records_of(
             pending_for=pending,
             recorded_under=recorded_under(m, {a: mine[a] for a in pending}),
         )
+    for e in _drained(data.erasures):
+        yield ErasureLine(**e.model_dump())
 
 
 async def _listed[T](items: list[T]) -> AsyncIterator[T]:

@@ -6,7 +6,8 @@ parsed and checked, the end line and its counts last) and holds each record to t
 (``FileIndex``): a truncated or bad file is refused before anything is written, as when the
 file was read whole. The second (``batches``) reads the records again by those offsets, a batch
 of at most ``BATCH`` at a time, by kind in the order the writer takes them (agents, messages,
-blobs, facts, reflections: messages before session memory, writer.write_batch), a session's
+blobs, facts, reflections, erasure tombstones: messages before session memory, the tombstones
+last, writer.write_batch), a session's
 messages always in one batch (the store judges a session against all of the file's messages of
 it). Memory is the batch, the offsets and the people of the sessions, not the file.
 
@@ -46,6 +47,7 @@ from memory.lifecycle.people import People
 from memory.lifecycle.records import (
     AgentImport,
     ConsolidatedImport,
+    ErasureImport,
     FactImport,
     ImportBatch,
     MessageImport,
@@ -58,11 +60,16 @@ from memory.store.counts import SessionPeople
 # writer's chunk, so that a kind's chunks are cut where one batch of the file would cut them.
 BATCH: Final = 2 * CHUNK
 
-Kind = Literal["agents", "facts", "reflections", "consolidated", "messages"]
+Kind = Literal["agents", "facts", "reflections", "consolidated", "messages", "erasures"]
 # The order the writer takes the kinds in (write_batch), and the order a dry run judges them in
-# (dry_run.Judge: its drops are listed in it).
-WRITE_ORDER: tuple[Kind, ...] = ("agents", "messages", "consolidated", "facts", "reflections")
-PLAN_ORDER: tuple[Kind, ...] = ("agents", "facts", "reflections", "consolidated", "messages")
+# (dry_run.Judge: its drops are listed in it). The tombstones last: the file's records of a user
+# who came back after a forget are imported before it binds (rules.import_erasures).
+WRITE_ORDER: tuple[Kind, ...] = (
+    "agents", "messages", "consolidated", "facts", "reflections", "erasures",
+)  # fmt: skip
+PLAN_ORDER: tuple[Kind, ...] = (
+    "agents", "facts", "reflections", "consolidated", "messages", "erasures",
+)  # fmt: skip
 
 _BOM: Final = b"\xef\xbb\xbf"
 _LINE: TypeAdapter[Line] = TypeAdapter(Line)
@@ -82,6 +89,7 @@ class FileIndex:
     facts: array[int] = field(default_factory=_offsets)
     reflections: array[int] = field(default_factory=_offsets)
     consolidated: array[int] = field(default_factory=_offsets)
+    erasures: array[int] = field(default_factory=_offsets)
     sessions: dict[str, array[int]] = field(default_factory=dict)
     people: tuple[SessionPeople, ...] = ()
     stamp: tuple[int, int] = (0, 0)  # the file's size and mtime when scanned
@@ -158,6 +166,8 @@ def _kind(record: ImportRecord) -> Kind:
             return "consolidated"
         case MessageImport():
             return "messages"
+        case ErasureImport():
+            return "erasures"
 
 
 def scan(f: BinaryIO, *, now: datetime) -> FileIndex:

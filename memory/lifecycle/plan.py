@@ -25,6 +25,7 @@ class PlanLine(BaseModel):
     blobs_to_merge: int = 0
     words_cut: int = 0
     messages: int = 0
+    erasures: int = 0  # an export's tombstones (rules.import_erasures), by user
     dropped: dict[str, int] = {}
 
 
@@ -66,6 +67,9 @@ def plan(batches: Iterable[ImportBatch]) -> ImportPlan:
             c["words_cut"] += b.words_cut
         for m in batch.messages:
             counts[m.message.agent_id, m.message.user_id]["messages"] += 1
+        for e in batch.erasures:
+            agent = None if e.agent_key == "*" or ":" in e.agent_key else e.agent_key
+            counts[agent, e.user_id]["erasures"] += 1
         for d in batch.dropped:
             drops[d.agent_id, d.user_id][d.reason] += 1
     keys = sorted(set(counts) | set(drops), key=lambda k: (k[0] or "", k[1] or ""))
@@ -100,6 +104,8 @@ def render(p: ImportPlan, *, store_model: str | None = None) -> str:
         parts = [_n(ln.facts, "fact"), reflections, blobs]
         if ln.messages:
             parts.append(_n(ln.messages, "message"))
+        if ln.erasures:
+            parts.append(_n(ln.erasures, "erasure tombstone"))
         if ln.words_cut:
             parts.append(f"{ln.words_cut} words over the blob limit (kept only if merged by LLM)")
         out.append(f"  {who}: " + ", ".join(parts))

@@ -9,9 +9,16 @@ import hashlib
 import re
 from collections.abc import Iterable
 from datetime import UTC, datetime
-from typing import Annotated, Literal, Self
+from typing import Annotated, Any, Literal, Self
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    model_validator,
+)
 
 from memory.context import one_line
 from memory.ids import content_hash, normalize_text
@@ -230,6 +237,26 @@ class MessageImport(Record):
     source: SourceRef
 
 
+# An erasure tombstone's agent key (rules.erasure): an agent, "*" (every agent), or the scope key
+# of a session memory a forget deleted ("session:agent:session").
+_ID_PART = r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}"
+AgentKey = Annotated[
+    str, StringConstraints(pattern=rf"^(\*|{_ID_PART}|session:{_ID_PART}:{_ID_PART})$")
+]
+
+
+class ErasureImport(Record):
+    """An erasure tombstone of a mnemos export (store.counts.Erasure): ids, the epoch, when and
+    the counts of what went, never content. Merged by epoch (rules.import_erasures)."""
+
+    agent_key: AgentKey
+    user_id: Id
+    epoch: int = Field(ge=1)
+    forgotten_at: UtcDatetime
+    counts: dict[str, Any] = Field(default_factory=dict)
+    source: SourceRef
+
+
 class Dropped(Record):
     """A source record deliberately not imported, and why (shown by --dry-run)."""
 
@@ -248,13 +275,14 @@ class ImportBatch(Record):
     reflections: tuple[ReflectionImport, ...] = ()
     consolidated: tuple[ConsolidatedImport, ...] = ()
     messages: tuple[MessageImport, ...] = ()
+    erasures: tuple[ErasureImport, ...] = ()
     dropped: tuple[Dropped, ...] = ()
 
     @property
     def size(self) -> int:
         """The records it writes (what a progress bar counts)."""
         kinds = (self.agents, self.facts, self.reflections, self.consolidated, self.messages)
-        return sum(map(len, kinds))
+        return sum(map(len, kinds)) + len(self.erasures)
 
     def __add__(self, other: ImportBatch) -> ImportBatch:
         agents = {a.agent_id: a for a in (*self.agents, *other.agents)}
@@ -264,6 +292,7 @@ class ImportBatch(Record):
             reflections=self.reflections + other.reflections,
             consolidated=self.consolidated + other.consolidated,
             messages=self.messages + other.messages,
+            erasures=self.erasures + other.erasures,
             dropped=self.dropped + other.dropped,
         )
 

@@ -1,5 +1,6 @@
 """Writing import records into a store: agents, blobs (agent shards merged), facts (embedded
-with the store's model unless the source's vectors are of that model), reflections, messages.
+with the store's model unless the source's vectors are of that model), reflections, messages,
+and last an export's erasure tombstones.
 
 Every store call inserts by id only what is absent, so running an import again writes nothing
 twice and an interrupted import resumes: records already written come back as ``existing``
@@ -46,7 +47,7 @@ from memory.models import SET_ASIDE, AgentConfig, Reflection, ScopeKey
 from memory.pipeline import consolidation
 from memory.pipeline.types import ConsolidationRequest
 from memory.store.base import MemoryStore
-from memory.store.counts import BlobImport, ImportCounts, SessionPeople
+from memory.store.counts import BlobImport, Erasure, ImportCounts, SessionPeople
 from memory.store.rules.import_sessions import file_cursors, file_switches
 from memory.store.rules.imports import Pair, erased, users_by_agent
 from memory.store.rules.withheld import file_bounds
@@ -205,8 +206,8 @@ async def write_batch(
     people: Sequence[SessionPeople] | None = None,
     blobs_written: Collection[str] = (),
 ) -> ImportReport:
-    """Writes the batch: agents, messages, blobs, facts, reflections, each kind in chunks of one
-    store transaction. Bad input (a record recording would refuse, an embedder the store's facts
+    """Writes the batch: agents, messages, blobs, facts, reflections, erasure tombstones, each
+    kind in chunks of one store transaction. Bad input (a record recording would refuse, an embedder the store's facts
     do not match) raises before the first write. Afterwards, a failure of the store, of the
     embedder or of the consolidation LLM leaves the chunks written before it in place: run the
     import again, it writes what is missing.
@@ -290,6 +291,13 @@ async def write_batch(
         sessions = _among(people, [r.scope_key for r in reflections])
         report.add("reflections", await store.import_reflections(reflections, sessions=sessions))
         progress("reflections", len(r_chunk))
+
+    # The tombstones last (rules.import_erasures): the file's records of a user who came back
+    # after a forget are what its store holds of them now, and go in before it binds.
+    for e_chunk in _chunks(batch.erasures):
+        rows = [Erasure(**e.model_dump(exclude={"source"})) for e in e_chunk]
+        report.add("erasures", await store.import_erasures(rows))
+        progress("erasures", len(e_chunk))
     return report
 
 

@@ -24,6 +24,7 @@ from memory.models import (
 )
 from memory.store.counts import (
     BlobImport,
+    Erasure,
     ExportData,
     ForgetCounts,
     ImportCounts,
@@ -66,6 +67,12 @@ class LifecycleContract(abc.ABC):
     ) -> ImportCounts:
         """Insert each reflection whose id is absent, absorbed_into_version as given; the counts
         carry the buffered count of each touched scope key. Forgotten: as import_consolidated."""
+
+    @abc.abstractmethod
+    async def import_erasures(self, rows: Sequence[Erasure]) -> ImportCounts:
+        """Merge an export's erasure tombstones (rules.import_erasures): each row's epoch is
+        written where it is above the stored one; ``existing`` counts the others. One
+        transaction; never deletes what the store holds."""
 
     @abc.abstractmethod
     async def import_messages(

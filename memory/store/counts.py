@@ -3,11 +3,18 @@ content, so that they can be logged and kept as an audit record."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
-from memory.models import AgentConfig, ConsolidatedMemory, Fact, Reflection, StoredMessage
+from memory.models import (
+    AgentConfig,
+    ConsolidatedMemory,
+    Fact,
+    Reflection,
+    StoredMessage,
+    UtcDatetime,
+)
 
 BlobImport = Literal["inserted", "existing", "conflict", "forgotten"]
 
@@ -55,6 +62,21 @@ class ForgetCounts(BaseModel):
     session_scopes: tuple[str, ...] = Field((), exclude=True)
 
 
+class Erasure(BaseModel):
+    """An erasure tombstone as stored (rules.erasure): whose (``agent_key``: an agent, "*" for
+    every agent, or the scope key of a session memory the forget deleted), the epoch, when, and
+    the counts of what went. Ids and counts only, never content: an export carries it so that a
+    store moved by export and import still never imports the forgotten user again."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    agent_key: str
+    user_id: str
+    epoch: int
+    forgotten_at: UtcDatetime
+    counts: dict[str, Any] = Field(default_factory=dict)
+
+
 class ExportData(BaseModel):
     """What ``mnemos export`` writes, read in one consistent snapshot."""
 
@@ -63,3 +85,4 @@ class ExportData(BaseModel):
     reflections: list[Reflection] = []
     consolidated: list[ConsolidatedMemory] = []
     messages: list[StoredMessage] = []
+    erasures: list[Erasure] = []

@@ -14,13 +14,20 @@ import numpy as np
 
 from memory.models import AgentConfig, ConsolidatedMemory, Fact, Reflection, StoredMessage
 from memory.store.base import Vector
-from memory.store.counts import BlobImport, ForgetCounts, ImportCounts, SessionPeople
+from memory.store.counts import (
+    BlobImport,
+    Erasure,
+    ForgetCounts,
+    ImportCounts,
+    SessionPeople,
+)
 from memory.store.rules.erasure import (
     EraseAllRequest,
     ForgetRequest,
     plan_erase_all,
     plan_forget,
 )
+from memory.store.rules.import_erasures import erasures_request, plan_import_erasures
 from memory.store.rules.import_sessions import plan_import_session, session_import_request
 from memory.store.rules.imports import (
     AgentsRequest,
@@ -85,6 +92,13 @@ class PlannedLifecycle(SharedReads):
         )
         return await self._transact(
             request, lambda snapshot: plan_import_reflections(reflections, snapshot)
+        )
+
+    async def import_erasures(self, rows: Sequence[Erasure]) -> ImportCounts:
+        if not rows:
+            return ImportCounts()
+        return await self._transact(
+            erasures_request(rows), lambda stored: plan_import_erasures(rows, stored)
         )
 
     async def import_messages(

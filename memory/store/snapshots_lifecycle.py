@@ -15,6 +15,7 @@ from memory.models import ConsolidatedMemory, Fact, SessionAgentState
 from memory.store.counts import SessionPeople
 from memory.store.rules import Request
 from memory.store.rules import erasure as er
+from memory.store.rules import import_erasures as ie
 from memory.store.rules import import_sessions as rs
 from memory.store.rules import imports as ri
 from memory.store.rules import withheld as wh
@@ -300,5 +301,7 @@ async def read_lifecycle_snapshot(reads: LifecycleReads, request: Request[Any]) 
             return await _forget(reads, request)
         case er.EraseAllRequest(user_id=user_id):
             return await reads.stored_epoch(er.ALL_AGENTS, user_id)
+        case ie.ErasuresRequest(agent_keys=keys, user_ids=users):
+            return await reads.erasure_rows(keys, users)
         case _:
             raise TypeError(f"no snapshot for {request!r}")

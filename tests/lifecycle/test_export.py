@@ -153,7 +153,7 @@ def test_a_truncated_export_is_refused() -> None:
 
 
 def test_a_file_that_is_not_an_export_is_refused_on_line_one() -> None:
-    with pytest.raises(ExportFormatError, match="line 1: not a mnemos-export v1/v2/v3 header"):
+    with pytest.raises(ExportFormatError, match="line 1: not a mnemos-export v1/v2/v3/v4 header"):
         list(read_export(['{"id": "mem0 item", "memory": "x"}\n']))
     lines = exported().splitlines(keepends=True)
     with pytest.raises(ExportFormatError, match="line 3:"):

@@ -346,7 +346,7 @@ def test_import_of_a_bad_header_is_one_line_naming_the_field(
     line = one_error_line(runner.invoke(app, ["import", "file", str(file)], env=seeded))
 
     assert line == (
-        "error: export line 1: not a mnemos-export v1/v2/v3 header: "
+        "error: export line 1: not a mnemos-export v1/v2/v3/v4 header: "
         "header.pad: Extra inputs are not permitted"
     )
 

@@ -3,16 +3,18 @@ of every agent) and the export, read in one transaction."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 
 from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.asynchronous.database import AsyncDatabase
 
 from memory.models import AgentConfig
-from memory.store.counts import ExportData
+from memory.store.counts import Erasure, ExportData
 from memory.store.mongo.docs import (
     Doc,
     consolidated_from_doc,
+    dt,
     fact_and_vector,
     message_from_doc,
     reflection_from_doc,
@@ -59,6 +61,16 @@ class MongoLifecycleReads:
     async def _export_facts(self, fact_ids: Sequence[str]) -> list[Exported]:
         cursor = self._db.facts.find({"_id": {"$in": list(fact_ids)}})
         return [fact_and_vector(d) async for d in cursor]
+
+
+def _erasure(d: Doc) -> Erasure:
+    return Erasure(
+        agent_key=d["agent_key"],
+        user_id=d["user_id"],
+        epoch=int(d["epoch"]),
+        forgotten_at=dt(d["forgotten_at"]),
+        counts=json.loads(d["counts"]),
+    )
 
 
 def _only(**fields: str | None) -> Doc:
@@ -108,6 +120,12 @@ async def _export(
         consolidated=[
             consolidated_from_doc(d)
             async for d in db.consolidated.find(memory, session=s).sort("_id", 1)
+        ],
+        erasures=[
+            _erasure(d)
+            async for d in db.erasures.find(_only(user_id=user_id), session=s).sort(
+                [("user_id", 1), ("agent_key", 1)]
+            )
         ],
     )
     if messages:

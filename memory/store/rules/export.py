@@ -9,7 +9,11 @@ deletes it whole, or this agent's memory of it when another agent keeps it), onl
 messages of a shared one (with another user, or a guest). Of one agent, only the messages that agent recorded (recorded_by) and
 does not withhold: in a session several agents share, what another agent's backend recorded
 (before this agent joined, or after) is that agent's, and what a forget through this agent kept
-there for the others (rules.withheld) is theirs only."""
+there for the others (rules.withheld) is theirs only.
+
+Every export carries the erasure tombstones that bind what it exports (those of its user, of
+its agent: tombstone_of), so that a store moved by export and import never imports a forgotten
+user again (rules.imports.plan_import_erasures)."""
 
 from __future__ import annotations
 
@@ -19,7 +23,7 @@ from typing import Final
 
 from memory.models import Fact, ScopeKey, StoredMessage
 from memory.store.counts import ExportData
-from memory.store.rules.erasure import alone_in, session_users
+from memory.store.rules.erasure import ALL_AGENTS, alone_in, session_users
 from memory.store.rules.withheld import Withheld, is_withheld
 
 # Facts a page of an export reads (MemoryStore.export_facts): with their vectors about 4 MB of a
@@ -99,9 +103,19 @@ def export_view(
     the agent (without_withheld), and of a user's export only what forget_user erases
     (users_export)."""
     data = without_withheld(read, withheld)
+    if agent_id is not None:
+        kept = [e for e in data.erasures if tombstone_of(agent_id, e.agent_key)]
+        data = data.model_copy(update={"erasures": kept})
     if user_id is None:
         return data
     return users_export(user_id, data, sessions, agent_id=agent_id)
+
+
+def tombstone_of(agent_id: str, agent_key: str) -> bool:
+    """Whether an erasure tombstone (of ``agent_key``: rules.erasure) binds the agent, and so
+    goes with its export: its own, the one for every agent, and those of its session memory
+    ("session:agent:session", rules.erasure.session_tombstones)."""
+    return agent_key in (agent_id, ALL_AGENTS) or agent_key.startswith(f"session:{agent_id}:")
 
 
 def recorded_by(agent_id: str, message: StoredMessage, session_agents: Collection[str]) -> bool:

@@ -4,10 +4,11 @@ the caller's transaction."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 from memory.models import AgentConfig, ConsolidatedMemory, Fact, SessionAgentState
-from memory.store.counts import ExportData
+from memory.store.counts import Erasure, ExportData
 from memory.store.rules.export import (
     Exported,
     UserSessions,
@@ -185,6 +186,17 @@ async def export_facts(db: Db, fact_ids: Sequence[str]) -> list[Exported]:
     return [_exported(db, r) for r in await db.fetch_in(sql, fact_ids)]
 
 
+def _erasure(db: Db, row: Row) -> Erasure:
+    counts = row["counts"]  # JSON text in SQLite, jsonb (read as a dict) in PostgreSQL
+    return Erasure(
+        agent_key=row["agent_key"],
+        user_id=row["user_id"],
+        epoch=int(row["epoch"]),
+        forgotten_at=db.time_of(row["forgotten_at"]),
+        counts=json.loads(counts) if isinstance(counts, str) else counts,
+    )
+
+
 def _exported(db: Db, row: Row) -> Exported:
     return db.fact(row), db.vector_of(row["embedding"]).tolist()
 
@@ -219,11 +231,17 @@ async def export_data(
         f"SELECT * FROM reflections WHERE {memory} ORDER BY formed_at, {o}", params
     )
     blobs = await db.fetch(f"SELECT * FROM consolidated WHERE {memory} ORDER BY scope_key", params)
+    erasures = await db.fetch(
+        "SELECT * FROM erasures WHERE CAST(%(user)s AS TEXT) IS NULL OR user_id = %(user)s "
+        "ORDER BY user_id, agent_key",
+        params,
+    )
     data = ExportData(
         agents=[db.model(AgentConfig, r["config"]) for r in agents],
         facts=[_exported(db, r) for r in every_fact],
         reflections=[db.reflection(r) for r in reflections],
         consolidated=[db.consolidated(r) for r in blobs],
+        erasures=[_erasure(db, r) for r in erasures],
     )
     if messages:
         of_sessions = OF_AGENT if user_id is None else EXPORT_SESSIONS

@@ -1,0 +1,61 @@
+"""import_erasures, planned: the erasure tombstones of an export file merged into the store, so
+that a store moved by export and import keeps who was forgotten (rules.erasure): an older file
+of a forgotten user (a backup, a resumable Eden or mem0 import) imports nothing of them in the
+new store either.
+
+A row is merged by its epoch: the file's is written only where it is above the stored one (or
+there is none), so importing a file twice, or an older file after a newer one, changes nothing,
+and a formation that loaded its window before a raised epoch writes nothing, as after a forget.
+The writer imports the tombstones after every other record of the file (writer.write_batch):
+the file's records of a user who came back after the forget are what the source store holds of
+them now, formed after it, and are imported as they were there; only what a later import
+brings of the user is judged against the tombstones. A tombstone never deletes: what the store
+already held of the user stays (a forget there erases it)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from memory.store.counts import Erasure, ImportCounts
+from memory.store.rules.lifecycle_writes import PutErasure
+from memory.store.rules.writes import Plan, Request, user_key
+
+ErasureKey = tuple[str, str]  # (agent key, user)
+
+
+@dataclass(frozen=True)
+class ErasuresRequest(Request[dict[ErasureKey, int]]):
+    """The stored epochs of these tombstones' rows (some agent-key and user pairs beyond them)."""
+
+    agent_keys: tuple[str, ...]
+    user_ids: tuple[str, ...]
+
+    def serialized_on(self) -> tuple[str, ...]:
+        # As a forget: a commit that checked one of these users' epochs meets the merge.
+        return tuple(user_key(u) for u in self.user_ids)
+
+
+def erasures_request(rows: Sequence[Erasure]) -> ErasuresRequest:
+    return ErasuresRequest(
+        tuple(dict.fromkeys(r.agent_key for r in rows)),
+        tuple(dict.fromkeys(r.user_id for r in rows)),
+    )
+
+
+def plan_import_erasures(
+    rows: Sequence[Erasure], stored: dict[ErasureKey, int]
+) -> Plan[ImportCounts]:
+    """Each row's highest epoch of the file, written where it is above the stored one."""
+    highest: dict[ErasureKey, Erasure] = {}
+    for row in rows:
+        key = (row.agent_key, row.user_id)
+        if key not in highest or row.epoch > highest[key].epoch:
+            highest[key] = row
+    newer = [r for key, r in highest.items() if r.epoch > stored.get(key, 0)]
+    writes = tuple(
+        PutErasure(r.agent_key, r.user_id, r.epoch, r.forgotten_at, json.dumps(r.counts))
+        for r in newer
+    )
+    return Plan(writes, ImportCounts(inserted=len(newer), existing=len(rows) - len(newer)))
