@@ -27,8 +27,9 @@ fact holding the very number asked about is usually the one meant.
 What matches (the fact side): a fact holds an identifier when one of its tokens (any token with a
 digit but a number inside a date: formed facts carry absolute dates, "on 2 May 2023") has the
 same key: case-folded, inner joiners dropped, so "A-17", "a17" and "A17" match, while "17" does
-not match "A-17" or "170". The text search is asked for each spelling a fact may be indexed
-under ("a17" also as "17", "55007" also as "55 007"), so the fact is found whatever its joiners.
+not match "A-17" or "170". The text search is asked for the key alone and for the token's other
+spellings as phrases, never for its parts alone ("A-17" as "a17" and "a" "17" next to each other,
+"55007" also as "55" "007" next to each other), so the fact is found whatever its joiners.
 """
 
 from __future__ import annotations
@@ -158,24 +159,16 @@ def identifiers(query: str) -> tuple[str, ...]:
     return tuple(found.values())[:_MAX_IDENTIFIERS]
 
 
-def _spellings(token: str) -> list[str]:
-    """The words a fact holding ``token`` may be indexed under, whichever joiners it was written
-    with: the key ("a-17" and "a17" -> "a17") and the token's own words that hold a digit. Not a
-    code's bare number ("a17" -> "17") nor a long number's thousands groups ("55007" -> "55",
-    "007"): OR-ed into the rare token's search, those common words would fill its candidate cap
-    on a big store with newer facts holding them, and the fact holding the code would never be
-    scored (h210). Those other spellings are searched as phrases instead, their words next to
-    each other (memory.query_words.phrases): "A17" finds "A-17", "55007" finds "$55,007"."""
-    words = [key(token), *re.findall(r"\w+", token)]
-    return [w for w in words if _DIGIT.search(w)]
-
-
 def search_terms(query: str) -> str:
-    """What the text search is asked for the query's identifiers: every spelling of each that a
-    backend's tokenizer (``\\w+`` words, shared by every backend: memory.store.rules.text) may
-    have indexed a fact holding it under. The words are OR-ed, and the fact holding them all
-    scores highest; empty when the query has no identifier."""
-    return " ".join(dict.fromkeys(w for token in identifiers(query) for w in _spellings(token)))
+    """What the text search is asked for the query's identifiers as words alone: the key of each
+    ("a-17" and "a17" -> "a17"), how a fact that wrote it without joiners is indexed (``\\w+``
+    words, shared by every backend: memory.store.rules.text). Never a multi-part token's parts
+    ("A-17" -> "a", "17"; "$55,007" -> "55", "007"; "COVID-19" -> "covid", "19"): OR-ed into the
+    rare token's search, those common words would fill its candidate cap on a big store with
+    newer facts holding them, and the fact holding the code would never be scored (h210, h224).
+    A fact that wrote the parts apart is found by them as a phrase, next to each other
+    (memory.query_words.phrases). Empty when the query has no identifier."""
+    return " ".join(dict.fromkeys(key(token) for token in identifiers(query)))
 
 
 @lru_cache(maxsize=65536)

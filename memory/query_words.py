@@ -4,6 +4,7 @@ shared BM25 are asked for (memory.rag)."""
 from __future__ import annotations
 
 import re
+from itertools import accumulate
 
 from memory.identifiers import identifiers, key, search_terms
 
@@ -31,26 +32,53 @@ def content_words(query: str) -> str:
     return " ".join(kept or words)
 
 
-def _groups(digits: str) -> list[str]:
-    """A long number's thousands groups ("55007" -> "55", "007")."""
+# How a long number is written besides itself: an amount in thousands groups ("$55,007"), up to
+# a billion (a longer one is seldom an amount someone tells); a phone number in its usual groups
+# ("555-1234", "555-123-4567", "1-555-123-4567"). Any other split is arbitrary: a 10-digit
+# phone number is never written "5,551,234,567".
+_MAX_AMOUNT_DIGITS = 9
+_PHONE_GROUPS = {7: (3, 4), 10: (3, 3, 4), 11: (1, 3, 3, 4)}
+
+
+def _thousands(digits: str) -> list[str]:
+    """A number's thousands groups ("55007" -> "55", "007")."""
     head = len(digits) % 3 or 3
     return [digits[:head], *(digits[i : i + 3] for i in range(head, len(digits), 3))]
+
+
+def _split(digits: str, sizes: tuple[int, ...]) -> list[str]:
+    """The digits cut into groups of these sizes (their sum is the digits' length)."""
+    ends = list(accumulate(sizes))
+    return [digits[end - size : end] for size, end in zip(sizes, ends, strict=True)]
+
+
+def _groupings(digits: str) -> list[list[str]]:
+    """The groups a long number (4 digits or more) is usually written in: see _PHONE_GROUPS."""
+    found = [_thousands(digits)] if len(digits) <= _MAX_AMOUNT_DIGITS else []
+    if sizes := _PHONE_GROUPS.get(len(digits)):
+        found.append(_split(digits, sizes))
+    return found
+
+
+def _other_parts(code: str) -> list[list[str]]:
+    """A code's key in the parts it may be written in apart: its letters and digits ("a17" ->
+    "a", "17"), a long number's usual groupings (``_groupings``), none for a short number."""
+    if not code.isdigit():
+        return [re.findall(r"\d+|[^\W\d_]+", code)]
+    return _groupings(code) if len(code) > 3 else []
 
 
 def phrases(query: str) -> list[str]:
     """The other spellings of the query's identifiers as phrases (memory.store.rules.text
     .query_parts: words joined by hyphens, found next to each other in a fact): a code's letters
-    and digits apart ("A17" -> "a-17", found in "A-17" and "A 17"), a long number's thousands
-    groups ("55007" -> "55-007", found in "$55,007"), and the token's own words ("52-113"). As
-    phrases, never alone: a bare "17" or "007" fills the store's candidate cap on a big store,
-    and the fact holding the code is never scored."""
+    and digits apart ("A17" -> "a-17", found in "A-17" and "A 17"), a long number's usual groups
+    ("55007" -> "55-007", found in "$55,007"; "5551234567" -> "555-123-4567"), and the token's
+    own words ("52-113"). As phrases, never alone: a bare "17" or "007" fills the store's
+    candidate cap on a big store, and the fact holding the code is never scored."""
     found: list[str] = []
     for token in identifiers(query):
-        code = key(token)
-        parts = re.findall(r"\d+|[^\W\d_]+", code)
-        if len(parts) == 1 and code.isdigit() and len(code) > 3:
-            parts = _groups(code)
-        found += ["-".join(words) for words in (parts, _WORD.findall(token)) if len(words) > 1]
+        spellings = [*_other_parts(key(token)), _WORD.findall(token)]
+        found += ["-".join(words) for words in spellings if len(words) > 1]
     return list(dict.fromkeys(found))
 
 
