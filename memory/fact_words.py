@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
 
 # Every currency sign of the Basic Multilingual Plane (Unicode category Sc): "$", "€", "£", "¥", …
 _CURRENCY = "".join(c for c in map(chr, range(0x20, 0x10000)) if unicodedata.category(c) == "Sc")
@@ -41,9 +42,6 @@ _ARTICLES = frozenset({"an", "the"})
 # it another statement than the same words without them: the offline decision rules read a fact
 # by them (memory/llm/decision_words.py), and a new version's sources do (store/rules/versions.py).
 NEGATIONS = frozenset({"not", "no", "never", "cannot", "longer"})
-# "longer" denies only after "no" or "not … any", which say so already; alone it compares ("a
-# longer commute").
-_DENIALS = NEGATIONS - {"longer"}
 
 
 def is_code(token: str) -> bool:
@@ -96,7 +94,25 @@ def values(text: str) -> frozenset[str]:
     return frozenset(w for w in tokens(text) if _DIGIT.search(w))
 
 
+def negates(written: Sequence[str], i: int) -> bool:
+    """Whether the word at ``written[i]`` (a text's words as written, case kept) is a negation:
+    a word of NEGATIONS or a contraction of "not" ("isn't", "doesn't", "won't"), but not a word
+    of a name. A negation capitalised mid-sentence, after a word in lower case and before a
+    capitalised one, is a title's ("Alice loves No Doubt", "Alice read Never Let Me Go"): read
+    as a denial, loving a band would contradict loving it. A sentence in title case ("Alice Does
+    Not Eat Meat") or opening with the word ("No, …") still denies."""
+    word = written[i].casefold()
+    if word not in NEGATIONS and not word.endswith("n't"):
+        return False
+    if i == 0 or i + 1 == len(written):
+        return True  # a sentence's first or last word: no name's inside it
+    before, after = written[i - 1], written[i + 1]
+    return not (written[i].istitle() and after[:1].isupper() and not before[:1].isupper())
+
+
 def denies(text: str) -> bool:
-    """Whether the text holds a negation: a word of NEGATIONS (but a bare "longer"), or a
-    contraction of "not" ("isn't", "doesn't", "won't"; ``tokens`` reads a typographic apostrophe as "'")."""
-    return any(w in _DENIALS or w.endswith("n't") for w in map(str.casefold, tokens(text)))
+    """Whether the text holds a negation (``negates``; ``tokens`` reads a typographic apostrophe
+    as "'"). Not a bare "longer": it denies only after "no" or "not … any", which say so already;
+    alone it compares ("a longer commute")."""
+    said = tokens(text)
+    return any(w.casefold() != "longer" and negates(said, i) for i, w in enumerate(said))

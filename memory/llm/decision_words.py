@@ -45,6 +45,9 @@ OPENER = re.compile(
     rf"(?:{_ONE_OPENER}[\s,]*[,:]|{RESTATING_THAT})\s*"
 )
 INDEFINITE = {"a", "an", "one", "another", "some"}  # "Alice is a teacher": one class of many
+# A count said in words opens a list's item as a number does: "a dog and two cats".
+COUNTS = {"two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven"}
+COUNTS |= {"twelve", "twenty", "dozen", "dozens", "hundreds", "several", "many"}
 # Words that say when, not what: another day or time of one thing is a new value of it, as another
 # number is ("has a dentist appointment on Monday at 3pm" -> "on Tuesday at 4pm").
 WHEN = {"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "today"}

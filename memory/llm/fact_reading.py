@@ -20,6 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from memory.dates import may_is_month
+from memory.fact_words import negates
 from memory.llm.decision_words import (
     ADVERBS,
     AUXILIARIES,
@@ -260,7 +261,7 @@ def _read_relation(tokens: list[str], start: int) -> tuple[list[str], int]:
     while end < len(tokens):
         folded = fold(tokens[end])
         lemma = "be" if folded in BE else verb_lemma(folded)
-        if folded in NEGATIONS or folded.endswith("n't") or folded in ADVERBS:
+        if negates(tokens, end) or folded in ADVERBS:
             pass  # the negation is compared on its own; "now", "still" change nothing
         elif (folded in AUXILIARIES or folded in _PASSIVE_GET) and lemma is None:
             pass  # "will", "does", "got" (changed): the verb that follows says the relation
@@ -386,7 +387,7 @@ def parse_fact(text: str) -> ParsedFact:
     written = TOKEN.findall(text)  # with their case: "May" the month, "may" the verb
     for i, raw in enumerate(written):
         token = raw.casefold().removesuffix("'s")
-        if token in NEGATIONS or token.endswith("n't"):
+        if negates(written, i):  # not the "No" of "loves No Doubt": a name's
             negated = True
         elif token.startswith("dislike"):  # "dislikes" is "likes" negated
             negated = True

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from memory.llm.decision_words import (
     AUXILIARIES,
     BE,
+    COUNTS,
     DETERMINERS,
     INDEFINITE,
     NEGATIONS,
@@ -81,8 +82,7 @@ def value_items(text: str) -> ValueItems | None:
     items = tuple(item.strip() for item in _ITEM_BREAK.split(body))
     lead = _shared_lead(items)
     items = (items[0][len(lead) :], *items[1:])
-    kinds = {_item_kind(item) for item in items}
-    if len(kinds) != 1 or None in kinds:
+    if not _like_items(items):
         return None  # no list of like things: "20 mg of Lipitor, with food", "Paris and works at …"
     head = said[: found[end].start()] + lead
     return ValueItems(head, items, value[len(body) :])
@@ -116,16 +116,26 @@ def _has_preposition(item: str) -> bool:
 _RELATIVE = {"who", "whom", "whose", "which", "that", "where", "when", "while", "because"}
 
 
+def _like_items(items: Sequence[str]) -> bool:
+    """Whether a value's parts are items of one list: each starts as an item does, and all
+    alike, but that a bare word goes with a determined item ("aspirin and 20 mg of Lipitor",
+    "jazz and the Beatles"). A name beside other items most often names one of them, not another
+    item: "a dog named Rex and Max", "two kids, Tom and Mia", "kids named Leo and Mia" (read as a
+    list, a denial of the kids would keep Mia)."""
+    kinds = {_item_kind(item) for item in items}
+    return None not in kinds and (len(kinds) == 1 or kinds == {"word", "determined"})
+
+
 def _item_kind(item: str) -> str | None:
     """How a list's item starts, so that a list is told from a value with a clause or a
-    qualifier after a comma: a determiner or a number ("a dog", "2 cats"), a name ("Lyon"), a
-    word ("jazz"); None for what no item starts with: nothing, a preposition ("with food"), a verb
-    ("works at Google"), a relative ("who is 3")."""
+    qualifier after a comma: a determiner or a count ("a dog", "2 cats", "two cats"), a name
+    ("Lyon"), a word ("jazz"); None for what no item starts with: nothing, a preposition ("with
+    food"), a verb ("works at Google"), a relative ("who is 3")."""
     words = SPLIT_TOKEN.findall(item)
     if not words:
         return None
     first = fold(words[0])
-    if first in DETERMINERS | INDEFINITE or any(c.isdigit() for c in first):
+    if first in DETERMINERS | INDEFINITE | COUNTS or any(c.isdigit() for c in first):
         return "determined"
     if words[0][:1].isupper():
         return "name"

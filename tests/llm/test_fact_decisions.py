@@ -3,19 +3,25 @@ about another thing is added however alike the words; a new value of the same th
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 
+from memory.fact_words import denies
 from memory.llm.base import LLMRequest
 from memory.llm.fact_decisions import numbered_apart
 from memory.llm.fact_overlap import keeps_the_thing, may_restate, nothing_in_common
 from memory.llm.fact_reading import split_statement
 from memory.llm.heuristic import HeuristicProvider
+from memory.models import AgentConfig
+from memory.prompts import ExtractFactsInput, PromptMessage
 from memory.prompts.decide_facts import (
     DecideFactsInput,
     ExistingFactShown,
     FactDecisions,
     NewFactShown,
 )
+from memory.prompts.extract_facts import ExtractedFacts
 
 ANOTHER_THING = [
     ("Alice's favourite number 17 is 119.", "Alice's favourite number 31 is 217."),
@@ -118,6 +124,10 @@ NO_LONGER = [
     # A comma before a detail or a clause is no list: the denial is of the whole fact.
     ("Alice takes 20 mg of Lipitor daily, with food.", "Alice no longer takes Lipitor."),
     ("Alice has a dog named Rex, who is 3.", "Alice no longer has a dog."),
+    # A name beside a word or a determined item names it: no list, the kids are all gone.
+    ("Alice has kids named Leo and Mia.", "Alice no longer has kids."),
+    ("Alice has two kids, Tom and Mia.", "Alice no longer has kids."),
+    ("Alice has a dog named Rex and Max.", "Alice no longer has a dog."),
 ]
 
 
@@ -201,6 +211,86 @@ async def test_a_denial_of_one_of_several_values_keeps_the_others(
     request = LLMRequest(task_input=inp, model="heuristic-rules-v1", system="", prompt="")
     [d] = (await HeuristicProvider().generate_structured(request, FactDecisions)).value.decisions
     assert (d.event, d.existing_index, d.merged_text) == ("UPDATE", 3, kept)
+
+
+async def alice_says(text: str) -> str:
+    """The one fact the offline provider extracts from Alice's message, said of her by name."""
+    said = PromptMessage(
+        seq=1,
+        role="user",
+        name="Alice",
+        content=text,
+        created_at=datetime(2026, 1, 1, tzinfo=UTC),
+        user_id="alice",
+    )
+    eve = AgentConfig(agent_id="eve", name="Eve")
+    inp = ExtractFactsInput(agent=eve, messages=[said], max_words=30)
+    request = LLMRequest(task_input=inp, model="heuristic-rules-v1", system="", prompt="")
+    [fact] = (await HeuristicProvider().generate_structured(request, ExtractedFacts)).value.facts
+    return fact.content
+
+
+async def merged(stored: str, new: str) -> tuple[str, int | None, str | None]:
+    inp = DecideFactsInput(
+        new_facts=[NewFactShown(index=0, content=new, scope="user")],
+        existing=[ExistingFactShown(index=3, content=stored, candidate_for=(0,))],
+        max_words=30,
+    )
+    request = LLMRequest(task_input=inp, model="heuristic-rules-v1", system="", prompt="")
+    [d] = (await HeuristicProvider().generate_structured(request, FactDecisions)).value.decisions
+    return d.event, d.existing_index, d.merged_text
+
+
+@pytest.mark.parametrize(
+    ("first", "then", "kept"),
+    [
+        # A count said in words is an item as "2 cats" is (h219: the cats were deleted too).
+        (
+            "I have a dog and two cats.",
+            "I don't have a dog anymore.",
+            "Alice has two cats; Alice does not have a dog anymore.",
+        ),
+        # A bare word beside a measured dose, or a band, is a list all the same (h219).
+        (
+            "I take aspirin and 20 mg of Lipitor.",
+            "I no longer take aspirin.",
+            "Alice takes 20 mg of Lipitor; Alice no longer takes aspirin.",
+        ),
+        (
+            "I like jazz and the Beatles.",
+            "I don't like jazz anymore.",
+            "Alice likes the Beatles; Alice does not like jazz anymore.",
+        ),
+        # "No" of a band's name is no denial: the stored fact lists two bands, not one denied.
+        (
+            "I love No Doubt and Blur.",
+            "I don't love Blur anymore.",
+            "Alice loves No Doubt; Alice does not love Blur anymore.",
+        ),
+    ],
+)
+async def test_what_a_user_no_longer_has_leaves_the_rest_of_the_list(
+    first: str, then: str, kept: str
+) -> None:
+    stored, new = await alice_says(first), await alice_says(then)
+    assert await merged(stored, new) == ("UPDATE", 3, kept)
+
+
+async def test_a_band_named_no_doubt_is_no_denial() -> None:
+    """A capitalised "No" inside a name, mid-sentence, denies nothing (h219): loving No Doubt
+    restates the stored fact, and no longer loving them retracts it."""
+    stored = await alice_says("I love No Doubt.")
+    assert stored == "Alice loves No Doubt."
+    assert not denies(stored)
+    assert await merged(stored, await alice_says("I love No Doubt.")) == ("NONE", 3, None)
+    assert await merged(stored, await alice_says("I no longer love No Doubt.")) == (
+        "DELETE",
+        3,
+        None,
+    )
+    assert await merged("Alice loves Blur.", stored) == ("ADD", None, None)
+    # A denial said in title case, or at a sentence's start, still denies.
+    assert denies("Alice Does Not Eat Meat.") and denies("No, Alice has no dog.")
 
 
 @pytest.mark.parametrize(("stored", "new"), NO_LONGER)
