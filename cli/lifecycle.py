@@ -26,6 +26,7 @@ from memory.lifecycle.writer import ImportReport, write_batches
 from memory.settings import Settings
 from memory.store import SchemaMismatchError, open_store
 from memory.store.counts import SessionPeople
+from memory.store.rules.import_erasures import Known
 
 import_app = typer.Typer(
     help="Import memories: from Eden's MongoDB, a mem0 dump, or a `mnemos export` file.",
@@ -70,6 +71,7 @@ async def _write_all(
     *,
     people: Sequence[SessionPeople] | None = None,
     facts: bool = False,
+    known: Known | None = None,
 ) -> ImportReport:
     """The batches written one after the other. A file read in batches (import_file) gives
     ``people``, its sessions' (writer.session_people of the whole file), and ``facts``, whether
@@ -86,7 +88,7 @@ async def _write_all(
 
             return await write_batches(
                 deps, batches, now=_now, progress=lambda _, n: bar.advance(task, n),
-                begun=begun, people=people, facts=facts,
+                begun=begun, people=people, facts=facts, known=known,
             )  # fmt: skip
     finally:
         await deps.close()
@@ -103,7 +105,7 @@ async def _store_model(settings: Settings) -> str:
 
 
 async def _against_store(
-    settings: Settings, batches: Iterable[ImportBatch]
+    settings: Settings, batches: Iterable[ImportBatch], known: Known | None = None
 ) -> tuple[ImportPlan, bool, str | None]:
     """The plan of the batches as the import would take them into the store (what is there, a
     forgotten user's: dropped), whether there is a store, and why it was not read (else None).
@@ -126,7 +128,7 @@ async def _against_store(
         )
         return plan(batches), True, note
     try:
-        judge = Judge(store)
+        judge = Judge(store, known)
         return combined([plan([await judge(batch)]) for batch in batches]), True, None
     finally:
         await store.close()
@@ -142,9 +144,11 @@ def _dry_run(settings: Settings, batches: list[ImportBatch], as_json: bool) -> N
     _print_plan(settings, batches, as_json)
 
 
-def _print_plan(settings: Settings, batches: Iterable[ImportBatch], as_json: bool) -> None:
+def _print_plan(
+    settings: Settings, batches: Iterable[ImportBatch], as_json: bool, known: Known | None = None
+) -> None:
     """The dry run's report of batches the input rules have passed."""
-    p, exists, unread = run(_against_store(settings, batches), settings)
+    p, exists, unread = run(_against_store(settings, batches, known), settings)
     model = run(_store_model(settings), settings)
     path = settings.store.sqlite_path
     empty = "" if exists else f"no store at {path} yet (the import creates it): nothing there\n"
@@ -252,11 +256,13 @@ def import_file(
         with open_export(file) as f:
             index = _scanned(file, f)
             if dry_run:
-                _print_plan(settings, batches(f, index, order=PLAN_ORDER), as_json)
+                plan_order = batches(f, index, order=PLAN_ORDER)
+                _print_plan(settings, plan_order, as_json, index.known)
                 return
             written = _write_all(
-                settings, batches(f, index), people=index.people, facts=bool(index.facts)
-            )
+                settings, batches(f, index), people=index.people, facts=bool(index.facts),
+                known=index.known,
+            )  # fmt: skip
             report = run(written, settings)
     except OSError as err:
         fail(f"cannot read {file}: {err.strerror or err}")

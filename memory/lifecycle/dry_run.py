@@ -35,7 +35,9 @@ from memory.lifecycle.writer import (
 )
 from memory.models import ScopeKey
 from memory.store.base import MemoryStore
+from memory.store.counts import Erasure
 from memory.store.rules.erasure import ALL_AGENTS
+from memory.store.rules.import_erasures import Known, known_of
 from memory.store.rules.import_sessions import erased_in_session, gone_with_users
 from memory.store.rules.imports import Pair, erased, users_by_agent
 
@@ -50,11 +52,12 @@ def _drop(source: SourceRef, agent_id: str | None, user_id: str | None, reason: 
     return Dropped(source=source, agent_id=agent_id, user_id=user_id, reason=reason)
 
 
-async def _epochs(store: MemoryStore, pairs: Iterable[Pair]) -> dict[Pair, int]:
-    """The effective erasure epoch of each (agent, user) pair, as the import reads them."""
+async def _epochs(store: MemoryStore, pairs: Iterable[Pair], known: Known) -> dict[Pair, int]:
+    """The effective erasure epoch of each (agent, user) pair, as the import reads them (of the
+    forgets the file does not know of: ``known``, its tombstones)."""
     epochs: dict[Pair, int] = {}
     for agent_id, users in users_by_agent(dict.fromkeys(pairs)).items():
-        stored = await store.erasure_epochs(agent_id, users)
+        stored = await store.erasure_epochs(agent_id, users, known=known)
         epochs |= {(agent_id, user): epoch for user, epoch in stored.items()}
     return epochs
 
@@ -67,14 +70,14 @@ def _hold[R: (FactImport, ReflectionImport)](held: dict[str, Hashable], placed: 
 
 
 async def _facts(
-    store: MemoryStore, facts: Sequence[FactImport], held: dict[str, Hashable]
+    store: MemoryStore, facts: Sequence[FactImport], held: dict[str, Hashable], known: Known
 ) -> tuple[list[FactImport], list[Dropped]]:
     kept: list[FactImport] = []
     dropped: list[Dropped] = []
     for i in range(0, len(facts), _CHUNK):
         placed = await place_facts(store, facts[i : i + _CHUNK], held)
         _hold(held, placed)
-        allowed = {f.fact_id for f in await not_forgotten(store, placed.new)}
+        allowed = {f.fact_id for f in await not_forgotten(store, placed.new, known)}
         kept += [f for f in placed.new if f.fact_id in allowed]
         refused = [(f, FORGOTTEN) for f in placed.new if f.fact_id not in allowed]
         for f, reason in [*refused, *_there_or_taken(placed)]:
@@ -87,10 +90,13 @@ def _there_or_taken[R: (FactImport, ReflectionImport)](placed: Placed[R]) -> lis
 
 
 async def _reflections(
-    store: MemoryStore, reflections: Sequence[ReflectionImport], held: dict[str, Hashable]
+    store: MemoryStore,
+    reflections: Sequence[ReflectionImport],
+    held: dict[str, Hashable],
+    known: Known,
 ) -> tuple[list[ReflectionImport], list[Dropped]]:
     keys = [r.scope_key for r in reflections]
-    epochs = await _epochs(store, ((k.agent_id, k.user_id) for k in keys if k.user_id))
+    epochs = await _epochs(store, ((k.agent_id, k.user_id) for k in keys if k.user_id), known)
     placed = await place_reflections(store, reflections, held)
     _hold(held, placed)
     dropped: list[Dropped] = []
@@ -118,10 +124,10 @@ async def _blob_reason(store: MemoryStore, blob: ConsolidatedImport) -> str | No
 
 
 async def _blobs(
-    store: MemoryStore, blobs: Sequence[ConsolidatedImport]
+    store: MemoryStore, blobs: Sequence[ConsolidatedImport], known: Known
 ) -> tuple[list[ConsolidatedImport], list[Dropped]]:
     keys = [b.scope_key for b in blobs]
-    epochs = await _epochs(store, ((k.agent_id, k.user_id) for k in keys if k.user_id))
+    epochs = await _epochs(store, ((k.agent_id, k.user_id) for k in keys if k.user_id), known)
     kept: list[ConsolidatedImport] = []
     dropped: list[Dropped] = []
     for b in blobs:
@@ -139,7 +145,7 @@ async def _blobs(
 
 
 async def _session_messages(
-    store: MemoryStore, session_id: str, messages: Sequence[MessageImport]
+    store: MemoryStore, session_id: str, messages: Sequence[MessageImport], known: Known
 ) -> tuple[list[MessageImport], list[Dropped]]:
     """One session's, as rules.import_sessions judges them: stored ids are there; a session a
     forget took whole, or a forgotten user's message, is refused."""
@@ -149,7 +155,8 @@ async def _session_messages(
     file_users = [m.message.user_id for m in messages if m.message.user_id]
     stored_users = (*session.user_ids, *session.session_user_ids) if session else ()
     users = tuple(dict.fromkeys((*stored_users, *file_users)))
-    epochs = await _epochs(store, ((a, u) for a in agents or (ALL_AGENTS,) for u in users))
+    pairs = ((a, u) for a in agents or (ALL_AGENTS,) for u in users)
+    epochs = await _epochs(store, pairs, known)
     gone = gone_with_users(epochs, agents, users)
     stored = {
         m.message_id
@@ -170,7 +177,7 @@ async def _session_messages(
 
 
 async def _messages(
-    store: MemoryStore, messages: Sequence[MessageImport]
+    store: MemoryStore, messages: Sequence[MessageImport], known: Known
 ) -> tuple[list[MessageImport], list[Dropped]]:
     sessions: dict[str, list[MessageImport]] = {}
     for m in messages:
@@ -178,7 +185,7 @@ async def _messages(
     kept: list[MessageImport] = []
     dropped: list[Dropped] = []
     for session_id, theirs in sessions.items():
-        k, d = await _session_messages(store, session_id, theirs)
+        k, d = await _session_messages(store, session_id, theirs, known)
         kept += k
         dropped += d
     return kept, dropped
@@ -189,8 +196,9 @@ class Judge:
     later batch whose id an earlier one takes is found there, as the import finds it stored.
     A session's messages are to be in one batch (as the writer takes them: _session_messages)."""
 
-    def __init__(self, store: MemoryStore) -> None:
+    def __init__(self, store: MemoryStore, known: Known | None = None) -> None:
         self._store = store
+        self._known = known  # the source's tombstones (None: each batch's own)
         self._facts: dict[str, Hashable] = {}  # id -> owner, of the records judged new so far
         self._reflections: dict[str, Hashable] = {}
 
@@ -198,10 +206,15 @@ class Judge:
         """The batch as the import would write it into this store: what is there, and what is
         of a user forgotten there, among the drops (agents are not counted by the dry run)."""
         store = self._store
-        facts, f_drops = await _facts(store, batch.facts, self._facts)
-        reflections, r_drops = await _reflections(store, batch.reflections, self._reflections)
-        blobs, b_drops = await _blobs(store, batch.consolidated)
-        messages, m_drops = await _messages(store, batch.messages)
+        known = self._known
+        if known is None:
+            known = known_of(Erasure(**e.model_dump(exclude={"source"})) for e in batch.erasures)
+        facts, f_drops = await _facts(store, batch.facts, self._facts, known)
+        reflections, r_drops = await _reflections(
+            store, batch.reflections, self._reflections, known
+        )
+        blobs, b_drops = await _blobs(store, batch.consolidated, known)
+        messages, m_drops = await _messages(store, batch.messages, known)
         return batch.model_copy(
             update={
                 "facts": tuple(facts),

@@ -54,7 +54,8 @@ from memory.lifecycle.records import (
     ReflectionImport,
 )
 from memory.lifecycle.writer import CHUNK
-from memory.store.counts import SessionPeople
+from memory.store.counts import Erasure, SessionPeople
+from memory.store.rules.import_erasures import Known, known_of
 
 # Records a batch holds (a session's messages excepted: whole, however many). A multiple of the
 # writer's chunk, so that a kind's chunks are cut where one batch of the file would cut them.
@@ -92,6 +93,9 @@ class FileIndex:
     erasures: array[int] = field(default_factory=_offsets)
     sessions: dict[str, array[int]] = field(default_factory=dict)
     people: tuple[SessionPeople, ...] = ()
+    # The file's tombstones (rules.import_erasures.known_of): every batch's records are judged
+    # against the forgets the file does not know of, though its erasure lines come last.
+    known: Known = ()
     stamp: tuple[int, int] = (0, 0)  # the file's size and mtime when scanned
 
 
@@ -134,6 +138,7 @@ class _Scan:
         self.people = People()
         self.now = now
         self.bad: dict[Kind, list[ImportRecord]] = {}
+        self.erasures: list[Erasure] = []
 
     def add(self, record: ImportRecord, offset: int) -> None:
         kind = _kind(record)
@@ -144,6 +149,8 @@ class _Scan:
             getattr(self.index, kind).append(offset)
             if isinstance(record, ConsolidatedImport | ReflectionImport):
                 self.people.memory(record.scope_key, blob=kind == "consolidated")
+            if isinstance(record, ErasureImport):
+                self.erasures.append(Erasure(**record.model_dump(exclude={"source"})))
         if record_problems(record, now=self.now):
             self.bad.setdefault(kind, []).append(record)
 
@@ -182,6 +189,7 @@ def scan(f: BinaryIO, *, now: datetime) -> FileIndex:
             scanned.add(import_record(parsed), starts[0])
     scanned.check()
     scanned.index.people = scanned.people.sessions()
+    scanned.index.known = known_of(scanned.erasures)
     scanned.index.stamp = _stamp(f)
     return scanned.index
 

@@ -48,6 +48,7 @@ from memory.pipeline import consolidation
 from memory.pipeline.types import ConsolidationRequest
 from memory.store.base import MemoryStore
 from memory.store.counts import BlobImport, Erasure, ImportCounts, SessionPeople
+from memory.store.rules.import_erasures import Known, known_of
 from memory.store.rules.import_sessions import file_cursors, file_switches
 from memory.store.rules.imports import Pair, erased, users_by_agent
 from memory.store.rules.withheld import file_bounds
@@ -118,15 +119,18 @@ async def place_reflections(
     return place(reflections, _held_among(held, ids) | stored)
 
 
-async def not_forgotten(store: MemoryStore, facts: Sequence[FactImport]) -> list[FactImport]:
+async def not_forgotten(
+    store: MemoryStore, facts: Sequence[FactImport], known: Known = ()
+) -> list[FactImport]:
     """The facts whose user the store has not forgotten for their agent: a forgotten user's
     text is not even sent to the embedder (often another company's API), nor counted by a dry
     run. import_facts judges them all again in its transaction, with the same rule
-    (rules.imports.erased)."""
+    (rules.imports.erased). ``known``: the tombstones the file carries, whose forgets refuse
+    none of its records (rules.import_erasures.unknown)."""
     pairs = dict.fromkeys((f.agent_id, f.user_id) for f in facts if f.user_id)
     epochs: dict[Pair, int] = {}
     for agent_id, users in users_by_agent(pairs).items():
-        stored = await store.erasure_epochs(agent_id, users)
+        stored = await store.erasure_epochs(agent_id, users, known=known)
         epochs |= {(agent_id, user): epoch for user, epoch in stored.items()}
     return [f for f in facts if not erased(epochs, f.agent_id, f.user_id)]
 
@@ -183,11 +187,16 @@ def shard_reflections(blob: ConsolidatedImport) -> list[Reflection]:
 
 
 async def _merge(
-    deps: Deps, blob: ConsolidatedImport, now: datetime, people: tuple[SessionPeople, ...]
+    deps: Deps,
+    blob: ConsolidatedImport,
+    now: datetime,
+    people: tuple[SessionPeople, ...],
+    known: Known,
 ) -> BlobImport:
     """Shards → buffered reflections → one consolidation run (the LLM merges them)."""
     shards = shard_reflections(blob)
-    counts = await deps.store.import_reflections(shards, sessions=_among(people, [blob.scope_key]))
+    sessions = _among(people, [blob.scope_key])
+    counts = await deps.store.import_reflections(shards, sessions=sessions, known=known)
     if counts.forgotten == len(shards):
         return "forgotten"
     req = ConsolidationRequest(key=blob.scope_key, force=True)
@@ -205,6 +214,7 @@ async def write_batch(
     progress: Progress = lambda what, n: None,
     people: Sequence[SessionPeople] | None = None,
     blobs_written: Collection[str] = (),
+    known: Known | None = None,
 ) -> ImportReport:
     """Writes the batch: agents, messages, blobs, facts, reflections, erasure tombstones, each
     kind in chunks of one store transaction. Bad input (a record recording would refuse, an embedder the store's facts
@@ -220,12 +230,17 @@ async def write_batch(
 
     A batch that is one of several of a source: ``people``, session_people of the whole source
     (its session memory and its messages may be in different batches); ``blobs_written``, the
-    scope keys whose blob earlier batches wrote (a reflection absorbed into it stays absorbed)."""
+    scope keys whose blob earlier batches wrote (a reflection absorbed into it stays absorbed);
+    ``known``, the tombstones of the whole source (import_file.FileIndex.known): a record is
+    refused only for a forget the source does not know of (rules.import_erasures), so that
+    what a user who came back after it said is imported whichever file brings the tombstone."""
     check_batch(batch, now=now)
     await check_embedder(deps, facts=bool(batch.facts))
     report = ImportReport()
     store = deps.store
     people = session_people(batch) if people is None else tuple(people)
+    if known is None:
+        known = known_of(_erasures(batch))
     configs = [a.config or AgentConfig(agent_id=a.agent_id, name=a.agent_id) for a in batch.agents]
     configs += [
         AgentConfig(agent_id=a, name=a)
@@ -242,8 +257,9 @@ async def write_batch(
         cursors = file_cursors((m.message, m.pending_for) for m in m_chunk)
         switches = file_switches((m.message, m.recorded_under) for m in m_chunk)
         counts = await store.import_messages(
-            messages, sessions_created=created, withheld=marks, cursors=cursors, switches=switches
-        )
+            messages, sessions_created=created, withheld=marks, cursors=cursors,
+            switches=switches, known=known,
+        )  # fmt: skip
         report.add("messages", counts)
         progress("messages", len(m_chunk))
 
@@ -252,13 +268,13 @@ async def write_batch(
     direct = [b for b in batch.consolidated if b not in to_merge]
     sessions = _among(people, [b.scope_key for b in direct])
     outcome = await store.import_consolidated(
-        [consolidated_of(b) for b in direct], sessions=sessions
+        [consolidated_of(b) for b in direct], sessions=sessions, known=known
     )
     report.blobs.update(outcome)
     for blob in to_merge:
         key = blob.scope_key.key
         if await store.get_consolidated(blob.scope_key) is None:
-            merged = await _merge(deps, blob, now, people)
+            merged = await _merge(deps, blob, now, people, known)
             report.blobs[key] = merged
             if merged == "inserted":
                 report.merged.append(key)
@@ -273,13 +289,13 @@ async def write_batch(
         placed = await place_facts(store, all_facts)
         report.add("facts", ImportCounts(existing=len(placed.there), conflict=len(placed.taken)))
         absent = placed.new
-        chunk = await not_forgotten(store, absent)
+        chunk = await not_forgotten(store, absent, known)
         report.add("facts", ImportCounts(forgotten=len(absent) - len(chunk)))
         vectors, embedded = await vectors_for(deps, chunk)
         report.embedded += embedded
         facts = [fact_of(f, deps.embedder.model) for f in chunk]
         if facts:
-            report.add("facts", await store.import_facts(facts, vectors))
+            report.add("facts", await store.import_facts(facts, vectors, known=known))
         progress("facts", len(all_facts))
 
     written = report.written_blobs() | set(blobs_written)
@@ -289,16 +305,20 @@ async def write_batch(
         report.add("reflections", ImportCounts(existing=there, conflict=taken))
         reflections = [_buffered_unless(r, written) for r in placed_r.new]
         sessions = _among(people, [r.scope_key for r in reflections])
-        report.add("reflections", await store.import_reflections(reflections, sessions=sessions))
+        imported = await store.import_reflections(reflections, sessions=sessions, known=known)
+        report.add("reflections", imported)
         progress("reflections", len(r_chunk))
 
     # The tombstones last (rules.import_erasures): the file's records of a user who came back
     # after a forget are what its store holds of them now, and go in before it binds.
-    for e_chunk in _chunks(batch.erasures):
-        rows = [Erasure(**e.model_dump(exclude={"source"})) for e in e_chunk]
-        report.add("erasures", await store.import_erasures(rows))
+    for e_chunk in _chunks(_erasures(batch)):
+        report.add("erasures", await store.import_erasures(e_chunk))
         progress("erasures", len(e_chunk))
     return report
+
+
+def _erasures(batch: ImportBatch) -> list[Erasure]:
+    return [Erasure(**e.model_dump(exclude={"source"})) for e in batch.erasures]
 
 
 async def _each(
@@ -324,11 +344,13 @@ async def write_batches(
     begun: Callable[[ImportBatch], None] = lambda batch: None,
     people: Sequence[SessionPeople] | None = None,
     facts: bool = False,
+    known: Known | None = None,
 ) -> ImportReport:
     """The batches of one import written one after the other (write_batch, each at ``now()``),
     their reports added up; ``begun`` is told of each before it is written. A source whose
     batches are parts of one whole (an export file read a batch at a time) gives ``people``,
-    session_people of the whole, and ``facts``, whether any batch holds facts: the embedder is
+    session_people of the whole, ``known``, the tombstones of the whole (they come in its last
+    batch), and ``facts``, whether any batch holds facts: the embedder is
     checked before the first batch is written (not at the first with facts, after the agents and
     messages of the earlier ones)."""
     await check_embedder(deps, facts=facts)
@@ -337,7 +359,7 @@ async def write_batches(
         begun(batch)
         report = await write_batch(
             deps, batch, now=now(), progress=progress, people=people,
-            blobs_written=total.written_blobs(),
+            blobs_written=total.written_blobs(), known=known,
         )  # fmt: skip
         total.merge(report)
         del batch  # before the next is read (_each)

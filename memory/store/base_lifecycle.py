@@ -31,6 +31,7 @@ from memory.store.counts import (
     SessionPeople,
 )
 from memory.store.rules.export import Exported, in_order
+from memory.store.rules.import_erasures import Known
 
 Vector = npt.NDArray[np.float32]
 
@@ -46,14 +47,20 @@ class LifecycleContract(abc.ABC):
         """Insert each agent that does not exist; an existing one is left as it is."""
 
     @abc.abstractmethod
-    async def import_facts(self, facts: Sequence[Fact], vectors: Sequence[Vector]) -> ImportCounts:
+    async def import_facts(
+        self, facts: Sequence[Fact], vectors: Sequence[Vector], *, known: Known = ()
+    ) -> ImportCounts:
         """Insert each fact whose id is absent, with its history, previous content, invalidation
         and access counts, and its vector; skip a valid fact whose (agent, user, scope, hash) a
         valid fact holds (duplicate). Same model/dimension rule as commit_formation."""
 
     @abc.abstractmethod
     async def import_consolidated(
-        self, blobs: Sequence[ConsolidatedMemory], *, sessions: Sequence[SessionPeople] = ()
+        self,
+        blobs: Sequence[ConsolidatedMemory],
+        *,
+        sessions: Sequence[SessionPeople] = (),
+        known: Known = (),
     ) -> dict[str, BlobImport]:
         """By scope key: "inserted" when the scope had no blob (its version bumped), "existing"
         for the same content and version (a re-run), "conflict" otherwise (the live blob wins),
@@ -63,7 +70,11 @@ class LifecycleContract(abc.ABC):
 
     @abc.abstractmethod
     async def import_reflections(
-        self, reflections: Sequence[Reflection], *, sessions: Sequence[SessionPeople] = ()
+        self,
+        reflections: Sequence[Reflection],
+        *,
+        sessions: Sequence[SessionPeople] = (),
+        known: Known = (),
     ) -> ImportCounts:
         """Insert each reflection whose id is absent, absorbed_into_version as given; the counts
         carry the buffered count of each touched scope key. Forgotten: as import_consolidated."""
@@ -83,6 +94,7 @@ class LifecycleContract(abc.ABC):
         withheld: Mapping[str, Mapping[str, Mapping[str, int]]] | None = None,
         cursors: Mapping[str, Mapping[str, int]] | None = None,
         switches: Mapping[str, Mapping[str, Mapping[int, tuple[bool, bool]]]] | None = None,
+        known: Known = (),
     ) -> ImportCounts:
         """Insert by (session, message id), keeping seqs (a seq held by another message:
         conflict); create sessions, agents and users as needed (a session created at its time in
@@ -109,8 +121,13 @@ class LifecycleContract(abc.ABC):
         epoch a formation commit checks (FormationCommit.user_epochs)."""
 
     @abc.abstractmethod
-    async def erasure_epochs(self, agent_id: str, user_ids: Sequence[str]) -> dict[str, int]:
-        """Each user's erasure epoch for the agent (0: never forgotten)."""
+    async def erasure_epochs(
+        self, agent_id: str, user_ids: Sequence[str], *, known: Known = ()
+    ) -> dict[str, int]:
+        """Each user's erasure epoch for the agent (0: never forgotten). ``known``: the
+        tombstones an imported file carries, which the epoch leaves out where the file knows of
+        them (rules.import_erasures.unknown). The import calls take ``known`` too: a file's
+        records are refused only for the forgets it does not know of."""
 
     @abc.abstractmethod
     async def export_data(

@@ -27,7 +27,7 @@ from memory.store.rules.erasure import (
     plan_erase_all,
     plan_forget,
 )
-from memory.store.rules.import_erasures import erasures_request, plan_import_erasures
+from memory.store.rules.import_erasures import Known, erasures_request, plan_import_erasures
 from memory.store.rules.import_sessions import plan_import_session, session_import_request
 from memory.store.rules.imports import (
     AgentsRequest,
@@ -58,14 +58,21 @@ class PlannedLifecycle(SharedReads):
             AgentsRequest(ids), lambda existing: plan_import_agents(configs, existing)
         )
 
-    async def import_facts(self, facts: Sequence[Fact], vectors: Sequence[Vector]) -> ImportCounts:
+    async def import_facts(
+        self, facts: Sequence[Fact], vectors: Sequence[Vector], *, known: Known = ()
+    ) -> ImportCounts:
         lists = [[float(x) for x in np.asarray(v, dtype=np.float32).reshape(-1)] for v in vectors]
         return await self._transact(
-            fact_import_request(facts), lambda snapshot: plan_import_facts(facts, lists, snapshot)
+            fact_import_request(facts, known),
+            lambda snapshot: plan_import_facts(facts, lists, snapshot),
         )
 
     async def import_consolidated(
-        self, blobs: Sequence[ConsolidatedMemory], *, sessions: Sequence[SessionPeople] = ()
+        self,
+        blobs: Sequence[ConsolidatedMemory],
+        *,
+        sessions: Sequence[SessionPeople] = (),
+        known: Known = (),
     ) -> dict[str, BlobImport]:
         keys = tuple(dict.fromkeys(b.scope_key.key for b in blobs))
         pairs = tuple(
@@ -75,12 +82,16 @@ class PlannedLifecycle(SharedReads):
         )
         scopes = session_keys(b.scope_key for b in blobs)
         return await self._transact(
-            BlobImportRequest(keys, pairs, tuple(sessions), scopes),
+            BlobImportRequest(keys, pairs, tuple(sessions), scopes, known),
             lambda snapshot: plan_import_consolidated(blobs, snapshot),
         )
 
     async def import_reflections(
-        self, reflections: Sequence[Reflection], *, sessions: Sequence[SessionPeople] = ()
+        self,
+        reflections: Sequence[Reflection],
+        *,
+        sessions: Sequence[SessionPeople] = (),
+        known: Known = (),
     ) -> ImportCounts:
         keys = [r.scope_key for r in reflections]
         request = ReflectionImportRequest(
@@ -89,6 +100,7 @@ class PlannedLifecycle(SharedReads):
             pairs=tuple(dict.fromkeys((k.agent_id, k.user_id) for k in keys if k.user_id)),
             sessions=tuple(sessions),
             session_keys=session_keys(keys),
+            known=known,
         )
         return await self._transact(
             request, lambda snapshot: plan_import_reflections(reflections, snapshot)
@@ -109,6 +121,7 @@ class PlannedLifecycle(SharedReads):
         withheld: Mapping[str, Mapping[str, Mapping[str, int]]] | None = None,
         cursors: Mapping[str, Mapping[str, int]] | None = None,
         switches: Mapping[str, Mapping[str, Mapping[int, tuple[bool, bool]]]] | None = None,
+        known: Known = (),
     ) -> ImportCounts:
         """One transaction per session (a session's messages are imported together)."""
         total = ImportCounts()
@@ -119,7 +132,7 @@ class PlannedLifecycle(SharedReads):
             marks = (withheld or {}).get(session_id)
             there = (cursors or {}).get(session_id)
             under = (switches or {}).get(session_id)
-            req = session_import_request(session_id, batch, created, marks, there, under)
+            req = session_import_request(session_id, batch, created, marks, there, under, known)
             total += await self._transact(req, partial(plan_import_session, req, batch))
         return total
 

@@ -24,6 +24,7 @@ from memory.models import (
     StoredMessage,
 )
 from memory.store.base import MemoryStore, Vector
+from memory.store.rules.import_erasures import Known
 from memory.store.rules.versions import deleted_by_hand
 from memory.store.rules.withheld import formable
 from memory.store.snapshots import SnapshotReads
@@ -145,6 +146,8 @@ class SharedReads(MemoryStore):
         stored = await self._stored_scope_versions(wanted) if wanted else {}
         return {key: stored.get(key, 0) for key in wanted}
 
-    async def erasure_epochs(self, agent_id: str, user_ids: Sequence[str]) -> dict[str, int]:
+    async def erasure_epochs(
+        self, agent_id: str, user_ids: Sequence[str], *, known: Known = ()
+    ) -> dict[str, int]:
         users = list(dict.fromkeys(user_ids))
-        return await self._read_once(lambda reads: reads.epochs(agent_id, users))
+        return await self._read_once(lambda reads: reads.epochs(agent_id, users, known))

@@ -33,10 +33,13 @@ class LifecycleReads(abc.ABC):
     ) -> dict[tuple[str, str], int]:
         """The stored epochs of the erasure rows (agent key, user) among those given."""
 
-    async def epochs(self, agent_id: str, user_ids: Sequence[str]) -> dict[str, int]:
-        """Each user's effective erasure epoch for the agent (rules.erasure)."""
+    async def epochs(
+        self, agent_id: str, user_ids: Sequence[str], known: ie.Known = ()
+    ) -> dict[str, int]:
+        """Each user's effective erasure epoch for the agent (rules.erasure), of the tombstones
+        an imported file does not know of (``known``: the file's, rules.import_erasures)."""
         stored = await self.erasure_rows([agent_id, er.ALL_AGENTS], user_ids)
-        return er.effective_epochs(agent_id, user_ids, stored)
+        return er.effective_epochs(agent_id, user_ids, ie.unknown(stored, known))
 
     async def stored_epoch(self, agent_key: str, user_id: str) -> int:
         """The epoch of one erasure row (agent or ALL_AGENTS), 0 without one."""
@@ -156,11 +159,13 @@ class LifecycleReads(abc.ABC):
         """The contents of the facts with these hashes but the agent's facts of the user."""
 
 
-async def _pair_epochs(reads: LifecycleReads, pairs: Iterable[ri.Pair]) -> dict[ri.Pair, int]:
+async def _pair_epochs(
+    reads: LifecycleReads, pairs: Iterable[ri.Pair], known: ie.Known
+) -> dict[ri.Pair, int]:
     return {
         (agent_id, user): epoch
         for agent_id, users in ri.users_by_agent(pairs).items()
-        for user, epoch in (await reads.epochs(agent_id, users)).items()
+        for user, epoch in (await reads.epochs(agent_id, users, known)).items()
     }
 
 
@@ -170,12 +175,12 @@ async def _facts(reads: LifecycleReads, req: ri.FactImportRequest) -> ri.FactImp
         valid |= await reads.valid_fact_keys(agent_id, hash_)
     return ri.FactImportSnapshot(
         await reads.existing_facts(req.fact_ids), frozenset(valid), await reads.embedding_meta(),
-        await _pair_epochs(reads, req.pairs),
+        await _pair_epochs(reads, req.pairs, req.known),
     )  # fmt: skip
 
 
 async def _gone_sessions(
-    reads: LifecycleReads, sessions: Sequence[SessionPeople]
+    reads: LifecycleReads, sessions: Sequence[SessionPeople], known: ie.Known
 ) -> frozenset[tuple[str, str]]:
     """The (session, agent) pairs of an import's session memory that forget_user deleted: each
     agent's whose users were all forgotten for it (the whole session when for each agent; an
@@ -188,13 +193,23 @@ async def _gone_sessions(
         stored = await reads.session_states(session_id)
         agents = tuple(dict.fromkeys((*file_agents, *(s.agent_id for s in stored))))
         users = tuple(dict.fromkeys((*file_users, *await reads.session_users(session_id))))
-        epochs = await _pair_epochs(reads, [(a, u) for a in agents for u in users])
+        epochs = await _pair_epochs(reads, [(a, u) for a in agents for u in users], known)
         gone |= {(session_id, a) for a in agents if rs.gone_with_users(epochs, (a,), users)}
     return frozenset(gone)
 
 
-async def _erased_scopes(reads: LifecycleReads, keys: Sequence[str]) -> frozenset[str]:
-    return await reads.erased_scopes(keys) if keys else frozenset()
+async def _erased_scopes(
+    reads: LifecycleReads, keys: Sequence[str], known: ie.Known
+) -> frozenset[str]:
+    """The session memory among ``keys`` a forget deleted, but that of a session tombstone the
+    file knows of (it carries it, at the stored epoch or above, for each user it names it for):
+    the file's memory of that session was formed after the forget."""
+    erased = set(await reads.erased_scopes(keys) if keys else ())
+    for key in erased & {k for k, _, _ in known}:
+        users = [u for k, u, _ in known if k == key]
+        if not ie.unknown(await reads.erasure_rows([key], users), known):
+            erased.discard(key)
+    return frozenset(erased)
 
 
 async def _session(reads: LifecycleReads, req: rs.SessionImportRequest) -> rs.SessionImportSnapshot:
@@ -209,9 +224,9 @@ async def _session(reads: LifecycleReads, req: rs.SessionImportRequest) -> rs.Se
     if not everyone:
         epochs: dict[ri.Pair, int] = {}
     elif agents:
-        epochs = await _pair_epochs(reads, [(a, u) for a in agents for u in everyone])
+        epochs = await _pair_epochs(reads, [(a, u) for a in agents for u in everyone], req.known)
     else:
-        epochs = await reads.erasure_rows([er.ALL_AGENTS], everyone)
+        epochs = ie.unknown(await reads.erasure_rows([er.ALL_AGENTS], everyone), req.known)
     return rs.SessionImportSnapshot(
         exists=head is not None,
         last_seq=0 if head is None else head[0],
@@ -284,16 +299,18 @@ async def read_lifecycle_snapshot(reads: LifecycleReads, request: Request[Any]) 
             return await _facts(reads, request)
         case ri.BlobImportRequest(keys=keys, pairs=pairs, sessions=sessions):
             blobs = {key: (b.content, b.version) for key, b in (await reads.blobs(keys)).items()}
-            epochs = await _pair_epochs(reads, pairs)
+            known = request.known
+            epochs = await _pair_epochs(reads, pairs, known)
             return ri.BlobImportSnapshot(
-                blobs, epochs, await _gone_sessions(reads, sessions),
-                await _erased_scopes(reads, request.session_keys),
+                blobs, epochs, await _gone_sessions(reads, sessions, known),
+                await _erased_scopes(reads, request.session_keys, known),
             )  # fmt: skip
         case ri.ReflectionImportRequest(reflection_ids=ids, keys=keys, pairs=pairs):
             return ri.ReflectionImportSnapshot(
                 await reads.existing_reflections(ids), await reads.buffered_counts(keys),
-                await _pair_epochs(reads, pairs), await _gone_sessions(reads, request.sessions),
-                await _erased_scopes(reads, request.session_keys),
+                await _pair_epochs(reads, pairs, request.known),
+                await _gone_sessions(reads, request.sessions, request.known),
+                await _erased_scopes(reads, request.session_keys, request.known),
             )  # fmt: skip
         case rs.SessionImportRequest():
             return await _session(reads, request)

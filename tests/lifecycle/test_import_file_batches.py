@@ -28,7 +28,7 @@ from memory.lifecycle.writer import ImportReport, write_batch, write_batches
 from memory.models import AgentConfig, ScopeKey
 from memory.store.base import MemoryStore
 from memory.store.sqlite import SQLiteStore
-from tests.lifecycle.test_import_cli import env_of, ok
+from tests.lifecycle.test_import_cli import env_of, mnemos, ok
 from tests.lifecycle.test_import_guards import (
     NOW,
     StoreModelEmbedder,
@@ -130,14 +130,15 @@ async def _in_batches(store: MemoryStore, path: Path) -> tuple[ImportReport, lis
         report = await write_batches(
             deps(store), batches(f, index, size=SMALL), now=lambda: NOW,
             begun=lambda b: sizes.append(b.size), people=index.people, facts=bool(index.facts),
+            known=index.known,
         )  # fmt: skip
     return report, sizes
 
 
 async def _plan_in_batches(store: MemoryStore, path: Path) -> ImportPlan:
-    judge = Judge(store)
     with open_export(path) as f:
         index = scan(f, now=NOW)
+        judge = Judge(store, index.known)
         parts = batches(f, index, order=PLAN_ORDER, size=SMALL)
         return combined([plan([await judge(batch)]) for batch in parts])
 
@@ -381,3 +382,33 @@ def test_a_cut_file_bigger_than_a_batch_writes_nothing(tmp_path: Path, cut: str)
         assert "truncated" in line if cut == "no end line" else "Invalid JSON" in line
 
     assert not (tmp_path / "mnemos.db").exists()  # not even created
+
+
+async def test_a_file_in_batches_judges_every_batch_by_the_tombstones_of_its_last(
+    tmp_path: Path,
+) -> None:
+    """A newer export of a store imported over an older one, by `mnemos import file` a batch at a
+    time: its erasure lines come in its last batch, yet what u1 said after the forget (in an
+    earlier batch) is judged knowing of that forget, and comes; the dry run says so too."""
+    source = await _store(tmp_path / "source.db")
+    await record(source, "s1", "a1", [msg("m1", "I was diagnosed with asthma", seconds=1)])
+    await source.forget_user("u1", agent_id="a1", at=at(300))
+    first = await export_lines(source)
+    await record(source, "s2", "a1", [msg("n1", "I moved to Lisbon", seconds=400)])
+    second = await export_lines(source)
+    await source.close()
+    path = tmp_path / "second.jsonl"
+    path.write_text("\n".join(second) + "\n")
+    env = env_of(tmp_path)
+    target = await _store(tmp_path / "mnemos.db")
+    await write_batch(deps(target), to_import(read_export(first)), now=NOW)
+    await target.close()
+
+    dry = ok(await mnemos(env, "import", "file", str(path), "--dry-run", "--json"))
+    ok(await mnemos(env, "import", "file", str(path)))
+    target = await _store(tmp_path / "mnemos.db")
+    said = [m.content for m in await target.load_messages("s2", 0, 10)]
+    await target.close()
+
+    assert said == ["I moved to Lisbon"]
+    assert "forgotten user" not in dry.stdout

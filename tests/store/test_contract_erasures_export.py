@@ -153,3 +153,54 @@ def test_a_tombstone_line_of_no_agent_key_is_refused_before_anything_is_written(
     lines = [json.dumps(r) for r in (header, bad, end)]
     with pytest.raises(ExportFormatError, match="line 2: erasure: agent_key"):
         list(read_export(lines))
+
+
+async def _agent_file(store: MemoryStore, agent_id: str) -> list[str]:
+    out = io.StringIO()
+    await export_store(store, out, agent_id=agent_id, user_id=None, messages=True, now=at(600))
+    return out.getvalue().splitlines()
+
+
+async def test_a_move_split_by_agent_keeps_a_user_who_came_back_in_either_order(
+    store: MemoryStore, backend: tuple[str, str | None], tmp_path: Path
+) -> None:
+    """u1 forgotten by every agent, then back with a2: a1's file carries the every-agent
+    tombstone; a2's file, imported after it, still brings what u1 said to a2 since, as it knows
+    of that forget (it carries the tombstone too). In either order, and an old backup of a1
+    still brings nothing back."""
+    await store.upsert_agent(AgentConfig(agent_id="a2", name="Bea"))
+    backup = await _told_then_forgotten(store)
+    await store.forget_user("u1", agent_id=None, at=at(350))
+    await record(store, "s2", "a2", [msg("n1", "I moved to Lisbon", user_id="u1", seconds=400)])
+    epochs = await store.erasure_epochs("a2", ["u1"])
+    formed = Former(store, "s2", "a2").next_commit(add("f2", "Lives in Lisbon", unit(0, 1)))
+    await store.commit_formation(formed.model_copy(update={"user_epochs": epochs}))
+    a1_file, a2_file = await _agent_file(store, "a1"), await _agent_file(store, "a2")
+    moved: list[tuple[list[str], list[str], int]] = []
+    for order in ((a1_file, a2_file), (a2_file, a1_file)):
+        async with opened_store(backend, tmp_path / f"copy{len(moved)}") as copy:
+            for lines in order:
+                await import_lines(copy, lines)
+            old = await import_lines(copy, backup)
+            facts = sorted(f.content for f in await copy.get_facts(["f1", "f2"]))
+            said = [m.content for m in await copy.load_messages("s2", 0, 10)]
+            moved.append((facts, said, old.counts["facts"].forgotten))
+
+    assert moved == [(["Lives in Lisbon"], ["I moved to Lisbon"], 1)] * 2
+
+
+async def test_a_newer_export_imported_over_an_older_one_brings_what_was_said_since(
+    store: MemoryStore, backend: tuple[str, str | None], tmp_path: Path
+) -> None:
+    """A store moved, then a newer export of the source imported to bring what is missing: both
+    files carry the same tombstone, and what u1 said after the forget comes with the second."""
+    await _told_then_forgotten(store)
+    first = await export_lines(store)
+    await record(store, "s2", "a1", [msg("n1", "I moved to Lisbon", user_id="u1", seconds=400)])
+    second = await export_lines(store)
+    async with opened_store(backend, tmp_path / "copy") as copy:
+        await import_lines(copy, first)
+        report = await import_lines(copy, second)
+        said = [m.content for m in await copy.load_messages("s2", 0, 10)]
+
+    assert said == ["I moved to Lisbon"], report.counts

@@ -3,6 +3,14 @@ that a store moved by export and import keeps who was forgotten (rules.erasure):
 of a forgotten user (a backup, a resumable Eden or mem0 import) imports nothing of them in the
 new store either.
 
+A file's records are judged against the tombstones the store holds that the file does not
+know of (``unknown``): a file carrying a tombstone at an epoch at least the stored one's was
+written after that forget, and what it holds of the user was kept or said since; a file without
+it (a backup from before, a file of another source) imports nothing of them. So the order in
+which a store's files are imported does not matter (one agent's file carrying an every-agent
+tombstone before another agent's file of the user who came back), nor importing a newer export
+of the same store over an older one.
+
 A row is merged by its epoch: the file's is written only where it is above the stored one (or
 there is none), so importing a file twice, or an older file after a newer one, changes nothing,
 and a formation that loaded its window before a raised epoch writes nothing, as after a forget.
@@ -15,7 +23,7 @@ already held of the user stays (a forget there erases it)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from memory.store.counts import Erasure, ImportCounts
@@ -23,6 +31,25 @@ from memory.store.rules.lifecycle_writes import PutErasure
 from memory.store.rules.writes import Plan, Request, user_key
 
 ErasureKey = tuple[str, str]  # (agent key, user)
+# The tombstones a file carries, (agent key, user, epoch): what it knows was forgotten.
+Known = tuple[tuple[str, str, int], ...]
+
+
+def known_of(rows: Iterable[Erasure]) -> Known:
+    """A file's tombstones as the import calls take them (each row's highest epoch)."""
+    highest: dict[ErasureKey, int] = {}
+    for r in rows:
+        highest[r.agent_key, r.user_id] = max(r.epoch, highest.get((r.agent_key, r.user_id), 0))
+    return tuple((key, user, epoch) for (key, user), epoch in sorted(highest.items()))
+
+
+def unknown(stored: Mapping[ErasureKey, int], known: Known) -> dict[ErasureKey, int]:
+    """The stored tombstones a file does not know of: those it carries at a lower epoch, or not
+    at all. Only these refuse its records (an empty ``known``: every stored one)."""
+    if not known:
+        return dict(stored)
+    file = {(key, user): epoch for key, user, epoch in known}
+    return {k: epoch for k, epoch in stored.items() if epoch > file.get(k, 0)}
 
 
 @dataclass(frozen=True)

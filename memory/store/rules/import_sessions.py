@@ -16,6 +16,7 @@ from memory.speakers import participants
 from memory.store.counts import ImportCounts
 from memory.store.rules.derived import said_by_guest
 from memory.store.rules.erasure import ALL_AGENTS
+from memory.store.rules.import_erasures import Known
 from memory.store.rules.imports import Pair
 from memory.store.rules.lifecycle_writes import DeleteUserMessages, SetSessionHead, SetWithheld
 from memory.store.rules.withheld import Withheld, formable, is_withheld, merged
@@ -95,6 +96,9 @@ class SessionImportRequest(Request[SessionImportSnapshot]):
     # from, (agent, seq, user memory, agent memory) (``file_switches``): made marks merged into
     # the agent's own (memory/switch_marks.py). A message not named: not known.
     switches: tuple[tuple[str, int, bool, bool], ...] = ()
+    # The tombstones the file carries (rules.import_erasures.unknown): those it knows of refuse
+    # none of its records.
+    known: Known = ()
 
     def serialized_on(self) -> tuple[str, ...]:
         # The file's users. Those the stored session holds are known only once read, but a
@@ -109,6 +113,7 @@ def session_import_request(
     withheld: Mapping[str, Withheld] | None = None,
     cursors: Mapping[str, int] | None = None,
     switches: Mapping[str, Mapping[int, switch_marks.Switches]] | None = None,
+    known: Known = (),
 ) -> SessionImportRequest:
     """``withheld``: the file's marks of the session, {agent: {user: bound}}; ``cursors``: the
     file's cursors of the session, {agent: cursor} (``file_cursors``); ``switches``: the file's
@@ -129,9 +134,10 @@ def session_import_request(
         cursors=tuple(sorted((cursors or {}).items())),
         switches=tuple(
             (agent, seq, *under)
-            for agent, known in sorted((switches or {}).items())
-            for seq, under in sorted(known.items())
+            for agent, recorded in sorted((switches or {}).items())
+            for seq, under in sorted(recorded.items())
         ),
+        known=known,
     )
 
 

@@ -18,6 +18,7 @@ from memory.models import (
 )
 from memory.store.counts import BlobImport, ImportCounts, SessionPeople
 from memory.store.rules.derived import fact_scope_key
+from memory.store.rules.import_erasures import Known
 from memory.store.rules.lifecycle_writes import (
     ImportReflections,
     InsertAgents,
@@ -93,16 +94,20 @@ class FactImportRequest(Request[FactImportSnapshot]):
     fact_ids: tuple[str, ...]
     hashes: tuple[Pair, ...]  # (agent, hash): the agent's facts with these contents
     pairs: tuple[Pair, ...]  # (agent, user): their erasure epochs
+    # The tombstones the file carries (rules.import_erasures.unknown): those it knows of refuse
+    # none of its records.
+    known: Known = ()
 
     def serialized_on(self) -> tuple[str, ...]:
         return epoch_keys(self.pairs)
 
 
-def fact_import_request(facts: Sequence[Fact]) -> FactImportRequest:
+def fact_import_request(facts: Sequence[Fact], known: Known = ()) -> FactImportRequest:
     return FactImportRequest(
         fact_ids=tuple(dict.fromkeys(f.fact_id for f in facts)),
         hashes=tuple(dict.fromkeys((f.agent_id, f.hash) for f in facts)),
         pairs=tuple(dict.fromkeys((f.agent_id, f.user_id) for f in facts if f.user_id)),
+        known=known,
     )
 
 
@@ -172,6 +177,9 @@ class BlobImportRequest(Request[BlobImportSnapshot]):
     pairs: tuple[Pair, ...]
     sessions: tuple[SessionPeople, ...] = ()
     session_keys: tuple[str, ...] = ()  # the session-scope ones among keys
+    # The tombstones the file carries (rules.import_erasures.unknown): those it knows of refuse
+    # none of its records.
+    known: Known = ()
 
     def serialized_on(self) -> tuple[str, ...]:
         # A forget racing a write of session memory its tombstones would refuse bumps the same
@@ -238,6 +246,9 @@ class ReflectionImportRequest(Request[ReflectionImportSnapshot]):
     pairs: tuple[Pair, ...]
     sessions: tuple[SessionPeople, ...] = ()
     session_keys: tuple[str, ...] = ()  # the session-scope ones among keys (as for blobs)
+    # The tombstones the file carries (rules.import_erasures.unknown): those it knows of refuse
+    # none of its records.
+    known: Known = ()
 
     def serialized_on(self) -> tuple[str, ...]:
         return epoch_keys(self.pairs, self.sessions)
