@@ -125,6 +125,11 @@ class LifecycleReads(abc.ABC):
         """The session's messages carrying the user's id, in seq order, without their content."""
 
     @abc.abstractmethod
+    async def reply_marks(self, session_id: str) -> list[wh.MessageMark]:
+        """The session's messages carrying no user id (the agents' replies), in seq order,
+        without their content."""
+
+    @abc.abstractmethod
     async def user_session_ids(self, user_id: str, agent_id: str) -> list[str]:
         """The sessions of the agent holding the user's data: those the user is a user of, and
         those with a message carrying the user's id (whatever its role)."""
@@ -268,6 +273,7 @@ async def _user_sessions(reads: LifecycleReads, req: er.ForgetRequest) -> list[e
                 last_seq=0 if head is None else head[0],
                 marks=tuple(marks),
                 guests=await reads.session_has_guests(sid),
+                replies=tuple(await reads.reply_marks(sid)),
             )
         )
     return sessions

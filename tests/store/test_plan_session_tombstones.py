@@ -16,12 +16,15 @@ from memory.store.rules.lifecycle_writes import DeleteScope, DeleteSessions, Put
 from tests.store.builders import at, reflection
 
 
-def _session(sid: str, agents: tuple[str, ...], *, guests: bool = False) -> UserSession:
+def _session(
+    sid: str, agents: tuple[str, ...], *, guests: bool = False, messages: int = 1
+) -> UserSession:
+    """The user's one message, and ``messages`` in all (the others another agent's records)."""
     states = tuple(
         (SessionAgentState(session_id=sid, agent_id=a, cursor_seq=1, last_seq=1), 0, 0.0)
         for a in agents
     )
-    return UserSession(sid, ("u1",), agents, 1, 1, states, last_seq=1, guests=guests)
+    return UserSession(sid, ("u1",), agents, messages, 1, states, last_seq=1, guests=guests)
 
 
 def _forget(*sessions: UserSession, all_agents: bool = False) -> list[object]:
@@ -38,7 +41,7 @@ def _tombstones(writes: list[object]) -> list[str]:
 
 
 def test_a_forget_leaves_a_tombstone_of_each_session_memory_it_deletes() -> None:
-    lone, kept = _session("s1", ("a1",)), _session("s2", ("a1", "b1"))
+    lone, kept = _session("s1", ("a1",)), _session("s2", ("a1", "b1"), messages=2)
 
     writes = _forget(lone, kept)
 

@@ -96,6 +96,9 @@ async def apply_lifecycle(
             else:  # these agents' only: the user's other messages stay
                 of = {"session_id": sid, "agent_id": {"$in": list(agents)}}
                 await db.session_agents.update_many(of, pull, session=s)
+        case lw.DeleteReplies(session_id=sid, seqs=seqs):
+            replies = {"session_id": sid, "user_id": None, "seq": {"$in": list(seqs)}}
+            await db.messages.delete_many(replies, session=s)
         case lw.SetWithheld(session_id=sid, agent_id=agent_id, withheld=withheld):
             await db.session_agents.update_one(
                 {"session_id": sid, "agent_id": agent_id},

@@ -257,6 +257,15 @@ class MongoReads(SnapshotReads):
             async for d in cursor
         ]
 
+    async def reply_marks(self, session_id: str) -> list[MessageMark]:
+        query = {"session_id": session_id, "user_id": None}
+        fields = {"seq": 1, "agent_id": 1, "weighted_tokens": 1}
+        cursor = self.db.messages.find(query, fields, session=self.s).sort("seq", 1)
+        return [
+            MessageMark(int(d["seq"]), d.get("agent_id"), float(d["weighted_tokens"]))
+            async for d in cursor
+        ]
+
     async def message_users(self, session_id: str) -> list[str]:
         query = {"session_id": session_id, "user_id": {"$ne": None}}
         users = await self.db.messages.distinct("user_id", query, session=self.s)

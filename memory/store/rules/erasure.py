@@ -28,6 +28,7 @@ from memory.store.counts import ForgetCounts
 from memory.store.rules.lifecycle_writes import (
     DeleteEmbeddings,
     DeleteFacts,
+    DeleteReplies,
     DeleteScope,
     DeleteSessions,
     DeleteUserMessages,
@@ -36,6 +37,7 @@ from memory.store.rules.lifecycle_writes import (
 )
 from memory.store.rules.withheld import (
     MessageMark,
+    holds,
     kept_for_others,
     pending_of,
     withhold,
@@ -167,6 +169,9 @@ class UserSession:
     last_seq: int = 0
     marks: tuple[MessageMark, ...] = ()  # the user's messages, which other agents may hold
     guests: bool = False  # a guest spoke in it (SessionInfo.has_guests): not the user's alone
+    # Its messages carrying no user id (the agents' replies): in a session the user was alone
+    # in, the agents' side of the user's conversation.
+    replies: tuple[MessageMark, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -218,7 +223,7 @@ def plan_forget(
         writes.append(DeleteFacts(agent_id, tuple(f.fact_id for f in snapshot.facts)))
     writes.append(DeleteScope(user_key))
     alone = [s for s in snapshot.sessions if alone_in(user_id, s.user_ids, guests=s.guests)]
-    whole = [s for s in alone if req.all_agents or s.agent_ids == (agent_id,)]
+    whole = [s for s in alone if req.all_agents or s.agent_ids == (agent_id,) or _emptied(req, s)]
     sessions_memory: set[str] = set()  # the scope keys of the session memory deleted
     if whole:
         formations = tuple(f"{a}:{s.session_id}:" for s in whole for a in s.agent_ids)
@@ -239,6 +244,9 @@ def plan_forget(
         deleted, user_writes = _user_messages(req, s, parted=s in alone)
         messages += deleted
         writes += user_writes
+        if s in alone and (replies := _replies_gone(req, s)):
+            writes.append(DeleteReplies(s.session_id, replies))
+            messages += len(replies)
     dropped = tuple(sorted(snapshot.cached - snapshot.in_use))
     if dropped:
         writes.append(DeleteEmbeddings(dropped))
@@ -258,6 +266,31 @@ def plan_forget(
     tombstone = PutErasure(agent_id, user_id, counts.epoch, at, counts.model_dump_json())
     sessions = session_tombstones(user_id, sessions_memory, counts.epoch, at)
     return Plan((tombstone, *sessions, *writes), counts)
+
+
+def _replies_gone(req: ForgetRequest, s: UserSession) -> tuple[int, ...]:
+    """The seqs of the replies in a session the user was alone in that stays for another
+    agent: the agents' side of the user's conversation (an answer quoting what the user told
+    it), which goes with the user unless another agent still holds it, by the rule of the
+    user's own messages (rules.withheld.holds: its own record, or one it has not formed yet,
+    and not withheld from it by its own forget of the user)."""
+    others = [st for st, *_ in s.states if st.agent_id != req.agent_id]
+    gone = [m for m in s.replies if not any(holds(o, req.user_id, m) for o in others)]
+    return tuple(m.seq for m in gone)
+
+
+def _emptied(req: ForgetRequest, s: UserSession) -> bool:
+    """Whether a forget under one agent leaves nothing of a session the user was alone in: every
+    message goes (the user's that no other agent holds, the agent's replies), so the user was its
+    last person and it goes whole, with every agent's state and memory of it (h218 D2: a forget
+    under each agent in turn left the agents' replies in a session of no user, which neither an
+    export of the user nor a forget under every agent found again)."""
+    if req.agent_id not in s.agent_ids:
+        return False
+    states = (st for st, *_ in s.states)
+    if kept_for_others(req.user_id, req.agent_id, states, s.marks):
+        return False
+    return s.messages == s.user_messages + len(_replies_gone(req, s))
 
 
 def _user_messages(req: ForgetRequest, s: UserSession, *, parted: bool) -> tuple[int, list[Write]]:

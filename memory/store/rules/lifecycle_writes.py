@@ -96,6 +96,16 @@ class DeleteUserMessages(LifecycleOp):
 
 
 @dataclass(frozen=True)
+class DeleteReplies(LifecycleOp):
+    """A session's messages carrying no user id (the agents' replies, their tools' output) of
+    these seqs: the side of a conversation of a user who was alone in the session that goes
+    with them (rules.erasure.plan_forget)."""
+
+    session_id: str
+    seqs: tuple[int, ...]
+
+
+@dataclass(frozen=True)
 class SetWithheld(LifecycleOp):
     """The (session, agent) row's withheld map (SessionAgentState.withheld) becomes this one."""
 
@@ -121,6 +131,7 @@ LifecycleWrite = (
     | DeleteScope
     | DeleteSessions
     | DeleteUserMessages
+    | DeleteReplies
     | SetWithheld
     | DeleteEmbeddings
 )

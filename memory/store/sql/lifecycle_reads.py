@@ -111,6 +111,16 @@ class SqlLifecycleReads(LifecycleReads):
             MessageMark(int(r["seq"]), r["agent_id"], float(r["weighted_tokens"])) for r in rows
         ]
 
+    async def reply_marks(self, session_id: str) -> list[MessageMark]:
+        sql = (
+            "SELECT seq, agent_id, weighted_tokens FROM messages "
+            "WHERE session_id = %s AND user_id IS NULL ORDER BY seq"
+        )
+        rows = await self.db.fetch(sql, (session_id,))
+        return [
+            MessageMark(int(r["seq"]), r["agent_id"], float(r["weighted_tokens"])) for r in rows
+        ]
+
     async def message_users(self, session_id: str) -> list[str]:
         sql = (
             "SELECT DISTINCT user_id FROM messages WHERE session_id = %s AND user_id IS NOT NULL "

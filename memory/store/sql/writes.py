@@ -23,6 +23,7 @@ type SharedLifecycle = (
     | lw.DeleteScope
     | lw.DeleteSessions
     | lw.DeleteUserMessages
+    | lw.DeleteReplies
     | lw.SetWithheld
     | lw.DeleteEmbeddings
     | lw.PutErasure
@@ -231,6 +232,9 @@ async def _apply_lifecycle(db: Db, write: SharedLifecycle) -> None:
             sql = "DELETE FROM session_agent_users WHERE session_id = %s AND user_id = %s AND agent_id"
             await db.execute_in(sql, list(agents), sid, user_id)
             await _erase_reasons(db, sid)
+        case lw.DeleteReplies(session_id=sid, seqs=seqs):
+            sql = "DELETE FROM messages WHERE session_id = %s AND user_id IS NULL AND seq"
+            await db.execute_in(sql, list(seqs), sid)
         case lw.SetWithheld(session_id=sid, agent_id=agent_id, withheld=withheld):
             await db.execute(
                 "UPDATE session_agents SET withheld = %s WHERE session_id = %s AND agent_id = %s",

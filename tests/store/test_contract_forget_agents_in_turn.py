@@ -1,0 +1,139 @@
+"""Contract: a user alone in a session two agents share (two backends of one product), forgotten
+under each agent in turn, leaves what a forget under every agent leaves: nothing. Each forget
+takes the user's messages no other agent holds and its own agent's replies (its side of the
+conversation, which quotes the user); the last one takes the session whole. What another agent
+has not formed yet stays for it (rules.withheld), and `export --agent A --user U` lists what the
+forget under A takes (h218 D2)."""
+
+from __future__ import annotations
+
+import io
+import json
+
+from pydantic import BaseModel
+
+from memory.deps import Deps
+from memory.lifecycle.exporting import export_store
+from memory.llm.base import LLMRequest, LLMResult
+from memory.llm.heuristic import HeuristicProvider
+from memory.models import AgentConfig
+from memory.pipeline import commit, dedup, facts, window
+from memory.pipeline.types import FormationRequest
+from memory.settings import Settings
+from memory.store.base import MemoryStore
+from tests.fakes import WordHashEmbedder
+from tests.store.builders import at, msg, record
+
+HIV = "I was diagnosed with HIV last week"
+
+
+async def _told_two_agents(store: MemoryStore) -> None:
+    """u1 tells a1, a1 answers; a2 joins after (at the head) and the same happens."""
+    await record(store, "s1", "a1", [
+        msg("m1", HIV, seconds=1),
+        msg("r1", "I'm sorry you were diagnosed with HIV last week", role="agent", seconds=2),
+    ])  # fmt: skip
+    await record(store, "s1", "a2", [
+        msg("m2", "My HIV meds are expensive", seconds=3),
+        msg("r2", "HIV meds can be costly; let's look at options", role="agent", seconds=4),
+    ])  # fmt: skip
+
+
+async def _left(store: MemoryStore) -> list[str]:
+    return [m.message_id for m in await store.load_messages("s1", 0, 100)]
+
+
+async def _listed(store: MemoryStore, agent_id: str | None) -> list[str]:
+    out = io.StringIO()
+    await export_store(store, out, agent_id=agent_id, user_id="u1", messages=True, now=at(1000))
+    lines = map(json.loads, out.getvalue().splitlines())
+    return [r["message_id"] for r in lines if r["type"] == "message"]
+
+
+async def test_a_forget_under_each_agent_in_turn_leaves_nothing(store: MemoryStore) -> None:
+    await _told_two_agents(store)
+    first = await store.forget_user("u1", agent_id="a1", at=at(100))
+    after_a1 = await _left(store)
+    second = await store.forget_user("u1", agent_id="a2", at=at(101))
+
+    # a1's forget takes u1's words to a1 and a1's answer; a2's what it held, and the session.
+    assert after_a1 == ["m2", "r2"]
+    assert await _left(store) == []
+    assert await store.get_session("s1") is None
+    assert [(c.messages, c.sessions) for c in first + second] == [(2, 0), (2, 1)]
+    assert await _listed(store, None) == []
+
+
+async def test_an_agents_export_of_the_user_lists_what_its_forget_takes(
+    store: MemoryStore,
+) -> None:
+    await _told_two_agents(store)
+    listed = await _listed(store, "a1")
+    await store.forget_user("u1", agent_id="a1", at=at(100))
+
+    assert listed == ["m1", "r1"]
+    assert not set(listed) & set(await _left(store))
+
+
+async def test_a_reply_another_agent_has_not_formed_yet_stays_for_it(store: MemoryStore) -> None:
+    """a2 was in the session first and has formed nothing: u1's words to a1 and a1's answer are
+    a2's to form still, and stay for it (withheld from a1); a2's forget then takes them."""
+    await record(store, "s1", "a2", [msg("m0", "Hello", seconds=0)])
+    await record(store, "s1", "a1", [
+        msg("m1", HIV, seconds=1),
+        msg("r1", "I'm sorry you were diagnosed with HIV last week", role="agent", seconds=2),
+    ])  # fmt: skip
+    await store.forget_user("u1", agent_id="a1", at=at(100))
+    kept = await _left(store)
+    await store.forget_user("u1", agent_id="a2", at=at(101))
+
+    assert kept == ["m0", "m1", "r1"]
+    assert await _left(store) == []
+    assert await store.get_session("s1") is None
+
+
+class _Heard(HeuristicProvider):
+    """The offline model, keeping every prompt it is given."""
+
+    def __init__(self) -> None:
+        self.prompts: list[str] = []
+
+    async def generate_structured[M: BaseModel](
+        self, request: LLMRequest, schema: type[M]
+    ) -> LLMResult[M]:
+        self.prompts.append(request.prompt)
+        return await super().generate_structured(request, schema)
+
+
+async def _form(store: MemoryStore, agent_id: str, heard: _Heard) -> int:
+    """Every window of s1 formed for the agent through the pipeline's own steps; how many."""
+    deps = Deps(settings=Settings(), store=store, llm=heard, embedder=WordHashEmbedder())
+    req = FormationRequest(session_id="s1", agent_id=agent_id, force=True)
+    formed = 0
+    while (w := await window.load_window(store, deps.settings, req)) is not None:
+        new = (await facts.extract_facts(deps, w)).facts
+        candidates = await facts.find_candidates(deps, w, new)
+        decided = await dedup.decide(deps, w, new, candidates)
+        await commit.commit(deps, w, new, decided.decisions, [], at(200))
+        formed += 1
+    return formed
+
+
+async def test_after_a_forget_under_one_agent_no_window_of_the_conversation_reaches_its_model(
+    store: MemoryStore,
+) -> None:
+    """u1 alone with a1 and a2, nothing formed yet; forgotten under a1: a1's model is given no
+    window of the session (its cursor is at the head), and a2's only what a2 holds, none of what
+    u1 told a1 nor a1's answer quoting it (h218 D3)."""
+    for agent_id in ("a1", "a2"):
+        await store.upsert_agent(AgentConfig(agent_id=agent_id, name=agent_id))
+    await _told_two_agents(store)
+    await store.forget_user("u1", agent_id="a1", at=at(100))
+    by_a1, by_a2 = _Heard(), _Heard()
+
+    assert await _form(store, "a1", by_a1) == 0
+    assert await _form(store, "a2", by_a2) >= 1
+    assert by_a1.prompts == []
+    heard = "\n".join(by_a2.prompts)
+    assert "meds are expensive" in heard
+    assert "diagnosed" not in heard
