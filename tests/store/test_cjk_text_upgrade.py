@@ -6,7 +6,9 @@ their CJK terms once."""
 
 from __future__ import annotations
 
+import re
 import sqlite3
+import unicodedata
 import uuid
 from contextlib import closing
 from pathlib import Path
@@ -20,7 +22,7 @@ from memory.store.base import MemoryStore
 from memory.store.mongo import MongoStore
 from memory.store.mongo.indexes import CJK_TERMS, TEXT_INDEX, VECTOR_INDEX
 from memory.store.postgres import PostgresStore
-from memory.store.rules.text import fold
+from memory.store.rules.text import fold, split_cjk
 from memory.store.sqlite import SQLiteStore
 from tests.conftest import fresh_schema
 from tests.store.builders import Former, add, unit, user_filter
@@ -157,3 +159,99 @@ async def test_atlas_search_finds_a_cjk_word_as_the_fallback_does() -> None:
             assert await _found(atlas) == await _found(fallback) == WORDS
         finally:
             await client.close()
+
+
+# Kana voicing kept by the fold (rules.text.fold): a store that folded it off finds "バス" (bus)
+# by "ハス" (lotus) until its start folds its kana facts anew.
+KANA = {"bus": "駅からバスに乗ります", "lotus": "池にハスが咲いています"}
+
+
+def _unvoiced(text: str) -> str:
+    """The fold of before: every combining mark off, kana voicing too."""
+    decomposed = unicodedata.normalize("NFKD", text)
+    return "".join(c for c in decomposed if not unicodedata.combining(c)).casefold()
+
+
+def _old_words(text: str) -> list[str]:
+    return re.findall(r"\w+", split_cjk(_unvoiced(text)))
+
+
+async def _form_kana(store: MemoryStore) -> None:
+    former = await Former(store).start()
+    await former.form(*(add(k, c, unit(1, i)) for i, (k, c) in enumerate(KANA.items())))
+
+
+async def _bus(store: MemoryStore) -> list[str]:
+    return [h.fact.fact_id for h in await store.text_search("バス", user_filter(), limit=5)]
+
+
+async def test_a_schema_18_sqlite_file_tells_voiced_kana_apart_after_a_start(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "mnemos.db"
+    store = SQLiteStore(path)
+    await store.setup()
+    try:
+        await _form_kana(store)
+    finally:
+        await store.close()
+    with closing(sqlite3.connect(path)) as conn, conn:  # as schema 18 folded them
+        for fact_id, content in KANA.items():
+            conn.execute(
+                "UPDATE facts SET search_text = ? WHERE fact_id = ?",
+                (split_cjk(_unvoiced(content)), fact_id),
+            )
+        conn.execute("UPDATE meta SET value = '18' WHERE key = 'schema_version'")
+    store = SQLiteStore(path)
+    await store.setup()
+    try:
+        assert await _bus(store) == ["bus"]
+    finally:
+        await store.close()
+
+
+@pytest.mark.postgres
+async def test_a_postgres_database_tells_voiced_kana_apart_after_migration_20(
+    postgres_dsn: str,
+) -> None:
+    dsn = fresh_schema(postgres_dsn)
+    store = PostgresStore(dsn, pool_size=1)
+    await store.setup()
+    try:
+        await _form_kana(store)
+    finally:
+        await store.close()
+    with psycopg.connect(dsn, autocommit=True) as conn:  # as version 19 indexed them
+        for fact_id, content in KANA.items():
+            words = _old_words(content)
+            conn.execute(
+                "UPDATE facts SET terms = array_to_tsvector(%s), term_count = %s, "
+                "term_repeats = NULL WHERE fact_id = %s",
+                (sorted(set(words)), len(words), fact_id),
+            )
+        conn.execute("DELETE FROM schema_migrations WHERE version >= 20")
+    store = PostgresStore(dsn, pool_size=1)
+    await store.setup()
+    try:
+        assert await _bus(store) == ["bus"]
+    finally:
+        await store.close()
+
+
+@pytest.mark.mongo
+async def test_a_mongo_database_tells_voiced_kana_apart_after_a_start(mongo_uri: str) -> None:
+    database = f"t_{uuid.uuid4().hex[:12]}"
+    client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(mongo_uri)
+    try:
+        store = MongoStore(client, database, atlas_search="off")
+        await store.setup()
+        await _form_kana(store)
+        for fact_id, content in KANA.items():  # as the previous version stored them
+            words = list(dict.fromkeys(_old_words(content)))
+            await client[database].facts.update_one({"_id": fact_id}, {"$set": {CJK_TERMS: words}})
+        await client[database].meta.delete_many({"_id": "cjk_terms_kana_voiced"})
+        store = MongoStore(client, database, atlas_search="off")
+        await store.setup()
+        assert await _bus(store) == ["bus"]
+    finally:
+        await client.close()

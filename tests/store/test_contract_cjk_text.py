@@ -64,3 +64,25 @@ async def test_the_fact_holding_more_of_a_cjk_query_ranks_first(store: MemorySto
 
     assert [h.fact.fact_id for h in hits] == ["both", "one"]
     assert hits[0].score > hits[1].score > 0
+
+
+KANA = {
+    "bus": "駅からバスに乗ります",
+    "pass": "パスを忘れました",
+    "lotus": "池にハスが咲いています",
+}
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [("バス", ["bus"]), ("パス", ["pass"]), ("ハス", ["lotus"]), ("ﾊﾞｽ", ["bus"])],
+)
+async def test_a_voiced_kana_word_is_another_word(
+    store: MemoryStore, query: str, expected: list[str]
+) -> None:
+    """Kana voicing makes another syllable: "バス" (bus) finds neither "パス" (pass) nor "ハス"
+    (lotus); a half-width "ﾊﾞｽ" is the bus."""
+    former = await Former(store).start()
+    await former.form(*(add(k, c, unit(1, i)) for i, (k, c) in enumerate(KANA.items())))
+
+    assert await _found(store, query) == expected

@@ -365,7 +365,7 @@ async def test_a_schema_10_files_facts_are_found_by_their_words_folded(tmp_path:
     with closing(sqlite3.connect(path)) as conn:
         conn.execute("INSERT INTO facts_fts (facts_fts, rank) VALUES ('integrity-check', 1)")
         version = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-    assert version == (str(SCHEMA_VERSION),) == ("18",)
+    assert version == (str(SCHEMA_VERSION),) == ("19",)
 
 
 async def test_a_fact_the_previous_version_inserts_is_stamped_for_the_recheck(

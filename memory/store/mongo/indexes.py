@@ -16,7 +16,7 @@ from pymongo import ASCENDING, DESCENDING, TEXT, IndexModel
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.operations import SearchIndexModel
 
-from memory.store.rules.text import CJK_CLASS, has_cjk, index_text, tokenize
+from memory.store.rules.text import CJK_CLASS, KANA_CLASS, has_cjk, index_text, tokenize
 
 VECTOR_INDEX = "facts_vector"
 TEXT_INDEX = "facts_text"
@@ -233,23 +233,35 @@ def cjk_terms(content: str) -> list[str] | None:
     return list(dict.fromkeys(tokenize(content))) if has_cjk(index_text(content)) else None
 
 
-# meta: the facts stored before CJK_TERMS were given theirs (fill_cjk_terms ran to its end).
+# meta: the facts stored before CJK_TERMS were given theirs (fill_cjk_terms ran to its end), and
+# the facts holding kana given them anew once the fold kept kana voicing (rules.text.fold).
 _CJK_TERMS_FILLED = "cjk_terms_filled"
+_KANA_REFOLDED = "cjk_terms_kana_voiced"
 
 
 async def fill_cjk_terms(db: AsyncDatabase[dict[str, Any]]) -> int:
-    """Give the facts stored before CJK_TERMS, holding a CJK character, their terms; once (a
-    scan of every fact's content): a setup that dies midway leaves the rest to the next, and a
-    fact a process of the previous version writes during a rolling upgrade is found by $text
-    alone until it is rewritten. Returns how many it filled."""
-    if await db.meta.find_one({"_id": _CJK_TERMS_FILLED}) is not None:
+    """Give the facts stored before CJK_TERMS, holding a CJK character, their terms, and those
+    holding kana their terms anew (their voicing is no longer folded off: "バス" is not "ハス");
+    each once (a scan of every fact's content): a setup that dies midway leaves the rest to the
+    next, and a fact a process of the previous version writes during a rolling upgrade keeps
+    what it wrote until it is rewritten. Returns how many it filled."""
+    missing = {"content": {"$regex": f"[{CJK_CLASS}]"}, CJK_TERMS: {"$exists": False}}
+    kana = {"content": {"$regex": f"[{KANA_CLASS}]"}}
+    return await _fill_once(db, _CJK_TERMS_FILLED, missing) + await _fill_once(
+        db, _KANA_REFOLDED, kana
+    )
+
+
+async def _fill_once(db: AsyncDatabase[dict[str, Any]], done: str, query: dict[str, Any]) -> int:
+    """The CJK_TERMS of the facts ``query`` finds computed, unless the meta flag ``done`` says
+    it ran to its end before; then the flag."""
+    if await db.meta.find_one({"_id": done}) is not None:
         return 0
     filled = 0
-    query = {"content": {"$regex": f"[{CJK_CLASS}]"}, CJK_TERMS: {"$exists": False}}
     async for doc in db.facts.find(query, {"content": 1}):
         await db.facts.update_one(
             {"_id": doc["_id"]}, {"$set": {CJK_TERMS: cjk_terms(doc["content"])}}
         )
         filled += 1
-    await db.meta.update_one({"_id": _CJK_TERMS_FILLED}, {"$set": {"done": True}}, upsert=True)
+    await db.meta.update_one({"_id": done}, {"$set": {"done": True}}, upsert=True)
     return filled

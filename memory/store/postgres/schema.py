@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 
 from memory.store.postgres.codec import text_columns
 from memory.store.postgres.pool import Conn
-from memory.store.rules.text import CJK_CLASS
+from memory.store.rules.text import CJK_CLASS, KANA_CLASS
 
 MIGRATIONS: tuple[str, ...] = (
     # 1: the whole store.
@@ -381,21 +381,25 @@ MIGRATIONS: tuple[str, ...] = (
     """
     SELECT 1;
     """,
+    # 20: the fold keeps kana voicing (memory.store.rules.text.fold: "バス" is not "ハス"), so
+    # the facts holding kana get their text columns anew (_refold_kana, AFTER_MIGRATION); the SQL
+    # is a no-op.
+    """
+    SELECT 1;
+    """,
 )
 
 LOCK = 0x6D6E656D6F73  # "mnemos": the advisory lock that serialises migrations
 _SPLIT_BATCH = 1000
 
 
-async def _split_cjk_terms(conn: Conn) -> None:
-    """Migration 19: the text columns (codec.text_columns) of the facts holding a CJK character
-    computed anew, their runs split into bigrams as the search's query terms are. Once, in the
-    migration's transaction; a fact a process of the previous version writes during a rolling
-    upgrade keeps its runs whole (found by a whole run only) until it is rewritten."""
-    async with conn.cursor(name="cjk_facts") as cur:  # server-side: batches, not every row
-        await cur.execute(
-            "SELECT fact_id, content FROM facts WHERE content ~ %s", (f"[{CJK_CLASS}]",)
-        )
+async def _terms_anew(conn: Conn, chars: str) -> None:
+    """The text columns (codec.text_columns) of the facts holding a character of the regex class
+    ``chars`` computed anew, as the search's query terms are now. Once, in the migration's
+    transaction; a fact a process of the previous version writes during a rolling upgrade keeps
+    its old terms until it is rewritten."""
+    async with conn.cursor(name="facts_anew") as cur:  # server-side: batches, not every row
+        await cur.execute("SELECT fact_id, content FROM facts WHERE content ~ %s", (f"[{chars}]",))
         while rows := await cur.fetchmany(_SPLIT_BATCH):
             await conn.cursor().executemany(
                 "UPDATE facts SET terms = array_to_tsvector(%(terms)s), "
@@ -406,7 +410,20 @@ async def _split_cjk_terms(conn: Conn) -> None:
 
 
 # What a migration does in Python after its SQL, in its transaction (version -> step).
-AFTER_MIGRATION: dict[int, Callable[[Conn], Awaitable[None]]] = {19: _split_cjk_terms}
+async def _split_cjk_terms(conn: Conn) -> None:
+    """Migration 19: CJK runs split into bigrams (rules.text.split_cjk)."""
+    await _terms_anew(conn, CJK_CLASS)
+
+
+async def _refold_kana(conn: Conn) -> None:
+    """Migration 20: kana keep their voicing (rules.text.fold)."""
+    await _terms_anew(conn, KANA_CLASS)
+
+
+AFTER_MIGRATION: dict[int, Callable[[Conn], Awaitable[None]]] = {
+    19: _split_cjk_terms,
+    20: _refold_kana,
+}
 
 _CREATE_LEDGER = """
 CREATE TABLE IF NOT EXISTS schema_migrations (

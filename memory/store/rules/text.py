@@ -55,14 +55,25 @@ _CJK_RUN = re.compile(f"[{CJK_CLASS}]+")
 _PHRASE = re.compile(r"\w+(?:-\w+)+")  # a phrase of a query (query_parts)
 
 
+# Hiragana, Katakana and half-width Katakana, with their voicing marks: the texts whose fold
+# changed when the voicing stopped being folded off (a store's upgrade folds them anew).
+KANA_CLASS = "\u3041-\u309f\u30a0-\u30ff\uff66-\uff9f"
+
+# The kana voicing marks (dakuten, handakuten as NFKD writes them): not a diacritic to fold off,
+# they make another syllable, and so another word: "バス" (bus), "パス" (pass), "ハス" (lotus).
+_KANA_VOICING = frozenset("\u3099\u309a")
+
+
 def fold(text: str) -> str:
-    """The text case- and diacritic-folded (NFKD, combining marks dropped, casefold): "ß" ->
-    "ss", "ﬁ" -> "fi", "₂" -> "2", every mark of a letter off. The text SQLite's FTS5 index holds
+    """The text case- and diacritic-folded (NFKD, combining marks dropped but kana voicing, NFC,
+    casefold): "ß" -> "ss", "ﬁ" -> "fi", "₂" -> "2", every mark of a letter off, a half-width
+    "ｶﾞ" the full-width "ガ" it stands for. The text SQLite's FTS5 index holds
     (memory.store.sqlite.schema), so that it matches as PostgreSQL and MongoDB do."""
     if text.isascii():  # the common case, on the search hot path: nothing to decompose
         return text.lower()
     decomposed = unicodedata.normalize("NFKD", text)
-    return "".join(c for c in decomposed if not unicodedata.combining(c)).casefold()
+    kept = "".join(c for c in decomposed if not unicodedata.combining(c) or c in _KANA_VOICING)
+    return unicodedata.normalize("NFC", kept).casefold()
 
 
 def _bigrams(run: re.Match[str]) -> str:

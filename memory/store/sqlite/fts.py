@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from memory.store.rules.text import CJK_CLASS, index_text
+from memory.store.rules.text import CJK_CLASS, KANA_CLASS, index_text
 
 
 def _not_ascii(text: str) -> str:
@@ -115,6 +115,14 @@ def _refold(conn: sqlite3.Connection, where: str) -> None:
         changed = [(text, r) for r, c, old in batch if (text := search_text_of(c)) != old]
         conn.executemany("UPDATE facts SET search_text = ? WHERE rowid = ?", changed)
         last = batch[-1][0]
+
+
+def refold_kana(conn: sqlite3.Connection) -> None:
+    """Schema 19: the search_text of the facts holding kana folded anew, once (a file of an
+    older schema): their voicing is no longer folded off (rules.text.fold), "バス" is not "ハス".
+    A process of the previous version writing during a rolling upgrade folds it off still: that
+    fact is found by its unvoiced spelling until it is rewritten."""
+    _refold(conn, f"content GLOB '*[{KANA_CLASS}]*'")
 
 
 def _notes_unsplit(conn: sqlite3.Connection) -> bool:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from memory.store.sql.sessions import GUESTS_BACKFILL_SQL, GUESTS_INDEX_SQL
 
-SCHEMA_VERSION = 18
+SCHEMA_VERSION = 19
+KANA_SCHEMA = 19  # the fold keeps kana voicing: the facts holding kana are folded anew
 
 # SQLite's clock as a stored timestamp (integer microseconds since the epoch; 'now' has
 # millisecond precision).

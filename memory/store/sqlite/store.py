@@ -23,13 +23,14 @@ from memory.store.sql.reads import embedding_meta, facts_by_id
 from memory.store.sql.store import Body, SqlStore
 from memory.store.sqlite.codec import to_us
 from memory.store.sqlite.db import SQLiteDb
-from memory.store.sqlite.fts import migrate_fts
+from memory.store.sqlite.fts import migrate_fts, refold_kana
 from memory.store.sqlite.schema import (
     ADDED_COLUMNS,
     AFTER_ADDED_COLUMNS,
     DDL,
     DEGRADED_DDL,
     ERASURES_DDL,
+    KANA_SCHEMA,
     MIGRATE_1_TO_2,
     SCHEMA_VERSION,
     needs_migration,
@@ -113,6 +114,9 @@ class SQLiteStore(SQLiteThread, SqlStore[SQLiteDb]):
                     conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
             conn.executescript(AFTER_ADDED_COLUMNS)
             migrate_fts(conn)
+            stored = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+            if stored is not None and int(stored[0]) < KANA_SCHEMA:
+                refold_kana(conn)
             conn.execute(
                 "INSERT INTO meta (key, value) VALUES ('schema_version', ?) "
                 "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
