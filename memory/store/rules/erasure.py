@@ -38,6 +38,7 @@ from memory.store.rules.lifecycle_writes import (
 from memory.store.rules.withheld import (
     MessageMark,
     holds,
+    is_withheld,
     kept_for_others,
     pending_of,
     withhold,
@@ -280,15 +281,20 @@ def _replies_gone(req: ForgetRequest, s: UserSession) -> tuple[int, ...]:
 
 
 def _emptied(req: ForgetRequest, s: UserSession) -> bool:
-    """Whether a forget under one agent leaves nothing of a session the user was alone in: every
-    message goes (the user's that no other agent holds, the agent's replies), so the user was its
-    last person and it goes whole, with every agent's state and memory of it (h218 D2: a forget
-    under each agent in turn left the agents' replies in a session of no user, which neither an
-    export of the user nor a forget under every agent found again)."""
-    if req.agent_id not in s.agent_ids:
+    """Whether the forget under one agent is the last of a session the user was alone in: every
+    other agent forgot the user before (its withheld bound covers the session's head), and
+    every message goes (the user's, the agents' replies, none held by another agent). Then the
+    user was its last person and it goes whole, with every agent's state and memory of it (h218
+    D2: a forget under each agent in turn left the agents' replies in a session of no user,
+    which neither an export of the user nor a forget under every agent found again). Not while
+    another agent has not forgotten the user: its memory of the session is its own (A's forget
+    is not B's), and the session it was formed of stays with it."""
+    others = [st for st, *_ in s.states if st.agent_id != req.agent_id]
+    if req.agent_id not in s.agent_ids or not all(
+        is_withheld(req.user_id, s.last_seq, o.withheld) for o in others
+    ):
         return False
-    states = (st for st, *_ in s.states)
-    if kept_for_others(req.user_id, req.agent_id, states, s.marks):
+    if kept_for_others(req.user_id, req.agent_id, others, s.marks):
         return False
     return s.messages == s.user_messages + len(_replies_gone(req, s))
 
