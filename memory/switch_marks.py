@@ -33,8 +33,9 @@ before has no open stretch, nor has one a previous version records into during a
 opens its stretch under its agent's switches then (``opened``). Until then its messages count
 as recorded under the switches of its next recording, or of the agent at formation time.
 
-An export names, on each message line, the switches each agent the message is still to be
-formed for recorded it under (``recorded_at``; a formed one needs none), and an import makes
+An export names, on each message line, the switches each agent recorded it under where known
+(``recorded_at``), formed or not (a copy an older file reached still has it to form), and an
+import makes
 them marks (``of_messages``) merged into the agents' own (``merged``): a session moved with
 messages still to form forms them under the switches they were said under, not those of the
 store it lands in.
@@ -131,11 +132,14 @@ def dumped(marks: SwitchMarks, recorded_under: Switches | None) -> list[list[Any
     return items + ([[None, *recorded_under]] if recorded_under is not None else [])
 
 
-def opened(agent: AgentConfig) -> list[list[Any]]:
-    """The stored marks of a state recorded into before the switches were kept, still holding
-    messages to form: no mark, a stretch open under its agent's switches now. Every setup
-    writes it to such states (the backends' ``open_unmarked``): a store upgraded with messages
-    pending, or recorded into by a process of the previous version during the roll (the README
-    asks for no switch change meanwhile), so these are the switches they were said under, and a
-    change made after the roll no longer reaches back to them at formation time."""
-    return dumped((), switches(agent))
+def opened(agent: AgentConfig) -> list[Any]:
+    """The stored open stretch (``dumped``'s last item) of a state with messages to form and no
+    open stretch, under its agent's switches now: recorded into before the switches were kept,
+    or by a process of the previous version during the roll (the README asks for no switch
+    change meanwhile), or imported from a file that does not name them (a version 2 file, also
+    after a version 3 one left marks: those stay, the stretch opens after the last). Every setup
+    appends it to such states (the backends' ``open_unmarked``), so a change made after the roll
+    no longer reaches back to them at formation time. A state whose marks cover its last message
+    gets it too, harmlessly: it covers no message until the next recording, which keeps it when
+    its switches are the same and closes nothing when not."""
+    return [None, *switches(agent)]

@@ -65,7 +65,7 @@ async def records_of(
             session_created_at=created.get(m.session_id),
             withheld_from=withheld_from(m, withheld.get(m.session_id, {})),
             pending_for=pending,
-            recorded_under=recorded_under(m, {a: mine[a] for a in pending}),
+            recorded_under=recorded_under(m, mine),
         )
     for e in _drained(data.erasures):
         yield ErasureLine(**e.model_dump())
@@ -108,9 +108,10 @@ def pending_for(message: StoredMessage, states: Mapping[str, SessionAgentState])
 def recorded_under(
     message: StoredMessage, states: Mapping[str, SessionAgentState]
 ) -> dict[str, tuple[bool, bool]]:
-    """The memory switches each agent (of ``states``: those the message is still to be formed
-    for) recorded it under, where known (memory/switch_marks.py): an import of the file marks
-    them, so it forms under them in the store it lands in too."""
+    """The memory switches each agent (of ``states``) recorded it under, where known
+    (memory/switch_marks.py): an import of the file marks them, so it forms under them in the
+    store it lands in too. Formed messages too: a copy that has not formed them yet (it got an
+    older file) forms them under these, not under the switches of a later stretch."""
     known = {a: switch_marks.recorded_at(state, message.seq) for a, state in states.items()}
     return {a: switches for a, switches in known.items() if switches is not None}
 

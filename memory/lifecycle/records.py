@@ -231,8 +231,9 @@ class MessageImport(Record):
     # The agents that had not formed it where it comes from (a mnemos export): the import leaves
     # it to form for them. None named: it counts as formed (other sources have no cursor).
     pending_for: tuple[Id, ...] = ()
-    # Of those, the memory switches (user memory, agent memory) each recorded it under where it
-    # comes from (a mnemos export; memory/switch_marks.py): it forms under them there too.
+    # The memory switches (user memory, agent memory) each agent recorded it under where it
+    # comes from, where known, formed there or not (a mnemos export; memory/switch_marks.py): it
+    # forms under them here too, also where an older file left it to form.
     recorded_under: dict[Id, tuple[bool, bool]] = Field(default_factory=dict)
     source: SourceRef
 

@@ -121,11 +121,13 @@ class MongoSessions:
         return found[:limit]
 
 
-# memory.switch_marks.opened's states: messages to form, no switch kept yet (a document stored
-# before the field, or written by a process of the previous version, has none).
+# memory.switch_marks.opened's states: messages to form, no open stretch (a document stored
+# before the field, written by a process of the previous version, or imported from a version 2
+# file, marks or not).
 _UNMARKED: Doc = {
     "pending_messages": {"$gt": 0},
-    "$or": [{"switch_marks": {"$exists": False}}, {"switch_marks": {"$size": 0}}],
+    # No open stretch: no item holding a null (its seq; the switches are booleans).
+    "switch_marks": {"$not": {"$elemMatch": {"$elemMatch": {"$eq": None}}}},
 }
 _UNMARKED_BATCH = 500
 
@@ -138,7 +140,7 @@ async def open_unmarked(db: AsyncDatabase[Doc]) -> None:
             known(AgentConfig, {k: v for k, v in doc.items() if k != "_id"})
         )
         unmarked = {"agent_id": agent.agent_id, **_UNMARKED}
-        opened = {"$set": {"switch_marks": switch_marks.opened(agent)}}
+        opened = {"$push": {"switch_marks": switch_marks.opened(agent)}}  # marks kept
         while ids := [
             d["_id"]
             async for d in db.session_agents.find(unmarked, {"_id": 1}).limit(_UNMARKED_BATCH)

@@ -101,13 +101,18 @@ UPDATE sessions SET has_guests = true WHERE NOT has_guests AND session_id IN (
 
 # memory.switch_marks.opened, in batches (an UPDATE of a few rows at a time: a busy PostgreSQL
 # store's SERIALIZABLE recordings then rarely conflict with it): an agent's states with messages to
-# form and no switch kept yet (among the partial index session_agents_cold's rows).
+# form and no open stretch (no null seq in the JSON: among the partial index session_agents_cold's
+# rows), their marks kept and the stretch appended (the JSON list's closing bracket replaced).
+# Parameters: the stretch alone as JSON, the same after ", ", the agent, the pattern '%null%',
+# the agent and the pattern again, the batch.
 UNMARKED_BATCH = 500
 OPEN_UNMARKED_SQL = """
-UPDATE session_agents SET switch_marks = %s WHERE agent_id = %s AND switch_marks = '[]'
+UPDATE session_agents SET switch_marks = CASE WHEN switch_marks = '[]' THEN '[' || %s || ']'
+    ELSE substr(switch_marks, 1, length(switch_marks) - 1) || %s || ']' END
+WHERE agent_id = %s AND switch_marks NOT LIKE %s
   AND session_id IN (
     SELECT session_id FROM session_agents
-    WHERE agent_id = %s AND pending_messages > 0 AND switch_marks = '[]' LIMIT %s
+    WHERE agent_id = %s AND pending_messages > 0 AND switch_marks NOT LIKE %s LIMIT %s
   )
 """
 

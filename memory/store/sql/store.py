@@ -334,5 +334,10 @@ async def _agent(db: Db, agent_id: str) -> AgentConfig | None:
 async def _open_unmarked_batch(db: Db, *, agent_id: str) -> int:
     if (agent := await _agent(db, agent_id)) is None:
         return 0
-    stored = json.dumps(switch_marks.opened(agent))
-    return await db.execute(ss.OPEN_UNMARKED_SQL, (stored, agent_id, agent_id, ss.UNMARKED_BATCH))
+    stretch = json.dumps(switch_marks.opened(agent))
+    params = (stretch, f", {stretch}", agent_id, _OPEN, agent_id, _OPEN, ss.UNMARKED_BATCH)
+    return await db.execute(ss.OPEN_UNMARKED_SQL, params)
+
+
+# A stored open stretch has a null seq, and nothing else in the JSON is null.
+_OPEN = "%null%"
