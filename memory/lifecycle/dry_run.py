@@ -35,7 +35,6 @@ from memory.lifecycle.writer import (
 )
 from memory.models import ScopeKey
 from memory.store.base import MemoryStore
-from memory.store.counts import Erasure
 from memory.store.rules.erasure import ALL_AGENTS
 from memory.store.rules.import_erasures import Known, known_of
 from memory.store.rules.import_sessions import erased_in_session, gone_with_users
@@ -208,7 +207,7 @@ class Judge:
         store = self._store
         known = self._known
         if known is None:
-            known = known_of(Erasure(**e.model_dump(exclude={"source"})) for e in batch.erasures)
+            known = known_of(e.stored() for e in batch.erasures)
         facts, f_drops = await _facts(store, batch.facts, self._facts, known)
         reflections, r_drops = await _reflections(
             store, batch.reflections, self._reflections, known

@@ -150,7 +150,7 @@ class _Scan:
             if isinstance(record, ConsolidatedImport | ReflectionImport):
                 self.people.memory(record.scope_key, blob=kind == "consolidated")
             if isinstance(record, ErasureImport):
-                self.erasures.append(Erasure(**record.model_dump(exclude={"source"})))
+                self.erasures.append(record.stored())
         if record_problems(record, now=self.now):
             self.bad.setdefault(kind, []).append(record)
 

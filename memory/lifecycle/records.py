@@ -37,6 +37,7 @@ from memory.models import (
     UtcDatetime,
 )
 from memory.said import split
+from memory.store.counts import Erasure
 
 System = Literal["eden", "mem0", "mnemos"]
 
@@ -256,6 +257,10 @@ class ErasureImport(Record):
     forgotten_at: UtcDatetime
     counts: dict[str, Any] = Field(default_factory=dict)
     source: SourceRef
+
+    def stored(self) -> Erasure:
+        """The tombstone as the store holds it (its source is the import's own)."""
+        return Erasure(**self.model_dump(exclude={"source"}))
 
 
 class Dropped(Record):

@@ -318,7 +318,7 @@ async def write_batch(
 
 
 def _erasures(batch: ImportBatch) -> list[Erasure]:
-    return [Erasure(**e.model_dump(exclude={"source"})) for e in batch.erasures]
+    return [e.stored() for e in batch.erasures]
 
 
 async def _each(

@@ -249,16 +249,13 @@ class MongoReads(SnapshotReads):
         return everyone, mine
 
     async def user_message_marks(self, session_id: str, user_id: str) -> list[MessageMark]:
-        query = {"session_id": session_id, "user_id": user_id}
-        fields = {"seq": 1, "agent_id": 1, "weighted_tokens": 1}
-        cursor = self.db.messages.find(query, fields, session=self.s).sort("seq", 1)
-        return [
-            MessageMark(int(d["seq"]), d.get("agent_id"), float(d["weighted_tokens"]))
-            async for d in cursor
-        ]
+        return await self._marks({"session_id": session_id, "user_id": user_id})
 
     async def reply_marks(self, session_id: str) -> list[MessageMark]:
-        query = {"session_id": session_id, "user_id": None}
+        return await self._marks({"session_id": session_id, "user_id": None})
+
+    async def _marks(self, query: Doc) -> list[MessageMark]:
+        """The messages ``query`` finds, in seq order, without their content."""
         fields = {"seq": 1, "agent_id": 1, "weighted_tokens": 1}
         cursor = self.db.messages.find(query, fields, session=self.s).sort("seq", 1)
         return [

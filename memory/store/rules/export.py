@@ -13,7 +13,7 @@ there for the others (rules.withheld) is theirs only.
 
 Every export carries the erasure tombstones that bind what it exports (those of its user, of
 its agent: tombstone_of), so that a store moved by export and import never imports a forgotten
-user again (rules.imports.plan_import_erasures)."""
+user again (rules.import_erasures.plan_import_erasures)."""
 
 from __future__ import annotations
 
