@@ -51,14 +51,29 @@ async def _bench(env: WorkflowEnvironment, tmp_path: Path, formation: FormationS
 
 
 async def _runs(h: Harness, env: WorkflowEnvironment) -> list[Mapping[str, Any]]:
-    """The memo of every run of the session's formation, oldest first."""
+    """The memo of every run of the session's formation, oldest first.
+
+    Walked back from the latest run through each run's history (its start event names the run it
+    continued), and each memo read by describe: both read the run itself. Listing the runs read
+    visibility, which lags: a run's memo could be listed before its last upsert reached it."""
     workflow_id = formation_workflow_id(h.agent.agent_id, "s1")
-    runs = [r async for r in env.client.list_workflows(f"WorkflowId = '{workflow_id}'")]
-    assert WorkflowExecutionStatus.CONTINUED_AS_NEW in {r.status for r in runs}  # the case
-    memos = []
-    for run in sorted(runs, key=lambda r: r.start_time):
-        memos.append(await run.memo())
-    return memos
+    memos: list[Mapping[str, Any]] = []
+    run_id: str | None = None
+    statuses: set[WorkflowExecutionStatus | None] = set()
+    while True:
+        handle = env.client.get_workflow_handle(workflow_id, run_id=run_id)
+        described = await handle.describe()
+        statuses.add(described.status)
+        memos.append(await described.memo())
+        history = await env.client.get_workflow_handle(
+            workflow_id, run_id=described.run_id
+        ).fetch_history()
+        started = history.events[0].workflow_execution_started_event_attributes
+        if not started.continued_execution_run_id:
+            break
+        run_id = started.continued_execution_run_id
+    assert WorkflowExecutionStatus.CONTINUED_AS_NEW in statuses  # the case
+    return memos[::-1]
 
 
 async def test_a_session_end_reports_every_message_its_drain_formed(
