@@ -30,8 +30,8 @@ class LifecycleReads(abc.ABC):
     @abc.abstractmethod
     async def erasure_rows(
         self, agent_keys: Sequence[str], user_ids: Sequence[str]
-    ) -> dict[tuple[str, str], int]:
-        """The stored epochs of the erasure rows (agent key, user) among those given."""
+    ) -> dict[tuple[str, str], ie.Mark]:
+        """The stored epoch and time of the erasure rows (agent key, user) among those given."""
 
     async def epochs(
         self, agent_id: str, user_ids: Sequence[str], known: ie.Known = ()
@@ -43,7 +43,8 @@ class LifecycleReads(abc.ABC):
 
     async def stored_epoch(self, agent_key: str, user_id: str) -> int:
         """The epoch of one erasure row (agent or ALL_AGENTS), 0 without one."""
-        return (await self.erasure_rows([agent_key], [user_id])).get((agent_key, user_id), 0)
+        rows = ie.epochs_of(await self.erasure_rows([agent_key], [user_id]))
+        return rows.get((agent_key, user_id), 0)
 
     @abc.abstractmethod
     async def existing_agents(self, agent_ids: Sequence[str]) -> frozenset[str]: ...
@@ -210,8 +211,8 @@ async def _erased_scopes(
     file knows of (it carries it, at the stored epoch or above, for each user it names it for):
     the file's memory of that session was formed after the forget."""
     erased = set(await reads.erased_scopes(keys) if keys else ())
-    for key in erased & {k for k, _, _ in known}:
-        users = [u for k, u, _ in known if k == key]
+    for key in erased & {k for k, _, _, _ in known}:
+        users = [u for k, u, _, _ in known if k == key]
         if not ie.unknown(await reads.erasure_rows([key], users), known):
             erased.discard(key)
     return frozenset(erased)

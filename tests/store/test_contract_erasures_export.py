@@ -43,9 +43,10 @@ async def _told_then_forgotten(store: MemoryStore) -> list[str]:
     return backup
 
 
-async def _came_back(store: MemoryStore) -> None:
+async def _came_back(store: MemoryStore, seconds: float = 400) -> None:
     """u1 talks to a1 again after the forget (s2), and a fact of it is formed."""
-    await record(store, "s2", "a1", [msg("n1", "I moved to Lisbon", user_id="u1", seconds=400)])
+    said = msg("n1", "I moved to Lisbon", user_id="u1", seconds=seconds)
+    await record(store, "s2", "a1", [said])
     epochs = await store.erasure_epochs("a1", ["u1"])
     formed = Former(store, "s2").next_commit(add("f2", "Lives in Lisbon", unit(0, 1)))
     await store.commit_formation(formed.model_copy(update={"user_epochs": epochs}))
@@ -204,3 +205,40 @@ async def test_a_newer_export_imported_over_an_older_one_brings_what_was_said_si
         said = [m.content for m in await copy.load_messages("s2", 0, 10)]
 
     assert said == ["I moved to Lisbon"], report.counts
+
+
+async def _fork_file(
+    backend: tuple[str, str | None], path: Path, backup: list[str], forgot_at: float
+) -> list[str]:
+    """A store forked from the backup (before the source's forget at 300) that forgot u1 itself
+    at ``forgot_at`` (its epoch counts from 1 too), heard from u1 again 10 s after, and exported."""
+    async with opened_store(backend, path) as fork:
+        await import_lines(fork, backup)
+        await fork.forget_user("u1", agent_id="a1", at=at(forgot_at))
+        await _came_back(fork, seconds=forgot_at + 10)
+        assert await fork.erasure_epochs("a1", ["u1"]) == {"u1": 1}
+        return await export_lines(fork)
+
+
+@pytest.mark.parametrize(("forgot_at", "brought"), [(250, []), (350, ["Lives in Lisbon"])])
+async def test_a_forked_stores_forget_counts_as_known_only_if_it_came_after_this_one(
+    store: MemoryStore,
+    backend: tuple[str, str | None],
+    tmp_path: Path,
+    forgot_at: float,
+    brought: list[str],
+) -> None:
+    """Epochs are counted by each store: the fork's forget of u1 and this store's are both
+    epoch 1. A fork that forgot u1 before this store did holds what u1 said in between, before
+    they asked here to forget them: its file brings none of it (it did, as its tombstone's epoch
+    matched). One that forgot u1 after holds only what u1 said since: that moves."""
+    backup = await _told_then_forgotten(store)  # forgotten here at 300
+    fork = await _fork_file(backend, tmp_path / "fork", backup, forgot_at)
+    report = await import_lines(store, fork)
+    facts = [f.content for f in await store.get_facts(["f2"])]
+    said = [m.content for m in await store.load_messages("s2", 0, 10)]
+
+    assert facts == brought
+    assert said == ["I moved to Lisbon"] * len(brought)
+    assert report.counts["facts"].forgotten == 1 - len(brought)
+    assert await store.erasure_epochs("a1", ["u1"]) == {"u1": 1}

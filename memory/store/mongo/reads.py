@@ -19,6 +19,7 @@ from memory.store.mongo.docs import (
     Doc,
     compound_id,
     consolidated_from_doc,
+    dt,
     fact_and_vector,
     fact_from_doc,
     inserted_from,
@@ -179,12 +180,15 @@ class MongoReads(SnapshotReads):
 
     async def erasure_rows(
         self, agent_keys: Sequence[str], user_ids: Sequence[str]
-    ) -> dict[tuple[str, str], int]:
+    ) -> dict[tuple[str, str], tuple[int, datetime]]:
         # By _id (compound_id), its index: the collection holds session tombstones too, one per
         # session memory a forget deleted (rules.erasure), and every formation commit reads here.
         ids = [compound_id(k, u) for k in agent_keys for u in dict.fromkeys(user_ids)]
         cursor = self.db.erasures.find({"_id": {"$in": ids}}, session=self.s)
-        return {(d["agent_key"], d["user_id"]): int(d["epoch"]) async for d in cursor}
+        return {
+            (d["agent_key"], d["user_id"]): (int(d["epoch"]), dt(d["forgotten_at"]))
+            async for d in cursor
+        }
 
     async def existing_agents(self, agent_ids: Sequence[str]) -> frozenset[str]:
         return await self._ids("agents", {"_id": {"$in": list(agent_ids)}})

@@ -4,9 +4,12 @@ of a forgotten user (a backup, a resumable Eden or mem0 import) imports nothing 
 new store either.
 
 A file's records are judged against the tombstones the store holds that the file does not
-know of (``unknown``): a file carrying a tombstone at an epoch at least the stored one's was
-written after that forget, and what it holds of the user was kept or said since; a file without
-it (a backup from before, a file of another source) imports nothing of them. So the order in
+know of (``unknown``): a file carrying a tombstone at an epoch and a time at least the stored
+one's was written after that forget, and what it holds of the user was kept or said since; a file
+without it (a backup from before, a file of another source) imports nothing of them. The time,
+because epochs are counters each store keeps: a store forked from this one before its forget
+counts its own forget of the user from the same epoch, and if that forget came earlier, its file
+holds what the user said between the two, before they asked this store to forget them. So the order in
 which a store's files are imported does not matter (one agent's file carrying an every-agent
 tombstone before another agent's file of the user who came back), nor importing a newer export
 of the same store over an older one.
@@ -25,36 +28,47 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 from memory.store.counts import Erasure, ImportCounts
 from memory.store.rules.lifecycle_writes import PutErasure
 from memory.store.rules.writes import Plan, Request, user_key
 
 ErasureKey = tuple[str, str]  # (agent key, user)
-# The tombstones a file carries, (agent key, user, epoch): what it knows was forgotten.
-Known = tuple[tuple[str, str, int], ...]
+Mark = tuple[int, datetime]  # a tombstone's epoch and when its last forget was
+# The tombstones a file carries, (agent key, user, epoch, when): what it knows was forgotten.
+Known = tuple[tuple[str, str, int, datetime], ...]
 
 
 def known_of(rows: Iterable[Erasure]) -> Known:
-    """A file's tombstones as the import calls take them (each row's highest epoch)."""
-    highest: dict[ErasureKey, int] = {}
+    """A file's tombstones as the import calls take them (each key's highest epoch)."""
+    highest: dict[ErasureKey, Erasure] = {}
     for r in rows:
-        highest[r.agent_key, r.user_id] = max(r.epoch, highest.get((r.agent_key, r.user_id), 0))
-    return tuple((key, user, epoch) for (key, user), epoch in sorted(highest.items()))
+        key = (r.agent_key, r.user_id)
+        if key not in highest or r.epoch > highest[key].epoch:
+            highest[key] = r
+    return tuple((*k, r.epoch, r.forgotten_at) for k, r in sorted(highest.items()))
 
 
-def unknown(stored: Mapping[ErasureKey, int], known: Known) -> dict[ErasureKey, int]:
-    """The stored tombstones a file does not know of: those it carries at a lower epoch, or not
-    at all. Only these refuse its records (an empty ``known``: every stored one)."""
-    if not known:
-        return dict(stored)
-    file = {(key, user): epoch for key, user, epoch in known}
-    return {k: epoch for k, epoch in stored.items() if epoch > file.get(k, 0)}
+def epochs_of(stored: Mapping[ErasureKey, Mark]) -> dict[ErasureKey, int]:
+    return {key: epoch for key, (epoch, _) in stored.items()}
+
+
+def unknown(stored: Mapping[ErasureKey, Mark], known: Known) -> dict[ErasureKey, int]:
+    """The epochs of the stored tombstones a file does not know of: those it carries at a lower
+    epoch or an earlier time (another store's forget, whose epoch counts from the same start),
+    or not at all. Only these refuse its records (an empty ``known``: every stored one)."""
+    file = {(key, user): (epoch, at) for key, user, epoch, at in known}
+    return {
+        k: epoch
+        for k, (epoch, at) in stored.items()
+        if k not in file or file[k][0] < epoch or file[k][1] < at
+    }
 
 
 @dataclass(frozen=True)
-class ErasuresRequest(Request[dict[ErasureKey, int]]):
-    """The stored epochs of these tombstones' rows (some agent-key and user pairs beyond them)."""
+class ErasuresRequest(Request[dict[ErasureKey, Mark]]):
+    """The stored marks of these tombstones' rows (some agent-key and user pairs beyond them)."""
 
     agent_keys: tuple[str, ...]
     user_ids: tuple[str, ...]
@@ -72,7 +86,7 @@ def erasures_request(rows: Sequence[Erasure]) -> ErasuresRequest:
 
 
 def plan_import_erasures(
-    rows: Sequence[Erasure], stored: dict[ErasureKey, int]
+    rows: Sequence[Erasure], marks: Mapping[ErasureKey, Mark]
 ) -> Plan[ImportCounts]:
     """Each row's highest epoch of the file, written where it is above the stored one."""
     highest: dict[ErasureKey, Erasure] = {}
@@ -80,6 +94,7 @@ def plan_import_erasures(
         key = (row.agent_key, row.user_id)
         if key not in highest or row.epoch > highest[key].epoch:
             highest[key] = row
+    stored = epochs_of(marks)
     newer = [r for key, r in highest.items() if r.epoch > stored.get(key, 0)]
     writes = tuple(
         PutErasure(r.agent_key, r.user_id, r.epoch, r.forgotten_at, json.dumps(r.counts))

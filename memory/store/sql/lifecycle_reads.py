@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from datetime import datetime
 
 from memory.models import AgentConfig, ConsolidatedMemory, Fact, SessionAgentState
 from memory.store.counts import Erasure, ExportData
@@ -35,11 +36,11 @@ class SqlLifecycleReads(LifecycleReads):
 
     async def erasure_rows(
         self, agent_keys: Sequence[str], user_ids: Sequence[str]
-    ) -> dict[tuple[str, str], int]:
-        sql = "SELECT user_id, epoch FROM erasures WHERE agent_key = %s AND user_id"
+    ) -> dict[tuple[str, str], tuple[int, datetime]]:
+        sql = "SELECT user_id, epoch, forgotten_at FROM erasures WHERE agent_key = %s AND user_id"
         users = list(dict.fromkeys(user_ids))
         return {
-            (key, row["user_id"]): int(row["epoch"])
+            (key, row["user_id"]): (int(row["epoch"]), self.db.time_of(row["forgotten_at"]))
             for key in agent_keys
             for row in await self.db.fetch_in(sql, users, key)
         }
