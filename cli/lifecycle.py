@@ -25,7 +25,7 @@ from memory.lifecycle.records import ImportBatch
 from memory.lifecycle.writer import ImportReport, write_batches
 from memory.settings import Settings
 from memory.store import SchemaMismatchError, open_store
-from memory.store.counts import SessionPeople
+from memory.store.counts import ImportCounts, SessionPeople
 from memory.store.rules.import_erasures import Known
 
 import_app = typer.Typer(
@@ -62,6 +62,14 @@ def _report_text(report: ImportReport) -> str:
     if report.merged:
         lines.append(f"agent shards merged by consolidation: {', '.join(report.merged)}")
     lines.append(f"facts embedded with the store's model: {report.embedded}")
+    raised = report.counts.get("erasures", ImportCounts()).inserted
+    if raised:  # the order files are imported in matters here, and only here (h226 D2)
+        lines.append(
+            f"{raised} forget(s) in the file are new to this store: they refuse what a later "
+            "import brings of their users, and delete nothing already here (what an older file "
+            "imported before this one brought of them stays: import into an empty store, "
+            "newest file first)"
+        )
     return "\n".join(lines)
 
 

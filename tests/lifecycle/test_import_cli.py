@@ -384,3 +384,30 @@ def test_export_to_stdout_by_path_writes_the_pipe_or_appends_the_file(
     )  # fmt: skip
     lines = log.read_text().splitlines()
     assert lines[0] == "earlier line" and lines[1].startswith('{"type":"header"')
+
+
+async def test_an_import_bringing_a_forget_says_it_deletes_nothing_already_there(
+    tmp_path: Path,
+) -> None:
+    """A store moved in two files, the backup from before alice was forgotten imported first:
+    the forget the newer file brings refuses later imports of her, but what the backup brought
+    stays, and the report says so, and how to move without it (h226 D2)."""
+    dump = tmp_path / "mem0.json"
+    dump.write_text(json.dumps({"results": ITEMS}))
+    env = env_of(tmp_path)
+    ok(await mnemos(env, "import", "mem0", str(dump), "--agent", "chef"))
+    backup, moved = tmp_path / "backup.jsonl", tmp_path / "moved.jsonl"
+    ok(await mnemos(env, "export", "-o", str(backup)))
+    forget = ("forget", "--agent", "chef", "--user", "alice", "--keep-executions")
+    ok(await mnemos(env, *forget))
+    ok(await mnemos(env, "export", "-o", str(moved)))
+
+    copy = env_of(tmp_path, "copy.db")
+    first = ok(await mnemos(copy, "import", "file", str(backup))).stdout
+    second = ok(await mnemos(copy, "import", "file", str(moved))).stdout
+
+    assert "forget(s)" not in first
+    assert "1 forget(s) in the file are new to this store" in second
+    assert "newest file first" in second
+    kept = rows(tmp_path / "copy.db", "SELECT * FROM facts WHERE user_id = 'alice'")
+    assert kept  # what the warning is about
