@@ -242,3 +242,27 @@ async def test_a_forked_stores_forget_counts_as_known_only_if_it_came_after_this
     assert said == ["I moved to Lisbon"] * len(brought)
     assert report.counts["facts"].forgotten == 1 - len(brought)
     assert await store.erasure_epochs("a1", ["u1"]) == {"u1": 1}
+
+
+async def test_a_forks_higher_epoch_keeps_this_stores_later_forget(
+    store: MemoryStore, backend: tuple[str, str | None], tmp_path: Path
+) -> None:
+    """A fork that forgot u1 twice, both before this store's forget: its tombstone's epoch (2)
+    is above this store's (1), its time earlier. The merged tombstone keeps epoch 2 and this
+    store's time, so importing the fork's file again still brings nothing u1 said in between
+    (it did once the tombstone took the fork's time), and this store's export says both."""
+    backup = await _told_then_forgotten(store)  # forgotten here at 300
+    async with opened_store(backend, tmp_path / "fork") as fork:
+        await import_lines(fork, backup)
+        await fork.forget_user("u1", agent_id="a1", at=at(200))
+        await fork.forget_user("u1", agent_id="a1", at=at(250))
+        await _came_back(fork, seconds=260)
+        fork_file = await export_lines(fork)
+    await import_lines(store, fork_file)
+    again = await import_lines(store, fork_file)
+    facts = await store.get_facts(["f2"])
+    [line] = [r for r in _erasure_lines(await export_lines(store)) if r["agent_key"] == "a1"]
+
+    assert facts == [] and again.counts["facts"].forgotten == 1
+    assert again.counts["erasures"].inserted == 0
+    assert (line["epoch"], line["forgotten_at"]) == (2, at(300).isoformat().replace("+00:00", "Z"))

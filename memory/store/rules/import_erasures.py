@@ -14,9 +14,10 @@ which a store's files are imported does not matter (one agent's file carrying an
 tombstone before another agent's file of the user who came back), nor importing a newer export
 of the same store over an older one.
 
-A row is merged by its epoch: the file's is written only where it is above the stored one (or
-there is none), so importing a file twice, or an older file after a newer one, changes nothing,
-and a formation that loaded its window before a raised epoch writes nothing, as after a forget.
+A row is merged with the stored one by its epoch and its time, each the higher of the two, and
+written only where that moves it: importing a file twice, or an older file after a newer one,
+changes nothing; a formation that loaded its window before a raised epoch writes nothing, as
+after a forget; and a merged tombstone is known only to files that know both forgets.
 The writer imports the tombstones after every other record of the file (writer.write_batch):
 the file's records of a user who came back after the forget are what the source store holds of
 them now, formed after it, and are imported as they were there; only what a later import
@@ -41,13 +42,14 @@ Known = tuple[tuple[str, str, int, datetime], ...]
 
 
 def known_of(rows: Iterable[Erasure]) -> Known:
-    """A file's tombstones as the import calls take them (each key's highest epoch)."""
-    highest: dict[ErasureKey, Erasure] = {}
+    """A file's tombstones as the import calls take them (each key's highest epoch and latest
+    time, as the import merges them: plan_import_erasures)."""
+    merged: dict[ErasureKey, Mark] = {}
     for r in rows:
         key = (r.agent_key, r.user_id)
-        if key not in highest or r.epoch > highest[key].epoch:
-            highest[key] = r
-    return tuple((*k, r.epoch, r.forgotten_at) for k, r in sorted(highest.items()))
+        epoch, at = merged.get(key, (r.epoch, r.forgotten_at))
+        merged[key] = (max(epoch, r.epoch), max(at, r.forgotten_at))
+    return tuple((*key, *mark) for key, mark in sorted(merged.items()))
 
 
 def epochs_of(stored: Mapping[ErasureKey, Mark]) -> dict[ErasureKey, int]:
@@ -88,16 +90,25 @@ def erasures_request(rows: Sequence[Erasure]) -> ErasuresRequest:
 def plan_import_erasures(
     rows: Sequence[Erasure], marks: Mapping[ErasureKey, Mark]
 ) -> Plan[ImportCounts]:
-    """Each row's highest epoch of the file, written where it is above the stored one."""
-    highest: dict[ErasureKey, Erasure] = {}
+    """Each key's tombstone merged with the stored one, written where that moves it: the highest
+    epoch (epochs only rise, so a formation that loaded its window before meets it) and the
+    latest time (the merged tombstone knows every forget either store made: a file of a store
+    that forgot the user earlier stays unknown, ``unknown``), with the counts of the latest
+    forget the file carries."""
+    latest: dict[ErasureKey, Erasure] = {}
     for row in rows:
         key = (row.agent_key, row.user_id)
-        if key not in highest or row.epoch > highest[key].epoch:
-            highest[key] = row
-    stored = epochs_of(marks)
-    newer = [r for key, r in highest.items() if r.epoch > stored.get(key, 0)]
-    writes = tuple(
-        PutErasure(r.agent_key, r.user_id, r.epoch, r.forgotten_at, json.dumps(r.counts))
-        for r in newer
-    )
-    return Plan(writes, ImportCounts(inserted=len(newer), existing=len(rows) - len(newer)))
+        was = latest.get(key, row)
+        newest = row if row.forgotten_at >= was.forgotten_at else was
+        latest[key] = newest.model_copy(update={"epoch": max(row.epoch, was.epoch)})
+    writes = []
+    for key, r in latest.items():
+        stored = marks.get(key)
+        merged = (r.epoch, r.forgotten_at) if stored is None else _later(stored, r)
+        if merged != stored:
+            writes.append(PutErasure(*key, *merged, json.dumps(r.counts)))
+    return Plan(tuple(writes), ImportCounts(inserted=len(writes), existing=len(rows) - len(writes)))
+
+
+def _later(stored: Mark, row: Erasure) -> Mark:
+    return max(stored[0], row.epoch), max(stored[1], row.forgotten_at)
