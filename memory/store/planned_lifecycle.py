@@ -17,10 +17,12 @@ from memory.store.base import Vector
 from memory.store.counts import (
     BlobImport,
     Erasure,
+    ExportData,
     ForgetCounts,
     ImportCounts,
     SessionPeople,
 )
+from memory.store.rules import export as rx
 from memory.store.rules.erasure import (
     EraseAllRequest,
     ForgetRequest,
@@ -51,6 +53,25 @@ class PlannedLifecycle(SharedReads):
     @abc.abstractmethod
     async def _user_agents(self, user_id: str) -> list[str]:
         """Agents holding anything of the user (facts, reflections, blobs, sessions), sorted."""
+
+    @abc.abstractmethod
+    async def _export_data(
+        self, *, agent_id: str | None, user_id: str | None, messages: bool, facts: bool
+    ) -> ExportData:
+        """export_data as the backend reads it, in one read snapshot (rules.export.export_view)."""
+
+    async def export_data(
+        self, *, agent_id: str | None, user_id: str | None, messages: bool, facts: bool = True
+    ) -> ExportData:
+        data = await self._export_data(
+            agent_id=agent_id, user_id=user_id, messages=messages, facts=facts
+        )
+        if agent_id is None:
+            return data
+        unheld = rx.unheld(agent_id, data)
+        # Ids only, and few (forgotten users): one read each, after the snapshot.
+        strangers = {u for u in unheld if agent_id not in await self._user_agents(u)}
+        return rx.without_every_agent_forgets(data, strangers) if strangers else data
 
     async def import_agents(self, configs: Sequence[AgentConfig]) -> ImportCounts:
         ids = tuple(dict.fromkeys(c.agent_id for c in configs))

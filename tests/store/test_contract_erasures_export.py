@@ -123,17 +123,23 @@ async def test_importing_the_file_again_or_an_older_one_never_lowers_an_epoch(
 async def test_an_agents_export_carries_only_the_tombstones_that_bind_it(
     store: MemoryStore,
 ) -> None:
+    """Its own, its session memory's, and every agent's forget of a user it had something of,
+    or has since (u1 back with a2 after the forget): not the ids of users forgotten everywhere
+    whom it never had (u2; u1 for a2 before u1 came to it) (h226 D5)."""
     await _told_then_forgotten(store)
-    await store.forget_user("u2", agent_id=None, at=at(500))
     await store.upsert_agent(AgentConfig(agent_id="a2", name="Bea"))
+    await store.forget_user("u1", agent_id=None, at=at(450))
+    await store.forget_user("u2", agent_id=None, at=at(500))
 
     async def keys(agent_id: str) -> set[tuple[object, object]]:
         out = io.StringIO()
         await export_store(store, out, agent_id=agent_id, user_id=None, messages=True, now=at(600))
         return {(r["agent_key"], r["user_id"]) for r in _erasure_lines(out.getvalue().splitlines())}
 
-    assert await keys("a1") == {("a1", "u1"), (SESSION_KEY.key, "u1"), ("*", "u2")}
-    assert await keys("a2") == {("*", "u2")}
+    a1 = {("a1", "u1"), (SESSION_KEY.key, "u1"), ("*", "u1")}
+    assert (await keys("a1"), await keys("a2")) == (a1, set())
+    await record(store, "s3", "a2", [msg("n1", "Hi again", user_id="u1", seconds=550)])
+    assert (await keys("a1"), await keys("a2")) == (a1, {("*", "u1")})
 
 
 def test_a_tombstone_binds_its_agent_every_agent_and_its_session_memory() -> None:

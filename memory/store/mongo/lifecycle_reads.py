@@ -43,8 +43,8 @@ class MongoLifecycleReads:
         ).to_list()
         return sorted(agents | {agent for doc in sessions for agent in doc["agent_ids"]})
 
-    async def export_data(
-        self, *, agent_id: str | None, user_id: str | None, messages: bool, facts: bool = True
+    async def _export_data(
+        self, *, agent_id: str | None, user_id: str | None, messages: bool, facts: bool
     ) -> ExportData:
         async def body(s: AsyncClientSession) -> ExportData:
             return await _export(self._db, s, agent_id, user_id, messages, facts)

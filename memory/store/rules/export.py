@@ -13,7 +13,9 @@ there for the others (rules.withheld) is theirs only.
 
 Every export carries the erasure tombstones that bind what it exports (those of its user, of
 its agent: tombstone_of), so that a store moved by export and import never imports a forgotten
-user again (rules.import_erasures.plan_import_erasures)."""
+user again (rules.import_erasures.plan_import_erasures). An agent's export carries a forget of
+every agent only for a user the agent had or has something of (a tombstone of its own, or their
+data: ``unheld``): the ids of users forgotten by other agents are not the agent's to carry."""
 
 from __future__ import annotations
 
@@ -116,6 +118,20 @@ def tombstone_of(agent_id: str, agent_key: str) -> bool:
     goes with its export: its own, the one for every agent, and those of its session memory
     ("session:agent:session", rules.erasure.session_tombstones)."""
     return agent_key in (agent_id, ALL_AGENTS) or agent_key.startswith(f"session:{agent_id}:")
+
+
+def unheld(agent_id: str, data: ExportData) -> set[str]:
+    """The users of the agent's export's every-agent tombstones with no tombstone of the agent's
+    own: the export keeps theirs only where the agent holds something of them now (a user who
+    came to it after the forget: its file must know that forget, rules.import_erasures)."""
+    own = {e.user_id for e in data.erasures if e.agent_key != ALL_AGENTS}
+    bound = (e for e in data.erasures if tombstone_of(agent_id, e.agent_key))
+    return {e.user_id for e in bound if e.agent_key == ALL_AGENTS and e.user_id not in own}
+
+
+def without_every_agent_forgets(data: ExportData, users: Collection[str]) -> ExportData:
+    kept = [e for e in data.erasures if e.agent_key != ALL_AGENTS or e.user_id not in users]
+    return data.model_copy(update={"erasures": kept})
 
 
 def recorded_by(agent_id: str, message: StoredMessage, session_agents: Collection[str]) -> bool:

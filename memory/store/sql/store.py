@@ -270,8 +270,8 @@ class SqlStore[D: Db](PlannedStore):
     async def _user_agents(self, user_id: str) -> list[str]:
         return await self._db_read(lambda db: user_agents(db, user_id))
 
-    async def export_data(
-        self, *, agent_id: str | None, user_id: str | None, messages: bool, facts: bool = True
+    async def _export_data(
+        self, *, agent_id: str | None, user_id: str | None, messages: bool, facts: bool
     ) -> ExportData:
         return await self._db_read(
             partial(export_data, agent_id=agent_id, user_id=user_id, messages=messages, facts=facts)
