@@ -16,13 +16,14 @@ from memory.deps import Deps
 from memory.lifecycle.exporting import export_store
 from memory.llm.base import LLMRequest, LLMResult
 from memory.llm.heuristic import HeuristicProvider
-from memory.models import AgentConfig
+from memory.models import AgentConfig, ScopeKey
 from memory.pipeline import commit, dedup, facts, window
 from memory.pipeline.types import FormationRequest
 from memory.settings import Settings
 from memory.store.base import MemoryStore
 from tests.fakes import WordHashEmbedder
-from tests.store.builders import at, msg, record
+from tests.store.builders import at, msg, record, reflection
+from tests.store.builders import commit as formation
 
 HIV = "I was diagnosed with HIV last week"
 
@@ -90,6 +91,52 @@ async def test_a_reply_another_agent_has_not_formed_yet_stays_for_it(store: Memo
     assert kept == ["m0", "m1", "r1"]
     assert await _left(store) == []
     assert await store.get_session("s1") is None
+
+
+async def test_an_agent_that_only_answered_finds_the_session_at_its_forget(
+    store: MemoryStore,
+) -> None:
+    """a2 recorded u1's words; a1, joined at the head, only its answer quoting them. a2's forget
+    takes the words (a1 is past them) but keeps u1 the session's participant: a1's forget then
+    finds the session and takes the answer, and the session goes (h229 D1: u1's place went
+    with a2's forget, and a1's answer quoting the diagnosis stayed for good, beyond any forget
+    or export of u1)."""
+    await record(store, "s1", "a2", [msg("m1", HIV, seconds=1)])
+    await record(store, "s1", "a1", [
+        msg("r1", "I'm sorry you were diagnosed with HIV last week", role="agent", seconds=2),
+    ])  # fmt: skip
+    await store.forget_user("u1", agent_id="a2", at=at(100))
+    after_a2 = await _left(store)
+    listed = await _listed(store, "a1")
+    taken = await store.forget_user("u1", agent_id="a1", at=at(101))
+
+    assert after_a2 == listed == ["r1"]
+    assert await _left(store) == []
+    assert await store.get_session("s1") is None
+    assert [(c.messages, c.sessions) for c in taken] == [(1, 1)]
+
+
+async def test_the_session_memory_of_an_agent_that_only_answered_goes_at_its_forget(
+    store: MemoryStore,
+) -> None:
+    """The same, a1 having formed a session reflection of u1's words: a1's forget takes it."""
+    await record(store, "s1", "a1", [msg("r0", "Hi, I'm Ada", role="agent", seconds=0)])
+    await record(store, "s1", "a2", [
+        msg("m1", HIV, seconds=1),
+        msg("r2", "HIV meds can be costly", role="agent", seconds=2),
+    ])  # fmt: skip
+    await record(store, "s1", "a1", [msg("r1", "Sorry about the HIV", role="agent", seconds=3)])
+    key = ScopeKey.session("a1", "s1")
+    formed = await store.commit_formation(formation(
+        session_id="s1", agent_id="a1", expected_cursor=0, new_cursor=4,
+        reflections=[reflection(key, 0, "u1 was diagnosed with HIV last week")],
+    ))  # fmt: skip
+    await store.forget_user("u1", agent_id="a2", at=at(100))
+    await store.forget_user("u1", agent_id="a1", at=at(101))
+
+    assert not formed.discarded_for_erasure
+    assert await store.list_reflections(key, limit=10) == []
+    assert await _left(store) == []
 
 
 class _Heard(HeuristicProvider):

@@ -44,7 +44,10 @@ def _state(session: str, agent: str, cursor: int) -> SessionAgentState:
 
 def test_forget_deletes_lone_sessions_whole_and_the_users_part_of_shared_ones() -> None:
     lone = UserSession("s1", ("u1",), ("a1",), 4, 2, ((_state("s1", "a1", 4), 0, 0.0),))
-    with_b = UserSession("s2", ("u1",), ("a1", "b1"), 3, 2, ((_state("s2", "a1", 1), 1, 2.0),))
+    with_b = UserSession(
+        "s2", ("u1",), ("a1", "b1"), 3, 2, ((_state("s2", "a1", 1), 1, 2.0),),
+        marks=(MessageMark(1, "a1", 1.0), MessageMark(2, "a1", 1.0)),
+    )  # fmt: skip
     shared = UserSession("s3", ("u1", "u2"), ("a1",), 5, 2, ((_state("s3", "a1", 2), 2, 3.0),))
     snapshot = ForgetSnapshot(
         epoch=2, facts=[], reflections=3, blob=True, sessions=[lone, with_b, shared],
@@ -56,7 +59,8 @@ def test_forget_deletes_lone_sessions_whole_and_the_users_part_of_shared_ones() 
     assert isinstance(plan.writes[0], PutErasure) and plan.writes[0].epoch == 3
     # Another agent's session stays for it; the records of the formations go with the session.
     assert DeleteSessions(("s1",), ("a1:s1:",)) in plan.writes
-    assert DeleteUserMessages("s2", "u1") in plan.writes
+    # The user stays s2's participant, for b1's forget to find it (h229 D1).
+    assert DeleteUserMessages("s2", "u1", seqs=(1, 2), agents=("a1",)) in plan.writes
     assert DeleteUserMessages("s3", "u1") in plan.writes
     moved = [w.state for w in plan.writes if isinstance(w, MoveCursor)]
     # s2, the user's alone, stays for b1: nothing of it left for a1 to form (its replies would

@@ -316,7 +316,12 @@ def _user_messages(req: ForgetRequest, s: UserSession, *, parted: bool) -> tuple
         if req.all_agents
         else kept_for_others(user_id, agent_id, (st for st, *_ in s.states), s.marks)
     )
-    if not kept:
+    # A session the user was alone in that stays for another agent keeps the user among its
+    # users, and this agent's bound at its head: another agent's later forget finds the session
+    # there (its replies quote the user) and, the last one, sees every other agent done with
+    # it (_emptied). Without the user, it stayed beyond every forget and export (h229 D1).
+    keep_user = parted and not req.all_agents
+    if not kept and not keep_user:
         writes: list[Write] = [DeleteUserMessages(s.session_id, user_id)]
     else:
         held = {m.seq for m in kept}
@@ -324,9 +329,9 @@ def _user_messages(req: ForgetRequest, s: UserSession, *, parted: bool) -> tuple
         writes = [DeleteUserMessages(s.session_id, user_id, seqs=gone, agents=(agent_id,))]
     for state, pending, tokens in s.states:
         withheld = state.withheld
-        if kept and state.agent_id == agent_id:
+        if (kept or keep_user) and state.agent_id == agent_id:
             # Up to the session's head: each of the user's messages is deleted or withheld.
-            withheld = withhold(withheld, user_id, max(s.last_seq, *(m.seq for m in kept)))
+            withheld = withhold(withheld, user_id, max(s.last_seq, 0, *(m.seq for m in kept)))
             writes.append(SetWithheld(s.session_id, agent_id, tuple(sorted(withheld.items()))))
         after = pending_of(state, (pending, tokens), user_id, kept, withheld)
         if parted and state.agent_id == agent_id:
