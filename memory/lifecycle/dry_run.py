@@ -37,7 +37,12 @@ from memory.models import ScopeKey
 from memory.store.base import MemoryStore
 from memory.store.rules.erasure import ALL_AGENTS
 from memory.store.rules.import_erasures import Known, known_of
-from memory.store.rules.import_sessions import erased_in_session, gone_with_users
+from memory.store.rules.import_sessions import (
+    erased_in_session,
+    gone_with_users,
+    lone_user,
+    whose,
+)
 from memory.store.rules.imports import Pair, erased, users_by_agent
 
 THERE = "already there"
@@ -161,11 +166,15 @@ async def _session_messages(
         m.message_id
         for m in await store.get_messages(session_id, [m.message.message_id for m in messages])
     }
+    alone = lone_user(
+        users, session is not None and session.has_guests, (m.message for m in messages)
+    )
     kept: list[MessageImport] = []
     dropped: list[Dropped] = []
     for m in messages:
         msg = m.message
-        user_erased = msg.user_id is not None and erased_in_session(epochs, agents, msg.user_id)
+        speaker = whose(msg, alone)
+        user_erased = speaker is not None and erased_in_session(epochs, agents, speaker)
         reason = THERE if msg.message_id in stored else None
         reason = reason or (FORGOTTEN if gone or user_erased else None)
         if reason is None:

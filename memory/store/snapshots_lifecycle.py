@@ -243,6 +243,7 @@ async def _session(reads: LifecycleReads, req: rs.SessionImportRequest) -> rs.Se
         stored_all=await reads.pending_after(sid, 0),  # seqs start at 1: every message
         taken=await reads.taken_seqs(sid, req.seqs),
         epochs=epochs,
+        guests=await reads.session_has_guests(sid),
     )
 
 

@@ -13,6 +13,8 @@ import json
 from pydantic import BaseModel
 
 from memory.deps import Deps
+from memory.lifecycle.dry_run import against_store
+from memory.lifecycle.export import read_export, to_import
 from memory.lifecycle.exporting import export_store
 from memory.llm.base import LLMRequest, LLMResult
 from memory.llm.heuristic import HeuristicProvider
@@ -22,6 +24,7 @@ from memory.pipeline.types import FormationRequest
 from memory.settings import Settings
 from memory.store.base import MemoryStore
 from tests.fakes import WordHashEmbedder
+from tests.lifecycle.test_import_guards import export_lines, import_lines
 from tests.store.builders import at, msg, record, reflection
 from tests.store.builders import commit as formation
 
@@ -137,6 +140,27 @@ async def test_the_session_memory_of_an_agent_that_only_answered_goes_at_its_for
     assert not formed.discarded_for_erasure
     assert await store.list_reflections(key, limit=10) == []
     assert await _left(store) == []
+
+
+async def test_a_backup_brings_back_no_reply_a_forget_under_one_agent_took(
+    store: MemoryStore,
+) -> None:
+    """A backup from before u1's forget under a1, imported again: u1's words to a1 are refused,
+    and so is a1's answer quoting them (it came back: h229 D8); a2's side, still stored, is
+    there. The dry run says the same."""
+    await _told_two_agents(store)
+    backup = await export_lines(store)
+    await store.forget_user("u1", agent_id="a1", at=at(100))
+    after = await _left(store)
+    judged = await against_store(store, to_import(read_export(backup)))
+    report = await import_lines(store, backup)
+
+    assert after == await _left(store) == ["m2", "r2"]
+    assert sorted(d.reason for d in judged.dropped if d.source.collection == "messages") == [
+        "already there", "already there", "forgotten user", "forgotten user",
+    ]  # fmt: skip
+    c = report.counts["messages"]
+    assert (c.inserted, c.existing, c.forgotten) == (0, 2, 2)
 
 
 class _Heard(HeuristicProvider):

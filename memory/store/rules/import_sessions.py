@@ -48,6 +48,23 @@ def erased_in_session(epochs: Mapping[Pair, int], agent_ids: Sequence[str], user
     return any(epochs.get((a, user_id), 0) > 0 for a in agent_ids or (ALL_AGENTS,))
 
 
+def lone_user(users: Sequence[str], guests: bool, messages: Iterable[StoredMessage]) -> str | None:
+    """The one person of a session of one user and no guest (stored, or among the file's
+    messages), whose conversation the agents' replies are; None for any other session."""
+    if len(users) != 1 or guests or any(said_by_guest(m) for m in messages):
+        return None
+    return users[0]
+
+
+def whose(message: StoredMessage, alone: str | None) -> str | None:
+    """Whose conversation a message is, for the erasure check: its user's, and in a session of
+    one person (``lone_user``) the agents' replies too, which a forget of that user takes with
+    them (rules.erasure._replies_gone): an older file brings back neither (h229 D8)."""
+    if message.user_id is not None or said_by_guest(message):
+        return message.user_id
+    return alone
+
+
 def gone_with_users(
     epochs: Mapping[Pair, int], agent_ids: Sequence[str], user_ids: Sequence[str]
 ) -> bool:
@@ -72,6 +89,7 @@ class SessionImportSnapshot:
     # Effective erasure epochs of each agent (stored or the request's) with each user (stored
     # or the request's); (ALL_AGENTS, user) when there is no agent at all.
     epochs: Mapping[Pair, int]
+    guests: bool = False  # a guest spoke in the stored session (SessionInfo.has_guests)
 
 
 @dataclass(frozen=True)
@@ -286,7 +304,8 @@ def plan_import_session(
 
     Never brings back what forget_user deleted: a session it deleted whole (its every user
     forgotten, ``gone_with_users``) is skipped whole, the agents' messages too; in another, a
-    forgotten user's messages (``erased_in_session``), whatever their agent_id says. A stored
+    forgotten user's messages (``erased_in_session``), whatever their agent_id says, and in a
+    session that user was the one person of, the agents' replies too (``whose``). A stored
     session holding messages the file does not is another conversation under the same id (or
     has moved on since the export): the file's messages are conflicts and nothing is written,
     so that no agent's session gains users or loses unformed messages.
@@ -304,10 +323,12 @@ def plan_import_session(
     disagree = snapshot.stored_all[0] > len(snapshot.stored)
     new: dict[str, StoredMessage] = {}
     seqs = set(snapshot.taken)
+    alone = lone_user(users, snapshot.guests, messages)
     for m in sorted(messages, key=lambda m: m.seq):
+        speaker = whose(m, alone)
         if m.message_id in snapshot.stored or m.message_id in new:
             counts.existing += 1
-        elif gone or (m.user_id and erased_in_session(snapshot.epochs, agents, m.user_id)):
+        elif gone or (speaker and erased_in_session(snapshot.epochs, agents, speaker)):
             counts.forgotten += 1
         elif disagree or m.seq in seqs:
             counts.conflict += 1
