@@ -127,8 +127,9 @@ class LifecycleReads(abc.ABC):
 
     @abc.abstractmethod
     async def reply_marks(self, session_id: str) -> list[wh.MessageMark]:
-        """The session's messages carrying no user id (the agents' replies), in seq order,
-        without their content."""
+        """The session's messages carrying no user id but a guest's (rules.derived.said_by_guest:
+        role "user"), the agents' replies, in seq order, without their content. Not the
+        guest's: a session recorded by an older process may hold a guest's words unmarked."""
 
     @abc.abstractmethod
     async def user_session_ids(self, user_id: str, agent_id: str) -> list[str]:

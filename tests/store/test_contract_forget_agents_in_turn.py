@@ -25,7 +25,7 @@ from memory.settings import Settings
 from memory.store.base import MemoryStore
 from tests.fakes import WordHashEmbedder
 from tests.lifecycle.test_import_guards import export_lines, import_lines
-from tests.store.builders import at, msg, record, reflection
+from tests.store.builders import at, msg, record, record_unmarked, reflection
 from tests.store.builders import commit as formation
 
 HIV = "I was diagnosed with HIV last week"
@@ -161,6 +161,23 @@ async def test_a_backup_brings_back_no_reply_a_forget_under_one_agent_took(
     ]  # fmt: skip
     c = report.counts["messages"]
     assert (c.inserted, c.existing, c.forgotten) == (0, 2, 2)
+
+
+async def test_a_guests_words_recorded_unmarked_are_no_reply_of_the_user(
+    store: MemoryStore,
+) -> None:
+    """An older process (a rolling upgrade) recorded a guest's words without marking the
+    session: a forget of u1 under a1 takes u1's words and a1's replies no other agent holds,
+    never the guest's (h229 D6)."""
+    await record(store, "s1", "a1", [msg("m1", HIV, seconds=1)])
+    await record(store, "s1", "a2", [msg("x", "Hi", role="agent", seconds=2)])
+    guest = msg("g1", "I'm a guest and I have diabetes", user_id=None, seconds=3)
+    await record_unmarked(store, "s1", "a1", [guest])
+    done = formation(session_id="s1", agent_id="a2", expected_cursor=1, new_cursor=3)
+    await store.commit_formation(done)  # a2 formed it all: it holds nothing for itself
+    await store.forget_user("u1", agent_id="a1", at=at(100))
+
+    assert "g1" in await _left(store)
 
 
 class _Heard(HeuristicProvider):

@@ -256,7 +256,9 @@ class MongoReads(SnapshotReads):
         return await self._marks({"session_id": session_id, "user_id": user_id})
 
     async def reply_marks(self, session_id: str) -> list[MessageMark]:
-        return await self._marks({"session_id": session_id, "user_id": None})
+        return await self._marks(
+            {"session_id": session_id, "user_id": None, "role": {"$ne": "user"}}
+        )
 
     async def _marks(self, query: Doc) -> list[MessageMark]:
         """The messages ``query`` finds, in seq order, without their content."""

@@ -115,7 +115,7 @@ class SqlLifecycleReads(LifecycleReads):
     async def reply_marks(self, session_id: str) -> list[MessageMark]:
         sql = (
             "SELECT seq, agent_id, weighted_tokens FROM messages "
-            "WHERE session_id = %s AND user_id IS NULL ORDER BY seq"
+            "WHERE session_id = %s AND user_id IS NULL AND role <> 'user' ORDER BY seq"
         )
         rows = await self.db.fetch(sql, (session_id,))
         return [
