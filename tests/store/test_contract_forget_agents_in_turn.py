@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import json
+from pathlib import Path
 
 from pydantic import BaseModel
 
@@ -27,6 +28,7 @@ from tests.fakes import WordHashEmbedder
 from tests.lifecycle.test_import_guards import export_lines, import_lines
 from tests.store.builders import at, msg, record, record_unmarked, reflection
 from tests.store.builders import commit as formation
+from tests.store.conftest import opened_store
 
 HIV = "I was diagnosed with HIV last week"
 
@@ -178,6 +180,42 @@ async def test_a_guests_words_recorded_unmarked_are_no_reply_of_the_user(
     await store.forget_user("u1", agent_id="a1", at=at(100))
 
     assert "g1" in await _left(store)
+
+
+async def test_a_reply_kept_for_another_agent_is_no_longer_the_forgetting_agents(
+    store: MemoryStore, backend: tuple[str, str | None], tmp_path: Path
+) -> None:
+    """a2 was first and has formed nothing: at a1's forget, u1's words to a1 and a1's answer
+    stay for a2. Neither is a1's any more: not in a1's export (of u1, or whole), nor among the
+    messages a1 is shown (the memory page's sources); in a copy moved by export and import
+    neither (h229 D9: the answer, quoting u1, was still listed as a1's)."""
+    await record(store, "s1", "a2", [msg("m0", "Hello", seconds=0)])
+    await record(store, "s1", "a1", [
+        msg("m1", HIV, seconds=1),
+        msg("r1", "I'm sorry you were diagnosed with HIV last week", role="agent", seconds=2),
+    ])  # fmt: skip
+    await store.forget_user("u1", agent_id="a1", at=at(100))
+    moved = await export_lines(store)
+
+    async def shown(s: MemoryStore) -> tuple[list[str], list[str]]:
+        to_a1 = await s.get_messages("s1", ["m0", "m1", "r1"], "a1")
+        to_a2 = await s.get_messages("s1", ["m0", "m1", "r1"], "a2")
+        return [m.message_id for m in to_a1], [m.message_id for m in to_a2]
+
+    assert await _left(store) == ["m0", "m1", "r1"]
+    assert await _listed(store, "a1") == []
+    assert "r1" not in await _whole(store, "a1")
+    assert await shown(store) == ([], ["m0", "m1", "r1"])
+    async with opened_store(backend, tmp_path / "copy") as copy:
+        await import_lines(copy, moved)
+        assert await shown(copy) == ([], ["m0", "m1", "r1"])
+
+
+async def _whole(store: MemoryStore, agent_id: str) -> list[str]:
+    out = io.StringIO()
+    await export_store(store, out, agent_id=agent_id, user_id=None, messages=True, now=at(1000))
+    lines = map(json.loads, out.getvalue().splitlines())
+    return [r["message_id"] for r in lines if r["type"] == "message"]
 
 
 class _Heard(HeuristicProvider):

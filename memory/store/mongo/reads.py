@@ -94,7 +94,9 @@ class MongoReads(SnapshotReads):
         if except_user is not None:
             after["user_id"] = {"$ne": except_user}
         if withheld:
-            after["$nor"] = [{"user_id": user, "seq": {"$lte": upto}} for user, upto in withheld]
+            after["$nor"] = [
+                {"user_id": user or None, "seq": {"$lte": upto}} for user, upto in withheld
+            ]  # "": the replies (rules.withheld.REPLIES)
         pipeline: list[Doc] = [
             {"$match": after},
             {"$group": {"_id": None, "n": {"$sum": 1}, "tokens": {"$sum": "$weighted_tokens"}}},

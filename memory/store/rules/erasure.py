@@ -36,6 +36,7 @@ from memory.store.rules.lifecycle_writes import (
     SetWithheld,
 )
 from memory.store.rules.withheld import (
+    REPLIES,
     MessageMark,
     holds,
     is_withheld,
@@ -330,8 +331,12 @@ def _user_messages(req: ForgetRequest, s: UserSession, *, parted: bool) -> tuple
     for state, pending, tokens in s.states:
         withheld = state.withheld
         if (kept or keep_user) and state.agent_id == agent_id:
-            # Up to the session's head: each of the user's messages is deleted or withheld.
+            # Up to the session's head: each of the user's messages is deleted or withheld; in
+            # a session the user was alone in, so is each reply (what another agent keeps of
+            # its side of the conversation is no longer this agent's to form or show).
             withheld = withhold(withheld, user_id, max(s.last_seq, 0, *(m.seq for m in kept)))
+            if keep_user:
+                withheld = withhold(withheld, REPLIES, s.last_seq)
             writes.append(SetWithheld(s.session_id, agent_id, tuple(sorted(withheld.items()))))
         after = pending_of(state, (pending, tokens), user_id, kept, withheld)
         if parted and state.agent_id == agent_id:

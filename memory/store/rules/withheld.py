@@ -18,6 +18,9 @@ window's size cut and its transcript, memory/pipeline; re-forming a degraded win
 same transcript), the agent's pending counters leave them out (the forget's recount, a
 formation's commit), and so do A's export and the memory page's sources. A no longer counts
 the user among its participants; the session still does (the others' messages of theirs stay).
+In a session the user was alone in, the agents' replies another agent keeps (their side of the
+user's conversation, rules.erasure._replies_gone) are withheld from A the same way, under the
+key ``REPLIES``.
 
 Why in the (session, agent) state rather than the erasure tombstone: every formation range is
 read after the state (its cursor), the pending counters it must correct are the state's, and
@@ -38,11 +41,15 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from memory.models import SessionAgentState, StoredMessage
 
 Withheld = Mapping[str, int]  # user -> the highest seq of theirs not to form
+# The key of the messages carrying no user id (the agents' replies): a forget under A in a
+# session the user was alone in withholds A's side of the conversation another agent keeps, as
+# it withholds the user's words (h229 D9). No user id is empty (memory.models' ids).
+REPLIES: Final = ""
 
 
 @dataclass(frozen=True)
@@ -55,7 +62,7 @@ class MessageMark:
 
 
 def is_withheld(user_id: str | None, seq: int, withheld: Withheld) -> bool:
-    return user_id is not None and seq <= withheld.get(user_id, 0)
+    return seq <= withheld.get(REPLIES if user_id is None else user_id, 0)
 
 
 def formable(messages: Iterable[StoredMessage], withheld: Withheld) -> list[StoredMessage]:
@@ -133,9 +140,8 @@ def file_bounds(
     bounds: dict[str, dict[str, dict[str, int]]] = {}
     for m, agents in marked:
         for agent in agents:
-            if m.user_id is not None:
-                mine = bounds.setdefault(m.session_id, {}).setdefault(agent, {})
-                mine.update(withhold(mine, m.user_id, m.seq))
+            mine = bounds.setdefault(m.session_id, {}).setdefault(agent, {})
+            mine.update(withhold(mine, REPLIES if m.user_id is None else m.user_id, m.seq))
     return bounds
 
 

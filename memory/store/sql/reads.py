@@ -102,7 +102,8 @@ class SqlReads(SqlLifecycleReads, SnapshotReads):
         except_user: str | None = None,
         withheld: Sequence[tuple[str, int]] = (),
     ) -> tuple[int, float]:
-        # coalesce: a message without a user id is nobody's to withhold (NOT NULL is NULL).
+        # coalesce: a message without a user id is withheld under "" (rules.withheld.REPLIES),
+        # and NOT (NULL = x) would be NULL, leaving it out of every count.
         unwithheld = " AND NOT (coalesce(user_id, '') = %s AND seq <= %s)" * len(withheld)
         row = await self.db.fetch_one(
             "SELECT count(*) AS n, coalesce(sum(weighted_tokens), 0.0) AS w FROM messages "
