@@ -3,7 +3,8 @@ under each agent in turn, leaves what a forget under every agent leaves: nothing
 takes the user's messages no other agent holds and its own agent's replies (its side of the
 conversation, which quotes the user); the last one takes the session whole. What another agent
 has not formed yet stays for it (rules.withheld), and `export --agent A --user U` lists what the
-forget under A takes (h218 D2)."""
+forget under A takes where each agent formed what it recorded (h218 D2; where agents have not
+formed each other's records, the export lists by recorder and the forget by holder: README)."""
 
 from __future__ import annotations
 
