@@ -3,8 +3,9 @@ already there, or refuse as a forgotten user's, moved from a batch to its drops,
 the import's counts use. Only reads the store: the import itself judges again in its writes.
 
 The same rules as the import (rules.imports.erased, rules.import_sessions), read outside its
-transactions: session memory of a session a forget deleted whole is judged by the import alone
-(its tombstones), and a message whose seq another message holds (a conflict) counts as new.
+transactions: session memory a forget deleted (with its session, or one agent's of a session
+that stays) is judged by the import alone (its session tombstones: not counted here), and a
+message whose seq another message holds (a conflict) counts as new.
 
 A source judged in several batches (an export file read a batch at a time) is judged as one:
 the ids a write would have given the facts and reflections of earlier batches are held for the
