@@ -12,7 +12,7 @@ from fastapi import FastAPI
 from fastapi.responses import RedirectResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.routing import Route
-from starlette.types import Lifespan
+from starlette.types import ASGIApp, Lifespan, Message, Receive, Scope, Send
 
 from client.memory_client import MemoryClient
 from memory.settings import Settings
@@ -37,6 +37,41 @@ from serve.services import Services
 from serve.tracing import instrument
 
 STATIC = Path(__file__).resolve().parent / "static"
+# Whose answers are one key's view of memory (the page sets its own: serve/page_route.py).
+KEYED_PATHS = ("/v1/", mcp_http.PATH)
+KEY_HEADERS = b"Authorization, X-API-Key"
+
+
+def not_kept(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+    """An answer's headers with ``Cache-Control: no-store`` in place of its own, and the key's
+    headers added to what it varies on."""
+    kept = [(k, v) for k, v in headers if k.lower() not in (b"cache-control", b"vary")]
+    varies = [v for k, v in headers if k.lower() == b"vary"] + [KEY_HEADERS]
+    return [*kept, (b"cache-control", b"no-store"), (b"vary", b", ".join(varies))]
+
+
+class NotKept:
+    """No cache keeps an answer of the API or of MCP. Each is what one key may see (GET
+    …/context?user_id=alice): a shared cache keying it by its URL alone would give it to the next
+    caller of that URL, with another key or none; and a refusal (401, 403) must not stand in for
+    the answer a valid key gets. ``Vary`` names the headers a key comes in, for a cache that
+    ignores ``no-store``. Plain ASGI, so that MCP's streamed answers still stream."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "") if scope["type"] == "http" else ""
+        if not path.startswith(KEYED_PATHS):
+            await self.app(scope, receive, send)
+            return
+
+        async def send_not_kept(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": not_kept(list(message.get("headers", [])))}
+            await send(message)
+
+        await self.app(scope, receive, send_not_kept)
 
 
 def _api(settings: Settings, lifespan: Lifespan[FastAPI] | None = None) -> FastAPI:
@@ -52,6 +87,7 @@ def _api(settings: Settings, lifespan: Lifespan[FastAPI] | None = None) -> FastA
     errors.install(app)
     openapi.install(app, settings)
     app.add_middleware(BodyLimit)
+    app.add_middleware(NotKept)
     for module in (routes_health, routes_agents, routes_sessions, routes_facts, routes_memory):
         app.include_router(module.router)
     app.include_router(routes_users.router)  # erasure (issue 15)

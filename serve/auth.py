@@ -17,7 +17,7 @@ from fastapi import Depends, HTTPException, Path, Request, Security, status
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
 from memory.lookup import unknown_session
-from memory.models import SessionInfo
+from memory.models import Reflection, SessionInfo
 from memory.store.base import MemoryStore
 from serve.keys import ApiKey
 from serve.rate_limit import kind_of
@@ -122,6 +122,19 @@ async def session_refusal(
     if session_id is not None and foreign_session(agent_ids, await store.get_session(session_id)):
         return unknown_session(session_id)
     return None
+
+
+async def own_reflection(
+    store: MemoryStore, agent_ids: Collection[str], agent_id: str, reflection_id: str
+) -> Reflection | None:
+    """Agent ``agent_id``'s reflection to a key for ``agent_ids``; None for an unknown one,
+    another agent's, or one of a session the key is not for (session_refusal), which the API
+    and the page answer as a reflection nobody holds: its id alone must not tell it exists."""
+    found = await store.get_reflection(reflection_id)
+    if found is None or found.scope_key.agent_id != agent_id:
+        return None
+    refusal = await session_refusal(store, agent_ids, found.scope_key.session_id)
+    return found if refusal is None else None
 
 
 async def _session(

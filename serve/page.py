@@ -22,10 +22,16 @@ from fastapi.responses import RedirectResponse, Response
 from pydantic import BeforeValidator, StringConstraints
 
 from client.management import MAX_OFFSET
-from memory.errors import ConflictError, InvalidInputError, MnemosError, StoreUnavailableError
+from memory.errors import (
+    ConflictError,
+    InvalidInputError,
+    MnemosError,
+    NotFoundError,
+    StoreUnavailableError,
+)
 from memory.models import Fact, FactFilter, ScopeKey
 from memory.settings import Scope
-from serve.auth import ID_PATTERN, AgentPath, Svc, foreign_session
+from serve.auth import ID_PATTERN, AgentPath, Svc, foreign_session, own_reflection, session_refusal
 from serve.errors import status_of
 from serve.keys import ApiKey
 from serve.page_route import COOKIE, NOTICES, PageRoute, back_to, key_for, refused, render, url_of
@@ -108,7 +114,9 @@ async def agent(
             context = {"message": f"No session {session_id} for this key.", "key": key}
             return render(request, "error.html", context, 404)
     try:
-        view = await agent_view(svc, agent_id, user_id, session_id, q, offset, cursor)
+        view = await agent_view(
+            svc, key.agent_ids, agent_id, user_id, session_id, q, offset, cursor
+        )
     except StoreUnavailableError:
         raise  # no unknown agent: the page's 503 (PageRoute)
     except MnemosError as e:
@@ -127,7 +135,7 @@ async def fact(
         return render(request, "error.html", {"message": f"No fact {fact_id}.", "key": key}, 404)
     f = found[0]
     context = {
-        **await fact_view(svc, f),
+        **await fact_view(svc, f, key.agent_ids),
         "key": key,
         "notice": NOTICES.get(notice or ""),
     }
@@ -208,8 +216,8 @@ async def reflection(
     no version); ``page_user_id``, ``page_session_id``: the user and session the page showed, to
     go back to (without them: the reflection's own)."""
     key = await key_for(request, svc, agent_id, write=True)
-    found = await svc.memory.store.get_reflection(reflection_id)
-    if found is None or found.scope_key.agent_id != agent_id or action not in ("edit", "delete"):
+    found = await own_reflection(svc.memory.store, key.agent_ids, agent_id, reflection_id)
+    if found is None or action not in ("edit", "delete"):
         context = {"message": f"No reflection {reflection_id}.", "key": key}
         return render(request, "error.html", context, 404)
     scope = found.scope_key
@@ -257,6 +265,9 @@ async def consolidated(
             key = ScopeKey(scope=scope, agent_id=agent_id, user_id=user_id, session_id=session_id)
         except ValueError:
             raise InvalidInputError(f"the {scope} memory needs its own user or session") from None
+        refusal = await session_refusal(svc.memory.store, api_key.agent_ids, key.session_id)
+        if refusal is not None:  # a session holding an agent the key is not for: unknown
+            raise NotFoundError(refusal)
         saved = await svc.manager.edit_consolidated(key, content, expected_version=expected_version)
     except MnemosError as e:
         there = url_of(back, user_id=back_user, session_id=back_session)

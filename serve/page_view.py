@@ -2,12 +2,15 @@
 
 The users and sessions come from the store's listings (most recently active first; the
 sessions of the chosen user when there is one), counted in full up to ``COUNTED``; any other id
-can be typed in. The facts are the agent's own (agent scope) on the agent's page and the user's
-own (user scope) on a user's, in pages of ``FACTS_SHOWN``.
+can be typed in. A session shared with an agent the key is not for is not listed: the key does
+not know it (serve.auth.foreign_session), and its page is a 404. The facts are the agent's own
+(agent scope) on the agent's page and the user's own (user scope) on a user's, in pages of
+``FACTS_SHOWN``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from urllib.parse import urlencode
 
 from pydantic import BaseModel
@@ -23,6 +26,7 @@ from memory.models import (
     SessionInfo,
 )
 from memory.search_results import SearchHit, SearchResult
+from serve.auth import foreign_session
 from serve.runs import Runs, recent_formations
 from serve.services import Services
 
@@ -159,6 +163,7 @@ def fact_filter(agent_id: str, user_id: str | None) -> FactFilter:
 
 async def agent_view(
     svc: Services,
+    agent_ids: Collection[str],
     agent_id: str,
     user_id: str | None,
     session_id: str | None,
@@ -166,6 +171,7 @@ async def agent_view(
     offset: int = 0,
     cursor: str | None = None,
 ) -> AgentView:
+    """The page of ``agent_id`` for a key for ``agent_ids``."""
     manager = svc.manager
     stats = await manager.stats(agent_id, user_id, session_id)
     statuses = await manager.consolidation_status(agent_id, user_id, session_id)
@@ -180,7 +186,8 @@ async def agent_view(
     )
     store = svc.memory.store
     users = await store.list_agent_users(agent_id, limit=COUNTED + 1)
-    sessions = await store.list_agent_sessions(agent_id, user_id=user_id, limit=COUNTED + 1)
+    listed = await store.list_agent_sessions(agent_id, user_id=user_id, limit=COUNTED + 1)
+    sessions = [s for s in listed if not foreign_session(agent_ids, s)]
     ranked: list[Ranked] = []
     if query.strip():
         # A person looking is not the agent's use: the hits' "Used" counts stay as they are.

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 
 import httpx
@@ -14,10 +15,10 @@ from fastapi import FastAPI
 from temporalio.testing import WorkflowEnvironment
 
 from client.memory_client import MemoryClient
-from memory.models import AgentConfig
+from memory.models import AgentConfig, FactFilter, MessageIn
 from serve.app import create_app
 from serve.keys import ApiKeyStore, StoreKeyStore
-from tests.harness import Harness, conversation, facts, reflections
+from tests.harness import T0, Harness, conversation, facts, reflections
 
 
 @dataclass
@@ -76,3 +77,27 @@ async def form_alice(h: Harness, session: str = "s1") -> None:
     await h.record(session, conversation(4))
     async with h.worker():
         await h.form(session)
+
+
+async def form_shared(h: Harness, session: str = "g1") -> str:
+    """A session eve and bob share: alice talks to eve, bob's backend records its own turn, and
+    eve forms a fact from bob's message and a session reflection. The fact's id."""
+    await h.record(session, [message("m1", "hello eve, what's on today", user_id="alice")], "eve")
+    await h.record(session, [message("m2", "BOB-RECORD: the merger closes on Friday")], "bob")
+    h.llm.script("extract_facts", facts(("The merger closes on Friday", "agent"), sources=[2]))
+    h.llm.script("extract_reflections", reflections(session=["G1-SESSION-MEMORY merger talk"]))
+    async with h.worker():
+        await h.form(session)
+    return (await h.store.list_facts(FactFilter(agent_id="eve"), limit=10))[0].fact_id
+
+
+def message(message_id: str, content: str, user_id: str | None = None) -> MessageIn:
+    minutes = int(message_id.removeprefix("m"))
+    role = "user" if user_id else "agent"
+    return MessageIn(
+        message_id=message_id,
+        role=role,
+        user_id=user_id,
+        content=content,
+        created_at=T0 + timedelta(minutes=minutes),
+    )

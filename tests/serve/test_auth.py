@@ -11,7 +11,7 @@ import pytest
 
 from memory.models import FactFilter, ScopeKey
 from tests.harness import T0, conversation, facts
-from tests.serve.conftest import Served, form_alice
+from tests.serve.conftest import Served, form_alice, form_shared
 
 SAMPLE = {
     "session_id": "s1",
@@ -250,3 +250,70 @@ async def test_the_memory_pages_cookie_is_no_key_for_the_api(served: Served) -> 
     assert await h.store.get_session("s1", "eve") == before  # neither formed nor ended
     assert await h.all_facts() == []
     assert len(await h.store.load_messages("s1", 0, 10)) == 2  # alice not erased either
+
+
+async def test_a_key_for_one_agent_of_a_shared_session_finds_it_unknown_on_every_route(
+    served: Served,
+) -> None:
+    """Session g1 holds eve and bob; a key for eve only is not for g1. Its session memory
+    (reflections, blob), its stats and its consolidation status are answered as the context
+    route answers g1, and nothing of it is written. A key for both reads it."""
+    await form_shared(served.h)
+    store = served.h.store
+    scope = ScopeKey.session("eve", "g1")
+    before = await store.list_reflections(scope)
+    assert [r.content for r in before] == ["G1-SESSION-MEMORY merger talk"]
+    rid = before[0].reflection_id
+    edit = {"content": "set by an eve-only key"}
+    base = "/v1/agents/eve"
+    async with served.client(served.eve) as c:
+        context = (await c.get(f"{base}/sessions/g1/context")).json()
+        assert context["detail"] == "session 'g1' has no recorded messages"
+        answers = {
+            path: await c.request(method, f"{base}{path}", json=body)
+            for method, path, body in [
+                ("GET", "/scopes/session:g1/reflections", None),
+                ("GET", "/scopes/session:g1/consolidated", None),
+                ("PUT", "/scopes/session:g1/consolidated", edit),
+                ("GET", "/stats?session_id=g1", None),
+                ("GET", "/consolidation-status?session_id=g1", None),
+            ]
+        }
+        refl = {
+            method: await c.request(method, f"{base}/reflections/{rid}", json=edit)
+            for method in ("PATCH", "DELETE")
+        }
+        unknown = (await c.patch(f"{base}/reflections/r-unknown", json=edit)).json()
+    for path, r in answers.items():
+        assert r.status_code == 404, (path, r.text)
+        assert r.json()["detail"] == context["detail"], path
+        assert "G1-SESSION-MEMORY" not in r.text
+    for method, r in refl.items():  # as a reflection nobody holds
+        assert r.status_code == 404, (method, r.text)
+        assert r.json()["detail"] == unknown["detail"].replace("r-unknown", rid)
+    assert await store.list_reflections(scope) == before
+    assert await store.get_consolidated(scope) is None
+    _, both = await served.keys.create(["eve", "bob"], name="eve-and-bob")
+    async with served.client(both) as c:
+        shown = await c.get(f"{base}/scopes/session:g1/reflections")
+        stats = await c.get(f"{base}/stats", params={"session_id": "g1"})
+    assert shown.status_code == 200 and "G1-SESSION-MEMORY" in shown.text
+    assert stats.status_code == 200
+
+
+async def test_api_answers_are_kept_by_no_cache(served: Served) -> None:
+    """An answer is one key's view of memory: a shared cache must neither keep it nor give it to
+    a caller with another key (or none). MCP's: tests/serve/test_mcp_http.py."""
+    await form_alice(served.h)
+    async with served.client(served.eve) as c:
+        answers = [
+            await c.get("/v1/agents/eve/sessions/s1/context", params={"user_id": "alice"}),
+            await c.get("/v1/agents/eve/facts", params={"user_id": "alice"}),
+            await c.get("/v1/agents/bob/facts"),  # 403
+        ]
+    async with served.client(None) as c:
+        answers.append(await c.get("/v1/agents/eve/facts"))  # 401
+    assert "green tea" in answers[1].text
+    for r in answers:
+        assert r.headers.get("cache-control") == "no-store", (r.request.url, r.status_code)
+        assert r.headers.get("vary") == "Authorization, X-API-Key", r.request.url

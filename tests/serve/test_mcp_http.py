@@ -183,6 +183,27 @@ async def test_plain_json_answers_whatever_the_client_accepts(served: Served, ac
     assert r.json()["result"]["serverInfo"]["name"] == "mnemos"
 
 
+async def test_mcp_answers_are_kept_by_no_cache(served: Served) -> None:
+    """A tool's answer is one key's view of memory: a shared cache must neither keep it nor give
+    it to a caller with another key (or none), nor the refusal of a caller without one."""
+    hello = {
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "curl", "version": "0"}},
+    }  # fmt: skip
+    accept = {"Accept": "application/json, text/event-stream"}
+    async with live(served) as base, httpx.AsyncClient() as plain:
+        keyed = {**accept, "Authorization": f"Bearer {served.eve}"}
+        answers = [
+            await plain.post(f"{base}/mcp", headers=keyed, json=hello),
+            await plain.post(f"{base}/mcp", headers=accept, json=hello),  # no key: 401
+        ]
+    assert [r.status_code for r in answers] == [200, 401]
+    for r in answers:
+        assert r.headers.get("cache-control") == "no-store", r.status_code
+        assert r.headers.get("vary") == "Authorization, X-API-Key", r.status_code
+
+
 async def test_context_and_search_at_the_start_of_a_conversation(served: Served) -> None:
     """As the server's instructions ask: context first, in a session nothing was recorded in
     yet; it answers what POST …/start answers, and the turn's search works there too."""

@@ -16,7 +16,7 @@ from memory.models import ScopeKey
 from serve.app import create_app
 from serve.keys import StoreKeyStore
 from tests.harness import Harness, conversation
-from tests.serve.conftest import Served, form_alice
+from tests.serve.conftest import Served, form_alice, form_shared
 from tests.store.builders import Former, add, at, commit, msg, record, unit
 
 
@@ -568,7 +568,8 @@ async def test_a_version_formed_in_a_later_session_shows_its_messages(served: Se
     await store.commit_formation(
         commit(session_id="s2", agent_id="eve", new_cursor=2, ops=[berlin], seconds=300)
     )
-    async with browser(served, served.eve) as c:
+    _, both = await served.keys.create(["eve", "bob"], name="eve-and-bob")  # bob recorded m2
+    async with browser(served, both) as c:
         page = (await c.get("/ui/agents/eve/facts/f1")).text
     sources = page.split('id="sources"')[1].split("</table>")[0]
     assert "I moved to Berlin</td>" in sources, sources
@@ -614,3 +615,56 @@ async def test_a_page_the_memory_page_does_not_have_is_its_own_404(served: Serve
         r = await c.get("/ui/agents/eve/no-such-page")
     assert r.status_code == 404 and r.headers["content-type"].startswith("text/html")
     assert "There is no such page." in r.text and r.headers["cache-control"] == "no-store"
+
+
+async def test_a_fact_shows_only_the_messages_recorded_by_an_agent_of_the_key(
+    served: Served,
+) -> None:
+    """Eve formed the fact from a message bob recorded in the session they share. A key for eve
+    only reads eve's fact, not bob's record (as the export leaves it out): the page says so."""
+    fact_id = await form_shared(served.h)
+    _, both = await served.keys.create(["eve", "bob"], name="eve-and-bob")
+    pages = {}
+    for name, token in (("eve", served.eve), ("both", both)):
+        async with browser(served, token) as c:
+            pages[name] = await c.get(f"/ui/agents/eve/facts/{fact_id}")
+    eve = pages["eve"].text
+    sources = eve.split('id="sources"')[1].split("</table>")[0]
+    assert pages["eve"].status_code == 200 and "The merger closes on Friday" in eve
+    assert "BOB-RECORD" not in eve
+    assert "m2 not shown: recorded by an agent this key is not for." in sources, sources
+    assert "no longer stored" not in sources
+    assert "BOB-RECORD: the merger closes on Friday</td>" in pages["both"].text
+    assert "not shown" not in pages["both"].text
+
+
+async def test_a_session_shared_with_an_agent_the_key_is_not_for_is_neither_listed_nor_written(
+    served: Served,
+) -> None:
+    """Eve's page with a key for eve only: the session eve shares with bob is unknown to the
+    key, as the API answers it. Not listed (its link would be a 404), and its session memory is
+    not written through the page's forms."""
+    await form_shared(served.h)
+    await form_alice(served.h)
+    store = served.h.store
+    scope = ScopeKey.session("eve", "g1")
+    before = await store.list_reflections(scope)
+    rid = before[0].reflection_id
+    async with browser(served, served.eve) as c:
+        page = (await c.get("/ui/agents/eve")).text
+        opened = await c.get("/ui/agents/eve", params={"session_id": "g1"})
+        edit = await c.post(
+            f"/ui/agents/eve/reflections/{rid}/edit", data={"content": "eve-only edit"}
+        )
+        delete = await c.post(f"/ui/agents/eve/reflections/{rid}/delete")
+        blob = {"scope": "session", "session_id": "g1", "expected_version": "0"}
+        saved = await c.post("/ui/agents/eve/consolidated", data={**blob, "content": "Mine."})
+    assert "?session_id=s1" in page and "session_id=g1" not in page
+    assert 'value="g1"' not in page and "G1-SESSION-MEMORY" not in page
+    assert opened.status_code == 404
+    for r in (edit, delete, saved):
+        assert r.status_code == 404, r.text
+        assert "G1-SESSION-MEMORY" not in r.text
+    assert f"No reflection {rid}." in edit.text and f"No reflection {rid}." in delete.text
+    assert await store.list_reflections(scope) == before
+    assert await store.get_consolidated(scope) is None
