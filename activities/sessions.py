@@ -17,7 +17,7 @@ session, still cold, is started again by the next scheduled run.
 from __future__ import annotations
 
 import asyncio
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -31,6 +31,7 @@ from memory.deps import Deps
 from memory.logging import get_logger
 from memory.lookup import require_session
 from memory.models import Id, ScopeKey, SessionAgentState, SessionInfo, UtcDatetime
+from memory.settings import SessionSettings
 from runtime.connection import TEMPORAL_TRANSIENT
 from runtime.starts import start_formation, start_session_end
 from workflows.naming import consolidation_workflow_id, session_end_workflow_id
@@ -70,6 +71,16 @@ class ColdCursor(_T):
             session_id=state.session_id,
             agent_id=state.agent_id,
         )
+
+
+def rest_cut(idle_before: datetime, sessions: SessionSettings) -> datetime:
+    """When a session must have gone quiet for what is left of it to form however little
+    (``form_rest_after_minutes``), on the clock of the job's idle cut: a session never ended
+    kept its last turns (often a correction) unformed for good below the formation thresholds.
+    The job's input carries the idle cut only (its runs already scheduled decode it), so the
+    activity counts back from it by its own settings."""
+    rest = max(0.0, sessions.form_rest_after_minutes - sessions.cold_after_minutes)
+    return idle_before - timedelta(minutes=rest)
 
 
 class ColdPageRequest(_T):
@@ -150,6 +161,7 @@ class SessionActivities:
                 min_weighted_tokens=req.min_weighted_tokens,
                 after=(after.last_message_at, after.session_id, after.agent_id) if after else None,
                 limit=req.limit,
+                rest_before=rest_cut(req.idle_before, self.deps.settings.sessions),
             )
         return ColdPage(sessions=sessions, last=ColdCursor.of(sessions[-1]) if sessions else None)
 

@@ -226,6 +226,15 @@ class SessionSettings(SettingsGroup):
         100, ge=1, description="Sessions read per page by the cold-sessions job"
     )
     cold_concurrency: int = Field(4, ge=1, description="Cold sessions formed at once")
+    # Read by the job's activity from its own settings, never carried in the job's input
+    # (exclude): the schedule's input stays what workers built before decode (extra="forbid").
+    form_rest_after_minutes: float = Field(
+        60,
+        gt=0,
+        exclude=True,
+        description="Idle minutes after which a session's last unformed messages are formed"
+        " however few: below the formation thresholds a session never ended kept them unformed",
+    )
     ended_retention_days: float = Field(
         30, gt=0, description="Days session memory of ended sessions is kept"
     )

@@ -154,20 +154,28 @@ class MemoryStore(ManageContract, LifecycleContract):
         min_weighted_tokens: float,
         after: Cold,
         limit: int,
+        rest_before: datetime | None = None,
     ) -> list[SessionAgentState]:
         """(session, agent) states with last_message_at <= idle_before and pending_messages >= 1 and
-        (pending_messages >= min_messages or pending_weighted_tokens >= min_weighted_tokens),
+        (pending_messages >= min_messages or pending_weighted_tokens >= min_weighted_tokens, or
+        last_message_at <= rest_before: quiet so long that what is left forms however little),
         ordered by (last_message_at, session_id, agent_id) strictly after ``after``, at most ``limit``.
         Ended sessions are included (their remainder must still form)."""
         if limit <= 0:
             return []
         return await self._cold_sessions(
-            idle_before, min_messages, min_weighted_tokens, after, limit
+            idle_before, min_messages, min_weighted_tokens, after, limit, rest_before
         )
 
     @abc.abstractmethod
     async def _cold_sessions(
-        self, idle_before: datetime, min_messages: int, min_tokens: float, after: Cold, limit: int
+        self,
+        idle_before: datetime,
+        min_messages: int,
+        min_tokens: float,
+        after: Cold,
+        limit: int,
+        rest_before: datetime | None,
     ) -> list[SessionAgentState]:
         """list_cold_sessions with limit > 0, served by an index (a keyset page over it)."""
 

@@ -366,6 +366,26 @@ async def test_cold_sessions_need_enough_messages_or_tokens(store: MemoryStore) 
     assert "s-formed" not in {s.session_id for s in everything}
 
 
+async def test_a_session_quiet_since_the_rest_cut_is_cold_however_little_is_left(
+    store: MemoryStore,
+) -> None:
+    """Below both thresholds, a session's last turns (a correction, one exchange never ended)
+    are cold once quiet since ``rest_before``: they used to stay unformed for good."""
+    await record(store, "s-rested", "a1", [msg("m1", "x", seconds=1)])
+    await record(store, "s-recent", "a1", [msg("m1", "x", seconds=50)])
+
+    cold = await store.list_cold_sessions(
+        idle_before=at(100), min_messages=2, min_weighted_tokens=10, after=None, limit=10,
+        rest_before=at(10),
+    )  # fmt: skip
+    without = await store.list_cold_sessions(
+        idle_before=at(100), min_messages=2, min_weighted_tokens=10, after=None, limit=10
+    )
+
+    assert [s.session_id for s in cold] == ["s-rested"]
+    assert without == []
+
+
 async def test_ended_sessions_are_still_cold(store: MemoryStore) -> None:
     await record(store, "s1", "a1", [msg("m1", seconds=1)])
     await store.end_session("s1", "a1", at(2))

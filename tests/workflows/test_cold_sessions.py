@@ -142,7 +142,10 @@ async def test_manual_trigger_forms_cold_sessions_and_leaves_the_others_alone(
     cleanup.append((h.client, h.settings))
     await h.record("idle", chat("idle", 4, minutes_ago=11))
     await h.record("talking", chat("talking", 4, minutes_ago=1))  # not idle long enough
-    await h.record("short", chat("short", 2, minutes_ago=60))  # too little to form
+    await h.record("short", chat("short", 2, minutes_ago=30))  # too little to form yet
+    # As little, but quiet for longer than sessions.form_rest_after_minutes (60): what is left of a
+    # session never ended forms however little (h231 D1: it never did).
+    await h.record("rested", chat("rested", 2, minutes_ago=90))
     long = chat("long", 1, minutes_ago=60)[0].model_copy(update={"content": "tea " * 1600})
     await h.record("long", [long])  # one message, but ≥ 1500 weighted tokens
 
@@ -159,15 +162,19 @@ async def test_manual_trigger_forms_cold_sessions_and_leaves_the_others_alone(
     async with h.worker():
         run = await trigger_schedule(h.client, h.settings)
         result = await asyncio.wait_for(run.result(), 60)
-        for session in ("idle", "long"):
+        for session in ("idle", "long", "rested"):
             await formation_result(h, session)
-    assert (result.sessions, result.started, result.failed) == (2, 2, 0)
-    assert {s: await formations(h, s) for s in ("idle", "long", "talking", "short")} == {
+    assert (result.sessions, result.started, result.failed) == (3, 3, 0)
+    sessions = ("idle", "long", "rested", "talking", "short")
+    assert {s: await formations(h, s) for s in sessions} == {
         "idle": 1,
         "long": 1,
+        "rested": 1,
         "talking": 0,
         "short": 0,
     }
+    rested = await h.store.get_session_agent_state("rested", "eve")
+    assert rested is not None and (rested.cursor_seq, rested.pending_messages) == (2, 0)
     talking = await h.store.get_session_agent_state("talking", "eve")
     assert talking is not None and talking.pending_messages == 4
 

@@ -56,18 +56,25 @@ class MongoSessions:
         return await self._find_messages({"session_id": session_id, "message_id": ids})
 
     async def _cold_sessions(
-        self, idle_before: datetime, min_messages: int, min_tokens: float, after: Cold, limit: int
+        self,
+        idle_before: datetime,
+        min_messages: int,
+        min_tokens: float,
+        after: Cold,
+        limit: int,
+        rest_before: datetime | None,
     ) -> list[SessionAgentState]:
         # A keyset page over the (last_message_at, session_id, agent_id) index.
+        enough: list[Doc] = [
+            {"pending_messages": {"$gte": min_messages}},
+            {"pending_weighted_tokens": {"$gte": min_tokens}},
+        ]
+        if rest_before is not None:
+            enough.append({"last_message_at": {"$lte": ts(rest_before)}})
         terms: list[Doc] = [
             {"last_message_at": {"$lte": ts(idle_before)}},
             {"pending_messages": {"$gte": 1}},
-            {
-                "$or": [
-                    {"pending_messages": {"$gte": min_messages}},
-                    {"pending_weighted_tokens": {"$gte": min_tokens}},
-                ]
-            },
+            {"$or": enough},
         ]
         if after is not None:
             at, sid, aid = ts(after[0]), after[1], after[2]

@@ -27,7 +27,8 @@ COLD_SESSIONS_SQL = (
     + """
 WHERE sa.pending_messages > 0
   AND sa.last_message_at <= %(idle_before)s
-  AND (sa.pending_messages >= %(min_messages)s OR sa.pending_weighted_tokens >= %(min_tokens)s)
+  AND (sa.pending_messages >= %(min_messages)s OR sa.pending_weighted_tokens >= %(min_tokens)s
+       OR sa.last_message_at <= %(rest_before)s)
   AND (sa.last_message_at, sa.session_id, sa.agent_id)
       > (%(after_at)s, %(after_session)s, %(after_agent)s)
 ORDER BY sa.last_message_at, sa.session_id, sa.agent_id
@@ -169,12 +170,19 @@ async def first_seqs(db: Db, session_id: str) -> dict[str | None, int]:
 
 
 async def cold_sessions(
-    db: Db, idle_before: datetime, min_messages: int, min_tokens: float, after: Cold, limit: int
+    db: Db,
+    idle_before: datetime,
+    min_messages: int,
+    min_tokens: float,
+    after: Cold,
+    limit: int,
+    rest_before: datetime | None = None,
 ) -> list[SessionAgentState]:
     at, session, agent = (db.min_time, "", "") if after is None else (db.time(after[0]), *after[1:])
+    rest = db.min_time if rest_before is None else db.time(rest_before)  # min_time: none rests
     params: dict[str, object] = {
         "idle_before": db.time(idle_before), "min_messages": min_messages,
-        "min_tokens": min_tokens, "after_at": at, "after_session": session,
+        "min_tokens": min_tokens, "rest_before": rest, "after_at": at, "after_session": session,
         "after_agent": agent, "limit": limit,
     }  # fmt: skip
     return [db.state(row) for row in await db.fetch(COLD_SESSIONS_SQL, params)]

@@ -153,10 +153,18 @@ class SqlStore[D: Db](PlannedStore):
         return await self._db_one(load)
 
     async def _cold_sessions(
-        self, idle_before: datetime, min_messages: int, min_tokens: float, after: Cold, limit: int
+        self,
+        idle_before: datetime,
+        min_messages: int,
+        min_tokens: float,
+        after: Cold,
+        limit: int,
+        rest_before: datetime | None,
     ) -> list[SessionAgentState]:
         return await self._db_one(
-            lambda db: ss.cold_sessions(db, idle_before, min_messages, min_tokens, after, limit)
+            lambda db: ss.cold_sessions(
+                db, idle_before, min_messages, min_tokens, after, limit, rest_before
+            )
         )
 
     async def _end_session(self, session_id: str, agent_id: str, at: datetime) -> bool:
