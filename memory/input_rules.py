@@ -62,13 +62,24 @@ NO_NUL = r"^[^\x00]*$"
 # Control characters (C0, DEL and C1: U+009B is a terminal's escape as much as ESC) other than
 # tab, newline and carriage return; and the format characters that show nothing by themselves.
 _CONTROL = r"\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f"
-_INVISIBLE = r"\u00ad\u200b-\u200f\u2060-\u2064\ufeff"
+# Besides the format characters: the bidi embeddings, overrides and isolates, the combining
+# grapheme joiner, the Hangul and Mongolian fillers and the blank braille pattern, which a font
+# draws as nothing, and the variation selectors, which only choose another character's look.
+_INVISIBLE = (
+    r"\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
+    r"\u2060-\u2064\u2066-\u2069\u2800\u3164\ufe00-\ufe0f\ufeff\uffa0"
+)
+# Beyond the Basic Multilingual Plane (the tag characters, the supplementary variation selectors):
+# checked by the validator, left out of the JSON Schema's pattern, which cannot state them portably.
+_INVISIBLE_ASTRAL = r"\U000e0000-\U000e007f\U000e0100-\U000e01ef"
 # Something visible, and no control character but tab, newline and carriage return.
 READABLE = f"^[^{_CONTROL}]*[^\\s{_CONTROL}{_INVISIBLE}][^{_CONTROL}]*$"
 # No control character but tab, newline and carriage return.
 NO_CONTROL = f"^[^{_CONTROL}]*$"
 CONTROL_CHARACTER = re.compile(f"[{_CONTROL}]")
-VISIBLE_CHARACTER = re.compile(f"[^\\s{_CONTROL}{_INVISIBLE}]")
+VISIBLE_CHARACTER = re.compile(f"[^\\s{_CONTROL}{_INVISIBLE}{_INVISIBLE_ASTRAL}]")
+# What reorders the text shown after it (a name "\u202eecila" shows as "alice"): never in a name.
+BIDI_CONTROL = re.compile(r"[\u202a-\u202e\u2066-\u2069]")
 # Something besides whitespace, and no NUL.
 NOT_BLANK = r"^[^\x00]*[^\s\x00][^\x00]*$"
 
@@ -155,4 +166,9 @@ def readable_content(content: str) -> str:
 
 
 def plain_name(name: str) -> str:
+    if (bad := BIDI_CONTROL.search(name)) is not None:
+        raise ValueError(
+            f"name holds bidirectional control U+{ord(bad.group()):04X} at offset {bad.start()}: "
+            "it reorders how the name and what follows it are shown"
+        )
     return _no_control(name, "name")

@@ -34,6 +34,12 @@ def message(message_id: str = "m1", **overrides: Any) -> dict[str, Any]:
     [
         ("   \n\t  ", "only whitespace or invisible characters"),
         ("\u200b\u2060\ufeff \u00ad", "only whitespace or invisible characters"),
+        # Drawn as nothing too (h231 D2: accepted, they formed "alice asked: ㅤ" into memory):
+        # Hangul fillers, the blank braille pattern, a variation selector, a bidi override, the
+        # combining grapheme joiner, a tag character.
+        ("\u3164 \u115f\u1160\uffa0", "only whitespace or invisible characters"),
+        ("\u2800\u2800", "only whitespace or invisible characters"),
+        ("\ufe0f\u202e\u034f\U000e0020", "only whitespace or invisible characters"),
         ("abc\x00def", "NUL character at offset 3"),
         ("bell\x07", "U\\+0007"),
         ("\x1b[31mred", "U\\+001B"),
@@ -57,6 +63,18 @@ async def test_a_speakers_name_with_a_control_character_is_refused(
     with pytest.raises(InvalidInputError, match="name holds control character U\\+001B"):
         await h.memory.record_messages("eve", "s1", [message(name="Al\x1b[2J\x07ice")])
     assert await h.store.get_session("s1") is None
+
+
+async def test_a_speakers_name_with_a_bidi_control_is_refused(
+    time_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """ "\u202eecila" shows as "alice", and turns what follows it around (h231 D2)."""
+    h = await Harness.create(time_env, tmp_path)
+    with pytest.raises(InvalidInputError, match="name holds bidirectional control U\\+202E"):
+        await h.memory.record_messages("eve", "s1", [message(name="\u202eecila")])
+    assert await h.store.get_session("s1") is None
+    outcome = await h.memory.record_messages("eve", "s1", [message(name="עדי", content="שלום")])
+    assert outcome.inserted == 1  # a right-to-left name and text need no control
 
 
 async def test_tabs_newlines_and_carriage_returns_are_content(
