@@ -48,6 +48,7 @@ from memory.llm.decision_words import (
     MONTHS,
     NEGATIONS,
 )
+from memory.llm.fact_cessation import GIVE_UP
 from memory.llm.fact_reading import (
     ParsedFact,
     Statement,
@@ -139,8 +140,10 @@ def compare(new: ParsedFact, old: ParsedFact) -> tuple[Event, float]:
                 # "also works at a bakery": a second value beside the first, not instead of it.
                 return ("ADD", 0.0) if new.another else ("UPDATE", full)
         many = _many_valued(a, b)
-        if not same_sign and (a.relation == b.relation or many):
-            denied, stated = (a, b) if new.negated else (b, a)
+        denied, stated = (a, b) if new.negated else (b, a)
+        # "gave up coffee" says no verb: it denies coffee whatever verb said it (GIVE_UP).
+        given_up = denied.relation == (GIVE_UP,)
+        if not same_sign and (a.relation == b.relation or many or given_up):
             return ("DELETE", core) if _denies(denied, stated) else ("ADD", 0.0)
         if same_sign and many and not restated and _other_things(new, old):
             return "ADD", 0.0  # "takes 20 mg of Lipitor", "takes 50 mg of metformin": both hold

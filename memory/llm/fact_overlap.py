@@ -47,9 +47,9 @@ from memory.llm.fact_reading import (
     opens_relation,
     parse_fact,
     split_statement,
-    verb_lemma,
     without_opener,
 )
+from memory.llm.verbs import verb_lemma
 from memory.tense import Tense
 from memory.tense import sentence_tense as _sentence_tense
 
@@ -146,7 +146,10 @@ def keeps_the_thing(new: str, old: str) -> bool:
     if statement is None:
         return True
     said = _said(old)
-    thing = {_root(w) for w in statement.subject} | set(statement.relation)
+    # The verb as its lemma and by its root, as the new fact's words are: "move" meets "moved",
+    # "smoke" (of a verb the rules do not know, "smokes") meets "smoking".
+    verb = {form for w in statement.relation for form in (w, _root(w)) if w not in _NOT_EVIDENCE}
+    thing = {_root(w) for w in statement.subject} | verb
     thing = {w for w in thing if w not in _NOT_EVIDENCE} - said.names
     if not thing:
         return True

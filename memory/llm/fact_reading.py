@@ -24,11 +24,9 @@ from memory.fact_words import negates
 from memory.llm.decision_words import (
     ADVERBS,
     AUXILIARIES,
-    BARE_VERBS,
     BE,
     DETERMINERS,
     INDEFINITE,
-    IRREGULAR,
     MANY_VALUES,
     MONTHS,
     NEGATIONS,
@@ -40,26 +38,10 @@ from memory.llm.decision_words import (
     TOKEN,
     WHEN,
 )
+from memory.llm.fact_cessation import GIVE_UP, as_denied
 from memory.llm.heuristic_corrections import without_replaced_value
+from memory.llm.verbs import verb_lemma
 from memory.tense import sentence_tense
-
-
-def verb_lemma(token: str) -> str | None:
-    """The verb a token is a form of, when it is one the rules know (else None)."""
-    if token in IRREGULAR:
-        return IRREGULAR[token]
-    known = ONE_VALUE | MANY_VALUES
-    if token in BARE_VERBS or token in {"born", "due"}:
-        return token
-    for suffix in ("s", "es", "ies", "ed", "ied", "ing"):
-        if not token.endswith(suffix):
-            continue
-        stem = token[: -len(suffix)]
-        # "lives" "live", "watches" "watch", "studies" "study", "moved" "move", "shipped" "ship"
-        for lemma in (stem, stem + "e", stem + "y", stem[:-1]):
-            if lemma in known and (lemma != stem[:-1] or stem[-1:] == stem[-2:-1]):
-                return lemma
-    return None
 
 
 def _verb_stem(token: str) -> str:
@@ -98,6 +80,8 @@ class Statement:
 def opens_relation(tokens: list[str], i: int) -> bool:
     """Whether tokens[i] is where the verb starts (after a subject of at least one word)."""
     token, folded, before = tokens[i], fold(tokens[i]), tokens[i - 1]
+    if folded == GIVE_UP:
+        return True
     if folded in BE or folded in AUXILIARIES or folded in NEGATIONS or folded.endswith("n't"):
         return not token[:1].isupper() or token in {":", "="}
     if not token.isalpha() or not token.islower():
@@ -118,8 +102,9 @@ def without_opener(text: str) -> str:
 
 
 def _stated(text: str) -> str:
-    """What a fact states: no lead-in, no value it says it replaces (", not March 3")."""
-    return without_replaced_value(without_opener(text))
+    """What a fact states: no lead-in, no value it says it replaces (", not March 3"), and the end
+    of a habit said as the denial it is (``as_denied``)."""
+    return as_denied(without_replaced_value(without_opener(text)))
 
 
 def split_statement(text: str) -> Statement | None:
@@ -261,7 +246,9 @@ def _read_relation(tokens: list[str], start: int) -> tuple[list[str], int]:
     while end < len(tokens):
         folded = fold(tokens[end])
         lemma = "be" if folded in BE else verb_lemma(folded)
-        if negates(tokens, end) or folded in ADVERBS:
+        if folded == GIVE_UP and not relation:
+            relation.append(GIVE_UP)
+        elif negates(tokens, end) or folded in ADVERBS:
             pass  # the negation is compared on its own; "now", "still" change nothing
         elif (folded in AUXILIARIES or folded in _PASSIVE_GET) and lemma is None:
             pass  # "will", "does", "got" (changed): the verb that follows says the relation

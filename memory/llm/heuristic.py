@@ -12,6 +12,7 @@ from pydantic import BaseModel
 from memory.errors import MalformedOutputError
 from memory.ids import normalize_text
 from memory.llm.base import LLMProvider, LLMRequest, LLMResult, Usage
+from memory.llm.fact_cessation import ends_a_habit
 from memory.llm.fact_decisions import decide_facts, same_fact
 from memory.llm.heuristic_consolidate import consolidate
 from memory.llm.heuristic_corrections import as_corrected
@@ -244,9 +245,13 @@ def extract_facts(p: ExtractFactsInput) -> ExtractedFacts:
         for raw in _sentences(content):
             sentence = as_corrected(_without_self_introduction(raw, speaker))
             sentence = _JOINED_DIRECTIVE.sub("", sentence)
-            specific = _is_specific(sentence)
+            # The end of the speaker's habit ("I quit smoking", "I gave up coffee") retracts a
+            # stored fact however short: dropped, the habit it ends would stay true. Not another
+            # person's ("She quit her job"), whose retraction a model would have to place.
+            ended = bool(_FIRST_PERSON.search(sentence)) and ends_a_habit(sentence)
+            specific = _is_specific(sentence) or ended
             if (
-                len(sentence.split()) < _MIN_FACT_WORDS
+                (len(sentence.split()) < _MIN_FACT_WORDS and not ended)
                 or not (specific or _is_informative(sentence))
                 or _DIRECTIVE.search(sentence)
             ):

@@ -58,6 +58,7 @@ _UNCHANGED |= set(
         "met",
         "paid",
         "put",
+        "quit",  # "I quit smoking": said of a habit ended, not one kept ("Alice quits …")
         "ran",
         "read",
         "rode",
@@ -93,7 +94,8 @@ _PRESENT_ED = {"need", "feed", "bleed", "breed", "speed", "succeed", "proceed", 
 _PRESENT_ED |= {"seed", "weed", "embed"}
 
 
-def _conjugate(verb: str) -> str:
+def conjugate(verb: str) -> str:
+    """The verb's third person singular: "live" -> "lives"; a past form as it is."""
     if verb in _IRREGULAR:
         return _IRREGULAR[verb]
     if verb in _UNCHANGED or not verb.isalpha() or not verb.islower():
@@ -121,7 +123,7 @@ def third_person(sentence: str, name: str) -> str:
     text = re.sub(r"\bI've\b", said(f"{name} has"), text)
     text = re.sub(r"\bI(?: don't| do not)\b", said(f"{name} does not"), text)
     text = re.sub(r"\bI'(d|ll)\b", lambda m: f"{name} {'would' if m[1] == 'd' else 'will'}", text)
-    text = re.sub(rf"\bI({_ADVERBS}) (\w+)", lambda m: f"{name}{m[1]} {_conjugate(m[2])}", text)
+    text = re.sub(rf"\bI({_ADVERBS}) (\w+)", lambda m: f"{name}{m[1]} {conjugate(m[2])}", text)
     text = re.sub(r"\b[Mm]y\b", said(f"{name}'s"), text)
     text = re.sub(r"\b(?:me|myself)\b", said(name), text)
     return text[:1].upper() + text[1:]

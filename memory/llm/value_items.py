@@ -28,8 +28,8 @@ from memory.llm.fact_reading import (
     _stated,
     content_words,
     fold,
-    verb_lemma,
 )
+from memory.llm.verbs import verb_lemma
 
 # Where the items of a value said as a list meet: "a dog, a cat and a parrot", "a dog or a cat".
 _ITEM_BREAK = re.compile(r"(?i),\s*(?:and\s+|or\s+)?|\s+(?:and|or)\s+")
