@@ -181,7 +181,7 @@ async def test_cold_sessions_query_is_an_index_range_scan(
     pair: tuple[SQLiteStore, SQLiteStore], db: Path
 ) -> None:
     params = {
-        "idle_before": 0, "min_messages": 1, "min_tokens": 0.0, "after_at": 0,
+        "idle_before": 0, "min_messages": 1, "min_tokens": 0.0, "rest_before": 0, "after_at": 0,
         "after_session": "", "after_agent": "", "limit": 10,
     }  # fmt: skip
     with closing(_raw(db)) as conn:
