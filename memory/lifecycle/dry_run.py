@@ -39,7 +39,7 @@ from memory.store.base import MemoryStore
 from memory.store.rules.erasure import ALL_AGENTS
 from memory.store.rules.import_erasures import Known, known_of
 from memory.store.rules.import_sessions import (
-    erased_in_session,
+    erased_message,
     gone_with_users,
     lone_user,
     whose,
@@ -175,7 +175,7 @@ async def _session_messages(
     for m in messages:
         msg = m.message
         speaker = whose(msg, alone)
-        user_erased = speaker is not None and erased_in_session(epochs, agents, speaker)
+        user_erased = speaker is not None and erased_message(epochs, agents, msg, speaker)
         reason = THERE if msg.message_id in stored else None
         reason = reason or (FORGOTTEN if gone or user_erased else None)
         if reason is None:

@@ -213,10 +213,39 @@ async def test_a_reply_kept_for_another_agent_is_no_longer_the_forgetting_agents
 
 
 async def _whole(store: MemoryStore, agent_id: str) -> list[str]:
+    lines = map(json.loads, await _whole_file(store, agent_id))
+    return [r["message_id"] for r in lines if r["type"] == "message"]
+
+
+async def test_a_move_one_agents_file_at_a_time_keeps_the_other_agents_side(
+    store: MemoryStore, backend: tuple[str, str | None], tmp_path: Path
+) -> None:
+    """After u1's forget under a1, u1 talks to a1 again in s1. Moved in one file per agent,
+    a1's first: a2's records of u1 (kept by a1's forget, its own) come with a2's file, though it
+    does not carry a1's tombstone: a forget under a1 never took what a2 recorded (h234 D1: they
+    were refused, r2 since the replies counted as u1's)."""
+    for agent_id, name in (("a1", "Ada"), ("a2", "Bea")):
+        await store.upsert_agent(AgentConfig(agent_id=agent_id, name=name))
+    await _told_two_agents(store)
+    await store.forget_user("u1", agent_id="a1", at=at(100))
+    await record(store, "s1", "a1", [
+        msg("m3", "I moved to Lisbon", seconds=200),
+        msg("r3", "Lisbon is lovely", role="agent", seconds=201),
+    ])  # fmt: skip
+    here = await _left(store)
+    a1_file, a2_file = await _whole_file(store, "a1"), await _whole_file(store, "a2")
+    async with opened_store(backend, tmp_path / "copy") as copy:
+        await import_lines(copy, a1_file)
+        await import_lines(copy, a2_file)
+        moved = await _left(copy)
+
+    assert here == moved == ["m2", "r2", "m3", "r3"]
+
+
+async def _whole_file(store: MemoryStore, agent_id: str) -> list[str]:
     out = io.StringIO()
     await export_store(store, out, agent_id=agent_id, user_id=None, messages=True, now=at(1000))
-    lines = map(json.loads, out.getvalue().splitlines())
-    return [r["message_id"] for r in lines if r["type"] == "message"]
+    return out.getvalue().splitlines()
 
 
 class _Heard(HeuristicProvider):

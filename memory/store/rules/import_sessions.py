@@ -48,6 +48,21 @@ def erased_in_session(epochs: Mapping[Pair, int], agent_ids: Sequence[str], user
     return any(epochs.get((a, user_id), 0) > 0 for a in agent_ids or (ALL_AGENTS,))
 
 
+def erased_message(
+    epochs: Mapping[Pair, int], agent_ids: Sequence[str], message: StoredMessage, speaker: str
+) -> bool:
+    """Whether a forget deleted this message of ``speaker``'s conversation (``whose``): one its
+    recorder forgot the speaker under (or every agent did: the effective epoch counts both); a
+    forget under another agent keeps what another agent recorded (rules.withheld.holds: its own
+    record), so it never refuses it (h234 D1: a store moved one agent's file at a time lost the
+    other agent's side). A message stored without its recorder (older rows): any agent of the
+    session, as before."""
+    recorder = message.agent_id
+    if recorder is not None and recorder in agent_ids:
+        return erased_in_session(epochs, (recorder,), speaker)
+    return erased_in_session(epochs, agent_ids, speaker)
+
+
 def lone_user(users: Sequence[str], guests: bool, messages: Iterable[StoredMessage]) -> str | None:
     """The one person of a session of one user and no guest (stored, or among the file's
     messages), whose conversation the agents' replies are; None for any other session."""
@@ -304,8 +319,8 @@ def plan_import_session(
 
     Never brings back what forget_user deleted: a session it deleted whole (its every user
     forgotten, ``gone_with_users``) is skipped whole, the agents' messages too; in another, a
-    forgotten user's messages (``erased_in_session``), whatever their agent_id says, and in a
-    session that user was the one person of, the agents' replies too (``whose``). A stored
+    forgotten user's messages (``erased_message``: those a forget under their recorder took),
+    and in a session that user was the one person of, the agents' replies too (``whose``). A stored
     session holding messages the file does not is another conversation under the same id (or
     has moved on since the export): the file's messages are conflicts and nothing is written,
     so that no agent's session gains users or loses unformed messages.
@@ -328,7 +343,7 @@ def plan_import_session(
         speaker = whose(m, alone)
         if m.message_id in snapshot.stored or m.message_id in new:
             counts.existing += 1
-        elif gone or (speaker and erased_in_session(snapshot.epochs, agents, speaker)):
+        elif gone or (speaker and erased_message(snapshot.epochs, agents, m, speaker)):
             counts.forgotten += 1
         elif disagree or m.seq in seqs:
             counts.conflict += 1
