@@ -179,8 +179,10 @@ async def test_a_guests_words_recorded_unmarked_are_no_reply_of_the_user(
     done = formation(session_id="s1", agent_id="a2", expected_cursor=1, new_cursor=3)
     await store.commit_formation(done)  # a2 formed it all: it holds nothing for itself
     await store.forget_user("u1", agent_id="a1", at=at(100))
+    shown = await store.get_messages("s1", ["g1"], "a1")
 
     assert "g1" in await _left(store)
+    assert [m.message_id for m in shown] == ["g1"]  # and not withheld from a1 (h234 D3)
 
 
 async def test_a_reply_kept_for_another_agent_is_no_longer_the_forgetting_agents(

@@ -335,7 +335,9 @@ def _user_messages(req: ForgetRequest, s: UserSession, *, parted: bool) -> tuple
             # a session the user was alone in, so is each reply (what another agent keeps of
             # its side of the conversation is no longer this agent's to form or show).
             withheld = withhold(withheld, user_id, max(s.last_seq, 0, *(m.seq for m in kept)))
-            if keep_user:
+            if keep_user and s.messages == s.user_messages + len(s.replies):
+                # Not where a message is neither the user's nor a reply: a guest's words an
+                # older process recorded unmarked (alone_in saw no guest) stay this agent's.
                 withheld = withhold(withheld, REPLIES, s.last_seq)
             writes.append(SetWithheld(s.session_id, agent_id, tuple(sorted(withheld.items()))))
         after = pending_of(state, (pending, tokens), user_id, kept, withheld)
