@@ -82,15 +82,20 @@ async def test_an_agents_export_of_the_user_lists_what_its_forget_takes(
     assert not set(listed) & set(await _left(store))
 
 
-async def test_a_reply_another_agent_has_not_formed_yet_stays_for_it(store: MemoryStore) -> None:
-    """a2 was in the session first and has formed nothing: u1's words to a1 and a1's answer are
-    a2's to form still, and stay for it (withheld from a1); a2's forget then takes them."""
+async def _a2_first_then_a1_forgets(store: MemoryStore) -> None:
+    """a2 in s1 first, formed nothing; u1 tells a1, a1 answers; u1 forgotten under a1."""
     await record(store, "s1", "a2", [msg("m0", "Hello", seconds=0)])
     await record(store, "s1", "a1", [
         msg("m1", HIV, seconds=1),
         msg("r1", "I'm sorry you were diagnosed with HIV last week", role="agent", seconds=2),
     ])  # fmt: skip
     await store.forget_user("u1", agent_id="a1", at=at(100))
+
+
+async def test_a_reply_another_agent_has_not_formed_yet_stays_for_it(store: MemoryStore) -> None:
+    """a2 was in the session first and has formed nothing: u1's words to a1 and a1's answer are
+    a2's to form still, and stay for it (withheld from a1); a2's forget then takes them."""
+    await _a2_first_then_a1_forgets(store)
     kept = await _left(store)
     await store.forget_user("u1", agent_id="a2", at=at(101))
 
@@ -192,12 +197,7 @@ async def test_a_reply_kept_for_another_agent_is_no_longer_the_forgetting_agents
     stay for a2. Neither is a1's any more: not in a1's export (of u1, or whole), nor among the
     messages a1 is shown (the memory page's sources); in a copy moved by export and import
     neither (h229 D9: the answer, quoting u1, was still listed as a1's)."""
-    await record(store, "s1", "a2", [msg("m0", "Hello", seconds=0)])
-    await record(store, "s1", "a1", [
-        msg("m1", HIV, seconds=1),
-        msg("r1", "I'm sorry you were diagnosed with HIV last week", role="agent", seconds=2),
-    ])  # fmt: skip
-    await store.forget_user("u1", agent_id="a1", at=at(100))
+    await _a2_first_then_a1_forgets(store)
     moved = await export_lines(store)
 
     async def shown(s: MemoryStore) -> tuple[list[str], list[str]]:
