@@ -36,14 +36,14 @@ from memory.lifecycle.writer import (
 )
 from memory.models import ScopeKey
 from memory.store.base import MemoryStore
-from memory.store.rules.erasure import ALL_AGENTS
-from memory.store.rules.import_erasures import Known, known_of
-from memory.store.rules.import_sessions import (
+from memory.store.rules.erased_messages import (
     erased_message,
     gone_with_users,
     lone_user,
     whose,
 )
+from memory.store.rules.erasure import ALL_AGENTS
+from memory.store.rules.import_erasures import Known, known_of
 from memory.store.rules.imports import Pair, erased, users_by_agent
 
 THERE = "already there"

@@ -19,6 +19,7 @@ from memory.store.rules import import_erasures as ie
 from memory.store.rules import import_sessions as rs
 from memory.store.rules import imports as ri
 from memory.store.rules import withheld as wh
+from memory.store.rules.erased_messages import gone_with_users
 
 
 class LifecycleReads(abc.ABC):
@@ -201,7 +202,7 @@ async def _gone_sessions(
         agents = tuple(dict.fromkeys((*file_agents, *(s.agent_id for s in stored))))
         users = tuple(dict.fromkeys((*file_users, *await reads.session_users(session_id))))
         epochs = await _pair_epochs(reads, [(a, u) for a in agents for u in users], known)
-        gone |= {(session_id, a) for a in agents if rs.gone_with_users(epochs, (a,), users)}
+        gone |= {(session_id, a) for a in agents if gone_with_users(epochs, (a,), users)}
     return frozenset(gone)
 
 
