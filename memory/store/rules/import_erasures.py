@@ -9,10 +9,10 @@ one's was written after that forget, and what it holds of the user was kept or s
 without it (a backup from before, a file of another source) imports nothing of them. The time,
 because epochs are counters each store keeps: a store forked from this one before its forget
 counts its own forget of the user from the same epoch, and if that forget came earlier, its file
-holds what the user said between the two, before they asked this store to forget them. So the order in
-which a store's files are imported does not matter (one agent's file carrying an every-agent
-tombstone before another agent's file of the user who came back), nor importing a newer export
-of the same store over an older one.
+holds what the user said between the two, before they asked this store to forget them.
+The order in which a store's files are imported does not matter (one agent's file carrying an
+every-agent tombstone before another agent's file of the user who came back), nor importing a
+newer export of the same store over an older one.
 
 A row is merged with the stored one by its epoch and its time, each the higher of the two, and
 written only where that moves it: importing a file twice, or an older file after a newer one,
@@ -41,15 +41,21 @@ Mark = tuple[int, datetime]  # a tombstone's epoch and when its last forget was
 Known = tuple[tuple[str, str, int, datetime], ...]
 
 
+def _merged(rows: Iterable[Erasure]) -> dict[ErasureKey, Erasure]:
+    """Each key's rows in one: the highest epoch (epochs only rise) and the latest time (it knows
+    every forget either store made), with the counts of the latest forget."""
+    latest: dict[ErasureKey, Erasure] = {}
+    for row in rows:
+        key = (row.agent_key, row.user_id)
+        was = latest.get(key, row)
+        newest = row if row.forgotten_at >= was.forgotten_at else was
+        latest[key] = newest.model_copy(update={"epoch": max(row.epoch, was.epoch)})
+    return latest
+
+
 def known_of(rows: Iterable[Erasure]) -> Known:
-    """A file's tombstones as the import calls take them (each key's highest epoch and latest
-    time, as the import merges them: plan_import_erasures)."""
-    merged: dict[ErasureKey, Mark] = {}
-    for r in rows:
-        key = (r.agent_key, r.user_id)
-        epoch, at = merged.get(key, (r.epoch, r.forgotten_at))
-        merged[key] = (max(epoch, r.epoch), max(at, r.forgotten_at))
-    return tuple((*key, *mark) for key, mark in sorted(merged.items()))
+    """A file's tombstones as the import calls take them, merged as the import merges them."""
+    return tuple((*key, r.epoch, r.forgotten_at) for key, r in sorted(_merged(rows).items()))
 
 
 def epochs_of(stored: Mapping[ErasureKey, Mark]) -> dict[ErasureKey, int]:
@@ -90,19 +96,11 @@ def erasures_request(rows: Sequence[Erasure]) -> ErasuresRequest:
 def plan_import_erasures(
     rows: Sequence[Erasure], marks: Mapping[ErasureKey, Mark]
 ) -> Plan[ImportCounts]:
-    """Each key's tombstone merged with the stored one, written where that moves it: the highest
-    epoch (epochs only rise, so a formation that loaded its window before meets it) and the
-    latest time (the merged tombstone knows every forget either store made: a file of a store
-    that forgot the user earlier stays unknown, ``unknown``), with the counts of the latest
-    forget the file carries."""
-    latest: dict[ErasureKey, Erasure] = {}
-    for row in rows:
-        key = (row.agent_key, row.user_id)
-        was = latest.get(key, row)
-        newest = row if row.forgotten_at >= was.forgotten_at else was
-        latest[key] = newest.model_copy(update={"epoch": max(row.epoch, was.epoch)})
+    """Each key's tombstone merged (``_merged``) with the stored one, written where that moves
+    it: a formation that loaded its window before a raised epoch meets it, and a file of a store
+    that forgot the user earlier stays unknown (``unknown``)."""
     writes = []
-    for key, r in latest.items():
+    for key, r in _merged(rows).items():
         stored = marks.get(key)
         merged = (r.epoch, r.forgotten_at) if stored is None else _later(stored, r)
         if merged != stored:

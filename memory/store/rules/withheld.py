@@ -61,8 +61,13 @@ class MessageMark:
     weighted_tokens: float
 
 
+def key_of(user_id: str | None) -> str:
+    """The key a message's bound is kept under: its user's, ``REPLIES`` without one."""
+    return REPLIES if user_id is None else user_id
+
+
 def is_withheld(user_id: str | None, seq: int, withheld: Withheld) -> bool:
-    return seq <= withheld.get(REPLIES if user_id is None else user_id, 0)
+    return seq <= withheld.get(key_of(user_id), 0)
 
 
 def formable(messages: Iterable[StoredMessage], withheld: Withheld) -> list[StoredMessage]:
@@ -141,7 +146,7 @@ def file_bounds(
     for m, agents in marked:
         for agent in agents:
             mine = bounds.setdefault(m.session_id, {}).setdefault(agent, {})
-            mine.update(withhold(mine, REPLIES if m.user_id is None else m.user_id, m.seq))
+            mine.update(withhold(mine, key_of(m.user_id), m.seq))
     return bounds
 
 
