@@ -127,7 +127,9 @@ def store_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatc
         dsn = request.getfixturevalue("postgres_dsn")
 
         async def open_postgres(tmp_path: Path) -> MemoryStore:
-            return PostgresStore(fresh_schema(dsn), pool_size=4)
+            from tests.postgres_server import migrated_database
+
+            return PostgresStore(await migrated_database(dsn), pool_size=4)
 
         from tests.harness import Harness
 
