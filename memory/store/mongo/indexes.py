@@ -30,102 +30,86 @@ CJK_TERMS = "cjk_terms"
 # runs inside the search (Atlas rejects a $vectorSearch filter on a field not indexed as "filter").
 FILTER_FIELDS = ("agent_id", "user_id", "scope", "invalidated")
 
+_VALID = {"invalidated": False}  # a partial index of the valid facts only
+
+
+def _index(*fields: str, only: dict[str, Any] | None = None, **options: Any) -> IndexModel:
+    """An index of ``fields`` in order ("-field": descending); with ``only``, a partial index of
+    the documents it matches."""
+    keys = [(f.removeprefix("-"), DESCENDING if f[0] == "-" else ASCENDING) for f in fields]
+    if only is not None:
+        options["partialFilterExpression"] = only
+    return IndexModel(keys, **options)
+
+
 REGULAR_INDEXES: dict[str, list[IndexModel]] = {
     "messages": [
-        IndexModel([("session_id", ASCENDING), ("message_id", ASCENDING)], unique=True),
-        IndexModel([("session_id", ASCENDING), ("seq", ASCENDING)], unique=True),
+        _index("session_id", "message_id", unique=True),
+        _index("session_id", "seq", unique=True),
         # forget_user and export find a user's sessions by the messages carrying the user's id,
         # whatever their role (participants are only those who spoke with role "user").
-        IndexModel([("user_id", ASCENDING), ("session_id", ASCENDING)], name="messages_user"),
+        _index("user_id", "session_id", name="messages_user"),
     ],
     "session_agents": [
-        IndexModel([("session_id", ASCENDING), ("agent_id", ASCENDING)], unique=True),
+        _index("session_id", "agent_id", unique=True),
         # The cold-session scan walks this index in keyset order. Partial: formed-up states
         # (nothing pending), most of them over time, never cost the scan anything.
-        IndexModel(
-            [("last_message_at", ASCENDING), ("session_id", ASCENDING), ("agent_id", ASCENDING)],
-            partialFilterExpression={"pending_messages": {"$gt": 0}},
+        _index(
+            "last_message_at",
+            "session_id",
+            "agent_id",
+            only={"pending_messages": {"$gt": 0}},
             name="session_agents_cold",
         ),
         # purge_ended_sessions walks the ended (session, agent) pairs oldest first.
-        IndexModel(
-            [("ended_at", ASCENDING), ("session_id", ASCENDING), ("agent_id", ASCENDING)],
-            name="session_agents_ended",
-        ),
+        _index("ended_at", "session_id", "agent_id", name="session_agents_ended"),
     ],
     "sessions": [
         # mnemos serve: an agent's sessions (and through them its users) for the memory page.
-        IndexModel([("agent_ids", ASCENDING)], name="sessions_agent"),
+        _index("agent_ids", name="sessions_agent"),
     ],
     "facts": [
         # Exact duplicates: one valid fact per (agent, user, scope, normalised content).
         # Invalidated facts are outside the index so that an update may take over the content
         # of an invalidated fact.
-        IndexModel(
-            [
-                ("agent_id", ASCENDING),
-                ("user_key", ASCENDING),
-                ("scope", ASCENDING),
-                ("hash", ASCENDING),
-            ],
+        _index(
+            "agent_id",
+            "user_key",
+            "scope",
+            "hash",
             unique=True,
-            partialFilterExpression={"invalidated": False},
+            only=_VALID,
             name="facts_valid_hash",
         ),
         # A commit's snapshot: the agent's facts with the contents it writes, valid or not.
-        IndexModel([("agent_id", ASCENDING), ("hash", ASCENDING)], name="facts_agent_hash"),
-        IndexModel([("agent_id", ASCENDING), ("updated_at", DESCENDING)]),
+        _index("agent_id", "hash", name="facts_agent_hash"),
+        _index("agent_id", "-updated_at"),
         # A commit's re-check: the agent's valid facts inserted since (rules.recheck; facts
         # updated since by the index above).
-        IndexModel(
-            [("agent_id", ASCENDING), ("ins", ASCENDING)],
-            partialFilterExpression={"invalidated": False},
-            name="facts_inserted",
-        ),
+        _index("agent_id", "ins", only=_VALID, name="facts_inserted"),
         # A commit's snapshot: the agent's facts a person deleted since its earliest add was said
         # (mongo.reads.deleted_by_hand_since), found among the invalidated ones only; the
         # filter is the equality every server accepts in a partial index (a null one may not be).
-        IndexModel(
-            [("agent_id", ASCENDING), ("invalidated_at", ASCENDING)],
-            partialFilterExpression={"invalidated": True},
-            name="facts_invalidated",
-        ),
+        _index("agent_id", "invalidated_at", only={"invalidated": True}, name="facts_invalidated"),
         # The context FIFO by when facts were said (mongo.reads.recent_fact_docs); facts without
         # said_at are read by updated_at, with the index above.
-        IndexModel(
-            [("agent_id", ASCENDING), ("said_at", DESCENDING), ("ins", DESCENDING)],
-            partialFilterExpression={"invalidated": False},
-            name="facts_said",
-        ),
+        _index("agent_id", "-said_at", "-ins", only=_VALID, name="facts_said"),
         # "none": no stemming and no stop words, so $text matches the words that Atlas'
         # lucene.standard analyzer and our BM25 tokenizer see.
         IndexModel([("content", TEXT)], default_language="none", name="facts_content_text"),
         # The words of the facts holding CJK characters (CJK_TERMS), found beside $text's.
-        IndexModel(
-            [("agent_id", ASCENDING), (CJK_TERMS, ASCENDING)],
-            partialFilterExpression={"invalidated": False},
-            name="facts_cjk_terms",
-        ),
+        _index("agent_id", CJK_TERMS, only=_VALID, name="facts_cjk_terms"),
     ],
     "reflections": [
-        IndexModel(
-            [
-                ("scope_key", ASCENDING),
-                ("absorbed_into_version", ASCENDING),
-                ("formed_at", ASCENDING),
-            ]
-        ),
-        IndexModel([("session_id", ASCENDING)]),
+        _index("scope_key", "absorbed_into_version", "formed_at"),
+        _index("session_id"),
     ],
-    "consolidated": [IndexModel([("session_id", ASCENDING)])],
+    "consolidated": [_index("session_id")],
     # Degraded windows (memory/degraded.py), keyed by _id: a session's (forget_user deletes
     # them, a re-form marks a range of them), and the newest first for `mnemos degraded list`.
     "degraded_windows": [
-        IndexModel(
-            [("session_id", ASCENDING), ("agent_id", ASCENDING), ("after_seq", ASCENDING)],
-            name="degraded_session",
-        ),
-        IndexModel([("degraded_at", DESCENDING)], name="degraded_newest"),
+        _index("session_id", "agent_id", "after_seq", name="degraded_session"),
+        _index("-degraded_at", name="degraded_newest"),
     ],
 }
 
