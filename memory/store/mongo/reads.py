@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
 from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.asynchronous.database import AsyncDatabase
@@ -112,26 +113,24 @@ class MongoReads(SnapshotReads):
     async def valid_since(
         self, agent_id: str, since: datetime, owners: Sequence[str]
     ) -> list[tuple[Fact, Sequence[float]]]:
-        users: list[str | None] = [o for o in owners if o] + ([None] if "" in owners else [])
         changed = {
             "agent_id": agent_id,
             "invalidated": False,
             # Inserted or updated since (rules.recheck): each term has its index.
             "$or": [{"ins": {"$gte": inserted_from(since)}}, {"updated_at": {"$gte": ts(since)}}],
-            "user_id": {"$in": users},  # None matches a missing or null user id
+            "user_id": _owned_by(owners),
         }
         return [fact_and_vector(doc) async for doc in self.db.facts.find(changed, session=self.s)]
 
     async def deleted_by_hand_since(
         self, agent_id: str, since: datetime, owners: Sequence[str]
     ) -> list[Fact]:
-        users: list[str | None] = [o for o in owners if o] + ([None] if "" in owners else [])
         gone = {
             "agent_id": agent_id,
             "invalidated": True,
             "invalidated_at": {"$gte": ts(since)},
             "invalidated_by": None,  # a person's deletes only (a formation's names a fact)
-            "user_id": {"$in": users},  # None matches a missing or null user id
+            "user_id": _owned_by(owners),
         }
         docs = self.db.facts.find(gone, {"embedding": 0}, session=self.s)  # no vectors
         return [fact_from_doc(doc) async for doc in docs]
@@ -223,9 +222,7 @@ class MongoReads(SnapshotReads):
         return sorted(states, key=lambda s: order.get(s.agent_id, len(order)))  # join order
 
     async def message_seqs(self, session_id: str, message_ids: Sequence[str]) -> dict[str, int]:
-        query = {"session_id": session_id, "message_id": {"$in": list(message_ids)}}
-        cursor = self.db.messages.find(query, {"message_id": 1, "seq": 1}, session=self.s)
-        return {m["message_id"]: int(m["seq"]) async for m in cursor}
+        return await self._by_message_id(session_id, message_ids, "seq")
 
     async def agent_switches(self, agent_ids: Sequence[str]) -> dict[str, tuple[bool, bool]]:
         query = {"_id": {"$in": list(agent_ids)}}
@@ -234,9 +231,14 @@ class MongoReads(SnapshotReads):
         return {a.agent_id: switches(a) for a in agents}
 
     async def message_contents(self, session_id: str, message_ids: Sequence[str]) -> dict[str, str]:
+        return await self._by_message_id(session_id, message_ids, "content")
+
+    async def _by_message_id(
+        self, session_id: str, message_ids: Sequence[str], field: str
+    ) -> dict[str, Any]:
         query = {"session_id": session_id, "message_id": {"$in": list(message_ids)}}
-        cursor = self.db.messages.find(query, {"message_id": 1, "content": 1}, session=self.s)
-        return {m["message_id"]: m["content"] async for m in cursor}
+        cursor = self.db.messages.find(query, {"message_id": 1, field: 1}, session=self.s)
+        return {m["message_id"]: m[field] async for m in cursor}
 
     async def taken_seqs(self, session_id: str, seqs: Sequence[int]) -> frozenset[int]:
         query = {"session_id": session_id, "seq": {"$in": list(seqs)}}
@@ -292,6 +294,12 @@ class MongoReads(SnapshotReads):
         others = {"hash": {"$in": list(content_hashes)}, "$nor": [mine]}
         cursor = self.db.facts.find(others, {"content": 1}, session=self.s)
         return [doc["content"] async for doc in cursor]
+
+
+def _owned_by(owners: Sequence[str]) -> Doc:
+    """The user ids of SnapshotReads.valid_since's owners ("": none, which None matches, a
+    missing one too)."""
+    return {"$in": [o or None for o in dict.fromkeys(owners)]}
 
 
 async def user_sessions(db: AsyncDatabase[Doc], s: AsyncClientSession | None, user_id: str) -> Doc:

@@ -14,7 +14,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 from memory.store.base import ReembedItem, Vector
 from memory.store.base_manage import ReembedTarget, current_side_vectors, side_tag
 from memory.store.mongo.docs import EMBEDDING_META_ID, Doc, vector_doc
-from memory.store.mongo.txn import run_transaction
+from memory.store.mongo.txn import run_transaction, write_keys
 from memory.store.rules.writes import user_key
 
 Session = AsyncClientSession | None
@@ -72,13 +72,8 @@ class MongoReembed:
             # kept facts' users, which forget_user writes too (Request.serialized_on), makes the
             # two conflict: the later one is retried, and sees the other's writes.
             kept_ids = {item.fact_id for item, _ in kept}
-            users = sorted(
-                {d["user_id"] for d in facts if d["_id"] in kept_ids and d.get("user_id")}
-            )
-            for user_id in users:
-                await self._db.txn_keys.update_one(
-                    {"_id": user_key(user_id)}, {"$inc": {"writes": 1}}, upsert=True, session=s
-                )
+            users = {d["user_id"] for d in facts if d["_id"] in kept_ids and d.get("user_id")}
+            await write_keys(self._db, s, sorted(map(user_key, users)))
             if kept:
                 await self._db.fact_reembed.bulk_write(
                     [

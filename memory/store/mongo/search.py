@@ -200,12 +200,7 @@ class FactSearch:
         """The newest facts (at most CANDIDATE_CAP) whose CJK_TERMS hold a query term: the
         facts holding CJK characters, which their content's indexes do not split (a bigram, or
         a word written against a CJK run)."""
-        cursor = (
-            self._facts.find({**match, CJK_TERMS: {"$in": terms}}, {"_id": 1})
-            .sort("ins", -1)
-            .limit(CANDIDATE_CAP)
-        )
-        return [doc["_id"] async for doc in cursor]
+        return await self._newest_ids({**match, CJK_TERMS: {"$in": terms}})
 
     async def _phrase_ids(self, phrase: tuple[str, ...], match: Doc) -> list[object]:
         """The newest facts (at most CANDIDATE_CAP) holding the phrase's words next to each
@@ -219,6 +214,9 @@ class FactSearch:
             "$text": {"$search": longest},
             "content": {"$regex": rf"(?:^|\W){near}(?:$|\W)", "$options": "i"},
         }
+        return await self._newest_ids(query)
+
+    async def _newest_ids(self, query: Doc) -> list[object]:
         cursor = self._facts.find(query, {"_id": 1}).sort("ins", -1).limit(CANDIDATE_CAP)
         return [doc["_id"] async for doc in cursor]
 

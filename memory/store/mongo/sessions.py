@@ -101,10 +101,9 @@ class MongoSessions:
     async def _unfinished_ended_sessions(
         self, ended_before: datetime, after: tuple[str, str], limit: int
     ) -> list[tuple[str, str]]:
-        """(session, agent) pairs ended by ``ended_before`` and quiet since (a session resumed
-        after its end and still talked in is hot, not an end to finish) with unformed messages or
-        a non-empty session buffer, in order, after ``after``. Both kinds are few: session buffers
-        consolidate at a small threshold, and unformed messages are formed within minutes."""
+        # The pairs with unformed messages or a session buffer, then those ended: both kinds
+        # are few (session buffers consolidate at a small threshold, unformed messages are
+        # formed within minutes).
         buffered: Doc = {"scope": "session", "absorbed_into_version": None}
         unformed: Doc = {"pending_messages": {"$gte": 1}}
         pairs = {

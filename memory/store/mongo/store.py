@@ -51,13 +51,16 @@ from memory.store.mongo.sessions import (
     migrate_session_agents,
     open_unmarked,
 )
-from memory.store.mongo.txn import mongo_outage, run_transaction
+from memory.store.mongo.txn import mongo_outage, run_transaction, write_keys
 from memory.store.mongo.writes import apply_writes
 from memory.store.outage import CONNECT_TIMEOUT_SECONDS, translating_outages
 from memory.store.planned import PlannedStore
 from memory.store.records import known, vector_bytes, vector_of_bytes
 from memory.store.rules import Plan, Request, check_query_dimension
 from memory.store.snapshots import SnapshotReads, run_planned
+
+# Which reflections of a scope (MemoryStore.list_reflections) by their absorbed_into_version.
+_ABSORBED = {"buffered": None, "in_no_blob": {"$in": [None, SET_ASIDE]}, "set_aside": SET_ASIDE}
 
 
 @translating_outages(mongo_outage)
@@ -103,14 +106,7 @@ class MongoStore(
         keys = sorted(set(request.serialized_on()))
 
         async def body(s: AsyncClientSession) -> R:
-            # Transactions here are snapshot-isolated: they conflict only on a document both
-            # write. Two calls deciding on data the other changes (Request.serialized_on) share
-            # a key, and each writes its key's document first: the second to write it fails
-            # (WriteConflict, or DuplicateKey on a first upsert) and is retried (txn.py).
-            for key in keys:
-                await self._db.txn_keys.update_one(
-                    {"_id": key}, {"$inc": {"writes": 1}}, upsert=True, session=s
-                )
+            await write_keys(self._db, s, keys)
             return await run_planned(
                 MongoReads(self._db, s), request, plan, partial(apply_writes, self._db, s)
             )
@@ -222,12 +218,8 @@ class MongoStore(
         self, key: ScopeKey, *, which: Which, newest_first: bool, limit: int | None
     ) -> list[Reflection]:
         query: Doc = {"scope_key": key.key}
-        if which == "buffered":
-            query["absorbed_into_version"] = None
-        elif which == "in_no_blob":
-            query["absorbed_into_version"] = {"$in": [None, SET_ASIDE]}
-        elif which == "set_aside":
-            query["absorbed_into_version"] = SET_ASIDE
+        if which != "all":
+            query["absorbed_into_version"] = _ABSORBED[which]
         direction = -1 if newest_first else 1
         cursor = self._db.reflections.find(query).sort(
             [("formed_at", direction), ("ins", direction)]

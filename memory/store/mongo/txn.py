@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from pymongo.asynchronous.client_session import AsyncClientSession
@@ -49,6 +49,19 @@ async def _reset_server_transaction(
         await session.abort_transaction()
     except PyMongoError:
         pass  # best effort: the retry reports any real problem
+
+
+async def write_keys(
+    db: AsyncDatabase[dict[str, Any]], s: AsyncClientSession, keys: Iterable[str]
+) -> None:
+    """Write each serialization key's document (Request.serialized_on), in the order given.
+
+    Transactions here are snapshot-isolated: they conflict only on a document both write. Two
+    deciding on data the other changes share a key, and each writes its key's document first:
+    the second to write it fails (WriteConflict, or DuplicateKey on a first upsert) and is
+    retried (run_transaction)."""
+    for key in keys:
+        await db.txn_keys.update_one({"_id": key}, {"$inc": {"writes": 1}}, upsert=True, session=s)
 
 
 def mongo_outage(exc: BaseException) -> bool:
