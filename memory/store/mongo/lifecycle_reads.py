@@ -4,13 +4,15 @@ of every agent) and the export, read in one transaction."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 from pymongo.asynchronous.client_session import AsyncClientSession
+from pymongo.asynchronous.cursor import AsyncCursor
 from pymongo.asynchronous.database import AsyncDatabase
 
-from memory.models import AgentConfig
+from memory.models import AgentConfig, ConsolidatedMemory, Reflection, StoredMessage
 from memory.store.counts import Erasure, ExportData
+from memory.store.export_reads import ExportReads, read_export
 from memory.store.mongo.docs import (
     Doc,
     consolidated_from_doc,
@@ -21,14 +23,9 @@ from memory.store.mongo.docs import (
 )
 from memory.store.mongo.reads import user_sessions
 from memory.store.mongo.txn import run_transaction
-from memory.store.records import known
-from memory.store.rules.export import (
-    Exported,
-    UserSessions,
-    export_view,
-    users_of_messages,
-)
-from memory.store.rules.withheld import parsed
+from memory.store.records import from_record, known
+from memory.store.rules.export import Exported, Pairs
+from memory.store.rules.withheld import Withheld, parsed
 
 
 class MongoLifecycleReads:
@@ -47,7 +44,8 @@ class MongoLifecycleReads:
         self, *, agent_id: str | None, user_id: str | None, messages: bool, facts: bool
     ) -> ExportData:
         async def body(s: AsyncClientSession) -> ExportData:
-            return await _export(self._db, s, agent_id, user_id, messages, facts)
+            reads = _MongoExport(self._db, s, agent_id, user_id)
+            return await read_export(reads, messages=messages, facts=facts)
 
         return await run_transaction(self._db, body)
 
@@ -63,115 +61,100 @@ class MongoLifecycleReads:
         return [fact_and_vector(d) async for d in cursor]
 
 
-def _erasure(d: Doc) -> Erasure:
-    return Erasure(
-        agent_key=d["agent_key"],
-        user_id=d["user_id"],
-        epoch=int(d["epoch"]),
-        forgotten_at=dt(d["forgotten_at"]),
-        counts=json.loads(d["counts"]),
-    )
-
-
 def _only(**fields: str | None) -> Doc:
     """Documents whose fields equal those given (None: any value)."""
     return {name: value for name, value in fields.items() if value is not None}
 
 
-async def _export(
-    db: AsyncDatabase[Doc],
-    s: AsyncClientSession,
-    agent_id: str | None,
-    user_id: str | None,
-    messages: bool,
-    facts: bool,
-) -> ExportData:
-    sq = _only(agent_ids=agent_id)  # the sessions read: the agent's, holding the user's data
-    memory = _only(agent_id=agent_id)  # reflections and blobs
-    session_ids: list[str] = []
-    participants: list[tuple[str, str]] = []
-    session_agents: list[tuple[str, str]] = []
-    guests: list[str] = []
-    if user_id is not None:
-        sq |= await user_sessions(db, s, user_id)
-        fields = {"user_ids": 1, "agent_ids": 1, "has_guests": 1}
-        async for d in db.sessions.find(sq, fields, session=s):
-            session_ids.append(d["_id"])
-            participants += [(d["_id"], user) for user in d.get("user_ids", [])]
-            session_agents += [(d["_id"], agent) for agent in d.get("agent_ids", [])]
-            guests += [d["_id"]] if d.get("has_guests") else []
-        # Their scope's, and the session memory of their sessions: rules.export.users_export
-        # keeps that of the sessions they are alone in (forget_user erases it with them).
-        of_sessions = {"scope": "session", "session_id": {"$in": session_ids}}
-        memory |= {"$or": [{"user_id": user_id}, of_sessions]}
-    agents_q = _only(_id=agent_id)
-    data = ExportData(
-        agents=[
-            AgentConfig.model_validate(known(AgentConfig, d))
-            async for d in db.agents.find(agents_q, session=s).sort("_id", 1)
-        ],
-        facts=await _facts(db, s, agent_id, user_id) if facts else [],
-        reflections=[
-            reflection_from_doc(d)
-            async for d in db.reflections.find(memory, session=s).sort(
-                [("formed_at", 1), ("ins", 1)]
+class _MongoExport(ExportReads):
+    def __init__(
+        self,
+        db: AsyncDatabase[Doc],
+        s: AsyncClientSession,
+        agent_id: str | None,
+        user_id: str | None,
+    ) -> None:
+        super().__init__(agent_id, user_id)
+        self.db = db
+        self.s = s
+        self._read: list[Doc] | None = None
+
+    def _find(self, collection: str, query: Doc, *order: str) -> AsyncCursor[Doc]:
+        return self.db[collection].find(query, session=self.s).sort([(f, 1) for f in order])
+
+    async def _sessions(self) -> list[Doc]:
+        """The agent's sessions (every one without an agent); with a user, those holding the
+        user's data. Read once."""
+        if self._read is None:
+            query = _only(agent_ids=self.agent_id)
+            if self.user_id is not None:
+                query |= await user_sessions(self.db, self.s, self.user_id)
+            fields = {"user_ids": 1, "agent_ids": 1, "has_guests": 1}
+            self._read = await self.db.sessions.find(query, fields, session=self.s).to_list()
+        return self._read
+
+    async def _session_ids(self) -> list[str]:
+        return [d["_id"] for d in await self._sessions()]
+
+    async def _memory(self) -> Doc:
+        """The reflections and blobs read: with a user, their scope's and the session memory
+        of their sessions (rules.export.users_export keeps that of those they are alone in)."""
+        memory = _only(agent_id=self.agent_id)
+        if self.user_id is None:
+            return memory
+        of_sessions = {"scope": "session", "session_id": {"$in": await self._session_ids()}}
+        return memory | {"$or": [{"user_id": self.user_id}, of_sessions]}
+
+    async def agents(self) -> list[AgentConfig]:
+        cursor = self._find("agents", _only(_id=self.agent_id), "_id")
+        return [AgentConfig.model_validate(known(AgentConfig, d)) async for d in cursor]
+
+    async def facts(self) -> list[Exported]:
+        query = _only(agent_id=self.agent_id, user_id=self.user_id)
+        return [fact_and_vector(d) async for d in self._find("facts", query, "ins")]
+
+    async def reflections(self) -> list[Reflection]:
+        cursor = self._find("reflections", await self._memory(), "formed_at", "ins")
+        return [reflection_from_doc(d) async for d in cursor]
+
+    async def blobs(self) -> list[ConsolidatedMemory]:
+        cursor = self._find("consolidated", await self._memory(), "_id")
+        return [consolidated_from_doc(d) async for d in cursor]
+
+    async def erasures(self) -> list[Erasure]:
+        cursor = self._find("erasures", _only(user_id=self.user_id), "user_id", "agent_key")
+        return [
+            from_record(
+                Erasure, d, dt, forgotten_at=dt(d["forgotten_at"]), counts=json.loads(d["counts"])
             )
-        ],
-        consolidated=[
-            consolidated_from_doc(d)
-            async for d in db.consolidated.find(memory, session=s).sort("_id", 1)
-        ],
-        erasures=[
-            _erasure(d)
-            async for d in db.erasures.find(_only(user_id=user_id), session=s).sort(
-                [("user_id", 1), ("agent_key", 1)]
-            )
-        ],
-    )
-    if messages:
-        ids = session_ids
-        if user_id is None:
-            ids = [d["_id"] async for d in db.sessions.find(sq, {"_id": 1}, session=s)]
-        cursor = db.messages.find({"session_id": {"$in": ids}}, session=s)
-        data.messages = [
-            message_from_doc(d) async for d in cursor.sort([("session_id", 1), ("seq", 1)])
+            async for d in cursor
         ]
-    # The messages a forget under the agent kept for the others (rules.withheld): read only
-    # where messages are exported, of one agent (none are withheld from every agent).
-    mine = {"agent_id": agent_id, "withheld": {"$exists": True, "$ne": []}}
-    withheld = (
-        {
-            d["session_id"]: parsed(d["withheld"])
-            async for d in db.session_agents.find(mine, {"session_id": 1, "withheld": 1}, session=s)
-        }
-        if messages and agent_id is not None
-        else {}
-    )
-    sessions = UserSessions()
-    if user_id is not None:
-        # With messages, every message of these sessions is at hand: no second read of users.
-        said = (
-            users_of_messages(data.messages)
-            if messages
-            else await _message_users(db, s, session_ids)
+
+    async def messages(self) -> list[StoredMessage]:
+        query = {"session_id": {"$in": await self._session_ids()}}
+        return [
+            message_from_doc(d) async for d in self._find("messages", query, "session_id", "seq")
+        ]
+
+    async def withheld(self) -> dict[str, Withheld]:
+        mine = {"agent_id": self.agent_id, "withheld": {"$exists": True, "$ne": []}}
+        cursor = self.db.session_agents.find(mine, {"session_id": 1, "withheld": 1}, session=self.s)
+        return {d["session_id"]: parsed(d["withheld"]) async for d in cursor}
+
+    async def participants(self) -> Pairs:
+        return [(d["_id"], u) for d in await self._sessions() for u in d.get("user_ids", [])]
+
+    async def session_agents(self) -> Pairs:
+        return [(d["_id"], a) for d in await self._sessions() for a in d.get("agent_ids", [])]
+
+    async def guest_sessions(self) -> list[str]:
+        return [d["_id"] for d in await self._sessions() if d.get("has_guests")]
+
+    async def message_users(self) -> Pairs:
+        """Each (session id, user id) of their messages once."""
+        match = {"session_id": {"$in": await self._session_ids()}, "user_id": {"$ne": None}}
+        group = {"_id": {"session": "$session_id", "user": "$user_id"}}
+        cursor = await self.db.messages.aggregate(
+            [{"$match": match}, {"$group": group}], session=self.s
         )
-        sessions = UserSessions(participants, said, session_agents, guests)
-    return export_view(data, withheld, agent_id=agent_id, user_id=user_id, sessions=sessions)
-
-
-async def _facts(
-    db: AsyncDatabase[Doc], s: AsyncClientSession, agent_id: str | None, user_id: str | None
-) -> list[Exported]:
-    """Every fact of the export, by insertion order (``ins``)."""
-    query = _only(agent_id=agent_id, user_id=user_id)
-    return [fact_and_vector(d) async for d in db.facts.find(query, session=s).sort("ins", 1)]
-
-
-async def _message_users(
-    db: AsyncDatabase[Doc], s: AsyncClientSession, session_ids: Iterable[str]
-) -> list[tuple[str, str]]:
-    """The (session id, user id) of the messages of these sessions, each once."""
-    match = {"session_id": {"$in": list(session_ids)}, "user_id": {"$ne": None}}
-    group = {"_id": {"session": "$session_id", "user": "$user_id"}}
-    cursor = await db.messages.aggregate([{"$match": match}, {"$group": group}], session=s)
-    return [(d["_id"]["session"], d["_id"]["user"]) async for d in cursor]
+        return [(d["_id"]["session"], d["_id"]["user"]) async for d in cursor]
