@@ -35,6 +35,7 @@ from memory.store.records import (
     stored_history,
     to_record,
 )
+from memory.store.rules.derived import dedup_user
 
 Doc = dict[str, Any]
 
@@ -71,6 +72,15 @@ def inserted_from(since: datetime) -> ObjectId:
     return ObjectId.from_datetime(since)
 
 
+def past(fields: Sequence[str], key: Sequence[Any], side: str = "$gt") -> Doc:
+    """The documents strictly past ``key`` in the order of ``fields`` (a keyset page's bound):
+    after it, or before it with side "$lt"."""
+    branches = []
+    for i, field in enumerate(fields):  # equal up to field i, past the key at it
+        branches.append(dict(zip(fields[:i], key[:i], strict=True)) | {field: {side: key[i]}})
+    return {"$or": branches}
+
+
 def ts(value: datetime) -> str:
     if value.tzinfo is None:
         raise InvalidInputError("timestamps must be timezone-aware (UTC)")
@@ -89,19 +99,13 @@ def opt_dt(value: str | None) -> datetime | None:
     return None if value is None else datetime.fromisoformat(value)
 
 
-def user_key(scope: str, user_id: str | None) -> str:
-    """The user part of a fact's dedup key: agent-scoped facts are shared by every user, so a
-    user_id on one of them must not split its duplicates."""
-    return (user_id or "") if scope == "user" else ""
-
-
 def fact_fields(fact: Fact) -> Doc:
     """A fact's stored fields but its id, vector, access counters and insertion order."""
     fields = to_record(fact, ts, exclude={"fact_id", "access_count", "last_accessed_at"})
     # A field of the document, which a process of the previous version passes over (it reads
     # the fields it knows); in the history, inside each revision's said_at (memory.store.records).
     fields["history"] = stored_history(fact.history, ts)
-    derived = {"user_key": user_key(fact.scope, fact.user_id), CJK_TERMS: cjk_terms(fact.content)}
+    derived = {"user_key": dedup_user(fact.scope, fact.user_id), CJK_TERMS: cjk_terms(fact.content)}
     return fields | derived | {"invalidated": fact.invalidated_at is not None}
 
 

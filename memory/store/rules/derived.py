@@ -1,6 +1,6 @@
 """Fields derived from a fact or a message the same way by every backend: the scope key a write
-bumps, a message's weighted tokens, whether a guest said it (and, in text, the words text
-scoring counts)."""
+bumps, the user of a fact's duplicate key, a message's weighted tokens, whether a guest said it
+(and, in text, the words text scoring counts)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,13 @@ def fact_scope_key(fact: Fact) -> str:
         return ScopeKey(scope="agent", agent_id=fact.agent_id).key
     except ValueError as exc:
         raise InvalidInputError(f"invalid fact scope: {exc}") from exc
+
+
+def dedup_user(scope: str, user_id: str | None) -> str:
+    """The user part of a fact's exact-duplicate key (one valid fact per agent, user, scope and
+    normalised content): agent-scoped facts are shared by every user, so a user id on one of them
+    must not split its duplicates. (PostgreSQL's fact_counts.user_key is the same in SQL.)"""
+    return (user_id or "") if scope == "user" else ""
 
 
 def weighted_tokens(message: MessageIn, weights: dict[str, float], chars_per_token: float) -> float:
