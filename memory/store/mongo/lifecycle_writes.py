@@ -29,6 +29,14 @@ async def update_session(
     )
 
 
+async def set_view(
+    db: AsyncDatabase[Doc], s: AsyncClientSession, session_id: str, agent_id: str, fields: Doc
+) -> None:
+    """``fields`` set on the agent's session_agents document (its view of the session)."""
+    mine = {"session_id": session_id, "agent_id": agent_id}
+    await db.session_agents.update_one(mine, {"$set": fields}, session=s)
+
+
 async def apply_lifecycle(
     db: AsyncDatabase[Doc], s: AsyncClientSession, write: lw.LifecycleWrite
 ) -> None:
@@ -100,11 +108,7 @@ async def apply_lifecycle(
             replies = {"session_id": sid, "user_id": None, "seq": {"$in": list(seqs)}}
             await db.messages.delete_many(replies, session=s)
         case lw.SetWithheld(session_id=sid, agent_id=agent_id, withheld=withheld):
-            await db.session_agents.update_one(
-                {"session_id": sid, "agent_id": agent_id},
-                {"$set": {"withheld": [[user, seq] for user, seq in withheld]}},
-                session=s,
-            )
+            await set_view(db, s, sid, agent_id, {"withheld": [[u, seq] for u, seq in withheld]})
         case lw.DeleteEmbeddings(text_hashes=hashes):
             await db.embeddings.delete_many({"hash": {"$in": list(hashes)}}, session=s)
         case _:

@@ -5,7 +5,6 @@ documents written when ending was session-wide, and the marking of sessions with
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 from bson import ObjectId
 from pymongo.asynchronous.database import AsyncDatabase
@@ -13,7 +12,14 @@ from pymongo.asynchronous.database import AsyncDatabase
 from memory import switch_marks
 from memory.models import AgentConfig, SessionAgentState, SessionInfo, StoredMessage
 from memory.store.base import Cold
-from memory.store.mongo.docs import Doc, message_from_doc, session_from_doc, state_from_doc, ts
+from memory.store.mongo.docs import (
+    Doc,
+    message_from_doc,
+    past,
+    session_from_doc,
+    state_from_doc,
+    ts,
+)
 from memory.store.records import known
 
 
@@ -76,18 +82,10 @@ class MongoSessions:
             {"pending_messages": {"$gte": 1}},
             {"$or": enough},
         ]
+        order = ("last_message_at", "session_id", "agent_id")
         if after is not None:
-            at, sid, aid = ts(after[0]), after[1], after[2]
-            terms.append(
-                {
-                    "$or": [
-                        {"last_message_at": {"$gt": at}},
-                        {"last_message_at": at, "session_id": {"$gt": sid}},
-                        {"last_message_at": at, "session_id": sid, "agent_id": {"$gt": aid}},
-                    ]
-                }
-            )
-        sort: list[tuple[str, Any]] = [("last_message_at", 1), ("session_id", 1), ("agent_id", 1)]
+            terms.append(past(order, (ts(after[0]), after[1], after[2])))
+        sort = [(field, 1) for field in order]
         cursor = self._db.session_agents.find({"$and": terms}).sort(sort).limit(limit)
         return [state_from_doc(doc) async for doc in cursor]
 

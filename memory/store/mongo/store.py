@@ -36,6 +36,7 @@ from memory.store.mongo.docs import (
     Doc,
     compound_id,
     fact_from_doc,
+    past,
     reflection_from_doc,
     ts,
 )
@@ -243,8 +244,7 @@ class MongoStore(
         if keyset is not None:
             (at, fact_id), side = keyset.key, "$gt" if keyset.newer else "$lt"
             order = ASCENDING if keyset.newer else DESCENDING
-            past = [{"updated_at": {side: ts(at)}}, {"updated_at": ts(at), "_id": {side: fact_id}}]
-            match = {"$and": [match, {"$or": past}]}
+            match = {"$and": [match, past(("updated_at", "_id"), (ts(at), fact_id), side)]}
         cursor = (
             self._db.facts.find(match, NO_VECTOR)
             .sort([("updated_at", order), ("_id", order)])

@@ -23,7 +23,7 @@ from memory.store.mongo.docs import (
     ts,
     vector_doc,
 )
-from memory.store.mongo.lifecycle_writes import apply_lifecycle, update_session
+from memory.store.mongo.lifecycle_writes import apply_lifecycle, set_view, update_session
 from memory.store.mongo.listings import api_key_doc
 from memory.store.mongo.reembed import swap_side_vectors
 from memory.store.rules import lifecycle_writes as lw
@@ -56,11 +56,7 @@ async def _apply(db: AsyncDatabase[Doc], s: AsyncClientSession, write: w.Write) 
         case w.InsertReflections(reflections=reflections):
             await db.reflections.insert_many([reflection_doc(r) for r in reflections], session=s)
         case w.MoveCursor(state=state):
-            await db.session_agents.update_one(
-                {"session_id": state.session_id, "agent_id": state.agent_id},
-                {"$set": state_doc(state)},
-                session=s,
-            )
+            await set_view(db, s, state.session_id, state.agent_id, state_doc(state))
         case w.BumpScopeVersions(keys=keys):
             for key in keys:
                 await db.scope_versions.update_one(
@@ -98,11 +94,7 @@ async def _apply(db: AsyncDatabase[Doc], s: AsyncClientSession, write: w.Write) 
             await db.messages.insert_many(docs, session=s)
         case w.SetSwitchMarks(session_id=sid, agent_id=agent_id) as marks:
             stored = switch_marks.dumped(marks.marks, marks.recorded_under)
-            await db.session_agents.update_one(
-                {"session_id": sid, "agent_id": agent_id},
-                {"$set": {"switch_marks": stored}},
-                session=s,
-            )
+            await set_view(db, s, sid, agent_id, {"switch_marks": stored})
         case w.AdvanceSession() as a:
             head = {"last_seq": a.last_seq, "last_message_at": ts(a.last_message_at)}
             added = {"pending_messages": a.messages, "pending_weighted_tokens": a.weighted_tokens}
@@ -131,8 +123,7 @@ async def _apply(db: AsyncDatabase[Doc], s: AsyncClientSession, write: w.Write) 
         case w.DeleteReflection(reflection_id=reflection_id):
             await db.reflections.delete_one({"_id": reflection_id}, session=s)
         case w.MarkPurged(session_id=session_id, agent_id=agent_id):
-            mine = {"session_id": session_id, "agent_id": agent_id}
-            await db.session_agents.update_one(mine, {"$set": {"purged": True}}, session=s)
+            await set_view(db, s, session_id, agent_id, {"purged": True})
         case lw.LifecycleOp():
             await apply_lifecycle(db, s, write)
         case w.PutApiKey(key=key, new=new):
