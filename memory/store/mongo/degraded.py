@@ -11,7 +11,7 @@ from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.asynchronous.database import AsyncDatabase
 
 from memory.degraded import DegradedWindow
-from memory.store.mongo.docs import Doc, compound_id, dt, ts
+from memory.store.mongo.docs import Doc, compound_id, dt, matching, ts
 from memory.store.records import from_record, to_record
 
 
@@ -37,9 +37,8 @@ class MongoDegraded:
     async def _list_degraded(
         self, agent_id: str | None, session_id: str | None, include_reformed: bool, limit: int
     ) -> list[DegradedWindow]:
-        query: Doc = {} if include_reformed else {"reformed_at": None}
-        query |= {} if agent_id is None else {"agent_id": agent_id}
-        query |= {} if session_id is None else {"session_id": session_id}
+        query = matching(agent_id=agent_id, session_id=session_id)
+        query |= {} if include_reformed else {"reformed_at": None}
         order = [("degraded_at", -1), ("agent_id", 1), ("session_id", 1), ("after_seq", -1)]
         cursor = self._db.degraded_windows.find(query).sort([*order, ("step", 1)]).limit(limit)
         return [from_record(DegradedWindow, doc, dt) async for doc in cursor]

@@ -17,6 +17,7 @@ from bson import ObjectId
 
 from memory.errors import InvalidInputError
 from memory.models import (
+    AgentConfig,
     ConsolidatedMemory,
     Fact,
     Reflection,
@@ -29,6 +30,7 @@ from memory.store.mongo.indexes import CJK_TERMS, cjk_terms
 from memory.store.records import (
     from_record,
     history_of,
+    known,
     scope_key_of,
     session_of,
     state_of,
@@ -70,6 +72,11 @@ def insertion_order() -> ObjectId:
 def inserted_from(since: datetime) -> ObjectId:
     """The least insertion order made at or after ``since`` (its second, the rest zero)."""
     return ObjectId.from_datetime(since)
+
+
+def matching(**fields: str | None) -> Doc:
+    """Documents whose fields equal those given (None: any value)."""
+    return {name: value for name, value in fields.items() if value is not None}
 
 
 def past(fields: Sequence[str], key: Sequence[Any], side: str = "$gt") -> Doc:
@@ -115,6 +122,10 @@ def state_doc(state: SessionAgentState) -> Doc:
 
 def message_doc(message: StoredMessage, weighted_tokens: float) -> Doc:
     return to_record(message, ts) | {"weighted_tokens": weighted_tokens}
+
+
+def agent_from_doc(doc: Mapping[str, Any]) -> AgentConfig:
+    return AgentConfig.model_validate(known(AgentConfig, doc))
 
 
 def fact_from_doc(doc: Mapping[str, Any]) -> Fact:

@@ -15,15 +15,17 @@ from memory.store.counts import Erasure, ExportData
 from memory.store.export_reads import ExportReads, read_export
 from memory.store.mongo.docs import (
     Doc,
+    agent_from_doc,
     consolidated_from_doc,
     dt,
     fact_and_vector,
+    matching,
     message_from_doc,
     reflection_from_doc,
 )
 from memory.store.mongo.reads import user_sessions
 from memory.store.mongo.txn import run_transaction
-from memory.store.records import from_record, known
+from memory.store.records import from_record
 from memory.store.rules.export import Exported, Pairs
 from memory.store.rules.withheld import Withheld, parsed
 
@@ -52,18 +54,13 @@ class MongoLifecycleReads:
     async def export_fact_ids(self, *, agent_id: str | None, user_id: str | None) -> list[str]:
         # By insertion order (``ins``, set once when the fact is inserted; index facts (agent_id,
         # ins)), as _export reads them.
-        query = _only(agent_id=agent_id, user_id=user_id)
+        query = matching(agent_id=agent_id, user_id=user_id)
         cursor = self._db.facts.find(query, {"_id": 1}).sort("ins", 1)
         return [d["_id"] async for d in cursor]
 
     async def _export_facts(self, fact_ids: Sequence[str]) -> list[Exported]:
         cursor = self._db.facts.find({"_id": {"$in": list(fact_ids)}})
         return [fact_and_vector(d) async for d in cursor]
-
-
-def _only(**fields: str | None) -> Doc:
-    """Documents whose fields equal those given (None: any value)."""
-    return {name: value for name, value in fields.items() if value is not None}
 
 
 class _MongoExport(ExportReads):
@@ -86,7 +83,7 @@ class _MongoExport(ExportReads):
         """The agent's sessions (every one without an agent); with a user, those holding the
         user's data. Read once."""
         if self._read is None:
-            query = _only(agent_ids=self.agent_id)
+            query = matching(agent_ids=self.agent_id)
             if self.user_id is not None:
                 query |= await user_sessions(self.db, self.s, self.user_id)
             fields = {"user_ids": 1, "agent_ids": 1, "has_guests": 1}
@@ -99,18 +96,18 @@ class _MongoExport(ExportReads):
     async def _memory(self) -> Doc:
         """The reflections and blobs read: with a user, their scope's and the session memory
         of their sessions (rules.export.users_export keeps that of those they are alone in)."""
-        memory = _only(agent_id=self.agent_id)
+        memory = matching(agent_id=self.agent_id)
         if self.user_id is None:
             return memory
         of_sessions = {"scope": "session", "session_id": {"$in": await self._session_ids()}}
         return memory | {"$or": [{"user_id": self.user_id}, of_sessions]}
 
     async def agents(self) -> list[AgentConfig]:
-        cursor = self._find("agents", _only(_id=self.agent_id), "_id")
-        return [AgentConfig.model_validate(known(AgentConfig, d)) async for d in cursor]
+        cursor = self._find("agents", matching(_id=self.agent_id), "_id")
+        return [agent_from_doc(d) async for d in cursor]
 
     async def facts(self) -> list[Exported]:
-        query = _only(agent_id=self.agent_id, user_id=self.user_id)
+        query = matching(agent_id=self.agent_id, user_id=self.user_id)
         return [fact_and_vector(d) async for d in self._find("facts", query, "ins")]
 
     async def reflections(self) -> list[Reflection]:
@@ -122,7 +119,7 @@ class _MongoExport(ExportReads):
         return [consolidated_from_doc(d) async for d in cursor]
 
     async def erasures(self) -> list[Erasure]:
-        cursor = self._find("erasures", _only(user_id=self.user_id), "user_id", "agent_key")
+        cursor = self._find("erasures", matching(user_id=self.user_id), "user_id", "agent_key")
         return [
             from_record(
                 Erasure, d, dt, forgotten_at=dt(d["forgotten_at"]), counts=json.loads(d["counts"])

@@ -8,7 +8,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 from memory.api_keys import ApiKey
 from memory.directory import AgentUser
 from memory.models import SessionInfo
-from memory.store.mongo.docs import Doc, dt, session_from_doc, ts
+from memory.store.mongo.docs import Doc, dt, matching, session_from_doc, ts
 from memory.store.records import known, to_record
 
 
@@ -24,7 +24,7 @@ def _mine(agent_id: str, user_id: str | None = None) -> list[Doc]:
     """The agent's session_agents documents (its own participants and its end: users who spoke
     before it joined are not its), each with its ``session`` and the session's ``active`` time
     (its last message, else its creation)."""
-    match: Doc = {"agent_id": agent_id} | ({} if user_id is None else {"user_ids": user_id})
+    match = matching(agent_id=agent_id, user_ids=user_id)
     session = {"from": "sessions", "localField": "session_id", "foreignField": "_id"}
     active = {"$ifNull": ["$session.last_message_at", "$session.created_at"]}
     return [

@@ -9,15 +9,17 @@ from datetime import datetime
 from typing import Any
 
 from pymongo.asynchronous.client_session import AsyncClientSession
+from pymongo.asynchronous.cursor import AsyncCursor
 from pymongo.asynchronous.database import AsyncDatabase
 
 from memory.api_keys import ApiKey
 from memory.formation_commit import FormationCommitResult
-from memory.models import AgentConfig, ConsolidatedMemory, Fact, Reflection, SessionAgentState
+from memory.models import ConsolidatedMemory, Fact, Reflection, SessionAgentState
 from memory.store.base_manage import ReembedTarget
 from memory.store.mongo.docs import (
     NO_VECTOR,
     Doc,
+    agent_from_doc,
     compound_id,
     consolidated_from_doc,
     dt,
@@ -43,18 +45,24 @@ class MongoReads(SnapshotReads):
         self.db = db
         self.s = session
 
+    # Every read here is of the caller's snapshot: it runs in the caller's session.
+
+    def _find(self, collection: str, query: Doc, fields: Doc | None = None) -> AsyncCursor[Doc]:
+        return self.db[collection].find(query, fields, session=self.s)
+
+    async def _one(self, collection: str, query: Doc, fields: Doc | None = None) -> Doc | None:
+        return await self.db[collection].find_one(query, fields, session=self.s)
+
     async def _facts(self, query: Doc) -> list[Fact]:
-        return [
-            fact_from_doc(d) async for d in self.db.facts.find(query, NO_VECTOR, session=self.s)
-        ]
+        return [fact_from_doc(d) async for d in self._find("facts", query, NO_VECTOR)]
 
     async def _ids(self, collection: str, query: Doc, field: str = "_id") -> frozenset[str]:
-        cursor = self.db[collection].find(query, {field: 1}, session=self.s)
+        cursor = self._find(collection, query, {field: 1})
         return frozenset([doc[field] async for doc in cursor])
 
     async def state(self, session_id: str, agent_id: str) -> SessionAgentState | None:
         query = {"session_id": session_id, "agent_id": agent_id}
-        doc = await self.db.session_agents.find_one(query, session=self.s)
+        doc = await self._one("session_agents", query)
         return None if doc is None else state_from_doc(doc)
 
     async def facts_by_id(self, fact_ids: Sequence[str]) -> list[Fact]:
@@ -67,7 +75,7 @@ class MongoReads(SnapshotReads):
         return await read_embedding_meta(self.db, self.s)
 
     async def formation_done(self, formation_id: str) -> FormationCommitResult | None:
-        doc = await self.db.formation_commits.find_one({"_id": formation_id}, session=self.s)
+        doc = await self._one("formation_commits", {"_id": formation_id})
         if doc is None:
             return None
         return FormationCommitResult.model_validate(known(FormationCommitResult, doc["result"]))
@@ -107,7 +115,7 @@ class MongoReads(SnapshotReads):
 
     async def participants(self, session_id: str, agent_id: str) -> frozenset[str]:
         query = {"session_id": session_id, "agent_id": agent_id}
-        mine = await self.db.session_agents.find_one(query, {"user_ids": 1}, session=self.s)
+        mine = await self._one("session_agents", query, {"user_ids": 1})
         return frozenset(mine.get("user_ids", []) if mine else ())
 
     async def valid_since(
@@ -120,7 +128,7 @@ class MongoReads(SnapshotReads):
             "$or": [{"ins": {"$gte": inserted_from(since)}}, {"updated_at": {"$gte": ts(since)}}],
             "user_id": _owned_by(owners),
         }
-        return [fact_and_vector(doc) async for doc in self.db.facts.find(changed, session=self.s)]
+        return [fact_and_vector(doc) async for doc in self._find("facts", changed)]
 
     async def deleted_by_hand_since(
         self, agent_id: str, since: datetime, owners: Sequence[str]
@@ -132,7 +140,7 @@ class MongoReads(SnapshotReads):
             "invalidated_by": None,  # a person's deletes only (a formation's names a fact)
             "user_id": _owned_by(owners),
         }
-        docs = self.db.facts.find(gone, {"embedding": 0}, session=self.s)  # no vectors
+        docs = self._find("facts", gone, NO_VECTOR)
         return [fact_from_doc(doc) async for doc in docs]
 
     async def reflection_texts(
@@ -140,7 +148,7 @@ class MongoReads(SnapshotReads):
     ) -> frozenset[tuple[str, str, int | None]]:
         same = {"scope_key": {"$in": list(keys)}, "content": {"$in": list(texts)}}
         fields = {"scope_key": 1, "content": 1, "absorbed_into_version": 1}
-        cursor = self.db.reflections.find(same, fields, session=self.s)
+        cursor = self._find("reflections", same, fields)
         return frozenset(
             [
                 (*reflection_text_key(d["scope_key"], d["content"]), d.get("absorbed_into_version"))
@@ -149,11 +157,11 @@ class MongoReads(SnapshotReads):
         )
 
     async def session_head(self, session_id: str) -> tuple[int, datetime | None] | None:
-        doc = await self.db.sessions.find_one({"_id": session_id}, session=self.s)
+        doc = await self._one("sessions", {"_id": session_id})
         return None if doc is None else (int(doc["last_seq"]), opt_dt(doc.get("last_message_at")))
 
     async def reflection(self, reflection_id: str) -> Reflection | None:
-        doc = await self.db.reflections.find_one({"_id": reflection_id}, session=self.s)
+        doc = await self._one("reflections", {"_id": reflection_id})
         return None if doc is None else reflection_from_doc(doc)
 
     async def buffered_among(self, key: str, reflection_ids: Sequence[str]) -> int:
@@ -162,15 +170,13 @@ class MongoReads(SnapshotReads):
         return await self.db.reflections.count_documents(query, session=self.s)
 
     async def api_key(self, key_id: str) -> ApiKey | None:
-        doc = await self.db.api_keys.find_one({"_id": key_id}, session=self.s)
+        doc = await self._one("api_keys", {"_id": key_id})
         return None if doc is None else api_key_from_doc(doc)
 
     async def ended_unpurged(self, ended_before: datetime, limit: int) -> list[tuple[str, str]]:
         quiet = [{"last_message_at": None}, {"last_message_at": {"$lt": ts(ended_before)}}]
         query = {"ended_at": {"$ne": None, "$lt": ts(ended_before)}, "purged": False, "$or": quiet}
-        cursor = self.db.session_agents.find(
-            query, {"session_id": 1, "agent_id": 1}, session=self.s
-        )
+        cursor = self._find("session_agents", query, {"session_id": 1, "agent_id": 1})
         by_end = [("ended_at", 1), ("session_id", 1), ("agent_id", 1)]
         return [(d["session_id"], d["agent_id"]) async for d in cursor.sort(by_end).limit(limit)]
 
@@ -185,7 +191,7 @@ class MongoReads(SnapshotReads):
         # By _id (compound_id), its index: the collection holds session tombstones too, one per
         # session memory a forget deleted (rules.erasure), and every formation commit reads here.
         ids = [compound_id(k, u) for k in agent_keys for u in dict.fromkeys(user_ids)]
-        cursor = self.db.erasures.find({"_id": {"$in": ids}}, session=self.s)
+        cursor = self._find("erasures", {"_id": {"$in": ids}})
         return {
             (d["agent_key"], d["user_id"]): (int(d["epoch"]), dt(d["forgotten_at"]))
             async for d in cursor
@@ -195,17 +201,15 @@ class MongoReads(SnapshotReads):
         return await self._ids("agents", {"_id": {"$in": list(agent_ids)}})
 
     async def blobs(self, keys: Sequence[str]) -> dict[str, ConsolidatedMemory]:
-        cursor = self.db.consolidated.find({"_id": {"$in": list(keys)}}, session=self.s)
+        cursor = self._find("consolidated", {"_id": {"$in": list(keys)}})
         return {doc["_id"]: consolidated_from_doc(doc) async for doc in cursor}
 
     async def session_users(self, session_id: str) -> tuple[str, ...]:
-        doc = await self.db.sessions.find_one({"_id": session_id}, {"user_ids": 1}, session=self.s)
+        doc = await self._one("sessions", {"_id": session_id}, {"user_ids": 1})
         return () if doc is None else tuple(doc.get("user_ids", ()))
 
     async def session_has_guests(self, session_id: str) -> bool:
-        doc = await self.db.sessions.find_one(
-            {"_id": session_id}, {"has_guests": 1}, session=self.s
-        )
+        doc = await self._one("sessions", {"_id": session_id}, {"has_guests": 1})
         return doc is not None and bool(doc.get("has_guests"))
 
     async def erased_scopes(self, keys: Sequence[str]) -> frozenset[str]:
@@ -215,9 +219,9 @@ class MongoReads(SnapshotReads):
         return await self._ids("erasures", {"$or": ranges}, "agent_key") if ranges else frozenset()
 
     async def session_states(self, session_id: str) -> list[SessionAgentState]:
-        doc = await self.db.sessions.find_one({"_id": session_id}, {"agent_ids": 1}, session=self.s)
+        doc = await self._one("sessions", {"_id": session_id}, {"agent_ids": 1})
         order = {a: i for i, a in enumerate(doc.get("agent_ids", []) if doc else [])}
-        cursor = self.db.session_agents.find({"session_id": session_id}, session=self.s)
+        cursor = self._find("session_agents", {"session_id": session_id})
         states = [state_from_doc(d) async for d in cursor]
         return sorted(states, key=lambda s: order.get(s.agent_id, len(order)))  # join order
 
@@ -226,8 +230,8 @@ class MongoReads(SnapshotReads):
 
     async def agent_switches(self, agent_ids: Sequence[str]) -> dict[str, tuple[bool, bool]]:
         query = {"_id": {"$in": list(agent_ids)}}
-        cursor = self.db.agents.find(query, {"_id": 0}, session=self.s)
-        agents = [AgentConfig.model_validate(known(AgentConfig, d)) async for d in cursor]
+        cursor = self._find("agents", query, {"_id": 0})
+        agents = [agent_from_doc(d) async for d in cursor]
         return {a.agent_id: switches(a) for a in agents}
 
     async def message_contents(self, session_id: str, message_ids: Sequence[str]) -> dict[str, str]:
@@ -237,17 +241,17 @@ class MongoReads(SnapshotReads):
         self, session_id: str, message_ids: Sequence[str], field: str
     ) -> dict[str, Any]:
         query = {"session_id": session_id, "message_id": {"$in": list(message_ids)}}
-        cursor = self.db.messages.find(query, {"message_id": 1, field: 1}, session=self.s)
+        cursor = self._find("messages", query, {"message_id": 1, field: 1})
         return {m["message_id"]: m[field] async for m in cursor}
 
     async def taken_seqs(self, session_id: str, seqs: Sequence[int]) -> frozenset[int]:
         query = {"session_id": session_id, "seq": {"$in": list(seqs)}}
-        cursor = self.db.messages.find(query, {"seq": 1}, session=self.s)
+        cursor = self._find("messages", query, {"seq": 1})
         return frozenset([int(m["seq"]) async for m in cursor])
 
     async def user_session_ids(self, user_id: str, agent_id: str) -> list[str]:
         query = {"agent_ids": agent_id} | await user_sessions(self.db, self.s, user_id)
-        cursor = self.db.sessions.find(query, {"_id": 1}, session=self.s).sort("_id", 1)
+        cursor = self._find("sessions", query, {"_id": 1}).sort("_id", 1)
         return [d["_id"] async for d in cursor]
 
     async def message_counts(self, session_id: str, user_id: str) -> tuple[int, int]:
@@ -267,7 +271,7 @@ class MongoReads(SnapshotReads):
     async def _marks(self, query: Doc) -> list[MessageMark]:
         """The messages ``query`` finds, in seq order, without their content."""
         fields = {"seq": 1, "agent_id": 1, "weighted_tokens": 1}
-        cursor = self.db.messages.find(query, fields, session=self.s).sort("seq", 1)
+        cursor = self._find("messages", query, fields).sort("seq", 1)
         return [
             MessageMark(int(d["seq"]), d.get("agent_id"), float(d["weighted_tokens"]))
             async for d in cursor
@@ -292,7 +296,7 @@ class MongoReads(SnapshotReads):
     ) -> list[str]:
         mine = {"agent_id": agent_id, "user_id": user_id}
         others = {"hash": {"$in": list(content_hashes)}, "$nor": [mine]}
-        cursor = self.db.facts.find(others, {"content": 1}, session=self.s)
+        cursor = self._find("facts", others, {"content": 1})
         return [doc["content"] async for doc in cursor]
 
 

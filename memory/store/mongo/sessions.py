@@ -10,17 +10,17 @@ from bson import ObjectId
 from pymongo.asynchronous.database import AsyncDatabase
 
 from memory import switch_marks
-from memory.models import AgentConfig, SessionAgentState, SessionInfo, StoredMessage
+from memory.models import SessionAgentState, SessionInfo, StoredMessage
 from memory.store.base import Cold
 from memory.store.mongo.docs import (
     Doc,
+    agent_from_doc,
     message_from_doc,
     past,
     session_from_doc,
     state_from_doc,
     ts,
 )
-from memory.store.records import known
 
 
 class MongoSessions:
@@ -140,9 +140,7 @@ async def open_unmarked(db: AsyncDatabase[Doc]) -> None:
     """memory.switch_marks.opened, at every setup, agent by agent and a batch at a time; each
     update re-checks the filter, so a state a recording opened meanwhile keeps its own."""
     async for doc in db.agents.find({}):
-        agent = AgentConfig.model_validate(
-            known(AgentConfig, {k: v for k, v in doc.items() if k != "_id"})
-        )
+        agent = agent_from_doc(doc)
         unmarked = {"agent_id": agent.agent_id, **_UNMARKED}
         opened = {"$push": {"switch_marks": switch_marks.opened(agent)}}  # marks kept
         while ids := [

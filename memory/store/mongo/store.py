@@ -34,6 +34,7 @@ from memory.store.mongo.degraded import MongoDegraded
 from memory.store.mongo.docs import (
     NO_VECTOR,
     Doc,
+    agent_from_doc,
     compound_id,
     fact_from_doc,
     past,
@@ -56,7 +57,7 @@ from memory.store.mongo.txn import mongo_outage, run_transaction, write_keys
 from memory.store.mongo.writes import apply_writes
 from memory.store.outage import CONNECT_TIMEOUT_SECONDS, translating_outages
 from memory.store.planned import PlannedStore
-from memory.store.records import known, vector_bytes, vector_of_bytes
+from memory.store.records import vector_bytes, vector_of_bytes
 from memory.store.rules import Plan, Request, check_query_dimension
 from memory.store.snapshots import SnapshotReads, run_planned
 
@@ -149,7 +150,7 @@ class MongoStore(
 
     async def _agent(self, agent_id: str, s: AsyncClientSession | None) -> AgentConfig | None:
         doc = await self._db.agents.find_one({"_id": agent_id}, {"_id": 0}, session=s)
-        return None if doc is None else AgentConfig.model_validate(known(AgentConfig, doc))
+        return None if doc is None else agent_from_doc(doc)
 
     async def _update_agent(
         self, agent_id: str, change: Callable[[AgentConfig], AgentConfig]
