@@ -102,11 +102,15 @@ async def test_a_mongo_api_key_and_formation_result_with_fields_added_later_read
     stored = {"_id": "f1", "result": result.model_dump(mode="json") | LATER}
 
     class Commits:
-        async def find_one(self, query: object, session: object = None) -> object:
+        async def find_one(
+            self, query: object, projection: object = None, session: object = None
+        ) -> object:
             return stored
 
-    class Db:
-        formation_commits = Commits()
+    class Db:  # as pymongo's database: a collection by name
+        def __getitem__(self, name: str) -> Commits:
+            assert name == "formation_commits"
+            return Commits()
 
     assert await MongoReads(Db(), None).formation_done("f1") == result  # type: ignore[arg-type]
 
