@@ -37,10 +37,8 @@ class MongoLifecycleReads:
         agents: set[str] = set()
         for name in ("facts", "reflections", "consolidated"):
             agents |= set(await self._db[name].distinct("agent_id", {"user_id": user_id}))
-        sessions = await self._db.sessions.find(
-            await user_sessions(self._db, None, user_id)
-        ).to_list()
-        return sorted(agents | {agent for doc in sessions for agent in doc["agent_ids"]})
+        sessions = await user_sessions(self._db, None, user_id)
+        return sorted(agents | set(await self._db.sessions.distinct("agent_ids", sessions)))
 
     async def _export_data(
         self, *, agent_id: str | None, user_id: str | None, messages: bool, facts: bool
