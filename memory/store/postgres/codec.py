@@ -119,22 +119,6 @@ def reflection_from_row(row: Row) -> Reflection:
     )
 
 
-def reflection_params(r: Reflection) -> tuple[object, ...]:
-    """reflection_id, scope_key, scope, agent_id, user_id, session_id, formed_at, absorbed, body."""
-    key = r.scope_key
-    return (
-        r.reflection_id, key.key, key.scope, key.agent_id, key.user_id, key.session_id,
-        r.formed_at, r.absorbed_into_version, reflection_body(r),
-    )  # fmt: skip
-
-
-INSERT_REFLECTION = """
-INSERT INTO reflections (reflection_id, scope_key, scope, agent_id, user_id, session_id,
-    formed_at, absorbed_into_version, body)
-VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)
-"""
-
-
 def consolidated_body(blob: ConsolidatedMemory) -> Jsonb:
     """A blob's body: said_from is its column's (schema 17), out of the body a process of the
     previous version reads."""

@@ -15,9 +15,11 @@ from memory.models import ConsolidatedMemory, Fact, Reflection
 from memory.store.base import Vector
 from memory.store.postgres.codec import (
     FACT_SELECT,
+    consolidated_body,
     consolidated_from_row,
     fact_from_row,
     from_vector,
+    reflection_body,
     reflection_from_row,
     vector_param,
 )
@@ -35,6 +37,7 @@ class PostgresDb(Db):
     min_time = datetime(1, 1, 1, tzinfo=UTC)
     no_limit = None  # LIMIT NULL
     json_param = "%s::jsonb"
+    set_reflection_content = "body = jsonb_set(body, '{content}', to_jsonb(%s::text))"
 
     def __init__(self, conn: Conn) -> None:
         self.conn = conn
@@ -51,7 +54,7 @@ class PostgresDb(Db):
         cur = await self.conn.execute(sql.encode(), params)
         return cur.rowcount
 
-    async def execute_many(self, sql: str, rows: Sequence[Sequence[object]]) -> None:
+    async def execute_many(self, sql: str, rows: Sequence[Params]) -> None:
         await self.conn.cursor().executemany(sql.encode(), rows)
 
     async def fetch_in(
@@ -85,6 +88,12 @@ class PostgresDb(Db):
 
     def reflection(self, row: AnyRow) -> Reflection:
         return reflection_from_row(cast(Row, row))
+
+    def reflection_columns(self, reflection: Reflection) -> dict[str, object]:
+        return {"body": reflection_body(reflection)}
+
+    def consolidated_columns(self, blob: ConsolidatedMemory) -> dict[str, object]:
+        return {"body": consolidated_body(blob)}
 
     def consolidated(self, row: AnyRow) -> ConsolidatedMemory:
         return consolidated_from_row(cast(Row, row))

@@ -7,15 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import UTC, datetime
 
-from memory.store.postgres.codec import (
-    INSERT_REFLECTION,
-    UPSERT_ACCESS,
-    consolidated_body,
-    fact_body,
-    reflection_params,
-    text_columns,
-    vector_param,
-)
+from memory.store.postgres.codec import UPSERT_ACCESS, fact_body, text_columns, vector_param
 from memory.store.postgres.db import PostgresDb
 from memory.store.postgres.hnsw import ensure_hnsw_index
 from memory.store.postgres.pool import Conn
@@ -78,7 +70,6 @@ async def apply_writes(conn: Conn, writes: Iterable[w.Write]) -> None:
 
 
 async def _apply(conn: Conn, write: w.Write) -> None:
-    cur = conn.cursor()
     match write:
         case w.PutFact():
             await conn.execute(_INSERT_FACT if write.new else _UPDATE_FACT, _fact_params(write))
@@ -87,28 +78,6 @@ async def _apply(conn: Conn, write: w.Write) -> None:
         case w.SetEmbeddingMeta(dimension=dimension):
             await apply_shared(PostgresDb(conn), write)
             await ensure_hnsw_index(conn, dimension)
-        case w.InsertReflections(reflections=rs) | lw.ImportReflections(reflections=rs):
-            await cur.executemany(INSERT_REFLECTION, [reflection_params(r) for r in rs])
-        case w.PutConsolidated(blob=blob):
-            sk = blob.scope_key
-            await conn.execute(
-                "INSERT INTO consolidated (scope_key, scope, agent_id, user_id, session_id, "
-                "version, body, said_from, said_from_version) "
-                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) "
-                "ON CONFLICT (scope_key) DO UPDATE SET version = excluded.version, "
-                "body = excluded.body, said_from = excluded.said_from, "
-                "said_from_version = excluded.said_from_version",
-                (
-                    sk.key, sk.scope, sk.agent_id, sk.user_id, sk.session_id, blob.version,
-                    consolidated_body(blob), blob.said_from, blob.version,
-                ),
-            )  # fmt: skip
-        case w.SetReflectionContent(reflection_id=reflection_id, content=content):
-            await conn.execute(
-                "UPDATE reflections SET body = jsonb_set(body, '{content}', to_jsonb(%s::text)) "
-                "WHERE reflection_id = %s",
-                (content, reflection_id),
-            )
         case lw.SetFactAccess(fact_id=fact_id, access_count=n, last_accessed_at=at):
             await conn.execute(
                 UPSERT_ACCESS.format(

@@ -50,6 +50,8 @@ class Db(abc.ABC):
     no_limit: object
     # The placeholder of a JSON text for a JSON column (cast where the column is not text).
     json_param: str = "%s"
+    # The SET of a reflection's content to the parameter: its column, or its body's field.
+    set_reflection_content: str
 
     @abc.abstractmethod
     async def fetch(self, sql: str, params: Params = ()) -> list[Row]: ...
@@ -63,7 +65,7 @@ class Db(abc.ABC):
         """Run one statement; the number of rows it changed."""
 
     @abc.abstractmethod
-    async def execute_many(self, sql: str, rows: Sequence[Sequence[object]]) -> None: ...
+    async def execute_many(self, sql: str, rows: Sequence[Params]) -> None: ...
 
     @abc.abstractmethod
     async def fetch_in(
@@ -127,6 +129,14 @@ class Db(abc.ABC):
     @abc.abstractmethod
     def consolidated(self, row: Row) -> ConsolidatedMemory:
         """A ``SELECT *`` row of consolidated."""
+
+    @abc.abstractmethod
+    def reflection_columns(self, reflection: Reflection) -> dict[str, object]:
+        """A reflections row's columns beyond its scope key's, formed_at and absorbed."""
+
+    @abc.abstractmethod
+    def consolidated_columns(self, blob: ConsolidatedMemory) -> dict[str, object]:
+        """A consolidated row's columns beyond its scope key's, version and said_from."""
 
     def state(self, row: Row) -> SessionAgentState:
         """A row selected by sessions.STATE_SQL."""

@@ -7,10 +7,12 @@ backend stores its own way (facts, new reflections, blobs, vectors) are the back
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from typing import assert_never
 
 from memory import switch_marks
 from memory.degraded import ERASED_REASON
+from memory.models import Reflection, ScopeKey
 from memory.store.rules import lifecycle_writes as lw
 from memory.store.rules import writes as w
 from memory.store.rules.withheld import stored
@@ -28,6 +30,7 @@ type SharedLifecycle = (
     | lw.DeleteEmbeddings
     | lw.PutErasure
     | lw.DeleteFacts
+    | lw.ImportReflections
 )
 type SharedWrite = (
     w.SetEmbeddingMeta
@@ -42,6 +45,9 @@ type SharedWrite = (
     | w.MarkGuests
     | w.InsertMessages
     | w.AdvanceSession
+    | w.InsertReflections
+    | w.SetReflectionContent
+    | w.PutConsolidated
     | w.AbsorbReflections
     | w.DeleteReflection
     | w.PutApiKey
@@ -59,6 +65,19 @@ async def bump_version(db: Db, key: str) -> int:
     )
     assert row is not None
     return int(row["version"])
+
+
+def _insert(table: str, row: Mapping[str, object], then: str = "") -> str:
+    """The INSERT of a row given by column name (named parameters)."""
+    values = ", ".join(f"%({column})s" for column in row)
+    return f"INSERT INTO {table} ({', '.join(row)}) VALUES ({values}) {then}"
+
+
+def _scope_columns(key: ScopeKey) -> dict[str, object]:
+    return {
+        "scope_key": key.key, "scope": key.scope, "agent_id": key.agent_id,
+        "user_id": key.user_id, "session_id": key.session_id,
+    }  # fmt: skip
 
 
 def _meta_rows(model: str, dimension: int) -> list[tuple[str, str]]:
@@ -166,6 +185,27 @@ async def apply_shared(db: Db, write: SharedWrite) -> None:
                 "purged = false WHERE session_id = %s",
                 (a.messages, a.weighted_tokens, last_at, a.session_id),
             )
+        case w.PutConsolidated(blob=blob):
+            row = {
+                **_scope_columns(blob.scope_key),
+                **db.consolidated_columns(blob),
+                "version": blob.version,
+                "said_from": db.opt_time(blob.said_from),
+                # The version said_from was written for (records.blob_said_from).
+                "said_from_version": blob.version,
+            }
+            kept = _scope_columns(blob.scope_key).keys()
+            update = ", ".join(f"{c} = excluded.{c}" for c in row if c not in kept)
+            await db.execute(
+                _insert("consolidated", row, f"ON CONFLICT (scope_key) DO UPDATE SET {update}"), row
+            )
+        case w.SetReflectionContent(reflection_id=reflection_id, content=content):
+            await db.execute(
+                f"UPDATE reflections SET {db.set_reflection_content} WHERE reflection_id = %s",
+                (content, reflection_id),
+            )
+        case w.InsertReflections(reflections=reflections):
+            await _insert_reflections(db, reflections, new=True)
         case w.AbsorbReflections(reflection_ids=ids, version=version):
             sql = "UPDATE reflections SET absorbed_into_version = %s WHERE reflection_id"
             await db.execute_in(sql, ids, version)
@@ -250,11 +290,29 @@ async def _apply_lifecycle(db: Db, write: SharedLifecycle) -> None:
                 "counts = excluded.counts",
                 (e.agent_key, e.user_id, e.epoch, db.time(e.forgotten_at), e.counts_json),
             )
+        case lw.ImportReflections(reflections=reflections):
+            await _insert_reflections(db, reflections, new=False)
         case lw.DeleteFacts(fact_ids=ids):
             await db.execute_in("DELETE FROM facts WHERE fact_id", ids)
             await db.execute_in("DELETE FROM fact_reembed WHERE fact_id", ids)
         case _:
             assert_never(write)
+
+
+async def _insert_reflections(db: Db, reflections: Sequence[Reflection], *, new: bool) -> None:
+    """New reflections are buffered; imported ones keep their absorbed_into_version."""
+    rows = [
+        {
+            "reflection_id": r.reflection_id,
+            **_scope_columns(r.scope_key),
+            **db.reflection_columns(r),
+            "formed_at": db.time(r.formed_at),
+            "absorbed_into_version": None if new else r.absorbed_into_version,
+        }
+        for r in reflections
+    ]
+    if rows:
+        await db.execute_many(_insert("reflections", rows[0]), rows)
 
 
 async def _erase_reasons(db: Db, session_id: str) -> None:

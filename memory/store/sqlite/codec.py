@@ -7,7 +7,7 @@ import json
 from datetime import UTC, datetime, timedelta
 
 from memory.errors import InvalidInputError
-from memory.models import FactRevision, Reflection
+from memory.models import FactRevision
 from memory.store.records import stored_history
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -27,14 +27,3 @@ def from_us(value: int) -> datetime:
 
 def history_to_json(history: tuple[FactRevision, ...]) -> str:
     return json.dumps(stored_history(history, datetime.isoformat))
-
-
-def reflection_params(r: Reflection) -> tuple[object, ...]:
-    """The values of a reflections row: the DDL's columns up to formed_at, then its provenance
-    (source_message_ids, formation_id, said_at); absorbed_into_version is not among them."""
-    key = r.scope_key
-    return (
-        r.reflection_id, key.key, key.scope, key.agent_id, key.user_id, key.session_id,
-        r.content, r.source_session_id, to_us(r.formed_at), json.dumps(r.source_message_ids),
-        r.formation_id, None if r.said_at is None else to_us(r.said_at),
-    )  # fmt: skip

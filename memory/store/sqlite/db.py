@@ -57,6 +57,7 @@ class SQLiteDb(Db):
     hand_deleted = "f.invalidated_at IS NOT NULL AND f.invalidated_by IS NULL"
     min_time = -(2**63)
     no_limit = -1
+    set_reflection_content = "content = %s"
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
@@ -70,7 +71,7 @@ class SQLiteDb(Db):
     async def execute(self, sql: str, params: Params = ()) -> int:
         return self.conn.execute(sqlite_sql(sql), params).rowcount
 
-    async def execute_many(self, sql: str, rows: Sequence[Sequence[object]]) -> None:
+    async def execute_many(self, sql: str, rows: Sequence[Params]) -> None:
         self.conn.executemany(sqlite_sql(sql), rows)
 
     async def fetch_in(
@@ -115,6 +116,20 @@ class SQLiteDb(Db):
         return self.record(
             Reflection, row, scope_key=scope_key_of(record), source_message_ids=sources
         )
+
+    def reflection_columns(self, reflection: Reflection) -> dict[str, object]:
+        r = reflection
+        return {
+            "content": r.content, "source_session_id": r.source_session_id,
+            "source_message_ids": json.dumps(r.source_message_ids),
+            "formation_id": r.formation_id, "said_at": self.opt_time(r.said_at),
+        }  # fmt: skip
+
+    def consolidated_columns(self, blob: ConsolidatedMemory) -> dict[str, object]:
+        return {
+            "content": blob.content, "word_limit": blob.word_limit,
+            "updated_at": self.time(blob.updated_at), "edited_by": blob.edited_by,
+        }  # fmt: skip
 
     def consolidated(self, row: Row) -> ConsolidatedMemory:
         record = dict(row)

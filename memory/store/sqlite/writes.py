@@ -15,7 +15,7 @@ from memory.store.records import to_record, vector_bytes
 from memory.store.rules import lifecycle_writes as lw
 from memory.store.rules import writes as w
 from memory.store.sql.writes import apply_shared, bump_version
-from memory.store.sqlite.codec import history_to_json, reflection_params, to_us
+from memory.store.sqlite.codec import history_to_json, to_us
 from memory.store.sqlite.db import SQLiteDb
 from memory.store.sqlite.fts import search_text_of
 from memory.store.sqlite.reembed import swap_side_vectors
@@ -72,46 +72,6 @@ async def _apply(db: SQLiteDb, write: w.Write, stamps: dict[str, int]) -> None:
             _put_fact(conn, write, stamps[fact.agent_id])
         case w.SwapSideVectors(model=model, dimension=dimension):
             await swap_side_vectors(db, model, dimension)
-        case w.InsertReflections() | lw.ImportReflections():
-            # New reflections are buffered; imported ones keep their absorbed_into_version.
-            new = isinstance(write, w.InsertReflections)
-            conn.executemany(
-                """
-                INSERT INTO reflections (reflection_id, scope_key, scope, agent_id, user_id,
-                    session_id, content, source_session_id, formed_at, source_message_ids,
-                    formation_id, said_at, absorbed_into_version)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """,
-                [
-                    (*reflection_params(r), None if new else r.absorbed_into_version)
-                    for r in write.reflections
-                ],
-            )
-        case w.PutConsolidated(blob=blob):
-            sk = blob.scope_key
-            conn.execute(
-                """
-                INSERT INTO consolidated (scope_key, scope, agent_id, user_id, session_id,
-                    content, version, word_limit, updated_at, edited_by, said_from,
-                    said_from_version)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                ON CONFLICT (scope_key) DO UPDATE SET content = excluded.content,
-                    version = excluded.version, word_limit = excluded.word_limit,
-                    updated_at = excluded.updated_at, edited_by = excluded.edited_by,
-                    said_from = excluded.said_from,
-                    said_from_version = excluded.said_from_version
-                """,
-                (
-                    sk.key, sk.scope, sk.agent_id, sk.user_id, sk.session_id, blob.content,
-                    blob.version, blob.word_limit, to_us(blob.updated_at), blob.edited_by,
-                    None if blob.said_from is None else to_us(blob.said_from), blob.version,
-                ),
-            )  # fmt: skip
-        case w.SetReflectionContent(reflection_id=reflection_id, content=content):
-            conn.execute(
-                "UPDATE reflections SET content = ? WHERE reflection_id = ?",
-                (content, reflection_id),
-            )
         case lw.SetFactAccess(fact_id=fact_id, access_count=n, last_accessed_at=at):
             conn.execute(
                 "UPDATE facts SET access_count = ?, last_accessed_at = ? WHERE fact_id = ?",
