@@ -31,12 +31,13 @@ from memory.store.ranking import best
 from memory.store.rules.filters import scope_branches
 from memory.store.rules.text import (
     CANDIDATE_CAP,
+    bm25_of_counts,
     query_parts,
     query_stems,
     query_terms,
     stemmed_tokens,
 )
-from memory.store.sql.facts import fact_filter_sql, ranked_counted_hits
+from memory.store.sql.facts import best_scored, fact_filter_sql
 
 STEMMED_CACHE = 10_000  # contents of facts stored before schema migration 7 (see _counted)
 
@@ -151,7 +152,7 @@ async def text_hits(conn: Conn, query: str, flt: FactFilter, limit: int) -> list
     if not rows:
         return []
     docs = {row["fact_id"]: _counted(row, stems) for row in rows}
-    return await ranked_counted_hits(PostgresDb(conn), docs, int(rows[0]["n"]), limit)
+    return await best_scored(PostgresDb(conn), bm25_of_counts(docs, int(rows[0]["n"])), limit)
 
 
 def _counted(row: Row, stems: list[str]) -> tuple[int, list[int]]:

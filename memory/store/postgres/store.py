@@ -22,8 +22,9 @@ from memory.store.postgres.schema import migrate
 from memory.store.postgres.search import text_hits, vector_hits
 from memory.store.postgres.writes import apply_writes
 from memory.store.rules import Write, check_query_dimension
+from memory.store.sql.db import Body
 from memory.store.sql.reads import embedding_meta
-from memory.store.sql.store import Body, SqlStore
+from memory.store.sql.store import SqlStore
 
 
 class PostgresStore(PostgresPool, SqlStore[PostgresDb]):

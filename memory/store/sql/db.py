@@ -11,7 +11,7 @@ await the server; SQLite's run on its own thread and never suspend (``snapshots.
 from __future__ import annotations
 
 import abc
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -144,3 +144,22 @@ class Db(abc.ABC):
 
     def message(self, row: Row) -> StoredMessage:
         return self.record(StoredMessage, row)
+
+
+type Body[D: Db, T] = Callable[[D], Coroutine[Any, Any, T]]
+
+
+class Transactions[D: Db](abc.ABC):
+    """A backend's transactions, which the shared store calls take; D: its connection."""
+
+    @abc.abstractmethod
+    async def _db_read[T](self, body: Body[D, T]) -> T:
+        """``body`` on one snapshot."""
+
+    @abc.abstractmethod
+    async def _db_write[T](self, body: Body[D, T]) -> T:
+        """``body`` in one writing transaction."""
+
+    async def _db_one[T](self, body: Body[D, T]) -> T:
+        """``body`` of a single statement, which needs no transaction of its own."""
+        return await self._db_read(body)

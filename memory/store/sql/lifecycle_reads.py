@@ -175,26 +175,13 @@ OF_AGENT = (
 EXPORT_SESSIONS = f"{OF_AGENT} AND session_id IN {USER_SESSIONS}"
 
 
-def _of(agent_id: str | None, user_id: str | None) -> str:
+def of_export(agent_id: str | None, user_id: str | None) -> str:
     """The facts of an export (``facts AS f``): of the agent (%(agent)s), of the user (%(user)s);
     None, of every one."""
     terms = ["1 = 1"]
     terms += [] if agent_id is None else ["f.agent_id = %(agent)s"]
     terms += [] if user_id is None else ["f.user_id = %(user)s"]
     return " AND ".join(terms)
-
-
-async def export_fact_ids(db: Db, agent_id: str | None, user_id: str | None) -> list[str]:
-    """MemoryStore.export_fact_ids: by insertion order (db.ord)."""
-    sql = f"SELECT f.fact_id FROM facts AS f WHERE {_of(agent_id, user_id)} ORDER BY f.{db.ord}"
-    rows = await db.fetch(sql, {"agent": agent_id, "user": user_id})
-    return [str(row["fact_id"]) for row in rows]
-
-
-async def export_facts(db: Db, fact_ids: Sequence[str]) -> list[Exported]:
-    """MemoryStore._export_facts: by their ids (the primary key), in any order."""
-    sql = f"SELECT {db.fact_select}, f.embedding FROM facts AS f WHERE f.fact_id"
-    return [_exported(db, r) for r in await db.fetch_in(sql, fact_ids)]
 
 
 def _erasure(db: Db, row: Row) -> Erasure:
@@ -208,7 +195,7 @@ def _erasure(db: Db, row: Row) -> Erasure:
     )
 
 
-def _exported(db: Db, row: Row) -> Exported:
+def exported(db: Db, row: Row) -> Exported:
     return db.fact(row), db.vector_of(row["embedding"]).tolist()
 
 
@@ -232,7 +219,7 @@ async def export_data(
     every_fact = (
         await db.fetch(
             f"SELECT {db.fact_select}, f.embedding FROM facts AS f "
-            f"WHERE {_of(agent_id, user_id)} ORDER BY f.{o}",
+            f"WHERE {of_export(agent_id, user_id)} ORDER BY f.{o}",
             params,
         )
         if facts
@@ -249,7 +236,7 @@ async def export_data(
     )
     data = ExportData(
         agents=[db.model(AgentConfig, r["config"]) for r in agents],
-        facts=[_exported(db, r) for r in every_fact],
+        facts=[exported(db, r) for r in every_fact],
         reflections=[db.reflection(r) for r in reflections],
         consolidated=[db.consolidated(r) for r in blobs],
         erasures=[_erasure(db, r) for r in erasures],

@@ -1,14 +1,10 @@
-"""Sessions in both SQL backends: an agent's view of a session, the cold-sessions scan, the ends
-the cold job finishes, and the memory page's
-listings of an agent's users and sessions."""
+"""The SQL of sessions in both backends: an agent's view of a session, the cold-sessions scan, the
+ends the cold job finishes, the memory page's listings of an agent's users and sessions, and the
+setup's marking of guests and open switch stretches (memory.store.sql.store, .manage)."""
 
 from __future__ import annotations
 
-from datetime import datetime
-
-from memory.directory import AgentUser
-from memory.models import SessionAgentState, SessionInfo
-from memory.store.base import Cold
+from memory.models import SessionInfo
 from memory.store.records import session_of
 from memory.store.sql.db import Db
 
@@ -40,7 +36,7 @@ LIMIT %(limit)s
 # reflections. Ending is each agent's own. Quiet since the cut too: recording into an ended session
 # does not clear its end, and a session resumed and still talked in is hot, not an end to finish
 # (it is finished once it goes quiet).
-_UNFINISHED_ENDED_SQL = """
+UNFINISHED_ENDED_SQL = """
 SELECT u.session_id, u.agent_id FROM (
     SELECT session_id, agent_id FROM reflections
     WHERE scope = 'session' AND absorbed_into_version IS NULL
@@ -57,7 +53,7 @@ _ACTIVE = "coalesce(s.last_message_at, s.created_at)"
 
 # The agent's own participants (isolation): a user who spoke in a shared session before this
 # agent joined is another agent's business, not listed here.
-_USERS_SQL = f"""
+USERS_SQL = f"""
 SELECT su.user_id, count(*) AS sessions, max({_ACTIVE}) AS last_active_at
 FROM session_agents AS sa
 JOIN sessions AS s ON s.session_id = sa.session_id
@@ -68,7 +64,7 @@ ORDER BY last_active_at DESC, su.user_id
 LIMIT %s
 """
 
-_SESSIONS_SQL = f"""
+SESSIONS_SQL = f"""
 SELECT s.session_id FROM session_agents AS sa JOIN sessions AS s ON s.session_id = sa.session_id
 WHERE sa.agent_id = %(agent_id)s
   AND (CAST(%(user_id)s AS TEXT) IS NULL OR EXISTS (
@@ -157,73 +153,3 @@ async def session_view(db: Db, session_id: str, agent_id: str | None) -> Session
     everyone = [u["user_id"] for u in users if not u["mine"]]
     agent_ids = [a["agent_id"] for a in agents]
     return session_of(dict(row), db.time_of, everyone, own, agent_ids=agent_ids)
-
-
-async def first_seqs(db: Db, session_id: str) -> dict[str | None, int]:
-    """Each person's first seq (MemoryStore.first_seqs): the guests' grouped under NULL."""
-    rows = await db.fetch(
-        "SELECT user_id, MIN(seq) AS first_seq FROM messages WHERE session_id = %s "
-        f"AND (user_id IS NOT NULL OR {GUEST_MESSAGE_SQL}) GROUP BY user_id",
-        (session_id,),
-    )
-    return {row["user_id"]: int(row["first_seq"]) for row in rows}
-
-
-async def cold_sessions(
-    db: Db,
-    idle_before: datetime,
-    min_messages: int,
-    min_tokens: float,
-    after: Cold,
-    limit: int,
-    rest_before: datetime | None = None,
-) -> list[SessionAgentState]:
-    at, session, agent = (db.min_time, "", "") if after is None else (db.time(after[0]), *after[1:])
-    rest = db.min_time if rest_before is None else db.time(rest_before)  # min_time: none rests
-    params: dict[str, object] = {
-        "idle_before": db.time(idle_before), "min_messages": min_messages,
-        "min_tokens": min_tokens, "rest_before": rest, "after_at": at, "after_session": session,
-        "after_agent": agent, "limit": limit,
-    }  # fmt: skip
-    return [db.state(row) for row in await db.fetch(COLD_SESSIONS_SQL, params)]
-
-
-async def end_session(db: Db, session_id: str, agent_id: str, at: datetime) -> bool:
-    changed = await db.execute(
-        "UPDATE session_agents SET ended_at = %s, purged = false "
-        "WHERE session_id = %s AND agent_id = %s",
-        (db.time(at), session_id, agent_id),
-    )
-    return changed > 0
-
-
-async def unfinished_ended(
-    db: Db, ended_before: datetime, after: tuple[str, str], limit: int
-) -> list[tuple[str, str]]:
-    params: dict[str, object] = {
-        "cut": db.time(ended_before), "after_session": after[0], "after_agent": after[1],
-        "limit": limit,
-    }  # fmt: skip
-    rows = await db.fetch(_UNFINISHED_ENDED_SQL, params)
-    return [(str(row["session_id"]), str(row["agent_id"])) for row in rows]
-
-
-async def agent_sessions(
-    db: Db, agent_id: str, user_id: str | None, limit: int
-) -> list[SessionInfo]:
-    params = {"agent_id": agent_id, "user_id": user_id, "limit": limit}
-    rows = await db.fetch(_SESSIONS_SQL, params)
-    views = [await session_view(db, row["session_id"], agent_id) for row in rows]
-    return [view for view in views if view is not None]  # the agent's view of each
-
-
-async def agent_users(db: Db, agent_id: str, limit: int) -> list[AgentUser]:
-    rows = await db.fetch(_USERS_SQL, (agent_id, limit))
-    return [
-        AgentUser(
-            user_id=row["user_id"],
-            sessions=row["sessions"],
-            last_active_at=db.time_of(row["last_active_at"]),
-        )
-        for row in rows
-    ]

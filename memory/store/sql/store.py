@@ -1,7 +1,7 @@
 """The store calls both SQL backends answer with the same SQL (memory.store.sql): the planned
 writes' transaction (snapshot, plan, writes), agents, sessions and messages, the cold and ended
-scans, the embedding cache, fact listings, reflections and blobs, the data-lifecycle reads,
-listings and API keys, re-embedding's side vectors.
+scans, the embedding cache and the context's recent facts; the management and lifecycle calls
+are memory.store.sql.manage's.
 
 A backend gives its connection (``D``), its transactions (``_db_read``, ``_db_write``,
 ``_db_one``) and the writes of the records it stores its own way (``_apply_writes``); it keeps
@@ -17,42 +17,26 @@ from functools import partial
 from typing import Any
 
 from memory import switch_marks
-from memory.api_keys import ApiKey
-from memory.degraded import DegradedWindow
-from memory.directory import AgentUser
 from memory.models import (
-    SET_ASIDE,
     AgentConfig,
     Fact,
     FactFilter,
-    Reflection,
-    ScopeKey,
     SessionAgentState,
     SessionInfo,
     StoredMessage,
 )
-from memory.store.base import Cold, ReembedItem, Vector
-from memory.store.base_manage import Keyset, ReembedTarget, Which, current_side_vectors, side_tag
-from memory.store.counts import ExportData
+from memory.store.base import Cold, Vector
 from memory.store.planned import PlannedStore
 from memory.store.rules import Plan, Request, Write
-from memory.store.rules.export import Exported
 from memory.store.snapshots import SnapshotReads, run_planned
-from memory.store.sql import degraded, facts
 from memory.store.sql import sessions as ss
 from memory.store.sql.db import Db
-from memory.store.sql.lifecycle_reads import (
-    export_data,
-    export_fact_ids,
-    export_facts,
-    user_agents,
-)
-from memory.store.sql.reads import PENDING_REEMBED, SqlReads, pending_params
-
-type Body[D: Db, T] = Callable[[D], Coroutine[Any, Any, T]]
+from memory.store.sql.facts import SAID_OR_UPDATED, listed_facts
+from memory.store.sql.manage import SqlManage
+from memory.store.sql.reads import SqlReads
 
 
-class SqlStore[D: Db](PlannedStore):
+class SqlStore[D: Db](SqlManage[D], PlannedStore):
     """D: the backend's connection, which its own writes take."""
 
     async def _transact[S, R](self, request: Request[S], plan: Callable[[S], Plan[R]]) -> R:
@@ -63,18 +47,6 @@ class SqlStore[D: Db](PlannedStore):
     @abc.abstractmethod
     async def _apply_writes(self, db: D, writes: Sequence[Write]) -> None:
         """The planners' writes, in order (the shared ones by memory.store.sql.writes)."""
-
-    @abc.abstractmethod
-    async def _db_read[T](self, body: Body[D, T]) -> T:
-        """``body`` on one snapshot."""
-
-    @abc.abstractmethod
-    async def _db_write[T](self, body: Body[D, T]) -> T:
-        """``body`` in one writing transaction."""
-
-    async def _db_one[T](self, body: Body[D, T]) -> T:
-        """``body`` of a single statement, which needs no transaction of its own."""
-        return await self._db_read(body)
 
     async def _read_once[T](self, read: Callable[[SnapshotReads], Coroutine[Any, Any, T]]) -> T:
         return await self._db_one(lambda db: read(SqlReads(db)))
@@ -142,7 +114,15 @@ class SqlStore[D: Db](PlannedStore):
         return await self._db_one(load)
 
     async def first_seqs(self, session_id: str) -> dict[str | None, int]:
-        return await self._db_one(lambda db: ss.first_seqs(db, session_id))
+        async def first(db: Db) -> dict[str | None, int]:
+            rows = await db.fetch(
+                "SELECT user_id, MIN(seq) AS first_seq FROM messages WHERE session_id = %s "
+                f"AND (user_id IS NOT NULL OR {ss.GUEST_MESSAGE_SQL}) GROUP BY user_id",
+                (session_id,),
+            )
+            return {row["user_id"]: int(row["first_seq"]) for row in rows}  # guests' under NULL
+
+        return await self._db_one(first)
 
     async def _messages(self, session_id: str, message_ids: list[str]) -> list[StoredMessage]:
         async def load(db: Db) -> list[StoredMessage]:
@@ -161,21 +141,44 @@ class SqlStore[D: Db](PlannedStore):
         limit: int,
         rest_before: datetime | None,
     ) -> list[SessionAgentState]:
-        return await self._db_one(
-            lambda db: ss.cold_sessions(
-                db, idle_before, min_messages, min_tokens, after, limit, rest_before
+        async def cold(db: Db) -> list[SessionAgentState]:
+            at, session, agent = (
+                (db.min_time, "", "") if after is None else (db.time(after[0]), *after[1:])
             )
-        )
+            rest = db.min_time if rest_before is None else db.time(rest_before)  # none rests
+            params: dict[str, object] = {
+                "idle_before": db.time(idle_before), "min_messages": min_messages,
+                "min_tokens": min_tokens, "rest_before": rest, "after_at": at,
+                "after_session": session, "after_agent": agent, "limit": limit,
+            }  # fmt: skip
+            return [db.state(row) for row in await db.fetch(ss.COLD_SESSIONS_SQL, params)]
+
+        return await self._db_one(cold)
 
     async def _end_session(self, session_id: str, agent_id: str, at: datetime) -> bool:
-        return await self._db_write(lambda db: ss.end_session(db, session_id, agent_id, at))
+        changed = await self._db_write(
+            lambda db: db.execute(
+                "UPDATE session_agents SET ended_at = %s, purged = false "
+                "WHERE session_id = %s AND agent_id = %s",
+                (db.time(at), session_id, agent_id),
+            )
+        )
+        return changed > 0
 
     async def _unfinished_ended_sessions(
         self, ended_before: datetime, after: tuple[str, str], limit: int
     ) -> list[tuple[str, str]]:
-        return await self._db_one(lambda db: ss.unfinished_ended(db, ended_before, after, limit))
+        async def ended(db: Db) -> list[tuple[str, str]]:
+            params: dict[str, object] = {
+                "cut": db.time(ended_before), "after_session": after[0],
+                "after_agent": after[1], "limit": limit,
+            }  # fmt: skip
+            rows = await db.fetch(ss.UNFINISHED_ENDED_SQL, params)
+            return [(str(row["session_id"]), str(row["agent_id"])) for row in rows]
 
-    # ------------------------------------------------------------ embeddings cache
+        return await self._db_one(ended)
+
+    # ------------------------------------------------------------ embeddings cache, context
 
     async def _put_embeddings(self, model: str, vectors: dict[str, Vector]) -> None:
         await self._db_write(
@@ -195,76 +198,14 @@ class SqlStore[D: Db](PlannedStore):
         return await self._db_one(get)
 
     async def _recent_facts(self, flt: FactFilter, since: datetime, limit: int) -> list[Fact]:
-        return await self._db_one(lambda db: facts.recent_facts(db, flt, since, limit))
-
-    async def _list_facts(
-        self, flt: FactFilter, *, valid_only: bool, offset: int, limit: int, keyset: Keyset | None
-    ) -> list[Fact]:
         return await self._db_one(
-            lambda db: facts.list_facts(
-                db, flt, valid_only=valid_only, offset=offset, limit=limit, keyset=keyset
+            lambda db: listed_facts(
+                db, flt, valid_only=True,
+                then=f"AND {SAID_OR_UPDATED} >= %(since)s "
+                f"ORDER BY {SAID_OR_UPDATED} DESC, f.{db.ord} DESC LIMIT %(limit)s",
+                params={"since": db.time(since), "limit": limit},
             )
-        )
-
-    async def count_facts(self, flt: FactFilter) -> int:
-        return await self._db_one(lambda db: facts.count_facts(db, flt))
-
-    # ------------------------------------------------------------ re-embedding
-
-    async def _reembed_pending(self, target: ReembedTarget, limit: int) -> list[ReembedItem]:
-        async def pending(db: Db) -> list[ReembedItem]:
-            rows = await db.fetch(
-                f"SELECT f.fact_id, {db.content} AS content, f.hash {PENDING_REEMBED} "
-                f"ORDER BY f.{db.ord} LIMIT %(limit)s",
-                {**pending_params(target), "limit": limit},
-            )
-            return [ReembedItem(row["fact_id"], row["content"], row["hash"]) for row in rows]
-
-        return await self._db_one(pending)
-
-    async def put_reembedded(
-        self, model: str, dimension: int, vectors: Sequence[tuple[ReembedItem, Vector]]
-    ) -> None:
-        tag = side_tag(model, dimension)
-
-        async def put(db: D) -> None:
-            # The facts' hashes read in the writing transaction: a forget or an edit commits
-            # before it (SQLite: one writer) or conflicts with it (PostgreSQL: SERIALIZABLE).
-            sql = "SELECT fact_id, hash FROM facts WHERE fact_id"
-            rows = await db.fetch_in(sql, [item.fact_id for item, _ in vectors])
-            kept = current_side_vectors(vectors, {row["fact_id"]: row["hash"] for row in rows})
-            await db.execute_many(
-                "INSERT INTO fact_reembed (fact_id, model, hash, embedding) "
-                "VALUES (%s, %s, %s, %s) ON CONFLICT (fact_id) DO UPDATE SET "
-                "model = excluded.model, hash = excluded.hash, embedding = excluded.embedding",
-                [(item.fact_id, tag, item.hash, db.vector(v)) for item, v in kept],
-            )
-
-        if vectors:
-            await self._db_write(put)
-
-    # ------------------------------------------------------------ reflections and blobs
-
-    async def _reflections(
-        self, key: ScopeKey, *, which: Which, newest_first: bool, limit: int | None
-    ) -> list[Reflection]:
-        state = {
-            "buffered": " AND absorbed_into_version IS NULL",
-            "in_no_blob": f" AND coalesce(absorbed_into_version, {SET_ASIDE}) = {SET_ASIDE}",
-            "set_aside": f" AND absorbed_into_version = {SET_ASIDE}",
-            "all": "",
-        }[which]
-        order = "DESC" if newest_first else "ASC"
-
-        async def load(db: Db) -> list[Reflection]:
-            rows = await db.fetch(
-                f"SELECT * FROM reflections WHERE scope_key = %s{state} "
-                f"ORDER BY formed_at {order}, {db.ord} {order} LIMIT %s",
-                (key.key, db.no_limit if limit is None else limit),
-            )
-            return [db.reflection(row) for row in rows]
-
-        return await self._db_one(load)
+        )  # fmt: skip
 
     async def _stored_scope_versions(self, keys: Sequence[str]) -> dict[str, int]:
         async def get(db: Db) -> dict[str, int]:
@@ -272,66 +213,6 @@ class SqlStore[D: Db](PlannedStore):
             return {row["key"]: int(row["version"]) for row in rows}
 
         return await self._db_one(get)
-
-    # ------------------------------------------------------------ data lifecycle reads
-
-    async def _user_agents(self, user_id: str) -> list[str]:
-        return await self._db_read(lambda db: user_agents(db, user_id))
-
-    async def _export_data(
-        self, *, agent_id: str | None, user_id: str | None, messages: bool, facts: bool
-    ) -> ExportData:
-        return await self._db_read(
-            partial(export_data, agent_id=agent_id, user_id=user_id, messages=messages, facts=facts)
-        )
-
-    async def export_fact_ids(self, *, agent_id: str | None, user_id: str | None) -> list[str]:
-        return await self._db_one(lambda db: export_fact_ids(db, agent_id, user_id))
-
-    async def _export_facts(self, fact_ids: Sequence[str]) -> list[Exported]:
-        return await self._db_one(lambda db: export_facts(db, fact_ids))
-
-    # ------------------------------------------------------------ degraded windows
-
-    async def _list_degraded(
-        self, agent_id: str | None, session_id: str | None, include_reformed: bool, limit: int
-    ) -> list[DegradedWindow]:
-        return await self._db_one(
-            lambda db: degraded.list_degraded(db, agent_id, session_id, include_reformed, limit)
-        )
-
-    async def mark_reformed(
-        self,
-        agent_id: str,
-        session_id: str,
-        after_seq: int,
-        upto_seq: int,
-        *,
-        steps: Sequence[str],
-        at: datetime,
-    ) -> int:
-        return await self._db_write(
-            lambda db: degraded.mark_reformed(
-                db, agent_id, session_id, after_seq, upto_seq, steps, at
-            )
-        )
-
-    # ------------------------------------------------------------ listings and API keys
-
-    async def _list_agent_users(self, agent_id: str, limit: int) -> list[AgentUser]:
-        return await self._db_one(lambda db: ss.agent_users(db, agent_id, limit))
-
-    async def _list_agent_sessions(
-        self, agent_id: str, user_id: str | None, limit: int
-    ) -> list[SessionInfo]:
-        return await self._db_read(lambda db: ss.agent_sessions(db, agent_id, user_id, limit))
-
-    async def list_api_keys(self) -> list[ApiKey]:
-        async def load(db: Db) -> list[ApiKey]:
-            rows = await db.fetch("SELECT record FROM api_keys ORDER BY created_at, key_id")
-            return [db.model(ApiKey, row["record"]) for row in rows]
-
-        return await self._db_one(load)
 
 
 async def _agent(db: Db, agent_id: str) -> AgentConfig | None:

@@ -17,7 +17,6 @@ from memory.store.rules import lifecycle_writes as lw
 from memory.store.rules import writes as w
 from memory.store.rules.withheld import stored
 from memory.store.sql.db import Db
-from memory.store.sql.degraded import insert_windows
 
 type SharedLifecycle = (
     lw.InsertAgents
@@ -120,7 +119,20 @@ async def apply_shared(db: Db, write: SharedWrite) -> None:
                 (result.formation_id, db.time(committed_at), db.document(result)),
             )
         case w.RecordDegraded(windows=windows):
-            await insert_windows(db, windows)
+            # memory/degraded.py, keyed by (session, agent, after_seq, upto_seq, step): a window
+            # already stored is left as it is.
+            await db.execute_many(
+                "INSERT INTO degraded_windows (session_id, agent_id, after_seq, upto_seq, step, "
+                "reason, formation_id, degraded_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) "
+                "ON CONFLICT DO NOTHING",
+                [
+                    (
+                        d.session_id, d.agent_id, d.after_seq, d.upto_seq, d.step, d.reason,
+                        d.formation_id, db.time(d.degraded_at),
+                    )
+                    for d in windows
+                ],
+            )  # fmt: skip
         case w.CreateSession(session_id=session_id, created_at=created_at):
             await db.execute(
                 "INSERT INTO sessions (session_id, created_at) VALUES (%s, %s)",

@@ -19,8 +19,14 @@ import numpy.typing as npt
 
 from memory.models import FactFilter, ScoredFact
 from memory.store.base import Vector
-from memory.store.rules.text import CANDIDATE_CAP, query_parts, query_terms, stemmed_tokens
-from memory.store.sql.facts import fact_filter_sql, ranked_text_hits
+from memory.store.rules.text import (
+    CANDIDATE_CAP,
+    bm25_of_terms,
+    query_parts,
+    query_terms,
+    stemmed_tokens,
+)
+from memory.store.sql.facts import best_scored, fact_filter_sql
 from memory.store.sqlite.db import SQLiteDb
 from memory.store.sqlite.schema import fact_counter_key, facts_purge_key
 
@@ -70,7 +76,7 @@ async def text_search_tx(
         return []
     agent = index.fresh(db.conn, flt.agent_id)
     docs = {fid: agent.terms[fid] for fid in matched if fid in agent.terms}
-    return await ranked_text_hits(db, query_terms(query), docs, agent.count(flt), limit)
+    return await best_scored(db, bm25_of_terms(query_terms(query), docs, agent.count(flt)), limit)
 
 
 def _unit_rows(matrix: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:

@@ -19,8 +19,9 @@ from memory.store.base import Vector
 from memory.store.counts import ForgetCounts
 from memory.store.rules import Write, check_query_dimension
 from memory.store.snapshots import run_sync
+from memory.store.sql.db import Body
 from memory.store.sql.reads import embedding_meta, facts_by_id
-from memory.store.sql.store import Body, SqlStore
+from memory.store.sql.store import SqlStore
 from memory.store.sqlite.codec import to_us
 from memory.store.sqlite.db import SQLiteDb
 from memory.store.sqlite.fts import migrate_fts, refold_kana
