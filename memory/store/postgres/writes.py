@@ -1,20 +1,22 @@
 """The planners' writes (memory.store.rules.writes, .lifecycle_writes) of the records PostgreSQL
-stores its own way (facts with their terms, JSONB bodies, vectors and their HNSW index), inside
-the caller's transaction; the others are memory.store.sql.writes'."""
+stores its own way (facts with their terms, JSONB bodies, vectors and their HNSW index, which a
+re-embed's switch builds anew), inside the caller's transaction; the others are
+memory.store.sql.writes'."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import UTC, datetime
 
+from memory.store.base_manage import side_tag
 from memory.store.postgres.codec import UPSERT_ACCESS, fact_body, text_columns, vector_param
 from memory.store.postgres.db import PostgresDb
-from memory.store.postgres.hnsw import ensure_hnsw_index
+from memory.store.postgres.hnsw import ensure_hnsw_index, hnsw_index_name
 from memory.store.postgres.pool import Conn
-from memory.store.postgres.reembed import swap_side_vectors
 from memory.store.rules import lifecycle_writes as lw
 from memory.store.rules import writes as w
-from memory.store.sql.writes import apply_shared
+from memory.store.sql.reads import embedding_meta
+from memory.store.sql.writes import apply_shared, switched_embedding
 
 _INSERT_FACT = """
 INSERT INTO facts (fact_id, agent_id, user_id, scope, hash, said_at, said_utc_offset_minutes,
@@ -70,13 +72,27 @@ async def apply_writes(conn: Conn, writes: Iterable[w.Write]) -> None:
 
 
 async def _apply(conn: Conn, write: w.Write) -> None:
+    db = PostgresDb(conn)
     match write:
         case w.PutFact():
             await conn.execute(_INSERT_FACT if write.new else _UPDATE_FACT, _fact_params(write))
         case w.SwapSideVectors(model=model, dimension=dimension):
-            await swap_side_vectors(conn, model, dimension)
+            old = await embedding_meta(db)
+            if old is not None and old[1] != dimension:
+                # Before the update: the old index's expression casts every vector to the old
+                # dimension.
+                await conn.execute(f"DROP INDEX IF EXISTS {hnsw_index_name(old[1])}".encode())
+            await conn.execute(
+                "UPDATE facts SET embedding = r.embedding, embedding_model = %(model)s, "
+                "body = jsonb_set(body, '{embedding_model}', to_jsonb(%(model)s::text)) "
+                "FROM fact_reembed AS r WHERE r.fact_id = facts.fact_id AND r.model = %(tag)s "
+                "AND r.hash = facts.hash",
+                {"model": model, "tag": side_tag(model, dimension)},
+            )
+            await switched_embedding(db, model, dimension)
+            await ensure_hnsw_index(conn, dimension)  # the new dimension's
         case w.SetEmbeddingMeta(dimension=dimension):
-            await apply_shared(PostgresDb(conn), write)
+            await apply_shared(db, write)
             await ensure_hnsw_index(conn, dimension)
         case lw.SetFactAccess(fact_id=fact_id, access_count=n, last_accessed_at=at):
             await conn.execute(
@@ -87,4 +103,4 @@ async def _apply(conn: Conn, write: w.Write) -> None:
                 (n, at, fact_id),
             )
         case _:
-            await apply_shared(PostgresDb(conn), write)
+            await apply_shared(db, write)

@@ -103,21 +103,18 @@ class SqlLifecycleReads(LifecycleReads):
         return int(row["n"]), int(row["mine"])
 
     async def user_message_marks(self, session_id: str, user_id: str) -> list[MessageMark]:
-        sql = (
-            "SELECT seq, agent_id, weighted_tokens FROM messages "
-            "WHERE session_id = %s AND user_id = %s ORDER BY seq"
-        )
-        rows = await self.db.fetch(sql, (session_id, user_id))
-        return [
-            MessageMark(int(r["seq"]), r["agent_id"], float(r["weighted_tokens"])) for r in rows
-        ]
+        return await self._marks("user_id = %s", session_id, user_id)
 
     async def reply_marks(self, session_id: str) -> list[MessageMark]:
-        sql = (
+        return await self._marks("user_id IS NULL AND role <> 'user'", session_id)
+
+    async def _marks(self, which: str, *params: object) -> list[MessageMark]:
+        """The marks of a session's messages ``which`` are, in order."""
+        rows = await self.db.fetch(
             "SELECT seq, agent_id, weighted_tokens FROM messages "
-            "WHERE session_id = %s AND user_id IS NULL AND role <> 'user' ORDER BY seq"
+            f"WHERE session_id = %s AND {which} ORDER BY seq",
+            params,
         )
-        rows = await self.db.fetch(sql, (session_id,))
         return [
             MessageMark(int(r["seq"]), r["agent_id"], float(r["weighted_tokens"])) for r in rows
         ]

@@ -83,13 +83,16 @@ def _meta_rows(model: str, dimension: int) -> list[tuple[str, str]]:
     return [("embedding_model", model), ("embedding_dimension", str(dimension))]
 
 
-async def put_embedding_meta(db: Db, model: str, dimension: int) -> None:
-    """The stored (model, dimension) replaced: the switch of a re-embed."""
+async def switched_embedding(db: Db, model: str, dimension: int) -> None:
+    """The end of a re-embed's switch (rules.writes.SwapSideVectors), once the backend swapped
+    the side vectors of fact_reembed into facts: the stored (model, dimension) replaced, the
+    side vectors gone."""
     await db.execute_many(
         "INSERT INTO meta (key, value) VALUES (%s, %s) "
         "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
         _meta_rows(model, dimension),
     )
+    await db.execute("DELETE FROM fact_reembed")
 
 
 async def apply_shared(db: Db, write: SharedWrite) -> None:

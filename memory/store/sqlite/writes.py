@@ -1,5 +1,5 @@
 """The planners' writes (memory.store.rules.writes, .lifecycle_writes) of the records SQLite
-stores its own way (facts with their change stamps, reflections and blobs in columns, the FTS
+stores its own way (facts with their change stamps, which a re-embed's switch renews, and the FTS
 index a deletion compacts), inside the caller's transaction; the others are
 memory.store.sql.writes'."""
 
@@ -11,14 +11,14 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 
 from memory.models import Fact
+from memory.store.base_manage import side_tag
 from memory.store.records import to_record, vector_bytes
 from memory.store.rules import lifecycle_writes as lw
 from memory.store.rules import writes as w
-from memory.store.sql.writes import apply_shared, bump_version
+from memory.store.sql.writes import apply_shared, bump_version, switched_embedding
 from memory.store.sqlite.codec import history_to_json, to_us
 from memory.store.sqlite.db import SQLiteDb
 from memory.store.sqlite.fts import search_text_of
-from memory.store.sqlite.reembed import swap_side_vectors
 from memory.store.sqlite.schema import fact_counter_key, facts_purge_key
 
 # The columns a PutFact writes: the fact's fields but its access (touch_facts and SetFactAccess
@@ -71,7 +71,18 @@ async def _apply(db: SQLiteDb, write: w.Write, stamps: dict[str, int]) -> None:
                 stamps[fact.agent_id] = await bump_version(db, fact_counter_key(fact.agent_id))
             _put_fact(conn, write, stamps[fact.agent_id])
         case w.SwapSideVectors(model=model, dimension=dimension):
-            await swap_side_vectors(db, model, dimension)
+            tag = side_tag(model, dimension)
+            for agent_id in [row[0] for row in conn.execute("SELECT DISTINCT agent_id FROM facts")]:
+                # A new change_seq on every row: each process's vector cache reloads the agent.
+                seq = await bump_version(db, fact_counter_key(agent_id))
+                conn.execute(
+                    "UPDATE facts SET embedding = (SELECT r.embedding FROM fact_reembed AS r "
+                    "WHERE r.fact_id = facts.fact_id), embedding_model = ?, change_seq = ? "
+                    "WHERE agent_id = ? AND fact_id IN (SELECT r.fact_id FROM fact_reembed AS r "
+                    "WHERE r.model = ? AND r.hash = facts.hash)",
+                    (model, seq, agent_id, tag),
+                )
+            await switched_embedding(db, model, dimension)
         case lw.SetFactAccess(fact_id=fact_id, access_count=n, last_accessed_at=at):
             conn.execute(
                 "UPDATE facts SET access_count = ?, last_accessed_at = ? WHERE fact_id = ?",
