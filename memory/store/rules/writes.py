@@ -135,7 +135,9 @@ class InsertMessages:
 @dataclass(frozen=True)
 class AdvanceSession:
     """The session's head moves to last_seq/last_message_at; every agent of the session gets
-    the new messages added to its pending counters (and the head copied, where stored)."""
+    the new messages added to its pending counters (and the head copied, where stored), and
+    is no longer purged: memory formed of what is said now is the session's again, purged
+    anew once the session ends again."""
 
     session_id: str
     last_seq: int
