@@ -14,12 +14,13 @@ from memory.formation_commit import FactUpdate
 from memory.ids import content_hash
 from memory.models import AgentConfig, Fact
 from memory.store.postgres import PostgresStore
-from memory.store.postgres import writes as postgres_writes
 from memory.store.postgres.codec import fact_body, terms_of
+from memory.store.postgres.db import PostgresDb
 from memory.store.postgres.pool import Conn
 from memory.store.postgres.schema import MIGRATIONS
 from memory.store.postgres.search import fact_count_sql
 from memory.store.rules.text import bm25, stemmed_tokens, tokenize
+from memory.store.rules.writes import PutFact
 from memory.store.sql.facts import fact_filter_sql
 from tests.conftest import fresh_schema
 from tests.postgres_server import PostgresServer
@@ -476,12 +477,15 @@ async def test_migration_15_stamps_what_the_previous_version_inserts_for_the_rec
     former.store = store
     read = datetime.now(UTC)  # a formation reads its candidates (none), then the import lands
     imported = imported_long_ago(read)
-    version_14_insert = postgres_writes._INSERT_FACT.replace(",\n    inserted_at)", ")").replace(
-        ",\n    %(inserted_at)s)", ")"
-    )
-    assert "inserted_at" not in version_14_insert
+    fact_row = PostgresDb.fact_row
+
+    async def version_14_row(db: PostgresDb, put: PutFact) -> dict[str, object]:
+        row = await fact_row(db, put)
+        del row["inserted_at"]  # a process of version 14 knows no such column
+        return row
+
     try:
-        with patch.object(postgres_writes, "_INSERT_FACT", version_14_insert):
+        with patch.object(PostgresDb, "fact_row", version_14_row):
             assert (await store.import_facts([imported], [vec(1, 0)])).inserted == 1
         await assert_restatement_stale(store, former, read, "f2")
     finally:

@@ -12,9 +12,10 @@ from unittest.mock import patch
 
 from memory.formation_commit import FactUpdate
 from memory.models import ScopeKey
+from memory.store.rules.writes import PutFact
 from memory.store.sqlite import SQLiteStore
-from memory.store.sqlite import writes as sqlite_writes
 from memory.store.sqlite.codec import to_us
+from memory.store.sqlite.db import SQLiteDb
 from memory.store.sqlite.schema import ADDED_COLUMNS, SCHEMA_VERSION
 from tests.store.builders import (
     USER_KEY,
@@ -393,11 +394,15 @@ async def test_a_fact_the_previous_version_inserts_is_stamped_for_the_recheck(
     former.store = store
     read = datetime.now(UTC)  # a formation reads its candidates (none), then the import lands
     imported = imported_long_ago(read)
-    schema_12_insert = sqlite_writes._INSERT_FACT.replace(", inserted_at", "").replace(
-        ", :inserted_at", ""
-    )
+    fact_row = SQLiteDb.fact_row
+
+    async def schema_12_row(db: SQLiteDb, put: PutFact) -> dict[str, object]:
+        row = await fact_row(db, put)
+        del row["inserted_at"]  # a process of schema 12 knows no such column
+        return row
+
     try:
-        with patch.object(sqlite_writes, "_INSERT_FACT", schema_12_insert):
+        with patch.object(SQLiteDb, "fact_row", schema_12_row):
             assert (await store.import_facts([imported], [vec(1, 0)])).inserted == 1
         await assert_restatement_stale(store, former, read, "f2")
     finally:

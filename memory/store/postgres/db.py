@@ -17,16 +17,25 @@ from memory.store.postgres.codec import (
     FACT_SELECT,
     consolidated_body,
     consolidated_from_row,
+    fact_body,
     fact_from_row,
     from_vector,
     reflection_body,
     reflection_from_row,
+    text_columns,
     vector_param,
 )
 from memory.store.postgres.pool import Conn, Row
 from memory.store.records import known
+from memory.store.rules.writes import PutFact
 from memory.store.sql.db import Db, Params
 from memory.store.sql.db import Row as AnyRow
+
+# The fact's fields that are columns of their own (the whole fact is the body). The offset's
+# column is what a process of the version before this one reads (codec.fact_from_row).
+_FACT_FIELDS = {"fact_id", "agent_id", "user_id", "scope", "hash", "embedding_model"} | {
+    "said_at", "said_utc_offset_minutes", "updated_at", "invalidated_at"
+}  # fmt: skip
 
 
 class PostgresDb(Db):
@@ -88,6 +97,21 @@ class PostgresDb(Db):
 
     def reflection(self, row: AnyRow) -> Reflection:
         return reflection_from_row(cast(Row, row))
+
+    async def fact_row(self, put: PutFact) -> dict[str, object]:
+        fact = put.fact
+        return {
+            **fact.model_dump(include=_FACT_FIELDS),
+            "embedding": None if put.embedding is None else vector_param(put.embedding),
+            **text_columns(fact.content),
+            "body": fact_body(fact),
+            # When inserted, by this writer's clock (rules.recheck); an update leaves it.
+            "inserted_at": datetime.now(UTC),
+        }
+
+    def fact_value(self, column: str) -> str:
+        # The lexemes (codec.text_columns) as the tsvector the GIN index holds.
+        return "array_to_tsvector(%(terms)s)" if column == "terms" else super().fact_value(column)
 
     def reflection_columns(self, reflection: Reflection) -> dict[str, object]:
         return {"body": reflection_body(reflection)}

@@ -20,11 +20,12 @@ from memory.store.postgres.hnsw import ensure_hnsw_index
 from memory.store.postgres.pool import Conn, PostgresPool, connect
 from memory.store.postgres.schema import migrate
 from memory.store.postgres.search import text_hits, vector_hits
-from memory.store.postgres.writes import apply_writes
+from memory.store.postgres.writes import apply_own
 from memory.store.rules import Write, check_query_dimension
 from memory.store.sql.db import Body
 from memory.store.sql.reads import embedding_meta
 from memory.store.sql.store import SqlStore
+from memory.store.sql.writes import apply_writes
 
 
 class PostgresStore(PostgresPool, SqlStore[PostgresDb]):
@@ -34,7 +35,7 @@ class PostgresStore(PostgresPool, SqlStore[PostgresDb]):
         super().__init__(dsn, pool_size=pool_size, ef_search=ef_search)
 
     async def _apply_writes(self, db: PostgresDb, writes: Sequence[Write]) -> None:
-        await apply_writes(db.conn, writes)
+        await apply_writes(db, writes, apply_own)
 
     async def _db_read[T](self, body: Body[PostgresDb, T]) -> T:
         return await self._read(lambda conn: body(PostgresDb(conn)))

@@ -20,6 +20,7 @@ from pydantic import BaseModel
 from memory.models import ConsolidatedMemory, Fact, Reflection, SessionAgentState, StoredMessage
 from memory.store.base import Vector
 from memory.store.records import from_record, state_of
+from memory.store.rules.writes import PutFact
 
 type Params = Sequence[object] | Mapping[str, object]
 
@@ -129,6 +130,15 @@ class Db(abc.ABC):
     @abc.abstractmethod
     def consolidated(self, row: Row) -> ConsolidatedMemory:
         """A ``SELECT *`` row of consolidated."""
+
+    @abc.abstractmethod
+    async def fact_row(self, put: PutFact) -> dict[str, object]:
+        """The columns of facts a PutFact writes, by name (an update, all but what it keeps:
+        sql.writes)."""
+
+    def fact_value(self, column: str) -> str:
+        """The SQL of a fact column's value in its INSERT or UPDATE: its parameter."""
+        return f"%({column})s"
 
     @abc.abstractmethod
     def reflection_columns(self, reflection: Reflection) -> dict[str, object]:

@@ -7,7 +7,7 @@ backend stores its own way (facts, new reflections, blobs, vectors) are the back
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import assert_never
 
 from memory import switch_marks
@@ -32,7 +32,8 @@ type SharedLifecycle = (
     | lw.ImportReflections
 )
 type SharedWrite = (
-    w.SetEmbeddingMeta
+    w.PutFact
+    | w.SetEmbeddingMeta
     | w.MoveCursor
     | w.BumpScopeVersions
     | w.RecordFormation
@@ -53,6 +54,39 @@ type SharedWrite = (
     | w.MarkPurged
     | SharedLifecycle
 )
+
+
+# What an update of a fact keeps (rules.writes.PutFact): whose fact it is, when it was formed and
+# inserted; its vector too unless it brings one.
+_KEPT = frozenset({"fact_id", "agent_id", "user_id", "scope", "formed_at", "inserted_at"})
+
+
+def _fact_sql(db: Db, row: Mapping[str, object], *, new: bool) -> str:
+    values = {column: db.fact_value(column) for column in row}
+    if new:
+        return f"INSERT INTO facts ({', '.join(values)}) VALUES ({', '.join(values.values())})"
+    values["embedding"] = f"coalesce({values['embedding']}, embedding)"
+    sets = ", ".join(f"{c} = {value}" for c, value in values.items() if c not in _KEPT)
+    return f"UPDATE facts SET {sets} WHERE fact_id = %(fact_id)s"
+
+
+async def apply_writes[D: Db](
+    db: D, writes: Iterable[w.Write], apply: Callable[[D, w.Write], Awaitable[None]]
+) -> None:
+    """The planners' writes in order, each by ``apply`` (the backend's, which hands the shared
+    ones to apply_shared), but runs of new facts: one executemany each (one round trip in
+    psycopg's pipeline mode: a formation or an import of many facts is not one per fact)."""
+    new: list[dict[str, object]] = []
+    for write in writes:
+        if isinstance(write, w.PutFact) and write.new:
+            new.append(await db.fact_row(write))
+            continue
+        if new:
+            await db.execute_many(_fact_sql(db, new[0], new=True), new)
+            new = []
+        await apply(db, write)
+    if new:
+        await db.execute_many(_fact_sql(db, new[0], new=True), new)
 
 
 async def bump_version(db: Db, key: str) -> int:
@@ -97,6 +131,9 @@ async def switched_embedding(db: Db, model: str, dimension: int) -> None:
 
 async def apply_shared(db: Db, write: SharedWrite) -> None:
     match write:
+        case w.PutFact(new=new):
+            row = await db.fact_row(write)
+            await db.execute(_fact_sql(db, row, new=new), row)
         case w.SetEmbeddingMeta(model=model, dimension=dimension):
             # No ON CONFLICT: the planner saw no meta, so a stored one is a concurrent commit's.
             await db.execute_many(

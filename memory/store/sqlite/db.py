@@ -10,7 +10,7 @@ import json
 import re
 import sqlite3
 from collections.abc import Iterator, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, cast
 
 from pydantic import BaseModel
@@ -22,12 +22,18 @@ from memory.store.records import (
     history_of,
     known,
     scope_key_of,
+    to_record,
     vector_bytes,
     vector_of_bytes,
 )
+from memory.store.rules.writes import PutFact
 from memory.store.sql.db import Db, Params, Row
-from memory.store.sqlite.codec import from_us, to_us
+from memory.store.sql.writes import bump_version
+from memory.store.sqlite.codec import from_us, history_to_json, to_us
+from memory.store.sqlite.fts import search_text_of
+from memory.store.sqlite.schema import fact_counter_key
 
+_ACCESS = {"access_count", "last_accessed_at"}
 # Well under SQLite's limit on bound parameters per statement.
 CHUNK = 500
 
@@ -61,6 +67,9 @@ class SQLiteDb(Db):
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
+        # Every fact write of a transaction is stamped with one bump of the agent's fact
+        # counter, so that every process's vector cache re-reads exactly those rows.
+        self.stamps: dict[str, int] = {}
 
     async def fetch(self, sql: str, params: Params = ()) -> list[Row]:
         return cast(list[Row], self.conn.execute(sqlite_sql(sql), params).fetchall())
@@ -116,6 +125,25 @@ class SQLiteDb(Db):
         return self.record(
             Reflection, row, scope_key=scope_key_of(record), source_message_ids=sources
         )
+
+    async def fact_row(self, put: PutFact) -> dict[str, object]:
+        # The fact's fields but its access (touch_facts and SetFactAccess write those), then its
+        # vector, change stamp, what the text index holds of its content (fts.search_text_of)
+        # and when it was inserted (rules.recheck).
+        fact = put.fact
+        if (stamp := self.stamps.get(fact.agent_id)) is None:
+            stamp = self.stamps[fact.agent_id] = await bump_version(
+                self, fact_counter_key(fact.agent_id)
+            )
+        json_fields = {"source_message_ids", "history"}  # JSON text
+        return to_record(fact, to_us, exclude=_ACCESS | json_fields) | {
+            "embedding": None if put.embedding is None else vector_bytes(put.embedding),
+            "source_message_ids": json.dumps(fact.source_message_ids),
+            "history": history_to_json(fact.history),
+            "change_seq": stamp,
+            "search_text": search_text_of(fact.content),
+            "inserted_at": to_us(datetime.now(UTC)),
+        }
 
     def reflection_columns(self, reflection: Reflection) -> dict[str, object]:
         r = reflection

@@ -22,6 +22,7 @@ from memory.store.snapshots import run_sync
 from memory.store.sql.db import Body
 from memory.store.sql.reads import embedding_meta, facts_by_id
 from memory.store.sql.store import SqlStore
+from memory.store.sql.writes import apply_writes
 from memory.store.sqlite.codec import to_us
 from memory.store.sqlite.db import SQLiteDb
 from memory.store.sqlite.fts import migrate_fts, refold_kana
@@ -38,7 +39,7 @@ from memory.store.sqlite.schema import (
 )
 from memory.store.sqlite.search import VectorCache, text_search_tx
 from memory.store.sqlite.thread import BUSY_TIMEOUT_SECONDS, SQLiteThread
-from memory.store.sqlite.writes import apply_writes
+from memory.store.sqlite.writes import apply_own
 
 # How long a forget waits for readers of older snapshots before leaving the log's truncation to
 # the store's next call: short, since the store's one writer waits with it.
@@ -58,7 +59,7 @@ class SQLiteStore(SQLiteThread, SqlStore[SQLiteDb]):
         self._wal_truncated_at = -math.inf  # when this store last tried (monotonic seconds)
 
     async def _apply_writes(self, db: SQLiteDb, writes: Sequence[Write]) -> None:
-        await apply_writes(db, writes)
+        await apply_writes(db, writes, apply_own)
 
     async def _db_read[T](self, body: Body[SQLiteDb, T]) -> T:
         result = await self._read(lambda conn: run_sync(body(SQLiteDb(conn))))

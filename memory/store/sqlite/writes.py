@@ -5,71 +5,19 @@ memory.store.sql.writes'."""
 
 from __future__ import annotations
 
-import json
-import sqlite3
-from collections.abc import Iterable
-from datetime import UTC, datetime
-
-from memory.models import Fact
 from memory.store.base_manage import side_tag
-from memory.store.records import to_record, vector_bytes
 from memory.store.rules import lifecycle_writes as lw
 from memory.store.rules import writes as w
 from memory.store.sql.writes import apply_shared, bump_version, switched_embedding
-from memory.store.sqlite.codec import history_to_json, to_us
+from memory.store.sqlite.codec import to_us
 from memory.store.sqlite.db import SQLiteDb
-from memory.store.sqlite.fts import search_text_of
 from memory.store.sqlite.schema import fact_counter_key, facts_purge_key
 
-# The columns a PutFact writes: the fact's fields but its access (touch_facts and SetFactAccess
-# write those), then its vector, change stamp, what the text index holds of its content
-# (fts.search_text_of) and when it was inserted (rules.recheck). An update keeps whose fact it
-# is, when it was formed and inserted, and its vector unless it brings a new one.
-_ACCESS = {"access_count", "last_accessed_at"}
-_COLUMNS = [
-    *(name for name in Fact.model_fields if name not in _ACCESS),
-    *("embedding", "change_seq", "search_text", "inserted_at"),
-]
-_KEPT = {"fact_id", "agent_id", "user_id", "scope", "formed_at", "inserted_at"}
-_INSERT_FACT = (
-    f"INSERT INTO facts ({', '.join(_COLUMNS)}) VALUES ({', '.join(f':{c}' for c in _COLUMNS)})"
-)
-_SET = ", ".join(f"{c} = :{c}" for c in _COLUMNS if c not in _KEPT | {"embedding"})
-_UPDATE_FACT = (
-    f"UPDATE facts SET {_SET}, embedding = coalesce(:embedding, embedding) WHERE fact_id = :fact_id"
-)
 
-
-def _put_fact(conn: sqlite3.Connection, put: w.PutFact, change_seq: int) -> None:
-    fact = put.fact
-    json_fields = {"source_message_ids", "history"}  # JSON text
-    params = to_record(fact, to_us, exclude=_ACCESS | json_fields)
-    params |= {
-        "embedding": None if put.embedding is None else vector_bytes(put.embedding),
-        "source_message_ids": json.dumps(fact.source_message_ids),
-        "history": history_to_json(fact.history),
-        "change_seq": change_seq,
-        "search_text": search_text_of(fact.content),
-        "inserted_at": to_us(datetime.now(UTC)),
-    }
-    conn.execute(_INSERT_FACT if put.new else _UPDATE_FACT, params)
-
-
-async def apply_writes(db: SQLiteDb, writes: Iterable[w.Write]) -> None:
-    # Every fact write of a transaction is stamped with one bump of the agent's fact counter,
-    # so that every process's vector cache re-reads exactly those rows.
-    stamps: dict[str, int] = {}
-    for write in writes:
-        await _apply(db, write, stamps)
-
-
-async def _apply(db: SQLiteDb, write: w.Write, stamps: dict[str, int]) -> None:
+async def apply_own(db: SQLiteDb, write: w.Write) -> None:
+    """A write (sql.writes.apply_writes hands each but runs of new facts here)."""
     conn = db.conn
     match write:
-        case w.PutFact(fact=fact):
-            if fact.agent_id not in stamps:
-                stamps[fact.agent_id] = await bump_version(db, fact_counter_key(fact.agent_id))
-            _put_fact(conn, write, stamps[fact.agent_id])
         case w.SwapSideVectors(model=model, dimension=dimension):
             tag = side_tag(model, dimension)
             for agent_id in [row[0] for row in conn.execute("SELECT DISTINCT agent_id FROM facts")]:
