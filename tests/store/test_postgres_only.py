@@ -14,7 +14,7 @@ from memory.formation_commit import FactUpdate
 from memory.ids import content_hash
 from memory.models import AgentConfig, Fact
 from memory.store.postgres import PostgresStore
-from memory.store.postgres.codec import fact_body, terms_of
+from memory.store.postgres.codec import fact_body, text_columns
 from memory.store.postgres.db import PostgresDb
 from memory.store.postgres.pool import Conn
 from memory.store.postgres.schema import MIGRATIONS
@@ -101,7 +101,7 @@ def _version_2_database(dsn: str, facts: list[Fact], accessed: int = 0) -> None:
                 "embedding, embedding_model, terms, body, access_count, last_accessed_at) "
                 "VALUES (%s, %s, %s, %s, %s, %s, '[1,0]', 'm', array_to_tsvector(%s), %s, %s, %s)",
                 (fact.fact_id, fact.agent_id, fact.user_id, fact.scope, fact.hash,
-                 fact.updated_at, terms_of(fact.content), fact_body(fact), accessed,
+                 fact.updated_at, text_columns(fact.content)["terms"], fact_body(fact), accessed,
                  at(60) if accessed else None),
             )  # fmt: skip
         conn.execute(

@@ -80,14 +80,9 @@ def is_lexeme(stem: str) -> bool:
     return bool(stem) and len(stem.encode()) <= MAX_LEXEME_BYTES
 
 
-def terms_of(content: str) -> list[str]:
-    """The lexemes of the text index: the content's Porter stems, each once."""
-    return [term for term in dict.fromkeys(stemmed_tokens(content)) if is_lexeme(term)]
-
-
 def text_columns(content: str) -> dict[str, object]:
     """The text-search columns of a fact (named parameters): its lexemes (``terms``, under the
-    GIN index) and what BM25 counts of it beyond them (schema migration 7): the number of its
+    GIN index: its Porter stems, each once) and what BM25 counts of it beyond them (schema migration 7): the number of its
     stemmed tokens (the ``len(words)`` of memory.store.rules.text) and the count of each stem
     it holds more than once."""
     tokens = stemmed_tokens(content)
