@@ -11,7 +11,7 @@ statements run in one REPEATABLE READ READ ONLY transaction (one snapshot).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import psycopg
@@ -170,10 +170,3 @@ async def _begin_as(conn: Conn, level: IsolationLevel, *, read_only: bool) -> No
         await conn.set_isolation_level(level)
     if conn.read_only != read_only:
         await conn.set_read_only(read_only)
-
-
-async def fetch(
-    conn: Conn, sql: str, params: Sequence[object] | dict[str, object] = ()
-) -> list[Row]:
-    cur = await conn.execute(sql.encode(), params)
-    return await cur.fetchall()

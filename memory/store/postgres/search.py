@@ -23,10 +23,9 @@ import numpy as np
 
 from memory.models import FactFilter, ScoredFact
 from memory.store.base import Vector
-from memory.store.postgres.codec import FACT_SELECT, fact_from_row, is_lexeme, vector_param
+from memory.store.postgres.codec import is_lexeme, vector_param
 from memory.store.postgres.db import PostgresDb
 from memory.store.postgres.hnsw import hnsw_predicate, indexed_vector
-from memory.store.postgres.pool import Conn, Row, fetch
 from memory.store.ranking import best
 from memory.store.rules.filters import scope_branches
 from memory.store.rules.text import (
@@ -37,6 +36,7 @@ from memory.store.rules.text import (
     query_terms,
     stemmed_tokens,
 )
+from memory.store.sql.db import Row
 from memory.store.sql.facts import best_scored, fact_filter_sql
 
 STEMMED_CACHE = 10_000  # contents of facts stored before schema migration 7 (see _counted)
@@ -65,21 +65,20 @@ def fact_count_sql(flt: FactFilter) -> tuple[str, dict[str, object]]:
 
 
 async def vector_hits(
-    conn: Conn, query: Vector, flt: FactFilter, *, dimension: int, limit: int, min_score: float
+    db: PostgresDb, query: Vector, flt: FactFilter, *, dimension: int, limit: int, min_score: float
 ) -> list[ScoredFact]:
     where, params = fact_filter_sql(flt)
     expression = indexed_vector(dimension, "f.embedding")  # the index's
     distance = f"{expression} <=> %(query)s::{expression.partition('::')[2]}"
-    rows = await fetch(
-        conn,
-        f"SELECT * FROM (SELECT {FACT_SELECT}, f.ord, {distance} AS distance FROM facts AS f "
+    rows = await db.fetch(
+        f"SELECT * FROM (SELECT {db.fact_select}, f.ord, {distance} AS distance FROM facts AS f "
         f"WHERE {where} AND {hnsw_predicate(dimension)} ORDER BY {distance} LIMIT %(limit)s) "
         "AS hits ORDER BY distance, ord",
         {**params, "query": vector_param(query), "limit": limit},
     )
     # In the statement's order (distance, then insertion), which equal scores keep.
     hits = [(row, float(np.clip(1.0 - float(row["distance"]), -1.0, 1.0))) for row in rows]
-    return [ScoredFact(fact=fact_from_row(r), score=s) for r, s in best(hits, limit, min_score)]
+    return [ScoredFact(fact=db.fact(r), score=s) for r, s in best(hits, limit, min_score)]
 
 
 def tsquery(query: str) -> tuple[list[str], str | None]:
@@ -126,7 +125,7 @@ def _counts(stems: list[str]) -> tuple[str, dict[str, object]]:
     return f"ARRAY[{', '.join(counts)}]", params
 
 
-async def text_hits(conn: Conn, query: str, flt: FactFilter, limit: int) -> list[ScoredFact]:
+async def text_hits(db: PostgresDb, query: str, flt: FactFilter, limit: int) -> list[ScoredFact]:
     stems, match = tsquery(query)
     finds, find_params = _phrase_sql(query_parts(query)[1])
     if match is not None:
@@ -137,8 +136,7 @@ async def text_hits(conn: Conn, query: str, flt: FactFilter, limit: int) -> list
     where, params = fact_filter_sql(flt)
     count, count_params = fact_count_sql(flt)
     counts, stem_params = _counts(stems)
-    rows = await fetch(
-        conn,
+    rows = await db.fetch(
         # One statement: the candidates with their term counts (columns of the row the filter
         # reads anyway, schema migration 7; the content only of facts stored before it), and N
         # (computed once, an InitPlan, and only when there is a candidate).
@@ -152,7 +150,7 @@ async def text_hits(conn: Conn, query: str, flt: FactFilter, limit: int) -> list
     if not rows:
         return []
     docs = {row["fact_id"]: _counted(row, stems) for row in rows}
-    return await best_scored(PostgresDb(conn), bm25_of_counts(docs, int(rows[0]["n"])), limit)
+    return await best_scored(db, bm25_of_counts(docs, int(rows[0]["n"])), limit)
 
 
 def _counted(row: Row, stems: list[str]) -> tuple[int, list[int]]:

@@ -76,9 +76,9 @@ class PostgresStore(PostgresPool, SqlStore[PostgresDb]):
             if meta is None:
                 return []
             check_query_dimension(meta, vector.size)
-            return await self._one(
-                lambda conn: vector_hits(
-                    conn, vector, flt, dimension=meta[1], limit=limit, min_score=min_score
+            return await self._db_one(
+                lambda db: vector_hits(
+                    db, vector, flt, dimension=meta[1], limit=limit, min_score=min_score
                 )
             )
 
@@ -92,7 +92,7 @@ class PostgresStore(PostgresPool, SqlStore[PostgresDb]):
         return [] if fresh == cached else await search(fresh)
 
     async def _text_search(self, query: str, flt: FactFilter, limit: int) -> list[ScoredFact]:
-        return await self._read(lambda conn: text_hits(conn, query, flt, limit))
+        return await self._db_read(lambda db: text_hits(db, query, flt, limit))
 
     async def _touch_facts(self, fact_ids: list[str], at: datetime) -> None:
         async def touch(conn: Conn) -> None:

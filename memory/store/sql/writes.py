@@ -1,8 +1,9 @@
-"""The planners' writes both SQL backends apply with the same SQL: sessions and messages, the
-cursor, change counters, the embedding meta, formation records, reflections absorbed or deleted,
-API keys, erasure tombstones, and the lifecycle's deletions. The writes of the domain records a
-backend stores its own way (facts, new reflections, blobs, vectors) are the backend's; its
-``apply`` hands the rest here (and a backend that adds to a shared write hands it here too)."""
+"""The planners' writes (memory.store.rules.writes, .lifecycle_writes) both SQL backends apply
+with the same SQL: every one but the few a backend writes its own way (access counts, a
+re-embed's swap of the vectors, the upkeep of its indexes), which its ``apply`` takes before
+handing the rest here (and a backend that adds to a shared write hands it here too). The domain
+records are written here too, each dialect giving their columns (``Db.fact_row``,
+``reflection_columns``, ``consolidated_columns``)."""
 
 from __future__ import annotations
 
@@ -56,15 +57,26 @@ type SharedWrite = (
 )
 
 
+def _param(column: str) -> str:
+    return f"%({column})s"
+
+
+def _insert(
+    table: str, row: Mapping[str, object], then: str = "", value: Callable[[str], str] = _param
+) -> str:
+    """The INSERT of a row given by column name, each value ``value``'s SQL (its parameter)."""
+    return f"INSERT INTO {table} ({', '.join(row)}) VALUES ({', '.join(map(value, row))}) {then}"
+
+
 # What an update of a fact keeps (rules.writes.PutFact): whose fact it is, when it was formed and
 # inserted; its vector too unless it brings one.
 _KEPT = frozenset({"fact_id", "agent_id", "user_id", "scope", "formed_at", "inserted_at"})
 
 
 def _fact_sql(db: Db, row: Mapping[str, object], *, new: bool) -> str:
-    values = {column: db.fact_value(column) for column in row}
     if new:
-        return f"INSERT INTO facts ({', '.join(values)}) VALUES ({', '.join(values.values())})"
+        return _insert("facts", row, value=db.fact_value)
+    values = {column: db.fact_value(column) for column in row}
     values["embedding"] = f"coalesce({values['embedding']}, embedding)"
     sets = ", ".join(f"{c} = {value}" for c, value in values.items() if c not in _KEPT)
     return f"UPDATE facts SET {sets} WHERE fact_id = %(fact_id)s"
@@ -98,12 +110,6 @@ async def bump_version(db: Db, key: str) -> int:
     )
     assert row is not None
     return int(row["version"])
-
-
-def _insert(table: str, row: Mapping[str, object], then: str = "") -> str:
-    """The INSERT of a row given by column name (named parameters)."""
-    values = ", ".join(f"%({column})s" for column in row)
-    return f"INSERT INTO {table} ({', '.join(row)}) VALUES ({values}) {then}"
 
 
 def _scope_columns(key: ScopeKey) -> dict[str, object]:
