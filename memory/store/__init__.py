@@ -90,7 +90,7 @@ async def open_store(settings: Settings, *, create: bool = True, setup: bool = T
         dsn = cfg.postgres_dsn.get_secret_value()
         pg = PostgresStore(dsn, pool_size=cfg.postgres_pool_size, ef_search=cfg.hnsw_ef_search)
         if not setup:
-            from memory.store.postgres.schema import MIGRATIONS
+            from memory.store.postgres.migrations import MIGRATIONS
 
             _check(await _postgres_version(dsn), len(MIGRATIONS))
             # setup() opens the pool after migrating; without it, the pool alone.

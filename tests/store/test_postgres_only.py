@@ -16,8 +16,8 @@ from memory.models import AgentConfig, Fact
 from memory.store.postgres import PostgresStore
 from memory.store.postgres.codec import fact_body, text_columns
 from memory.store.postgres.db import PostgresDb
+from memory.store.postgres.migrations import MIGRATIONS
 from memory.store.postgres.pool import Conn
-from memory.store.postgres.schema import MIGRATIONS
 from memory.store.postgres.search import fact_count_sql
 from memory.store.rules.text import bm25, stemmed_tokens, tokenize
 from memory.store.rules.writes import PutFact

@@ -8,7 +8,7 @@ import psycopg
 import pytest
 
 from memory.store.postgres import PostgresStore
-from memory.store.postgres.schema import MIGRATIONS
+from memory.store.postgres.migrations import MIGRATIONS
 from tests.conftest import fresh_schema
 from tests.store.builders import a_pending_session, assert_upgraded_session_marked
 
