@@ -82,9 +82,9 @@ def is_lexeme(stem: str) -> bool:
 
 def text_columns(content: str) -> dict[str, object]:
     """The text-search columns of a fact (named parameters): its lexemes (``terms``, under the
-    GIN index: its Porter stems, each once) and what BM25 counts of it beyond them (schema migration 7): the number of its
-    stemmed tokens (the ``len(words)`` of memory.store.rules.text) and the count of each stem
-    it holds more than once."""
+    GIN index: its Porter stems, each once) and what BM25 counts of it beyond them (schema
+    migration 7): the number of its stemmed tokens (the ``len(words)`` of
+    memory.store.rules.text) and the count of each stem it holds more than once."""
     tokens = stemmed_tokens(content)
     freqs = Counter(term for term in tokens if is_lexeme(term))  # the length counts every word
     repeats = {term: n for term, n in freqs.items() if n > 1}

@@ -1,5 +1,5 @@
 """PostgreSQL's marking of the sessions with guests (SessionInfo.has_guests), at every setup
-after the migrations (memory.store.postgres.schema, migration 10)."""
+after the migrations (memory.store.postgres.migrations, migration 10)."""
 
 from __future__ import annotations
 
