@@ -23,7 +23,7 @@ from memory.store.postgres.search import text_hits, vector_hits
 from memory.store.postgres.writes import apply_own
 from memory.store.rules import Write, check_query_dimension
 from memory.store.sql.db import Body
-from memory.store.sql.reads import embedding_meta
+from memory.store.sql.reads import SqlReads
 from memory.store.sql.store import SqlStore
 from memory.store.sql.writes import apply_writes
 
@@ -55,7 +55,7 @@ class PostgresStore(PostgresPool, SqlStore[PostgresDb]):
         try:
             await migrate(conn)
             await mark_guests(conn)  # after the migrations' transaction, at every start
-            if (meta := await embedding_meta(PostgresDb(conn))) is not None:
+            if (meta := await SqlReads(PostgresDb(conn)).embedding_meta()) is not None:
                 await ensure_hnsw_index(conn, meta[1])
         finally:
             await conn.close()

@@ -11,7 +11,7 @@ from memory.store.postgres.db import PostgresDb
 from memory.store.postgres.hnsw import ensure_hnsw_index, hnsw_index_name
 from memory.store.rules import lifecycle_writes as lw
 from memory.store.rules import writes as w
-from memory.store.sql.reads import embedding_meta
+from memory.store.sql.reads import SqlReads
 from memory.store.sql.writes import apply_shared, switched_embedding
 
 
@@ -20,7 +20,7 @@ async def apply_own(db: PostgresDb, write: w.Write) -> None:
     conn = db.conn
     match write:
         case w.SwapSideVectors(model=model, dimension=dimension):
-            old = await embedding_meta(db)
+            old = await SqlReads(db).embedding_meta()
             if old is not None and old[1] != dimension:
                 # Before the update: the old index's expression casts every vector to the old
                 # dimension.

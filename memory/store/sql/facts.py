@@ -9,7 +9,7 @@ from memory.models import Fact, FactFilter, ScoredFact
 from memory.store.ranking import text_hits
 from memory.store.rules.filters import scope_branches
 from memory.store.sql.db import Db
-from memory.store.sql.reads import facts_by_id
+from memory.store.sql.reads import SqlReads
 
 # Recency as said (updated_at for facts without said_at; see MemoryStore.recent_facts): the
 # expression of both schemas' facts_said index, which queries name to use it.
@@ -49,5 +49,6 @@ async def best_scored(db: Db, scores: Mapping[str, float], limit: int) -> list[S
     """The hits (ranking.text_hits) of the candidates' ``scores`` (newest first: the shared BM25,
     rules.text), with their facts."""
     ranked = text_hits(scores.items(), limit)
-    facts = {fact.fact_id: fact for fact in await facts_by_id(db, [f for f, _ in ranked])}
+    read = await SqlReads(db).facts_by_id([f for f, _ in ranked])
+    facts = {fact.fact_id: fact for fact in read}
     return [ScoredFact(fact=facts[f], score=s) for f, s in ranked if f in facts]

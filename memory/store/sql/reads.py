@@ -12,7 +12,6 @@ from memory.models import AgentConfig, Fact, Reflection, SessionAgentState
 from memory.store.base_manage import ReembedTarget
 from memory.store.rules.recheck import reflection_text_key
 from memory.store.snapshots import SnapshotReads
-from memory.store.sql.db import Db
 from memory.store.sql.lifecycle_reads import SqlLifecycleReads
 from memory.store.sql.sessions import STATE_SQL
 from memory.switch_marks import switches
@@ -30,29 +29,6 @@ def pending_params(target: ReembedTarget) -> dict[str, object]:
     return {"tag": target.tag, "kept": target.kept_model}
 
 
-async def facts_by_id(db: Db, ids: Sequence[str]) -> list[Fact]:
-    """The facts that exist among ``ids``, in no order (the callers look them up by id)."""
-    rows = await db.fetch_in(f"SELECT {db.fact_select} FROM facts AS f WHERE f.fact_id", ids)
-    return [db.fact(row) for row in rows]
-
-
-async def embedding_meta(db: Db) -> tuple[str, int] | None:
-    rows = await db.fetch(
-        "SELECT key, value FROM meta WHERE key IN ('embedding_model', 'embedding_dimension')"
-    )
-    meta = {row["key"]: row["value"] for row in rows}
-    if len(meta) < 2:
-        return None
-    return str(meta["embedding_model"]), int(meta["embedding_dimension"])
-
-
-async def count_pending_reembeds(db: Db, target: ReembedTarget) -> tuple[int, int]:
-    left = await db.fetch_one(f"SELECT count(*) AS n {PENDING_REEMBED}", pending_params(target))
-    total = await db.fetch_one("SELECT count(*) AS n FROM facts")
-    assert left is not None and total is not None
-    return int(left["n"]), int(total["n"])
-
-
 class SqlReads(SqlLifecycleReads, SnapshotReads):
     """The snapshot reads of one transaction (the lifecycle ones are SqlLifecycleReads')."""
 
@@ -67,14 +43,22 @@ class SqlReads(SqlLifecycleReads, SnapshotReads):
         return {a.agent_id: switches(a) for a in agents}
 
     async def facts_by_id(self, fact_ids: Sequence[str]) -> list[Fact]:
-        return await facts_by_id(self.db, fact_ids)
+        # In no order: the callers look them up by id.
+        sql = f"SELECT {self.db.fact_select} FROM facts AS f WHERE f.fact_id"
+        return [self.db.fact(row) for row in await self.db.fetch_in(sql, fact_ids)]
 
     async def facts_with_hashes(self, agent_id: str, hashes: Sequence[str]) -> list[Fact]:
         sql = f"SELECT {self.db.fact_select} FROM facts AS f WHERE f.agent_id = %s AND f.hash"
         return [self.db.fact(row) for row in await self.db.fetch_in(sql, hashes, agent_id)]
 
     async def embedding_meta(self) -> tuple[str, int] | None:
-        return await embedding_meta(self.db)
+        rows = await self.db.fetch(
+            "SELECT key, value FROM meta WHERE key IN ('embedding_model', 'embedding_dimension')"
+        )
+        meta = {row["key"]: row["value"] for row in rows}
+        if len(meta) < 2:
+            return None
+        return str(meta["embedding_model"]), int(meta["embedding_dimension"])
 
     async def formation_done(self, formation_id: str) -> FormationCommitResult | None:
         sql = "SELECT result FROM formation_commits WHERE formation_id = %s"
@@ -201,4 +185,8 @@ class SqlReads(SqlLifecycleReads, SnapshotReads):
         return [(str(row["session_id"]), str(row["agent_id"])) for row in rows]
 
     async def reembed_pending(self, target: ReembedTarget) -> tuple[int, int]:
-        return await count_pending_reembeds(self.db, target)
+        sql = f"SELECT count(*) AS n {PENDING_REEMBED}"
+        left = await self.db.fetch_one(sql, pending_params(target))
+        total = await self.db.fetch_one("SELECT count(*) AS n FROM facts")
+        assert left is not None and total is not None
+        return int(left["n"]), int(total["n"])

@@ -20,7 +20,7 @@ from memory.store.counts import ForgetCounts
 from memory.store.rules import Write, check_query_dimension
 from memory.store.snapshots import run_sync
 from memory.store.sql.db import Body
-from memory.store.sql.reads import embedding_meta, facts_by_id
+from memory.store.sql.reads import SqlReads
 from memory.store.sql.store import SqlStore
 from memory.store.sql.writes import apply_writes
 from memory.store.sqlite.codec import to_us
@@ -160,7 +160,8 @@ class SQLiteStore(SQLiteThread, SqlStore[SQLiteDb]):
         vectors = [np.asarray(q, dtype=np.float32).reshape(-1) for q in queries]
 
         async def search(db: SQLiteDb) -> list[list[ScoredFact]]:
-            meta = await embedding_meta(db)
+            reads = SqlReads(db)
+            meta = await reads.embedding_meta()
             if meta is None:
                 return [[] for _ in vectors]
             for vector in vectors:
@@ -170,7 +171,7 @@ class SQLiteStore(SQLiteThread, SqlStore[SQLiteDb]):
                 for v in vectors
             ]
             wanted = list(dict.fromkeys(fid for found in hits for fid, _ in found))
-            facts = {fact.fact_id: fact for fact in await facts_by_id(db, wanted)}
+            facts = {fact.fact_id: fact for fact in await reads.facts_by_id(wanted)}
             return [
                 [ScoredFact(fact=facts[fid], score=score) for fid, score in found if fid in facts]
                 for found in hits
