@@ -22,7 +22,6 @@ from memory.settings import RetrySettings
 from memory.store.postgres import PostgresStore
 from memory.store.postgres.db import PostgresDb
 from memory.store.postgres.pool import Conn
-from memory.store.postgres.writes import apply_writes
 from memory.store.rules import FormationRequest, Plan, Request
 from memory.store.snapshots import read_snapshot
 from memory.store.sql.reads import SqlReads
@@ -56,10 +55,9 @@ class CommitsHeldOpen(PostgresStore):
         self.hold -= 1
 
         async def held(conn: Conn) -> R:
-            planned = plan(
-                await read_snapshot(SqlReads(PostgresDb(conn)), cast(Request[S], request))
-            )
-            await apply_writes(conn, planned.writes)
+            db = PostgresDb(conn)
+            planned = plan(await read_snapshot(SqlReads(db), cast(Request[S], request)))
+            await self._apply_writes(db, planned.writes)
             self.inside += 1
             if self.inside == len(USERS):
                 self.all_inside.set()
