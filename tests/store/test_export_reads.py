@@ -12,7 +12,8 @@ from pathlib import Path
 
 from memory.models import ScopeKey, StoredMessage
 from memory.store.counts import ExportData
-from memory.store.sql.lifecycle_reads import export_data
+from memory.store.export_reads import read_export
+from memory.store.sql.lifecycle_reads import SqlExport
 from memory.store.sqlite import SQLiteStore
 from memory.store.sqlite.db import SQLiteDb
 from tests.store.builders import at, msg, record, reflection
@@ -48,9 +49,8 @@ async def _reads(
     conn.row_factory = sqlite3.Row
     conn.set_trace_callback(statements.append)
     try:
-        data = await export_data(
-            SQLiteDb(conn), agent_id=agent_id, user_id=user_id, messages=messages
-        )
+        reads = SqlExport(SQLiteDb(conn), agent_id, user_id)
+        data = await read_export(reads, messages=messages, facts=True)
     finally:
         conn.close()
     assert data == await store.export_data(agent_id=agent_id, user_id=user_id, messages=messages)

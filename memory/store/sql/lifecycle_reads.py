@@ -8,16 +8,18 @@ import json
 from collections.abc import Sequence
 from datetime import datetime
 
-from memory.models import AgentConfig, ConsolidatedMemory, Fact, SessionAgentState
-from memory.store.counts import Erasure, ExportData
-from memory.store.rules.export import (
-    Exported,
-    UserSessions,
-    export_view,
-    judges_sessions,
-    users_of_messages,
+from memory.models import (
+    AgentConfig,
+    ConsolidatedMemory,
+    Fact,
+    Reflection,
+    SessionAgentState,
+    StoredMessage,
 )
-from memory.store.rules.withheld import MessageMark, parsed
+from memory.store.counts import Erasure
+from memory.store.export_reads import ExportReads
+from memory.store.rules.export import Exported, Pairs
+from memory.store.rules.withheld import MessageMark, Withheld, parsed
 from memory.store.snapshots_lifecycle import LifecycleReads
 from memory.store.sql.db import Db, Row
 from memory.store.sql.sessions import STATE_SQL
@@ -196,96 +198,84 @@ def exported(db: Db, row: Row) -> Exported:
     return db.fact(row), db.vector_of(row["embedding"]).tolist()
 
 
-async def export_data(
-    db: Db, *, agent_id: str | None, user_id: str | None, messages: bool, facts: bool = True
-) -> ExportData:
-    params = {"agent": agent_id, "user": user_id}
-    of_agent = "1 = 1" if agent_id is None else "agent_id = %(agent)s"
-    o = db.ord
-    # Reflections and blobs: with a user, those of their scope and the session memory of their
-    # sessions, of which rules.export.users_export keeps that of the sessions they are alone in
-    # (forget_user erases it with them).
-    memory = of_agent
-    if user_id is not None:
-        memory += f" AND (user_id = %(user)s OR (scope = 'session' AND {EXPORT_SESSIONS}))"
-    agents = await db.fetch(
-        "SELECT config FROM agents WHERE CAST(%(agent)s AS TEXT) IS NULL "
-        "OR agent_id = %(agent)s ORDER BY agent_id",
-        params,
-    )
-    every_fact = (
-        await db.fetch(
-            f"SELECT {db.fact_select}, f.embedding FROM facts AS f "
-            f"WHERE {of_export(agent_id, user_id)} ORDER BY f.{o}",
-            params,
+class SqlExport(ExportReads):
+    """Each read of an export (memory.store.export_reads decides which) as one query of the
+    caller's read transaction."""
+
+    def __init__(self, db: Db, agent_id: str | None, user_id: str | None) -> None:
+        super().__init__(agent_id, user_id)
+        self.db = db
+        self.params = {"agent": agent_id, "user": user_id}
+
+    async def _rows(self, sql: str) -> list[Row]:
+        return await self.db.fetch(sql, self.params)
+
+    def _memory(self) -> str:
+        """The reflections and blobs read: with a user, their scope's and the session memory of
+        their sessions (rules.export.users_export keeps that of those they are alone in)."""
+        memory = "1 = 1" if self.agent_id is None else "agent_id = %(agent)s"
+        if self.user_id is None:
+            return memory
+        return f"{memory} AND (user_id = %(user)s OR (scope = 'session' AND {EXPORT_SESSIONS}))"
+
+    async def agents(self) -> list[AgentConfig]:
+        sql = "SELECT config FROM agents WHERE CAST(%(agent)s AS TEXT) IS NULL OR agent_id = %(agent)s"
+        return [
+            self.db.model(AgentConfig, r["config"])
+            for r in await self._rows(f"{sql} ORDER BY agent_id")
+        ]
+
+    async def facts(self) -> list[Exported]:
+        where = of_export(self.agent_id, self.user_id)
+        sql = f"SELECT {self.db.fact_select}, f.embedding FROM facts AS f WHERE {where}"
+        return [exported(self.db, r) for r in await self._rows(f"{sql} ORDER BY f.{self.db.ord}")]
+
+    async def reflections(self) -> list[Reflection]:
+        sql = f"SELECT * FROM reflections WHERE {self._memory()} ORDER BY formed_at, {self.db.ord}"
+        return [self.db.reflection(r) for r in await self._rows(sql)]
+
+    async def blobs(self) -> list[ConsolidatedMemory]:
+        sql = f"SELECT * FROM consolidated WHERE {self._memory()} ORDER BY scope_key"
+        return [self.db.consolidated(r) for r in await self._rows(sql)]
+
+    async def erasures(self) -> list[Erasure]:
+        sql = (
+            "SELECT * FROM erasures WHERE CAST(%(user)s AS TEXT) IS NULL OR user_id = %(user)s "
+            "ORDER BY user_id, agent_key"
         )
-        if facts
-        else []
-    )
-    reflections = await db.fetch(
-        f"SELECT * FROM reflections WHERE {memory} ORDER BY formed_at, {o}", params
-    )
-    blobs = await db.fetch(f"SELECT * FROM consolidated WHERE {memory} ORDER BY scope_key", params)
-    erasures = await db.fetch(
-        "SELECT * FROM erasures WHERE CAST(%(user)s AS TEXT) IS NULL OR user_id = %(user)s "
-        "ORDER BY user_id, agent_key",
-        params,
-    )
-    data = ExportData(
-        agents=[db.model(AgentConfig, r["config"]) for r in agents],
-        facts=[exported(db, r) for r in every_fact],
-        reflections=[db.reflection(r) for r in reflections],
-        consolidated=[db.consolidated(r) for r in blobs],
-        erasures=[_erasure(db, r) for r in erasures],
-    )
-    if messages:
-        of_sessions = OF_AGENT if user_id is None else EXPORT_SESSIONS
+        return [_erasure(self.db, r) for r in await self._rows(sql)]
+
+    async def messages(self) -> list[StoredMessage]:
+        of_sessions = OF_AGENT if self.user_id is None else EXPORT_SESSIONS
         sql = f"SELECT * FROM messages WHERE {of_sessions} ORDER BY session_id, seq"
-        data.messages = [db.message(r) for r in await db.fetch(sql, params)]
-    # The messages a forget under the agent kept for the others (rules.withheld): read only
-    # where messages are exported, of one agent (none are withheld from every agent).
-    rows = (
-        await db.fetch(
+        return [self.db.message(r) for r in await self._rows(sql)]
+
+    async def withheld(self) -> dict[str, Withheld]:
+        sql = (
             "SELECT session_id, withheld FROM session_agents "
-            "WHERE agent_id = %(agent)s AND withheld <> '[]'",
-            params,
+            "WHERE agent_id = %(agent)s AND withheld <> '[]'"
         )
-        if messages and agent_id is not None
-        else []
-    )
-    withheld = {str(row["session_id"]): parsed(row["withheld"]) for row in rows}
-    sessions = UserSessions()
-    if user_id is not None and judges_sessions(data):
-        sessions = await _user_sessions(db, params, data, messages=messages)
-    return export_view(data, withheld, agent_id=agent_id, user_id=user_id, sessions=sessions)
+        return {str(r["session_id"]): parsed(r["withheld"]) for r in await self._rows(sql)}
 
+    # The sessions holding the user's data, as (session id, id) rows.
 
-# What a user's export reads of the sessions holding their data (EXPORT_SESSIONS follows), as
-# (session id, id) rows: rules.export.UserSessions.
-_PARTICIPANTS = "SELECT session_id, user_id AS id FROM session_users WHERE"
-_MESSAGE_USERS = (
-    "SELECT DISTINCT session_id, user_id AS id FROM messages WHERE user_id IS NOT NULL AND"
-)
-_AGENTS = "SELECT session_id, agent_id AS id FROM session_agents WHERE"
-_GUESTS = "SELECT session_id FROM sessions WHERE has_guests AND"
+    async def participants(self) -> Pairs:
+        return await self._pairs("SELECT session_id, user_id AS id FROM session_users WHERE")
 
+    async def message_users(self) -> Pairs:
+        return await self._pairs(
+            "SELECT DISTINCT session_id, user_id AS id FROM messages WHERE user_id IS NOT NULL AND"
+        )
 
-async def _user_sessions(
-    db: Db, params: dict[str, str | None], read: ExportData, *, messages: bool
-) -> UserSessions:
-    """rules.export.UserSessions, reading only what ``read`` does not hold: with messages the
-    export read every one of these sessions', whose users they name; the agents judge only one
-    agent's messages without their recorder (recorded_by), mostly none."""
-    participants = await _pairs(db, _PARTICIPANTS, params)
-    said = (
-        users_of_messages(read.messages) if messages else await _pairs(db, _MESSAGE_USERS, params)
-    )
-    unrecorded = params["agent"] is not None and any(m.agent_id is None for m in read.messages)
-    agents = await _pairs(db, _AGENTS, params) if unrecorded else ()
-    guests = await db.fetch(f"{_GUESTS} {EXPORT_SESSIONS}", params)
-    return UserSessions(participants, said, agents, [str(row["session_id"]) for row in guests])
+    async def session_agents(self) -> Pairs:
+        return await self._pairs("SELECT session_id, agent_id AS id FROM session_agents WHERE")
 
+    async def guest_sessions(self) -> list[str]:
+        rows = await self._rows(
+            f"SELECT session_id FROM sessions WHERE has_guests AND {EXPORT_SESSIONS}"
+        )
+        return [str(r["session_id"]) for r in rows]
 
-async def _pairs(db: Db, select: str, params: dict[str, str | None]) -> list[tuple[str, str]]:
-    rows = await db.fetch(f"{select} {EXPORT_SESSIONS}", params)
-    return [(str(row["session_id"]), str(row["id"])) for row in rows]
+    async def _pairs(self, select: str) -> Pairs:
+        rows = await self._rows(f"{select} {EXPORT_SESSIONS}")
+        return [(str(r["session_id"]), str(r["id"])) for r in rows]

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from functools import partial
 
 from memory.api_keys import ApiKey
 from memory.degraded import DegradedWindow
@@ -15,11 +14,12 @@ from memory.models import SET_ASIDE, Fact, FactFilter, Reflection, ScopeKey, Ses
 from memory.store.base import ReembedItem, Vector
 from memory.store.base_manage import Keyset, ReembedTarget, Which, current_side_vectors, side_tag
 from memory.store.counts import ExportData
+from memory.store.export_reads import read_export
 from memory.store.rules.export import Exported
 from memory.store.sql import sessions as ss
 from memory.store.sql.db import Db, Transactions
 from memory.store.sql.facts import fact_filter_sql, listed_facts
-from memory.store.sql.lifecycle_reads import export_data, exported, of_export, user_agents
+from memory.store.sql.lifecycle_reads import SqlExport, exported, of_export, user_agents
 from memory.store.sql.reads import PENDING_REEMBED, pending_params
 
 
@@ -123,9 +123,11 @@ class SqlManage[D: Db](Transactions[D]):
     async def _export_data(
         self, *, agent_id: str | None, user_id: str | None, messages: bool, facts: bool
     ) -> ExportData:
-        return await self._db_read(
-            partial(export_data, agent_id=agent_id, user_id=user_id, messages=messages, facts=facts)
-        )
+        async def read(db: Db) -> ExportData:
+            reads = SqlExport(db, agent_id, user_id)
+            return await read_export(reads, messages=messages, facts=facts)
+
+        return await self._db_read(read)
 
     async def export_fact_ids(self, *, agent_id: str | None, user_id: str | None) -> list[str]:
         async def ids(db: Db) -> list[str]:
