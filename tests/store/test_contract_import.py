@@ -197,3 +197,19 @@ async def test_a_stored_session_keeps_its_unformed_messages_and_gains_the_files(
     assert state is not None
     # Message 2 is not formed here: the cursor stays at 1 (formed twice at worst, never skipped).
     assert (state.cursor_seq, state.pending_messages) == (1, 3)
+
+
+async def test_an_agent_scoped_fact_is_one_whatever_user_id_a_file_gives_it(
+    store: MemoryStore,
+) -> None:
+    """An agent's own facts are shared by every user: the same content under agent scope is one
+    fact, whichever user id a file (an older export, another tool's) put on each copy. Before,
+    the SQL stores kept one copy per user id, and MongoDB refused the import's transaction."""
+    copies = [
+        fact(f"i{n}", "The team ships on Fridays", user_id=None).model_copy(update={"user_id": u})
+        for n, u in enumerate(("u1", "u2", None))
+    ]
+    counts = await store.import_facts(copies, [vec(1)] * 3)
+    assert (counts.inserted, counts.duplicate) == (1, 2)
+    agent_facts = [f for f in await store.get_facts(["i0", "i1", "i2"]) if f.invalidated_at is None]
+    assert [f.content for f in agent_facts] == ["The team ships on Fridays"]

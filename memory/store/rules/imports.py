@@ -17,7 +17,7 @@ from memory.models import (
     ScopeKey,
 )
 from memory.store.counts import BlobImport, ImportCounts, SessionPeople
-from memory.store.rules.derived import fact_scope_key
+from memory.store.rules.derived import dedup_user, fact_scope_key
 from memory.store.rules.import_erasures import Known
 from memory.store.rules.lifecycle_writes import (
     ImportReflections,
@@ -112,8 +112,10 @@ def fact_import_request(facts: Sequence[Fact], known: Known = ()) -> FactImportR
 
 
 def dedup_key(fact: Fact) -> tuple[str, str, str, str]:
-    """What two valid facts may not share: agent, user ("" for none), scope, content hash."""
-    return (fact.agent_id, fact.user_id or "", fact.scope, fact.hash)
+    """What two valid facts may not share: agent, user (rules.derived.dedup_user: none for an
+    agent's own facts, shared by every user, whatever user id a file put on one), scope, content
+    hash."""
+    return (fact.agent_id, dedup_user(fact.scope, fact.user_id), fact.scope, fact.hash)
 
 
 def plan_import_facts(
