@@ -12,6 +12,7 @@ from itertools import groupby
 
 import numpy as np
 
+from memory.logging import get_logger
 from memory.models import AgentConfig, ConsolidatedMemory, Fact, Reflection, StoredMessage
 from memory.store.base import Vector
 from memory.store.counts import (
@@ -42,8 +43,10 @@ from memory.store.rules.imports import (
     plan_import_reflections,
     session_keys,
 )
+from memory.store.rules.repair_parted import plan_repair
 from memory.store.rules.writes import Plan, Request
 from memory.store.shared_reads import SharedReads
+from memory.store.snapshots_lifecycle import parted_sessions
 
 
 class PlannedLifecycle(SharedReads):
@@ -174,3 +177,13 @@ class PlannedLifecycle(SharedReads):
             req = ForgetRequest(agent, user_id, all_agents=agent_id is None)
             counts.append(await self._transact(req, partial(plan_forget, req, at=at)))
         return counts
+
+    async def _repair_parted(self) -> int:
+        """rules.repair_parted, at every start: the sessions found on one read, each repaired
+        in a transaction of its own (decided again there). How many were."""
+        repaired = 0
+        for req in await self._read_once(parted_sessions):
+            repaired += await self._transact(req, partial(plan_repair, req))
+        if repaired:
+            get_logger().info("sessions a forget left without their user repaired", count=repaired)
+        return repaired

@@ -18,6 +18,7 @@ from memory.store.rules import erasure as er
 from memory.store.rules import import_erasures as ie
 from memory.store.rules import import_sessions as rs
 from memory.store.rules import imports as ri
+from memory.store.rules import repair_parted as rp
 from memory.store.rules import withheld as wh
 from memory.store.rules.erased_messages import gone_with_users
 
@@ -101,6 +102,16 @@ class LifecycleReads(abc.ABC):
     async def erased_scopes(self, keys: Sequence[str]) -> frozenset[str]:
         """The scope keys among ``keys`` with a session tombstone (an erasure row whose agent
         key is the scope key: rules.erasure.session_tombstones)."""
+
+    @abc.abstractmethod
+    async def session_tombstones(self, keys: Sequence[str] | None) -> list[rp.Tombstone]:
+        """The erasure rows of these session scope keys, whoever their user; None: of every
+        session scope key (rules.erasure.session_tombstones)."""
+
+    @abc.abstractmethod
+    async def sessions_without_people(self, session_ids: Sequence[str]) -> dict[str, datetime]:
+        """The created_at of each of these sessions holding messages but no user and no guest
+        (rules.repair_parted)."""
 
     @abc.abstractmethod
     async def message_seqs(self, session_id: str, message_ids: Sequence[str]) -> dict[str, int]:
@@ -301,6 +312,39 @@ async def _forget(reads: LifecycleReads, req: er.ForgetRequest) -> er.ForgetSnap
     )
 
 
+async def parted_session(
+    reads: LifecycleReads, session_id: str, created_at: datetime
+) -> rp.PartedSession | None:
+    """What rules.repair_parted decides a session on; None when there is no such session."""
+    if (head := await reads.session_head(session_id)) is None:
+        return None
+    states = await reads.session_states(session_id)
+    return rp.PartedSession(
+        session_id=session_id,
+        created_at=created_at,
+        users=await reads.session_users(session_id),
+        guests=await reads.session_has_guests(session_id),
+        last_seq=head[0],
+        messages=(await reads.pending_after(session_id, 0))[0],  # seqs start at 1: every one
+        replies=len(await reads.reply_marks(session_id)),
+        states=tuple(states),
+        tombstones=tuple(await reads.session_tombstones(rp.session_keys(session_id, states))),
+    )
+
+
+async def parted_sessions(reads: LifecycleReads) -> list[rp.PartedRequest]:
+    """The repairs rules.repair_parted finds to do, each to decide again in its transaction:
+    among the sessions a session tombstone names, those without people (a store that forgot
+    no one reads one row less than nothing)."""
+    named = sorted({rp.scope_of(t.key)[1] for t in await reads.session_tombstones(None)})
+    found = []
+    for session_id, created_at in sorted((await reads.sessions_without_people(named)).items()):
+        s = await parted_session(reads, session_id, created_at)
+        if s is not None and (forgotten := rp.forgotten(s)) is not None:
+            found.append(rp.PartedRequest(session_id, created_at, forgotten[0]))
+    return found
+
+
 async def read_lifecycle_snapshot(reads: LifecycleReads, request: Request[Any]) -> object:
     match request:
         case ri.AgentsRequest(agent_ids=ids):
@@ -326,6 +370,8 @@ async def read_lifecycle_snapshot(reads: LifecycleReads, request: Request[Any]) 
             return await _session(reads, request)
         case er.ForgetRequest():
             return await _forget(reads, request)
+        case rp.PartedRequest(session_id=sid, created_at=created_at):
+            return await parted_session(reads, sid, created_at)
         case er.EraseAllRequest(user_id=user_id):
             return await reads.stored_epoch(er.ALL_AGENTS, user_id)
         case ie.ErasuresRequest(agent_keys=keys, user_ids=users):

@@ -35,6 +35,7 @@ from memory.store.mongo.listings import api_key_from_doc
 from memory.store.mongo.reembed import count_pending_reembeds, read_embedding_meta
 from memory.store.records import known
 from memory.store.rules.recheck import reflection_text_key
+from memory.store.rules.repair_parted import Tombstone
 from memory.store.rules.withheld import MessageMark
 from memory.store.snapshots import SnapshotReads
 from memory.switch_marks import switches
@@ -217,6 +218,32 @@ class MongoReads(SnapshotReads):
         # scan of every tombstone.
         ranges = [{"_id": {"$gt": compound_id(k, ""), "$lt": k + "\x20"}} for k in keys]
         return await self._ids("erasures", {"$or": ranges}, "agent_key") if ranges else frozenset()
+
+    async def session_tombstones(self, keys: Sequence[str] | None) -> list[Tombstone]:
+        # By their _id's prefix (compound_id), as erased_scopes; every one: no agent id holds a
+        # colon, so only a session scope key starts so.
+        if keys is None:
+            ranges = [{"_id": {"$gte": "session:", "$lt": "session;"}}]
+        else:
+            ranges = [{"_id": {"$gt": compound_id(k, ""), "$lt": k + "\x20"}} for k in keys]
+        if not ranges:
+            return []
+        cursor = self.db.erasures.find({"$or": ranges}, session=self.s)
+        return [
+            Tombstone(d["agent_key"], d["user_id"], dt(d["forgotten_at"])) async for d in cursor
+        ]
+
+    async def sessions_without_people(self, session_ids: Sequence[str]) -> dict[str, datetime]:
+        query = {
+            "_id": {"$in": list(session_ids)},
+            "has_guests": {"$ne": True},
+            "user_ids.0": {"$exists": False},
+        }
+        cursor = self.db.sessions.find(query, {"created_at": 1}, session=self.s)
+        found = {d["_id"]: dt(d["created_at"]) async for d in cursor}
+        held = {"session_id": {"$in": list(found)}}
+        with_messages = set(await self.db.messages.distinct("session_id", held, session=self.s))
+        return {sid: created for sid, created in found.items() if sid in with_messages}
 
     async def session_states(self, session_id: str) -> list[SessionAgentState]:
         doc = await self._one("sessions", {"_id": session_id}, {"agent_ids": 1})

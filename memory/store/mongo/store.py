@@ -133,6 +133,7 @@ class MongoStore(
         await migrate_session_agents(self._db)
         await mark_guests(self._db)  # at every start (mongo.sessions.mark_guests)
         await open_unmarked(self._db)  # at every start (memory.switch_marks.opened)
+        await self._repair_parted()  # at every start (rules.repair_parted)
 
     async def close(self) -> None:
         if self._owns_client:

@@ -61,6 +61,7 @@ class PostgresStore(PostgresPool, SqlStore[PostgresDb]):
             await conn.close()
         await self._open_pool()
         await self._open_unmarked()  # at every start (memory.switch_marks.opened)
+        await self._repair_parted()  # at every start (rules.repair_parted)
 
     async def close(self) -> None:
         await self._close_pool()

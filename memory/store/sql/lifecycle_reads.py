@@ -19,6 +19,7 @@ from memory.models import (
 from memory.store.counts import Erasure
 from memory.store.export_reads import ExportReads
 from memory.store.rules.export import Exported, Pairs
+from memory.store.rules.repair_parted import Tombstone
 from memory.store.rules.withheld import MessageMark, Withheld, parsed
 from memory.store.snapshots_lifecycle import LifecycleReads
 from memory.store.sql.db import Db, Row
@@ -68,6 +69,27 @@ class SqlLifecycleReads(LifecycleReads):
     async def erased_scopes(self, keys: Sequence[str]) -> frozenset[str]:
         sql = "SELECT DISTINCT agent_key FROM erasures WHERE agent_key"
         return frozenset(await self.db.column_in(sql, keys))
+
+    async def session_tombstones(self, keys: Sequence[str] | None) -> list[Tombstone]:
+        sql = "SELECT agent_key, user_id, forgotten_at FROM erasures WHERE agent_key"
+        if keys is None:  # no agent id holds a colon: only a session scope key starts so
+            rows = await self.db.fetch(sql + " LIKE %s", ("session:%",))
+        else:
+            rows = await self.db.fetch_in(sql, keys)
+        return [
+            Tombstone(r["agent_key"], r["user_id"], self.db.time_of(r["forgotten_at"]))
+            for r in rows
+        ]
+
+    async def sessions_without_people(self, session_ids: Sequence[str]) -> dict[str, datetime]:
+        sql = (
+            "SELECT session_id, created_at FROM sessions s WHERE NOT has_guests "
+            "AND NOT EXISTS (SELECT 1 FROM session_users u WHERE u.session_id = s.session_id) "
+            "AND EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.session_id) "
+            "AND s.session_id"
+        )
+        rows = await self.db.fetch_in(sql, session_ids)
+        return {r["session_id"]: self.db.time_of(r["created_at"]) for r in rows}
 
     async def session_states(self, session_id: str) -> list[SessionAgentState]:
         sql = STATE_SQL + f" WHERE sa.session_id = %s ORDER BY sa.{self.db.ord}"

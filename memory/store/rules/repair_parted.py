@@ -1,0 +1,145 @@
+"""The repair, at every start, of the sessions a forget under one agent left without their user
+before be4b748 (h229 D1, h234 D2).
+
+Then, a forget of a user under agent A, in a session the user was alone in that stays for
+another agent B (B recorded a reply there), deleted the user's messages and the user's place
+among the session's users, and set A no bound. B's reply, which quotes the user ("I'm sorry you
+were diagnosed with HIV last week"), stayed in a session of nobody: no later forget of the user,
+under B or under every agent, and no export of the user found it again. Today's forget keeps the
+user among the session's users and raises A's bounds to its head (rules.erasure._user_messages).
+
+Such a session is told by what it holds: messages, no user and no guest, and the session
+tombstone A's forget left (rules.erasure.session_tombstones: an erasure row keyed by A's
+session scope key, ``session:{agent}:{session}``) of exactly one user. The repair makes it what
+today's forget leaves: the user back among the session's users (among no agent's participants:
+who heard them went with their messages); each forgetting agent's bound for the user (and for the
+replies, where every message is one) at the session's head, its cursor there, nothing pending.
+B's forget then finds the session and takes its reply and memory; the last forget takes the
+session whole (rules.erasure._emptied).
+
+Left as they are, each for its reason:
+- a session with a guest (one who spoke after the old forget): no forget takes a session a guest
+  is in, nor the replies they heard (alone_in), so the user back would take nothing more, and
+  would list a conversation of someone else in the user's export;
+- a session whose user is still there: a forget of today's kind, or none, ran in it;
+- a session with the tombstones of two users or more: whose words the replies answer cannot be
+  told, and all of them back would make it a group chat (user memory off for every agent there,
+  and the forget of each would take neither the session nor its replies);
+- a tombstone older than the session: it is of an earlier life of the session id (a session
+  erased whole, then recorded again under its id, by agents alone).
+
+It runs at every start, like the guests' marks: a repaired session has its user again, so it is
+not found again (idempotent), and a forget that a worker of the previous version runs during a
+rolling upgrade is repaired at the next start. It reads the session tombstones, then the
+sessions they name: a store that forgot no one in a session reads no row.
+
+Not replayed: a forget of the user that ran after the old one and before the repair (under the
+other agent, or under every agent) found no session, as any forget then did; the repaired
+session is taken by the user's next forget, and listed by their export meanwhile.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from memory.models import ScopeKey, SessionAgentState
+from memory.store.rules.lifecycle_writes import DeleteUserMessages, SetWithheld
+from memory.store.rules.withheld import REPLIES, withhold
+from memory.store.rules.writes import AddSessionUsers, MoveCursor, Plan, Request, Write
+
+
+@dataclass(frozen=True)
+class Tombstone:
+    """A session tombstone: the erasure row of a session scope key and a user."""
+
+    key: str
+    user_id: str
+    forgotten_at: datetime
+
+
+@dataclass(frozen=True)
+class PartedSession:
+    session_id: str
+    created_at: datetime
+    users: tuple[str, ...]
+    guests: bool
+    last_seq: int
+    messages: int
+    replies: int  # of its messages, those carrying no user id that are no guest's
+    states: tuple[SessionAgentState, ...]
+    tombstones: tuple[Tombstone, ...]  # of its agents' session scope keys
+
+
+@dataclass(frozen=True)
+class PartedRequest(Request[PartedSession | None]):
+    """A session found without people (snapshots_lifecycle.parted_sessions), read again and
+    decided in the repair's own transaction; None: it is gone."""
+
+    session_id: str
+    created_at: datetime
+    user_id: str  # the one its tombstones named when it was found
+    # Serialized on no key: what it decides on, a session without people, changes only by a
+    # write of the session (a recording, an import), which its own write of the session meets;
+    # and a key of the user would leave their id among MongoDB's serialization keys, which a
+    # forget takes out (mongo.lifecycle_writes, PutErasure).
+
+
+def session_keys(session_id: str, states: Sequence[SessionAgentState]) -> tuple[str, ...]:
+    """The session scope keys of the session's agents: a forget under one of them left its
+    tombstone under one of these."""
+    return tuple(ScopeKey.session(s.agent_id, session_id).key for s in states)
+
+
+def scope_of(key: str) -> tuple[str, str]:
+    """(the agent whose forget left it, the session) of a session tombstone's key, made
+    ``session:{agent}:{session}`` (models.ScopeKey.key): no agent id holds a colon, the session
+    id may."""
+    _, agent_id, session_id = key.split(":", 2)
+    return agent_id, session_id
+
+
+def forgotten(s: PartedSession) -> tuple[str, tuple[str, ...]] | None:
+    """(the user, the agents whose forget of them left the session without them), or None where
+    the session is none of those the old forget left (the module's list)."""
+    if s.users or s.guests or not s.messages:
+        return None
+    # A tombstone older than the session is of an earlier life of its id.
+    live = [t for t in s.tombstones if t.forgotten_at >= s.created_at]
+    if len({t.user_id for t in live}) != 1:
+        return None
+    agents = {scope_of(t.key)[0] for t in live}
+    return live[0].user_id, tuple(st.agent_id for st in s.states if st.agent_id in agents)
+
+
+def plan_repair(req: PartedRequest, s: PartedSession | None) -> Plan[int]:
+    """The writes today's forget would have left (rules.erasure._user_messages with keep_user);
+    the result: how many sessions were repaired (0 or 1)."""
+    found = None if s is None else forgotten(s)
+    if s is None or found is None or found[0] != req.user_id or not found[1]:
+        return Plan((), 0)
+    user_id, agents = found
+    writes: list[Write] = [
+        AddSessionUsers(s.session_id, (user_id,)),
+        # Among no agent's participants (who spoke to it): the forgetting agents' are left
+        # without the user as by today's forget, and which other agent heard the user went with
+        # the user's messages (one that joined after them, as in h229 D1, never counted them).
+        # So no agent forms the user's memory of the session again. Deletes no message; the
+        # reasons of the session's degraded windows are erased again, as by the forget.
+        DeleteUserMessages(
+            s.session_id, user_id, seqs=(), agents=tuple(a.agent_id for a in s.states)
+        ),
+    ]
+    for state in s.states:
+        if state.agent_id not in agents:
+            continue
+        withheld = withhold(state.withheld, user_id, s.last_seq)
+        if s.messages == s.replies:
+            # As the forget: not where a message is a guest's an older process left unmarked.
+            withheld = withhold(withheld, REPLIES, s.last_seq)
+        writes.append(SetWithheld(s.session_id, state.agent_id, tuple(sorted(withheld.items()))))
+        head = max(state.cursor_seq, s.last_seq)
+        update = {"cursor_seq": head, "pending_messages": 0, "pending_weighted_tokens": 0.0}
+        writes.append(MoveCursor(state.model_copy(update=update)))
+    return Plan(tuple(writes), 1)
