@@ -94,8 +94,7 @@ def session_keys(session_id: str, states: Sequence[SessionAgentState]) -> tuple[
 
 def scope_of(key: str) -> tuple[str, str]:
     """(the agent whose forget left it, the session) of a session tombstone's key, made
-    ``session:{agent}:{session}`` (models.ScopeKey.key): no agent id holds a colon, the session
-    id may."""
+    ``session:{agent}:{session}`` (models.ScopeKey.key); no id holds a colon (models.Id)."""
     _, agent_id, session_id = key.split(":", 2)
     return agent_id, session_id
 
