@@ -319,6 +319,10 @@ async def parted_session(
     if (head := await reads.session_head(session_id)) is None:
         return None
     states = await reads.session_states(session_id)
+    tombstones = await reads.session_tombstones(rp.session_keys(session_id, states))
+    # The later forgets of the tombstones' users (rp.later_forget): under every agent, under each.
+    keys = [er.ALL_AGENTS, *(s.agent_id for s in states)]
+    forgets = await reads.erasure_rows(keys, sorted({t.user_id for t in tombstones}))
     return rp.PartedSession(
         session_id=session_id,
         created_at=created_at,
@@ -328,7 +332,9 @@ async def parted_session(
         messages=(await reads.pending_after(session_id, 0))[0],  # seqs start at 1: every one
         replies=len(await reads.reply_marks(session_id)),
         states=tuple(states),
-        tombstones=tuple(await reads.session_tombstones(rp.session_keys(session_id, states))),
+        tombstones=tuple(tombstones),
+        last_message_at=head[1],
+        forgets=forgets,
     )
 
 

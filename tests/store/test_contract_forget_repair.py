@@ -2,7 +2,9 @@
 opens (rules.repair_parted). That forget, of a user alone in a session that stayed for another
 agent, took the user out of the session's users: the other agent's answer quoting the user
 stayed beyond every later forget and export of the user (h229 D1, h234 D2). Opened, the store
-puts the user back as today's forget leaves them, and leaves every other session as it is."""
+puts the user back as today's forget leaves them, and leaves every other session as it is; or,
+where a forget of the user that ran after the old one (and found no session) would have taken
+the session whole, and every message of it is older than that forget, takes it whole."""
 
 from __future__ import annotations
 
@@ -201,3 +203,80 @@ async def _users(store: MemoryStore, session_id: str) -> tuple[str, ...]:
     session = await store.get_session(session_id)
     assert session is not None
     return session.user_ids
+
+
+async def _reflected(store: MemoryStore) -> ScopeKey:
+    """``_answered``, and a1's memory of the session, formed of its answer."""
+    await _answered(store)
+    key = ScopeKey.session("a1", "s1")
+    await store.commit_formation(formation(
+        session_id="s1", agent_id="a1", expected_cursor=1, new_cursor=2,
+        reflections=[reflection(key, 0, "u1 was diagnosed with HIV last week")],
+    ))  # fmt: skip
+    return key
+
+
+# A forget of u1 after the old one and before this version's first start, under every agent, or
+# under a1, the only other agent of the session: it found no session (u1 was no longer among its
+# users), but it would have taken the session whole had it found it.
+LATER = [None, "a1"]
+
+
+@pytest.mark.parametrize("later", LATER)
+async def test_a_later_forget_takes_the_session_whole_at_the_repair(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch, later: str | None
+) -> None:
+    key = await _reflected(store)
+    await _old_forget(store, monkeypatch, "u1", "a2", 100)
+    await store.forget_user("u1", agent_id=later, at=at(150))
+    found = await _left(store), await store.list_reflections(key, limit=10)
+
+    await store.setup()  # the first start of this version
+
+    # The later forget left a1's answer, and a1's memory of it, where nobody found them.
+    assert found[0] == ["r1"] and len(found[1]) == 1
+    assert await _left(store) == [] and await store.get_session("s1") is None
+    assert await store.get_session_agent_state("s1", "a1") is None
+    assert await store.list_reflections(key, limit=10) == []
+    assert await _listed(store, None) == [] and await _listed(store, "a1") == []
+    # Its session tombstone: an import of a1's memory of the session never brings it back.
+    again = await store.import_reflections(found[1])
+    assert (again.inserted, again.forgotten) == (0, 1)
+    assert await store.list_reflections(key, limit=10) == []
+    await store.setup()  # a later start finds nothing to do
+    assert await store.get_session("s1") is None
+
+
+@pytest.mark.parametrize("later", LATER)
+async def test_a_message_said_after_the_later_forget_leaves_the_session_repaired_only(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch, later: str | None
+) -> None:
+    key = await _reflected(store)
+    await _old_forget(store, monkeypatch, "u1", "a2", 100)
+    await store.forget_user("u1", agent_id=later, at=at(150))
+    await record(store, "s1", "a1", [msg("r2", "Are you still there?", role="agent", seconds=200)])
+
+    await store.setup()
+
+    # Not what the later forget was asked to take: the session as the repair leaves it, u1's
+    # again, listed in u1's export, taken by u1's next forget.
+    assert await _users(store, "s1") == ("u1",)
+    assert await _left(store) == ["r1", "r2"]
+    assert await _listed(store, None) == ["r1", "r2"]
+    assert len(await store.list_reflections(key, limit=10)) == 1
+    await store.forget_user("u1", agent_id=later, at=at(300))
+    assert await store.get_session("s1") is None and await _listed(store, None) == []
+
+
+async def test_a_later_forget_under_the_forgetting_agent_only_leaves_the_session_repaired(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """a2 forgot u1 again: a1, which gave the answer, never did, and keeps its own memory."""
+    key = await _reflected(store)
+    await _old_forget(store, monkeypatch, "u1", "a2", 100)
+    await store.forget_user("u1", agent_id="a2", at=at(150))
+
+    await store.setup()
+
+    assert await _users(store, "s1") == ("u1",) and await _left(store) == ["r1"]
+    assert len(await store.list_reflections(key, limit=10)) == 1

@@ -7,16 +7,22 @@ from dataclasses import replace
 from typing import Any
 
 from memory.models import SessionAgentState
-from memory.store.rules.lifecycle_writes import DeleteUserMessages, SetWithheld
+from memory.store.rules.lifecycle_writes import (
+    DeleteSessions,
+    DeleteUserMessages,
+    PutErasure,
+    SetWithheld,
+)
 from memory.store.rules.repair_parted import (
     PartedRequest,
     PartedSession,
     Tombstone,
     forgotten,
+    later_forget,
     plan_repair,
     scope_of,
 )
-from memory.store.rules.writes import AddSessionUsers, MoveCursor
+from memory.store.rules.writes import AddSessionUsers, BumpScopeVersions, MoveCursor
 from tests.store.builders import at
 
 
@@ -84,3 +90,44 @@ def test_sessions_the_old_forget_did_not_leave_are_left_as_they_are() -> None:
     # Found for one user, decided for another meanwhile: nothing written.
     assert plan_repair(PartedRequest("s1", at(1), "u2"), _parted(_by("a2"))).writes == ()
     assert plan_repair(PartedRequest("s1", at(1), "u1"), None).writes == ()
+
+
+def _later(*forgets: tuple[str, int], said: int = 10, **changes: Any) -> PartedSession:
+    """s1 parted by a2's forget at 100; the later forgets of u1 (agent key, when), epoch 3 each;
+    its last message said at ``said``."""
+    marks = {(key, "u1"): (3, at(seconds)) for key, seconds in forgets}
+    return _parted(_by("a2"), last_message_at=at(said), forgets=marks, **changes)
+
+
+def test_a_later_forget_under_every_agent_takes_the_session_whole() -> None:
+    plan = plan_repair(PartedRequest("s1", at(1), "u1"), _later(("*", 150), messages=3))
+
+    keys = ("session:a1:s1", "session:a2:s1", "session:a3:s1")
+    assert plan.result == 1
+    assert plan.writes == (
+        DeleteSessions(("s1",), ("a1:s1:", "a2:s1:", "a3:s1:")),
+        *(PutErasure(k, "u1", 3, at(150), "{}") for k in keys),
+        BumpScopeVersions(keys),
+    )
+
+
+def test_later_forgets_under_each_other_agent_take_it_where_every_message_is_a_reply() -> None:
+    both = (("a1", 150), ("a3", 160))
+    assert later_forget(_later(*both), "u1", ("a2",)) == (3, at(160))  # the last of them
+    assert later_forget(_later(*both, messages=3), "u1", ("a2",)) is None  # a message unmarked
+    assert later_forget(_later(("a1", 150)), "u1", ("a2",)) is None  # a3 never forgot u1
+    assert later_forget(_later(("a1", 150), ("a3", 90)), "u1", ("a2",)) is None  # a3's before
+    assert later_forget(_later(("a2", 150)), "u1", ("a2",)) is None  # a2's own again
+    assert later_forget(_later(("a1", 150), ("a3", 160), said=155), "u1", ("a2",)) is None
+
+
+def test_only_a_forget_after_the_old_one_and_after_every_message_counts() -> None:
+    assert later_forget(_later(("*", 100)), "u1", ("a2",)) is None  # the old forget's own time
+    assert later_forget(_later(("*", 150), said=150), "u1", ("a2",)) is None
+    assert later_forget(_later(("*", 150)), "u1", ("a2",)) == (3, at(150))
+    # No time known for the messages: nothing proves them older.
+    s = replace(_later(("*", 150)), last_message_at=None)
+    assert later_forget(s, "u1", ("a2",)) is None
+    assert plan_repair(PartedRequest("s1", at(1), "u1"), s).writes[0] == AddSessionUsers(
+        "s1", ("u1",)
+    )

@@ -135,6 +135,16 @@ def session_tombstones(
     return tuple(PutErasure(key, user_id, epoch, at, "{}") for key in sorted(keys))
 
 
+def take_whole(sessions: Sequence[tuple[str, Sequence[str]]]) -> tuple[DeleteSessions, set[str]]:
+    """(the write, the scope keys of the session memory it deletes) of sessions taken whole,
+    each given with its agents: its messages, every agent's state and session memory, and the
+    records of their formations. Also the repair's, of a session a later forget would have
+    taken had it found it (rules.repair_parted)."""
+    formations = tuple(f"{a}:{sid}:" for sid, agents in sessions for a in agents)
+    memory = {ScopeKey.session(a, sid).key for sid, agents in sessions for a in agents}
+    return DeleteSessions(tuple(sid for sid, _ in sessions), formations), memory
+
+
 # ---------------------------------------------------------------- forget_user
 
 
@@ -228,9 +238,9 @@ def plan_forget(
     whole = [s for s in alone if req.all_agents or s.agent_ids == (agent_id,) or _emptied(req, s)]
     sessions_memory: set[str] = set()  # the scope keys of the session memory deleted
     if whole:
-        formations = tuple(f"{a}:{s.session_id}:" for s in whole for a in s.agent_ids)
-        writes.append(DeleteSessions(tuple(s.session_id for s in whole), formations))
-        sessions_memory |= {f"session:{a}:{s.session_id}" for s in whole for a in s.agent_ids}
+        taken, memory = take_whole([(s.session_id, s.agent_ids) for s in whole])
+        writes.append(taken)
+        sessions_memory |= memory
     # A session the user was alone in that stays for another agent: this agent's memory of it
     # was formed of the user's words only, and goes with them.
     for s in alone:

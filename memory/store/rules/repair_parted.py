@@ -33,21 +33,36 @@ not found again (idempotent), and a forget that a worker of the previous version
 rolling upgrade is repaired at the next start. It reads the session tombstones, then the
 sessions they name: a store that forgot no one in a session reads no row.
 
-Not replayed: a forget of the user that ran after the old one and before the repair (under the
-other agent, or under every agent) found no session, as any forget then did; the repaired
-session is taken by the user's next forget, and listed by their export meanwhile.
+A later forget is honoured (``later_forget``): a forget of the user that ran after the old one
+and before the repair found no session (the user was no longer among its users), yet the user
+had asked for it to go. Where that forget would have taken the session whole had it found it,
+the repair takes it whole instead of putting the user back: a forget under every agent (it takes
+every session the user was alone in), or a forget under each other agent of the session (the
+last of them empties it, rules.erasure._emptied). Only where every message of the session is
+older than that forget: a message said after it is not what it was asked to take, and the
+session is only repaired, as when no later forget ran; its next forget takes it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from memory.models import ScopeKey, SessionAgentState
+from memory.store.rules.erasure import ALL_AGENTS, session_tombstones, take_whole
 from memory.store.rules.lifecycle_writes import DeleteUserMessages, SetWithheld
 from memory.store.rules.withheld import REPLIES, withhold
-from memory.store.rules.writes import AddSessionUsers, MoveCursor, Plan, Request, Write
+from memory.store.rules.writes import (
+    AddSessionUsers,
+    BumpScopeVersions,
+    MoveCursor,
+    Plan,
+    Request,
+    Write,
+)
+
+Mark = tuple[int, datetime]  # an erasure row's epoch and the time of its last forget
 
 
 @dataclass(frozen=True)
@@ -70,6 +85,11 @@ class PartedSession:
     replies: int  # of its messages, those carrying no user id that are no guest's
     states: tuple[SessionAgentState, ...]
     tombstones: tuple[Tombstone, ...]  # of its agents' session scope keys
+    # The session's last message time: the latest created_at it ever held (record_messages).
+    last_message_at: datetime | None = None
+    # The erasure rows (agent key, user) of its tombstones' users, under every agent ("*") and
+    # under each of its agents: the forgets of them, the last of each key.
+    forgets: Mapping[tuple[str, str], Mark] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -112,13 +132,75 @@ def forgotten(s: PartedSession) -> tuple[str, tuple[str, ...]] | None:
     return live[0].user_id, tuple(st.agent_id for st in s.states if st.agent_id in agents)
 
 
+def later_forget(s: PartedSession, user_id: str, agents: Sequence[str]) -> Mark | None:
+    """The erasure row (epoch, time) of a forget of the user, later than the old one (``agents``'
+    forgets), that would have taken the session whole had it found it; None: no such forget.
+
+    Said "before" by time alone: an erasure row keeps the time of its key's last forget, a
+    session the latest created_at it ever held (last_message_at). A created_at is the said time,
+    clamped to the recording time (record_messages, input_rules.said_when_recorded), so it is
+    never later than the recording: a message whose created_at is not before the forget was
+    surely recorded after it (or at once), and keeps the session. What it cannot tell: a message
+    recorded after the forget but said before it (a sender's own time, a later import of an
+    older conversation) counts as before, and goes with the session; nor a skew between the
+    clock that recorded and the one the forget was given (its ``at``). Nor does it tell apart
+    messages the old forget deleted: last_message_at counts them too, which only ever keeps a
+    session (theirs is older than the old forget, so than the later one)."""
+    parted_at = max(
+        t.forgotten_at
+        for t in s.tombstones
+        if t.user_id == user_id and t.forgotten_at >= s.created_at
+    )
+
+    def after(key: str) -> Mark | None:
+        mark = s.forgets.get((key, user_id))
+        return mark if mark is not None and mark[1] > parted_at else None
+
+    # (the forget replayed, the time every message must be before)
+    found: list[tuple[Mark, datetime]] = []
+    if (every := after(ALL_AGENTS)) is not None:
+        # Under every agent: it takes every session the user was alone in (plan_forget).
+        found.append((every, every[1]))
+    others = [st.agent_id for st in s.states if st.agent_id not in agents]
+    marks = [m for a in others if (m := after(a)) is not None]
+    if others and len(marks) == len(others) and s.messages == s.replies:
+        # Under each other agent: the last of them found every other one's bound at the head
+        # (_emptied; the forgetting agents' the repair sets), so every message a reply that no
+        # agent holds any more. Each forget bounds what was said before it: every message must
+        # be older than the first of them.
+        found.append((max(marks, key=lambda m: m[1]), min(m[1] for m in marks)))
+    for mark, bound in found:
+        if s.last_message_at is not None and s.last_message_at < bound:
+            return mark
+    return None
+
+
+def _taken(s: PartedSession, user_id: str, mark: Mark) -> Plan[int]:
+    """What the later forget would have written of the session: the session whole, by
+    rules.erasure's own write; the session tombstones of the memory it deletes, as of that
+    forget (an import never brings that memory back: rules.imports._gone). Not its counts nor
+    an epoch: the forget wrote its own erasure row (its counts, what it told its caller, stay
+    what it did), and no formation holds an epoch of the user for a session without users: one
+    of it running meanwhile meets the scope versions bumped here, then finds its state gone
+    (rules.checks.check_cursor)."""
+    taken, memory = take_whole([(s.session_id, [st.agent_id for st in s.states])])
+    epoch, at = mark
+    keys = tuple(sorted(memory))
+    writes: list[Write] = [taken, *session_tombstones(user_id, keys, epoch, at)]
+    writes.append(BumpScopeVersions(keys))
+    return Plan(tuple(writes), 1)
+
+
 def plan_repair(req: PartedRequest, s: PartedSession | None) -> Plan[int]:
-    """The writes today's forget would have left (rules.erasure._user_messages with keep_user);
+    """The writes today's forget would have left (rules.erasure._user_messages with keep_user),
+    or those of the later forget that would have taken the session whole (``later_forget``);
     the result: how many sessions were repaired (0 or 1)."""
     found = None if s is None else forgotten(s)
     if s is None or found is None or found[0] != req.user_id or not found[1]:
         return Plan((), 0)
     user_id, agents = found
+    if (mark := later_forget(s, user_id, agents)) is not None:
+        return _taken(s, user_id, mark)
     writes: list[Write] = [
         AddSessionUsers(s.session_id, (user_id,)),
         # Among no agent's participants (who spoke to it): the forgetting agents' are left
