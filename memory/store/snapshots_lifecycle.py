@@ -6,6 +6,7 @@ another fact still needs. See memory.store.snapshots for the formation side."""
 from __future__ import annotations
 
 import abc
+import itertools
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
@@ -21,6 +22,9 @@ from memory.store.rules import imports as ri
 from memory.store.rules import repair_parted as rp
 from memory.store.rules import withheld as wh
 from memory.store.rules.erased_messages import gone_with_users
+
+# The session ids of one read of the start-up repair's (parted_sessions).
+_PAGE = 1000
 
 
 class LifecycleReads(abc.ABC):
@@ -343,8 +347,13 @@ async def parted_sessions(reads: LifecycleReads) -> list[rp.PartedRequest]:
     among the sessions a session tombstone names, those without people (a store that forgot
     no one reads one row less than nothing)."""
     named = sorted({rp.scope_of(t.key)[1] for t in await reads.session_tombstones(None)})
+    # A page of ids a read: one list of every id a tombstone names outgrows a MongoDB command
+    # (16 MiB: ~345k ids) and SQLite's bound parameters, and no start may fail on it (h239 D3).
+    candidates: dict[str, datetime] = {}
+    for page in itertools.batched(named, _PAGE, strict=False):
+        candidates |= await reads.sessions_without_people(page)
     found = []
-    for session_id, created_at in sorted((await reads.sessions_without_people(named)).items()):
+    for session_id, created_at in sorted(candidates.items()):
         s = await parted_session(reads, session_id, created_at)
         if s is not None and (forgotten := rp.forgotten(s)) is not None:
             found.append(rp.PartedRequest(session_id, created_at, forgotten[0]))

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from memory.lifecycle.exporting import export_store
-from memory.models import ScopeKey
+from memory.models import ScopeKey, StoredMessage
+from memory.store import snapshots_lifecycle
 from memory.store.base import MemoryStore
 from memory.store.counts import Erasure
 from memory.store.rules import erasure
@@ -189,14 +190,47 @@ async def test_a_start_leaves_every_other_session_as_it_is(
     await record(store, "again", "a1", [msg("m1", HIV, user_id="u4", seconds=1)])
     await store.forget_user("u4", agent_id="a1", at=at(105))
     await record(store, "again", "a1", [msg("r9", "Hello?", role="agent", seconds=200)])
-    sessions = ["guest", "kept", "two", "again"]
+    # The same, imported: the file dates the session before the forget, so only who recorded
+    # there tells it from one the old forget left (which stayed for another agent) (h239 D1).
+    await record(store, "imported", "a1", [msg("m1", HIV, user_id="u5", seconds=1)])
+    await store.forget_user("u5", agent_id="a1", at=at(106))
+    await store.import_messages(
+        [_agent_message("imported", seq) for seq in (1, 2)],
+        sessions_created={"imported": at(5)}, cursors={"imported": {"a1": 0}},
+    )  # fmt: skip
+    sessions = ["guest", "kept", "two", "again", "imported"]
     before = [await _views(store, s) for s in sessions]
 
     await store.setup()
 
     assert [await _views(store, s) for s in sessions] == before
-    # Three of them without a user, the store could have taken each for one to repair.
-    assert [await _users(store, s) for s in sessions] == [(), ("u2",), (), ()]
+    # Four of them without a user, the store could have taken each for one to repair.
+    assert [await _users(store, s) for s in sessions] == [(), ("u2",), (), (), ()]
+    # The imported one is still a1's to form.
+    state = await store.get_session_agent_state("imported", "a1")
+    assert state is not None and (state.cursor_seq, state.pending_messages) == (0, 2)
+
+
+def _agent_message(session_id: str, seq: int) -> StoredMessage:
+    return StoredMessage(
+        session_id=session_id, seq=seq, message_id=f"imp-{seq}", role="agent",
+        content=f"note {seq}", created_at=at(seq), user_id=None, agent_id="a1",
+    )  # fmt: skip
+
+
+async def test_a_store_with_more_tombstoned_sessions_than_a_read_holds_is_repaired_whole(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sessions the tombstones name are read a page at a time (one list of every id
+    outgrows a MongoDB command, h239 D3): a page of one here, three sessions to repair."""
+    for session_id in ("s1", "s2", "s3"):
+        await _answered(store, session_id)
+        await _old_forget(store, monkeypatch, "u1", "a2", 100)
+    monkeypatch.setattr(snapshots_lifecycle, "_PAGE", 1)
+
+    await store.setup()
+
+    assert [await _users(store, s) for s in ("s1", "s2", "s3")] == [("u1",)] * 3
 
 
 async def _users(store: MemoryStore, session_id: str) -> tuple[str, ...]:
