@@ -45,11 +45,12 @@ browser:
 		|| echo "could not install chromium: the browser test will be skipped"; \
 	else echo "chromium not installed (needs root + apt): the browser test will be skipped"; fi
 
-# Two pytest processes: most tests wait on servers and subprocesses (Temporal, Postgres, workers),
-# so two keep two cores busy, and the suite takes about half the time of one process. Work
-# stealing: a process done with its share takes tests queued for the other, so the slow files
-# do not leave one core idle at the end.
-TEST_WORKERS ?= 2
+# Three pytest processes on two cores: most tests wait on servers and subprocesses (Temporal,
+# Postgres, workers, the CLI's children), so two processes left the cores idle part of the time:
+# in a fresh clone on an idle machine the suite took 572 s with two, 520 s with three. Work
+# stealing: a process done with its share takes tests queued for the others, so the slow files
+# do not leave a core idle at the end.
+TEST_WORKERS ?= 3
 
 test: $(STAMP) browser lint typecheck sdk-deps
 	$(BIN)/pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist worksteal

@@ -177,32 +177,34 @@ def test_replay_passes_committed_histories_and_fails_a_changed_one(
     assert outcome["ok"] is False and "Nondeterminism" in outcome["error"]
 
 
-@pytest.mark.parametrize(
-    ("content", "why"),
-    [
-        ("no events", "the history has no events"),
-        ("no start", "the first event is not WorkflowExecutionStarted"),
-        ("{}", "not a workflow history"),
-        ("not json", "not a workflow history"),
-    ],
-)
-def test_replay_reports_an_unreplayable_history_file_as_a_fail_and_replays_the_others(
-    offline: dict[str, str], tmp_path: Path, content: str, why: str
+# Each shape of a broken export (file name: (content, the FAIL's reason)).
+BROKEN = {
+    "no_events": ("no events", "the history has no events"),
+    "no_start": ("no start", "the first event is not WorkflowExecutionStarted"),
+    "empty_object": ("{}", "not a workflow history"),
+    "not_json": ("not json", "not a workflow history"),
+}
+
+
+def test_replay_reports_each_unreplayable_history_file_as_a_fail_and_replays_the_others(
+    offline: dict[str, str], tmp_path: Path
 ) -> None:
     # The CI check on a broken export: the SDK hung for ever on a history without its start event
     # and `{}` ended in a traceback; each must be a FAIL naming the file, exit 1, the rest replayed.
     committed = json.loads((HISTORIES / "form_memories_first.json").read_text())
-    broken = dict(committed)
-    broken["events"] = [] if content == "no events" else committed["events"][1:]
-    text = json.dumps(broken) if content in ("no events", "no start") else content
-    (tmp_path / "broken.json").write_text(text)
+    for name, (content, _) in BROKEN.items():
+        broken = dict(committed)
+        broken["events"] = [] if content == "no events" else committed["events"][1:]
+        text = json.dumps(broken) if content in ("no events", "no start") else content
+        (tmp_path / f"{name}.json").write_text(text)
     (tmp_path / "good.json").write_text(json.dumps(committed))
     result = mnemos(offline, "replay", "--dir", str(tmp_path))
     assert result.exit_code == 1, result.stdout + result.stderr
     assert "Traceback" not in result.stdout + result.stderr
-    assert f"FAIL broken.json  {tmp_path / 'broken.json'}: {why}" in result.stdout
+    for name, (_, why) in BROKEN.items():
+        assert f"FAIL {name}.json  {tmp_path / f'{name}.json'}: {why}" in result.stdout
     assert "ok   good" in result.stdout
-    assert "Replayed 2 histories: 1 ok, 1 failed." in result.stdout
+    assert "Replayed 5 histories: 1 ok, 4 failed." in result.stdout
 
 
 # ---------------------------------------------------------------- a running stack
