@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 PYTHON313 ?= $(shell for p in python3.13 $$(pyenv root 2>/dev/null)/versions/3.13*/bin/python3.13 /usr/local/bin/python3.13 /usr/bin/python3.13; do \
 	if "$$p" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 13))' >/dev/null 2>&1; then command -v "$$p"; break; fi; done)
 
-.PHONY: run test pytest lint typecheck install bench schedule clean browser sdk-deps sdk-test sdk-types
+.PHONY: run test lint typecheck install bench schedule clean browser sdk-deps sdk-test sdk-types
 
 $(STAMP): pyproject.toml
 	@if [ -z "$(PYTHON313)" ]; then echo "Python 3.13 not found: install it (e.g. 'pyenv install 3.13') or pass PYTHON313=/path/to/python3.13" >&2; exit 1; fi
@@ -52,13 +52,9 @@ browser:
 # do not leave a core idle at the end.
 TEST_WORKERS ?= 3
 
-# mypy and the TypeScript client's tests run beside pytest, in the time its processes wait (each
-# fails make test as before; make waits for all three). One after the other they added ~50 s.
-test: $(STAMP) browser lint sdk-deps
-	@$(MAKE) --no-print-directory -j3 typecheck pytest sdk-test
-
-pytest: $(STAMP)
+test: $(STAMP) browser lint typecheck sdk-deps
 	$(BIN)/pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist worksteal
+	@$(MAKE) --no-print-directory sdk-test
 
 # The TypeScript client (sdk/typescript) against a live stack: Temporal dev server, a worker and
 # `mnemos serve` on free ports. Needs Node >= 20; without it, says so and skips.
