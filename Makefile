@@ -52,7 +52,11 @@ browser:
 # do not leave a core idle at the end.
 TEST_WORKERS ?= 3
 
+# Bytecode of the project's modules first: where PYTHONDONTWRITEBYTECODE is set (CI's machine
+# sets it) nothing writes it, so each pytest process and each child a test starts (workers,
+# replays, the CLI) compiled every module it imports from source again (~33 s of the suite's CPU).
 test: $(STAMP) browser lint typecheck sdk-deps
+	$(BIN)/python -m compileall -q -j 0 memory workflows activities runtime client cli serve bench tests worker.py
 	$(BIN)/pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist worksteal
 	@$(MAKE) --no-print-directory sdk-test
 
