@@ -67,14 +67,28 @@ async def opened_store(backend: tuple[str, str | None], path: Path) -> AsyncIter
         from memory.store.mongo import MongoStore
 
         assert uri is not None
-        opened = MongoStore.from_uri(
-            uri, database=f"t_{uuid.uuid4().hex[:12]}", atlas_search="auto"
-        )
+        database = f"t_{uuid.uuid4().hex[:12]}"
+        opened = MongoStore.from_uri(uri, database=database, atlas_search="auto")
     await opened.setup()
     try:
         yield opened
     finally:
         await opened.close()
+        if name == "mongo":
+            await _drop_database(uri, database)
+
+
+async def _drop_database(uri: str | None, database: str) -> None:
+    """A test's database goes with it: mongoeco's transactions copy every database of the server
+    at their start, so each one a test left behind made every later transaction of the process
+    slower (and a real server keeps them)."""
+    from pymongo import AsyncMongoClient
+
+    client: AsyncMongoClient[dict[str, object]] = AsyncMongoClient(uri)
+    try:
+        await client.drop_database(database)
+    finally:
+        await client.close()
 
 
 @pytest.fixture
