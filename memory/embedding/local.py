@@ -92,10 +92,25 @@ class _Runtime:
     wants_token_type_ids: bool
 
 
-def _load(files: ModelFiles, threads: int) -> _Runtime:
+# One loaded model per process for each set of files and thread count: the worker, the API and
+# the commands that run in one process (`mnemos up`, the tests' in-process CLI) share it instead
+# of each building an onnxruntime session of its own (~0.6 s and the model's memory each). The
+# files are still verified for every embedder: one changed since is refused, not served from here.
+_RUNTIMES: dict[tuple[ModelFiles, int], _Runtime] = {}
+_RUNTIMES_LOCK = threading.Lock()
+
+
+def _shared_runtime(files: ModelFiles, threads: int) -> _Runtime:
     verify_sha256(files.model, files.model_sha256)
     verify_sha256(files.tokenizer, files.tokenizer_sha256)
+    with _RUNTIMES_LOCK:
+        runtime = _RUNTIMES.get((files, threads))
+        if runtime is None:
+            runtime = _RUNTIMES[(files, threads)] = _load(files, threads)
+        return runtime
 
+
+def _load(files: ModelFiles, threads: int) -> _Runtime:
     tokenizer = Tokenizer.from_file(str(files.tokenizer))
     tokenizer.enable_truncation(max_length=MAX_TOKENS)
     # Padding is done per batch in _run_batch, after sorting by length.
@@ -193,7 +208,7 @@ class LocalMiniLMEmbedder(Embedder):
             with self._lock:
                 runtime = self._runtime
                 if runtime is None:
-                    runtime = self._runtime = _load(self._files, self._threads)
+                    runtime = self._runtime = _shared_runtime(self._files, self._threads)
         return runtime
 
     def _embed_sync(self, texts: list[str]) -> npt.NDArray[np.float32]:
