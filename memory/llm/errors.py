@@ -16,12 +16,9 @@ import re
 import sys
 import time
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx2
-import openai
 import pydantic
-from google.genai import errors as genai_errors
 
 from memory.errors import (
     InputRefusedError,
@@ -30,37 +27,40 @@ from memory.errors import (
     WindowTooLargeError,
 )
 
+if TYPE_CHECKING:
+    import openai
+
+# The SDKs' exceptions are looked up among the modules already imported, never imported here:
+# an exception of an SDK can only come from an SDK that is loaded, and this module is imported by
+# every worker and command (activities/errors.py), most of which use neither SDK (importing both
+# took ~1 s of each process's start). (module, class) pairs, found only once the module is loaded.
+#
 # Transport failures, retryable. google-genai sends through httpx2 by default, through httpx when
 # GOOGLE_GENAI_HTTP_CLIENT=httpx (or an httpx client is passed in), and through aiohttp when that
 # is installed and its async client is configured for it; the packages share no exception classes,
-# so all count. httpx and aiohttp are no dependencies of ours: when that transport is in use the
-# SDK has imported it, so its classes are looked up there (_transport_classes). aiohttp's
-# asyncio.TimeoutError is TimeoutError.
-_TIMEOUTS: tuple[type[BaseException], ...] = (
-    openai.APITimeoutError,
-    httpx2.TimeoutException,
-    TimeoutError,
+# so all count. aiohttp's asyncio.TimeoutError is TimeoutError.
+_TIMEOUTS = (
+    ("openai", "APITimeoutError"),
+    ("httpx2", "TimeoutException"),
+    ("httpx", "TimeoutException"),
+    ("aiohttp", "ServerTimeoutError"),
 )
-_CONNECTION_FAILURES: tuple[type[BaseException], ...] = (
-    openai.APIConnectionError,
-    httpx2.TransportError,
-    ConnectionError,
-)
-# (module, class) of the optional transports, found only if the module is imported.
-_OPTIONAL_TIMEOUTS = (("httpx", "TimeoutException"), ("aiohttp", "ServerTimeoutError"))
-_OPTIONAL_CONNECTION_FAILURES = (
+_CONNECTION_FAILURES = (
+    ("openai", "APIConnectionError"),
+    ("httpx2", "TransportError"),
     ("httpx", "TransportError"),
     ("aiohttp", "ClientConnectionError"),
     ("aiohttp", "ClientPayloadError"),  # a body cut short or garbled in transfer
 )
+_NOT_JSON = (("google.genai.errors", "UnknownApiResponseError"),)  # an HTTP body that is not JSON
 
 
-def _transport_classes(
-    base: tuple[type[BaseException], ...], optional: Iterable[tuple[str, str]]
+def _loaded(
+    base: tuple[type[BaseException], ...], named: Iterable[tuple[str, str]]
 ) -> tuple[type[BaseException], ...]:
-    """``base``, plus each optional (module, class) whose module has been imported (by the SDK)."""
+    """``base``, plus each (module, class) whose module has been imported (by the SDK)."""
     found: list[type[BaseException]] = []
-    for module_name, class_name in optional:
+    for module_name, class_name in named:
         module = sys.modules.get(module_name)
         extra = getattr(module, class_name, None) if module is not None else None
         if isinstance(extra, type) and issubclass(extra, BaseException):
@@ -242,24 +242,50 @@ def to_provider_error(
 ) -> ProviderError | None:
     """The ProviderError for ``exc``; None when it is no provider failure (a bug: let it raise)."""
     secrets = tuple(secrets)
-    detail = redact(str(exc), secrets)
+    if isinstance(exc, ProviderError):
+        return exc
+    if isinstance(exc, pydantic.ValidationError):
+        return MalformedOutputError(
+            f"{provider} output does not fit the schema: {unfit(exc)}", provider=provider
+        )
+    if (answered := _openai_answer(exc, provider, secrets)) is not None:
+        return answered
+    if isinstance(exc, _loaded((TimeoutError,), _TIMEOUTS)):  # before the connection failures
+        return _failed(provider, f"timed out ({type(exc).__name__})")
+    if isinstance(exc, _loaded((ConnectionError,), _CONNECTION_FAILURES)):
+        # The name too: a closed connection (ReadError, RemoteProtocolError) has no text.
+        detail = redact(str(exc), secrets)
+        return _failed(provider, f"connection failed ({type(exc).__name__}): {detail}")
+    if (answered := _gemini_status(exc, provider, secrets)) is not None:
+        return answered
+    if isinstance(exc, _loaded((json.JSONDecodeError,), _NOT_JSON)):
+        return _failed(provider, f"sent a non-JSON response: {redact(str(exc), secrets)}")
+    return _openai_stream_error(exc, provider, secrets)
 
-    def failed(what: str, *, retryable: bool) -> ProviderError:
-        return ProviderError(f"{provider} {what}", retryable=retryable, provider=provider)
+
+def _failed(provider: str, what: str) -> ProviderError:
+    return ProviderError(f"{provider} {what}", retryable=True, provider=provider)
+
+
+def _openai_answer(
+    exc: BaseException, provider: str, secrets: tuple[str | None, ...]
+) -> ProviderError | None:
+    """What the OpenAI SDK raises of an answer: cut short, filtered, an HTTP status, a body it
+    could not read. None for anything else (its transport failures are classed with the others)."""
+    if "openai" not in sys.modules:
+        return None
+    import openai  # loaded already (above): no import cost
 
     match exc:
-        case ProviderError():
-            return exc
-        case pydantic.ValidationError():
-            return MalformedOutputError(
-                f"{provider} output does not fit the schema: {unfit(exc)}", provider=provider
-            )
         case openai.LengthFinishReasonError():
             return MalformedOutputError(
-                f"{provider} output does not fit the schema: {detail}", provider=provider
+                f"{provider} output does not fit the schema: {redact(str(exc), secrets)}",
+                provider=provider,
             )
         case openai.ContentFilterFinishReasonError():
-            return InputRefusedError(f"{provider} refused: {detail}", provider=provider)
+            return InputRefusedError(
+                f"{provider} refused: {redact(str(exc), secrets)}", provider=provider
+            )
         case openai.APIStatusError() if getattr(exc, "code", None) == "content_filter":
             # Azure OpenAI's content filter: HTTP 400 whose error code names it.
             return InputRefusedError(
@@ -275,45 +301,53 @@ def to_provider_error(
                 said=(exc.code, exc.type),  # OpenAI's code, llama.cpp's type
             )
         case openai.APIResponseValidationError():
-            return failed(f"sent an unexpected response: {detail}", retryable=True)
-        case _ if isinstance(
-            exc, _transport_classes(_TIMEOUTS, _OPTIONAL_TIMEOUTS)
-        ):  # before the connection failures: a subclass
-            return failed(f"timed out ({type(exc).__name__})", retryable=True)
-        case _ if isinstance(
-            exc, _transport_classes(_CONNECTION_FAILURES, _OPTIONAL_CONNECTION_FAILURES)
-        ):
-            # The name too: a closed connection (ReadError, RemoteProtocolError) has no text.
-            return failed(f"connection failed ({type(exc).__name__}): {detail}", retryable=True)
-        case genai_errors.APIError():
-            message = redact(f"{exc.status or ''} {exc.message or ''}".strip(), secrets)
-            headers = dict(exc.response.headers) if exc.response is not None else {}
-            retry_after = parse_retry_after(headers)
-            if retry_after is None:
-                retry_after = _google_retry_delay(exc.details)
-            return _status_error(exc.code, message, retry_after, provider=provider)
-        case genai_errors.UnknownApiResponseError() | json.JSONDecodeError():  # the HTTP body
-            return failed(f"sent a non-JSON response: {detail}", retryable=True)
-        case openai.APIError():
-            # Plain APIError (after its subclasses above): an SSE error event in a streamed answer
-            # whose HTTP status was 200. The server failed mid-answer; a retry may succeed.
-            status = _body_status(exc.body)
-            where = f" ({status})" if status is not None else ""
-            if _refuses_context(status, exc.message, exc.code, exc.type):
-                # A server that refuses an over-long prompt only once its stream has begun.
-                return _context_refusal(
-                    status,
-                    redact(exc.message, secrets),
-                    f"stream error{where}",
-                    provider=provider,
-                )
-            return ProviderError(
-                f"{provider} stream error{where}: {redact(exc.message, secrets)}",
-                retryable=True,
-                status=status,
-                provider=provider,
-            )
+            return _failed(provider, f"sent an unexpected response: {redact(str(exc), secrets)}")
     return None
+
+
+def _gemini_status(
+    exc: BaseException, provider: str, secrets: tuple[str | None, ...]
+) -> ProviderError | None:
+    """The google-genai SDK's error of an HTTP status; None for anything else."""
+    if "google.genai.errors" not in sys.modules:
+        return None
+    from google.genai import errors as genai_errors  # loaded already (above)
+
+    if not isinstance(exc, genai_errors.APIError):
+        return None
+    message = redact(f"{exc.status or ''} {exc.message or ''}".strip(), secrets)
+    headers = dict(exc.response.headers) if exc.response is not None else {}
+    retry_after = parse_retry_after(headers)
+    if retry_after is None:
+        retry_after = _google_retry_delay(exc.details)
+    return _status_error(exc.code, message, retry_after, provider=provider)
+
+
+def _openai_stream_error(
+    exc: BaseException, provider: str, secrets: tuple[str | None, ...]
+) -> ProviderError | None:
+    """A plain openai.APIError (after its subclasses, classed above): an SSE error event in a
+    streamed answer whose HTTP status was 200. The server failed mid-answer; a retry may
+    succeed. None for anything else."""
+    if "openai" not in sys.modules:
+        return None
+    import openai  # loaded already (above)
+
+    if not isinstance(exc, openai.APIError):
+        return None
+    status = _body_status(exc.body)
+    where = f" ({status})" if status is not None else ""
+    if _refuses_context(status, exc.message, exc.code, exc.type):
+        # A server that refuses an over-long prompt only once its stream has begun.
+        return _context_refusal(
+            status, redact(exc.message, secrets), f"stream error{where}", provider=provider
+        )
+    return ProviderError(
+        f"{provider} stream error{where}: {redact(exc.message, secrets)}",
+        retryable=True,
+        status=status,
+        provider=provider,
+    )
 
 
 def _said_in_status(exc: openai.APIStatusError) -> str:
