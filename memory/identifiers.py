@@ -15,7 +15,7 @@ count either, so an ordinary question ("What did Maria do on May 3, 2023?", "Whe
 move from 4 years ago?") has none and ranks exactly as before:
 - ordinals ("18th"), times ("10:30", "7pm"), decades ("1990s"), dates ("2023-05-01", "3/5/2023");
 - a number beside a month name ("May 3", "3 June", and the year after it: "October 13, 2023");
-  "may" only where it is no verb ("Room 12 may be free" holds 12: memory.dates.may_is_month);
+  "may" only where it is no verb ("Room 12 may be free" holds 12: memory.months.may_is_month);
 - a year after a preposition or a season ("in 2023", "since 1999", "summer 2022");
 - a number counting time or occurrences ("4 years", "2 weeks", "5 times");
 - a small number (up to 3 digits) counting the plural noun after it ("Alice's 2 dogs", "the 3
@@ -39,7 +39,7 @@ import unicodedata
 from collections.abc import Sequence
 from functools import lru_cache
 
-from memory.dates import may_is_month
+from memory.months import may_is_month
 
 # Letters and digits, joined inside by - _ / . : (codes, versions, hosts) or a thousands comma.
 _TOKEN = re.compile(r"[^\W_]+(?:(?:[-_/.:]|(?<=\d),(?=\d{3}\b))[^\W_]+)*")
@@ -102,7 +102,7 @@ def _written(text: str) -> list[str]:
 
 def _month(written: Sequence[str], i: int) -> bool:
     """Whether ``written[i]`` names a month: "may" only where it is no verb ("Room 12 may be
-    free": memory.dates.may_is_month)."""
+    free": memory.months.may_is_month)."""
     if not 0 <= i < len(written):
         return False
     folded = _fold(written[i])

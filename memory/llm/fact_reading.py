@@ -19,7 +19,6 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from memory.dates import may_is_month
 from memory.fact_words import negates
 from memory.llm.decision_words import (
     ADVERBS,
@@ -41,6 +40,7 @@ from memory.llm.decision_words import (
 from memory.llm.fact_cessation import GIVE_UP, as_denied
 from memory.llm.heuristic_corrections import without_replaced_value
 from memory.llm.verbs import verb_lemma
+from memory.months import may_is_month
 from memory.tense import sentence_tense
 
 
@@ -319,7 +319,7 @@ def is_number(token: str) -> bool:
 
 def number_at(written: Sequence[str], i: int) -> bool:
     """``is_number`` of ``written[i]`` read in place (words as written, case kept): "may" is a
-    month only where it is no verb ("3 May", not "Alice may move": memory.dates.may_is_month)."""
+    month only where it is no verb ("3 May", not "Alice may move": memory.months.may_is_month)."""
     folded = fold(written[i])
     if folded == "may":
         return may_is_month(written, i)

@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory.dates import MONTHS, format_day, has_relative_date, resolve_relative_dates
+from memory.dates import format_day, has_relative_date, resolve_relative_dates
+from memory.months import MONTHS
 
 MONDAY = datetime(2023, 5, 8, 14, 30, tzinfo=UTC)  # Monday 8 May 2023
 
