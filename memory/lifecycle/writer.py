@@ -39,10 +39,8 @@ from memory.lifecycle.records import (
     MessageImport,
     ReflectionImport,
     SourceRef,
-    consolidated_of,
-    fact_of,
-    reflection_of,
 )
+from memory.lifecycle.stored import consolidated_of, fact_of, reflection_of
 from memory.models import SET_ASIDE, AgentConfig, Reflection, ScopeKey
 from memory.pipeline import consolidation
 from memory.pipeline.types import ConsolidationRequest

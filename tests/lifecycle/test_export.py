@@ -20,7 +20,7 @@ from memory.lifecycle.export import (
     to_import,
     write_export,
 )
-from memory.lifecycle.records import consolidated_of, fact_of, reflection_of
+from memory.lifecycle.stored import consolidated_of, fact_of, reflection_of
 from memory.models import (
     AgentConfig,
     ConsolidatedMemory,

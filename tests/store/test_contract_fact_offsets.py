@@ -15,7 +15,8 @@ from pydantic import ValidationError
 from memory.formation_commit import FactUpdate
 from memory.lifecycle.export import read_export, to_import
 from memory.lifecycle.exporting import export_store
-from memory.lifecycle.records import FactImport, fact_of
+from memory.lifecycle.records import FactImport
+from memory.lifecycle.stored import fact_of
 from memory.models import Fact
 from memory.store.base import MemoryStore
 from tests.store.builders import MODEL, T0, Former, add, at, unit, user_filter, vec
