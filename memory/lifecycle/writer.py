@@ -41,14 +41,14 @@ from memory.lifecycle.records import (
     SourceRef,
 )
 from memory.lifecycle.stored import consolidated_of, fact_of, reflection_of
-from memory.models import SET_ASIDE, AgentConfig, Reflection, ScopeKey
+from memory.models import SET_ASIDE, AgentConfig, Reflection
 from memory.pipeline import consolidation
 from memory.pipeline.types import ConsolidationRequest
 from memory.store.base import MemoryStore
 from memory.store.counts import BlobImport, Erasure, ImportCounts, SessionPeople
 from memory.store.rules.import_erasures import Known, known_of
 from memory.store.rules.import_sessions import file_cursors, file_switches
-from memory.store.rules.imports import Pair, erased, users_by_agent
+from memory.store.rules.imports import Pair, erased, sessions_of, users_by_agent
 from memory.store.rules.withheld import file_bounds
 
 CHUNK = 500
@@ -133,12 +133,6 @@ async def not_forgotten(
     return [f for f in facts if not erased(epochs, f.agent_id, f.user_id)]
 
 
-def _among(people: tuple[SessionPeople, ...], keys: Sequence[ScopeKey]) -> list[SessionPeople]:
-    """The sessions of these scope keys: a write judges only the sessions it writes memory of."""
-    sessions = {k.session_id for k in keys if k.scope == "session"}
-    return [p for p in people if p[0] in sessions]
-
-
 def _by_session(messages: Sequence[MessageImport]) -> list[list[MessageImport]]:
     """Chunks of whole sessions (a session bigger than a chunk is one chunk): the store judges a
     session against all of the file's messages of it (rules.imports.plan_import_session)."""
@@ -193,7 +187,7 @@ async def _merge(
 ) -> BlobImport:
     """Shards → buffered reflections → one consolidation run (the LLM merges them)."""
     shards = shard_reflections(blob)
-    sessions = _among(people, [blob.scope_key])
+    sessions = sessions_of(people, [blob.scope_key])
     counts = await deps.store.import_reflections(shards, sessions=sessions, known=known)
     if counts.forgotten == len(shards):
         return "forgotten"
@@ -264,7 +258,7 @@ async def write_batch(
     merge_with_llm = deps.llm.name != "heuristic"
     to_merge = [b for b in batch.consolidated if b.needs_merge and merge_with_llm]
     direct = [b for b in batch.consolidated if b not in to_merge]
-    sessions = _among(people, [b.scope_key for b in direct])
+    sessions = sessions_of(people, [b.scope_key for b in direct])
     outcome = await store.import_consolidated(
         [consolidated_of(b) for b in direct], sessions=sessions, known=known
     )
@@ -302,7 +296,7 @@ async def write_batch(
         there, taken = len(placed_r.there), len(placed_r.taken)
         report.add("reflections", ImportCounts(existing=there, conflict=taken))
         reflections = [_buffered_unless(r, written) for r in placed_r.new]
-        sessions = _among(people, [r.scope_key for r in reflections])
+        sessions = sessions_of(people, [r.scope_key for r in reflections])
         imported = await store.import_reflections(reflections, sessions=sessions, known=known)
         report.add("reflections", imported)
         progress("reflections", len(r_chunk))

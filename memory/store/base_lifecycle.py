@@ -19,6 +19,7 @@ from memory.models import (
     ConsolidatedMemory,
     Fact,
     Reflection,
+    ScopeKey,
     SessionInfo,
     StoredMessage,
 )
@@ -128,6 +129,21 @@ class LifecycleContract(abc.ABC):
         tombstones an imported file carries, which the epoch leaves out where the file knows of
         them (rules.import_erasures.unknown). The import calls take ``known`` too: a file's
         records are refused only for the forgets it does not know of."""
+
+    @abc.abstractmethod
+    async def forgotten_session_memory(
+        self,
+        keys: Sequence[ScopeKey],
+        *,
+        sessions: Sequence[SessionPeople] = (),
+        known: Known = (),
+    ) -> frozenset[str]:
+        """The scope keys among ``keys`` of session memory forget_user deleted, which
+        import_consolidated and import_reflections refuse as "forgotten" given the same
+        ``sessions`` and ``known``: of a session tombstone (rules.erasure.session_tombstones)
+        the file does not know of, or of a session whose users ``sessions`` and the store show
+        forgotten (rules.imports.session_memory_gone). Read outside a transaction: what a dry
+        run says (memory/lifecycle/dry_run.py), the import judging again in its own."""
 
     @abc.abstractmethod
     async def export_data(

@@ -24,10 +24,13 @@ from memory.models import (
     StoredMessage,
 )
 from memory.store.base import MemoryStore, Vector
+from memory.store.counts import SessionPeople
 from memory.store.rules.import_erasures import Known
+from memory.store.rules.imports import session_keys
 from memory.store.rules.versions import deleted_by_hand
 from memory.store.rules.withheld import formable
 from memory.store.snapshots import SnapshotReads
+from memory.store.snapshots_erased import forgotten_session_memory
 
 
 class SharedReads(MemoryStore):
@@ -151,3 +154,16 @@ class SharedReads(MemoryStore):
     ) -> dict[str, int]:
         users = list(dict.fromkeys(user_ids))
         return await self._read_once(lambda reads: reads.epochs(agent_id, users, known))
+
+    async def forgotten_session_memory(
+        self,
+        keys: Sequence[ScopeKey],
+        *,
+        sessions: Sequence[SessionPeople] = (),
+        known: Known = (),
+    ) -> frozenset[str]:
+        if not session_keys(keys):  # only session memory is judged so: nothing to read
+            return frozenset()
+        return await self._read_once(
+            lambda reads: forgotten_session_memory(reads, keys, sessions, known)
+        )

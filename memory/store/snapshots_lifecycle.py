@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import abc
 import itertools
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 from memory.ids import text_hash
 from memory.models import ConsolidatedMemory, Fact, SessionAgentState
-from memory.store.counts import SessionPeople
 from memory.store.rules import Request
 from memory.store.rules import erasure as er
 from memory.store.rules import import_erasures as ie
@@ -21,7 +20,7 @@ from memory.store.rules import import_sessions as rs
 from memory.store.rules import imports as ri
 from memory.store.rules import repair_parted as rp
 from memory.store.rules import withheld as wh
-from memory.store.rules.erased_messages import gone_with_users
+from memory.store.snapshots_erased import erased_scopes, gone_sessions, pair_epochs
 
 # The session ids of one read of the start-up repair's (parted_sessions).
 _PAGE = 1000
@@ -182,57 +181,14 @@ class LifecycleReads(abc.ABC):
         """The contents of the facts with these hashes but the agent's facts of the user."""
 
 
-async def _pair_epochs(
-    reads: LifecycleReads, pairs: Iterable[ri.Pair], known: ie.Known
-) -> dict[ri.Pair, int]:
-    return {
-        (agent_id, user): epoch
-        for agent_id, users in ri.users_by_agent(pairs).items()
-        for user, epoch in (await reads.epochs(agent_id, users, known)).items()
-    }
-
-
 async def _facts(reads: LifecycleReads, req: ri.FactImportRequest) -> ri.FactImportSnapshot:
     valid: set[tuple[str, str, str, str]] = set()
     for agent_id, hash_ in req.hashes:
         valid |= await reads.valid_fact_keys(agent_id, hash_)
     return ri.FactImportSnapshot(
         await reads.existing_facts(req.fact_ids), frozenset(valid), await reads.embedding_meta(),
-        await _pair_epochs(reads, req.pairs, req.known),
+        await pair_epochs(reads, req.pairs, req.known),
     )  # fmt: skip
-
-
-async def _gone_sessions(
-    reads: LifecycleReads, sessions: Sequence[SessionPeople], known: ie.Known
-) -> frozenset[tuple[str, str]]:
-    """The (session, agent) pairs of an import's session memory that forget_user deleted: each
-    agent's whose users were all forgotten for it (the whole session when for each agent; an
-    agent's memory of a session kept for another agent), judged with the session's agents and
-    users, the file's and what the store still holds of it."""
-    gone = set()
-    for session_id, file_agents, file_users in sessions:
-        if await reads.session_has_guests(session_id):
-            continue  # a guest is a person: forget kept the session (rules.erasure.alone_in)
-        stored = await reads.session_states(session_id)
-        agents = tuple(dict.fromkeys((*file_agents, *(s.agent_id for s in stored))))
-        users = tuple(dict.fromkeys((*file_users, *await reads.session_users(session_id))))
-        epochs = await _pair_epochs(reads, [(a, u) for a in agents for u in users], known)
-        gone |= {(session_id, a) for a in agents if gone_with_users(epochs, (a,), users)}
-    return frozenset(gone)
-
-
-async def _erased_scopes(
-    reads: LifecycleReads, keys: Sequence[str], known: ie.Known
-) -> frozenset[str]:
-    """The session memory among ``keys`` a forget deleted, but that of a session tombstone the
-    file knows of (it carries it, at the stored epoch or above, for each user it names it for):
-    the file's memory of that session was formed after the forget."""
-    erased = set(await reads.erased_scopes(keys) if keys else ())
-    for key in erased & {k for k, _, _, _ in known}:
-        users = [u for k, u, _, _ in known if k == key]
-        if not ie.unknown(await reads.erasure_rows([key], users), known):
-            erased.discard(key)
-    return frozenset(erased)
 
 
 async def _session(reads: LifecycleReads, req: rs.SessionImportRequest) -> rs.SessionImportSnapshot:
@@ -247,7 +203,7 @@ async def _session(reads: LifecycleReads, req: rs.SessionImportRequest) -> rs.Se
     if not everyone:
         epochs: dict[ri.Pair, int] = {}
     elif agents:
-        epochs = await _pair_epochs(reads, [(a, u) for a in agents for u in everyone], req.known)
+        epochs = await pair_epochs(reads, [(a, u) for a in agents for u in everyone], req.known)
     else:
         epochs = ie.unknown(await reads.erasure_rows([er.ALL_AGENTS], everyone), req.known)
     return rs.SessionImportSnapshot(
@@ -369,17 +325,17 @@ async def read_lifecycle_snapshot(reads: LifecycleReads, request: Request[Any]) 
         case ri.BlobImportRequest(keys=keys, pairs=pairs, sessions=sessions):
             blobs = {key: (b.content, b.version) for key, b in (await reads.blobs(keys)).items()}
             known = request.known
-            epochs = await _pair_epochs(reads, pairs, known)
+            epochs = await pair_epochs(reads, pairs, known)
             return ri.BlobImportSnapshot(
-                blobs, epochs, await _gone_sessions(reads, sessions, known),
-                await _erased_scopes(reads, request.session_keys, known),
+                blobs, epochs, await gone_sessions(reads, sessions, known),
+                await erased_scopes(reads, request.session_keys, known),
             )  # fmt: skip
         case ri.ReflectionImportRequest(reflection_ids=ids, keys=keys, pairs=pairs):
             return ri.ReflectionImportSnapshot(
                 await reads.existing_reflections(ids), await reads.buffered_counts(keys),
-                await _pair_epochs(reads, pairs, request.known),
-                await _gone_sessions(reads, request.sessions, request.known),
-                await _erased_scopes(reads, request.session_keys, request.known),
+                await pair_epochs(reads, pairs, request.known),
+                await gone_sessions(reads, request.sessions, request.known),
+                await erased_scopes(reads, request.session_keys, request.known),
             )  # fmt: skip
         case rs.SessionImportRequest():
             return await _session(reads, request)

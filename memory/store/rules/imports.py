@@ -5,7 +5,7 @@ with an erasure tombstone is never imported again, nor session memory with a ses
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from memory.errors import EmbeddingMismatchError, InvalidInputError
@@ -194,17 +194,30 @@ def session_keys(keys: Iterable[ScopeKey]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(k.key for k in keys if k.scope == "session"))
 
 
-def _gone(key: ScopeKey, snapshot: BlobImportSnapshot | ReflectionImportSnapshot) -> bool:
-    """Session memory forget_user deleted. Its session tombstone says so (rules.erasure), with
-    or without the session's messages in the file; a forget of before tombstones were written
-    is found through the people of the session: of a session it deleted whole, or this agent's
-    of one its users were all forgotten for (who took part comes from the file too,
-    ``SessionPeople``: a session deleted whole cannot tell)."""
+def sessions_of(people: Iterable[SessionPeople], keys: Iterable[ScopeKey]) -> list[SessionPeople]:
+    """The people of the sessions of these scope keys: an import judges only the sessions it
+    writes memory of."""
+    sessions = {k.session_id for k in keys if k.scope == "session"}
+    return [p for p in people if p[0] in sessions]
+
+
+def session_memory_gone(
+    key: ScopeKey, gone: Collection[tuple[str, str]], erased_scopes: Collection[str]
+) -> bool:
+    """Session memory forget_user deleted. Its session tombstone says so (rules.erasure: of
+    ``erased_scopes``), with or without the session's messages in the file; a forget of before
+    tombstones were written is found through the people of the session (``gone``, its (session,
+    agent) pairs): of a session it deleted whole, or this agent's of one its users were all
+    forgotten for (who took part comes from the file too, ``SessionPeople``: a session deleted
+    whole cannot tell). The import's rule, and its dry run's
+    (MemoryStore.forgotten_session_memory)."""
     if key.scope != "session":
         return False
-    return (
-        key.key in snapshot.erased_scopes or (key.session_id or "", key.agent_id) in snapshot.gone
-    )
+    return key.key in erased_scopes or (key.session_id or "", key.agent_id) in gone
+
+
+def _gone(key: ScopeKey, snapshot: BlobImportSnapshot | ReflectionImportSnapshot) -> bool:
+    return session_memory_gone(key, snapshot.gone, snapshot.erased_scopes)
 
 
 def plan_import_consolidated(
