@@ -113,15 +113,19 @@ async def _store_model(settings: Settings) -> str:
 
 
 async def _against_store(
-    settings: Settings, batches: Iterable[ImportBatch], known: Known | None = None
+    settings: Settings,
+    batches: Iterable[ImportBatch],
+    known: Known | None = None,
+    people: Sequence[SessionPeople] | None = None,
 ) -> tuple[ImportPlan, bool, str | None]:
     """The plan of the batches as the import would take them into the store (what is there, a
     forgotten user's: dropped), whether there is a store, and why it was not read (else None).
     The batches are judged one at a time, in the order the import writes them (dry_run.Judge),
-    so that a file read in batches is never held whole. A SQLite file that does not exist is an
-    empty store, read as such and not created; the store is opened without setup: a dry run
-    does not migrate a store an older fleet still uses, and a store at another schema is not
-    read (the file's plan alone)."""
+    so that a file read in batches is never held whole; such a file gives the tombstones and
+    session people of the whole (``known``, ``people``), as it gives them to the import. A
+    SQLite file that does not exist is an empty store, read as such and not created; the store
+    is opened without setup: a dry run does not migrate a store an older fleet still uses, and
+    a store at another schema is not read (the file's plan alone)."""
     try:
         store = await open_store(settings, setup=False)
     except NotFoundError:
@@ -136,7 +140,7 @@ async def _against_store(
         )
         return plan(batches), True, note
     try:
-        judge = Judge(store, known)
+        judge = Judge(store, known, people)
         return combined([plan([await judge(batch)]) for batch in batches]), True, None
     finally:
         await store.close()
@@ -153,10 +157,14 @@ def _dry_run(settings: Settings, batches: list[ImportBatch], as_json: bool) -> N
 
 
 def _print_plan(
-    settings: Settings, batches: Iterable[ImportBatch], as_json: bool, known: Known | None = None
+    settings: Settings,
+    batches: Iterable[ImportBatch],
+    as_json: bool,
+    known: Known | None = None,
+    people: Sequence[SessionPeople] | None = None,
 ) -> None:
     """The dry run's report of batches the input rules have passed."""
-    p, exists, unread = run(_against_store(settings, batches, known), settings)
+    p, exists, unread = run(_against_store(settings, batches, known, people), settings)
     model = run(_store_model(settings), settings)
     path = settings.store.sqlite_path
     empty = "" if exists else f"no store at {path} yet (the import creates it): nothing there\n"
@@ -265,7 +273,7 @@ def import_file(
             index = _scanned(file, f)
             if dry_run:
                 plan_order = batches(f, index, order=PLAN_ORDER)
-                _print_plan(settings, plan_order, as_json, index.known)
+                _print_plan(settings, plan_order, as_json, index.known, index.people)
                 return
             written = _write_all(
                 settings, batches(f, index), people=index.people, facts=bool(index.facts),

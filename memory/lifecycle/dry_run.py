@@ -4,7 +4,8 @@ the import's counts use. Only reads the store: the import itself judges again in
 
 The same rules as the import (rules.imports.erased, rules.import_sessions), read outside its
 transactions: session memory a forget deleted (with its session, or one agent's of a session
-that stays) is judged by the import alone (its session tombstones: not counted here), and a
+that stays) is refused as the import refuses it, by its session tombstones and the people of
+its session (MemoryStore.forgotten_session_memory: rules.imports.session_memory_gone); a
 message whose seq another message holds (a conflict) counts as new.
 
 A source judged in several batches (an export file read a batch at a time) is judged as one:
@@ -17,6 +18,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Hashable, Iterable, Sequence
 
+from memory.lifecycle.people import session_people
 from memory.lifecycle.placement import Placed
 from memory.lifecycle.plan import ImportPlan, PlanLine
 from memory.lifecycle.records import (
@@ -36,6 +38,7 @@ from memory.lifecycle.writer import (
 )
 from memory.models import ScopeKey
 from memory.store.base import MemoryStore
+from memory.store.counts import SessionPeople
 from memory.store.rules.erased_messages import (
     erased_message,
     gone_with_users,
@@ -99,21 +102,41 @@ async def _reflections(
     reflections: Sequence[ReflectionImport],
     held: dict[str, Hashable],
     known: Known,
+    people: Sequence[SessionPeople],
 ) -> tuple[list[ReflectionImport], list[Dropped]]:
-    keys = [r.scope_key for r in reflections]
-    epochs = await _epochs(store, ((k.agent_id, k.user_id) for k in keys if k.user_id), known)
     placed = await place_reflections(store, reflections, held)
     _hold(held, placed)
+    forgotten = await _Forgotten.read(store, [r.scope_key for r in placed.new], known, people)
     dropped: list[Dropped] = []
-    refused = [(r, FORGOTTEN) for r in placed.new if _erased(epochs, r.scope_key)]
-    kept = [r for r in placed.new if not _erased(epochs, r.scope_key)]
+    refused = [(r, FORGOTTEN) for r in placed.new if forgotten(r.scope_key)]
+    kept = [r for r in placed.new if not forgotten(r.scope_key)]
     for r, reason in [*refused, *_there_or_taken(placed)]:
         dropped.append(_drop(r.source, r.scope_key.agent_id, r.scope_key.user_id, reason))
     return kept, dropped
 
 
-def _erased(epochs: dict[Pair, int], key: ScopeKey) -> bool:
-    return erased(epochs, key.agent_id, key.user_id)
+class _Forgotten:
+    """Whether the import refuses a scope's memory as forgotten: a forgotten user's
+    (rules.imports.erased), or session memory a forget deleted (forgotten_session_memory)."""
+
+    def __init__(self, epochs: dict[Pair, int], sessions: frozenset[str]) -> None:
+        self._epochs = epochs
+        self._sessions = sessions
+
+    @classmethod
+    async def read(
+        cls,
+        store: MemoryStore,
+        keys: Sequence[ScopeKey],
+        known: Known,
+        people: Sequence[SessionPeople],
+    ) -> _Forgotten:
+        epochs = await _epochs(store, ((k.agent_id, k.user_id) for k in keys if k.user_id), known)
+        sessions = await store.forgotten_session_memory(keys, sessions=people, known=known)
+        return cls(epochs, sessions)
+
+    def __call__(self, key: ScopeKey) -> bool:
+        return erased(self._epochs, key.agent_id, key.user_id) or key.key in self._sessions
 
 
 async def _blob_reason(store: MemoryStore, blob: ConsolidatedImport) -> str | None:
@@ -129,15 +152,17 @@ async def _blob_reason(store: MemoryStore, blob: ConsolidatedImport) -> str | No
 
 
 async def _blobs(
-    store: MemoryStore, blobs: Sequence[ConsolidatedImport], known: Known
+    store: MemoryStore,
+    blobs: Sequence[ConsolidatedImport],
+    known: Known,
+    people: Sequence[SessionPeople],
 ) -> tuple[list[ConsolidatedImport], list[Dropped]]:
-    keys = [b.scope_key for b in blobs]
-    epochs = await _epochs(store, ((k.agent_id, k.user_id) for k in keys if k.user_id), known)
+    forgotten = await _Forgotten.read(store, [b.scope_key for b in blobs], known, people)
     kept: list[ConsolidatedImport] = []
     dropped: list[Dropped] = []
     for b in blobs:
         key = b.scope_key
-        reason = FORGOTTEN if erased(epochs, key.agent_id, key.user_id) else None
+        reason = FORGOTTEN if forgotten(key) else None
         reason = reason or await _blob_reason(store, b)
         if reason is None:
             kept.append(b)
@@ -203,11 +228,19 @@ async def _messages(
 class Judge:
     """against_store of the batches of one import, in the order it writes them: a record of a
     later batch whose id an earlier one takes is found there, as the import finds it stored.
-    A session's messages are to be in one batch (as the writer takes them: _session_messages)."""
+    A session's messages are to be in one batch (as the writer takes them: _session_messages).
+    ``known`` and ``people``: the source's tombstones and the people of its sessions, as
+    writer.write_batches takes them (None: each batch's own)."""
 
-    def __init__(self, store: MemoryStore, known: Known | None = None) -> None:
+    def __init__(
+        self,
+        store: MemoryStore,
+        known: Known | None = None,
+        people: Sequence[SessionPeople] | None = None,
+    ) -> None:
         self._store = store
-        self._known = known  # the source's tombstones (None: each batch's own)
+        self._known = known
+        self._people = people
         self._facts: dict[str, Hashable] = {}  # id -> owner, of the records judged new so far
         self._reflections: dict[str, Hashable] = {}
 
@@ -218,11 +251,12 @@ class Judge:
         known = self._known
         if known is None:
             known = known_of(e.stored() for e in batch.erasures)
+        people = session_people(batch) if self._people is None else self._people
         facts, f_drops = await _facts(store, batch.facts, self._facts, known)
         reflections, r_drops = await _reflections(
-            store, batch.reflections, self._reflections, known
+            store, batch.reflections, self._reflections, known, people
         )
-        blobs, b_drops = await _blobs(store, batch.consolidated, known)
+        blobs, b_drops = await _blobs(store, batch.consolidated, known, people)
         messages, m_drops = await _messages(store, batch.messages, known)
         return batch.model_copy(
             update={
