@@ -158,20 +158,18 @@ class ManageContract(abc.ABC):
         deleted or formed meanwhile, as an offset would (an edited one moves to the front)."""
         if limit <= 0:
             return []
-        return await self._list_facts(
-            flt,
-            valid_only=not include_invalid,
-            offset=max(offset, 0),
-            limit=limit,
-            keyset=None if after is None and before is None else Keyset(after, before),
+        keyset = None if after is None and before is None else Keyset(after, before)
+        listed = await self._list_facts(
+            flt, valid_only=not include_invalid, offset=max(offset, 0), limit=limit, keyset=keyset
         )
+        return listed[::-1] if keyset is not None and keyset.newer else listed
 
     @abc.abstractmethod
     async def _list_facts(
         self, flt: FactFilter, *, valid_only: bool, offset: int, limit: int, keyset: Keyset | None
     ) -> list[Fact]:
-        """list_facts with offset >= 0 and limit > 0, ordered (updated_at, fact_id) descending,
-        those the keyset admits (Keyset)."""
+        """list_facts with offset >= 0 and limit > 0, those the keyset admits (Keyset), ordered
+        (updated_at, fact_id) descending; ascending, the nearest first, for a newer page."""
 
     @abc.abstractmethod
     async def count_facts(self, flt: FactFilter) -> int:

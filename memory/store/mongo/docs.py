@@ -8,7 +8,7 @@ the cold-session index work on them as on dates.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -72,6 +72,16 @@ def insertion_order() -> ObjectId:
 def inserted_from(since: datetime) -> ObjectId:
     """The least insertion order made at or after ``since`` (its second, the rest zero)."""
     return ObjectId.from_datetime(since)
+
+
+def by_ids(ids: Iterable[Any]) -> Doc:
+    """The documents of these _ids."""
+    return {"_id": {"$in": list(ids)}}
+
+
+def view_of(session_id: str, agent_id: str) -> Doc:
+    """The agent's session_agents document: its view of the session."""
+    return {"session_id": session_id, "agent_id": agent_id}
 
 
 def matching(**fields: str | None) -> Doc:

@@ -16,6 +16,7 @@ from memory.store.export_reads import ExportReads, read_export
 from memory.store.mongo.docs import (
     Doc,
     agent_from_doc,
+    by_ids,
     consolidated_from_doc,
     dt,
     fact_and_vector,
@@ -23,7 +24,7 @@ from memory.store.mongo.docs import (
     message_from_doc,
     reflection_from_doc,
 )
-from memory.store.mongo.reads import user_sessions
+from memory.store.mongo.reads import InSession
 from memory.store.mongo.txn import run_transaction
 from memory.store.records import from_record
 from memory.store.rules.export import Exported, Pairs
@@ -37,7 +38,7 @@ class MongoLifecycleReads:
         agents: set[str] = set()
         for name in ("facts", "reflections", "consolidated"):
             agents |= set(await self._db[name].distinct("agent_id", {"user_id": user_id}))
-        sessions = await user_sessions(self._db, None, user_id)
+        sessions = await InSession(self._db, None)._user_sessions(user_id)
         return sorted(agents | set(await self._db.sessions.distinct("agent_ids", sessions)))
 
     async def _export_data(
@@ -57,11 +58,11 @@ class MongoLifecycleReads:
         return [d["_id"] async for d in cursor]
 
     async def _export_facts(self, fact_ids: Sequence[str]) -> list[Exported]:
-        cursor = self._db.facts.find({"_id": {"$in": list(fact_ids)}})
+        cursor = self._db.facts.find(by_ids(fact_ids))
         return [fact_and_vector(d) async for d in cursor]
 
 
-class _MongoExport(ExportReads):
+class _MongoExport(InSession, ExportReads):
     def __init__(
         self,
         db: AsyncDatabase[Doc],
@@ -69,13 +70,12 @@ class _MongoExport(ExportReads):
         agent_id: str | None,
         user_id: str | None,
     ) -> None:
-        super().__init__(agent_id, user_id)
-        self.db = db
-        self.s = s
+        InSession.__init__(self, db, s)
+        ExportReads.__init__(self, agent_id, user_id)
         self._read: list[Doc] | None = None
 
-    def _find(self, collection: str, query: Doc, *order: str) -> AsyncCursor[Doc]:
-        return self.db[collection].find(query, session=self.s).sort([(f, 1) for f in order])
+    def _sorted(self, collection: str, query: Doc, *order: str) -> AsyncCursor[Doc]:
+        return self._find(collection, query).sort([(f, 1) for f in order])
 
     async def _sessions(self) -> list[Doc]:
         """The agent's sessions (every one without an agent); with a user, those holding the
@@ -83,9 +83,9 @@ class _MongoExport(ExportReads):
         if self._read is None:
             query = matching(agent_ids=self.agent_id)
             if self.user_id is not None:
-                query |= await user_sessions(self.db, self.s, self.user_id)
+                query |= await self._user_sessions(self.user_id)
             fields = {"user_ids": 1, "agent_ids": 1, "has_guests": 1}
-            self._read = await self.db.sessions.find(query, fields, session=self.s).to_list()
+            self._read = await self._find("sessions", query, fields).to_list()
         return self._read
 
     async def _session_ids(self) -> list[str]:
@@ -101,23 +101,23 @@ class _MongoExport(ExportReads):
         return memory | {"$or": [{"user_id": self.user_id}, of_sessions]}
 
     async def agents(self) -> list[AgentConfig]:
-        cursor = self._find("agents", matching(_id=self.agent_id), "_id")
+        cursor = self._sorted("agents", matching(_id=self.agent_id), "_id")
         return [agent_from_doc(d) async for d in cursor]
 
     async def facts(self) -> list[Exported]:
         query = matching(agent_id=self.agent_id, user_id=self.user_id)
-        return [fact_and_vector(d) async for d in self._find("facts", query, "ins")]
+        return [fact_and_vector(d) async for d in self._sorted("facts", query, "ins")]
 
     async def reflections(self) -> list[Reflection]:
-        cursor = self._find("reflections", await self._memory(), "formed_at", "ins")
+        cursor = self._sorted("reflections", await self._memory(), "formed_at", "ins")
         return [reflection_from_doc(d) async for d in cursor]
 
     async def blobs(self) -> list[ConsolidatedMemory]:
-        cursor = self._find("consolidated", await self._memory(), "_id")
+        cursor = self._sorted("consolidated", await self._memory(), "_id")
         return [consolidated_from_doc(d) async for d in cursor]
 
     async def erasures(self) -> list[Erasure]:
-        cursor = self._find("erasures", matching(user_id=self.user_id), "user_id", "agent_key")
+        cursor = self._sorted("erasures", matching(user_id=self.user_id), "user_id", "agent_key")
         return [
             from_record(
                 Erasure, d, dt, forgotten_at=dt(d["forgotten_at"]), counts=json.loads(d["counts"])
@@ -128,12 +128,12 @@ class _MongoExport(ExportReads):
     async def messages(self) -> list[StoredMessage]:
         query = {"session_id": {"$in": await self._session_ids()}}
         return [
-            message_from_doc(d) async for d in self._find("messages", query, "session_id", "seq")
+            message_from_doc(d) async for d in self._sorted("messages", query, "session_id", "seq")
         ]
 
     async def withheld(self) -> dict[str, Withheld]:
         mine = {"agent_id": self.agent_id, "withheld": {"$exists": True, "$ne": []}}
-        cursor = self.db.session_agents.find(mine, {"session_id": 1, "withheld": 1}, session=self.s)
+        cursor = self._find("session_agents", mine, {"session_id": 1, "withheld": 1})
         return {d["session_id"]: parsed(d["withheld"]) async for d in cursor}
 
     async def participants(self) -> Pairs:
@@ -149,7 +149,5 @@ class _MongoExport(ExportReads):
         """Each (session id, user id) of their messages once."""
         match = {"session_id": {"$in": await self._session_ids()}, "user_id": {"$ne": None}}
         group = {"_id": {"session": "$session_id", "user": "$user_id"}}
-        cursor = await self.db.messages.aggregate(
-            [{"$match": match}, {"$group": group}], session=self.s
-        )
-        return [(d["_id"]["session"], d["_id"]["user"]) async for d in cursor]
+        rows = await self._aggregate("messages", [{"$match": match}, {"$group": group}])
+        return [(d["_id"]["session"], d["_id"]["user"]) for d in rows]

@@ -9,7 +9,15 @@ from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.asynchronous.database import AsyncDatabase
 
 from memory.degraded import ERASED_REASON
-from memory.store.mongo.docs import Doc, compound_id, opt_ts, reflection_doc, ts
+from memory.store.mongo.docs import (
+    Doc,
+    by_ids,
+    compound_id,
+    opt_ts,
+    reflection_doc,
+    ts,
+    view_of,
+)
 from memory.store.rules import lifecycle_writes as lw
 from memory.store.rules.writes import user_key
 
@@ -33,8 +41,7 @@ async def set_view(
     db: AsyncDatabase[Doc], s: AsyncClientSession, session_id: str, agent_id: str, fields: Doc
 ) -> None:
     """``fields`` set on the agent's session_agents document (its view of the session)."""
-    mine = {"session_id": session_id, "agent_id": agent_id}
-    await db.session_agents.update_one(mine, {"$set": fields}, session=s)
+    await db.session_agents.update_one(view_of(session_id, agent_id), {"$set": fields}, session=s)
 
 
 async def apply_lifecycle(
@@ -72,8 +79,8 @@ async def apply_lifecycle(
             # transaction, names them: it goes. A commit that read before still conflicts on it.
             await db.txn_keys.delete_one({"_id": user_key(e.user_id)}, session=s)
         case lw.DeleteFacts(fact_ids=ids):
-            await db.facts.delete_many({"_id": {"$in": list(ids)}}, session=s)
-            await db.fact_reembed.delete_many({"_id": {"$in": list(ids)}}, session=s)
+            await db.facts.delete_many(by_ids(ids), session=s)
+            await db.fact_reembed.delete_many(by_ids(ids), session=s)
         case lw.DeleteScope(key=key):
             await db.reflections.delete_many({"scope_key": key}, session=s)
             await db.consolidated.delete_many({"_id": key}, session=s)

@@ -20,6 +20,7 @@ from memory.store.mongo.docs import (
     NO_VECTOR,
     Doc,
     agent_from_doc,
+    by_ids,
     compound_id,
     consolidated_from_doc,
     dt,
@@ -30,6 +31,7 @@ from memory.store.mongo.docs import (
     reflection_from_doc,
     state_from_doc,
     ts,
+    view_of,
 )
 from memory.store.mongo.listings import api_key_from_doc
 from memory.store.mongo.reembed import count_pending_reembeds, read_embedding_meta
@@ -41,12 +43,12 @@ from memory.store.snapshots import SnapshotReads
 from memory.switch_marks import switches
 
 
-class MongoReads(SnapshotReads):
+class InSession:
+    """Reads of the caller's snapshot: each runs in the caller's session (None: on none)."""
+
     def __init__(self, db: AsyncDatabase[Doc], session: AsyncClientSession | None) -> None:
         self.db = db
         self.s = session
-
-    # Every read here is of the caller's snapshot: it runs in the caller's session.
 
     def _find(self, collection: str, query: Doc, fields: Doc | None = None) -> AsyncCursor[Doc]:
         return self.db[collection].find(query, fields, session=self.s)
@@ -61,13 +63,29 @@ class MongoReads(SnapshotReads):
         cursor = self._find(collection, query, {field: 1})
         return frozenset([doc[field] async for doc in cursor])
 
+    async def _count(self, collection: str, query: Doc) -> int:
+        return await self.db[collection].count_documents(query, session=self.s)
+
+    async def _distinct(self, collection: str, field: str, query: Doc) -> list[Any]:
+        return await self.db[collection].distinct(field, query, session=self.s)
+
+    async def _aggregate(self, collection: str, pipeline: list[Doc]) -> list[Doc]:
+        return await (await self.db[collection].aggregate(pipeline, session=self.s)).to_list()
+
+    async def _user_sessions(self, user_id: str) -> Doc:
+        """The query of the sessions holding a user's data: those they are a user of, and those
+        with a message carrying their id, whatever its role (index messages_user)."""
+        said = await self._distinct("messages", "session_id", {"user_id": user_id})
+        return {"$or": [{"user_ids": user_id}, {"_id": {"$in": said}}]}
+
+
+class MongoReads(InSession, SnapshotReads):
     async def state(self, session_id: str, agent_id: str) -> SessionAgentState | None:
-        query = {"session_id": session_id, "agent_id": agent_id}
-        doc = await self._one("session_agents", query)
+        doc = await self._one("session_agents", view_of(session_id, agent_id))
         return None if doc is None else state_from_doc(doc)
 
     async def facts_by_id(self, fact_ids: Sequence[str]) -> list[Fact]:
-        return await self._facts({"_id": {"$in": list(fact_ids)}})
+        return await self._facts(by_ids(fact_ids))
 
     async def facts_with_hashes(self, agent_id: str, hashes: Sequence[str]) -> list[Fact]:
         return await self._facts({"agent_id": agent_id, "hash": {"$in": list(hashes)}})
@@ -82,15 +100,14 @@ class MongoReads(SnapshotReads):
         return FormationCommitResult.model_validate(known(FormationCommitResult, doc["result"]))
 
     async def existing_reflections(self, reflection_ids: Sequence[str]) -> frozenset[str]:
-        return await self._ids("reflections", {"_id": {"$in": list(reflection_ids)}})
+        return await self._ids("reflections", by_ids(reflection_ids))
 
     async def _buffered_counts(self, keys: Sequence[str]) -> dict[str, int]:
         pipeline: list[Doc] = [
             {"$match": {"scope_key": {"$in": list(keys)}, "absorbed_into_version": None}},
             {"$group": {"_id": "$scope_key", "n": {"$sum": 1}}},
         ]
-        counts = await (await self.db.reflections.aggregate(pipeline, session=self.s)).to_list()
-        return {row["_id"]: int(row["n"]) for row in counts}
+        return {row["_id"]: int(row["n"]) for row in await self._aggregate("reflections", pipeline)}
 
     async def pending_after(
         self,
@@ -111,12 +128,11 @@ class MongoReads(SnapshotReads):
             {"$match": after},
             {"$group": {"_id": None, "n": {"$sum": 1}, "tokens": {"$sum": "$weighted_tokens"}}},
         ]
-        rows = await (await self.db.messages.aggregate(pipeline, session=self.s)).to_list()
+        rows = await self._aggregate("messages", pipeline)
         return (int(rows[0]["n"]), float(rows[0]["tokens"])) if rows else (0, 0.0)
 
     async def participants(self, session_id: str, agent_id: str) -> frozenset[str]:
-        query = {"session_id": session_id, "agent_id": agent_id}
-        mine = await self._one("session_agents", query, {"user_ids": 1})
+        mine = await self._one("session_agents", view_of(session_id, agent_id), {"user_ids": 1})
         return frozenset(mine.get("user_ids", []) if mine else ())
 
     async def valid_since(
@@ -166,9 +182,8 @@ class MongoReads(SnapshotReads):
         return None if doc is None else reflection_from_doc(doc)
 
     async def buffered_among(self, key: str, reflection_ids: Sequence[str]) -> int:
-        ids = {"$in": list(reflection_ids)}
-        query: Doc = {"_id": ids, "scope_key": key, "absorbed_into_version": None}
-        return await self.db.reflections.count_documents(query, session=self.s)
+        query = by_ids(reflection_ids) | {"scope_key": key, "absorbed_into_version": None}
+        return await self._count("reflections", query)
 
     async def api_key(self, key_id: str) -> ApiKey | None:
         doc = await self._one("api_keys", {"_id": key_id})
@@ -192,17 +207,17 @@ class MongoReads(SnapshotReads):
         # By _id (compound_id), its index: the collection holds session tombstones too, one per
         # session memory a forget deleted (rules.erasure), and every formation commit reads here.
         ids = [compound_id(k, u) for k in agent_keys for u in dict.fromkeys(user_ids)]
-        cursor = self._find("erasures", {"_id": {"$in": ids}})
+        cursor = self._find("erasures", by_ids(ids))
         return {
             (d["agent_key"], d["user_id"]): (int(d["epoch"]), dt(d["forgotten_at"]))
             async for d in cursor
         }
 
     async def existing_agents(self, agent_ids: Sequence[str]) -> frozenset[str]:
-        return await self._ids("agents", {"_id": {"$in": list(agent_ids)}})
+        return await self._ids("agents", by_ids(agent_ids))
 
     async def blobs(self, keys: Sequence[str]) -> dict[str, ConsolidatedMemory]:
-        cursor = self._find("consolidated", {"_id": {"$in": list(keys)}})
+        cursor = self._find("consolidated", by_ids(keys))
         return {doc["_id"]: consolidated_from_doc(doc) async for doc in cursor}
 
     async def session_users(self, session_id: str) -> tuple[str, ...]:
@@ -214,35 +229,24 @@ class MongoReads(SnapshotReads):
         return doc is not None and bool(doc.get("has_guests"))
 
     async def erased_scopes(self, keys: Sequence[str]) -> frozenset[str]:
-        # The rows of each agent key, by their _id's prefix (compound_id): the _id index, not a
-        # scan of every tombstone.
-        ranges = [{"_id": {"$gt": compound_id(k, ""), "$lt": k + "\x20"}} for k in keys]
-        return await self._ids("erasures", {"$or": ranges}, "agent_key") if ranges else frozenset()
+        return await self._ids("erasures", _of_keys(keys), "agent_key") if keys else frozenset()
 
     async def session_tombstones(self, keys: Sequence[str] | None) -> list[Tombstone]:
-        # By their _id's prefix (compound_id), as erased_scopes; every one: no agent id holds a
-        # colon, so only a session scope key starts so.
-        if keys is None:
-            ranges = [{"_id": {"$gte": "session:", "$lt": "session;"}}]
-        else:
-            ranges = [{"_id": {"$gt": compound_id(k, ""), "$lt": k + "\x20"}} for k in keys]
-        if not ranges:
+        # Every one by the prefix every session scope key has: no agent id holds a colon.
+        if keys is not None and not keys:
             return []
-        cursor = self.db.erasures.find({"$or": ranges}, session=self.s)
+        every = {"_id": {"$gte": "session:", "$lt": "session;"}}
+        cursor = self._find("erasures", every if keys is None else _of_keys(keys))
         return [
             Tombstone(d["agent_key"], d["user_id"], dt(d["forgotten_at"])) async for d in cursor
         ]
 
     async def sessions_without_people(self, session_ids: Sequence[str]) -> dict[str, datetime]:
-        query = {
-            "_id": {"$in": list(session_ids)},
-            "has_guests": {"$ne": True},
-            "user_ids.0": {"$exists": False},
-        }
-        cursor = self.db.sessions.find(query, {"created_at": 1}, session=self.s)
+        nobody = {"has_guests": {"$ne": True}, "user_ids.0": {"$exists": False}}
+        cursor = self._find("sessions", by_ids(session_ids) | nobody, {"created_at": 1})
         found = {d["_id"]: dt(d["created_at"]) async for d in cursor}
         held = {"session_id": {"$in": list(found)}}
-        with_messages = set(await self.db.messages.distinct("session_id", held, session=self.s))
+        with_messages = set(await self._distinct("messages", "session_id", held))
         return {sid: created for sid, created in found.items() if sid in with_messages}
 
     async def session_states(self, session_id: str) -> list[SessionAgentState]:
@@ -256,9 +260,9 @@ class MongoReads(SnapshotReads):
         return await self._by_message_id(session_id, message_ids, "seq")
 
     async def agent_switches(self, agent_ids: Sequence[str]) -> dict[str, tuple[bool, bool]]:
-        query = {"_id": {"$in": list(agent_ids)}}
-        cursor = self._find("agents", query, {"_id": 0})
-        agents = [agent_from_doc(d) async for d in cursor]
+        agents = [
+            agent_from_doc(d) async for d in self._find("agents", by_ids(agent_ids), {"_id": 0})
+        ]
         return {a.agent_id: switches(a) for a in agents}
 
     async def message_contents(self, session_id: str, message_ids: Sequence[str]) -> dict[str, str]:
@@ -277,15 +281,15 @@ class MongoReads(SnapshotReads):
         return frozenset([int(m["seq"]) async for m in cursor])
 
     async def user_session_ids(self, user_id: str, agent_id: str) -> list[str]:
-        query = {"agent_ids": agent_id} | await user_sessions(self.db, self.s, user_id)
+        query = {"agent_ids": agent_id} | await self._user_sessions(user_id)
         cursor = self._find("sessions", query, {"_id": 1}).sort("_id", 1)
         return [d["_id"] async for d in cursor]
 
     async def message_counts(self, session_id: str, user_id: str) -> tuple[int, int]:
-        count = self.db.messages.count_documents
-        everyone = await count({"session_id": session_id}, session=self.s)
-        mine = await count({"session_id": session_id, "user_id": user_id}, session=self.s)
-        return everyone, mine
+        everyone = await self._count("messages", {"session_id": session_id})
+        return everyone, await self._count(
+            "messages", {"session_id": session_id, "user_id": user_id}
+        )
 
     async def user_message_marks(self, session_id: str, user_id: str) -> list[MessageMark]:
         return await self._marks({"session_id": session_id, "user_id": user_id})
@@ -306,14 +310,13 @@ class MongoReads(SnapshotReads):
 
     async def message_users(self, session_id: str) -> list[str]:
         query = {"session_id": session_id, "user_id": {"$ne": None}}
-        users = await self.db.messages.distinct("user_id", query, session=self.s)
-        return sorted(users)
+        return sorted(await self._distinct("messages", "user_id", query))
 
     async def user_facts(self, agent_id: str, user_id: str) -> list[Fact]:
         return await self._facts({"agent_id": agent_id, "user_id": user_id})
 
     async def reflection_count(self, key: str) -> int:
-        return await self.db.reflections.count_documents({"scope_key": key}, session=self.s)
+        return await self._count("reflections", {"scope_key": key})
 
     async def cached_text_hashes(self, text_hashes: Sequence[str]) -> frozenset[str]:
         return await self._ids("embeddings", {"hash": {"$in": list(text_hashes)}}, "hash")
@@ -327,17 +330,16 @@ class MongoReads(SnapshotReads):
         return [doc["content"] async for doc in cursor]
 
 
+def _of_keys(keys: Sequence[str]) -> Doc:
+    """The erasures of these agent keys, by their _id's prefix (compound_id): the _id index, not
+    a scan of every tombstone (one per session memory a forget deleted, rules.erasure)."""
+    return {"$or": [{"_id": {"$gt": compound_id(k, ""), "$lt": k + "\x20"}} for k in keys]}
+
+
 def _owned_by(owners: Sequence[str]) -> Doc:
     """The user ids of SnapshotReads.valid_since's owners ("": none, which None matches, a
     missing one too)."""
     return {"$in": [o or None for o in dict.fromkeys(owners)]}
-
-
-async def user_sessions(db: AsyncDatabase[Doc], s: AsyncClientSession | None, user_id: str) -> Doc:
-    """The query of the sessions holding a user's data: those they are a user of, and those with
-    a message carrying their id, whatever its role (index messages_user)."""
-    said = await db.messages.distinct("session_id", {"user_id": user_id}, session=s)
-    return {"$or": [{"user_ids": user_id}, {"_id": {"$in": said}}]}
 
 
 async def recent_fact_docs(

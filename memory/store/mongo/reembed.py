@@ -13,7 +13,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from memory.store.base import ReembedItem, Vector
 from memory.store.base_manage import ReembedTarget, current_side_vectors, side_tag
-from memory.store.mongo.docs import EMBEDDING_META_ID, Doc, vector_doc
+from memory.store.mongo.docs import EMBEDDING_META_ID, Doc, by_ids, vector_doc
 from memory.store.mongo.txn import run_transaction, write_keys
 from memory.store.rules.writes import user_key
 
@@ -64,7 +64,7 @@ class MongoReembed:
         tag = side_tag(model, dimension)
 
         async def put(s: AsyncClientSession) -> None:
-            ids = {"_id": {"$in": [item.fact_id for item, _ in vectors]}}
+            ids = by_ids(item.fact_id for item, _ in vectors)
             facts = await self._db.facts.find(ids, _HASH_AND_USER, session=s).to_list()
             kept = current_side_vectors(vectors, {doc["_id"]: doc["hash"] for doc in facts})
             # Snapshot isolation lets a forget delete a fact read above and commit before this

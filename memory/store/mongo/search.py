@@ -24,7 +24,7 @@ from pymongo.errors import OperationFailure
 
 from memory.models import FactFilter
 from memory.store.base import Vector
-from memory.store.mongo.docs import Doc
+from memory.store.mongo.docs import NO_VECTOR, Doc, by_ids
 from memory.store.mongo.indexes import CJK_TERMS, TEXT_INDEX, VECTOR_INDEX
 from memory.store.ranking import best, cosine_scores, text_hits
 from memory.store.rules.filters import scope_branches
@@ -139,7 +139,7 @@ class FactSearch:
             scores = await cosine_scores(query, [row["embedding"] for row in rows])
             best = _best(list(zip(rows, scores, strict=True)), limit, min_score)
             ids = [row["_id"] for row, _ in best]
-            cursor = self._facts.find({"_id": {"$in": ids}}, {"embedding": 0})
+            cursor = self._facts.find(by_ids(ids), NO_VECTOR)
             full = {doc["_id"]: doc async for doc in cursor}
             return [(full[row["_id"]], s) for row, s in best if row["_id"] in full]
 
@@ -193,7 +193,7 @@ class FactSearch:
         ids = list(dict.fromkeys(fact_id for ids in found for fact_id in ids))
         if not ids:
             return []
-        docs = self._facts.find({"_id": {"$in": ids}}, {"embedding": 0})
+        docs = self._facts.find(by_ids(ids), NO_VECTOR)
         return await self._rank(terms, match, await docs.sort("ins", -1).to_list(), limit)
 
     async def _cjk_ids(self, terms: list[str], match: Doc) -> list[object]:

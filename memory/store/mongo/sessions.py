@@ -15,11 +15,13 @@ from memory.store.base import Cold
 from memory.store.mongo.docs import (
     Doc,
     agent_from_doc,
+    by_ids,
     message_from_doc,
     past,
     session_from_doc,
     state_from_doc,
     ts,
+    view_of,
 )
 
 
@@ -32,8 +34,7 @@ class MongoSessions:
             return None
         if agent_id is None:
             return session_from_doc(doc)
-        query = {"session_id": session_id, "agent_id": agent_id}
-        mine = await self._db.session_agents.find_one(query)
+        mine = await self._db.session_agents.find_one(view_of(session_id, agent_id))
         return None if mine is None else session_from_doc(doc, mine)
 
     async def _find_messages(self, query: Doc) -> list[StoredMessage]:
@@ -91,8 +92,7 @@ class MongoSessions:
 
     async def _end_session(self, session_id: str, agent_id: str, at: datetime) -> bool:
         result = await self._db.session_agents.update_one(
-            {"session_id": session_id, "agent_id": agent_id},
-            {"$set": {"ended_at": ts(at), "purged": False}},
+            view_of(session_id, agent_id), {"$set": {"ended_at": ts(at), "purged": False}}
         )
         return result.matched_count > 0
 
@@ -147,7 +147,7 @@ async def open_unmarked(db: AsyncDatabase[Doc]) -> None:
             d["_id"]
             async for d in db.session_agents.find(unmarked, {"_id": 1}).limit(_UNMARKED_BATCH)
         ]:
-            await db.session_agents.update_many({"_id": {"$in": ids}, **unmarked}, opened)
+            await db.session_agents.update_many(by_ids(ids) | unmarked, opened)
 
 
 async def migrate_session_agents(db: AsyncDatabase[Doc]) -> None:
@@ -212,6 +212,6 @@ async def mark_guests(db: AsyncDatabase[Doc]) -> None:
 async def _mark_guests(db: AsyncDatabase[Doc], session_ids: list[str]) -> None:
     if session_ids:
         await db.sessions.update_many(
-            {"_id": {"$in": session_ids}, "has_guests": {"$ne": True}},
+            by_ids(session_ids) | {"has_guests": {"$ne": True}},
             {"$set": {"has_guests": True}},
         )

@@ -35,6 +35,7 @@ from memory.store.mongo.docs import (
     NO_VECTOR,
     Doc,
     agent_from_doc,
+    by_ids,
     compound_id,
     fact_from_doc,
     past,
@@ -184,7 +185,7 @@ class MongoStore(
 
     async def _embeddings(self, model: str, text_hashes: list[str]) -> dict[str, Vector]:
         keys = [compound_id(model, text_hash) for text_hash in text_hashes]
-        cursor = self._db.embeddings.find({"_id": {"$in": keys}})
+        cursor = self._db.embeddings.find(by_ids(keys))
         return {doc["hash"]: vector_of_bytes(doc["vector"]) async for doc in cursor}
 
     # ------------------------------------------------------------ facts
@@ -210,10 +211,8 @@ class MongoStore(
         return [fact_from_doc(d) for d in await recent_fact_docs(self._db, match, since, limit)]
 
     async def _touch_facts(self, fact_ids: list[str], at: datetime) -> None:
-        await self._db.facts.update_many(
-            {"_id": {"$in": fact_ids}},
-            {"$inc": {"access_count": 1}, "$set": {"last_accessed_at": ts(at)}},
-        )
+        touched = {"$inc": {"access_count": 1}, "$set": {"last_accessed_at": ts(at)}}
+        await self._db.facts.update_many(by_ids(fact_ids), touched)
 
     # ------------------------------------------------------------ reflections and blobs
 
@@ -232,7 +231,7 @@ class MongoStore(
         return [reflection_from_doc(doc) async for doc in cursor]
 
     async def _stored_scope_versions(self, keys: Sequence[str]) -> dict[str, int]:
-        cursor = self._db.scope_versions.find({"_id": {"$in": list(keys)}})
+        cursor = self._db.scope_versions.find(by_ids(keys))
         return {doc["_id"]: int(doc["version"]) async for doc in cursor}
 
     # ------------------------------------------------------------ management reads
@@ -242,19 +241,12 @@ class MongoStore(
     ) -> list[Fact]:
         if (match := fact_match(flt, valid_only=valid_only)) is None:
             return []
-        order = DESCENDING
+        order = ASCENDING if keyset is not None and keyset.newer else DESCENDING
         if keyset is not None:
             (at, fact_id), side = keyset.key, "$gt" if keyset.newer else "$lt"
-            order = ASCENDING if keyset.newer else DESCENDING
             match = {"$and": [match, past(("updated_at", "_id"), (ts(at), fact_id), side)]}
-        cursor = (
-            self._db.facts.find(match, NO_VECTOR)
-            .sort([("updated_at", order), ("_id", order)])
-            .skip(offset)
-            .limit(limit)
-        )
-        listed = [fact_from_doc(doc) async for doc in cursor]
-        return listed[::-1] if order == ASCENDING else listed
+        cursor = self._db.facts.find(match, NO_VECTOR).sort([("updated_at", order), ("_id", order)])
+        return [fact_from_doc(doc) async for doc in cursor.skip(offset).limit(limit)]
 
     async def count_facts(self, flt: FactFilter) -> int:
         match = fact_match(flt)

@@ -14,6 +14,7 @@ from memory.store.mongo.degraded import insert_windows
 from memory.store.mongo.docs import (
     EMBEDDING_META_ID,
     Doc,
+    by_ids,
     consolidated_doc,
     fact_fields,
     insertion_order,
@@ -111,11 +112,8 @@ async def _apply(db: AsyncDatabase[Doc], s: AsyncClientSession, write: w.Write) 
             )
         case w.AbsorbReflections(reflection_ids=ids, version=version):
             if ids:
-                await db.reflections.update_many(
-                    {"_id": {"$in": list(ids)}},
-                    {"$set": {"absorbed_into_version": version}},
-                    session=s,
-                )
+                absorbed = {"$set": {"absorbed_into_version": version}}
+                await db.reflections.update_many(by_ids(ids), absorbed, session=s)
         case w.SetReflectionContent(reflection_id=reflection_id, content=content):
             await db.reflections.update_one(
                 {"_id": reflection_id}, {"$set": {"content": content}}, session=s

@@ -42,13 +42,12 @@ class SqlManage[D: Db](Transactions[D]):
                     f"OR (f.updated_at = %(at)s AND f.fact_id {side} %(id)s)) "
                 )
                 params |= {"at": db.time(at), "id": fact_id}
-            listed = await listed_facts(
+            return await listed_facts(
                 db, flt, valid_only=valid_only,
                 then=f"{then}ORDER BY f.updated_at {order}, f.fact_id {order} "
                 "LIMIT %(limit)s OFFSET %(offset)s",
                 params=params,
             )  # fmt: skip
-            return listed[::-1] if order == "ASC" else listed
 
         return await self._db_one(page)
 
