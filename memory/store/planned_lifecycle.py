@@ -48,6 +48,9 @@ from memory.store.rules.writes import Plan, Request
 from memory.store.shared_reads import SharedReads
 from memory.store.snapshots_lifecycle import parted_sessions
 
+# How many states one write of _open_unmarked opens at the most.
+UNMARKED_BATCH = 500
+
 
 class PlannedLifecycle(SharedReads):
     @abc.abstractmethod
@@ -177,6 +180,25 @@ class PlannedLifecycle(SharedReads):
             req = ForgetRequest(agent, user_id, all_agents=agent_id is None)
             counts.append(await self._transact(req, partial(plan_forget, req, at=at)))
         return counts
+
+    async def _upgrade_at_start(self) -> None:
+        """What every start runs on every backend once its schema is up: the switch marks
+        opened of the states recorded into before they were kept (memory.switch_marks.opened),
+        agent by agent and a batch at a time, then rules.repair_parted."""
+        for agent_id in await self._agent_ids():
+            while await self._open_unmarked(agent_id):
+                pass
+        await self._repair_parted()
+
+    @abc.abstractmethod
+    async def _agent_ids(self) -> list[str]:
+        """Every agent's id, sorted."""
+
+    @abc.abstractmethod
+    async def _open_unmarked(self, agent_id: str) -> int:
+        """memory.switch_marks.opened of the agent (read anew: a change of its switches meanwhile
+        is either before the batch or after it, states already opened) appended to at most
+        UNMARKED_BATCH of its states with messages to form and no open stretch; how many."""
 
     async def _repair_parted(self) -> int:
         """rules.repair_parted, at every start: the sessions found on one read, each repaired

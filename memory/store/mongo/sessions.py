@@ -23,6 +23,7 @@ from memory.store.mongo.docs import (
     ts,
     view_of,
 )
+from memory.store.planned_lifecycle import UNMARKED_BATCH
 
 
 class MongoSessions:
@@ -124,6 +125,20 @@ class MongoSessions:
         found = sorted(p for p in pairs if p in done and p > after)
         return found[:limit]
 
+    async def _agent_ids(self) -> list[str]:
+        return sorted(await self._db.agents.distinct("_id"))
+
+    async def _open_unmarked(self, agent_id: str) -> int:
+        if (doc := await self._db.agents.find_one({"_id": agent_id}, {"_id": 0})) is None:
+            return 0
+        unmarked = {"agent_id": agent_id, **_UNMARKED}
+        found = self._db.session_agents.find(unmarked, {"_id": 1}).limit(UNMARKED_BATCH)
+        if ids := [d["_id"] async for d in found]:
+            # The filter checked again: a state a recording opened meanwhile keeps its own.
+            opened = {"$push": {"switch_marks": switch_marks.opened(agent_from_doc(doc))}}
+            await self._db.session_agents.update_many(by_ids(ids) | unmarked, opened)
+        return len(ids)
+
 
 # memory.switch_marks.opened's states: messages to form, no open stretch (a document stored
 # before the field, written by a process of the previous version, or imported from a version 2
@@ -133,21 +148,6 @@ _UNMARKED: Doc = {
     # No open stretch: no item holding a null (its seq; the switches are booleans).
     "switch_marks": {"$not": {"$elemMatch": {"$elemMatch": {"$eq": None}}}},
 }
-_UNMARKED_BATCH = 500
-
-
-async def open_unmarked(db: AsyncDatabase[Doc]) -> None:
-    """memory.switch_marks.opened, at every setup, agent by agent and a batch at a time; each
-    update re-checks the filter, so a state a recording opened meanwhile keeps its own."""
-    async for doc in db.agents.find({}):
-        agent = agent_from_doc(doc)
-        unmarked = {"agent_id": agent.agent_id, **_UNMARKED}
-        opened = {"$push": {"switch_marks": switch_marks.opened(agent)}}  # marks kept
-        while ids := [
-            d["_id"]
-            async for d in db.session_agents.find(unmarked, {"_id": 1}).limit(_UNMARKED_BATCH)
-        ]:
-            await db.session_agents.update_many(by_ids(ids) | unmarked, opened)
 
 
 async def migrate_session_agents(db: AsyncDatabase[Doc]) -> None:

@@ -52,7 +52,6 @@ from memory.store.mongo.sessions import (
     MongoSessions,
     mark_guests,
     migrate_session_agents,
-    open_unmarked,
 )
 from memory.store.mongo.txn import mongo_outage, run_transaction, write_keys
 from memory.store.mongo.writes import apply_writes
@@ -133,8 +132,7 @@ class MongoStore(
         await fill_cjk_terms(self._db)  # once: the facts stored before their CJK terms
         await migrate_session_agents(self._db)
         await mark_guests(self._db)  # at every start (mongo.sessions.mark_guests)
-        await open_unmarked(self._db)  # at every start (memory.switch_marks.opened)
-        await self._repair_parted()  # at every start (rules.repair_parted)
+        await self._upgrade_at_start()
 
     async def close(self) -> None:
         if self._owns_client:

@@ -50,7 +50,7 @@ class PostgresStore(PostgresPool, SqlStore[PostgresDb]):
 
     async def setup(self) -> None:
         """Apply the pending migrations (idempotent), mark the sessions with guests, open the
-        pool, then open the switches of states recorded into before they were kept."""
+        pool, then what every start runs (PlannedLifecycle._upgrade_at_start)."""
         conn = await connect(self._dsn)
         try:
             await migrate(conn)
@@ -60,8 +60,7 @@ class PostgresStore(PostgresPool, SqlStore[PostgresDb]):
         finally:
             await conn.close()
         await self._open_pool()
-        await self._open_unmarked()  # at every start (memory.switch_marks.opened)
-        await self._repair_parted()  # at every start (rules.repair_parted)
+        await self._upgrade_at_start()
 
     async def close(self) -> None:
         await self._close_pool()

@@ -102,7 +102,6 @@ UPDATE sessions SET has_guests = true WHERE NOT has_guests AND session_id IN (
 # rows), their marks kept and the stretch appended (the JSON list's closing bracket replaced).
 # Parameters: the stretch alone as JSON, the same after ", ", the agent, the pattern '%null%',
 # the agent and the pattern again, the batch.
-UNMARKED_BATCH = 500
 OPEN_UNMARKED_SQL = """
 UPDATE session_agents SET switch_marks = CASE WHEN switch_marks = '[]' THEN '[' || %s || ']'
     ELSE substr(switch_marks, 1, length(switch_marks) - 1) || %s || ']' END

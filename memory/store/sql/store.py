@@ -27,6 +27,7 @@ from memory.models import (
 )
 from memory.store.base import Cold, Vector
 from memory.store.planned import PlannedStore
+from memory.store.planned_lifecycle import UNMARKED_BATCH
 from memory.store.rules import Plan, Request, Write
 from memory.store.snapshots import SnapshotReads, run_planned
 from memory.store.sql import sessions as ss
@@ -82,18 +83,12 @@ class SqlStore[D: Db](SqlManage[D], PlannedStore):
 
         return await self._db_write(update)
 
-    async def _open_unmarked(self) -> None:
-        """memory.switch_marks.opened, written at setup to the states it is for, agent by agent
-        and a batch at a time."""
-        agents = await self._db_read(
-            lambda db: db.fetch("SELECT agent_id, config FROM agents ORDER BY agent_id")
-        )
-        for row in agents:
-            agent_id = row["agent_id"]
-            # The agent read in the batch's own transaction: a change of its switches meanwhile
-            # is either before the batch (its switches) or after (states already opened).
-            while await self._db_write(partial(_open_unmarked_batch, agent_id=agent_id)):
-                pass
+    async def _agent_ids(self) -> list[str]:
+        rows = await self._db_read(lambda db: db.fetch("SELECT agent_id FROM agents ORDER BY 1"))
+        return [row["agent_id"] for row in rows]
+
+    async def _open_unmarked(self, agent_id: str) -> int:
+        return await self._db_write(partial(_open_unmarked_batch, agent_id=agent_id))
 
     # ------------------------------------------------------------ sessions and messages
 
@@ -224,7 +219,7 @@ async def _open_unmarked_batch(db: Db, *, agent_id: str) -> int:
     if (agent := await _agent(db, agent_id)) is None:
         return 0
     stretch = json.dumps(switch_marks.opened(agent))
-    params = (stretch, f", {stretch}", agent_id, _OPEN, agent_id, _OPEN, ss.UNMARKED_BATCH)
+    params = (stretch, f", {stretch}", agent_id, _OPEN, agent_id, _OPEN, UNMARKED_BATCH)
     return await db.execute(ss.OPEN_UNMARKED_SQL, params)
 
 

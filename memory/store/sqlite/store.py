@@ -126,8 +126,7 @@ class SQLiteStore(SQLiteThread, SqlStore[SQLiteDb]):
             )
 
         await self._write(create)
-        await self._open_unmarked()  # at every start (memory.switch_marks.opened)
-        await self._repair_parted()  # at every start (rules.repair_parted)
+        await self._upgrade_at_start()
 
     async def close(self) -> None:
         if self._closed:
