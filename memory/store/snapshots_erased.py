@@ -13,6 +13,7 @@ from memory.store.counts import SessionPeople
 from memory.store.rules import import_erasures as ie
 from memory.store.rules import imports as ri
 from memory.store.rules.erased_messages import gone_with_users
+from memory.store.rules.repair_parted import Tombstone
 
 
 class LifecycleReads(Protocol):
@@ -33,7 +34,7 @@ class LifecycleReads(Protocol):
 
     async def session_has_guests(self, session_id: str) -> bool: ...
 
-    async def erased_scopes(self, keys: Sequence[str]) -> frozenset[str]: ...
+    async def session_tombstones(self, keys: Sequence[str] | None) -> list[Tombstone]: ...
 
 
 async def pair_epochs(
@@ -71,7 +72,7 @@ async def erased_scopes(
     """The session memory among ``keys`` a forget deleted, but that of a session tombstone the
     file knows of (it carries it, at the stored epoch or above, for each user it names it for):
     the file's memory of that session was formed after the forget."""
-    erased = set(await reads.erased_scopes(keys) if keys else ())
+    erased = {t.key for t in await reads.session_tombstones(keys)} if keys else set()
     for key in erased & {k for k, _, _, _ in known}:
         users = [u for k, u, _, _ in known if k == key]
         if not ie.unknown(await reads.erasure_rows([key], users), known):

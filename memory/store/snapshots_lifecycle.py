@@ -102,11 +102,6 @@ class LifecycleReads(abc.ABC):
         """Whether a guest spoke in the session (SessionInfo.has_guests); False without one."""
 
     @abc.abstractmethod
-    async def erased_scopes(self, keys: Sequence[str]) -> frozenset[str]:
-        """The scope keys among ``keys`` with a session tombstone (an erasure row whose agent
-        key is the scope key: rules.erasure.session_tombstones)."""
-
-    @abc.abstractmethod
     async def session_tombstones(self, keys: Sequence[str] | None) -> list[rp.Tombstone]:
         """The erasure rows of these session scope keys, whoever their user; None: of every
         session scope key (rules.erasure.session_tombstones)."""

@@ -228,15 +228,16 @@ class MongoReads(InSession, SnapshotReads):
         doc = await self._one("sessions", {"_id": session_id}, {"has_guests": 1})
         return doc is not None and bool(doc.get("has_guests"))
 
-    async def erased_scopes(self, keys: Sequence[str]) -> frozenset[str]:
-        return await self._ids("erasures", _of_keys(keys), "agent_key") if keys else frozenset()
-
     async def session_tombstones(self, keys: Sequence[str] | None) -> list[Tombstone]:
-        # Every one by the prefix every session scope key has: no agent id holds a colon.
-        if keys is not None and not keys:
+        # By their _id's prefix (compound_id): the _id index, not a scan of every tombstone;
+        # every one by the prefix of every session scope key (no agent id holds a colon).
+        if keys is None:
+            prefixes = [{"_id": {"$gte": "session:", "$lt": "session;"}}]
+        else:
+            prefixes = [{"_id": {"$gt": compound_id(k, ""), "$lt": k + "\x20"}} for k in keys]
+        if not prefixes:
             return []
-        every = {"_id": {"$gte": "session:", "$lt": "session;"}}
-        cursor = self._find("erasures", every if keys is None else _of_keys(keys))
+        cursor = self._find("erasures", {"$or": prefixes})
         return [
             Tombstone(d["agent_key"], d["user_id"], dt(d["forgotten_at"])) async for d in cursor
         ]
@@ -328,12 +329,6 @@ class MongoReads(InSession, SnapshotReads):
         others = {"hash": {"$in": list(content_hashes)}, "$nor": [mine]}
         cursor = self._find("facts", others, {"content": 1})
         return [doc["content"] async for doc in cursor]
-
-
-def _of_keys(keys: Sequence[str]) -> Doc:
-    """The erasures of these agent keys, by their _id's prefix (compound_id): the _id index, not
-    a scan of every tombstone (one per session memory a forget deleted, rules.erasure)."""
-    return {"$or": [{"_id": {"$gt": compound_id(k, ""), "$lt": k + "\x20"}} for k in keys]}
 
 
 def _owned_by(owners: Sequence[str]) -> Doc:

@@ -66,10 +66,6 @@ class SqlLifecycleReads(LifecycleReads):
         )
         return row is not None and bool(row["has_guests"])
 
-    async def erased_scopes(self, keys: Sequence[str]) -> frozenset[str]:
-        sql = "SELECT DISTINCT agent_key FROM erasures WHERE agent_key"
-        return frozenset(await self.db.column_in(sql, keys))
-
     async def session_tombstones(self, keys: Sequence[str] | None) -> list[Tombstone]:
         sql = "SELECT agent_key, user_id, forgotten_at FROM erasures WHERE agent_key"
         if keys is None:  # no agent id holds a colon: only a session scope key starts so
