@@ -147,10 +147,6 @@ class LifecycleReads(abc.ABC):
         those with a message carrying the user's id (whatever its role)."""
 
     @abc.abstractmethod
-    async def message_counts(self, session_id: str, user_id: str) -> tuple[int, int]:
-        """(all messages, those carrying the user's id) of a session."""
-
-    @abc.abstractmethod
     async def message_users(self, session_id: str) -> list[str]:
         """The user ids the session's messages carry, whatever their role."""
 
@@ -221,7 +217,7 @@ async def _user_sessions(reads: LifecycleReads, req: er.ForgetRequest) -> list[e
     sessions = []
     for sid in await reads.user_session_ids(req.user_id, req.agent_id):
         states = await reads.session_states(sid)
-        messages, _ = await reads.message_counts(sid, req.user_id)
+        messages, _ = await reads.pending_after(sid, 0)  # seqs start at 1: every message
         marks = await reads.user_message_marks(sid, req.user_id)
         pending = []
         for state in states:

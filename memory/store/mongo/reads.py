@@ -286,12 +286,6 @@ class MongoReads(InSession, SnapshotReads):
         cursor = self._find("sessions", query, {"_id": 1}).sort("_id", 1)
         return [d["_id"] async for d in cursor]
 
-    async def message_counts(self, session_id: str, user_id: str) -> tuple[int, int]:
-        everyone = await self._count("messages", {"session_id": session_id})
-        return everyone, await self._count(
-            "messages", {"session_id": session_id, "user_id": user_id}
-        )
-
     async def user_message_marks(self, session_id: str, user_id: str) -> list[MessageMark]:
         return await self._marks({"session_id": session_id, "user_id": user_id})
 

@@ -113,15 +113,6 @@ class SqlLifecycleReads(LifecycleReads):
         rows = await self.db.fetch(sql, {"user": user_id, "agent": agent_id})
         return [str(row["session_id"]) for row in rows]
 
-    async def message_counts(self, session_id: str, user_id: str) -> tuple[int, int]:
-        row = await self.db.fetch_one(
-            "SELECT count(*) AS n, count(*) FILTER (WHERE user_id = %s) AS mine FROM messages "
-            "WHERE session_id = %s",
-            (user_id, session_id),
-        )
-        assert row is not None
-        return int(row["n"]), int(row["mine"])
-
     async def user_message_marks(self, session_id: str, user_id: str) -> list[MessageMark]:
         return await self._marks("user_id = %s", session_id, user_id)
 
