@@ -75,11 +75,6 @@ class SnapshotReads(LifecycleReads):
         content is one of ``texts``, each with its absorbed_into_version."""
 
     @abc.abstractmethod
-    async def agent_switches(self, agent_ids: Sequence[str]) -> dict[str, tuple[bool, bool]]:
-        """The memory switches of each registered agent among ``agent_ids``
-        (memory.switch_marks.switches)."""
-
-    @abc.abstractmethod
     async def message_contents(self, session_id: str, message_ids: Sequence[str]) -> dict[str, str]:
         """The content of each stored message among ``message_ids``."""
 

@@ -52,7 +52,12 @@ class LifecycleReads(abc.ABC):
         return rows.get((agent_key, user_id), 0)
 
     @abc.abstractmethod
-    async def existing_agents(self, agent_ids: Sequence[str]) -> frozenset[str]: ...
+    async def agent_switches(self, agent_ids: Sequence[str]) -> dict[str, tuple[bool, bool]]:
+        """The memory switches of each registered agent among ``agent_ids``
+        (memory.switch_marks.switches)."""
+
+    async def existing_agents(self, agent_ids: Sequence[str]) -> frozenset[str]:
+        return frozenset(await self.agent_switches(agent_ids))
 
     @abc.abstractmethod
     async def facts_by_id(self, fact_ids: Sequence[str]) -> list[Fact]:

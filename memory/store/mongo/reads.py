@@ -213,9 +213,6 @@ class MongoReads(InSession, SnapshotReads):
             async for d in cursor
         }
 
-    async def existing_agents(self, agent_ids: Sequence[str]) -> frozenset[str]:
-        return await self._ids("agents", by_ids(agent_ids))
-
     async def blobs(self, keys: Sequence[str]) -> dict[str, ConsolidatedMemory]:
         cursor = self._find("consolidated", by_ids(keys))
         return {doc["_id"]: consolidated_from_doc(doc) async for doc in cursor}

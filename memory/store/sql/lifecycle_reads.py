@@ -48,10 +48,6 @@ class SqlLifecycleReads(LifecycleReads):
             for row in await self.db.fetch_in(sql, users, key)
         }
 
-    async def existing_agents(self, agent_ids: Sequence[str]) -> frozenset[str]:
-        sql = "SELECT agent_id FROM agents WHERE agent_id"
-        return frozenset(await self.db.column_in(sql, agent_ids))
-
     async def blobs(self, keys: Sequence[str]) -> dict[str, ConsolidatedMemory]:
         rows = await self.db.fetch_in("SELECT * FROM consolidated WHERE scope_key", keys)
         return {row["scope_key"]: self.db.consolidated(row) for row in rows}
