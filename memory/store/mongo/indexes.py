@@ -91,7 +91,7 @@ REGULAR_INDEXES: dict[str, list[IndexModel]] = {
         # (mongo.reads.deleted_by_hand_since), found among the invalidated ones only; the
         # filter is the equality every server accepts in a partial index (a null one may not be).
         _index("agent_id", "invalidated_at", only={"invalidated": True}, name="facts_invalidated"),
-        # The context FIFO by when facts were said (mongo.reads.recent_fact_docs); facts without
+        # The context FIFO by when facts were said (MongoStore._recent_facts); facts without
         # said_at are read by updated_at, with the index above.
         _index("agent_id", "-said_at", "-ins", only=_VALID, name="facts_said"),
         # "none": no stemming and no stop words, so $text matches the words that Atlas'

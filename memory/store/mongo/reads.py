@@ -17,6 +17,7 @@ from memory.formation_commit import FormationCommitResult
 from memory.models import ConsolidatedMemory, Fact, Reflection, SessionAgentState
 from memory.store.base_manage import ReembedTarget
 from memory.store.mongo.docs import (
+    EMBEDDING_META_ID,
     NO_VECTOR,
     Doc,
     agent_from_doc,
@@ -34,7 +35,7 @@ from memory.store.mongo.docs import (
     view_of,
 )
 from memory.store.mongo.listings import api_key_from_doc
-from memory.store.mongo.reembed import count_pending_reembeds, read_embedding_meta
+from memory.store.mongo.reembed import pending
 from memory.store.records import known
 from memory.store.rules.recheck import reflection_text_key
 from memory.store.rules.repair_parted import Tombstone
@@ -91,7 +92,8 @@ class MongoReads(InSession, SnapshotReads):
         return await self._facts({"agent_id": agent_id, "hash": {"$in": list(hashes)}})
 
     async def embedding_meta(self) -> tuple[str, int] | None:
-        return await read_embedding_meta(self.db, self.s)
+        doc = await self._one("meta", {"_id": EMBEDDING_META_ID})
+        return None if doc is None else (doc["model"], int(doc["dimension"]))
 
     async def formation_done(self, formation_id: str) -> FormationCommitResult | None:
         doc = await self._one("formation_commits", {"_id": formation_id})
@@ -197,7 +199,8 @@ class MongoReads(InSession, SnapshotReads):
         return [(d["session_id"], d["agent_id"]) async for d in cursor.sort(by_end).limit(limit)]
 
     async def reembed_pending(self, target: ReembedTarget) -> tuple[int, int]:
-        return await count_pending_reembeds(self.db, target, self.s)
+        rows = await self._aggregate("facts", [*pending(target), {"$count": "n"}])
+        return (int(rows[0]["n"]) if rows else 0), await self._count("facts", {})
 
     # ------------------------------------------------------------ the lifecycle snapshots' own
 
@@ -326,22 +329,3 @@ def _owned_by(owners: Sequence[str]) -> Doc:
     """The user ids of SnapshotReads.valid_since's owners ("": none, which None matches, a
     missing one too)."""
     return {"$in": [o or None for o in dict.fromkeys(owners)]}
-
-
-async def recent_fact_docs(
-    db: AsyncDatabase[Doc], match: Doc, since: datetime, limit: int
-) -> list[Doc]:
-    """The context FIFO (MemoryStore.recent_facts): MongoDB cannot index coalesce(said_at,
-    updated_at), so its two halves are read in index order, at most ``limit`` of each, and
-    merged: the facts said since ``since`` (index facts_said), and those without said_at updated
-    since (index agent_id, updated_at)."""
-    halves = (
-        ({"$and": [match, {"said_at": {"$gte": ts(since)}}]}, "said_at"),
-        ({"$and": [match, {"said_at": None}, {"updated_at": {"$gte": ts(since)}}]}, "updated_at"),
-    )
-    docs: list[Doc] = []
-    for query, field in halves:
-        cursor = db.facts.find(query, NO_VECTOR).sort([(field, -1), ("ins", -1)]).limit(limit)
-        docs += [doc async for doc in cursor]
-    docs.sort(key=lambda d: (d.get("said_at") or d["updated_at"], d["ins"]), reverse=True)
-    return docs[:limit]

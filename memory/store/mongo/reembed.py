@@ -17,18 +17,11 @@ from memory.store.mongo.docs import EMBEDDING_META_ID, Doc, by_ids, vector_doc
 from memory.store.mongo.txn import run_transaction, write_keys
 from memory.store.rules.writes import user_key
 
-Session = AsyncClientSession | None
 _ID_ONLY = {"$project": {"_id": 1}}  # a side vector is only looked for, never read here
 _HASH_AND_USER = {"hash": 1, "user_id": 1}
 
 
-async def read_embedding_meta(db: AsyncDatabase[Doc], session: Session) -> tuple[str, int] | None:
-    """The stored (model, dimension) of the fact vectors, or None before the first fact."""
-    doc = await db.meta.find_one({"_id": EMBEDDING_META_ID}, session=session)
-    return None if doc is None else (doc["model"], int(doc["dimension"]))
-
-
-def _pending(target: ReembedTarget) -> list[Doc]:
+def pending(target: ReembedTarget) -> list[Doc]:
     """``target``'s pending facts: their vector is not the embedder's already, and they have no
     side vector of it made from their current content (its hash)."""
     side = {"$expr": {"$and": [{"$eq": ["$_id", "$$id"]}, {"$eq": ["$hash", "$$hash"]}]}}
@@ -40,22 +33,13 @@ def _pending(target: ReembedTarget) -> list[Doc]:
     ]
 
 
-async def count_pending_reembeds(
-    db: AsyncDatabase[Doc], target: ReembedTarget, s: Session
-) -> tuple[int, int]:
-    """(pending facts, all facts)."""
-    counted = [*_pending(target), {"$count": "n"}]
-    rows = await (await db.facts.aggregate(counted, session=s)).to_list()
-    return (int(rows[0]["n"]) if rows else 0), await db.facts.count_documents({}, session=s)
-
-
 class MongoReembed:
     _db: AsyncDatabase[Doc]
 
     async def _reembed_pending(self, target: ReembedTarget, limit: int) -> list[ReembedItem]:
         fields = {"content": 1, "hash": 1}
         page: list[Doc] = [{"$sort": {"_id": 1}}, {"$limit": limit}, {"$project": fields}]
-        cursor = await self._db.facts.aggregate([*_pending(target), *page])
+        cursor = await self._db.facts.aggregate([*pending(target), *page])
         return [ReembedItem(doc["_id"], doc["content"], doc["hash"]) async for doc in cursor]
 
     async def put_reembedded(

@@ -45,7 +45,7 @@ from memory.store.mongo.docs import (
 from memory.store.mongo.indexes import PLAIN_COLLECTIONS, REGULAR_INDEXES, fill_cjk_terms
 from memory.store.mongo.lifecycle_reads import MongoLifecycleReads
 from memory.store.mongo.listings import MongoListings
-from memory.store.mongo.reads import MongoReads, recent_fact_docs
+from memory.store.mongo.reads import MongoReads
 from memory.store.mongo.reembed import MongoReembed
 from memory.store.mongo.search import AtlasMode, FactSearch, fact_match
 from memory.store.mongo.sessions import (
@@ -204,9 +204,22 @@ class MongoStore(
         return [ScoredFact(fact=fact_from_doc(doc), score=score) for doc, score in hits]
 
     async def _recent_facts(self, flt: FactFilter, since: datetime, limit: int) -> list[Fact]:
+        # MongoDB cannot index coalesce(said_at, updated_at): its two halves are read in index
+        # order, at most ``limit`` of each, and merged: the facts said since ``since`` (index
+        # facts_said), and those without said_at updated since (index agent_id, updated_at).
         if (match := fact_match(flt)) is None:
             return []
-        return [fact_from_doc(d) for d in await recent_fact_docs(self._db, match, since, limit)]
+        recent = {"$gte": ts(since)}
+        halves = (
+            ({"$and": [match, {"said_at": recent}]}, "said_at"),
+            ({"$and": [match, {"said_at": None}, {"updated_at": recent}]}, "updated_at"),
+        )
+        docs: list[Doc] = []
+        for query, field in halves:
+            cursor = self._db.facts.find(query, NO_VECTOR).sort([(field, -1), ("ins", -1)])
+            docs += [doc async for doc in cursor.limit(limit)]
+        docs.sort(key=lambda d: (d.get("said_at") or d["updated_at"], d["ins"]), reverse=True)
+        return [fact_from_doc(d) for d in docs[:limit]]
 
     async def _touch_facts(self, fact_ids: list[str], at: datetime) -> None:
         touched = {"$inc": {"access_count": 1}, "$set": {"last_accessed_at": ts(at)}}
