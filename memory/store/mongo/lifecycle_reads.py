@@ -38,7 +38,7 @@ class MongoLifecycleReads:
         agents: set[str] = set()
         for name in ("facts", "reflections", "consolidated"):
             agents |= set(await self._db[name].distinct("agent_id", {"user_id": user_id}))
-        sessions = await InSession(self._db, None)._user_sessions(user_id)
+        sessions = await InSession(self._db, None).user_sessions(user_id)
         return sorted(agents | set(await self._db.sessions.distinct("agent_ids", sessions)))
 
     async def _export_data(
@@ -83,7 +83,7 @@ class _MongoExport(InSession, ExportReads):
         if self._read is None:
             query = matching(agent_ids=self.agent_id)
             if self.user_id is not None:
-                query |= await self._user_sessions(self.user_id)
+                query |= await self.user_sessions(self.user_id)
             fields = {"user_ids": 1, "agent_ids": 1, "has_guests": 1}
             self._read = await self._find("sessions", query, fields).to_list()
         return self._read

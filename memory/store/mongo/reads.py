@@ -73,9 +73,9 @@ class InSession:
     async def _aggregate(self, collection: str, pipeline: list[Doc]) -> list[Doc]:
         return await (await self.db[collection].aggregate(pipeline, session=self.s)).to_list()
 
-    async def _user_sessions(self, user_id: str) -> Doc:
-        """The query of the sessions holding a user's data: those they are a user of, and those
-        with a message carrying their id, whatever its role (index messages_user)."""
+    async def user_sessions(self, user_id: str) -> Doc:
+        """The query of the sessions holding a user's data (user_session_ids, ExportReads), those
+        with a message of theirs found by the messages_user index."""
         said = await self._distinct("messages", "session_id", {"user_id": user_id})
         return {"$or": [{"user_ids": user_id}, {"_id": {"$in": said}}]}
 
@@ -282,7 +282,7 @@ class MongoReads(InSession, SnapshotReads):
         return frozenset([int(m["seq"]) async for m in cursor])
 
     async def user_session_ids(self, user_id: str, agent_id: str) -> list[str]:
-        query = {"agent_ids": agent_id} | await self._user_sessions(user_id)
+        query = {"agent_ids": agent_id} | await self.user_sessions(user_id)
         cursor = self._find("sessions", query, {"_id": 1}).sort("_id", 1)
         return [d["_id"] async for d in cursor]
 

@@ -47,7 +47,7 @@ from memory.store.mongo.lifecycle_reads import MongoLifecycleReads
 from memory.store.mongo.listings import MongoListings
 from memory.store.mongo.reads import MongoReads
 from memory.store.mongo.reembed import MongoReembed
-from memory.store.mongo.search import AtlasMode, FactSearch, fact_match
+from memory.store.mongo.search import AtlasMode, FactSearch, Scored, fact_match
 from memory.store.mongo.sessions import (
     MongoSessions,
     mark_guests,
@@ -60,6 +60,11 @@ from memory.store.planned import PlannedStore
 from memory.store.records import vector_bytes, vector_of_bytes
 from memory.store.rules import Plan, Request, check_query_dimension
 from memory.store.snapshots import SnapshotReads, run_planned
+
+
+def _scored(hits: Scored) -> list[ScoredFact]:
+    return [ScoredFact(fact=fact_from_doc(doc), score=score) for doc, score in hits]
+
 
 # Which reflections of a scope (MemoryStore.list_reflections) by their absorbed_into_version.
 _ABSORBED = {"buffered": None, "in_no_blob": {"$in": [None, SET_ASIDE]}, "set_aside": SET_ASIDE}
@@ -196,12 +201,10 @@ class MongoStore(
         if meta is None:
             return []
         check_query_dimension(meta, vector.size)
-        hits = await self._search.vector(vector, flt, limit, min_score)
-        return [ScoredFact(fact=fact_from_doc(doc), score=score) for doc, score in hits]
+        return _scored(await self._search.vector(vector, flt, limit, min_score))
 
     async def _text_search(self, query: str, flt: FactFilter, limit: int) -> list[ScoredFact]:
-        hits = await self._search.text(query, flt, limit)
-        return [ScoredFact(fact=fact_from_doc(doc), score=score) for doc, score in hits]
+        return _scored(await self._search.text(query, flt, limit))
 
     async def _recent_facts(self, flt: FactFilter, since: datetime, limit: int) -> list[Fact]:
         # MongoDB cannot index coalesce(said_at, updated_at): its two halves are read in index
