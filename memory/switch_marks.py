@@ -138,8 +138,8 @@ def opened(agent: AgentConfig) -> list[Any]:
     or by a process of the previous version during the roll (the README asks for no switch
     change meanwhile), or imported from a file that does not name them (a version 2 file, also
     after a version 3 one left marks: those stay, the stretch opens after the last). Every setup
-    appends it to such states (the backends' ``open_unmarked``), so a change made after the roll
-    no longer reaches back to them at formation time. A state whose marks cover its last message
-    gets it too, harmlessly: it covers no message until the next recording, which keeps it when
-    its switches are the same and closes nothing when not."""
+    appends it to such states (store.planned_lifecycle's _upgrade_at_start), so a change made
+    after the roll no longer reaches back to them at formation time. A state whose marks cover
+    its last message gets it too, harmlessly: it covers no message until the next recording,
+    which keeps it when its switches are the same and closes nothing when not."""
     return [None, *switches(agent)]
