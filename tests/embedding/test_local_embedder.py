@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from memory.embedding import local
 from memory.embedding.local import DIMENSION, LocalMiniLMEmbedder, default_files
 from memory.errors import ProviderError
 
@@ -104,9 +105,11 @@ async def test_text_longer_than_256_tokens_is_truncated(embedder: LocalMiniLMEmb
 
 
 async def test_concurrent_calls_on_a_fresh_embedder_agree_with_sequential_ones(
-    embedder: LocalMiniLMEmbedder,
+    embedder: LocalMiniLMEmbedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     expected = (await embedder.embed(MIXED)).vectors
+    # A process that has loaded no model yet: the six calls race to load it.
+    monkeypatch.setattr(local, "_RUNTIMES", {})
     fresh = LocalMiniLMEmbedder(threads=1, batch_size=4)
     results = await asyncio.gather(*(fresh.embed(MIXED[i:] + MIXED[:i]) for i in range(6)))
     for shift, batch in enumerate(results):
