@@ -185,14 +185,11 @@ class PlannedLifecycle(SharedReads):
         """What every start runs on every backend once its schema is up: the switch marks
         opened of the states recorded into before they were kept (memory.switch_marks.opened),
         agent by agent and a batch at a time, then rules.repair_parted."""
-        for agent_id in await self._agent_ids():
+        agents = await self._read_once(lambda reads: reads.agents(None))
+        for agent_id in sorted(a.agent_id for a in agents):
             while await self._open_unmarked(agent_id):
                 pass
         await self._repair_parted()
-
-    @abc.abstractmethod
-    async def _agent_ids(self) -> list[str]:
-        """Every agent's id, sorted."""
 
     @abc.abstractmethod
     async def _open_unmarked(self, agent_id: str) -> int:

@@ -16,6 +16,7 @@ from typing import Any
 from memory.api_keys import ApiKey
 from memory.errors import NotFoundError
 from memory.models import (
+    AgentConfig,
     ConsolidatedMemory,
     Fact,
     Reflection,
@@ -48,6 +49,9 @@ class SharedReads(MemoryStore):
             self._meta = await self._read_once(lambda reads: reads.embedding_meta())
         return self._meta
 
+    async def get_agent(self, agent_id: str) -> AgentConfig | None:
+        return next(iter(await self._read_once(lambda reads: reads.agents([agent_id]))), None)
+
     async def get_session_agent_state(
         self, session_id: str, agent_id: str
     ) -> SessionAgentState | None:
@@ -68,15 +72,12 @@ class SharedReads(MemoryStore):
 
     # ------------------------------------------------------------ messages and sessions
 
-    @abc.abstractmethod
-    async def _messages(self, session_id: str, message_ids: list[str]) -> list[StoredMessage]:
-        """The session's messages among ``message_ids`` (distinct, not empty), in seq order."""
-
     async def get_messages(
         self, session_id: str, message_ids: Sequence[str], agent_id: str | None = None
     ) -> list[StoredMessage]:
         ids = list(dict.fromkeys(message_ids))
-        found = await self._messages(session_id, ids) if ids else []
+        found = await self._read_once(lambda r: r.stored_messages(session_id, ids)) if ids else []
+        found.sort(key=lambda m: m.seq)
         state = (
             None if agent_id is None else await self.get_session_agent_state(session_id, agent_id)
         )

@@ -14,7 +14,7 @@ from typing import Any, cast
 
 from memory.api_keys import ApiKey
 from memory.formation_commit import FormationCommitResult
-from memory.models import Fact, Reflection, SessionAgentState
+from memory.models import Fact, Reflection, SessionAgentState, StoredMessage
 from memory.store.base_manage import ReembedTarget, reembed_target
 from memory.store.rules import (
     ApiKeyRequest,
@@ -32,6 +32,7 @@ from memory.store.rules import (
     Write,
 )
 from memory.store.rules.purge import PurgeRequest
+from memory.store.rules.recheck import reflection_text_key
 from memory.store.rules.reembed import SwitchRequest
 from memory.store.rules.versions import deleted_by_hand
 from memory.store.rules.withheld import bounds_after
@@ -70,25 +71,31 @@ class SnapshotReads(LifecycleReads):
     @abc.abstractmethod
     async def reflection_texts(
         self, keys: Sequence[str], texts: Sequence[str]
-    ) -> frozenset[tuple[str, str, int | None]]:
-        """rules.recheck.reflection_text_key of the stored reflections of ``keys`` whose
-        content is one of ``texts``, each with its absorbed_into_version."""
+    ) -> list[tuple[str, str, int | None]]:
+        """(scope key, content, absorbed_into_version) of the stored reflections of ``keys``
+        whose content is one of ``texts``."""
 
     @abc.abstractmethod
-    async def message_contents(self, session_id: str, message_ids: Sequence[str]) -> dict[str, str]:
-        """The content of each stored message among ``message_ids``."""
+    async def pending_after(
+        self, session_id: str, seq: int, *, withheld: Sequence[tuple[str, int]] = ()
+    ) -> tuple[int, float]:
+        """(count, weighted tokens) of the session's messages with a seq above ``seq``, but,
+        for each (user, bound) of ``withheld``, the user's up to that seq
+        (rules.withheld.bounds_after)."""
 
     @abc.abstractmethod
-    async def reflection(self, reflection_id: str) -> Reflection | None: ...
+    async def stored_messages(
+        self, session_id: str, message_ids: Sequence[str]
+    ) -> list[StoredMessage]:
+        """The session's stored messages among ``message_ids``, in any order."""
+
+    async def reflection(self, reflection_id: str) -> Reflection | None:
+        return next(iter(await self.reflections([reflection_id])), None)
 
     async def blob_version(self, key: str) -> int:
         """The version of the scope key's consolidated blob, 0 without one."""
         blob = (await self.blobs([key])).get(key)
         return 0 if blob is None else blob.version
-
-    @abc.abstractmethod
-    async def buffered_among(self, key: str, reflection_ids: Sequence[str]) -> int:
-        """How many of ``reflection_ids`` are unabsorbed reflections of the scope key."""
 
     @abc.abstractmethod
     async def api_key(self, key_id: str) -> ApiKey | None: ...
@@ -121,7 +128,8 @@ async def _formation(reads: SnapshotReads, req: FormationRequest) -> FormationSn
     texts: frozenset[tuple[str, str, int | None]] = frozenset()
     versions: dict[str, int] = {}
     if req.reflection_texts:
-        texts = await reads.reflection_texts(req.scope_keys, req.reflection_texts)
+        rows = await reads.reflection_texts(req.scope_keys, req.reflection_texts)
+        texts = frozenset((*reflection_text_key(k, text), v) for k, text, v in rows)
         # Whether an absorbed text is in its key's current blob (rules.recheck.in_memory).
         if absorbed := sorted({key for key, _, version in texts if version}):
             versions = {key: b.version for key, b in (await reads.blobs(absorbed)).items()}
@@ -153,10 +161,13 @@ async def _record(reads: SnapshotReads, req: RecordRequest) -> RecordSnapshot:
     agent_ids = tuple(s.agent_id for s in states)
     return RecordSnapshot(
         session_exists=head is not None,
-        last_seq=0 if head is None else head[0],
-        last_message_at=None if head is None else head[1],
+        last_seq=0 if head is None else head.last_seq,
+        last_message_at=None if head is None else head.last_message_at,
         state=next((s for s in states if s.agent_id == req.agent_id), None),
-        stored=await reads.message_contents(req.session_id, req.message_ids),
+        stored={
+            m.message_id: m.content
+            for m in await reads.stored_messages(req.session_id, req.message_ids)
+        },
         agent_ids=agent_ids,
         states=tuple(states),
         switches=await reads.agent_switches(tuple(dict.fromkeys((*agent_ids, req.agent_id)))),
@@ -172,14 +183,10 @@ async def _fact(reads: SnapshotReads, req: FactRequest) -> FactSnapshot:
 
 
 async def _consolidation(reads: SnapshotReads, req: ConsolidationRequest) -> ConsolidationSnapshot:
-    key, ids = req.key, req.reflection_ids
-    contents: dict[str, str] = {}
-    # A primary-key read per id: the buffer a consolidation absorbs is small (its scope's
-    # threshold; more only when forced after a long quiet).
-    for reflection_id in ids if req.contents else ():
-        if (found := await reads.reflection(reflection_id)) is not None:
-            contents[reflection_id] = found.content
-    buffered = await reads.buffered_among(key, ids)
+    key, found = req.key, await reads.reflections(req.reflection_ids)
+    contents = {r.reflection_id: r.content for r in found} if req.contents else {}
+    # How many of them are unabsorbed reflections of the scope key.
+    buffered = sum(r.scope_key.key == key and r.absorbed_into_version is None for r in found)
     return ConsolidationSnapshot(await reads.blob_version(key), buffered, contents)
 
 

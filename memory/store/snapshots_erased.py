@@ -6,7 +6,8 @@ and the session memory forget_user deleted (rules.imports.session_memory_gone)."
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Protocol
+from datetime import datetime
+from typing import NamedTuple, Protocol
 
 from memory.models import ScopeKey, SessionAgentState
 from memory.store.counts import SessionPeople
@@ -14,6 +15,15 @@ from memory.store.rules import import_erasures as ie
 from memory.store.rules import imports as ri
 from memory.store.rules.erased_messages import gone_with_users
 from memory.store.rules.repair_parted import Tombstone
+
+
+class Head(NamedTuple):
+    """A session's own row: its last seq, its last message's time, and whether a guest spoke in
+    it (SessionInfo.has_guests)."""
+
+    last_seq: int
+    last_message_at: datetime | None
+    guests: bool
 
 
 class LifecycleReads(Protocol):
@@ -25,14 +35,14 @@ class LifecycleReads(Protocol):
     ) -> dict[str, int]: ...
 
     async def erasure_rows(
-        self, agent_keys: Sequence[str], user_ids: Sequence[str]
+        self, agent_keys: Sequence[str] | None, user_ids: Sequence[str] | None = None
     ) -> dict[tuple[str, str], ie.Mark]: ...
 
     async def session_users(self, session_id: str) -> tuple[str, ...]: ...
 
     async def session_states(self, session_id: str) -> list[SessionAgentState]: ...
 
-    async def session_has_guests(self, session_id: str) -> bool: ...
+    async def session_head(self, session_id: str) -> Head | None: ...
 
     async def session_tombstones(self, keys: Sequence[str] | None) -> list[Tombstone]: ...
 
@@ -56,7 +66,7 @@ async def gone_sessions(
     users, the file's and what the store still holds of it."""
     gone = set()
     for session_id, file_agents, file_users in sessions:
-        if await reads.session_has_guests(session_id):
+        if (head := await reads.session_head(session_id)) is not None and head.guests:
             continue  # a guest is a person: forget kept the session (rules.erasure.alone_in)
         stored = await reads.session_states(session_id)
         agents = tuple(dict.fromkeys((*file_agents, *(s.agent_id for s in stored))))

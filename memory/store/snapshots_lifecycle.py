@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from memory.ids import text_hash
-from memory.models import ConsolidatedMemory, Fact, SessionAgentState
+from memory.models import AgentConfig, ConsolidatedMemory, Fact, Reflection, SessionAgentState
 from memory.store.rules import Request
 from memory.store.rules import erasure as er
 from memory.store.rules import import_erasures as ie
@@ -20,7 +20,8 @@ from memory.store.rules import import_sessions as rs
 from memory.store.rules import imports as ri
 from memory.store.rules import repair_parted as rp
 from memory.store.rules import withheld as wh
-from memory.store.snapshots_erased import erased_scopes, gone_sessions, pair_epochs
+from memory.store.snapshots_erased import Head, erased_scopes, gone_sessions, pair_epochs
+from memory.switch_marks import switches
 
 # The session ids of one read of the start-up repair's (parted_sessions).
 _PAGE = 1000
@@ -34,9 +35,11 @@ class LifecycleReads(abc.ABC):
 
     @abc.abstractmethod
     async def erasure_rows(
-        self, agent_keys: Sequence[str], user_ids: Sequence[str]
+        self, agent_keys: Sequence[str] | None, user_ids: Sequence[str] | None = None
     ) -> dict[tuple[str, str], ie.Mark]:
-        """The stored epoch and time of the erasure rows (agent key, user) among those given."""
+        """The stored epoch and time of the erasure rows (agent key, user) among those given:
+        of every user without ``user_ids``; without ``agent_keys`` (nor users), of every
+        session scope key (rules.erasure.session_tombstones)."""
 
     async def epochs(
         self, agent_id: str, user_ids: Sequence[str], known: ie.Known = ()
@@ -52,12 +55,15 @@ class LifecycleReads(abc.ABC):
         return rows.get((agent_key, user_id), 0)
 
     @abc.abstractmethod
+    async def agents(self, agent_ids: Sequence[str] | None) -> list[AgentConfig]:
+        """The registered agents among ``agent_ids`` (None: every one), in any order."""
+
     async def agent_switches(self, agent_ids: Sequence[str]) -> dict[str, tuple[bool, bool]]:
-        """The memory switches of each registered agent among ``agent_ids``
-        (memory.switch_marks.switches)."""
+        """The memory switches of each registered agent among ``agent_ids``."""
+        return {a.agent_id: switches(a) for a in await self.agents(agent_ids)}
 
     async def existing_agents(self, agent_ids: Sequence[str]) -> frozenset[str]:
-        return frozenset(await self.agent_switches(agent_ids))
+        return frozenset(a.agent_id for a in await self.agents(agent_ids))
 
     @abc.abstractmethod
     async def facts_by_id(self, fact_ids: Sequence[str]) -> list[Fact]:
@@ -71,7 +77,11 @@ class LifecycleReads(abc.ABC):
         return frozenset(fact.fact_id for fact in await self.facts_by_id(fact_ids))
 
     @abc.abstractmethod
-    async def existing_reflections(self, reflection_ids: Sequence[str]) -> frozenset[str]: ...
+    async def reflections(self, reflection_ids: Sequence[str]) -> list[Reflection]:
+        """The reflections that exist among ``reflection_ids``, absorbed or not."""
+
+    async def existing_reflections(self, reflection_ids: Sequence[str]) -> frozenset[str]:
+        return frozenset(r.reflection_id for r in await self.reflections(reflection_ids))
 
     async def valid_fact_keys(self, agent_id: str, hash_: str) -> set[tuple[str, str, str, str]]:
         """(agent, user or "", scope, hash) of the agent's valid facts with this content hash."""
@@ -91,8 +101,8 @@ class LifecycleReads(abc.ABC):
         """The consolidated blobs of these scope keys, by key."""
 
     @abc.abstractmethod
-    async def session_head(self, session_id: str) -> tuple[int, datetime | None] | None:
-        """(last seq, last message time) of a session, None when there is no such session."""
+    async def session_head(self, session_id: str) -> Head | None:
+        """The session's own row, None when there is no such session."""
 
     @abc.abstractmethod
     async def session_users(self, session_id: str) -> tuple[str, ...]:
@@ -102,14 +112,11 @@ class LifecycleReads(abc.ABC):
     async def session_states(self, session_id: str) -> list[SessionAgentState]:
         """The state of each agent of the session, in join order."""
 
-    @abc.abstractmethod
-    async def session_has_guests(self, session_id: str) -> bool:
-        """Whether a guest spoke in the session (SessionInfo.has_guests); False without one."""
-
-    @abc.abstractmethod
     async def session_tombstones(self, keys: Sequence[str] | None) -> list[rp.Tombstone]:
         """The erasure rows of these session scope keys, whoever their user; None: of every
         session scope key (rules.erasure.session_tombstones)."""
+        rows = await self.erasure_rows(keys) if keys is None or keys else {}
+        return [rp.Tombstone(key, user, at) for (key, user), (_, at) in rows.items()]
 
     @abc.abstractmethod
     async def sessions_without_people(self, session_ids: Sequence[str]) -> dict[str, datetime]:
@@ -117,43 +124,16 @@ class LifecycleReads(abc.ABC):
         (rules.repair_parted)."""
 
     @abc.abstractmethod
-    async def message_seqs(self, session_id: str, message_ids: Sequence[str]) -> dict[str, int]:
-        """The seq of each stored message among ``message_ids``."""
-
-    @abc.abstractmethod
-    async def taken_seqs(self, session_id: str, seqs: Sequence[int]) -> frozenset[int]: ...
-
-    @abc.abstractmethod
-    async def pending_after(
-        self,
-        session_id: str,
-        seq: int,
-        *,
-        except_user: str | None = None,
-        withheld: Sequence[tuple[str, int]] = (),
-    ) -> tuple[int, float]:
-        """(count, weighted tokens) of the session's messages with a seq above ``seq``, but
-        those said by ``except_user`` and, for each (user, bound) of ``withheld``, the user's
-        up to that seq (rules.withheld.bounds_after)."""
-
-    @abc.abstractmethod
-    async def user_message_marks(self, session_id: str, user_id: str) -> list[wh.MessageMark]:
-        """The session's messages carrying the user's id, in seq order, without their content."""
-
-    @abc.abstractmethod
-    async def reply_marks(self, session_id: str) -> list[wh.MessageMark]:
-        """The session's messages carrying no user id but a guest's (rules.derived.said_by_guest:
-        role "user"), the agents' replies, in seq order, without their content. Not the
-        guest's: a session recorded by an older process may hold a guest's words unmarked."""
+    async def session_messages(self, session_id: str) -> list[wh.MessageMark]:
+        """Every message of the session, in seq order, without its content. The lifecycle's
+        views of a session's messages (an import's, a forget's, the start-up repair's) are
+        taken from it here, each by its filter, not each read by every backend: one read of
+        the rows their counts scanned anyway."""
 
     @abc.abstractmethod
     async def user_session_ids(self, user_id: str, agent_id: str) -> list[str]:
         """The sessions of the agent holding the user's data: those the user is a user of, and
         those with a message carrying the user's id (whatever its role)."""
-
-    @abc.abstractmethod
-    async def message_users(self, session_id: str) -> list[str]:
-        """The user ids the session's messages carry, whatever their role."""
 
     @abc.abstractmethod
     async def user_facts(self, agent_id: str, user_id: str) -> list[Fact]:
@@ -202,18 +182,43 @@ async def _session(reads: LifecycleReads, req: rs.SessionImportRequest) -> rs.Se
         epochs = await pair_epochs(reads, [(a, u) for a in agents for u in everyone], req.known)
     else:
         epochs = ie.unknown(await reads.erasure_rows([er.ALL_AGENTS], everyone), req.known)
+    stored = await reads.session_messages(sid)
+    ids = set(req.message_ids)
     return rs.SessionImportSnapshot(
         exists=head is not None,
-        last_seq=0 if head is None else head[0],
-        last_message_at=None if head is None else head[1],
+        last_seq=0 if head is None else head.last_seq,
+        last_message_at=None if head is None else head.last_message_at,
         user_ids=users,
         states={s.agent_id: s for s in states},
-        stored=await reads.message_seqs(sid, req.message_ids),
-        stored_all=await reads.pending_after(sid, 0),  # seqs start at 1: every message
-        taken=await reads.taken_seqs(sid, req.seqs),
+        stored={m.message_id: m.seq for m in stored if m.message_id in ids},
+        stored_all=_totals(stored),
+        taken=frozenset(m.seq for m in stored) & frozenset(req.seqs),
         epochs=epochs,
-        guests=await reads.session_has_guests(sid),
+        guests=head is not None and head.guests,
     )
+
+
+def _totals(messages: Sequence[wh.MessageMark]) -> tuple[int, float]:
+    """(count, weighted tokens) of these messages (summed in seq order, as the databases do)."""
+    return len(messages), sum((m.weighted_tokens for m in messages), 0.0)
+
+
+def _replies(messages: Sequence[wh.MessageMark]) -> list[wh.MessageMark]:
+    """The messages carrying no user id but a guest's (rules.derived.said_by_guest: role
+    "user"), the agents' replies. Not the guest's: a session recorded by an older process may
+    hold a guest's words unmarked."""
+    return [m for m in messages if m.user_id is None and m.role != "user"]
+
+
+def _pending_without(
+    messages: Sequence[wh.MessageMark], state: SessionAgentState, user_id: str
+) -> tuple[int, float]:
+    """What stays pending for the state once the user's messages go: its messages after its
+    cursor, but the user's and those withheld from it (rules.withheld)."""
+    return _totals([
+        m for m in messages if m.seq > state.cursor_seq and m.user_id != user_id
+        and not wh.is_withheld(m.user_id, m.seq, state.withheld)
+    ])  # fmt: skip
 
 
 async def _user_sessions(reads: LifecycleReads, req: er.ForgetRequest) -> list[er.UserSession]:
@@ -222,29 +227,22 @@ async def _user_sessions(reads: LifecycleReads, req: er.ForgetRequest) -> list[e
     sessions = []
     for sid in await reads.user_session_ids(req.user_id, req.agent_id):
         states = await reads.session_states(sid)
-        messages, _ = await reads.pending_after(sid, 0)  # seqs start at 1: every message
-        marks = await reads.user_message_marks(sid, req.user_id)
-        pending = []
-        for state in states:
-            n, w = await reads.pending_after(
-                sid, state.cursor_seq, except_user=req.user_id,
-                withheld=wh.bounds_after(state.withheld, state.cursor_seq),
-            )  # fmt: skip
-            pending.append((state, n, w))
-        participants, said_by = await reads.session_users(sid), await reads.message_users(sid)
+        messages = await reads.session_messages(sid)
+        marks = tuple(m for m in messages if m.user_id == req.user_id)
+        said_by = {m.user_id for m in messages}
         head = await reads.session_head(sid)
         sessions.append(
             er.UserSession(
                 session_id=sid,
-                user_ids=tuple(sorted(er.session_users(participants, said_by))),
+                user_ids=tuple(sorted(er.session_users(await reads.session_users(sid), said_by))),
                 agent_ids=tuple(s.agent_id for s in states),
-                messages=messages,
+                messages=len(messages),
                 user_messages=len(marks),
-                states=tuple(pending),
-                last_seq=0 if head is None else head[0],
-                marks=tuple(marks),
-                guests=await reads.session_has_guests(sid),
-                replies=tuple(await reads.reply_marks(sid)),
+                states=tuple((s, *_pending_without(messages, s, req.user_id)) for s in states),
+                last_seq=0 if head is None else head.last_seq,
+                marks=marks,
+                guests=head is not None and head.guests,
+                replies=tuple(_replies(messages)),
             )
         )
     return sessions
@@ -275,6 +273,7 @@ async def parted_session(
     if (head := await reads.session_head(session_id)) is None:
         return None
     states = await reads.session_states(session_id)
+    messages = await reads.session_messages(session_id)
     tombstones = await reads.session_tombstones(rp.session_keys(session_id, states))
     # The later forgets of the tombstones' users (rp.later_forget): under every agent, under each.
     keys = [er.ALL_AGENTS, *(s.agent_id for s in states)]
@@ -283,13 +282,13 @@ async def parted_session(
         session_id=session_id,
         created_at=created_at,
         users=await reads.session_users(session_id),
-        guests=await reads.session_has_guests(session_id),
-        last_seq=head[0],
-        messages=(await reads.pending_after(session_id, 0))[0],  # seqs start at 1: every one
-        replies=len(await reads.reply_marks(session_id)),
+        guests=head.guests,
+        last_seq=head.last_seq,
+        messages=len(messages),
+        replies=len(_replies(messages)),
         states=tuple(states),
         tombstones=tuple(tombstones),
-        last_message_at=head[1],
+        last_message_at=head.last_message_at,
         forgets=forgets,
     )
 

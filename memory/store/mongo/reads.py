@@ -14,7 +14,14 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from memory.api_keys import ApiKey
 from memory.formation_commit import FormationCommitResult
-from memory.models import ConsolidatedMemory, Fact, Reflection, SessionAgentState
+from memory.models import (
+    AgentConfig,
+    ConsolidatedMemory,
+    Fact,
+    Reflection,
+    SessionAgentState,
+    StoredMessage,
+)
 from memory.store.base_manage import ReembedTarget
 from memory.store.mongo.docs import (
     EMBEDDING_META_ID,
@@ -28,6 +35,7 @@ from memory.store.mongo.docs import (
     fact_and_vector,
     fact_from_doc,
     inserted_from,
+    message_from_doc,
     opt_dt,
     reflection_from_doc,
     state_from_doc,
@@ -37,11 +45,9 @@ from memory.store.mongo.docs import (
 from memory.store.mongo.listings import api_key_from_doc
 from memory.store.mongo.reembed import pending
 from memory.store.records import known
-from memory.store.rules.recheck import reflection_text_key
-from memory.store.rules.repair_parted import Tombstone
 from memory.store.rules.withheld import MessageMark
 from memory.store.snapshots import SnapshotReads
-from memory.switch_marks import switches
+from memory.store.snapshots_erased import Head
 
 
 class InSession:
@@ -59,10 +65,6 @@ class InSession:
 
     async def _facts(self, query: Doc) -> list[Fact]:
         return [fact_from_doc(d) async for d in self._find("facts", query, NO_VECTOR)]
-
-    async def _ids(self, collection: str, query: Doc, field: str = "_id") -> frozenset[str]:
-        cursor = self._find(collection, query, {field: 1})
-        return frozenset([doc[field] async for doc in cursor])
 
     async def _count(self, collection: str, query: Doc) -> int:
         return await self.db[collection].count_documents(query, session=self.s)
@@ -101,8 +103,10 @@ class MongoReads(InSession, SnapshotReads):
             return None
         return FormationCommitResult.model_validate(known(FormationCommitResult, doc["result"]))
 
-    async def existing_reflections(self, reflection_ids: Sequence[str]) -> frozenset[str]:
-        return await self._ids("reflections", by_ids(reflection_ids))
+    async def reflections(self, reflection_ids: Sequence[str]) -> list[Reflection]:
+        return [
+            reflection_from_doc(d) async for d in self._find("reflections", by_ids(reflection_ids))
+        ]
 
     async def _buffered_counts(self, keys: Sequence[str]) -> dict[str, int]:
         pipeline: list[Doc] = [
@@ -112,16 +116,9 @@ class MongoReads(InSession, SnapshotReads):
         return {row["_id"]: int(row["n"]) for row in await self._aggregate("reflections", pipeline)}
 
     async def pending_after(
-        self,
-        session_id: str,
-        seq: int,
-        *,
-        except_user: str | None = None,
-        withheld: Sequence[tuple[str, int]] = (),
+        self, session_id: str, seq: int, *, withheld: Sequence[tuple[str, int]] = ()
     ) -> tuple[int, float]:
         after: Doc = {"session_id": session_id, "seq": {"$gt": seq}}
-        if except_user is not None:
-            after["user_id"] = {"$ne": except_user}
         if withheld:
             after["$nor"] = [
                 {"user_id": user or None, "seq": {"$lte": upto}} for user, upto in withheld
@@ -164,28 +161,20 @@ class MongoReads(InSession, SnapshotReads):
 
     async def reflection_texts(
         self, keys: Sequence[str], texts: Sequence[str]
-    ) -> frozenset[tuple[str, str, int | None]]:
+    ) -> list[tuple[str, str, int | None]]:
         same = {"scope_key": {"$in": list(keys)}, "content": {"$in": list(texts)}}
         fields = {"scope_key": 1, "content": 1, "absorbed_into_version": 1}
         cursor = self._find("reflections", same, fields)
-        return frozenset(
-            [
-                (*reflection_text_key(d["scope_key"], d["content"]), d.get("absorbed_into_version"))
-                async for d in cursor
-            ]
+        return [
+            (d["scope_key"], d["content"], d.get("absorbed_into_version")) async for d in cursor
+        ]
+
+    async def session_head(self, session_id: str) -> Head | None:
+        if (doc := await self._one("sessions", {"_id": session_id})) is None:
+            return None
+        return Head(
+            doc["last_seq"], opt_dt(doc.get("last_message_at")), bool(doc.get("has_guests"))
         )
-
-    async def session_head(self, session_id: str) -> tuple[int, datetime | None] | None:
-        doc = await self._one("sessions", {"_id": session_id})
-        return None if doc is None else (int(doc["last_seq"]), opt_dt(doc.get("last_message_at")))
-
-    async def reflection(self, reflection_id: str) -> Reflection | None:
-        doc = await self._one("reflections", {"_id": reflection_id})
-        return None if doc is None else reflection_from_doc(doc)
-
-    async def buffered_among(self, key: str, reflection_ids: Sequence[str]) -> int:
-        query = by_ids(reflection_ids) | {"scope_key": key, "absorbed_into_version": None}
-        return await self._count("reflections", query)
 
     async def api_key(self, key_id: str) -> ApiKey | None:
         doc = await self._one("api_keys", {"_id": key_id})
@@ -205,15 +194,23 @@ class MongoReads(InSession, SnapshotReads):
     # ------------------------------------------------------------ the lifecycle snapshots' own
 
     async def erasure_rows(
-        self, agent_keys: Sequence[str], user_ids: Sequence[str]
+        self, agent_keys: Sequence[str] | None, user_ids: Sequence[str] | None = None
     ) -> dict[tuple[str, str], tuple[int, datetime]]:
-        # By _id (compound_id), its index: the collection holds session tombstones too, one per
-        # session memory a forget deleted (rules.erasure), and every formation commit reads here.
-        ids = [compound_id(k, u) for k in agent_keys for u in dict.fromkeys(user_ids)]
-        cursor = self._find("erasures", by_ids(ids))
+        # By _id (compound_id), its index, not a scan: the collection holds session tombstones
+        # too, one per session memory a forget deleted (rules.erasure), and every formation
+        # commit reads here. Without users, by the _id's prefix; every session scope key's by
+        # theirs (no agent id holds a colon).
+        if agent_keys is None:
+            query: Doc = {"_id": {"$gte": "session:", "$lt": "session;"}}
+        elif user_ids is None:
+            query = {
+                "$or": [{"_id": {"$gt": compound_id(k, ""), "$lt": k + "\x20"}} for k in agent_keys]
+            }
+        else:
+            query = by_ids([compound_id(k, u) for k in agent_keys for u in dict.fromkeys(user_ids)])
         return {
             (d["agent_key"], d["user_id"]): (int(d["epoch"]), dt(d["forgotten_at"]))
-            async for d in cursor
+            async for d in self._find("erasures", query)
         }
 
     async def blobs(self, keys: Sequence[str]) -> dict[str, ConsolidatedMemory]:
@@ -223,24 +220,6 @@ class MongoReads(InSession, SnapshotReads):
     async def session_users(self, session_id: str) -> tuple[str, ...]:
         doc = await self._one("sessions", {"_id": session_id}, {"user_ids": 1})
         return () if doc is None else tuple(doc.get("user_ids", ()))
-
-    async def session_has_guests(self, session_id: str) -> bool:
-        doc = await self._one("sessions", {"_id": session_id}, {"has_guests": 1})
-        return doc is not None and bool(doc.get("has_guests"))
-
-    async def session_tombstones(self, keys: Sequence[str] | None) -> list[Tombstone]:
-        # By their _id's prefix (compound_id): the _id index, not a scan of every tombstone;
-        # every one by the prefix of every session scope key (no agent id holds a colon).
-        if keys is None:
-            prefixes = [{"_id": {"$gte": "session:", "$lt": "session;"}}]
-        else:
-            prefixes = [{"_id": {"$gt": compound_id(k, ""), "$lt": k + "\x20"}} for k in keys]
-        if not prefixes:
-            return []
-        cursor = self._find("erasures", {"$or": prefixes})
-        return [
-            Tombstone(d["agent_key"], d["user_id"], dt(d["forgotten_at"])) async for d in cursor
-        ]
 
     async def sessions_without_people(self, session_ids: Sequence[str]) -> dict[str, datetime]:
         nobody = {"has_guests": {"$ne": True}, "user_ids.0": {"$exists": False}}
@@ -257,55 +236,31 @@ class MongoReads(InSession, SnapshotReads):
         states = [state_from_doc(d) async for d in cursor]
         return sorted(states, key=lambda s: order.get(s.agent_id, len(order)))  # join order
 
-    async def message_seqs(self, session_id: str, message_ids: Sequence[str]) -> dict[str, int]:
-        return await self._by_message_id(session_id, message_ids, "seq")
+    async def agents(self, agent_ids: Sequence[str] | None) -> list[AgentConfig]:
+        query = {} if agent_ids is None else by_ids(agent_ids)
+        return [agent_from_doc(d) async for d in self._find("agents", query, {"_id": 0})]
 
-    async def agent_switches(self, agent_ids: Sequence[str]) -> dict[str, tuple[bool, bool]]:
-        agents = [
-            agent_from_doc(d) async for d in self._find("agents", by_ids(agent_ids), {"_id": 0})
-        ]
-        return {a.agent_id: switches(a) for a in agents}
-
-    async def message_contents(self, session_id: str, message_ids: Sequence[str]) -> dict[str, str]:
-        return await self._by_message_id(session_id, message_ids, "content")
-
-    async def _by_message_id(
-        self, session_id: str, message_ids: Sequence[str], field: str
-    ) -> dict[str, Any]:
+    async def stored_messages(
+        self, session_id: str, message_ids: Sequence[str]
+    ) -> list[StoredMessage]:
         query = {"session_id": session_id, "message_id": {"$in": list(message_ids)}}
-        cursor = self._find("messages", query, {"message_id": 1, field: 1})
-        return {m["message_id"]: m[field] async for m in cursor}
-
-    async def taken_seqs(self, session_id: str, seqs: Sequence[int]) -> frozenset[int]:
-        query = {"session_id": session_id, "seq": {"$in": list(seqs)}}
-        cursor = self._find("messages", query, {"seq": 1})
-        return frozenset([int(m["seq"]) async for m in cursor])
+        return [message_from_doc(d) async for d in self._find("messages", query)]
 
     async def user_session_ids(self, user_id: str, agent_id: str) -> list[str]:
         query = {"agent_ids": agent_id} | await self.user_sessions(user_id)
         cursor = self._find("sessions", query, {"_id": 1}).sort("_id", 1)
         return [d["_id"] async for d in cursor]
 
-    async def user_message_marks(self, session_id: str, user_id: str) -> list[MessageMark]:
-        return await self._marks({"session_id": session_id, "user_id": user_id})
-
-    async def reply_marks(self, session_id: str) -> list[MessageMark]:
-        return await self._marks(
-            {"session_id": session_id, "user_id": None, "role": {"$ne": "user"}}
+    async def session_messages(self, session_id: str) -> list[MessageMark]:
+        fields = dict.fromkeys(
+            ("seq", "agent_id", "weighted_tokens", "user_id", "role", "message_id"), 1
         )
-
-    async def _marks(self, query: Doc) -> list[MessageMark]:
-        """The messages ``query`` finds, in seq order, without their content."""
-        fields = {"seq": 1, "agent_id": 1, "weighted_tokens": 1}
-        cursor = self._find("messages", query, fields).sort("seq", 1)
+        cursor = self._find("messages", {"session_id": session_id}, fields).sort("seq", 1)
         return [
-            MessageMark(int(d["seq"]), d.get("agent_id"), float(d["weighted_tokens"]))
+            MessageMark(int(d["seq"]), d.get("agent_id"), float(d["weighted_tokens"]),
+                        d.get("user_id"), d["role"], d["message_id"])
             async for d in cursor
-        ]
-
-    async def message_users(self, session_id: str) -> list[str]:
-        query = {"session_id": session_id, "user_id": {"$ne": None}}
-        return sorted(await self._distinct("messages", "user_id", query))
+        ]  # fmt: skip
 
     async def user_facts(self, agent_id: str, user_id: str) -> list[Fact]:
         return await self._facts({"agent_id": agent_id, "user_id": user_id})
@@ -314,7 +269,8 @@ class MongoReads(InSession, SnapshotReads):
         return await self._count("reflections", {"scope_key": key})
 
     async def cached_text_hashes(self, text_hashes: Sequence[str]) -> frozenset[str]:
-        return await self._ids("embeddings", {"hash": {"$in": list(text_hashes)}}, "hash")
+        query = {"hash": {"$in": list(text_hashes)}}
+        return frozenset(await self._distinct("embeddings", "hash", query))
 
     async def contents_elsewhere(
         self, agent_id: str, user_id: str, content_hashes: Sequence[str]

@@ -38,16 +38,12 @@ class MongoSessions:
         mine = await self._db.session_agents.find_one(view_of(session_id, agent_id))
         return None if mine is None else session_from_doc(doc, mine)
 
-    async def _find_messages(self, query: Doc) -> list[StoredMessage]:
-        """The session's messages matching ``query``, in seq order."""
-        cursor = self._db.messages.find(query).sort("seq", 1)
-        return [message_from_doc(doc) async for doc in cursor]
-
     async def load_messages(
         self, session_id: str, after_seq: int, upto_seq: int
     ) -> list[StoredMessage]:
         seqs = {"$gt": after_seq, "$lte": upto_seq}
-        return await self._find_messages({"session_id": session_id, "seq": seqs})
+        cursor = self._db.messages.find({"session_id": session_id, "seq": seqs}).sort("seq", 1)
+        return [message_from_doc(doc) async for doc in cursor]
 
     async def first_seqs(self, session_id: str) -> dict[str | None, int]:
         # The guests' grouped under None: a guest message's user_id is null or missing.
@@ -58,10 +54,6 @@ class MongoSessions:
         ]
         cursor = await self._db.messages.aggregate(pipeline)
         return {doc["_id"]: int(doc["first_seq"]) async for doc in cursor}
-
-    async def _messages(self, session_id: str, message_ids: list[str]) -> list[StoredMessage]:
-        ids = {"$in": message_ids}
-        return await self._find_messages({"session_id": session_id, "message_id": ids})
 
     async def _cold_sessions(
         self,
@@ -124,9 +116,6 @@ class MongoSessions:
         }
         found = sorted(p for p in pairs if p in done and p > after)
         return found[:limit]
-
-    async def _agent_ids(self) -> list[str]:
-        return sorted(await self._db.agents.distinct("_id"))
 
     async def _open_unmarked(self, agent_id: str) -> int:
         if (doc := await self._db.agents.find_one({"_id": agent_id}, {"_id": 0})) is None:

@@ -34,7 +34,6 @@ from memory.store.mongo.degraded import MongoDegraded
 from memory.store.mongo.docs import (
     NO_VECTOR,
     Doc,
-    agent_from_doc,
     by_ids,
     compound_id,
     fact_from_doc,
@@ -150,22 +149,15 @@ class MongoStore(
             {"_id": config.agent_id}, config.model_dump(mode="json"), upsert=True
         )
 
-    async def get_agent(self, agent_id: str) -> AgentConfig | None:
-        return await self._agent(agent_id, None)
-
-    async def _agent(self, agent_id: str, s: AsyncClientSession | None) -> AgentConfig | None:
-        doc = await self._db.agents.find_one({"_id": agent_id}, {"_id": 0}, session=s)
-        return None if doc is None else agent_from_doc(doc)
-
     async def _update_agent(
         self, agent_id: str, change: Callable[[AgentConfig], AgentConfig]
     ) -> AgentConfig | None:
         async def update(s: AsyncClientSession) -> AgentConfig | None:
             # Two transactions that read the agent both write its document: the second to
             # write it conflicts and runs again on the first one's change (txn.py).
-            if (current := await self._agent(agent_id, s)) is None:
+            if not (found := await MongoReads(self._db, s).agents([agent_id])):
                 return None
-            changed = change(current)
+            changed = change(found[0])
             await self._db.agents.replace_one(
                 {"_id": agent_id}, changed.model_dump(mode="json"), session=s
             )

@@ -54,11 +54,14 @@ REPLIES: Final = ""
 
 @dataclass(frozen=True)
 class MessageMark:
-    """One message of the user a forget decides on, without its content."""
+    """One stored message a forget decides on, without its content."""
 
     seq: int
     agent_id: str | None  # the agent that recorded it; None for rows stored before
     weighted_tokens: float
+    user_id: str | None = None  # None: an agent's reply, or a guest's words
+    role: str = ""
+    message_id: str = ""
 
 
 def key_of(user_id: str | None) -> str:

@@ -19,7 +19,6 @@ from memory.models import (
 from memory.store.counts import Erasure
 from memory.store.export_reads import ExportReads
 from memory.store.rules.export import Exported, Pairs
-from memory.store.rules.repair_parted import Tombstone
 from memory.store.rules.withheld import MessageMark, Withheld, parsed
 from memory.store.snapshots_lifecycle import LifecycleReads
 from memory.store.sql.db import Db, Row
@@ -38,14 +37,19 @@ class SqlLifecycleReads(LifecycleReads):
         self.db = db
 
     async def erasure_rows(
-        self, agent_keys: Sequence[str], user_ids: Sequence[str]
+        self, agent_keys: Sequence[str] | None, user_ids: Sequence[str] | None = None
     ) -> dict[tuple[str, str], tuple[int, datetime]]:
-        sql = "SELECT user_id, epoch, forgotten_at FROM erasures WHERE agent_key = %s AND user_id"
-        users = list(dict.fromkeys(user_ids))
+        sql = "SELECT agent_key, user_id, epoch, forgotten_at FROM erasures WHERE agent_key"
+        if agent_keys is None:  # no agent id holds a colon: only a session scope key starts so
+            rows = await self.db.fetch(sql + " LIKE %s", ("session:%",))
+        elif user_ids is None:
+            rows = await self.db.fetch_in(sql, agent_keys)
+        else:  # a query per key, each on the primary key (agent_key, user_id)
+            users, sql = list(dict.fromkeys(user_ids)), sql + " = %s AND user_id"
+            rows = [r for key in agent_keys for r in await self.db.fetch_in(sql, users, key)]
         return {
-            (key, row["user_id"]): (int(row["epoch"]), self.db.time_of(row["forgotten_at"]))
-            for key in agent_keys
-            for row in await self.db.fetch_in(sql, users, key)
+            (r["agent_key"], r["user_id"]): (int(r["epoch"]), self.db.time_of(r["forgotten_at"]))
+            for r in rows
         }
 
     async def blobs(self, keys: Sequence[str]) -> dict[str, ConsolidatedMemory]:
@@ -55,23 +59,6 @@ class SqlLifecycleReads(LifecycleReads):
     async def session_users(self, session_id: str) -> tuple[str, ...]:
         sql = f"SELECT user_id FROM session_users WHERE session_id = %s ORDER BY {self.db.ord}"
         return tuple(str(user) for user in await self.db.column(sql, session_id))
-
-    async def session_has_guests(self, session_id: str) -> bool:
-        row = await self.db.fetch_one(
-            "SELECT has_guests FROM sessions WHERE session_id = %s", (session_id,)
-        )
-        return row is not None and bool(row["has_guests"])
-
-    async def session_tombstones(self, keys: Sequence[str] | None) -> list[Tombstone]:
-        sql = "SELECT agent_key, user_id, forgotten_at FROM erasures WHERE agent_key"
-        if keys is None:  # no agent id holds a colon: only a session scope key starts so
-            rows = await self.db.fetch(sql + " LIKE %s", ("session:%",))
-        else:
-            rows = await self.db.fetch_in(sql, keys)
-        return [
-            Tombstone(r["agent_key"], r["user_id"], self.db.time_of(r["forgotten_at"]))
-            for r in rows
-        ]
 
     async def sessions_without_people(self, session_ids: Sequence[str]) -> dict[str, datetime]:
         sql = (
@@ -87,19 +74,17 @@ class SqlLifecycleReads(LifecycleReads):
         sql = STATE_SQL + f" WHERE sa.session_id = %s ORDER BY sa.{self.db.ord}"
         return [self.db.state(row) for row in await self.db.fetch(sql, (session_id,))]
 
-    async def message_seqs(self, session_id: str, message_ids: Sequence[str]) -> dict[str, int]:
-        sql = "SELECT message_id, seq FROM messages WHERE session_id = %s AND message_id"
-        rows = await self.db.fetch_in(sql, message_ids, session_id)
-        return {r["message_id"]: int(r["seq"]) for r in rows}
-
-    async def message_contents(self, session_id: str, message_ids: Sequence[str]) -> dict[str, str]:
-        sql = "SELECT message_id, content FROM messages WHERE session_id = %s AND message_id"
-        rows = await self.db.fetch_in(sql, message_ids, session_id)
-        return {r["message_id"]: r["content"] for r in rows}
-
-    async def taken_seqs(self, session_id: str, seqs: Sequence[int]) -> frozenset[int]:
-        sql = "SELECT seq FROM messages WHERE session_id = %s AND seq"
-        return frozenset(int(seq) for seq in await self.db.column_in(sql, seqs, session_id))
+    async def session_messages(self, session_id: str) -> list[MessageMark]:
+        rows = await self.db.fetch(
+            "SELECT message_id, seq, agent_id, user_id, role, weighted_tokens FROM messages "
+            "WHERE session_id = %s ORDER BY seq",
+            (session_id,),
+        )
+        return [
+            MessageMark(int(r["seq"]), r["agent_id"], float(r["weighted_tokens"]), r["user_id"],
+                        r["role"], r["message_id"])
+            for r in rows
+        ]  # fmt: skip
 
     async def user_session_ids(self, user_id: str, agent_id: str) -> list[str]:
         sql = (
@@ -108,30 +93,6 @@ class SqlLifecycleReads(LifecycleReads):
         )
         rows = await self.db.fetch(sql, {"user": user_id, "agent": agent_id})
         return [str(row["session_id"]) for row in rows]
-
-    async def user_message_marks(self, session_id: str, user_id: str) -> list[MessageMark]:
-        return await self._marks("user_id = %s", session_id, user_id)
-
-    async def reply_marks(self, session_id: str) -> list[MessageMark]:
-        return await self._marks("user_id IS NULL AND role <> 'user'", session_id)
-
-    async def _marks(self, which: str, *params: object) -> list[MessageMark]:
-        """The marks of a session's messages ``which`` are, in order."""
-        rows = await self.db.fetch(
-            "SELECT seq, agent_id, weighted_tokens FROM messages "
-            f"WHERE session_id = %s AND {which} ORDER BY seq",
-            params,
-        )
-        return [
-            MessageMark(int(r["seq"]), r["agent_id"], float(r["weighted_tokens"])) for r in rows
-        ]
-
-    async def message_users(self, session_id: str) -> list[str]:
-        sql = (
-            "SELECT DISTINCT user_id FROM messages WHERE session_id = %s AND user_id IS NOT NULL "
-            "ORDER BY user_id"
-        )
-        return [str(user) for user in await self.db.column(sql, session_id)]
 
     async def user_facts(self, agent_id: str, user_id: str) -> list[Fact]:
         sql = (

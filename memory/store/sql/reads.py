@@ -8,13 +8,12 @@ from datetime import datetime
 
 from memory.api_keys import ApiKey
 from memory.formation_commit import FormationCommitResult
-from memory.models import AgentConfig, Fact, Reflection, SessionAgentState
+from memory.models import AgentConfig, Fact, Reflection, SessionAgentState, StoredMessage
 from memory.store.base_manage import ReembedTarget
-from memory.store.rules.recheck import reflection_text_key
 from memory.store.snapshots import SnapshotReads
+from memory.store.snapshots_erased import Head
 from memory.store.sql.lifecycle_reads import SqlLifecycleReads
 from memory.store.sql.sessions import STATE_SQL
-from memory.switch_marks import switches
 
 # A fact is pending re-embedding (base_manage.ReembedTarget) when it has no side vector of the
 # embedder for its current content hash and its vector is not already the embedder's.
@@ -37,10 +36,13 @@ class SqlReads(SqlLifecycleReads, SnapshotReads):
         row = await self.db.fetch_one(sql, (session_id, agent_id))
         return None if row is None else self.db.state(row)
 
-    async def agent_switches(self, agent_ids: Sequence[str]) -> dict[str, tuple[bool, bool]]:
-        rows = await self.db.fetch_in("SELECT config FROM agents WHERE agent_id", agent_ids)
-        agents = [self.db.model(AgentConfig, row["config"]) for row in rows]
-        return {a.agent_id: switches(a) for a in agents}
+    async def agents(self, agent_ids: Sequence[str] | None) -> list[AgentConfig]:
+        sql = "SELECT config FROM agents WHERE agent_id"
+        if agent_ids is None:  # every one (the primary key is never null)
+            rows = await self.db.fetch(f"{sql} IS NOT NULL")
+        else:
+            rows = await self.db.fetch_in(sql, agent_ids)
+        return [self.db.model(AgentConfig, row["config"]) for row in rows]
 
     async def facts_by_id(self, fact_ids: Sequence[str]) -> list[Fact]:
         # In no order: the callers look them up by id.
@@ -65,9 +67,11 @@ class SqlReads(SqlLifecycleReads, SnapshotReads):
         row = await self.db.fetch_one(sql, (formation_id,))
         return None if row is None else self.db.model(FormationCommitResult, row["result"])
 
-    async def existing_reflections(self, reflection_ids: Sequence[str]) -> frozenset[str]:
-        sql = "SELECT reflection_id FROM reflections WHERE reflection_id"
-        return frozenset(await self.db.column_in(sql, reflection_ids))
+    async def reflections(self, reflection_ids: Sequence[str]) -> list[Reflection]:
+        rows = await self.db.fetch_in(
+            "SELECT * FROM reflections WHERE reflection_id", reflection_ids
+        )
+        return [self.db.reflection(row) for row in rows]
 
     async def _buffered_counts(self, keys: Sequence[str]) -> dict[str, int]:
         rows = await self.db.fetch_in(
@@ -79,21 +83,15 @@ class SqlReads(SqlLifecycleReads, SnapshotReads):
         return {row["scope_key"]: int(row["n"]) for row in rows}
 
     async def pending_after(
-        self,
-        session_id: str,
-        seq: int,
-        *,
-        except_user: str | None = None,
-        withheld: Sequence[tuple[str, int]] = (),
+        self, session_id: str, seq: int, *, withheld: Sequence[tuple[str, int]] = ()
     ) -> tuple[int, float]:
         # coalesce: a message without a user id is withheld under "" (rules.withheld.REPLIES),
         # and NOT (NULL = x) would be NULL, leaving it out of every count.
         unwithheld = " AND NOT (coalesce(user_id, '') = %s AND seq <= %s)" * len(withheld)
         row = await self.db.fetch_one(
             "SELECT count(*) AS n, coalesce(sum(weighted_tokens), 0.0) AS w FROM messages "
-            "WHERE session_id = %s AND seq > %s "
-            "AND (CAST(%s AS TEXT) IS NULL OR user_id IS DISTINCT FROM %s)" + unwithheld,
-            (session_id, seq, except_user, except_user, *(v for pair in withheld for v in pair)),
+            "WHERE session_id = %s AND seq > %s" + unwithheld,
+            (session_id, seq, *(v for pair in withheld for v in pair)),
         )
         assert row is not None
         return int(row["n"]), float(row["w"])
@@ -137,38 +135,29 @@ class SqlReads(SqlLifecycleReads, SnapshotReads):
 
     async def reflection_texts(
         self, keys: Sequence[str], texts: Sequence[str]
-    ) -> frozenset[tuple[str, str, int | None]]:
+    ) -> list[tuple[str, str, int | None]]:
         sql = (
             f"SELECT {self.db.content} AS content, absorbed_into_version FROM reflections "
-            "WHERE scope_key = %s AND "
+            f"WHERE scope_key = %s AND {self.db.content}"
         )
-        found: set[tuple[str, str, int | None]] = set()
-        for key in keys:
-            rows = await self.db.fetch_in(sql + self.db.content, texts, key)
-            found.update(
-                (*reflection_text_key(key, row["content"]), row["absorbed_into_version"])
-                for row in rows
-            )
-        return frozenset(found)
+        return [
+            (key, r["content"], r["absorbed_into_version"])
+            for key in keys
+            for r in await self.db.fetch_in(sql, texts, key)
+        ]
 
-    async def session_head(self, session_id: str) -> tuple[int, datetime | None] | None:
-        sql = "SELECT last_seq, last_message_at FROM sessions WHERE session_id = %s"
-        row = await self.db.fetch_one(sql, (session_id,))
-        if row is None:
+    async def session_head(self, session_id: str) -> Head | None:
+        sql = "SELECT last_seq, last_message_at, has_guests FROM sessions WHERE session_id = %s"
+        if (row := await self.db.fetch_one(sql, (session_id,))) is None:
             return None
-        return int(row["last_seq"]), self.db.opt_time_of(row["last_message_at"])
+        at = self.db.opt_time_of(row["last_message_at"])
+        return Head(int(row["last_seq"]), at, bool(row["has_guests"]))
 
-    async def reflection(self, reflection_id: str) -> Reflection | None:
-        sql = "SELECT * FROM reflections WHERE reflection_id = %s"
-        row = await self.db.fetch_one(sql, (reflection_id,))
-        return None if row is None else self.db.reflection(row)
-
-    async def buffered_among(self, key: str, reflection_ids: Sequence[str]) -> int:
-        sql = (
-            "SELECT reflection_id FROM reflections WHERE scope_key = %s "
-            "AND absorbed_into_version IS NULL AND reflection_id"
-        )
-        return len(await self.db.column_in(sql, reflection_ids, key))
+    async def stored_messages(
+        self, session_id: str, message_ids: Sequence[str]
+    ) -> list[StoredMessage]:
+        sql = "SELECT * FROM messages WHERE session_id = %s AND message_id"
+        return [self.db.message(r) for r in await self.db.fetch_in(sql, message_ids, session_id)]
 
     async def api_key(self, key_id: str) -> ApiKey | None:
         row = await self.db.fetch_one("SELECT record FROM api_keys WHERE key_id = %s", (key_id,))

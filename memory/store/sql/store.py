@@ -63,9 +63,6 @@ class SqlStore[D: Db](SqlManage[D], PlannedStore):
             )
         )
 
-    async def get_agent(self, agent_id: str) -> AgentConfig | None:
-        return await self._db_one(lambda db: _agent(db, agent_id))
-
     async def _update_agent(
         self, agent_id: str, change: Callable[[AgentConfig], AgentConfig]
     ) -> AgentConfig | None:
@@ -82,10 +79,6 @@ class SqlStore[D: Db](SqlManage[D], PlannedStore):
             return changed
 
         return await self._db_write(update)
-
-    async def _agent_ids(self) -> list[str]:
-        rows = await self._db_read(lambda db: db.fetch("SELECT agent_id FROM agents ORDER BY 1"))
-        return [row["agent_id"] for row in rows]
 
     async def _open_unmarked(self, agent_id: str) -> int:
         return await self._db_write(partial(_open_unmarked_batch, agent_id=agent_id))
@@ -118,14 +111,6 @@ class SqlStore[D: Db](SqlManage[D], PlannedStore):
             return {row["user_id"]: int(row["first_seq"]) for row in rows}  # guests' under NULL
 
         return await self._db_one(first)
-
-    async def _messages(self, session_id: str, message_ids: list[str]) -> list[StoredMessage]:
-        async def load(db: Db) -> list[StoredMessage]:
-            sql = "SELECT * FROM messages WHERE session_id = %s AND message_id"
-            rows = await db.fetch_in(sql, message_ids, session_id)
-            return sorted(map(db.message, rows), key=lambda m: m.seq)
-
-        return await self._db_one(load)
 
     async def _cold_sessions(
         self,
@@ -211,8 +196,7 @@ class SqlStore[D: Db](SqlManage[D], PlannedStore):
 
 
 async def _agent(db: Db, agent_id: str) -> AgentConfig | None:
-    row = await db.fetch_one("SELECT config FROM agents WHERE agent_id = %s", (agent_id,))
-    return None if row is None else db.model(AgentConfig, row["config"])
+    return next(iter(await SqlReads(db).agents([agent_id])), None)
 
 
 async def _open_unmarked_batch(db: Db, *, agent_id: str) -> int:
