@@ -63,6 +63,10 @@ class SharedReads(MemoryStore):
     async def get_api_key(self, key_id: str) -> ApiKey | None:
         return await self._read_once(lambda reads: reads.api_key(key_id))
 
+    async def list_api_keys(self) -> list[ApiKey]:
+        keys = await self._read_once(lambda reads: reads.api_keys(None))
+        return sorted(keys, key=lambda k: (k.created_at, k.key_id))  # oldest first, then by id
+
     async def get_consolidated(self, key: ScopeKey) -> ConsolidatedMemory | None:
         return (await self._read_once(lambda reads: reads.blobs([key.key]))).get(key.key)
 

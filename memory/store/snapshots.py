@@ -98,7 +98,11 @@ class SnapshotReads(LifecycleReads):
         return 0 if blob is None else blob.version
 
     @abc.abstractmethod
-    async def api_key(self, key_id: str) -> ApiKey | None: ...
+    async def api_keys(self, key_ids: Sequence[str] | None) -> list[ApiKey]:
+        """The stored keys among ``key_ids`` (None: every one), revoked ones too, in any order."""
+
+    async def api_key(self, key_id: str) -> ApiKey | None:
+        return next(iter(await self.api_keys([key_id])), None)
 
     @abc.abstractmethod
     async def ended_unpurged(self, ended_before: datetime, limit: int) -> list[tuple[str, str]]:

@@ -59,7 +59,3 @@ class MongoListings:
         newest: list[Doc] = [{"$sort": {"active": -1, "session_id": 1}}, {"$limit": limit}]
         cursor = await self._db.session_agents.aggregate([*_mine(agent_id, user_id), *newest])
         return [session_from_doc(doc["session"], doc) async for doc in cursor]
-
-    async def list_api_keys(self) -> list[ApiKey]:
-        cursor = self._db.api_keys.find({}).sort([("created_at", 1), ("_id", 1)])
-        return [api_key_from_doc(doc) async for doc in cursor]

@@ -176,9 +176,9 @@ class MongoReads(InSession, SnapshotReads):
             doc["last_seq"], opt_dt(doc.get("last_message_at")), bool(doc.get("has_guests"))
         )
 
-    async def api_key(self, key_id: str) -> ApiKey | None:
-        doc = await self._one("api_keys", {"_id": key_id})
-        return None if doc is None else api_key_from_doc(doc)
+    async def api_keys(self, key_ids: Sequence[str] | None) -> list[ApiKey]:
+        query = {} if key_ids is None else by_ids(key_ids)
+        return [api_key_from_doc(d) async for d in self._find("api_keys", query)]
 
     async def ended_unpurged(self, ended_before: datetime, limit: int) -> list[tuple[str, str]]:
         quiet = [{"last_message_at": None}, {"last_message_at": {"$lt": ts(ended_before)}}]

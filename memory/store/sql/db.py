@@ -79,6 +79,12 @@ class Db(abc.ABC):
     async def execute_in(self, sql: str, values: Sequence[object], *first: object) -> None:
         """``sql`` (ending in the column compared) for every value."""
 
+    async def fetch_in_or_all(self, sql: str, values: Sequence[object] | None) -> list[Row]:
+        """``fetch_in``; None: every row (``sql``'s column, a primary key, is never null)."""
+        return await (
+            self.fetch(f"{sql} IS NOT NULL") if values is None else self.fetch_in(sql, values)
+        )
+
     async def column(self, sql: str, *params: object) -> list[Any]:
         """The first column of a query's rows."""
         return [row[next(iter(row.keys()))] for row in await self.fetch(sql, params)]

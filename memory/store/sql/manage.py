@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from memory.api_keys import ApiKey
 from memory.degraded import DegradedWindow
 from memory.directory import AgentUser
 from memory.models import SET_ASIDE, Fact, FactFilter, Reflection, ScopeKey, SessionInfo
@@ -187,7 +186,7 @@ class SqlManage[D: Db](Transactions[D]):
 
         return await self._db_write(mark)
 
-    # ------------------------------------------------------------ listings and API keys
+    # ------------------------------------------------------------ listings
 
     async def _list_agent_users(self, agent_id: str, limit: int) -> list[AgentUser]:
         async def load(db: Db) -> list[AgentUser]:
@@ -213,10 +212,3 @@ class SqlManage[D: Db](Transactions[D]):
             return [view for view in views if view is not None]  # the agent's view of each
 
         return await self._db_read(load)
-
-    async def list_api_keys(self) -> list[ApiKey]:
-        async def load(db: Db) -> list[ApiKey]:
-            rows = await db.fetch("SELECT record FROM api_keys ORDER BY created_at, key_id")
-            return [db.model(ApiKey, row["record"]) for row in rows]
-
-        return await self._db_one(load)

@@ -37,11 +37,7 @@ class SqlReads(SqlLifecycleReads, SnapshotReads):
         return None if row is None else self.db.state(row)
 
     async def agents(self, agent_ids: Sequence[str] | None) -> list[AgentConfig]:
-        sql = "SELECT config FROM agents WHERE agent_id"
-        if agent_ids is None:  # every one (the primary key is never null)
-            rows = await self.db.fetch(f"{sql} IS NOT NULL")
-        else:
-            rows = await self.db.fetch_in(sql, agent_ids)
+        rows = await self.db.fetch_in_or_all("SELECT config FROM agents WHERE agent_id", agent_ids)
         return [self.db.model(AgentConfig, row["config"]) for row in rows]
 
     async def facts_by_id(self, fact_ids: Sequence[str]) -> list[Fact]:
@@ -159,9 +155,9 @@ class SqlReads(SqlLifecycleReads, SnapshotReads):
         sql = "SELECT * FROM messages WHERE session_id = %s AND message_id"
         return [self.db.message(r) for r in await self.db.fetch_in(sql, message_ids, session_id)]
 
-    async def api_key(self, key_id: str) -> ApiKey | None:
-        row = await self.db.fetch_one("SELECT record FROM api_keys WHERE key_id = %s", (key_id,))
-        return None if row is None else self.db.model(ApiKey, row["record"])
+    async def api_keys(self, key_ids: Sequence[str] | None) -> list[ApiKey]:
+        rows = await self.db.fetch_in_or_all("SELECT record FROM api_keys WHERE key_id", key_ids)
+        return [self.db.model(ApiKey, row["record"]) for row in rows]
 
     async def ended_unpurged(self, ended_before: datetime, limit: int) -> list[tuple[str, str]]:
         rows = await self.db.fetch(
