@@ -10,6 +10,7 @@ from __future__ import annotations
 import abc
 from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -18,7 +19,15 @@ from memory import tracing
 from memory.api_keys import ApiKey
 from memory.formation_commit import FormationCommit, FormationCommitResult
 from memory.ids import content_hash
-from memory.models import ConsolidatedMemory, Fact, MessageIn, RecordOutcome, Reflection, ScopeKey
+from memory.models import (
+    AgentConfig,
+    ConsolidatedMemory,
+    Fact,
+    MessageIn,
+    RecordOutcome,
+    Reflection,
+    ScopeKey,
+)
 from memory.store.base import Vector
 from memory.store.planned_lifecycle import PlannedLifecycle
 from memory.store.rules import (
@@ -42,6 +51,7 @@ from memory.store.rules import (
     plan_revoke_api_key,
     plan_set_aside,
 )
+from memory.store.rules.agents import AgentRequest, plan_update_agent, plan_upsert_agent
 from memory.store.rules.purge import PurgeRequest, plan_purge
 from memory.store.rules.reembed import SwitchRequest, plan_switch
 
@@ -194,6 +204,19 @@ class PlannedStore(PlannedLifecycle):
         )
         self._meta = None
         return switched
+
+    # ------------------------------------------------------------ agents
+
+    async def upsert_agent(self, config: AgentConfig) -> None:
+        await self._transact(AgentRequest(config.agent_id), partial(plan_upsert_agent, config))
+
+    async def _update_agent(
+        self, agent_id: str, change: Callable[[AgentConfig], AgentConfig]
+    ) -> AgentConfig | None:
+        # Read and written in one transaction: a concurrent change of another field holds
+        # (SQLite's one writer, PostgreSQL's SERIALIZABLE and MongoDB's write conflict on the
+        # agent's document each run the later one again on the first one's write).
+        return await self._transact(AgentRequest(agent_id), partial(plan_update_agent, change))
 
     # ------------------------------------------------------------ API keys
 

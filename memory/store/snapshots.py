@@ -31,6 +31,7 @@ from memory.store.rules import (
     Request,
     Write,
 )
+from memory.store.rules.agents import AgentRequest
 from memory.store.rules.purge import PurgeRequest
 from memory.store.rules.recheck import reflection_text_key
 from memory.store.rules.reembed import SwitchRequest
@@ -208,6 +209,8 @@ async def read_snapshot[S](reads: SnapshotReads, request: Request[S]) -> S:
             snapshot = await _fact(reads, request)
         case ConsolidationRequest():
             snapshot = await _consolidation(reads, request)
+        case AgentRequest(agent_id=agent_id):
+            snapshot = next(iter(await reads.agents([agent_id])), None)
         case ApiKeyRequest(key_id=key_id):
             snapshot = await reads.api_key(key_id)
         case SwitchRequest(model=model, dimension=dimension):

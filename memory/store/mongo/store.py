@@ -27,7 +27,7 @@ from pymongo import ASCENDING, DESCENDING, AsyncMongoClient, ReplaceOne
 from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.errors import CollectionInvalid
 
-from memory.models import SET_ASIDE, AgentConfig, Fact, FactFilter, Reflection, ScopeKey, ScoredFact
+from memory.models import SET_ASIDE, Fact, FactFilter, Reflection, ScopeKey, ScoredFact
 from memory.store.base import Vector
 from memory.store.base_manage import Keyset, Which
 from memory.store.mongo.degraded import MongoDegraded
@@ -141,29 +141,6 @@ class MongoStore(
     async def close(self) -> None:
         if self._owns_client:
             await self._client.close()
-
-    # ------------------------------------------------------------ agents
-
-    async def upsert_agent(self, config: AgentConfig) -> None:
-        await self._db.agents.replace_one(
-            {"_id": config.agent_id}, config.model_dump(mode="json"), upsert=True
-        )
-
-    async def _update_agent(
-        self, agent_id: str, change: Callable[[AgentConfig], AgentConfig]
-    ) -> AgentConfig | None:
-        async def update(s: AsyncClientSession) -> AgentConfig | None:
-            # Two transactions that read the agent both write its document: the second to
-            # write it conflicts and runs again on the first one's change (txn.py).
-            if not (found := await MongoReads(self._db, s).agents([agent_id])):
-                return None
-            changed = change(found[0])
-            await self._db.agents.replace_one(
-                {"_id": agent_id}, changed.model_dump(mode="json"), session=s
-            )
-            return changed
-
-        return await run_transaction(self._db, update)
 
     # ------------------------------------------------------------ embeddings cache
 

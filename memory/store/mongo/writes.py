@@ -124,6 +124,10 @@ async def _apply(db: AsyncDatabase[Doc], s: AsyncClientSession, write: w.Write) 
             await set_view(db, s, session_id, agent_id, {"purged": True})
         case lw.LifecycleOp():
             await apply_lifecycle(db, s, write)
+        case w.PutAgent(config=config):
+            await db.agents.replace_one(
+                {"_id": config.agent_id}, config.model_dump(mode="json"), upsert=True, session=s
+            )
         case w.PutApiKey(key=key, new=new):
             if new:
                 await db.api_keys.insert_one(api_key_doc(key), session=s)

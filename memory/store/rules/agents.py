@@ -7,12 +7,14 @@ outside that transaction would write back the field the other one changed.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 from pydantic import ValidationError
 
 from memory.errors import InvalidInputError
 from memory.models import AgentConfig
+from memory.store.rules.writes import Plan, PutAgent, Request
 
 # What a change may set: every field but the id, which names the agent being changed.
 CHANGEABLE = frozenset(AgentConfig.model_fields) - {"agent_id"}
@@ -32,3 +34,25 @@ def changed_agent(current: AgentConfig, changes: Mapping[str, object]) -> AgentC
         return AgentConfig.model_validate({**current.model_dump(), **changes})
     except ValidationError as e:
         raise InvalidInputError(f"invalid agent configuration: {e}") from e
+
+
+@dataclass(frozen=True)
+class AgentRequest(Request[AgentConfig | None]):
+    """The registered agent with this id, or None."""
+
+    agent_id: str
+
+
+def plan_upsert_agent(config: AgentConfig, _current: AgentConfig | None) -> Plan[None]:
+    return Plan((PutAgent(config),), None)
+
+
+def plan_update_agent(
+    change: Callable[[AgentConfig], AgentConfig], current: AgentConfig | None
+) -> Plan[AgentConfig | None]:
+    """``change`` of the stored configuration written in its place (MemoryStore.update_agent);
+    None, nothing written, without one."""
+    if current is None:
+        return Plan((), None)
+    changed = change(current)
+    return Plan((PutAgent(changed),), changed)

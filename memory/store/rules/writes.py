@@ -14,6 +14,7 @@ from memory.api_keys import ApiKey
 from memory.degraded import DegradedWindow
 from memory.formation_commit import FormationCommitResult
 from memory.models import (
+    AgentConfig,
     ConsolidatedMemory,
     Fact,
     Reflection,
@@ -170,6 +171,13 @@ class DeleteReflection:
 
 
 @dataclass(frozen=True)
+class PutAgent:
+    """Register the agent, or replace its whole configuration."""
+
+    config: AgentConfig
+
+
+@dataclass(frozen=True)
 class PutApiKey:
     """Insert (new) or overwrite the key's record (the hash of its secret, never the secret)."""
 
@@ -214,6 +222,7 @@ Write = (
     | SetReflectionContent
     | DeleteReflection
     | LifecycleWrite
+    | PutAgent
     | PutApiKey
     | SwapSideVectors
     | MarkPurged

@@ -54,32 +54,6 @@ class SqlStore[D: Db](SqlManage[D], PlannedStore):
 
     # ------------------------------------------------------------ agents
 
-    async def upsert_agent(self, config: AgentConfig) -> None:
-        await self._db_write(
-            lambda db: db.execute(
-                "INSERT INTO agents (agent_id, config) VALUES (%s, %s) "
-                "ON CONFLICT (agent_id) DO UPDATE SET config = excluded.config",
-                (config.agent_id, db.document(config)),
-            )
-        )
-
-    async def _update_agent(
-        self, agent_id: str, change: Callable[[AgentConfig], AgentConfig]
-    ) -> AgentConfig | None:
-        async def update(db: Db) -> AgentConfig | None:
-            # SQLite's one writer and PostgreSQL's SERIALIZABLE (a concurrent update of the row
-            # fails and is run again) keep the read and the write of this transaction together.
-            if (current := await _agent(db, agent_id)) is None:
-                return None
-            changed = change(current)
-            await db.execute(
-                "UPDATE agents SET config = %s WHERE agent_id = %s",
-                (db.document(changed), agent_id),
-            )
-            return changed
-
-        return await self._db_write(update)
-
     async def _open_unmarked(self, agent_id: str) -> int:
         return await self._db_write(partial(_open_unmarked_batch, agent_id=agent_id))
 

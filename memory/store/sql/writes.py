@@ -51,6 +51,7 @@ type SharedWrite = (
     | w.PutConsolidated
     | w.AbsorbReflections
     | w.DeleteReflection
+    | w.PutAgent
     | w.PutApiKey
     | w.MarkPurged
     | SharedLifecycle
@@ -269,6 +270,12 @@ async def apply_shared(db: Db, write: SharedWrite) -> None:
             await db.execute_in(sql, ids, version)
         case w.DeleteReflection(reflection_id=reflection_id):
             await db.execute("DELETE FROM reflections WHERE reflection_id = %s", (reflection_id,))
+        case w.PutAgent(config=config):
+            await db.execute(
+                "INSERT INTO agents (agent_id, config) VALUES (%s, %s) "
+                "ON CONFLICT (agent_id) DO UPDATE SET config = excluded.config",
+                (config.agent_id, db.document(config)),
+            )
         case w.PutApiKey(key=key):
             # A new key's id is unknown (the planner read it); an existing one is overwritten.
             await db.execute(
