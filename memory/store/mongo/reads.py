@@ -198,8 +198,8 @@ class MongoReads(InSession, SnapshotReads):
     ) -> dict[tuple[str, str], tuple[int, datetime]]:
         # By _id (compound_id), its index, not a scan: the collection holds session tombstones
         # too, one per session memory a forget deleted (rules.erasure), and every formation
-        # commit reads here. Without users, by the _id's prefix; every session scope key's by
-        # theirs (no agent id holds a colon).
+        # commit reads here. Without users, a key's rows by the _id's prefix; without keys,
+        # every session scope key's by theirs (no agent id holds a colon).
         if agent_keys is None:
             query: Doc = {"_id": {"$gte": "session:", "$lt": "session;"}}
         elif user_ids is None:
