@@ -57,7 +57,10 @@ async def test_cold_job_finishes_an_end_that_never_ran(
     h = await _harness(dev_env, tmp_path)
     an_hour_ago = datetime.now(UTC) - timedelta(hours=1)
     await h.record("ended", chat("ended", 2, an_hour_ago))  # below every cold threshold
-    await h.record("open", chat("open", 2, an_hour_ago))
+    # Quiet for half an hour: idle, but well inside sessions.form_rest_after_minutes (60), after
+    # which even two messages form. Said an hour ago, it crossed that line once the job ran more
+    # than a second after this line (always, on a loaded machine), and was formed.
+    await h.record("open", chat("open", 2, datetime.now(UTC) - timedelta(minutes=30)))
     # The client marked the end in the store, then could not start the workflow.
     await h.store.end_session("ended", "eve", an_hour_ago + timedelta(minutes=1))
 
