@@ -298,7 +298,9 @@ async def test_a_dense_window_decides_within_a_timeout_scaled_by_its_chunks(
         tmp_path,
         retries=RetrySettings(
             llm_timeout_seconds=3.0,
-            llm_heartbeat_seconds=1.0,
+            # The highest below the timeout: the SDK sends heartbeats at most every 80% of it,
+            # and with 1.0 s a loaded machine's 0.2 s of delay timed every attempt out.
+            llm_heartbeat_seconds=2.9,
             llm_max_attempts=2,
             llm_initial_interval_seconds=0.01,
             llm_max_interval_seconds=0.05,
