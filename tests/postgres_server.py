@@ -133,7 +133,15 @@ class PostgresServer:
         deadline = time.monotonic() + READY_SECONDS
         while True:
             try:
-                psycopg.connect(self.dsn, connect_timeout=2).close()
+                # Through this server's own Unix socket, not the port: the port comes from
+                # _free_port (bound, closed, handed over), and a server another pytest process
+                # started there meanwhile answered on it while this one exited ("could not create
+                # any TCP/IP sockets"); the tests then ran on, and killed, the other's server.
+                # The socket exists only once this server has bound the port.
+                psycopg.connect(
+                    host=str(self.root), port=self.port, user="postgres", dbname="postgres",
+                    connect_timeout=2,
+                ).close()  # fmt: skip
                 return
             except psycopg.OperationalError:
                 if self.process.poll() is not None or time.monotonic() > deadline:
