@@ -77,14 +77,6 @@ class SnapshotReads(LifecycleReads):
         whose content is one of ``texts``."""
 
     @abc.abstractmethod
-    async def pending_after(
-        self, session_id: str, seq: int, *, withheld: Sequence[tuple[str, int]] = ()
-    ) -> tuple[int, float]:
-        """(count, weighted tokens) of the session's messages with a seq above ``seq``, but,
-        for each (user, bound) of ``withheld``, the user's up to that seq
-        (rules.withheld.bounds_after)."""
-
-    @abc.abstractmethod
     async def stored_messages(
         self, session_id: str, message_ids: Sequence[str]
     ) -> list[StoredMessage]:

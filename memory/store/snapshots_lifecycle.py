@@ -124,11 +124,26 @@ class LifecycleReads(abc.ABC):
         (rules.repair_parted)."""
 
     @abc.abstractmethod
-    async def session_messages(self, session_id: str) -> list[wh.MessageMark]:
-        """Every message of the session, in seq order, without its content. The lifecycle's
-        views of a session's messages (an import's, a forget's, the start-up repair's) are
-        taken from it here, each by its filter, not each read by every backend: one read of
-        the rows their counts scanned anyway."""
+    async def pending_after(
+        self, session_id: str, seq: int, *, withheld: Sequence[tuple[str, int]] = ()
+    ) -> tuple[int, float]:
+        """(count, weighted tokens) of the session's messages with a seq above ``seq``, but,
+        for each (user, bound) of ``withheld``, the user's up to that seq
+        (rules.withheld.bounds_after)."""
+
+    @abc.abstractmethod
+    async def session_messages(
+        self,
+        session_id: str,
+        *,
+        ids: Sequence[str] | None = None,
+        seqs: Sequence[int] | None = None,
+    ) -> list[wh.MessageMark]:
+        """The session's messages, in seq order, without their content: those with these ids,
+        or these seqs, or (neither given) every one. A forget's and the start-up repair's views
+        of a session are taken from every one here, each by its filter, not each read by every
+        backend. An import asks for the ids and seqs it brings only: it may bring a few messages
+        into a session of 100k, and reads in the transaction every recording waits on (r246)."""
 
     @abc.abstractmethod
     async def user_session_ids(self, user_id: str, agent_id: str) -> list[str]:
@@ -182,17 +197,16 @@ async def _session(reads: LifecycleReads, req: rs.SessionImportRequest) -> rs.Se
         epochs = await pair_epochs(reads, [(a, u) for a in agents for u in everyone], req.known)
     else:
         epochs = ie.unknown(await reads.erasure_rows([er.ALL_AGENTS], everyone), req.known)
-    stored = await reads.session_messages(sid)
-    ids = set(req.message_ids)
+    stored = await reads.session_messages(sid, ids=req.message_ids)
     return rs.SessionImportSnapshot(
         exists=head is not None,
         last_seq=0 if head is None else head.last_seq,
         last_message_at=None if head is None else head.last_message_at,
         user_ids=users,
         states={s.agent_id: s for s in states},
-        stored={m.message_id: m.seq for m in stored if m.message_id in ids},
-        stored_all=_totals(stored),
-        taken=frozenset(m.seq for m in stored) & frozenset(req.seqs),
+        stored={m.message_id: m.seq for m in stored},
+        stored_all=await reads.pending_after(sid, 0),  # seqs start at 1: every message
+        taken=frozenset(m.seq for m in await reads.session_messages(sid, seqs=req.seqs)),
         epochs=epochs,
         guests=head is not None and head.guests,
     )

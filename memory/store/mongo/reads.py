@@ -251,11 +251,22 @@ class MongoReads(InSession, SnapshotReads):
         cursor = self._find("sessions", query, {"_id": 1}).sort("_id", 1)
         return [d["_id"] async for d in cursor]
 
-    async def session_messages(self, session_id: str) -> list[MessageMark]:
+    async def session_messages(
+        self,
+        session_id: str,
+        *,
+        ids: Sequence[str] | None = None,
+        seqs: Sequence[int] | None = None,
+    ) -> list[MessageMark]:
         fields = dict.fromkeys(
             ("seq", "agent_id", "weighted_tokens", "user_id", "role", "message_id"), 1
         )
-        cursor = self._find("messages", {"session_id": session_id}, fields).sort("seq", 1)
+        query: Doc = {"session_id": session_id}
+        if ids is not None:
+            query["message_id"] = {"$in": list(ids)}
+        elif seqs is not None:
+            query["seq"] = {"$in": list(seqs)}
+        cursor = self._find("messages", query, fields).sort("seq", 1)
         return [
             MessageMark(int(d["seq"]), d.get("agent_id"), float(d["weighted_tokens"]),
                         d.get("user_id"), d["role"], d["message_id"])

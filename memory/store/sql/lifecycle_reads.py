@@ -74,17 +74,28 @@ class SqlLifecycleReads(LifecycleReads):
         sql = STATE_SQL + f" WHERE sa.session_id = %s ORDER BY sa.{self.db.ord}"
         return [self.db.state(row) for row in await self.db.fetch(sql, (session_id,))]
 
-    async def session_messages(self, session_id: str) -> list[MessageMark]:
-        rows = await self.db.fetch(
+    async def session_messages(
+        self,
+        session_id: str,
+        *,
+        ids: Sequence[str] | None = None,
+        seqs: Sequence[int] | None = None,
+    ) -> list[MessageMark]:
+        sql = (
             "SELECT message_id, seq, agent_id, user_id, role, weighted_tokens FROM messages "
-            "WHERE session_id = %s ORDER BY seq",
-            (session_id,),
+            "WHERE session_id = %s"
         )
-        return [
+        if ids is not None:
+            rows = await self.db.fetch_in(f"{sql} AND message_id", ids, session_id)
+        elif seqs is not None:
+            rows = await self.db.fetch_in(f"{sql} AND seq", seqs, session_id)
+        else:
+            rows = await self.db.fetch(sql, (session_id,))
+        return sorted((
             MessageMark(int(r["seq"]), r["agent_id"], float(r["weighted_tokens"]), r["user_id"],
                         r["role"], r["message_id"])
             for r in rows
-        ]  # fmt: skip
+        ), key=lambda m: m.seq)  # fmt: skip
 
     async def user_session_ids(self, user_id: str, agent_id: str) -> list[str]:
         sql = (
