@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
 
 import numpy as np
 import pytest
@@ -10,6 +12,9 @@ import pytest
 from memory.errors import ConflictError, InvalidInputError
 from memory.models import AgentConfig
 from memory.store.base import MemoryStore
+from memory.store.mongo.reads import MongoReads
+from memory.store.sql.reads import SqlReads
+from memory.store.sqlite import SQLiteStore
 from tests.store.builders import (
     CHARS_PER_TOKEN,
     WEIGHTS,
@@ -20,6 +25,8 @@ from tests.store.builders import (
     session_with_messages,
     vec,
 )
+
+AgentsRead = Callable[[Any, Sequence[str] | None], Awaitable[list[AgentConfig]]]
 
 # ---------------------------------------------------------------- agents
 
@@ -60,8 +67,10 @@ async def test_agent_updates_of_different_fields_at_once_all_hold(
     store: MemoryStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Each update sets its fields on the configuration its own transaction reads: none writes
-    back a field another one changed meanwhile (user memory turned off stays off). Forced: a
-    read of the agent outside the updates' transactions waits until every update has read."""
+    back a field another one changed meanwhile (user memory turned off stays off). Forced where
+    transactions run at once (PostgreSQL, MongoDB): the first updates' reads of the agent, inside
+    their transactions, wait until three have read (the test pool's connections: four). SQLite's
+    one writer runs them in turn."""
     await store.upsert_agent(AgentConfig(agent_id="a1", name="Ada"))
     changes: list[dict[str, object]] = [
         {"user_memory_enabled": False},
@@ -71,21 +80,25 @@ async def test_agent_updates_of_different_fields_at_once_all_hold(
         {"agent_memory_enabled": False},
         {"tier": 2},
     ]
-    real_get = store.get_agent
-    reads: list[str] = []
+    reads: list[object] = []
     all_read = asyncio.Event()
 
-    async def get_agent(agent_id: str) -> AgentConfig | None:
-        got = await real_get(agent_id)
-        reads.append(agent_id)
-        if len(reads) == len(changes):
-            all_read.set()
-        await asyncio.wait_for(all_read.wait(), 5)
-        return got
+    def held(read: AgentsRead) -> AgentsRead:
+        async def agents(self: object, agent_ids: Sequence[str] | None) -> list[AgentConfig]:
+            got = await read(self, agent_ids)
+            reads.append(agent_ids)
+            if len(reads) == 3:
+                all_read.set()
+            await asyncio.wait_for(all_read.wait(), 10)  # a retry reads on: already set
+            return got
 
-    monkeypatch.setattr(store, "get_agent", get_agent)
+        return agents
+
+    if not isinstance(store, SQLiteStore):
+        for reads_class in (SqlReads, MongoReads):
+            monkeypatch.setattr(reads_class, "agents", held(reads_class.agents))
     await asyncio.gather(*(store.update_agent("a1", change) for change in changes))
-    monkeypatch.setattr(store, "get_agent", real_get)
+    assert isinstance(store, SQLiteStore) or len(reads) >= len(changes)  # the reads held
     merged: dict[str, object] = {"agent_id": "a1"}
     for change in changes:
         merged |= change
