@@ -138,12 +138,18 @@ class LifecycleReads(abc.ABC):
         *,
         ids: Sequence[str] | None = None,
         seqs: Sequence[int] | None = None,
+        of_user: str | None = None,
     ) -> list[wh.MessageMark]:
         """The session's messages, in seq order, without their content: those with these ids,
-        or these seqs, or (neither given) every one. A forget's and the start-up repair's views
-        of a session are taken from every one here, each by its filter, not each read by every
-        backend. An import asks for the ids and seqs it brings only: it may bring a few messages
-        into a session of 100k, and reads in the transaction every recording waits on (r246)."""
+        these seqs, those carrying ``of_user``'s id or none, or (nothing given) every one.
+        An import and a forget ask for what they decide on only: either may touch a session of
+        100k messages, and reads in the transaction every recording waits on (r246). The
+        start-up repair's sessions have no people: it reads every message, and its views are
+        taken here, not read by every backend."""
+
+    @abc.abstractmethod
+    async def message_users(self, session_id: str) -> list[str]:
+        """The distinct user ids the session's messages carry, whatever their role."""
 
     @abc.abstractmethod
     async def user_session_ids(self, user_id: str, agent_id: str) -> list[str]:
@@ -212,27 +218,11 @@ async def _session(reads: LifecycleReads, req: rs.SessionImportRequest) -> rs.Se
     )
 
 
-def _totals(messages: Sequence[wh.MessageMark]) -> tuple[int, float]:
-    """(count, weighted tokens) of these messages (summed in seq order, as the databases do)."""
-    return len(messages), sum((m.weighted_tokens for m in messages), 0.0)
-
-
 def _replies(messages: Sequence[wh.MessageMark]) -> list[wh.MessageMark]:
     """The messages carrying no user id but a guest's (rules.derived.said_by_guest: role
     "user"), the agents' replies. Not the guest's: a session recorded by an older process may
     hold a guest's words unmarked."""
     return [m for m in messages if m.user_id is None and m.role != "user"]
-
-
-def _pending_without(
-    messages: Sequence[wh.MessageMark], state: SessionAgentState, user_id: str
-) -> tuple[int, float]:
-    """What stays pending for the state once the user's messages go: its messages after its
-    cursor, but the user's and those withheld from it (rules.withheld)."""
-    return _totals([
-        m for m in messages if m.seq > state.cursor_seq and m.user_id != user_id
-        and not wh.is_withheld(m.user_id, m.seq, state.withheld)
-    ])  # fmt: skip
 
 
 async def _user_sessions(reads: LifecycleReads, req: er.ForgetRequest) -> list[er.UserSession]:
@@ -241,22 +231,28 @@ async def _user_sessions(reads: LifecycleReads, req: er.ForgetRequest) -> list[e
     sessions = []
     for sid in await reads.user_session_ids(req.user_id, req.agent_id):
         states = await reads.session_states(sid)
-        messages = await reads.session_messages(sid)
-        marks = tuple(m for m in messages if m.user_id == req.user_id)
-        said_by = {m.user_id for m in messages}
         head = await reads.session_head(sid)
+        last_seq = 0 if head is None else head.last_seq
+        theirs = await reads.session_messages(sid, of_user=req.user_id)
+        marks = tuple(m for m in theirs if m.user_id == req.user_id)
+        said_by = await reads.message_users(sid)
+        pending = []
+        for s in states:
+            # The user's messages left out as if withheld up to the head: every one of them.
+            without = (*wh.bounds_after(s.withheld, s.cursor_seq), (req.user_id, last_seq))
+            pending.append((s, *await reads.pending_after(sid, s.cursor_seq, withheld=without)))
         sessions.append(
             er.UserSession(
                 session_id=sid,
                 user_ids=tuple(sorted(er.session_users(await reads.session_users(sid), said_by))),
                 agent_ids=tuple(s.agent_id for s in states),
-                messages=len(messages),
+                messages=(await reads.pending_after(sid, 0))[0],  # seqs start at 1: every one
                 user_messages=len(marks),
-                states=tuple((s, *_pending_without(messages, s, req.user_id)) for s in states),
-                last_seq=0 if head is None else head.last_seq,
+                states=tuple(pending),
+                last_seq=last_seq,
                 marks=marks,
                 guests=head is not None and head.guests,
-                replies=tuple(_replies(messages)),
+                replies=tuple(_replies(theirs)),
             )
         )
     return sessions

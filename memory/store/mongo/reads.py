@@ -257,6 +257,7 @@ class MongoReads(InSession, SnapshotReads):
         *,
         ids: Sequence[str] | None = None,
         seqs: Sequence[int] | None = None,
+        of_user: str | None = None,
     ) -> list[MessageMark]:
         fields = dict.fromkeys(
             ("seq", "agent_id", "weighted_tokens", "user_id", "role", "message_id"), 1
@@ -266,12 +267,18 @@ class MongoReads(InSession, SnapshotReads):
             query["message_id"] = {"$in": list(ids)}
         elif seqs is not None:
             query["seq"] = {"$in": list(seqs)}
+        elif of_user is not None:
+            query["user_id"] = {"$in": [of_user, None]}  # None: null or no field
         cursor = self._find("messages", query, fields).sort("seq", 1)
         return [
             MessageMark(int(d["seq"]), d.get("agent_id"), float(d["weighted_tokens"]),
                         d.get("user_id"), d["role"], d["message_id"])
             async for d in cursor
         ]  # fmt: skip
+
+    async def message_users(self, session_id: str) -> list[str]:
+        users = await self._distinct("messages", "user_id", {"session_id": session_id})
+        return [u for u in users if u is not None]
 
     async def user_facts(self, agent_id: str, user_id: str) -> list[Fact]:
         return await self._facts({"agent_id": agent_id, "user_id": user_id})

@@ -80,6 +80,7 @@ class SqlLifecycleReads(LifecycleReads):
         *,
         ids: Sequence[str] | None = None,
         seqs: Sequence[int] | None = None,
+        of_user: str | None = None,
     ) -> list[MessageMark]:
         sql = (
             "SELECT message_id, seq, agent_id, user_id, role, weighted_tokens FROM messages "
@@ -89,6 +90,9 @@ class SqlLifecycleReads(LifecycleReads):
             rows = await self.db.fetch_in(f"{sql} AND message_id", ids, session_id)
         elif seqs is not None:
             rows = await self.db.fetch_in(f"{sql} AND seq", seqs, session_id)
+        elif of_user is not None:
+            sql += " AND (user_id = %s OR user_id IS NULL)"
+            rows = await self.db.fetch(sql, (session_id, of_user))
         else:
             rows = await self.db.fetch(sql, (session_id,))
         return sorted((
@@ -96,6 +100,10 @@ class SqlLifecycleReads(LifecycleReads):
                         r["role"], r["message_id"])
             for r in rows
         ), key=lambda m: m.seq)  # fmt: skip
+
+    async def message_users(self, session_id: str) -> list[str]:
+        sql = "SELECT DISTINCT user_id FROM messages WHERE session_id = %s AND user_id IS NOT NULL"
+        return await self.db.column(sql, session_id)
 
     async def user_session_ids(self, user_id: str, agent_id: str) -> list[str]:
         sql = (
