@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
+from functools import cache, partial
 from types import UnionType
 from typing import Annotated, Any, TypeAliasType, Union, cast, get_args, get_origin
 
@@ -30,35 +31,70 @@ def known[M: BaseModel](model: type[M], data: Mapping[str, Any]) -> dict[str, An
     in a formation's result, a revision in a fact's history): a record a newer version wrote
     (a field added since) reads as this version knows it, not refused, while both run during a
     roll. Only for what a store read: what users send stays refused with a field it lacks."""
-    fields = model.model_fields
+    readers = _readers(model)
     return {
-        name: _known_value(fields[name].annotation, value)
+        name: value if (read := readers[name]) is None else read(value)
         for name, value in data.items()
-        if name in fields
+        if name in readers
     }
 
 
-def _known_value(annotation: Any, value: Any) -> Any:
-    """``value`` as ``annotation`` reads it, a model's unknown fields left out, through
+type _Read = Callable[[Any], Any]
+
+
+@cache
+def _readers(model: type[BaseModel]) -> dict[str, _Read | None]:
+    """Each field's reader (None: the value as it is, no model inside), worked out once per
+    model: every fact a search or a context reads on PostgreSQL goes through ``known``, and
+    walking the annotations of a fact's fields at each row made a vector search of 20 facts
+    take 1.7 times as long as before known() existed."""
+    return {name: _reader(field.annotation) for name, field in model.model_fields.items()}
+
+
+def _reader(annotation: Any) -> _Read | None:
+    """How a value of ``annotation`` is read, a model's unknown fields left out, through
     ``X | None``, ``Annotated``, type aliases, lists, tuples and dict values; as it is where the
-    annotation is a union of several types (which one the value is, validation tells)."""
+    annotation is a union of several types (which one the value is, validation tells) or holds
+    no model."""
     if isinstance(annotation, TypeAliasType):
-        return _known_value(annotation.__value__, value)
+        return _reader(annotation.__value__)
     origin, args = get_origin(annotation), get_args(annotation)
     if origin is Annotated:
-        return _known_value(args[0], value)
+        return _reader(args[0])
     if origin in (Union, UnionType):
         kinds = [a for a in args if a is not type(None)]
-        return _known_value(kinds[0], value) if len(kinds) == 1 else value
+        return _reader(kinds[0]) if len(kinds) == 1 else None
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return known(annotation, value) if isinstance(value, Mapping) else value
-    if origin in (list, tuple, set, frozenset) and args and isinstance(value, list | tuple):
+        # Looked up at read time: a model may hold itself.
+        return partial(_model_value, annotation)
+    if origin in (list, tuple, set, frozenset) and args:
         if origin is tuple and not (len(args) == 2 and args[1] is Ellipsis):
-            return [_known_value(a, v) for a, v in zip(args, value, strict=False)]
-        return [_known_value(args[0], v) for v in value]
-    if origin in (dict, Mapping) and len(args) == 2 and isinstance(value, Mapping):
-        return {k: _known_value(args[1], v) for k, v in value.items()}
-    return value
+            each = [_reader(a) for a in args]
+            if all(r is None for r in each):
+                return None
+            return partial(_positional, each)
+        return None if (item := _reader(args[0])) is None else partial(_items, item)
+    if origin in (dict, Mapping) and len(args) == 2:
+        return None if (item := _reader(args[1])) is None else partial(_values, item)
+    return None
+
+
+def _model_value(model: type[BaseModel], value: Any) -> Any:
+    return known(model, value) if isinstance(value, Mapping) else value
+
+
+def _positional(readers: list[_Read | None], value: Any) -> Any:
+    if not isinstance(value, list | tuple):
+        return value
+    return [v if r is None else r(v) for r, v in zip(readers, value, strict=False)]
+
+
+def _items(read: _Read, value: Any) -> Any:
+    return [read(v) for v in value] if isinstance(value, list | tuple) else value
+
+
+def _values(read: _Read, value: Any) -> Any:
+    return {k: read(v) for k, v in value.items()} if isinstance(value, Mapping) else value
 
 
 def blob_said_from(
