@@ -153,10 +153,10 @@ class MemoryClient(FormationTriggers):
         *,
         may_join: Collection[str] | None = None,
     ) -> RecordOutcome:
-        """Store new messages, idempotent by message_id (an id held with another content raises
-        ConflictError). Invalid input (an empty batch, empty or control-character content, bad
-        ids, a ``created_at`` before 1970 or a day ahead) raises InvalidInputError; nothing
-        written.
+        """Store new messages, idempotent by message_id (an id held with another content, role
+        or user id raises ConflictError). Invalid input (an empty batch, empty or
+        control-character content, bad ids, a ``created_at`` before 1970 or a day ahead) raises
+        InvalidInputError; nothing written.
         ``may_join``: the agents the caller acts for (an API key's); a session holding any other
         agent raises NotFoundError, checked in the transaction that writes (None: no check)."""
         await self._agent(agent_id)

@@ -35,14 +35,16 @@ _FORMS = problems(
 @router.post(
     "/messages",
     status_code=status.HTTP_202_ACCEPTED,
-    responses=problems(409, s409="A message id the session holds, sent with another content"),
+    responses=problems(
+        409, s409="A message id the session holds, sent with another content, role or user id"
+    ),
 )
 async def record_messages(
     agent_id: WriteAgent, session_id: KeySession, body: RecordRequest, svc: Svc, key: CurrentKey
 ) -> RecordResponse:
     """Store the messages (idempotent by message_id: a message sent again is a duplicate; a
-    message id sent again with another content is 409, and nothing of the batch is stored: an
-    edit is a new message). When the thresholds are met a formation starts in Temporal and its
+    message id sent again with another content, role or user id is 409, and nothing of the batch
+    is stored: an edit, or another speaker's words, is a new message). When the thresholds are met a formation starts in Temporal and its
     workflow id comes back; it runs after this answer.
 
     Every created_at must lie between 1970-01-01 and one day after the recording time (a bound

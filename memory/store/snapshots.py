@@ -30,6 +30,7 @@ from memory.store.rules import (
     ReflectionRequest,
     Request,
     Write,
+    said,
 )
 from memory.store.rules.agents import AgentRequest
 from memory.store.rules.purge import PurgeRequest
@@ -162,7 +163,7 @@ async def _record(reads: SnapshotReads, req: RecordRequest) -> RecordSnapshot:
         last_message_at=None if head is None else head.last_message_at,
         state=next((s for s in states if s.agent_id == req.agent_id), None),
         stored={
-            m.message_id: m.content
+            m.message_id: said(m)
             for m in await reads.stored_messages(req.session_id, req.message_ids)
         },
         agent_ids=agent_ids,

@@ -158,6 +158,19 @@ async def test_a_stored_message_id_with_another_content_is_refused_and_nothing_w
     assert [(m.message_id, m.content) for m in stored] == [("m1", "one")]
 
 
+async def test_a_stored_message_id_said_by_another_speaker_is_refused(store: MemoryStore) -> None:
+    """Words "ok" from carol under id f1, then from dan or from the agent under f1 (ids numbered
+    per user): dan's words are not dropped as a duplicate of carol's."""
+    await record(store, "s1", "a1", [msg("f1", "ok", user_id="carol")])
+    for other in (msg("f1", "ok", user_id="dan"), msg("f1", "ok", role="agent")):
+        with pytest.raises(ConflictError, match="another content, role or user id"):
+            await record(store, "s1", "a1", [other])
+    await record(store, "s1", "a1", [msg("f1", "ok", user_id="carol")])  # a retry
+
+    stored = await store.load_messages("s1", 0, 10)
+    assert [(m.message_id, m.role, m.user_id) for m in stored] == [("f1", "user", "carol")]
+
+
 async def test_an_empty_batch_is_refused_and_takes_no_session(store: MemoryStore) -> None:
     """As over HTTP (422), every door: no session created for a batch with nothing in it, and
     no agent joined to one, so the id stays free for the agent that records into it first."""

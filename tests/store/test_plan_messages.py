@@ -8,7 +8,7 @@ import pytest
 
 from memory.errors import ConflictError, InvalidInputError, NotFoundError
 from memory.models import MessageIn, RecordOutcome, SessionAgentState
-from memory.store.rules import RecordSnapshot, plan_record_messages, weighted_tokens
+from memory.store.rules import RecordSnapshot, plan_record_messages, said, weighted_tokens
 from memory.store.rules.writes import (
     AddSessionAgent,
     AddSessionUsers,
@@ -70,7 +70,7 @@ def test_a_new_user_message_without_a_user_id_marks_the_session_as_having_guests
     assert not any(isinstance(w, MarkGuests) for w in others.writes)
     stored = RecordSnapshot(
         session_exists=True, last_seq=1, last_message_at=at(0), state=None,
-        stored={"m2": "hello there"},
+        stored={"m2": said(msg("m2", user_id=None))},
     )  # fmt: skip
     again = plan([msg("m2", user_id=None)], stored)  # a retry: nothing new said
     assert not any(isinstance(w, MarkGuests) for w in again.writes)
@@ -83,7 +83,7 @@ def test_stored_and_repeated_ids_are_duplicates_and_take_no_seq() -> None:
     )  # fmt: skip
     snap = RecordSnapshot(
         session_exists=True, last_seq=3, last_message_at=at(9), state=state,
-        stored={"m1": "hello there"},
+        stored={"m1": said(msg("m1"))},
     )  # fmt: skip
     out = plan([msg("m1"), msg("m4", "x" * 4, seconds=5), msg("m4", "x" * 4)], snap)
 
@@ -102,7 +102,7 @@ def test_a_message_id_with_another_content_is_refused_whole() -> None:
     state = SessionAgentState(session_id="s1", agent_id="a1", last_seq=1)
     snap = RecordSnapshot(
         session_exists=True, last_seq=1, last_message_at=at(1), state=state,
-        stored={"m1": "hello there"},
+        stored={"m1": said(msg("m1"))},
     )  # fmt: skip
     with pytest.raises(ConflictError, match="'m1' of session s1 already stored"):
         plan([msg("m2"), msg("m1", "hello there, I moved to Porto")], snap)
@@ -110,11 +110,27 @@ def test_a_message_id_with_another_content_is_refused_whole() -> None:
         plan([msg("m2", "one"), msg("m2", "two")], snap)
 
 
+def test_a_message_id_said_again_by_another_speaker_is_refused_whole() -> None:
+    """The same words under a stored id, from another user or in another role ("ok" under an id
+    numbered per user), are another message: refused, not dropped as a duplicate unsaid."""
+    state = SessionAgentState(session_id="s1", agent_id="a1", last_seq=1)
+    snap = RecordSnapshot(
+        session_exists=True, last_seq=1, last_message_at=at(1), state=state,
+        stored={"m1": said(msg("m1", user_id="carol"))},
+    )  # fmt: skip
+    for other in (msg("m1", user_id="dan"), msg("m1", user_id=None), msg("m1", role="agent")):
+        with pytest.raises(ConflictError, match="another content, role or user id"):
+            plan([other], snap)
+    assert plan([msg("m1", user_id="carol")], snap).result.duplicates == 1  # a retry
+    with pytest.raises(InvalidInputError, match="'m2' appears twice"):
+        plan([msg("m2", user_id="carol"), msg("m2", user_id="dan")], snap)
+
+
 def test_only_duplicates_write_nothing() -> None:
     state = SessionAgentState(session_id="s1", agent_id="a1", last_seq=1)
     snap = RecordSnapshot(
         session_exists=True, last_seq=1, last_message_at=at(1), state=state,
-        stored={"m1": "hello there"},
+        stored={"m1": said(msg("m1"))},
     )  # fmt: skip
     out = plan([msg("m1")], snap)
     assert out.writes == ()
@@ -124,7 +140,7 @@ def test_only_duplicates_write_nothing() -> None:
 def test_a_newcomer_joins_at_the_head_with_nothing_pending() -> None:
     snap = RecordSnapshot(
         session_exists=True, last_seq=4, last_message_at=at(4), state=None,
-        stored={"m4": "hello there"},
+        stored={"m4": said(msg("m4"))},
     )  # fmt: skip
     out = plan([msg("m4")], snap, agent="a2")
     assert out.writes == (

@@ -31,7 +31,13 @@ from memory.store.rules.manage import (
     plan_edit_fact,
     plan_invalidate_fact,
 )
-from memory.store.rules.messages import RecordRequest, RecordSnapshot, plan_record_messages
+from memory.store.rules.messages import (
+    RecordRequest,
+    RecordSnapshot,
+    Said,
+    plan_record_messages,
+    said,
+)
 from memory.store.rules.text import tokenize
 from memory.store.rules.writes import Plan, Request, Write
 
@@ -48,6 +54,7 @@ __all__ = [
     "RecordSnapshot",
     "ReflectionRequest",
     "Request",
+    "Said",
     "Write",
     "check_query_dimension",
     "consolidation_blob",
@@ -63,6 +70,7 @@ __all__ = [
     "plan_record_messages",
     "plan_revoke_api_key",
     "plan_set_aside",
+    "said",
     "tokenize",
     "weighted_tokens",
 ]

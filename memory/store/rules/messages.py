@@ -4,8 +4,9 @@ The rules: a call records at least one message (an empty batch is refused, nothi
 would create the session, or join the agent to it, with nothing said, as no door means to). The
 messages not yet stored (by message id; a repeated id within the call is a duplicate
 of its first occurrence) get the next seqs, in order. A message id names one message: an id the
-session holds, or repeats within the call, with another content is refused, the whole call with it
-(a retry sends the same content; an edit is a new message, or it would be dropped unsaid). The
+session holds, or repeats within the call, with another content, role or user id is refused, the
+whole call with it (a retry sends the same message; an edit, or another person's words under an id
+numbered per user, is a new message, or it would be dropped unsaid). The
 session exists with the calling agent among its agents. Each of the session's agents gets
 pending_messages += 1 and pending_weighted_tokens += weight(role) * ceil(len(content) /
 chars_per_token) per new message, and every user_id a new message carries, whatever its role,
@@ -27,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import NamedTuple
 
 from memory import switch_marks
 from memory.dates import offset_minutes
@@ -50,13 +52,25 @@ from memory.store.rules.writes import (
 )
 
 
+class Said(NamedTuple):
+    """What a message id names: who said what. A retry sends all of it again."""
+
+    content: str
+    role: str
+    user_id: str | None
+
+
+def said(message: MessageIn | StoredMessage) -> Said:
+    return Said(message.content, message.role, message.user_id)
+
+
 @dataclass(frozen=True)
 class RecordSnapshot:
     session_exists: bool
     last_seq: int  # 0 for a new session
     last_message_at: datetime | None
     state: SessionAgentState | None  # the calling agent's
-    stored: Mapping[str, str]  # the content of each of the call's message ids the session holds
+    stored: Mapping[str, Said]  # each of the call's message ids the session holds
     agent_ids: tuple[str, ...] = ()  # the session's agents, in join order
     states: tuple[SessionAgentState, ...] = ()  # theirs
     # The memory switches of the session's agents and the caller's now (memory/switch_marks.py);
@@ -117,16 +131,17 @@ def plan_record_messages(
 
     first: dict[str, MessageIn] = {}
     for message in messages:
-        if first.setdefault(message.message_id, message).content != message.content:
+        if said(first.setdefault(message.message_id, message)) != said(message):
             raise InvalidInputError(
-                f"message id {message.message_id!r} appears twice with different contents"
+                f"message id {message.message_id!r} appears twice with different contents, "
+                "roles or user ids"
             )
-    changed = [i for i, m in first.items() if snapshot.stored.get(i, m.content) != m.content]
+    changed = [i for i, m in first.items() if snapshot.stored.get(i, said(m)) != said(m)]
     if changed:
         raise ConflictError(
             f"message id(s) {', '.join(map(repr, changed[:5]))} of session {session_id} already "
-            "stored with another content: a message id names one message (record an edit as a "
-            "new message)"
+            "stored with another content, role or user id: a message id names one message "
+            "(record an edit, or another speaker's words, as a new message)"
         )
     fresh = [m for m in first.values() if m.message_id not in snapshot.stored]
     if not fresh:
