@@ -54,6 +54,7 @@ from memory.store.rules import (
 from memory.store.rules.agents import AgentRequest, plan_update_agent, plan_upsert_agent
 from memory.store.rules.purge import PurgeRequest, plan_purge
 from memory.store.rules.reembed import SwitchRequest, plan_switch
+from memory.store.rules.reform import ReformRequest, plan_mark_reformed
 
 # The reads of a formation, a consolidation and a search: each gets a span with its row count.
 TRACED_READS = (
@@ -189,6 +190,21 @@ class PlannedStore(PlannedLifecycle):
         if limit <= 0:
             return []
         return await self._transact(PurgeRequest(ended_before, limit), plan_purge)
+
+    async def mark_reformed(
+        self,
+        agent_id: str,
+        session_id: str,
+        after_seq: int,
+        upto_seq: int,
+        *,
+        steps: Sequence[str],
+        at: datetime,
+    ) -> int:
+        return await self._transact(
+            ReformRequest(session_id, agent_id),
+            partial(plan_mark_reformed, after_seq, upto_seq, frozenset(steps), at),
+        )
 
     # ------------------------------------------------------------ re-embedding
 

@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any, cast
 
 from memory.api_keys import ApiKey
+from memory.degraded import DegradedWindow
 from memory.formation_commit import FormationCommitResult
 from memory.models import Fact, Reflection, SessionAgentState, StoredMessage
 from memory.store.base_manage import ReembedTarget, reembed_target
@@ -36,6 +37,7 @@ from memory.store.rules.agents import AgentRequest
 from memory.store.rules.purge import PurgeRequest
 from memory.store.rules.recheck import reflection_text_key
 from memory.store.rules.reembed import SwitchRequest
+from memory.store.rules.reform import ReformRequest
 from memory.store.rules.versions import deleted_by_hand
 from memory.store.rules.withheld import bounds_after
 from memory.store.snapshots_lifecycle import LifecycleReads, read_lifecycle_snapshot
@@ -105,6 +107,10 @@ class SnapshotReads(LifecycleReads):
     @abc.abstractmethod
     async def reembed_pending(self, target: ReembedTarget) -> tuple[int, int]:
         """(``target``'s pending facts, all facts)."""
+
+    @abc.abstractmethod
+    async def unreformed(self, session_id: str, agent_id: str) -> list[DegradedWindow]:
+        """rules.reform.ReformRequest's records, in any order."""
 
 
 async def _formation(reads: SnapshotReads, req: FormationRequest) -> FormationSnapshot:
@@ -209,6 +215,8 @@ async def read_snapshot[S](reads: SnapshotReads, request: Request[S]) -> S:
         case SwitchRequest(model=model, dimension=dimension):
             meta = await reads.embedding_meta()
             snapshot = await reads.reembed_pending(reembed_target(model, dimension, meta))
+        case ReformRequest(session_id=session_id, agent_id=agent_id):
+            snapshot = await reads.unreformed(session_id, agent_id)
         case PurgeRequest(ended_before=ended_before, limit=limit):
             snapshot = await reads.ended_unpurged(ended_before, limit)
         case _:

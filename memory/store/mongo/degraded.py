@@ -5,19 +5,22 @@ with it (memory.store.mongo.lifecycle_writes)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
 
 from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.asynchronous.database import AsyncDatabase
 
-from memory.degraded import DegradedWindow
+from memory.degraded import DegradedKey, DegradedWindow
 from memory.store.mongo.docs import Doc, compound_id, dt, matching, ts
 from memory.store.records import from_record, to_record
 
 
+def window_id(key: DegradedKey) -> str:
+    agent_id, session_id, after_seq, upto_seq, step = key
+    return compound_id(session_id, agent_id, str(after_seq), str(upto_seq), step)
+
+
 def _doc(w: DegradedWindow) -> Doc:
-    key = compound_id(w.session_id, w.agent_id, str(w.after_seq), str(w.upto_seq), w.step)
-    return {"_id": key, **to_record(w, ts)}
+    return {"_id": window_id(w.key), **to_record(w, ts)}
 
 
 async def insert_windows(
@@ -42,23 +45,3 @@ class MongoDegraded:
         order = [("degraded_at", -1), ("agent_id", 1), ("session_id", 1), ("after_seq", -1)]
         cursor = self._db.degraded_windows.find(query).sort([*order, ("step", 1)]).limit(limit)
         return [from_record(DegradedWindow, doc, dt) async for doc in cursor]
-
-    async def mark_reformed(
-        self,
-        agent_id: str,
-        session_id: str,
-        after_seq: int,
-        upto_seq: int,
-        *,
-        steps: Sequence[str],
-        at: datetime,
-    ) -> int:
-        done = await self._db.degraded_windows.update_many(
-            {
-                "session_id": session_id, "agent_id": agent_id, "step": {"$in": list(steps)},
-                "after_seq": {"$gte": after_seq}, "upto_seq": {"$lte": upto_seq},
-                "reformed_at": None,
-            },
-            {"$set": {"reformed_at": ts(at)}},
-        )  # fmt: skip
-        return done.modified_count

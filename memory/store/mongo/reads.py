@@ -13,6 +13,7 @@ from pymongo.asynchronous.cursor import AsyncCursor
 from pymongo.asynchronous.database import AsyncDatabase
 
 from memory.api_keys import ApiKey
+from memory.degraded import DegradedWindow
 from memory.formation_commit import FormationCommitResult
 from memory.models import (
     AgentConfig,
@@ -44,7 +45,7 @@ from memory.store.mongo.docs import (
 )
 from memory.store.mongo.listings import api_key_from_doc
 from memory.store.mongo.reembed import pending
-from memory.store.records import known
+from memory.store.records import from_record, known
 from memory.store.rules.withheld import MessageMark
 from memory.store.snapshots import SnapshotReads
 from memory.store.snapshots_erased import Head
@@ -186,6 +187,12 @@ class MongoReads(InSession, SnapshotReads):
         cursor = self._find("session_agents", query, {"session_id": 1, "agent_id": 1})
         by_end = [("ended_at", 1), ("session_id", 1), ("agent_id", 1)]
         return [(d["session_id"], d["agent_id"]) async for d in cursor.sort(by_end).limit(limit)]
+
+    async def unreformed(self, session_id: str, agent_id: str) -> list[DegradedWindow]:
+        query = view_of(session_id, agent_id) | {"reformed_at": None}
+        return [
+            from_record(DegradedWindow, d, dt) async for d in self._find("degraded_windows", query)
+        ]
 
     async def reembed_pending(self, target: ReembedTarget) -> tuple[int, int]:
         rows = await self._aggregate("facts", [*pending(target), {"$count": "n"}])

@@ -10,7 +10,7 @@ from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.asynchronous.database import AsyncDatabase
 
 from memory import switch_marks
-from memory.store.mongo.degraded import insert_windows
+from memory.store.mongo.degraded import insert_windows, window_id
 from memory.store.mongo.docs import (
     EMBEDDING_META_ID,
     Doc,
@@ -106,6 +106,9 @@ async def _apply(db: AsyncDatabase[Doc], s: AsyncClientSession, write: w.Write) 
             )
         case w.RecordDegraded(windows=windows):
             await insert_windows(db, s, windows)
+        case w.MarkReformed(keys=keys, at=at):
+            reformed = {"$set": {"reformed_at": ts(at)}}
+            await db.degraded_windows.update_many(by_ids(map(window_id, keys)), reformed, session=s)
         case w.PutConsolidated(blob=blob):
             await db.consolidated.replace_one(
                 {"_id": blob.scope_key.key}, consolidated_doc(blob), upsert=True, session=s

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from memory.api_keys import ApiKey
-from memory.degraded import DegradedWindow
+from memory.degraded import DegradedKey, DegradedWindow
 from memory.formation_commit import FormationCommitResult
 from memory.models import (
     AgentConfig,
@@ -77,6 +77,14 @@ class RecordDegraded:
     """The committed window's degraded steps (memory/degraded.py); a stored key is left as it is."""
 
     windows: tuple[DegradedWindow, ...]
+
+
+@dataclass(frozen=True)
+class MarkReformed:
+    """These records (by their key) re-formed at ``at``."""
+
+    keys: tuple[DegradedKey, ...]
+    at: datetime
 
 
 @dataclass(frozen=True)
@@ -210,6 +218,7 @@ Write = (
     | BumpScopeVersions
     | RecordFormation
     | RecordDegraded
+    | MarkReformed
     | CreateSession
     | AddSessionAgent
     | SetSwitchMarks

@@ -5,7 +5,6 @@ windows, the memory page's listings of an agent's users and sessions, and API ke
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
 
 from memory.degraded import DegradedWindow
 from memory.directory import AgentUser
@@ -162,29 +161,6 @@ class SqlManage[D: Db](Transactions[D]):
             return [db.record(DegradedWindow, row) for row in await db.fetch(sql, params)]
 
         return await self._db_one(load)
-
-    async def mark_reformed(
-        self,
-        agent_id: str,
-        session_id: str,
-        after_seq: int,
-        upto_seq: int,
-        *,
-        steps: Sequence[str],
-        at: datetime,
-    ) -> int:
-        async def mark(db: Db) -> int:
-            marked = 0
-            for step in dict.fromkeys(steps):
-                marked += await db.execute(
-                    "UPDATE degraded_windows SET reformed_at = %s WHERE session_id = %s "
-                    "AND agent_id = %s AND step = %s AND after_seq >= %s AND upto_seq <= %s "
-                    "AND reformed_at IS NULL",
-                    (db.time(at), session_id, agent_id, step, after_seq, upto_seq),
-                )
-            return marked
-
-        return await self._db_write(mark)
 
     # ------------------------------------------------------------ listings
 

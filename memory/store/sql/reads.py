@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from memory.api_keys import ApiKey
+from memory.degraded import DegradedWindow
 from memory.formation_commit import FormationCommitResult
 from memory.models import AgentConfig, Fact, Reflection, SessionAgentState, StoredMessage
 from memory.store.base_manage import ReembedTarget
@@ -168,6 +169,11 @@ class SqlReads(SqlLifecycleReads, SnapshotReads):
             (self.db.time(ended_before), self.db.time(ended_before), limit),
         )
         return [(str(row["session_id"]), str(row["agent_id"])) for row in rows]
+
+    async def unreformed(self, session_id: str, agent_id: str) -> list[DegradedWindow]:
+        sql = "SELECT * FROM degraded_windows WHERE session_id = %s AND agent_id = %s"
+        rows = await self.db.fetch(f"{sql} AND reformed_at IS NULL", (session_id, agent_id))
+        return [self.db.record(DegradedWindow, row) for row in rows]
 
     async def reembed_pending(self, target: ReembedTarget) -> tuple[int, int]:
         sql = f"SELECT count(*) AS n {PENDING_REEMBED}"

@@ -39,6 +39,7 @@ type SharedWrite = (
     | w.BumpScopeVersions
     | w.RecordFormation
     | w.RecordDegraded
+    | w.MarkReformed
     | w.CreateSession
     | w.AddSessionAgent
     | w.SetSwitchMarks
@@ -180,6 +181,12 @@ async def apply_shared(db: Db, write: SharedWrite) -> None:
                     for d in windows
                 ],
             )  # fmt: skip
+        case w.MarkReformed(keys=keys, at=at):
+            await db.execute_many(
+                "UPDATE degraded_windows SET reformed_at = %s WHERE agent_id = %s "
+                "AND session_id = %s AND after_seq = %s AND upto_seq = %s AND step = %s",
+                [(db.time(at), *key) for key in keys],
+            )
         case w.CreateSession(session_id=session_id, created_at=created_at):
             await db.execute(
                 "INSERT INTO sessions (session_id, created_at) VALUES (%s, %s)",
