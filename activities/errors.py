@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import timedelta
 
-from temporalio.exceptions import ApplicationError
+from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
 from memory import errors
 from memory.errors import (
@@ -44,6 +44,20 @@ def non_retryable_types() -> list[str]:
     )
 
 
+# Failures the workflow handles by design (a stale decision decided again, a window split, a
+# step's fallback taken): BENIGN, which the SDK logs at DEBUG instead of as a WARNING with its
+# traceback. One long message read in halves by the offline provider printed 126 of those (r249),
+# each looking like a fault. A run's summary, its search attributes and mnemos' own metrics
+# (runtime/metrics.py record_failure) still count every one.
+_HANDLED = (StaleDecisionError, UnusableOutputError, WindowTooLargeError)
+
+
+def category(err: MnemosError) -> ApplicationErrorCategory:
+    if isinstance(err, _HANDLED):
+        return ApplicationErrorCategory.BENIGN
+    return ApplicationErrorCategory.UNSPECIFIED
+
+
 @contextmanager
 def classified() -> Iterator[None]:
     """Raise every MnemosError as an ApplicationError of its class's type name and retryability."""
@@ -58,8 +72,9 @@ def classified() -> Iterator[None]:
         elif isinstance(e, InvalidModelOutputError | MalformedOutputError):
             delay = _AT_ONCE
         raise ApplicationError(
-            str(e), type=e.type_name(), non_retryable=not e.retryable, next_retry_delay=delay
-        ) from e
+            str(e), type=e.type_name(), non_retryable=not e.retryable, next_retry_delay=delay,
+            category=category(e),
+        ) from e  # fmt: skip
 
 
 # A model's output that stayed unusable through the step's retries (or that no retry can change):
@@ -95,6 +110,7 @@ def not_halvable(piece: str) -> ApplicationError:
         f"{piece} is not read in halves (memory/pipeline/pieces.py)",
         type=NOT_HALVABLE,
         non_retryable=True,
+        category=ApplicationErrorCategory.BENIGN,  # the workflow keeps or passes over the piece
     )
 
 
@@ -109,6 +125,7 @@ def with_halving(err: ApplicationError, halvable: bool) -> ApplicationError:
         type=err.type,
         non_retryable=err.non_retryable,
         next_retry_delay=err.next_retry_delay,
+        category=err.category,
     )
 
 

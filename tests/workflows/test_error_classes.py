@@ -3,9 +3,17 @@
 from __future__ import annotations
 
 import pytest
-from temporalio.exceptions import ApplicationError
+from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
-from activities.errors import CONFLICT, STALE_DECISION, classified, non_retryable_types
+from activities.errors import (
+    CONFLICT,
+    STALE_DECISION,
+    classified,
+    halvable,
+    non_retryable_types,
+    not_halvable,
+    with_halving,
+)
 from memory.errors import (
     ConflictError,
     InvalidModelOutputError,
@@ -15,6 +23,8 @@ from memory.errors import (
     ProviderError,
     StaleDecisionError,
     StoreUnavailableError,
+    UnusableOutputError,
+    WindowTooLargeError,
 )
 from workflows.options import PERMANENT
 
@@ -44,6 +54,28 @@ def test_an_error_becomes_an_application_error_of_its_class(
     app = translated(err)
     assert (app.type, app.non_retryable) == (type_name, not retryable)
     assert type_name == err.type_name()
+
+
+def test_failures_the_workflow_handles_are_benign_and_the_others_are_not() -> None:
+    """Benign: the SDK logs them at DEBUG, not as a WARNING with a traceback each."""
+    benign = [
+        StaleDecisionError("fact changed"),
+        UnusableOutputError("rejected the same way twice"),
+        WindowTooLargeError("the answer filled its bound"),
+    ]
+    for err in benign:
+        assert translated(err).category is ApplicationErrorCategory.BENIGN, err
+    faults = [
+        ProviderError("bad key", retryable=False, status=401),
+        InvalidModelOutputError("bad index"),  # a model misbehaving: worth a warning
+        StoreUnavailableError(),
+        ConflictError("cursor moved"),
+    ]
+    for err in faults:
+        assert translated(err).category is ApplicationErrorCategory.UNSPECIFIED, err
+    halving = with_halving(translated(UnusableOutputError("no")), halvable=True)
+    assert halving.category is ApplicationErrorCategory.BENIGN and halvable(halving)
+    assert not_halvable("p0").category is ApplicationErrorCategory.BENIGN
 
 
 def test_a_provider_retry_after_becomes_the_next_retry_delay() -> None:
