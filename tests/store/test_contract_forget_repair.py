@@ -16,7 +16,6 @@ import pytest
 
 from memory.lifecycle.exporting import export_store
 from memory.models import ScopeKey, StoredMessage
-from memory.store import snapshots_lifecycle
 from memory.store.base import MemoryStore
 from memory.store.counts import Erasure
 from memory.store.rules import erasure
@@ -216,21 +215,6 @@ def _agent_message(session_id: str, seq: int) -> StoredMessage:
         session_id=session_id, seq=seq, message_id=f"imp-{seq}", role="agent",
         content=f"note {seq}", created_at=at(seq), user_id=None, agent_id="a1",
     )  # fmt: skip
-
-
-async def test_a_store_with_more_tombstoned_sessions_than_a_read_holds_is_repaired_whole(
-    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The sessions the tombstones name are read a page at a time (one list of every id
-    outgrows a MongoDB command, h239 D3): a page of one here, three sessions to repair."""
-    for session_id in ("s1", "s2", "s3"):
-        await _answered(store, session_id)
-        await _old_forget(store, monkeypatch, "u1", "a2", 100)
-    monkeypatch.setattr(snapshots_lifecycle, "_PAGE", 1)
-
-    await store.setup()
-
-    assert [await _users(store, s) for s in ("s1", "s2", "s3")] == [("u1",)] * 3
 
 
 async def _users(store: MemoryStore, session_id: str) -> tuple[str, ...]:

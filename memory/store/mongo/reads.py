@@ -201,16 +201,13 @@ class MongoReads(InSession, SnapshotReads):
     # ------------------------------------------------------------ the lifecycle snapshots' own
 
     async def erasure_rows(
-        self, agent_keys: Sequence[str] | None, user_ids: Sequence[str] | None = None
+        self, agent_keys: Sequence[str], user_ids: Sequence[str] | None = None
     ) -> dict[tuple[str, str], tuple[int, datetime]]:
         # By _id (compound_id), its index, not a scan: the collection holds session tombstones
         # too, one per session memory a forget deleted (rules.erasure), and every formation
-        # commit reads here. Without users, a key's rows by the _id's prefix; without keys,
-        # every session scope key's by theirs (no agent id holds a colon).
-        if agent_keys is None:
-            query: Doc = {"_id": {"$gte": "session:", "$lt": "session;"}}
-        elif user_ids is None:
-            query = {
+        # commit reads here. Without users, a key's rows by the _id's prefix.
+        if user_ids is None:
+            query: Doc = {
                 "$or": [{"_id": {"$gt": compound_id(k, ""), "$lt": k + "\x20"}} for k in agent_keys]
             }
         else:
@@ -228,13 +225,36 @@ class MongoReads(InSession, SnapshotReads):
         doc = await self._one("sessions", {"_id": session_id}, {"user_ids": 1})
         return () if doc is None else tuple(doc.get("user_ids", ()))
 
-    async def sessions_without_people(self, session_ids: Sequence[str]) -> dict[str, datetime]:
-        nobody = {"has_guests": {"$ne": True}, "user_ids.0": {"$exists": False}}
-        cursor = self._find("sessions", by_ids(session_ids) | nobody, {"created_at": 1})
-        found = {d["_id"]: dt(d["created_at"]) async for d in cursor}
-        held = {"session_id": {"$in": list(found)}}
-        with_messages = set(await self._distinct("messages", "session_id", held))
-        return {sid: created for sid, created in found.items() if sid in with_messages}
+    async def parted_candidates(self) -> dict[str, datetime]:
+        # One aggregation driven by the session tombstones (the _id's prefix, its index: no
+        # agent id holds a colon), grouped by the session each names with the agents whose
+        # forget left it, each session then looked up by its key: a store that forgot no one in
+        # a session reads nothing, whatever sessions of nobody it holds; and no list of ids
+        # goes to the server, which a 16 MiB command would bound (h239 D3).
+        def part(i: int) -> Doc:  # of ``session:{agent}:{session}`` (models.ScopeKey.key)
+            return {"$arrayElemAt": [{"$split": ["$agent_key", ":"]}, i]}
+
+        def of_session(collection: str, *then: Doc) -> Doc:
+            here = {"$match": {"$expr": {"$eq": ["$session_id", "$$sid"]}}}
+            lookup = {"from": collection, "let": {"sid": "$_id"}, "pipeline": [here, *then]}
+            return {"$lookup": lookup | {"as": collection}}
+
+        theirs = {"$setIntersection": ["$agents", "$session_agents.agent_id"]}
+        session = {"from": "sessions", "localField": "_id", "foreignField": "_id", "as": "s"}
+        pipeline: list[Doc] = [
+            {"$match": {"_id": {"$gte": "session:", "$lt": "session;"}}},
+            {"$group": {"_id": part(2), "agents": {"$addToSet": part(1)}}},
+            {"$lookup": session},
+            {"$unwind": "$s"},
+            {"$match": {"s.has_guests": {"$ne": True}, "s.user_ids.0": {"$exists": False}}},
+            of_session("session_agents", {"$project": {"_id": 0, "agent_id": 1}}),
+            {"$match": {"$expr": {"$gt": [{"$size": theirs}, 0]}}},
+            of_session("messages", {"$limit": 1}, {"$project": {"_id": 1}}),
+            {"$match": {"messages.0": {"$exists": True}}},
+            {"$project": {"created_at": "$s.created_at"}},
+        ]
+        rows = await self._aggregate("erasures", pipeline)
+        return {d["_id"]: dt(d["created_at"]) for d in rows}
 
     async def session_states(self, session_id: str) -> list[SessionAgentState]:
         doc = await self._one("sessions", {"_id": session_id}, {"agent_ids": 1})

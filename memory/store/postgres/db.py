@@ -47,6 +47,7 @@ class PostgresDb(Db):
     no_limit = None  # LIMIT NULL
     json_param = "%s::jsonb"
     set_reflection_content = "body = jsonb_set(body, '{content}', to_jsonb(%s::text))"
+    tombstone_session = "split_part(e.agent_key, ':', 3)"
 
     def __init__(self, conn: Conn) -> None:
         self.conn = conn

@@ -53,6 +53,9 @@ class Db(abc.ABC):
     json_param: str = "%s"
     # The SET of a reflection's content to the parameter: its column, or its body's field.
     set_reflection_content: str
+    # The session id of a session tombstone ``erasures AS e``: its agent key's part after the
+    # second colon (``session:{agent}:{session}``, models.ScopeKey.key; no id holds a colon).
+    tombstone_session: str
 
     @abc.abstractmethod
     async def fetch(self, sql: str, params: Params = ()) -> list[Row]: ...

@@ -37,12 +37,10 @@ class SqlLifecycleReads(LifecycleReads):
         self.db = db
 
     async def erasure_rows(
-        self, agent_keys: Sequence[str] | None, user_ids: Sequence[str] | None = None
+        self, agent_keys: Sequence[str], user_ids: Sequence[str] | None = None
     ) -> dict[tuple[str, str], tuple[int, datetime]]:
         sql = "SELECT agent_key, user_id, epoch, forgotten_at FROM erasures WHERE agent_key"
-        if agent_keys is None:  # no agent id holds a colon: only a session scope key starts so
-            rows = await self.db.fetch(sql + " LIKE %s", ("session:%",))
-        elif user_ids is None:
+        if user_ids is None:
             rows = await self.db.fetch_in(sql, agent_keys)
         else:  # a query per key, each on the primary key (agent_key, user_id)
             users, sql = list(dict.fromkeys(user_ids)), sql + " = %s AND user_id"
@@ -60,14 +58,20 @@ class SqlLifecycleReads(LifecycleReads):
         sql = f"SELECT user_id FROM session_users WHERE session_id = %s ORDER BY {self.db.ord}"
         return tuple(str(user) for user in await self.db.column(sql, session_id))
 
-    async def sessions_without_people(self, session_ids: Sequence[str]) -> dict[str, datetime]:
+    async def parted_candidates(self) -> dict[str, datetime]:
+        # Driven by the session tombstones (no agent id holds a colon: only a session scope key
+        # starts so), each probing its session and its agent's state by their keys: a store
+        # that forgot no one in a session reads no row, whatever sessions of nobody it holds.
         sql = (
-            "SELECT session_id, created_at FROM sessions s WHERE NOT has_guests "
+            "SELECT DISTINCT s.session_id, s.created_at FROM erasures e "
+            f"JOIN sessions s ON s.session_id = {self.db.tombstone_session} "
+            "JOIN session_agents a ON a.session_id = s.session_id "
+            "AND e.agent_key = 'session:' || a.agent_id || ':' || a.session_id "
+            "WHERE e.agent_key LIKE %s AND NOT s.has_guests "
             "AND NOT EXISTS (SELECT 1 FROM session_users u WHERE u.session_id = s.session_id) "
-            "AND EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.session_id) "
-            "AND s.session_id"
+            "AND EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.session_id)"
         )
-        rows = await self.db.fetch_in(sql, session_ids)
+        rows = await self.db.fetch(sql, ("session:%",))
         return {r["session_id"]: self.db.time_of(r["created_at"]) for r in rows}
 
     async def session_states(self, session_id: str) -> list[SessionAgentState]:

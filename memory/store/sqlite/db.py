@@ -64,6 +64,7 @@ class SQLiteDb(Db):
     min_time = -(2**63)
     no_limit = -1
     set_reflection_content = "content = %s"
+    tombstone_session = "substr(e.agent_key, 9 + instr(substr(e.agent_key, 9), ':'))"
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
