@@ -227,10 +227,10 @@ class MongoReads(InSession, SnapshotReads):
 
     async def parted_candidates(self) -> dict[str, datetime]:
         # One aggregation driven by the session tombstones (the _id's prefix, its index: no
-        # agent id holds a colon), grouped by the session each names with the agents whose
-        # forget left it, each session then looked up by its key: a store that forgot no one in
-        # a session reads nothing, whatever sessions of nobody it holds; and no list of ids
-        # goes to the server, which a 16 MiB command would bound (h239 D3).
+        # agent id holds a colon), each looking its session up by its key, grouped only then
+        # (by the few sessions without people): a store that forgot no one in a session reads
+        # nothing, whatever sessions of nobody it holds; no list of ids goes to the server,
+        # which a 16 MiB command would bound (h239 D3); no stage holds every tombstone.
         def part(i: int) -> Doc:  # of ``session:{agent}:{session}`` (models.ScopeKey.key)
             return {"$arrayElemAt": [{"$split": ["$agent_key", ":"]}, i]}
 
@@ -239,22 +239,27 @@ class MongoReads(InSession, SnapshotReads):
             lookup = {"from": collection, "let": {"sid": "$_id"}, "pipeline": [here, *then]}
             return {"$lookup": lookup | {"as": collection}}
 
+        session = {"from": "sessions", "localField": "sid", "foreignField": "_id", "as": "s"}
         theirs = {"$setIntersection": ["$agents", "$session_agents.agent_id"]}
-        session = {"from": "sessions", "localField": "_id", "foreignField": "_id", "as": "s"}
+        by_session = {
+            "_id": "$sid",
+            "agents": {"$addToSet": "$agent"},
+            "at": {"$first": "$s.created_at"},
+        }
         pipeline: list[Doc] = [
             {"$match": {"_id": {"$gte": "session:", "$lt": "session;"}}},
-            {"$group": {"_id": part(2), "agents": {"$addToSet": part(1)}}},
+            {"$project": {"_id": 0, "sid": part(2), "agent": part(1)}},
             {"$lookup": session},
             {"$unwind": "$s"},
             {"$match": {"s.has_guests": {"$ne": True}, "s.user_ids.0": {"$exists": False}}},
+            {"$group": by_session},
             of_session("session_agents", {"$project": {"_id": 0, "agent_id": 1}}),
             {"$match": {"$expr": {"$gt": [{"$size": theirs}, 0]}}},
             of_session("messages", {"$limit": 1}, {"$project": {"_id": 1}}),
             {"$match": {"messages.0": {"$exists": True}}},
-            {"$project": {"created_at": "$s.created_at"}},
         ]
-        rows = await self._aggregate("erasures", pipeline)
-        return {d["_id"]: dt(d["created_at"]) for d in rows}
+        rows = await self._aggregate("erasures", [*pipeline, {"$project": {"at": 1}}])
+        return {d["_id"]: dt(d["at"]) for d in rows}
 
     async def session_states(self, session_id: str) -> list[SessionAgentState]:
         doc = await self._one("sessions", {"_id": session_id}, {"agent_ids": 1})
