@@ -120,7 +120,9 @@ def facts_list(
 def _history_text(f: Fact) -> str:
     lines = [
         _fact_line(f),
-        f"formed {f.formed_at:%Y-%m-%d %H:%M} from session {f.source_session_id}",
+        # An imported fact (mem0, a hand-made file) came from no session of this store.
+        f"formed {f.formed_at:%Y-%m-%d %H:%M}"
+        + (f" from session {f.source_session_id}" if f.source_session_id else " (imported)"),
     ]
     if f.said_at:
         lines.append(f"said {said_time(f.said_at, f.said_utc_offset_minutes)}")
