@@ -124,7 +124,7 @@ class FormationActivities:
             # checks judge the same messages (a forget between them cannot make them disagree).
             with classified():
                 messages = await window.window_messages(self.deps, w)
-            if not piece or not facts.halvable(self.deps, messages, part, piece[:-1]):
+            if not piece or not facts.halvable(self.deps, w, messages, part, piece[:-1]):
                 raise not_halvable(pieces.name(part, w.slices, piece[:-1]))
             try:
                 with asking(paid, deterministic=deterministic):
@@ -132,7 +132,7 @@ class FormationActivities:
                         facts.read_piece(self.deps, w, messages, this_attempt(), part, piece)
                     )
             except ApplicationError as err:
-                halvable = facts.halvable(self.deps, messages, part, piece)
+                halvable = facts.halvable(self.deps, w, messages, part, piece)
                 raise with_halving(err, halvable) from err.__cause__
         _log(w).info(
             "facts extracted", facts=len(out.facts), dropped=out.dropped, part=part, halves=halves

@@ -37,7 +37,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
-from memory import ids, switch_marks
+from memory import ids, switch_marks, transcript
 from memory.degraded import (
     DECIDE_FACTS,
     EXTRACT_FACTS,
@@ -197,6 +197,7 @@ async def reform(
             user_epochs=epochs,
             agent=agent,
             group=seen.is_group,  # a private detail of no one's is dropped where one told it
+            slice_cut=transcript.CUT_RULE,  # read now, as a window planned now
         )
         try:
             done.append(

@@ -3,8 +3,15 @@ fit one formation's budget (``formation.max_tokens_per_run``).
 
 A message longer than the budget is alone in its window (``fitting``) and read in consecutive
 slices, each within the budget (``spans``): one model call per slice, every slice's memories
-committed together (memory/pipeline/slices.py). ``shown`` still cuts what a prompt shows at the
-budget, a safety net for a window loaded without its slices (one of an older run)."""
+committed together (memory/pipeline/slices.py). Slices are cut at a sentence end when they can
+(``SENTENCE_CUT``): a sentence cut in two is read as two, and a model (the offline rules most)
+makes a wrong memory of each half, of no one's or in the wrong scope (r249: "Rex and he is 4
+years old." became the agent's, which every user reads). The rule is the window's
+(``Window.slice_cut``): one planned under the older whitespace cut (``WHITESPACE_CUT``, a payload
+without the field) goes on forming its remaining parts after a deploy, and cut another way its
+parts would skip or repeat text at a boundary, or be another number. ``shown`` still cuts what a
+prompt shows at the budget, a safety net for a window loaded without its slices (one of an older
+run)."""
 
 from __future__ import annotations
 
@@ -16,8 +23,19 @@ from memory.prompts.common import PromptMessage, one_line
 from memory.speakers import said_by
 
 GUEST = "guest"
-# What a slice shows where the message goes on before or after it.
+# What a slice shows where the message goes on before or after it: between two sentences, and
+# within one (a slice without a sentence end near its bound). The second says the words next to
+# it are no whole sentence: a reader makes no memory of them (memory/llm/heuristic.py does not).
 CUT = "[…]"
+CUT_MID = "[… mid-sentence]"
+# How a window's long message is cut into slices (``spans``): at the last whitespace of a slice's
+# last quarter (windows planned before the sentence cut: their payloads do not say), or at its
+# last sentence end there, else its last whitespace (``cut_points``). ``CUT_RULE`` is what a
+# window planned now takes (memory/pipeline/window.py); an unknown newer rule reads as the
+# newest this build knows.
+WHITESPACE_CUT = 0
+SENTENCE_CUT = 1
+CUT_RULE = SENTENCE_CUT
 
 
 def speaker(message: StoredMessage) -> str:
@@ -32,8 +50,11 @@ def speaker(message: StoredMessage) -> str:
     return name or message.agent_id or message.role
 
 
-_MARKER = re.compile(r"\s*(?:\[truncated: \d+ more characters\]|\[…\])")
+_MARKER = re.compile(r"\s*(?:\[truncated: \d+ more characters\]|\[…(?: mid-sentence)?\])")
 _SPACE = re.compile(r"\s")
+# Where a sentence (or a line, an item of a list) ends: a slice, and a piece's half (memory/
+# pipeline/pieces.py ``halve``), is cut there when it can.
+_SENTENCE_END = re.compile(r"(?<=[.!?;:])\s|\n")
 
 
 def shown(content: str, max_chars: int | None) -> str:
@@ -50,23 +71,31 @@ def as_said(text: str) -> str:
     return " ".join(_MARKER.sub(" ", text).split())
 
 
-def spans(content: str, max_chars: int) -> list[tuple[int, int]]:
+def cut_points(content: str, lo: int, hi: int) -> list[int]:
+    """Where text may be cut within [lo, hi): the whitespace of its sentence ends when it has
+    one (a line break ends one too), else any whitespace (a word is not split); in order. The
+    one rule of a slice's end (``spans``) and a piece's halving (pipeline/pieces.py ``halve``)."""
+    found = [m.start() for m in _SENTENCE_END.finditer(content, lo, hi)]
+    return found or [m.start() for m in _SPACE.finditer(content, lo, hi)]
+
+
+def spans(content: str, max_chars: int, *, rule: int) -> list[tuple[int, int]]:
     """The consecutive slices (start, end) a message is read in, each at most ``max_chars`` long:
-    cut at the last whitespace of a slice's last quarter when it has one (a word is not split),
-    else at the bound; the whitespace between two slices is in neither. One span for a message
+    cut in a slice's last quarter, at its last sentence end (``SENTENCE_CUT``; ``cut_points``)
+    or its last whitespace (``WHITESPACE_CUT``, the ``rule`` of windows planned before it), else
+    at the bound; the whitespace between two slices is in neither. One span for a message
     within the bound."""
     out: list[tuple[int, int]] = []
     start, size = 0, len(content)
     while start < size:
         end = min(start + max_chars, size)
         if end < size:
-            near = start + max_chars - max_chars // 4
+            near = max(start + max_chars - max_chars // 4, start + 1)
             # The whitespace at ``end`` (just past the slice) ends it as well as one inside it.
-            cut = max(
-                (m.start() for m in _SPACE.finditer(content, max(near, start + 1), end + 1)),
-                default=end,
-            )
-            end = cut
+            if rule >= SENTENCE_CUT:
+                end = max(cut_points(content, near, end + 1), default=end)
+            else:
+                end = max((m.start() for m in _SPACE.finditer(content, near, end + 1)), default=end)
         out.append((start, end))
         start = end
         while start < size and content[start].isspace():
@@ -74,37 +103,74 @@ def spans(content: str, max_chars: int) -> list[tuple[int, int]]:
     return out or [(0, 0)]
 
 
-def slice_count(messages: Sequence[StoredMessage], max_chars: int) -> int:
+def slice_count(messages: Sequence[StoredMessage], max_chars: int, *, rule: int) -> int:
     """How many slices a window's messages are read in: those of its message when it holds one
     longer than ``max_chars`` alone (as ``fitting`` leaves it), else 1 (all read at once)."""
     if len(messages) != 1 or len(messages[0].content) <= max_chars:
         return 1
-    return len(spans(messages[0].content, max_chars))
+    return len(spans(messages[0].content, max_chars, rule=rule))
 
 
-def sliced(content: str, max_chars: int, part: int) -> str:
-    """Slice ``part`` (from 0) of the content, marked ``[…]`` where the message goes on; empty
-    for a part beyond its last."""
-    cuts = spans(content, max_chars)
+def sliced(content: str, max_chars: int, part: int, *, rule: int) -> str:
+    """Slice ``part`` (from 0) of the content, marked where the message goes on (``marked``);
+    empty for a part beyond its last."""
+    cuts = spans(content, max_chars, rule=rule)
     if part >= len(cuts):
         return ""
-    start, end = cuts[part]
-    return marked(content[start:end], before=part > 0, after=part < len(cuts) - 1)
+    return marked(content, *cuts[part])
 
 
-def marked(text: str, *, before: bool, after: bool) -> str:
-    """A part of a message as its prompt shows it: ``[…]`` where the message goes on ``before``
-    or ``after`` it. The one place the marker is written: ``as_said`` strips what it writes."""
-    head = f"{CUT} " if before else ""
-    tail = f" {CUT}" if after else ""
-    return f"{head}{text}{tail}"
+def marked(content: str, start: int, end: int) -> str:
+    """content[start:end], a part of a message, as its prompt shows it: ``CUT`` where the
+    message goes on before or after it across a sentence end, ``CUT_MID`` where it goes on
+    within a sentence. The one place the markers are written: ``as_said`` strips them."""
+    head = f"{_marker(content, start, before=True)} " if content[:start].strip() else ""
+    tail = f" {_marker(content, end, before=False)}" if content[end:].strip() else ""
+    return f"{head}{content[start:end]}{tail}"
+
+
+def _marker(content: str, at: int, *, before: bool) -> str:
+    """The marker of a part's edge at ``at``: whether a sentence ends in the whitespace between
+    the part and its neighbour (none there: a word was split at the bound)."""
+    lo, hi = at, at
+    if before:
+        while lo > 0 and content[lo - 1].isspace():
+            lo -= 1
+    else:
+        while hi < len(content) and content[hi].isspace():
+            hi += 1
+    return CUT if _SENTENCE_END.search(content, lo, hi) else CUT_MID
+
+
+def mid_sentence(text: str) -> tuple[bool, str, bool]:
+    """(whether it begins within a sentence, the text without the markers at its ends, whether
+    it ends within one), of a text as a prompt shows it: a slice or piece marked ``CUT_MID``,
+    or a message ``shown`` truncated (at the budget, where no sentence need end)."""
+    begins = text.startswith(f"{CUT_MID} ")
+    body = text.removeprefix(f"{CUT_MID} ").removeprefix(f"{CUT} ")
+    ends = body.endswith(f" {CUT_MID}")
+    body = body.removesuffix(f" {CUT_MID}").removesuffix(f" {CUT}")
+    if (m := _TRUNCATED.search(body)) is not None:
+        body = body[: m.start()]
+        ends = not _SENTENCE_END.search(body[-1:] + " ")  # cut where a sentence ends: whole
+    return begins, body, ends
+
+
+_TRUNCATED = re.compile(r" \[truncated: \d+ more characters\]$")
 
 
 def prompt_messages(
-    messages: Sequence[StoredMessage], max_chars: int | None = None, part: int | None = None
+    messages: Sequence[StoredMessage],
+    max_chars: int | None = None,
+    part: int | None = None,
+    *,
+    rule: int | None = None,
 ) -> list[PromptMessage]:
     """The speaker id is a user message's user_id: what a user-scope memory is attributed to.
-    ``part``: the slice of a window's one oversized message to show (``slice_count``)."""
+    ``part``: the slice of a window's one oversized message to show (``slice_count``), cut by
+    the window's ``rule`` (Window.slice_cut), which a slice must say."""
+    if part is not None and max_chars is not None and rule is None:
+        raise ValueError("a slice is cut by its window's rule: say which")
     return [
         PromptMessage(
             seq=m.seq,
@@ -112,7 +178,7 @@ def prompt_messages(
             name=speaker(m),
             content=shown(m.content, max_chars)
             if part is None or max_chars is None
-            else sliced(m.content, max_chars, part),
+            else sliced(m.content, max_chars, part, rule=WHITESPACE_CUT if rule is None else rule),
             created_at=m.created_at,
             user_id=said_by(m),
         )

@@ -9,6 +9,7 @@ import re
 
 from pydantic import BaseModel
 
+from memory import transcript
 from memory.errors import MalformedOutputError
 from memory.ids import normalize_text
 from memory.llm.base import LLMProvider, LLMRequest, LLMResult, Usage
@@ -84,6 +85,20 @@ def _sentences(text: str) -> list[str]:
                 joined.append(part)
         out += joined
     return out
+
+
+def _whole_sentences(content: str) -> list[str]:
+    """The sentences of a message as its prompt shows it, without those it shows only a part
+    of: the words before the first sentence end of a slice that begins within a sentence, and
+    after the last of one that ends within it (memory/transcript.py ``mid_sentence``). Slices do
+    not overlap, so no prompt holds the whole sentence: read alone, "named Rex and he is 4
+    years old." has no "my", reads as a statement about the world, and became the agent's,
+    which every user reads; "Erin's dog is named" replaced a true fact. Slices are cut at
+    sentence ends where they can; where one had none near its bound, its fragment makes no
+    fact: a lost detail is safer than a wrong one, or one in the wrong scope."""
+    begins, body, ends = transcript.mid_sentence(content)
+    found = _sentences(body)
+    return found[1 if begins else 0 : len(found) - 1 if ends else len(found)]
 
 
 def _is_specific(sentence: str) -> bool:
@@ -242,7 +257,7 @@ def extract_facts(p: ExtractFactsInput) -> ExtractedFacts:
     facts: dict[str, ExtractedFact] = {}
     answers = _answers(p.messages)
     for speaker, speaker_id, content, n in _user_messages(p.messages):
-        for raw in _sentences(content):
+        for raw in _whole_sentences(content):
             sentence = as_corrected(_without_self_introduction(raw, speaker))
             sentence = _JOINED_DIRECTIVE.sub("", sentence)
             # The end of the speaker's habit ("I quit smoking", "I gave up coffee") retracts a
@@ -296,7 +311,7 @@ def extract_reflections(p: ExtractReflectionsInput) -> ExtractedReflections:
 
     messages = _user_messages(p.messages)
     for speaker, speaker_id, content, n in messages:
-        for sentence in _sentences(content):
+        for sentence in _whole_sentences(content):
             rewritten = third_person(sentence, speaker)
             text = rewritten if rewritten != sentence else f"{speaker} said: {sentence}"
             # A preference, or a first-person sentence, is its speaker's, never the agent's.

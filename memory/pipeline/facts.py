@@ -69,15 +69,15 @@ async def extract_facts(
         # Nothing left to read (a forget deleted the messages, or withheld them from this
         # agent): no model call, which could only answer from its instructions.
         return _NONE
-    max_chars = deps.settings.formation.max_chars_per_run
-    count = transcript.slice_count(messages, max_chars)
+    max_chars, rule = deps.settings.formation.max_chars_per_run, window.slice_cut
+    count = transcript.slice_count(messages, max_chars, rule=rule)
     if part is None and halving and window.message_count == 1:
         content = messages[0].content
         leaves: list[ExtractedFactsResult] = []
         for n in range(count):
             leaves += await read_halving(
                 partial(extract_piece, deps, window, retry, n),
-                partial(pieces.can_halve, content, max_chars, n),
+                partial(pieces.can_halve, content, max_chars, n, rule=rule),
             )
         return pieces.merged(leaves)
     if part is None and count > 1:
@@ -119,7 +119,7 @@ async def read_piece(
     if len(messages) != 1:  # its message is no longer the agent's to form: nothing to read
         return _NONE
     content, max_chars = messages[0].content, deps.settings.formation.max_chars_per_run
-    shown = pieces.text(content, max_chars, part, halves)
+    shown = pieces.text(content, max_chars, part, halves, rule=window.slice_cut)
     if not shown:  # none such (the budget changed since the workflow named it)
         return _NONE
     prompt = [m.model_copy(update={"content": shown}) for m in transcript.prompt_messages(messages)]
@@ -135,16 +135,22 @@ async def read_piece(
 
 async def piece_halvable(deps: Deps, window: Window, part: int, halves: pieces.Halves = ()) -> bool:
     """Whether that piece of the window's one message can be read in halves (pieces.py)."""
-    return halvable(deps, await window_messages(deps, window), part, halves)
+    return halvable(deps, window, await window_messages(deps, window), part, halves)
 
 
 def halvable(
-    deps: Deps, messages: list[StoredMessage], part: int, halves: pieces.Halves = ()
+    deps: Deps,
+    window: Window,
+    messages: list[StoredMessage],
+    part: int,
+    halves: pieces.Halves = (),
 ) -> bool:
     """``piece_halvable`` judged on the window's ``messages`` as already loaded: never when it
     holds not exactly one (its message forgotten, or withheld from the agent, since)."""
     max_chars = deps.settings.formation.max_chars_per_run
-    return len(messages) == 1 and pieces.can_halve(messages[0].content, max_chars, part, halves)
+    return len(messages) == 1 and pieces.can_halve(
+        messages[0].content, max_chars, part, halves, rule=window.slice_cut
+    )
 
 
 async def _ask(
@@ -171,7 +177,9 @@ async def _extract(
 ) -> ExtractedFactsResult:
     cfg = deps.settings.facts
     sliced = part if count > 1 else None
-    shown = transcript.prompt_messages(messages, deps.settings.formation.max_chars_per_run, sliced)
+    shown = transcript.prompt_messages(
+        messages, deps.settings.formation.max_chars_per_run, sliced, rule=window.slice_cut
+    )
     started = asyncio.get_running_loop().time()
     request, result = await _ask(deps, window, shown, retry)
     bound = min(MAX_ITEMS, cfg.max_per_formation)

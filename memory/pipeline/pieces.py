@@ -22,11 +22,11 @@ lost an item or two to a filter does), or its extraction failed in a way a split
 input refused, an answer that stayed unusable) — and it ``can_halve``.
 
 Why every path ends: a piece is halved only while it is at least twice ``MIN_HALF_CHARS`` long
-(its halves are each that long: cut at a sentence end, else a whitespace, in its middle half;
-none there, it is not halved) and at most ``MAX_DEPTH`` times. A piece that cannot be halved
-keeps its full answer, or is passed over visibly when it fails (as a single message was). So a
-slice costs at most 2^(MAX_DEPTH+1) - 1 extractions even against a model that always answers
-full.
+(its halves are each that long: cut at a sentence end, else a whitespace, in its middle half,
+as a slice is: transcript.cut_points; none there, it is not halved) and at most ``MAX_DEPTH``
+times. A piece that cannot be halved keeps its full answer, or is passed over visibly when it
+fails (as a single message was). So a slice costs at most 2^(MAX_DEPTH+1) - 1 extractions even
+against a model that always answers full.
 
 The window keeps at most ``MAX_DENSE_FACTS`` distinct facts of at most ``MAX_DENSE_BYTES`` of
 text, taken from the pieces in turn (``merged``), the rest counted as dropped, and apart as
@@ -44,7 +44,6 @@ names, the activities and `mnemos degraded reform` (``read_halving``, ``most_fac
 
 from __future__ import annotations
 
-import re
 from collections.abc import Awaitable, Callable, Sequence
 
 from memory import transcript
@@ -84,10 +83,6 @@ SPLITS = (
     WindowTooLargeError,
 )
 
-# Where a sentence (or a line, an item of a list) ends: a halving cuts there when it can.
-_SENTENCE_END = re.compile(r"(?<=[.!?;:])\s|\n")
-_SPACE = re.compile(r"\s")
-
 
 def halve(content: str, start: int, end: int) -> tuple[Span, Span] | None:
     """The span in two, cut at the sentence end nearest its middle, else the whitespace nearest
@@ -96,8 +91,7 @@ def halve(content: str, start: int, end: int) -> tuple[Span, Span] | None:
     if end - start < 2 * MIN_HALF_CHARS:
         return None
     middle, lo, hi = (start + end) // 2, start + (end - start) // 4, end - (end - start) // 4
-    near = [m.start() for m in _SENTENCE_END.finditer(content, lo, hi)]
-    near = near or [m.start() for m in _SPACE.finditer(content, lo, hi)]
+    near = transcript.cut_points(content, lo, hi)  # as a slice is cut
     if not near:
         return None
     cut = min(near, key=lambda i: abs(i - middle))
@@ -111,11 +105,12 @@ def halve(content: str, start: int, end: int) -> tuple[Span, Span] | None:
     return (start, left_end), (right_start, end)
 
 
-def span(content: str, max_chars: int, part: int, halves: Halves = ()) -> Span | None:
-    """Where piece (``part``, ``halves``) is in the content; None for none such (beyond the last
-    slice, deeper than MAX_DEPTH, or a half of a piece that is not halved: the budget changed
-    since the workflow named it)."""
-    cuts = transcript.spans(content, max_chars)
+def span(content: str, max_chars: int, part: int, halves: Halves = (), *, rule: int) -> Span | None:
+    """Where piece (``part``, ``halves``) is in the content, its slices cut by ``rule`` (the
+    window's: Window.slice_cut); None for none such (beyond the last slice, deeper than
+    MAX_DEPTH, or a half of a piece that is not halved: the budget changed since the workflow
+    named it)."""
+    cuts = transcript.spans(content, max_chars, rule=rule)
     if part >= len(cuts) or len(halves) > MAX_DEPTH:
         return None
     here: Span | None = cuts[part]
@@ -125,21 +120,20 @@ def span(content: str, max_chars: int, part: int, halves: Halves = ()) -> Span |
     return here
 
 
-def can_halve(content: str, max_chars: int, part: int, halves: Halves = ()) -> bool:
+def can_halve(content: str, max_chars: int, part: int, halves: Halves = (), *, rule: int) -> bool:
     """Whether the piece is read again in halves when its answer cannot carry it."""
-    here = span(content, max_chars, part, halves)
+    here = span(content, max_chars, part, halves, rule=rule)
     return len(halves) < MAX_DEPTH and here is not None and halve(content, *here) is not None
 
 
-def text(content: str, max_chars: int, part: int, halves: Halves = ()) -> str:
+def text(content: str, max_chars: int, part: int, halves: Halves = (), *, rule: int) -> str:
     """The piece as its prompt shows it, marked ``[…]`` where the message goes on (as a slice
     is: transcript.sliced); empty for none such. The whole message for (0, ()) of one within
     the budget, unmarked: its prompt is the one a window of that message had."""
-    here = span(content, max_chars, part, halves)
+    here = span(content, max_chars, part, halves, rule=rule)
     if here is None:
         return ""
-    start, end = here
-    return transcript.marked(content[start:end], before=start > 0, after=end < len(content))
+    return transcript.marked(content, *here)
 
 
 def name(part: int | None, slices: int, halves: Halves = ()) -> str:

@@ -62,7 +62,9 @@ async def extract_reflections(
         # As facts.extract_facts: with no message, reflections could only be made up from the
         # current blobs.
         return ReflectionsResult(reflections=[])
-    count = transcript.slice_count(messages, deps.settings.formation.max_chars_per_run)
+    count = transcript.slice_count(
+        messages, deps.settings.formation.max_chars_per_run, rule=window.slice_cut
+    )
     if part is None and count > 1:
         return merge_reflections(
             [await _reflect(deps, window, messages, new_facts, retry, n) for n in range(count)]
@@ -105,7 +107,7 @@ async def _reflect(
         ExtractReflectionsInput(
             agent=agent,
             messages=transcript.prompt_messages(
-                messages, deps.settings.formation.max_chars_per_run, part
+                messages, deps.settings.formation.max_chars_per_run, part, rule=window.slice_cut
             ),
             scopes=window.reflection_scopes,
             current=await current_memory(deps, window),

@@ -99,6 +99,13 @@ class Window(_T):
         description="How many slices its steps read it in: more than 1 for a message longer than "
         "the formation budget, alone in its window (memory/pipeline/slices.py)",
     )
+    slice_cut: int = Field(
+        0,
+        ge=0,
+        description="The rule its long message is cut into slices by (memory/transcript.py "
+        "CUT_RULE: 1 at a sentence end): 0, the whitespace cut, in windows of older runs, which "
+        "go on forming their parts as they were planned",
+    )
     group: bool | None = Field(
         None,
         description="Whether the session was a group chat by its last message (memory/"

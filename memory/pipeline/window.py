@@ -72,7 +72,9 @@ async def load_window(
             fit = transcript.fitting(messages, settings.formation.max_chars_per_run)
             upto = messages[fit - 1].seq
             # A message longer than the budget is alone: read in slices (pipeline/slices.py).
-            slices = transcript.slice_count(messages[:fit], settings.formation.max_chars_per_run)
+            slices = transcript.slice_count(
+                messages[:fit], settings.formation.max_chars_per_run, rule=transcript.CUT_RULE
+            )
         stored = [m for m in stored if m.seq <= upto]
     # The scopes of the people who had spoken up to the window's last message (group_start.py).
     seen = as_of(session, first, upto)
@@ -80,6 +82,7 @@ async def load_window(
     fact_scopes, reflection_scopes = formable_scopes(recorded_under, seen)
     return Window(
         slices=slices,
+        slice_cut=transcript.CUT_RULE,
         formation_id=ids.formation_id(
             req.session_id, req.agent_id, state.cursor_seq, upto, session.created_at
         ),

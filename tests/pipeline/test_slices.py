@@ -23,6 +23,7 @@ from memory.pipeline.types import (
 )
 from memory.settings import FormationSettings, Settings
 from memory.store.base import MemoryStore
+from memory.transcript import CUT_RULE
 from tests.fakes import WordHashEmbedder
 from tests.harness import T0
 
@@ -31,26 +32,31 @@ TEXT = "All about my trip to Lisbon, the tram and the pastries by the river. " *
 
 
 def test_slices_stay_within_the_budget_cut_between_words_and_leave_nothing_out() -> None:
-    cuts = transcript.spans(TEXT, BUDGET)
-    assert len(cuts) == 7  # 2,720 characters
+    cuts = transcript.spans(TEXT, BUDGET, rule=CUT_RULE)
+    assert len(cuts) == 8  # 2,720 characters, in slices of whole sentences (5 of 69 characters)
     parts = [TEXT[a:b] for a, b in cuts]
     assert all(0 < len(p) <= BUDGET for p in parts)
     assert all(end == len(TEXT) or TEXT[end].isspace() for _, end in cuts)  # a word is not split
+    assert all(TEXT[:end].rstrip().endswith("river.") for _, end in cuts)  # nor a sentence
     assert " ".join(parts).split() == TEXT.split()  # every word, in order, once
     assert all(b <= a2 for (_, b), (a2, _) in pairwise(cuts))
 
 
 def test_a_text_without_whitespace_is_cut_at_the_bound_and_a_short_one_is_whole() -> None:
-    assert transcript.spans("x" * 1000, BUDGET) == [(0, 400), (400, 800), (800, 1000)]
-    assert transcript.spans("short", BUDGET) == [(0, 5)]
+    assert transcript.spans("x" * 1000, BUDGET, rule=CUT_RULE) == [
+        (0, 400),
+        (400, 800),
+        (800, 1000),
+    ]
+    assert transcript.spans("short", BUDGET, rule=CUT_RULE) == [(0, 5)]
 
 
 def test_a_slice_is_marked_where_the_message_goes_on_and_the_marks_are_never_said() -> None:
-    first, middle, last = (transcript.sliced(TEXT, BUDGET, n) for n in (0, 3, 6))
+    first, middle, last = (transcript.sliced(TEXT, BUDGET, n, rule=CUT_RULE) for n in (0, 3, 7))
     assert not first.startswith("[…]") and first.endswith(" […]")
     assert middle.startswith("[…] ") and middle.endswith(" […]")
     assert last.startswith("[…] ") and not last.endswith("[…]")
-    assert transcript.sliced(TEXT, BUDGET, 7) == ""
+    assert transcript.sliced(TEXT, BUDGET, 8, rule=CUT_RULE) == ""
     assert transcript.as_said("[…] the pastries by the river. […]") == "the pastries by the river."
 
 
@@ -100,7 +106,7 @@ async def test_the_window_says_its_slices_and_a_step_without_a_part_reads_them_a
     req = FormationRequest(session_id="s1", agent_id="eve", force=True)
     w = await window.load_window(store, settings, req)
     assert w is not None and (w.message_count, w.more_pending) == (1, True)  # alone
-    assert w.slices == len(transcript.spans(long, BUDGET)) == 4
+    assert w.slices == len(transcript.spans(long, BUDGET, rule=CUT_RULE)) == 4
 
     every = await facts.extract_facts(deps, w)
     assert [re.findall(r"4411|X9912345", f.content) for f in every.facts] == [

@@ -14,6 +14,7 @@ from pydantic import create_model
 from temporalio.api.enums.v1 import EventType
 from temporalio.testing import WorkflowEnvironment
 
+from memory import transcript
 from memory.errors import WindowTooLargeError
 from memory.llm.base import LLMRequest
 from memory.llm.heuristic import HeuristicProvider
@@ -51,7 +52,7 @@ async def memo(h: Harness) -> dict[str, object]:
 
 def leaves(content: str, max_chars: int, part: int = 0, halves: pieces.Halves = ()) -> int:
     """How many pieces a slice is read in when every answer is full: halved while it can be."""
-    if not pieces.can_halve(content, max_chars, part, halves):
+    if not pieces.can_halve(content, max_chars, part, halves, rule=transcript.CUT_RULE):
         return 1
     return sum(leaves(content, max_chars, part, (*halves, h)) for h in (0, 1))
 

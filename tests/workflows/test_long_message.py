@@ -38,8 +38,10 @@ MIDDLE = " My passport number is X9912345. "
 END = " My daughter Mia was born on 3 May 2019."
 
 
-def long_message(length: int = 3 * BUDGET) -> str:
-    """About ``length`` characters: a fact at its start, one in its middle, one at its end."""
+def long_message(length: int = 29 * BUDGET // 10) -> str:
+    """About ``length`` characters: a fact at its start, one in its middle, one at its end. Read
+    in 3 slices by default: each ends at a sentence end, up to a sentence short of the budget
+    (transcript.spans), so 3 budgets' worth would take a fourth."""
     half = (length - len(START) - len(MIDDLE) - len(END)) // 2 // len(FILLER)
     return START + FILLER * half + MIDDLE.strip() + " " + FILLER * half + END.strip()
 
@@ -126,7 +128,7 @@ async def test_a_slice_no_retry_can_extract_is_passed_over_alone_and_visibly(
     half = FILLER * (BUDGET // 2 // len(FILLER) - 1)
     content = "".join(f"{half}{code} {half}" for code in ("CODEA", "CODEB unreadable", "CODEC"))
     # Each code word in the middle of its own slice.
-    shown = [content[a:b] for a, b in transcript.spans(content, BUDGET)]
+    shown = [content[a:b] for a, b in transcript.spans(content, BUDGET, rule=transcript.CUT_RULE)]
     assert [re.findall(r"CODE\w+", part) for part in shown] == [["CODEA"], ["CODEB"], ["CODEC"]]
     await h.record("s1", [said(content)])
     async with h.worker():
