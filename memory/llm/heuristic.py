@@ -9,7 +9,6 @@ import re
 
 from pydantic import BaseModel
 
-from memory import transcript
 from memory.errors import MalformedOutputError
 from memory.ids import normalize_text
 from memory.llm.base import LLMProvider, LLMRequest, LLMResult, Usage
@@ -18,6 +17,7 @@ from memory.llm.fact_decisions import decide_facts, same_fact
 from memory.llm.heuristic_consolidate import consolidate
 from memory.llm.heuristic_corrections import as_corrected
 from memory.llm.heuristic_person import third_person
+from memory.llm.heuristic_sentences import said_sentences, sentences
 from memory.llm.heuristic_text import fit
 from memory.prompts import (
     ConsolidateInput,
@@ -39,7 +39,6 @@ from memory.speakers import by_person
 from memory.store.rules.text import tokenize
 
 MODEL = "heuristic-rules-v1"
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 _SPECIFIC = re.compile(
     r"(?i)\d|\S+@\S+\.\w+|https?://|www\.|\bmy \w+(?: \w+)? (?:is|are)\b|\bI work (?:at|for|as)\b"
     r"|\bI live in\b|\bdeadline\b|\bborn\b"
@@ -63,42 +62,6 @@ _DIRECTIVE = re.compile(
 _JOINED_DIRECTIVE = re.compile(r"(?i)\s*[,;]?\s+(?:and|but)\s+(?:I|we)\s+(?:really\s+)?prefer\b.*$")
 _ABOUT_AGENT = re.compile(r"(?i)\b(?:your|yours|you are|you're|(?:the|our|this) project)\b")
 _NAME = re.compile(r"^[A-Z][a-z]+")
-
-
-# A title or "e.g." ends in a period that ends no sentence: "My dentist is Dr. Okonkwo." is one.
-# "St." and "Mt." only before a name ("in St. Louis"): after one they end a street's ("Baker St.
-# My dog…"). Not "Jr." nor "Sr.", which close a name and often the sentence.
-_ABBREVIATION = re.compile(
-    r"(?i)(?:^|\s)(?:dr|mr|mrs|ms|mx|prof|vs|e\.g|i\.e)\.$"
-    r"|(?:^|\s)(?-i:[a-z]\w*|[,;(])\s+(?:st|mt)\.$|^(?:st|mt)\.$"
-)
-
-
-def _sentences(text: str) -> list[str]:
-    out: list[str] = []
-    for line in text.splitlines():  # a line break always ends one
-        joined: list[str] = []
-        for part in (p.strip() for p in _SENTENCE_END.split(line)):
-            if part and joined and _ABBREVIATION.search(joined[-1]):
-                joined[-1] = f"{joined[-1]} {part}"
-            elif part:
-                joined.append(part)
-        out += joined
-    return out
-
-
-def _whole_sentences(content: str) -> list[str]:
-    """The sentences of a message as its prompt shows it, without those it shows only a part
-    of: the words before the first sentence end of a slice that begins within a sentence, and
-    after the last of one that ends within it (memory/transcript.py ``mid_sentence``). Slices do
-    not overlap, so no prompt holds the whole sentence: read alone, "named Rex and he is 4
-    years old." has no "my", reads as a statement about the world, and became the agent's,
-    which every user reads; "Erin's dog is named" replaced a true fact. Slices are cut at
-    sentence ends where they can; where one had none near its bound, its fragment makes no
-    fact: a lost detail is safer than a wrong one, or one in the wrong scope."""
-    begins, body, ends = transcript.mid_sentence(content)
-    found = _sentences(body)
-    return found[1 if begins else 0 : len(found) - 1 if ends else len(found)]
 
 
 def _is_specific(sentence: str) -> bool:
@@ -218,7 +181,7 @@ _ASKS_ABOUT_YOU = re.compile(
 def _asks_about_you(content: str) -> bool:
     return any(
         s.endswith("?") and _ASKS_ABOUT_YOU.search(s) and not _ASKS_FOR_ACTION.search(s)
-        for s in _sentences(content)
+        for s in sentences(content)
     )
 
 
@@ -257,8 +220,9 @@ def extract_facts(p: ExtractFactsInput) -> ExtractedFacts:
     facts: dict[str, ExtractedFact] = {}
     answers = _answers(p.messages)
     for speaker, speaker_id, content, n in _user_messages(p.messages):
-        for raw in _whole_sentences(content):
-            sentence = as_corrected(_without_self_introduction(raw, speaker))
+        for raw, goes_on in said_sentences(content):
+            introduced = _without_self_introduction(raw, speaker)
+            sentence = as_corrected(introduced)
             sentence = _JOINED_DIRECTIVE.sub("", sentence)
             # The end of the speaker's habit ("I quit smoking", "I gave up coffee") retracts a
             # stored fact however short: dropped, the habit it ends would stay true. Not another
@@ -275,8 +239,18 @@ def extract_facts(p: ExtractFactsInput) -> ExtractedFacts:
             # else a user tells is theirs (the safe side: user memory reaches nobody else),
             # and so is a sentence in a language whose "I" and "my" these rules cannot see, and
             # an answer to the agent's question about its speaker.
+            # So is what may tell of a subject the words before it name: the rest of a line
+            # wrapped within a sentence ("My dog is named\nRex and he is 4."), and what follows
+            # the speaker's name ("I'm Hana, head of sales at Initech since 2019").
             first_person = bool(_FIRST_PERSON.search(sentence))
-            personal = first_person or not specific or not _readable(sentence) or n in answers
+            personal = (
+                first_person
+                or not specific
+                or not _readable(sentence)
+                or n in answers
+                or goes_on
+                or introduced != raw
+            )
             text = third_person(sentence, speaker)
             if personal and not first_person and speaker not in text:
                 text = f"{speaker} said: {text}"  # a fact names who it is about
@@ -311,7 +285,7 @@ def extract_reflections(p: ExtractReflectionsInput) -> ExtractedReflections:
 
     messages = _user_messages(p.messages)
     for speaker, speaker_id, content, n in messages:
-        for sentence in _whole_sentences(content):
+        for sentence, _ in said_sentences(content):
             rewritten = third_person(sentence, speaker)
             text = rewritten if rewritten != sentence else f"{speaker} said: {sentence}"
             # A preference, or a first-person sentence, is its speaker's, never the agent's.

@@ -2,11 +2,12 @@
 
 ``load_window`` leaves such a message alone in its window (memory/transcript.py ``fitting``) and
 says in how many slices its steps read it (``Window.slices``, ``transcript.spans``: each within
-the budget, cut at a whitespace near the bound). FormMemories runs the fact extraction once per
-slice, then the reflection extraction once per slice, each slice its own activity (its index an
-argument: the window's transcript never travels through the workflow), merges the slices' results
-here, and goes on as for any window: one dedup, one commit of every slice's memories, each citing
-the message, that moves the cursor past it.
+the budget, cut at a sentence end near the bound, else a whitespace: ``Window.slice_cut``).
+FormMemories runs the fact extraction once per slice, then the reflection extraction once per
+slice, each slice its own activity (its index an argument: the window's transcript never travels
+through the workflow), merges the slices' results here, and goes on as for any window: one
+dedup, one commit of every slice's memories, each citing the message, that moves the cursor past
+it.
 
 Why the workflow and not one activity calling the model once per slice: a slice is then an
 ordinary LLM step, with the step's timeout, heartbeats and retries (ten slices of a slow local

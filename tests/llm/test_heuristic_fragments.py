@@ -83,3 +83,26 @@ async def test_no_reflection_is_made_of_a_fragment_either() -> None:
     request = LLMRequest(task_input=inp, model="heuristic-rules-v1", system="", prompt="")
     out = (await llm.generate_structured(request, ExtractedReflections)).value
     assert out.user_reflections == []
+
+
+async def test_a_line_wrapped_within_a_sentence_is_never_the_agents() -> None:
+    """A line break ends a sentence for these rules: the rest of one wrapped at a width has its
+    subject on the line before, and is its speaker's, as anything they say of themselves."""
+    assert await facts("My dog is named\nRex and he is 4 years old.") == [
+        ("user", "Hana's dog is named"),
+        ("user", "Hana said: Rex and he is 4 years old."),
+    ]
+    # A line that ends a sentence, introduces a list, or is an item of one: as before.
+    listed = "Office hours:\nThe Lisbon office opens at 9 on Monday.\n- Porto opens at 10 on Friday"
+    assert [scope for scope, _ in await facts(listed)] == ["agent", "agent"]
+
+
+async def test_what_follows_the_speakers_own_name_is_theirs() -> None:
+    """The self-introduction is cut from the sentence ("I'm Hana, ..."), and with it the subject
+    of what follows."""
+    assert await facts("I'm Hana, head of sales at Initech since 2019.") == [
+        ("user", "Hana said: Head of sales at Initech since 2019.")
+    ]
+    assert await facts("I'm Hana, I work at Initech since 2019.") == [
+        ("user", "Hana works at Initech since 2019.")
+    ]
