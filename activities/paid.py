@@ -90,6 +90,7 @@ def with_usage(err: ApplicationError, calls: list[LlmCall]) -> ApplicationError:
         type=err.type,
         non_retryable=err.non_retryable,
         next_retry_delay=err.next_retry_delay,
+        category=err.category,  # a failure the workflow handles stays benign (errors.py)
     )
 
 

@@ -14,6 +14,7 @@ from activities.errors import (
     not_halvable,
     with_halving,
 )
+from activities.paid import with_usage
 from memory.errors import (
     ConflictError,
     InvalidModelOutputError,
@@ -75,6 +76,8 @@ def test_failures_the_workflow_handles_are_benign_and_the_others_are_not() -> No
         assert translated(err).category is ApplicationErrorCategory.UNSPECIFIED, err
     halving = with_halving(translated(UnusableOutputError("no")), halvable=True)
     assert halving.category is ApplicationErrorCategory.BENIGN and halvable(halving)
+    # As a model step that paid for calls sends it on (paid.paying): still benign.
+    assert with_usage(halving, []).category is ApplicationErrorCategory.BENIGN
     assert not_halvable("p0").category is ApplicationErrorCategory.BENIGN
 
 
