@@ -55,6 +55,12 @@ _SPACE = re.compile(r"\s")
 # Where a sentence (or a line, an item of a list) ends: a slice, and a piece's half (memory/
 # pipeline/pieces.py ``halve``), is cut there when it can.
 _SENTENCE_END = re.compile(r"(?<=[.!?;:])\s|\n")
+# Where a sentence surely ends, for a slice's cut and for what its markers say (r251): after
+# ".!?", at a blank line, or before a list's item. Not at ";" or ":", where the offline rules read
+# on ("Rex; he is 4" cut there made "He is 4 years old." the agent's), nor at any line break
+# (text wrapped at a width has one in most sentences). A piece's halving keeps _SENTENCE_END:
+# the halves of a run in flight must stay the text they were.
+_SURE_END = re.compile(r"(?<=[.!?])\s|\n(?=[ \t]*(?:\n|[-*•]\s|\d{1,3}[.)]\s))")
 
 
 def shown(content: str, max_chars: int | None) -> str:
@@ -71,11 +77,13 @@ def as_said(text: str) -> str:
     return " ".join(_MARKER.sub(" ", text).split())
 
 
-def cut_points(content: str, lo: int, hi: int) -> list[int]:
+def cut_points(content: str, lo: int, hi: int, *, sure: bool = False) -> list[int]:
     """Where text may be cut within [lo, hi): the whitespace of its sentence ends when it has
-    one (a line break ends one too), else any whitespace (a word is not split); in order. The
-    one rule of a slice's end (``spans``) and a piece's halving (pipeline/pieces.py ``halve``)."""
-    found = [m.start() for m in _SENTENCE_END.finditer(content, lo, hi)]
+    one (a line break, ";" and ":" end one too; with ``sure``, only ``_SURE_END``), else any
+    whitespace (a word is not split); in order. A slice's end (``spans``, sure) and a piece's
+    halving (pipeline/pieces.py ``halve``)."""
+    ends = _SURE_END if sure else _SENTENCE_END
+    found = [m.start() for m in ends.finditer(content, lo, hi)]
     return found or [m.start() for m in _SPACE.finditer(content, lo, hi)]
 
 
@@ -93,7 +101,9 @@ def spans(content: str, max_chars: int, *, rule: int) -> list[tuple[int, int]]:
             near = max(start + max_chars - max_chars // 4, start + 1)
             # The whitespace at ``end`` (just past the slice) ends it as well as one inside it.
             if rule >= SENTENCE_CUT:
-                end = max(cut_points(content, near, end + 1), default=end)
+                end = max(cut_points(content, near, end + 1, sure=True), default=end)
+                while end > start + 1 and content[end - 1].isspace():
+                    end -= 1  # a cut inside a run of whitespace: the run in neither slice
             else:
                 end = max((m.start() for m in _SPACE.finditer(content, near, end + 1)), default=end)
         out.append((start, end))
@@ -124,22 +134,22 @@ def marked(content: str, start: int, end: int) -> str:
     """content[start:end], a part of a message, as its prompt shows it: ``CUT`` where the
     message goes on before or after it across a sentence end, ``CUT_MID`` where it goes on
     within a sentence. The one place the markers are written: ``as_said`` strips them."""
-    head = f"{_marker(content, start, before=True)} " if content[:start].strip() else ""
-    tail = f" {_marker(content, end, before=False)}" if content[end:].strip() else ""
+    head = f"{_marker(content, start)} " if content[:start].strip() else ""
+    tail = f" {_marker(content, end)}" if content[end:].strip() else ""
     return f"{head}{content[start:end]}{tail}"
 
 
-def _marker(content: str, at: int, *, before: bool) -> str:
-    """The marker of a part's edge at ``at``: whether a sentence ends in the whitespace between
-    the part and its neighbour (none there: a word was split at the bound)."""
+def _marker(content: str, at: int) -> str:
+    """The marker of a part's edge at ``at``: whether a sentence surely ends (``_SURE_END``) in
+    the whitespace between the part and its neighbour, the whole run around ``at`` (a part may
+    end inside it), so that both edges of one cut say the same (none there: a word was split at
+    the bound, or the cut is within a sentence)."""
     lo, hi = at, at
-    if before:
-        while lo > 0 and content[lo - 1].isspace():
-            lo -= 1
-    else:
-        while hi < len(content) and content[hi].isspace():
-            hi += 1
-    return CUT if _SENTENCE_END.search(content, lo, hi) else CUT_MID
+    while lo > 0 and content[lo - 1].isspace():
+        lo -= 1
+    while hi < len(content) and content[hi].isspace():
+        hi += 1
+    return CUT if _SURE_END.search(content, lo, hi) else CUT_MID
 
 
 def mid_sentence(text: str) -> tuple[bool, str, bool]:
@@ -152,7 +162,7 @@ def mid_sentence(text: str) -> tuple[bool, str, bool]:
     body = body.removesuffix(f" {CUT_MID}").removesuffix(f" {CUT}")
     if (m := _TRUNCATED.search(body)) is not None:
         body = body[: m.start()]
-        ends = not _SENTENCE_END.search(body[-1:] + " ")  # cut where a sentence ends: whole
+        ends = not _SURE_END.search(body[-1:] + " ")  # cut where a sentence ends: whole
     return begins, body, ends
 
 

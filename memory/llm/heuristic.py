@@ -220,7 +220,7 @@ def extract_facts(p: ExtractFactsInput) -> ExtractedFacts:
     facts: dict[str, ExtractedFact] = {}
     answers = _answers(p.messages)
     for speaker, speaker_id, content, n in _user_messages(p.messages):
-        for raw, goes_on in said_sentences(content):
+        for raw in said_sentences(content):
             introduced = _without_self_introduction(raw, speaker)
             sentence = as_corrected(introduced)
             sentence = _JOINED_DIRECTIVE.sub("", sentence)
@@ -239,16 +239,14 @@ def extract_facts(p: ExtractFactsInput) -> ExtractedFacts:
             # else a user tells is theirs (the safe side: user memory reaches nobody else),
             # and so is a sentence in a language whose "I" and "my" these rules cannot see, and
             # an answer to the agent's question about its speaker.
-            # So is what may tell of a subject the words before it name: the rest of a line
-            # wrapped within a sentence ("My dog is named\nRex and he is 4."), and what follows
-            # the speaker's name ("I'm Hana, head of sales at Initech since 2019").
+            # So is what follows the speaker's own name, its subject ("I'm Hana, head of sales
+            # at Initech since 2019").
             first_person = bool(_FIRST_PERSON.search(sentence))
             personal = (
                 first_person
                 or not specific
                 or not _readable(sentence)
                 or n in answers
-                or goes_on
                 or introduced != raw
             )
             text = third_person(sentence, speaker)
@@ -285,7 +283,7 @@ def extract_reflections(p: ExtractReflectionsInput) -> ExtractedReflections:
 
     messages = _user_messages(p.messages)
     for speaker, speaker_id, content, n in messages:
-        for sentence, _ in said_sentences(content):
+        for sentence in said_sentences(content):
             rewritten = third_person(sentence, speaker)
             text = rewritten if rewritten != sentence else f"{speaker} said: {sentence}"
             # A preference, or a first-person sentence, is its speaker's, never the agent's.

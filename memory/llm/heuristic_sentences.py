@@ -1,5 +1,5 @@
-"""The offline rules' sentences of a message: where one ends, and which of them a prompt shows
-only part of, or may have begun on the line before."""
+"""The offline rules' sentences of a message: where one ends (a line wrapped within one is read
+with it), and which of them a prompt shows only part of."""
 
 from __future__ import annotations
 
@@ -22,14 +22,11 @@ _ITEM = re.compile(r"^(?:[-*•–—>#]|\d{1,3}[.)]\s)")
 
 
 def sentences(text: str) -> list[str]:
-    return [s for s, _ in _with_lines(text)]
-
-
-def _with_lines(text: str) -> list[tuple[str, bool]]:
-    """(sentence, whether it may go on one begun on the line before): the first of a line that
-    follows a line without a sentence end, in the same paragraph ("My dog is named\\nRex and he
-    is 4 years old.", text wrapped at a width). A line break always ends a sentence here."""
-    out: list[tuple[str, bool]] = []
+    """The sentences of a text. A line break ends one, but for a line that follows one without a
+    sentence end in the same paragraph, not a list's item: the two are one sentence wrapped at a
+    width ("My dog is named\nRex and he is 4 years old."), read whole. Read as two, the second
+    had lost its subject and read as a statement about the world, the agent's (r249, r251)."""
+    out: list[str] = []
     before = ""  # the last line of the paragraph so far
     for line in (line.strip() for line in text.splitlines()):
         joined: list[str] = []
@@ -38,23 +35,23 @@ def _with_lines(text: str) -> list[tuple[str, bool]]:
                 joined[-1] = f"{joined[-1]} {part}"
             elif part:
                 joined.append(part)
-        goes_on = bool(before) and not _ENDS_A_LINE.search(before) and not _ITEM.match(line)
-        out += [(s, goes_on and n == 0) for n, s in enumerate(joined)]
+        wrapped = bool(before) and not _ENDS_A_LINE.search(before) and not _ITEM.match(line)
+        if wrapped and out and joined:
+            out[-1] = f"{out[-1]} {joined.pop(0)}"
+        out += joined
         before = line
     return out
 
 
-def said_sentences(content: str) -> list[tuple[str, bool]]:
-    """The sentences of a message as its prompt shows it, each with whether it may go on one
-    begun on the line before (its subject there: "Rex and he is 4 years old." is no statement
-    about the world), without those it shows only a part of: the words before the first
-    sentence end of a slice that begins within a sentence, and after the last of one that ends
-    within it (memory/transcript.py ``mid_sentence``). Slices do not overlap, so no prompt holds
-    the whole sentence: read alone, "named Rex and he is 4 years old." has no "my", reads as a
-    statement about the world, and became the agent's, which every user reads (r249); "Erin's
-    dog is named" replaced a true fact. Slices are cut at sentence ends where they can; where
-    one had none near its bound, its fragment makes no fact: a lost detail is safer than a
-    wrong one, or one in the wrong scope."""
+def said_sentences(content: str) -> list[str]:
+    """The sentences of a message as its prompt shows it, without those it shows only a part
+    of: the words before the first sentence end of a slice that begins within a sentence, and
+    after the last of one that ends within it (memory/transcript.py ``mid_sentence``). Slices do
+    not overlap, so no prompt holds the whole sentence: read alone, "named Rex and he is 4 years
+    old." has no "my", reads as a statement about the world, and became the agent's, which every
+    user reads (r249); "Erin's dog is named" replaced a true fact. Slices are cut at sentence
+    ends where they can; where one had none near its bound, its fragment makes no fact: a lost
+    detail is safer than a wrong one, or one in the wrong scope."""
     begins, body, ends = transcript.mid_sentence(content)
-    found = _with_lines(body)
+    found = sentences(body)
     return found[1 if begins else 0 : len(found) - 1 if ends else len(found)]

@@ -85,13 +85,17 @@ async def test_no_reflection_is_made_of_a_fragment_either() -> None:
     assert out.user_reflections == []
 
 
-async def test_a_line_wrapped_within_a_sentence_is_never_the_agents() -> None:
-    """A line break ends a sentence for these rules: the rest of one wrapped at a width has its
-    subject on the line before, and is its speaker's, as anything they say of themselves."""
+async def test_a_line_wrapped_within_a_sentence_is_read_with_it() -> None:
+    """Text wrapped at a width: the two lines are one sentence, whose subject the first holds,
+    so the second is never read alone as a statement about the world (the agent's)."""
     assert await facts("My dog is named\nRex and he is 4 years old.") == [
-        ("user", "Hana's dog is named"),
-        ("user", "Hana said: Rex and he is 4 years old."),
+        ("user", "Hana's dog is named Rex and he is 4 years old.")
     ]
+    # A statement about the work stays the agent's: a guest's, or one of a group chat, is
+    # kept there, where user memory is off (r251: forced into the speaker's scope, it was lost).
+    assert await facts(
+        "Quick update on the plan\nThe Q3 launch of Initech moved to October 14."
+    ) == [("agent", "Quick update on the plan The Q3 launch of Initech moved to October 14.")]
     # A line that ends a sentence, introduces a list, or is an item of one: as before.
     listed = "Office hours:\nThe Lisbon office opens at 9 on Monday.\n- Porto opens at 10 on Friday"
     assert [scope for scope, _ in await facts(listed)] == ["agent", "agent"]

@@ -64,12 +64,38 @@ def test_without_a_sentence_end_a_slice_ends_at_a_whitespace_and_else_at_the_bou
     assert spans("x" * 100, 40, rule=SENTENCE_CUT) == [(0, 40), (40, 80), (80, 100)]
 
 
-def test_a_line_break_ends_a_sentence_and_a_sentence_end_before_the_last_quarter_does_not() -> None:
-    listed = "milk and bread\neggs and a lot more on this long list of things"
+def test_a_blank_line_or_a_list_item_ends_a_sentence_and_one_before_the_last_quarter_does_not() -> (
+    None
+):
+    listed = "milk and bread\n- eggs and a lot more on this long list of things"
     assert spans(listed, 18, rule=SENTENCE_CUT)[0] == (0, 14)  # the last quarter: from 14
     early = "Short. " + "word " * 20
     # "Short." ends at 6, far before the last quarter of 40 (30-40): a whitespace there instead.
     assert spans(early, 40, rule=SENTENCE_CUT)[0] == spans(early, 40, rule=WHITESPACE_CUT)[0]
+
+
+def test_a_slice_is_not_cut_at_a_semicolon_nor_a_wrapped_line_and_says_so_where_it_must_be() -> (
+    None
+):
+    """Not sentence ends the offline rules read as such (r251): "Rex; he is 4" cut at ";" made
+    "He is 4 years old." the agent's, and text wrapped at a width breaks most sentences."""
+    semi = "My dog is named Rex and he is called Rex; he is 4 years old and he loves the park."
+    # The ";" (at 40) is in the first slice's last quarter (33-44): the cut is not there.
+    end = spans(semi, 44, rule=SENTENCE_CUT)[0][1]
+    assert not semi[:end].endswith(";")
+    assert transcript.sliced(semi, 44, 0, rule=SENTENCE_CUT).endswith(transcript.CUT_MID)
+    wrapped = "My dog is named\nRex and he is four years old and loves\nthe park by the river."
+    first, second = (transcript.sliced(wrapped, 40, n, rule=SENTENCE_CUT) for n in (0, 1))
+    assert first.endswith(transcript.CUT_MID) and second.startswith(transcript.CUT_MID)
+
+
+def test_both_edges_of_a_cut_in_a_run_of_whitespace_say_the_same() -> None:
+    """r251: the slice kept the run's first spaces, and its edge, looking only forward, said
+    mid-sentence while the next slice's said between sentences."""
+    content = "My dog is named Rex and he is 4 years old." + " " * 8 + "Then words " * 8
+    for rule in (WHITESPACE_CUT, SENTENCE_CUT):
+        parts = [transcript.sliced(content, 50, n, rule=rule) for n in range(2)]
+        assert parts[0].endswith(f" {transcript.CUT}") and parts[1].startswith(f"{transcript.CUT} ")
 
 
 def test_sentence_cut_slices_hold_all_the_text_once_in_order_within_the_bound() -> None:
