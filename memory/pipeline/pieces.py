@@ -23,8 +23,9 @@ input refused, an answer that stayed unusable) — and it ``can_halve``.
 
 Why every path ends: a piece is halved only while it is at least twice ``MIN_HALF_CHARS`` long
 (its halves are each that long: cut at a sentence end, else a whitespace, in its middle half,
-as a slice is: transcript.cut_points; none there, it is not halved) and at most ``MAX_DEPTH``
-times. A piece that cannot be halved keeps its full answer, or is passed over visibly when it
+transcript.cut_points, where ";", ":" and a line break end one too, unlike a slice's sure ends,
+so that the halves of a run in flight stay the text they were; none there, it is not halved)
+and at most ``MAX_DEPTH`` times. A piece that cannot be halved keeps its full answer, or is passed over visibly when it
 fails (as a single message was). So a slice costs at most 2^(MAX_DEPTH+1) - 1 extractions even
 against a model that always answers full.
 
@@ -91,7 +92,7 @@ def halve(content: str, start: int, end: int) -> tuple[Span, Span] | None:
     if end - start < 2 * MIN_HALF_CHARS:
         return None
     middle, lo, hi = (start + end) // 2, start + (end - start) // 4, end - (end - start) // 4
-    near = transcript.cut_points(content, lo, hi)  # as a slice is cut
+    near = transcript.cut_points(content, lo, hi)  # not ``sure``: as halves were always cut
     if not near:
         return None
     cut = min(near, key=lambda i: abs(i - middle))
